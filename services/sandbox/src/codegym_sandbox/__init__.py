@@ -1,0 +1,1 @@
+"""codegym sandbox: runs untrusted programs fast and safely behind a REST API."""

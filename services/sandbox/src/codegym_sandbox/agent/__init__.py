@@ -1,0 +1,1 @@
+"""The sandbox agent: forks, isolates and supervises untrusted programs. Standard library only."""

@@ -1,0 +1,174 @@
+"""The box: init of a pid namespace that forks one program per run and leaves nothing behind.
+
+The box never reads request data (the agent writes files into its scratch space from outside), so the
+program forked from it inherits a clean image. After each program ends the box kills every other process
+in its namespace (``kill(-1)`` from a namespace's init reaches exactly those) and reaps them, so a
+double-forked daemon cannot outlive its run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import time
+from typing import Any
+
+from . import isolation, linux, pyrun
+
+MAX_FDS = 16
+
+
+def _kill_all(*_: object) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
+    """Main loop of the box process (pid 1 of its namespace). Exits when the agent goes away."""
+    program_uid = config["program_uid"]
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):  # the agent's channel to the server is not the box's business
+        os.dup2(null, fd)
+    os.close(null)
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the program may not read this process's memory
+    isolation.enter_box()
+    isolation.reset_box(config["tmp_bytes"], program_uid, first=True)
+    pyrun.warm_up()
+    linux.prepare_seccomp()
+    gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
+    _ready(ctl)
+    while True:
+        msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, MAX_FDS)
+        if not msg:
+            os._exit(0)
+        cmd = json.loads(msg)
+        if cmd["op"] == "reset":
+            isolation.reset_box(config["tmp_bytes"], program_uid, first=False)
+            _ready(ctl)
+            continue
+        if cmd["op"] == "run":
+            report = _run(cmd, fds, ctl, program_uid)
+            ctl.sendall(json.dumps(report).encode())
+        else:
+            for fd in fds:
+                os.close(fd)
+
+
+def _ready(ctl: socket.socket) -> None:
+    # The agent reaches the scratch directory through this descriptor, never through a path.
+    scratch = os.open(isolation.SCRATCH, os.O_RDONLY | os.O_DIRECTORY)
+    socket.send_fds(ctl, [b'{"op":"ready"}'], [scratch])
+    os.close(scratch)
+
+
+def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, program_uid: int) -> dict[str, Any]:
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.close(err_r)
+        _launch(cmd, fds, err_w, program_uid)
+    os.close(err_w)
+    for fd in fds:
+        os.close(fd)
+    # Wait for the program while listening to the agent: it may ask for a kill, or go away.
+    exited = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(exited, select.POLLIN)
+    poller.register(ctl, select.POLLIN)
+    while True:
+        events = dict(poller.poll())
+        if exited in events:
+            break
+        if ctl.fileno() in events:
+            msg = ctl.recv(1 << 16)
+            _kill_all()
+            if not msg:  # the agent is gone: nobody will read a result
+                os._exit(0)
+    os.close(exited)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.monotonic() - start
+    _kill_all()
+    _reap_all()
+    with os.fdopen(err_r, "rb") as f:
+        error = f.read(4096).decode(errors="replace")
+    code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
+    return {
+        "exit_code": code,
+        "signal": sig,
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "max_rss_kb": usage.ru_maxrss,
+        "error": error or None,
+    }
+
+
+def _set_limits(limits: dict[str, Any]) -> None:
+    def set_limit(which: int, soft: int, hard: int | None = None) -> None:
+        resource.setrlimit(which, (soft, soft if hard is None else hard))
+
+    cpu = max(1, int(limits["cpu_s"] + 0.999))
+    set_limit(resource.RLIMIT_CPU, cpu, cpu + 1)  # SIGXCPU first, SIGKILL a second later
+    if limits.get("address_space_bytes"):
+        set_limit(resource.RLIMIT_AS, limits["address_space_bytes"])
+    set_limit(resource.RLIMIT_NPROC, limits["processes"])
+    set_limit(resource.RLIMIT_FSIZE, limits["file_size_bytes"])
+    set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
+    set_limit(resource.RLIMIT_CORE, 0)
+
+
+def _launch(cmd: dict[str, Any], fds: list[int], err_w: int, program_uid: int) -> None:
+    """In the forked child: wire up descriptors, drop every privilege, then become the program."""
+    try:
+        # Lift every descriptor out of the way first, so wiring one to its number cannot clobber another.
+        err_w = fcntl.fcntl(err_w, fcntl.F_DUPFD_CLOEXEC, 200)
+        lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]
+        for target, fd in enumerate(lifted):
+            os.dup2(fd, target, inheritable=True)
+        os.closerange(len(fds), err_w)
+        os.closerange(err_w + 1, 1 << 16)
+        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        os.setsid()
+        os.chdir(cmd["cwd"])
+        os.environ.clear()
+        os.environ.update(cmd["env"])
+        _set_limits(cmd["limits"])
+        if program_uid != 0:
+            os.setgroups([])
+            os.setresgid(program_uid, program_uid, program_uid)
+            os.setresuid(program_uid, program_uid, program_uid)
+        else:
+            linux.drop_capabilities()
+        linux.prctl(linux.PR_SET_DUMPABLE, 1)
+        if cmd.get("seccomp", True) and linux.seccomp_supported():
+            linux.install_seccomp()
+        else:
+            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        if cmd.get("python"):
+            # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            os.close(err_w)
+            os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:]))
+        os.execve(cmd["argv"][0], cmd["argv"], cmd["env"])
+    except BaseException as exc:
+        try:
+            os.write(err_w, f"{type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(127)

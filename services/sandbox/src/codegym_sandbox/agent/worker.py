@@ -1,0 +1,368 @@
+"""The agent's main loop: read run requests from the server, run each in the box, answer with results.
+
+Process tree of one worker slot::
+
+    server ──pipe── agent (this module; worker namespaces, never runs untrusted code)
+                      └── box (pid 1 of its own pid namespace; holds no request data)
+                            └── program (one per run; unprivileged, rlimits, seccomp)
+
+The agent owns deadlines and output: it feeds stdin, drains stdout and stderr while the program runs (a
+program that fills a pipe can never stall it), stops at the output cap, and on the wall-clock deadline
+has the box kill everything in the namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import os
+import selectors
+import signal
+import socket
+import stat
+import sys
+import time
+import traceback
+from typing import Any
+
+from . import box, isolation, linux
+from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
+
+GRACE_S = 2.0  # after asking the box to kill a run, how long before the box itself is killed
+
+
+class Box:
+    """Handle on the box process, created (and recreated when it dies) by the agent."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.pid = 0
+        self.ctl: socket.socket | None = None
+        self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
+        self.dirty = False
+        self.spawn()
+
+    def spawn(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        middle = os.fork()
+        if middle == 0:
+            code = 0
+            try:
+                parent.close()
+                if self.config["namespaces"]:
+                    linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        box.serve(child, self.config)
+                    except BaseException:
+                        traceback.print_exc()
+                    finally:
+                        os._exit(1)
+                child.send(json.dumps({"pid": pid}).encode())
+            except BaseException as exc:
+                sys.stderr.write(f"agent: cannot start the box: {exc}\n")
+                code = 1
+            finally:
+                os._exit(code)
+        # The middle process exits at once; we are the subreaper, so its child, the box, becomes ours.
+        os.waitpid(middle, 0)
+        child.close()
+        self.ctl = parent
+        # Two messages arrive in either order: the box's pid from the middle process, and the box's ready.
+        hello: dict[str, Any] = {}
+        parent.settimeout(30)
+        for _ in range(2):
+            msg, fds, _, _ = socket.recv_fds(parent, 1 << 16, 1)
+            hello.update(json.loads(msg or b"{}"))
+            if fds:
+                self._set_scratch(fds[0])
+        parent.settimeout(None)
+        if not hello.get("pid") or hello.get("op") != "ready" or self.scratch < 0:
+            raise RuntimeError("the box did not start")
+        self.pid = hello["pid"]
+        self.dirty = False
+
+    def _set_scratch(self, fd: int) -> None:
+        if self.scratch >= 0:
+            os.close(self.scratch)
+        self.scratch = fd
+
+    def alive(self) -> bool:
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return pid == 0
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        if self.ctl is not None:
+            self.ctl.close()
+
+    def respawn(self) -> None:
+        self.kill()
+        self.spawn()
+
+    def reset(self) -> None:
+        """Fresh scratch space and IPC namespace for the next run; a box that cannot do it is replaced."""
+        if not self.dirty:
+            return
+        try:
+            assert self.ctl is not None
+            self.ctl.sendall(b'{"op":"reset"}')
+            msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 16, 1)
+            if json.loads(msg or b"{}").get("op") != "ready" or not fds:
+                raise OSError("box did not reset")
+            self._set_scratch(fds[0])
+            self.dirty = False
+        except (OSError, ValueError):
+            self.respawn()
+
+    def stop_run(self) -> None:
+        """Ask the box to kill everything in its namespace."""
+        assert self.ctl is not None
+        with contextlib.suppress(OSError):
+            self.ctl.sendall(b'{"op":"kill"}')
+
+
+def _open_in_scratch(bx: Box, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
+    """Open a file under the box's scratch directory without following any symlink on the way.
+
+    The program controls that directory: a symlinked component must not lead the agent (which sees the
+    host) anywhere else. With ``uid``, missing directories are created and given to the program.
+    """
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"bad file name {name!r}")
+    dir_fd = os.dup(bx.scratch)
+    try:
+        for part in parts[:-1]:
+            if uid is not None:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=dir_fd)
+                    os.chown(part, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
+                except FileExistsError:
+                    pass
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_files(bx: Box, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
+    for name, mode, index in files:
+        fd = _open_in_scratch(bx, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, uid)
+        try:
+            write_all(fd, blobs[index])
+            os.fchown(fd, uid, uid)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+
+def _collect(bx: Box, names: list[str], limit: int) -> tuple[list[list[Any]], list[bytes]]:
+    found: list[list[Any]] = []
+    blobs: list[bytes] = []
+    if any("*" in n for n in names):  # patterns match entries at the top of the scratch directory
+        entries = os.listdir(bx.scratch)
+        names = [e for n in names for e in (fnmatch.filter(entries, n) if "*" in n else [n])]
+    for name in names:
+        try:
+            fd = _open_in_scratch(bx, name, os.O_RDONLY | os.O_NONBLOCK)
+        except (OSError, ValueError):
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                continue
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit)
+        finally:
+            os.close(fd)
+        found.append([name, st.st_mode & 0o777, len(blobs)])
+        blobs.append(data)
+    return found, blobs
+
+
+class _Run:
+    """One program run: the pipes, the deadline and what came back."""
+
+    def __init__(self, req: dict[str, Any], blobs: list[bytearray]) -> None:
+        self.req = req
+        limits = req["limits"]
+        self.started = time.monotonic()
+        self.deadline = self.started + limits["wall_s"]
+        self.output_cap = limits["output_bytes"]
+        stdin_index = req.get("stdin")
+        self.stdin = memoryview(blobs[stdin_index]) if stdin_index is not None else memoryview(b"")
+        self.out: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self.timed_out = False
+        self.output_exceeded = False
+        self.killed_at: float | None = None
+
+
+def _run(bx: Box, req: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str, Any], list[bytes]]:
+    run = _Run(req, blobs)
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    cmd = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
+    cmd["op"] = "run"
+    cmd["cwd"] = isolation.SCRATCH
+    cmd["seccomp"] = req.get("seccomp", True)
+    assert bx.ctl is not None
+    bx.dirty = True
+    socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], [in_r, out_w, err_w])
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    readers = {out_r: "stdout", err_r: "stderr"}
+    sel = selectors.DefaultSelector()
+    for fd in readers:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    sel.register(bx.ctl, selectors.EVENT_READ)
+    if len(run.stdin):
+        os.set_blocking(in_w, False)
+        sel.register(in_w, selectors.EVENT_WRITE)
+    else:
+        os.close(in_w)  # no stdin: the program sees end-of-file at once, never a hang
+        in_w = -1
+    report: dict[str, Any] | None = None
+    try:
+        while report is None:
+            now = time.monotonic()
+            if run.killed_at is None and now >= run.deadline:
+                run.timed_out = True
+                _stop(bx, run, now)
+            if run.killed_at is not None and now >= run.killed_at + GRACE_S:
+                # The box did not answer the kill: take it down with everything in its namespace.
+                bx.respawn()
+                report = {"exit_code": None, "signal": signal.SIGKILL, "wall": now - run.started, "cpu": None}
+                break
+            wake = run.deadline if run.killed_at is None else run.killed_at + GRACE_S
+            for key, _ in sel.select(max(wake - now, 0.0)):
+                fd = key.fd
+                if fd == in_w:
+                    try:
+                        run.stdin = run.stdin[os.write(in_w, run.stdin[: 1 << 16]) :]
+                    except BrokenPipeError:
+                        run.stdin = run.stdin[:0]
+                    if not len(run.stdin):
+                        sel.unregister(in_w)
+                        os.close(in_w)
+                        in_w = -1
+                elif fd in readers:
+                    data = os.read(fd, 1 << 16)
+                    if data:
+                        _take(bx, run, readers[fd], data)
+                    else:
+                        sel.unregister(fd)
+                        os.close(fd)
+                        del readers[fd]
+                else:
+                    raw = bx.ctl.recv(1 << 16)
+                    if not raw:
+                        raise OSError("the box went away")
+                    report = json.loads(raw)
+        # Everything in the namespace is dead, so every write end is closed: read what is left to EOF.
+        for fd, stream in readers.items():
+            os.set_blocking(fd, True)
+            while data := os.read(fd, 1 << 16):
+                _take(bx, run, stream, data)
+    finally:
+        sel.close()
+        for fd in [*readers, in_w]:
+            if fd >= 0:
+                os.close(fd)
+    result = dict(report)
+    result.update(timed_out=run.timed_out, output_exceeded=run.output_exceeded)
+    if run.timed_out:
+        result["wall"] = max(result.get("wall") or 0.0, req["limits"]["wall_s"])
+    return result, [bytes(run.out["stdout"]), bytes(run.out["stderr"])]
+
+
+def _take(bx: Box, run: _Run, stream: str, data: bytes) -> None:
+    room = run.output_cap - len(run.out["stdout"]) - len(run.out["stderr"])
+    run.out[stream] += data[: max(room, 0)]
+    if len(data) > room and not run.output_exceeded:
+        run.output_exceeded = True
+        _stop(bx, run, time.monotonic())
+
+
+def _stop(bx: Box, run: _Run, now: float) -> None:
+    if run.killed_at is None:
+        run.killed_at = now
+        bx.stop_run()
+
+
+def handle(bx: Box, header: dict[str, Any], blobs: list[bytearray], uid: int) -> bytes:
+    """Serve one request frame and return the answer frame."""
+    op = header.get("op")
+    if op == "ping":
+        return encode_frame({"op": "pong"})
+    if op != "run":
+        return encode_frame({"op": "error", "error": f"unknown op {op!r}"})
+    try:
+        if not bx.alive():
+            bx.spawn()
+        bx.reset()
+        _write_files(bx, header.get("files", []), blobs, uid)
+        result, outputs = _run(bx, header, blobs)
+        collected, files = _collect(bx, header.get("collect", []), header["limits"]["collect_bytes"])
+        result["collected"] = collected
+        return encode_frame({"op": "result", **result}, [*outputs, *files])
+    except (OSError, ValueError, RuntimeError) as exc:
+        if not bx.alive():
+            bx.respawn()
+        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        for blob in blobs:
+            wipe(blob)
+
+
+def main() -> None:
+    """Entry point: the first frame is the worker configuration; then one answer per request."""
+    linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+    in_fd, out_fd = 0, 1
+    # Nothing may print on the channel: move it off fd 1 and send stray prints to stderr.
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    config, _ = read_frame(in_fd)
+    try:
+        if config.get("namespaces", True):
+            uid = isolation.enter_worker_namespaces(
+                config.get("host_uid"), config.get("hide", []), config.get("keep", []), config.get("network", False)
+            )
+        else:
+            uid = os.geteuid()
+        config.update(program_uid=uid, namespaces=config.get("namespaces", True))
+        # Set after the namespace switch, which changes our credentials and so clears it.
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the server
+        bx = Box(config)
+    except BaseException as exc:
+        write_all(out_fd, encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}))
+        raise SystemExit(1) from exc
+    write_all(out_fd, encode_frame({"op": "ready", "pid": os.getpid(), "program_uid": uid}))
+    # The server's modules are not the program's business: drop the agent's own path entries.
+    for entry in config.get("drop_sys_path", []):
+        while entry in sys.path:
+            sys.path.remove(entry)
+    while True:
+        try:
+            header, blobs = read_frame(in_fd)
+        except ProtocolError:
+            bx.kill()
+            return
+        write_all(out_fd, handle(bx, header, blobs, uid))
+
+
+if __name__ == "__main__":
+    main()

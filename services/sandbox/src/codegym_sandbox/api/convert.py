@@ -1,0 +1,67 @@
+"""Step results in the shapes the two APIs answer with."""
+
+from __future__ import annotations
+
+import base64
+
+from ..executor import Execution, StepResult
+from ..verdicts import Verdict
+from .fusion_models import CommandRunResult, CommandRunStatus, RunCodeResponse, RunStatus
+from .native_models import StepOut
+
+
+def text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def fusion_result(step: StepResult) -> CommandRunResult:
+    if step.verdict is Verdict.SE:
+        status = CommandRunStatus.Error
+    elif step.timed_out:
+        status = CommandRunStatus.TimeLimitExceeded
+    else:
+        status = CommandRunStatus.Finished
+    return CommandRunResult(
+        status=status,
+        execution_time=step.wall_s,
+        return_code=None if step.timed_out else step.return_code,
+        stdout=text(step.stdout),
+        stderr=text(step.stderr),
+        cpu_time=step.cpu_s,
+        memory_exceeded=step.memory_exceeded,
+        output_truncated=step.output_exceeded,
+    )
+
+
+def fusion_response(ex: Execution, files: dict[str, str], pod: str | None) -> RunCodeResponse:
+    """SandboxFusion's status derivation: an Error step is SandboxError, TLE or rc != 0 is Failed."""
+    results = [r for r in (ex.compile, ex.run) if r is not None]
+    errors = [r for r in results if r.verdict is Verdict.SE]
+    if errors:
+        status, message = RunStatus.SandboxError, errors[0].error or text(errors[0].stderr)
+    elif any(r.timed_out or r.return_code not in (0, None) or r.output_exceeded for r in results):
+        status, message = RunStatus.Failed, ""
+    else:
+        status, message = RunStatus.Success, ""
+    return RunCodeResponse(
+        status=status,
+        message=message,
+        compile_result=fusion_result(ex.compile) if ex.compile else None,
+        run_result=fusion_result(ex.run) if ex.run else None,
+        executor_pod_name=pod,
+        files=files,
+    )
+
+
+def step_out(step: StepResult) -> StepOut:
+    return StepOut(
+        verdict=step.verdict, exit_code=step.exit_code, signal=step.signal, wall_s=step.wall_s, cpu_s=step.cpu_s,
+        max_rss_kb=step.max_rss_kb, stdout=text(step.stdout), stderr=text(step.stderr),
+        output_truncated=step.output_exceeded, cached=step.cached, error=step.error,
+    )  # fmt: skip
+
+
+def fetched(step: StepResult | None) -> dict[str, str]:
+    if step is None:
+        return {}
+    return {name: base64.b64encode(data).decode() for name, (data, _) in step.collected.items()}

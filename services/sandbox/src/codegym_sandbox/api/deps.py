@@ -1,0 +1,22 @@
+"""FastAPI dependencies shared by the routes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ..executor import Executor
+from ..metrics import Metrics
+
+
+def get_executor(request: Request) -> Executor:
+    return request.app.state.executor  # type: ignore[no-any-return]
+
+
+def get_metrics(request: Request) -> Metrics:
+    return request.app.state.metrics  # type: ignore[no-any-return]
+
+
+ExecutorDep = Annotated[Executor, Depends(get_executor)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]

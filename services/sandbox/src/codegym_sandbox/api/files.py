@@ -1,0 +1,38 @@
+"""The ``files`` and ``fetch_files`` fields: base64 contents, names confined to the run's scratch dir."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import posixpath
+
+SCRATCH = "/tmp/box"
+
+
+class BadFiles(ValueError):
+    """A file name or content the sandbox refuses; answered with 422 and this message."""
+
+
+def scratch_name(name: str) -> str:
+    """A name relative to the scratch directory. Absolute names are accepted only inside it."""
+    if name.startswith("/"):
+        norm = posixpath.normpath(name)
+        if not norm.startswith(SCRATCH + "/"):
+            raise BadFiles(f"file {name!r}: absolute paths must be inside {SCRATCH}, the run's working directory")
+        name = norm[len(SCRATCH) + 1 :]
+    norm = posixpath.normpath(name)
+    if norm in ("", ".") or norm.startswith("../") or norm == ".." or "\0" in norm:
+        raise BadFiles(f"file {name!r}: the name must stay inside the run's working directory")
+    return norm
+
+
+def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
+    out = {}
+    for name, content in files.items():
+        if content is None or "IGNORE_THIS_FILE" in name:
+            continue  # as SandboxFusion does
+        try:
+            out[scratch_name(name)] = base64.b64decode(content, validate=True)
+        except binascii.Error as exc:
+            raise BadFiles(f"file {name!r}: content is not valid base64 ({exc})") from exc
+    return out

@@ -1,0 +1,89 @@
+"""ASGI middleware in front of every route: bearer token, body size, request counting.
+
+Written as plain ASGI rather than BaseHTTPMiddleware: it sits on the hot path of every run.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..metrics import Metrics
+
+OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
+
+
+class Guard:
+    def __init__(self, app: ASGIApp, token: str | None, max_body: int, metrics: Metrics) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.max_body = max_body
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        route = path if path in ("/run_code", "/v1/execute", "/v1/evaluate") else "other"
+        status_seen = 0
+
+        async def counting_send(message: Message) -> None:
+            nonlocal status_seen
+            if message["type"] == "http.response.start":
+                status_seen = message["status"]
+            await send(message)
+
+        try:
+            if self.token is not None and path not in OPEN_PATHS and not self._authorised(scope):
+                await _reply(counting_send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
+                return
+            length = _header(scope, b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.max_body):
+                await _reply(counting_send, 413, f"request body larger than {self.max_body} bytes")
+                return
+            await self.app(scope, self._limited(receive), counting_send)
+        finally:
+            self.metrics.requests.labels(route=route, status=str(status_seen)).inc()
+
+    def _authorised(self, scope: Scope) -> bool:
+        value = _header(scope, b"authorization") or ""
+        scheme, _, given = value.partition(" ")
+        return scheme.lower() == "bearer" and self.token is not None and hmac.compare_digest(given.encode(), self.token)
+
+    def _limited(self, receive: Receive) -> Receive:
+        seen = 0
+        max_body = self.max_body
+
+        async def wrapped() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > max_body:
+                    raise BodyTooLarge()
+            return message
+
+        return wrapped
+
+
+class BodyTooLarge(Exception):
+    """A chunked body grew past the limit while being read."""
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _reply(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    raw: list[Any] = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})

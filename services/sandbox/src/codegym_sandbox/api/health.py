@@ -1,0 +1,32 @@
+"""Probes and metrics: ``/livez``, ``/readyz``, ``/metrics``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .deps import ExecutorDep, MetricsDep
+
+router = APIRouter()
+
+
+@router.get("/livez")
+async def livez() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request, executor: ExecutorDep) -> Response:
+    """Ready when at least one worker is alive; the body says which backend was chosen and why."""
+    status: dict[str, Any] = executor.backend.status()
+    status["backend_reason"] = request.app.state.backend_reason
+    ready = status.get("alive", 0) > 0
+    return JSONResponse({"ready": ready, **status}, status_code=200 if ready else 503)
+
+
+@router.get("/metrics")
+async def metrics(metrics: MetricsDep) -> Response:
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,125 @@
+"""Bodies of the native ``/v1`` API, built for RL throughput."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..compare import Comparison
+from ..verdicts import Verdict
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LimitsIn(Strict):
+    """Per-request limits; values above the server's maxima are clamped to them."""
+
+    timeout_s: float | None = Field(None, gt=0, description="Wall-clock limit of each run.")
+    memory_mb: int | None = Field(None, gt=0, description="Memory limit of each run.")
+    compile_timeout_s: float | None = Field(None, gt=0, description="Wall-clock limit of the compile step.")
+
+
+class ExecuteRequest(Strict):
+    language: str
+    code: str
+    stdin: str | None = None
+    files: dict[str, str | None] = Field(default_factory=dict, description="name -> base64 content")
+    fetch_files: list[str] = Field(default_factory=list)
+    limits: LimitsIn = Field(default_factory=LimitsIn)
+
+
+class StepOut(BaseModel):
+    verdict: Verdict
+    exit_code: int | None
+    signal: int | None
+    wall_s: float
+    cpu_s: float | None
+    max_rss_kb: int | None
+    stdout: str
+    stderr: str
+    output_truncated: bool
+    cached: bool
+    error: str | None = None
+
+
+class ExecuteResponse(BaseModel):
+    verdict: Verdict
+    compile: StepOut | None
+    run: StepOut | None
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+class Test(Strict):
+    """One test. Exactly one kind: ``stdin``+``expected_stdout``, ``call``+``expected``, or ``assert_code``."""
+
+    stdin: str | None = None
+    expected_stdout: str | None = None
+    call: list[Any] | None = Field(None, description="positional arguments of a call to `function`")
+    kwargs: dict[str, Any] | None = None
+    expected: Any = None
+    assert_code: str | None = Field(None, description="Python run after the program; passes if it raises nothing")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Test:
+        kinds = [self.expected_stdout is not None, self.call is not None, self.assert_code is not None]
+        if sum(kinds) != 1:
+            raise ValueError("a test needs exactly one of: expected_stdout, call (with expected), assert_code")
+        return self
+
+
+class EvaluateRequest(Strict):
+    """Many candidate programs against one shared test set (a GRPO group shares its tests)."""
+
+    language: str
+    programs: list[str] = Field(min_length=1)
+    tests: list[Test] = Field(min_length=1)
+    function: str | None = Field(None, description="function called by `call` tests (Python)")
+    comparison: Comparison = Comparison.EXACT
+    rel_tol: float = Field(1e-6, ge=0)
+    abs_tol: float = Field(1e-6, ge=0)
+    early_stop: bool = Field(
+        False, description="stop a program at its first failing test (in test order; never timing-dependent)"
+    )
+    limits: LimitsIn = Field(default_factory=LimitsIn)
+
+    @model_validator(mode="after")
+    def _function_for_calls(self) -> EvaluateRequest:
+        if any(t.call is not None for t in self.tests) and not self.function:
+            raise ValueError("`call` tests need `function`: the name of the function to call")
+        return self
+
+
+class TestOut(BaseModel):
+    verdict: Verdict
+    wall_s: float
+    cpu_s: float | None
+    stdout: str = Field(description="first KiB of the output, for debugging")
+    stderr: str = Field(description="last KiB of stderr")
+
+
+class ProgramOut(BaseModel):
+    verdict: Verdict = Field(description="AC when every test passed, else the first failing test's verdict")
+    passed: int
+    total: int
+    stopped_early: bool
+    compile: StepOut | None
+    tests: list[TestOut]
+
+
+class EvaluateResponse(BaseModel):
+    results: list[ProgramOut]
+    wall_s: float
+
+
+class LanguageOut(BaseModel):
+    name: str
+    aliases: list[str]
+    available: bool
+    compiled: bool
+    detail: str
+
+
+Kind = Literal["stdio", "call", "assert"]

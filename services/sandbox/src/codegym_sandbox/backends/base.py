@@ -1,0 +1,60 @@
+"""What every backend provides to the executor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class SandboxFault(Exception):
+    """The infrastructure failed a run (never the program's fault): reported as SandboxError / SE."""
+
+
+class Saturated(Exception):
+    """Every worker is busy and the wait queue is full: the caller should retry later."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__("all sandbox workers are busy and the queue is full")
+        self.retry_after_s = retry_after_s
+
+
+@dataclass
+class RunRequest:
+    """One program execution, as the agent protocol carries it."""
+
+    files: dict[str, tuple[bytes, int]]  # name -> (content, mode)
+    argv: list[str]
+    env: dict[str, str]
+    limits: dict[str, Any]
+    stdin: bytes | None = None
+    python: str | None = None  # script path when Python runs in-process
+    collect: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    """What came back: exit status, resource use and output."""
+
+    exit_code: int | None
+    signal: int | None
+    wall_s: float
+    cpu_s: float | None
+    max_rss_kb: int | None
+    timed_out: bool
+    output_exceeded: bool
+    stdout: bytes
+    stderr: bytes
+    launch_error: str | None = None
+    collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def run(self, request: RunRequest) -> RunOutcome: ...
+
+    def status(self) -> dict[str, Any]: ...

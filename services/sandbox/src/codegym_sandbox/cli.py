@@ -1,0 +1,67 @@
+"""``codegym-sandbox``: serve the sandbox, or run one program through a running server."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+    from pydantic import ValidationError
+
+    from .config import Settings
+    from .main import create_app
+
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "backend": args.backend,
+                                   "workers": args.workers}.items() if v is not None}  # fmt: skip
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        print(f"codegym-sandbox: bad settings:\n{exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uvicorn.run(
+        create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level,
+        access_log=False, loop="asyncio", timeout_keep_alive=75,
+    )  # fmt: skip
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .client import SandboxClient
+
+    with SandboxClient(args.url, token=os.environ.get("CODEGYM_SANDBOX_API_TOKEN")) as client:
+        result = client.run_code(args.code, language=args.language, stdin=args.stdin)
+    print(result.model_dump_json(indent=2))
+    return 0 if result.status.value == "Success" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="codegym-sandbox",
+        description="Run untrusted programs fast and safely behind a SandboxFusion-compatible REST API.",
+        epilog="Every setting can also come from CODEGYM_SANDBOX_* environment variables (see the README).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="start the server")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need an API token)")
+    serve.add_argument("--port", type=int, help="port (default 8080)")
+    serve.add_argument("--backend", choices=["auto", "local"], help="where programs run (default auto)")
+    serve.add_argument("--workers", type=int, help="concurrent runs (default: one per CPU core)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(func=_serve)
+    run = sub.add_parser("run", help="run one program through a running server and print the result")
+    run.add_argument("code", help="the program's source")
+    run.add_argument("--language", default="python")
+    run.add_argument("--stdin")
+    run.add_argument("--url", default="http://127.0.0.1:8080")
+    run.set_defaults(func=_demo)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

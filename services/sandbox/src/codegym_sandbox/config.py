@@ -1,0 +1,78 @@
+"""Service settings, read from ``CODEGYM_SANDBOX_*`` environment variables."""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Limits(BaseSettings):
+    """Per-run limits: the defaults a request gets, and the maxima it may ask for.
+
+    A request asking for more than a maximum is clamped to it (never rejected): RL callers send one fixed
+    configuration and should not fail because a server is configured tighter.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CODEGYM_SANDBOX_LIMITS__", extra="forbid")
+
+    run_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of one run.")
+    max_run_timeout_s: float = Field(60.0, gt=0, description="Largest wall-clock limit a request may ask for.")
+    compile_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a compile step.")
+    max_compile_timeout_s: float = Field(60.0, gt=0, description="Largest compile limit a request may ask for.")
+    memory_mb: int = Field(1024, gt=0, description="Default memory limit (also used for memory_limit_MB=-1).")
+    max_memory_mb: int = Field(4096, gt=0, description="Largest memory limit a request may ask for.")
+    processes: int = Field(256, gt=0, description="Processes and threads one run may have at once.")
+    output_bytes: int = Field(8 << 20, gt=0, description="stdout plus stderr kept per run; beyond it: OLE.")
+    file_size_bytes: int = Field(64 << 20, gt=0, description="Largest file a run may write.")
+    scratch_bytes: int = Field(256 << 20, gt=0, description="Size of a run's scratch tmpfs.")
+    open_files: int = Field(256, gt=0, description="Open file descriptors per process.")
+
+
+class Settings(BaseSettings):
+    """The sandbox service's configuration."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEGYM_SANDBOX_", env_nested_delimiter="__", extra="forbid")
+
+    host: str = Field("127.0.0.1", description="Address to bind.")
+    port: int = Field(8080, description="Port to bind.")
+    backend: Literal["auto", "local"] = Field("auto", description="Where programs run; auto picks local here.")
+    workers: int = Field(0, ge=0, description="Worker slots (concurrent runs); 0 means one per CPU core.")
+    queue_size: int = Field(1024, ge=0, description="Runs that may wait for a worker before 503.")
+    cache_entries: int = Field(65536, ge=0, description="Result cache size in entries; 0 disables it.")
+    api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
+    max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
+    host_uid: int = Field(
+        1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."
+    )
+    python: str | None = Field(None, description="Interpreter for Python runs; default: the server's own.")
+    hide_paths: list[str] = Field(
+        default_factory=lambda: ["/root", "/home", "/run", "/var/log", "/mnt", "/media", "/srv"],
+        description="Host directories programs must not see (toolchains under them stay visible).",
+    )
+    limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> Settings:
+        if self.api_token is None and not _is_loopback(self.host):
+            raise ValueError(
+                f"binding {self.host} exposes the sandbox beyond this machine: set CODEGYM_SANDBOX_API_TOKEN"
+            )
+        return self
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,268 @@
+"""From a program and its inputs to step results: compile once, run, cache, measure.
+
+Both APIs call :class:`Executor`; it knows languages, limits and the cache, and nothing about HTTP.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import languages
+from .backends.base import Backend, RunOutcome, RunRequest, SandboxFault
+from .cache import LRUCache, cache_key
+from .config import Settings
+from .metrics import Metrics
+from .verdicts import Verdict, memory_exceeded
+
+SCRATCH = "/tmp/box"
+
+
+class UnsupportedLanguage(Exception):
+    """The language has no runner here, or its toolchain is missing: reported as a SandboxError."""
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits of one step, after clamping to the server's maxima."""
+
+    wall_s: float
+    memory_mb: int
+
+    def agent_limits(self, settings: Settings, address_space: bool) -> dict[str, Any]:
+        lim = settings.limits
+        return {
+            "wall_s": self.wall_s,
+            "cpu_s": self.wall_s,
+            "address_space_bytes": self.memory_mb << 20 if address_space else None,
+            "processes": lim.processes,
+            "file_size_bytes": lim.file_size_bytes,
+            "open_files": lim.open_files,
+            "output_bytes": lim.output_bytes,
+            "collect_bytes": lim.file_size_bytes,
+        }
+
+
+@dataclass
+class StepResult:
+    """One compile or run step, in the terms both APIs report."""
+
+    verdict: Verdict  # AC here means "ran and exited 0"; WA is decided by the caller
+    exit_code: int | None
+    signal: int | None
+    wall_s: float
+    cpu_s: float | None
+    max_rss_kb: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    output_exceeded: bool = False
+    memory_exceeded: bool = False
+    error: str | None = None  # set for SE: what failed in the infrastructure
+    cached: bool = False
+    collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+
+    @property
+    def return_code(self) -> int | None:
+        """Exit code, or minus the signal number, as SandboxFusion reports it."""
+        if self.exit_code is not None:
+            return self.exit_code
+        return -self.signal if self.signal is not None else None
+
+
+@dataclass
+class Execution:
+    compile: StepResult | None
+    run: StepResult | None
+
+
+def _sandbox_error(message: str) -> StepResult:
+    return StepResult(Verdict.SE, None, None, 0.0, None, None, b"", message.encode(), error=message)
+
+
+class Executor:
+    """Runs programs on a backend, with the result cache in front of it."""
+
+    def __init__(self, backend: Backend, settings: Settings, metrics: Metrics) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.metrics = metrics
+        self.cache: LRUCache[StepResult] = LRUCache(settings.cache_entries)
+        self.runtime_id = f"{backend.name}:{languages.resolve_tool('python3')}"
+        self._tools: dict[str, str | None] = {}
+
+    # -- limits -------------------------------------------------------------------------------------------
+    def run_limits(self, timeout_s: float | None, memory_mb: int | None) -> RunLimits:
+        lim = self.settings.limits
+        wall = lim.run_timeout_s if timeout_s is None or timeout_s <= 0 else min(timeout_s, lim.max_run_timeout_s)
+        mem = lim.memory_mb if memory_mb is None or memory_mb <= 0 else min(memory_mb, lim.max_memory_mb)
+        return RunLimits(wall, mem)
+
+    def compile_limits(self, timeout_s: float | None) -> RunLimits:
+        lim = self.settings.limits
+        wall = lim.compile_timeout_s if not timeout_s or timeout_s <= 0 else min(timeout_s, lim.max_compile_timeout_s)
+        return RunLimits(wall, max(lim.max_memory_mb, 2048))
+
+    # -- languages ----------------------------------------------------------------------------------------
+    def language(self, name: str) -> languages.Language:
+        lang = languages.lookup(name)
+        if lang is None:
+            raise UnsupportedLanguage(f"language {name!r} is not supported by this server (see GET /v1/languages)")
+        missing = [t for t in lang.tools if self._tool(t) is None]
+        if missing:
+            raise UnsupportedLanguage(f"language {name!r} needs {', '.join(missing)}, which is not installed here")
+        return lang
+
+    def _tool(self, tool: str) -> str | None:
+        if tool not in self._tools:
+            self._tools[tool] = languages.resolve_tool(tool)
+        return self._tools[tool]
+
+    def _argv(self, argv: tuple[str, ...], limits: RunLimits) -> list[str]:
+        out = [a.replace("{mem}", str(limits.memory_mb)) for a in argv]
+        if not out[0].startswith("./"):
+            out[0] = self._tool(out[0]) or out[0]
+        else:
+            out[0] = f"{SCRATCH}/{out[0][2:]}"
+        return out
+
+    def _env(self, lang: languages.Language) -> dict[str, str]:
+        return {
+            "PATH": languages.RUN_PATH,
+            "LANG": "C.UTF-8",
+            "HOME": SCRATCH,
+            "TMPDIR": SCRATCH,
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **languages.toolchain_env(lang),
+        }
+
+    # -- execution ----------------------------------------------------------------------------------------
+    async def execute(
+        self,
+        language: str,
+        code: str,
+        stdin: bytes | None,
+        files: dict[str, bytes],
+        run_limits: RunLimits,
+        compile_limits: RunLimits,
+        fetch: list[str] = [],  # noqa: B006 - never mutated
+    ) -> Execution:
+        """Compile (when the language needs it) and run one program on one input."""
+        try:
+            lang = self.language(language)
+        except UnsupportedLanguage as exc:
+            self.metrics.runs.labels(language=language, verdict=Verdict.SE.value).inc()
+            return Execution(None, _sandbox_error(str(exc)))
+        compiled, sources = await self.build(lang, code, files, compile_limits)
+        if compiled is not None and compiled.verdict is not Verdict.AC:
+            return Execution(compiled, None)
+        run = await self.run_built(lang, sources, stdin, run_limits, fetch)
+        return Execution(compiled, run)
+
+    async def build(
+        self, lang: languages.Language, code: str, files: dict[str, bytes], limits: RunLimits
+    ) -> tuple[StepResult | None, dict[str, tuple[bytes, int]]]:
+        """Compile step (None for interpreted languages) and the files every run of the program gets."""
+        sources = {name: (data, 0o644) for name, data in files.items()}
+        sources[lang.source] = (code.encode(), 0o644)
+        if lang.compile is None:
+            return None, sources
+        step = await self.step(lang, lang.compile, sources, None, limits, list(lang.artifacts), compile_step=True)
+        if step.verdict is Verdict.AC:
+            # Runs get the artifacts, not the compiler's inputs' side effects.
+            return step, {**sources, **step.collected}
+        if step.verdict not in (Verdict.SE, Verdict.TLE):
+            step = replace(step, verdict=Verdict.CE)
+        return step, sources
+
+    async def run_built(
+        self,
+        lang: languages.Language,
+        sources: dict[str, tuple[bytes, int]],
+        stdin: bytes | None,
+        limits: RunLimits,
+        fetch: list[str] = [],  # noqa: B006 - never mutated
+    ) -> StepResult:
+        step = await self.step(lang, lang.run, sources, stdin, limits, fetch)
+        if lang.in_process_python and step.verdict is Verdict.RE and _is_syntax_error(step.stderr):
+            step = replace(step, verdict=Verdict.CE)
+        return step
+
+    async def step(
+        self,
+        lang: languages.Language,
+        argv: tuple[str, ...],
+        files: dict[str, tuple[bytes, int]],
+        stdin: bytes | None,
+        limits: RunLimits,
+        collect: list[str],
+        compile_step: bool = False,
+    ) -> StepResult:
+        """One sandboxed process: from the cache when the same step ran before."""
+        key = cache_key(self.runtime_id, lang.name, argv, sorted(files.items()), stdin or b"", limits.wall_s,
+                        limits.memory_mb, collect)  # fmt: skip
+        hit = self.cache.get(key)
+        kind = "compile" if compile_step else "run"
+        if hit is not None:
+            self.metrics.cache.labels(result="hit").inc()
+            return replace(hit, cached=True)
+        self.metrics.cache.labels(result="miss").inc()
+        request = RunRequest(
+            files=files,
+            argv=self._argv(argv, limits),
+            env=self._env(lang),
+            limits=limits.agent_limits(self.settings, lang.address_space_limit and not compile_step),
+            stdin=stdin,
+            python=f"{SCRATCH}/{lang.source}" if lang.in_process_python and not compile_step else None,
+            collect=collect,
+        )
+        started = time.perf_counter()
+        try:
+            outcome = await self.backend.run(request)
+            result = _step_result(outcome, limits)
+        except SandboxFault as exc:
+            result = _sandbox_error(str(exc))
+        self.metrics.run_seconds.labels(language=lang.name, kind=kind).observe(time.perf_counter() - started)
+        self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
+        # Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
+        if result.verdict not in (Verdict.SE, Verdict.TLE):
+            self.cache.put(key, result)
+        return result
+
+
+def _is_syntax_error(stderr: bytes) -> bool:
+    last = stderr.rstrip().rsplit(b"\n", 1)[-1]
+    return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
+
+
+def _step_result(out: RunOutcome, limits: RunLimits) -> StepResult:
+    mem = memory_exceeded(out.stderr, out.exit_code, out.signal, out.max_rss_kb, limits.memory_mb)
+    if out.launch_error:
+        verdict = Verdict.SE
+    elif out.output_exceeded:
+        verdict = Verdict.OLE
+    elif out.timed_out or out.signal == 24:  # SIGXCPU: the CPU-time limit
+        verdict = Verdict.TLE
+    elif mem:
+        verdict = Verdict.MLE
+    elif out.exit_code == 0:
+        verdict = Verdict.AC
+    else:
+        verdict = Verdict.RE
+    return StepResult(
+        verdict=verdict,
+        exit_code=out.exit_code,
+        signal=out.signal,
+        wall_s=out.wall_s,
+        cpu_s=out.cpu_s,
+        max_rss_kb=out.max_rss_kb,
+        stdout=out.stdout,
+        stderr=out.stderr,
+        timed_out=out.timed_out or out.signal == 24,
+        output_exceeded=out.output_exceeded,
+        memory_exceeded=mem,
+        error=f"the program could not be started: {out.launch_error}" if out.launch_error else None,
+        collected=out.collected,
+    )

@@ -1,0 +1,62 @@
+"""Python test harnesses for function-call and assert tests.
+
+Function-call tests: the harness calls the function and prints only its JSON result; the expected value
+stays on the server, which compares. Assert tests run beside the program; they pass only if the harness
+prints a per-run nonce after the tests, a nonce the harness reads from stdin before the program's code
+runs, so exiting 0 early or patching ``sys.exit`` does not pass. Results of a call must be plain data
+(no object can compare equal to everything).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+_CALL = """
+{code}
+
+def __codegym_call():
+    import json as _json, sys as _sys, io as _io
+    _out = _sys.stdout
+    _sys.stdout = _io.StringIO()  # what the function prints is not its result
+    _result = {function}(*_json.loads({args!r}), **_json.loads({kwargs!r}))
+    _sys.stdout = _out
+    print(_json.dumps(_result))
+
+__codegym_call()
+"""
+
+_ASSERT_PROLOGUE = """
+def __codegym_arm():
+    import os as _os, sys as _sys
+    _nonce = _sys.stdin.readline().strip()
+    _fd = _os.dup(1)
+    def _done():
+        _os.write(_fd, ("\\n" + _nonce + "\\n").encode())
+    return _done
+__codegym_done = __codegym_arm()
+del __codegym_arm
+"""
+
+
+def call_program(code: str, function: str, args: list[object], kwargs: dict[str, object] | None) -> str:
+    if not function.isidentifier():
+        raise ValueError(f"function {function!r} is not a Python identifier")
+    return _CALL.format(code=code, function=function, args=json.dumps(args), kwargs=json.dumps(kwargs or {}))
+
+
+def assert_program(code: str, assert_code: str) -> tuple[str, str]:
+    """The program to run and the nonce that proves its tests ran to the end."""
+    nonce = secrets.token_hex(16)
+    return f"{_ASSERT_PROLOGUE}\n{code}\n\n{assert_code}\n\n__codegym_done()\n", nonce
+
+
+def assert_passed(stdout: bytes, nonce: str) -> bool:
+    return stdout.rstrip(b"\n").rsplit(b"\n", 1)[-1] == nonce.encode()
+
+
+def call_result(stdout: bytes) -> tuple[bool, object]:
+    try:
+        return True, json.loads(stdout)
+    except ValueError:
+        return False, None

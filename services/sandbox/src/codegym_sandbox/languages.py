@@ -1,0 +1,140 @@
+"""The languages a server can run: how each is compiled and started, and whether its toolchain is here.
+
+Every value of SandboxFusion's ``language`` enum is accepted on the wire; a language without a runner
+here (or whose toolchain is missing on this host) answers a SandboxError naming what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+
+# SandboxFusion's Language enum, exactly (section 2 of its API reference).
+FUSION_LANGUAGES = (
+    "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql",
+    "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit",
+    "kotlin_script", "jest", "verilog", "python_gpu", "lean", "swift", "racket",
+)  # fmt: skip
+
+RUN_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+@dataclass(frozen=True)
+class Language:
+    """How to build and run one language. ``{mem}`` in an argv is the memory limit in MiB."""
+
+    name: str
+    source: str
+    run: tuple[str, ...]
+    compile: tuple[str, ...] | None = None
+    artifacts: tuple[str, ...] = ()
+    in_process_python: bool = False
+    # Runtimes that reserve far more address space than they use (JVM, V8) cannot live under
+    # RLIMIT_AS; their own heap flag carries the memory limit instead.
+    address_space_limit: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return tuple(argv[0] for argv in (self.compile, self.run) if argv and not argv[0].startswith("./"))
+
+
+def _python() -> str:
+    return sys.executable
+
+
+LANGUAGES: dict[str, Language] = {
+    lang.name: lang
+    for lang in (
+        Language("python", "main.py", ("python3", "main.py"), in_process_python=True, aliases=("py", "python3")),
+        Language("c", "main.c", ("./main",), ("gcc", "-O2", "-std=gnu11", "main.c", "-o", "main", "-lm"), ("main",)),
+        Language(
+            "cpp",
+            "main.cpp",
+            ("./main",),
+            ("g++", "-O2", "-std=gnu++17", "main.cpp", "-o", "main"),
+            ("main",),
+            aliases=("c++",),
+        ),
+        Language(
+            "nodejs",
+            "main.js",
+            ("node", "--max-old-space-size={mem}", "main.js"),
+            address_space_limit=False,
+            aliases=("javascript", "js", "node"),
+        ),
+        Language("bash", "main.sh", ("bash", "main.sh"), aliases=("sh",)),
+        Language(
+            "java",
+            "Main.java",
+            ("java", "-Xmx{mem}m", "-Xss64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", ".", "Main"),
+            ("javac", "-J-Xmx512m", "-encoding", "UTF-8", "Main.java"),
+            ("*.class",),
+            address_space_limit=False,
+        ),
+        Language(
+            "go",
+            "main.go",
+            ("./main",),
+            ("go", "build", "-o", "main", "main.go"),
+            ("main",),
+            env={"GOCACHE": "/tmp/box/.gocache", "GOPATH": "/tmp/box/.go", "CGO_ENABLED": "0"},
+            address_space_limit=False,
+        ),
+        Language(
+            "rust", "main.rs", ("./main",), ("rustc", "-O", "--edition", "2021", "main.rs", "-o", "main"), ("main",)
+        ),
+    )
+}
+
+
+def lookup(name: str) -> Language | None:
+    if name in LANGUAGES:
+        return LANGUAGES[name]
+    for lang in LANGUAGES.values():
+        if name in lang.aliases:
+            return lang
+    return None
+
+
+def resolve_tool(tool: str) -> str | None:
+    """Absolute path of a tool as runs will find it, or None when it is not installed."""
+    if tool == "python3":
+        return _python()
+    path = os.pathsep.join([RUN_PATH, os.environ.get("PATH", "")])
+    return shutil.which(tool, path=path)
+
+
+def toolchain_env(lang: Language) -> dict[str, str]:
+    """Environment a language's tools need beyond PATH (rustup's proxies want their homes)."""
+    env = dict(lang.env)
+    if lang.name == "rust":
+        for var in ("RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"):
+            if os.environ.get(var):
+                env[var] = os.environ[var]
+        home = os.path.expanduser("~")
+        env.setdefault("RUSTUP_HOME", os.path.join(home, ".rustup"))
+        env.setdefault("CARGO_HOME", os.path.join(home, ".cargo"))
+    return env
+
+
+def missing_tools(lang: Language) -> list[str]:
+    return [tool for tool in lang.tools if resolve_tool(tool) is None]
+
+
+def keep_paths() -> list[str]:
+    """Directories the runs must see even when a hidden directory (e.g. /root) contains them."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    for lang in LANGUAGES.values():
+        for tool in lang.tools:
+            found = resolve_tool(tool)
+            if found:
+                real = os.path.realpath(found)
+                # a toolchain is its install root: bin/'s parent holds its libraries
+                paths.add(os.path.dirname(os.path.dirname(real)))
+                paths.add(os.path.dirname(found))
+        paths.update(v for k, v in toolchain_env(lang).items() if k.endswith("_HOME"))
+    return sorted(p for p in paths if p and p != "/")

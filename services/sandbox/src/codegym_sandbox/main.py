@@ -1,0 +1,81 @@
+"""The FastAPI application: lifespan (worker pool), routes, error handlers."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from . import languages
+from .api import fusion, health, native
+from .api.files import BadFiles
+from .api.guard import BodyTooLarge, Guard
+from .backends.base import Backend, Saturated
+from .backends.local import LocalBackend
+from .config import Settings, get_settings
+from .executor import Executor
+from .metrics import Metrics
+
+log = logging.getLogger("codegym.sandbox")
+
+
+def choose_backend(settings: Settings) -> tuple[Backend, str]:
+    """The backend to use and why; container engines join this choice in the container backends."""
+    workers = settings.workers or os.cpu_count() or 1
+    config = {
+        "host_uid": settings.host_uid if os.geteuid() == 0 else None,
+        "hide": settings.hide_paths,
+        "keep": languages.keep_paths(),
+        "tmp_bytes": settings.limits.scratch_bytes,
+        "namespaces": True,
+    }
+    backend = LocalBackend(workers, settings.queue_size, config, settings.python)
+    reason = "asked for local" if settings.backend == "local" else "auto: no container backend configured"
+    return backend, reason
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        backend, reason = choose_backend(settings)
+        log.info("sandbox backend: %s (%s)", backend.name, reason)
+        await backend.start()
+        app.state.backend_reason = reason
+        app.state.executor = Executor(backend, settings, metrics)
+        if isinstance(backend, LocalBackend):
+            metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
+        try:
+            yield
+        finally:
+            await backend.stop()
+
+    app = FastAPI(title="codegym sandbox", version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.include_router(fusion.router)
+    app.include_router(native.router)
+    app.include_router(health.router)
+
+    @app.exception_handler(BadFiles)
+    async def bad_files(_: Request, exc: BadFiles) -> JSONResponse:
+        return JSONResponse({"detail": [{"type": "value_error", "loc": ["body", "files"], "msg": str(exc)}]}, 422)
+
+    @app.exception_handler(Saturated)
+    async def saturated(_: Request, exc: Saturated) -> JSONResponse:
+        metrics.rejected.inc()
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(BodyTooLarge)
+    async def too_large(_: Request, exc: BodyTooLarge) -> JSONResponse:
+        return JSONResponse({"detail": f"request body larger than {settings.max_body_bytes} bytes"}, 413)
+
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    app.add_middleware(Guard, token=token, max_body=settings.max_body_bytes, metrics=metrics)
+    return app

@@ -1,0 +1,35 @@
+"""Prometheus metrics of one server (its own registry, so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "codegym_sandbox_requests", "HTTP requests by route and status code", ["route", "status"], registry=r
+        )
+        self.runs = Counter(
+            "codegym_sandbox_runs", "Sandboxed runs by language and verdict", ["language", "verdict"], registry=r
+        )
+        self.run_seconds = Histogram(
+            "codegym_sandbox_run_seconds", "Latency of one sandboxed step", ["language", "kind"],
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.cache = Counter("codegym_sandbox_cache", "Result cache lookups by result", ["result"], registry=r)
+        self.rejected = Counter("codegym_sandbox_rejected", "Runs refused because the queue was full", registry=r)
+        self.queue_depth = Gauge("codegym_sandbox_queue_depth", "Runs waiting for a worker", registry=r)
+        self.busy_workers = Gauge("codegym_sandbox_busy_workers", "Workers running a program", registry=r)
+        self.workers = Gauge("codegym_sandbox_workers", "Worker slots", registry=r)
+
+    def track_pool(self, queued: Callable[[], float], busy: Callable[[], float], size: int) -> None:
+        self.queue_depth.set_function(queued)
+        self.busy_workers.set_function(busy)
+        self.workers.set(size)

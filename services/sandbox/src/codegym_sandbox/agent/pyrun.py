@@ -26,7 +26,7 @@ def _streams() -> None:
         errors="backslashreplace",
         line_buffering=True,
     )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -72,9 +72,12 @@ def run_script(path: str, argv: list[str]) -> int:
     except SystemExit as exc:
         code = _exit_code(exc)
     except BaseException:
-        kind, exc, tb = sys.exc_info()
+        kind, error, tb = sys.exc_info()
         # Leave this module's own frame out, so the traceback reads as the interpreter's would.
-        sys.excepthook(kind, exc, tb.tb_next if tb is not None else None)  # type: ignore[arg-type]
+        tb = tb.tb_next if tb is not None else None
+        if error is not None:
+            error.__traceback__ = tb
+        sys.excepthook(kind, error, tb)  # type: ignore[arg-type]
         code = 1
     return _finish(code)
 

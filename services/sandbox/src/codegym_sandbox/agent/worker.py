@@ -214,7 +214,7 @@ def _run(bx: Box, req: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    cmd = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
+    cmd: dict[str, Any] = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
     cmd["op"] = "run"
     cmd["cwd"] = isolation.SCRATCH
     cmd["seccomp"] = req.get("seccomp", True)

@@ -362,6 +362,9 @@ def main() -> None:
             bx.kill()
             return
         write_all(out_fd, handle(bx, header, blobs, uid))
+        # Renew the box's scratch space now, while the server reads the answer, not when the next run waits.
+        if bx.alive():
+            bx.reset()
 
 
 if __name__ == "__main__":

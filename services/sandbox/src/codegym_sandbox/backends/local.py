@@ -150,6 +150,9 @@ class LocalBackend:
         self.waiting += 1
         try:
             worker = await self._idle.get()
+            while worker.proc is None or worker.proc.returncode is not None:
+                self._replace(worker)  # died while idle (killed from outside): never hand it a run
+                worker = await self._idle.get()
         finally:
             self.waiting -= 1
         healthy = False

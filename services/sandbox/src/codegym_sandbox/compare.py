@@ -46,7 +46,7 @@ def values_match(actual: object, expected: object, rel_tol: float = 1e-6, abs_to
     """Structural equality of JSON values, with a tolerance for floats (function-call tests)."""
     if isinstance(expected, float) or isinstance(actual, float):
         if isinstance(actual, bool) or isinstance(expected, bool):
-            return actual == expected
+            return type(actual) is type(expected) and actual == expected  # True is not 1.0
         if isinstance(actual, (int, float)) and isinstance(expected, (int, float)):
             return math.isclose(actual, expected, rel_tol=rel_tol, abs_tol=abs_tol)
         return False

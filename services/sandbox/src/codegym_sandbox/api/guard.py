@@ -45,6 +45,14 @@ class Guard:
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
                 await _reply(counting_send, 413, f"request body larger than {self.max_body} bytes")
                 return
+            if length is None:
+                # A chunked body: the app's body parser would turn a BodyTooLarge raised while it reads
+                # into a 400, so read it here first (the app buffers the whole body anyway).
+                body = await self._read_body(receive)
+                if body is None:
+                    await _reply(counting_send, 413, f"request body larger than {self.max_body} bytes")
+                    return
+                receive = _replay(body, receive)
             await self.app(scope, self._limited(receive), counting_send)
         finally:
             self.metrics.requests.labels(route=route, status=str(status_seen)).inc()
@@ -53,6 +61,19 @@ class Guard:
         value = _header(scope, b"authorization") or ""
         scheme, _, given = value.partition(" ")
         return scheme.lower() == "bearer" and self.token is not None and hmac.compare_digest(given.encode(), self.token)
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body, or None when it grows past the limit."""
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return bytes(body)
+            body += message.get("body", b"")
+            if len(body) > self.max_body:
+                return None
+            if not message.get("more_body", False):
+                return bytes(body)
 
     def _limited(self, receive: Receive) -> Receive:
         seen = 0
@@ -72,6 +93,20 @@ class Guard:
 
 class BodyTooLarge(Exception):
     """A chunked body grew past the limit while being read."""
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app a body already read, then passes on what the server sends next."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -13,6 +13,7 @@ import logging
 import os
 import struct
 import sys
+from collections.abc import Coroutine
 from typing import Any
 
 from ..agent.protocol import decode_header, encode_frame
@@ -48,6 +49,7 @@ class Worker:
         self.config = config
         self.proc: asyncio.subprocess.Process | None = None
         self.runs = 0
+        self.replaced = False  # set once a replacement is on its way: never hand this one a run again
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
@@ -127,6 +129,7 @@ class LocalBackend:
         self.waiting = 0
         self.restarts = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
     @property
     def busy(self) -> int:
@@ -137,9 +140,11 @@ class LocalBackend:
         await asyncio.gather(*(w.start() for w in self._workers))
         for w in self._workers:
             self._idle.put_nowait(w)
+            self._watch(w)
         log.info("local backend: %d workers ready", self.size)
 
     async def stop(self) -> None:
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*(w.kill() for w in self._workers), return_exceptions=True)
@@ -150,7 +155,7 @@ class LocalBackend:
         self.waiting += 1
         try:
             worker = await self._idle.get()
-            while worker.proc is None or worker.proc.returncode is not None:
+            while worker.replaced or worker.proc is None or worker.proc.returncode is not None:
                 self._replace(worker)  # died while idle (killed from outside): never hand it a run
                 worker = await self._idle.get()
         finally:
@@ -161,12 +166,21 @@ class LocalBackend:
             healthy = True
             return outcome
         finally:
-            if healthy:
+            if healthy and not worker.replaced:
                 self._idle.put_nowait(worker)
             else:
                 self._replace(worker)
 
     def _replace(self, worker: Worker) -> None:
+        if worker.replaced or self._stopping:
+            return
+        worker.replaced = True
+        # Take it out of the idle queue now, so that busy counts and the saturation check stay true.
+        idle = [self._idle.get_nowait() for _ in range(self._idle.qsize())]
+        for w in idle:
+            if w is not worker:
+                self._idle.put_nowait(w)
+
         async def replace() -> None:
             self.restarts += 1
             await worker.kill()
@@ -182,8 +196,22 @@ class LocalBackend:
                     delay = min(delay * 2, 10.0)
             self._workers[worker.slot] = fresh
             self._idle.put_nowait(fresh)
+            self._watch(fresh)
 
-        task = asyncio.get_running_loop().create_task(replace())
+        self._spawn(replace())
+
+    def _watch(self, worker: Worker) -> None:
+        """Replace a worker as soon as its agent exits, idle or not: readiness must not wait for a run."""
+
+        async def watch() -> None:
+            assert worker.proc is not None
+            await worker.proc.wait()
+            self._replace(worker)
+
+        self._spawn(watch())
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

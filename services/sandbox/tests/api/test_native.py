@@ -1,0 +1,174 @@
+"""The native API: ``/v1/execute``, ``/v1/evaluate`` and ``/v1/languages``."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+SUM = "print(sum(map(int, input().split())))"
+
+
+def evaluate(client: TestClient, **req: Any) -> list[dict[str, Any]]:
+    r = client.post("/v1/evaluate", json={"language": "python", **req})
+    assert r.status_code == 200, r.text
+    results: list[dict[str, Any]] = r.json()["results"]
+    return results
+
+
+def test_execute(client: TestClient) -> None:
+    r = client.post("/v1/execute", json={"language": "python", "code": "print(input() * 2)", "stdin": "ab"}).json()
+    assert r["verdict"] == "AC" and r["compile"] is None and r["files"] == {}
+    run = r["run"]
+    assert run["stdout"] == "abab\n" and run["exit_code"] == 0 and run["signal"] is None
+    assert run["cpu_s"] is not None and run["max_rss_kb"] > 0 and run["error"] is None
+
+
+def test_execute_verdicts(client: TestClient) -> None:
+    def verdict(code: str, **limits: Any) -> str:
+        r = client.post("/v1/execute", json={"language": "python", "code": code, "limits": limits})
+        return str(r.json()["verdict"])
+
+    assert verdict("raise SystemExit(2)") == "RE"
+    assert verdict("print(") == "CE"
+    assert verdict("import time; time.sleep(5)", timeout_s=0.5) == "TLE"
+    assert verdict("x = bytearray(2 << 30)", memory_mb=256) == "MLE"
+    assert verdict("import sys\nwhile True: sys.stdout.write('z' * 65536)") == "OLE"
+
+
+def test_execute_files_and_cpp(client: TestClient) -> None:
+    code = '#include <fstream>\nint main(){std::ifstream f("n.txt"); int n; f >> n; std::ofstream("o.txt") << n*n;}'
+    r = client.post("/v1/execute", json={"language": "c++", "code": code, "files": {"n.txt": "MTI="},
+                                         "fetch_files": ["o.txt"]}).json()  # fmt: skip
+    assert r["verdict"] == "AC" and r["compile"]["verdict"] == "AC"
+    assert base64.b64decode(r["files"]["o.txt"]) == b"144"
+    bad = client.post("/v1/execute", json={"language": "cpp", "code": "int main() { oops }"}).json()
+    assert bad["verdict"] == "CE" and bad["run"] is None and bad["compile"]["exit_code"] != 0
+
+
+def test_execute_rejects_bad_requests(client: TestClient) -> None:
+    assert client.post("/v1/execute", json={"language": "python"}).status_code == 422
+    assert client.post("/v1/execute", json={"language": "python", "code": "1", "extra": 1}).status_code == 422
+    r = client.post("/v1/execute", json={"language": "python", "code": "1", "files": {"/etc/x": "eA=="}})
+    assert r.status_code == 422
+    r = client.post("/v1/execute", json={"language": "python", "code": "1", "limits": {"timeout_s": -1}})
+    assert r.status_code == 422
+    r = client.post("/v1/execute", json={"language": "brainfuck", "code": "+"}).json()
+    assert r["verdict"] == "SE" and "brainfuck" in r["run"]["error"]
+
+
+def test_evaluate_stdio(client: TestClient) -> None:
+    tests = [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "5 5", "expected_stdout": "10\n"}]
+    res = evaluate(client, programs=[SUM, "print(0)", "print(", "import sys; sys.exit(1)"], tests=tests)
+    assert [(r["verdict"], r["passed"], r["total"]) for r in res] == [("AC", 2, 2), ("WA", 0, 2), ("CE", 0, 2),
+                                                                       ("RE", 0, 2)]  # fmt: skip
+    assert all(not r["stopped_early"] for r in res)
+    assert [len(r["tests"]) for r in res] == [2, 2, 2, 2]
+
+
+def test_evaluate_comparisons(client: TestClient) -> None:
+    program = "print('1   2 ')"
+    tests = [{"stdin": "", "expected_stdout": "1 2"}]
+    assert evaluate(client, programs=[program], tests=tests)[0]["verdict"] == "WA"
+    assert evaluate(client, programs=[program], tests=tests, comparison="whitespace")[0]["verdict"] == "AC"
+    fl = [{"expected_stdout": "0.333333"}]
+    close = "print(1/3)"
+    assert evaluate(client, programs=[close], tests=fl)[0]["verdict"] == "WA"
+    assert evaluate(client, programs=[close], tests=fl, comparison="float")[0]["verdict"] == "AC"
+    assert evaluate(client, programs=["print(0.34)"], tests=fl, comparison="float")[0]["verdict"] == "WA"
+    r = client.post("/v1/evaluate", json={"language": "python", "programs": ["1"], "tests": fl, "comparison": "fuzzy"})
+    assert r.status_code == 422
+
+
+def test_evaluate_call_tests(client: TestClient) -> None:
+    cheat = "class E:\n    def __eq__(self, o):\n        return True\ndef f(x):\n    return E()"
+    noisy = "def f(x):\n    print('debug')\n    return [x, x * 2.0]"
+    res = evaluate(
+        client,
+        function="f",
+        programs=["def f(x):\n    return [x, x * 2.0]", cheat, noisy, "def f(x):\n    return [x, 0]", "def g(x): pass"],
+        tests=[{"call": [3], "expected": [3, 6.0]}, {"call": [], "kwargs": {"x": 1}, "expected": [1, 2]}],
+    )
+    assert res[0]["verdict"] == "AC" and res[0]["passed"] == 2
+    assert res[1]["verdict"] != "AC" and res[1]["passed"] == 0  # an always-equal object is not a value
+    assert res[2]["verdict"] == "AC"  # what the function prints is not its result
+    assert res[3]["verdict"] == "WA"
+    assert res[4]["verdict"] == "RE"  # no such function
+
+
+def test_call_tests_need_function(client: TestClient) -> None:
+    r = client.post("/v1/evaluate", json={"language": "python", "programs": ["1"], "tests": [{"call": [1]}]})
+    assert r.status_code == 422 and "function" in r.text
+
+
+def test_test_needs_exactly_one_kind(client: TestClient) -> None:
+    both = {"expected_stdout": "1", "assert_code": "pass"}
+    for test in (both, {"stdin": "x"}):
+        r = client.post("/v1/evaluate", json={"language": "python", "programs": ["1"], "tests": [test]})
+        assert r.status_code == 422
+
+
+def test_evaluate_assert_tests(client: TestClient) -> None:
+    good = "def f(x):\n    return x + 1"
+    res = evaluate(
+        client,
+        programs=[
+            good,
+            "import sys\nsys.exit(0)\ndef f(x):\n    return 0",
+            "def f(x):\n    return x",
+            "import os\nos._exit(0)",
+            "import sys\nsys.exit = lambda *a: None\ndef f(x):\n    return 0",
+        ],
+        tests=[{"assert_code": "assert f(1) == 2"}, {"assert_code": "assert f(2) == 3"}],
+    )
+    assert res[0]["verdict"] == "AC" and res[0]["passed"] == 2
+    assert res[1]["verdict"] != "AC" and res[1]["passed"] == 0
+    assert res[2]["verdict"] == "RE" and res[2]["passed"] == 0
+    assert res[3]["verdict"] != "AC" and res[3]["passed"] == 0
+    assert res[4]["verdict"] != "AC" and res[4]["passed"] == 0
+    assert all(len(t["stdout"]) < 10 for t in res[0]["tests"])  # the nonce is not shown
+
+
+def test_assert_tests_need_python(client: TestClient) -> None:
+    res = evaluate(client, programs=["int main(){}"], tests=[{"assert_code": "pass"}], language="cpp")
+    assert res[0]["verdict"] == "SE" and "Python" in res[0]["tests"][0]["stderr"]
+
+
+def test_early_stop_is_in_test_order(client: TestClient) -> None:
+    tests = [{"stdin": "a", "expected_stdout": "a"}, {"stdin": "b", "expected_stdout": "x"},
+             {"stdin": "c", "expected_stdout": "y"}, {"stdin": "d", "expected_stdout": "d"}]  # fmt: skip
+    for _ in range(3):
+        r = evaluate(client, programs=["print(input())"], tests=tests, early_stop=True)[0]
+        assert r["stopped_early"] is True and r["verdict"] == "WA" and r["passed"] == 1
+        assert [t["verdict"] for t in r["tests"]] == ["AC", "WA"]
+    full = evaluate(client, programs=["print(input())"], tests=tests)[0]
+    assert full["stopped_early"] is False and [t["verdict"] for t in full["tests"]] == ["AC", "WA", "WA", "AC"]
+
+
+def test_compile_error_is_ce_for_every_program(client: TestClient) -> None:
+    ok = "#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}"
+    res = evaluate(
+        client,
+        language="cpp",
+        programs=[ok, "int main() { return x; }", "this is not c++"],
+        tests=[{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "2 2", "expected_stdout": "4"}],
+    )
+    assert res[0]["verdict"] == "AC" and res[0]["passed"] == 2
+    for r in res[1:]:
+        assert r["verdict"] == "CE" and r["passed"] == 0 and r["total"] == 2
+        assert r["compile"]["verdict"] == "CE" and [t["verdict"] for t in r["tests"]] == ["CE"]
+
+
+def test_evaluate_unknown_language(client: TestClient) -> None:
+    res = evaluate(client, language="lua", programs=["print(1)"], tests=[{"expected_stdout": "1"}])
+    assert res[0]["verdict"] == "SE" and "lua" in res[0]["tests"][0]["stderr"]
+
+
+def test_languages(client: TestClient) -> None:
+    langs = {lang["name"]: lang for lang in client.get("/v1/languages").json()}
+    assert langs["python"]["available"] is True and langs["python"]["compiled"] is False
+    assert "py" in langs["python"]["aliases"]
+    assert langs["cpp"]["compiled"] is True and langs["cpp"]["available"] is True
+    for lang in langs.values():
+        assert lang["detail"] == "ready" if lang["available"] else lang["detail"].startswith("missing: ")

@@ -1,0 +1,121 @@
+"""The local worker pool: bounded queue, and healing when agents die."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from codegym_sandbox.config import Settings
+from codegym_sandbox.main import create_app
+from conftest import run_code, stdout
+from fastapi.testclient import TestClient
+
+
+def _worker_pids(client: TestClient) -> list[int]:
+    backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+    return [w.proc.pid for w in backend._workers]
+
+
+def _wait_alive(client: TestClient, n: int) -> None:
+    deadline = time.monotonic() + 20
+    while client.get("/readyz").json()["alive"] < n:
+        assert time.monotonic() < deadline, "the pool did not heal"
+        time.sleep(0.05)
+
+
+def test_saturation_is_503_with_retry_after() -> None:
+    with TestClient(create_app(Settings(workers=1, queue_size=0))) as client:
+        req = {"code": "import time; time.sleep(1.5); print('slept')", "language": "python"}
+
+        def post(_: int) -> httpx.Response:
+            return client.post("/run_code", json=req)
+
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(post, 0)
+            time.sleep(0.5)  # the first run holds the only worker by now
+            second = pool.submit(post, 1)
+            responses = [first.result(timeout=30), second.result(timeout=30)]
+        assert sorted(r.status_code for r in responses) == [200, 503]
+        busy = next(r for r in responses if r.status_code == 503)
+        assert busy.headers["retry-after"] == "1" and "busy" in busy.json()["detail"]
+        ok = next(r for r in responses if r.status_code == 200)
+        assert ok.json()["run_result"]["stdout"] == "slept\n"
+        assert "codegym_sandbox_rejected_total 1.0" in client.get("/metrics").text
+        assert run_code(client, "print('free again')")["status"] == "Success"
+
+
+def test_runs_queue_for_a_free_worker() -> None:
+    with TestClient(create_app(Settings(workers=1, queue_size=4))) as client:
+        req: dict[str, Any] = {"language": "python", "code": "import time; time.sleep(0.3); print(input())"}
+        with ThreadPoolExecutor(3) as pool:
+            outs = list(pool.map(lambda i: client.post("/run_code", json={**req, "stdin": str(i)}), range(3)))
+        assert [r.json()["run_result"]["stdout"] for r in outs] == ["0\n", "1\n", "2\n"]
+
+
+@pytest.fixture(scope="module")
+def healing() -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(workers=2))) as c:
+        yield c
+
+
+def test_agent_killed_mid_run_is_sandbox_error_and_heals(healing: TestClient) -> None:
+    pids = _worker_pids(healing)
+
+    def killer() -> None:
+        time.sleep(0.7)
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    body = run_code(healing, "import time; time.sleep(3)", run_timeout=5)
+    thread.join()
+    assert body["status"] == "SandboxError" and body["run_result"]["status"] == "Error"
+    assert "worker" in body["message"]
+    _wait_alive(healing, 2)
+    assert set(_worker_pids(healing)).isdisjoint(pids)
+    assert healing.get("/readyz").json()["restarts"] >= 2
+    for i in range(4):
+        assert stdout(run_code(healing, f"print({i})")) == f"{i}\n"
+    native = healing.post("/v1/execute", json={"language": "python", "code": "print('n')"}).json()
+    assert native["verdict"] == "AC"
+
+
+def test_idle_agent_killed_is_never_handed_a_run(healing: TestClient) -> None:
+    _wait_alive(healing, 2)
+    pids = _worker_pids(healing)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    body = run_code(healing, "print('fresh worker')")
+    assert body["status"] == "Success" and stdout(body) == "fresh worker\n"
+    _wait_alive(healing, 2)
+    status = healing.get("/readyz").json()
+    assert status["busy"] == 0 and status["queued"] == 0
+
+
+def test_sandbox_errors_are_not_cached(healing: TestClient) -> None:
+    _wait_alive(healing, 2)
+    pids = _worker_pids(healing)
+    req = {"language": "python", "code": "import time; time.sleep(2); print('done')"}
+
+    def killer() -> None:
+        time.sleep(0.5)
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    first = healing.post("/v1/execute", json=req).json()
+    thread.join()
+    assert first["verdict"] == "SE" and first["run"]["error"]
+    _wait_alive(healing, 2)
+    again = healing.post("/v1/execute", json=req).json()
+    assert again["verdict"] == "AC" and again["run"]["cached"] is False

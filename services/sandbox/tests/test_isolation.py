@@ -1,0 +1,142 @@
+"""What a program can reach from inside the sandbox, and what it leaves behind."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from codegym_sandbox import languages
+from conftest import run_code, stdout
+from fastapi.testclient import TestClient
+
+
+def test_no_network(client: TestClient) -> None:
+    code = """
+import socket
+for addr in (("1.1.1.1", 53), ("127.0.0.1", 22)):
+    try:
+        socket.create_connection(addr, timeout=1)
+        print("connected")
+    except OSError:
+        print("refused")
+try:
+    socket.getaddrinfo("example.com", 80)
+    print("resolved")
+except OSError:
+    print("no dns")
+"""
+    assert stdout(run_code(client, code, run_timeout=8)).splitlines() == ["refused", "refused", "no dns"]
+
+
+def test_not_root(client: TestClient) -> None:
+    out = stdout(run_code(client, "import os; print(os.getuid(), os.geteuid(), os.getgid())")).split()
+    assert "0" not in out
+
+
+def test_private_directories_are_hidden(client: TestClient) -> None:
+    """Only toolchains kept on purpose (e.g. /root/.pyenv) show through a hidden directory."""
+    kept = {p.split("/")[2] for p in languages.keep_paths() if p.startswith(("/root/", "/home/"))}
+    code = """
+import json, os
+seen = {}
+for path in ("/root", "/home"):
+    try:
+        seen[path] = os.listdir(path)
+    except OSError:
+        seen[path] = []
+seen["bashrc"] = os.path.exists("/root/.bashrc") or os.path.exists("/root/.bash_history")
+print(json.dumps(seen))
+"""
+    seen = json.loads(stdout(run_code(client, code)))
+    assert set(seen["/root"]) <= kept and set(seen["/home"]) <= kept
+    assert seen["bashrc"] is False
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/codegym-test", "/var/tmp/codegym-test", "/usr/codegym-test", "/tmp/codegym-test"]
+)
+def test_cannot_write_outside_the_box(client: TestClient, path: str) -> None:
+    code = f"""
+try:
+    open({path!r}, "w").write("x")
+    print("wrote")
+except OSError:
+    print("refused")
+"""
+    assert stdout(run_code(client, code)) == "refused\n"
+
+
+def test_can_write_in_the_box(client: TestClient) -> None:
+    code = "import os\nopen('/tmp/box/a', 'w').write('x')\nos.mkdir('d')\nprint(os.getcwd(), sorted(os.listdir('.')))"
+    assert stdout(run_code(client, code)) == "/tmp/box ['a', 'd', 'main.py']\n"
+
+
+def test_files_do_not_leak_between_runs(client: TestClient) -> None:
+    # Two workers: enough runs that both have served a run that leaves a file behind.
+    for i in range(4):
+        run_code(client, f"open('left-behind-{i}', 'w').write('x')\nimport os; os.makedirs('/tmp/box/deep/er')")
+    for _ in range(4):
+        assert stdout(run_code(client, "import os; print(sorted(os.listdir('.')))")) == "['main.py']\n"
+
+
+def test_daemon_is_gone_after_the_run(client: TestClient) -> None:
+    code = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(60)
+    os._exit(0)
+time.sleep(0.2)
+print(len([p for p in os.listdir('/proc') if p.isdigit()]))
+"""
+    assert int(stdout(run_code(client, code))) >= 3  # box init, this program, the daemon
+    check = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])"
+    for _ in range(4):
+        body = run_code(client, check)
+        assert stdout(body) == "True\n", body
+
+
+def test_cannot_kill_the_box(client: TestClient) -> None:
+    code = """
+import os, signal
+for sig in (signal.SIGKILL, signal.SIGTERM):
+    try:
+        os.kill(1, sig)
+        print("sent")
+    except OSError as exc:
+        print(type(exc).__name__)
+print("alive")
+"""
+    body = run_code(client, code)
+    assert body["status"] == "Success" and stdout(body).splitlines()[-1] == "alive"
+    for _ in range(3):
+        assert stdout(run_code(client, "print('still serving')")) == "still serving\n"
+
+
+def test_fork_bomb_is_bounded(client: TestClient) -> None:
+    code = """
+import os
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            while True:
+                pass
+        n += 1
+except OSError:
+    print("stopped at", n)
+"""
+    started = time.monotonic()
+    body = run_code(client, code, run_timeout=2)
+    assert time.monotonic() - started < 10
+    assert body["status"] == "Failed" or "stopped at" in stdout(body)
+    for _ in range(3):
+        assert stdout(run_code(client, "print('recovered')")) == "recovered\n"
+    assert client.get("/readyz").json()["alive"] == 2
+
+
+def test_environment_is_clean(client: TestClient) -> None:
+    code = "import os\nprint(sorted(k for k in os.environ if 'TOKEN' in k or 'SECRET' in k or 'KEY' in k))"
+    assert stdout(run_code(client, code)) == "[]\n"

@@ -1,0 +1,31 @@
+"""The language table."""
+
+from __future__ import annotations
+
+from codegym_sandbox import languages
+
+
+def test_fusion_enum_is_complete() -> None:
+    assert len(languages.FUSION_LANGUAGES) == 29
+    assert {"python", "cpp", "lua", "sql", "R", "D_ut"} <= set(languages.FUSION_LANGUAGES)
+
+
+def test_lookup_by_name_and_alias() -> None:
+    assert languages.lookup("python") is languages.LANGUAGES["python"]
+    assert languages.lookup("py") is languages.LANGUAGES["python"]
+    assert languages.lookup("c++") is languages.LANGUAGES["cpp"]
+    assert languages.lookup("lua") is None
+    assert languages.lookup("Python") is None
+
+
+def test_tools() -> None:
+    assert languages.LANGUAGES["cpp"].tools == ("g++",)  # the run step is the built ./main
+    assert languages.LANGUAGES["python"].tools == ("python3",)
+    assert languages.resolve_tool("python3")
+    assert languages.resolve_tool("definitely-not-a-tool-xyz") is None
+    assert languages.missing_tools(languages.LANGUAGES["python"]) == []
+
+
+def test_keep_paths_never_root() -> None:
+    paths = languages.keep_paths()
+    assert "/" not in paths and paths == sorted(paths)

@@ -1,0 +1,134 @@
+"""The real ``sandbox_fusion`` PyPI client against a real ``codegym-sandbox serve`` process."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import sandbox_fusion
+from sandbox_fusion import RunCodeRequest, RunStatus
+
+CLI = Path(sys.executable).parent / "codegym-sandbox"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEGYM_SANDBOX_")}
+    proc = subprocess.Popen(
+        [str(CLI), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2", "--log-level", "warning"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server exited"
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "server not ready"
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def run(endpoint: str, **fields: object) -> sandbox_fusion.RunCodeResponse:
+    return sandbox_fusion.run_code(
+        RunCodeRequest(**{"language": "python", **fields}), max_attempts=1, endpoint=endpoint
+    )
+
+
+def test_hello(endpoint: str) -> None:
+    r = run(endpoint, code='print("hello")')
+    assert r.status == RunStatus.Success and r.run_result.stdout == "hello\n"
+    assert r.compile_result is None and r.files == {} and r.message == ""
+
+
+def test_runtime_error(endpoint: str) -> None:
+    r = run(endpoint, code="import sys\nprint('x')\nsys.exit(2)")
+    assert r.status == RunStatus.Failed and r.run_result.return_code == 2 and r.run_result.stdout == "x\n"
+
+
+def test_syntax_error(endpoint: str) -> None:
+    r = run(endpoint, code="def f(:\n  pass")
+    assert r.status == RunStatus.Failed and "SyntaxError" in r.run_result.stderr
+
+
+def test_timeout_with_partial_output(endpoint: str) -> None:
+    r = run(endpoint, code="import time\nprint('a', flush=True)\ntime.sleep(10)", run_timeout=1)
+    rr = r.run_result
+    assert r.status == RunStatus.Failed and rr.status.value == "TimeLimitExceeded"
+    assert rr.return_code is None and rr.stdout == "a\n" and 1.0 <= rr.execution_time < 2.5
+
+
+def test_cpp(endpoint: str) -> None:
+    code = '#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b<<"\\n";}'
+    r = run(endpoint, code=code, language="cpp", stdin="20 22")
+    assert r.status == RunStatus.Success and r.run_result.stdout == "42\n"
+    assert r.compile_result is not None and r.compile_result.return_code == 0
+    bad = run(endpoint, code="int main(){ return nope; }", language="cpp")
+    assert bad.status == RunStatus.Failed and bad.run_result is None
+    assert bad.compile_result.return_code != 0 and "nope" in bad.compile_result.stderr
+
+
+@pytest.mark.parametrize("stdin", [None, ""])
+def test_empty_stdin_never_hangs(endpoint: str, stdin: str | None) -> None:
+    started = time.monotonic()
+    r = run(endpoint, code="import sys; print(len(sys.stdin.read()))", stdin=stdin, run_timeout=5)
+    assert r.status == RunStatus.Success and r.run_result.stdout == "0\n"
+    assert time.monotonic() - started < 3
+
+
+def test_large_output(endpoint: str) -> None:
+    started = time.monotonic()
+    r = run(endpoint, code="print('x' * 2_000_000)", run_timeout=5)
+    assert time.monotonic() - started < 4
+    assert r.status == RunStatus.Success and r.run_result.status.value == "Finished"
+    assert len(r.run_result.stdout) == 2_000_001
+
+
+def test_files(endpoint: str) -> None:
+    r = run(endpoint, code="open('o.txt','w').write(open('i.txt').read().upper())",
+            files={"i.txt": base64.b64encode(b"abc").decode()}, fetch_files=["o.txt"])  # fmt: skip
+    assert r.status == RunStatus.Success and base64.b64decode(r.files["o.txt"]) == b"ABC"
+
+
+def test_sandbox_error_raises_in_client(endpoint: str) -> None:
+    with pytest.raises(Exception, match="lua"):
+        run(endpoint, code="print(1)", language="lua")
+
+
+def test_bad_request_raises_in_client(endpoint: str) -> None:
+    with pytest.raises(Exception, match="422"):
+        run(endpoint, code="print(1)", files={"a.txt": "not base64!"})
+
+
+def test_prefix_free_endpoint_with_trailing_slash(endpoint: str) -> None:
+    r = sandbox_fusion.run_code(RunCodeRequest(code="print(3)", language="python"), max_attempts=1,
+                                endpoint=endpoint + "/")  # fmt: skip
+    assert r.run_result.stdout == "3\n"

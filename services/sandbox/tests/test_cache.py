@@ -59,3 +59,49 @@ def test_timeouts_are_not_cached(client: TestClient) -> None:
     assert client.post("/v1/execute", json=req).json()["verdict"] == "TLE"
     again = client.post("/v1/execute", json=req).json()
     assert again["verdict"] == "TLE" and again["run"]["cached"] is False
+
+
+def _counter(client: TestClient, sample: str) -> float:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+RUNS = 'codegym_sandbox_run_seconds_count{kind="run",language="python"}'
+HITS = 'codegym_sandbox_cache_total{result="hit"}'
+
+
+def test_repeated_run_code_body_is_answered_without_a_run(client: TestClient) -> None:
+    body = b'{"code": "import random; print(random.random())", "language": "python"}'
+    headers = {"content-type": "application/json"}
+    answers = client.app.state.executor.responses  # type: ignore[attr-defined]
+    stored = len(answers)
+    first = client.post("/run_code", content=body, headers=headers)
+    assert len(answers) == stored + 1
+    runs, hits = _counter(client, RUNS), _counter(client, HITS)
+    again = client.post("/run_code", content=body, headers=headers)
+    assert first.status_code == again.status_code == 200 and first.json()["status"] == "Success"
+    assert again.content == first.content  # the same random number: it did not run again
+    assert _counter(client, RUNS) == runs and _counter(client, HITS) == hits + 1
+    # The same request spelled differently misses the answer cache but still hits the step cache.
+    spaced = client.post("/run_code", content=body.replace(b": ", b":"), headers=headers)
+    assert spaced.json()["run_result"]["stdout"] == first.json()["run_result"]["stdout"]
+    assert _counter(client, RUNS) == runs
+    other = client.post("/run_code", json={"code": "print(input())", "language": "python", "stdin": "a"}).json()
+    assert other["run_result"]["stdout"] == "a\n"
+    other = client.post("/run_code", json={"code": "print(input())", "language": "python", "stdin": "b"}).json()
+    assert other["run_result"]["stdout"] == "b\n"
+
+
+def test_run_code_timeouts_and_bad_requests_are_not_cached(client: TestClient) -> None:
+    req = {"code": "import time; time.sleep(5)", "language": "python", "run_timeout": 0.3}
+    answers = client.app.state.executor.responses  # type: ignore[attr-defined]
+    stored = len(answers)
+    assert client.post("/run_code", json=req).json()["run_result"]["status"] == "TimeLimitExceeded"
+    runs = _counter(client, RUNS)
+    assert client.post("/run_code", json=req).json()["run_result"]["status"] == "TimeLimitExceeded"
+    assert _counter(client, RUNS) == runs + 1
+    for _ in range(2):
+        assert client.post("/run_code", json={"code": "1", "language": "cobol"}).status_code == 422
+    assert len(answers) == stored

@@ -76,8 +76,8 @@ def test_files_do_not_leak_between_runs(client: TestClient) -> None:
     # Two workers: enough runs that both have served a run that leaves a file behind.
     for i in range(4):
         run_code(client, f"open('left-behind-{i}', 'w').write('x')\nimport os; os.makedirs('/tmp/box/deep/er')")
-    for _ in range(4):
-        assert stdout(run_code(client, "import os; print(sorted(os.listdir('.')))")) == "['main.py']\n"
+    for i in range(4):  # distinct code: a cached answer would prove nothing
+        assert stdout(run_code(client, f"import os; print(sorted(os.listdir('.'))) # {i}")) == "['main.py']\n"
 
 
 def test_daemon_is_gone_after_the_run(client: TestClient) -> None:
@@ -93,8 +93,8 @@ print(len([p for p in os.listdir('/proc') if p.isdigit()]))
 """
     assert int(stdout(run_code(client, code))) >= 3  # box init, this program, the daemon
     check = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])"
-    for _ in range(4):
-        body = run_code(client, check)
+    for i in range(4):
+        body = run_code(client, f"{check} # {i}")
         assert stdout(body) == "True\n", body
 
 
@@ -111,8 +111,8 @@ print("alive")
 """
     body = run_code(client, code)
     assert body["status"] == "Success" and stdout(body).splitlines()[-1] == "alive"
-    for _ in range(3):
-        assert stdout(run_code(client, "print('still serving')")) == "still serving\n"
+    for i in range(3):
+        assert stdout(run_code(client, f"print('still serving') # {i}")) == "still serving\n"
 
 
 def test_fork_bomb_is_bounded(client: TestClient) -> None:

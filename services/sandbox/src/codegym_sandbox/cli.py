@@ -25,7 +25,7 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(
         create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level,
-        access_log=False, loop="asyncio", timeout_keep_alive=75,
+        access_log=False, loop="auto", http="auto", timeout_keep_alive=75,
     )  # fmt: skip
     return 0
 

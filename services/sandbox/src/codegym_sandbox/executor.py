@@ -71,10 +71,19 @@ class StepResult:
         return -self.signal if self.signal is not None else None
 
 
+# Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
+_UNREPEATABLE = (Verdict.SE, Verdict.TLE)
+
+
 @dataclass
 class Execution:
     compile: StepResult | None
     run: StepResult | None
+
+    @property
+    def repeatable(self) -> bool:
+        """Whether the same request would give the same answer, so that the answer may be cached."""
+        return all(s.verdict not in _UNREPEATABLE for s in (self.compile, self.run) if s is not None)
 
 
 def _sandbox_error(message: str) -> StepResult:
@@ -89,8 +98,16 @@ class Executor:
         self.settings = settings
         self.metrics = metrics
         self.cache: LRUCache[StepResult] = LRUCache(settings.cache_entries)
+        # Whole answers by request body, in front of the step cache: a repeated request skips even parsing.
+        self.responses: LRUCache[bytes] = LRUCache(settings.cache_entries)
         self.runtime_id = f"{backend.name}:{languages.resolve_tool('python3')}"
+        # Defaults and maxima decide what a body's omitted or out-of-range limits mean.
+        self.settings_id = settings.limits.model_dump_json()
         self._tools: dict[str, str | None] = {}
+
+    def response_key(self, route: str, body: bytes) -> str:
+        """Key of a whole answer: the route and the exact body, on this server (its runtime and settings)."""
+        return cache_key(self.runtime_id, self.settings_id, route, body)
 
     # -- limits -------------------------------------------------------------------------------------------
     def run_limits(self, timeout_s: float | None, memory_mb: int | None) -> RunLimits:
@@ -226,8 +243,7 @@ class Executor:
             result = _sandbox_error(str(exc))
         self.metrics.run_seconds.labels(language=lang.name, kind=kind).observe(time.perf_counter() - started)
         self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
-        # Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
-        if result.verdict not in (Verdict.SE, Verdict.TLE):
+        if result.verdict not in _UNREPEATABLE:
             self.cache.put(key, result)
         return result
 

@@ -6,11 +6,12 @@ Standard library only: the agent runs in any image that has a Python 3.9+.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+# The interpreter is linked against the C library, so its symbols are already here. (ctypes.util would
+# find it too, but imports subprocess, threading and random, whose fork hooks then slow every run's fork.)
+_libc = ctypes.CDLL(None, use_errno=True)
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000

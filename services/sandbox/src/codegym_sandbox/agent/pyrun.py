@@ -40,12 +40,12 @@ def _exit_code(exc: SystemExit) -> int:
 
 
 def _finish(code: int) -> int:
-    import threading
-
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter does before atexit
-    except BaseException:
-        pass
+    threading = sys.modules.get("threading")  # a program that never imported it started no threads with it
+    if threading is not None:
+        try:
+            threading._shutdown()  # what the interpreter does before atexit
+        except BaseException:
+            pass
     with contextlib.suppress(BaseException):
         atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

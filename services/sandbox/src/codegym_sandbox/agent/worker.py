@@ -217,7 +217,6 @@ def _run(bx: Box, req: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str
     cmd: dict[str, Any] = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
     cmd["op"] = "run"
     cmd["cwd"] = isolation.SCRATCH
-    cmd["seccomp"] = req.get("seccomp", True)
     assert bx.ctl is not None
     bx.dirty = True
     socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], [in_r, out_w, err_w])

@@ -1,4 +1,4 @@
-"""FastAPI dependencies shared by the routes."""
+"""FastAPI dependencies shared by the routes (async: a sync dependency costs a trip through a thread pool)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from ..executor import Executor
 from ..metrics import Metrics
 
 
-def get_executor(request: Request) -> Executor:
+async def get_executor(request: Request) -> Executor:
     return request.app.state.executor  # type: ignore[no-any-return]
 
 
-def get_metrics(request: Request) -> Metrics:
+async def get_metrics(request: Request) -> Metrics:
     return request.app.state.metrics  # type: ignore[no-any-return]
 
 

@@ -20,7 +20,7 @@ PROGRAMS = {
     "go": 'package main\nimport "fmt"\nfunc main() { var n int; fmt.Scan(&n); fmt.Println(2 * n) }',
     "rust": (
         "use std::io::Read;\nfn main() { let mut s = String::new(); std::io::stdin().read_to_string(&mut s)"
-        ".unwrap(); let n: i64 = s.trim().parse().unwrap(); println!(\"{}\", 2 * n); }"
+        '.unwrap(); let n: i64 = s.trim().parse().unwrap(); println!("{}", 2 * n); }'
     ),
 }
 

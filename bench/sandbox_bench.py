@@ -1,4 +1,4 @@
-"""Trivial Python runs through the codegym sandbox vs a fresh interpreter (and `docker exec`) per run.
+"""Trivial Python runs through the codegym sandbox vs a fresh interpreter (and docker) per run.
 
     . .venv/bin/activate
     python bench/sandbox_bench.py --requests 300 --concurrency 8
@@ -12,8 +12,11 @@ Rows of the markdown table it prints (every mode is warmed up with 20 requests f
    (req/s, median, p99). Every response must be status Success with the expected stdout; anything else is an error.
 3. codegym `/run_code` cache hits: a server with the cache on, the same request over and over, sequentially
    (median, p99: a hit should come back in well under a millisecond) and from C clients (req/s).
-4. `docker exec` per run against a running container, when `docker info` succeeds (otherwise the row is
-   skipped with a note). The image is never pulled (`--pull never`).
+4. The same no-cache rows on the docker and podman backends (`--engines`), when the engine answers and has
+   the runtime image (`--image`, never pulled; otherwise the rows are skipped with a note), and docker's
+   throughput with one worker, to show it scales with `--workers`.
+5. Baselines with docker: `docker run --rm` per run (a new container each time; at most 40 runs) and
+   `docker exec` per run into a running container.
 
 Load generator (the concurrent rows). On a 2-core machine the client shares the CPU with the server, so a
 heavy client understates the server. The concurrent HTTP rows therefore run in a *separate process*
@@ -172,33 +175,47 @@ def bench_process_rows(label: str, argv_prefix: list[str], args: argparse.Namesp
     return [seq, conc]
 
 
-def bench_docker(args: argparse.Namespace) -> list[Row]:
-    docker = shutil.which("docker")
-    if docker is None:
-        note("docker: no engine, row skipped")
-        return []
+def engine_ready(engine: str, image: str) -> bool:
+    """Whether ``engine`` answers and has ``image`` (never pulled); notes why not."""
+    exe = shutil.which(engine)
     try:
-        ok = subprocess.run([docker, "info"], capture_output=True, timeout=20).returncode == 0
+        ok = exe is not None and subprocess.run([exe, "info"], capture_output=True, timeout=20).returncode == 0
     except (subprocess.TimeoutExpired, OSError):
         ok = False
     if not ok:
-        note("docker: no engine, row skipped")
+        note(f"{engine}: no engine, rows skipped")
+        return False
+    assert exe is not None
+    if subprocess.run([exe, "image", "inspect", image], capture_output=True, timeout=60).returncode != 0:
+        note(f"{engine}: no image {image} (scripts/runtime-image {engine}), rows skipped")
+        return False
+    return True
+
+
+def bench_docker_baselines(args: argparse.Namespace) -> list[Row]:
+    """What a run costs with a container per run, and with a `docker exec` per run into a live one."""
+    if not engine_ready("docker", args.image):
         return []
+    docker = shutil.which("docker") or "docker"
+    rows = []
+    few = argparse.Namespace(**{**vars(args), "requests": min(args.requests, 40)})
+    rows += bench_process_rows(
+        "`docker run --rm` per run", [docker, "run", "--rm", "--network", "none", args.image, "python3", "-I", "-c"],
+        few,
+    )  # fmt: skip
     name = f"codegym-bench-{uuid.uuid4().hex[:8]}"
     started = subprocess.run(
-        [docker, "run", "-d", "--rm", "--pull", "never", "--network", "none", "--name", name,
-         args.docker_image, "sleep", "3600"],
+        [docker, "run", "-d", "--rm", "--network", "none", "--name", name, args.image, "sleep", "3600"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     if started.returncode != 0:
-        note(f"docker: could not start {args.docker_image} (not pulled? {started.stderr.strip()}), row skipped")
-        return []
+        note(f"docker: could not start {args.image}: {started.stderr.strip()}; `docker exec` rows skipped")
+        return rows
     try:
-        return bench_process_rows(
-            f"`docker exec` {args.docker_image}", [docker, "exec", name, "python", "-I", "-c"], args
-        )
+        rows += bench_process_rows("`docker exec` per run", [docker, "exec", name, "python3", "-I", "-c"], args)
     finally:
         subprocess.run([docker, "rm", "-f", name], capture_output=True, timeout=60)
+    return rows
 
 
 # ------------------------------------------------------------------------------------------- server
@@ -220,13 +237,14 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def start_server(port: int, workers: int, cache: bool) -> subprocess.Popen[bytes]:
+def start_server(port: int, workers: int, cache: bool, backend: str = "local") -> subprocess.Popen[bytes]:
     if not port_is_free(port):
         raise SystemExit(f"port {port} is in use; refusing to benchmark a server this script did not start")
     env = dict(os.environ, CODEGYM_SANDBOX_CACHE_ENTRIES="65536" if cache else "0")
     exe = shutil.which("codegym-sandbox", path=os.path.dirname(sys.executable)) or shutil.which("codegym-sandbox")
     cmd = [exe] if exe else [sys.executable, "-m", "codegym_sandbox.cli"]
     cmd += ["serve", "--host", HOST, "--port", str(port), "--workers", str(workers), "--log-level", "warning"]
+    cmd += ["--backend", backend]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -378,11 +396,16 @@ def concurrent_http(port: int, ids: range, same: bool, args: argparse.Namespace)
         parent.close()
 
 
-def bench_server(cache: bool, port: int, args: argparse.Namespace) -> list[Row]:
+def bench_server(
+    cache: bool, port: int, args: argparse.Namespace, backend: str = "local", workers: int | None = None
+) -> list[Row]:
     n, c = args.requests, args.concurrency
-    label = "codegym `/run_code`, cache hits" if cache else "codegym `/run_code`, no cache"
-    log(f"{label}: starting server on {HOST}:{port} with {args.workers} workers")
-    proc = start_server(port, args.workers, cache)
+    workers = workers or args.workers
+    where = "" if backend == "local" else f" on {backend}"
+    where += "" if workers == args.workers else f" ({workers} workers)"
+    label = f"codegym `/run_code`{where}, cache hits" if cache else f"codegym `/run_code`{where}, no cache"
+    log(f"{label}: starting server on {HOST}:{port} with {workers} workers")
+    proc = start_server(port, workers, cache, backend)
     rows = []
     try:
         if not cache:
@@ -428,8 +451,14 @@ def main() -> None:
              "clients in threads of this process",
     )  # fmt: skip
     ap.add_argument("--phase-timeout", type=float, default=120.0, help="max seconds per phase (default 120)")
-    ap.add_argument("--docker-image", default="python:3.11-slim", help="image for the docker row (never pulled)")
-    ap.add_argument("--skip-docker", action="store_true", help="leave out the docker row")
+    ap.add_argument(
+        "--image", default="codegym-sandbox-runtime:latest",
+        help="runtime image for the container rows (never pulled; build it with scripts/runtime-image)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--engines", default="docker,podman",
+        help="container backends to measure, comma-separated (default docker,podman; empty: none)",
+    )  # fmt: skip
     args = ap.parse_args()
     if not 1 <= args.requests <= 100_000 or not 1 <= args.concurrency <= 256:
         ap.error("--requests must be 1..100000 and --concurrency 1..256")
@@ -439,8 +468,14 @@ def main() -> None:
     rows += bench_process_rows("`python -I` per run (subprocess)", [sys.executable, "-I", "-c"], args)
     rows += bench_server(False, args.port or free_port(), args)
     rows += bench_server(True, args.port or free_port(), args)
-    if not args.skip_docker:
-        rows += bench_docker(args)
+    engines = [e for e in args.engines.split(",") if e]
+    for engine in engines:
+        if engine_ready(engine, args.image):
+            rows += bench_server(False, args.port or free_port(), args, backend=engine)
+            if engine == "docker" and args.workers > 1:  # throughput against the number of workers
+                rows += bench_server(False, args.port or free_port(), args, backend=engine, workers=1)[1:]
+    if "docker" in engines:
+        rows += bench_docker_baselines(args)
 
     print(
         f"\n{args.requests} requests per phase (+{WARMUP} warm-up), {args.concurrency} concurrent clients "
@@ -475,6 +510,11 @@ def main() -> None:
                 check("throughput", conc.rate, 300, False, "req/s"),
                 check("cache hits", hit.rate, 2000, False, "req/s"),
                 check("cache hit median", hit_seq.median_ms(), 1, True, "ms"),
+                *[
+                    check(f"{r.mode.split(' on ')[1].split(',')[0]} median", r.median_ms(), 10, True, "ms")
+                    for r in rows
+                    if " on " in r.mode and r.mode.endswith("no cache, sequential")
+                ],
             ]
         )
     )

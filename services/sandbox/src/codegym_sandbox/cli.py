@@ -49,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="start the server")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need an API token)")
     serve.add_argument("--port", type=int, help="port (default 8080)")
-    serve.add_argument("--backend", choices=["auto", "local"], help="where programs run (default auto)")
+    serve.add_argument(
+        "--backend",
+        choices=["auto", "local", "docker", "podman", "podman-hpc"],
+        help="where programs run (default auto: a container engine with the runtime image, else local)",
+    )
     serve.add_argument("--workers", type=int, help="concurrent runs (default: one per CPU core)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(func=_serve)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import secrets
 from functools import lru_cache
 from typing import Literal
 
@@ -39,7 +40,11 @@ class Settings(BaseSettings):
 
     host: str = Field("127.0.0.1", description="Address to bind.")
     port: int = Field(8080, description="Port to bind.")
-    backend: Literal["auto", "local"] = Field("auto", description="Where programs run; auto picks local here.")
+    backend: Literal["auto", "local", "docker", "podman", "podman-hpc"] = Field(
+        "auto",
+        description="Where programs run. auto: in a Slurm job podman-hpc, then docker; elsewhere docker, then "
+        "podman-hpc; local when no engine answers (or the runtime image is missing).",
+    )
     workers: int = Field(0, ge=0, description="Worker slots (concurrent runs); 0 means one per CPU core.")
     queue_size: int = Field(1024, ge=0, description="Runs that may wait for a worker before 503.")
     cache_entries: int = Field(65536, ge=0, description="Result cache size in entries; 0 disables it.")
@@ -54,6 +59,18 @@ class Settings(BaseSettings):
         description="Host directories programs must not see (toolchains under them stay visible).",
     )
     limits: Limits = Field(default_factory=Limits)
+    image: str = Field("codegym-sandbox-runtime:latest", description="Runtime image of the container backends.")
+    server_id: str = Field(
+        default_factory=lambda: secrets.token_hex(3),
+        pattern=r"^[a-z0-9]{1,16}$",
+        description="Part of every container name, so that two servers on one host never collide.",
+    )
+    podman_binary: str | None = Field(None, description="The podman command (default: podman or podman-hpc).")
+    podman_args: list[str] = Field(default_factory=list, description="Extra `run` flags, e.g. site flags.")
+    container_memory_mb: int = Field(0, ge=0, description="Memory of one container; 0: the largest run + 512.")
+    container_cpus: float = Field(1.0, gt=0, description="CPU quota of one container, in cores.")
+    container_pids: int = Field(0, ge=0, description="Processes of one container; 0: the per-run limit + 64.")
+    container_user: str = Field("1000:1000", description="uid:gid the agent and programs run as in containers.")
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> Settings:

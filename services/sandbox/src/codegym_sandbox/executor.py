@@ -100,10 +100,9 @@ class Executor:
         self.cache: LRUCache[StepResult] = LRUCache(settings.cache_entries)
         # Whole answers by request body, in front of the step cache: a repeated request skips even parsing.
         self.responses: LRUCache[bytes] = LRUCache(settings.cache_entries)
-        self.runtime_id = f"{backend.name}:{languages.resolve_tool('python3')}"
+        self.runtime_id = backend.runtime_id
         # Defaults and maxima decide what a body's omitted or out-of-range limits mean.
         self.settings_id = settings.limits.model_dump_json()
-        self._tools: dict[str, str | None] = {}
 
     def response_key(self, route: str, body: bytes) -> str:
         """Key of a whole answer: the route and the exact body, on this server (its runtime and settings)."""
@@ -126,15 +125,17 @@ class Executor:
         lang = languages.lookup(name)
         if lang is None:
             raise UnsupportedLanguage(f"language {name!r} is not supported by this server (see GET /v1/languages)")
-        missing = [t for t in lang.tools if self._tool(t) is None]
+        missing = self.missing_tools(lang)
         if missing:
             raise UnsupportedLanguage(f"language {name!r} needs {', '.join(missing)}, which is not installed here")
         return lang
 
     def _tool(self, tool: str) -> str | None:
-        if tool not in self._tools:
-            self._tools[tool] = languages.resolve_tool(tool)
-        return self._tools[tool]
+        """Where runs find ``tool``, as the backend's workers reported it (a container has its own)."""
+        return self.backend.tools.get(tool)
+
+    def missing_tools(self, lang: languages.Language) -> list[str]:
+        return [t for t in lang.tools if self._tool(t) is None]
 
     def _argv(self, argv: tuple[str, ...], limits: RunLimits) -> list[str]:
         out = [a.replace("{mem}", str(limits.memory_mb)) for a in argv]

@@ -3,39 +3,23 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from . import languages
 from .api import fusion, health, native
 from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard
-from .backends.base import Backend, Saturated
-from .backends.local import LocalBackend
+from .backends.base import Saturated
+from .backends.choose import choose_backend
+from .backends.pool import WorkerPool
 from .config import Settings, get_settings
 from .executor import Executor
 from .metrics import Metrics
 
 log = logging.getLogger("codegym.sandbox")
-
-
-def choose_backend(settings: Settings) -> tuple[Backend, str]:
-    """The backend to use and why; container engines join this choice in the container backends."""
-    workers = settings.workers or os.cpu_count() or 1
-    config = {
-        "host_uid": settings.host_uid if os.geteuid() == 0 else None,
-        "hide": settings.hide_paths,
-        "keep": languages.keep_paths(),
-        "tmp_bytes": settings.limits.scratch_bytes,
-        "namespaces": True,
-    }
-    backend = LocalBackend(workers, settings.queue_size, config, settings.python)
-    reason = "asked for local" if settings.backend == "local" else "auto: no container backend configured"
-    return backend, reason
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -44,12 +28,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        backend, reason = choose_backend(settings)
+        backend, reason = await choose_backend(settings)
         log.info("sandbox backend: %s (%s)", backend.name, reason)
         await backend.start()
         app.state.backend_reason = reason
         app.state.executor = Executor(backend, settings, metrics)
-        if isinstance(backend, LocalBackend):
+        if isinstance(backend, WorkerPool):
             metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
         try:
             yield

@@ -14,7 +14,7 @@ TOKEN = "test-token-123"
 
 @pytest.fixture(scope="module")
 def guarded() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(workers=1, api_token=TOKEN, max_body_bytes=4096))) as c:
+    with TestClient(create_app(Settings(backend="local", workers=1, api_token=TOKEN, max_body_bytes=4096))) as c:
         yield c
 
 

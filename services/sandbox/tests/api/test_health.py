@@ -18,11 +18,11 @@ def test_livez(client: TestClient) -> None:
     assert r.status_code == 200 and r.json() == {"status": "ok"}
 
 
-def test_readyz(client: TestClient) -> None:
+def test_readyz(client: TestClient, backend: str) -> None:
     r = client.get("/readyz")
     body = r.json()
     assert r.status_code == 200 and body["ready"] is True
-    assert body["backend"] == "local" and body["workers"] == 2 and body["alive"] == 2
+    assert body["backend"] == backend and body["workers"] == 2 and body["alive"] == 2
     assert body["backend_reason"]
 
 

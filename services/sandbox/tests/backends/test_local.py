@@ -31,7 +31,7 @@ def _wait_alive(client: TestClient, n: int) -> None:
 
 
 def test_saturation_is_503_with_retry_after() -> None:
-    with TestClient(create_app(Settings(workers=1, queue_size=0))) as client:
+    with TestClient(create_app(Settings(backend="local", workers=1, queue_size=0))) as client:
         req = {"code": "import time; time.sleep(1.5); print('slept')", "language": "python"}
 
         def post(_: int) -> httpx.Response:
@@ -52,7 +52,7 @@ def test_saturation_is_503_with_retry_after() -> None:
 
 
 def test_runs_queue_for_a_free_worker() -> None:
-    with TestClient(create_app(Settings(workers=1, queue_size=4))) as client:
+    with TestClient(create_app(Settings(backend="local", workers=1, queue_size=4))) as client:
         req: dict[str, Any] = {"language": "python", "code": "import time; time.sleep(0.3); print(input())"}
         with ThreadPoolExecutor(3) as pool:
             outs = list(pool.map(lambda i: client.post("/run_code", json={**req, "stdin": str(i)}), range(3)))
@@ -61,7 +61,7 @@ def test_runs_queue_for_a_free_worker() -> None:
 
 @pytest.fixture(scope="module")
 def healing() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(workers=2))) as c:
+    with TestClient(create_app(Settings(backend="local", workers=2))) as c:
         yield c
 
 

@@ -30,7 +30,7 @@ def _kill_all(*_: object) -> None:
         os.kill(-1, signal.SIGKILL)
 
 
-def _reap_all() -> None:
+def reap_all() -> None:
     while True:
         try:
             os.waitpid(-1, 0)
@@ -46,12 +46,12 @@ class _Spare:
     on the request.
     """
 
-    def __init__(self, program_uid: int, seccomp: bool) -> None:
+    def __init__(self, program_uid: int, seccomp: bool, contained: bool) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.pid = os.fork()
         if self.pid == 0:
             here.close()
-            _prepare(there, program_uid, seccomp)
+            _prepare(there, program_uid, seccomp, contained)
         there.close()
         self.sock = here
 
@@ -72,13 +72,19 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
         os.dup2(null, fd)
     os.close(null)
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the program may not read this process's memory
-    isolation.enter_box()
-    isolation.reset_box(config["tmp_bytes"], program_uid, first=True)
+    contained = not config["namespaces"]  # in a container: no namespaces of our own, see isolation
+    if contained:
+        # Not a namespace's init here: orphaned daemons must still come to us to be reaped.
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+        isolation.wipe_box()
+    else:
+        isolation.enter_box()
+        isolation.reset_box(config["tmp_bytes"], program_uid, first=True)
     pyrun.warm_up()
     linux.prepare_seccomp()
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
     # Forked after every reset: it must see the new scratch mount and IPC namespace, and nothing older.
-    spare: _Spare | None = _Spare(program_uid, seccomp)
+    spare: _Spare | None = _Spare(program_uid, seccomp, contained)
     _ready(ctl)
     while True:
         try:
@@ -91,13 +97,16 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
         if cmd["op"] == "reset":
             if spare is not None:
                 spare.discard()
-            isolation.reset_box(config["tmp_bytes"], program_uid, first=False)
-            spare = _Spare(program_uid, seccomp)
+            if contained:
+                isolation.wipe_box()
+            else:
+                isolation.reset_box(config["tmp_bytes"], program_uid, first=False)
+            spare = _Spare(program_uid, seccomp, contained)
             _ready(ctl)
             continue
         if cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
-            report = _run(cmd, fds, ctl, spare or _Spare(program_uid, seccomp))
+            report = _run(cmd, fds, ctl, spare or _Spare(program_uid, seccomp, contained))
             spare = None
             ctl.sendall(json.dumps(report).encode())
         else:
@@ -138,7 +147,7 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
     _, status, usage = os.wait4(spare.pid, 0)
     wall = time.monotonic() - start
     _kill_all()
-    _reap_all()
+    reap_all()
     spare.sock.setblocking(False)
     try:
         error = spare.sock.recv(4096).decode(errors="replace")
@@ -156,7 +165,7 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
     }
 
 
-def _set_limits(limits: dict[str, Any]) -> None:
+def _set_limits(limits: dict[str, Any], contained: bool) -> None:
     def set_limit(which: int, soft: int, hard: int | None = None) -> None:
         resource.setrlimit(which, (soft, soft if hard is None else hard))
 
@@ -164,13 +173,16 @@ def _set_limits(limits: dict[str, Any]) -> None:
     set_limit(resource.RLIMIT_CPU, cpu, cpu + 1)  # SIGXCPU first, SIGKILL a second later
     if limits.get("address_space_bytes"):
         set_limit(resource.RLIMIT_AS, limits["address_space_bytes"])
-    set_limit(resource.RLIMIT_NPROC, limits["processes"])
+    if not contained:
+        # In a container, RLIMIT_NPROC would count this uid's processes in every container on the host;
+        # the container's pids limit bounds processes there.
+        set_limit(resource.RLIMIT_NPROC, limits["processes"])
     set_limit(resource.RLIMIT_FSIZE, limits["file_size_bytes"])
     set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
     set_limit(resource.RLIMIT_CORE, 0)
 
 
-def _prepare(sock: socket.socket, program_uid: int, seccomp: bool) -> None:
+def _prepare(sock: socket.socket, program_uid: int, seccomp: bool, contained: bool) -> None:
     """In the spare: drop every privilege, wait for the run, wire up descriptors, become the program.
 
     Launch errors go back to the box on ``sock``. It is close-on-exec, and closed before an in-process
@@ -183,7 +195,7 @@ def _prepare(sock: socket.socket, program_uid: int, seccomp: bool) -> None:
         for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         os.setsid()
-        if program_uid != 0:
+        if program_uid != os.geteuid():
             os.setgroups([])
             os.setresgid(program_uid, program_uid, program_uid)
             os.setresuid(program_uid, program_uid, program_uid)
@@ -209,7 +221,7 @@ def _prepare(sock: socket.socket, program_uid: int, seccomp: bool) -> None:
         os.chdir(cmd["cwd"])
         os.environ.clear()
         os.environ.update(cmd["env"])
-        _set_limits(cmd["limits"])
+        _set_limits(cmd["limits"], contained)
         if cmd.get("python"):
             # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)

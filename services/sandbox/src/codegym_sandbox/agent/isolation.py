@@ -8,16 +8,23 @@ Layers, outermost first:
   them bound back in;
 * box (one pid namespace at a time, its init is the box process): a private ``/proc``, ``/tmp`` and
   ``/dev/shm`` on fresh tmpfs mounts and a fresh IPC namespace, both renewed before every run.
+
+Inside a container (the docker and podman backends) the container is the worker's isolation: it has its
+own namespaces, no network, a read-only root and no capabilities, so no new namespace can be made there.
+The box is then a plain process, and :func:`wipe_box` empties the scratch space, ``/dev/shm`` and System V
+IPC between runs instead of replacing them.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 
 from . import linux
 
 BOX_ROOT = "/tmp"
 SCRATCH = "/tmp/box"
+RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
 # A program runs as this uid inside the user namespace; it maps to an unprivileged host uid.
 PROGRAM_UID = 1000
 _VIRTUAL_FS = ("/proc", "/sys", "/dev")
@@ -170,3 +177,61 @@ def reset_box(tmp_bytes: int, program_uid: int, first: bool) -> None:
     os.chown(SCRATCH, program_uid, program_uid)
     if not first:
         linux.unshare(linux.CLONE_NEWIPC)
+
+
+def _wipe_tree(path: str) -> None:
+    """Remove everything under ``path`` that this uid owns, whatever modes a program left on it."""
+    stack = [path]
+    while stack:  # first make every directory searchable and writable: a program may have set 000
+        top = stack.pop()
+        try:
+            os.chmod(top, 0o700, follow_symlinks=False)
+            with os.scandir(top) as entries:
+                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            pass  # not ours (the tmpfs root itself): nothing to open up
+    try:
+        with os.scandir(path) as entries:
+            names = [e.path for e in entries]
+    except OSError:
+        return
+    for name in names:
+        try:
+            if os.path.isdir(name) and not os.path.islink(name):
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+        except OSError:
+            pass
+
+
+def _remove_sysv_ipc() -> None:
+    """Delete the System V shared memory, semaphores and message queues a run left behind."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ipc_rmid = 0
+    for kind, call in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            ident = int(row.split()[1])
+            if kind == "sem":
+                libc.semctl(ctypes.c_int(ident), ctypes.c_int(0), ctypes.c_int(ipc_rmid))
+            else:
+                getattr(libc, call)(ctypes.c_int(ident), ctypes.c_int(ipc_rmid), None)
+
+
+def wipe_box() -> None:
+    """The container variant of :func:`reset_box`: empty what a run could write, in place.
+
+    The container mounts a tmpfs of its own on the scratch directory (the rest of its root is read-only),
+    so that, ``/dev/shm`` and System V IPC are everything a run can leave behind.
+    """
+    for path in (SCRATCH, "/dev/shm"):
+        if os.path.isdir(path) and os.access(path, os.W_OK):
+            _wipe_tree(path)
+    _remove_sysv_ipc()

@@ -18,6 +18,7 @@ import fnmatch
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import stat
@@ -102,6 +103,11 @@ class Box:
             os.waitpid(self.pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
+        if not self.config["namespaces"]:
+            # No pid namespace dies with the box here: as the container's init, take down everything else.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+            box.reap_all()
         if self.ctl is not None:
             self.ctl.close()
 
@@ -268,9 +274,18 @@ def _run(bx: Box, req: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str
                         del readers[fd]
                 else:
                     raw = bx.ctl.recv(1 << 16)
-                    if not raw:
+                    if raw:
+                        report = json.loads(raw)
+                    elif bx.config["namespaces"]:
                         raise OSError("the box went away")
-                    report = json.loads(raw)
+                    else:
+                        # In a container the program shares the box's uid and can kill it: that is the
+                        # program's doing (a crash), not a fault of the sandbox.
+                        bx.respawn()
+                        now = time.monotonic()
+                        report = {"exit_code": None, "signal": signal.SIGKILL, "wall": now - run.started,
+                                  "cpu": None, "error": None}  # fmt: skip
+                        run.out["stderr"] += b"\nsandbox: the program killed its supervisor\n"
         # Everything in the namespace is dead, so every write end is closed: read what is left to EOF.
         for fd, stream in readers.items():
             os.set_blocking(fd, True)
@@ -327,6 +342,13 @@ def handle(bx: Box, header: dict[str, Any], blobs: list[bytearray], uid: int) ->
             wipe(blob)
 
 
+def _resolve(tool: str, path: str) -> str | None:
+    """Where a run finds ``tool``, as seen from inside this worker (a container has its own toolchains)."""
+    if tool == "python3":
+        return sys.executable
+    return shutil.which(tool, path=path)
+
+
 def main() -> None:
     """Entry point: the first frame is the worker configuration; then one answer per request."""
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
@@ -341,6 +363,10 @@ def main() -> None:
                 config.get("host_uid"), config.get("hide", []), config.get("keep", []), config.get("network", False)
             )
         else:
+            if os.getpid() != 1:
+                # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
+                raise RuntimeError("without namespaces the agent must be the init of its own container")
+            linux.prctl(linux.PR_SET_DUMPABLE, 0)  # programs share our uid: keep them out of /proc/1
             uid = os.geteuid()
         config.update(program_uid=uid, namespaces=config.get("namespaces", True))
         # Set after the namespace switch, which changes our credentials and so clears it.
@@ -349,7 +375,8 @@ def main() -> None:
     except BaseException as exc:
         write_all(out_fd, encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}))
         raise SystemExit(1) from exc
-    write_all(out_fd, encode_frame({"op": "ready", "pid": os.getpid(), "program_uid": uid}))
+    tools = {tool: _resolve(tool, config.get("path", isolation.RUN_PATH)) for tool in config.get("tools", [])}
+    write_all(out_fd, encode_frame({"op": "ready", "pid": os.getpid(), "program_uid": uid, "tools": tools}))
     # The server's modules are not the program's business: drop the agent's own path entries.
     for entry in config.get("drop_sys_path", []):
         while entry in sys.path:

@@ -160,7 +160,7 @@ async def list_languages(executor: ExecutorDep) -> list[LanguageOut]:
     """What this server runs, and for each missing toolchain, what is missing."""
     out = []
     for lang in languages.LANGUAGES.values():
-        missing = languages.missing_tools(lang)
+        missing = executor.missing_tools(lang)
         detail = f"missing: {', '.join(missing)}" if missing else "ready"
         out.append(
             LanguageOut(

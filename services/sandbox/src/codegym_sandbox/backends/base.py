@@ -51,6 +51,16 @@ class RunOutcome:
 class Backend(Protocol):
     name: str
 
+    @property
+    def runtime_id(self) -> str:
+        """What distinguishes this backend's results from another's: part of every cache key."""
+        ...
+
+    @property
+    def tools(self) -> dict[str, str | None]:
+        """Tool name -> where runs find it (None: not installed), as the workers see it."""
+        ...
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...

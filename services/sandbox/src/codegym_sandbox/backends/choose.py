@@ -1,0 +1,121 @@
+"""Which backend a server uses, and why: the ``backend`` setting, or ``auto`` detection.
+
+``auto`` prefers containers when an engine answers and has the runtime image: inside a Slurm job
+podman-hpc first, then docker; elsewhere docker first, then podman-hpc. With neither it falls back to the
+local backend, which needs no engine. The reason is logged at start-up and shown in ``/readyz``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from typing import Any
+
+from .. import languages
+from ..agent.isolation import RUN_PATH
+from ..config import Settings
+from .base import Backend
+from .containers import ContainerSpec
+from .docker import DockerBackend
+from .local import LocalBackend
+from .podman import PodmanBackend
+
+
+def agent_config(settings: Settings, local: bool) -> dict[str, Any]:
+    """The configuration frame every agent gets first."""
+    tools = sorted({tool for lang in languages.LANGUAGES.values() for tool in lang.tools})
+    if not local:
+        return {"namespaces": False, "tools": tools, "path": RUN_PATH}
+    return {
+        "host_uid": settings.host_uid if os.geteuid() == 0 else None,
+        "hide": settings.hide_paths,
+        "keep": languages.keep_paths(),
+        "tmp_bytes": settings.limits.scratch_bytes,
+        "namespaces": True,
+        "tools": tools,
+        # Runs find tools where the server does (a toolchain under a hidden home is bound back in).
+        "path": os.pathsep.join([RUN_PATH, os.environ.get("PATH", "")]),
+    }
+
+
+def container_spec(settings: Settings) -> ContainerSpec:
+    lim = settings.limits
+    return ContainerSpec(
+        image=settings.image,
+        server_id=settings.server_id,
+        memory_mb=settings.container_memory_mb or lim.max_memory_mb + 512,
+        cpus=settings.container_cpus,
+        pids=settings.container_pids or lim.processes + 64,
+        open_files=max(lim.open_files, 1024),
+        tmp_mb=max(lim.scratch_bytes >> 20, 16),
+        user=settings.container_user,
+    )
+
+
+def docker_problem(image: str) -> str | None:
+    """Why the docker backend cannot run here, or None when it can."""
+    try:
+        import docker
+    except ImportError:
+        return "the docker package is not installed"
+    try:
+        client = docker.from_env(timeout=5)
+    except Exception as exc:
+        return f"no docker engine ({type(exc).__name__})"
+    try:
+        client.ping()
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return f"docker answers but has no image {image!r}"
+    except Exception as exc:
+        return f"no docker engine ({type(exc).__name__})"
+    finally:
+        client.close()
+    return None
+
+
+def podman_problem(binary: str, image: str) -> str | None:
+    if shutil.which(binary) is None:
+        return f"{binary} is not installed"
+    try:
+        done = subprocess.run([binary, "image", "exists", image], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{binary} does not answer ({type(exc).__name__})"
+    return None if done.returncode == 0 else f"{binary} has no image {image!r}"
+
+
+async def choose_backend(settings: Settings) -> tuple[Backend, str]:
+    """The backend to use and why."""
+    workers = settings.workers or os.cpu_count() or 1
+    kind = settings.backend
+    reason = f"asked for {kind}"
+    if kind == "auto":
+        in_slurm = bool(os.environ.get("SLURM_JOB_ID"))
+        order = ["podman-hpc", "docker"] if in_slurm else ["docker", "podman-hpc"]
+        why = []
+        for candidate in order:
+            binary = settings.podman_binary or "podman-hpc"
+            problem = await asyncio.to_thread(
+                docker_problem if candidate == "docker" else podman_problem,
+                *((settings.image,) if candidate == "docker" else (binary, settings.image)),
+            )
+            if problem is None:
+                kind = candidate  # type: ignore[assignment]
+                reason = f"auto: {candidate} answers and has {settings.image}" + (" (in a Slurm job)" * in_slurm)
+                break
+            why.append(f"{candidate}: {problem}")
+        else:
+            kind = "local"
+            reason = "auto: no container engine with the runtime image (" + "; ".join(why) + ")"
+    if kind == "local":
+        return LocalBackend(workers, settings.queue_size, agent_config(settings, True), settings.python), reason
+    config = agent_config(settings, False)
+    if kind == "docker":
+        return DockerBackend(workers, settings.queue_size, config, container_spec(settings)), reason
+    binary = settings.podman_binary or kind
+    backend = PodmanBackend(
+        workers, settings.queue_size, config, container_spec(settings), binary, settings.podman_args, name=kind
+    )
+    return backend, reason

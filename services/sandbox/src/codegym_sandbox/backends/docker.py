@@ -1,0 +1,171 @@
+"""The docker backend: persistent containers made with the Docker SDK, one per slot.
+
+The channel to each agent is the container's attached stream (one long-lived HTTP upgrade to the
+daemon): frames go to the agent's stdin, its stdout comes back multiplexed with its stderr in Docker's
+8-byte-header framing, which :class:`DockerWorker` takes apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import struct
+from typing import Any
+
+from .base import SandboxFault
+from .containers import LABEL, ContainerSpec, is_stale
+from .pool import WorkerPool
+from .worker import AgentWorker
+
+log = logging.getLogger("codegym.sandbox.docker")
+
+
+def _own_socket(attached: Any) -> socket.socket:
+    """A socket of our own for the attached stream, with docker-py's wrappers closed.
+
+    docker-py hands back a file wrapper whose socket stays referenced by the HTTP response: closing that
+    socket would not close its descriptor, and the server would leak one per container.
+    """
+    inner: socket.socket = getattr(attached, "_sock", attached)
+    own = inner.dup()
+    closables: list[Any] = [attached, inner, getattr(attached, "_response", None)]
+    for obj in closables:
+        with contextlib.suppress(Exception):
+            obj.close()
+    return own
+
+
+class DockerWorker(AgentWorker):
+    def __init__(self, slot: int, config: dict[str, Any], backend: DockerBackend) -> None:
+        super().__init__(slot, config)
+        self.backend = backend
+        self.container: Any = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._gone = asyncio.Event()
+
+    def _create(self) -> tuple[Any, socket.socket]:
+        import docker.types
+
+        spec = self.backend.spec
+        client = self.backend.client
+        name = spec.name(self.slot)
+        with contextlib.suppress(Exception):  # a leftover of this slot from an earlier life
+            client.containers.get(name).remove(force=True)
+        container = client.containers.create(
+            spec.image, name=name, labels=spec.labels(), hostname="sandbox", user=spec.user,
+            stdin_open=True, tty=False, detach=True, network_mode="none", cap_drop=["ALL"],
+            security_opt=["no-new-privileges"], read_only=True, tmpfs=spec.tmpfs, pids_limit=spec.pids,
+            mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m", nano_cpus=int(spec.cpus * 1e9),
+            ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
+        )  # fmt: skip
+        try:
+            # Attach before start, so that nothing the agent says is missed.
+            attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            raw = _own_socket(attached)
+            container.start()
+        except Exception:
+            container.remove(force=True)
+            raise
+        return container, raw
+
+    async def _open(self) -> None:
+        try:
+            self.container, raw = await asyncio.to_thread(self._create)
+        except Exception as exc:
+            raise SandboxFault(f"docker: cannot start a container from {self.backend.spec.image!r}: {exc}") from exc
+        raw.setblocking(False)
+        stream, self._writer = await asyncio.open_connection(sock=raw, limit=1 << 20)
+        self.reader = asyncio.StreamReader(limit=1 << 20)
+        self._pump = asyncio.get_running_loop().create_task(self._demux(stream, self.reader))
+
+    async def _demux(self, stream: asyncio.StreamReader, out: asyncio.StreamReader) -> None:
+        """Split Docker's multiplexed stream: stdout feeds the frame reader, stderr goes to the log."""
+        try:
+            while True:
+                head = await stream.readexactly(8)
+                kind, size = head[0], struct.unpack(">I", head[4:])[0]
+                data = await stream.readexactly(size)
+                if kind == 1:
+                    out.feed_data(data)
+                else:
+                    log.warning("worker %d: %s", self.slot, data.decode(errors="replace").rstrip())
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        finally:
+            out.feed_eof()
+            self._gone.set()
+
+    def _write(self, data: bytes) -> None:
+        assert self._writer is not None
+        self._writer.write(data)
+
+    async def _drain(self) -> None:
+        assert self._writer is not None
+        await self._writer.drain()
+
+    @property
+    def alive(self) -> bool:
+        return self.container is not None and not self._gone.is_set()
+
+    async def wait_exited(self) -> None:
+        await self._gone.wait()
+
+    async def kill(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            # Let the transport really close its socket before the loop may stop (server shutdown).
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._writer.wait_closed(), 5)
+        container, self.container = self.container, None
+        if container is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(container.remove, force=True)
+        if self._pump is not None:
+            await asyncio.gather(self._pump, return_exceptions=True)
+
+
+class DockerBackend(WorkerPool):
+    name = "docker"
+
+    def __init__(self, workers: int, queue_size: int, config: dict[str, Any], spec: ContainerSpec) -> None:
+        super().__init__(workers, queue_size, {**config, "namespaces": False})
+        self.spec = spec
+        self.client: Any = None
+        self.image_id = ""
+
+    @property
+    def runtime_id(self) -> str:
+        return f"docker:{self.image_id}"
+
+    def make_worker(self, slot: int) -> AgentWorker:
+        return DockerWorker(slot, self.config, self)
+
+    def _connect(self) -> None:
+        import docker
+
+        self.client = docker.from_env()
+        self.client.ping()
+        try:
+            self.image_id = self.client.images.get(self.spec.image).id
+        except docker.errors.ImageNotFound:
+            raise SandboxFault(
+                f"docker: image {self.spec.image!r} not found; build it with "
+                f"`docker build -f services/sandbox/runtime/Dockerfile -t {self.spec.image} services/sandbox`"
+            ) from None
+        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
+            if is_stale(container.labels):
+                log.warning("docker: removing %s, left behind by a server that is gone", container.name)
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._connect)
+        await super().start()
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.client is not None:
+            await asyncio.to_thread(self.client.close)

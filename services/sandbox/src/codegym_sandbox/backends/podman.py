@@ -1,0 +1,120 @@
+"""The podman and podman-hpc backends: persistent containers through the engine's command line.
+
+``podman run -i`` keeps the client attached to the container's stdin and stdout, which makes it the same
+pipe channel the local backend has to its agents. podman-hpc is podman plus site configuration
+(``migrate``d images, site flags): the binary name and extra ``run`` flags are settings. Podman needs
+explicit ``--ulimit`` values on hosts whose defaults it cannot apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import resource
+import shutil
+from typing import Any
+
+from .base import SandboxFault
+from .containers import LABEL, ContainerSpec, is_stale
+from .pool import WorkerPool
+from .worker import AgentWorker, ProcessWorker
+
+log = logging.getLogger("codegym.sandbox.podman")
+
+
+async def _podman(binary: str, *args: str, timeout: float = 60) -> tuple[int, bytes, bytes]:
+    proc = await asyncio.create_subprocess_exec(
+        binary, *args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return 124, b"", f"{binary} {args[0]} timed out".encode()
+    return proc.returncode or 0, out, err
+
+
+class PodmanWorker(ProcessWorker):
+    def __init__(self, slot: int, config: dict[str, Any], argv: list[str], binary: str, name: str) -> None:
+        super().__init__(slot, config, argv, None)
+        self.binary = binary
+        self.name = name
+
+    async def _open(self) -> None:
+        await _podman(self.binary, "rm", "-f", self.name)  # a leftover of this slot from an earlier life
+        await super()._open()
+
+    async def kill(self) -> None:
+        # Killing the attached client does not stop the container: remove it by name.
+        await _podman(self.binary, "rm", "-f", "-t", "0", self.name)
+        await super().kill()
+
+
+class PodmanBackend(WorkerPool):
+    def __init__(
+        self, workers: int, queue_size: int, config: dict[str, Any], spec: ContainerSpec, binary: str,
+        extra_args: list[str], name: str = "podman",
+    ) -> None:  # fmt: skip
+        super().__init__(workers, queue_size, {**config, "namespaces": False})
+        self.spec = spec
+        self.binary = binary
+        self.extra_args = extra_args
+        self.name = name
+        self.image_id = ""
+
+    @property
+    def runtime_id(self) -> str:
+        return f"{self.name}:{self.image_id}"
+
+    def run_argv(self, slot: int) -> list[str]:
+        spec = self.spec
+        # Without explicit values podman may ask for more than the host lets a capability-less container
+        # have and fail to start; 32768 (the usual pid_max) is as many processes as a host has anyway.
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        nproc = 32768 if hard == resource.RLIM_INFINITY else min(32768, hard)
+        argv = [self.binary, "run", "-i", "--rm", "--name", spec.name(slot), "--hostname", "sandbox"]
+        for key, value in spec.labels().items():
+            argv += ["--label", f"{key}={value}"]
+        argv += [
+            "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
+            "--read-only-tmpfs=false",  # podman would add writable /tmp, /var/tmp and /run otherwise
+            "--pids-limit", str(spec.pids), "--memory", f"{spec.memory_mb}m", "--cpus", str(spec.cpus),
+            "--ulimit", f"nofile={spec.open_files}:{spec.open_files}",
+            # RLIMIT_NPROC counts a uid's processes host-wide: the pids limit is what bounds a container.
+            "--ulimit", f"nproc={nproc}:{nproc}", "--user", spec.user, "--log-driver", "none",
+        ]  # fmt: skip
+        for path, options in spec.tmpfs.items():
+            argv += ["--tmpfs", f"{path}:{options}"]
+        return [*argv, *self.extra_args, spec.image]
+
+    def make_worker(self, slot: int) -> AgentWorker:
+        return PodmanWorker(slot, self.config, self.run_argv(slot), self.binary, self.spec.name(slot))
+
+    async def start(self) -> None:
+        if shutil.which(self.binary) is None:
+            raise SandboxFault(f"{self.name}: {self.binary!r} is not installed")
+        code, out, err = await _podman(self.binary, "image", "inspect", "--format", "{{.Id}}", self.spec.image)
+        if code != 0:
+            raise SandboxFault(
+                f"{self.name}: image {self.spec.image!r} not found ({err.decode(errors='replace').strip()}); build "
+                f"it with `{self.binary} build -f services/sandbox/runtime/Dockerfile -t {self.spec.image} "
+                "services/sandbox`"
+            )
+        self.image_id = out.decode().strip()
+        await self._remove_stale()
+        await super().start()
+
+    async def _remove_stale(self) -> None:
+        code, out, _ = await _podman(self.binary, "ps", "-a", "--filter", f"label={LABEL}", "--format", "json")
+        if code != 0:
+            return
+        with contextlib.suppress(ValueError):
+            for container in json.loads(out or b"[]"):
+                if is_stale(container.get("Labels") or {}):
+                    name = (container.get("Names") or [container.get("Id", "")])[0]
+                    log.warning("%s: removing %s, left behind by a server that is gone", self.name, name)
+                    await _podman(self.binary, "rm", "-f", "-t", "0", name)

@@ -1,0 +1,146 @@
+"""One slot's agent and the channel to it, whatever runs the agent (a host process or a container).
+
+A subclass only opens the channel (:meth:`AgentWorker._open`) and knows how to kill what it started; the
+frame protocol, the start-up handshake and the deadlines are the same for every backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from typing import Any
+
+from ..agent.protocol import decode_header, encode_frame
+from .base import RunOutcome, RunRequest, SandboxFault
+
+_ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
+START_TIMEOUT_S = 60.0
+
+
+class AgentWorker:
+    """The agent of one slot, spoken to in frames over a byte stream."""
+
+    def __init__(self, slot: int, config: dict[str, Any]) -> None:
+        self.slot = slot
+        self.config = config
+        self.runs = 0
+        self.replaced = False  # set once a replacement is on its way: never hand this one a run again
+        self.tools: dict[str, str | None] = {}
+        self.reader: asyncio.StreamReader | None = None
+
+    # -- what a backend provides ------------------------------------------------------------------------
+    async def _open(self) -> None:
+        """Start the agent and set :attr:`reader`; :meth:`_write` must work afterwards."""
+        raise NotImplementedError
+
+    def _write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    async def _drain(self) -> None:
+        """Wait until what was written has gone out (flow control)."""
+
+    @property
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    async def wait_exited(self) -> None:
+        """Return when the agent has gone away, for whatever reason."""
+        raise NotImplementedError
+
+    async def kill(self) -> None:
+        raise NotImplementedError
+
+    # -- the protocol -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._open()
+        self._write(encode_frame(self.config))
+        try:
+            header, _ = await asyncio.wait_for(self._read(), START_TIMEOUT_S)
+        except (asyncio.TimeoutError, SandboxFault) as exc:
+            await self.kill()
+            raise SandboxFault(f"worker {self.slot} did not start: {exc or 'no answer'}") from exc
+        if header.get("op") != "ready":
+            await self.kill()
+            raise SandboxFault(f"worker {self.slot} could not start: {header.get('error', header)}")
+        self.tools = header.get("tools", {})
+
+    async def _read(self) -> tuple[dict[str, Any], list[bytes]]:
+        assert self.reader is not None
+        try:
+            (size,) = struct.unpack(">I", await self.reader.readexactly(4))
+            header = decode_header(await self.reader.readexactly(size))
+            blobs = [await self.reader.readexactly(n) for n in header.get("blobs", [])]
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+            raise SandboxFault(f"worker {self.slot} went away") from exc
+        return header, blobs
+
+    async def run(self, req: RunRequest) -> RunOutcome:
+        blobs: list[bytes] = []
+        files = []
+        for name, (data, mode) in req.files.items():
+            files.append([name, mode, len(blobs)])
+            blobs.append(data)
+        header: dict[str, Any] = {
+            "op": "run", "files": files, "argv": req.argv, "env": req.env, "limits": req.limits,
+            "python": req.python, "collect": req.collect,
+        }  # fmt: skip
+        if req.stdin:
+            header["stdin"] = len(blobs)
+            blobs.append(req.stdin)
+        answer_by = req.limits["wall_s"] + _ANSWER_GRACE_S
+        try:
+            self._write(encode_frame(header, blobs))
+            await self._drain()
+            result, out = await asyncio.wait_for(self._read(), answer_by)
+        except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
+            raise SandboxFault(f"worker {self.slot} did not answer") from exc
+        self.runs += 1
+        if result.get("op") != "result":
+            raise SandboxFault(f"worker {self.slot}: {result.get('error', 'bad answer')}")
+        collected = {name: (out[2 + i], mode) for name, mode, i in result.get("collected", [])}
+        return RunOutcome(
+            exit_code=result["exit_code"], signal=result["signal"], wall_s=result["wall"], cpu_s=result["cpu"],
+            max_rss_kb=result.get("max_rss_kb"), timed_out=result["timed_out"],
+            output_exceeded=result["output_exceeded"], stdout=out[0], stderr=out[1],
+            launch_error=result.get("error"), collected=collected,
+        )  # fmt: skip
+
+
+class ProcessWorker(AgentWorker):
+    """An agent reached through the stdin and stdout of a child process: the agent itself (local
+    backend), or a container engine's client attached to it (``podman run -i``)."""
+
+    def __init__(self, slot: int, config: dict[str, Any], argv: list[str], env: dict[str, str] | None) -> None:
+        super().__init__(slot, config)
+        self.argv = argv
+        self.env = env
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def _open(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=self.env, limit=1 << 20
+        )
+        self.reader = self.proc.stdout
+
+    def _write(self, data: bytes) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(data)
+
+    async def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        await self.proc.stdin.drain()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def wait_exited(self) -> None:
+        assert self.proc is not None
+        await self.proc.wait()
+
+    async def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()

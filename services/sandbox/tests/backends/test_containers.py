@@ -1,0 +1,142 @@
+"""The docker and podman backends: hardening, names, healing, cleanup, and start-up errors.
+
+Every test runs against each container engine that answers here with the runtime image; the rest of the
+suite (``client`` fixture) already runs the same API tests on them for identical verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from codegym_sandbox.backends.base import SandboxFault
+from codegym_sandbox.backends.choose import choose_backend
+from codegym_sandbox.config import Settings
+from codegym_sandbox.main import create_app
+from conftest import IMAGE, run_code, settings_for, stdout
+from fastapi.testclient import TestClient
+
+
+@pytest.fixture(scope="module", params=["docker", "podman"])
+def engine(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    settings_for(name)  # skips (loudly) when this engine cannot run here
+    return name
+
+
+def _containers(engine: str, server_id: str) -> list[dict[str, object]]:
+    out = subprocess.run(
+        [engine, "ps", "-a", "--filter", f"label=codegym.sandbox.server={server_id}", "--format", "{{.Names}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    if not out:
+        return []
+    inspected = subprocess.run([engine, "inspect", *out], capture_output=True, text=True, check=True).stdout
+    return list(json.loads(inspected))
+
+
+def _wait_alive(client: TestClient, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while client.get("/readyz").json()["alive"] < n:
+        assert time.monotonic() < deadline, "the pool did not heal"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def server(engine: str) -> Iterator[tuple[TestClient, Settings]]:
+    settings = settings_for(engine, server_id="t" + engine[:3], container_cpus=0.5, container_memory_mb=900)
+    with TestClient(create_app(settings)) as client:
+        yield client, settings
+
+
+def test_containers_are_hardened_and_named(engine: str, server: tuple[TestClient, Settings]) -> None:
+    client, settings = server
+    found = _containers(engine, settings.server_id)
+    names = sorted(str(c["Name"]).lstrip("/") for c in found)
+    assert names == [f"codegym-sandbox-local-t{engine[:3]}-{slot}" for slot in range(2)]
+    for c in found:
+        host = c["HostConfig"]
+        assert isinstance(host, dict)
+        assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
+        assert any("no-new-privileges" in opt for opt in host["SecurityOpt"] or [])
+        assert host["PidsLimit"] == settings.limits.processes + 64
+        assert host["Memory"] == 900 << 20 and host["NanoCpus"] == 500_000_000
+    body = run_code(client, "import os, socket; print(os.getuid(), socket.gethostname(), os.access('/', os.W_OK))")
+    assert stdout(body) == "1000 sandbox False\n"
+    # Not a single capability, even in the bounding set of the container's init (the agent).
+    caps = "print(sorted({l.split()[1] for l in open('/proc/1/status') if l.startswith('Cap')}))"
+    assert stdout(run_code(client, caps)) == "['0000000000000000']\n"
+
+
+def test_container_killed_mid_run_is_sandbox_error_and_heals(engine: str, server: tuple[TestClient, Settings]) -> None:
+    client, settings = server
+    _wait_alive(client, 2)
+    names = [str(c["Name"]).lstrip("/") for c in _containers(engine, settings.server_id)]
+
+    def killer() -> None:
+        time.sleep(1.0)
+        subprocess.run([engine, "kill", *names], capture_output=True)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    body = run_code(client, "import time; time.sleep(4) # killed", run_timeout=8)
+    thread.join()
+    assert body["status"] == "SandboxError" and "worker" in body["message"], body
+    _wait_alive(client, 2)
+    assert client.get("/readyz").json()["restarts"] >= 2
+    for i in range(3):
+        assert stdout(run_code(client, f"print({i}) # after the kill")) == f"{i}\n"
+
+
+def test_killing_the_supervisor_is_the_programs_crash(server: tuple[TestClient, Settings]) -> None:
+    # In a container the program shares its supervisor's uid: killing it must cost the program (RE),
+    # never turn into a SandboxError, which a trainer would mask instead of penalise.
+    client, _ = server
+    body = client.post(
+        "/v1/execute", json={"language": "python", "code": "import os, signal; os.kill(os.getppid(), signal.SIGKILL)"}
+    ).json()
+    assert body["verdict"] == "RE", body
+    assert stdout(run_code(client, "print('next run fine')")) == "next run fine\n"
+
+
+def test_containers_removed_on_shutdown_and_stale_ones_at_start(engine: str) -> None:
+    settings = settings_for(engine, server_id="tgone", workers=1)
+    with TestClient(create_app(settings)) as client:
+        assert stdout(run_code(client, "print('up')")) == "up\n"
+        assert len(_containers(engine, "tgone")) == 1
+    assert _containers(engine, "tgone") == []
+    # A container left by a server that crashed (its pid no longer exists) on this host.
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    import socket
+
+    labels = {"codegym.sandbox": "1", "codegym.sandbox.server": "tstale", "codegym.sandbox.host": socket.gethostname(),
+              "codegym.sandbox.pid": str(dead.pid)}  # fmt: skip
+    argv = [engine, "create", "--name", f"codegym-sandbox-stale-{engine}"]
+    for key, value in labels.items():
+        argv += ["--label", f"{key}={value}"]
+    subprocess.run([*argv, IMAGE], capture_output=True, check=True)
+    assert len(_containers(engine, "tstale")) == 1
+    with TestClient(create_app(settings_for(engine, server_id="tfresh", workers=1))):
+        assert _containers(engine, "tstale") == []
+
+
+def test_missing_image_is_a_clear_start_up_error(engine: str) -> None:
+    settings = settings_for(engine, workers=1).model_copy(update={"image": "codegym-no-such-image:1"})
+    with pytest.raises(SandboxFault, match="codegym-no-such-image:1"), TestClient(create_app(settings)):
+        pass
+
+
+def test_auto_prefers_a_ready_engine_and_says_why(engine: str) -> None:
+    import asyncio
+
+    settings = settings_for(engine).model_copy(update={"backend": "auto"})
+    backend, reason = asyncio.run(choose_backend(settings))
+    assert backend.name in ("docker", "podman-hpc") and "auto" in reason
+    missing = settings.model_copy(update={"image": "codegym-no-such-image:1"})
+    backend, reason = asyncio.run(choose_backend(missing))
+    assert backend.name == "local" and "codegym-no-such-image:1" in reason

@@ -43,7 +43,8 @@ class Settings(BaseSettings):
     backend: Literal["auto", "local", "docker", "podman", "podman-hpc"] = Field(
         "auto",
         description="Where programs run. auto: in a Slurm job podman-hpc, then docker; elsewhere docker, then "
-        "podman-hpc; local when no engine answers (or the runtime image is missing).",
+        "podman-hpc (plain podman where podman-hpc is not installed); local when no engine answers (or the "
+        "runtime image is missing).",
     )
     workers: int = Field(0, ge=0, description="Worker slots (concurrent runs); 0 means one per CPU core.")
     queue_size: int = Field(1024, ge=0, description="Runs that may wait for a worker before 503.")
@@ -70,6 +71,9 @@ class Settings(BaseSettings):
     container_memory_mb: int = Field(0, ge=0, description="Memory of one container; 0: the largest run + 512.")
     container_cpus: float = Field(1.0, gt=0, description="CPU quota of one container, in cores.")
     container_pids: int = Field(0, ge=0, description="Processes of one container; 0: the per-run limit + 64.")
+    breaker_cooldown_s: float = Field(
+        30.0, gt=0, description="How long a worker slot whose restarts keep failing waits before it tries again."
+    )
     container_user: str = Field("1000:1000", description="uid:gid the agent and programs run as in containers.")
 
     @model_validator(mode="after")

@@ -1,7 +1,8 @@
 """Which backend a server uses, and why: the ``backend`` setting, or ``auto`` detection.
 
 ``auto`` prefers containers when an engine answers and has the runtime image: inside a Slurm job
-podman-hpc first, then docker; elsewhere docker first, then podman-hpc. With neither it falls back to the
+podman-hpc first, then docker; elsewhere docker first, then podman-hpc (or plain podman where podman-hpc is
+not installed). With neither it falls back to the
 local backend, which needs no engine. The reason is logged at start-up and shown in ``/readyz``.
 """
 
@@ -21,6 +22,7 @@ from .containers import ContainerSpec
 from .docker import DockerBackend
 from .local import LocalBackend
 from .podman import PodmanBackend
+from .pool import WorkerPool
 
 
 def agent_config(settings: Settings, local: bool) -> dict[str, Any]:
@@ -88,6 +90,12 @@ def podman_problem(binary: str, image: str) -> str | None:
 
 async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     """The backend to use and why."""
+    backend, reason = await _choose(settings)
+    backend.breaker_cooldown_s = settings.breaker_cooldown_s
+    return backend, reason
+
+
+async def _choose(settings: Settings) -> tuple[WorkerPool, str]:
     workers = settings.workers or os.cpu_count() or 1
     kind = settings.backend
     reason = f"asked for {kind}"
@@ -96,13 +104,14 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
         order = ["podman-hpc", "docker"] if in_slurm else ["docker", "podman-hpc"]
         why = []
         for candidate in order:
-            binary = settings.podman_binary or "podman-hpc"
-            problem = await asyncio.to_thread(
-                docker_problem if candidate == "docker" else podman_problem,
-                *((settings.image,) if candidate == "docker" else (binary, settings.image)),
-            )
+            if candidate == "docker":
+                problem = await asyncio.to_thread(docker_problem, settings.image)
+            else:
+                # A workstation has plain podman where a cluster has podman-hpc: either will do.
+                candidate = settings.podman_binary or ("podman-hpc" if shutil.which("podman-hpc") else "podman")
+                problem = await asyncio.to_thread(podman_problem, candidate, settings.image)
             if problem is None:
-                kind = candidate  # type: ignore[assignment]
+                kind = "docker" if candidate == "docker" else "podman-hpc" if "podman-hpc" in candidate else "podman"
                 reason = f"auto: {candidate} answers and has {settings.image}" + (" (in a Slurm job)" * in_slurm)
                 break
             why.append(f"{candidate}: {problem}")

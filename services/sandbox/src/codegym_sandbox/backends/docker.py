@@ -61,13 +61,17 @@ class DockerWorker(AgentWorker):
             mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m", nano_cpus=int(spec.cpus * 1e9),
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
         )  # fmt: skip
+        raw: socket.socket | None = None
         try:
             # Attach before start, so that nothing the agent says is missed.
             attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             raw = _own_socket(attached)
             container.start()
         except Exception:
-            container.remove(force=True)
+            if raw is not None:
+                raw.close()
+            with contextlib.suppress(Exception):  # the engine may be going away: the error above says why
+                container.remove(force=True)
             raise
         return container, raw
 

@@ -20,7 +20,7 @@ from .worker import AgentWorker
 log = logging.getLogger("codegym.sandbox.pool")
 
 BREAKER_FAILURES = 3  # failed starts in a row that open a slot's breaker
-BREAKER_COOLDOWN_S = 30.0  # how long an open breaker waits before the next try
+BREAKER_COOLDOWN_S = 30.0  # how long an open breaker waits before the next try, unless configured
 
 
 class Slot:
@@ -51,6 +51,7 @@ class WorkerPool:
         self.restarts = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self.breaker_cooldown_s = BREAKER_COOLDOWN_S
 
     def make_worker(self, slot: int) -> AgentWorker:
         raise NotImplementedError
@@ -141,8 +142,8 @@ class WorkerPool:
                     if slot.broken_since is None:
                         slot.broken_since = time.time()
                         log.error("%s worker %d: breaker open, next try in %.0f s", self.name, worker.slot,
-                                  BREAKER_COOLDOWN_S)  # fmt: skip
-                    await asyncio.sleep(BREAKER_COOLDOWN_S)
+                                  self.breaker_cooldown_s)  # fmt: skip
+                    await asyncio.sleep(self.breaker_cooldown_s)
                 else:
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 5.0)

@@ -1,0 +1,47 @@
+"""How a task is shown to a model: chat messages for instruction-tuned models, a plain prompt for base ones."""
+
+from __future__ import annotations
+
+from .tasks import Task
+
+SYSTEM = "You are an expert programmer. Answer with a single complete program in one fenced code block."
+
+# Where a base model's continuation of a function has ended (as in the Codex paper).
+FUNCTION_STOPS = ["\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(", "\nassert "]
+# A base model asked for a whole program in a fenced block stops at the closing fence.
+PROGRAM_STOPS = ["\n```"]
+
+
+def _instructions(task: Task) -> str:
+    lang = task.language
+    if task.kind == "stdio":
+        return f"Write a {lang} program that reads from standard input and writes to standard output."
+    starter = task.metadata.get("starter_code") or ""
+    if task.starter_code and task.starter_code.strip() == task.prompt.strip():
+        return f"Complete the {lang} function `{task.entry_point}` above. Include the imports it needs."
+    hint = f"\nUse this starter code:\n```{lang}\n{starter.rstrip()}\n```" if starter.strip() else ""
+    return f"Write a {lang} function `{task.entry_point}` that solves the problem.{hint}"
+
+
+def chat_messages(task: Task) -> list[dict[str, str]]:
+    """System and user messages for a chat model; the answer is expected in a fenced block."""
+    body = task.prompt.rstrip()
+    if task.starter_code and task.starter_code.strip() == task.prompt.strip():
+        body = f"```{task.language}\n{body}\n```"
+    user = f"{body}\n\n{_instructions(task)}\nPut the complete code in one ```{task.language} block."
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def base_prompt(task: Task) -> str:
+    """A prompt a base model continues: the starter code itself, or the problem then an open code fence."""
+    if task.starter_code:
+        return task.starter_code
+    starter = task.metadata.get("starter_code") or ""
+    return f"{task.prompt.rstrip()}\n\n{_instructions(task)}\n\n```{task.language}\n{starter}"
+
+
+def stop_sequences(task: Task, *, chat: bool) -> list[str]:
+    """Stop sequences for a completion of ``task`` (none for chat: the answer ends with the turn)."""
+    if chat:
+        return []
+    return FUNCTION_STOPS if task.starter_code else PROGRAM_STOPS

@@ -1,0 +1,258 @@
+"""Judging programs through the sandbox: one ``/v1/evaluate`` request per group, bounded, retried.
+
+A sandbox error (the sandbox answered SE, failed, or could not be reached after the retries) is a
+verdict of its own, ``SE``: never an exception and never a wrong answer, so a trainer can mask it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import httpx
+from codegym_sandbox.api.native_models import EvaluateRequest, EvaluateResponse, ExecuteResponse, ProgramOut, TestOut
+from pydantic import ValidationError
+
+from .extract import Extracted, extract_code
+from .tasks import Task
+
+log = logging.getLogger("codegym.evaluator")
+
+SE = "SE"
+_RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class Score:
+    """One completion's result against its task's tests."""
+
+    verdict: str  # AC, WA, TLE, MLE, RE, CE, OLE, SE
+    passed: int
+    total: int
+    test_verdicts: list[str]
+    code: str
+    fenced: bool
+    wall_s: float
+    error: str | None = None  # why the sandbox failed, for SE
+
+    @property
+    def sandbox_error(self) -> bool:
+        """The infrastructure failed; the program was not judged."""
+        return self.verdict == SE
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Execution:
+    """One program's run through ``/v1/execute``."""
+
+    verdict: str
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    error: str | None = None
+
+    @property
+    def sandbox_error(self) -> bool:
+        """The infrastructure failed; the program was not judged."""
+        return self.verdict == SE
+
+
+class SandboxUnavailable(Exception):
+    """Every attempt failed; the message says how the last one did."""
+
+
+def build_program(task: Task, code: str) -> str:
+    """The program the sandbox runs: the task's starter code followed by the model's code."""
+    if not task.starter_code:
+        return code
+    sep = "" if task.starter_code.endswith("\n") else "\n"
+    return f"{task.starter_code}{sep}{code}"
+
+
+def evaluate_body(task: Task, programs: list[str], *, timeout_s: float, early_stop: bool = False) -> dict[str, Any]:
+    """The ``/v1/evaluate`` request for ``programs`` against ``task``'s tests; bad tests raise naming the task."""
+    body: dict[str, Any] = {
+        "language": task.language,
+        "programs": programs,
+        "tests": task.tests,
+        "early_stop": early_stop,
+        "limits": {"timeout_s": timeout_s},
+    }
+    if task.kind == "call":
+        body["function"] = task.entry_point
+    for key in ("comparison", "rel_tol", "abs_tol"):
+        if key in task.metadata:
+            body[key] = task.metadata[key]
+    try:
+        EvaluateRequest.model_validate(body)
+    except ValidationError as exc:
+        raise ValueError(f"task {task.task_id!r} does not make a valid sandbox request: {exc}") from None
+    return body
+
+
+class Scorer:
+    """Async client that judges completions through one or more sandbox servers.
+
+    ``concurrency`` bounds requests in flight (over all URLs); each failed request is retried ``retries``
+    times with exponential backoff (honouring ``Retry-After``), moving on to the next URL. Programs that
+    come back SE are retried the same way. ``transport`` lets tests run a sandbox app in-process.
+    """
+
+    def __init__(
+        self,
+        sandbox_url: str | Sequence[str],
+        *,
+        token: str | None = None,
+        concurrency: int = 8,
+        retries: int = 3,
+        timeout_per_test: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        early_stop: bool = False,
+        backoff_s: float = 0.25,
+        request_timeout_s: float = 600.0,
+    ) -> None:
+        urls = [sandbox_url] if isinstance(sandbox_url, str) else list(sandbox_url)
+        if not urls:
+            raise ValueError("Scorer needs at least one sandbox URL")
+        if concurrency < 1 or retries < 0:
+            raise ValueError("concurrency must be >= 1 and retries >= 0")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.retries = retries
+        self.timeout_per_test = timeout_per_test
+        self.early_stop = early_stop
+        self.backoff_s = backoff_s
+        self._next = itertools.cycle(range(len(self.urls)))
+        self._sem = asyncio.Semaphore(concurrency)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        timeout = httpx.Timeout(request_timeout_s, connect=10.0)
+        self._http = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> Scorer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after is not None:
+            try:
+                return min(float(retry_after), 30.0)
+            except ValueError:
+                pass
+        return float(min(self.backoff_s * 2**attempt, 10.0) * random.uniform(0.75, 1.25))
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST with retries over the URLs; raises ``SandboxUnavailable`` when every attempt failed."""
+        error = "no attempt made"
+        for attempt in range(self.retries + 1):
+            url = self.urls[next(self._next)] + path
+            retry_after: str | None = None
+            try:
+                async with self._sem:
+                    response = await self._http.post(url, json=body)
+            except httpx.HTTPError as exc:
+                error = f"{url}: {type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    result: dict[str, Any] = response.json()
+                    return result
+                error = f"{url}: HTTP {response.status_code}: {response.text[:500]}"
+                if response.status_code not in _RETRY_STATUS:
+                    raise SandboxUnavailable(error)
+                retry_after = response.headers.get("Retry-After")
+            if attempt < self.retries:
+                log.warning("sandbox request failed (attempt %d/%d): %s", attempt + 1, self.retries + 1, error)
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        raise SandboxUnavailable(error)
+
+    async def score_group(self, task: Task, completions: list[str], *, extract: bool = True) -> list[Score]:
+        """Judge every completion of one task in one request (identical programs are sent once)."""
+        if not completions:
+            return []
+        pieces = [extract_code(c, task) if extract else Extracted(c, False) for c in completions]
+        programs = [build_program(task, p.code) for p in pieces]
+        unique = list(dict.fromkeys(programs))
+        results: dict[str, ProgramOut | str] = {}  # a program's result, or why the sandbox failed
+        pending = unique
+        for attempt in range(self.retries + 1):
+            body = evaluate_body(task, pending, timeout_s=self.timeout_per_test, early_stop=self.early_stop)
+            try:
+                response = EvaluateResponse.model_validate(await self._post("/v1/evaluate", body))
+            except (SandboxUnavailable, ValidationError, ValueError) as exc:
+                results.update(dict.fromkeys(pending, f"sandbox unavailable: {exc}"))
+                break  # _post already retried
+            for program, out in zip(pending, response.results, strict=True):
+                results[program] = out
+            pending = [p for p, out in zip(pending, response.results, strict=True) if out.verdict.value == SE]
+            if not pending or attempt == self.retries:
+                break
+            await asyncio.sleep(self._delay(attempt))
+        total = len(task.tests)
+        return [_score(results[prog], piece, total, task.kind) for prog, piece in zip(programs, pieces, strict=True)]
+
+    async def execute_many(self, codes: list[str], language: str = "python") -> list[Execution]:
+        """Run each program once (no input) through ``/v1/execute``, concurrently."""
+        return list(await asyncio.gather(*(self._execute(code, language) for code in codes)))
+
+    async def _execute(self, code: str, language: str) -> Execution:
+        body = {"language": language, "code": code, "limits": {"timeout_s": self.timeout_per_test}}
+        last = Execution(SE, "", "", None, "no attempt made")
+        for attempt in range(self.retries + 1):
+            try:
+                response = ExecuteResponse.model_validate(await self._post("/v1/execute", body))
+            except (SandboxUnavailable, ValidationError, ValueError) as exc:
+                return Execution(SE, "", "", None, f"sandbox unavailable: {exc}")
+            step = response.run or response.compile
+            last = Execution(
+                verdict=response.verdict.value,
+                stdout=step.stdout if step else "",
+                stderr=step.stderr if step else "",
+                exit_code=step.exit_code if step else None,
+                error=step.error if step and response.verdict.value == SE else None,
+            )
+            if not last.sandbox_error or attempt == self.retries:
+                break
+            await asyncio.sleep(self._delay(attempt))
+        return last
+
+
+def _test_verdict(test: TestOut, kind: str) -> str:
+    # A failed assertion in an assert test is a wrong answer, as every reference harness counts it; the
+    # sandbox only sees a program that raised.
+    if kind == "assert" and test.verdict.value == "RE":
+        last = test.stderr.rstrip().rsplit("\n", 1)[-1]
+        if last.startswith("AssertionError"):
+            return "WA"
+    return test.verdict.value
+
+
+def _score(result: ProgramOut | str, piece: Extracted, total: int, kind: str) -> Score:
+    if isinstance(result, str):
+        return Score(SE, 0, total, [], piece.code, piece.fenced, 0.0, error=result)
+    wall = sum(t.wall_s for t in result.tests) + (result.compile.wall_s if result.compile else 0.0)
+    test_verdicts = [_test_verdict(t, kind) for t in result.tests]
+    verdict = next((v for v in test_verdicts if v != "AC"), "AC") if result.verdict.value != "CE" else "CE"
+    error = None
+    if verdict == SE:
+        error = next((t.stderr for t in result.tests if t.verdict.value == SE), "") or "sandbox error"
+    return Score(
+        verdict=verdict,
+        passed=result.passed,
+        total=result.total,
+        test_verdicts=test_verdicts,
+        code=piece.code,
+        fenced=piece.fenced,
+        wall_s=wall,
+        error=error,
+    )

@@ -1,0 +1,23 @@
+"""The task library: datasets, their adapters, and codegym's own task format."""
+
+from __future__ import annotations
+
+from .model import KINDS, Task, TaskKind, TestAdapter
+from .native import read_task_file, task_from_dict, write_task_file
+from .registry import DATASETS, DatasetSpec, load_tasks, register
+from .sources import DatasetError
+
+__all__ = [
+    "DATASETS",
+    "KINDS",
+    "DatasetError",
+    "DatasetSpec",
+    "Task",
+    "TaskKind",
+    "TestAdapter",
+    "load_tasks",
+    "read_task_file",
+    "register",
+    "task_from_dict",
+    "write_task_file",
+]

@@ -1,0 +1,143 @@
+"""The scorer against a real sandbox app in-process, and against sandboxes that fail."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.tasks import Task
+
+SANDBOX = "http://sandbox"  # any host: the transport decides where requests go
+
+pytestmark = pytest.mark.anyio
+
+ADD = Task(
+    "add",
+    "Read two integers and print their sum.",
+    "stdio",
+    [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "5 5", "expected_stdout": "10"}],
+    metadata={"comparison": "whitespace"},
+)
+SQUARE = Task("sq", "square", "call", [{"call": [3], "expected": 9}, {"call": [-2], "expected": 4}], entry_point="sq")
+STARTED = Task(
+    "inc",
+    'def inc(x):\n    """x plus one"""\n',
+    "assert",
+    [{"assert_code": "assert inc(1) == 2\nassert inc(-1) == 0"}],
+    entry_point="inc",
+    starter_code='def inc(x):\n    """x plus one"""\n',
+)
+
+
+async def test_a_group_gets_a_verdict_per_completion(sandbox: httpx.ASGITransport) -> None:
+    completions = [
+        "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
+        "print(3)",
+        "print(",
+        "raise SystemExit(3)",
+        "import time\ntime.sleep(30)",
+        "print(3)",  # a duplicate is judged once and answered twice
+    ]
+    async with Scorer(SANDBOX, transport=sandbox, timeout_per_test=1.0) as scorer:
+        scores = await scorer.score_group(ADD, completions)
+    assert [s.verdict for s in scores] == ["AC", "WA", "CE", "RE", "TLE", "WA"]
+    assert [s.passed for s in scores] == [2, 1, 0, 0, 0, 1]
+    assert scores[1].test_verdicts == ["AC", "WA"]
+    assert all(s.total == 2 for s in scores)
+    assert scores[0].fenced and not scores[1].fenced
+    assert scores[0].code == "a, b = map(int, input().split())\nprint(a + b)"
+    assert not any(s.sandbox_error for s in scores)
+
+
+async def test_call_and_assert_tasks(sandbox: httpx.ASGITransport) -> None:
+    async with Scorer([SANDBOX, SANDBOX], transport=sandbox) as scorer:
+        sq = await scorer.score_group(SQUARE, ["def sq(x):\n    return x * x", "def sq(x):\n    return abs(x) * 3"])
+        inc = await scorer.score_group(
+            STARTED, ["    return x + 1\n", "    return x\n", "def inc(x):\n    return 1 + x"]
+        )
+    assert [s.verdict for s in sq] == ["AC", "WA"]
+    assert sq[1].passed == 1
+    assert [s.verdict for s in inc] == ["AC", "WA", "AC"]
+
+
+async def test_extract_false_sends_the_completion_as_it_is(sandbox: httpx.ASGITransport) -> None:
+    async with Scorer(SANDBOX, transport=sandbox) as scorer:
+        (score,) = await scorer.score_group(ADD, ["```python\nprint(3)\n```"], extract=False)
+    assert score.verdict == "CE"
+
+
+async def test_execute_many(sandbox: httpx.ASGITransport) -> None:
+    async with Scorer(SANDBOX, transport=sandbox) as scorer:
+        runs = await scorer.execute_many(["print('hi')", "1/0", "def f(:"])
+    assert [r.verdict for r in runs] == ["AC", "RE", "CE"]
+    assert runs[0].stdout == "hi\n" and runs[0].exit_code == 0
+    assert "ZeroDivisionError" in runs[1].stderr
+
+
+async def test_an_unreachable_sandbox_gives_se_after_retries() -> None:
+    calls = 0
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        raise httpx.ConnectError("connection refused", request=request)
+
+    transport = httpx.MockTransport(refuse)
+    async with Scorer(SANDBOX, transport=transport, retries=2, backoff_s=0.001) as scorer:
+        scores = await scorer.score_group(ADD, ["print(3)", "print(4)"])
+        runs = await scorer.execute_many(["print(1)"])
+    assert calls == 3 + 3
+    assert [s.verdict for s in scores] == ["SE", "SE"]
+    assert all(s.sandbox_error and s.total == 2 and "connection refused" in (s.error or "") for s in scores)
+    assert runs[0].sandbox_error
+
+
+async def test_saturation_is_retried_on_the_next_sandbox(sandbox: httpx.ASGITransport) -> None:
+    seen: list[str] = []
+
+    class Busy(httpx.AsyncBaseTransport):
+        """The first sandbox is saturated (503 + Retry-After); the second is the real app."""
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(request.url.host)
+            if request.url.host == "busy":
+                return httpx.Response(503, headers={"Retry-After": "0"}, json={"detail": "queue full"})
+            return await sandbox.handle_async_request(request)
+
+    async with Scorer(["http://busy", SANDBOX], transport=Busy(), backoff_s=0.001) as scorer:
+        scores = await scorer.score_group(ADD, ["print(3)"])
+    assert seen == ["busy", "sandbox"]
+    assert scores[0].verdict == "WA"
+
+
+async def test_se_results_are_retried_and_kept_apart_when_they_persist() -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        se = {"verdict": "SE", "wall_s": 0.0, "cpu_s": None, "stdout": "", "stderr": "worker died"}
+        program = {"verdict": "SE", "passed": 0, "total": 2, "stopped_early": False, "compile": None, "tests": [se]}
+        return httpx.Response(200, json={"results": [program], "wall_s": 0.0})
+
+    transport = httpx.MockTransport(answer)
+    async with Scorer(SANDBOX, transport=transport, retries=1, backoff_s=0.001) as scorer:
+        (score,) = await scorer.score_group(ADD, ["print(3)"])
+    assert score.sandbox_error and score.error == "worker died"
+
+
+async def test_a_bad_request_is_not_retried() -> None:
+    calls = 0
+
+    def reject(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(401, json={"detail": "missing bearer token"})
+
+    async with Scorer(SANDBOX, transport=httpx.MockTransport(reject), backoff_s=0.001) as scorer:
+        (score,) = await scorer.score_group(ADD, ["print(3)"])
+    assert calls == 1
+    assert score.sandbox_error and "401" in (score.error or "")
+
+
+async def test_a_task_whose_tests_the_sandbox_would_refuse_raises() -> None:
+    bad = Task("bad", "p", "stdio", [{"stdin": "1"}])
+    async with Scorer(SANDBOX) as scorer:
+        with pytest.raises(ValueError, match="'bad'"):
+            await scorer.score_group(bad, ["print(1)"])

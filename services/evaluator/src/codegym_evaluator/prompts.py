@@ -12,12 +12,17 @@ FUNCTION_STOPS = ["\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint(", "\na
 PROGRAM_STOPS = ["\n```"]
 
 
+def continues_prompt(task: Task) -> bool:
+    """Whether the prompt is code a base model continues (HumanEval: the stub is the prompt)."""
+    return bool(task.starter_code.strip()) and task.starter_code.strip() == task.prompt.strip()
+
+
 def _instructions(task: Task) -> str:
     lang = task.language
     if task.kind == "stdio":
         return f"Write a {lang} program that reads from standard input and writes to standard output."
     starter = task.metadata.get("starter_code") or ""
-    if task.starter_code and task.starter_code.strip() == task.prompt.strip():
+    if continues_prompt(task):
         return f"Complete the {lang} function `{task.entry_point}` above. Include the imports it needs."
     hint = f"\nUse this starter code:\n```{lang}\n{starter.rstrip()}\n```" if starter.strip() else ""
     return f"Write a {lang} function `{task.entry_point}` that solves the problem.{hint}"
@@ -26,7 +31,7 @@ def _instructions(task: Task) -> str:
 def chat_messages(task: Task) -> list[dict[str, str]]:
     """System and user messages for a chat model; the answer is expected in a fenced block."""
     body = task.prompt.rstrip()
-    if task.starter_code and task.starter_code.strip() == task.prompt.strip():
+    if continues_prompt(task):
         body = f"```{task.language}\n{body}\n```"
     user = f"{body}\n\n{_instructions(task)}\nPut the complete code in one ```{task.language} block."
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -34,7 +39,7 @@ def chat_messages(task: Task) -> list[dict[str, str]]:
 
 def base_prompt(task: Task) -> str:
     """A prompt a base model continues: the starter code itself, or the problem then an open code fence."""
-    if task.starter_code:
+    if continues_prompt(task):
         return task.starter_code
     starter = task.metadata.get("starter_code") or ""
     return f"{task.prompt.rstrip()}\n\n{_instructions(task)}\n\n```{task.language}\n{starter}"
@@ -44,4 +49,9 @@ def stop_sequences(task: Task, *, chat: bool) -> list[str]:
     """Stop sequences for a completion of ``task`` (none for chat: the answer ends with the turn)."""
     if chat:
         return []
-    return FUNCTION_STOPS if task.starter_code else PROGRAM_STOPS
+    return FUNCTION_STOPS if continues_prompt(task) else PROGRAM_STOPS
+
+
+def base_completion_prefix(task: Task) -> str:
+    """What a base model's completion continues, beyond the starter code: the starter in the open fence."""
+    return "" if continues_prompt(task) else str(task.metadata.get("starter_code") or "")

@@ -6,7 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .apps import APPSAdapter
+from .code_contests import CodeContestsAdapter
 from .humaneval import HumanEvalAdapter, packaged_path
+from .livecodebench import LiveCodeBenchAdapter
+from .mbpp import MBPPAdapter
 from .model import Task, TestAdapter
 from .native import NativeAdapter, read_task_file
 from .sources import DatasetError, iter_jsonl, read_hub, read_local
@@ -33,6 +37,11 @@ def register(spec: DatasetSpec) -> None:
 
 
 register(DatasetSpec("humaneval", HumanEvalAdapter(), "openai/openai_humaneval", offline=packaged_path))
+register(DatasetSpec("mbpp", MBPPAdapter(), "google-research-datasets/mbpp", "full"))
+register(DatasetSpec("mbpp-sanitized", MBPPAdapter(), "google-research-datasets/mbpp", "sanitized"))
+register(DatasetSpec("apps", APPSAdapter(), "codeparrot/apps"))
+register(DatasetSpec("code_contests", CodeContestsAdapter(), "deepmind/code_contests"))
+register(DatasetSpec("livecodebench", LiveCodeBenchAdapter(), "livecodebench/code_generation_lite"))
 register(DatasetSpec("jsonl", NativeAdapter(), None))
 
 
@@ -69,7 +78,13 @@ def load_tasks(
             raise DatasetError(f"dataset {dataset!r} has no hub id: pass a local file or directory")
         tasks = [t for i, row in enumerate(rows) if (t := spec.adapter.to_task(row, i)) is not None]
     if difficulty is not None:
-        tasks = [t for t in tasks if t.difficulty == difficulty]
+        kept = [t for t in tasks if t.difficulty == difficulty]
+        if tasks and not kept:
+            known = sorted({t.difficulty for t in tasks if t.difficulty is not None})
+            raise DatasetError(
+                f"no task of difficulty {difficulty!r} in {dataset}; its difficulties: {', '.join(known)}"
+            )
+        tasks = kept
     if limit is not None:
         tasks = tasks[:limit]
     return tasks

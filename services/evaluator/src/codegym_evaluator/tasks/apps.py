@@ -1,0 +1,74 @@
+"""APPS: stdin/stdout problems, and call-based ones (``fn_name``), with difficulty labels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Task, TaskKind
+from .stdio import LEETCODE_PRELUDE, as_text, json_field, method_assert, stdio_tests
+
+DIFFICULTIES = ("introductory", "interview", "competition")
+
+
+def _unwrap(expected: Any) -> Any:
+    # APPS stores a call's expected value wrapped in a one-element list.
+    return expected[0] if isinstance(expected, list) and len(expected) == 1 else expected
+
+
+class APPSAdapter:
+    """Rows of ``codeparrot/apps`` (``question``, ``input_output`` as JSON, ``starter_code``, ``difficulty``).
+
+    Without ``fn_name`` the tests are stdin/stdout cases compared whitespace-insensitively. With it they
+    call the function; a LeetCode-style ``class Solution`` starter makes them assert tests on a method.
+    Rows without tests are skipped. ``max_tests`` caps the tests kept per problem.
+    """
+
+    def __init__(self, *, max_tests: int | None = None) -> None:
+        self.max_tests = max_tests
+
+    def _io(self, sample: dict[str, Any]) -> dict[str, Any]:
+        io = json_field(sample.get("input_output"), {})
+        return io if isinstance(io, dict) else {}
+
+    def _kind(self, sample: dict[str, Any]) -> TaskKind:
+        fn = self._io(sample).get("fn_name")
+        if not fn:
+            return "stdio"
+        return "assert" if "class Solution" in str(sample.get("starter_code") or "") else "call"
+
+    def extract_tests(self, sample: dict[str, Any]) -> list[dict[str, Any]]:
+        io = self._io(sample)
+        inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
+        fn = io.get("fn_name")
+        kind = self._kind(sample)
+        if kind == "stdio":
+            return stdio_tests(inputs, outputs, self.max_tests)
+        pairs = list(zip(inputs, outputs, strict=False))[: self.max_tests]
+        if kind == "call":
+            return [{"call": list(i), "expected": _unwrap(o)} for i, o in pairs]
+        return [{"assert_code": method_assert("Solution", str(fn), list(i), _unwrap(o))} for i, o in pairs]
+
+    def format_problem(self, sample: dict[str, Any]) -> str:
+        return as_text(sample.get("question", "")).strip()
+
+    def to_task(self, sample: dict[str, Any], index: int) -> Task | None:
+        tests = self.extract_tests(sample)
+        if not tests:
+            return None
+        solutions = json_field(sample.get("solutions"), [])
+        kind = self._kind(sample)
+        return Task(
+            task_id=f"APPS/{sample.get('problem_id', index)}",
+            prompt=self.format_problem(sample),
+            kind=kind,
+            tests=tests,
+            entry_point=self._io(sample).get("fn_name") if kind != "stdio" else None,
+            starter_code=LEETCODE_PRELUDE if kind == "assert" else "",
+            difficulty=sample.get("difficulty"),
+            metadata={
+                "comparison": "whitespace",
+                "starter_code": str(sample.get("starter_code") or ""),
+                "canonical_solution": solutions[0] if solutions else "",
+                "url": sample.get("url"),
+            },
+        )

@@ -1,0 +1,90 @@
+"""LiveCodeBench code generation: stdin/stdout problems (AtCoder, Codeforces) and LeetCode-style ones."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import zlib
+from typing import Any
+
+from .model import Task, TaskKind
+from .stdio import LEETCODE_PRELUDE, json_field, method_assert, stdio_tests
+
+
+class _StringsOnly(pickle.Unpickler):
+    """The private tests are a pickled JSON string: refuse any object that is not plain data."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a dataset")
+
+
+def decode_cases(value: Any) -> list[dict[str, Any]]:
+    """Test cases stored as JSON, or as base64 of zlib of a pickled JSON string (the ``lite`` releases)."""
+    cases = json_field(value, None)
+    if cases is None and isinstance(value, str) and value:
+        raw = _StringsOnly(io.BytesIO(zlib.decompress(base64.b64decode(value)))).load()
+        cases = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+    return [c for c in cases or [] if isinstance(c, dict)]
+
+
+class LiveCodeBenchAdapter:
+    """Rows of ``livecodebench/code_generation_lite``: public then private test cases.
+
+    ``stdin`` cases become stdin/stdout tests; ``functional`` ones (LeetCode, one JSON argument per input
+    line) become assert tests on ``Solution().<func_name>``.
+    """
+
+    def _cases(self, sample: dict[str, Any]) -> list[dict[str, Any]]:
+        return decode_cases(sample.get("public_test_cases")) + decode_cases(sample.get("private_test_cases"))
+
+    def _func(self, sample: dict[str, Any]) -> str | None:
+        meta = json_field(sample.get("metadata"), {})
+        return meta.get("func_name") if isinstance(meta, dict) else None
+
+    def _kind(self, sample: dict[str, Any]) -> TaskKind:
+        cases = self._cases(sample)
+        return "assert" if cases and cases[0].get("testtype") == "functional" else "stdio"
+
+    def extract_tests(self, sample: dict[str, Any]) -> list[dict[str, Any]]:
+        cases = self._cases(sample)
+        if self._kind(sample) == "stdio":
+            return stdio_tests([c["input"] for c in cases], [c["output"] for c in cases])
+        fn = self._func(sample)
+        if not fn:
+            return []
+        return [
+            {
+                "assert_code": method_assert(
+                    "Solution", fn, [json.loads(line) for line in c["input"].splitlines() if line.strip()],
+                    json.loads(c["output"]),
+                )
+            }
+            for c in cases
+        ]  # fmt: skip
+
+    def format_problem(self, sample: dict[str, Any]) -> str:
+        return str(sample.get("question_content", "")).strip()
+
+    def to_task(self, sample: dict[str, Any], index: int) -> Task | None:
+        tests = self.extract_tests(sample)
+        if not tests:
+            return None
+        kind = self._kind(sample)
+        return Task(
+            task_id=f"LiveCodeBench/{sample.get('question_id', index)}",
+            prompt=self.format_problem(sample),
+            kind=kind,
+            tests=tests,
+            entry_point=self._func(sample) if kind != "stdio" else None,
+            starter_code=LEETCODE_PRELUDE if kind == "assert" else "",
+            difficulty=sample.get("difficulty"),
+            metadata={
+                "comparison": "whitespace",
+                "starter_code": str(sample.get("starter_code") or ""),
+                "platform": sample.get("platform"),
+                "contest_date": str(sample.get("contest_date") or ""),
+                "title": sample.get("question_title"),
+            },
+        )

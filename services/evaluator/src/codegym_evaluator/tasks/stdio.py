@@ -1,0 +1,49 @@
+"""Helpers shared by the competitive-programming adapters (APPS, CodeContests, LiveCodeBench)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def as_text(value: Any) -> str:
+    """A test's input or output as text: lists of lines are joined, other values printed."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(as_text(v) for v in value)
+    return str(value)
+
+
+def json_field(value: Any, default: Any) -> Any:
+    """A field that datasets store as a JSON string (or already decoded); ``default`` when empty or broken."""
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return default
+
+
+def stdio_tests(inputs: list[Any], outputs: list[Any], limit: int | None = None) -> list[dict[str, Any]]:
+    """stdin/stdout tests from parallel lists of inputs and expected outputs."""
+    tests = [{"stdin": as_text(i), "expected_stdout": as_text(o)} for i, o in zip(inputs, outputs, strict=False)]
+    return tests[:limit] if limit is not None else tests
+
+
+def method_assert(cls: str, method: str, args: list[Any], expected: Any) -> str:
+    """An assert test calling ``cls().method(*args)`` (LeetCode-style starters), comparing as JSON values."""
+    return (
+        "import json as _json\n"
+        f"_got = _json.loads(_json.dumps({cls}().{method}(*_json.loads({json.dumps(args)!r}))))\n"
+        f"assert _got == _json.loads({json.dumps(expected)!r}), 'wrong answer'\n"
+    )
+
+
+# What LeetCode-style harnesses import before a solution: its signatures use these names unimported.
+LEETCODE_PRELUDE = (
+    "from typing import *\nfrom collections import *\nfrom functools import *\nfrom itertools import *\n"
+    "from heapq import *\nfrom bisect import *\nimport math\n"
+)

@@ -12,7 +12,7 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from codegym_sandbox.api.native_models import EvaluateRequest, EvaluateResponse, ExecuteResponse, ProgramOut, TestOut
@@ -104,6 +104,8 @@ class Scorer:
     ``concurrency`` bounds requests in flight (over all URLs); each failed request is retried ``retries``
     times with exponential backoff (honouring ``Retry-After``), moving on to the next URL. Programs that
     come back SE are retried the same way. ``transport`` lets tests run a sandbox app in-process.
+    ``early_stop`` stops a program at its first failing test (faster; partial credit is then lost);
+    ``which`` picks the first or last fenced block of a completion.
     """
 
     def __init__(
@@ -118,6 +120,7 @@ class Scorer:
         early_stop: bool = False,
         backoff_s: float = 0.25,
         request_timeout_s: float = 600.0,
+        which: Literal["first", "last"] = "last",
     ) -> None:
         urls = [sandbox_url] if isinstance(sandbox_url, str) else list(sandbox_url)
         if not urls:
@@ -129,6 +132,7 @@ class Scorer:
         self.timeout_per_test = timeout_per_test
         self.early_stop = early_stop
         self.backoff_s = backoff_s
+        self.which: Literal["first", "last"] = which
         self._next = itertools.cycle(range(len(self.urls)))
         self._sem = asyncio.Semaphore(concurrency)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -180,7 +184,7 @@ class Scorer:
         """Judge every completion of one task in one request (identical programs are sent once)."""
         if not completions:
             return []
-        pieces = [extract_code(c, task) if extract else Extracted(c, False) for c in completions]
+        pieces = [extract_code(c, task, which=self.which) if extract else Extracted(c, False) for c in completions]
         programs = [build_program(task, p.code) for p in pieces]
         unique = list(dict.fromkeys(programs))
         results: dict[str, ProgramOut | str] = {}  # a program's result, or why the sandbox failed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .model import KINDS, Task, TaskKind, TestAdapter
 from .native import read_task_file, task_from_dict, write_task_file
-from .registry import DATASETS, DatasetSpec, load_tasks, register
+from .registry import DATASETS, DatasetSpec, load_tasks, register, select_tasks
 from .sources import DatasetError
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "load_tasks",
     "read_task_file",
     "register",
+    "select_tasks",
     "task_from_dict",
     "write_task_file",
 ]

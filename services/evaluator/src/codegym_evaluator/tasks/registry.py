@@ -77,17 +77,7 @@ def load_tasks(
         else:
             raise DatasetError(f"dataset {dataset!r} has no hub id: pass a local file or directory")
         tasks = [t for i, row in enumerate(rows) if (t := spec.adapter.to_task(row, i)) is not None]
-    if difficulty is not None:
-        kept = [t for t in tasks if t.difficulty == difficulty]
-        if tasks and not kept:
-            known = sorted({t.difficulty for t in tasks if t.difficulty is not None})
-            raise DatasetError(
-                f"no task of difficulty {difficulty!r} in {dataset}; its difficulties: {', '.join(known)}"
-            )
-        tasks = kept
-    if limit is not None:
-        tasks = tasks[:limit]
-    return tasks
+    return select_tasks(tasks, difficulty=difficulty, limit=limit, dataset=dataset)
 
 
 def _is_task_file(path: str | Path) -> bool:
@@ -97,3 +87,16 @@ def _is_task_file(path: str | Path) -> bool:
     for _, row in iter_jsonl(p):
         return {"kind", "tests", "prompt", "task_id"} <= set(row)
     return False
+
+
+def select_tasks(
+    tasks: list[Task], *, difficulty: str | None = None, limit: int | None = None, dataset: str = "the dataset"
+) -> list[Task]:
+    """The tasks of ``difficulty`` (an unknown one raises, listing those there are), then the first ``limit``."""
+    if difficulty is not None:
+        kept = [t for t in tasks if t.difficulty == difficulty]
+        if tasks and not kept:
+            known = ", ".join(sorted({t.difficulty for t in tasks if t.difficulty is not None})) or "none"
+            raise DatasetError(f"no task of difficulty {difficulty!r} in {dataset}; its difficulties: {known}")
+        tasks = kept
+    return tasks[:limit] if limit is not None else tasks

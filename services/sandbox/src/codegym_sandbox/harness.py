@@ -3,8 +3,10 @@
 Function-call tests: the harness calls the function and prints only its JSON result; the expected value
 stays on the server, which compares. Assert tests run beside the program; they pass only if the harness
 prints a per-run nonce after the tests, a nonce the harness reads from stdin before the program's code
-runs, so exiting 0 early or patching ``sys.exit`` does not pass. Results of a call must be plain data
-(no object can compare equal to everything).
+runs, so exiting 0 early or patching ``sys.exit`` does not pass. The nonce lives only in the harness's
+frame, never in a global the program could call; a program that walks the interpreter's frames can still
+find it (see SECURITY.md), which is why rewards should prefer stdin/stdout and function-call tests.
+Results of a call must be plain data (no object can compare equal to everything).
 """
 
 from __future__ import annotations
@@ -26,16 +28,21 @@ def __codegym_call():
 __codegym_call()
 """
 
-_ASSERT_PROLOGUE = """
-def __codegym_arm():
-    import os as _os, sys as _sys
-    _nonce = _sys.stdin.readline().strip()
-    _fd = _os.dup(1)
-    def _done():
-        _os.write(_fd, ("\\n" + _nonce + "\\n").encode())
-    return _done
-__codegym_done = __codegym_arm()
-del __codegym_arm
+# The program and its tests run inside this function, in the module's namespace: the nonce and the
+# descriptor it goes out on live only in the function's frame, never under a name the program can call.
+_ASSERT = """
+def __codegym_harness(program, checks):
+    import os, sys
+    nonce = sys.stdin.readline().strip().encode()
+    out = os.dup(1)
+    scope = sys.modules["__main__"].__dict__
+    del scope["__codegym_harness"]
+    exec(compile(program, "<program>", "exec"), scope)
+    exec(compile(checks, "<tests>", "exec"), scope)
+    os.write(out, b"\\n" + nonce + b"\\n")
+
+
+__codegym_harness({program!r}, {checks!r})
 """
 
 
@@ -48,7 +55,7 @@ def call_program(code: str, function: str, args: list[object], kwargs: dict[str,
 def assert_program(code: str, assert_code: str) -> tuple[str, str]:
     """The program to run and the nonce that proves its tests ran to the end."""
     nonce = secrets.token_hex(16)
-    return f"{_ASSERT_PROLOGUE}\n{code}\n\n{assert_code}\n\n__codegym_done()\n", nonce
+    return _ASSERT.format(program=code, checks=assert_code), nonce
 
 
 def assert_passed(stdout: bytes, nonce: str) -> bool:

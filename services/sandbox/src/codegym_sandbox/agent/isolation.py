@@ -17,8 +17,8 @@ IPC between runs instead of replacing them.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 
 from . import linux
 
@@ -180,29 +180,57 @@ def reset_box(tmp_bytes: int, program_uid: int, first: bool) -> None:
 
 
 def _wipe_tree(path: str) -> None:
-    """Remove everything under ``path`` that this uid owns, whatever modes a program left on it."""
-    stack = [path]
-    while stack:  # first make every directory searchable and writable: a program may have set 000
-        top = stack.pop()
-        try:
-            os.chmod(top, 0o700, follow_symlinks=False)
-            with os.scandir(top) as entries:
-                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-        except OSError:
-            pass  # not ours (the tmpfs root itself): nothing to open up
+    """Remove everything under ``path`` that this uid owns, whatever a program left there.
+
+    Walks by directory descriptor, holding two at a time, with no recursion: a program may leave a tree
+    thousands of levels deep (deeper than any path can name, and than Python's recursion limit), directories
+    of mode 000, and symlinks, which are removed, never followed. Everything that ran is dead by now, so the
+    tree holds still while it is taken apart.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
-        with os.scandir(path) as entries:
-            names = [e.path for e in entries]
+        fd = os.open(path, flags)
     except OSError:
         return
-    for name in names:
-        try:
-            if os.path.isdir(name) and not os.path.islink(name):
-                shutil.rmtree(name, ignore_errors=True)
-            else:
-                os.unlink(name)
-        except OSError:
-            pass
+    names: list[str] = []  # the way down from ``path`` to the directory ``fd`` is open on
+    stuck: set[int] = set()  # inodes of directories that cannot be opened or removed: left alone
+    try:
+        while True:
+            child, child_inode = None, 0
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            if child is None and entry.inode() not in stuck:
+                                child, child_inode = entry.name, entry.inode()
+                        else:
+                            with contextlib.suppress(OSError):
+                                os.unlink(entry.name, dir_fd=fd)
+            except OSError:
+                pass
+            if child is not None:
+                try:
+                    os.chmod(child, 0o700, dir_fd=fd)  # a program may have left it 000
+                    below = os.open(child, flags, dir_fd=fd)
+                except OSError:
+                    stuck.add(child_inode)
+                    continue
+                os.close(fd)
+                fd = below
+                names.append(child)
+                continue
+            if not names:
+                return
+            above = os.open("..", flags, dir_fd=fd)
+            left = os.fstat(fd).st_ino
+            os.close(fd)
+            fd = above
+            try:
+                os.rmdir(names.pop(), dir_fd=fd)
+            except OSError:
+                stuck.add(left)
+    finally:
+        os.close(fd)
 
 
 def _remove_sysv_ipc() -> None:

@@ -143,7 +143,7 @@ _SYSCALLS = {
         "clock_adjtime": 305, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
         "mount_setattr": 442, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173,
-        "clone": 56, "clone3": 435,
+        "clone": 56, "clone3": 435, "socket": 41,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -155,9 +155,10 @@ _SYSCALLS = {
         "clock_adjtime": 266, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
         "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58,
-        "clone": 220, "clone3": 435,
+        "clone": 220, "clone3": 435, "socket": 198,
     },
 }  # fmt: skip
+AF_UNIX = 1
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 _BPF_LD_W_ABS = 0x20
@@ -186,6 +187,7 @@ def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     table = _SYSCALLS[machine]
     eperm = _RET_ERRNO | 1
     enosys = _RET_ERRNO | 38
+    eacces = _RET_ERRNO | 13
     prog: list[tuple[int, int, int, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
@@ -197,6 +199,15 @@ def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
         prog += [(_BPF_JGE_K, 0, 1, 0x40000000), (_BPF_RET_K, 0, 0, eperm)]
     for name in _DENIED:
         prog += [(_BPF_JEQ_K, 0, 1, table[name]), (_BPF_RET_K, 0, 0, eperm)]
+    # A unix socket reaches any listening socket file the program can see (sockets ignore read-only
+    # mounts): a database or a container engine on the host. Pipes and socketpair() still work.
+    prog += [
+        (_BPF_JEQ_K, 0, 4, table["socket"]),
+        (_BPF_LD_W_ABS, 0, 0, 16),  # low word of args[0]: the address family
+        (_BPF_JEQ_K, 0, 1, AF_UNIX),
+        (_BPF_RET_K, 0, 0, eacces),
+        (_BPF_RET_K, 0, 0, _RET_ALLOW),
+    ]
     # clone3 passes its flags behind a pointer that BPF cannot read: make libc fall back to clone().
     prog += [(_BPF_JEQ_K, 0, 1, table["clone3"]), (_BPF_RET_K, 0, 0, enosys)]
     prog += [

@@ -1,0 +1,70 @@
+"""What every security test shares: the backends that run here, the suite's limits and its secrets.
+
+The backends and their skips come from the sandbox's own test configuration
+(``services/sandbox/tests/conftest.py``), loaded here under another name so that both suites share one
+definition of "which backends run here".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from codegym_sandbox.config import Limits, Settings
+
+_SANDBOX_CONFTEST = Path(__file__).resolve().parents[2] / "services" / "sandbox" / "tests" / "conftest.py"
+
+
+def _load_sandbox_conftest() -> Any:
+    spec = importlib.util.spec_from_file_location("codegym_sandbox_test_backends", _SANDBOX_CONFTEST)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_backends = _load_sandbox_conftest()
+BACKENDS: list[str] = _backends.BACKENDS
+settings_for = _backends.settings_for
+
+# A uid no other test server uses, so that "no process and no file of the program's uid" is about this suite.
+PROGRAM_HOST_UID = 1_600_000_000 + os.getpid() % 100_000
+# A secret the server process holds and no program may ever see.
+SERVER_SECRET = f"codegym-secret-{secrets.token_hex(8)}"
+os.environ["CODEGYM_SECURITY_TEST_SECRET"] = SERVER_SECRET
+
+# Tight limits: hostile programs hit them in about a second.
+SUITE_LIMITS = {
+    "run_timeout_s": 1.5,
+    "max_run_timeout_s": 3.0,
+    "compile_timeout_s": 5.0,
+    "max_compile_timeout_s": 8.0,
+    "memory_mb": 256,
+    "max_memory_mb": 512,
+    "processes": 64,
+    "output_bytes": 1 << 20,
+    "file_size_bytes": 16 << 20,
+    "scratch_bytes": 32 << 20,
+    "open_files": 64,
+}
+
+
+def hostile_settings(backend: str, **overrides: Any) -> Settings:
+    """One worker (so that every run and every check land in the same box), tight limits, no cache."""
+    fields: dict[str, Any] = {
+        "workers": 1,
+        "cache_entries": 0,
+        "host_uid": PROGRAM_HOST_UID,
+        "limits": Limits.model_validate(SUITE_LIMITS),
+        "max_body_bytes": 1 << 20,
+        **overrides,
+    }
+    if backend != "local":
+        fields.setdefault("container_user", f"{PROGRAM_HOST_UID}:{PROGRAM_HOST_UID}")
+    settings: Settings = settings_for(backend, **fields)
+    return settings

@@ -1,0 +1,82 @@
+{{/* The chart's name. */}}
+{{- define "codegym.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The prefix of every resource name: RELEASE-codegym unless the release name already says codegym. */}}
+{{- define "codegym.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of every resource; call with (dict "root" $ "component" "sandbox"). */}}
+{{- define "codegym.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+{{ include "codegym.selectorLabels" . }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select one component's pods. */}}
+{{- define "codegym.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "codegym.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* An image reference; call with (dict "root" $ "image" .Values.sandbox.image). */}}
+{{- define "codegym.image" -}}
+{{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) }}
+{{- end }}
+
+{{/* The sandbox Service's URL inside the cluster. */}}
+{{- define "codegym.sandboxUrl" -}}
+{{- printf "http://%s-sandbox:%d" (include "codegym.fullname" .) (int .Values.sandbox.service.port) }}
+{{- end }}
+
+{{/* The Secret holding the sandbox's API token. */}}
+{{- define "codegym.sandboxSecret" -}}
+{{- default (printf "%s-sandbox" (include "codegym.fullname" .)) .Values.sandbox.auth.existingSecret }}
+{{- end }}
+
+{{/* The model endpoint the evaluator talks to. */}}
+{{- define "codegym.modelUrl" -}}
+{{- if .Values.evaluator.modelUrl }}
+{{- .Values.evaluator.modelUrl }}
+{{- else if .Values.vllm.enabled }}
+{{- printf "http://%s-vllm:%d/v1" (include "codegym.fullname" .) (int .Values.vllm.service.port) }}
+{{- end }}
+{{- end }}
+
+{{/* A volume from a claim when one is named, else an emptyDir; call with (dict "name" "results" "claim" "..."). */}}
+{{- define "codegym.volume" -}}
+- name: {{ .name }}
+{{- if .claim }}
+  persistentVolumeClaim:
+    claimName: {{ .claim }}
+{{- else }}
+  emptyDir: {}
+{{- end }}
+{{- end }}
+
+{{/* The optional HF_TOKEN variable; call with the Secret's name. */}}
+{{- define "codegym.hfToken" -}}
+{{- if . }}
+- name: HF_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: HF_TOKEN
+{{- end }}
+{{- end }}

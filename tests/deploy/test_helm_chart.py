@@ -1,0 +1,170 @@
+"""The Helm chart in k8s/codegym: lints, renders, and every manifest is valid for Kubernetes.
+
+Rendered for the default values and for ``ci/full-values.yaml`` (every optional part on); each manifest is
+validated strictly against the Kubernetes API schemas of the oldest and newest versions the chart targets
+(kubernetes-validate ships them), the ServiceMonitor against tests/deploy/schemas/servicemonitor.json.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import ROOT, tool
+
+CHART = ROOT / "k8s" / "codegym"
+VALUES = {"default": None, "full": CHART / "ci" / "full-values.yaml"}
+KUBERNETES_VERSIONS = ["1.33.0", "1.37.0"]
+SERVICE_MONITOR = json.loads((Path(__file__).parent / "schemas" / "servicemonitor.json").read_text())
+
+
+def helm(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([tool("helm"), *args], capture_output=True, text=True, timeout=60)
+
+
+@cache
+def render(values: str, *sets: str) -> tuple[dict[str, Any], ...]:
+    """The chart's manifests for a values file of VALUES, with extra ``--set`` options."""
+    args = ["template", "rel", str(CHART), "--namespace", "codegym"]
+    if VALUES[values] is not None:
+        args += ["-f", str(VALUES[values])]
+    for option in sets:
+        args += ["--set", option]
+    done = helm(*args)
+    assert done.returncode == 0, done.stderr
+    return tuple(d for d in yaml.safe_load_all(done.stdout) if d)
+
+
+def find(manifests: tuple[dict[str, Any], ...], kind: str, component: str) -> dict[str, Any]:
+    for m in manifests:
+        if m["kind"] == kind and m["metadata"]["labels"]["app.kubernetes.io/component"] == component:
+            return m
+    raise AssertionError(f"no {kind} for {component}")
+
+
+@pytest.mark.parametrize("values", VALUES)
+def test_chart_lints(values: str) -> None:
+    args = ["lint", "--strict", str(CHART)]
+    if VALUES[values] is not None:
+        args += ["-f", str(VALUES[values])]
+    done = helm(*args)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("values", VALUES)
+def test_every_manifest_is_valid_kubernetes(values: str, version: str) -> None:
+    manifests = render(values)
+    for m in manifests:
+        if m["kind"] == "ServiceMonitor":
+            jsonschema.validate(m, SERVICE_MONITOR)
+        else:
+            kubernetes_validate.validate(m, version, strict=True)
+
+
+def test_default_and_full_values_render_the_expected_resources() -> None:
+    kinds = {(m["kind"], m["metadata"]["name"]) for m in render("default")}
+    assert kinds == {
+        ("Secret", "rel-codegym-sandbox"), ("Deployment", "rel-codegym-sandbox"),
+        ("Service", "rel-codegym-sandbox"), ("HorizontalPodAutoscaler", "rel-codegym-sandbox"),
+        ("PodDisruptionBudget", "rel-codegym-sandbox"), ("NetworkPolicy", "rel-codegym-sandbox"),
+        ("Deployment", "rel-codegym-evaluator"), ("Service", "rel-codegym-evaluator"),
+    }  # fmt: skip
+    full = {m["kind"] for m in render("full")}
+    assert {"Job", "ConfigMap", "ServiceMonitor"} <= full
+    assert "Secret" not in full  # sandbox.auth.existingSecret: the chart makes none
+
+
+def test_values_schema_rejects_typos_and_wrong_types() -> None:
+    done = helm("template", "rel", str(CHART), "--set", "sandbox.wrokers=4")
+    assert done.returncode != 0 and "wrokers" in done.stderr
+    done = helm("template", "rel", str(CHART), "--set", "sandbox.autoscaling.targetCPUUtilizationPercentage=150")
+    assert done.returncode != 0 and "targetCPUUtilizationPercentage" in done.stderr
+    done = helm("template", "rel", str(CHART), "--set-json", 'trainer.sandboxUrls=["sandbox:8080"]')
+    assert done.returncode != 0 and "sandboxUrls" in done.stderr
+
+
+def test_sandbox_egress_is_denied() -> None:
+    policy = find(render("default"), "NetworkPolicy", "sandbox")["spec"]
+    assert "Egress" in policy["policyTypes"] and policy["egress"] == []
+    sources = [
+        peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for peer in policy["ingress"][0]["from"]
+    ]
+    assert sources == ["evaluator", "trainer"]
+
+
+def restricted_violations(pod: dict[str, Any]) -> list[str]:
+    """Where a pod spec breaks the PodSecurity `restricted` profile (the rules that apply to these pods)."""
+    problems = []
+    pod_ctx = pod.get("securityContext", {})
+    for c in pod["containers"]:
+        ctx = c.get("securityContext", {})
+        name = c["name"]
+        if ctx.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{name}: allowPrivilegeEscalation must be false")
+        if ctx.get("capabilities", {}).get("drop") != ["ALL"] or ctx.get("capabilities", {}).get("add"):
+            problems.append(f"{name}: capabilities must drop ALL and add none")
+        if not (ctx.get("runAsNonRoot") or pod_ctx.get("runAsNonRoot")):
+            problems.append(f"{name}: runAsNonRoot must be true")
+        seccomp = ctx.get("seccompProfile", pod_ctx.get("seccompProfile", {})).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{name}: seccompProfile must be RuntimeDefault or Localhost, not {seccomp}")
+        if ctx.get("privileged"):
+            problems.append(f"{name}: privileged")
+        if ctx.get("procMount", "Default") != "Default" and pod.get("hostUsers", True):
+            problems.append(f"{name}: procMount Unmasked needs hostUsers: false")
+    if any("hostPath" in v for v in pod.get("volumes", [])):
+        problems.append("hostPath volume")
+    return problems
+
+
+def test_pods_meet_the_restricted_profile_where_the_backend_allows() -> None:
+    full = render("full")
+    for kind, component in [("Deployment", "sandbox"), ("Deployment", "evaluator"), ("Job", "trainer")]:
+        pod = find(full, kind, component)["spec"]["template"]["spec"]
+        assert restricted_violations(pod) == [], component
+    # the default sandbox turns seccomp off for its own per-program filters: the one rule it breaks
+    sandbox = find(render("default"), "Deployment", "sandbox")["spec"]["template"]["spec"]
+    assert restricted_violations(sandbox) == [
+        "sandbox: seccompProfile must be RuntimeDefault or Localhost, not Unconfined"
+    ]
+    assert sandbox["hostUsers"] is False and sandbox["automountServiceAccountToken"] is False
+
+
+def test_runtime_class_and_gpus_are_set_from_values() -> None:
+    full = render("full")
+    assert find(full, "Deployment", "sandbox")["spec"]["template"]["spec"]["runtimeClassName"] == "gvisor"
+    trainer = find(full, "Job", "trainer")["spec"]["template"]["spec"]["containers"][0]
+    assert trainer["resources"]["limits"]["nvidia.com/gpu"] == 4
+    vllm = find(full, "Deployment", "vllm")["spec"]["template"]["spec"]["containers"][0]
+    assert vllm["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
+def test_trainer_gets_every_sandbox_url() -> None:
+    args = find(render("full"), "Job", "trainer")["spec"]["template"]["spec"]["containers"][0]["args"]
+    urls = [args[i + 1] for i, a in enumerate(args) if a == "--sandbox-url"]
+    assert urls == ["http://sandbox-a.codegym.svc:8080", "http://sandbox-b.codegym.svc:8080"]
+    default = find(render("default", "trainer.enabled=true"), "Job", "trainer")["spec"]["template"]["spec"]
+    args = default["containers"][0]["args"]
+    assert args[args.index("--sandbox-url") + 1] == "http://rel-codegym-sandbox:8080"
+
+
+def test_hpa_scales_on_queue_depth_when_asked() -> None:
+    metrics = find(render("full"), "HorizontalPodAutoscaler", "sandbox")["spec"]["metrics"]
+    assert [m["type"] for m in metrics] == ["Resource", "Pods"]
+    assert metrics[1]["pods"]["metric"]["name"] == "codegym_sandbox_queue_depth"
+    assert len(find(render("default"), "HorizontalPodAutoscaler", "sandbox")["spec"]["metrics"]) == 1
+
+
+def test_evaluator_points_at_the_chart_vllm() -> None:
+    env = find(render("full"), "Deployment", "evaluator")["spec"]["template"]["spec"]["containers"][0]["env"]
+    values = {e["name"]: e.get("value") for e in env}
+    assert values["CODEGYM_EVALUATOR_BASE_URL"] == "http://rel-codegym-vllm:8000/v1"
+    assert values["CODEGYM_EVALUATOR_SANDBOX_URL"] == "http://rel-codegym-sandbox:8080"

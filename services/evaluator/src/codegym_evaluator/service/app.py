@@ -20,6 +20,14 @@ from .settings import EvaluatorSettings, get_settings
 _CONFIG = TypeAdapter(RunConfig)
 
 
+def _jobs(request: Request) -> JobManager:
+    manager: JobManager = request.app.state.jobs
+    return manager
+
+
+Jobs = Annotated[JobManager, Depends(_jobs)]
+
+
 def create_app(
     settings: EvaluatorSettings | None = None,
     *,
@@ -47,11 +55,6 @@ def create_app(
         if not hmac.compare_digest(given, f"Bearer {settings.api_token.get_secret_value()}"):
             raise HTTPException(401, "missing or wrong bearer token")
 
-    def jobs(request: Request) -> JobManager:
-        manager: JobManager = request.app.state.jobs
-        return manager
-
-    Jobs = Annotated[JobManager, Depends(jobs)]
     app = FastAPI(title="codegym evaluator", version="0.1.0", lifespan=lifespan, dependencies=[Depends(authorize)])
 
     def find(manager: JobManager, job_id: str) -> Job:

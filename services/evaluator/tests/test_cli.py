@@ -65,6 +65,6 @@ def test_a_model_endpoint_that_is_down(tmp_path: Path) -> None:
 def test_help_lists_every_option() -> None:
     done = cli("run", "--help")
     assert done.returncode == 0
-    for flag in ("--dataset", "--samples", "--base-url", "--api-key", "--n", "--temperature", "--top-p",
-                 "--max-tokens", "--model-concurrency", "-k", "--sandbox-url", "--timeout-per-test", "--output"):  # fmt: skip
+    flags = "--dataset --samples --base-url --api-key --n --temperature --top-p --max-tokens --model-concurrency"
+    for flag in [*flags.split(), "-k", "--sandbox-url", "--timeout-per-test", "--output", "--difficulty"]:
         assert flag in done.stdout

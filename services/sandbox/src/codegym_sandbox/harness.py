@@ -39,6 +39,11 @@ def __codegym_harness(program, checks):
     del scope["__codegym_harness"]
     exec(compile(program, "<program>", "exec"), scope)
     exec(compile(checks, "<tests>", "exec"), scope)
+    for stream in (sys.stdout, sys.__stdout__):  # what the program printed must come before the nonce
+        try:
+            stream.flush()
+        except Exception:
+            pass
     os.write(out, b"\\n" + nonce + b"\\n")
 
 

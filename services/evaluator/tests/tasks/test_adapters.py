@@ -108,3 +108,23 @@ def test_a_hub_dataset_without_datasets_installed_says_how_to_get_it(monkeypatch
     monkeypatch.setattr(builtins, "__import__", no_datasets)
     with pytest.raises(DatasetError, match=r"codegym-evaluator\[hub\].*--path"):
         load_tasks("mbpp")
+
+
+def test_hub_ids_go_to_datasets_load_dataset(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import sys
+    import types
+
+    calls: list[tuple[object, ...]] = []
+    rows = [json.loads(line) for line in (FIXTURES / "mbpp_sanitized.jsonl").read_text().splitlines()]
+
+    def load_dataset(path: str, name: str | None = None, *, split: str) -> list[dict[str, object]]:
+        calls.append((path, name, split))
+        return rows
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    tasks = load_tasks("mbpp-sanitized", limit=1)
+    assert calls == [("google-research-datasets/mbpp", "sanitized", "test")]
+    assert tasks[0].task_id == "Mbpp/11"
+    load_tasks("livecodebench", limit=0)
+    assert calls[-1] == ("livecodebench/code_generation_lite", None, "test")

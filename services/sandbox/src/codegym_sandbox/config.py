@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     cache_entries: int = Field(65536, ge=0, description="Result cache size in entries; 0 disables it.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
     max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
+    max_client_requests: int = Field(
+        256, ge=0, description="Requests one client address may have in flight; beyond: 429. 0: no limit."
+    )
+    max_runs_per_request: int = Field(
+        1 << 18, gt=0, description="Largest programs x tests of one /v1/evaluate request; beyond: 422."
+    )
     host_uid: int = Field(
         1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."
     )

@@ -111,13 +111,13 @@ class Executor:
     # -- limits -------------------------------------------------------------------------------------------
     def run_limits(self, timeout_s: float | None, memory_mb: int | None) -> RunLimits:
         lim = self.settings.limits
-        wall = lim.run_timeout_s if timeout_s is None or timeout_s <= 0 else min(timeout_s, lim.max_run_timeout_s)
+        wall = _clamp(timeout_s, lim.run_timeout_s, lim.max_run_timeout_s)
         mem = lim.memory_mb if memory_mb is None or memory_mb <= 0 else min(memory_mb, lim.max_memory_mb)
         return RunLimits(wall, mem)
 
     def compile_limits(self, timeout_s: float | None) -> RunLimits:
         lim = self.settings.limits
-        wall = lim.compile_timeout_s if not timeout_s or timeout_s <= 0 else min(timeout_s, lim.max_compile_timeout_s)
+        wall = _clamp(timeout_s, lim.compile_timeout_s, lim.max_compile_timeout_s)
         return RunLimits(wall, max(lim.max_memory_mb, 2048))
 
     # -- languages ----------------------------------------------------------------------------------------
@@ -247,6 +247,13 @@ class Executor:
         if result.verdict not in _UNREPEATABLE:
             self.cache.put(key, result)
         return result
+
+
+def _clamp(value: float | None, default: float, maximum: float) -> float:
+    """A requested limit: the default when absent, zero, negative or NaN; at most the maximum."""
+    if value is None or not value > 0:  # NaN compares false with everything: never let it reach a deadline
+        return default
+    return min(value, maximum)
 
 
 def _is_syntax_error(stderr: bytes) -> bool:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from .api import fusion, health, native
@@ -56,10 +59,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.rejected.inc()
         return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": str(exc.retry_after_s)})
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # As FastAPI answers, except that a NaN or infinite input quoted in an error cannot break the JSON.
+        return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, 422)
+
+    @app.exception_handler(UnicodeEncodeError)
+    async def not_unicode(_: Request, exc: UnicodeEncodeError) -> JSONResponse:
+        # JSON may carry lone surrogates ("\\ud800"), which no program text or input can hold.
+        msg = "strings must be valid Unicode (a lone surrogate escape is not)"
+        return JSONResponse({"detail": [{"type": "value_error", "loc": ["body"], "msg": msg}]}, 422)
+
     @app.exception_handler(BodyTooLarge)
     async def too_large(_: Request, exc: BodyTooLarge) -> JSONResponse:
         return JSONResponse({"detail": f"request body larger than {settings.max_body_bytes} bytes"}, 413)
 
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    app.add_middleware(Guard, token=token, max_body=settings.max_body_bytes, metrics=metrics)
+    app.add_middleware(Guard, token=token, max_body=settings.max_body_bytes, metrics=metrics,
+                       max_client_requests=settings.max_client_requests)  # fmt: skip
     return app
+
+
+def _finite(value: object) -> object:
+    """``value`` with every NaN or infinite float replaced by its name, so that it is valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

@@ -7,6 +7,7 @@ import binascii
 import posixpath
 
 SCRATCH = "/tmp/box"
+MAX_NAME_BYTES = 1024
 
 
 class BadFiles(ValueError):
@@ -23,6 +24,8 @@ def scratch_name(name: str) -> str:
     norm = posixpath.normpath(name)
     if norm in ("", ".") or norm.startswith("../") or norm == ".." or "\0" in norm:
         raise BadFiles(f"file {name!r}: the name must stay inside the run's working directory")
+    if len(norm.encode()) > MAX_NAME_BYTES or any(len(part.encode()) > 255 for part in norm.split("/")):
+        raise BadFiles(f"file {name[:64]!r}...: names are limited to {MAX_NAME_BYTES} bytes, 255 per component")
     return norm
 
 

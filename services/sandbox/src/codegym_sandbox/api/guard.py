@@ -1,4 +1,4 @@
-"""ASGI middleware in front of every route: bearer token, body size, request counting.
+"""ASGI middleware in front of every route: bearer token, body size, per-client concurrency, request counting.
 
 Written as plain ASGI rather than BaseHTTPMiddleware: it sits on the hot path of every run.
 """
@@ -17,11 +17,15 @@ OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
 
 
 class Guard:
-    def __init__(self, app: ASGIApp, token: str | None, max_body: int, metrics: Metrics) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None, max_body: int, metrics: Metrics, max_client_requests: int = 0
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.max_body = max_body
         self.metrics = metrics
+        self.max_client_requests = max_client_requests  # 0: no limit
+        self.in_flight: dict[str, int] = {}  # requests being served, by client address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -41,21 +45,40 @@ class Guard:
             if self.token is not None and path not in OPEN_PATHS and not self._authorised(scope):
                 await _reply(counting_send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
                 return
-            length = _header(scope, b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.max_body):
-                await _reply(counting_send, 413, f"request body larger than {self.max_body} bytes")
-                return
-            if length is None:
-                # A chunked body: the app's body parser would turn a BodyTooLarge raised while it reads
-                # into a 400, so read it here first (the app buffers the whole body anyway).
-                body = await self._read_body(receive)
-                if body is None:
-                    await _reply(counting_send, 413, f"request body larger than {self.max_body} bytes")
+            if self.max_client_requests and path not in OPEN_PATHS:
+                # One client cannot take every worker and the whole queue: its excess waits on its side.
+                client = str((scope.get("client") or ("unknown",))[0])
+                if self.in_flight.get(client, 0) >= self.max_client_requests:
+                    detail = f"more than {self.max_client_requests} requests in flight from {client}"
+                    await _reply(counting_send, 429, detail, {"retry-after": "1"})
                     return
-                receive = _replay(body, receive)
-            await self.app(scope, self._limited(receive), counting_send)
+                self.in_flight[client] = self.in_flight.get(client, 0) + 1
+                try:
+                    await self._serve(scope, receive, counting_send)
+                finally:
+                    left = self.in_flight.pop(client) - 1
+                    if left:
+                        self.in_flight[client] = left
+                return
+            await self._serve(scope, receive, counting_send)
         finally:
             self.metrics.requests.labels(route=route, status=str(status_seen)).inc()
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The body-size checks, then the app."""
+        length = _header(scope, b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await _reply(send, 413, f"request body larger than {self.max_body} bytes")
+            return
+        if length is None:
+            # A chunked body: the app's body parser would turn a BodyTooLarge raised while it reads
+            # into a 400, so read it here first (the app buffers the whole body anyway).
+            body = await self._read_body(receive)
+            if body is None:
+                await _reply(send, 413, f"request body larger than {self.max_body} bytes")
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, self._limited(receive), send)
 
     def _authorised(self, scope: Scope) -> bool:
         value = _header(scope, b"authorization") or ""

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
 
 from .. import harness, languages
 from ..compare import outputs_match, values_match
@@ -54,6 +55,11 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 @router.post("/evaluate", response_model=EvaluateResponse)
 async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
+    runs = len(req.programs) * len(req.tests)
+    if runs > executor.settings.max_runs_per_request:
+        msg = f"{len(req.programs)} programs x {len(req.tests)} tests is more than the server's "
+        msg += f"max_runs_per_request ({executor.settings.max_runs_per_request}): split the request"
+        raise RequestValidationError([{"type": "value_error", "loc": ["body", "programs"], "msg": msg}])
     started = time.perf_counter()
     limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
     compile_limits = executor.compile_limits(req.limits.compile_timeout_s)

@@ -89,6 +89,8 @@ class EvaluateRequest(Strict):
     def _function_for_calls(self) -> EvaluateRequest:
         if any(t.call is not None for t in self.tests) and not self.function:
             raise ValueError("`call` tests need `function`: the name of the function to call")
+        if self.function is not None and not self.function.isidentifier():
+            raise ValueError(f"`function` must be a Python identifier, not {self.function[:64]!r}")
         return self
 
 

@@ -1,0 +1,123 @@
+"""Who may use the sandbox, and how much: the bearer token, per-client concurrency, slow clients.
+
+The token tests run a real ``codegym-sandbox serve`` process and read everything it logged.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+from suite import hostile_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from load_bench import CLI, ServerProcess  # the same real-server helper the load test uses
+
+TOKEN = f"tok-{secrets.token_hex(16)}"
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[ServerProcess]:
+    server = ServerProcess(
+        {"CODEGYM_SANDBOX_API_TOKEN": TOKEN, "CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_SANDBOX_BACKEND": "local"},
+        ["--log-level", "debug"],
+    )
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        server.log.unlink(missing_ok=True)
+
+
+def test_token_enforced_and_never_logged(guarded: ServerProcess) -> None:
+    url = guarded.url
+    body = {"language": "python", "code": "print('ok')"}
+    assert httpx.post(f"{url}/run_code", json=body).status_code == 401
+    assert httpx.post(f"{url}/run_code", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert httpx.post(f"{url}/v1/execute", json=body, headers={"Authorization": TOKEN}).status_code == 401
+    assert httpx.get(f"{url}/v1/languages", headers={"Authorization": f"Bearer {TOKEN[:-1]}"}).status_code == 401
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    ok = httpx.post(f"{url}/v1/execute", json=body, headers=auth)
+    assert ok.status_code == 200 and ok.json()["run"]["stdout"] == "ok\n"
+    # Errors that a server might log with their request: a bad body, a program that reads its environment.
+    assert httpx.post(f"{url}/v1/execute", content=b"{bad", headers={**auth, "content-type": "x"}).status_code == 422
+    env = httpx.post(f"{url}/v1/execute", json={"language": "python", "code": "import os; print(os.environ)"},
+                     headers=auth)  # fmt: skip
+    assert TOKEN not in env.text
+    # Health and metrics stay open, and do not show the token either.
+    for path in ("/livez", "/readyz", "/metrics", "/v1/ping"):
+        r = httpx.get(f"{url}{path}")
+        assert r.status_code == 200 and TOKEN not in r.text, path
+    guarded.stop()
+    log = guarded.log.read_text()
+    assert "GET" in log or "POST" in log or "backend" in log, "the server logged nothing: this test proves nothing"
+    assert TOKEN not in log and TOKEN[4:20] not in log
+
+
+def test_non_loopback_bind_needs_a_token() -> None:
+    env = {"PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(CLI), "serve", "--host", "0.0.0.0", "--port", "1"], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "CODEGYM_SANDBOX_API_TOKEN" in done.stderr, done.stderr
+
+
+def test_per_client_in_flight_limit() -> None:
+    settings = hostile_settings("local", workers=1, max_client_requests=2)
+    slow = {"language": "python", "code": "import time\ntime.sleep(0.8)\nprint('slept')", "limits": {"timeout_s": 3}}
+    with TestClient(create_app(settings)) as client:
+
+        def post(i: int) -> httpx.Response:
+            return client.post("/v1/execute", json={**slow, "code": slow["code"] + f"  # {i}"})
+
+        with ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(post, i) for i in range(6)]
+            time.sleep(0.3)
+            probe = client.get("/readyz")  # health stays open while the client is at its limit
+            answers = [f.result() for f in futures]
+        codes = sorted(r.status_code for r in answers)
+        assert codes.count(200) == 2 and codes.count(429) == 4, codes
+        for r in answers:
+            if r.status_code == 429:
+                assert r.headers["retry-after"] == "1" and "in flight" in r.json()["detail"]
+            else:
+                assert r.json()["run"]["stdout"] == "slept\n"
+        assert probe.status_code == 200
+        after = client.post("/v1/execute", json={"language": "python", "code": "print('free again')"})
+        assert after.status_code == 200 and after.json()["run"]["stdout"] == "free again\n"
+
+
+def test_slow_clients_do_not_block_others() -> None:
+    server = ServerProcess({"CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_SANDBOX_BACKEND": "local"},
+                           ["--log-level", "warning"]).start()  # fmt: skip
+    crawlers = []
+    try:
+        # Half a request each: headers that never end, and a body that never comes.
+        for i in range(40):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            if i % 2:
+                s.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            else:
+                head = b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                s.sendall(head + b'Content-Length: 100000\r\n\r\n{"code": "')
+            crawlers.append(s)
+        started = time.monotonic()
+        r = httpx.post(f"{server.url}/run_code", json={"language": "python", "code": "print(7)"}, timeout=10)
+        assert r.status_code == 200 and json.loads(r.text)["run_result"]["stdout"] == "7\n"
+        assert time.monotonic() - started < 5
+    finally:
+        for s in crawlers:
+            s.close()
+        server.stop()
+        server.log.unlink(missing_ok=True)

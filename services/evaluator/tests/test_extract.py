@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from codegym_evaluator.extract import extract_code, truncate_at_stop
+from codegym_evaluator.extract import Extracted, extract_code, truncate_at_stop
 from codegym_evaluator.tasks import Task
 
 FUNC = Task("t/1", "p", "assert", [{"assert_code": "assert f(1) == 2"}], entry_point="f")
@@ -51,3 +51,7 @@ def test_function_tasks_are_sanitised() -> None:
 def test_truncate_at_the_earliest_stop() -> None:
     assert truncate_at_stop("a\nprint(1)\ndef g", ["\ndef ", "\nprint("]) == "a"
     assert truncate_at_stop("abc", ["\n#"]) == "abc"
+
+
+def test_a_fence_closed_on_the_last_line_of_code() -> None:
+    assert extract_code("```python\nprint(1)```\nmore text") == Extracted("print(1)", True)

@@ -12,8 +12,9 @@ from .sanitize import sanitize
 if TYPE_CHECKING:
     from .tasks import Task
 
-# A closed fence: ```lang (anything else on the line) newline, body, newline ```.
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)\n[ \t]*```", re.DOTALL | re.MULTILINE)
+# A closed fence: ```lang (anything else on the line) newline, body, ``` (on its own line, or right after the
+# code: small models often close the fence on the last line of code).
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)\n?[ \t]*```", re.DOTALL | re.MULTILINE)
 _OPEN_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*)\Z", re.DOTALL | re.MULTILINE)
 
 _ALIASES = {

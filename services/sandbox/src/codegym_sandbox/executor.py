@@ -231,7 +231,8 @@ class Executor:
             files=files,
             argv=self._argv(argv, limits),
             env=self._env(lang),
-            limits=limits.agent_limits(self.settings, lang.address_space_limit and not compile_step),
+            # Compilers too: a preprocessor reading /dev/zero grows by gigabytes a second otherwise.
+            limits=limits.agent_limits(self.settings, lang.address_space_limit),
             stdin=stdin,
             python=f"{SCRATCH}/{lang.source}" if lang.in_process_python and not compile_step else None,
             collect=collect,

@@ -165,3 +165,35 @@ def test_tear_down_leaves_nothing(stack: Stack) -> None:
     for kind in ("container", "volume", "network"):
         left = subprocess.run(["docker", kind, "ls", "-q", "--filter", label], capture_output=True, text=True)
         assert left.stdout.strip() == "", f"{kind}s left behind: {left.stdout}"
+
+
+def _program_containers(image: str) -> set[str]:
+    listed = subprocess.run(["docker", "ps", "-a", "--filter", f"ancestor={image}", "--format", "{{.Names}}"],
+                            capture_output=True, text=True)  # fmt: skip
+    return set(listed.stdout.split())
+
+
+def test_docker_backend_opt_in_runs_programs_in_their_own_containers(stack: Stack) -> None:
+    runtime = os.environ.get("CODEGYM_SANDBOX_IMAGE", "codegym-sandbox-runtime:latest")
+    if subprocess.run(["docker", "image", "inspect", runtime], capture_output=True).returncode != 0:
+        unavailable(f"no runtime image {runtime} (scripts/runtime-image docker builds it)")
+    socket_gid = str(os.stat("/var/run/docker.sock").st_gid)
+    opted = Stack(project=f"{stack.project}-docker", env={**stack.env, "CODEGYM_DOCKER_GID": socket_gid},
+                  sandbox=stack.sandbox, evaluator="")  # fmt: skip
+    files = ["-f", "compose.yaml", "-f", "compose.docker-backend.yaml"]
+    before = _program_containers(runtime)
+    ours: set[str] = set()
+    try:
+        up = opted.compose(*files, "up", "-d", "--wait", "--wait-timeout", "120", "sandbox", timeout=200)
+        assert up.returncode == 0, up.stderr[-3000:] + opted.compose(*files, "logs", "sandbox").stdout[-3000:]
+        ready = httpx.get(f"{opted.sandbox}/readyz", timeout=30).json()
+        assert ready["backend"] == "docker" and ready["alive"] == 2, ready
+        body = {"code": "print(6 * 7)", "language": "python"}
+        reply = httpx.post(f"{opted.sandbox}/run_code", json=body, headers=opted.sandbox_headers(), timeout=30)
+        assert reply.json()["run_result"]["stdout"] == "42\n", reply.text
+        ours = _program_containers(runtime) - before
+        assert len(ours) == 2, ours  # one container per worker, started by the server through the socket
+    finally:
+        down = opted.compose(*files, "down", "--volumes", "--timeout", "10")
+    assert down.returncode == 0, down.stderr
+    assert not ours & _program_containers(runtime), "the server left program containers behind"

@@ -119,3 +119,22 @@ def test_sandbox_errors_are_not_cached(healing: TestClient) -> None:
     _wait_alive(healing, 2)
     again = healing.post("/v1/execute", json=req).json()
     assert again["verdict"] == "AC" and again["run"]["cached"] is False
+
+
+def test_breaker_opens_on_repeated_failures_and_closes_when_a_worker_starts() -> None:
+    with TestClient(create_app(Settings(backend="local", workers=1, breaker_cooldown_s=0.5))) as client:
+        backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+        good = backend.python
+        backend.python = "/nonexistent/python3"  # every restart of the slot fails from now on
+        os.kill(_worker_pids(client)[0], signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while not (status := client.get("/readyz")).json()["broken_slots"]:
+            assert time.monotonic() < deadline, "the breaker never opened"
+            time.sleep(0.05)
+        assert status.status_code == 503 and status.json()["ready"] is False
+        broken = status.json()["broken_slots"][0]
+        assert broken["slot"] == 0 and "nonexistent" in broken["error"]
+        backend.python = good  # the cause goes away: the next try after the cooldown succeeds
+        _wait_alive(client, 1)
+        assert client.get("/readyz").json()["broken_slots"] == []
+        assert stdout(run_code(client, "print('healed')")) == "healed\n"

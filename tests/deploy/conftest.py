@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,16 @@ def compose_binary() -> str:
     import compose  # type: ignore[import-untyped]
 
     return str(Path(compose.__file__).parent / "docker-compose")
+
+
+def trainer_cli() -> Any:
+    """The trainer's command-line module, from its source tree if it is not installed (it needs no torch)."""
+    src = str(ROOT / "services" / "trainer" / "src")
+    if src not in sys.path:
+        sys.path.append(src)
+    from codegym_trainer import cli
+
+    return cli
 
 
 def unavailable(reason: str) -> None:

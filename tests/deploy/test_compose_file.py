@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import ROOT, compose_binary
+from conftest import ROOT, compose_binary, trainer_cli
 
 COMPOSE_FILES = [ROOT / "compose.yaml", ROOT / "compose.docker-backend.yaml"]
 PROFILES = [[], ["cpu"], ["gpu"], ["cpu", "train"], ["gpu", "train-gpu"]]
@@ -117,3 +117,36 @@ def test_named_volumes_hold_models_and_results() -> None:
     assert {"models", "results"} <= set(config["volumes"])
     mounts = {v["source"]: v["target"] for v in config["services"]["trainer"]["volumes"] if v["type"] == "volume"}
     assert mounts == {"results": "/results", "models": "/models"}
+
+
+def _settings_class(service: str) -> Any:
+    """The settings class that reads a service's environment (the trainer's from its source tree if need be)."""
+    if service == "sandbox":
+        from codegym_sandbox.config import Settings
+
+        return Settings
+    if service == "evaluator":
+        from codegym_evaluator.service.settings import EvaluatorSettings
+
+        return EvaluatorSettings
+    return trainer_cli().TrainConfig
+
+
+@pytest.mark.parametrize("service", ["sandbox", "evaluator", "trainer", "trainer-gpu"])
+def test_services_accept_the_settings_compose_gives_them(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = resolved(COMPOSE_FILES[:1], ["gpu", "train", "train-gpu"])
+    for name in list(os.environ):
+        if name.startswith("CODEGYM_"):
+            monkeypatch.delenv(name)
+    env = {k: str(v) for k, v in config["services"][service]["environment"].items()}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    prefix = {"sandbox": "CODEGYM_SANDBOX_", "evaluator": "CODEGYM_EVALUATOR_"}.get(service, "CODEGYM_TRAINER_")
+    assert any(k.startswith(prefix) for k in env)
+    settings = _settings_class(service)()
+    for name in env:
+        if name.startswith(prefix):  # every variable compose sets is a field the service reads
+            field = name.removeprefix(prefix).lower()
+            assert field in type(settings).model_fields, f"{service}: {name} is no setting of the service"
+    if service != "sandbox":
+        assert "http://sandbox:8080" in settings.sandbox_url

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -18,7 +19,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT, tool
+from conftest import ROOT, tool, trainer_cli
 
 CHART = ROOT / "k8s" / "codegym"
 VALUES = {"default": None, "full": CHART / "ci" / "full-values.yaml"}
@@ -144,6 +145,9 @@ def test_runtime_class_and_gpus_are_set_from_values() -> None:
     assert find(full, "Deployment", "sandbox")["spec"]["template"]["spec"]["runtimeClassName"] == "gvisor"
     trainer = find(full, "Job", "trainer")["spec"]["template"]["spec"]["containers"][0]
     assert trainer["resources"]["limits"]["nvidia.com/gpu"] == 4
+    env = {e["name"]: e for e in trainer["env"]}
+    assert env["CODEGYM_TRAINER_VLLM_MODE"]["value"] == "colocate"
+    assert env["CODEGYM_TRAINER_SANDBOX_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "sandbox-api-token"
     vllm = find(full, "Deployment", "vllm")["spec"]["template"]["spec"]["containers"][0]
     assert vllm["resources"]["limits"]["nvidia.com/gpu"] == 1
 
@@ -182,3 +186,17 @@ def test_generated_tokens_are_random_and_distinct() -> None:
     assert len(set(tokens)) == 2 and all(len(t) == 40 for t in tokens)
     given = next(m for m in render("default", "auth.sandboxToken=s3cret") if m["kind"] == "Secret")
     assert base64.b64decode(given["data"]["sandbox-api-token"]) == b"s3cret"
+
+
+def test_the_trainer_accepts_the_jobs_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    full = render("full")
+    config_map = next(m for m in full if m["kind"] == "ConfigMap")
+    (tmp_path / "train.yaml").write_text(config_map["data"]["train.yaml"])
+    container = find(full, "Job", "trainer")["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["codegym-train"]
+    args = [str(tmp_path / "train.yaml") if a == "/config/train.yaml" else a for a in container["args"]]
+    for name in [n for n in os.environ if n.startswith("CODEGYM_")]:
+        monkeypatch.delenv(name)
+    config = trainer_cli().parse_config(args)
+    assert config.sandbox_url == ["http://sandbox-a.codegym.svc:8080", "http://sandbox-b.codegym.svc:8080"]
+    assert (config.train_steps, config.group_size, str(config.output_dir)) == (200, 8, "/results")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, tool
+from conftest import ROOT, tool, trainer_cli
 
 HPC = ROOT / "hpc"
 SCRIPTS = sorted(p for p in HPC.iterdir() if p.suffix in (".sh", ".sbatch"))
@@ -102,7 +102,7 @@ def test_train_dry_run_splits_gpus_between_vllm_serve_and_the_trainer() -> None:
     assert "export CUDA_VISIBLE_DEVICES=0,1,2" in cmds
     assert cmds[-1] == (
         "/v/bin/codegym-train --config cfg.yaml --sandbox-url http://127.0.0.1:8080 "
-        f"--output-dir {ROOT}/results/train-7 --train-steps 10"
+        f"--output-dir {ROOT}/results/train-7 --vllm-mode server --host 127.0.0.1 --port 8001 --train-steps 10"
     )
 
 
@@ -174,3 +174,18 @@ def test_a_service_that_dies_before_it_is_healthy_fails_the_job_at_once() -> Non
     done = _lifecycle(_free_port(), "true", CODEGYM_SANDBOX_BACKEND="no-such-backend")
     assert done.returncode == 1
     assert "sandbox exited before it was healthy" in done.stderr
+
+
+def test_the_trainer_accepts_the_scripts_command_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "train.yaml"
+    config.write_text((ROOT / "docs" / "deploy" / "examples" / "train.yaml").read_text())
+    single = commands(bash(HPC / "train.sbatch", "--dry-run", str(config), CODEGYM_TRL_VLLM="1", CODEGYM_MODEL="m",
+                           CODEGYM_VENV="/v", SLURM_GPUS_ON_NODE="2"))[-1]  # fmt: skip
+    multi = commands(bash(HPC / "train-multinode.sbatch", "--dry-run", str(config), CODEGYM_VENV="/v",
+                          SLURM_JOB_NODELIST_HET_GROUP_0="cpu01,cpu02"))[-1]  # fmt: skip
+    for name in [n for n in os.environ if n.startswith("CODEGYM_")]:
+        monkeypatch.delenv(name)
+    parsed = trainer_cli().parse_config(single.split()[1:])
+    assert (parsed.vllm_mode, parsed.host, parsed.port) == ("server", "127.0.0.1", 8001)
+    parsed = trainer_cli().parse_config(multi.split()[3:])  # after `srun --het-group=1 codegym-train`
+    assert parsed.sandbox_url == ["http://cpu01:8080", "http://cpu02:8080"]

@@ -164,10 +164,18 @@ ATTACKS: list[Attack] = [
         "memory-in-children",
         "memory",
         "import os\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
-        "        x = bytearray(48 << 20)\n        os._exit(0)\n    pids.append(pid)\n"
+        "        x = bytearray(24 << 20)\n        os._exit(0)\n    pids.append(pid)\n"
         "print(sorted(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids))\n",
         AC,
         stdout="[0, 0, 0, 0]\n",
+    ),
+    Attack(
+        "memory-spread-over-children",
+        "memory",
+        "import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n        x = bytearray(100 << 20)\n"
+        "        time.sleep(10)\n        os._exit(0)\nos.wait()\nprint('all allocated')\n",
+        MLE,
+        timeout_s=3.0,
     ),
     # -- processes -----------------------------------------------------------------------------------------
     Attack(

@@ -23,6 +23,7 @@ from typing import Any
 from . import isolation, linux, pyrun
 
 MAX_FDS = 16
+MEMORY_CHECK_MS = 50  # how often the memory of a whole run is summed while it runs
 
 
 def _kill_all(*_: object) -> None:
@@ -121,6 +122,25 @@ def _ready(ctl: socket.socket) -> None:
     os.close(scratch)
 
 
+def _run_memory_kb() -> int:
+    """Memory of every process in this pid namespace but the box (and, in a container, the agent):
+    proportional set sizes, so that pages shared after a fork count once."""
+    total = 0
+    supervisors = {"1", str(os.getpid())}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name in supervisors:
+            continue
+        try:
+            with open(f"/proc/{name}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or a zombie
+    return total
+
+
 def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare) -> dict[str, Any]:
     start = time.monotonic()
     try:
@@ -134,8 +154,12 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
     poller = select.poll()
     poller.register(exited, select.POLLIN)
     poller.register(ctl, select.POLLIN)
+    # The address-space limit bounds each process; the run as a whole (every process it forked) gets the
+    # same budget, checked here. (A container's memory cgroup is one more bound, around all of its runs.)
+    budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
+    peak_kb = 0
     while True:
-        events = dict(poller.poll())
+        events = dict(poller.poll(MEMORY_CHECK_MS if budget_kb and not peak_kb > budget_kb else None))
         if exited in events:
             break
         if ctl.fileno() in events:
@@ -143,6 +167,10 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
             _kill_all()
             if not msg:  # the agent is gone: nobody will read a result
                 os._exit(0)
+        elif not events and budget_kb:
+            peak_kb = max(peak_kb, _run_memory_kb())
+            if peak_kb > budget_kb:
+                _kill_all()
     os.close(exited)
     _, status, usage = os.wait4(spare.pid, 0)
     wall = time.monotonic() - start
@@ -160,7 +188,8 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
         "signal": sig,
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
-        "max_rss_kb": usage.ru_maxrss,
+        # Past its budget the run was killed: report its peak as the memory it used, so that it reads as MLE.
+        "max_rss_kb": max(usage.ru_maxrss, peak_kb if budget_kb and peak_kb > budget_kb else 0),
         "error": error or None,
     }
 

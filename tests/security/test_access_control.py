@@ -56,6 +56,11 @@ def test_token_enforced_and_never_logged(guarded: ServerProcess) -> None:
     env = httpx.post(f"{url}/v1/execute", json={"language": "python", "code": "import os; print(os.environ)"},
                      headers=auth)  # fmt: skip
     assert TOKEN not in env.text
+    # A program cannot reach the server that runs it (its API and metrics share this port).
+    probe = f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {guarded.port}), timeout=1)\n"
+    probe += "    print('reached')\nexcept OSError:\n    print('refused')\n"
+    own = httpx.post(f"{url}/v1/execute", json={"language": "python", "code": probe}, headers=auth)
+    assert own.json()["run"]["stdout"] == "refused\n", own.text
     # Health and metrics stay open, and do not show the token either.
     for path in ("/livez", "/readyz", "/metrics", "/v1/ping"):
         r = httpx.get(f"{url}{path}")

@@ -178,8 +178,8 @@ def test_docker_backend_opt_in_runs_programs_in_their_own_containers(stack: Stac
     if subprocess.run(["docker", "image", "inspect", runtime], capture_output=True).returncode != 0:
         unavailable(f"no runtime image {runtime} (scripts/runtime-image docker builds it)")
     socket_gid = str(os.stat("/var/run/docker.sock").st_gid)
-    opted = Stack(project=f"{stack.project}-docker", env={**stack.env, "CODEGYM_DOCKER_GID": socket_gid},
-                  sandbox=stack.sandbox, evaluator="")  # fmt: skip
+    env = {**stack.env, "CODEGYM_DOCKER_GID": socket_gid, "CODEGYM_SANDBOX_IMAGE": runtime}
+    opted = Stack(project=f"{stack.project}-docker", env=env, sandbox=stack.sandbox, evaluator="")
     files = ["-f", "compose.yaml", "-f", "compose.docker-backend.yaml"]
     before = _program_containers(runtime)
     ours: set[str] = set()
@@ -197,3 +197,32 @@ def test_docker_backend_opt_in_runs_programs_in_their_own_containers(stack: Stac
         down = opted.compose(*files, "down", "--volumes", "--timeout", "10")
     assert down.returncode == 0, down.stderr
     assert not ours & _program_containers(runtime), "the server left program containers behind"
+
+
+def test_cpu_profile_evaluates_the_packaged_model_end_to_end(stack: Stack) -> None:
+    """The default CPU profile: llama.cpp serving SmolLM2-135M, the evaluator asking it and the sandbox judging.
+
+    The model image compiles llama.cpp the first time (about 10 minutes on 2 cores); later runs reuse it.
+    """
+    cpu = Stack(project=f"{stack.project}-cpu", env=stack.env, sandbox=stack.sandbox, evaluator=stack.evaluator)
+    try:
+        up = cpu.compose("--profile", "cpu", "up", "-d", "--wait", "--wait-timeout", "300", timeout=2400)
+        assert up.returncode == 0, up.stderr[-3000:] + cpu.compose("logs", "--tail", "30").stdout[-3000:]
+        job = {"dataset": "humaneval", "limit": 2, "base_url": "http://model:8000/v1", "model": "smollm2-135m",
+               "max_tokens": 96}  # fmt: skip
+        reply = httpx.post(f"{cpu.evaluator}/v1/jobs", json=job, headers=cpu.evaluator_headers(), timeout=30)
+        assert reply.status_code == 202, reply.text
+        job_id = reply.json()["id"]
+        deadline = time.monotonic() + 300
+        while True:
+            view = httpx.get(f"{cpu.evaluator}/v1/jobs/{job_id}", headers=cpu.evaluator_headers(), timeout=30).json()
+            if view["status"] not in ("queued", "running"):
+                break
+            assert time.monotonic() < deadline, view
+            time.sleep(2)
+        assert view["status"] == "finished", view
+        summary = view["summary"]
+        # a 135M model rarely solves HumanEval: what matters is that every completion was judged
+        assert sum(summary["verdict_counts"].values()) == 2 and summary["sandbox_errors"] == 0, summary
+    finally:
+        cpu.compose("--profile", "cpu", "down", "--volumes", "--timeout", "10")

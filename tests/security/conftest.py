@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from host_state import HostState
-from suite import BACKENDS, PROGRAM_HOST_UID, SERVER_SECRET, hostile_settings
+
+from .host_state import HostState
+from .suite import BACKENDS, PROGRAM_HOST_UID, SERVER_SECRET, hostile_settings
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

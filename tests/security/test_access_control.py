@@ -19,7 +19,8 @@ import httpx
 import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from suite import hostile_settings
+
+from .suite import hostile_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from suite import hostile_settings
+
+from .suite import hostile_settings
 
 MAX_BODY = 1 << 20
 DEEP = b"[" * 100_000 + b"]" * 100_000

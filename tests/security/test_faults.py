@@ -23,7 +23,8 @@ import httpx
 import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from suite import hostile_settings
+
+from .suite import hostile_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -110,7 +111,8 @@ def test_disk_nearly_full(backend: str) -> None:
     """A 16 MiB scratch space: input files that do not fit are the sandbox's failure (SE), a program that
     fills it gets its own error, and the next run has all of it again."""
     from codegym_sandbox.config import Limits
-    from suite import SUITE_LIMITS
+
+    from .suite import SUITE_LIMITS
 
     limits = Limits.model_validate({**SUITE_LIMITS, "scratch_bytes": 16 << 20})
     settings = hostile_settings(backend, workers=1, limits=limits, max_body_bytes=64 << 20)

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from host_state import HostState
-from hostile_programs import ATTACKS, Attack
-from suite import PROGRAM_HOST_UID, SERVER_SECRET
+
+from .host_state import HostState
+from .hostile_programs import ATTACKS, Attack
+from .suite import PROGRAM_HOST_UID, SERVER_SECRET
 
 _CANARY = """
 import builtins, json, os, sys

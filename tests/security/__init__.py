@@ -1,0 +1,1 @@
+"""The security suite: hostile programs and requests, access control, faults and load."""

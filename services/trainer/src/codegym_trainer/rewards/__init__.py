@@ -1,0 +1,9 @@
+"""Rewards for GRPO: the reward tables and the sandbox-backed reward function in TRL's shape."""
+
+from __future__ import annotations
+
+from .sandbox_reward import BatchReport, SandboxReward, completion_text
+from .schemes import execution_reward, tests_reward
+from .verdicts import VerdictStats
+
+__all__ = ["BatchReport", "SandboxReward", "VerdictStats", "completion_text", "execution_reward", "tests_reward"]

@@ -1,0 +1,64 @@
+"""The reward tables: a judged program in, a number out (or None for a sandbox error, which TRL masks).
+
+scheme ``tests`` (the default)::
+
+    all tests pass                 +1.0
+    some pass                      pass fraction with partial credit, else 0.0
+    none pass                       0.0
+    compile/syntax error           -0.1
+    timeout                        -0.05
+    well-formed fenced code block  +0.05 bonus
+
+scheme ``execution`` (the program runs once, no tests)::
+
+    runs, prints output            +1.0
+    runs, prints nothing           +0.5
+    syntax/indentation error       -0.5
+    runtime error or timeout       -1.0
+"""
+
+from __future__ import annotations
+
+from codegym_evaluator.scoring import Execution, Score
+
+FORMAT_BONUS = 0.05
+COMPILE_ERROR = -0.1
+TIMEOUT = -0.05
+
+
+def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
+    """Reward of one completion under the ``tests`` scheme.
+
+    >>> s = Score("WA", passed=1, total=4, test_verdicts=["AC", "WA", "WA", "WA"], code="", fenced=True, wall_s=0.0)
+    >>> tests_reward(s, partial_credit=True)
+    0.3
+    """
+    if score.sandbox_error:
+        return None
+    bonus = FORMAT_BONUS if score.fenced else 0.0
+    if score.verdict == "CE":
+        base = COMPILE_ERROR
+    elif score.total and score.passed == score.total:
+        base = 1.0
+    elif score.verdict == "TLE":
+        base = TIMEOUT
+    elif partial_credit and score.total:
+        base = score.passed / score.total
+    else:
+        base = 0.0
+    return round(base + bonus, 6)
+
+
+def execution_reward(execution: Execution) -> float | None:
+    """Reward of one program under the ``execution`` scheme.
+
+    >>> execution_reward(Execution("AC", stdout="hi\\n", stderr="", exit_code=0))
+    1.0
+    """
+    if execution.sandbox_error:
+        return None
+    if execution.verdict == "CE":
+        return -0.5
+    if execution.verdict == "AC" and execution.exit_code in (0, None):
+        return 1.0 if execution.stdout.strip() else 0.5
+    return -1.0  # a runtime error, a timeout, or a limit hit

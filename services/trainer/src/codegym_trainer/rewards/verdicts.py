@@ -1,0 +1,34 @@
+"""Per-verdict rates of a batch of judged completions (logged every step)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# The rates always logged, even when zero, so their time series have no holes.
+TRACKED = ("AC", "WA", "CE", "TLE", "RE", "MLE", "OLE", "SE")
+
+
+@dataclass
+class VerdictStats:
+    """Counts of verdicts in one batch; ``rates`` names them as logged (``verdicts/pass`` for AC)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, verdicts: Iterable[str]) -> VerdictStats:
+        return cls(Counter(verdicts))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def rates(self) -> dict[str, float]:
+        """Share of the batch with each verdict; AC is reported as ``pass``.
+
+        >>> VerdictStats.of(["AC", "AC", "CE", "SE"]).rates()["verdicts/pass"]
+        0.5
+        """
+        n = self.total or 1
+        return {f"verdicts/{'pass' if v == 'AC' else v}": self.counts.get(v, 0) / n for v in TRACKED}

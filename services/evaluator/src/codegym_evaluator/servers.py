@@ -44,6 +44,11 @@ class LoopbackServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.NamedTemporaryFile(prefix=f"codegym-{name}-", suffix=".log", delete=False)  # noqa: SIM115
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
     def _tail(self) -> str:
         try:
             return Path(self._log.name).read_text(errors="replace")[-2000:]

@@ -29,8 +29,8 @@ def _restart_dockerd() -> None:
     while subprocess.run(["pidof", "dockerd"], capture_output=True).returncode == 0:
         assert time.monotonic() < deadline, "dockerd did not stop"
         time.sleep(0.2)
-    with open("/tmp/codegym-dockerd.log", "ab") as log:
-        subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+    with open("/tmp/codegym-dockerd.log", "ab") as log:  # setsid -f: the engine outlives this test, unwaited
+        subprocess.run(["setsid", "-f", *argv], stdout=log, stderr=log, check=True)
     while subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
         assert time.monotonic() < deadline, "dockerd did not come back"
         time.sleep(0.5)

@@ -58,7 +58,7 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-not-found, unused-ignore]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise DatasetError(f"{path}: reading parquet needs pyarrow (pip install 'codegym-evaluator[hub]')") from None
     rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
@@ -84,7 +84,7 @@ def read_local(path: str | Path, split: str | None = None) -> list[dict[str, Any
 def read_hub(hub_id: str, config: str | None, split: str) -> list[dict[str, Any]]:
     """Rows of a hub dataset through ``datasets.load_dataset`` (the optional ``hub`` extra)."""
     try:
-        import datasets  # type: ignore[import-not-found, unused-ignore]
+        import datasets  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise DatasetError(
             f"loading {hub_id!r} from the hub needs the `datasets` package: pip install 'codegym-evaluator[hub]'"

@@ -61,21 +61,25 @@ def generate_answers(
 ) -> dict[str, list[str]]:
     """One greedy answer per task, generated in batches (left-padded)."""
     was_training = model.training
-    model.eval()
+    model.train(False)
     answers: dict[str, list[str]] = {}
     try:
         for start in range(0, len(tasks), batch_size):
             batch = tasks[start : start + batch_size]
             if chat:
                 texts = [
-                    tokenizer.apply_chat_template(prompt_of(t, chat=True), tokenize=False, add_generation_prompt=True)
+                    str(
+                        tokenizer.apply_chat_template(
+                            prompt_of(t, chat=True), tokenize=False, add_generation_prompt=True
+                        )
+                    )
                     for t in batch
                 ]
             else:
                 texts = [prompt_of(t, chat=False) for t in batch]
             enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not chat)
             enc = {k: v.to(model.device) for k, v in enc.items()}
-            out = model.generate(
+            out = model.generate(  # type: ignore[operator]
                 **enc,
                 max_new_tokens=max_new_tokens,
                 do_sample=False,
@@ -83,7 +87,7 @@ def generate_answers(
             )
             new = out[:, enc["input_ids"].shape[1] :]
             for task, ids in zip(batch, new, strict=True):
-                answers[task.task_id] = [tokenizer.decode(ids, skip_special_tokens=True)]
+                answers[task.task_id] = [str(tokenizer.decode(ids, skip_special_tokens=True))]
             if on_batch is not None:
                 on_batch(len(batch))
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
+from trl.trainer.grpo_trainer import GRPOTrainer
 
 
 @dataclass
@@ -88,7 +88,7 @@ class CodegymGRPOTrainer(GRPOTrainer):
     def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any = None) -> torch.Tensor:
         # generation and scoring happen inside the first micro-step of an optimisation step
         start = time.perf_counter()
-        loss = super().training_step(model, inputs, num_items_in_batch)
+        loss: torch.Tensor = super().training_step(model, inputs, num_items_in_batch)  # type: ignore[no-untyped-call]
         self.timing.total += time.perf_counter() - start
         if self._step % self.current_gradient_accumulation_steps == 0:
             t = self.timing
@@ -117,7 +117,7 @@ class CodegymGRPOTrainer(GRPOTrainer):
         super().log(logs, start_time)
 
     def _write_completions(self, step: int) -> None:
-        logs = self._logs
+        logs: dict[str, Any] = self._logs
         rewards = {name: list(values) for name, values in logs["rewards"].items()}
         extra = {name: list(values) for name, values in logs["extra"].items()}
         rows = []
@@ -132,7 +132,7 @@ class CodegymGRPOTrainer(GRPOTrainer):
                 )
             row["advantage"] = logs["advantages"][i] if i < len(logs["advantages"]) else None
             rows.append(row)
-        out = Path(self.args.output_dir) / "completions"
+        out = Path(str(self.args.output_dir)) / "completions"
         out.mkdir(parents=True, exist_ok=True)
         with open(out / f"step_{step:05d}.jsonl", "w") as f:
             for row in rows:

@@ -102,7 +102,7 @@ def _from_gguf(source: ModelSource, dtype: torch.dtype) -> PreTrainedModel:
     log.info("dequantizing %s (once; cached in %s)", source.label, cached)
     config = AutoConfig.from_pretrained(source.name_or_path, gguf_file=source.gguf_file)
     quantized = AutoModelForCausalLM.from_pretrained(source.name_or_path, gguf_file=source.gguf_file)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # type: ignore[no-untyped-call]
     missing, unexpected = model.load_state_dict(quantized.state_dict(), strict=False)
     # tied output embeddings are not separate weights; anything else missing means a broken conversion
     missing = [m for m in missing if m != "lm_head.weight"]
@@ -117,7 +117,8 @@ def _from_gguf(source: ModelSource, dtype: torch.dtype) -> PreTrainedModel:
     model.save_pretrained(cached)
     tok = AutoTokenizer.from_pretrained(source.name_or_path, gguf_file=source.gguf_file)
     tok.save_pretrained(cached)
-    return model.to(dtype) if dtype != torch.float32 else model
+    converted: PreTrainedModel = model.to(dtype) if dtype != torch.float32 else model
+    return converted
 
 
 def load_model(source: ModelSource, *, dtype: torch.dtype = torch.float32, offline: bool = False) -> PreTrainedModel:
@@ -132,4 +133,5 @@ def load_model(source: ModelSource, *, dtype: torch.dtype = torch.float32, offli
             raise ConfigError(f"cannot load model {source.label}{hint}: {exc}") from None
     if getattr(model, "is_quantized", False):
         raise ConfigError(f"model {source.label} is quantized and cannot be trained")
-    return model
+    loaded: PreTrainedModel = model
+    return loaded

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from transformers import PrinterCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
-from trl import GRPOConfig
+from trl.trainer.grpo_config import GRPOConfig
 
 from .callbacks import RunCallback
 from .config import ConfigError, TrainConfig
@@ -43,15 +43,19 @@ def _setup_logging(console: Console) -> None:
 
     # transformers 5 renames gradient checkpointing; TRL still reads the old name (not ours to fix)
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def _resume_path(config: TrainConfig) -> str | None:
     if config.resume is None:
         return None
     if config.resume == "latest":
-        last = get_last_checkpoint(str(config.output_dir)) if config.output_dir.is_dir() else None
+        last: str | None = (
+            get_last_checkpoint(str(config.output_dir))  # type: ignore[no-untyped-call]
+            if config.output_dir.is_dir()
+            else None
+        )
         if last is None:
             raise ConfigError(f"--resume latest: no checkpoint-* directory in {config.output_dir}")
         return last
@@ -216,4 +220,4 @@ def run(config: TrainConfig, console: Console | None = None) -> RunSummary:
 def _as_yaml(config: TrainConfig) -> str:
     import yaml
 
-    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    return str(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))

@@ -54,10 +54,9 @@ class RunSummary:
 
         first = self.rewards[: max(1, len(self.rewards) // 4)]
         last = self.rewards[-max(1, len(self.rewards) // 4) :]
-        mean = lambda xs: sum(r for _, r in xs) / len(xs) if xs else float("nan")  # noqa: E731
         out = [
             f"steps: {self.steps} in {self.seconds / 60:.1f} min",
-            f"mean reward, first quarter -> last quarter: {mean(first):.3f} -> {mean(last):.3f}",
+            f"mean reward, first quarter -> last quarter: {_mean(first):.3f} -> {_mean(last):.3f}",
             f"held-out pass@1 before -> after: {pct(self.pass_before)} -> {pct(self.pass_after)}",
         ]
         if self.time_split:
@@ -74,6 +73,10 @@ class RunSummary:
         if self.final_model:
             out.append(f"final model: {self.final_model}")
         return out
+
+
+def _mean(points: list[tuple[int, float]]) -> float:
+    return sum(r for _, r in points) / len(points) if points else float("nan")
 
 
 def rewards_from_metrics(metrics_file: Path) -> list[tuple[int, float]]:

@@ -173,10 +173,11 @@ class Executor:
         except UnsupportedLanguage as exc:
             self.metrics.runs.labels(language=language, verdict=Verdict.SE.value).inc()
             return Execution(None, _sandbox_error(str(exc)))
-        compiled, sources = await self.build(lang, code, files, compile_limits)
-        if compiled is not None and compiled.verdict is not Verdict.AC:
-            return Execution(compiled, None)
-        run = await self.run_built(lang, sources, stdin, run_limits, fetch)
+        with self.backend.admitted():  # never refused between its compile and its run
+            compiled, sources = await self.build(lang, code, files, compile_limits)
+            if compiled is not None and compiled.verdict is not Verdict.AC:
+                return Execution(compiled, None)
+            run = await self.run_built(lang, sources, stdin, run_limits, fetch)
         return Execution(compiled, run)
 
     async def build(

@@ -59,6 +59,30 @@ def test_runs_queue_for_a_free_worker() -> None:
         assert [r.json()["run_result"]["stdout"] for r in outs] == ["0\n", "1\n", "2\n"]
 
 
+def test_a_group_larger_than_the_queue_is_admitted_whole_and_the_next_request_waits_its_turn() -> None:
+    with TestClient(create_app(Settings(backend="local", workers=1, queue_size=2, cache_entries=0))) as client:
+        group = {
+            "language": "python",
+            "programs": [f"import time; time.sleep(0.05); print(int(input()) + {i})" for i in range(4)],
+            "tests": [{"stdin": str(n), "expected_stdout": str(n)} for n in range(3)],
+        }
+
+        def evaluate(_: int) -> httpx.Response:
+            return client.post("/v1/evaluate", json=group)
+
+        with ThreadPoolExecutor(2) as pool:
+            big = pool.submit(evaluate, 0)
+            time.sleep(0.3)  # 12 runs against a queue of 2: the group is in, far past the bound
+            late = pool.submit(lambda _: client.post("/run_code", json={"code": "print(1)", "language": "python"}), 1)
+            answers = big.result(timeout=60), late.result(timeout=60)
+        assert answers[0].status_code == 200, answers[0].text
+        results = answers[0].json()["results"]
+        assert [r["passed"] for r in results] == [3, 0, 0, 0]
+        assert all(t["verdict"] in ("AC", "WA") for r in results for t in r["tests"])
+        # A request arriving while the queue is past its bound is refused whole, not half-run.
+        assert answers[1].status_code == 503 and answers[1].headers["retry-after"] == "1"
+
+
 @pytest.fixture(scope="module")
 def healing() -> Iterator[TestClient]:
     with TestClient(create_app(Settings(backend="local", workers=2))) as c:

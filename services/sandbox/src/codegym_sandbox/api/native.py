@@ -63,7 +63,8 @@ async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateRespo
     started = time.perf_counter()
     limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
     compile_limits = executor.compile_limits(req.limits.compile_timeout_s)
-    results = await asyncio.gather(*(_judge(executor, req, code, limits, compile_limits) for code in req.programs))
+    with executor.backend.admitted():  # the whole group or nothing: never refused halfway through
+        results = await asyncio.gather(*(_judge(executor, req, code, limits, compile_limits) for code in req.programs))
     return EvaluateResponse(results=list(results), wall_s=time.perf_counter() - started)
 
 

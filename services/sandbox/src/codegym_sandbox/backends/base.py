@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,6 +65,10 @@ class Backend(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+    def admitted(self) -> AbstractContextManager[None]:
+        """Admit one request with all its runs, or raise :class:`Saturated` while the queue is full."""
+        ...
 
     async def run(self, request: RunRequest) -> RunOutcome: ...
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .base import RunOutcome, RunRequest, Saturated
@@ -20,6 +22,10 @@ from .worker import AgentWorker
 log = logging.getLogger("codegym.sandbox.pool")
 
 BREAKER_FAILURES = 3  # failed starts in a row that open a slot's breaker
+# Set while a request admitted as a whole runs (see WorkerPool.admitted): its runs skip the per-run queue
+# check, so a group of thousands of runs is never refused halfway, with part of its runs done for nothing.
+ADMITTED: ContextVar[bool] = ContextVar("codegym_sandbox_admitted", default=False)
+
 BREAKER_COOLDOWN_S = 30.0  # how long an open breaker waits before the next try, unless configured
 
 
@@ -92,9 +98,27 @@ class WorkerPool:
             task.cancel()
         await asyncio.gather(*(w.kill() for w in self._workers if w is not None), return_exceptions=True)
 
-    async def run(self, request: RunRequest) -> RunOutcome:
+    def _check_queue(self) -> None:
         if self._idle.empty() and self.waiting >= self.queue_size:
             raise Saturated(retry_after_s=1)
+
+    @contextmanager
+    def admitted(self) -> Iterator[None]:
+        """Admit a request with all of its runs (tasks it starts inherit the admission), or refuse it now.
+
+        The queue bound is checked once, here: an admitted group may take the queue past ``queue_size`` by
+        its own size (at most ``max_runs_per_request``), and the next request waits for it to drain.
+        """
+        self._check_queue()
+        token = ADMITTED.set(True)
+        try:
+            yield
+        finally:
+            ADMITTED.reset(token)
+
+    async def run(self, request: RunRequest) -> RunOutcome:
+        if not ADMITTED.get():
+            self._check_queue()
         self.waiting += 1
         try:
             worker = await self._idle.get()

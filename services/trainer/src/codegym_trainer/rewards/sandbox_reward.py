@@ -137,7 +137,8 @@ class SandboxReward:
     async def _execution(
         self, texts: list[str], task_ids: Sequence[str]
     ) -> tuple[list[float | None], list[str], list[str]]:
-        codes = [extract_code(t, self.tasks.get(tid)).code for t, tid in zip(texts, task_ids, strict=True)]
+        # the whole program runs, as written: no sanitising for a function task, whose top-level lines count here
+        codes = [extract_code(t).code for t in texts]
         runs = await self._scorer().execute_many(codes)
         rewards = [execution_reward(r) for r in runs]
         return rewards, [r.verdict for r in runs], [r.stdout[:200] for r in runs]

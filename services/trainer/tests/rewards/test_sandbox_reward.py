@@ -1,0 +1,91 @@
+"""The reward function against a real sandbox app (in-process) and against no sandbox at all."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import httpx
+import pytest
+from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.tasks import Task
+from codegym_trainer.rewards import SandboxReward
+
+pytestmark = pytest.mark.anyio
+
+ADD = Task("t/add", "Write add(a, b).", "call", [{"call": [1, 2], "expected": 3}, {"call": [2, 2], "expected": 4}],
+           entry_point="add")  # fmt: skip
+ECHO = Task("t/echo", "Echo a line.", "stdio", [{"stdin": "hi\n", "expected_stdout": "hi\n"}])
+
+
+def fenced(code: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": f"Here:\n```python\n{code}\n```\n"}]
+
+
+async def test_tests_scheme_scores_a_batch_of_two_groups(sandbox_app: httpx.ASGITransport) -> None:
+    reward = SandboxReward(
+        {t.task_id: t for t in (ADD, ECHO)},
+        lambda: Scorer("http://sandbox", transport=sandbox_app, timeout_per_test=2.0),
+        partial_credit=True,
+    )
+    completions = [
+        fenced("def add(a, b):\n    return a + b"),  # AC, fenced
+        [{"role": "assistant", "content": "def add(a, b):\n    return 3"}],  # 1 of 2, not fenced
+        fenced("def add(a, b) return"),  # CE
+        fenced("def add(a, b):\n    while True: pass"),  # TLE
+        fenced("print(input())"),
+        fenced("print('nope')"),
+    ]
+    ids = ["t/add"] * 4 + ["t/echo"] * 2
+    extra: dict[str, list[object]] = {}
+    metrics: dict[str, float] = {}
+    rewards = await reward(
+        prompts=[[]] * 6,
+        completions=completions,
+        task_id=ids,
+        log_extra=lambda k, v: extra.__setitem__(k, v),
+        log_metric=lambda k, v: metrics.__setitem__(k, v),
+    )
+    assert rewards == pytest.approx([1.05, 0.5, -0.05, 0.0, 1.05, 0.05])
+    assert extra["verdict"] == ["AC", "WA", "CE", "TLE", "AC", "WA"]
+    assert extra["tests"][:2] == ["2/2", "1/2"]
+    assert metrics["verdicts/pass"] == pytest.approx(2 / 6)
+    assert metrics["verdicts/CE"] == pytest.approx(1 / 6)
+    assert metrics["verdicts/TLE"] == pytest.approx(1 / 6)
+    assert metrics["verdicts/SE"] == 0.0 and metrics["rewards/masked"] == 0.0
+    assert reward.last.pass_rate == pytest.approx(2 / 6)
+    await reward.aclose()
+
+
+async def test_execution_scheme(sandbox_app: httpx.ASGITransport) -> None:
+    reward = SandboxReward(
+        {ADD.task_id: ADD},
+        lambda: Scorer("http://sandbox", transport=sandbox_app, timeout_per_test=2.0),
+        scheme="execution",
+    )
+    programs = ["print(1)", "x = 1", "def f(:", "1 / 0", "while True: pass"]
+    rewards = await reward(prompts=[""] * 5, completions=programs, task_id=["t/add"] * 5)
+    assert rewards == [1.0, 0.5, -0.5, -1.0, -1.0]
+    await reward.aclose()
+
+
+async def test_unreachable_sandbox_masks_every_reward_loudly(caplog: pytest.LogCaptureFixture) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reward = SandboxReward({ADD.task_id: ADD}, lambda: Scorer(f"http://127.0.0.1:{port}", retries=1, backoff_s=0.01))
+    with caplog.at_level(logging.WARNING, logger="codegym"):
+        rewards = await reward(prompts=[""] * 2, completions=["def add(a, b): return a + b"] * 2, task_id=["t/add"] * 2)
+    assert rewards == [None, None]  # masked, never 0.0
+    assert reward.masked_total == 2
+    assert any("SANDBOX UNAVAILABLE" in r.getMessage() for r in caplog.records)
+    await reward.aclose()
+
+
+async def test_unknown_task_and_missing_column_are_errors(sandbox_app: httpx.ASGITransport) -> None:
+    reward = SandboxReward({ADD.task_id: ADD}, lambda: Scorer("http://sandbox", transport=sandbox_app))
+    with pytest.raises(KeyError, match="t/missing"):
+        await reward(prompts=[""], completions=["x"], task_id=["t/missing"])
+    with pytest.raises(ValueError, match="task_id"):
+        await reward(prompts=[""], completions=["x"])
+    await reward.aclose()

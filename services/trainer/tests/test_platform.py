@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import socket
+
+import pytest
+from codegym_trainer.config import TrainConfig
+from codegym_trainer.platform import classify_gpu, cpu_threads, decide_offline, detect, hub_reachable, per_device_batch
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("Tesla V100-SXM2-32GB", "v100"), ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA H100 80GB HBM3", "h100"),
+     ("NVIDIA GeForce RTX 4090", "gpu")],
+)  # fmt: skip
+def test_gpu_families(name: str, kind: str) -> None:
+    assert classify_gpu(name) == kind
+
+
+def test_cpu_platform_settings() -> None:
+    platform = detect(TrainConfig(), probe_hub=False)
+    assert platform.kind == "cpu"
+    assert platform.precision == "fp32" and not platform.gradient_checkpointing and not platform.use_vllm
+    assert platform.offline  # the embedded model needs no hub
+    assert "platform cpu" in platform.describe()
+
+
+def test_offline_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    hub = TrainConfig(model="org/some-model")
+    assert decide_offline(hub, probe=False) is True  # no probe: assume unreachable
+    assert decide_offline(TrainConfig(model="org/x", offline="off"), probe=False) is False
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert decide_offline(TrainConfig(model="org/x"), probe=True) is True
+
+
+def test_hub_probe_reports_a_closed_port() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert hub_reachable("127.0.0.1", port, timeout_s=1.0) is False
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        assert hub_reachable("127.0.0.1", listener.getsockname()[1], timeout_s=1.0) is True
+
+
+def test_batch_split_for_small_gpus() -> None:
+    platform = detect(TrainConfig(), probe_hub=False)
+    assert per_device_batch(platform, 16) == (16, 1)
+    v100 = type(platform)(**{**platform.__dict__, "kind": "v100"})
+    assert per_device_batch(v100, 32) == (8, 4)
+
+
+def test_threads() -> None:
+    assert cpu_threads(3, 2) == 3
+    assert 1 <= cpu_threads(0, 2) <= 2

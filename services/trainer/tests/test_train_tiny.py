@@ -1,0 +1,132 @@
+"""Whole GRPO runs with a tiny model: outputs, resume, a sandbox that dies mid-run, Ctrl-C."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from codegym_evaluator.servers import LoopbackServer
+from rich.console import Console
+
+from codegym_trainer.config import TrainConfig
+from codegym_trainer.run import run
+
+
+def tiny_config(model: Path, out: Path, **over: object) -> TrainConfig:
+    values: dict[str, object] = {
+        "model": str(model),
+        "train_steps": 2,
+        "batch_size": 2,
+        "group_size": 2,
+        "max_completion_length": 8,
+        "eval_limit": 2,
+        "eval_max_new_tokens": 8,
+        "save_steps": 1,
+        "completions_interval": 1,
+        "sandbox_workers": 2,
+        "output_dir": out,
+        "progress": False,
+        "threads": 1,
+        "learning_rate": 1e-3,
+    }
+    values.update(over)
+    return TrainConfig(**values)  # type: ignore[arg-type]
+
+
+def train_rows(out: Path) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in rows if r["kind"] == "train"]
+
+
+def test_short_run_writes_its_outputs_and_resumes(tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    summary = run(tiny_config(tiny_model_dir, out), console=Console(file=io.StringIO()))
+    assert summary.steps == 2
+    assert [p.step for p in summary.evals] == [0, 2]  # before the first step and at the end
+    rows = train_rows(out)
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        for key in ("reward", "verdicts/pass", "verdicts/CE", "verdicts/TLE", "verdicts/RE", "verdicts/SE",
+                    "time/generation", "time/scoring", "time/optimisation", "time/scoring_share"):  # fmt: skip
+            assert key in r, key
+    evals = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"kind": "eval"' in x]
+    assert [e["step"] for e in evals] == [0, 2] and "eval/pass@1" in evals[0]
+    table = [json.loads(x) for x in (out / "completions" / "step_00002.jsonl").read_text().splitlines()]
+    assert len(table) == 4 and {"prompt", "completion", "verdict", "reward", "advantage"} <= set(table[0])
+    assert (out / "reward_curve.png").stat().st_size > 1000
+    assert (out / "final" / "config.json").exists() and (out / "final" / "tokenizer_config.json").exists()
+    assert (out / "checkpoint-1").is_dir() and (out / "checkpoint-2").is_dir()
+    assert any((out / "tensorboard").iterdir())
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["pass_at_1_before"] is not None and saved["pass_at_1_after"] is not None
+
+    resumed = run(
+        tiny_config(tiny_model_dir, out, train_steps=3, resume="latest", skip_eval=True),
+        console=Console(file=io.StringIO()),
+    )
+    assert resumed.steps == 3
+    assert [r["step"] for r in train_rows(out)] == [1, 2, 3]  # step 3 only: 1 and 2 were not redone
+
+
+def test_sandbox_going_away_mid_run_masks_rewards(
+    tiny_model_dir: Path, tmp_path: Path, sandbox_process: LoopbackServer
+) -> None:
+    out = tmp_path / "run"
+    config = tiny_config(
+        tiny_model_dir, out, train_steps=4, skip_eval=True, sandbox_url=[sandbox_process.url], sandbox_retries=1
+    )
+
+    def kill_after_first_step() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if (out / "metrics.jsonl").exists() and train_rows(out):
+                sandbox_process.stop()
+                return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_after_first_step, daemon=True)
+    killer.start()
+    console_text = io.StringIO()
+    summary = run(config, console=Console(file=console_text, width=200))
+    killer.join()
+    assert summary.steps == 4  # no crash
+    rows = train_rows(out)
+    assert rows[0]["rewards/masked"] == 0.0
+    assert rows[-1]["rewards/masked"] == 1.0 and rows[-1]["verdicts/SE"] == 1.0
+    assert rows[-1]["reward"] is None  # masked, not a silent zero
+    assert summary.masked_rewards >= 4
+    assert "SANDBOX UNAVAILABLE" in console_text.getvalue()  # loud, on the run's console
+
+
+def test_ctrl_c_writes_a_checkpoint(tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "codegym_trainer.cli", "--model", str(tiny_model_dir), "--train-steps", "200",
+            "--batch-size", "2", "--group-size", "2", "--max-completion-length", "8", "--skip-eval",
+            "--save-steps", "1000", "--output-dir", str(out), "--no-progress", "--threads", "1"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while not ((out / "metrics.jsonl").exists() and train_rows(out)):
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "no training step within 300 s"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = output.decode()
+    assert proc.returncode == 0, text
+    checkpoints = sorted(out.glob("checkpoint-*"))
+    assert checkpoints, text
+    step = int(checkpoints[-1].name.split("-")[1])
+    assert 1 <= step < 200
+    assert "resume with --resume latest" in " ".join(text.split())

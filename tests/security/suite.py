@@ -1,7 +1,7 @@
 """What every security test shares: the backends that run here, the suite's limits and its secrets.
 
-The backends and their skips come from the sandbox's own test configuration
-(``services/sandbox/tests/conftest.py``), loaded here under another name so that both suites share one
+The backends and their skips come from the sandbox's own test support module
+(``services/sandbox/tests/sandbox_support.py``), loaded here under another name so that both suites share one
 definition of "which backends run here".
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 
 from codegym_sandbox.config import Limits, Settings
 
-_SANDBOX_CONFTEST = Path(__file__).resolve().parents[2] / "services" / "sandbox" / "tests" / "conftest.py"
+_SANDBOX_SUPPORT = Path(__file__).resolve().parents[2] / "services" / "sandbox" / "tests" / "sandbox_support.py"
 
 
-def _load_sandbox_conftest() -> Any:
-    spec = importlib.util.spec_from_file_location("codegym_sandbox_test_backends", _SANDBOX_CONFTEST)
+def _load_sandbox_support() -> Any:
+    spec = importlib.util.spec_from_file_location("codegym_sandbox_test_backends", _SANDBOX_SUPPORT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -28,7 +28,7 @@ def _load_sandbox_conftest() -> Any:
     return module
 
 
-_backends = _load_sandbox_conftest()
+_backends = _load_sandbox_support()
 BACKENDS: list[str] = _backends.BACKENDS
 settings_for = _backends.settings_for
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 from codegym_sandbox import languages
-from conftest import run_code, stdout
 from fastapi.testclient import TestClient
+from sandbox_support import run_code, stdout
 
 
 def test_no_network(client: TestClient) -> None:

@@ -6,8 +6,8 @@ import base64
 import time
 
 import pytest
-from conftest import run_code, stdout
 from fastapi.testclient import TestClient
+from sandbox_support import run_code, stdout
 
 CPP_DOUBLE = '#include <cstdio>\nint main(){int a;scanf("%d",&a);printf("%d\\n",a*2);}'
 

@@ -17,8 +17,8 @@ from codegym_sandbox.backends.base import SandboxFault
 from codegym_sandbox.backends.choose import choose_backend
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
-from conftest import IMAGE, backend_problem, run_code, settings_for, stdout
 from fastapi.testclient import TestClient
+from sandbox_support import IMAGE, backend_problem, run_code, settings_for, stdout
 
 
 @pytest.fixture(scope="module", params=["docker", "podman"])

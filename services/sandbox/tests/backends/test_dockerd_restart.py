@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import IMAGE, settings_for
+from sandbox_support import IMAGE, settings_for
 
 CLI = Path(sys.executable).parent / "codegym-sandbox"
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
-from conftest import run_code, stdout
 from fastapi.testclient import TestClient
+from sandbox_support import run_code, stdout
 
 
 def _worker_pids(client: TestClient) -> list[int]:

@@ -1,0 +1,50 @@
+"""What the sandbox's tests share: the backends under test and small request helpers.
+
+A module of its own (not ``conftest``), so that test trees of other services, with conftests of their own,
+can be collected in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from codegym_sandbox.backends.choose import docker_problem, podman_problem
+from codegym_sandbox.config import Settings
+from fastapi.testclient import TestClient
+
+IMAGE = os.environ.get("CODEGYM_SANDBOX_IMAGE", "codegym-sandbox-runtime:latest")
+BACKENDS = [b for b in os.environ.get("CODEGYM_TEST_BACKENDS", "local,docker,podman").split(",") if b]
+
+
+def backend_problem(backend: str) -> str | None:
+    if backend == "docker":
+        return docker_problem(IMAGE)
+    if backend == "podman":
+        return podman_problem("podman", IMAGE)
+    return None
+
+
+def settings_for(backend: str, **overrides: Any) -> Settings:
+    """Settings of a test server on ``backend``; skips (or fails, under CI) when it cannot run here."""
+    problem = backend_problem(backend)
+    if problem is not None:
+        message = f"NO {backend.upper()} BACKEND IN THIS RUN: {problem}"
+        if os.environ.get("CODEGYM_TEST_REQUIRE_CONTAINERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return Settings(backend=backend, image=IMAGE, **{"workers": 2, **overrides})  # type: ignore[arg-type]
+
+
+def run_code(client: TestClient, code: str, language: str = "python", **fields: Any) -> dict[str, Any]:
+    """``POST /run_code`` that must answer 200; the JSON body."""
+    r = client.post("/run_code", json={"code": code, "language": language, **fields})
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def stdout(body: dict[str, Any]) -> str:
+    out: str = body["run_result"]["stdout"]
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import ROOT, compose_binary, trainer_cli
+from deploy_tools import ROOT, compose_binary, trainer_cli
 
 COMPOSE_FILES = [ROOT / "compose.yaml", ROOT / "compose.docker-backend.yaml"]
 PROFILES = [[], ["cpu"], ["gpu"], ["cpu", "train"], ["gpu", "train-gpu"]]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT, compose_binary, unavailable
+from deploy_tools import ROOT, compose_binary, unavailable
 
 pytestmark = pytest.mark.slow
 SERVICES = ["sandbox", "evaluator"]

@@ -19,7 +19,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT, tool, trainer_cli
+from deploy_tools import ROOT, tool, trainer_cli
 
 CHART = ROOT / "k8s" / "codegym"
 VALUES = {"default": None, "full": CHART / "ci" / "full-values.yaml"}

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, tool, trainer_cli
+from deploy_tools import ROOT, tool, trainer_cli
 
 HPC = ROOT / "hpc"
 SCRIPTS = sorted(p for p in HPC.iterdir() if p.suffix in (".sh", ".sbatch"))

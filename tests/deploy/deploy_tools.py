@@ -1,4 +1,6 @@
-"""Shared helpers of the deployment tests: where the repository and its tools are.
+"""Helpers of the deployment tests: where the repository and its tools are.
+
+A plain module rather than a conftest.py, so that its name cannot collide with the other test folders'.
 
 A tool that cannot run here (no docker daemon, no helm) skips its tests with a loud reason;
 ``CODEGYM_TEST_REQUIRE_CONTAINERS=1`` (set by CI) turns that skip into a failure.

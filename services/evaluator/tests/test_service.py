@@ -42,6 +42,7 @@ async def test_start_poll_and_fetch_a_job(tmp_path: Path, sandbox: httpx.ASGITra
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://eval", headers=headers) as client,
     ):
         assert (await client.get("/v1/jobs", headers={"Authorization": "Bearer wrong"})).status_code == 401
+        assert (await client.get("/livez", headers={"Authorization": ""})).status_code == 200
         body = {"dataset": "humaneval", "limit": 3, "base_url": "http://model/v1", "model": "m", "n": 2, "k": [1, 2]}
         started = await client.post("/v1/jobs", json=body)
         assert started.status_code == 202, started.text

@@ -7,7 +7,7 @@ error, -1 runtime error), so the policy can climb by putting its mass on the tok
 For every seed the whole trainer runs (TRL's GRPOTrainer, the sandbox reward over HTTP) and the mean
 reward of the last steps is compared with that of the first steps.
 
-    python bench/learning_signal.py            # 3 seeds x 30 steps; --help
+    python bench/learning_signal.py            # 3 seeds x 40 steps; --help
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ class SeedResult:
         return self.last - self.first
 
 
-def learning_run(seed: int, steps: int, window: int, sandbox_url: str, workdir: Path) -> SeedResult:
+def learning_run(
+    seed: int, steps: int, window: int, sandbox_url: str, workdir: Path, learning_rate: float = 3e-2
+) -> SeedResult:
     """Train a fresh tiny model for ``steps`` and return its mean reward over the first and last ``window``."""
     model = build_tiny_model(workdir / f"model-{seed}", seed=seed)
     tasks = workdir / "task.jsonl"
@@ -62,7 +64,7 @@ def learning_run(seed: int, steps: int, window: int, sandbox_url: str, workdir: 
         group_size=16,
         max_completion_length=1,
         train_temperature=1.0,
-        learning_rate=3e-3,
+        learning_rate=learning_rate,
         seed=seed,
         skip_eval=True,
         sandbox_url=[sandbox_url],
@@ -82,14 +84,15 @@ def learning_run(seed: int, steps: int, window: int, sandbox_url: str, workdir: 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
-    parser.add_argument("--steps", type=int, default=30, help="GRPO steps per seed (default 30)")
+    parser.add_argument("--steps", type=int, default=40, help="GRPO steps per seed (default 40)")
+    parser.add_argument("--lr", type=float, default=3e-2, help="learning rate (default 0.03)")
     parser.add_argument("--window", type=int, default=5, help="steps averaged at each end (default 5)")
     parser.add_argument("--min-gain", type=float, default=0.3, help="required rise of the mean reward (default 0.3)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp, sandbox_server(workers=2) as server:
         for seed in args.seeds:
-            results.append(learning_run(seed, args.steps, args.window, server.url, Path(tmp)))
+            results.append(learning_run(seed, args.steps, args.window, server.url, Path(tmp), args.lr))
             print(f"seed {seed}: done", file=sys.stderr)
     print(f"\n{args.steps} GRPO steps per seed, 16 one-token completions a step; load {os.getloadavg()[0]:.1f}\n")
     print(f"| seed | mean reward, first {args.window} steps | last {args.window} steps | gain | seconds |")

@@ -18,5 +18,5 @@ def test_mean_reward_rises(seed: int, tmp_path: Path, sandbox_process: LoopbackS
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    result = bench.learning_run(seed, steps=30, window=5, sandbox_url=sandbox_process.url, workdir=tmp_path)
+    result = bench.learning_run(seed, steps=40, window=5, sandbox_url=sandbox_process.url, workdir=tmp_path)
     assert result.last - result.first >= 0.3, (result.first, result.last)

@@ -48,7 +48,7 @@ class TrainConfig(BaseSettings):
     group_size: int = Field(4, ge=2, description="Completions sampled per prompt (the GRPO group).")
     train_temperature: float = Field(0.8, gt=0, description="Sampling temperature of the training rollouts.")
     learning_rate: float = Field(5e-6, gt=0, description="AdamW learning rate.")
-    max_completion_length: int = Field(128, ge=8, description="Most tokens generated per completion.")
+    max_completion_length: int = Field(128, ge=1, description="Most tokens generated per completion.")
     beta: float = Field(0.0, ge=0, description="KL coefficient against the initial policy (0: no reference model).")
     seed: int = Field(42, description="Seed of sampling, data order and initialisation.")
     # training data

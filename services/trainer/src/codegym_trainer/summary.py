@@ -110,12 +110,10 @@ def plot_rewards(rewards: list[tuple[int, float]], evals: list[EvalPoint], path:
     if rewards:
         steps, values = zip(*rewards, strict=True)
         ax.plot(steps, values, marker="o", markersize=3, label="mean reward")
-        window = max(1, len(values) // 5)
-        smooth = [
-            sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
-            for i in range(len(values))
-        ]
-        ax.plot(steps, smooth, linewidth=2, label=f"running mean ({window})")
+        window = max(2, len(values) // 5)
+        if len(values) >= 2 * window:
+            smooth = [sum(values[max(0, i - window + 1) : i + 1]) / min(i + 1, window) for i in range(len(values))]
+            ax.plot(steps, smooth, linewidth=2, label=f"running mean ({window} steps)")
     if evals:
         ax.plot([p.step for p in evals], [p.pass_at_1 for p in evals], "s--", label="held-out pass@1")
     ax.set_xlabel("step")

@@ -49,7 +49,7 @@ def build_tiny_model(directory: Path, *, seed: int = 0, hidden: int = 64, layers
         vocab_size=400, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     bpe.train_from_iterator(CORPUS, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=bpe, pad_token="<|pad|>", eos_token="<|end|>", bos_token="<|system|>"
     )
     tokenizer.chat_template = CHAT_TEMPLATE

@@ -99,9 +99,23 @@ def grpo_args(config: TrainConfig, platform: Platform) -> GRPOConfig:
 
 
 def run(config: TrainConfig, console: Console | None = None) -> RunSummary:
-    """Train, evaluate and summarise; returns the summary (also written to ``<output_dir>/summary.json``)."""
+    """Train, evaluate and summarise; returns the summary (also written to ``<output_dir>/summary.json``).
+
+    Log records of ``codegym.*`` go to ``console`` during the run; the logger is put back afterwards.
+    """
     console = console or Console()
+    logger = logging.getLogger("codegym")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
     _setup_logging(console)
+    try:
+        return _run(config, console)
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+
+
+def _run(config: TrainConfig, console: Console) -> RunSummary:
     started = time.monotonic()
     platform = detect(config)
     log.info(platform.describe())

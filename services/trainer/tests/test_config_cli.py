@@ -75,3 +75,12 @@ def test_demo_config_is_valid() -> None:
     root = Path(__file__).resolve().parents[1]
     config = parse_config(["--config", str(root / "configs" / "cpu-demo.yaml")])
     assert config.train_steps * config.batch_size * config.group_size <= 64  # stays a short run
+
+
+def test_wandb_without_its_package_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here: the missing-package message cannot be shown")
+    assert main(["--wandb-project", "p", "--skip-eval", "--train-steps", "1"]) == 2
+    assert "pip install 'codegym-trainer[wandb]'" in capsys.readouterr().err

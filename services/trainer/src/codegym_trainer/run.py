@@ -122,6 +122,10 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
     if platform.offline:
         os.environ["HF_HUB_OFFLINE"] = "1"
     if config.wandb_project:
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is None:
+            raise ConfigError("--wandb-project needs the wandb package: pip install 'codegym-trainer[wandb]'")
         os.environ.setdefault("WANDB_PROJECT", config.wandb_project)
         os.environ.setdefault("WANDB_MODE", config.wandb_mode)
         os.environ.setdefault("WANDB_DIR", str(config.output_dir))

@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from codegym_sandbox.backends.base import SandboxFault
@@ -142,3 +143,16 @@ def test_auto_prefers_a_ready_engine_and_says_why(engine: str) -> None:
     missing = settings.model_copy(update={"image": "codegym-no-such-image:1"})
     backend, reason = asyncio.run(choose_backend(missing))
     assert backend.name == "local" and "codegym-no-such-image:1" in reason
+
+
+def test_an_out_of_memory_container_leaves_nothing_in_the_servers_directory(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # podman's conmon writes a file named "oom" into its working directory when a container hits its
+    # memory limit: the server must not litter the directory it was started from.
+    monkeypatch.chdir(tmp_path)
+    settings = settings_for(engine, workers=1, container_memory_mb=96, server_id="toom")
+    with TestClient(create_app(settings)) as client:
+        body = run_code(client, "x = bytearray(400 << 20); print(len(x))", memory_limit_MB=1024)
+        assert body["status"] != "Success", body
+    assert list(tmp_path.iterdir()) == []

@@ -14,6 +14,7 @@ import json
 import logging
 import resource
 import shutil
+import tempfile
 from typing import Any
 
 from .base import SandboxFault
@@ -39,8 +40,8 @@ async def _podman(binary: str, *args: str, timeout: float = 60) -> tuple[int, by
 
 
 class PodmanWorker(ProcessWorker):
-    def __init__(self, slot: int, config: dict[str, Any], argv: list[str], binary: str, name: str) -> None:
-        super().__init__(slot, config, argv, None)
+    def __init__(self, slot: int, config: dict[str, Any], argv: list[str], binary: str, name: str, cwd: str) -> None:
+        super().__init__(slot, config, argv, None, cwd)
         self.binary = binary
         self.name = name
 
@@ -65,6 +66,9 @@ class PodmanBackend(WorkerPool):
         self.extra_args = extra_args
         self.name = name
         self.image_id = ""
+        # The attached clients' working directory: conmon drops files there (an "oom" marker when a
+        # container hits its memory limit), which must not land wherever the server was started.
+        self.workdir = ""
 
     @property
     def runtime_id(self) -> str:
@@ -92,7 +96,7 @@ class PodmanBackend(WorkerPool):
         return [*argv, *self.extra_args, spec.image]
 
     def make_worker(self, slot: int) -> AgentWorker:
-        return PodmanWorker(slot, self.config, self.run_argv(slot), self.binary, self.spec.name(slot))
+        return PodmanWorker(slot, self.config, self.run_argv(slot), self.binary, self.spec.name(slot), self.workdir)
 
     async def start(self) -> None:
         if shutil.which(self.binary) is None:
@@ -106,7 +110,13 @@ class PodmanBackend(WorkerPool):
             )
         self.image_id = out.decode().strip()
         await self._remove_stale()
+        self.workdir = tempfile.mkdtemp(prefix=f"codegym-{self.name}-{self.spec.server_id}-")
         await super().start()
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     async def _remove_stale(self) -> None:
         code, out, _ = await _podman(self.binary, "ps", "-a", "--filter", f"label={LABEL}", "--format", "json")

@@ -111,16 +111,20 @@ class ProcessWorker(AgentWorker):
     """An agent reached through the stdin and stdout of a child process: the agent itself (local
     backend), or a container engine's client attached to it (``podman run -i``)."""
 
-    def __init__(self, slot: int, config: dict[str, Any], argv: list[str], env: dict[str, str] | None) -> None:
+    def __init__(
+        self, slot: int, config: dict[str, Any], argv: list[str], env: dict[str, str] | None, cwd: str | None = None
+    ) -> None:
         super().__init__(slot, config)
         self.argv = argv
         self.env = env
+        self.cwd = cwd
         self.proc: asyncio.subprocess.Process | None = None
 
     async def _open(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=self.env, limit=1 << 20
-        )
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=self.env, cwd=self.cwd,
+            limit=1 << 20,
+        )  # fmt: skip
         self.reader = self.proc.stdout
 
     def _write(self, data: bytes) -> None:

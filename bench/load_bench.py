@@ -115,20 +115,25 @@ class ServerProcess:
 
     def agents(self) -> list[int]:
         """Pids of the worker agents (the local backend's children running ``codegym_sandbox.agent``)."""
-        found = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open(f"/proc/{name}/cmdline", "rb") as f:
-                    cmdline = f.read()
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == self.pid and b"codegym_sandbox.agent" in cmdline:
-                found.append(int(name))
-        return found
+        return agents_of(self.pid)
+
+
+def agents_of(pid: int) -> list[int]:
+    """Pids of the local backend's worker agents started by process ``pid`` (a server, or an in-process app)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"codegym_sandbox.agent" in cmdline:
+            found.append(int(name))
+    return found
 
 
 @dataclass(frozen=True)

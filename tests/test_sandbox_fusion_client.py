@@ -3,58 +3,27 @@
 from __future__ import annotations
 
 import base64
-import os
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import sandbox_fusion
 from sandbox_fusion import RunCodeRequest, RunStatus
 
-CLI = Path(sys.executable).parent / "codegym-sandbox"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from load_bench import ServerProcess  # the real-server helper the load and security tests use too
 
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEGYM_SANDBOX_")}
-    proc = subprocess.Popen(
-        [str(CLI), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2", "--log-level", "warning"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    server = ServerProcess(None, ["--workers", "2", "--log-level", "warning"]).start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server exited"
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server not ready"
-            time.sleep(0.1)
-        yield url
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        server.stop()
 
 
 def run(endpoint: str, **fields: object) -> sandbox_fusion.RunCodeResponse:

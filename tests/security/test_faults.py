@@ -28,7 +28,7 @@ from .suite import hostile_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from load_bench import ServerProcess, free_port
+from load_bench import ServerProcess, agents_of, free_port
 
 SLOW = "import time\ntime.sleep(2)\nprint('slow done')\n"
 
@@ -58,26 +58,9 @@ def _while_running(client: TestClient, runs: int, act: Callable[[], None]) -> li
         return [f.result() for f in futures]
 
 
-def _agents_of(pid: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid and b"codegym_sandbox.agent" in cmdline:
-            found.append(int(name))
-    return found
-
-
 def test_local_worker_killed_mid_run() -> None:
     with TestClient(create_app(hostile_settings("local", workers=1))) as client:
-        agents = _agents_of(os.getpid())
+        agents = agents_of(os.getpid())
         assert len(agents) == 1
 
         def kill() -> None:
@@ -135,7 +118,7 @@ def test_server_restarted_while_a_client_retries() -> None:
     port = free_port()
     env = {"CODEGYM_SANDBOX_WORKERS": "2", "CODEGYM_SANDBOX_BACKEND": "local", "CODEGYM_SANDBOX_CACHE_ENTRIES": "0"}
     first = ServerProcess(env, ["--log-level", "warning"], port=port).start()
-    old_agents = _agents_of(first.pid)
+    old_agents = agents_of(first.pid)
     assert len(old_agents) == 2
     answers: dict[int, str] = {}
     errors: list[str] = []

@@ -5,8 +5,6 @@ The server is a real ``codegym-sandbox serve`` process on loopback: the test see
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +14,9 @@ import httpx
 import pytest
 from sandbox_support import IMAGE, settings_for
 
-CLI = Path(sys.executable).parent / "codegym-sandbox"
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "bench"))
+
+from load_bench import ServerProcess  # the real-server helper the load and security tests use too
 
 
 def _restart_dockerd() -> None:
@@ -47,29 +47,11 @@ def test_pool_recovers_from_a_dockerd_restart() -> None:
     settings_for("docker")  # skips (or fails under CI) when the docker backend cannot run here
     if subprocess.run(["pidof", "dockerd"], capture_output=True).returncode != 0:
         pytest.fail("docker answers but no dockerd runs on this host: cannot restart the engine here")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEGYM_SANDBOX_")}
-    env |= {
-        "CODEGYM_SANDBOX_IMAGE": IMAGE,
-        "CODEGYM_SANDBOX_BREAKER_COOLDOWN_S": "1",
-        "CODEGYM_SANDBOX_CACHE_ENTRIES": "0",
-    }
-    argv = [str(CLI), "serve", "--port", str(port), "--backend", "docker", "--workers", "2", "--log-level", "warning"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+    env = {"CODEGYM_SANDBOX_IMAGE": IMAGE, "CODEGYM_SANDBOX_BREAKER_COOLDOWN_S": "1"}
+    server = ServerProcess(env, ["--backend", "docker", "--workers", "2", "--log-level", "warning"])
+    server.start(ready_timeout=120)  # a busy machine starts containers slowly
+    url = server.url
     try:
-        deadline = time.monotonic() + 120  # a busy machine starts containers slowly
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server exited"
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server not ready"
-            time.sleep(0.2)
         assert _run(url, "print('before')")["status"] == "Success"
         _restart_dockerd()
         # Every container died with the engine: the pool notices, rebuilds them, and the server stays up.
@@ -82,13 +64,6 @@ def test_pool_recovers_from_a_dockerd_restart() -> None:
         while (ready := httpx.get(f"{url}/readyz", timeout=5).json())["alive"] < 2 or ready["broken_slots"]:
             assert time.monotonic() < deadline, f"the pool did not heal: {ready}"
             time.sleep(0.2)
-        assert proc.poll() is None, "the server must live through the engine's restart"
+        assert server.proc is not None and server.proc.poll() is None, "the server must live through the restart"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        server.stop()

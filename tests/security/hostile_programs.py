@@ -477,6 +477,14 @@ ATTACKS: list[Attack] = [
         AC,
         stdout="".join(f"{nr} denied\n" for nr in (250, 321, 425, 298, 323, 169, 175, 246, 308)),
     ),
+    Attack(
+        "posix-message-queue",  # would outlive a test in a session's IPC namespace, unseen by the box's checks
+        "privileges",
+        SYSCALL + "t = ctypes.c_char_p\nprint(sys_call(240, ctypes.cast(t(b'codegym-mq'), ctypes.c_void_p).value,"
+        " 0o102, 0o600, 0))\n",
+        AC,
+        stdout="denied\n",
+    ),
     Attack("ctypes-segfault", "privileges", "import ctypes\nctypes.string_at(0)\n", RE),
     Attack(
         "raise-the-limits",

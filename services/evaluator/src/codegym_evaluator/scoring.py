@@ -137,7 +137,10 @@ class Scorer:
         self._sem = asyncio.Semaphore(concurrency)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         timeout = httpx.Timeout(request_timeout_s, connect=10.0)
-        self._http = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+        # As many connections as requests in flight, kept alive: a larger pool only costs the client CPU
+        # (httpcore looks at every pooled connection for every request).
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._http = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport, limits=limits)
 
     async def __aenter__(self) -> Scorer:
         return self

@@ -102,6 +102,13 @@ def test_hostile_program(
     if route == "/v1/evaluate":
         assert "codegym-expected-7f3a9c" not in json.dumps(out), f"{attack.id} found the expected output"
 
+    _assert_nothing_left(attack, hostile, host, baseline, backend)
+
+
+def _assert_nothing_left(
+    attack: Attack, hostile: TestClient, host: HostState, baseline: dict[str, Any], backend: str
+) -> None:
+    """The box, the host and the pool are as they were before ``attack`` ran."""
     after = canary(hostile)
     assert after == baseline, f"{attack.id} left something behind: {after} != {baseline}"
     problems = host.problems()
@@ -112,3 +119,29 @@ def test_hostile_program(
     assert len(leftover) <= (1 if backend == "local" else 3), f"{attack.id} left processes of uid {PROGRAM_HOST_UID}"
     ready = hostile.get("/readyz").json()
     assert ready["alive"] == 1, ready
+
+
+# Python programs that /v1/execute runs on their own, run here as two tests of one /v1/evaluate: each test
+# is forked from the process that compiled the program (a session), which must hold as well.
+SESSION_ATTACKS = [a for a in ATTACKS if a.language == "python" and not a.tests and not a.files and not a.fetch]
+
+
+@pytest.mark.parametrize("attack", SESSION_ATTACKS, ids=[f"{a.family}-{a.id}" for a in SESSION_ATTACKS])
+def test_hostile_program_in_a_session(
+    attack: Attack, hostile: TestClient, host: HostState, baseline: dict[str, Any], backend: str
+) -> None:
+    route, body = attack.request(_values(host))
+    assert route == "/v1/execute"
+    test = {"stdin": body["stdin"] or "", "expected_stdout": "codegym-expected-7f3a9c"}
+    req = {"language": "python", "programs": [body["code"]], "tests": [test, test], "limits": body["limits"]}
+    r = hostile.post("/v1/evaluate", json=req)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    # A run that ends well on its own (AC) prints something else than this expected output here (WA).
+    allowed = {"WA" if v == "AC" else v for v in attack.verdicts}
+    verdicts = [t["verdict"] for t in out["results"][0]["tests"]]
+    assert set(verdicts) <= allowed, f"{attack.id}: verdicts {verdicts}, expected among {allowed}: {out}"
+    assert SERVER_SECRET not in r.text, f"{attack.id} read the server's secret"
+    assert host.secret not in r.text
+
+    _assert_nothing_left(attack, hostile, host, baseline, backend)

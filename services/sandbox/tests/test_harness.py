@@ -30,18 +30,27 @@ def test_call_result_of_garbage() -> None:
     assert harness.call_result(b"not json") == (False, None)
 
 
+def _assert_run(code: str, checks: str) -> bool:
+    stdin, nonce = harness.assert_stdin(code)
+    return harness.assert_passed(_python(harness.assert_runner(checks), stdin.decode()).encode(), nonce)
+
+
 def test_assert_passes_only_with_the_nonce_last() -> None:
-    program, nonce = harness.assert_program("def f(x):\n    return x + 1", "assert f(1) == 2")
-    assert harness.assert_passed(_python(program, nonce + "\n").encode(), nonce)
-    bad, nonce2 = harness.assert_program("def f(x):\n    return x", "assert f(1) == 2")
-    assert not harness.assert_passed(_python(bad, nonce2 + "\n").encode(), nonce2)
+    assert _assert_run("def f(x):\n    return x + 1", "assert f(1) == 2")
+    assert not _assert_run("def f(x):\n    return x", "assert f(1) == 2")
 
 
 def test_early_exit_does_not_pass() -> None:
-    program, nonce = harness.assert_program("import sys\nsys.exit(0)", "assert False")
-    assert not harness.assert_passed(_python(program, nonce + "\n").encode(), nonce)
+    assert not _assert_run("import sys\nsys.exit(0)", "assert False")
+
+
+def test_the_program_reads_end_of_file_and_its_source_arrives_intact() -> None:
+    code = "import sys\ns = 'a\\r\\nb \u00e9'\nprint(repr(sys.stdin.read()))\n"
+    stdin, nonce = harness.assert_stdin(code)
+    out = _python(harness.assert_runner("assert s == 'a\\r\\nb \u00e9'"), stdin.decode())
+    assert out.splitlines() == ["''", "", nonce], out
 
 
 def test_nonces_differ() -> None:
-    assert harness.assert_program("", "")[1] != harness.assert_program("", "")[1]
+    assert harness.assert_stdin("")[1] != harness.assert_stdin("")[1]
     assert not harness.assert_passed(b"abc\n", "abd")

@@ -204,10 +204,79 @@ class Executor:
         limits: RunLimits,
         fetch: list[str] = [],  # noqa: B006 - never mutated
     ) -> StepResult:
-        step = await self.step(lang, lang.run, sources, stdin, limits, fetch)
+        return self._run_result(lang, await self.step(lang, lang.run, sources, stdin, limits, fetch))
+
+    async def run_tests(
+        self,
+        lang: languages.Language,
+        sources: dict[str, tuple[bytes, int]],
+        stdins: list[bytes | None],
+        limits: RunLimits,
+    ) -> list[StepResult]:
+        """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own."""
+        keys = [self._key(lang, lang.run, sources, stdin, limits, []) for stdin in stdins]
+        results: list[StepResult | None] = [self.cache.get(key) for key in keys]
+        todo = [i for i, hit in enumerate(results) if hit is None]
+        self.metrics.cache.labels(result="hit").inc(len(stdins) - len(todo))
+        self.metrics.cache.labels(result="miss").inc(len(todo))
+        for i, hit in enumerate(results):
+            if hit is not None:
+                results[i] = replace(hit, cached=True)
+        if todo:
+            request = self._request(lang, lang.run, sources, None, limits, [], compile_step=False)
+            started = time.perf_counter()
+            try:
+                outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo])
+                self.metrics.forked_runs.inc(sum(out.forked for out in outcomes))
+                fresh = [self._run_result(lang, _step_result(out, limits)) for out in outcomes]
+            except SandboxFault as exc:
+                fresh = [_sandbox_error(str(exc))] * len(todo)
+            each = (time.perf_counter() - started) / len(todo)
+            for i, result in zip(todo, fresh, strict=True):
+                self.metrics.run_seconds.labels(language=lang.name, kind="run").observe(each)
+                self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
+                if result.verdict not in _UNREPEATABLE:
+                    self.cache.put(keys[i], result)
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    def _run_result(self, lang: languages.Language, step: StepResult) -> StepResult:
         if lang.in_process_python and step.verdict is Verdict.RE and _is_syntax_error(step.stderr):
-            step = replace(step, verdict=Verdict.CE)
+            return replace(step, verdict=Verdict.CE)
         return step
+
+    def _key(
+        self,
+        lang: languages.Language,
+        argv: tuple[str, ...],
+        files: dict[str, tuple[bytes, int]],
+        stdin: bytes | None,
+        limits: RunLimits,
+        collect: list[str],
+    ) -> str:
+        return cache_key(self.runtime_id, lang.name, argv, sorted(files.items()), stdin or b"", limits.wall_s,
+                         limits.memory_mb, collect)  # fmt: skip
+
+    def _request(
+        self,
+        lang: languages.Language,
+        argv: tuple[str, ...],
+        files: dict[str, tuple[bytes, int]],
+        stdin: bytes | None,
+        limits: RunLimits,
+        collect: list[str],
+        compile_step: bool,
+    ) -> RunRequest:
+        return RunRequest(
+            files=files,
+            argv=self._argv(argv, limits),
+            env=self._env(lang),
+            # Compilers too: a preprocessor reading /dev/zero grows by gigabytes a second otherwise.
+            limits=limits.agent_limits(self.settings, lang.address_space_limit),
+            stdin=stdin,
+            python=f"{SCRATCH}/{lang.source}" if lang.in_process_python and not compile_step else None,
+            collect=collect,
+        )
 
     async def step(
         self,
@@ -220,24 +289,14 @@ class Executor:
         compile_step: bool = False,
     ) -> StepResult:
         """One sandboxed process: from the cache when the same step ran before."""
-        key = cache_key(self.runtime_id, lang.name, argv, sorted(files.items()), stdin or b"", limits.wall_s,
-                        limits.memory_mb, collect)  # fmt: skip
+        key = self._key(lang, argv, files, stdin, limits, collect)
         hit = self.cache.get(key)
         kind = "compile" if compile_step else "run"
         if hit is not None:
             self.metrics.cache.labels(result="hit").inc()
             return replace(hit, cached=True)
         self.metrics.cache.labels(result="miss").inc()
-        request = RunRequest(
-            files=files,
-            argv=self._argv(argv, limits),
-            env=self._env(lang),
-            # Compilers too: a preprocessor reading /dev/zero grows by gigabytes a second otherwise.
-            limits=limits.agent_limits(self.settings, lang.address_space_limit),
-            stdin=stdin,
-            python=f"{SCRATCH}/{lang.source}" if lang.in_process_python and not compile_step else None,
-            collect=collect,
-        )
+        request = self._request(lang, argv, files, stdin, limits, collect, compile_step)
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(request)

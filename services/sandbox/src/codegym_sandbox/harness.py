@@ -2,10 +2,10 @@
 
 Function-call tests: the harness calls the function and prints only its JSON result; the expected value
 stays on the server, which compares. Assert tests run beside the program; they pass only if the harness
-prints a per-run nonce after the tests, a nonce the harness reads from stdin before the program's code
-runs, so exiting 0 early or patching ``sys.exit`` does not pass. The nonce lives only in the harness's
-frame, never in a global the program could call; a program that walks the interpreter's frames can still
-find it (see SECURITY.md), which is why rewards should prefer stdin/stdout and function-call tests.
+prints a per-run nonce after the tests, a nonce the harness reads from stdin (with the program) before
+the program's code runs, so exiting 0 early or patching ``sys.exit`` does not pass. The nonce lives only
+in the harness's frame, never in a global the program could call; a program that walks the interpreter's
+frames can still find it (see SECURITY.md), which is why rewards should prefer stdin/stdout and function-call tests.
 Results of a call must be plain data (no object can compare equal to everything).
 """
 
@@ -30,10 +30,14 @@ __codegym_call()
 
 # The program and its tests run inside this function, in the module's namespace: the nonce and the
 # descriptor it goes out on live only in the function's frame, never under a name the program can call.
+# The nonce and the program come on stdin (read whole, as bytes, before the program runs: it then reads
+# end-of-file, as it would with no input), so that this file is the same for every program judged against
+# the same tests, and the sandbox can compile it once for all of them.
 _ASSERT = """
-def __codegym_harness(program, checks):
+def __codegym_harness(checks):
     import os, sys
-    nonce = sys.stdin.readline().strip().encode()
+    nonce = sys.stdin.buffer.readline().strip()
+    program = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
     out = os.dup(1)
     scope = sys.modules["__main__"].__dict__
     del scope["__codegym_harness"]
@@ -47,7 +51,7 @@ def __codegym_harness(program, checks):
     os.write(out, b"\\n" + nonce + b"\\n")
 
 
-__codegym_harness({program!r}, {checks!r})
+__codegym_harness({checks!r})
 """
 
 
@@ -57,10 +61,15 @@ def call_program(code: str, function: str, args: list[object], kwargs: dict[str,
     return _CALL.format(code=code, function=function, args=json.dumps(args), kwargs=json.dumps(kwargs or {}))
 
 
-def assert_program(code: str, assert_code: str) -> tuple[str, str]:
-    """The program to run and the nonce that proves its tests ran to the end."""
+def assert_runner(assert_code: str) -> str:
+    """The program that runs one assert test: the same for every program judged against it."""
+    return _ASSERT.format(checks=assert_code)
+
+
+def assert_stdin(code: str) -> tuple[bytes, str]:
+    """What the runner reads on stdin to judge ``code``, and the nonce that proves its tests ran to the end."""
     nonce = secrets.token_hex(16)
-    return _ASSERT.format(program=code, checks=assert_code), nonce
+    return f"{nonce}\n".encode() + code.encode("utf-8", "surrogatepass"), nonce
 
 
 def assert_passed(stdout: bytes, nonce: str) -> bool:

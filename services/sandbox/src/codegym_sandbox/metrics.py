@@ -23,6 +23,11 @@ class Metrics:
             "codegym_sandbox_run_seconds", "Latency of one sandboxed step", ["language", "kind"],
             buckets=_LATENCY_BUCKETS, registry=r,
         )  # fmt: skip
+        self.forked_runs = Counter(
+            "codegym_sandbox_forked_runs",
+            "Runs of a program's test forked from its compiled program (a session), not started afresh",
+            registry=r,
+        )
         self.cache = Counter("codegym_sandbox_cache", "Result cache lookups by result", ["result"], registry=r)
         self.rejected = Counter("codegym_sandbox_rejected", "Runs refused because the queue was full", registry=r)
         self.queue_depth = Gauge("codegym_sandbox_queue_depth", "Runs waiting for a worker", registry=r)

@@ -15,18 +15,34 @@ import io
 import os
 import sys
 import types
+import warnings
+
+Streams = tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]
 
 
-def _streams() -> None:
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
-    sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
+def make_streams() -> Streams:
+    """Standard streams on fds 0-2, as the interpreter makes them at start-up (no I/O happens here).
+
+    Made and installed ahead of time in a session's process, so that a test's process does not pay for the
+    codec lookups, the buffers and freeing the streams they replace: they must be made while fds 0-2 are
+    pipes, as a run's are. Nothing may use them before the test's process does.
+    """
+    return (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+            encoding="utf-8",
+            errors="backslashreplace",
+            line_buffering=True,
+        ),
     )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+
+
+def install_streams(streams: Streams) -> None:
+    """Make ``streams`` the standard streams (the ones they replace are freed here, which costs a run)."""
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -56,21 +72,43 @@ def _finish(code: int) -> int:
     return code
 
 
-def run_script(path: str, argv: list[str]) -> int:
-    """Execute ``path`` as the main module; return the process exit code."""
-    _streams()
+def load(path: str) -> types.CodeType | None:
+    """Compile ``path`` ahead of its runs, or None where the runs must compile it themselves.
+
+    None when compiling fails or warns: a run then compiles it again, and its standard error shows the
+    error or warning exactly as ``python script.py`` would.
+    """
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            code = compile(source, path, "exec")
+    except Exception:
+        return None
+    return None if caught else code
+
+
+def run_script(path: str, argv: list[str], code: types.CodeType | None = None, streams_made: bool = False) -> int:
+    """Execute ``path`` (or its ``code``, compiled by :func:`load`) as the main module; return the exit code.
+
+    With ``streams_made``, the standard streams were made for this run already (see :func:`make_streams`).
+    """
+    if not streams_made:
+        install_streams(make_streams())
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
     sys.modules["__main__"] = main
     sys.argv = [path, *argv]
     sys.path[0:0] = [os.path.dirname(path)]
     try:
-        with open(path, "rb") as f:
-            source = f.read()
-        exec(compile(source, path, "exec"), main.__dict__)
-        code = 0
+        if code is None:
+            with open(path, "rb") as f:
+                code = compile(f.read(), path, "exec")
+        exec(code, main.__dict__)
+        status = 0
     except SystemExit as exc:
-        code = _exit_code(exc)
+        status = _exit_code(exc)
     except BaseException:
         kind, error, tb = sys.exc_info()
         # Leave this module's own frame out, so the traceback reads as the interpreter's would.
@@ -78,8 +116,8 @@ def run_script(path: str, argv: list[str]) -> int:
         if error is not None:
             error.__traceback__ = tb
         sys.excepthook(kind, error, tb)  # type: ignore[arg-type]
-        code = 1
-    return _finish(code)
+        status = 1
+    return _finish(status)
 
 
 _WARM_UP = r"""

@@ -63,13 +63,71 @@ async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateRespo
     started = time.perf_counter()
     limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
     compile_limits = executor.compile_limits(req.limits.compile_timeout_s)
+    # A program's stdin tests go to a worker together (one exchange, and for Python one compile): in parts
+    # only when there are fewer programs than workers, so that every worker has some.
+    workers = executor.backend.status().get("workers", 1)
+    parts = max(1, workers // len(req.programs))
+    chunk = -(-len(req.tests) // parts)
     with executor.backend.admitted():  # the whole group or nothing: never refused halfway through
-        results = await asyncio.gather(*(_judge(executor, req, code, limits, compile_limits) for code in req.programs))
+        if (lang := _python_asserts(executor, req)) is not None:
+            results = await _judge_asserts(executor, req, lang, limits, workers)
+        else:
+            results = await asyncio.gather(
+                *(_judge(executor, req, code, limits, compile_limits, chunk) for code in req.programs)
+            )
     return EvaluateResponse(results=list(results), wall_s=time.perf_counter() - started)
 
 
+def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Language | None:
+    """The language, when every test is an assert test and it runs them (see :func:`_judge_asserts`)."""
+    try:
+        lang = executor.language(req.language)
+    except UnsupportedLanguage:
+        return None
+    return lang if lang.in_process_python and all(t.assert_code is not None for t in req.tests) else None
+
+
+async def _judge_asserts(
+    executor: Executor, req: EvaluateRequest, lang: languages.Language, limits: RunLimits, workers: int
+) -> list[ProgramOut]:
+    """Assert tests, one test at a time across the programs.
+
+    A test's runner is the same file for every program (each program comes on its runner's stdin), so the
+    programs go to the workers in parts, each part in one exchange and, for Python, one compile of the
+    runner (see ``AgentWorker.run_tests``); every program still runs in a process of its own.
+    """
+    outs: list[list[TestOut]] = [[] for _ in req.programs]
+    for test in req.tests:
+        assert test.assert_code is not None
+        # With early stop, a program that failed a test is not run against the next ones.
+        todo = [i for i, o in enumerate(outs) if not req.early_stop or all(t.verdict is Verdict.AC for t in o)]
+        if not todo:
+            break
+        sources = {lang.source: (harness.assert_runner(test.assert_code).encode(), 0o644)}
+        stdins, nonces = {}, {}
+        for i in todo:
+            stdins[i], nonces[i] = harness.assert_stdin(req.programs[i])
+        size = -(-len(todo) // max(1, min(workers, len(todo))))
+        parts = [todo[k : k + size] for k in range(0, len(todo), size)]
+        steps = await asyncio.gather(
+            *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits) for part in parts)
+        )
+        for part, part_steps in zip(parts, steps, strict=True):
+            for i, step in zip(part, part_steps, strict=True):
+                outs[i].append(_test_out(req, test, step, nonces[i]))
+    results = []
+    for tests in outs:
+        first_bad = next((o.verdict for o in tests if o.verdict is not Verdict.AC), Verdict.AC)
+        passed = sum(o.verdict is Verdict.AC for o in tests)
+        results.append(
+            ProgramOut(verdict=first_bad, passed=passed, total=len(req.tests),
+                       stopped_early=len(tests) < len(req.tests), compile=None, tests=tests)
+        )  # fmt: skip
+    return results
+
+
 async def _judge(
-    executor: Executor, req: EvaluateRequest, code: str, limits: RunLimits, compile_limits: RunLimits
+    executor: Executor, req: EvaluateRequest, code: str, limits: RunLimits, compile_limits: RunLimits, chunk: int
 ) -> ProgramOut:
     total = len(req.tests)
     try:
@@ -98,10 +156,28 @@ async def _judge(
     async def one(test: Test) -> TestOut:
         return await _run_test(executor, req, lang, code, sources, test, limits)
 
-    if req.early_stop:
+    async def batch(tests: list[Test]) -> list[TestOut]:
+        stdins = [t.stdin.encode() if t.stdin else None for t in tests]
+        steps = await executor.run_tests(lang, sources, stdins, limits)
+        return [_test_out(req, t, step, "") for t, step in zip(tests, steps, strict=True)]
+
+    outs: list[TestOut] = []
+    if all(t.expected_stdout is not None for t in req.tests):
+        if req.early_stop:
+            # Parts of 1, 2, 4, ... tests in order: a program that fails early costs few runs, one that
+            # passes costs few exchanges, and where it stops never depends on timing.
+            size, todo = 1, list(req.tests)
+            while todo and all(o.verdict is Verdict.AC for o in outs):
+                outs += await batch(todo[:size])
+                todo, size = todo[size:], size * 2
+            bad = next((i for i, o in enumerate(outs) if o.verdict is not Verdict.AC), None)
+            outs = outs if bad is None else outs[: bad + 1]
+        else:
+            parts = [req.tests[i : i + chunk] for i in range(0, total, chunk)]
+            outs = [o for part in await asyncio.gather(*(batch(p) for p in parts)) for o in part]
+    elif req.early_stop:
         # Tests run one after another in their given order, so where a program stops never depends on
         # which test happened to finish first.
-        outs: list[TestOut] = []
         for test in req.tests:
             outs.append(await one(test))
             if outs[-1].verdict is not Verdict.AC:
@@ -136,10 +212,13 @@ async def _run_test(
         program = harness.call_program(code, req.function, test.call, test.kwargs)
         sources = {**sources, lang.source: (program.encode(), 0o644)}
     elif test.assert_code is not None:
-        program, nonce = harness.assert_program(code, test.assert_code)
-        sources = {**sources, lang.source: (program.encode(), 0o644)}
-        stdin = (nonce + "\n").encode()
+        sources = {**sources, lang.source: (harness.assert_runner(test.assert_code).encode(), 0o644)}
+        stdin, nonce = harness.assert_stdin(code)
     step = await executor.run_built(lang, sources, stdin, limits)
+    return _test_out(req, test, step, nonce)
+
+
+def _test_out(req: EvaluateRequest, test: Test, step: StepResult, nonce: str) -> TestOut:
     verdict = step.verdict
     if verdict is Verdict.AC:
         verdict = Verdict.AC if _passed(req, test, step, nonce) else Verdict.WA

@@ -47,6 +47,7 @@ class RunOutcome:
     stderr: bytes
     launch_error: str | None = None
     collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    forked: bool = False  # run in a session: forked from the process that compiled the program
 
 
 class Backend(Protocol):
@@ -71,5 +72,9 @@ class Backend(Protocol):
         ...
 
     async def run(self, request: RunRequest) -> RunOutcome: ...
+
+    async def run_tests(self, request: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
+        """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
+        ...
 
     def status(self) -> dict[str, Any]: ...

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from .base import RunOutcome, RunRequest, Saturated
 from .worker import AgentWorker
 
 log = logging.getLogger("codegym.sandbox.pool")
+T = TypeVar("T")
 
 BREAKER_FAILURES = 3  # failed starts in a row that open a slot's breaker
 # Set while a request admitted as a whole runs (see WorkerPool.admitted): its runs skip the per-run queue
@@ -117,6 +118,13 @@ class WorkerPool:
             ADMITTED.reset(token)
 
     async def run(self, request: RunRequest) -> RunOutcome:
+        return await self._on_worker(lambda worker: worker.run(request))
+
+    async def run_tests(self, request: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
+        """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
+        return await self._on_worker(lambda worker: worker.run_tests(request, stdins))
+
+    async def _on_worker(self, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         if not ADMITTED.get():
             self._check_queue()
         self.waiting += 1
@@ -129,7 +137,7 @@ class WorkerPool:
             self.waiting -= 1
         healthy = False
         try:
-            outcome = await worker.run(request)
+            outcome = await job(worker)
             healthy = True
             return outcome
         finally:

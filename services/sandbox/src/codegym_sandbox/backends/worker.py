@@ -15,6 +15,7 @@ from ..agent.protocol import decode_header, encode_frame
 from .base import RunOutcome, RunRequest, SandboxFault
 
 _ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
+GRACE_PER_RUN_S = 2.5  # in a batch, beyond each run's wall limit: the agent's kill grace, and a reset
 START_TIMEOUT_S = 60.0
 
 
@@ -75,36 +76,67 @@ class AgentWorker:
             raise SandboxFault(f"worker {self.slot} went away") from exc
         return header, blobs
 
-    async def run(self, req: RunRequest) -> RunOutcome:
-        blobs: list[bytes] = []
+    @staticmethod
+    def _header(req: RunRequest, blobs: list[bytes]) -> dict[str, Any]:
         files = []
         for name, (data, mode) in req.files.items():
             files.append([name, mode, len(blobs)])
             blobs.append(data)
-        header: dict[str, Any] = {
+        return {
             "op": "run", "files": files, "argv": req.argv, "env": req.env, "limits": req.limits,
             "python": req.python, "collect": req.collect,
         }  # fmt: skip
-        if req.stdin:
-            header["stdin"] = len(blobs)
-            blobs.append(req.stdin)
-        answer_by = req.limits["wall_s"] + _ANSWER_GRACE_S
+
+    async def _ask(self, header: dict[str, Any], blobs: list[bytes], answer_by: float) -> tuple[Any, list[bytes]]:
         try:
             self._write(encode_frame(header, blobs))
             await self._drain()
-            result, out = await asyncio.wait_for(self._read(), answer_by)
+            return await asyncio.wait_for(self._read(), answer_by)
         except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
             raise SandboxFault(f"worker {self.slot} did not answer") from exc
+
+    async def run(self, req: RunRequest) -> RunOutcome:
+        blobs: list[bytes] = []
+        header = self._header(req, blobs)
+        if req.stdin:
+            header["stdin"] = len(blobs)
+            blobs.append(req.stdin)
+        result, out = await self._ask(header, blobs, req.limits["wall_s"] + _ANSWER_GRACE_S)
         self.runs += 1
         if result.get("op") != "result":
             raise SandboxFault(f"worker {self.slot}: {result.get('error', 'bad answer')}")
         collected = {name: (out[2 + i], mode) for name, mode, i in result.get("collected", [])}
-        return RunOutcome(
-            exit_code=result["exit_code"], signal=result["signal"], wall_s=result["wall"], cpu_s=result["cpu"],
-            max_rss_kb=result.get("max_rss_kb"), timed_out=result["timed_out"],
-            output_exceeded=result["output_exceeded"], stdout=out[0], stderr=out[1],
-            launch_error=result.get("error"), collected=collected,
-        )  # fmt: skip
+        return _outcome(result, out[0], out[1], collected)
+
+    async def run_tests(self, req: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
+        """The program of ``req`` once for each input, in order, in one exchange with the agent."""
+        blobs: list[bytes] = []
+        header = self._header(req, blobs)
+        header["collect"] = []
+        indices: list[int | None] = []
+        for stdin in stdins:
+            indices.append(len(blobs) if stdin else None)
+            if stdin:
+                blobs.append(stdin)
+        header["stdins"] = indices
+        answer_by = len(stdins) * (req.limits["wall_s"] + GRACE_PER_RUN_S) + _ANSWER_GRACE_S
+        result, out = await self._ask(header, blobs, answer_by)
+        self.runs += len(stdins)
+        results = result.get("results")
+        if result.get("op") != "results" or not isinstance(results, list) or len(results) != len(stdins):
+            raise SandboxFault(f"worker {self.slot}: {result.get('error', 'bad answer')}")
+        return [_outcome(r, out[2 * i], out[2 * i + 1], {}) for i, r in enumerate(results)]
+
+
+def _outcome(
+    result: dict[str, Any], stdout: bytes, stderr: bytes, collected: dict[str, tuple[bytes, int]]
+) -> RunOutcome:
+    return RunOutcome(
+        exit_code=result["exit_code"], signal=result["signal"], wall_s=result["wall"], cpu_s=result["cpu"],
+        max_rss_kb=result.get("max_rss_kb"), timed_out=result["timed_out"],
+        output_exceeded=result["output_exceeded"], stdout=stdout, stderr=stderr,
+        launch_error=result.get("error"), collected=collected, forked=bool(result.get("forked")),
+    )  # fmt: skip
 
 
 class ProcessWorker(AgentWorker):

@@ -1,0 +1,136 @@
+"""The stdin tests of one program run together on one worker: the same answers as one run per test.
+
+``/v1/evaluate`` sends a program's stdin tests to a worker in one exchange; a Python program is compiled
+once and each test runs in a process of its own, forked for it (a session). Nothing of one test may reach
+the next: no file, no shared memory, no process, no interpreter state. A test that breaks its session
+(killing the process it was forked from) gets the answer a run on its own would have given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+from sandbox_support import settings_for
+
+
+@pytest.fixture(scope="module")
+def one_worker(backend: str) -> Iterator[TestClient]:
+    """One worker and no cache: every test of a program lands on that worker, and every run really runs."""
+    with TestClient(create_app(settings_for(backend, workers=1, cache_entries=0))) as c:
+        yield c
+
+
+def evaluate(client: TestClient, code: str, tests: list[dict[str, Any]], **fields: Any) -> list[dict[str, Any]]:
+    r = client.post("/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests, **fields})
+    assert r.status_code == 200, r.text
+    tests_out: list[dict[str, Any]] = r.json()["results"][0]["tests"]
+    return tests_out
+
+
+def execute(client: TestClient, code: str, stdin: str, **limits: Any) -> dict[str, Any]:
+    r = client.post("/v1/execute", json={"language": "python", "code": code, "stdin": stdin, "limits": limits})
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def test_every_test_starts_from_a_clean_slate(one_worker: TestClient) -> None:
+    # Each test leaves a file, shared memory, an attribute on a builtin module and a live daemon behind,
+    # then reports what it found of the tests before it.
+    code = """
+import builtins, os, sys, time
+data = sys.stdin.read().strip()
+time.sleep(0.05)  # time for an earlier test's daemon to have written something
+found = [sorted(os.listdir(".")), sorted(os.listdir("/dev/shm")), getattr(builtins, "mark", None)]
+print(found, data)
+open("left-" + data, "w").write(data)
+open("/dev/shm/left-" + data, "w").write(data)
+builtins.mark = data
+sys.stdout.flush()
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        with open("daemon-" + data, "a") as f:
+            f.write("x")
+        time.sleep(0.005)
+"""
+    tests = [{"stdin": f"{i}\n", "expected_stdout": f"[['main.py'], [], None] {i}\n"} for i in range(4)]
+    outs = evaluate(one_worker, code, tests)
+    assert [o["verdict"] for o in outs] == ["AC"] * 4, outs
+
+
+def test_tests_of_a_python_program_are_forked_from_its_compiled_program(one_worker: TestClient) -> None:
+    def forked() -> float:
+        for line in one_worker.get("/metrics").text.splitlines():
+            if line.startswith("codegym_sandbox_forked_runs_total "):
+                return float(line.split()[1])
+        raise AssertionError("no codegym_sandbox_forked_runs_total in /metrics")
+
+    before = forked()
+    tests = [{"stdin": f"{i} {i}", "expected_stdout": f"{2 * i}"} for i in range(6)]
+    outs = evaluate(one_worker, "print(sum(map(int, input().split())))", tests)
+    assert [o["verdict"] for o in outs] == ["AC"] * 6
+    assert forked() - before == 6
+
+
+def test_answers_match_one_run_per_test(one_worker: TestClient) -> None:
+    programs = [
+        "import sys; n = int(input()); print(n); sys.exit(n)",  # exit codes differ between tests
+        "import sys; print(input(), file=sys.stderr); print(len(sys.argv), __name__, __file__.endswith('main.py'))",
+        "print(1 is 1)\nprint(input())",  # a compile-time warning, on stderr of every run
+        "print(",  # a syntax error
+        # kills what it was forked from; the sleep gives that time to take its effect, without it
+        # whether the print comes first is a race, in a run on its own too
+        "import os, time; os.kill(os.getppid(), 9); time.sleep(0.5); print(input())",
+        "import os; print(input(), flush=True); os.kill(os.getppid(), 9)",
+        "import os; print(input()); os._exit(3)",
+        "import threading; threading.Thread(target=lambda: print(input())).start()",
+    ]
+    stdins = ["0\n", "1\n", "2\n"]
+    for code in programs:
+        outs = evaluate(one_worker, code, [{"stdin": s, "expected_stdout": s} for s in stdins])
+        for stdin, out in zip(stdins, outs, strict=True):
+            alone = execute(one_worker, code, stdin)
+            run = alone["run"] or alone["compile"]
+            verdict = alone["verdict"]
+            if verdict == "AC":
+                verdict = "AC" if run["stdout"] == stdin else "WA"
+            assert (out["verdict"], out["stdout"]) == (verdict, run["stdout"]), (code, stdin, out, alone)
+            assert out["stderr"] == run["stderr"][-1024:], (code, stdin, out, alone)
+
+
+def test_a_limit_hit_in_one_test_leaves_the_others_alone(one_worker: TestClient) -> None:
+    code = """
+n = int(input())
+if n == 1:
+    import time; time.sleep(5)
+if n == 2:
+    x = bytearray(900 << 20)
+if n == 3:
+    import sys
+    while True: sys.stdout.write("z" * 65536)
+print(n)
+"""
+    tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(5)]
+    outs = evaluate(one_worker, code, tests, limits={"timeout_s": 0.5, "memory_mb": 256})
+    assert [o["verdict"] for o in outs] == ["AC", "TLE", "MLE", "OLE", "AC"], outs
+
+
+def test_early_stop_in_sessions(one_worker: TestClient) -> None:
+    tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(8)]
+    code = "n = int(input()); print(n if n != 5 else -1)"
+    r = one_worker.post("/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests,
+                                              "early_stop": True}).json()["results"][0]  # fmt: skip
+    assert r["verdict"] == "WA" and r["passed"] == 5 and r["stopped_early"]
+    assert [t["verdict"] for t in r["tests"]] == ["AC"] * 5 + ["WA"]
+
+
+def test_compiled_languages_batch_too(one_worker: TestClient) -> None:
+    code = '#include <cstdio>\nint main(){int a,b; std::scanf("%d %d",&a,&b); std::printf("%d\\n",a*b);}'
+    tests = [{"stdin": f"{i} {i + 1}", "expected_stdout": f"{i * (i + 1)}\n"} for i in range(3)]
+    r = one_worker.post("/v1/evaluate", json={"language": "cpp", "programs": [code], "tests": tests}).json()
+    assert [t["verdict"] for t in r["results"][0]["tests"]] == ["AC"] * 3

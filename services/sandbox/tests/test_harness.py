@@ -31,8 +31,8 @@ def test_call_result_of_garbage() -> None:
 
 
 def _assert_run(code: str, checks: str) -> bool:
-    stdin, nonce = harness.assert_stdin(code)
-    return harness.assert_passed(_python(harness.assert_runner(checks), stdin.decode()).encode(), nonce)
+    stdin, nonce = harness.assert_stdin(code, checks)
+    return harness.assert_passed(_python(harness.ASSERT_RUNNER, stdin.decode()).encode(), nonce)
 
 
 def test_assert_passes_only_with_the_nonce_last() -> None:
@@ -46,11 +46,19 @@ def test_early_exit_does_not_pass() -> None:
 
 def test_the_program_reads_end_of_file_and_its_source_arrives_intact() -> None:
     code = "import sys\ns = 'a\\r\\nb \u00e9'\nprint(repr(sys.stdin.read()))\n"
-    stdin, nonce = harness.assert_stdin(code)
-    out = _python(harness.assert_runner("assert s == 'a\\r\\nb \u00e9'"), stdin.decode())
+    # Tests with non-ASCII text, lines that look like a length, and no final newline: they end where they end.
+    checks = "t = '\u00e9\\n12\\n'\nassert s == 'a\\r\\nb \u00e9' and len(t) == 5"
+    stdin, nonce = harness.assert_stdin(code, checks)
+    out = _python(harness.ASSERT_RUNNER, stdin.decode())
     assert out.splitlines() == ["''", "", nonce], out
 
 
+def test_the_runner_is_one_file_for_every_task() -> None:
+    assert _assert_run("def f(x):\n    return x * 2", "assert f(2) == 4")
+    assert _assert_run("def g():\n    return 'x'", "assert g() == 'x'")
+    assert not _assert_run("def g():\n    return 'x'", "assert f(2) == 4")  # no f: the tests raise
+
+
 def test_nonces_differ() -> None:
-    assert harness.assert_stdin("")[1] != harness.assert_stdin("")[1]
+    assert harness.assert_stdin("", "")[1] != harness.assert_stdin("", "")[1]
     assert not harness.assert_passed(b"abc\n", "abd")

@@ -55,7 +55,7 @@ class Settings(BaseSettings):
         256, ge=0, description="Requests one client address may have in flight; beyond: 429. 0: no limit."
     )
     max_runs_per_request: int = Field(
-        1 << 18, gt=0, description="Largest programs x tests of one /v1/evaluate request; beyond: 422."
+        1 << 18, gt=0, description="Largest programs x tests of one /v1/evaluate request (or batch); beyond: 422."
     )
     host_uid: int = Field(
         1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."

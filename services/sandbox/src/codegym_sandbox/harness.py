@@ -30,13 +30,14 @@ __codegym_call()
 
 # The program and its tests run inside this function, in the module's namespace: the nonce and the
 # descriptor it goes out on live only in the function's frame, never under a name the program can call.
-# The nonce and the program come on stdin (read whole, as bytes, before the program runs: it then reads
-# end-of-file, as it would with no input), so that this file is the same for every program judged against
-# the same tests, and the sandbox can compile it once for all of them.
-_ASSERT = """
-def __codegym_harness(checks):
+# The nonce, the tests and the program come on stdin (read whole, as bytes, before the program runs: it
+# then reads end-of-file, as it would with no input), so that this file is the same for every program and
+# every test, and the sandbox compiles it once for all the assert tests it judges together, of any task.
+ASSERT_RUNNER = """
+def __codegym_harness():
     import os, sys
     nonce = sys.stdin.buffer.readline().strip()
+    checks = sys.stdin.buffer.read(int(sys.stdin.buffer.readline())).decode("utf-8", "surrogatepass")
     program = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
     out = os.dup(1)
     scope = sys.modules["__main__"].__dict__
@@ -51,7 +52,7 @@ def __codegym_harness(checks):
     os.write(out, b"\\n" + nonce + b"\\n")
 
 
-__codegym_harness({checks!r})
+__codegym_harness()
 """
 
 
@@ -61,15 +62,12 @@ def call_program(code: str, function: str, args: list[object], kwargs: dict[str,
     return _CALL.format(code=code, function=function, args=json.dumps(args), kwargs=json.dumps(kwargs or {}))
 
 
-def assert_runner(assert_code: str) -> str:
-    """The program that runs one assert test: the same for every program judged against it."""
-    return _ASSERT.format(checks=assert_code)
-
-
-def assert_stdin(code: str) -> tuple[bytes, str]:
-    """What the runner reads on stdin to judge ``code``, and the nonce that proves its tests ran to the end."""
+def assert_stdin(code: str, assert_code: str) -> tuple[bytes, str]:
+    """What :data:`ASSERT_RUNNER` reads on stdin to judge ``code`` against ``assert_code``, and the nonce
+    that proves the tests ran to the end."""
     nonce = secrets.token_hex(16)
-    return f"{nonce}\n".encode() + code.encode("utf-8", "surrogatepass"), nonce
+    checks = assert_code.encode("utf-8", "surrogatepass")
+    return f"{nonce}\n{len(checks)}\n".encode() + checks + code.encode("utf-8", "surrogatepass"), nonce
 
 
 def assert_passed(stdout: bytes, nonce: str) -> bool:

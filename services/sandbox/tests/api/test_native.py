@@ -172,3 +172,33 @@ def test_languages(client: TestClient) -> None:
     assert langs["cpp"]["compiled"] is True and langs["cpp"]["available"] is True
     for lang in langs.values():
         assert lang["detail"] == "ready" if lang["available"] else lang["detail"].startswith("missing: ")
+
+
+def test_a_batch_answers_as_one_request_per_group(client: TestClient) -> None:
+    add = {"tests": [{"assert_code": "assert add(1, 2) == 3"}, {"assert_code": "assert add(2, 2) == 4"}],
+           "programs": ["def add(a, b): return a + b", "def add(a, b): return 3", "def add(a, b): 1/0"]}  # fmt: skip
+    upper = {"tests": [{"assert_code": "assert up('a') == 'A'"}],
+             "programs": ["def up(s):\n    return s.upper()", "up = str.lower", "import sys\nsys.exit(0)"]}  # fmt: skip
+    stdio = {"tests": [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "2 5", "expected_stdout": "7"}],
+             "programs": [SUM, "print(3)"]}  # fmt: skip
+    call = {"tests": [{"call": [3], "expected": 9}], "function": "sq", "programs": ["def sq(x):\n    return x * x"]}
+    early = {**add, "early_stop": True}
+    groups = [{"language": "python", **g} for g in (add, stdio, upper, call, early)]
+    r = client.post("/v1/evaluate/batch", json={"requests": groups})
+    assert r.status_code == 200, r.text
+    batched = [
+        [(p["verdict"], p["passed"], len(p["tests"])) for p in resp["results"]] for resp in r.json()["responses"]
+    ]
+    alone = [[(p["verdict"], p["passed"], len(p["tests"])) for p in evaluate(client, **g)] for g in groups]
+    assert batched == alone
+    assert batched[0] == [("AC", 2, 2), ("RE", 1, 2), ("RE", 0, 2)]
+    assert batched[2] == [("AC", 1, 1), ("RE", 0, 1), ("WA", 0, 1)]  # exiting early is no pass
+    assert batched[4] == [("AC", 2, 2), ("RE", 1, 2), ("RE", 0, 1)]  # early stop, per group
+
+
+def test_a_batch_is_checked_whole(client: TestClient) -> None:
+    ok = {"language": "python", "programs": ["pass"], "tests": [{"assert_code": "pass"}]}
+    bad = {"language": "python", "programs": ["pass"], "tests": [{"stdin": "no expected output"}]}
+    for body in ({"requests": []}, {"requests": [ok, bad]}, {"requests": [ok], "extra": 1}):
+        r = client.post("/v1/evaluate/batch", json=body)
+        assert r.status_code == 422, r.text

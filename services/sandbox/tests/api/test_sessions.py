@@ -134,3 +134,28 @@ def test_compiled_languages_batch_too(one_worker: TestClient) -> None:
     tests = [{"stdin": f"{i} {i + 1}", "expected_stdout": f"{i * (i + 1)}\n"} for i in range(3)]
     r = one_worker.post("/v1/evaluate", json={"language": "cpp", "programs": [code], "tests": tests}).json()
     assert [t["verdict"] for t in r["results"][0]["tests"]] == ["AC"] * 3
+
+
+def test_assert_tests_of_different_tasks_share_a_session(one_worker: TestClient) -> None:
+    # One runner for every assert test: a batch's runs of several tasks go to the worker in one exchange,
+    # each forked from the process that compiled the runner, and none sees another's program or tests.
+    def forked() -> float:
+        line = next(
+            x
+            for x in one_worker.get("/metrics").text.splitlines()
+            if x.startswith("codegym_sandbox_forked_runs_total ")
+        )
+        return float(line.split()[1])
+
+    # What the program finds of the others: their functions, or files beside the runner.
+    spy = "import os\nseen = [n for n in dir() if n.startswith('f')] + [n for n in os.listdir() if n != 'main.py']\n"
+    groups = [
+        {"language": "python", "programs": [spy + f"def f{i}():\n    return {i}"],
+         "tests": [{"assert_code": f"assert f{i}() == {i} and seen == [], seen"}]}
+        for i in range(4)
+    ]  # fmt: skip
+    before = forked()
+    r = one_worker.post("/v1/evaluate/batch", json={"requests": groups})
+    assert r.status_code == 200, r.text
+    assert [resp["results"][0]["verdict"] for resp in r.json()["responses"]] == ["AC"] * 4, r.text
+    assert forked() - before == 4

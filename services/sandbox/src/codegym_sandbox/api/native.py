@@ -16,6 +16,8 @@ from .convert import fetched, step_out, text
 from .deps import ExecutorDep
 from .files import decode_files, scratch_name
 from .native_models import (
+    EvaluateBatchRequest,
+    EvaluateBatchResponse,
     EvaluateRequest,
     EvaluateResponse,
     ExecuteRequest,
@@ -55,27 +57,64 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 @router.post("/evaluate", response_model=EvaluateResponse)
 async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
-    runs = len(req.programs) * len(req.tests)
-    if runs > executor.settings.max_runs_per_request:
-        msg = f"{len(req.programs)} programs x {len(req.tests)} tests is more than the server's "
-        msg += f"max_runs_per_request ({executor.settings.max_runs_per_request}): split the request"
-        raise RequestValidationError([{"type": "value_error", "loc": ["body", "programs"], "msg": msg}])
+    _check_size(executor, [req])
     started = time.perf_counter()
-    limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
-    compile_limits = executor.compile_limits(req.limits.compile_timeout_s)
-    # A program's stdin tests go to a worker together (one exchange, and for Python one compile): in parts
-    # only when there are fewer programs than workers, so that every worker has some.
-    workers = executor.backend.status().get("workers", 1)
-    parts = max(1, workers // len(req.programs))
-    chunk = -(-len(req.tests) // parts)
     with executor.backend.admitted():  # the whole group or nothing: never refused halfway through
+        (results,) = await _judge_requests(executor, [req])
+    return EvaluateResponse(results=results, wall_s=time.perf_counter() - started)
+
+
+@router.post("/evaluate/batch", response_model=EvaluateBatchResponse)
+async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> EvaluateBatchResponse:
+    """Several groups, each against its own tests, in one request: for each, what ``/v1/evaluate`` answers.
+
+    For many small groups (an evaluation with few samples per task) this saves a request per group, and
+    the assert tests of every group are judged together (see :func:`_judge_asserts`).
+    """
+    _check_size(executor, req.requests)
+    started = time.perf_counter()
+    with executor.backend.admitted():
+        results = await _judge_requests(executor, req.requests)
+    wall = time.perf_counter() - started
+    return EvaluateBatchResponse(responses=[EvaluateResponse(results=r, wall_s=wall) for r in results], wall_s=wall)
+
+
+def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+    runs = sum(len(req.programs) * len(req.tests) for req in reqs)
+    if runs > executor.settings.max_runs_per_request:
+        what = f"{len(reqs[0].programs)} programs x {len(reqs[0].tests)} tests" if len(reqs) == 1 else f"{runs} runs"
+        msg = f"{what} is more than the server's max_runs_per_request ({executor.settings.max_runs_per_request}): "
+        msg += "split the request"
+        loc = ["body", "programs"] if len(reqs) == 1 else ["body", "requests"]
+        raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
+
+
+async def _judge_requests(executor: Executor, reqs: list[EvaluateRequest]) -> list[list[ProgramOut]]:
+    """Each request's programs judged against its tests; the assert tests of them all together."""
+    workers = executor.backend.status().get("workers", 1)
+    asserts: dict[int, languages.Language] = {}
+    for i, req in enumerate(reqs):
         if (lang := _python_asserts(executor, req)) is not None:
-            results = await _judge_asserts(executor, req, lang, limits, workers)
-        else:
-            results = await asyncio.gather(
-                *(_judge(executor, req, code, limits, compile_limits, chunk) for code in req.programs)
-            )
-    return EvaluateResponse(results=list(results), wall_s=time.perf_counter() - started)
+            asserts[i] = lang
+
+    async def stdio(req: EvaluateRequest) -> list[ProgramOut]:
+        limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
+        compile_limits = executor.compile_limits(req.limits.compile_timeout_s)
+        # A program's stdin tests go to a worker together (one exchange, and for Python one compile): in
+        # parts only when there are fewer programs than workers, so that every worker has some.
+        parts = max(1, workers // len(req.programs))
+        chunk = -(-len(req.tests) // parts)
+        return list(
+            await asyncio.gather(*(_judge(executor, req, code, limits, compile_limits, chunk) for code in req.programs))
+        )
+
+    others = [i for i in range(len(reqs)) if i not in asserts]
+    judged_asserts, judged_others = await asyncio.gather(
+        _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers),
+        asyncio.gather(*(stdio(reqs[i]) for i in others)),
+    )
+    results = dict(zip(asserts, judged_asserts, strict=True)) | dict(zip(others, judged_others, strict=True))
+    return [results[i] for i in range(len(reqs))]
 
 
 def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Language | None:
@@ -88,41 +127,60 @@ def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Langu
 
 
 async def _judge_asserts(
-    executor: Executor, req: EvaluateRequest, lang: languages.Language, limits: RunLimits, workers: int
-) -> list[ProgramOut]:
-    """Assert tests, one test at a time across the programs.
+    executor: Executor, reqs: list[tuple[EvaluateRequest, languages.Language]], workers: int
+) -> list[list[ProgramOut]]:
+    """Assert tests, one round at a time: the first test of every program of every request, then the second.
 
-    A test's runner is the same file for every program (each program comes on its runner's stdin), so the
-    programs go to the workers in parts, each part in one exchange and, for Python, one compile of the
-    runner (see ``AgentWorker.run_tests``); every program still runs in a process of its own.
+    The runner (:data:`harness.ASSERT_RUNNER`) is one file for every program and test: each run gets its
+    program and tests on stdin. So a round's runs go to the workers in parts, each part in one exchange and
+    one compile of the runner (see ``AgentWorker.run_tests``), whatever tasks they come from; every run
+    still has a process of its own.
     """
-    outs: list[list[TestOut]] = [[] for _ in req.programs]
-    for test in req.tests:
-        assert test.assert_code is not None
-        # With early stop, a program that failed a test is not run against the next ones.
-        todo = [i for i, o in enumerate(outs) if not req.early_stop or all(t.verdict is Verdict.AC for t in o)]
-        if not todo:
-            break
-        sources = {lang.source: (harness.assert_runner(test.assert_code).encode(), 0o644)}
-        stdins, nonces = {}, {}
-        for i in todo:
-            stdins[i], nonces[i] = harness.assert_stdin(req.programs[i])
-        size = -(-len(todo) // max(1, min(workers, len(todo))))
-        parts = [todo[k : k + size] for k in range(0, len(todo), size)]
+    outs = [[list[TestOut]() for _ in req.programs] for req, _ in reqs]
+    limits = [executor.run_limits(req.limits.timeout_s, req.limits.memory_mb) for req, _ in reqs]
+
+    async def run(round_: int, lang: languages.Language, limits: RunLimits, runs: list[tuple[int, int]]) -> None:
+        sources = {lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
+        stdins, nonces = [], []
+        for g, p in runs:
+            req = reqs[g][0]
+            assert_code = req.tests[round_].assert_code
+            assert assert_code is not None
+            stdin, nonce = harness.assert_stdin(req.programs[p], assert_code)
+            stdins.append(stdin)
+            nonces.append(nonce)
+        size = -(-len(runs) // max(1, min(workers, len(runs))))
+        parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
         steps = await asyncio.gather(
             *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits) for part in parts)
         )
         for part, part_steps in zip(parts, steps, strict=True):
             for i, step in zip(part, part_steps, strict=True):
-                outs[i].append(_test_out(req, test, step, nonces[i]))
+                g, p = runs[i]
+                req = reqs[g][0]
+                outs[g][p].append(_test_out(req, req.tests[round_], step, nonces[i]))
+
+    for round_ in range(max((len(req.tests) for req, _ in reqs), default=0)):
+        # This round's runs, by what a worker runs them with. With early stop, a program that failed a
+        # test is not run against the next ones.
+        groups: dict[tuple[str, RunLimits], list[tuple[int, int]]] = {}
+        for g, (req, lang) in enumerate(reqs):
+            if round_ < len(req.tests):
+                for p, tests in enumerate(outs[g]):
+                    if not req.early_stop or all(t.verdict is Verdict.AC for t in tests):
+                        groups.setdefault((lang.name, limits[g]), []).append((g, p))
+        await asyncio.gather(*(run(round_, executor.language(name), lim, r) for (name, lim), r in groups.items()))
     results = []
-    for tests in outs:
-        first_bad = next((o.verdict for o in tests if o.verdict is not Verdict.AC), Verdict.AC)
-        passed = sum(o.verdict is Verdict.AC for o in tests)
-        results.append(
-            ProgramOut(verdict=first_bad, passed=passed, total=len(req.tests),
-                       stopped_early=len(tests) < len(req.tests), compile=None, tests=tests)
-        )  # fmt: skip
+    for (req, _), programs in zip(reqs, outs, strict=True):
+        group = []
+        for tests in programs:
+            first_bad = next((o.verdict for o in tests if o.verdict is not Verdict.AC), Verdict.AC)
+            passed = sum(o.verdict is Verdict.AC for o in tests)
+            group.append(
+                ProgramOut(verdict=first_bad, passed=passed, total=len(req.tests),
+                           stopped_early=len(tests) < len(req.tests), compile=None, tests=tests)
+            )  # fmt: skip
+        results.append(group)
     return results
 
 
@@ -212,8 +270,8 @@ async def _run_test(
         program = harness.call_program(code, req.function, test.call, test.kwargs)
         sources = {**sources, lang.source: (program.encode(), 0o644)}
     elif test.assert_code is not None:
-        sources = {**sources, lang.source: (harness.assert_runner(test.assert_code).encode(), 0o644)}
-        stdin, nonce = harness.assert_stdin(code)
+        sources = {**sources, lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
+        stdin, nonce = harness.assert_stdin(code, test.assert_code)
     step = await executor.run_built(lang, sources, stdin, limits)
     return _test_out(req, test, step, nonce)
 

@@ -116,6 +116,18 @@ class EvaluateResponse(BaseModel):
     wall_s: float
 
 
+class EvaluateBatchRequest(Strict):
+    """Several groups, each with its own tests (many tasks' samples at once): one answer per group, as
+    ``/v1/evaluate`` gives it. Their runs count together against the server's ``max_runs_per_request``."""
+
+    requests: list[EvaluateRequest] = Field(min_length=1)
+
+
+class EvaluateBatchResponse(BaseModel):
+    responses: list[EvaluateResponse]
+    wall_s: float
+
+
 class LanguageOut(BaseModel):
     name: str
     aliases: list[str]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer
@@ -148,3 +150,68 @@ async def test_what_a_program_prints_does_not_hide_its_pass(sandbox: httpx.ASGIT
     async with Scorer(SANDBOX, transport=sandbox) as scorer:
         (score,) = await scorer.score_group(STARTED, [noisy])
     assert score.verdict == "AC"
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """The real sandbox app, with the paths asked for; ``missing`` paths answer 404 (an older server)."""
+
+    def __init__(self, app: httpx.AsyncBaseTransport, missing: tuple[str, ...] = ()) -> None:
+        self.app, self.missing, self.paths = app, missing, list[str]()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        if request.url.path in self.missing:
+            return httpx.Response(404, json={"detail": "Not Found"})
+        return await self.app.handle_async_request(request)
+
+
+GROUPS = [
+    (ADD, ["a, b = map(int, input().split())\nprint(a + b)", "print(3)"]),
+    (SQUARE, ["def sq(x):\n    return x * x", "def sq(x):\n    return abs(x) * 3"]),
+    (STARTED, ["    return x + 1\n", "    return x\n", "print("]),
+]
+EXPECTED = [["AC", "WA"], ["AC", "WA"], ["AC", "WA", "CE"]]
+
+
+async def _verdicts(scorer: Scorer, groups: list[tuple[Task, list[str]]]) -> list[list[str]]:
+    scored = await asyncio.gather(*(scorer.score_group(task, codes, extract=False) for task, codes in groups))
+    return [[s.verdict for s in scores] for scores in scored]
+
+
+async def test_small_groups_scored_together_go_in_one_batch(sandbox: httpx.ASGITransport) -> None:
+    recording = Recording(sandbox)
+    async with Scorer(SANDBOX, transport=recording) as scorer:
+        assert await _verdicts(scorer, GROUPS) == EXPECTED
+        assert recording.paths == ["/v1/evaluate/batch"]
+        # A group alone, or one as large as a batch, goes on its own.
+        assert await _verdicts(scorer, GROUPS[:1]) == EXPECTED[:1]
+    async with Scorer(SANDBOX, transport=recording, batch_runs=0) as scorer:
+        assert await _verdicts(scorer, GROUPS) == EXPECTED
+    assert recording.paths == ["/v1/evaluate/batch"] + ["/v1/evaluate"] * 4
+
+
+async def test_batch_runs_bounds_a_batch(sandbox: httpx.ASGITransport) -> None:
+    recording = Recording(sandbox)
+    five = [(ADD, [f"print({i})"]) for i in (3, 0, 10, 3, 0)]  # 2 runs each
+    async with Scorer(SANDBOX, transport=recording, batch_runs=4) as scorer:
+        scored = await asyncio.gather(*(scorer.score_group(task, codes) for task, codes in five))
+    assert [scores[0].passed for scores in scored] == [1, 0, 1, 1, 0]  # each answer back with its own group
+    assert sorted(recording.paths) == ["/v1/evaluate"] + ["/v1/evaluate/batch"] * 2
+
+
+async def test_a_sandbox_without_batches_gets_the_groups_one_by_one(sandbox: httpx.ASGITransport) -> None:
+    recording = Recording(sandbox, missing=("/v1/evaluate/batch",))
+    async with Scorer(SANDBOX, transport=recording) as scorer:
+        assert await _verdicts(scorer, GROUPS) == EXPECTED
+        assert await _verdicts(scorer, GROUPS) == EXPECTED
+    assert recording.paths == ["/v1/evaluate/batch"] + ["/v1/evaluate"] * 6  # asked once, then never again
+
+
+async def test_a_failed_batch_is_a_sandbox_error_for_each_of_its_groups() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    async with Scorer(SANDBOX, transport=httpx.MockTransport(refuse), retries=1, backoff_s=0.001) as scorer:
+        scored = await asyncio.gather(*(scorer.score_group(task, codes, extract=False) for task, codes in GROUPS))
+    assert [[s.verdict for s in scores] for scores in scored] == [["SE"] * len(codes) for _, codes in GROUPS]
+    assert all("connection refused" in (s.error or "") for scores in scored for s in scores)

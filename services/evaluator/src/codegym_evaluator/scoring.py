@@ -66,7 +66,11 @@ class Execution:
 
 
 class SandboxUnavailable(Exception):
-    """Every attempt failed; the message says how the last one did."""
+    """Every attempt failed; the message says how the last one did (``status``: its HTTP status, if any)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def build_program(task: Task, code: str) -> str:
@@ -106,6 +110,11 @@ class Scorer:
     come back SE are retried the same way. ``transport`` lets tests run a sandbox app in-process.
     ``early_stop`` stops a program at its first failing test (faster; partial credit is then lost);
     ``which`` picks the first or last fenced block of a completion.
+
+    Groups scored at the same time (``evaluate_completions`` starts every task's at once) that are smaller
+    than ``batch_runs`` (programs x tests) go to the sandbox together, up to that many runs per request
+    (``/v1/evaluate/batch``): an evaluation with few samples per task then costs a request per batch, not
+    per task, and the sandbox judges their assert tests together. ``batch_runs=0`` sends each group alone.
     """
 
     def __init__(
@@ -121,18 +130,23 @@ class Scorer:
         backoff_s: float = 0.25,
         request_timeout_s: float = 600.0,
         which: Literal["first", "last"] = "last",
+        batch_runs: int = 64,
     ) -> None:
         urls = [sandbox_url] if isinstance(sandbox_url, str) else list(sandbox_url)
         if not urls:
             raise ValueError("Scorer needs at least one sandbox URL")
-        if concurrency < 1 or retries < 0:
-            raise ValueError("concurrency must be >= 1 and retries >= 0")
+        if concurrency < 1 or retries < 0 or batch_runs < 0:
+            raise ValueError("concurrency must be >= 1, retries >= 0 and batch_runs >= 0")
         self.urls = [u.rstrip("/") for u in urls]
         self.retries = retries
         self.timeout_per_test = timeout_per_test
         self.early_stop = early_stop
         self.backoff_s = backoff_s
         self.which: Literal["first", "last"] = which
+        self.batch_runs = batch_runs
+        self._batchable = True  # until a server says it has no /v1/evaluate/batch
+        self._queued: list[tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
         self._next = itertools.cycle(range(len(self.urls)))
         self._sem = asyncio.Semaphore(concurrency)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -176,15 +190,72 @@ class Scorer:
                     return result
                 error = f"{url}: HTTP {response.status_code}: {response.text[:500]}"
                 if response.status_code not in _RETRY_STATUS:
-                    raise SandboxUnavailable(error)
+                    raise SandboxUnavailable(error, response.status_code)
                 retry_after = response.headers.get("Retry-After")
             if attempt < self.retries:
                 log.warning("sandbox request failed (attempt %d/%d): %s", attempt + 1, self.retries + 1, error)
                 await asyncio.sleep(self._delay(attempt, retry_after))
         raise SandboxUnavailable(error)
 
+    async def _evaluate(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``/v1/evaluate`` for ``body``: alone, or in a batch with the other groups queued meanwhile."""
+        runs = len(body["programs"]) * len(body["tests"])
+        if runs >= self.batch_runs or not self._batchable:
+            return await self._post("/v1/evaluate", body)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if not self._queued:
+            # Everything queued before the event loop comes back to this goes in the same batches.
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._queued.append((body, future))
+        return await future
+
+    def _flush(self) -> None:
+        queued, self._queued = self._queued, []
+        batch: list[tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = []
+        runs = 0
+        for i, (body, future) in enumerate(queued):
+            batch.append((body, future))
+            runs += len(body["programs"]) * len(body["tests"])
+            if runs >= self.batch_runs or i == len(queued) - 1:
+                task = asyncio.create_task(self._send(batch))
+                self._sending.add(task)  # the loop only keeps a weak reference
+                task.add_done_callback(self._sending.discard)
+                batch, runs = [], 0
+
+    async def _send(self, batch: list[tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]]) -> None:
+        bodies = [body for body, _ in batch]
+        responses: list[Any] = []
+        try:
+            if len(batch) > 1 and self._batchable:
+                try:
+                    answer = (await self._post("/v1/evaluate/batch", {"requests": bodies})).get("responses")
+                    if not isinstance(answer, list) or len(answer) != len(batch):
+                        raise SandboxUnavailable(f"a batch of {len(batch)} groups came back with a broken answer")
+                    responses = answer
+                except SandboxUnavailable as exc:
+                    if exc.status not in (404, 405):
+                        raise
+                    log.warning(
+                        "the sandbox has no /v1/evaluate/batch (HTTP %s): sending groups one by one", exc.status
+                    )
+                    self._batchable = False
+            if len(batch) == 1 or not self._batchable:
+                responses = await asyncio.gather(
+                    *(self._post("/v1/evaluate", b) for b in bodies), return_exceptions=True
+                )
+        except Exception as exc:
+            responses = [exc] * len(batch)
+        for (_, future), response in zip(batch, responses, strict=True):
+            if future.done():
+                continue  # its caller went away
+            if isinstance(response, BaseException):
+                future.set_exception(response)
+            else:
+                future.set_result(response)
+
     async def score_group(self, task: Task, completions: list[str], *, extract: bool = True) -> list[Score]:
-        """Judge every completion of one task in one request (identical programs are sent once)."""
+        """Judge every completion of one task in one request, or in a batch with other small groups (see
+        ``batch_runs``); identical programs are sent once."""
         if not completions:
             return []
         pieces = [extract_code(c, task, which=self.which) if extract else Extracted(c, False) for c in completions]
@@ -195,7 +266,7 @@ class Scorer:
         for attempt in range(self.retries + 1):
             body = evaluate_body(task, pending, timeout_s=self.timeout_per_test, early_stop=self.early_stop)
             try:
-                response = EvaluateResponse.model_validate(await self._post("/v1/evaluate", body))
+                response = EvaluateResponse.model_validate(await self._evaluate(body))
             except (SandboxUnavailable, ValidationError, ValueError) as exc:
                 results.update(dict.fromkeys(pending, f"sandbox unavailable: {exc}"))
                 break  # _post already retried

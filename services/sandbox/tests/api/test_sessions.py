@@ -159,3 +159,27 @@ def test_assert_tests_of_different_tasks_share_a_session(one_worker: TestClient)
     assert r.status_code == 200, r.text
     assert [resp["results"][0]["verdict"] for resp in r.json()["responses"]] == ["AC"] * 4, r.text
     assert forked() - before == 4
+
+
+def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestClient) -> None:
+    def forked() -> float:
+        metrics = one_worker.get("/metrics").text.splitlines()
+        return float(next(x for x in metrics if x.startswith("codegym_sandbox_forked_runs_total ")).split()[1])
+
+    def batch(*checks: str) -> list[str]:
+        groups = [{"language": "python", "programs": ["import os"], "tests": [{"assert_code": c}]} for c in checks]
+        r = one_worker.post("/v1/evaluate/batch", json={"requests": groups})
+        assert r.status_code == 200, r.text
+        return [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
+
+    clean = "assert sorted(os.listdir()) == ['main.py'], os.listdir()"
+    assert batch(clean, clean) == ["AC", "AC"]  # two runs: a session, left open when they are done
+    before = forked()
+    assert batch(clean) == ["AC"]  # one run, and yet forked: from the session the last request left open
+    assert forked() - before == 1
+    # A run that leaves a file ends the session: the next request starts from a fresh box.
+    assert batch("open('left', 'w').write('x')", clean) == ["AC", "AC"]
+    assert batch(clean) == ["AC"]
+    # So does a request that runs anything else.
+    assert execute(one_worker, "open('left', 'w').write('x')", "")["verdict"] == "AC"
+    assert batch(clean, clean) == ["AC", "AC"]

@@ -41,9 +41,17 @@ class Box:
         self.ctl: socket.socket | None = None
         self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
         self.dirty = False
+        # What the session left open after the last exchange runs (files, argv, env, limits), or empty:
+        # a later exchange that runs exactly the same goes on with it (see _run_tests).
+        self.session = bytearray()
         self.spawn()
 
+    def end_session(self) -> None:
+        wipe(self.session)
+        self.session = bytearray()
+
     def spawn(self) -> None:
+        self.end_session()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         middle = os.fork()
         if middle == 0:
@@ -116,6 +124,7 @@ class Box:
 
     def reset(self) -> None:
         """Fresh scratch space and IPC namespace for the next run; a box that cannot do it is replaced."""
+        self.end_session()  # the box ends a session at any command that is not one of its tests
         if not self.dirty:
             return
         try:
@@ -333,11 +342,16 @@ def _run_tests(
     only costs speed: the next test starts a new one, and a test that broke one runs again on its own.
     """
     files = header.get("files", [])
-    # A session costs one fork more than a run on its own: worth it from two tests on.
-    sessions = bool(header.get("python")) and len(header["stdins"]) > 1 and all("/" not in n for n, _, _ in files)
+    # A session costs one fork more than a run on its own: worth it from two tests on, or to go on with
+    # the session the last exchange left open, when it ran exactly what this one runs (an assert runner is
+    # the same file for every program it judges, so the parts of a batch share one session).
+    sessions = bool(header.get("python")) and all("/" not in n for n, _, _ in files)
+    same = _session_of(header, blobs) if sessions else bytearray()
+    in_session = bool(same) and same == bx.session
+    sessions = sessions and (len(header["stdins"]) > 1 or in_session)
+    bx.end_session()
     results: list[dict[str, Any]] = []
     outputs: list[bytes] = []
-    in_session = False
 
     def fresh_box() -> None:
         bx.reset()
@@ -360,7 +374,21 @@ def _run_tests(
             in_session = False
         results.append(result)
         outputs += outs
+    if in_session:
+        bx.session = same  # clean after its last test: the next exchange may go on with it
+    else:
+        wipe(same)
     return results, outputs
+
+
+def _session_of(header: dict[str, Any], blobs: list[bytearray]) -> bytearray:
+    """Everything a session's process depends on: what it runs (files, argv, env, limits), byte for byte."""
+    what = {k: v for k, v in header.items() if k not in ("op", "stdins", "files", "blobs")}
+    key = bytearray(json.dumps(what, sort_keys=True).encode())
+    for name, mode, index in header.get("files", []):
+        key += f"\0{name}\0{mode}\0{len(blobs[index])}\0".encode()
+        key += blobs[index]
+    return key
 
 
 def handle(bx: Box, header: dict[str, Any], blobs: list[bytearray], uid: int) -> bytes:
@@ -443,8 +471,9 @@ def main() -> None:
             bx.kill()
             return
         write_all(out_fd, handle(bx, header, blobs, uid))
-        # Renew the box's scratch space now, while the server reads the answer, not when the next run waits.
-        if bx.alive():
+        # Renew the box's scratch space now, while the server reads the answer, not when the next run waits;
+        # unless a session is left open for the next exchange (which resets first if it cannot use it).
+        if bx.alive() and not bx.session:
             bx.reset()
 
 

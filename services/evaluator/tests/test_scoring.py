@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
+import ssl
+import subprocess
+import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -215,3 +220,24 @@ async def test_a_failed_batch_is_a_sandbox_error_for_each_of_its_groups() -> Non
         scored = await asyncio.gather(*(scorer.score_group(task, codes, extract=False) for task, codes in GROUPS))
     assert [[s.verdict for s in scores] for scores in scored] == [["SE"] * len(codes) for _, codes in GROUPS]
     assert all("connection refused" in (s.error or "") for scores in scored for s in scores)
+
+
+async def test_an_https_sandbox_is_verified(tmp_path: Path) -> None:
+    # A sandbox behind TLS with a certificate nobody signed: the scorer refuses it (no CA bundle is loaded
+    # for http:// URLs only, and that must never switch verification off for https).
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                    "-days", "1", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)  # fmt: skip
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        async with Scorer(f"https://127.0.0.1:{server.server_address[1]}", retries=0) as scorer:
+            (score,) = await scorer.score_group(ADD, ["print(3)"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert score.sandbox_error and "CERTIFICATE_VERIFY_FAILED" in (score.error or ""), score.error

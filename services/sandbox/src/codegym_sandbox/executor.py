@@ -212,8 +212,13 @@ class Executor:
         sources: dict[str, tuple[bytes, int]],
         stdins: list[bytes | None],
         limits: RunLimits,
+        shared: bool = False,
     ) -> list[StepResult]:
-        """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own."""
+        """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own.
+
+        ``shared``: other requests run the same ``sources`` (the assert runner), so the worker may keep the
+        session it ran them in open for them (see the agent's ``_run_tests``).
+        """
         keys = [self._key(lang, lang.run, sources, stdin, limits, []) for stdin in stdins]
         results: list[StepResult | None] = [self.cache.get(key) for key in keys]
         todo = [i for i, hit in enumerate(results) if hit is None]
@@ -224,6 +229,7 @@ class Executor:
                 results[i] = replace(hit, cached=True)
         if todo:
             request = self._request(lang, lang.run, sources, None, limits, [], compile_step=False)
+            request.shared = shared
             started = time.perf_counter()
             try:
                 outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo])

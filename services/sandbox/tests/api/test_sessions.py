@@ -183,3 +183,12 @@ def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestCli
     # So does a request that runs anything else.
     assert execute(one_worker, "open('left', 'w').write('x')", "")["verdict"] == "AC"
     assert batch(clean, clean) == ["AC", "AC"]
+    # Only the assert runner, which other requests run too, leaves its session open; a program's stdin tests
+    # do not (the box is renewed while the server reads their answer instead).
+    code = "print(input())"
+    assert [o["verdict"] for o in evaluate(one_worker, code, [{"stdin": "1", "expected_stdout": "1"}] * 2)] == [
+        "AC"
+    ] * 2
+    before = forked()
+    assert evaluate(one_worker, code, [{"stdin": "1", "expected_stdout": "1"}])[0]["verdict"] == "AC"
+    assert forked() == before

@@ -343,8 +343,9 @@ def _run_tests(
     """
     files = header.get("files", [])
     # A session costs one fork more than a run on its own: worth it from two tests on, or to go on with
-    # the session the last exchange left open, when it ran exactly what this one runs (an assert runner is
-    # the same file for every program it judges, so the parts of a batch share one session).
+    # the session the last exchange left open, when it ran exactly what this one runs. Only a "shared" run
+    # (the assert runner, the same file for every program it judges) leaves its session open: otherwise the
+    # box is reset while the server reads the answer, not when the next exchange waits.
     sessions = bool(header.get("python")) and all("/" not in n for n, _, _ in files)
     same = _session_of(header, blobs) if sessions else bytearray()
     in_session = bool(same) and same == bx.session
@@ -374,8 +375,8 @@ def _run_tests(
             in_session = False
         results.append(result)
         outputs += outs
-    if in_session:
-        bx.session = same  # clean after its last test: the next exchange may go on with it
+    if in_session and header.get("shared"):
+        bx.session = same  # clean after its last test, and wanted again: the next exchange may go on with it
     else:
         wipe(same)
     return results, outputs

@@ -152,7 +152,7 @@ async def _judge_asserts(
         size = -(-len(runs) // max(1, min(workers, len(runs))))
         parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
         steps = await asyncio.gather(
-            *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits) for part in parts)
+            *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits, shared=True) for part in parts)
         )
         for part, part_steps in zip(parts, steps, strict=True):
             for i, step in zip(part, part_steps, strict=True):

@@ -30,6 +30,8 @@ class RunRequest:
     stdin: bytes | None = None
     python: str | None = None  # script path when Python runs in-process
     collect: list[str] = field(default_factory=list)
+    # The same files serve other requests too (the assert runner): a worker may keep a session open for them.
+    shared: bool = False
 
 
 @dataclass

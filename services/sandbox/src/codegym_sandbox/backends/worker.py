@@ -113,6 +113,8 @@ class AgentWorker:
         blobs: list[bytes] = []
         header = self._header(req, blobs)
         header["collect"] = []
+        if req.shared:
+            header["shared"] = True
         indices: list[int | None] = []
         for stdin in stdins:
             indices.append(len(blobs) if stdin else None)

@@ -59,6 +59,14 @@ def test_the_runner_is_one_file_for_every_task() -> None:
     assert not _assert_run("def g():\n    return 'x'", "assert f(2) == 4")  # no f: the tests raise
 
 
-def test_nonces_differ() -> None:
-    assert harness.assert_stdin("", "")[1] != harness.assert_stdin("", "")[1]
+def test_a_nonce_is_the_same_for_the_same_program_and_tests_only_within_one_server() -> None:
+    # The same for the same program and tests (so that a result can be cached), different otherwise...
+    nonce = harness.assert_stdin("x = 1", "assert x")[1]
+    assert harness.assert_stdin("x = 1", "assert x")[1] == nonce
+    assert len({nonce, harness.assert_stdin("x = 2", "assert x")[1], harness.assert_stdin("x = 1", "assert 1")[1],
+                harness.assert_stdin("x = 1a", "ssert x")[1]}) == 4  # fmt: skip
+    # ... and under a key of this process's own: no program can work it out from what it is given.
+    script = "from codegym_sandbox import harness; print(harness.assert_stdin('x = 1', 'assert x')[1])"
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    assert len(other) == len(nonce) and other != nonce
     assert not harness.assert_passed(b"abc\n", "abd")

@@ -2,8 +2,10 @@
 
 Function-call tests: the harness calls the function and prints only its JSON result; the expected value
 stays on the server, which compares. Assert tests run beside the program; they pass only if the harness
-prints a per-run nonce after the tests, a nonce the harness reads from stdin (with the program) before
-the program's code runs, so exiting 0 early or patching ``sys.exit`` does not pass. The nonce lives only
+prints a nonce after the tests, a nonce the harness reads from stdin (with the program) before the
+program's code runs, so exiting 0 early or patching ``sys.exit`` does not pass. The nonce is a MAC of the
+program and its tests under a key that never leaves the server: no program can know it beforehand, and
+the same program against the same tests gets the same one, so that its result can be cached. The nonce lives only
 in the harness's frame, never in a global the program could call; a program that walks the interpreter's
 frames can still find it (see SECURITY.md), which is why rewards should prefer stdin/stdout and function-call tests.
 Results of a call must be plain data (no object can compare equal to everything).
@@ -11,6 +13,8 @@ Results of a call must be plain data (no object can compare equal to everything)
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import secrets
 
@@ -56,6 +60,9 @@ __codegym_harness()
 """
 
 
+_NONCE_KEY = secrets.token_bytes(32)  # this server process's own: never in a request, a run or a log
+
+
 def call_program(code: str, function: str, args: list[object], kwargs: dict[str, object] | None) -> str:
     if not function.isidentifier():
         raise ValueError(f"function {function!r} is not a Python identifier")
@@ -65,9 +72,11 @@ def call_program(code: str, function: str, args: list[object], kwargs: dict[str,
 def assert_stdin(code: str, assert_code: str) -> tuple[bytes, str]:
     """What :data:`ASSERT_RUNNER` reads on stdin to judge ``code`` against ``assert_code``, and the nonce
     that proves the tests ran to the end."""
-    nonce = secrets.token_hex(16)
     checks = assert_code.encode("utf-8", "surrogatepass")
-    return f"{nonce}\n{len(checks)}\n".encode() + checks + code.encode("utf-8", "surrogatepass"), nonce
+    program = code.encode("utf-8", "surrogatepass")
+    body = f"{len(checks)}\n".encode() + checks + program
+    nonce = hmac.new(_NONCE_KEY, body, hashlib.sha256).hexdigest()[:32]
+    return f"{nonce}\n".encode() + body, nonce
 
 
 def assert_passed(stdout: bytes, nonce: str) -> bool:

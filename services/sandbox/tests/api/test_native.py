@@ -202,3 +202,24 @@ def test_a_batch_is_checked_whole(client: TestClient) -> None:
     for body in ({"requests": []}, {"requests": [ok, bad]}, {"requests": [ok], "extra": 1}):
         r = client.post("/v1/evaluate/batch", json=body)
         assert r.status_code == 422, r.text
+
+
+def test_assert_results_come_from_the_cache_the_second_time(client: TestClient) -> None:
+    def hits() -> float:
+        line = next(
+            x
+            for x in client.get("/metrics").text.splitlines()
+            if x.startswith('codegym_sandbox_cache_total{result="hit"}')
+        )
+        return float(line.split()[1])
+
+    noisy = "def f(x):\n    print('a')\n    return x + 1"
+    req = {"programs": ["def f(x):\n    return x + 1", "def f(x):\n    return x", noisy],
+           "tests": [{"assert_code": "assert f(1) == 2"}, {"assert_code": "assert f(3) == 4"}]}  # fmt: skip
+    first = evaluate(client, **req)
+    before = hits()
+    second = evaluate(client, **req)
+    assert hits() - before == 6  # 3 programs x 2 tests, none run again
+    assert [(p["verdict"], p["passed"]) for p in second] == [(p["verdict"], p["passed"]) for p in first]
+    assert [(p["verdict"], p["passed"]) for p in first] == [("AC", 2), ("RE", 0), ("AC", 2)]
+    assert second[2]["tests"][0]["stdout"] == first[2]["tests"][0]["stdout"] == "a\n\n\n"  # the nonce is not shown

@@ -13,6 +13,8 @@ import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer
 from codegym_evaluator.tasks import Task
+from codegym_sandbox.config import Settings
+from codegym_sandbox.main import create_app
 
 SANDBOX = "http://sandbox"  # any host: the transport decides where requests go
 
@@ -241,3 +243,13 @@ async def test_an_https_sandbox_is_verified(tmp_path: Path) -> None:
         server.shutdown()
         server.server_close()
     assert score.sandbox_error and "CERTIFICATE_VERIFY_FAILED" in (score.error or ""), score.error
+
+
+async def test_a_batch_too_large_for_the_server_goes_group_by_group() -> None:
+    app = create_app(Settings(backend="local", workers=2, max_runs_per_request=4))
+    async with app.router.lifespan_context(app):
+        recording = Recording(httpx.ASGITransport(app=app))
+        async with Scorer(SANDBOX, transport=recording) as scorer:
+            assert await _verdicts(scorer, GROUPS) == EXPECTED  # 4 + 4 + 3 runs: over the server's 4 together
+            assert await _verdicts(scorer, GROUPS) == EXPECTED  # and batches are tried again: it may fit next time
+    assert recording.paths == (["/v1/evaluate/batch"] + ["/v1/evaluate"] * 3) * 2

@@ -230,21 +230,24 @@ class Scorer:
     async def _send(self, batch: list[tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]]) -> None:
         bodies = [body for body, _ in batch]
         responses: list[Any] = []
+        alone = len(batch) == 1 or not self._batchable
         try:
-            if len(batch) > 1 and self._batchable:
+            if not alone:
                 try:
                     answer = (await self._post("/v1/evaluate/batch", {"requests": bodies})).get("responses")
                     if not isinstance(answer, list) or len(answer) != len(batch):
                         raise SandboxUnavailable(f"a batch of {len(batch)} groups came back with a broken answer")
                     responses = answer
                 except SandboxUnavailable as exc:
-                    if exc.status not in (404, 405):
+                    if exc.status in (404, 405):
+                        log.warning("the sandbox has no /v1/evaluate/batch (HTTP %s): groups go one by one", exc.status)
+                        self._batchable = False
+                    elif exc.status not in (413, 422):
                         raise
-                    log.warning(
-                        "the sandbox has no /v1/evaluate/batch (HTTP %s): sending groups one by one", exc.status
-                    )
-                    self._batchable = False
-            if len(batch) == 1 or not self._batchable:
+                    # A batch too large for this server (its max_runs_per_request or body limit): its groups,
+                    # each valid on its own, go one by one.
+                    alone = True
+            if alone:
                 responses = await asyncio.gather(
                     *(self._post("/v1/evaluate", b) for b in bodies), return_exceptions=True
                 )

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import httpx
 from codegym_evaluator.servers import LoopbackServer
 from codegym_trainer.config import TrainConfig
 from codegym_trainer.run import run
@@ -73,32 +76,61 @@ def test_short_run_writes_its_outputs_and_resumes(tiny_model_dir: Path, tmp_path
     assert [r["step"] for r in train_rows(out)] == [1, 2, 3]  # step 3 only: 1 and 2 were not redone
 
 
+class GoesAway(http.server.ThreadingHTTPServer):
+    """A door to a real sandbox that answers the first ``/v1/evaluate`` and then hangs up on everything:
+    the sandbox is gone from the second step on, whatever the timing of the steps."""
+
+    def __init__(self, sandbox_url: str) -> None:
+        self.sandbox_url, self.gone = sandbox_url, False
+        super().__init__(("127.0.0.1", 0), _Door)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Door(http.server.BaseHTTPRequestHandler):
+    server: GoesAway
+
+    def do_POST(self) -> None:
+        if self.server.gone:
+            self.connection.shutdown(socket.SHUT_RDWR)  # no answer at all, as from a process that died
+            self.close_connection = True
+            return
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        answer = httpx.post(
+            self.server.sandbox_url + self.path, content=body, headers={"content-type": "application/json"}
+        )
+        self.server.gone = self.path.startswith("/v1/evaluate")  # one group, or a batch of them
+        self.send_response(answer.status_code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer.content)))
+        self.end_headers()
+        self.wfile.write(answer.content)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_sandbox_going_away_mid_run_masks_rewards(
     tiny_model_dir: Path, tmp_path: Path, sandbox_process: LoopbackServer
 ) -> None:
     out = tmp_path / "run"
-    config = tiny_config(
-        tiny_model_dir, out, train_steps=4, skip_eval=True, sandbox_url=[sandbox_process.url], sandbox_retries=1
-    )
-
-    def kill_after_first_step() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if (out / "metrics.jsonl").exists() and train_rows(out):
-                sandbox_process.stop()
-                return
-            time.sleep(0.2)
-
-    killer = threading.Thread(target=kill_after_first_step, daemon=True)
-    killer.start()
+    door = GoesAway(sandbox_process.url)
+    config = tiny_config(tiny_model_dir, out, train_steps=4, skip_eval=True, sandbox_url=[door.url], sandbox_retries=1)
     console_text = io.StringIO()
-    summary = run(config, console=Console(file=console_text, width=200))
-    killer.join()
+    try:
+        summary = run(config, console=Console(file=console_text, width=200))
+    finally:
+        door.shutdown()
+        door.server_close()
     assert summary.steps == 4  # no crash
     rows = train_rows(out)
     assert rows[0]["rewards/masked"] == 0.0
-    assert rows[-1]["rewards/masked"] == 1.0 and rows[-1]["verdicts/SE"] == 1.0
-    assert rows[-1]["reward"] is None  # masked, not a silent zero
+    for row in rows[1:]:
+        assert row["rewards/masked"] == 1.0 and row["verdicts/SE"] == 1.0
+        assert row["reward"] is None  # masked, not a silent zero
     assert summary.masked_rewards >= 4
     assert "SANDBOX UNAVAILABLE" in console_text.getvalue()  # loud, on the run's console
 

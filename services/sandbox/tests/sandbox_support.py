@@ -7,6 +7,7 @@ can be collected in the same run.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pytest
@@ -48,3 +49,15 @@ def run_code(client: TestClient, code: str, language: str = "python", **fields: 
 def stdout(body: dict[str, Any]) -> str:
     out: str = body["run_result"]["stdout"]
     return out
+
+
+def metric_value(text: str, sample: str) -> float:
+    """The value of one sample (name and labels, as Prometheus writes them) in a ``/metrics`` text."""
+    match = re.search(rf"^{re.escape(sample)} (\S+)$", text, re.M)
+    assert match, f"{sample} not in metrics"
+    return float(match.group(1))
+
+
+def metric(client: TestClient, sample: str) -> float:
+    """The value of one sample in the app's ``/metrics`` now."""
+    return metric_value(client.get("/metrics").text, sample)

@@ -204,8 +204,7 @@ class Scorer:
 
     async def _evaluate(self, body: dict[str, Any]) -> dict[str, Any]:
         """``/v1/evaluate`` for ``body``: alone, or in a batch with the other groups queued meanwhile."""
-        runs = len(body["programs"]) * len(body["tests"])
-        if runs >= self.batch_runs or not self._batchable:
+        if _runs(body) >= self.batch_runs or not self._batchable:
             return await self._post("/v1/evaluate", body)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if not self._queued:
@@ -220,7 +219,7 @@ class Scorer:
         runs = 0
         for i, (body, future) in enumerate(queued):
             batch.append((body, future))
-            runs += len(body["programs"]) * len(body["tests"])
+            runs += _runs(body)
             if runs >= self.batch_runs or i == len(queued) - 1:
                 task = asyncio.create_task(self._send(batch))
                 self._sending.add(task)  # the loop only keeps a weak reference
@@ -311,6 +310,11 @@ class Scorer:
                 break
             await asyncio.sleep(self._delay(attempt))
         return last
+
+
+def _runs(body: dict[str, Any]) -> int:
+    """Programs x tests of a ``/v1/evaluate`` body."""
+    return len(body["programs"]) * len(body["tests"])
 
 
 def _test_verdict(test: TestOut, kind: str) -> str:

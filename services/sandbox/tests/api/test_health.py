@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from fastapi.testclient import TestClient
-
-
-def _value(text: str, sample: str) -> float:
-    match = re.search(rf"^{re.escape(sample)} (\S+)$", text, re.M)
-    assert match, f"{sample} not in metrics"
-    return float(match.group(1))
+from sandbox_support import metric_value
 
 
 def test_livez(client: TestClient) -> None:
@@ -34,15 +27,15 @@ def test_metrics_count_runs_cache_and_latency(client: TestClient) -> None:
     r = client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     text = r.text
-    assert _value(text, 'codegym_sandbox_runs_total{language="python",verdict="AC"}') >= 1
-    assert _value(text, 'codegym_sandbox_runs_total{language="python",verdict="RE"}') >= 1
-    assert _value(text, 'codegym_sandbox_cache_total{result="hit"}') >= 1
-    assert _value(text, 'codegym_sandbox_cache_total{result="miss"}') >= 2
-    assert _value(text, 'codegym_sandbox_run_seconds_count{kind="run",language="python"}') >= 2
+    assert metric_value(text, 'codegym_sandbox_runs_total{language="python",verdict="AC"}') >= 1
+    assert metric_value(text, 'codegym_sandbox_runs_total{language="python",verdict="RE"}') >= 1
+    assert metric_value(text, 'codegym_sandbox_cache_total{result="hit"}') >= 1
+    assert metric_value(text, 'codegym_sandbox_cache_total{result="miss"}') >= 2
+    assert metric_value(text, 'codegym_sandbox_run_seconds_count{kind="run",language="python"}') >= 2
     assert 'codegym_sandbox_run_seconds_bucket{kind="run",language="python",le="0.5"}' in text
-    assert _value(text, 'codegym_sandbox_requests_total{route="/v1/execute",status="200"}') >= 2
-    assert _value(text, 'codegym_sandbox_requests_total{route="/run_code",status="200"}') >= 1
-    assert _value(text, "codegym_sandbox_workers") == 2
-    assert _value(text, "codegym_sandbox_queue_depth") == 0
-    assert _value(text, "codegym_sandbox_busy_workers") == 0
+    assert metric_value(text, 'codegym_sandbox_requests_total{route="/v1/execute",status="200"}') >= 2
+    assert metric_value(text, 'codegym_sandbox_requests_total{route="/run_code",status="200"}') >= 1
+    assert metric_value(text, "codegym_sandbox_workers") == 2
+    assert metric_value(text, "codegym_sandbox_queue_depth") == 0
+    assert metric_value(text, "codegym_sandbox_busy_workers") == 0
     assert "codegym_sandbox_rejected_total" in text

@@ -6,6 +6,7 @@ import base64
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sandbox_support import metric
 
 SUM = "print(sum(map(int, input().split())))"
 
@@ -206,12 +207,7 @@ def test_a_batch_is_checked_whole(client: TestClient) -> None:
 
 def test_assert_results_come_from_the_cache_the_second_time(client: TestClient) -> None:
     def hits() -> float:
-        line = next(
-            x
-            for x in client.get("/metrics").text.splitlines()
-            if x.startswith('codegym_sandbox_cache_total{result="hit"}')
-        )
-        return float(line.split()[1])
+        return metric(client, 'codegym_sandbox_cache_total{result="hit"}')
 
     noisy = "def f(x):\n    print('a')\n    return x + 1"
     req = {"programs": ["def f(x):\n    return x + 1", "def f(x):\n    return x", noisy],

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from sandbox_support import settings_for
+from sandbox_support import metric, settings_for
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +22,11 @@ def one_worker(backend: str) -> Iterator[TestClient]:
     """One worker and no cache: every test of a program lands on that worker, and every run really runs."""
     with TestClient(create_app(settings_for(backend, workers=1, cache_entries=0))) as c:
         yield c
+
+
+def forked(client: TestClient) -> float:
+    """Runs forked in sessions so far."""
+    return metric(client, "codegym_sandbox_forked_runs_total")
 
 
 def evaluate(client: TestClient, code: str, tests: list[dict[str, Any]], **fields: Any) -> list[dict[str, Any]]:
@@ -64,17 +69,11 @@ if os.fork() == 0:
 
 
 def test_tests_of_a_python_program_are_forked_from_its_compiled_program(one_worker: TestClient) -> None:
-    def forked() -> float:
-        for line in one_worker.get("/metrics").text.splitlines():
-            if line.startswith("codegym_sandbox_forked_runs_total "):
-                return float(line.split()[1])
-        raise AssertionError("no codegym_sandbox_forked_runs_total in /metrics")
-
-    before = forked()
+    before = forked(one_worker)
     tests = [{"stdin": f"{i} {i}", "expected_stdout": f"{2 * i}"} for i in range(6)]
     outs = evaluate(one_worker, "print(sum(map(int, input().split())))", tests)
     assert [o["verdict"] for o in outs] == ["AC"] * 6
-    assert forked() - before == 6
+    assert forked(one_worker) - before == 6
 
 
 def test_answers_match_one_run_per_test(one_worker: TestClient) -> None:
@@ -139,14 +138,6 @@ def test_compiled_languages_batch_too(one_worker: TestClient) -> None:
 def test_assert_tests_of_different_tasks_share_a_session(one_worker: TestClient) -> None:
     # One runner for every assert test: a batch's runs of several tasks go to the worker in one exchange,
     # each forked from the process that compiled the runner, and none sees another's program or tests.
-    def forked() -> float:
-        line = next(
-            x
-            for x in one_worker.get("/metrics").text.splitlines()
-            if x.startswith("codegym_sandbox_forked_runs_total ")
-        )
-        return float(line.split()[1])
-
     # What the program finds of the others: their functions, or files beside the runner.
     spy = "import os\nseen = [n for n in dir() if n.startswith('f')] + [n for n in os.listdir() if n != 'main.py']\n"
     groups = [
@@ -154,18 +145,14 @@ def test_assert_tests_of_different_tasks_share_a_session(one_worker: TestClient)
          "tests": [{"assert_code": f"assert f{i}() == {i} and seen == [], seen"}]}
         for i in range(4)
     ]  # fmt: skip
-    before = forked()
+    before = forked(one_worker)
     r = one_worker.post("/v1/evaluate/batch", json={"requests": groups})
     assert r.status_code == 200, r.text
     assert [resp["results"][0]["verdict"] for resp in r.json()["responses"]] == ["AC"] * 4, r.text
-    assert forked() - before == 4
+    assert forked(one_worker) - before == 4
 
 
 def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestClient) -> None:
-    def forked() -> float:
-        metrics = one_worker.get("/metrics").text.splitlines()
-        return float(next(x for x in metrics if x.startswith("codegym_sandbox_forked_runs_total ")).split()[1])
-
     def batch(*checks: str) -> list[str]:
         groups = [{"language": "python", "programs": ["import os"], "tests": [{"assert_code": c}]} for c in checks]
         r = one_worker.post("/v1/evaluate/batch", json={"requests": groups})
@@ -174,9 +161,9 @@ def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestCli
 
     clean = "assert sorted(os.listdir()) == ['main.py'], os.listdir()"
     assert batch(clean, clean) == ["AC", "AC"]  # two runs: a session, left open when they are done
-    before = forked()
+    before = forked(one_worker)
     assert batch(clean) == ["AC"]  # one run, and yet forked: from the session the last request left open
-    assert forked() - before == 1
+    assert forked(one_worker) - before == 1
     # A run that leaves a file ends the session: the next request starts from a fresh box.
     assert batch("open('left', 'w').write('x')", clean) == ["AC", "AC"]
     assert batch(clean) == ["AC"]
@@ -189,6 +176,6 @@ def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestCli
     assert [o["verdict"] for o in evaluate(one_worker, code, [{"stdin": "1", "expected_stdout": "1"}] * 2)] == [
         "AC"
     ] * 2
-    before = forked()
+    before = forked(one_worker)
     assert evaluate(one_worker, code, [{"stdin": "1", "expected_stdout": "1"}])[0]["verdict"] == "AC"
-    assert forked() == before
+    assert forked(one_worker) == before

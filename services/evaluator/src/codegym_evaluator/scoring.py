@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import httpx
-from codegym_sandbox.api.native_models import EvaluateRequest, EvaluateResponse, ExecuteResponse, ProgramOut, TestOut
+from codegym_sandbox.models import EvaluateRequest, EvaluateResponse, ExecuteResponse, ProgramOut, TestOut
 from pydantic import ValidationError
 
 from .extract import Extracted, extract_code

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from .api.fusion_models import RunCodeRequest, RunCodeResponse
-from .api.native_models import EvaluateRequest, EvaluateResponse, ExecuteRequest, ExecuteResponse
+from .models import EvaluateRequest, EvaluateResponse, ExecuteRequest, ExecuteResponse
 
 
 class SandboxClient:

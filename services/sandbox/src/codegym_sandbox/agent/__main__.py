@@ -1,3 +1,3 @@
-from .worker import main
+from .loop import main
 
 main()

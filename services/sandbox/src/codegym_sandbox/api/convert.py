@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 
 from ..executor import Execution, StepResult
+from ..models import StepOut
 from ..verdicts import Verdict
 from .fusion_models import CommandRunResult, CommandRunStatus, RunCodeResponse, RunStatus
-from .native_models import StepOut
 
 
 def text(data: bytes) -> str:

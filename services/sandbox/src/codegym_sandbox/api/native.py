@@ -11,11 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from .. import harness, languages
 from ..compare import outputs_match, values_match
 from ..executor import Executor, RunLimits, StepResult, UnsupportedLanguage
-from ..verdicts import Verdict
-from .convert import fetched, step_out, text
-from .deps import ExecutorDep
-from .files import decode_files, scratch_name
-from .native_models import (
+from ..models import (
     EvaluateBatchRequest,
     EvaluateBatchResponse,
     EvaluateRequest,
@@ -27,6 +23,10 @@ from .native_models import (
     Test,
     TestOut,
 )
+from ..verdicts import Verdict
+from .convert import fetched, step_out, text
+from .deps import ExecutorDep
+from .files import decode_files, scratch_name
 
 router = APIRouter(prefix="/v1")
 

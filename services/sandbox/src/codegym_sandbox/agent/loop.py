@@ -13,7 +13,6 @@ has the box kill everything in the namespace.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import os
@@ -23,129 +22,16 @@ import socket
 import stat
 import sys
 import time
-import traceback
 from typing import Any
 
-from . import box, isolation, linux
+from . import isolation, linux
+from .box_handle import BoxHandle
 from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
 
 GRACE_S = 2.0  # after asking the box to kill a run, how long before the box itself is killed
 
 
-class Box:
-    """Handle on the box process, created (and recreated when it dies) by the agent."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.config = config
-        self.pid = 0
-        self.ctl: socket.socket | None = None
-        self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
-        self.dirty = False
-        # What the session left open after the last exchange runs (files, argv, env, limits), or empty:
-        # a later exchange that runs exactly the same goes on with it (see _run_tests).
-        self.session = bytearray()
-        self.spawn()
-
-    def end_session(self) -> None:
-        wipe(self.session)
-        self.session = bytearray()
-
-    def spawn(self) -> None:
-        self.end_session()
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        middle = os.fork()
-        if middle == 0:
-            code = 0
-            try:
-                parent.close()
-                if self.config["namespaces"]:
-                    linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
-                pid = os.fork()
-                if pid == 0:
-                    try:
-                        box.serve(child, self.config)
-                    except BaseException:
-                        traceback.print_exc()
-                    finally:
-                        os._exit(1)
-                child.send(json.dumps({"pid": pid}).encode())
-            except BaseException as exc:
-                sys.stderr.write(f"agent: cannot start the box: {exc}\n")
-                code = 1
-            finally:
-                os._exit(code)
-        # The middle process exits at once; we are the subreaper, so its child, the box, becomes ours.
-        os.waitpid(middle, 0)
-        child.close()
-        self.ctl = parent
-        # Two messages arrive in either order: the box's pid from the middle process, and the box's ready.
-        hello: dict[str, Any] = {}
-        parent.settimeout(30)
-        for _ in range(2):
-            msg, fds, _, _ = socket.recv_fds(parent, 1 << 16, 1)
-            hello.update(json.loads(msg or b"{}"))
-            if fds:
-                self._set_scratch(fds[0])
-        parent.settimeout(None)
-        if not hello.get("pid") or hello.get("op") != "ready" or self.scratch < 0:
-            raise RuntimeError("the box did not start")
-        self.pid = hello["pid"]
-        self.dirty = False
-
-    def _set_scratch(self, fd: int) -> None:
-        if self.scratch >= 0:
-            os.close(self.scratch)
-        self.scratch = fd
-
-    def alive(self) -> bool:
-        try:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            return False
-        return pid == 0
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        if not self.config["namespaces"]:
-            # No pid namespace dies with the box here: as the container's init, take down everything else.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)
-            box.reap_all()
-        if self.ctl is not None:
-            self.ctl.close()
-
-    def respawn(self) -> None:
-        self.kill()
-        self.spawn()
-
-    def reset(self) -> None:
-        """Fresh scratch space and IPC namespace for the next run; a box that cannot do it is replaced."""
-        self.end_session()  # the box ends a session at any command that is not one of its tests
-        if not self.dirty:
-            return
-        try:
-            assert self.ctl is not None
-            self.ctl.sendall(b'{"op":"reset"}')
-            msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 16, 1)
-            if json.loads(msg or b"{}").get("op") != "ready" or not fds:
-                raise OSError("box did not reset")
-            self._set_scratch(fds[0])
-            self.dirty = False
-        except (OSError, ValueError):
-            self.respawn()
-
-    def stop_run(self) -> None:
-        """Ask the box to kill everything in its namespace."""
-        assert self.ctl is not None
-        with contextlib.suppress(OSError):
-            self.ctl.sendall(b'{"op":"kill"}')
-
-
-def _open_in_scratch(bx: Box, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
+def _open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
     """Open a file under the box's scratch directory without following any symlink on the way.
 
     The program controls that directory: a symlinked component must not lead the agent (which sees the
@@ -171,7 +57,7 @@ def _open_in_scratch(bx: Box, name: str, flags: int, mode: int = 0o644, uid: int
         os.close(dir_fd)
 
 
-def _write_files(bx: Box, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
+def _write_files(bx: BoxHandle, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
     for name, mode, index in files:
         fd = _open_in_scratch(bx, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, uid)
         try:
@@ -182,7 +68,7 @@ def _write_files(bx: Box, files: list[list[Any]], blobs: list[bytearray], uid: i
             os.close(fd)
 
 
-def _collect(bx: Box, names: list[str], limit: int) -> tuple[list[list[Any]], list[bytes]]:
+def _collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[list[Any]], list[bytes]]:
     found: list[list[Any]] = []
     blobs: list[bytes] = []
     if any("*" in n for n in names):  # patterns match entries at the top of the scratch directory
@@ -224,7 +110,7 @@ class _Run:
 
 
 def _run(
-    bx: Box, req: dict[str, Any], blobs: list[bytearray], session: str | None = None
+    bx: BoxHandle, req: dict[str, Any], blobs: list[bytearray], session: str | None = None
 ) -> tuple[dict[str, Any], list[bytes]]:
     """One run in the box: a fresh process, or with ``session`` ("start" or "test") a test in a session."""
     run = _Run(req, blobs)
@@ -318,7 +204,7 @@ def _run(
     return result, [bytes(run.out["stdout"]), bytes(run.out["stderr"])]
 
 
-def _take(bx: Box, run: _Run, stream: str, data: bytes) -> None:
+def _take(bx: BoxHandle, run: _Run, stream: str, data: bytes) -> None:
     room = run.output_cap - len(run.out["stdout"]) - len(run.out["stderr"])
     run.out[stream] += data[: max(room, 0)]
     if len(data) > room and not run.output_exceeded:
@@ -326,14 +212,14 @@ def _take(bx: Box, run: _Run, stream: str, data: bytes) -> None:
         _stop(bx, run, time.monotonic())
 
 
-def _stop(bx: Box, run: _Run, now: float) -> None:
+def _stop(bx: BoxHandle, run: _Run, now: float) -> None:
     if run.killed_at is None:
         run.killed_at = now
         bx.stop_run()
 
 
 def _run_tests(
-    bx: Box, header: dict[str, Any], blobs: list[bytearray], uid: int
+    bx: BoxHandle, header: dict[str, Any], blobs: list[bytearray], uid: int
 ) -> tuple[list[dict[str, Any]], list[bytes]]:
     """One program on several inputs, each run in a process of its own, in order.
 
@@ -392,7 +278,7 @@ def _session_of(header: dict[str, Any], blobs: list[bytearray]) -> bytearray:
     return key
 
 
-def handle(bx: Box, header: dict[str, Any], blobs: list[bytearray], uid: int) -> bytes:
+def handle(bx: BoxHandle, header: dict[str, Any], blobs: list[bytearray], uid: int) -> bytes:
     """Serve one request frame and return the answer frame."""
     op = header.get("op")
     if op == "ping":
@@ -455,7 +341,7 @@ def main() -> None:
         config.update(program_uid=uid, namespaces=config.get("namespaces", True))
         # Set after the namespace switch, which changes our credentials and so clears it.
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the server
-        bx = Box(config)
+        bx = BoxHandle(config)
     except BaseException as exc:
         write_all(out_fd, encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}))
         raise SystemExit(1) from exc

@@ -1,4 +1,4 @@
-"""Bodies of the native ``/v1`` API, built for RL throughput."""
+"""Wire models of the native ``/v1`` API, built for RL throughput: public, so clients (the evaluator) share them."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..compare import Comparison
-from ..verdicts import Verdict
+from .compare import Comparison
+from .verdicts import Verdict
 
 
 class Strict(BaseModel):

@@ -1,0 +1,128 @@
+"""A handle on the box process (see ``box.py``): the agent starts it, resets it, and replaces it when it dies."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+from . import box, linux
+from .protocol import wipe
+
+
+class BoxHandle:
+    """Handle on the box process, created (and recreated when it dies) by the agent."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.pid = 0
+        self.ctl: socket.socket | None = None
+        self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
+        self.dirty = False
+        # What the session left open after the last exchange runs (files, argv, env, limits), or empty:
+        # a later exchange that runs exactly the same goes on with it (see _run_tests).
+        self.session = bytearray()
+        self.spawn()
+
+    def end_session(self) -> None:
+        wipe(self.session)
+        self.session = bytearray()
+
+    def spawn(self) -> None:
+        self.end_session()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        middle = os.fork()
+        if middle == 0:
+            code = 0
+            try:
+                parent.close()
+                if self.config["namespaces"]:
+                    linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        box.serve(child, self.config)
+                    except BaseException:
+                        traceback.print_exc()
+                    finally:
+                        os._exit(1)
+                child.send(json.dumps({"pid": pid}).encode())
+            except BaseException as exc:
+                sys.stderr.write(f"agent: cannot start the box: {exc}\n")
+                code = 1
+            finally:
+                os._exit(code)
+        # The middle process exits at once; we are the subreaper, so its child, the box, becomes ours.
+        os.waitpid(middle, 0)
+        child.close()
+        self.ctl = parent
+        # Two messages arrive in either order: the box's pid from the middle process, and the box's ready.
+        hello: dict[str, Any] = {}
+        parent.settimeout(30)
+        for _ in range(2):
+            msg, fds, _, _ = socket.recv_fds(parent, 1 << 16, 1)
+            hello.update(json.loads(msg or b"{}"))
+            if fds:
+                self._set_scratch(fds[0])
+        parent.settimeout(None)
+        if not hello.get("pid") or hello.get("op") != "ready" or self.scratch < 0:
+            raise RuntimeError("the box did not start")
+        self.pid = hello["pid"]
+        self.dirty = False
+
+    def _set_scratch(self, fd: int) -> None:
+        if self.scratch >= 0:
+            os.close(self.scratch)
+        self.scratch = fd
+
+    def alive(self) -> bool:
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return pid == 0
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        if not self.config["namespaces"]:
+            # No pid namespace dies with the box here: as the container's init, take down everything else.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+            box.reap_all()
+        if self.ctl is not None:
+            self.ctl.close()
+
+    def respawn(self) -> None:
+        self.kill()
+        self.spawn()
+
+    def reset(self) -> None:
+        """Fresh scratch space and IPC namespace for the next run; a box that cannot do it is replaced."""
+        self.end_session()  # the box ends a session at any command that is not one of its tests
+        if not self.dirty:
+            return
+        try:
+            assert self.ctl is not None
+            self.ctl.sendall(b'{"op":"reset"}')
+            msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 16, 1)
+            if json.loads(msg or b"{}").get("op") != "ready" or not fds:
+                raise OSError("box did not reset")
+            self._set_scratch(fds[0])
+            self.dirty = False
+        except (OSError, ValueError):
+            self.respawn()
+
+    def stop_run(self) -> None:
+        """Ask the box to kill everything in its namespace."""
+        assert self.ctl is not None
+        with contextlib.suppress(OSError):
+            self.ctl.sendall(b'{"op":"kill"}')

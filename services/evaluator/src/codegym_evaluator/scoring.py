@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import httpx
-from codegym_sandbox.models import EvaluateRequest, EvaluateResponse, ExecuteResponse, ProgramOut, TestOut
+from codegym_sandbox.models import EvaluateRequest, EvaluateResponse, ExecuteResponse, ProgramOut
 from pydantic import ValidationError
 
 from .extract import Extracted, extract_code
@@ -284,7 +284,7 @@ class Scorer:
                 break
             await asyncio.sleep(self._delay(attempt))
         total = len(task.tests)
-        return [_score(results[prog], piece, total, task.kind) for prog, piece in zip(programs, pieces, strict=True)]
+        return [_score(results[prog], piece, total) for prog, piece in zip(programs, pieces, strict=True)]
 
     async def execute_many(self, codes: list[str], language: str = "python") -> list[Execution]:
         """Run each program once (no input) through ``/v1/execute``, concurrently."""
@@ -317,21 +317,11 @@ def _runs(body: dict[str, Any]) -> int:
     return len(body["programs"]) * len(body["tests"])
 
 
-def _test_verdict(test: TestOut, kind: str) -> str:
-    # A failed assertion in an assert test is a wrong answer, as every reference harness counts it; the
-    # sandbox only sees a program that raised.
-    if kind == "assert" and test.verdict.value == "RE":
-        last = test.stderr.rstrip().rsplit("\n", 1)[-1]
-        if last.startswith("AssertionError"):
-            return "WA"
-    return test.verdict.value
-
-
-def _score(result: ProgramOut | str, piece: Extracted, total: int, kind: str) -> Score:
+def _score(result: ProgramOut | str, piece: Extracted, total: int) -> Score:
     if isinstance(result, str):
         return Score(SE, 0, total, [], piece.code, piece.fenced, 0.0, error=result)
     wall = sum(t.wall_s for t in result.tests) + (result.compile.wall_s if result.compile else 0.0)
-    test_verdicts = [_test_verdict(t, kind) for t in result.tests]
+    test_verdicts = [t.verdict.value for t in result.tests]  # the sandbox's judge decides every verdict
     verdict = next((v for v in test_verdicts if v != "AC"), "AC") if result.verdict.value != "CE" else "CE"
     error = None
     if verdict == SE:

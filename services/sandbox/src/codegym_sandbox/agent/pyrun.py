@@ -134,8 +134,11 @@ except ValueError:
 
 def warm_up() -> None:
     """Do once, before any fork, what every run would otherwise do first: the first compile() of a
-    process initialises the parser, and the first traceback loads its modules (about 3 ms a run)."""
+    process initialises the parser, and the first traceback loads its modules (about 3 ms a run); and the
+    assert tests' runner is loaded, so that its runs compile two lines of it."""
     import traceback
+
+    from . import assert_runner  # noqa: F401
 
     exec(compile(_WARM_UP, "<warm-up>", "exec"), {"__name__": "__warm__"})
     try:

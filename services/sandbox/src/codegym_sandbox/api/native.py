@@ -8,9 +8,8 @@ import time
 from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 
-from .. import harness, languages
-from ..compare import outputs_match, values_match
-from ..executor import Executor, RunLimits, StepResult, UnsupportedLanguage
+from .. import harness, judge, languages
+from ..executor import Executor, RunLimits, UnsupportedLanguage
 from ..models import (
     EvaluateBatchRequest,
     EvaluateBatchResponse,
@@ -24,7 +23,7 @@ from ..models import (
     TestOut,
 )
 from ..verdicts import Verdict
-from .convert import fetched, step_out, text
+from .convert import fetched, step_out
 from .deps import ExecutorDep
 from .files import decode_files, scratch_name
 
@@ -141,14 +140,12 @@ async def _judge_asserts(
 
     async def run(round_: int, lang: languages.Language, limits: RunLimits, runs: list[tuple[int, int]]) -> None:
         sources = {lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
-        stdins, nonces = [], []
+        stdins = []
         for g, p in runs:
             req = reqs[g][0]
             assert_code = req.tests[round_].assert_code
             assert assert_code is not None
-            stdin, nonce = harness.assert_stdin(req.programs[p], assert_code)
-            stdins.append(stdin)
-            nonces.append(nonce)
+            stdins.append(harness.assert_stdin(req.programs[p], assert_code))
         size = -(-len(runs) // max(1, min(workers, len(runs))))
         parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
         steps = await asyncio.gather(
@@ -158,7 +155,7 @@ async def _judge_asserts(
             for i, step in zip(part, part_steps, strict=True):
                 g, p = runs[i]
                 req = reqs[g][0]
-                outs[g][p].append(_test_out(req, req.tests[round_], step, nonces[i]))
+                outs[g][p].append(judge.test_out(req, req.tests[round_], step))
 
     for round_ in range(max((len(req.tests) for req, _ in reqs), default=0)):
         # This round's runs, by what a worker runs them with. With early stop, a program that failed a
@@ -170,18 +167,9 @@ async def _judge_asserts(
                     if not req.early_stop or all(t.verdict is Verdict.AC for t in tests):
                         groups.setdefault((lang.name, limits[g]), []).append((g, p))
         await asyncio.gather(*(run(round_, executor.language(name), lim, r) for (name, lim), r in groups.items()))
-    results = []
-    for (req, _), programs in zip(reqs, outs, strict=True):
-        group = []
-        for tests in programs:
-            first_bad = next((o.verdict for o in tests if o.verdict is not Verdict.AC), Verdict.AC)
-            passed = sum(o.verdict is Verdict.AC for o in tests)
-            group.append(
-                ProgramOut(verdict=first_bad, passed=passed, total=len(req.tests),
-                           stopped_early=len(tests) < len(req.tests), compile=None, tests=tests)
-            )  # fmt: skip
-        results.append(group)
-    return results
+    return [
+        [judge.program_out(req, tests) for tests in programs] for (req, _), programs in zip(reqs, outs, strict=True)
+    ]
 
 
 async def _judge(
@@ -191,25 +179,13 @@ async def _judge(
     try:
         lang = executor.language(req.language)
     except UnsupportedLanguage as exc:
-        se = TestOut(verdict=Verdict.SE, wall_s=0.0, cpu_s=None, stdout="", stderr=str(exc))
-        return ProgramOut(verdict=Verdict.SE, passed=0, total=total, stopped_early=False, compile=None, tests=[se])
+        return judge.sandbox_error(req, str(exc))
     needs_python = any(t.call is not None or t.assert_code is not None for t in req.tests)
     if needs_python and not lang.in_process_python:
-        se = TestOut(verdict=Verdict.SE, wall_s=0.0, cpu_s=None, stdout="", stderr="call and assert tests need Python")
-        return ProgramOut(verdict=Verdict.SE, passed=0, total=total, stopped_early=False, compile=None, tests=[se])
+        return judge.sandbox_error(req, "call and assert tests need Python")
     compiled, sources = await executor.build(lang, code, {}, compile_limits)
     if compiled is not None and compiled.verdict is not Verdict.AC:
-        tests = [
-            TestOut(verdict=compiled.verdict, wall_s=0.0, cpu_s=None, stdout="", stderr=text(compiled.stderr[-1024:]))
-        ]
-        return ProgramOut(
-            verdict=compiled.verdict,
-            passed=0,
-            total=total,
-            stopped_early=False,
-            compile=step_out(compiled),
-            tests=tests,
-        )
+        return judge.compile_failed(req, compiled)
 
     async def one(test: Test) -> TestOut:
         return await _run_test(executor, req, lang, code, sources, test, limits)
@@ -217,7 +193,7 @@ async def _judge(
     async def batch(tests: list[Test]) -> list[TestOut]:
         stdins = [t.stdin.encode() if t.stdin else None for t in tests]
         steps = await executor.run_tests(lang, sources, stdins, limits)
-        return [_test_out(req, t, step, "") for t, step in zip(tests, steps, strict=True)]
+        return [judge.test_out(req, t, step) for t, step in zip(tests, steps, strict=True)]
 
     outs: list[TestOut] = []
     if all(t.expected_stdout is not None for t in req.tests):
@@ -242,16 +218,7 @@ async def _judge(
                 break
     else:
         outs = list(await asyncio.gather(*(one(t) for t in req.tests)))
-    passed = sum(o.verdict is Verdict.AC for o in outs)
-    first_bad = next((o.verdict for o in outs if o.verdict is not Verdict.AC), Verdict.AC)
-    return ProgramOut(
-        verdict=first_bad,
-        passed=passed,
-        total=total,
-        stopped_early=len(outs) < total,
-        compile=step_out(compiled) if compiled else None,
-        tests=outs,
-    )
+    return judge.program_out(req, outs, compiled)
 
 
 async def _run_test(
@@ -263,7 +230,6 @@ async def _run_test(
     test: Test,
     limits: RunLimits,
 ) -> TestOut:
-    nonce = ""
     stdin = test.stdin.encode() if test.stdin else None
     if test.call is not None:
         assert req.function is not None
@@ -271,32 +237,9 @@ async def _run_test(
         sources = {**sources, lang.source: (program.encode(), 0o644)}
     elif test.assert_code is not None:
         sources = {**sources, lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
-        stdin, nonce = harness.assert_stdin(code, test.assert_code)
+        stdin = harness.assert_stdin(code, test.assert_code)
     step = await executor.run_built(lang, sources, stdin, limits)
-    return _test_out(req, test, step, nonce)
-
-
-def _test_out(req: EvaluateRequest, test: Test, step: StepResult, nonce: str) -> TestOut:
-    verdict = step.verdict
-    if verdict is Verdict.AC:
-        verdict = Verdict.AC if _passed(req, test, step, nonce) else Verdict.WA
-    stdout = step.stdout.replace(nonce.encode(), b"") if nonce else step.stdout
-    return TestOut(
-        verdict=verdict,
-        wall_s=step.wall_s,
-        cpu_s=step.cpu_s,
-        stdout=text(stdout[:1024]),
-        stderr=text(step.stderr[-1024:]),
-    )
-
-
-def _passed(req: EvaluateRequest, test: Test, step: StepResult, nonce: str) -> bool:
-    if test.expected_stdout is not None:
-        return outputs_match(text(step.stdout), test.expected_stdout, req.comparison, req.rel_tol, req.abs_tol)
-    if test.call is not None:
-        ok, value = harness.call_result(step.stdout)
-        return ok and values_match(value, test.expected, req.rel_tol, req.abs_tol)
-    return harness.assert_passed(step.stdout, nonce)
+    return judge.test_out(req, test, step)
 
 
 @router.get("/languages", response_model=list[LanguageOut])

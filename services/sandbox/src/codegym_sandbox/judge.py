@@ -1,0 +1,74 @@
+"""Judging: every verdict of a test and of a program is decided here, and only here.
+
+A run's own outcome (limits, exit status: see ``executor``) is the verdict of a test unless the run ended
+by itself and the test says otherwise: a stdin test compares outputs, a call test compares the returned
+value with the expected one, both on this side; an assert test is read from the runner's exit status (see
+``assert_runner``), which the program cannot set. Clients of the API, the evaluator among them, take these
+verdicts as they are.
+"""
+
+from __future__ import annotations
+
+from . import harness
+from .api.convert import step_out, text
+from .compare import outputs_match, values_match
+from .executor import StepResult
+from .models import EvaluateRequest, ProgramOut, Test, TestOut
+from .verdicts import Verdict
+
+SHOWN_BYTES = 1024  # of a test's stdout (its start) and stderr (its end) in an answer
+
+
+def test_verdict(req: EvaluateRequest, test: Test, step: StepResult) -> Verdict:
+    """The verdict of one test, from its run."""
+    if test.assert_code is not None and step.verdict in (Verdict.AC, Verdict.RE):
+        # A failed assertion is a wrong answer, as every reference harness counts it; an exception of the
+        # program's own stays a runtime error.
+        outcome = harness.assert_outcome(step.exit_code) if step.signal is None else None
+        if outcome is not None:
+            return Verdict.AC if outcome else Verdict.WA
+        return step.verdict if step.verdict is not Verdict.AC else Verdict.WA
+    if step.verdict is not Verdict.AC:
+        return step.verdict
+    if test.expected_stdout is not None:
+        same = outputs_match(text(step.stdout), test.expected_stdout, req.comparison, req.rel_tol, req.abs_tol)
+    else:
+        ok, value = harness.call_result(step.stdout)
+        same = ok and values_match(value, test.expected, req.rel_tol, req.abs_tol)
+    return Verdict.AC if same else Verdict.WA
+
+
+def test_out(req: EvaluateRequest, test: Test, step: StepResult) -> TestOut:
+    return TestOut(
+        verdict=test_verdict(req, test, step),
+        wall_s=step.wall_s,
+        cpu_s=step.cpu_s,
+        stdout=text(step.stdout[:SHOWN_BYTES]),
+        stderr=text(step.stderr[-SHOWN_BYTES:]),
+    )
+
+
+def program_out(req: EvaluateRequest, tests: list[TestOut], compiled: StepResult | None = None) -> ProgramOut:
+    """A program's verdict: its first test that is not AC (in the tests' order), else AC."""
+    return ProgramOut(
+        verdict=next((t.verdict for t in tests if t.verdict is not Verdict.AC), Verdict.AC),
+        passed=sum(t.verdict is Verdict.AC for t in tests),
+        total=len(req.tests),
+        stopped_early=len(tests) < len(req.tests),
+        compile=step_out(compiled) if compiled else None,
+        tests=tests,
+    )
+
+
+def compile_failed(req: EvaluateRequest, compiled: StepResult) -> ProgramOut:
+    """A program that did not compile: its compile step's verdict, for the program and its one test line."""
+    failed = TestOut(verdict=compiled.verdict, wall_s=0.0, cpu_s=None, stdout="",
+                     stderr=text(compiled.stderr[-SHOWN_BYTES:]))  # fmt: skip
+    return ProgramOut(verdict=compiled.verdict, passed=0, total=len(req.tests), stopped_early=False,
+                      compile=step_out(compiled), tests=[failed])  # fmt: skip
+
+
+def sandbox_error(req: EvaluateRequest, message: str) -> ProgramOut:
+    """SE for a program the server cannot judge at all (never the program's fault)."""
+    se = TestOut(verdict=Verdict.SE, wall_s=0.0, cpu_s=None, stdout="", stderr=message)
+    return ProgramOut(verdict=Verdict.SE, passed=0, total=len(req.tests), stopped_early=False, compile=None, tests=[se])

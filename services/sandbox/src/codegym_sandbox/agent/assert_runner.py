@@ -27,6 +27,7 @@ so that a CPU limit still reads as one).
 from __future__ import annotations
 
 import builtins
+import ctypes
 import importlib
 import json
 import os
@@ -177,10 +178,11 @@ class Channel:
         return json.loads(line)
 
 
-def _set_dumpable(on: bool) -> None:
-    import ctypes  # already loaded in the box, where this runs: the agent uses it
+_libc = ctypes.CDLL(None)  # opened when the box loads this module, not in every run
 
-    ctypes.CDLL(None).prctl(4, int(on), 0, 0, 0)  # PR_SET_DUMPABLE
+
+def _set_dumpable(on: bool) -> None:
+    _libc.prctl(4, int(on), 0, 0, 0)  # PR_SET_DUMPABLE
 
 
 # --- the program's process ----------------------------------------------------------------------------

@@ -94,6 +94,20 @@ def test_the_runner_is_one_file_for_every_task() -> None:
             "try:\n    f(-1)\n    assert False\nexcept ValueError:\n    pass",
         ),  # builtin exceptions cross
         ("def make():\n    return lambda y: y + 1", "assert make()(1) == 2"),  # a returned function is called
+        (
+            "class Solution:\n    def twoSum(self, nums, t):\n"
+            "        return [0, 1] if nums[0] + nums[1] == t else []\n",
+            "assert Solution().twoSum([2, 7], 9) == [0, 1]",
+        ),  # LeetCode style: a method of an instance of the program's class
+        (
+            "class Node:\n    def __init__(s, v, nxt=None):\n        s.val, s.next = v, nxt\n"
+            "    def __len__(s):\n        return 1 + (len(s.next) if s.next else 0)\n"
+            "    def __iter__(s):\n        return iter([s.val] + (list(s.next) if s.next else []))\n"
+            "    def __getitem__(s, i):\n        return list(s)[i]\n"
+            "def build(xs):\n    return Node(xs[0], build(xs[1:])) if xs else None",
+            "n = build([1, 2, 3])\nassert n.val == 1 and n.next.next.val == 3 and n.next.next.next is None\n"
+            "assert len(n) == 3 and list(n) == [1, 2, 3] and n[1] == 2 and 3 in n and 4 not in n and n",
+        ),  # attributes, len, iteration, items, membership and truth of the program's objects
         ("N = 3\nTABLE = {'a': [1, 2]}", "assert N == 3 and TABLE['a'] == [1, 2]"),  # the program's constants
         (
             "def poly(xs, x):\n    return sum(c * x ** i for i, c in enumerate(xs))\ndef f(xs):\n    return 1.0",
@@ -120,3 +134,8 @@ def test_honest_programs_pass(code: str, checks: str) -> None:
 def test_a_value_that_equals_everything_is_a_wrong_answer(code: str) -> None:
     assert _assert(code, "assert f() == [42]")[0] is False
     assert _assert(code, "assert f() == 42")[0] is False
+    # The same value behind a method and an attribute of the program's objects.
+    wrapped = code + "\nclass S:\n    def g(self):\n        return f()\n"
+    wrapped += "    @property\n    def v(self):\n        return f()"
+    assert _assert(wrapped, "assert S().g() == 42")[0] is False
+    assert _assert(wrapped, "assert S().v == [42]")[0] is False

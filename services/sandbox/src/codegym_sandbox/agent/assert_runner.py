@@ -54,23 +54,50 @@ class Handle:
     """
 
     def __init__(self, ref: int, text: str, checker: Any = None, callable_: bool = False) -> None:
-        self.ref, self.text, self._checker, self._callable = ref, text, checker, callable_
+        self._ref, self._text, self._checker, self._callable = ref, text, checker, callable_
 
     def __repr__(self) -> str:
-        return self.text
+        return self._text
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Handle):
             return False
-        return other.ref == self.ref or (self._checker is not None and self._checker.same(self.ref, other.ref))
+        return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
 
     def __hash__(self) -> int:
-        return hash(("handle", self.ref))
+        return hash(("handle", self._ref))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._callable or self._checker is None:
-            raise TypeError(f"{self.text} is not callable")
-        return self._checker.call(["ref", self.ref], args, kwargs)
+            raise TypeError(f"{self._text} is not callable")
+        return self._checker.call(["ref", self._ref], args, kwargs)
+
+    # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
+    # done by the program's process on its own object; only the plain data (or a handle) comes back.
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or self.__dict__.get("_checker") is None:
+            raise AttributeError(name)  # protocols the interpreter probes (copy, pickle): not the program's
+        return self._checker.operate("getattr", self._ref, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._ask("getitem", key)
+
+    def __len__(self) -> int:
+        return int(self._ask("len"))
+
+    def __iter__(self) -> Any:
+        return iter(self._ask("iter"))
+
+    def __contains__(self, item: Any) -> bool:
+        return self._ask("contains", item) is True
+
+    def __bool__(self) -> bool:
+        return self._ask("bool") is True
+
+    def _ask(self, op: str, *args: Any) -> Any:
+        if self._checker is None:
+            raise TypeError(f"{self._text} does not support {op}")
+        return self._checker.operate(op, self._ref, *args)
 
 
 def encode(value: Any, refs: list[Any] | None) -> Any:
@@ -101,7 +128,7 @@ def encode(value: Any, refs: list[Any] | None) -> Any:
     if isinstance(value, range):
         return ["r", value.start, value.stop, value.step]
     if isinstance(value, Handle):
-        return ["h", value.ref, value.text, False]
+        return ["h", value._ref, value._text, False]
     if refs is None:
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
@@ -250,6 +277,9 @@ def _program(channel: Channel) -> None:
                 reply: Any = ["ok", {n: _describe(scope[n], refs) for n in request[1] if n in scope}]
             elif request[0] == "same":
                 reply = ["ok", bool(refs[request[1]] == refs[request[2]])]
+            elif request[0] == "op":
+                value = _operate(refs[request[2]], request[1], [decode(a, refs) for a in request[3:]])
+                reply = ["ok", encode(value, refs)]
             else:
                 reply = _call(request, scope, refs)
         except SystemExit as exc:  # the program exits in the middle of the tests: the checker sees it end
@@ -265,6 +295,23 @@ def _program(channel: Channel) -> None:
             channel.send(reply)
         except BaseException as exc:  # a value that cannot be written (a huge int, a cycle): an error
             channel.send(_error(exc))
+
+
+def _operate(value: Any, op: str, args: list[Any]) -> Any:
+    """One of the operations a :class:`Handle` passes on, on the program's own object."""
+    if op == "getattr":
+        return getattr(value, str(args[0]))
+    if op == "getitem":
+        return value[args[0]]
+    if op == "len":
+        return len(value)
+    if op == "iter":
+        return list(value)
+    if op == "contains":
+        return bool(args[0] in value)
+    if op == "bool":
+        return bool(value)
+    raise TypeError(f"unknown operation {op!r}")
 
 
 def _describe(value: Any, refs: list[Any]) -> Any:
@@ -338,6 +385,9 @@ class Checker:
         for index, data in reply[2].items():
             _update(args[int(index)], decode(data, None, self))
         return decode(reply[1], None, self)
+
+    def operate(self, op: str, ref: int, *args: Any) -> Any:
+        return decode(self.ask(["op", op, ref, *(encode(a, None) for a in args)])[1], None, self)
 
     def wait_ready(self) -> None:
         try:

@@ -136,6 +136,25 @@ def agents_of(pid: int) -> list[int]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` is alive: it exists and is not a zombie (one that nobody has reaped yet is dead,
+    and stays in ``/proc`` for as long as its new parent takes, forever under an init that never reaps)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def wait_dead(pids: list[int], timeout: float = 10.0) -> list[int]:
+    """Wait until none of ``pids`` is running (a process killed with its parent may take a moment to tear its
+    namespaces down); those still running at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if running(p)]
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of program in the mix: its source (``{id}`` is the request id), weight and expected verdict."""

@@ -28,7 +28,7 @@ from .suite import hostile_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from load_bench import ServerProcess, agents_of, free_port
+from load_bench import ServerProcess, agents_of, free_port, wait_dead
 
 SLOW = "import time\ntime.sleep(2)\nprint('slow done')\n"
 
@@ -157,8 +157,7 @@ def test_server_restarted_while_a_client_retries() -> None:
         worker.join(120)
         assert not errors, errors
         assert answers == {i: f"{i * 3}\n" for i in range(40)}
-        time.sleep(0.5)
-        assert all(not os.path.exists(f"/proc/{pid}") for pid in old_agents), "workers outlived their server"
+        assert not wait_dead(old_agents), "workers outlived their server"
     finally:
         first.stop()
         second.stop()

@@ -1,9 +1,16 @@
-"""The result cache: keys, LRU eviction, and hits seen through the API."""
+"""The result cache: keys, LRU eviction by entries and by bytes, and hits seen through the API."""
 
 from __future__ import annotations
 
-from codegym_sandbox.cache import LRUCache, cache_key
+from codegym_sandbox.cache import ENTRY_BYTES, LARGEST_SHARE, LRUCache, cache_key
+from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
+from sandbox_support import metric, settings_for
+
+
+def _entries(max_entries: int) -> LRUCache[object]:
+    """A cache bounded by entries only: values cost nothing but their entry."""
+    return LRUCache(max_entries, 1 << 30, lambda _: 0)
 
 
 def test_key_depends_on_every_part() -> None:
@@ -18,7 +25,7 @@ def test_key_depends_on_every_part() -> None:
 
 
 def test_lru_evicts_least_recently_used() -> None:
-    cache: LRUCache[int] = LRUCache(2)
+    cache = _entries(2)
     cache.put("a", 1)
     cache.put("b", 2)
     assert cache.get("a") == 1  # "a" is now the most recently used
@@ -30,7 +37,7 @@ def test_lru_evicts_least_recently_used() -> None:
 
 
 def test_put_refreshes_and_overwrites() -> None:
-    cache: LRUCache[str] = LRUCache(2)
+    cache = _entries(2)
     cache.put("a", "old")
     cache.put("b", "b")
     cache.put("a", "new")
@@ -39,9 +46,26 @@ def test_put_refreshes_and_overwrites() -> None:
 
 
 def test_zero_entries_disables_the_cache() -> None:
-    cache: LRUCache[int] = LRUCache(0)
-    cache.put("a", 1)
-    assert len(cache) == 0 and cache.get("a") is None
+    for cache in (_entries(0), LRUCache(16, 0, lambda _: 0)):
+        cache.put("a", 1)
+        assert len(cache) == 0 and cache.get("a") is None and cache.nbytes == 0
+
+
+def test_lru_is_bounded_by_bytes() -> None:
+    bound = 64 << 10
+    cache: LRUCache[bytes] = LRUCache(1000, bound, len)
+    for i in range(100):
+        cache.put(f"k{i}", bytes(3000))
+        assert cache.nbytes <= bound
+    assert cache.nbytes == len(cache) * (3000 + ENTRY_BYTES) and 15 < len(cache) < 25
+    assert cache.get("k99") is not None and cache.get("k0") is None  # the oldest went first
+    # A value larger than its share is not kept, and pushes nothing out.
+    held = len(cache)
+    cache.put("huge", bytes(bound // LARGEST_SHARE))
+    assert cache.get("huge") is None and len(cache) == held and cache.get("k99") is not None
+    # A key put again is counted once.
+    cache.put("k99", b"small")
+    assert cache.nbytes == (len(cache) - 1) * (3000 + ENTRY_BYTES) + 5 + ENTRY_BYTES
 
 
 def test_second_identical_run_is_cached(client: TestClient) -> None:
@@ -105,3 +129,48 @@ def test_run_code_timeouts_and_bad_requests_are_not_cached(client: TestClient) -
     for _ in range(2):
         assert client.post("/run_code", json={"code": "1", "language": "cobol"}).status_code == 422
     assert len(answers) == stored
+
+
+STEPS_BYTES = 'codegym_sandbox_cache_bytes{store="steps"}'
+STEPS_ENTRIES = 'codegym_sandbox_cache_entries{store="steps"}'
+ANSWERS_BYTES = 'codegym_sandbox_cache_bytes{store="answers"}'
+# Prints its input, then as many bytes as the input's second word says.
+PRINTER = "a, n = input().split()\nprint(a)\nprint('x' * int(n))\n"
+
+
+def test_many_large_outputs_stay_within_the_byte_bound(backend: str) -> None:
+    """Many large outputs (forty in one request) never take the cache past its byte bound, which /metrics
+    reports: outputs over their share are not kept at all, the others evict the least recently used."""
+    bound = 4 << 20  # 3 MiB for steps (results of at most 192 KiB), 1 MiB for whole answers (64 KiB)
+    with TestClient(create_app(settings_for(backend, cache_bytes=bound))) as client:
+        executor = client.app.state.executor  # type: ignore[attr-defined]
+        steps_bound = bound - bound // 4
+
+        def evaluate(tag: str, tests: int, size: int) -> None:
+            cases = [{"stdin": f"{tag}{i} {size}", "expected_stdout": f"{tag}{i}\n"} for i in range(tests)]
+            req = {"language": "python", "programs": [PRINTER], "tests": cases}
+            r = client.post("/v1/evaluate", json=req)
+            assert r.status_code == 200 and r.json()["results"][0]["total"] == tests, r.text
+            held = metric(client, STEPS_BYTES)
+            assert held == executor.cache.nbytes <= steps_bound
+            assert metric(client, STEPS_ENTRIES) == len(executor.cache)
+
+        small = {"code": "print('small')", "language": "python"}
+        assert client.post("/v1/execute", json=small).json()["run"]["cached"] is False
+        assert metric(client, STEPS_ENTRIES) == 1
+        held = metric(client, STEPS_BYTES)
+        # Forty outputs of 1 MiB, each over its share of the bound: none is kept, and none pushes out others.
+        evaluate("huge", 40, 1 << 20)
+        assert metric(client, STEPS_BYTES) == held and metric(client, STEPS_ENTRIES) == 1
+        assert client.post("/v1/execute", json=small).json()["run"]["cached"] is True  # the small entry hits
+        # Forty outputs of 120 KiB (4.7 MiB in all): kept up to the bound, the least recently used evicted
+        # first (the small entry among them).
+        evaluate("big", 40, 120 << 10)
+        assert 15 < len(executor.cache) < 40 and metric(client, STEPS_BYTES) > steps_bound - (130 << 10)
+        assert client.post("/v1/execute", json=small).json()["run"]["cached"] is False
+        # Whole /run_code answers have their own share: a small one is kept, one over its share is not.
+        assert client.post("/run_code", json=small).status_code == 200
+        answers = metric(client, ANSWERS_BYTES)
+        assert 0 < answers == executor.responses.nbytes <= bound // 4
+        client.post("/run_code", json={"code": PRINTER, "language": "python", "stdin": f"big38 {120 << 10}"})
+        assert metric(client, ANSWERS_BYTES) == answers

@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     workers: int = Field(0, ge=0, description="Worker slots (concurrent runs); 0 means one per CPU core.")
     queue_size: int = Field(1024, ge=0, description="Runs that may wait for a worker before 503.")
     cache_entries: int = Field(65536, ge=0, description="Result cache size in entries; 0 disables it.")
+    cache_bytes: int = Field(
+        256 << 20,
+        ge=0,
+        description="Result cache size in bytes (outputs and files of steps; a quarter of it for whole "
+        "/run_code answers); 0 disables it. A result costing more than a sixteenth of its share is not cached.",
+    )
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
     max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
     max_client_requests: int = Field(

@@ -5,6 +5,7 @@ Both APIs call :class:`Executor`; it knows languages, limits and the cache, and 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -64,6 +65,12 @@ class StepResult:
     collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
 
     @property
+    def nbytes(self) -> int:
+        """What keeping this result costs, about: its outputs, files and error, and its own objects."""
+        files = sum(len(name) + len(data) + _OBJECT_BYTES for name, (data, _) in self.collected.items())
+        return _STEP_BYTES + len(self.stdout) + len(self.stderr) + len(self.error or "") + files
+
+    @property
     def return_code(self) -> int | None:
         """Exit code, or minus the signal number, as SandboxFusion reports it."""
         if self.exit_code is not None:
@@ -73,6 +80,10 @@ class StepResult:
 
 # Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
 _UNREPEATABLE = (Verdict.SE, Verdict.TLE)
+# Memory of a StepResult with empty outputs beyond the cache's own ENTRY_BYTES (its fields and their
+# objects: tracemalloc shows ~310 B), and of each file it holds (the name, the tuple, the dict's slot).
+_STEP_BYTES = 320
+_OBJECT_BYTES = 160
 
 
 @dataclass
@@ -97,9 +108,16 @@ class Executor:
         self.backend = backend
         self.settings = settings
         self.metrics = metrics
-        self.cache: LRUCache[StepResult] = LRUCache(settings.cache_entries)
+        # Bounded by bytes, not only entries: a result holds its whole output (up to LIMITS__OUTPUT_BYTES).
+        answers_bytes = settings.cache_bytes // 4
+        self.cache: LRUCache[StepResult] = LRUCache(
+            settings.cache_entries, settings.cache_bytes - answers_bytes, lambda step: step.nbytes
+        )
         # Whole answers by request body, in front of the step cache: a repeated request skips even parsing.
-        self.responses: LRUCache[bytes] = LRUCache(settings.cache_entries)
+        # It gets the smaller share: a step cache hit still skips the run, which is what costs.
+        self.responses: LRUCache[bytes] = LRUCache(settings.cache_entries, answers_bytes, len)
+        metrics.track_cache("steps", self.cache)
+        metrics.track_cache("answers", self.responses)
         self.runtime_id = backend.runtime_id
         # Defaults and maxima decide what a body's omitted or out-of-range limits mean.
         self.settings_id = settings.limits.model_dump_json()
@@ -237,6 +255,9 @@ class Executor:
                 fresh = [self._run_result(lang, _step_result(out, limits)) for out in outcomes]
             except SandboxFault as exc:
                 fresh = [_sandbox_error(str(exc))] * len(todo)
+            except asyncio.CancelledError:
+                self.metrics.cancelled_runs.inc(len(todo))  # nothing of them is cached: they never ended
+                raise
             each = (time.perf_counter() - started) / len(todo)
             for i, result in zip(todo, fresh, strict=True):
                 self.metrics.run_seconds.labels(language=lang.name, kind="run").observe(each)
@@ -309,6 +330,9 @@ class Executor:
             result = _step_result(outcome, limits)
         except SandboxFault as exc:
             result = _sandbox_error(str(exc))
+        except asyncio.CancelledError:
+            self.metrics.cancelled_runs.inc()  # nothing is cached: the run never ended
+            raise
         self.metrics.run_seconds.labels(language=lang.name, kind=kind).observe(time.perf_counter() - started)
         self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
         if result.verdict not in _UNREPEATABLE:

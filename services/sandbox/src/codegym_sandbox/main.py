@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from .api import fusion, health, native
+from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard
 from .backends.base import Saturated
@@ -74,6 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def too_large(_: Request, exc: BodyTooLarge) -> JSONResponse:
         return JSONResponse({"detail": f"request body larger than {settings.max_body_bytes} bytes"}, 413)
 
+    # Inside the guard (added first), so that a request cancelled here still leaves the guard's count.
+    app.add_middleware(CancelOnDisconnect, metrics=metrics)
     token = settings.api_token.get_secret_value() if settings.api_token else None
     app.add_middleware(Guard, token=token, max_body=settings.max_body_bytes, metrics=metrics,
                        max_client_requests=settings.max_client_requests)  # fmt: skip

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from .cache import LRUCache
 
 _LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -29,10 +32,31 @@ class Metrics:
             registry=r,
         )
         self.cache = Counter("codegym_sandbox_cache", "Result cache lookups by result", ["result"], registry=r)
+        self.cache_bytes = Gauge(
+            "codegym_sandbox_cache_bytes", "Bytes held by a result cache (steps, or whole answers)", ["store"],
+            registry=r,
+        )  # fmt: skip
+        self.cache_entries = Gauge(
+            "codegym_sandbox_cache_entries", "Entries of a result cache (steps, or whole answers)", ["store"],
+            registry=r,
+        )  # fmt: skip
+        self.abandoned = Counter(
+            "codegym_sandbox_abandoned_requests", "Requests whose client went away before the answer", registry=r
+        )
+        self.cancelled_runs = Counter(
+            "codegym_sandbox_cancelled_runs",
+            "Runs cancelled before their end because their client went away: dropped from the queue, or "
+            "stopped on their worker (which is then replaced)",
+            registry=r,
+        )
         self.rejected = Counter("codegym_sandbox_rejected", "Runs refused because the queue was full", registry=r)
         self.queue_depth = Gauge("codegym_sandbox_queue_depth", "Runs waiting for a worker", registry=r)
         self.busy_workers = Gauge("codegym_sandbox_busy_workers", "Workers running a program", registry=r)
         self.workers = Gauge("codegym_sandbox_workers", "Worker slots", registry=r)
+
+    def track_cache(self, store: str, cache: LRUCache[Any]) -> None:
+        self.cache_bytes.labels(store=store).set_function(lambda: cache.nbytes)
+        self.cache_entries.labels(store=store).set_function(lambda: len(cache))
 
     def track_pool(self, queued: Callable[[], float], busy: Callable[[], float], size: int) -> None:
         self.queue_depth.set_function(queued)

@@ -2,8 +2,10 @@
 
 A slot serves one run at a time; runs wait for a free slot, and past ``queue_size`` waiting runs the next
 one is refused at once (:class:`Saturated`), never piled up. A worker that dies, idle or busy, is replaced
-in the background and the run it held gets a :class:`SandboxFault`. A slot whose replacements keep failing
-opens its circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in status.
+in the background and the run it held gets a :class:`SandboxFault`. A run cancelled (its client went away)
+leaves the queue, or, on a worker, has that worker replaced the same way. A slot whose replacements keep
+failing opens its circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in
+status.
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ class WorkerPool:
             healthy = True
             return outcome
         finally:
+            # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
+            # (or of a run nobody waits for): killing it is the only way to free the slot and keep frames in step.
             if healthy and not worker.replaced:
                 self._idle.put_nowait(worker)
             else:

@@ -510,6 +510,86 @@ ATTACKS: list[Attack] = [
         AC,
         stdout="[0, 1, 2, 3]\n",
     ),
+    # -- neighbours: the processes that supervise a run, other runs, the host's shared pools ---------------
+    Attack(
+        "change-every-process-it-can-name",  # its parent (the box, or a session's process), pid 1, the rest
+        "neighbours",
+        "import ctypes, os, resource\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        "IOPRIO_SET = {'x86_64': 251, 'aarch64': 30}.get(os.uname().machine, -1)\ndone = set()\n"
+        "def attempt(what, call):\n    try:\n        if call() in (None, 0):\n            done.add(what)\n"
+        "    except (OSError, ValueError):\n        pass\n"
+        "limits = [getattr(resource, n) for n in dir(resource) if n.startswith('RLIMIT_')]\n"
+        "named = set(range(1, 200)) | {int(p) for p in os.listdir('/proc') if p.isdigit()} | {os.getppid()}\n"
+        "for pid in sorted(named - {0, os.getpid()}):\n"
+        "    for r in limits:\n        attempt('prlimit', lambda: resource.prlimit(pid, r, (1, 1)))\n"
+        "    attempt('renice', lambda: os.setpriority(os.PRIO_PROCESS, pid, 19))\n"
+        "    attempt('affinity', lambda: os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))}))\n"
+        "    attempt('idle', lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)))\n"
+        "    attempt('ioprio', lambda: libc.syscall(IOPRIO_SET, 1, pid, (3 << 13) | 7))\n"
+        "attempt('renice-user', lambda: os.setpriority(os.PRIO_USER, 0, 19))\n"
+        "attempt('renice-group', lambda: os.setpriority(os.PRIO_PGRP, 0, 19))\n"
+        "attempt('ioprio-user', lambda: libc.syscall(IOPRIO_SET, 3, 0, (3 << 13) | 7))\n"
+        "print(sorted(done))\n",
+        AC,
+        stdout="[]\n",
+        timeout_s=3.0,
+    ),
+    Attack(
+        "many-sessions",  # each session its own autogroup, each autogroup its own share of the CPU
+        "neighbours",
+        "import os\npid = os.fork()\nif pid == 0:\n    try:\n        os.setsid()\n        os._exit(0)\n"
+        "    except OSError:\n        os._exit(1)\n"
+        "print(['made a session', 'refused'][os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])])\n",
+        AC,
+        stdout="refused\n",
+    ),
+    Attack(
+        "drain-the-pty-pool",  # ptys come from a pool the host shares; the host's own instance is shared too
+        "neighbours",
+        "import os\nopened = []\ntry:\n    for _ in range(100):\n"
+        "        opened.append(os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY))\nexcept OSError:\n    pass\n"
+        "others = sorted(set(os.listdir('/dev/pts')) - {'ptmx'} - {str(i) for i in range(len(opened))})\n"
+        "print(len(opened) <= 16, others)\n",
+        AC,
+        stdout="True []\n",
+    ),
+    Attack(
+        "socket-families",  # vsock reaches the hypervisor; the others are kernel surface a program never needs
+        "neighbours",
+        "import socket\nopened = []\n"
+        "for family, kind, proto in ((40, 1, 0), (38, 5, 0), (17, 3, 0), (30, 4, 0), (31, 1, 0), (29, 3, 1),"
+        " (44, 3, 0), (42, 2, 0), (43, 1, 0), (21, 5, 0), (4, 2, 0), (5, 2, 0), (9, 5, 0), (3, 2, 0), (15, 3, 2),"
+        " (24, 1, 0), (16, 3, 9), (16, 3, 15), (16, 3, 4)):\n    try:\n"
+        "        socket.socket(family, kind, proto).close()\n        opened.append((family, proto))\n"
+        "    except OSError:\n        pass\nprint(opened)\n",
+        AC,
+        stdout="[]\n",
+    ),
+    Attack(
+        "memory-no-process-maps",  # memfd and System V IPC hold memory that no limit on a process sees
+        "memory",
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nheld = []\ntry:\n"
+        "    fd = os.memfd_create('hold')\n    for _ in range(512):\n        os.write(fd, b'x' * (1 << 20))\n"
+        "    held.append('memfd')\nexcept OSError:\n    pass\n"
+        "if libc.shmget(0, 64 << 20, 0o1000 | 0o600) != -1:\n    held.append('shm')\n"
+        "if libc.semget(0, 1, 0o1000 | 0o600) != -1:\n    held.append('sem')\n"
+        "if libc.msgget(0, 0o1000 | 0o600) != -1:\n    held.append('msg')\nprint(held)\n",
+        AC,
+        stdout="[]\n",
+    ),
+    Attack(
+        "memory-in-socket-buffers",  # kernel memory: what a socket holds for its peer, in four processes
+        "memory",
+        "import os, socket, time\nfor _ in range(4):\n    if os.fork() == 0:\n        pairs = []\n"
+        "        for _ in range(28):\n            a, b = socket.socketpair()\n"
+        "            a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 << 20)\n            a.setblocking(False)\n"
+        "            try:\n                while True:\n                    a.send(b'x' * 65536)\n"
+        "            except OSError:\n                pass\n            pairs.append((a, b))\n"
+        "        time.sleep(100)\ntime.sleep(1)\nprint('held')\n",
+        MLE | RE | TLE,
+        timeout_s=3.0,
+        memory_mb=128,
+    ),
     # -- cross-run leakage in persistent workers -----------------------------------------------------------
     Attack(
         "poison-the-worker",

@@ -3,7 +3,8 @@
 After each attack a canary program (distinct source every time, so never a cached answer) must answer
 correctly and report the same box as before the attacks: no process but itself and its supervisors, no
 file in the scratch directory, ``/tmp`` or ``/dev/shm``, no System V IPC object, a clean environment,
-interpreter and descriptor table. The host is checked too (see ``host_state.py``).
+interpreter and descriptor table, and the same limits, priority, CPUs and scheduling policy (which a
+program forked from a changed box would inherit). The host is checked too (see ``host_state.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .hostile_programs import ATTACKS, Attack
 from .suite import PROGRAM_HOST_UID, SERVER_SECRET
 
 _CANARY = """
-import builtins, json, os, sys
+import builtins, json, os, resource, sys
 def ls(path):
     try:
         return sorted(os.listdir(path))
@@ -38,6 +39,9 @@ print(json.dumps({
     "box": ls("."), "tmp": ls("/tmp"), "shm": ls("/dev/shm"), "sysv_shm": sysv, "cwd": os.getcwd(),
     "fds": ls("/proc/self/fd"), "env": sorted(os.environ), "leak_module": "codegym_leak" in sys.modules,
     "leak_builtin": hasattr(builtins, "codegym_leak"), "recursion": sys.getrecursionlimit(),
+    "limits": {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")},
+    "nice": os.getpriority(os.PRIO_PROCESS, 0), "cpus": sorted(os.sched_getaffinity(0)),
+    "policy": os.sched_getscheduler(0),
 }))
 """
 _counter = itertools.count()

@@ -84,14 +84,14 @@ def test_daemon_is_gone_after_the_run(client: TestClient) -> None:
     code = """
 import os, time
 if os.fork() == 0:
-    os.setsid()
+    os.setpgid(0, 0)  # not setsid(), which the seccomp filter refuses
     if os.fork() == 0:
         time.sleep(60)
     os._exit(0)
 time.sleep(0.2)
 print(len([p for p in os.listdir('/proc') if p.isdigit()]))
 """
-    assert int(stdout(run_code(client, code))) >= 3  # box init, this program, the daemon
+    assert int(stdout(run_code(client, code))) >= 2  # this program and the daemon (/proc hides the box)
     # Only this program and its supervisors (the box, and in a container the agent as pid 1) remain.
     check = (
         "import os; pids = {int(p) for p in os.listdir('/proc') if p.isdigit()}; "

@@ -66,10 +66,22 @@ class Settings(BaseSettings):
     host_uid: int = Field(
         1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."
     )
-    python: str | None = Field(None, description="Interpreter for Python runs; default: the server's own.")
+    python: str | None = Field(
+        None,
+        description="Interpreter of Python runs on the local backend, an installation (not a virtual environment: "
+        "programs get its standard library, never its site-packages); default: the one the server's venv was made "
+        "from.",
+    )
+    runtime_packages: str | None = Field(
+        None,
+        description="The packages programs may import on the local backend: a `pip install --target` directory "
+        "(numpy, scipy, pandas, sortedcontainers); default: the checkout's .runtime/site-packages, made by "
+        "scripts/setup. Without it programs get the standard library only.",
+    )
     hide_paths: list[str] = Field(
-        default_factory=lambda: ["/root", "/home", "/run", "/var/log", "/mnt", "/media", "/srv"],
-        description="Host directories programs must not see (toolchains under them stay visible).",
+        default_factory=list,
+        description="Host directories programs never see on the local backend, even inside a toolchain's directory "
+        "(a toolchain inside one is left out); the server's checkout and virtual environment always are.",
     )
     limits: Limits = Field(default_factory=Limits)
     image: str = Field("codegym-sandbox-runtime:latest", description="Runtime image of the container backends.")
@@ -86,7 +98,9 @@ class Settings(BaseSettings):
     breaker_cooldown_s: float = Field(
         30.0, gt=0, description="How long a worker slot whose restarts keep failing waits before it tries again."
     )
-    container_user: str = Field("1000:1000", description="uid:gid the agent and programs run as in containers.")
+    container_user: str = Field(
+        "1000:1000", description="uid:gid programs run as in containers (the agent starts as root to run them so)."
+    )
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> Settings:

@@ -42,8 +42,10 @@ class Language:
         return tuple(argv[0] for argv in (self.compile, self.run) if argv and not argv[0].startswith("./"))
 
 
-def _python() -> str:
-    return sys.executable
+def base_python() -> str:
+    """The interpreter Python runs use by default: the installation the server's virtual environment was made
+    from (programs get its standard library and the runtime packages, never the server's environment)."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
 LANGUAGES: dict[str, Language] = {
@@ -103,7 +105,7 @@ def lookup(name: str) -> Language | None:
 def resolve_tool(tool: str) -> str | None:
     """Absolute path of a tool as runs will find it, or None when it is not installed."""
     if tool == "python3":
-        return _python()
+        return base_python()
     path = os.pathsep.join([RUN_PATH, os.environ.get("PATH", "")])
     return shutil.which(tool, path=path)
 
@@ -126,8 +128,9 @@ def missing_tools(lang: Language) -> list[str]:
 
 
 def keep_paths() -> list[str]:
-    """Directories the runs must see even when a hidden directory (e.g. /root) contains them."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    """The toolchains' directories (each install root, and where its tools are): the local backend's agents
+    bind them into the root that programs see, beside /usr and the interpreter (see agent/runtime.py)."""
+    paths = {sys.base_prefix, sys.base_exec_prefix, os.path.dirname(base_python())}
     for lang in LANGUAGES.values():
         for tool in lang.tools:
             found = resolve_tool(tool)

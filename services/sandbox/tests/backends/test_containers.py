@@ -68,9 +68,16 @@ def test_containers_are_hardened_and_named(engine: str, server: tuple[TestClient
         assert host["Memory"] == 900 << 20 and host["NanoCpus"] == 500_000_000
     body = run_code(client, "import os, socket; print(os.getuid(), socket.gethostname(), os.access('/', os.W_OK))")
     assert stdout(body) == "1000 sandbox False\n"
-    # Not a single capability, even in the bounding set of the container's init (the agent).
-    caps = "print(sorted({l.split()[1] for l in open('/proc/1/status') if l.startswith('Cap')}))"
-    assert stdout(run_code(client, caps)) == "['0000000000000000']\n"
+    # The container's init (the agent) has only the three capabilities it needs to run programs under their
+    # uid: CAP_KILL, CAP_SETGID and CAP_SETUID (0xe0), and no more in its bounding set. The program has none:
+    # its bounding set is the agent's (dropping from it needs CAP_SETPCAP), which no_new_privs makes moot.
+    caps = "print(' '.join(l.split()[0] + l.split()[1] for l in open('/proc/%s/status') if l.startswith('Cap')))"
+    agent = "CapInh:0000000000000000 CapPrm:00000000000000e0 CapEff:00000000000000e0 CapBnd:00000000000000e0"
+    program = "CapInh:0000000000000000 CapPrm:0000000000000000 CapEff:0000000000000000 CapBnd:00000000000000e0"
+    assert stdout(run_code(client, caps % "1")) == agent + " CapAmb:0000000000000000\n"
+    assert stdout(run_code(client, caps % "self")) == program + " CapAmb:0000000000000000\n"
+    nnp = "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])"
+    assert stdout(run_code(client, nnp)) == "['1']\n"
 
 
 def test_container_killed_mid_run_is_sandbox_error_and_heals(engine: str, server: tuple[TestClient, Settings]) -> None:

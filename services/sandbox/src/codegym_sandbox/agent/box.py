@@ -18,9 +18,10 @@ import resource
 import select
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from . import isolation, linux, pyrun
 
@@ -42,53 +43,88 @@ def reap_all() -> None:
             return
 
 
+class _Programs(NamedTuple):
+    """Who programs run as, and what holds them."""
+
+    uid: int
+    gid: int
+    seccomp: bool
+    contained: bool  # in a container: no namespaces of our own (see isolation)
+
+    @property
+    def other_uid(self) -> bool:
+        """Whether programs have a uid of their own, which no supervisor has (the server or agent is root)."""
+        return self.uid != os.geteuid()
+
+
 class _Spare:
     """A program process forked ahead of time: it drops its privileges, then waits for its run.
 
     Forking a warm interpreter, installing the seccomp filter and dropping privileges take most of a
     millisecond; the spare does all of that while the box is idle, so a run only pays for what depends
-    on the request.
+    on the request. With ``session`` (the run's command), the process is a session's instead (see
+    :func:`_serve_session`), forked when the session starts, with a descriptor of the scratch directory
+    the agent wrote the program's files in (``files``).
     """
 
-    def __init__(self, program_uid: int, seccomp: bool, contained: bool) -> None:
+    def __init__(
+        self, programs: _Programs, session: dict[str, Any] | None = None, files: int = -1, first_fresh: bool = False
+    ) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.pid = os.fork()
         if self.pid == 0:
             here.close()
-            _prepare(there, program_uid, seccomp, contained)
+            if session is not None:
+                _serve_session(there, session, programs, files, first_fresh)
+            _prepare(there, programs)
         there.close()
         self.sock = here
 
-    def discard(self) -> None:
+    def discard(self, wait: bool = True) -> None:
         self.sock.close()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+        if wait:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
 
 
 def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
     """Main loop of the box process (pid 1 of its namespace). Exits when the agent goes away."""
-    program_uid = config["program_uid"]
     seccomp = config.get("seccomp", True) and linux.seccomp_supported()
+    contained = not config["namespaces"]  # in a container: no namespaces of our own, see isolation
+    programs = _Programs(config["program_uid"], config.get("program_gid", config["program_uid"]), seccomp, contained)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):  # the agent's channel to the server is not the box's business
         os.dup2(null, fd)
     os.close(null)
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the program may not read this process's memory
-    contained = not config["namespaces"]  # in a container: no namespaces of our own, see isolation
+    # The init of a namespace gets no signal from inside it that it does not handle: handle none.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    scratch: isolation.Scratch | isolation.WipedScratch
+    memory: isolation.MemoryCgroup | None = None
     if contained:
-        # Not a namespace's init here: orphaned daemons must still come to us to be reaped.
+        # Not a namespace's init here: orphaned daemons must still come to us to be reaped. The container's
+        # memory cgroup bounds everything its processes hold; the box reads it.
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
-        isolation.wipe_box()
+        scratch = isolation.WipedScratch(programs.uid, programs.gid, ipc=not seccomp)
+        memory = isolation.MemoryCgroup.own()
     else:
         isolation.enter_box()
-        isolation.reset_box(config["tmp_bytes"], program_uid, first=True)
+        scratch = isolation.Scratch(config["tmp_bytes"], programs.uid, programs.gid)
+        # A run is one session, and so one autogroup: one share of the CPU, however many processes it has.
+        with contextlib.suppress(OSError), open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            if f.read().strip() == "0":
+                sys.stderr.write("box: kernel.sched_autogroup_enabled is 0: runs share the CPU per process\n")
+        memory = config.get("memory_cgroup")
+        if memory is not None and not memory.join():
+            memory = None
+    scratch.reset(first=True)
     pyrun.warm_up()
     linux.prepare_seccomp()
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
     # Forked after every reset: it must see the new scratch mount and IPC namespace, and nothing older.
-    spare: _Spare | None = _Spare(program_uid, seccomp, contained)
+    spare: _Spare | None = _Spare(programs)
     session: _Session | None = None
     _ready(ctl)
     while True:
@@ -105,22 +141,22 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
         if cmd["op"] == "reset":
             if spare is not None:
                 spare.discard()
-            if contained:
-                isolation.wipe_box()
-            else:
-                isolation.reset_box(config["tmp_bytes"], program_uid, first=False)
-            spare = _Spare(program_uid, seccomp, contained)
+            scratch.reset()
+            spare = _Spare(programs)
             _ready(ctl)
             continue
         if cmd["op"] == "run" and cmd.get("session"):
-            session = _Session(cmd, spare or _Spare(program_uid, seccomp, contained))
-            spare = None
+            discarded = 0
+            if spare is not None:
+                spare.discard(wait=False)  # it has the tests' uid: none of them may find it
+                discarded, spare = spare.pid, None
+            session = _Session(cmd, programs, scratch, memory, discarded)
             report = session.test(fds, ctl)
             session = session if report["session"] else None
             ctl.sendall(json.dumps(report).encode())
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
-            report = _run(cmd, fds, ctl, spare or _Spare(program_uid, seccomp, contained))
+            report = _run(cmd, fds, ctl, spare or _Spare(programs), memory)
             spare = None
             ctl.sendall(json.dumps(report).encode())
         elif cmd["op"] == "test" and session is not None:
@@ -139,17 +175,51 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
 def _ready(ctl: socket.socket) -> None:
     # The agent reaches the scratch directory through this descriptor, never through a path.
     scratch = os.open(isolation.SCRATCH, os.O_RDONLY | os.O_DIRECTORY)
-    socket.send_fds(ctl, [b'{"op":"ready"}'], [scratch])
+    try:
+        socket.send_fds(ctl, [b'{"op":"ready"}'], [scratch])
+    except OSError:
+        os._exit(0)  # the agent went away while the box was being reset
     os.close(scratch)
 
 
-def _run_memory_kb(budget_kb: int, stopped: Callable[[], bool]) -> int:
-    """Memory of every process in this pid namespace but the box (and, in a container, the agent).
+def _files_kb() -> int:
+    """What the files of a run hold in memory: the tmpfs of its scratch directory and of ``/dev/shm``."""
+    total = 0
+    for path in (isolation.SCRATCH, isolation.SHM):
+        try:
+            st = os.statvfs(path)
+        except OSError:
+            continue
+        total += (st.f_blocks - st.f_bfree) * st.f_frsize // 1024
+    return total
+
+
+class _Held:
+    """What a run holds beyond its processes' own memory, above what it holds as it starts: files (a tmpfs
+    is memory), and kernel memory (socket and pipe buffers, page tables, inodes) where a memory cgroup
+    counts it."""
+
+    def __init__(self, memory: isolation.MemoryCgroup | None, files_kb: int | None = None) -> None:
+        self.memory = memory
+        self.files_kb = _files_kb() if files_kb is None else files_kb
+        self.kernel_kb = memory.kernel_kb() if memory is not None else 0
+
+    def now_kb(self) -> int:
+        held = max(0, _files_kb() - self.files_kb)
+        if self.memory is not None:
+            held += max(0, self.memory.kernel_kb() - self.kernel_kb)
+        return held
+
+
+def _run_memory_kb(budget_kb: int, held: _Held, stopped: Callable[[], bool]) -> int:
+    """Memory of a run: every process in this pid namespace but the box (and, in a container, the agent),
+    and what else it holds (see :class:`_Held`).
 
     First the resident sizes, which cost little to read but count a page shared after a fork once per
     process; only when they add up to more than the budget, the proportional set sizes, which count it
     once but make the kernel walk every mapping.
     """
+    held_kb = held.now_kb()
     supervisors = {"1", str(os.getpid())}
     pids = [name for name in os.listdir("/proc") if name.isdigit() and name not in supervisors]
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -162,9 +232,9 @@ def _run_memory_kb(budget_kb: int, stopped: Callable[[], bool]) -> int:
                 resident += int(f.read().split()[1]) * page_kb
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
-    if resident <= budget_kb:
-        return resident
-    total = 0
+    if resident + held_kb <= budget_kb:
+        return resident + held_kb
+    total = held_kb
     for pid in pids:
         if stopped():
             return 0
@@ -189,16 +259,17 @@ class _MemoryWatch:
 
     @staticmethod
     def poll(
-        poller: select.poll, watch: _MemoryWatch | None, budget_kb: int
+        poller: select.poll, watch: _MemoryWatch | None, budget_kb: int, held: _Held
     ) -> tuple[dict[int, int], _MemoryWatch | None]:
         """Wait for events; past the first check's time with none, start the watch (its first sum at once)."""
         if watch is not None or not budget_kb:
             return dict(poller.poll()), watch
         events = dict(poller.poll(MEMORY_CHECK_MS))
-        return events, (None if events else _MemoryWatch(budget_kb))
+        return events, (None if events else _MemoryWatch(budget_kb, held))
 
-    def __init__(self, budget_kb: int) -> None:
+    def __init__(self, budget_kb: int, held: _Held) -> None:
         self.budget_kb = budget_kb
+        self.held = held
         self.peak_kb = 0
         self.stopped = False
         self._wake = _thread.allocate_lock()
@@ -212,7 +283,8 @@ class _MemoryWatch:
             interval = 0.0  # started a check's interval into the run: the first sum is due now
             while not self._wake.acquire(timeout=interval):
                 began = time.monotonic()
-                self.peak_kb = max(self.peak_kb, _run_memory_kb(self.budget_kb, lambda: self.stopped))
+                used = _run_memory_kb(self.budget_kb, self.held, lambda: self.stopped)
+                self.peak_kb = max(self.peak_kb, used)
                 if self.peak_kb > self.budget_kb and not self.stopped:
                     _kill_all()
                     return
@@ -229,12 +301,22 @@ class _MemoryWatch:
         return self.peak_kb > self.budget_kb
 
 
-def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare) -> dict[str, Any]:
+def _run(
+    cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare, memory: isolation.MemoryCgroup | None
+) -> dict[str, Any]:
+    # The address-space limit bounds each process; the run as a whole (every process it forked, and what
+    # its files hold) gets the same budget, checked here; the memory cgroup, where there is one, bounds
+    # everything else it can hold. (A container's memory cgroup is one more bound, around all of its runs.)
+    budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
+    if memory is not None:
+        memory.apply(budget_kb * 1024)
     start = time.monotonic()
     try:
         socket.send_fds(spare.sock, [json.dumps(cmd).encode()], fds)
     except OSError:
         pass  # the spare died while it waited: its exit status below tells how
+    # What it holds as it starts (the files it was given), read while its process starts rather than before.
+    held = _Held(memory)
     for fd in fds:
         os.close(fd)
     # Wait for the program while listening to the agent: it may ask for a kill, or go away.
@@ -242,12 +324,9 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
     poller = select.poll()
     poller.register(exited, select.POLLIN)
     poller.register(ctl, select.POLLIN)
-    # The address-space limit bounds each process; the run as a whole (every process it forked) gets the
-    # same budget, checked here. (A container's memory cgroup is one more bound, around all of its runs.)
-    budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
     watch: _MemoryWatch | None = None
     while True:
-        events, watch = _MemoryWatch.poll(poller, watch, budget_kb)
+        events, watch = _MemoryWatch.poll(poller, watch, budget_kb, held)
         if exited in events:
             break
         if ctl.fileno() in events:
@@ -261,6 +340,10 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
     wall = time.monotonic() - start
     _kill_all()
     reap_all()
+    # Past its budget the run was killed: its peak is reported as the memory it used, so that it reads as MLE.
+    peak_kb = watch.peak_kb if watch is not None and over_budget else 0
+    if memory is not None and memory.over():
+        status, peak_kb = signal.SIGKILL, max(peak_kb, budget_kb)  # the kernel killed one of its processes
     spare.sock.setblocking(False)
     try:
         error = spare.sock.recv(4096).decode(errors="replace")
@@ -273,71 +356,101 @@ def _run(cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare)
         "signal": sig,
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
-        # Past its budget the run was killed: report its peak as the memory it used, so that it reads as MLE.
-        "max_rss_kb": max(usage.ru_maxrss, watch.peak_kb if watch is not None and over_budget else 0),
+        "max_rss_kb": max(usage.ru_maxrss, peak_kb),
         "error": error or None,
     }
 
 
-def _leftovers() -> tuple[Any, ...]:
-    """What a test could leave for the next one to find: files, shared memory, System V IPC objects.
-
-    Change times, which no program can set back, tell a rewritten file from the one the agent wrote.
-    """
-    with os.scandir(isolation.SCRATCH) as entries:
-        files = sorted((e.name, e.inode(), e.stat(follow_symlinks=False).st_ctime_ns) for e in entries)
-    ipc = []
+def _sysv_objects() -> list[int]:
+    """How many System V IPC objects there are (the seccomp filter refuses them; without it they are checked)."""
+    counts = []
     for kind in ("shm", "sem", "msg"):
         with contextlib.suppress(OSError), open(f"/proc/sysvipc/{kind}", "rb") as f:
-            ipc.append(f.read().count(b"\n"))
-    return files, sorted(os.listdir("/dev/shm")), ipc
+            counts.append(f.read().count(b"\n"))
+    return counts
 
 
 class _Session:
     """Tests of one Python program, each in a process forked from one that holds the compiled program.
 
-    A stdin/stdout test needs a fresh process, not a fresh interpreter: the session's process (a spare
-    that has compiled the program and never runs it) forks one child per test, so a test pays for a fork,
-    not for a reset, a spare and a compile. Nothing of one test reaches the next: each test gets its own
-    process and descriptors, and the session ends (the agent goes on with a fresh box) as soon as a test
-    leaves anything behind (a process, a file, shared memory) or its process dies with it.
+    A stdin/stdout test needs a fresh process, not a fresh interpreter: the session's process (forked from
+    the box; it compiles the program and never runs it) forks one child per test, so a test pays for a
+    fork, not for a reset, a spare and a compile. Nothing of one test reaches the next: each test gets its
+    own process, descriptors, scratch directory and ``/dev/shm`` (fresh mounts, see ``isolation.Scratch``;
+    emptied ones in a container), and the session ends (the agent goes on with a fresh box) as soon as a
+    test leaves a process behind or its process dies with it. The session's process keeps ids that the
+    tests do not have, so that no test can signal it, renice it or change its limits.
     """
 
-    def __init__(self, cmd: dict[str, Any], spare: _Spare) -> None:
-        self.spare = spare
+    def __init__(
+        self,
+        cmd: dict[str, Any],
+        programs: _Programs,
+        scratch: isolation.Scratch | isolation.WipedScratch,
+        memory: isolation.MemoryCgroup | None,
+        spare: int,
+    ) -> None:
+        self.spare = spare  # the spare the session replaced, killed: reaped after the first test
+        self.programs = programs
+        self.scratch = scratch
+        self.memory = memory
         self.budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
-        self.exited = os.pidfd_open(spare.pid)
+        if memory is not None:
+            memory.apply(self.budget_kb * 1024)
+        self.files_kb = _files_kb()  # the files the program was given; every test gets the same again
+        self.sysv = [] if programs.seccomp else _sysv_objects()
+        # The first test too gets a scratch directory of its own where mounts can be made: none then holds
+        # the agent's (whose memory counts against no run, and which the agent's descriptor keeps alive).
+        first_fresh = isinstance(scratch, isolation.Scratch)
+        files = os.open(isolation.SCRATCH, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            socket.send_fds(spare.sock, [json.dumps(cmd).encode()], [])
-            self.clean: tuple[Any, ...] | None = _leftovers()
-        except OSError:
-            self.clean = None  # the spare died while it waited, or the scratch space is not readable
+            self.process = _Spare(programs, cmd, files, first_fresh)
+        finally:
+            os.close(files)
+        self.exited = os.pidfd_open(self.process.pid)
+        self.ready = True
+        if first_fresh:
+            try:
+                scratch.swap()
+            except OSError:
+                self.ready = False
 
     def end(self) -> None:
         _kill_all()
         reap_all()
+        if self.memory is not None:
+            self.memory.over()  # what the kernel killed while the session ended is no later run's doing
         os.close(self.exited)
-        self.spare.sock.close()
+        self.process.sock.close()
 
     def test(self, fds: list[int], ctl: socket.socket) -> dict[str, Any]:
         """Run one test; the report says whether the session can take another (``session``)."""
+        if not self.ready:  # no fresh scratch directory for it: the agent runs the test on its own
+            for fd in fds:
+                os.close(fd)
+            self.end()
+            return {"session": False, "broken": True}
         start = time.monotonic()
+        sock = self.process.sock
         try:
-            socket.send_fds(self.spare.sock, [b'{"op":"test"}'], fds)
+            socket.send_fds(sock, [b'{"op":"test"}'], fds)
         except OSError:
             pass  # the session's process is gone: seen below
+        held = _Held(self.memory, self.files_kb)
         for fd in fds:
             os.close(fd)
+        with contextlib.suppress(OSError):
+            self.scratch.stage()  # the next test's scratch, while this one runs (swap() tries again)
         poller = select.poll()
-        for fd in (self.exited, self.spare.sock.fileno(), ctl.fileno()):
+        for fd in (self.exited, sock.fileno(), ctl.fileno()):
             poller.register(fd, select.POLLIN)
         watch: _MemoryWatch | None = None
         raw, killed = b"", False
         while not raw:
-            events, watch = _MemoryWatch.poll(poller, watch, self.budget_kb)
-            if self.spare.sock.fileno() in events:
+            events, watch = _MemoryWatch.poll(poller, watch, self.budget_kb, held)
+            if sock.fileno() in events:
                 with contextlib.suppress(OSError):
-                    raw = self.spare.sock.recv(4096)
+                    raw = sock.recv(4096)
                 if not raw:
                     break
             elif self.exited in events:
@@ -351,9 +464,13 @@ class _Session:
                 poller.unregister(ctl.fileno())
         over_budget = watch is not None and watch.stop()
         wall = time.monotonic() - start
+        if self.memory is not None and self.memory.over():
+            # The kernel killed a process of the test (or the session's process) for its memory.
+            killed = over_budget = True
+            watch = None
         if killed or over_budget:
             self.end()
-            peak = watch.peak_kb if watch is not None and over_budget else None
+            peak = (watch.peak_kb if watch is not None else self.budget_kb) if over_budget else None
             return {"exit_code": None, "signal": signal.SIGKILL, "wall": wall, "cpu": None, "max_rss_kb": peak,
                     "error": None, "session": False}  # fmt: skip
         try:
@@ -370,6 +487,7 @@ class _Session:
         return report
 
     def _still_clean(self) -> bool:
+        """Whether the test left no process behind; if so, the next test's scratch is put in place."""
         while True:  # orphans of the test come to us: reap them, and remember that there were some
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -377,31 +495,47 @@ class _Session:
                 return False  # not even the session's process is left
             if pid == 0:
                 break
-            return False
-        supervisors = {"1", str(os.getpid()), str(self.spare.pid)}
+            if pid != self.spare:
+                return False
+            self.spare = 0
+        supervisors = {"1", str(os.getpid()), str(self.process.pid)}
         if any(name.isdigit() and name not in supervisors for name in os.listdir("/proc")):
             return False
         try:
-            return self.clean is not None and _leftovers() == self.clean
+            if not self.programs.seccomp and _sysv_objects() != self.sysv:
+                return False
+            self.scratch.swap()
         except OSError:
             return False
+        return True
 
 
-def _set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0) -> None:
+def _set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, session: bool = False) -> None:
+    """The run's limits on this process; ``supervisors``: processes of its uid that are not the run's.
+
+    A session's process (``session``) takes all but those that each test sets for itself: the CPU time
+    (the session's process outlives many tests) and the file size (it writes the tests' files).
+    """
+
     def set_limit(which: int, soft: int, hard: int | None = None) -> None:
         resource.setrlimit(which, (soft, soft if hard is None else hard))
 
-    cpu = max(1, int(limits["cpu_s"] + 0.999))
-    set_limit(resource.RLIMIT_CPU, cpu, cpu + 1)  # SIGXCPU first, SIGKILL a second later
+    if not session:
+        _set_test_limits(limits)
     if limits.get("address_space_bytes"):
         set_limit(resource.RLIMIT_AS, limits["address_space_bytes"])
     if not contained:
         # In a container, RLIMIT_NPROC would count this uid's processes in every container on the host;
         # the container's pids limit bounds processes there.
-        set_limit(resource.RLIMIT_NPROC, limits["processes"] + supervisors)  # a session's process is not the run's
-    set_limit(resource.RLIMIT_FSIZE, limits["file_size_bytes"])
+        set_limit(resource.RLIMIT_NPROC, limits["processes"] + supervisors)
     set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
     set_limit(resource.RLIMIT_CORE, 0)
+
+
+def _set_test_limits(limits: dict[str, Any]) -> None:
+    cpu = max(1, int(limits["cpu_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, SIGKILL a second later
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
 
 
 def _wire(fds: list[int]) -> None:
@@ -417,30 +551,47 @@ def _wire(fds: list[int]) -> None:
         os.close(fd)
 
 
-def _prepare(sock: socket.socket, program_uid: int, seccomp: bool, contained: bool) -> None:
+def _detach(sock: socket.socket, also: int = -1) -> None:
+    """First thing in a process forked from the box: keep only ``sock`` (and ``also``), default signals, a
+    session of its own."""
+    start = 3
+    for keep in sorted({sock.fileno(), also} - {-1}):
+        os.closerange(start, keep)
+        start = keep + 1
+    os.closerange(start, 1 << 16)
+    for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    os.setsid()  # the one session (and autogroup) of the run: the seccomp filter refuses another
+    # Where memory runs out (the box's memory cgroup, a container's), the kernel kills a run's process
+    # first, never the box (or, in a container, the agent), which would make the run a sandbox error.
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+
+
+def _become_program(programs: _Programs) -> None:
+    """Take the programs' uid (or, with the supervisors' uid, drop every capability) and a lower priority."""
+    if programs.other_uid:
+        os.setgroups([])
+        os.setresgid(programs.gid, programs.gid, programs.gid)
+        os.setresuid(programs.uid, programs.uid, programs.uid)
+    else:
+        linux.drop_capabilities()
+    linux.prctl(linux.PR_SET_DUMPABLE, 1)
+    # Below its supervisors: the hundreds of busy processes of a fork bomb must not starve the box and
+    # the agent that enforce its deadline (in a container they all share one CPU quota).
+    os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)
+
+
+def _prepare(sock: socket.socket, programs: _Programs) -> NoReturn:
     """In the spare: drop every privilege, wait for the run, wire up descriptors, become the program.
 
     Launch errors go back to the box on ``sock``. It is close-on-exec, and closed before an in-process
     Python program starts, so a program can never write to it.
     """
     try:
-        keep = sock.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 1 << 16)
-        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
-        os.setsid()
-        if program_uid != os.geteuid():
-            os.setgroups([])
-            os.setresgid(program_uid, program_uid, program_uid)
-            os.setresuid(program_uid, program_uid, program_uid)
-        else:
-            linux.drop_capabilities()
-        linux.prctl(linux.PR_SET_DUMPABLE, 1)
-        # Below its supervisors: the hundreds of busy processes of a fork bomb must not starve the box and
-        # the agent that enforce its deadline (in a container they all share one CPU quota).
-        os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)
-        if seccomp:
+        _detach(sock)
+        _become_program(programs)
+        if programs.seccomp:
             linux.install_seccomp()
         else:
             linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
@@ -448,14 +599,11 @@ def _prepare(sock: socket.socket, program_uid: int, seccomp: bool, contained: bo
         if not msg:
             os._exit(0)  # the box went away
         cmd = json.loads(msg)
-        if not cmd.get("session"):
-            _wire(fds)
+        _wire(fds)
         os.chdir(cmd["cwd"])
         os.environ.clear()
         os.environ.update(cmd["env"])
-        _set_limits(cmd["limits"], contained, 1 if cmd.get("session") else 0)
-        if cmd.get("session"):
-            _serve_session(sock, cmd)
+        _set_limits(cmd["limits"], programs.contained)
         if cmd.get("python"):
             # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -470,29 +618,91 @@ def _prepare(sock: socket.socket, program_uid: int, seccomp: bool, contained: bo
             os._exit(127)
 
 
-def _serve_session(sock: socket.socket, cmd: dict[str, Any]) -> NoReturn:
-    """In a session's process: compile the program once, then fork a child for each test to run it in.
+def _snapshot(directory: int) -> list[tuple[str, int, bytes]]:
+    """The regular files of ``directory`` (names, modes, contents), as the agent wrote them."""
+    files = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                fd = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+                with open(fd, "rb") as f:
+                    files.append((entry.name, os.fstat(fd).st_mode & 0o7777, f.read()))
+    return files
 
-    This process never runs the program, and holds a test's descriptors only until its child has them.
-    Not dumpable, so that no test can trace it or read its memory; a test can only kill it, which ends the
-    session (see :class:`_Session`).
-    """
-    linux.prctl(linux.PR_SET_DUMPABLE, 0)
-    # What every test's process would otherwise do first is done here once: signal dispositions as the
-    # interpreter sets them, the compile, the standard streams (made on a pipe, as a test's are).
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    code = pyrun.load(cmd["python"])
-    here, there = os.pipe()
-    for fd in (0, 1, 2):
-        os.dup2(there if fd else here, fd)
-    os.close(here)
-    os.close(there)
-    pyrun.install_streams(pyrun.make_streams())  # this process never prints: its 0-2 are /dev/null below
+
+def _restore(files: list[tuple[str, int, bytes]]) -> None:
+    for name, mode, data in files:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+
+def _to_null() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    os.close(null)
+
+
+def _serve_session(
+    sock: socket.socket, cmd: dict[str, Any], programs: _Programs, files_dir: int, first_fresh: bool
+) -> NoReturn:
+    """In a session's process: compile the program once, then fork a child for each test to run it in.
+
+    This process never runs the program, and holds a test's descriptors only until its child has them. It
+    keeps the supervisors' uid (with no capability but those to change ids, where programs have a uid of
+    their own), so that no test may signal it, renice it, move it or change its limits, and is not
+    dumpable, so that no test can trace it or read its memory. A test can at most kill it (where programs
+    share its uid), which ends the session (see :class:`_Session`). Each test runs in the scratch directory
+    the box made for it (with ``first_fresh``, the first too; else that one is the agent's), where its
+    child first writes the program's files again, from the copy this process took in ``files_dir``.
+    """
+    try:
+        _detach(sock, files_dir)
+        linux.prctl(linux.PR_SET_DUMPABLE, 0)
+        if programs.other_uid:
+            os.setgroups([])
+            linux.set_file_ids(programs.uid, programs.gid)  # the tests' files are theirs
+            linux.drop_capabilities(keep=(linux.CAP_SETUID, linux.CAP_SETGID))
+        else:
+            linux.drop_capabilities()
+        files = _snapshot(files_dir)
+        os.close(files_dir)  # holds no test's scratch directory
+        os.environ.clear()
+        os.environ.update(cmd["env"])
+        # Where programs share this process's uid, it counts against their process limit.
+        _set_limits(cmd["limits"], programs.contained, 0 if programs.other_uid else 1, session=True)
+        os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)  # its tests' priority, which they take from here
+        if programs.seccomp:
+            linux.install_seccomp()
+        else:
+            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        # What every test's process would otherwise do first is done here once: signal dispositions as the
+        # interpreter sets them, the compile, the standard streams (made on a pipe, as a test's are).
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        name = os.path.relpath(cmd["python"], cmd["cwd"])
+        code = pyrun.load(cmd["python"], next((data for n, _, data in files if n == name), None))
+        here, there = os.pipe()
+        for fd in (0, 1, 2):
+            os.dup2(there if fd else here, fd)
+        os.close(here)
+        os.close(there)
+        pyrun.install_streams(pyrun.make_streams())  # this process never prints: its 0-2 are /dev/null below
+        _to_null()
+    except BaseException as exc:
+        try:
+            sock.send(f"{type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(127)
     sock_fd = sock.fileno()
+    limits, uid, gid = cmd["limits"], programs.uid, programs.gid
+    restore = first_fresh
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, MAX_FDS)
@@ -505,15 +715,24 @@ def _serve_session(sock: socket.socket, cmd: dict[str, Any]) -> NoReturn:
         if pid == 0:
             try:
                 os.close(sock_fd)
-                os.setsid()
+                os.setpgid(0, 0)  # a group of its own: kill(0) reaches the test's processes only
+                os.chdir(cmd["cwd"])
+                if restore:
+                    _restore(files)
+                # As few steps as can be (each costs the test's time: the first touch of a page of this
+                # process copies it): the other limits and the priority come from the session's process.
+                _set_test_limits(limits)
+                if uid != os.geteuid():
+                    os.setresgid(gid, gid, gid)
+                    os.setresuid(uid, uid, uid)
                 linux.prctl(linux.PR_SET_DUMPABLE, 1)
             except BaseException as exc:
                 with contextlib.suppress(OSError):
                     os.write(2, f"sandbox: the test could not be started: {type(exc).__name__}: {exc}\n".encode())
                 os._exit(127)
             os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:], code, streams_made=True))
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)  # the test's output ends when its processes end, not when this one does
+        restore = True
+        _to_null()  # the test's output ends when its processes end, not when this one does
         _, status, usage = os.wait4(pid, 0)
         code_, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
         report = {"exit_code": code_, "signal": sig, "cpu": usage.ru_utime + usage.ru_stime,

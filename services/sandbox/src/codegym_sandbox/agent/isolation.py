@@ -3,84 +3,62 @@
 Layers, outermost first:
 
 * worker (set up once by the agent): a user namespace, a network namespace with no interfaces up, and a
-  mount namespace where every host mount is read-only, ``nosuid`` and ``nodev``, and private directories
-  (home directories, ``/run``) are hidden behind empty tmpfs mounts, with the toolchains that live under
-  them bound back in;
-* box (one pid namespace at a time, its init is the box process): a private ``/proc``, ``/tmp`` and
-  ``/dev/shm`` on fresh tmpfs mounts and a fresh IPC namespace, both renewed before every run.
+  mount namespace whose root holds the runtime made for programs and nothing else of the host: read-only,
+  ``nosuid``, ``nodev`` binds of ``/usr``, the interpreter, the toolchains and the runtime packages, a few
+  ``/etc`` files and devices (see ``runtime.py``);
+* box (one pid namespace at a time, its init is the box process): a private ``/proc`` that shows a
+  program only what it could trace, a read-only ``/tmp``, a devpts instance of its own, the scratch
+  directory and ``/dev/shm`` on fresh tmpfs mounts (renewed before every run, and every test of a session,
+  see :class:`Scratch`) and a fresh IPC namespace (renewed before every run).
 
 Inside a container (the docker and podman backends) the container is the worker's isolation: it has its
-own namespaces, no network, a read-only root and no capabilities, so no new namespace can be made there.
-The box is then a plain process, and :func:`wipe_box` empties the scratch space, ``/dev/shm`` and System V
-IPC between runs instead of replacing them.
+own namespaces, no network, a read-only root and no capabilities but those to change ids and signal, so
+no new namespace or mount can be made there. The box is then a plain process, and :class:`WipedScratch`
+empties the scratch space, ``/dev/shm`` and System V IPC in place instead of replacing them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
+from typing import Any
 
-from . import linux
+from . import linux, runtime
 
 BOX_ROOT = "/tmp"
 SCRATCH = "/tmp/box"
+SHM = "/dev/shm"
+SHM_BYTES = 64 << 20  # the largest /dev/shm of a run (never more than its scratch directory)
+PTYS = 16  # pseudo-terminals a box may have open at once
+# Where the next test's mounts are made: a directory of mode 0 on the read-only /tmp, which no program
+# (without capabilities, whatever its uid) can enter or change.
+_STAGE = "/tmp/.stage"
+_NEXT = {SCRATCH: f"{_STAGE}/box-next", SHM: f"{_STAGE}/shm-next"}
+_GRAVEYARD = f"{_STAGE}/graveyard"  # where the mounts of the tests before wait to be unmounted
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
 # A program runs as this uid inside the user namespace; it maps to an unprivileged host uid.
 PROGRAM_UID = 1000
-_VIRTUAL_FS = ("/proc", "/sys", "/dev")
 
 
-def enter_worker_namespaces(host_uid: int | None, hide: list[str], keep: list[str], network: bool = False) -> int:
-    """Enter the worker's namespaces; return the uid programs run as inside them.
+def enter_worker_namespaces(config: dict[str, Any]) -> int:
+    """Enter the worker's namespaces and its root (see ``runtime.py``); return the uid programs run as there.
 
-    ``host_uid`` is the unprivileged host uid that programs map to; it needs a privileged (root) caller.
-    Without root the agent maps only itself, and programs run as that same uid without capabilities.
+    ``config["host_uid"]`` is the unprivileged host uid that programs map to; it needs a privileged (root)
+    caller. Without root the agent maps only itself, and programs run as that same uid without capabilities.
+    ``keep``, ``hide`` and ``packages`` say what the root holds (see :func:`runtime.enter_root`).
     """
+    host_uid = config.get("host_uid")
     privileged = os.geteuid() == 0
-    hide = [h for h in (os.path.realpath(p) for p in hide) if os.path.isdir(h)]
-    kept = sorted(
-        {
-            real
-            for real in (os.path.realpath(p) for p in keep)
-            if os.path.exists(real) and any(real.startswith(h.rstrip("/") + "/") for h in hide)
-        }
-    )
     uid, gid = os.geteuid(), os.getegid()
-    flags = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | (0 if network else linux.CLONE_NEWNET)
+    flags = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | (0 if config.get("network") else linux.CLONE_NEWNET)
     _unshare_user(flags, privileged, uid, gid, host_uid)
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    _remount_read_only()
-    _hide(hide, kept)
-    return PROGRAM_UID if privileged and host_uid is not None else 0
-
-
-def _hide(hide: list[str], kept: list[str]) -> None:
-    """Cover each hidden directory with an empty tmpfs, then bring back the kept paths under it."""
-    stage = "/tmp"  # covered again by every box's own tmpfs: nothing staged here is visible to a run
-    linux.mount("tmpfs", stage, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0700,size=64k")
-    staged = []
-    for i, real in enumerate(kept):
-        spot = f"{stage}/keep{i}"
-        if os.path.isdir(real):
-            os.mkdir(spot)
-        else:
-            open(spot, "w").close()
-        linux.mount(real, spot, None, linux.MS_BIND | linux.MS_REC)
-        staged.append((spot, real))
-    for path in hide:
-        linux.mount("tmpfs", path, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=64k")
-    for spot, real in staged:
-        if os.path.isdir(spot):
-            os.makedirs(real, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(real), exist_ok=True)
-            open(real, "w").close()
-        linux.mount(spot, real, None, linux.MS_MOVE)
-    for path in hide:
-        _remount(path, linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
-    linux.umount(stage)
+    program_uid = PROGRAM_UID if privileged and host_uid is not None else 0
+    runtime.enter_root(config.get("keep", []), config.get("hide", []), config.get("packages"), program_uid)
+    return program_uid
 
 
 def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:
@@ -123,60 +101,114 @@ def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: in
         raise OSError("could not write the user namespace's id maps")
 
 
-def _remount(path: str, flags: int) -> None:
-    # Flags that the host set on a mount are locked inside a user namespace: a remount must repeat them.
-    st = os.statvfs(path)
-    keep = {
-        os.ST_NOSUID: linux.MS_NOSUID,
-        os.ST_NODEV: linux.MS_NODEV,
-        os.ST_NOEXEC: linux.MS_NOEXEC,
-        os.ST_NOATIME: linux.MS_NOATIME,
-        os.ST_NODIRATIME: linux.MS_NODIRATIME,
-        os.ST_RELATIME: linux.MS_RELATIME,
-    }
-    for st_flag, ms_flag in keep.items():
-        if st.f_flag & st_flag:
-            flags |= ms_flag
-    linux.mount(None, path, None, linux.MS_BIND | linux.MS_REMOUNT | flags)
-
-
-def _mount_points() -> list[str]:
-    points = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split()[4].encode().decode("unicode_escape")
-            points.append(point)
-    return points
-
-
-def _remount_read_only() -> None:
-    for point in _mount_points():
-        if any(point == v or point.startswith(v + "/") for v in _VIRTUAL_FS):
-            continue
-        try:
-            _remount(point, linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
-        except OSError:
-            pass  # a mount hidden under another one cannot be reached; what covers it was remounted
-
-
 def enter_box() -> None:
-    """Called in the box's init (pid 1 of a new pid namespace, in new mount/IPC/UTS namespaces)."""
+    """Called in the box's init (pid 1 of a new pid namespace, in new mount/IPC/UTS namespaces).
+
+    ``/proc`` shows a program only the processes it could trace (``hidepid``): not the box, nor a session's
+    process, whose entries (writable ones among them) would otherwise be there to open. ``/tmp`` is a
+    read-only tmpfs that holds nothing but mount points: the scratch directory, and under :data:`_STAGE`,
+    which no program can enter, the mounts of the next test of a session. Pseudo-terminals come from a
+    devpts instance of this box's own, of bounded size (the host's is neither private nor bounded).
+    """
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    flags = linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC
+    for options in ("hidepid=invisible", "hidepid=2", None):  # the first needs Linux 5.8
+        try:
+            linux.mount("proc", "/proc", "proc", flags, options)
+            break
+        except OSError:
+            if options is None:
+                raise
     linux.sethostname("sandbox")
-
-
-def reset_box(tmp_bytes: int, program_uid: int, first: bool) -> None:
-    """Give the next run empty scratch space and a fresh IPC namespace."""
-    flags = linux.MS_NOSUID | linux.MS_NODEV
-    for target, size, mode in ((BOX_ROOT, tmp_bytes, "0755"), ("/dev/shm", min(tmp_bytes, 64 << 20), "1777")):
-        if not first:
-            linux.umount(target)
-        linux.mount("tmpfs", target, "tmpfs", flags, f"mode={mode},size={size}")
+    linux.mount("tmpfs", BOX_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=64k")
     os.mkdir(SCRATCH, 0o755)
-    os.chown(SCRATCH, program_uid, program_uid)
-    if not first:
-        linux.unshare(linux.CLONE_NEWIPC)
+    os.mkdir(_STAGE, 0o700)
+    for path in (*_NEXT.values(), _GRAVEYARD):
+        os.mkdir(path, 0o700)
+    os.chmod(_STAGE, 0)  # on a read-only file system: not even its owner may change that
+    linux.mount(None, BOX_ROOT, None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
+    linux.mount("devpts", "/dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC,
+                f"newinstance,ptmxmode=0666,mode=0620,max={PTYS}")  # fmt: skip
+
+
+class Scratch:
+    """Where a run may write, in the local backend: the scratch directory and ``/dev/shm``.
+
+    Both are a fresh tmpfs for every run, and for every test of a session: a new mount keeps nothing of the
+    last one, where a check of an old one can be fooled (its mode, times and extended attributes, a file
+    rewritten through a shared mapping, which changes no time). An unmount costs far more than a mount, so
+    mounts that are done with are moved to a *graveyard* under :data:`_STAGE` and unmounted all at once:
+    at every reset (before the next run, while the server reads the answer), and in a session every
+    :data:`GRAVES` tests, or at once for mounts that hold more than a little (until then, their memory
+    would count against the next test in the box's memory cgroup). Between two tests, the next test's
+    mounts, made while a test runs (:meth:`stage`), take the place of the last test's in a few moves.
+    """
+
+    GRAVES = 32
+
+    def __init__(self, tmp_bytes: int, uid: int, gid: int) -> None:
+        self.options = {
+            SCRATCH: f"uid={uid},gid={gid},mode=0755,size={tmp_bytes}",
+            SHM: f"mode=1777,size={min(tmp_bytes, SHM_BYTES)}",
+        }
+        self.staged = False  # the next test's (or run's) mounts wait at _NEXT
+        self.graves = -1  # mounts in the graveyard (-1: no graveyard mounted)
+
+    def _mount(self, point: str, at: str) -> None:
+        linux.mount("tmpfs", at, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, self.options[point])
+
+    def reset(self, first: bool = False) -> None:
+        """Fresh mounts, and a fresh IPC namespace, for the next run."""
+        if not first:
+            self._entomb()
+            self._bury()
+        for point in self.options:
+            if self.staged:
+                linux.mount(_NEXT[point], point, None, linux.MS_MOVE)
+            else:
+                self._mount(point, point)
+        self.staged = False
+        if not first:
+            linux.unshare(linux.CLONE_NEWIPC)
+
+    def stage(self) -> None:
+        """Make the next test's mounts (out of every program's reach), and empty a full graveyard."""
+        if self.graves >= self.GRAVES:
+            self._bury()
+        if not self.staged:
+            for point, path in _NEXT.items():
+                self._mount(point, path)
+            self.staged = True
+
+    def swap(self) -> None:
+        """Between two tests of a session: put the staged mounts in place of the last test's."""
+        self.stage()
+        held = self._entomb()
+        for point in self.options:
+            linux.mount(_NEXT[point], point, None, linux.MS_MOVE)
+        self.staged = False
+        if held:
+            self._bury()
+
+    def _entomb(self) -> bool:
+        """Move the mounts in use to the graveyard; whether they hold more than a little."""
+        if self.graves < 0:
+            linux.mount("tmpfs", _GRAVEYARD, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0700,size=64k")
+            self.graves = 0
+        held = False
+        for i, point in enumerate(self.options):
+            grave = f"{_GRAVEYARD}/{self.graves}.{i}"
+            os.mkdir(grave, 0o700)
+            linux.mount(point, grave, None, linux.MS_MOVE)
+            st = os.statvfs(grave)
+            held = held or (st.f_blocks - st.f_bfree) * st.f_frsize > 1 << 20 or st.f_files - st.f_ffree > 1024
+        self.graves += 1
+        return held
+
+    def _bury(self) -> None:
+        if self.graves >= 0:
+            self.graves = -1
+            linux.umount(_GRAVEYARD)  # and every mount in it
 
 
 def _wipe_tree(path: str) -> None:
@@ -253,13 +285,214 @@ def _remove_sysv_ipc() -> None:
                 getattr(libc, call)(ctypes.c_int(ident), ctypes.c_int(ipc_rmid), None)
 
 
-def wipe_box() -> None:
-    """The container variant of :func:`reset_box`: empty what a run could write, in place.
+class WipedScratch:
+    """The container variant of :class:`Scratch`: no mount can be made there, so it is emptied in place.
 
     The container mounts a tmpfs of its own on the scratch directory (the rest of its root is read-only),
-    so that, ``/dev/shm`` and System V IPC are everything a run can leave behind.
+    so that, ``/dev/shm`` and System V IPC are everything a run can leave behind. The box reaches them with
+    the programs' file ids (see :func:`linux.set_file_ids`), as their owner. Between two tests of a session
+    the program's own files go too (the next test's process writes them again), and anything that could
+    not be removed ends the session. The scratch directory and ``/dev/shm`` belong to root (programs may
+    only add to them), so their mode and extended attributes are out of their reach; their times are set
+    back.
     """
-    for path in (SCRATCH, "/dev/shm"):
-        if os.path.isdir(path) and os.access(path, os.W_OK):
-            _wipe_tree(path)
-    _remove_sysv_ipc()
+
+    def __init__(self, uid: int, gid: int, ipc: bool) -> None:
+        self.uid, self.gid, self.ipc = uid, gid, ipc
+        self.times: dict[str, tuple[int, int]] = {}
+
+    def reset(self, first: bool = False) -> None:
+        self._wipe()
+        for path in (SCRATCH, SHM):
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                self.times[path] = (st.st_atime_ns, st.st_mtime_ns)
+
+    def stage(self) -> None:
+        pass
+
+    def swap(self) -> None:
+        self._wipe()
+        for path in (SCRATCH, SHM):
+            if os.path.isdir(path) and os.listdir(path):
+                raise OSError(f"{path} could not be emptied")
+        if os.geteuid() == 0 and self.uid != 0:
+            linux.set_file_ids(0, 0)  # as their owner
+            try:
+                for path, times in self.times.items():
+                    with contextlib.suppress(OSError):
+                        os.utime(path, ns=times)
+            finally:
+                linux.set_file_ids(self.uid, self.gid)
+
+    def _wipe(self) -> None:
+        for path in (SCRATCH, SHM):
+            if os.path.isdir(path):
+                _wipe_tree(path)
+        if not self.ipc:
+            return
+        if os.geteuid() == 0 and self.uid != 0:
+            # Only an object's owner (by effective uid) may remove it; no program runs while this one is it.
+            os.setresuid(-1, self.uid, -1)
+            try:
+                _remove_sysv_ipc()
+            finally:
+                os.setresuid(-1, 0, -1)
+                linux.set_file_ids(self.uid, self.gid)
+        else:
+            _remove_sysv_ipc()
+
+
+class MemoryCgroup:
+    """A memory cgroup of the worker's own, where the host lets the agent make one (cgroup v1 or v2, as root).
+
+    The kernel charges it every page that the box's processes hold, mapped or not: tmpfs files, pipe and
+    socket buffers, page tables. Its limit is a run's memory budget plus :data:`SUPERVISORS_BYTES` for the
+    box and a session's process (which live in it too, holding little of their own); past it, the kernel
+    kills a process, first of the run (its processes ask to be the first, see ``box.py``). The box's sum
+    of its run's memory (every 50 ms) stays the precise bound; this one is the bound nothing escapes.
+
+    The agent makes it before entering the worker's root (which shows nothing of ``/sys/fs/cgroup``); the
+    box joins it, and sets its limit, through a descriptor of its directory. In a container, the box only
+    reads the container's own cgroup (:meth:`own`): how much kernel memory (socket and pipe buffers, page
+    tables, inodes) its processes hold, which the box counts in a run's memory.
+    """
+
+    PARENT = "codegym-sandbox"
+    SUPERVISORS_BYTES = 64 << 20
+    STALE_S = 60  # an empty cgroup this old is left over from an agent that died (a box joins at once)
+
+    def __init__(self, fd: int, parent_fd: int, name: str, version: int) -> None:
+        self.fd, self.parent_fd, self.name, self.version = fd, parent_fd, name, version
+        self.limit: int | None = None
+        self.seen = 0
+        self.files: dict[str, int] = {}  # descriptors of the files read at every run, read again from 0
+
+    @classmethod
+    def own(cls) -> MemoryCgroup | None:
+        """The cgroup this process is in, to read (a container's, mounted at the root of its cgroup tree)."""
+        for root, version in (("/sys/fs/cgroup/memory", 1), ("/sys/fs/cgroup", 2)):
+            if os.path.exists(f"{root}/memory.kmem.usage_in_bytes" if version == 1 else f"{root}/memory.stat"):
+                with contextlib.suppress(OSError):
+                    cgroup = cls(os.open(root, os.O_RDONLY | os.O_DIRECTORY), -1, "", version)
+                    cgroup.seen = cgroup.oom_kills()  # kills before this box are no run's of its
+                    return cgroup
+        return None
+
+    @classmethod
+    def create(cls) -> MemoryCgroup | None:
+        """A new cgroup for this worker (nobody in it yet); None where none can be made."""
+        for root, version in (("/sys/fs/cgroup/memory", 1), ("/sys/fs/cgroup", 2)):
+            try:
+                if version == 1 and not os.path.exists(f"{root}/memory.limit_in_bytes"):
+                    continue
+                if version == 2:
+                    with open(f"{root}/cgroup.subtree_control") as f:
+                        if "memory" not in f.read().split():
+                            continue
+                parent = f"{root}/{cls.PARENT}"
+                os.makedirs(parent, exist_ok=True)
+                cls._sweep(parent)
+                if version == 2:
+                    _write(f"{parent}/cgroup.subtree_control", "+memory")
+                name = f"worker-{os.urandom(8).hex()}"
+                os.mkdir(f"{parent}/{name}")
+                flags = os.O_RDONLY | os.O_DIRECTORY
+                return cls(os.open(f"{parent}/{name}", flags), os.open(parent, flags), name, version)
+            except OSError:
+                continue
+        return None
+
+    @classmethod
+    def _sweep(cls, parent: str) -> None:
+        now = time.time()
+        with os.scandir(parent) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.name.startswith("worker-") and now - entry.stat().st_mtime > cls.STALE_S:
+                        os.rmdir(entry.path)  # refused while a process is in it
+
+    def join(self) -> bool:
+        """Put the calling process (and so every process it forks from now on) in the cgroup."""
+        try:
+            self._set("cgroup.procs", "0")
+            if self.version == 2:
+                self._set("memory.swap.max", "0")
+        except OSError:
+            return False
+        self.seen = self.oom_kills()
+        return True
+
+    def remove(self) -> None:
+        """Remove the cgroup, once the box and every process of its namespace are gone."""
+        for _ in range(50):
+            try:
+                os.rmdir(self.name, dir_fd=self.parent_fd)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)  # its last processes are still exiting
+
+    def apply(self, budget_bytes: int | None) -> None:
+        """The limit for the next run: its budget and the supervisors' share (no limit without a budget)."""
+        limit = budget_bytes + self.SUPERVISORS_BYTES if budget_bytes else None
+        if limit == self.limit or self.parent_fd < 0:  # the same, or a container's: not ours to set
+            return
+        try:
+            if self.version == 2:
+                self._set("memory.max", str(limit or "max"))
+            else:
+                # Memory and swap together (absent without swap) may never be below memory alone.
+                value, memsw = str(limit or -1), "memory.memsw.limit_in_bytes"
+                raising = self.limit is not None and (limit is None or limit > self.limit)
+                swap = os.path.exists(f"/proc/self/fd/{self.fd}/{memsw}")
+                for name in (memsw, "memory.limit_in_bytes") if raising else ("memory.limit_in_bytes", memsw):
+                    if name != memsw or swap:
+                        self._set(name, value)
+            self.limit = limit
+        except OSError:
+            self.limit = None  # usage above the new limit, which cannot be reclaimed: tried again next run
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed here for memory."""
+        return self._field("memory.events" if self.version == 2 else "memory.oom_control", b"oom_kill")
+
+    def kernel_kb(self) -> int:
+        """Kernel memory held by the cgroup's processes: never mapped, so in no process's memory."""
+        if self.version == 2:
+            return self._field("memory.stat", b"kernel") // 1024
+        return self._field("memory.kmem.usage_in_bytes", b"") // 1024
+
+    def _field(self, name: str, key: bytes) -> int:
+        """The number after ``key`` in file ``name`` (the file's only number with an empty key); 0 if none."""
+        try:
+            if name not in self.files:
+                self.files[name] = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+            for line in os.pread(self.files[name], 1 << 14, 0).splitlines():
+                words = line.split()
+                if not key and len(words) == 1:
+                    return int(words[0])
+                if len(words) == 2 and words[0] == key:
+                    return int(words[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def over(self) -> bool:
+        """Whether the kernel killed a process for memory since the last call."""
+        kills = self.oom_kills()
+        over, self.seen = kills > self.seen, kills
+        return over
+
+    def _set(self, name: str, value: str) -> None:
+        fd = os.open(name, os.O_WRONLY, dir_fd=self.fd)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)

@@ -53,6 +53,9 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 SECCOMP_MODE_FILTER = 2
 
+CAP_SETGID = 6
+CAP_SETUID = 7
+
 
 def _check(result: int, what: str) -> int:
     if result == -1:
@@ -79,6 +82,14 @@ def umount(target: str, flags: int = MNT_DETACH) -> None:
     _check(_libc.umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
 
 
+def pivot_root(new_root: str, put_old: str) -> None:
+    """Make ``new_root`` the root of this mount namespace, the old root going to ``put_old`` (no libc wrapper)."""
+    number = _SYSCALLS.get(os.uname().machine, {}).get("pivot_root")
+    if number is None:
+        raise OSError(f"pivot_root: no system call number known on {os.uname().machine}")
+    _check(_libc.syscall(ctypes.c_long(number), new_root.encode(), put_old.encode()), "pivot_root")
+
+
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:
     _check(
         _libc.prctl(
@@ -101,8 +112,8 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def drop_capabilities() -> None:
-    """Drop every capability: the bounding set (so exec cannot regain any), then the process's own sets."""
+def drop_capabilities(keep: tuple[int, ...] = ()) -> None:
+    """Drop every capability but ``keep``: the bounding set (so exec cannot regain any), then the process's own sets."""
     last_cap = 40
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
@@ -110,18 +121,37 @@ def drop_capabilities() -> None:
     except OSError:
         pass
     for cap in range(last_cap + 1):
+        if cap in keep:
+            continue
         try:
             prctl(PR_CAPBSET_DROP, cap)
         except OSError:
             pass  # already dropped, or not permitted: capset below still clears the effective set
     header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
     data = (_CapData * 2)()
+    for cap in keep:
+        data[cap // 32].effective |= 1 << (cap % 32)
+        data[cap // 32].permitted |= 1 << (cap % 32)
     _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
+def set_file_ids(uid: int, gid: int) -> None:
+    """Access files as ``uid``/``gid`` (and create them owned by them), keeping every other credential.
+
+    Unlike the effective ids, the file-system ids play no part in who may signal, renice or trace a
+    process. Needs CAP_SETUID and CAP_SETGID when the ids are not among the process's own.
+    """
+    _libc.setfsgid(ctypes.c_uint(gid))
+    _libc.setfsuid(ctypes.c_uint(uid))
+    # Both calls answer the previous id, never an error: a second call with -1 tells whether they held.
+    if _libc.setfsuid(ctypes.c_uint(0xFFFFFFFF)) != uid or _libc.setfsgid(ctypes.c_uint(0xFFFFFFFF)) != gid:
+        raise PermissionError(f"could not access files as {uid}:{gid}")
+
+
 # --- seccomp ---------------------------------------------------------------------------------------------
-# Syscalls a judged program never needs and that widen the kernel surface it can reach: tracing other
-# processes, mounting, loading kernel code, keyrings, new namespaces, io_uring, clocks.
+# Refused (EPERM): syscalls a judged program never needs and that widen the kernel surface it can reach
+# (tracing, mounting, loading kernel code, keyrings, new namespaces, io_uring, clocks), or that reach into
+# another process.
 _DENIED = [
     "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
     "swapon", "swapoff", "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module",
@@ -130,8 +160,23 @@ _DENIED = [
     "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "io_uring_setup", "io_uring_enter",
     "io_uring_register", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount",
     "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
-    "mq_open",  # POSIX message queues: not needed, and a session's tests share an IPC namespace
+    "mq_open",  # POSIX message queues: memory that outlives the processes that made it
+    "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "get_robust_list",
+    # A new session is a new autogroup, and the scheduler shares the CPU between autogroups: a program that
+    # made many would take the CPU of every other run. Its process made the one session it has before.
+    "setsid",
 ]  # fmt: skip
+# Absent (ENOSYS, as on a kernel built without them): memory that no process maps, so that no limit on a
+# process and no sum over processes sees it, and that outlives the processes that made it. clone3 passes
+# its flags behind a pointer that BPF cannot read: libc falls back to clone(), whose flags are checked.
+_ABSENT = [
+    "memfd_create", "memfd_secret", "shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop",
+    "semctl", "msgget", "msgsnd", "msgrcv", "msgctl", "clone3",
+]  # fmt: skip
+# Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
+# priority, CPUs or memory placement of the processes that supervise it (or of any other).
+_SELF_ONLY = ["sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "migrate_pages",
+              "move_pages"]  # fmt: skip
 _SYSCALLS = {
     "x86_64": {
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
@@ -143,7 +188,12 @@ _SYSCALLS = {
         "clock_adjtime": 305, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
         "mount_setattr": 442, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173, "mq_open": 240,
-        "clone": 56, "clone3": 435, "socket": 41,
+        "kcmp": 312, "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448, "get_robust_list": 274,
+        "setsid": 112, "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "shmat": 30, "shmdt": 67,
+        "shmctl": 31, "semget": 64, "semop": 65, "semtimedop": 220, "semctl": 66, "msgget": 68, "msgsnd": 69,
+        "msgrcv": 70, "msgctl": 71, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
+        "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "prlimit64": 302, "setpriority": 141,
+        "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -155,10 +205,21 @@ _SYSCALLS = {
         "clock_adjtime": 266, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
         "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58, "mq_open": 180,
-        "clone": 220, "clone3": 435, "socket": 198,
+        "kcmp": 272, "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448, "get_robust_list": 100,
+        "setsid": 157, "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "shmat": 196, "shmdt": 197,
+        "shmctl": 195, "semget": 190, "semop": 193, "semtimedop": 192, "semctl": 191, "msgget": 186,
+        "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "sched_setaffinity": 122, "sched_setscheduler": 119,
+        "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
+        "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
     },
 }  # fmt: skip
 AF_UNIX = 1
+AF_INET = 2
+AF_INET6 = 10
+AF_NETLINK = 16
+NETLINK_ROUTE = 0
+PRIO_PROCESS = 0
+IOPRIO_WHO_PROCESS = 1
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 _BPF_LD_W_ABS = 0x20
@@ -169,6 +230,7 @@ _BPF_RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
+_EPERM, _EACCES, _ENOSYS, _EAFNOSUPPORT = (_RET_ERRNO | e for e in (1, 13, 38, 97))
 
 
 class _SockFilter(ctypes.Structure):
@@ -183,40 +245,74 @@ def seccomp_supported() -> bool:
     return os.uname().machine in _SYSCALLS
 
 
+def _arg(n: int, high: bool = False) -> tuple[int, int, int, int]:
+    """Load the low (or high) 32 bits of system call argument ``n`` (seccomp_data.args, little-endian)."""
+    return (_BPF_LD_W_ABS, 0, 0, 16 + 8 * n + (4 if high else 0))
+
+
+def _block(*code: tuple[int, str | int, str | int, int] | str) -> list[tuple[int, int, int, int]]:
+    """Assemble straight-line BPF whose jumps name labels (strings in the code) instead of offsets."""
+    labels: dict[str, int] = {}
+    out: list[tuple[int, str | int, str | int, int]] = []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(out)
+        else:
+            out.append(item)
+
+    def offset(at: int, target: str | int) -> int:
+        return target if isinstance(target, int) else labels[target] - at - 1
+
+    return [(op, offset(i, jt), offset(i, jf), k) for i, (op, jt, jf, k) in enumerate(out)]
+
+
+def _ret(action: int) -> tuple[int, int, int, int]:
+    return (_BPF_RET_K, 0, 0, action)
+
+
 def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     table = _SYSCALLS[machine]
-    eperm = _RET_ERRNO | 1
-    enosys = _RET_ERRNO | 38
-    eacces = _RET_ERRNO | 13
     prog: list[tuple[int, int, int, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
-        (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
+        _ret(_RET_KILL_PROCESS),
         (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
     ]
     if machine == "x86_64":
         # x32 syscalls alias the 64-bit ones with bit 30 set; a filter on numbers alone would miss them.
-        prog += [(_BPF_JGE_K, 0, 1, 0x40000000), (_BPF_RET_K, 0, 0, eperm)]
-    for name in _DENIED:
-        prog += [(_BPF_JEQ_K, 0, 1, table[name]), (_BPF_RET_K, 0, 0, eperm)]
-    # A unix socket reaches any listening socket file the program can see (sockets ignore read-only
-    # mounts): a database or a container engine on the host. Pipes and socketpair() still work.
-    prog += [
-        (_BPF_JEQ_K, 0, 4, table["socket"]),
-        (_BPF_LD_W_ABS, 0, 0, 16),  # low word of args[0]: the address family
-        (_BPF_JEQ_K, 0, 1, AF_UNIX),
-        (_BPF_RET_K, 0, 0, eacces),
-        (_BPF_RET_K, 0, 0, _RET_ALLOW),
-    ]
-    # clone3 passes its flags behind a pointer that BPF cannot read: make libc fall back to clone().
-    prog += [(_BPF_JEQ_K, 0, 1, table["clone3"]), (_BPF_RET_K, 0, 0, enosys)]
-    prog += [
-        (_BPF_JEQ_K, 0, 3, table["clone"]),
-        (_BPF_LD_W_ABS, 0, 0, 16),  # low word of args[0]: the clone flags
-        (_BPF_JSET_K, 0, 1, NAMESPACE_FLAGS),
-        (_BPF_RET_K, 0, 0, eperm),
-        (_BPF_RET_K, 0, 0, _RET_ALLOW),
-    ]
+        prog += [(_BPF_JGE_K, 0, 1, 0x40000000), _ret(_EPERM)]
+    for names, action in ((_DENIED, _EPERM), (_ABSENT, _ENOSYS)):
+        for name in names:
+            prog += [(_BPF_JEQ_K, 0, 1, table[name]), _ret(action)]
+
+    def when(name: str, *body: tuple[int, str | int, str | int, int] | str) -> None:
+        """Run ``body`` (which loads arguments, and must end every path in a return) for syscall ``name``."""
+        code = _block(*body)
+        prog.extend([(_BPF_JEQ_K, 0, len(code), table[name]), *code])
+
+    # Sockets of the internet families (no interface is up: they reach nothing) and route netlink, which
+    # libc asks about addresses; no other family. A unix socket reaches any listening socket file the
+    # program can see (sockets ignore read-only mounts): a database or a container engine on the host.
+    # Pipes and socketpair() still work. The rest (vsock, packet, crypto, bluetooth, ...) is kernel surface.
+    when("socket", _arg(0),
+         (_BPF_JEQ_K, "allow", 0, AF_INET), (_BPF_JEQ_K, "allow", 0, AF_INET6),
+         (_BPF_JEQ_K, "unix", 0, AF_UNIX), (_BPF_JEQ_K, 0, "family", AF_NETLINK),
+         _arg(2), (_BPF_JEQ_K, "allow", "family", NETLINK_ROUTE),
+         "allow", _ret(_RET_ALLOW), "unix", _ret(_EACCES), "family", _ret(_EAFNOSUPPORT))  # fmt: skip
+    when("socketpair", _arg(0), (_BPF_JEQ_K, 0, 1, AF_UNIX), _ret(_RET_ALLOW), _ret(_EAFNOSUPPORT))
+    when("clone", _arg(0), (_BPF_JSET_K, 0, 1, NAMESPACE_FLAGS), _ret(_EPERM), _ret(_RET_ALLOW))
+    for name in _SELF_ONLY:
+        when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
+    # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own.
+    when("prlimit64", _arg(0), (_BPF_JEQ_K, "allow", 0, 0),
+         _arg(2), (_BPF_JEQ_K, 0, "deny", 0), _arg(2, high=True), (_BPF_JEQ_K, "allow", "deny", 0),
+         "allow", _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
+    # setpriority(which, who, nice) and ioprio_set(which, who, prio): the calling process only; a group or
+    # a user (who 0 is the caller's own) would reach its supervisors too.
+    for name, which in (("setpriority", PRIO_PROCESS), ("ioprio_set", IOPRIO_WHO_PROCESS)):
+        when(name, _arg(0), (_BPF_JEQ_K, 0, "deny", which), _arg(1), (_BPF_JEQ_K, 0, "deny", 0),
+             _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
+    prog.append(_ret(_RET_ALLOW))
     return prog
 
 

@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from . import isolation, linux
+from . import assert_runner, isolation, linux, runtime  # noqa: F401 - assert_runner: see main()
 from .box_handle import BoxHandle
 from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
 
@@ -46,7 +46,7 @@ def _open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, ui
             if uid is not None:
                 try:
                     os.mkdir(part, 0o755, dir_fd=dir_fd)
-                    os.chown(part, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
+                    os.chown(part, uid, bx.config.get("program_gid", uid), dir_fd=dir_fd, follow_symlinks=False)
                 except FileExistsError:
                     pass
             next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
@@ -58,11 +58,12 @@ def _open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, ui
 
 
 def _write_files(bx: BoxHandle, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
+    gid = bx.config.get("program_gid", uid)
     for name, mode, index in files:
         fd = _open_in_scratch(bx, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, uid)
         try:
             write_all(fd, blobs[index])
-            os.fchown(fd, uid, uid)
+            os.fchown(fd, uid, gid)
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
@@ -319,6 +320,30 @@ def _resolve(tool: str, path: str) -> str | None:
     return None
 
 
+def _container_program_ids(run_as: str | None) -> tuple[int, int]:
+    """Who programs run as in a container: ``run_as`` (``uid:gid``) when the agent starts as root.
+
+    The container then gives root only the capabilities to change ids and to signal: the agent and the box
+    keep root's ids, which no program has, so that no program can signal them, renice them or change their
+    limits, and reach the scratch space with the programs' file ids. Started as anyone else, the agent runs
+    programs as itself.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    if uid != 0 or not run_as:
+        return uid, gid
+    user, _, group = run_as.partition(":")
+    uid, gid = int(user), int(group or user)
+    if uid == 0:
+        raise RuntimeError("programs may not run as root: set CODEGYM_SANDBOX_CONTAINER_USER to another uid")
+    for path, wanted in (("/proc/self/uid_map", uid), ("/proc/self/gid_map", gid)):
+        with open(path) as f:
+            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
+        if not any(inside <= wanted < inside + count for inside, _, count in ranges):
+            raise RuntimeError(f"programs cannot run as {run_as}: {wanted} is not mapped in this container")
+    linux.set_file_ids(uid, gid)
+    return uid, gid
+
+
 def main() -> None:
     """Entry point: the first frame is the worker configuration; then one answer per request."""
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
@@ -329,16 +354,20 @@ def main() -> None:
     config, _ = read_frame(in_fd)
     try:
         if config.get("namespaces", True):
-            uid = isolation.enter_worker_namespaces(
-                config.get("host_uid"), config.get("hide", []), config.get("keep", []), config.get("network", False)
-            )
+            # Made before the worker's root, which shows nothing of /sys/fs/cgroup: the box joins it by descriptor.
+            config["memory_cgroup"] = isolation.MemoryCgroup.create()
+            uid = isolation.enter_worker_namespaces(config)
+            gid = uid  # mapped for both
         else:
             if os.getpid() != 1:
                 # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
                 raise RuntimeError("without namespaces the agent must be the init of its own container")
-            linux.prctl(linux.PR_SET_DUMPABLE, 0)  # programs share our uid: keep them out of /proc/1
-            uid = os.geteuid()
-        config.update(program_uid=uid, namespaces=config.get("namespaces", True))
+            linux.prctl(linux.PR_SET_DUMPABLE, 0)  # programs may share our uid: keep them out of /proc/1
+            uid, gid = _container_program_ids(config.get("run_as"))
+        # Every module the agent needs is loaded by now (programs import the assert runner from memory): the
+        # worker's root shows no source of the server's, and programs get the runtime's search path.
+        runtime.python_for_programs()
+        config.update(program_uid=uid, program_gid=gid, namespaces=config.get("namespaces", True))
         # Set after the namespace switch, which changes our credentials and so clears it.
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the server
         bx = BoxHandle(config)
@@ -356,6 +385,8 @@ def main() -> None:
             header, blobs = read_frame(in_fd)
         except ProtocolError:
             bx.kill()
+            if config.get("memory_cgroup") is not None:
+                config["memory_cgroup"].remove()
             return
         write_all(out_fd, handle(bx, header, blobs, uid))
         # Renew the box's scratch space now, while the server reads the answer, not when the next run waits;

@@ -72,15 +72,17 @@ def _finish(code: int) -> int:
     return code
 
 
-def load(path: str) -> types.CodeType | None:
-    """Compile ``path`` ahead of its runs, or None where the runs must compile it themselves.
+def load(path: str, source: bytes | None = None) -> types.CodeType | None:
+    """Compile ``path`` (whose contents are ``source``, when given) ahead of its runs, or None where the
+    runs must compile it themselves.
 
     None when compiling fails or warns: a run then compiles it again, and its standard error shows the
     error or warning exactly as ``python script.py`` would.
     """
     try:
-        with open(path, "rb") as f:
-            source = f.read()
+        if source is None:
+            with open(path, "rb") as f:
+                source = f.read()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
             code = compile(source, path, "exec")

@@ -20,7 +20,7 @@ from ..config import Settings
 from .base import Backend
 from .containers import ContainerSpec
 from .docker import DockerBackend
-from .local import LocalBackend
+from .local import LocalBackend, worker_view
 from .podman import PodmanBackend
 from .pool import WorkerPool
 
@@ -29,11 +29,10 @@ def agent_config(settings: Settings, local: bool) -> dict[str, Any]:
     """The configuration frame every agent gets first."""
     tools = sorted({tool for lang in languages.LANGUAGES.values() for tool in lang.tools})
     if not local:
-        return {"namespaces": False, "tools": tools, "path": RUN_PATH}
+        return {"namespaces": False, "tools": tools, "path": RUN_PATH, "run_as": settings.container_user}
     return {
         "host_uid": settings.host_uid if os.geteuid() == 0 else None,
-        "hide": settings.hide_paths,
-        "keep": languages.keep_paths(),
+        **worker_view(settings),
         "tmp_bytes": settings.limits.scratch_bytes,
         "namespaces": True,
         "tools": tools,
@@ -52,7 +51,6 @@ def container_spec(settings: Settings) -> ContainerSpec:
         pids=settings.container_pids or lim.processes + 64,
         open_files=max(lim.open_files, 1024),
         tmp_mb=max(lim.scratch_bytes >> 20, 16),
-        user=settings.container_user,
     )
 
 

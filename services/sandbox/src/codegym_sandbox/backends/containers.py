@@ -1,9 +1,11 @@
 """What the container backends share: names, labels, hardening, and cleaning up after a crashed server.
 
 Every slot is one persistent container whose init is the agent. The container is the worker's isolation:
-no network, every capability dropped, ``no-new-privileges``, a read-only root with tmpfs scratch space,
-and pids, memory and CPU limits. The server speaks to the agent over the container's attached stdin and
-stdout, so a run never pays for a ``docker exec`` or a new interpreter.
+no network, ``no-new-privileges``, a read-only root with tmpfs scratch space, no pseudo-terminals, and
+pids, memory and CPU limits. The agent starts as root with no capability but :data:`CAPABILITIES` and runs
+programs as ``container_user``: no program shares a uid with the agent or the box, so none can signal
+them, renice them or change their limits. The server speaks to the agent over the container's attached
+stdin and stdout, so a run never pays for a ``docker exec`` or a new interpreter.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import socket
 from dataclasses import dataclass
 
 LABEL = "codegym.sandbox"  # every container a server makes carries it, with the owner's identity below
+AGENT_USER = "0:0"
+# What the agent and the box need as root: to run programs under another uid, and to signal them.
+CAPABILITIES = ("SETUID", "SETGID", "KILL")
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,6 @@ class ContainerSpec:
     pids: int
     open_files: int
     tmp_mb: int
-    user: str
 
     @property
     def job(self) -> str:
@@ -46,13 +50,18 @@ class ContainerSpec:
 
     @property
     def tmpfs(self) -> dict[str, str]:
-        """The only writable place besides /dev/shm: the scratch directory, the agent's to empty.
+        """The only writable place besides /dev/shm: the scratch directory, the agent's to empty. And an
+        empty, read-only ``/dev/pts`` over the engine's own: a container's pseudo-terminals come from the
+        host's pool, which no run may drain.
 
-        Mode 1777 rather than an owner: podman's tmpfs takes no uid option. Only the container's one uid
-        lives here, and the agent empties the directory between runs.
+        Mode 1777 rather than an owner: podman's tmpfs takes no uid option. The directory stays root's, so
+        that no program can change its mode or extended attributes; the agent empties it between runs.
         """
         # exec: compiled programs run from here.
-        return {"/tmp/box": f"rw,exec,nosuid,nodev,size={self.tmp_mb}m,mode=1777"}
+        return {
+            "/tmp/box": f"rw,exec,nosuid,nodev,size={self.tmp_mb}m,mode=1777",
+            "/dev/pts": "ro,nosuid,nodev,noexec,size=4k,mode=0755",
+        }
 
 
 def is_stale(labels: dict[str, str]) -> bool:

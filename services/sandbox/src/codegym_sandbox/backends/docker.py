@@ -15,7 +15,7 @@ import struct
 from typing import Any
 
 from .base import SandboxFault
-from .containers import LABEL, ContainerSpec, is_stale
+from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
 from .pool import WorkerPool
 from .worker import AgentWorker
 
@@ -55,9 +55,10 @@ class DockerWorker(AgentWorker):
         with contextlib.suppress(Exception):  # a leftover of this slot from an earlier life
             client.containers.get(name).remove(force=True)
         container = client.containers.create(
-            spec.image, name=name, labels=spec.labels(), hostname="sandbox", user=spec.user,
+            spec.image, name=name, labels=spec.labels(), hostname="sandbox", user=AGENT_USER,
             stdin_open=True, tty=False, detach=True, network_mode="none", cap_drop=["ALL"],
-            security_opt=["no-new-privileges"], read_only=True, tmpfs=spec.tmpfs, pids_limit=spec.pids,
+            cap_add=list(CAPABILITIES), security_opt=["no-new-privileges"], read_only=True, tmpfs=spec.tmpfs,
+            pids_limit=spec.pids,
             mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m", nano_cpus=int(spec.cpus * 1e9),
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
         )  # fmt: skip

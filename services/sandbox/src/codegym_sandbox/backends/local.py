@@ -1,27 +1,39 @@
 """The local backend: a pool of agent processes on this host, isolated with Linux namespaces.
 
 Each slot is one long-lived agent (``python -m codegym_sandbox.agent``) spoken to over its stdin and
-stdout; the agent enters its own user, mount and network namespaces and runs every program in a box of
-its own (see ``agent/isolation.py``). No container engine is needed: this is the embedded default.
+stdout; the agent enters its own user, mount and network namespaces, switches to a root that holds only the
+runtime made for programs (see ``agent/runtime.py``), and runs every program in a box of its own (see
+``agent/isolation.py``). No container engine is needed: this is the embedded default.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
+from .. import languages
+from ..config import Settings
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
 
+log = logging.getLogger("codegym.sandbox.local")
+
+# The directory that holds the codegym_sandbox package: the agent starts there (``-m`` puts it on its path).
+SOURCE = Path(__file__).resolve().parents[2]
+# The source checkout, when the server runs from one (services/sandbox/src/codegym_sandbox).
+CHECKOUT = SOURCE.parents[2] if SOURCE.parts[-3:] == ("services", "sandbox", "src") else None
+
 
 def agent_env() -> dict[str, str]:
-    """The agent's environment, which every Python run inherits: small, fixed and deterministic."""
-    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    """The agent's environment, which every Python run inherits: small, fixed, deterministic, and naming no
+    path of the server's (a program can read its own process's initial environment)."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
-        "PYTHONPATH": src,
         "PYTHONHASHSEED": "0",  # the same program prints the same set order on every worker
         "PYTHONDONTWRITEBYTECODE": "1",
         "MALLOC_ARENA_MAX": "2",  # glibc reserves 64 MiB of address space per thread arena otherwise
@@ -31,6 +43,46 @@ def agent_env() -> dict[str, str]:
     }
 
 
+def server_paths() -> list[str]:
+    """Where the server's own code and environment live: programs never see them."""
+    paths = [str(SOURCE)]
+    if CHECKOUT is not None:
+        paths.append(str(CHECKOUT))
+    if sys.prefix != sys.base_prefix:  # a virtual environment (never the base installation programs run on)
+        paths.append(sys.prefix)
+    return paths
+
+
+def runtime_packages(settings: Settings) -> str | None:
+    """The runtime packages directory programs import from: the setting, else the checkout's ``.runtime``."""
+    if settings.runtime_packages:
+        return settings.runtime_packages
+    return str(CHECKOUT / ".runtime" / "site-packages") if CHECKOUT is not None else None
+
+
+def worker_view(settings: Settings) -> dict[str, Any]:
+    """What the agents' root holds (see ``agent/runtime.py``): the toolchains, the runtime packages, and
+    never the server's checkout, virtual environment or ``HIDE_PATHS``."""
+    packages = runtime_packages(settings)
+    if packages and os.path.isdir(packages):
+        log.info("local backend: programs import the runtime packages in %s", packages)
+    else:
+        log.warning(
+            "local backend: no runtime packages (%s): programs get the Python standard library only; "
+            "scripts/setup makes them, or set CODEGYM_SANDBOX_RUNTIME_PACKAGES",
+            f"{packages} does not exist" if packages else "none configured",
+        )
+        packages = None
+    return {"keep": languages.keep_paths(), "hide": [*settings.hide_paths, *server_paths()], "packages": packages}
+
+
+def agent_python(python: str | None) -> str:
+    """The interpreter the agents run on, and Python runs with it: a base installation, never a virtual
+    environment (a venv's ``bin/python`` links to its base: the link is followed)."""
+    chosen = (shutil.which(python) or python) if python else languages.base_python()
+    return os.path.realpath(chosen)
+
+
 class LocalBackend(WorkerPool):
     """Agents as child processes of the server."""
 
@@ -38,8 +90,10 @@ class LocalBackend(WorkerPool):
 
     def __init__(self, workers: int, queue_size: int, config: dict[str, Any], python: str | None = None) -> None:
         super().__init__(workers, queue_size, config)
-        self.python = python or sys.executable
+        self.python = agent_python(python)
 
     def make_worker(self, slot: int) -> AgentWorker:
-        argv = [self.python, "-s", "-m", "codegym_sandbox.agent"]
-        return ProcessWorker(slot, self.config, argv, agent_env())
+        # -S: nothing of the interpreter's site-packages is loaded (the agent gives programs the runtime's);
+        # started in SOURCE, which -m puts on its path, so that no variable of its environment names it.
+        argv = [self.python, "-s", "-S", "-m", "codegym_sandbox.agent"]
+        return ProcessWorker(slot, self.config, argv, agent_env(), str(SOURCE))

@@ -18,7 +18,7 @@ import tempfile
 from typing import Any
 
 from .base import SandboxFault
-from .containers import LABEL, ContainerSpec, is_stale
+from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
 
@@ -89,8 +89,10 @@ class PodmanBackend(WorkerPool):
             "--pids-limit", str(spec.pids), "--memory", f"{spec.memory_mb}m", "--cpus", str(spec.cpus),
             "--ulimit", f"nofile={spec.open_files}:{spec.open_files}",
             # RLIMIT_NPROC counts a uid's processes host-wide: the pids limit is what bounds a container.
-            "--ulimit", f"nproc={nproc}:{nproc}", "--user", spec.user, "--log-driver", "none",
+            "--ulimit", f"nproc={nproc}:{nproc}", "--user", AGENT_USER, "--log-driver", "none",
         ]  # fmt: skip
+        for cap in CAPABILITIES:
+            argv += ["--cap-add", cap]
         for path, options in spec.tmpfs.items():
             argv += ["--tmpfs", f"{path}:{options}"]
         return [*argv, *self.extra_args, spec.image]

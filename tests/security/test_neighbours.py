@@ -1,0 +1,227 @@
+"""No run reaches past itself: not the processes that supervise it, not the next test, not another run.
+
+The attacks here need more than one run to show: a test of a session that changes the process its tests
+are forked from (limits, priority, CPUs, scheduling) or leaves state in its scratch directory for the next
+test (metadata, a file rewritten through a shared mapping); memory held where no process maps it; a
+program that takes the CPU of a run on another worker; a pseudo-terminal shared between two workers. Each
+attack has a victim, an honest program that must get the verdict it gets on its own, on every backend.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from codegym_sandbox.config import Limits
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+
+from .suite import SUITE_LIMITS, hostile_settings
+
+# What a process inherits from the one it was forked from and a program could change in another process.
+STATE = """
+import os, resource
+def state():
+    limits = [list(resource.getrlimit(getattr(resource, n))) for n in sorted(dir(resource)) if n.startswith("RLIMIT_")]
+    return [limits, os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)]
+"""
+# Changes every process it can name, by pid and by group or user, as far as the kernel lets it.
+REACH = """
+import ctypes, os, resource
+def reach():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    ioprio_set = {"x86_64": 251, "aarch64": 30}.get(os.uname().machine, -1)
+    done = set()
+    def attempt(what, call):
+        try:
+            if call() in (None, 0):
+                done.add(what)
+        except (OSError, ValueError):
+            pass
+    limits = [getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")]
+    named = set(range(1, 200)) | {int(p) for p in os.listdir("/proc") if p.isdigit()} | {os.getppid()}
+    for pid in sorted(named - {0, os.getpid()}):
+        for r in limits:
+            if r != resource.RLIMIT_CPU:  # that one would only kill it
+                attempt("prlimit", lambda: resource.prlimit(pid, r, (3, 3)))
+        attempt("renice", lambda: os.setpriority(os.PRIO_PROCESS, pid, 19))
+        attempt("affinity", lambda: os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))}))
+        attempt("batch", lambda: os.sched_setscheduler(pid, os.SCHED_BATCH, os.sched_param(0)))
+        attempt("ioprio", lambda: libc.syscall(ioprio_set, 1, pid, (3 << 13) | 7))
+    attempt("renice-user", lambda: os.setpriority(os.PRIO_USER, 0, 19))
+    attempt("renice-group", lambda: os.setpriority(os.PRIO_PGRP, 0, 19))
+    return sorted(done)
+"""
+# Ways to leave state for the next test in the scratch directory without a new file: the directory's
+# extended attributes, mode and times, ``/dev/shm``'s mode, the program's file rewritten through a shared
+# mapping. Each is tried on its own: a check that sees one of them would end the session for all.
+MARKS = {
+    "xattr": "os.setxattr('.', 'user.codegym', b'leak')",
+    "mode": "os.chmod('.', 0o750)",
+    "times": "os.utime('.', ns=(123456789 * 10**9, 123456789 * 10**9))",
+    "shm": "os.chmod('/dev/shm', 0o1770)",
+    "mapped": "with open('main.py', 'r+b') as f, mmap.mmap(f.fileno(), 0) as m:\n            m[:4] = b'#' + b'Z' * 3",
+}
+MARKED = """
+import mmap, os
+def marked():
+    found = []
+    st = os.stat(".")
+    if st.st_mode & 0o777 == 0o750:
+        found.append("mode")
+    if st.st_mtime_ns == 123456789 * 10**9:
+        found.append("times")
+    if os.stat("/dev/shm").st_mode & 0o7777 == 0o1770:
+        found.append("shm")
+    try:
+        if os.listxattr("."):
+            found.append("xattr")
+    except OSError:
+        pass
+    if open("main.py", "rb").read(4) == b"#" + b"Z" * 3:
+        found.append("mapped")
+    return found
+"""
+
+
+def _mark(how: str) -> str:
+    """Python that leaves the mark ``how`` (a step of :data:`MARKS`), whether or not the kernel lets it."""
+    return f"def mark():\n    try:\n        {MARKS[how]}\n    except OSError:\n        pass\n"
+
+
+def _evaluate(client: TestClient, body: dict[str, Any]) -> list[dict[str, Any]]:
+    r = client.post("/v1/evaluate", json=body)
+    assert r.status_code == 200, r.text
+    tests: list[dict[str, Any]] = r.json()["results"][0]["tests"]
+    return tests
+
+
+def _batch(client: TestClient, groups: list[dict[str, Any]]) -> list[str]:
+    r = client.post("/v1/evaluate/batch", json={"requests": groups})
+    assert r.status_code == 200, r.text
+    return [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
+
+
+def _alone(client: TestClient, code: str, stdin: str = "", **limits: Any) -> str:
+    r = client.post("/v1/execute", json={"language": "python", "code": code, "stdin": stdin, "limits": limits})
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+    out: str = r.json()["run"]["stdout"]
+    return out
+
+
+def test_a_test_cannot_change_the_process_its_session_forks_tests_from(hostile: TestClient) -> None:
+    # Each test prints the state it inherited; the first also tries to change every process it can name.
+    code = STATE + REACH + "import json, sys\nif sys.stdin.read().strip() == 'reach':\n    print(reach())\n"
+    code += "print(json.dumps(state()))\n"
+    baseline = _alone(hostile, code, "look", timeout_s=3)
+    look = {"stdin": "look", "expected_stdout": baseline}
+    tests = [{"stdin": "reach", "expected_stdout": "[]\n" + baseline}, look, look, look]
+    outs = _evaluate(hostile, {"language": "python", "programs": [code], "tests": tests, "limits": {"timeout_s": 3}})
+    assert [o["verdict"] for o in outs] == ["AC"] * 4, outs
+    assert _alone(hostile, code + "# again\n", "look", timeout_s=3) == baseline
+
+
+def test_a_program_cannot_change_the_shared_session_of_the_next_program(hostile: TestClient) -> None:
+    # The assert runner's session serves every program's assert tests, of every request: the programs of a
+    # batch run one after the other in it, and it stays open for the next request.
+    baseline = json.loads(_alone(hostile, STATE + "import json\nprint(json.dumps(state()))\n"))
+    victim = {"language": "python", "programs": [STATE], "tests": [{"assert_code": f"assert state() == {baseline!r}"}]}
+    attacker = {"language": "python", "programs": [REACH + "print(reach())\n"], "tests": [{"assert_code": "pass"}]}
+    assert _batch(hostile, [victim, victim]) == ["AC", "AC"]
+    assert _batch(hostile, [attacker, victim, attacker, victim]) == ["AC"] * 4
+    assert _batch(hostile, [victim]) == ["AC"]  # the session left open by the last request
+
+
+@pytest.mark.parametrize("how", sorted(MARKS))
+def test_a_test_leaves_nothing_for_the_next_in_its_scratch_directory(hostile: TestClient, how: str) -> None:
+    code = MARKED + _mark(how) + "import sys\nprint(marked())\nif sys.stdin.read().strip() == 'mark':\n    mark()\n"
+    tests = [{"stdin": "mark", "expected_stdout": "[]\n"}, {"stdin": "look", "expected_stdout": "[]\n"}] * 2
+    outs = _evaluate(hostile, {"language": "python", "programs": [code], "tests": tests})
+    assert [o["verdict"] for o in outs] == ["AC"] * 4, outs
+    # The same through the assert runner's session, from one program (and request) to the next.
+    marker = {"language": "python", "programs": [MARKED + _mark(how) + "mark()\n"], "tests": [{"assert_code": "pass"}]}
+    victim = {"language": "python", "programs": [MARKED], "tests": [{"assert_code": "assert marked() == [], marked()"}]}
+    assert _batch(hostile, [victim, marker, victim, marker]) == ["AC"] * 4
+    assert _batch(hostile, [victim]) == ["AC"]
+
+
+@pytest.fixture(scope="module")
+def roomy(backend: str) -> Iterator[TestClient]:
+    """A scratch directory far larger than the memory limit."""
+    limits = Limits.model_validate({**SUITE_LIMITS, "scratch_bytes": 512 << 20, "file_size_bytes": 512 << 20})
+    with TestClient(create_app(hostile_settings(backend, limits=limits)), raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_memory_held_in_files_counts(roomy: TestClient) -> None:
+    # Files on a tmpfs are memory: 100 MiB in the scratch directory and 48 MiB in /dev/shm, under 64 MiB.
+    code = (
+        "import time\nfor path, mib in (('held', 100), ('/dev/shm/held', 48)):\n    with open(path, 'wb') as f:\n"
+        "        for _ in range(mib):\n            f.write(b'x' * (1 << 20))\ntime.sleep(2)\nprint('held')\n"
+    )
+    body = {"language": "python", "code": code, "limits": {"timeout_s": 3, "memory_mb": 64}}
+    r = roomy.post("/v1/execute", json=body)
+    assert r.status_code == 200 and r.json()["verdict"] == "MLE", r.text
+    assert _alone(roomy, "print('fine')\n") == "fine\n"
+
+
+@pytest.fixture(scope="module")
+def pair(backend: str) -> Iterator[TestClient]:
+    """Two workers: two runs at once, each in its own box."""
+    with TestClient(create_app(hostile_settings(backend, workers=2)), raise_server_exceptions=False) as c:
+        yield c
+
+
+def _at_once(client: TestClient, first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two /v1/execute requests at once (the first a little ahead); their answers."""
+    answers: list[dict[str, Any]] = [{}, {}]
+
+    def send(i: int, body: dict[str, Any]) -> None:
+        r = client.post("/v1/execute", json=body)
+        assert r.status_code == 200, r.text
+        answers[i] = r.json()
+
+    threads = [threading.Thread(target=send, args=(i, body)) for i, body in enumerate((first, second))]
+    threads[0].start()
+    threading.Event().wait(0.3)
+    threads[1].start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+def test_a_program_cannot_take_the_cpu_of_a_run_beside_it(pair: TestClient) -> None:
+    # Prints its answer, then spins in as many processes as it may have, each in a session (an autogroup)
+    # of its own where the kernel lets it: the scheduler would give each group as much CPU as the honest run.
+    hog = (
+        "import os\nprint(42, flush=True)\nfor _ in range(40):\n    if os.fork() == 0:\n        try:\n"
+        "            os.setsid()\n        except OSError:\n            pass\n        while True:\n            pass\n"
+        "while True:\n    pass\n"
+    )
+    honest = "n = 0\nfor i in range(2_000_000):\n    n += i\nprint(n)\n"  # 0.15 s of CPU on its own, here
+    for trial in range(3):
+        hogging = {"language": "python", "code": f"{hog}# {trial}", "limits": {"timeout_s": 3}}
+        victim = {"language": "python", "code": f"{honest}# {trial}", "limits": {"timeout_s": 1.5}}
+        _, out = _at_once(pair, hogging, victim)
+        assert out["verdict"] == "AC" and out["run"]["stdout"] == f"{sum(range(2_000_000))}\n", out
+
+
+def test_runs_on_two_workers_share_no_pseudo_terminal(pair: TestClient) -> None:
+    holder = (
+        "import os, time\ntry:\n    fd = os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY)\n    print('opened')\n"
+        "except OSError:\n    print('none')\ntime.sleep(1.5)\n"
+    )
+    seeker = (
+        "import os, time\nseen = set()\nfor _ in range(20):\n    try:\n"
+        "        seen |= set(os.listdir('/dev/pts')) - {'ptmx'}\n    except OSError:\n        pass\n"
+        "    time.sleep(0.05)\nprint(sorted(seen))\n"
+    )
+    first = {"language": "python", "code": holder, "limits": {"timeout_s": 3}}
+    second = {"language": "python", "code": seeker, "limits": {"timeout_s": 3}}
+    held, seen = _at_once(pair, first, second)
+    assert held["verdict"] == "AC", held
+    assert seen["verdict"] == "AC" and seen["run"]["stdout"] == "[]\n", seen

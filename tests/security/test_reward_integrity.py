@@ -95,6 +95,13 @@ ATTACKS = {
     "bool-that-lies": "class B:\n    def __bool__(self):\n        return True\n    def __eq__(s, o):\n"
     "        return B()\n    __hash__ = object.__hash__\ndef f(x):\n    return B()\n",
     "shadow-candidate-globals": "import builtins\nbuiltins.check = lambda c: None\nbuiltins.f = lambda x: x * x + 1\n",
+    "name-a-module-that-runs-code": "import this as f\nimport __hello__ as check\n",
+    "stop-every-process-at-exit": "import atexit, os, signal\n"
+    "def stop():\n    for pid in range(1, 4096):\n        if pid != os.getpid():\n"
+    "            for sig in (signal.SIGSTOP, signal.SIGKILL):\n"
+    "                try:\n                    os.kill(pid, sig)\n                except OSError:\n"
+    "                    pass\n"
+    "atexit.register(stop)\n",
     "plant-a-module-for-the-checker": "import os\n"
     "for name in ('json', 'random', 'math', 'collections', 'importlib', 'typing', 'numpy'):\n"
     "    with open(f'{name}.py', 'w') as fh:\n"
@@ -128,6 +135,22 @@ def test_no_attack_passes(hostile: TestClient, attack: str) -> None:
     # The same tricks beside a right solution take nothing away from it, where they leave it working.
     if attack in ("shadow-exec-and-compile", "patch-builtins", "shadow-check", "always-equal-object"):
         assert _evaluate(hostile, RIGHT + "\n" + ATTACKS[attack].replace("def f(x)", "def g(x)"))["verdict"] == "AC"
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_no_attack_passes_in_a_session_nor_changes_the_next_verdict(hostile: TestClient, attack: str) -> None:
+    # Several assert runs in one request share a session of the box (one checker for all of them, one process
+    # a run for the program): each attack among honest programs, before and after them. The attacks fail, and
+    # every honest program gets the verdict it gets alone, whatever ran before it.
+    programs = [RIGHT, ATTACKS[attack] + "\n" + WRONG, RIGHT, WRONG, WRONG + "\n" + ATTACKS[attack], RIGHT]
+    tests = [{"assert_code": TESTS}]
+    groups = [{"language": "python", "programs": [p], "tests": tests, "limits": {"timeout_s": 1.5}} for p in programs]
+    for _ in range(2):  # and again, in the session the first request left open
+        r = hostile.post("/v1/evaluate/batch", json={"requests": groups})
+        assert r.status_code == 200, r.text
+        verdicts = [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
+        assert verdicts[0] == verdicts[2] == verdicts[5] == "AC", (attack, verdicts)
+        assert verdicts[3] == "WA" and verdicts[1] != "AC" and verdicts[4] != "AC", (attack, verdicts)
 
 
 def test_the_tests_expected_values_never_reach_the_program(hostile: TestClient) -> None:

@@ -109,6 +109,8 @@ def test_the_runner_is_one_file_for_every_task() -> None:
             "assert len(n) == 3 and list(n) == [1, 2, 3] and n[1] == 2 and 3 in n and 4 not in n and n",
         ),  # attributes, len, iteration, items, membership and truth of the program's objects
         ("N = 3\nTABLE = {'a': [1, 2]}", "assert N == 3 and TABLE['a'] == [1, 2]"),  # the program's constants
+        # compiled as `python3 main.py` compiles it: none of the sandbox's own __future__ flags
+        ("def f(x: int):\n    return f.__annotations__['x'] is int", "assert f(1) is True"),
         (
             "def poly(xs, x):\n    return sum(c * x ** i for i, c in enumerate(xs))\ndef f(xs):\n    return 1.0",
             "def check(candidate):\n    assert abs(poly([-1, 1], candidate([-1, 1]))) < 1e-6\ncheck(f)",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .agent.assert_runner import WRONG_ANSWER
+from .agent.assert_runner import RUNNER, WRONG_ANSWER
 
 _CALL = """
 {code}
@@ -28,9 +28,9 @@ __codegym_call()
 """
 
 # One file for every program and every test: each run gets its program and tests on stdin, so that the
-# sandbox compiles it once for all the assert tests it judges together, of any task. The runner itself is
-# part of the agent, loaded in the box before any fork.
-ASSERT_RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
+# sandbox runs them all in one session (one checker for all of them, see the runner), of any task. The
+# runner itself is part of the agent, loaded in the box before any fork.
+ASSERT_RUNNER = RUNNER
 
 
 def call_program(code: str, function: str, args: list[object], kwargs: dict[str, object] | None) -> str:

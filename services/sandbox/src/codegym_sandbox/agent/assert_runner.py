@@ -1,27 +1,28 @@
 """Runs a program against assert tests so that nothing the program does can produce a pass.
 
-The main script of every assert-test run is two lines that call :func:`main` (see ``harness.ASSERT_RUNNER``):
-this module is part of the agent, loaded by the box before it forks, so a run compiles nothing of it. A run
-reads, on stdin, the program's length, the program, then the tests.
+The main script of every assert-test run is :data:`RUNNER`, two lines that call :func:`main`: this module
+is part of the agent, loaded by the box before it forks, so a run compiles nothing of it. A run reads, on
+stdin, the program's length, the program, then the tests.
 
 Two processes, so that the pass signal never depends on anything the program can reach:
 
-* the **checker** (this process) makes itself non-dumpable (no other process of its uid may read its
-  memory or descriptors) and forks the program's process, which reads the program from stdin and gives
-  stdin up; only then does the checker read the tests.
-  It runs the tests with every name they take from the program (``candidate``, helpers such as
-  HumanEval's ``poly``, constants) replaced by a stand-in that asks the program's process;
-* the **program's process** gets ``/dev/null`` as stdin before the program runs (the tests are still in
-  the pipe, for the checker alone), runs the program as ``__main__``, then answers calls: arguments and
-  return values cross as plain data (None, bool, int, float, complex, str, bytes, and lists, tuples,
-  dicts, sets of them; anything else stays in the program's process and is a handle that only equals
-  itself). A value's own ``__eq__`` never runs in the checker, so an object that equals everything is a
-  wrong answer, and the tests' expected values never reach the program.
+* the **checker** runs the tests (:func:`check`) with every name they take from the program
+  (``candidate``, helpers such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the
+  program's process. No process of the program's may read its memory or descriptors (it is not dumpable,
+  and in a session it keeps the supervisors' uid), and the program's process never holds the tests;
+* the **program's process** has ``/dev/null`` as stdin, runs the program as ``__main__``, then answers
+  calls with plain data (see ``plain_data``). A value's own ``__eq__`` never runs in the checker, so an
+  object that equals everything is a wrong answer, and the tests' expected values never reach the program.
 
-The verdict is the checker's exit status, which the program cannot set: 0 when the tests ran to their end,
-:data:`WRONG_ANSWER` when an assertion failed or the program ended before the tests did, and otherwise
-what the program's own failure was (its exit code, or its signal, which the checker passes on to itself
-so that a CPU limit still reads as one).
+The verdict (:func:`outcome_status`) is the checker's, which the program cannot set: 0 when the tests ran
+to their end and the program's process then ended cleanly, :data:`WRONG_ANSWER` when an assertion failed
+or the program ended before the tests did, and otherwise what the program's own failure was (its exit
+code, or its signal, so that a CPU limit still reads as one).
+
+Run on its own (:func:`main`), the checker is the run's process and forks the program's process. In a
+session of the box (many assert runs, one after another, see ``box._Session``) the checker is one
+process for the whole session (:func:`serve_checker`): the box forks each run's program's process
+(:func:`serve_program`) and the checker runs that run's tests, so a run pays for one process, not two.
 """
 
 from __future__ import annotations
@@ -29,180 +30,24 @@ from __future__ import annotations
 import builtins
 import ctypes
 import importlib
-import json
 import os
 import signal
+import socket
 import sys
 import traceback
 import types
-from typing import Any
+import warnings
+from typing import Any, NoReturn
 
+from .plain_data import Channel, decode, encode
+
+RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
 _UNCATCHABLE = (SystemExit, KeyboardInterrupt, GeneratorExit)
-
-
-# --- plain data on the wire ---------------------------------------------------------------------------
-# JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
-# exact types are read back; a subclass crosses as its base type, without its methods.
-
-
-class Handle:
-    """A value that stayed in the program's process, and can be passed back to it.
-
-    It never equals plain data. Two handles are compared by the program (both sides are its own objects,
-    such as instances of a class it defines).
-    """
-
-    def __init__(self, ref: int, text: str, checker: Any = None, callable_: bool = False) -> None:
-        self._ref, self._text, self._checker, self._callable = ref, text, checker, callable_
-
-    def __repr__(self) -> str:
-        return self._text
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Handle):
-            return False
-        return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
-
-    def __hash__(self) -> int:
-        return hash(("handle", self._ref))
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._callable or self._checker is None:
-            raise TypeError(f"{self._text} is not callable")
-        return self._checker.call(["ref", self._ref], args, kwargs)
-
-    # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
-    # done by the program's process on its own object; only the plain data (or a handle) comes back.
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or self.__dict__.get("_checker") is None:
-            raise AttributeError(name)  # protocols the interpreter probes (copy, pickle): not the program's
-        return self._checker.operate("getattr", self._ref, name)
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._ask("getitem", key)
-
-    def __len__(self) -> int:
-        return int(self._ask("len"))
-
-    def __iter__(self) -> Any:
-        return iter(self._ask("iter"))
-
-    def __contains__(self, item: Any) -> bool:
-        return self._ask("contains", item) is True
-
-    def __bool__(self) -> bool:
-        return self._ask("bool") is True
-
-    def _ask(self, op: str, *args: Any) -> Any:
-        if self._checker is None:
-            raise TypeError(f"{self._text} does not support {op}")
-        return self._checker.operate(op, self._ref, *args)
-
-
-def encode(value: Any, refs: list[Any] | None) -> Any:
-    """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle."""
-    if value is None or value is True or value is False:
-        return value
-    if isinstance(value, int):
-        number = int(value)
-        return number if -(1 << 53) < number < 1 << 53 else ["i", hex(number)]
-    if isinstance(value, float):
-        return ["f", float(value).hex()]
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return ["y" if isinstance(value, bytes) else "ya", bytes(value).hex()]
-    if isinstance(value, complex):
-        return ["c", value.real.hex(), value.imag.hex()]
-    if isinstance(value, list):
-        return ["l", *(encode(v, refs) for v in list(value))]
-    if isinstance(value, tuple):
-        return ["t", *(encode(v, refs) for v in tuple(value))]
-    if isinstance(value, dict):
-        return ["d", *([encode(k, refs), encode(v, refs)] for k, v in dict(value).items())]
-    if isinstance(value, frozenset):
-        return ["fs", *(encode(v, refs) for v in frozenset(value))]
-    if isinstance(value, set):
-        return ["s", *(encode(v, refs) for v in set(value))]
-    if isinstance(value, range):
-        return ["r", value.start, value.stop, value.step]
-    if isinstance(value, Handle):
-        return ["h", value._ref, value._text, False]
-    if refs is None:
-        raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
-    if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
-        return ["g", *(encode(v, refs) for v in value)]  # an iterator crosses as what it yields
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        return encode(value.tolist(), refs) if getattr(value, "ndim", 1) == 0 else ["np", encode(value.tolist(), refs)]
-    refs.append(value)
-    return ["h", len(refs) - 1, _repr(value), callable(value)]
-
-
-def _repr(value: Any) -> str:
-    try:
-        return str(repr(value))[:200]
-    except BaseException:
-        return f"<{type(value).__name__}>"
-
-
-def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any:
-    """The value ``data`` stands for; handles resolve through ``refs`` on the program's side."""
-    if not isinstance(data, list):
-        return data
-    tag, rest = data[0], data[1:]
-    if tag == "l":
-        return [decode(v, refs, checker) for v in rest]
-    if tag == "t":
-        return tuple(decode(v, refs, checker) for v in rest)
-    if tag == "d":
-        return {decode(k, refs, checker): decode(v, refs, checker) for k, v in rest}
-    if tag == "s":
-        return {decode(v, refs, checker) for v in rest}
-    if tag == "fs":
-        return frozenset(decode(v, refs, checker) for v in rest)
-    if tag == "i":
-        return int(rest[0], 16)
-    if tag == "f":
-        return float.fromhex(rest[0])
-    if tag == "c":
-        return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
-    if tag in ("y", "ya"):
-        raw = bytes.fromhex(rest[0])
-        return raw if tag == "y" else bytearray(raw)
-    if tag == "r":
-        return range(*rest)
-    if tag == "g":
-        return iter([decode(v, refs, checker) for v in rest])
-    if tag == "np":
-        values = decode(rest[0], refs, checker)
-        numpy = sys.modules.get("numpy")
-        return numpy.array(values) if numpy is not None else values
-    if tag == "h":
-        if refs is not None:
-            return refs[rest[0]]
-        return Handle(rest[0], rest[1], checker, bool(rest[2]))
-    raise ValueError(f"unknown tag {tag!r}")
-
-
-# --- the channel between the two processes: one JSON document a line --------------------------------
-
-
-class Channel:
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self.reader = os.fdopen(read_fd, "rb")
-        self.write_fd = write_fd
-
-    def send(self, message: Any) -> None:
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
-        while data:
-            data = data[os.write(self.write_fd, data) :]
-
-    def receive(self) -> Any:
-        line = self.reader.readline()
-        if not line:
-            raise EOFError
-        return json.loads(line)
+# Modules that run code when imported (a program may name any module it bound): never imported by the
+# checker, which in a session serves every later run too.
+_NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
+OUTCOMES = ("passed", "failed", "error", "ended")
 
 
 _libc = ctypes.CDLL(None)  # opened when the box loads this module, not in every run
@@ -215,7 +60,7 @@ def _set_dumpable(on: bool) -> None:
 # --- the program's process ----------------------------------------------------------------------------
 
 
-def _finish(code: int) -> None:
+def _finish(code: int) -> NoReturn:
     """End the program's process as the interpreter would: threads joined, atexit run, streams flushed."""
     threading = sys.modules.get("threading")
     if threading is not None:
@@ -246,20 +91,26 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _program(channel: Channel) -> None:
-    """In the program's process: run the program, then answer the checker until it hangs up."""
-    source = _read_program()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)  # the tests are still in the stdin pipe: they are the checker's alone
-    os.close(null)
-    channel.send(["ready"])
-    _set_dumpable(True)
+def serve_program(channel: Channel, program: types.CodeType | str | None = None) -> NoReturn:
+    """In the program's process: run the program, then answer the checker until it hangs up.
+
+    ``program`` is the program (its source, or its code), or None when the checker sends it first, with the
+    names the tests want, whose description is the first answer. Standard input is ``/dev/null`` by now.
+    """
+    wanted: list[str] | None = None
+    if program is None:
+        try:
+            _, program, wanted = channel.request()
+        except (EOFError, ValueError):
+            _finish(0)
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": sys.argv[0], "__builtins__": builtins, "__cached__": None})
     sys.modules["__main__"] = main
     scope = main.__dict__
     try:
-        exec(compile(source, "<program>", "exec"), scope)
+        if not isinstance(program, types.CodeType):
+            program = compile(program, "<program>", "exec", dont_inherit=True)
+        exec(program, scope)
     except SystemExit as exc:
         _finish(_exit_code(exc))
     except BaseException:
@@ -267,11 +118,13 @@ def _program(channel: Channel) -> None:
         sys.excepthook(kind, error, tb.tb_next if tb is not None else None)  # type: ignore[arg-type]
         _finish(1)
     refs: list[Any] = []
+    request: Any = ["names", wanted] if wanted is not None else None
     while True:
-        try:
-            request = channel.receive()
-        except (EOFError, ValueError):
-            _finish(0)
+        if request is None:
+            try:
+                request = channel.request()
+            except (EOFError, ValueError):
+                _finish(0)
         try:
             if request[0] == "names":
                 reply: Any = ["ok", {n: _describe(scope[n], refs) for n in request[1] if n in scope}]
@@ -286,15 +139,16 @@ def _program(channel: Channel) -> None:
             _finish(_exit_code(exc))
         except BaseException as exc:
             reply = _error(exc)
+        request = None
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except BaseException:
                 pass
         try:
-            channel.send(reply)
+            channel.answer(reply)
         except BaseException as exc:  # a value that cannot be written (a huge int, a cycle): an error
-            channel.send(_error(exc))
+            channel.answer(_error(exc))
 
 
 def _operate(value: Any, op: str, args: list[Any]) -> Any:
@@ -364,14 +218,20 @@ class ProgramEnded(BaseException):
 
 
 class Checker:
-    def __init__(self, channel: Channel) -> None:
+    """The tests' side of the channel to the program's process."""
+
+    def __init__(self, channel: Channel, source: str | None = None) -> None:
         self.channel = channel
+        self.source = source  # the program, when the program's process waits for it (see serve_program)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
+
+    def close(self) -> None:
+        """Hang up: the program's process ends (its threads, ``atexit``) when it sees the channel close."""
+        self.channel.close()
 
     def ask(self, request: list[Any]) -> Any:
         try:
-            self.channel.send(request)
-            reply = self.channel.receive()
+            reply = self.channel.ask(request)
         except (OSError, EOFError, ValueError) as exc:
             self.ended = True
             raise ProgramEnded("the program ended before the tests did") from exc
@@ -389,21 +249,20 @@ class Checker:
     def operate(self, op: str, ref: int, *args: Any) -> Any:
         return decode(self.ask(["op", op, ref, *(encode(a, None) for a in args)])[1], None, self)
 
-    def wait_ready(self) -> None:
-        try:
-            self.channel.receive()
-        except (OSError, EOFError, ValueError) as exc:
-            self.ended = True
-            raise ProgramEnded("the program ended before the tests did") from exc
-
     def same(self, ref: int, other: int) -> bool:
         return bool(self.ask(["same", ref, other])[1])
 
     def names(self, wanted: list[str]) -> dict[str, Any]:
+        """The program's values of the names ``wanted`` (after the program, sent first if it waits for it)."""
+        request = ["names", wanted] if self.source is None else ["program", _code(self.source), wanted]
+        self.source = None
         found = {}
-        for name, (kind, *data) in self.ask(["names", wanted])[1].items():
+        for name, (kind, *data) in self.ask(request)[1].items():
             if kind == "module":
-                found[name] = importlib.import_module(str(data[0]))
+                module = str(data[0])
+                if not _importable(module):
+                    raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
+                found[name] = importlib.import_module(module)
             else:
                 found[name] = self._function(name) if kind == "fn" else decode(data[0], None, self)
         return found
@@ -452,58 +311,126 @@ def _free_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _end_like(status: int) -> None:
-    """End as the program's process ended (its exit code, or its signal), but never with success."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
+    """The run's exit code and signal, from the outcome of :func:`check` and the program process's wait status.
+
+    Only tests that ran to their end, followed by a clean end of the program's process (its threads and
+    ``atexit`` handlers done, exit status 0), pass. Otherwise the program's own failure shows (an exit code
+    or a signal, so that a CPU limit reads as one), and an early exit with status 0 is a wrong answer.
+    """
+    if outcome == "failed":
+        return WRONG_ANSWER, None
+    if outcome == "error":
+        return 1, None
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit((os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1) or WRONG_ANSWER)
+        return None, os.WTERMSIG(status)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
+    return (0, None) if outcome == "passed" and code == 0 else (code or WRONG_ANSWER, None)
 
 
-def _fail(code: int, checker_writes: int, pid: int) -> None:
-    kind, exc, tb = sys.exc_info()
-    traceback.print_exception(kind, exc, tb.tb_next if tb is not None else None)  # from the tests' frame on
-    os.close(checker_writes)  # the program's process ends when the checker hangs up
-    os.waitpid(pid, 0)
-    sys.stderr.flush()
-    os._exit(code)
+def _code(source: str) -> types.CodeType | str:
+    """The program compiled here, for the program's process to run as it is; or its source, where compiling
+    it fails or warns: the program's process compiles it again, and shows the error or warning as
+    ``python main.py`` would."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return compile(source, "<program>", "exec", dont_inherit=True)
+    except BaseException:
+        return source
 
 
-def _read_program() -> str:
-    """The program, read from fd 0 exactly to its end: a buffered read would take the tests with it, into
-    memory that the program's process inherits."""
-    size = b""
-    while not size.endswith(b"\n"):
-        byte = os.read(0, 1)
-        if not byte:
-            raise EOFError("no program on stdin")
-        size += byte
-    left, parts = int(size), []
-    while left > 0:
-        part = os.read(0, min(left, 1 << 20))
+def _importable(name: str) -> bool:
+    parts = name.split(".")
+    return bool(name) and parts[0] not in _NOT_IMPORTED and not any(p.startswith("__") for p in parts)
+
+
+def check(checker: Checker, tests: types.CodeType) -> str:
+    """Run compiled ``tests`` against the program behind ``checker``, in a scope of their own.
+
+    The outcome: ``passed`` (the tests ran to their end), ``failed`` (an assertion failed), ``error`` (any
+    other exception: its traceback goes to stderr, from the tests' frame on) or ``ended`` (the program's
+    process ended first). The channel is closed when it returns: the program's process ends then.
+    """
+    scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    outcome = "passed"
+    try:
+        wanted = sorted(n for n in _free_names(tests) if not hasattr(builtins, n))
+        scope.update(checker.names(wanted))
+        exec(tests, scope)
+    except ProgramEnded:
+        outcome = "ended"
+    except BaseException as exc:
+        outcome = "failed" if isinstance(exc, AssertionError) else "error"
+        kind, error, tb = sys.exc_info()
+        try:
+            traceback.print_exception(kind, error, tb.tb_next if tb is not None else None)
+        except BaseException:
+            pass
+    finally:
+        scope.clear()  # the program's values (handles) go with the run
+        checker.close()
+    return "ended" if outcome == "passed" and checker.ended else outcome
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts = []
+    while size > 0:
+        part = os.read(fd, min(size, 1 << 20))
         if not part:
             raise EOFError("the program on stdin is cut short")
         parts.append(part)
-        left -= len(part)
-    return b"".join(parts).decode("utf-8", "surrogatepass")
+        size -= len(part)
+    return b"".join(parts)
+
+
+def _read_program(fd: int) -> str:
+    """The program, read from ``fd`` exactly to its end: a buffered read would take the tests with it."""
+    size = b""
+    while not size.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            raise EOFError("no program on stdin")
+        size += byte
+    return _read_exactly(fd, int(size)).decode("utf-8", "surrogatepass")
+
+
+def _split(stdin: bytes) -> tuple[str, str]:
+    """The program and the tests, from a run's whole stdin (the program's length in bytes, a line first)."""
+    size, _, rest = stdin.partition(b"\n")
+    return rest[: int(size)].decode("utf-8", "surrogatepass"), rest[int(size) :].decode("utf-8", "surrogatepass")
+
+
+def _read_bytes(fd: int) -> bytes:
+    parts = []
+    while part := os.read(fd, 1 << 20):
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _read_all(fd: int) -> str:
+    return _read_bytes(fd).decode("utf-8", "surrogatepass")
 
 
 def main() -> None:
+    """The run on its own: this process is the checker, and forks the program's process."""
     _set_dumpable(False)
     program_reads, checker_writes = os.pipe()
     checker_reads, program_writes = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    # Fork first, before this process touches its memory: every page written after a fork is copied.
+    # The program first (it is not secret from the program's process), and only after the fork the tests:
+    # the program's process never holds them, and gives up stdin before it runs anything of the program's.
+    source = _read_program(0)
     pid = os.fork()
     if pid == 0:
         os.close(checker_writes)
         os.close(checker_reads)
-        _program(Channel(program_reads, program_writes))
-        os._exit(1)  # not reached: the program's process ends in _finish
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        _set_dumpable(True)
+        serve_program(Channel(program_reads, program_writes), source)
     os.close(program_reads)
     os.close(program_writes)
     # The program can write files beside this script: nothing there may be imported here, by the tests or
@@ -511,27 +438,100 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
     checker = Checker(Channel(checker_reads, checker_writes))
-    scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        checker.wait_ready()  # the program's process has read its part of stdin and let go of it
-        code = compile(sys.stdin.buffer.read().decode("utf-8", "surrogatepass"), "<tests>", "exec")
-        scope.update(checker.names(sorted(n for n in _free_names(code) if not hasattr(builtins, n))))
-        exec(code, scope)
-    except ProgramEnded:
-        _end_like(os.waitpid(pid, 0)[1])
-    except AssertionError:
-        _fail(WRONG_ANSWER, checker_writes, pid)
+        tests = compile(_read_all(0), "<tests>", "exec", dont_inherit=True)
     except BaseException:
-        _fail(1, checker_writes, pid)
-    # The tests ran to their end. The program's process ends now (its threads, atexit): the run passed if
-    # it ends cleanly, as a program that exits 0 after its tests would.
-    os.close(checker_writes)
-    _, status = os.waitpid(pid, 0)
-    if checker.ended or os.WIFSIGNALED(status) or os.WEXITSTATUS(status) != 0:
-        _end_like(status)
+        traceback.print_exc()
+        outcome = "error"
+        checker.close()
+    else:
+        outcome = check(checker, tests)
+    status = os.waitpid(pid, 0)[1]
+    code, sig = outcome_status(outcome, status)
     sys.stdout.flush()
-    sys.exit(0)
+    sys.stderr.flush()
+    if sig is not None:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(code or 0)
 
 
-if __name__ == "__main__":
-    main()
+# --- the checker of a session: one process for all its runs ------------------------------------------
+
+
+class _Compiled:
+    """The last tests compiled, by their text: n samples of a task share theirs (as do its programs)."""
+
+    SIZE = 64
+
+    def __init__(self) -> None:
+        self.codes: dict[str, types.CodeType] = {}
+
+    def get(self, text: str) -> types.CodeType:
+        code = self.codes.pop(text, None)
+        if code is None:
+            code = compile(text, "<tests>", "exec", dont_inherit=True)
+        self.codes[text] = code  # the most recent last
+        while len(self.codes) > self.SIZE:
+            del self.codes[next(iter(self.codes))]
+        return code
+
+
+def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
+    """The checker of a session, forked by the session's process before its first run, for all of them.
+
+    For each run the session's process sends the run's stdin, stdout and stderr and the checker's ends of
+    a channel to that run's program's process (which it forks); the checker reads the program and the
+    tests, sends the program with the names the tests want, runs the tests, answers the outcome of
+    :func:`check` and gives every descriptor of the run up. Each run's tests get a scope of their own, and
+    what they change of ``sys`` (streams, the recursion limit) is put back. They run in ``cwd``, the run's
+    scratch directory (a new one for every run), as they would beside the program.
+    """
+    compiled = _Compiled()
+    saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
+    null = os.open(os.devnull, os.O_RDWR)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
+        except OSError:
+            os._exit(0)
+        if not msg or len(fds) != 5:
+            os._exit(0)  # the session's process went away
+        stdin, stdout, stderr, reads, writes = fds
+        try:
+            os.chdir(cwd)
+        except OSError:
+            os._exit(1)  # no scratch directory: the session cannot go on
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
+        before = os.times()
+        checker = Checker(Channel(reads, writes))
+        try:
+            checker.source, text = _split(_read_bytes(stdin))
+            tests = compiled.get(text)
+        except BaseException:
+            traceback.print_exc()
+            outcome = "error"
+            checker.close()
+        else:
+            outcome = check(checker, tests)
+        finally:
+            os.close(stdin)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        sys.stdin, sys.stdout, sys.stderr = saved[:3]
+        sys.setrecursionlimit(saved[3])
+        os.dup2(null, 1)  # the run's output ends with its processes: nothing of it stays open here
+        os.dup2(null, 2)
+        os.chdir("/")  # nor its scratch directory
+        after = os.times()
+        cpu = after.user + after.system - before.user - before.system
+        try:
+            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu:.6f}}}'.encode())
+        except OSError:
+            os._exit(0)

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, NoReturn
 
-from . import isolation, linux, pyrun
+from . import assert_runner, isolation, linux, pyrun
+from .plain_data import Channel
 
 MAX_FDS = 16
 PROGRAM_NICE = 10
@@ -391,6 +392,7 @@ class _Session:
         spare: int,
     ) -> None:
         self.spare = spare  # the spare the session replaced, killed: reaped after the first test
+        self.checker = 0  # the session's checker (assert runs), a supervisor as the session's process is
         self.programs = programs
         self.scratch = scratch
         self.memory = memory
@@ -477,10 +479,11 @@ class _Session:
             report = json.loads(raw) if raw else None
         except ValueError:
             report = None
-        if not isinstance(report, dict):
-            # The program took its session's process down with it: the agent runs this test again alone.
+        if not isinstance(report, dict) or report.get("broken"):
+            # The program took its session's process (or its checker) down: the agent runs this test again alone.
             self.end()
             return {"session": False, "broken": True}
+        self.checker = report.pop("supervisor", 0)
         report.update(wall=wall, error=None, session=self._still_clean())
         if not report["session"]:
             self.end()
@@ -498,7 +501,7 @@ class _Session:
             if pid != self.spare:
                 return False
             self.spare = 0
-        supervisors = {"1", str(os.getpid()), str(self.process.pid)}
+        supervisors = {"1", str(os.getpid()), str(self.process.pid), str(self.checker)}
         if any(name.isdigit() and name not in supervisors for name in os.listdir("/proc")):
             return False
         try:
@@ -700,9 +703,34 @@ def _serve_session(
             sock.send(f"{type(exc).__name__}: {exc}".encode())
         finally:
             os._exit(127)
+    # The assert runner's session: one checker for all its runs, and one process a run for the program.
+    runner = assert_runner.RUNNER.encode()
+    is_runner = next((d for n, _, d in files if n == name), b"") == runner
+    checker = _start_checker(sock, cmd["cwd"]) if is_runner else None
     sock_fd = sock.fileno()
     limits, uid, gid = cmd["limits"], programs.uid, programs.gid
     restore = first_fresh
+
+    def start_test() -> None:
+        """In a test's process, first: its place, its files, its limits and the programs' uid."""
+        try:
+            os.close(sock_fd)
+            os.setpgid(0, 0)  # a group of its own: kill(0) reaches the test's processes only
+            os.chdir(cmd["cwd"])
+            if restore:
+                _restore(files)
+            # As few steps as can be (each costs the test's time: the first touch of a page of this
+            # process copies it): the other limits and the priority come from the session's process.
+            _set_test_limits(limits)
+            if uid != os.geteuid():
+                os.setresgid(gid, gid, gid)
+                os.setresuid(uid, uid, uid)
+            linux.prctl(linux.PR_SET_DUMPABLE, 1)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.write(2, f"sandbox: the test could not be started: {type(exc).__name__}: {exc}\n".encode())
+            os._exit(127)
+
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, MAX_FDS)
@@ -710,31 +738,85 @@ def _serve_session(
             os._exit(0)
         if not msg:
             os._exit(0)  # the box went away
-        _wire(fds)  # on this process's 0-2 until the fork: the child then has them where they belong
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(sock_fd)
-                os.setpgid(0, 0)  # a group of its own: kill(0) reaches the test's processes only
-                os.chdir(cmd["cwd"])
-                if restore:
-                    _restore(files)
-                # As few steps as can be (each costs the test's time: the first touch of a page of this
-                # process copies it): the other limits and the priority come from the session's process.
-                _set_test_limits(limits)
-                if uid != os.geteuid():
-                    os.setresgid(gid, gid, gid)
-                    os.setresuid(uid, uid, uid)
-                linux.prctl(linux.PR_SET_DUMPABLE, 1)
-            except BaseException as exc:
-                with contextlib.suppress(OSError):
-                    os.write(2, f"sandbox: the test could not be started: {type(exc).__name__}: {exc}\n".encode())
-                os._exit(127)
-            os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:], code, streams_made=True))
+        if checker is not None:
+            report = _assert_test(checker, fds, cmd["python"], start_test)
+        else:
+            _wire(fds)  # on this process's 0-2 until the fork: the child then has them where they belong
+            pid = os.fork()
+            if pid == 0:
+                start_test()
+                os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:], code, streams_made=True))
+            _to_null()  # the test's output ends when its processes end, not when this one does
+            _, status, usage = os.wait4(pid, 0)
+            report = _status_report(status, usage)
         restore = True
-        _to_null()  # the test's output ends when its processes end, not when this one does
-        _, status, usage = os.wait4(pid, 0)
-        code_, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
-        report = {"exit_code": code_, "signal": sig, "cpu": usage.ru_utime + usage.ru_stime,
-                  "max_rss_kb": usage.ru_maxrss}  # fmt: skip
         sock.send(json.dumps(report).encode())
+
+
+def _status_report(status: int, usage: Any, extra_cpu: float = 0.0) -> dict[str, Any]:
+    code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
+    return {"exit_code": code, "signal": sig, "cpu": usage.ru_utime + usage.ru_stime + extra_cpu,
+            "max_rss_kb": usage.ru_maxrss}  # fmt: skip
+
+
+class _Checker(NamedTuple):
+    pid: int
+    sock: socket.socket
+
+
+def _start_checker(sock: socket.socket, cwd: str) -> _Checker:
+    """Fork the session's checker (see ``assert_runner.serve_checker``): it keeps this process's uid, which
+    programs do not have, with no capability at all, and is not dumpable, so that no program can reach it."""
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sock.close()  # the box's: not the checker's business
+            here.close()
+            linux.drop_capabilities()
+        except BaseException:
+            os._exit(127)
+        assert_runner.serve_checker(there, cwd)
+    there.close()
+    return _Checker(pid, here)
+
+
+def _assert_test(checker: _Checker, fds: list[int], main: str, start_test: Callable[[], None]) -> dict[str, Any]:
+    """One assert run of the session: the checker gets its stdin and output, and a channel to the program's
+    process, forked here; the verdict is theirs together (``assert_runner.outcome_status``)."""
+    stdin, stdout, stderr = fds[:3]
+    for fd in fds[3:]:
+        os.close(fd)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(checker.pid, signal.SIGCONT)  # where programs share its uid, one may have stopped it
+    program_reads, checker_writes = os.pipe()
+    checker_reads, program_writes = os.pipe()
+    try:
+        socket.send_fds(checker.sock, [b"run"], [stdin, stdout, stderr, checker_reads, checker_writes])
+    except OSError:
+        pass  # the checker is gone: seen below, when it does not answer
+    for fd in (stdin, checker_reads, checker_writes):
+        os.close(fd)
+    _wire([os.open(os.devnull, os.O_RDONLY), stdout, stderr])  # the program's process has no stdin
+    pid = os.fork()
+    if pid == 0:
+        checker.sock.close()  # the checker's answers are this process's alone
+        start_test()
+        sys.argv = [main]
+        sys.path.insert(0, os.path.dirname(main))
+        assert_runner.serve_program(Channel(program_reads, program_writes))
+    os.close(program_reads)
+    os.close(program_writes)
+    _to_null()  # the test's output ends when its processes end, not when this one does
+    try:
+        answer = json.loads(checker.sock.recv(4096) or b"null")
+    except (OSError, ValueError):
+        answer = None
+    _, status, usage = os.wait4(pid, 0)
+    if not isinstance(answer, dict) or answer.get("outcome") not in assert_runner.OUTCOMES:
+        # The program took the checker down (where it shares its uid): the agent runs this test again alone.
+        return {"broken": True}
+    code, sig = assert_runner.outcome_status(answer["outcome"], status)
+    report = _status_report(status, usage, float(answer.get("cpu") or 0.0))
+    report.update(exit_code=code, signal=sig, supervisor=checker.pid)
+    return report

@@ -1,0 +1,235 @@
+"""Plain data between the two processes of an assert run: values as tagged JSON, handles, the channel.
+
+Arguments and return values cross as plain data (None, bool, int, float, complex, str, bytes, and lists,
+tuples, dicts, sets of them, exact types only: a subclass crosses as its base type, without its methods).
+Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
+equals itself and passes what is done to it on to the program's process. No code of the program's ever
+runs in the checker.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import struct
+import sys
+import types
+from typing import Any
+
+# --- plain data on the wire ---------------------------------------------------------------------------
+# JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
+# exact types are read back; a subclass crosses as its base type, without its methods.
+
+
+class Handle:
+    """A value that stayed in the program's process, and can be passed back to it.
+
+    It never equals plain data. Two handles are compared by the program (both sides are its own objects,
+    such as instances of a class it defines).
+    """
+
+    def __init__(self, ref: int, text: str, checker: Any = None, callable_: bool = False) -> None:
+        self._ref, self._text, self._checker, self._callable = ref, text, checker, callable_
+
+    def __repr__(self) -> str:
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Handle):
+            return False
+        return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
+
+    def __hash__(self) -> int:
+        return hash(("handle", self._ref))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._callable or self._checker is None:
+            raise TypeError(f"{self._text} is not callable")
+        return self._checker.call(["ref", self._ref], args, kwargs)
+
+    # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
+    # done by the program's process on its own object; only the plain data (or a handle) comes back.
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or self.__dict__.get("_checker") is None:
+            raise AttributeError(name)  # protocols the interpreter probes (copy, pickle): not the program's
+        return self._checker.operate("getattr", self._ref, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._ask("getitem", key)
+
+    def __len__(self) -> int:
+        return int(self._ask("len"))
+
+    def __iter__(self) -> Any:
+        return iter(self._ask("iter"))
+
+    def __contains__(self, item: Any) -> bool:
+        return self._ask("contains", item) is True
+
+    def __bool__(self) -> bool:
+        return self._ask("bool") is True
+
+    def _ask(self, op: str, *args: Any) -> Any:
+        if self._checker is None:
+            raise TypeError(f"{self._text} does not support {op}")
+        return self._checker.operate(op, self._ref, *args)
+
+
+def encode(value: Any, refs: list[Any] | None) -> Any:
+    """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, int):
+        number = int(value)
+        return number if -(1 << 53) < number < 1 << 53 else ["i", hex(number)]
+    if isinstance(value, float):
+        return ["f", float(value).hex()]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return ["y" if isinstance(value, bytes) else "ya", bytes(value).hex()]
+    if isinstance(value, complex):
+        return ["c", value.real.hex(), value.imag.hex()]
+    if isinstance(value, list):
+        return ["l", *(encode(v, refs) for v in list(value))]
+    if isinstance(value, tuple):
+        return ["t", *(encode(v, refs) for v in tuple(value))]
+    if isinstance(value, dict):
+        return ["d", *([encode(k, refs), encode(v, refs)] for k, v in dict(value).items())]
+    if isinstance(value, frozenset):
+        return ["fs", *(encode(v, refs) for v in frozenset(value))]
+    if isinstance(value, set):
+        return ["s", *(encode(v, refs) for v in set(value))]
+    if isinstance(value, range):
+        return ["r", value.start, value.stop, value.step]
+    if isinstance(value, Handle):
+        return ["h", value._ref, value._text, False]
+    if refs is None:
+        raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
+    if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
+        return ["g", *(encode(v, refs) for v in value)]  # an iterator crosses as what it yields
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return encode(value.tolist(), refs) if getattr(value, "ndim", 1) == 0 else ["np", encode(value.tolist(), refs)]
+    refs.append(value)
+    return ["h", len(refs) - 1, _repr(value), callable(value)]
+
+
+def _repr(value: Any) -> str:
+    try:
+        return str(repr(value))[:200]
+    except BaseException:
+        return f"<{type(value).__name__}>"
+
+
+def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any:
+    """The value ``data`` stands for; handles resolve through ``refs`` on the program's side."""
+    if not isinstance(data, list):
+        return data
+    tag, rest = data[0], data[1:]
+    if tag == "l":
+        return [decode(v, refs, checker) for v in rest]
+    if tag == "t":
+        return tuple(decode(v, refs, checker) for v in rest)
+    if tag == "d":
+        return {decode(k, refs, checker): decode(v, refs, checker) for k, v in rest}
+    if tag == "s":
+        return {decode(v, refs, checker) for v in rest}
+    if tag == "fs":
+        return frozenset(decode(v, refs, checker) for v in rest)
+    if tag == "i":
+        return int(rest[0], 16)
+    if tag == "f":
+        return float.fromhex(rest[0])
+    if tag == "c":
+        return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
+    if tag in ("y", "ya"):
+        raw = bytes.fromhex(rest[0])
+        return raw if tag == "y" else bytearray(raw)
+    if tag == "r":
+        return range(*rest)
+    if tag == "g":
+        return iter([decode(v, refs, checker) for v in rest])
+    if tag == "np":
+        values = decode(rest[0], refs, checker)
+        numpy = sys.modules.get("numpy")
+        return numpy.array(values) if numpy is not None else values
+    if tag == "h":
+        if refs is not None:
+            return refs[rest[0]]
+        return Handle(rest[0], rest[1], checker, bool(rest[2]))
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+# --- the channel between the two processes -----------------------------------------------------------
+# The checker writes with marshal (the program's process reads trusted data: marshal is fast, and touches
+# little of the interpreter, which in a forked process means few pages copied); the program's process writes
+# JSON lines, which the checker reads with a parser that no input can make run code. Both are made once,
+# when the box loads this module, never in a run.
+_decode = json.JSONDecoder().decode
+
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not plain data")
+
+
+_encode = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, _not_plain, json.encoder.encode_basestring, None, ":", ",", False, False, True
+)
+_LENGTH = struct.Struct("<I")
+
+
+class Channel:
+    """A pair of pipe ends between the checker and the program's process, read straight from the descriptor.
+
+    The checker calls :meth:`ask` and :meth:`tell`; the program's process :meth:`request` and :meth:`answer`.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.buffer = b""
+
+    def _write(self, data: bytes) -> None:
+        while data:
+            data = data[os.write(self.write_fd, data) :]
+
+    def _fill(self) -> None:
+        part = os.read(self.read_fd, 1 << 16) if self.read_fd >= 0 else b""
+        if not part:
+            raise EOFError
+        self.buffer += part
+
+    def tell(self, message: Any) -> None:
+        """In the checker: send a message (plain data, or code) to the program's process."""
+        data = marshal.dumps(message)
+        self._write(_LENGTH.pack(len(data)) + data)
+
+    def request(self) -> Any:
+        """In the program's process: the checker's next message."""
+        while len(self.buffer) < 4:
+            self._fill()
+        size = _LENGTH.unpack_from(self.buffer)[0] + 4
+        while len(self.buffer) < size:
+            self._fill()
+        data, self.buffer = self.buffer[4:size], self.buffer[size:]
+        return marshal.loads(data)
+
+    def answer(self, message: Any) -> None:
+        """In the program's process: send an answer (plain data only) to the checker."""
+        self._write("".join(_encode(message, 0)).encode("utf-8", "surrogatepass") + b"\n")
+
+    def ask(self, message: Any) -> Any:
+        """In the checker: send a message, and read the answer (which nothing in it can make run code)."""
+        self.tell(message)
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
+                return _decode(line.decode("utf-8", "surrogatepass"))
+            self._fill()
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.read_fd = self.write_fd = -1

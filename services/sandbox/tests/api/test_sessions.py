@@ -88,6 +88,8 @@ def test_answers_match_one_run_per_test(one_worker: TestClient) -> None:
         "import os; print(input(), flush=True); os.kill(os.getppid(), 9)",
         "import os; print(input()); os._exit(3)",
         "import threading; threading.Thread(target=lambda: print(input())).start()",
+        # compiled as `python3 main.py` compiles it: none of the sandbox's own __future__ flags
+        "def f(x: int): pass\nprint(f.__annotations__, input())",
     ]
     stdins = ["0\n", "1\n", "2\n"]
     for code in programs:
@@ -100,6 +102,24 @@ def test_answers_match_one_run_per_test(one_worker: TestClient) -> None:
                 verdict = "AC" if run["stdout"] == stdin else "WA"
             assert (out["verdict"], out["stdout"]) == (verdict, run["stdout"]), (code, stdin, out, alone)
             assert out["stderr"] == run["stderr"][-1024:], (code, stdin, out, alone)
+
+
+def test_programs_are_compiled_as_python_compiles_them(one_worker: TestClient) -> None:
+    # No __future__ flag of the sandbox's own modules (postponed annotations) reaches a program's compile:
+    # alone, in a session, and in the assert runner's program process.
+    code = "def f(x: int): pass\nprint(f.__annotations__, input())"
+    assert execute(one_worker, code, "1\n")["run"]["stdout"] == "{'x': <class 'int'>} 1\n"
+    outs = evaluate(one_worker, code, [{"stdin": s, "expected_stdout": f"{{'x': <class 'int'>}} {s}"} for s in "12"])
+    assert [o["verdict"] for o in outs] == ["AC", "AC"], outs
+    program = "def f(x: int):\n    return str(f.__annotations__['x'])"
+    check = {"assert_code": "assert f(1) == \"<class 'int'>\", f(1)"}
+    body = {"language": "python", "programs": [program, program + "\n"], "tests": [check]}  # two: a session
+    r = one_worker.post("/v1/evaluate", json=body)
+    assert [p["verdict"] for p in r.json()["results"]] == ["AC", "AC"], r.text
+    assert (
+        len(evaluate(one_worker, program, [check])) == 1
+        and evaluate(one_worker, program, [check])[0]["verdict"] == "AC"
+    )
 
 
 def test_a_limit_hit_in_one_test_leaves_the_others_alone(one_worker: TestClient) -> None:

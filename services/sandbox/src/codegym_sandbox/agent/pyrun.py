@@ -85,7 +85,7 @@ def load(path: str, source: bytes | None = None) -> types.CodeType | None:
                 source = f.read()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
-            code = compile(source, path, "exec")
+            code = compile(source, path, "exec", dont_inherit=True)  # not this module's __future__ flags
     except Exception:
         return None
     return None if caught else code
@@ -106,7 +106,7 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
     try:
         if code is None:
             with open(path, "rb") as f:
-                code = compile(f.read(), path, "exec")
+                code = compile(f.read(), path, "exec", dont_inherit=True)
         exec(code, main.__dict__)
         status = 0
     except SystemExit as exc:

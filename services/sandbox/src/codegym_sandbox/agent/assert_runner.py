@@ -28,7 +28,6 @@ process for the whole session (:func:`serve_checker`): the box forks each run's 
 from __future__ import annotations
 
 import builtins
-import ctypes
 import importlib
 import os
 import signal
@@ -39,6 +38,7 @@ import types
 import warnings
 from typing import Any, NoReturn
 
+from . import linux
 from .plain_data import Channel, decode, encode
 
 RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
@@ -48,13 +48,6 @@ _UNCATCHABLE = (SystemExit, KeyboardInterrupt, GeneratorExit)
 # checker, which in a session serves every later run too.
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
 OUTCOMES = ("passed", "failed", "error", "ended")
-
-
-_libc = ctypes.CDLL(None)  # opened when the box loads this module, not in every run
-
-
-def _set_dumpable(on: bool) -> None:
-    _libc.prctl(4, int(on), 0, 0, 0)  # PR_SET_DUMPABLE
 
 
 # --- the program's process ----------------------------------------------------------------------------
@@ -414,7 +407,7 @@ def _read_all(fd: int) -> str:
 
 def main() -> None:
     """The run on its own: this process is the checker, and forks the program's process."""
-    _set_dumpable(False)
+    linux.set_dumpable(False)
     program_reads, checker_writes = os.pipe()
     checker_reads, program_writes = os.pipe()
     sys.stdout.flush()
@@ -429,7 +422,7 @@ def main() -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        _set_dumpable(True)
+        linux.set_dumpable(True)
         serve_program(Channel(program_reads, program_writes), source)
     os.close(program_reads)
     os.close(program_writes)

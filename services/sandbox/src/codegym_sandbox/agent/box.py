@@ -99,7 +99,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
     for fd in (0, 1):  # the agent's channel to the server is not the box's business
         os.dup2(null, fd)
     os.close(null)
-    linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the program may not read this process's memory
+    linux.set_dumpable(False)  # the program may not read this process's memory
     # The init of a namespace gets no signal from inside it that it does not handle: handle none.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     scratch: isolation.Scratch | isolation.WipedScratch
@@ -579,7 +579,7 @@ def _become_program(programs: _Programs) -> None:
         os.setresuid(programs.uid, programs.uid, programs.uid)
     else:
         linux.drop_capabilities()
-    linux.prctl(linux.PR_SET_DUMPABLE, 1)
+    linux.set_dumpable(True)
     # Below its supervisors: the hundreds of busy processes of a fork bomb must not starve the box and
     # the agent that enforce its deadline (in a container they all share one CPU quota).
     os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)
@@ -667,7 +667,7 @@ def _serve_session(
     """
     try:
         _detach(sock, files_dir)
-        linux.prctl(linux.PR_SET_DUMPABLE, 0)
+        linux.set_dumpable(False)
         if programs.other_uid:
             os.setgroups([])
             linux.set_file_ids(programs.uid, programs.gid)  # the tests' files are theirs
@@ -725,7 +725,7 @@ def _serve_session(
             if uid != os.geteuid():
                 os.setresgid(gid, gid, gid)
                 os.setresuid(uid, uid, uid)
-            linux.prctl(linux.PR_SET_DUMPABLE, 1)
+            linux.set_dumpable(True)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.write(2, f"sandbox: the test could not be started: {type(exc).__name__}: {exc}\n".encode())

@@ -99,6 +99,20 @@ def prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:
     )
 
 
+# prctl() with its argument types set once: a call then converts plain ints in C. A call that builds ctypes
+# objects instead touches (and so, in a process just forked, copies) a hundred pages more of the interpreter.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl  # a handle of its own: other calls pass pointers
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_prctl.restype = ctypes.c_int
+
+
+def set_dumpable(on: bool) -> None:
+    """Whether processes of this uid may trace this one, read its memory and own its ``/proc`` entries (the
+    kernel clears it at every change of uid). Quick: done in every run's process."""
+    if _prctl(PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl PR_SET_DUMPABLE")
+
+
 def sethostname(name: str) -> None:
     raw = name.encode()
     _check(_libc.sethostname(raw, ctypes.c_size_t(len(raw))), "sethostname")

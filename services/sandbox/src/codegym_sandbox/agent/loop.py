@@ -362,7 +362,7 @@ def main() -> None:
             if os.getpid() != 1:
                 # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
                 raise RuntimeError("without namespaces the agent must be the init of its own container")
-            linux.prctl(linux.PR_SET_DUMPABLE, 0)  # programs may share our uid: keep them out of /proc/1
+            linux.set_dumpable(False)  # programs may share our uid: keep them out of /proc/1
             uid, gid = _container_program_ids(config.get("run_as"))
         # Every module the agent needs is loaded by now (programs import the assert runner from memory): the
         # worker's root shows no source of the server's, and programs get the runtime's search path.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import contextlib
 import io
 import os
 import sys
@@ -62,8 +61,10 @@ def _finish(code: int) -> int:
             threading._shutdown()  # what the interpreter does before atexit
         except BaseException:
             pass
-    with contextlib.suppress(BaseException):
+    try:
         atexit._run_exitfuncs()
+    except BaseException:
+        pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

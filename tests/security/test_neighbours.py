@@ -167,6 +167,15 @@ def test_memory_held_in_files_counts(roomy: TestClient) -> None:
     r = roomy.post("/v1/execute", json=body)
     assert r.status_code == 200 and r.json()["verdict"] == "MLE", r.text
     assert _alone(roomy, "print('fine')\n") == "fine\n"
+    # All at once (fallocate on a tmpfs takes its pages now), and past the limit before any sum is taken while
+    # it runs (or far past it: whatever the kernel then kills, killing the run's processes frees none of it);
+    # still MLE, and the next run is served.
+    for where, mib in (("held", 400), ("/dev/shm/held", 60)):
+        code = f"import os\nfd = os.open({where!r}, os.O_CREAT | os.O_WRONLY)\nos.posix_fallocate(fd, 0, {mib} << 20)\n"
+        body = {"language": "python", "code": code + "print('held')\n", "limits": {"timeout_s": 3, "memory_mb": 64}}
+        r = roomy.post("/v1/execute", json=body)
+        assert r.status_code == 200 and r.json()["verdict"] in ("MLE", "RE"), r.text  # RE: no room (ENOSPC)
+        assert _alone(roomy, "print('fine')\n") == "fine\n"
 
 
 @pytest.fixture(scope="module")

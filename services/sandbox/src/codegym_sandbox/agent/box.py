@@ -212,6 +212,14 @@ class _Held:
         return held
 
 
+def _held_at_end(held: _Held, max_rss_kb: int, budget_kb: int) -> int:
+    """What a run that ended by itself held at its end, with its largest process, if that is past its budget
+    (else 0): files written all at once (``fallocate`` on a tmpfs) and a quick end escape the sums taken while
+    it runs."""
+    total = max_rss_kb + held.now_kb()
+    return total if total > budget_kb else 0
+
+
 def _run_memory_kb(budget_kb: int, held: _Held, stopped: Callable[[], bool]) -> int:
     """Memory of a run: every process in this pid namespace but the box (and, in a container, the agent),
     and what else it holds (see :class:`_Held`).
@@ -345,6 +353,8 @@ def _run(
     peak_kb = watch.peak_kb if watch is not None and over_budget else 0
     if memory is not None and memory.over():
         status, peak_kb = signal.SIGKILL, max(peak_kb, budget_kb)  # the kernel killed one of its processes
+    elif budget_kb and (held_kb := _held_at_end(held, usage.ru_maxrss, budget_kb)):
+        status, peak_kb = signal.SIGKILL, max(peak_kb, held_kb)
     spare.sock.setblocking(False)
     try:
         error = spare.sock.recv(4096).decode(errors="replace")
@@ -484,6 +494,8 @@ class _Session:
             self.end()
             return {"session": False, "broken": True}
         self.checker = report.pop("supervisor", 0)
+        if self.budget_kb and (held_kb := _held_at_end(held, report.get("max_rss_kb") or 0, self.budget_kb)):
+            report.update(exit_code=None, signal=signal.SIGKILL, max_rss_kb=held_kb)
         report.update(wall=wall, error=None, session=self._still_clean())
         if not report["session"]:
             self.end()

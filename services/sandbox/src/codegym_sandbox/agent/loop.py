@@ -127,6 +127,9 @@ def _run(
         cmd = {"op": "test"}
     assert bx.ctl is not None
     bx.dirty = True
+    # Kills the kernel makes for memory while this run holds the box's memory cgroup are this run's doing.
+    memory = bx.config.get("memory_cgroup")
+    kills = memory.oom_kills() if memory is not None else 0
     socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], [in_r, out_w, err_w])
     for fd in (in_r, out_w, err_w):
         os.close(fd)
@@ -178,6 +181,14 @@ def _run(
                     raw = bx.ctl.recv(1 << 16)
                     if raw:
                         report = json.loads(raw)
+                    elif memory is not None and memory.oom_kills() > kills:
+                        # The run filled the memory cgroup with what killing its processes does not free (files
+                        # on its tmpfs), and the kernel took the box next: the run ran out of memory.
+                        bx.respawn()
+                        now = time.monotonic()
+                        report = {"exit_code": None, "signal": signal.SIGKILL, "wall": now - run.started, "cpu": None,
+                                  "max_rss_kb": (req["limits"].get("address_space_bytes") or 0) // 1024,
+                                  "error": None}  # fmt: skip
                     elif bx.config["namespaces"]:
                         raise OSError("the box went away")
                     else:

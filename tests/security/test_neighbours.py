@@ -149,6 +149,33 @@ def test_a_test_leaves_nothing_for_the_next_in_its_scratch_directory(hostile: Te
     assert _batch(hostile, [victim]) == ["AC"]
 
 
+def test_a_program_that_makes_the_checker_hold_memory_changes_no_later_verdict(hostile: TestClient) -> None:
+    # The assert runner's checker serves every program of a session: one that sends it large values (which it
+    # holds while the tests run, and may keep) must not count against the programs after it.
+    hog = "def f(x):\n    return [x] * 3_000_000\n"
+    victim = "import time\nheld = bytearray(90 << 20)\ndef f(x):\n    time.sleep(0.2)\n    return x * x + 1\n"
+    tests = [{"assert_code": "assert f(2) == 5 and f(3) == 10"}]
+    limits = {"timeout_s": 3, "memory_mb": 160}
+    groups = [{"language": "python", "programs": [p], "tests": tests, "limits": limits} for p in (hog, victim) * 3]
+    verdicts = _batch(hostile, groups)
+    assert verdicts[1::2] == ["AC"] * 3 and all(v in ("WA", "MLE") for v in verdicts[::2]), verdicts
+
+
+def test_a_run_has_its_whole_memory_whatever_ran_before(hostile: TestClient) -> None:
+    # The box sums long runs' memory while they run: nothing of that may stay in the box's address space
+    # (a thread's stack and malloc arena did), which every later run inherits against its address-space limit.
+    big = "held = bytearray(110 << 20)\nprint(len(held) >> 20)\n"
+    body = {"language": "python", "code": big, "limits": {"timeout_s": 3, "memory_mb": 160}}
+    long_runs = [
+        "import time\ntime.sleep(0.3)\nprint(1)\n",
+        "n = 0\nfor i in range(3_000_000):\n    n += i\nprint(n)\n",
+    ]
+    for before in ["print(0)\n", *long_runs]:
+        _alone(hostile, before, timeout_s=3)
+        r = hostile.post("/v1/execute", json={**body, "code": big + f"# after {before!r}"})
+        assert r.status_code == 200 and r.json()["verdict"] == "AC", (before, r.text)
+
+
 @pytest.fixture(scope="module")
 def roomy(backend: str) -> Iterator[TestClient]:
     """A scratch directory far larger than the memory limit."""

@@ -452,6 +452,17 @@ def main() -> None:
 # --- the checker of a session: one process for all its runs ------------------------------------------
 
 
+RETIRE_KB = 32 << 10  # how much more a session's checker may hold than it started with
+
+
+def _resident_kb() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class _Compiled:
     """The last tests compiled, by their text: n samples of a task share theirs (as do its programs)."""
 
@@ -482,6 +493,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
     """
     compiled = _Compiled()
     saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
+    start_kb = _resident_kb()
     null = os.open(os.devnull, os.O_RDWR)
     while True:
         try:
@@ -524,7 +536,13 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         os.chdir("/")  # nor its scratch directory
         after = os.times()
         cpu = after.user + after.system - before.user - before.system
+        # What the session's later runs would carry: the checker is no run's process (its memory counts
+        # against none), so once it holds much more than it started with (the tests imported a large
+        # package, a program sent it large values) it ends, and its session with it.
+        retired = _resident_kb() > start_kb + RETIRE_KB
         try:
-            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu:.6f}}}'.encode())
+            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu:.6f},"retired":{str(retired).lower()}}}'.encode())
         except OSError:
+            os._exit(0)
+        if retired:
             os._exit(0)

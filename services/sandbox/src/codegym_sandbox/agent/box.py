@@ -8,7 +8,6 @@ double-forked daemon cannot outlive its run.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import fcntl
 import gc
@@ -200,10 +199,16 @@ class _Held:
     is memory), and kernel memory (socket and pipe buffers, page tables, inodes) where a memory cgroup
     counts it."""
 
-    def __init__(self, memory: isolation.MemoryCgroup | None, files_kb: int | None = None) -> None:
+    def __init__(
+        self, memory: isolation.MemoryCgroup | None, files_kb: int | None = None, checker: str | None = None
+    ) -> None:
         self.memory = memory
         self.files_kb = _files_kb() if files_kb is None else files_kb
         self.kernel_kb = memory.kernel_kb() if memory is not None else 0
+        # A session's checker is no run's process: what it holds (modules the tests imported, for one) stays
+        # for the session's later runs, and what a run makes it hold is bounded by its own address-space
+        # limit, the run's (see assert_runner.serve_checker, which ends its session when it has grown).
+        self.checker = checker
 
     def now_kb(self) -> int:
         held = max(0, _files_kb() - self.files_kb)
@@ -220,7 +225,7 @@ def _held_at_end(held: _Held, max_rss_kb: int, budget_kb: int) -> int:
     return total if total > budget_kb else 0
 
 
-def _run_memory_kb(budget_kb: int, held: _Held, stopped: Callable[[], bool]) -> int:
+def _run_memory_kb(budget_kb: int, held: _Held) -> int:
     """Memory of a run: every process in this pid namespace but the box (and, in a container, the agent),
     and what else it holds (see :class:`_Held`).
 
@@ -229,13 +234,11 @@ def _run_memory_kb(budget_kb: int, held: _Held, stopped: Callable[[], bool]) -> 
     once but make the kernel walk every mapping.
     """
     held_kb = held.now_kb()
-    supervisors = {"1", str(os.getpid())}
+    supervisors = {"1", str(os.getpid()), held.checker or "1"}
     pids = [name for name in os.listdir("/proc") if name.isdigit() and name not in supervisors]
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
     resident = 0
     for pid in pids:
-        if stopped():
-            return 0
         try:
             with open(f"/proc/{pid}/statm", "rb") as f:
                 resident += int(f.read().split()[1]) * page_kb
@@ -245,8 +248,6 @@ def _run_memory_kb(budget_kb: int, held: _Held, stopped: Callable[[], bool]) -> 
         return resident + held_kb
     total = held_kb
     for pid in pids:
-        if stopped():
-            return 0
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
                 for line in f:
@@ -259,54 +260,38 @@ def _run_memory_kb(budget_kb: int, held: _Held, stopped: Callable[[], bool]) -> 
 
 
 class _MemoryWatch:
-    """Sums a run's memory on a thread of its own, so that a slow sum never delays the box's answers.
+    """Sums a run's memory every :data:`MEMORY_CHECK_MS` while the box waits for the run's events.
 
-    A low-level thread: the ``threading`` module would add fork hooks to every later fork of the box.
-    Started only once a run has lasted :data:`MEMORY_CHECK_MS` (see :meth:`poll`): most runs end sooner,
-    and starting a thread costs more than a short run's whole supervision.
+    In the box's own thread: a thread of its own would leave its stack and its malloc arena (tens of MiB) in
+    the box's address space, and so in that of every run forked from it later, against its address-space
+    limit. Most runs end before the first sum; a slow sum (hundreds of processes) spaces the next ones out.
     """
-
-    @staticmethod
-    def poll(
-        poller: select.poll, watch: _MemoryWatch | None, budget_kb: int, held: _Held
-    ) -> tuple[dict[int, int], _MemoryWatch | None]:
-        """Wait for events; past the first check's time with none, start the watch (its first sum at once)."""
-        if watch is not None or not budget_kb:
-            return dict(poller.poll()), watch
-        events = dict(poller.poll(MEMORY_CHECK_MS))
-        return events, (None if events else _MemoryWatch(budget_kb, held))
 
     def __init__(self, budget_kb: int, held: _Held) -> None:
         self.budget_kb = budget_kb
         self.held = held
         self.peak_kb = 0
-        self.stopped = False
-        self._wake = _thread.allocate_lock()
-        self._wake.acquire()
-        self._done = _thread.allocate_lock()
-        self._done.acquire()
-        _thread.start_new_thread(self._watch, ())
+        self.interval = MEMORY_CHECK_MS / 1000
+        self.due = time.monotonic() + self.interval
 
-    def _watch(self) -> None:
-        try:
-            interval = 0.0  # started a check's interval into the run: the first sum is due now
-            while not self._wake.acquire(timeout=interval):
-                began = time.monotonic()
-                used = _run_memory_kb(self.budget_kb, self.held, lambda: self.stopped)
-                self.peak_kb = max(self.peak_kb, used)
-                if self.peak_kb > self.budget_kb and not self.stopped:
-                    _kill_all()
-                    return
-                # Hundreds of processes make a sum slow: never spend more than a tenth of the time summing.
-                interval = max(MEMORY_CHECK_MS / 1000, (time.monotonic() - began) * 10)
-        finally:
-            self._done.release()
+    def poll(self, poller: select.poll) -> dict[int, int]:
+        """Wait for events, summing the run's memory when a sum is due; past its budget, the run is killed."""
+        while True:
+            if not self.budget_kb or self.over():
+                return dict(poller.poll())
+            events = dict(poller.poll(max(0, int((self.due - time.monotonic()) * 1000) + 1)))
+            if events:
+                return events
+            began = time.monotonic()
+            self.peak_kb = max(self.peak_kb, _run_memory_kb(self.budget_kb, self.held))
+            if self.over():
+                _kill_all()
+            # Never spend more than a tenth of the time summing.
+            self.interval = max(MEMORY_CHECK_MS / 1000, (time.monotonic() - began) * 10)
+            self.due = time.monotonic() + self.interval
 
-    def stop(self) -> bool:
-        """Stop watching; whether the run went over its budget (and was killed for it)."""
-        self.stopped = True
-        self._wake.release()
-        self._done.acquire()
+    def over(self) -> bool:
+        """Whether the run went over its budget (and was killed for it)."""
         return self.peak_kb > self.budget_kb
 
 
@@ -333,9 +318,9 @@ def _run(
     poller = select.poll()
     poller.register(exited, select.POLLIN)
     poller.register(ctl, select.POLLIN)
-    watch: _MemoryWatch | None = None
+    watch = _MemoryWatch(budget_kb, held)
     while True:
-        events, watch = _MemoryWatch.poll(poller, watch, budget_kb, held)
+        events = watch.poll(poller)
         if exited in events:
             break
         if ctl.fileno() in events:
@@ -343,14 +328,14 @@ def _run(
             _kill_all()
             if not msg:  # the agent is gone: nobody will read a result
                 os._exit(0)
-    over_budget = watch is not None and watch.stop()
+    over_budget = watch.over()
     os.close(exited)
     _, status, usage = os.wait4(spare.pid, 0)
     wall = time.monotonic() - start
     _kill_all()
     reap_all()
     # Past its budget the run was killed: its peak is reported as the memory it used, so that it reads as MLE.
-    peak_kb = watch.peak_kb if watch is not None and over_budget else 0
+    peak_kb = watch.peak_kb if over_budget else 0
     if memory is not None and memory.over():
         status, peak_kb = signal.SIGKILL, max(peak_kb, budget_kb)  # the kernel killed one of its processes
     elif budget_kb and (held_kb := _held_at_end(held, usage.ru_maxrss, budget_kb)):
@@ -448,7 +433,7 @@ class _Session:
             socket.send_fds(sock, [b'{"op":"test"}'], fds)
         except OSError:
             pass  # the session's process is gone: seen below
-        held = _Held(self.memory, self.files_kb)
+        held = _Held(self.memory, self.files_kb, str(self.checker) if self.checker else None)
         for fd in fds:
             os.close(fd)
         with contextlib.suppress(OSError):
@@ -456,10 +441,10 @@ class _Session:
         poller = select.poll()
         for fd in (self.exited, sock.fileno(), ctl.fileno()):
             poller.register(fd, select.POLLIN)
-        watch: _MemoryWatch | None = None
+        watch = _MemoryWatch(self.budget_kb, held)
         raw, killed = b"", False
         while not raw:
-            events, watch = _MemoryWatch.poll(poller, watch, self.budget_kb, held)
+            events = watch.poll(poller)
             if sock.fileno() in events:
                 with contextlib.suppress(OSError):
                     raw = sock.recv(4096)
@@ -474,17 +459,17 @@ class _Session:
                 if not msg:
                     os._exit(0)
                 poller.unregister(ctl.fileno())
-        over_budget = watch is not None and watch.stop()
+        over_budget = watch.over()
+        peak = watch.peak_kb
         wall = time.monotonic() - start
         if self.memory is not None and self.memory.over():
             # The kernel killed a process of the test (or the session's process) for its memory.
             killed = over_budget = True
-            watch = None
+            peak = max(peak, self.budget_kb)
         if killed or over_budget:
             self.end()
-            peak = (watch.peak_kb if watch is not None else self.budget_kb) if over_budget else None
-            return {"exit_code": None, "signal": signal.SIGKILL, "wall": wall, "cpu": None, "max_rss_kb": peak,
-                    "error": None, "session": False}  # fmt: skip
+            return {"exit_code": None, "signal": signal.SIGKILL, "wall": wall, "cpu": None,
+                    "max_rss_kb": peak if over_budget else None, "error": None, "session": False}  # fmt: skip
         try:
             report = json.loads(raw) if raw else None
         except ValueError:
@@ -494,9 +479,10 @@ class _Session:
             self.end()
             return {"session": False, "broken": True}
         self.checker = report.pop("supervisor", 0)
+        retired = report.pop("retired", False)  # the checker has grown: the session ends with this test
         if self.budget_kb and (held_kb := _held_at_end(held, report.get("max_rss_kb") or 0, self.budget_kb)):
             report.update(exit_code=None, signal=signal.SIGKILL, max_rss_kb=held_kb)
-        report.update(wall=wall, error=None, session=self._still_clean())
+        report.update(wall=wall, error=None, session=not retired and self._still_clean())
         if not report["session"]:
             self.end()
         return report
@@ -830,5 +816,5 @@ def _assert_test(checker: _Checker, fds: list[int], main: str, start_test: Calla
         return {"broken": True}
     code, sig = assert_runner.outcome_status(answer["outcome"], status)
     report = _status_report(status, usage, float(answer.get("cpu") or 0.0))
-    report.update(exit_code=code, signal=sig, supervisor=checker.pid)
+    report.update(exit_code=code, signal=sig, supervisor=checker.pid, retired=bool(answer.get("retired")))
     return report

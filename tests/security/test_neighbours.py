@@ -10,6 +10,7 @@ attack has a victim, an honest program that must get the verdict it gets on its 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -244,6 +245,20 @@ def test_a_program_cannot_take_the_cpu_of_a_run_beside_it(pair: TestClient) -> N
         victim = {"language": "python", "code": f"{honest}# {trial}", "limits": {"timeout_s": 1.5}}
         _, out = _at_once(pair, hogging, victim)
         assert out["verdict"] == "AC" and out["run"]["stdout"] == f"{sum(range(2_000_000))}\n", out
+
+
+def test_runs_on_two_workers_share_no_cpu(pair: TestClient) -> None:
+    # Each worker's runs on a CPU of their own (where there are as many), checker and program process alike.
+    where = "import os, time\ntime.sleep(0.5)\nprint(sorted(os.sched_getaffinity(0)))\n"
+    body = {"language": "python", "code": where, "limits": {"timeout_s": 3}}
+    cpus = [json.loads(out["run"]["stdout"]) for out in _at_once(pair, body, {**body, "code": where + "# 2"})]
+    assert all(len(c) == 1 for c in cpus), cpus
+    if len(os.sched_getaffinity(0)) > 1:
+        assert cpus[0] != cpus[1], cpus
+    program = "import os\ndef cpus():\n    return sorted(os.sched_getaffinity(0))\n"
+    tests = [{"assert_code": f"assert cpus() in {cpus!r}, cpus()"}]
+    groups = [{"language": "python", "programs": [program + f"# {i}"], "tests": tests} for i in range(6)]
+    assert _batch(pair, groups) == ["AC"] * 6
 
 
 def test_runs_on_two_workers_share_no_pseudo_terminal(pair: TestClient) -> None:

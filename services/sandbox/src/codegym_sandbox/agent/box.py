@@ -50,6 +50,7 @@ class _Programs(NamedTuple):
     gid: int
     seccomp: bool
     contained: bool  # in a container: no namespaces of our own (see isolation)
+    cpu: int | None = None  # this worker's CPU, where its runs run (see _on_own_cpu)
 
     @property
     def other_uid(self) -> bool:
@@ -93,7 +94,11 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
     """Main loop of the box process (pid 1 of its namespace). Exits when the agent goes away."""
     seccomp = config.get("seccomp", True) and linux.seccomp_supported()
     contained = not config["namespaces"]  # in a container: no namespaces of our own, see isolation
-    programs = _Programs(config["program_uid"], config.get("program_gid", config["program_uid"]), seccomp, contained)
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = cpus[config["slot"] % len(cpus)] if "slot" in config else None
+    programs = _Programs(
+        config["program_uid"], config.get("program_gid", config["program_uid"]), seccomp, contained, cpu
+    )
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):  # the agent's channel to the server is not the box's business
         os.dup2(null, fd)
@@ -569,6 +574,19 @@ def _detach(sock: socket.socket, also: int = -1) -> None:
         f.write("1000")
 
 
+def _on_own_cpu(programs: _Programs) -> None:
+    """Put this process, which runs programs or supervises a session of them, on its worker's CPU.
+
+    Runs of different workers then share no CPU (as far as there are CPUs), and a run's processes (an assert
+    run's checker and program process call each other for every value the tests take from the program)
+    switch on one CPU instead of waking another. The box and the agent stay where the kernel puts them. A
+    program may spread its own processes out again; nothing else.
+    """
+    if programs.cpu is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {programs.cpu})
+
+
 def _become_program(programs: _Programs) -> None:
     """Take the programs' uid (or, with the supervisors' uid, drop every capability) and a lower priority."""
     if programs.other_uid:
@@ -591,6 +609,7 @@ def _prepare(sock: socket.socket, programs: _Programs) -> NoReturn:
     """
     try:
         _detach(sock)
+        _on_own_cpu(programs)
         _become_program(programs)
         if programs.seccomp:
             linux.install_seccomp()
@@ -665,6 +684,7 @@ def _serve_session(
     """
     try:
         _detach(sock, files_dir)
+        _on_own_cpu(programs)
         linux.set_dumpable(False)
         if programs.other_uid:
             os.setgroups([])

@@ -240,14 +240,15 @@ def _run_tests(
     only costs speed: the next test starts a new one, and a test that broke one runs again on its own.
     """
     files = header.get("files", [])
-    # A session costs one fork more than a run on its own: worth it from two tests on, or to go on with
-    # the session the last exchange left open, when it ran exactly what this one runs. Only a "shared" run
-    # (the assert runner, the same file for every program it judges) leaves its session open: otherwise the
-    # box is reset while the server reads the answer, not when the next exchange waits.
+    # A session costs one fork more than a run on its own: worth it from two tests on, to go on with the
+    # session the last exchange left open when it ran exactly what this one runs, or for a "shared" run (the
+    # assert runner, the same file for every program it judges), whose session the next exchange takes up.
+    # Only a shared run leaves its session open: otherwise the box is reset while the server reads the
+    # answer, not when the next exchange waits.
     sessions = bool(header.get("python")) and all("/" not in n for n, _, _ in files)
     same = _session_of(header, blobs) if sessions else bytearray()
     in_session = bool(same) and same == bx.session
-    sessions = sessions and (len(header["stdins"]) > 1 or in_session)
+    sessions = sessions and (len(header["stdins"]) > 1 or in_session or bool(header.get("shared")))
     bx.end_session()
     results: list[dict[str, Any]] = []
     outputs: list[bytes] = []

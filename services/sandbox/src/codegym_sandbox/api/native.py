@@ -146,7 +146,9 @@ async def _judge_asserts(
             assert_code = req.tests[round_].assert_code
             assert assert_code is not None
             stdins.append(harness.assert_stdin(req.programs[p], assert_code))
-        size = -(-len(runs) // max(1, min(workers, len(runs))))
+        # Parts of about a quarter of a worker's share: a worker that is done takes the next one, so that one
+        # slow program leaves the others less idle at the end (a session goes on from part to part).
+        size = -(-len(runs) // max(1, min(workers * 4, len(runs))))
         parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
         steps = await asyncio.gather(
             *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits, shared=True) for part in parts)

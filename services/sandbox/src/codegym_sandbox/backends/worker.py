@@ -55,7 +55,7 @@ class AgentWorker:
     # -- the protocol -----------------------------------------------------------------------------------
     async def start(self) -> None:
         await self._open()
-        self._write(encode_frame(self.config))
+        self._write(encode_frame({**self.config, "slot": self.slot}))
         try:
             header, _ = await asyncio.wait_for(self._read(), START_TIMEOUT_S)
         except (asyncio.TimeoutError, SandboxFault) as exc:

@@ -38,7 +38,7 @@ import types
 import warnings
 from typing import Any, NoReturn
 
-from . import linux
+from . import linux, pyrun
 from .plain_data import Channel, decode, encode
 
 RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
@@ -53,26 +53,9 @@ OUTCOMES = ("passed", "failed", "error", "ended")
 # --- the program's process ----------------------------------------------------------------------------
 
 
-def _finish(code: int) -> NoReturn:
-    """End the program's process as the interpreter would: threads joined, atexit run, streams flushed."""
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    try:
-        import atexit
-
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            code = code or 120
-    os._exit(code)
+def _finish(code: int, main: types.ModuleType | None = None) -> NoReturn:
+    """End the program's process as the interpreter would (see ``pyrun.finish``)."""
+    os._exit(pyrun.finish(code, main))
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -96,20 +79,19 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
             _, program, wanted = channel.request()
         except (EOFError, ValueError):
             _finish(0)
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": sys.argv[0], "__builtins__": builtins, "__cached__": None})
-    sys.modules["__main__"] = main
+    main = pyrun.new_main(os.path.abspath(sys.argv[0]))
     scope = main.__dict__
     try:
         if not isinstance(program, types.CodeType):
             program = compile(program, "<program>", "exec", dont_inherit=True)
         exec(program, scope)
     except SystemExit as exc:
-        _finish(_exit_code(exc))
+        _finish(_exit_code(exc), main)
     except BaseException:
         kind, error, tb = sys.exc_info()
         sys.excepthook(kind, error, tb.tb_next if tb is not None else None)  # type: ignore[arg-type]
-        _finish(1)
+        del kind, error, tb
+        _finish(1, main)
     refs: list[Any] = []
     request: Any = ["names", wanted] if wanted is not None else None
     while True:
@@ -117,7 +99,7 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
             try:
                 request = channel.request()
             except (EOFError, ValueError):
-                _finish(0)
+                _finish(0, main)
         try:
             if request[0] == "names":
                 reply: Any = ["ok", {n: _describe(scope[n], refs) for n in request[1] if n in scope}]
@@ -129,7 +111,7 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
             else:
                 reply = _call(request, scope, refs)
         except SystemExit as exc:  # the program exits in the middle of the tests: the checker sees it end
-            _finish(_exit_code(exc))
+            _finish(_exit_code(exc), main)
         except BaseException as exc:
             reply = _error(exc)
         request = None

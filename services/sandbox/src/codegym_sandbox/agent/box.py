@@ -820,7 +820,7 @@ def _assert_test(checker: _Checker, fds: list[int], main: str, start_test: Calla
     if pid == 0:
         checker.sock.close()  # the checker's answers are this process's alone
         start_test()
-        sys.argv = [main]
+        sys.argv = [os.path.basename(main)]  # as `python3 main.py` in its directory has it
         sys.path.insert(0, os.path.dirname(main))
         assert_runner.serve_program(Channel(program_reads, program_writes))
     os.close(program_reads)

@@ -12,6 +12,7 @@ import atexit
 import builtins
 import io
 import os
+import signal
 import sys
 import types
 import warnings
@@ -54,7 +55,11 @@ def _exit_code(exc: SystemExit) -> int:
     return code & 0xFF
 
 
-def _finish(code: int) -> int:
+def finish(code: int, main: types.ModuleType | None = None) -> int:
+    """What the interpreter does at exit, as far as a program can see it: join non-daemon threads, run the
+    ``atexit`` handlers, flush the streams, then clear ``main`` (the ``__main__`` module), so that the
+    ``__del__`` of what its globals held runs, and flush again. The exit code, 120 when stdout cannot be
+    flushed."""
     threading = sys.modules.get("threading")  # a program that never imported it started no threads with it
     if threading is not None:
         try:
@@ -65,6 +70,17 @@ def _finish(code: int) -> int:
         atexit._run_exitfuncs()
     except BaseException:
         pass
+    code = _flush(code)
+    if main is not None:
+        try:
+            main.__dict__.clear()
+        except BaseException:
+            pass
+        code = _flush(code)
+    return code
+
+
+def _flush(code: int) -> int:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -95,15 +111,17 @@ def load(path: str, source: bytes | None = None) -> types.CodeType | None:
 def run_script(path: str, argv: list[str], code: types.CodeType | None = None, streams_made: bool = False) -> int:
     """Execute ``path`` (or its ``code``, compiled by :func:`load`) as the main module; return the exit code.
 
-    With ``streams_made``, the standard streams were made for this run already (see :func:`make_streams`).
+    ``argv``: the command line after the interpreter (``["main.py", ...]``), which becomes ``sys.argv``, as
+    ``python3 main.py ...`` makes it. An uncaught ``KeyboardInterrupt`` ends the process by ``SIGINT``, as
+    the interpreter does. With ``streams_made``, the standard streams were made for this run already (see
+    :func:`make_streams`).
     """
     if not streams_made:
         install_streams(make_streams())
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
-    sys.modules["__main__"] = main
-    sys.argv = [path, *argv]
+    main = new_main(path)
+    sys.argv = list(argv) or [path]
     sys.path[0:0] = [os.path.dirname(path)]
+    interrupted = False
     try:
         if code is None:
             with open(path, "rb") as f:
@@ -120,7 +138,21 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
             error.__traceback__ = tb
         sys.excepthook(kind, error, tb)  # type: ignore[arg-type]
         status = 1
-    return _finish(status)
+        interrupted = isinstance(error, KeyboardInterrupt)
+        del kind, error, tb  # its frames hold the program's objects: they go with __main__ (see finish)
+    status = finish(status, main)
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return status
+
+
+def new_main(path: str) -> types.ModuleType:
+    """A fresh ``__main__`` module for the script at ``path``, in ``sys.modules``."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
+    sys.modules["__main__"] = main
+    return main
 
 
 _WARM_UP = r"""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from codegym_sandbox.cache import ENTRY_BYTES, LARGEST_SHARE, LRUCache, cache_key
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from sandbox_support import metric, settings_for
+from sandbox_support import metric, run_code, settings_for
 
 
 def _entries(max_entries: int) -> LRUCache[object]:
@@ -96,7 +99,48 @@ RUNS = 'codegym_sandbox_run_seconds_count{kind="run",language="python"}'
 HITS = 'codegym_sandbox_cache_total{result="hit"}'
 
 
-def test_repeated_run_code_body_is_answered_without_a_run(client: TestClient) -> None:
+@pytest.fixture(scope="module")
+def fusion_cached(backend: str) -> Iterator[TestClient]:
+    """A server told to answer repeated /run_code requests from its cache (FUSION_CACHE)."""
+    with TestClient(create_app(settings_for(backend, fusion_cache=True))) as c:
+        yield c
+
+
+RANDOM = "import random, time\nprint(random.random(), time.time_ns())\n"
+
+
+def test_run_code_runs_every_request_by_default(client: TestClient) -> None:
+    # As upstream: a program that prints a random number or the time gets a new answer every time.
+    answers = client.app.state.executor.responses  # type: ignore[attr-defined]
+    runs, stored = _counter(client, RUNS), len(answers)
+    outs = [run_code(client, RANDOM)["run_result"]["stdout"] for _ in range(3)]
+    assert len(set(outs)) == 3, outs
+    assert _counter(client, RUNS) == runs + 3 and len(answers) == stored
+
+
+def test_native_requests_can_ask_not_to_be_cached(client: TestClient) -> None:
+    body = {"language": "python", "code": RANDOM, "cache": False}
+    outs = [client.post("/v1/execute", json=body).json()["run"] for _ in range(2)]
+    assert [o["cached"] for o in outs] == [False, False] and outs[0]["stdout"] != outs[1]["stdout"]
+    cached = [client.post("/v1/execute", json={**body, "cache": True}).json()["run"] for _ in range(2)]
+    assert [o["cached"] for o in cached] == [False, True] and cached[0]["stdout"] == cached[1]["stdout"]
+    group = {
+        "language": "python",
+        "programs": [RANDOM + "# a group"],
+        "tests": [{"stdin": "", "expected_stdout": ""}] * 2,
+    }
+    for cache, new_runs in ((True, 2), (True, 0), (False, 2), (False, 2)):
+        runs = _counter(client, RUNS)
+        assert client.post("/v1/evaluate", json={**group, "cache": cache}).status_code == 200
+        assert _counter(client, RUNS) == runs + new_runs, cache
+    runs = _counter(client, RUNS)
+    batch = {"requests": [{**group, "cache": False}, {**group, "programs": ["print(1)"]}]}
+    assert client.post("/v1/evaluate/batch", json=batch).status_code == 200
+    assert _counter(client, RUNS) == runs + 4  # one group that may not be cached: none of the batch is
+
+
+def test_repeated_run_code_body_is_answered_without_a_run(fusion_cached: TestClient) -> None:
+    client = fusion_cached
     body = b'{"code": "import random; print(random.random())", "language": "python"}'
     headers = {"content-type": "application/json"}
     answers = client.app.state.executor.responses  # type: ignore[attr-defined]
@@ -118,7 +162,8 @@ def test_repeated_run_code_body_is_answered_without_a_run(client: TestClient) ->
     assert other["run_result"]["stdout"] == "b\n"
 
 
-def test_run_code_timeouts_and_bad_requests_are_not_cached(client: TestClient) -> None:
+def test_run_code_timeouts_and_bad_requests_are_not_cached(fusion_cached: TestClient) -> None:
+    client = fusion_cached
     req = {"code": "import time; time.sleep(5)", "language": "python", "run_timeout": 0.3}
     answers = client.app.state.executor.responses  # type: ignore[attr-defined]
     stored = len(answers)
@@ -142,7 +187,7 @@ def test_many_large_outputs_stay_within_the_byte_bound(backend: str) -> None:
     """Many large outputs (forty in one request) never take the cache past its byte bound, which /metrics
     reports: outputs over their share are not kept at all, the others evict the least recently used."""
     bound = 4 << 20  # 3 MiB for steps (results of at most 192 KiB), 1 MiB for whole answers (64 KiB)
-    with TestClient(create_app(settings_for(backend, cache_bytes=bound))) as client:
+    with TestClient(create_app(settings_for(backend, cache_bytes=bound, fusion_cache=True))) as client:
         executor = client.app.state.executor  # type: ignore[attr-defined]
         steps_bound = bound - bound // 4
 

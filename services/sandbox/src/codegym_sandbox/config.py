@@ -55,6 +55,11 @@ class Settings(BaseSettings):
         description="Result cache size in bytes (outputs and files of steps; a quarter of it for whole "
         "/run_code answers); 0 disables it. A result costing more than a sixteenth of its share is not cached.",
     )
+    fusion_cache: bool = Field(
+        False,
+        description="Answer repeated /run_code requests from the result cache. Off by default: upstream runs "
+        "every request, and a program that prints the time or a random number must get a new answer.",
+    )
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
     max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
     max_client_requests: int = Field(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -80,6 +81,10 @@ class StepResult:
 
 # Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
 _UNREPEATABLE = (Verdict.SE, Verdict.TLE)
+# Whether the steps of this request may come from the result cache and go to it (set per request by the
+# routes: /run_code caches only when the server is told to, as upstream runs every request; a native
+# request can say `cache: false`). Tasks a request starts inherit it.
+CACHING: ContextVar[bool] = ContextVar("caching", default=True)
 # Memory of a StepResult with empty outputs beyond the cache's own ENTRY_BYTES (its fields and their
 # objects: tracemalloc shows ~310 B), and of each file it holds (the name, the tuple, the dict's slot).
 _STEP_BYTES = 320
@@ -238,7 +243,8 @@ class Executor:
         session it ran them in open for them (see the agent's ``_run_tests``).
         """
         keys = [self._key(lang, lang.run, sources, stdin, limits, []) for stdin in stdins]
-        results: list[StepResult | None] = [self.cache.get(key) for key in keys]
+        caching = CACHING.get()
+        results: list[StepResult | None] = [self.cache.get(key) if caching else None for key in keys]
         todo = [i for i, hit in enumerate(results) if hit is None]
         self.metrics.cache.labels(result="hit").inc(len(stdins) - len(todo))
         self.metrics.cache.labels(result="miss").inc(len(todo))
@@ -262,7 +268,7 @@ class Executor:
             for i, result in zip(todo, fresh, strict=True):
                 self.metrics.run_seconds.labels(language=lang.name, kind="run").observe(each)
                 self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
-                if result.verdict not in _UNREPEATABLE:
+                if caching and result.verdict not in _UNREPEATABLE:
                     self.cache.put(keys[i], result)
                 results[i] = result
         return [r for r in results if r is not None]
@@ -317,7 +323,8 @@ class Executor:
     ) -> StepResult:
         """One sandboxed process: from the cache when the same step ran before."""
         key = self._key(lang, argv, files, stdin, limits, collect)
-        hit = self.cache.get(key)
+        caching = CACHING.get()
+        hit = self.cache.get(key) if caching else None
         kind = "compile" if compile_step else "run"
         if hit is not None:
             self.metrics.cache.labels(result="hit").inc()
@@ -335,7 +342,7 @@ class Executor:
             raise
         self.metrics.run_seconds.labels(language=lang.name, kind=kind).observe(time.perf_counter() - started)
         self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
-        if result.verdict not in _UNREPEATABLE:
+        if caching and result.verdict not in _UNREPEATABLE:
             self.cache.put(key, result)
         return result
 

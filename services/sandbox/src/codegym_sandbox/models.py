@@ -29,6 +29,7 @@ class ExecuteRequest(Strict):
     files: dict[str, str | None] = Field(default_factory=dict, description="name -> base64 content")
     fetch_files: list[str] = Field(default_factory=list)
     limits: LimitsIn = Field(default_factory=LimitsIn)
+    cache: bool = Field(True, description="answer from the result cache when the same run ran before (false: run it)")
 
 
 class StepOut(BaseModel):
@@ -84,6 +85,7 @@ class EvaluateRequest(Strict):
         False, description="stop a program at its first failing test (in test order; never timing-dependent)"
     )
     limits: LimitsIn = Field(default_factory=LimitsIn)
+    cache: bool = Field(True, description="answer from the result cache when the same run ran before (false: run it)")
 
     @model_validator(mode="after")
     def _function_for_calls(self) -> EvaluateRequest:

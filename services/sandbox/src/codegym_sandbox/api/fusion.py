@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ValidationError
 
-from ..executor import Executor
+from ..executor import CACHING, Executor
 from .convert import fetched, fusion_response
 from .files import decode_files, scratch_name
 from .fusion_models import RunCodeRequest, RunCodeResponse
@@ -33,14 +33,17 @@ POD_NAME = os.environ.get("MY_POD_NAME")  # SandboxFusion's variable: a Kubernet
 async def run_code(request: Request) -> Response:
     """Run one program. Always HTTP 200 with a status, as SandboxFusion does; 422 for a bad request.
 
-    The body is read raw so that a request seen before is answered from the response cache without
+    Every request runs, as upstream runs it, unless the server caches ``/run_code`` (``FUSION_CACHE``).
+    Then the body is read raw so that a request seen before is answered from the response cache without
     parsing, validating or serialising anything: RL rollouts repeat requests often, and a hit should cost
     the server little more than the HTTP exchange.
     """
     executor: Executor = request.app.state.executor
     body = await request.body()
+    caching = executor.settings.fusion_cache
+    CACHING.set(caching)  # upstream runs every request: a program that prints the time or a random number
     key = executor.response_key("run_code", body)
-    hit = executor.responses.get(key)
+    hit = executor.responses.get(key) if caching else None
     if hit is not None:
         executor.metrics.cache.labels(result="hit").inc()
         return Response(hit, media_type="application/json")
@@ -58,7 +61,7 @@ async def run_code(request: Request) -> Response:
         fetch,
     )
     answer = fusion_response(ex, fetched(ex.run), POD_NAME).model_dump_json().encode()
-    if ex.repeatable:
+    if caching and ex.repeatable:
         executor.responses.put(key, answer)
     return Response(answer, media_type="application/json")
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 
 from .. import harness, judge, languages
-from ..executor import Executor, RunLimits, UnsupportedLanguage
+from ..executor import CACHING, Executor, RunLimits, UnsupportedLanguage
 from ..models import (
     EvaluateBatchRequest,
     EvaluateBatchResponse,
@@ -33,6 +33,7 @@ router = APIRouter(prefix="/v1")
 @router.post("/execute", response_model=ExecuteResponse)
 async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse:
     """Run one program on one input. The verdict is AC when it ran and exited 0."""
+    CACHING.set(req.cache)
     files = decode_files(req.files)
     ex = await executor.execute(
         req.language,
@@ -57,6 +58,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
     _check_size(executor, [req])
+    CACHING.set(req.cache)
     started = time.perf_counter()
     with executor.backend.admitted():  # the whole group or nothing: never refused halfway through
         (results,) = await _judge_requests(executor, [req])
@@ -71,6 +73,7 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> Ev
     the assert tests of every group are judged together (see :func:`_judge_asserts`).
     """
     _check_size(executor, req.requests)
+    CACHING.set(all(r.cache for r in req.requests))  # the groups' runs may go together: none from the cache
     started = time.perf_counter()
     with executor.backend.admitted():
         results = await _judge_requests(executor, req.requests)

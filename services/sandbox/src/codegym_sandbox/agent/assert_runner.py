@@ -36,6 +36,7 @@ import sys
 import traceback
 import types
 import warnings
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from . import linux, pyrun
@@ -348,6 +349,18 @@ def check(checker: Checker, tests: types.CodeType) -> str:
     return "ended" if outcome == "passed" and checker.ended else outcome
 
 
+def _check_read(checker: Checker, tests: Callable[[], types.CodeType]) -> str:
+    """:func:`check` on the tests that ``tests`` reads and compiles; if that fails, the run's outcome is
+    ``error`` (its traceback on stderr) and the program's process is let go."""
+    try:
+        code = tests()
+    except BaseException:
+        traceback.print_exc()
+        checker.close()
+        return "error"
+    return check(checker, code)
+
+
 def _read_exactly(fd: int, size: int) -> bytes:
     parts = []
     while size > 0:
@@ -413,14 +426,7 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
     checker = Checker(Channel(checker_reads, checker_writes))
-    try:
-        tests = compile(_read_all(0), "<tests>", "exec", dont_inherit=True)
-    except BaseException:
-        traceback.print_exc()
-        outcome = "error"
-        checker.close()
-    else:
-        outcome = check(checker, tests)
+    outcome = _check_read(checker, lambda: compile(_read_all(0), "<tests>", "exec", dont_inherit=True))
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)
     sys.stdout.flush()
@@ -495,15 +501,13 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         os.close(stderr)
         before = os.times()
         checker = Checker(Channel(reads, writes))
-        try:
+
+        def tests(checker: Checker = checker, stdin: int = stdin) -> types.CodeType:
             checker.source, text = _split(_read_bytes(stdin))
-            tests = compiled.get(text)
-        except BaseException:
-            traceback.print_exc()
-            outcome = "error"
-            checker.close()
-        else:
-            outcome = check(checker, tests)
+            return compiled.get(text)
+
+        try:
+            outcome = _check_read(checker, tests)
         finally:
             os.close(stdin)
         for stream in (sys.stdout, sys.stderr):

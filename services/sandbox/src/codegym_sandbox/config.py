@@ -27,7 +27,9 @@ class Limits(BaseSettings):
     memory_mb: int = Field(1024, gt=0, description="Default memory limit (also used for memory_limit_MB=-1).")
     max_memory_mb: int = Field(4096, gt=0, description="Largest memory limit a request may ask for.")
     processes: int = Field(256, gt=0, description="Processes and threads one run may have at once.")
-    output_bytes: int = Field(8 << 20, gt=0, description="stdout plus stderr kept per run; beyond it: OLE.")
+    output_bytes: int = Field(
+        8 << 20, gt=0, description="stdout plus stderr kept per run; beyond it: OLE (dropped; 8x: stopped)."
+    )
     file_size_bytes: int = Field(64 << 20, gt=0, description="Largest file a run may write.")
     scratch_bytes: int = Field(256 << 20, gt=0, description="Size of a run's scratch tmpfs.")
     open_files: int = Field(256, gt=0, description="Open file descriptors per process.")
@@ -46,7 +48,20 @@ class Settings(BaseSettings):
         "podman-hpc (plain podman where podman-hpc is not installed); local when no engine answers (or the "
         "runtime image is missing).",
     )
-    workers: int = Field(0, ge=0, description="Worker slots (concurrent runs); 0 means one per CPU core.")
+    workers: int = Field(0, ge=0, description="Worker slots always there; 0 means one per CPU core.")
+    max_workers: int = Field(
+        0,
+        ge=0,
+        description="Runs in flight at most: while runs wait and the CPUs sit idle (busy runs sleep or wait on "
+        "I/O), more slots are lent up to this many; 0 means max(128, 4 x workers). Each run's CPU time is "
+        "limited on its own either way.",
+    )
+    fusion_queue_wait_s: float = Field(
+        5.0,
+        ge=0,
+        description="How long a SandboxFusion request (/run_code) may wait for a worker before it is answered "
+        "504 with Retry-After (the status verl retries); 0: as long as it takes.",
+    )
     queue_size: int = Field(1024, ge=0, description="Runs that may wait for a worker before 503.")
     cache_entries: int = Field(65536, ge=0, description="Result cache size in entries; 0 disables it.")
     cache_bytes: int = Field(

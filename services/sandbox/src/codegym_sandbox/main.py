@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from .api import fusion, health, native
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
-from .api.guard import BodyTooLarge, Guard
+from .api.guard import BodyTooLarge, Guard, refusal_status
 from .backends.base import Saturated
 from .backends.choose import choose_backend
 from .backends.pool import WorkerPool
@@ -56,9 +56,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"detail": [{"type": "value_error", "loc": ["body", "files"], "msg": str(exc)}]}, 422)
 
     @app.exception_handler(Saturated)
-    async def saturated(_: Request, exc: Saturated) -> JSONResponse:
+    async def saturated(request: Request, exc: Saturated) -> JSONResponse:
         metrics.rejected.inc()
-        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": str(exc.retry_after_s)})
+        status = refusal_status(request.url.path)
+        return JSONResponse({"detail": str(exc)}, status_code=status, headers={"Retry-After": str(exc.retry_after_s)})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -113,14 +113,33 @@ def test_large_output_is_not_a_timeout(client: TestClient) -> None:
     assert rr["stdout"] == "x" * 2_000_000 + "\n" and rr["output_truncated"] is False
 
 
-def test_output_over_the_cap_is_truncated(client: TestClient) -> None:
+def test_output_that_never_ends_is_stopped_soon_after_the_cap(client: TestClient) -> None:
     started = time.monotonic()
     body = run_code(client, "import sys\nwhile True: sys.stdout.write('y' * 65536)", run_timeout=20)
-    assert time.monotonic() - started < 10  # stopped at the cap, not at the deadline
+    assert time.monotonic() - started < 10  # stopped a little past the cap, not at the deadline
     rr = body["run_result"]
-    assert body["status"] == "Failed"
+    assert body["status"] == "Failed" and rr["return_code"] == -9
     assert rr["output_truncated"] is True and rr["status"] == "Finished"
     assert len(rr["stdout"]) == 8 << 20 and set(rr["stdout"]) == {"y"}
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_program_that_ends_by_itself_past_the_cap_finishes_with_its_output_truncated(
+    client: TestClient, stream: str
+) -> None:
+    """Upstream returns all of it; here the first 8 MiB (as documented), the exit status the program chose,
+    and the flag. What it does after the cap still happens (the marker file), as it would upstream."""
+    code = (f"import sys\nfor _ in range(200): sys.{stream}.write('z' * 65536)\n"  # 12.5 MiB
+            "sys.stdout.flush(); sys.stderr.flush()\nopen('after', 'w').write('done')\nsys.exit(3)")  # fmt: skip
+    body = run_code(client, code, run_timeout=20, fetch_files=["after"])
+    rr = body["run_result"]
+    assert rr["status"] == "Finished" and rr["return_code"] == 3 and rr["output_truncated"] is True
+    assert body["status"] == "Failed"  # by its exit status, as upstream
+    assert len(rr[stream]) == 8 << 20 and set(rr[stream]) == {"z"}
+    assert base64.b64decode(body["files"]["after"]) == b"done"
+    ok = run_code(client, "import sys\nsys.stdout.write('w' * (9 << 20))", run_timeout=20)
+    assert ok["status"] == "Success" and ok["run_result"]["output_truncated"] is True
+    assert ok["run_result"]["return_code"] == 0 and len(ok["run_result"]["stdout"]) == 8 << 20
 
 
 def test_memory_limit(client: TestClient) -> None:

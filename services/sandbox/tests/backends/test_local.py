@@ -20,7 +20,7 @@ from sandbox_support import run_code, stdout
 
 def _worker_pids(client: TestClient) -> list[int]:
     backend = client.app.state.executor.backend  # type: ignore[attr-defined]
-    return [w.proc.pid for w in backend._workers]
+    return [w.pid for w in backend._workers if w is not None]
 
 
 def _wait_alive(client: TestClient, n: int) -> None:
@@ -30,25 +30,74 @@ def _wait_alive(client: TestClient, n: int) -> None:
         time.sleep(0.05)
 
 
-def test_saturation_is_503_with_retry_after() -> None:
-    with TestClient(create_app(Settings(backend="local", workers=1, queue_size=0))) as client:
+@pytest.mark.parametrize(("route", "status"), [("/v1/execute", 503), ("/run_code", 504)])
+def test_saturation_is_refused_with_retry_after_in_a_status_the_clients_retry(route: str, status: int) -> None:
+    """503 on the native API; 504 on SandboxFusion's route, the one status verl's client retries."""
+    settings = Settings(backend="local", workers=1, max_workers=1, queue_size=0)
+    with TestClient(create_app(settings)) as client:
         req = {"code": "import time; time.sleep(1.5); print('slept')", "language": "python"}
 
         def post(_: int) -> httpx.Response:
-            return client.post("/run_code", json=req)
+            return client.post(route, json=req)
 
         with ThreadPoolExecutor(2) as pool:
             first = pool.submit(post, 0)
             time.sleep(0.5)  # the first run holds the only worker by now
             second = pool.submit(post, 1)
             responses = [first.result(timeout=30), second.result(timeout=30)]
-        assert sorted(r.status_code for r in responses) == [200, 503]
-        busy = next(r for r in responses if r.status_code == 503)
+        assert sorted(r.status_code for r in responses) == [200, status]
+        busy = next(r for r in responses if r.status_code == status)
         assert busy.headers["retry-after"] == "1" and "busy" in busy.json()["detail"]
-        ok = next(r for r in responses if r.status_code == 200)
-        assert ok.json()["run_result"]["stdout"] == "slept\n"
         assert "codegym_sandbox_rejected_total 1.0" in client.get("/metrics").text
         assert run_code(client, "print('free again')")["status"] == "Success"
+
+
+def test_a_run_code_request_that_waits_past_the_queue_limit_is_refused_with_504() -> None:
+    settings = Settings(backend="local", workers=1, max_workers=1, fusion_queue_wait_s=0.5)
+    with TestClient(create_app(settings)) as client:
+        req = {"code": "import time; time.sleep(2); print('slept')", "language": "python"}
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(client.post, "/run_code", json=req)
+            time.sleep(0.3)
+            started = time.monotonic()
+            second = pool.submit(client.post, "/run_code", json=req).result(timeout=30)
+            waited = time.monotonic() - started
+            assert first.result(timeout=30).json()["run_result"]["stdout"] == "slept\n"
+        assert second.status_code == 504 and second.headers["retry-after"] == "1", second.text
+        assert "stayed busy for 0.5 s" in second.json()["detail"]
+        assert waited < 1.5  # refused at its limit, not when the worker came free
+
+
+def test_runs_that_sleep_get_lent_slots_and_all_run_at_once() -> None:
+    """Forty runs that each sleep a second on one worker: slots are lent while the CPUs idle, so they end
+    together (queued one after another they would take forty seconds), and the lent slots serve later runs."""
+    with TestClient(create_app(Settings(backend="local", workers=1, max_workers=48, cache_entries=0))) as client:
+        req = {"language": "python", "code": "import time; time.sleep(1); print(input())"}
+        started = time.monotonic()
+        with ThreadPoolExecutor(40) as pool:
+            outs = list(pool.map(lambda i: client.post("/run_code", json={**req, "stdin": str(i)}), range(40)))
+        took = time.monotonic() - started
+        assert [r.json()["run_result"]["stdout"] for r in outs] == [f"{i}\n" for i in range(40)]
+        assert took < 10, took
+        ready = client.get("/readyz").json()
+        assert ready["lent"] >= 20 and ready["max_workers"] == 48, ready
+        assert ready["alive"] <= 48
+
+
+def test_runs_that_compute_are_not_lent_slots() -> None:
+    """Runs that keep the CPUs busy wait for the workers there are: more at once would only share the CPUs
+    (and stretch each run's wall time towards its limit)."""
+    cpus = len(os.sched_getaffinity(0))
+    settings = Settings(backend="local", workers=cpus, max_workers=cpus + 16, cache_entries=0)
+    with TestClient(create_app(settings)) as client:
+        req = {
+            "language": "python",
+            "code": "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass",
+        }
+        with ThreadPoolExecutor(4 * cpus) as pool:
+            outs = list(pool.map(lambda i: client.post("/run_code", json=req), range(4 * cpus)))
+        assert all(r.json()["status"] == "Success" for r in outs)
+        assert client.get("/readyz").json()["lent"] <= 2  # a tick's jitter at most, never one slot per waiting run
 
 
 def test_runs_queue_for_a_free_worker() -> None:
@@ -60,7 +109,8 @@ def test_runs_queue_for_a_free_worker() -> None:
 
 
 def test_a_group_larger_than_the_queue_is_admitted_whole_and_the_next_request_waits_its_turn() -> None:
-    with TestClient(create_app(Settings(backend="local", workers=1, queue_size=2, cache_entries=0))) as client:
+    settings = Settings(backend="local", workers=1, max_workers=1, queue_size=2, cache_entries=0)
+    with TestClient(create_app(settings)) as client:
         group = {
             "language": "python",
             "programs": [f"import time; time.sleep(0.05); print(int(input()) + {i})" for i in range(4)],
@@ -80,7 +130,7 @@ def test_a_group_larger_than_the_queue_is_admitted_whole_and_the_next_request_wa
         assert [r["passed"] for r in results] == [3, 0, 0, 0]
         assert all(t["verdict"] in ("AC", "WA") for r in results for t in r["tests"])
         # A request arriving while the queue is past its bound is refused whole, not half-run.
-        assert answers[1].status_code == 503 and answers[1].headers["retry-after"] == "1"
+        assert answers[1].status_code == 504 and answers[1].headers["retry-after"] == "1"
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +198,10 @@ def test_sandbox_errors_are_not_cached(healing: TestClient) -> None:
 def test_breaker_opens_on_repeated_failures_and_closes_when_a_worker_starts() -> None:
     with TestClient(create_app(Settings(backend="local", workers=1, breaker_cooldown_s=0.5))) as client:
         backend = client.app.state.executor.backend  # type: ignore[attr-defined]
-        good = backend.python
-        backend.python = "/nonexistent/python3"  # every restart of the slot fails from now on
+        # Every restart of the slot fails from now on: agents come from a zygote that cannot start again.
+        good = backend.zygote.argv[0]
+        backend.zygote.argv[0] = "/nonexistent/python3"
+        os.kill(backend.zygote.proc.pid, signal.SIGKILL)
         os.kill(_worker_pids(client)[0], signal.SIGKILL)
         deadline = time.monotonic() + 20
         while not (status := client.get("/readyz")).json()["broken_slots"]:
@@ -158,7 +210,55 @@ def test_breaker_opens_on_repeated_failures_and_closes_when_a_worker_starts() ->
         assert status.status_code == 503 and status.json()["ready"] is False
         broken = status.json()["broken_slots"][0]
         assert broken["slot"] == 0 and "nonexistent" in broken["error"]
-        backend.python = good  # the cause goes away: the next try after the cooldown succeeds
+        backend.zygote.argv[0] = good  # the cause goes away: the next try after the cooldown succeeds
         _wait_alive(client, 1)
         assert client.get("/readyz").json()["broken_slots"] == []
         assert stdout(run_code(client, "print('healed')")) == "healed\n"
+
+
+def test_time_a_run_waits_for_a_cpu_held_by_other_runs_is_not_counted_against_its_limit() -> None:
+    """Twice as many workers as CPUs, each run computing 0.6 s with a 1 s limit: two runs share each CPU,
+    so each takes about 1.2 s of wall time, and none may be TLE for it. Alone, a run over its CPU time
+    is still TLE, and so is a sleeper: sleeping is not waiting for a CPU."""
+    cpus = len(os.sched_getaffinity(0))
+    settings = Settings(backend="local", workers=2 * cpus, max_workers=2 * cpus, cache_entries=0)
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < {}: pass\nprint('done')"
+    with TestClient(create_app(settings)) as client:
+
+        def post(code: str) -> dict[str, Any]:
+            return run_code(client, code, run_timeout=1)
+
+        with ThreadPoolExecutor(2 * cpus) as pool:
+            answers = list(pool.map(post, [busy.format(0.6)] * (2 * cpus)))
+        assert [a["run_result"]["status"] for a in answers] == ["Finished"] * (2 * cpus), answers
+        assert max(a["run_result"]["execution_time"] for a in answers) > 1.0  # they did share the CPUs
+        with ThreadPoolExecutor(2 * cpus) as pool:
+            answers = list(pool.map(post, [busy.format(1.5)] * (2 * cpus)))
+        assert [a["run_result"]["status"] for a in answers] == ["TimeLimitExceeded"] * (2 * cpus)
+        started = time.monotonic()
+        assert post("import time; time.sleep(5)")["run_result"]["status"] == "TimeLimitExceeded"
+        assert time.monotonic() - started < 2.5
+
+
+def test_agents_start_as_interpreters_of_their_own_where_the_kernel_has_no_pidfds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("codegym_sandbox.backends.local.pidfds_work", lambda: False)
+    with TestClient(create_app(Settings(backend="local", workers=1, max_workers=3))) as client:
+        backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+        assert not backend.forking and backend.zygote.proc is None
+        req = {"language": "python", "code": "import time; time.sleep(0.6); print(input())"}
+        with ThreadPoolExecutor(3) as pool:
+            outs = list(pool.map(lambda i: client.post("/run_code", json={**req, "stdin": str(i)}), range(3)))
+        assert [stdout(r.json()) for r in outs] == ["0\n", "1\n", "2\n"]
+
+
+def test_a_dead_zygote_is_started_again_for_the_next_agent() -> None:
+    with TestClient(create_app(Settings(backend="local", workers=1))) as client:
+        backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+        first = backend.zygote.proc.pid
+        os.kill(first, signal.SIGKILL)
+        os.kill(_worker_pids(client)[0], signal.SIGKILL)  # its replacement needs a zygote
+        _wait_alive(client, 1)
+        assert backend.zygote.proc.pid != first
+        assert stdout(run_code(client, "print('again')")) == "again\n"

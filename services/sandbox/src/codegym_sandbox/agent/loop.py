@@ -26,9 +26,11 @@ from typing import Any
 
 from . import assert_runner, isolation, linux, runtime  # noqa: F401 - assert_runner: see main()
 from .box_handle import BoxHandle
-from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
+from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
 
 GRACE_S = 2.0  # after asking the box to kill a run, how long before the box itself is killed
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+DRAIN_FACTOR = 8  # output past the cap read and dropped before the run is stopped, in caps
 
 
 def _open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
@@ -107,6 +109,7 @@ class _Run:
         self.out: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
         self.timed_out = False
         self.output_exceeded = False
+        self.dropped = 0  # output read past the cap, and not kept
         self.killed_at: float | None = None
 
 
@@ -150,8 +153,10 @@ def _run(
         while report is None:
             now = time.monotonic()
             if run.killed_at is None and now >= run.deadline:
-                run.timed_out = True
-                _stop(bx, run, now)
+                run.deadline = _stretched(bx, run, now, plain=session is None)
+                if now >= run.deadline:
+                    run.timed_out = True
+                    _stop(bx, run, now)
             if run.killed_at is not None and now >= run.killed_at + GRACE_S:
                 # The box did not answer the kill: take it down with everything in its namespace.
                 bx.respawn()
@@ -216,12 +221,50 @@ def _run(
     return result, [bytes(run.out["stdout"]), bytes(run.out["stderr"])]
 
 
+def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:
+    """The run's deadline, moved on by the time its processes waited for a CPU (up to WAIT_CREDIT times
+    its limit): a run's wall time stretches when more runs than CPUs compute at once (the pool lends slots
+    to runs that sleep, and they may compute after all), and that must not turn a right answer into a
+    time-out. CPU time stays limited as it was (RLIMIT_CPU), so waiting is all the credit buys.
+
+    The wait is the longest ``run_delay`` (``/proc/PID/schedstat``: time runnable but not running) of the
+    run's processes: those that started with this run or after, and in a run of its own (``plain``) the
+    process the box forked ahead for it (it slept until the run began, and sleeping adds no delay). A
+    session's process and its checker live across runs: their waits are older, and do not count. Read
+    only at the deadline, so runs that end in time pay nothing for it.
+    """
+    limit = float(run.req["limits"]["wall_s"])
+    started_ticks = (time.clock_gettime(time.CLOCK_BOOTTIME) - (now - run.started)) * _CLOCK_TICKS - 1
+    waited = 0.0
+    stack = [(bx.pid, 0)]
+    while stack:
+        pid, depth = stack.pop()
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                stack.extend((int(c), depth + 1) for c in f.read().split())
+            if depth == 0:
+                continue  # the box
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                start = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22: start time, in clock ticks
+            if start >= started_ticks or (plain and depth == 1):
+                with open(f"/proc/{pid}/schedstat", "rb") as f:
+                    waited = max(waited, int(f.read().split()[1]) / 1e9)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return run.started + limit + min(waited, WAIT_CREDIT * limit)
+
+
 def _take(bx: BoxHandle, run: _Run, stream: str, data: bytes) -> None:
+    """Keep output up to the cap; past it, read on and drop it, so that a program that ends by itself
+    ends as it would have (its output truncated); one that goes on writing past DRAIN_FACTOR times the cap
+    is stopped (it would only write until its deadline)."""
     room = run.output_cap - len(run.out["stdout"]) - len(run.out["stderr"])
     run.out[stream] += data[: max(room, 0)]
-    if len(data) > room and not run.output_exceeded:
+    if len(data) > room:
         run.output_exceeded = True
-        _stop(bx, run, time.monotonic())
+        run.dropped += len(data) - max(room, 0)
+        if run.dropped > DRAIN_FACTOR * run.output_cap:
+            _stop(bx, run, time.monotonic())
 
 
 def _stop(bx: BoxHandle, run: _Run, now: float) -> None:

@@ -14,6 +14,9 @@ from typing import Any
 
 MAX_HEADER = 1 << 20
 MAX_BLOB = 1 << 30
+# A run's wall-clock limit does not count the time its processes waited for a CPU that other runs held
+# (see ``loop._stretched``), up to this many times the limit: the server waits that much longer for it.
+WAIT_CREDIT = 2.0
 
 
 class ProtocolError(Exception):

@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ValidationError
 
+from ..backends.pool import QUEUE_WAIT_S
 from ..executor import CACHING, Executor
 from .convert import fetched, fusion_response
 from .files import decode_files, scratch_name
@@ -40,6 +41,7 @@ async def run_code(request: Request) -> Response:
     """
     executor: Executor = request.app.state.executor
     body = await request.body()
+    QUEUE_WAIT_S.set(executor.settings.fusion_queue_wait_s or None)  # past it: 504, which clients retry
     caching = executor.settings.fusion_cache
     CACHING.set(caching)  # upstream runs every request: a program that prints the time or a random number
     key = executor.response_key("run_code", body)

@@ -16,6 +16,16 @@ from ..metrics import Metrics
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
 
 
+def refusal_status(path: str) -> int:
+    """The status of "busy, retry later" on ``path``.
+
+    The native API answers 503 (or 429 for one client's excess). SandboxFusion's clients retry only a
+    gateway timeout (verl retries 504 and nothing else), so its routes answer 504: the same Retry-After,
+    in the one status they take for "try again".
+    """
+    return 503 if path.startswith("/v1/") else 504
+
+
 class Guard:
     def __init__(
         self, app: ASGIApp, token: str | None, max_body: int, metrics: Metrics, max_client_requests: int = 0
@@ -50,7 +60,8 @@ class Guard:
                 client = str((scope.get("client") or ("unknown",))[0])
                 if self.in_flight.get(client, 0) >= self.max_client_requests:
                     detail = f"more than {self.max_client_requests} requests in flight from {client}"
-                    await _reply(counting_send, 429, detail, {"retry-after": "1"})
+                    status = 429 if refusal_status(path) == 503 else 504
+                    await _reply(counting_send, status, detail, {"retry-after": "1"})
                     return
                 self.in_flight[client] = self.in_flight.get(client, 0) + 1
                 try:

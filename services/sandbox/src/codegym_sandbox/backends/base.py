@@ -12,10 +12,14 @@ class SandboxFault(Exception):
 
 
 class Saturated(Exception):
-    """Every worker is busy and the wait queue is full: the caller should retry later."""
+    """Every worker is busy and the wait queue is full, or a run waited for a worker as long as it may: the
+    caller should retry later."""
 
-    def __init__(self, retry_after_s: int) -> None:
-        super().__init__("all sandbox workers are busy and the queue is full")
+    def __init__(self, retry_after_s: int, waited_s: float | None = None) -> None:
+        if waited_s is None:
+            super().__init__("all sandbox workers are busy and the queue is full")
+        else:
+            super().__init__(f"all sandbox workers stayed busy for {waited_s:g} s")
         self.retry_after_s = retry_after_s
 
 

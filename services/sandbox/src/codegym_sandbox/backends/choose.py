@@ -90,6 +90,7 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     """The backend to use and why."""
     backend, reason = await _choose(settings)
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
+    backend.max_workers = settings.max_workers or max(128, 4 * backend.size)
     return backend, reason
 
 

@@ -1,13 +1,15 @@
 """The local backend: a pool of agent processes on this host, isolated with Linux namespaces.
 
-Each slot is one long-lived agent (``python -m codegym_sandbox.agent``) spoken to over its stdin and
-stdout; the agent enters its own user, mount and network namespaces, switches to a root that holds only the
-runtime made for programs (see ``agent/runtime.py``), and runs every program in a box of its own (see
+Each slot is one long-lived agent, forked from a warm zygote (see ``agent/zygote.py``; where the kernel
+has no pidfds, started as ``python -m codegym_sandbox.agent``) and spoken to over two pipes; the agent
+enters its own user, mount and network namespaces, switches to a root that holds only the runtime made for
+programs (see ``agent/runtime.py``), and runs every program in a box of its own (see
 ``agent/isolation.py``). No container engine is needed: this is the embedded default.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -19,6 +21,7 @@ from .. import languages
 from ..config import Settings
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
+from .zygote import ForkedWorker, Zygote, pidfds_work
 
 log = logging.getLogger("codegym.sandbox.local")
 
@@ -91,9 +94,32 @@ class LocalBackend(WorkerPool):
     def __init__(self, workers: int, queue_size: int, config: dict[str, Any], python: str | None = None) -> None:
         super().__init__(workers, queue_size, config)
         self.python = agent_python(python)
-
-    def make_worker(self, slot: int) -> AgentWorker:
         # -S: nothing of the interpreter's site-packages is loaded (the agent gives programs the runtime's);
         # started in SOURCE, which -m puts on its path, so that no variable of its environment names it.
+        self.zygote = Zygote([self.python, "-s", "-S", "-m", "codegym_sandbox.agent.zygote"], agent_env(), str(SOURCE))
+        self.forking = pidfds_work()
+
+    async def start(self) -> None:
+        await self._compile_agent()
+        await super().start()
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.zygote.close()
+
+    async def _compile_agent(self) -> None:
+        """Byte-compile the agent's modules for its interpreter once, here: agents run with
+        PYTHONDONTWRITEBYTECODE (as programs do), and the server never imports most of them, so otherwise
+        every agent would compile them again (about a third of what starting one costs, and slots are
+        started while runs wait). Where the package is read-only, it was compiled when it was installed."""
+        proc = await asyncio.create_subprocess_exec(
+            self.python, "-s", "-S", "-m", "compileall", "-q", str(SOURCE / "codegym_sandbox" / "agent"),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, cwd="/",
+        )  # fmt: skip
+        await proc.wait()
+
+    def make_worker(self, slot: int) -> AgentWorker:
+        if self.forking:
+            return ForkedWorker(slot, self.config, self.zygote)
         argv = [self.python, "-s", "-S", "-m", "codegym_sandbox.agent"]
         return ProcessWorker(slot, self.config, argv, agent_env(), str(SOURCE))

@@ -1,7 +1,11 @@
-"""A fixed number of worker slots behind a bounded wait queue: what every backend shares.
+"""Worker slots behind a bounded wait queue: what every backend shares.
 
 A slot serves one run at a time; runs wait for a free slot, and past ``queue_size`` waiting runs the next
-one is refused at once (:class:`Saturated`), never piled up. A worker that dies, idle or busy, is replaced
+one is refused at once (:class:`Saturated`), never piled up. ``workers`` slots are always there (one per
+CPU by default). When runs wait while the CPUs sit idle (the busy runs sleep or wait on I/O, as the tests
+of RL datasets often do) the pool lends more slots, up to ``max_workers`` in all, so that a run that
+sleeps never holds up one that would compute: each run's CPU time stays limited on its own. A lent slot
+goes away once it has been idle for a while. A worker that dies, idle or busy, is replaced
 in the background and the run it held gets a :class:`SandboxFault`. A run cancelled (its client went away)
 leaves the queue, or, on a worker, has that worker replaced the same way. A slot whose replacements keep
 failing opens its circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in
@@ -11,7 +15,9 @@ status.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -30,6 +36,54 @@ BREAKER_FAILURES = 3  # failed starts in a row that open a slot's breaker
 ADMITTED: ContextVar[bool] = ContextVar("codegym_sandbox_admitted", default=False)
 
 BREAKER_COOLDOWN_S = 30.0  # how long an open breaker waits before the next try, unless configured
+# Lending: every LEND_TICK_S the pool looks at its queue; when the oldest run has waited LEND_AFTER_S and
+# the busy runs wanted less than all but LEND_IDLE_CPUS of the CPUs over the last tick, every waiting run
+# gets a slot of its own (up to max_workers). A tick later the new runs show whether they compute; if they
+# do, lending stops there. What the runs want is measured on their own processes where the server sees them
+# (local workers: the time they ran plus the time they waited to run, so that a run starved by other work
+# on the machine still counts as computing); the server's HTTP work, its clients' and starting agents do
+# not count. Elsewhere (in containers) it is the CPUs' idle time, which all of that does count. Lent slots
+# idle for RETIRE_AFTER_S go away (RL training sends its runs in a burst per step: they stay for the next).
+LEND_TICK_S = 0.1
+LEND_AFTER_S = 0.2
+LEND_IDLE_CPUS = 0.5
+RETIRE_AFTER_S = 300.0
+# A run that may wait for a slot at most this long (set per request by routes whose clients time out on
+# their own): past it, the run is refused (``Saturated``) rather than left to run into the client's timeout.
+QUEUE_WAIT_S: ContextVar[float | None] = ContextVar("codegym_sandbox_queue_wait_s", default=None)
+
+
+class CpuIdle:
+    """How many of this process's CPUs were idle since the last look, from ``/proc/stat``."""
+
+    def __init__(self) -> None:
+        self.cpus = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+        self.last = self._read()
+
+    def _read(self) -> dict[str, tuple[int, int]]:
+        """CPU -> (idle, total) jiffies."""
+        out: dict[str, tuple[int, int]] = {}
+        try:
+            with open("/proc/stat") as f:
+                for line in f:
+                    name, _, rest = line.partition(" ")
+                    if name in self.cpus:
+                        ticks = [int(x) for x in rest.split()]
+                        out[name] = (ticks[3] + ticks[4], sum(ticks[:8]))  # idle + iowait; all but guest time
+        except OSError:
+            pass
+        return out
+
+    def sample(self) -> float:
+        """Idle CPUs (a fraction of a CPU counts) since the previous sample; 0.0 when it cannot tell."""
+        now = self._read()
+        idle = 0.0
+        for cpu, (i1, t1) in now.items():
+            i0, t0 = self.last.get(cpu, (i1, t1))
+            if t1 > t0:
+                idle += (i1 - i0) / (t1 - t0)
+        self.last = now
+        return idle
 
 
 class Slot:
@@ -51,16 +105,27 @@ class WorkerPool:
 
     def __init__(self, workers: int, queue_size: int, config: dict[str, Any]) -> None:
         self.size = workers
+        self.max_workers = workers  # set by the server: lent slots come on top of ``size`` up to this
         self.queue_size = queue_size
         self.config = config
         self._idle: asyncio.Queue[AgentWorker] = asyncio.Queue()
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
-        self.waiting = 0
+        self._waiters: dict[int, float] = {}  # id -> when it began to wait, oldest first
+        self._ids = itertools.count()
+        self._lending: set[int] = set()  # lent slots being started
+        self._idle_since: dict[int, float] = {}  # lent slot -> when its worker went back to the queue
+        self._busy: set[AgentWorker] = set()
+        self._demand_seen: dict[AgentWorker, tuple[float, float]] = {}  # busy worker -> (when, demand_s())
+        self.lent = 0  # lent slots started, in all
         self.restarts = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.breaker_cooldown_s = BREAKER_COOLDOWN_S
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
 
     def make_worker(self, slot: int) -> AgentWorker:
         raise NotImplementedError
@@ -80,11 +145,18 @@ class WorkerPool:
 
     @property
     def busy(self) -> int:
-        return sum(1 for w in self._workers if w is not None and not w.replaced) - self._idle.qsize()
+        return self.live - self._idle.qsize()
+
+    @property
+    def live(self) -> int:
+        """Workers that serve runs now, lent ones included."""
+        return sum(1 for w in self._workers if w is not None and not w.replaced)
 
     async def start(self) -> None:
         workers = [self.make_worker(i) for i in range(self.size)]
-        self._workers = list(workers)
+        self.max_workers = max(self.max_workers, self.size)
+        self._workers = [*workers, *[None] * (self.max_workers - self.size)]
+        self.slots += [Slot() for _ in range(self.max_workers - len(self.slots))]
         results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -93,12 +165,18 @@ class WorkerPool:
         for w in workers:
             self._idle.put_nowait(w)
             self._watch(w)
-        log.info("%s backend: %d workers ready", self.name, self.size)
+        if self.max_workers > self.size:
+            self._spawn(self._lend())
+        log.info("%s backend: %d workers ready (up to %d when runs wait on I/O)", self.name, self.size,
+                 self.max_workers)  # fmt: skip
 
     async def stop(self) -> None:
         self._stopping = True
-        for task in self._tasks:
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        # Let them end (a worker being started is killed on the way out), then kill what serves.
+        await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(w.kill() for w in self._workers if w is not None), return_exceptions=True)
 
     def _check_queue(self) -> None:
@@ -129,25 +207,109 @@ class WorkerPool:
     async def _on_worker(self, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         if not ADMITTED.get():
             self._check_queue()
-        self.waiting += 1
+        me = next(self._ids)
+        self._waiters[me] = time.monotonic()
         try:
-            worker = await self._idle.get()
+            worker = await self._next_idle(QUEUE_WAIT_S.get())
             while worker.replaced or not worker.alive:
                 self._replace(worker)  # died while idle (killed from outside): never hand it a run
-                worker = await self._idle.get()
+                worker = await self._next_idle(QUEUE_WAIT_S.get())
         finally:
-            self.waiting -= 1
+            del self._waiters[me]
+        self._idle_since.pop(worker.slot, None)
+        self._busy.add(worker)
         healthy = False
         try:
             outcome = await job(worker)
             healthy = True
             return outcome
         finally:
+            self._busy.discard(worker)
+            self._demand_seen.pop(worker, None)
             # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
             # (or of a run nobody waits for): killing it is the only way to free the slot and keep frames in step.
             if healthy and not worker.replaced:
-                self._idle.put_nowait(worker)
+                self._release(worker)
             else:
+                self._replace(worker)
+
+    async def _next_idle(self, wait_s: float | None) -> AgentWorker:
+        if wait_s is None:
+            return await self._idle.get()
+        try:
+            return await asyncio.wait_for(self._idle.get(), wait_s)
+        except asyncio.TimeoutError:
+            raise Saturated(retry_after_s=1, waited_s=wait_s) from None
+
+    def _release(self, worker: AgentWorker) -> None:
+        if worker.slot >= self.size:
+            self._idle_since[worker.slot] = time.monotonic()
+        self._idle.put_nowait(worker)
+
+    # -- lent slots -------------------------------------------------------------------------------------
+    async def _lend(self) -> None:
+        cpu = CpuIdle()
+        while not self._stopping:
+            await asyncio.sleep(LEND_TICK_S)
+            idle_cpus = cpu.sample()
+            now = time.monotonic()
+            self._retire(now)
+            runs_cpus = self._runs_cpus(now)  # before the checks below: every tick updates what was seen
+            if not self._waiters or now - next(iter(self._waiters.values())) < LEND_AFTER_S:
+                continue
+            unused = idle_cpus if runs_cpus is None else len(cpu.cpus) - runs_cpus
+            if unused < LEND_IDLE_CPUS:
+                continue  # the runs compute: more of them at once would only share the same CPUs
+            want = len(self._waiters) - len(self._lending)
+            free = [
+                i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._lending
+            ]
+            for slot in free[: max(want, 0)]:
+                self._lending.add(slot)
+                self._spawn(self._start_lent(slot))
+
+    def _runs_cpus(self, now: float) -> float | None:
+        """How many CPUs the busy runs wanted since the last tick; None when some run cannot be seen.
+
+        A run seen for the first time counts as a whole CPU: nothing is known of it yet.
+        """
+        wanted = 0.0
+        for worker in self._busy:
+            demand = worker.demand_s()
+            if demand is None:
+                return None
+            seen = self._demand_seen.get(worker)
+            self._demand_seen[worker] = (now, demand)
+            wanted += 1.0 if seen is None else max(demand - seen[1], 0.0) / max(now - seen[0], 1e-3)
+        return wanted
+
+    async def _start_lent(self, slot: int) -> None:
+        worker = self.make_worker(slot)
+        try:
+            await worker.start()
+        except asyncio.CancelledError:  # the pool is stopping: leave nothing of it behind
+            await asyncio.shield(worker.kill())
+            raise
+        except Exception as exc:
+            self.slots[slot].last_error = str(exc)
+            log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
+            return
+        finally:
+            self._lending.discard(slot)
+        if self._stopping:
+            await worker.kill()
+            return
+        self.lent += 1
+        self._workers[slot] = worker
+        self._release(worker)
+        self._watch(worker)
+
+    def _retire(self, now: float) -> None:
+        """Lent workers idle for RETIRE_AFTER_S go away (with a run waiting, none is idle for long)."""
+        old = [slot for slot, since in self._idle_since.items() if now - since >= RETIRE_AFTER_S]
+        for slot in old:
+            worker = self._workers[slot]
+            if worker is not None:
                 self._replace(worker)
 
     def _replace(self, worker: AgentWorker) -> None:
@@ -159,6 +321,12 @@ class WorkerPool:
         for w in idle:
             if w is not worker:
                 self._idle.put_nowait(w)
+        if worker.slot >= self.size:  # a lent slot is not restarted: it is lent again when runs wait
+            self._idle_since.pop(worker.slot, None)
+            if self._workers[worker.slot] is worker:
+                self._workers[worker.slot] = None
+            self._spawn(worker.kill())
+            return
         self._spawn(self._restart(worker))
 
     async def _restart(self, worker: AgentWorker) -> None:
@@ -170,6 +338,9 @@ class WorkerPool:
             fresh = self.make_worker(worker.slot)
             try:
                 await fresh.start()
+            except asyncio.CancelledError:  # the pool is stopping: leave nothing of it behind
+                await asyncio.shield(fresh.kill())
+                raise
             except Exception as exc:
                 slot.failures += 1
                 slot.last_error = str(exc)
@@ -215,4 +386,7 @@ class WorkerPool:
         return {
             "backend": self.name, "workers": self.size, "alive": alive, "busy": self.busy,
             "queued": self.waiting, "restarts": self.restarts, "broken_slots": broken,
+            "max_workers": self.max_workers, "lent_now": alive - sum(
+                1 for w in self._workers[: self.size] if w is not None and w.alive and not w.replaced
+            ), "lent": self.lent,
         }  # fmt: skip

@@ -11,7 +11,7 @@ import contextlib
 import struct
 from typing import Any
 
-from ..agent.protocol import decode_header, encode_frame
+from ..agent.protocol import WAIT_CREDIT, decode_header, encode_frame
 from .base import RunOutcome, RunRequest, SandboxFault
 
 _ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
@@ -51,6 +51,11 @@ class AgentWorker:
 
     async def kill(self) -> None:
         raise NotImplementedError
+
+    def demand_s(self) -> float | None:
+        """Seconds the agent and every process under it have run or waited to run (see
+        :func:`tree_demand_s`); None where the server cannot see them (a container's processes)."""
+        return None
 
     # -- the protocol -----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -101,7 +106,7 @@ class AgentWorker:
         if req.stdin:
             header["stdin"] = len(blobs)
             blobs.append(req.stdin)
-        result, out = await self._ask(header, blobs, req.limits["wall_s"] + _ANSWER_GRACE_S)
+        result, out = await self._ask(header, blobs, req.limits["wall_s"] * (1 + WAIT_CREDIT) + _ANSWER_GRACE_S)
         self.runs += 1
         if result.get("op") != "result":
             raise SandboxFault(f"worker {self.slot}: {result.get('error', 'bad answer')}")
@@ -121,7 +126,7 @@ class AgentWorker:
             if stdin:
                 blobs.append(stdin)
         header["stdins"] = indices
-        answer_by = len(stdins) * (req.limits["wall_s"] + GRACE_PER_RUN_S) + _ANSWER_GRACE_S
+        answer_by = len(stdins) * (req.limits["wall_s"] * (1 + WAIT_CREDIT) + GRACE_PER_RUN_S) + _ANSWER_GRACE_S
         result, out = await self._ask(header, blobs, answer_by)
         self.runs += len(stdins)
         results = result.get("results")
@@ -139,6 +144,30 @@ def _outcome(
         output_exceeded=result["output_exceeded"], stdout=stdout, stderr=stderr,
         launch_error=result.get("error"), collected=collected, forked=bool(result.get("forked")),
     )  # fmt: skip
+
+
+def tree_demand_s(pid: int) -> float | None:
+    """Seconds ``pid`` and its living descendants have run on a CPU or waited for one (their main threads'
+    ``/proc/PID/schedstat``: time on the CPU plus ``run_delay``); what exited no longer counts.
+
+    Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
+    other work) wants a CPU as much as one that has it, and must not look idle.
+    """
+    ns = 0
+    stack = [pid]
+    found = False
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/schedstat", "rb") as f:
+                on_cpu, waited, _ = f.read().split()
+            ns += int(on_cpu) + int(waited)
+            with open(f"/proc/{p}/task/{p}/children", "rb") as f:
+                stack.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        found = True
+    return ns / 1e9 if found else None
 
 
 class ProcessWorker(AgentWorker):
@@ -168,6 +197,14 @@ class ProcessWorker(AgentWorker):
     async def _drain(self) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         await self.proc.stdin.drain()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc is not None else 0
+
+    def demand_s(self) -> float | None:
+        # An agent started by a container engine's client is not under it: only a local agent is seen.
+        return tree_demand_s(self.pid) if self.config.get("namespaces") and self.alive else None
 
     @property
     def alive(self) -> bool:

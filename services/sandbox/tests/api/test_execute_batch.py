@@ -1,0 +1,105 @@
+"""``POST /execute_batch``: open-r1's routed ``e2b`` and ``morph`` providers, on every backend.
+
+The items are read here the way those clients read them: the E2B client builds an ``Execution`` from
+``execution`` (its ``text`` is the main result's text) and the MorphCloud client takes ``text`` and
+``exception_str``; open-r1 turns the text into the reward with ``float``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+# A reward script of the kind open-r1's code_reward sends: run a completion on each test in a process of
+# its own, compare the output line by line, and end with an expression, the pass rate.
+REWARD_SCRIPT = """
+import json, subprocess
+
+def pass_rate(code, cases):
+    passed = 0
+    for case in cases:
+        try:
+            done = subprocess.run(["python3", "-c", code], input=case["input"], text=True,
+                                  capture_output=True, timeout=5)
+        except subprocess.TimeoutExpired:
+            continue
+        if done.returncode == 0 and done.stdout.strip().split("\\n") == case["output"].strip().split("\\n"):
+            passed += 1
+    return passed / len(cases)
+
+cases = json.loads({cases})
+pass_rate({code}, cases)
+"""
+CASES = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5\n", "output": "10\n"}]
+
+
+def script(code: str) -> str:
+    return REWARD_SCRIPT.format(code=json.dumps(code), cases=json.dumps(json.dumps(CASES)))
+
+
+def e2b_text(item: dict[str, Any]) -> str | None:
+    """``Execution.text`` as the E2B client computes it from an item."""
+    execution = item["execution"]
+    if execution is None:
+        return None
+    return next((r["text"] for r in execution["results"] if r.get("is_main_result")), None)
+
+
+def batch(client: TestClient, scripts: list[str], **fields: Any) -> list[dict[str, Any]]:
+    r = client.post("/execute_batch", json={"scripts": scripts, "timeout": 30, "request_timeout": 28, **fields})
+    assert r.status_code == 200, r.text
+    items: list[dict[str, Any]] = r.json()
+    assert len(items) == len(scripts)
+    return items
+
+
+def test_reward_scripts_give_their_pass_rate_to_both_clients(client: TestClient) -> None:
+    right = "a, b = map(int, input().split())\nprint(a + b)"
+    half = "a, b = map(int, input().split())\nprint(a + b if a == 1 else 0)"
+    wrong = "print(input())"
+    crash = "raise SystemExit(3)"
+    items = batch(client, [script(c) for c in (right, half, wrong, crash)], languages=["python"] * 4)
+    assert [float(e2b_text(i) or "nan") for i in items] == [1.0, 0.5, 0.0, 0.0]
+    assert [float(i["text"]) for i in items] == [1.0, 0.5, 0.0, 0.0]
+    assert all(i["exception_str"] is None and i["execution"]["error"] is None for i in items)
+    assert all(i["execution"]["execution_count"] == 1 for i in items)
+
+
+def test_a_cell_that_raises_reports_the_exception_as_a_kernel_does(client: TestClient) -> None:
+    (item,) = batch(client, ["print('before')\nx = 1\nraise ValueError(f'boom {x}')\n"])
+    error = item["execution"]["error"]
+    assert error["name"] == "ValueError" and error["value"] == "boom 1" and "Traceback" in error["traceback"]
+    assert item["execution"]["logs"]["stdout"] == ["before\n"] and item["execution"]["results"] == []
+    assert item["text"] is None and item["exception_str"] == "ValueError: boom 1"
+
+
+def test_only_a_last_expression_that_is_not_none_is_a_main_result(client: TestClient) -> None:
+    items = batch(client, ["x = 2\nx * 21", "print('no result')", "None", "'a' + 'b'", "import math\nmath.pi"])
+    assert [i["text"] for i in items] == ["42", None, None, "'ab'", repr(3.141592653589793)]
+    assert items[1]["execution"]["logs"]["stdout"] == ["no result\n"]
+
+
+def test_a_syntax_error_a_timeout_and_an_unknown_language(client: TestClient) -> None:
+    items = batch(client, ["def f(:\n  pass", "while True: pass", "print(1)"], timeout=1,
+                  languages=["python", "python", "cobol"])  # fmt: skip
+    assert items[0]["execution"]["error"]["name"] == "SyntaxError"
+    assert items[1]["execution"]["error"]["name"] == "TimeoutError"
+    assert items[2]["execution"] is None and "cobol" in items[2]["exception_str"]
+
+
+def test_other_languages_run_as_programs(client: TestClient) -> None:
+    (item,) = batch(client, ["echo hi; exit 4"], languages=["bash"])
+    assert item["execution"]["logs"]["stdout"] == ["hi\n"] and item["text"] is None
+    assert item["execution"]["error"]["name"] == "Error" and item["execution"]["error"]["value"] == "exit status 4"
+
+
+def test_scripts_run_at_once(client: TestClient) -> None:
+    """Eight scripts that sleep a second each come back together, not one after another."""
+    import time
+
+    started = time.monotonic()
+    items = batch(client, ["import time\ntime.sleep(1)\n7"] * 8)
+    assert [i["text"] for i in items] == ["7"] * 8
+    assert time.monotonic() - started < 6

@@ -1,0 +1,268 @@
+"""A code reward for TRL's GRPOTrainer that any TRL user can import: the tests come from the dataset's columns.
+
+    from codegym_evaluator.trl_reward import CodeReward
+    trainer = GRPOTrainer(model=..., reward_funcs=[CodeReward("http://127.0.0.1:8080")], train_dataset=...)
+
+Nothing here imports the trainer (torch, transformers, trl): only httpx and the evaluator's code extraction.
+:class:`CodeReward` is a plain function object, :class:`AsyncCodeReward` its ``async`` form (TRL awaits
+coroutine reward functions on its own loop). Both take TRL's arguments, ``(prompts, completions, **columns)``,
+and give one float per completion: the fraction of its tests passed (``partial=True``, the default) or 1.0
+only when all pass; ``None`` when the sandbox itself failed, which TRL masks instead of teaching the model
+that a right program was wrong.
+
+The tests of each row come from the first of these columns it has (the formats the common datasets use):
+
+- ``verification_info`` (open-r1): ``{"language": ..., "test_cases": [{"input": ..., "output": ...}, ...]}``,
+  stdin tests; with ``"fn_name"`` the inputs are argument lists and the outputs return values (calls);
+- ``input_output`` (APPS, TACO): ``{"inputs": [...], "outputs": [...]}`` (a JSON string or a dict), stdin
+  tests, or with ``"fn_name"`` calls (APPS wraps each expected value in a list; so is it read);
+- ``tests`` or ``test_list`` (MBPP and others): assert statements (a list, or one string of code), or
+  ``{"input": ..., "output": ...}`` dicts; ``test_setup_code`` runs before the asserts when present, and a
+  HumanEval-style ``check(candidate)`` is called on ``entry_point`` when that column is there.
+
+The language is the row's ``language`` column (or ``verification_info``'s), else ``language=``. The reward
+talks to codegym's native API (``api="native"``: all completions of a row, a GRPO group, in one
+``/v1/evaluate`` request) or to any SandboxFusion server (``api="fusion"``: one ``/run_code`` per
+completion and test, ``concurrency`` at a time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from .extract import extract_code
+
+Api = Literal["native", "fusion"]
+
+
+@dataclass(frozen=True)
+class RowTests:
+    """The tests of one dataset row, in the native API's shape."""
+
+    language: str
+    tests: tuple[Mapping[str, Any], ...]
+    function: str | None = None
+
+    def key(self) -> str:
+        return json.dumps([self.language, self.tests, self.function], sort_keys=True, default=str)
+
+
+def row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str = "python") -> RowTests:
+    """The tests of row ``i`` from TRL's column keyword arguments (each a list, one value per completion)."""
+
+    def col(name: str) -> Any:
+        values = columns.get(name)
+        return values[i] if values is not None and i < len(values) else None
+
+    language = col("language") or default_language
+    info = _json(col("verification_info"))
+    if isinstance(info, Mapping):
+        language = info.get("language") or language
+        cases = info.get("test_cases") or []
+        fn = info.get("fn_name")
+        if fn:
+            return RowTests(language, tuple(_call(c.get("input"), c.get("output"), wrapped=False) for c in cases), fn)
+        return RowTests(language, tuple(_stdio(c.get("input"), c.get("output")) for c in cases))
+    io = _json(col("input_output"))
+    if isinstance(io, Mapping):
+        inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
+        fn = io.get("fn_name")
+        if fn:
+            calls = tuple(_call(a, e, wrapped=True) for a, e in zip(inputs, outputs, strict=False))
+            return RowTests(language, calls, fn)
+        return RowTests(language, tuple(_stdio(a, e) for a, e in zip(inputs, outputs, strict=False)))
+    tests = _json(col("tests")) if col("tests") is not None else col("test_list")
+    if tests is not None:
+        setup = col("test_setup_code") or ""
+        entry = col("entry_point")
+        if isinstance(tests, str):
+            code = f"{setup}\n{tests}" + (f"\ncheck({entry})" if entry and "def check(" in tests else "")
+            return RowTests(language, ({"assert_code": code},))
+        out: list[Mapping[str, Any]] = []
+        for t in tests:
+            if isinstance(t, Mapping):
+                out.append(_stdio(t.get("input", t.get("stdin")), t.get("output", t.get("expected_stdout"))))
+            else:
+                out.append({"assert_code": f"{setup}\n{t}" if setup else str(t)})
+        return RowTests(language, tuple(out))
+    raise ValueError(
+        f"row {i} has no tests: give it a verification_info, input_output, tests or test_list column "
+        f"(it has: {', '.join(sorted(columns)) or 'no columns'})"
+    )
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _lines(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value) + "\n"
+    return "" if value is None else str(value)
+
+
+def _stdio(stdin: Any, expected: Any) -> dict[str, Any]:
+    return {"stdin": _lines(stdin), "expected_stdout": _lines(expected)}
+
+
+def _call(args: Any, expected: Any, wrapped: bool) -> dict[str, Any]:
+    args = _json(args)
+    expected = _json(expected)
+    if wrapped and isinstance(expected, list) and len(expected) == 1:
+        expected = expected[0]
+    return {"call": args if isinstance(args, list) else [args], "expected": expected}
+
+
+def _score(passed: int, total: int, partial: bool) -> float:
+    if total == 0:
+        return 0.0
+    return passed / total if partial else float(passed == total)
+
+
+class _Base:
+    __name__ = "code_reward"  # TRL logs each reward under its function's name
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8080",
+        *,
+        api: Api = "native",
+        language: str = "python",
+        timeout_s: float = 10.0,
+        partial: bool = True,
+        token: str | None = None,
+        concurrency: int = 32,
+    ) -> None:
+        if api not in ("native", "fusion"):
+            raise ValueError(f"api must be 'native' or 'fusion', not {api!r}")
+        self.url = url.rstrip("/")
+        self.api = api
+        self.language = language
+        self.timeout_s = timeout_s
+        self.partial = partial
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.concurrency = concurrency
+
+    def _groups(self, completions: Sequence[Any], columns: Mapping[str, Any]) -> dict[str, tuple[RowTests, list[int]]]:
+        """Completions that share their tests (a GRPO group shares its prompt's row), in one group each."""
+        groups: dict[str, tuple[RowTests, list[int]]] = {}
+        for i in range(len(completions)):
+            row = row_tests(columns, i, self.language)
+            groups.setdefault(row.key(), (row, []))[1].append(i)
+        return groups
+
+    def _evaluate_body(self, row: RowTests, codes: list[str]) -> dict[str, Any]:
+        body: dict[str, Any] = {"language": row.language, "programs": codes, "tests": list(row.tests),
+                                "limits": {"timeout_s": self.timeout_s}, "cache": False}  # fmt: skip
+        if row.function:
+            body["function"] = row.function
+        return body
+
+    def _fusion_program(self, code: str, test: Mapping[str, Any], row: RowTests) -> tuple[str, str | None]:
+        """A test as one ``/run_code`` program and its stdin."""
+        if "assert_code" in test:
+            return f"{code}\n\n{test['assert_code']}\n", None
+        if "call" in test:
+            call = f"{row.function}(*{test['call']!r})"  # JSON values as Python literals
+            return f"{code}\n\nimport json as _json\nprint(_json.dumps({call}))\n", None
+        return code, test["stdin"]
+
+    def _fusion_passed(self, answer: Mapping[str, Any], test: Mapping[str, Any]) -> bool | None:
+        """Whether a ``/run_code`` answer passes ``test``; None for a sandbox error."""
+        if answer.get("status") == "SandboxError":
+            return None
+        run = answer.get("run_result") or {}
+        if answer.get("status") != "Success" or run.get("status") != "Finished":
+            return False
+        stdout = str(run.get("stdout") or "")
+        if "assert_code" in test:
+            return True
+        if "call" in test:
+            try:
+                return bool(json.loads(stdout) == test["expected"])
+            except json.JSONDecodeError:
+                return False
+        return _same_lines(stdout, test["expected_stdout"])
+
+
+def _same_lines(got: str, want: str) -> bool:
+    """Output equal to the expected one but for trailing whitespace on each line and at the end."""
+    return [line.rstrip() for line in got.rstrip().split("\n")] == [line.rstrip() for line in want.rstrip().split("\n")]
+
+
+def _codes(completions: Sequence[Any]) -> list[str]:
+    out = []
+    for c in completions:
+        text = c if isinstance(c, str) else str(c[-1].get("content", "")) if isinstance(c, list) and c else ""
+        out.append(extract_code(text).code)
+    return out
+
+
+class CodeReward(_Base):
+    """TRL reward function: ``reward(prompts, completions, **columns) -> list[float | None]``."""
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any) -> list[float | None]:
+        return asyncio.run(AsyncCodeReward._score_all(self, completions, columns))
+
+
+class AsyncCodeReward(_Base):
+    """The same reward as a coroutine function, for TRL's async reward functions (or any event loop)."""
+
+    async def __call__(
+        self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any
+    ) -> list[float | None]:
+        return await self._score_all(self, completions, columns)
+
+    @staticmethod
+    async def _score_all(reward: _Base, completions: Sequence[Any], columns: Mapping[str, Any]) -> list[float | None]:
+        codes = _codes(completions)
+        rewards: list[float | None] = [None] * len(codes)
+        limit = asyncio.Semaphore(reward.concurrency)
+        timeout = httpx.Timeout(reward.timeout_s * 4 + 60)
+        async with httpx.AsyncClient(base_url=reward.url, headers=reward.headers, timeout=timeout) as http:
+
+            async def native(row: RowTests, members: list[int]) -> None:
+                async with limit:
+                    try:
+                        body = reward._evaluate_body(row, [codes[i] for i in members])
+                        r = await http.post("/v1/evaluate", json=body)
+                        r.raise_for_status()
+                    except httpx.HTTPError:
+                        return  # the sandbox failed: None (masked), never a wrong "wrong"
+                for i, result in zip(members, r.json()["results"], strict=True):
+                    if any(t["verdict"] == "SE" for t in result["tests"]):
+                        continue
+                    rewards[i] = _score(result["passed"], result["total"], reward.partial)
+
+            async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
+                program, stdin = reward._fusion_program(codes[i], test, row)
+                body = {"code": program, "language": row.language, "stdin": stdin, "run_timeout": reward.timeout_s,
+                        "compile_timeout": reward.timeout_s}  # fmt: skip
+                async with limit:
+                    try:
+                        r = await http.post("/run_code", json=body)
+                        r.raise_for_status()
+                    except httpx.HTTPError:
+                        return None
+                return reward._fusion_passed(r.json(), test)
+
+            async def fusion(row: RowTests, members: list[int]) -> None:
+                for i in members:
+                    outcomes = await asyncio.gather(*(fusion_one(i, row, t) for t in row.tests))
+                    if all(o is not None for o in outcomes):
+                        rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
+
+            run = native if reward.api == "native" else fusion
+            await asyncio.gather(*(run(row, members) for row, members in reward._groups(codes, columns).values()))
+        return rewards

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import sandbox_fusion
 from sandbox_fusion import RunCodeRequest, RunStatus
@@ -101,3 +102,31 @@ def test_prefix_free_endpoint_with_trailing_slash(endpoint: str) -> None:
     r = sandbox_fusion.run_code(RunCodeRequest(code="print(3)", language="python"), max_attempts=1,
                                 endpoint=endpoint + "/")  # fmt: skip
     assert r.run_result.stdout == "3\n"
+
+
+def test_run_jupyter(endpoint: str) -> None:
+    """The client's ``run_jupyter`` parses the answer: cells in one namespace, display and error per cell."""
+    from sandbox_fusion import RunJupyterRequest, run_jupyter
+
+    files = {"n.txt": base64.b64encode(b"6").decode()}
+    request = RunJupyterRequest(cells=["n = int(open('n.txt').read())", "n * 7", "undefined_name"], files=files)
+    r = run_jupyter(request, endpoint=endpoint, max_attempts=1)
+    assert r.status == RunStatus.Success and len(r.cells) == 3
+    assert r.cells[1].display == [{"text/plain": "42"}]
+    assert r.cells[2].error[0]["ename"] == "NameError"
+    assert r.driver is not None and r.driver.status.value == "Finished"
+
+
+def test_run_code_answers_parse_for_every_language_here(endpoint: str) -> None:
+    """Every language this server lists answers, in a shape the client parses, whatever the program did; one
+    whose toolchain is missing is a SandboxError, which the client raises on, as it does upstream."""
+    client_languages = set(sandbox_fusion.models.Language.__args__)
+    listed = [e for e in httpx.get(f"{endpoint}/v1/languages").json() if e["name"] in client_languages]
+    assert {e["name"] for e in listed} >= {"python", "cpp", "nodejs", "bash", "java", "go", "rust"}
+    for entry in listed:
+        if not entry["available"]:
+            with pytest.raises(Exception, match="SandboxError"):
+                run(endpoint, code="x", language=entry["name"])
+            continue
+        r = run(endpoint, code="this is not a program in any language", language=entry["name"])
+        assert r.status in (RunStatus.Failed, RunStatus.Success), entry["name"]

@@ -12,7 +12,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from .api import execute_batch, fusion, health, native
+from .api import execute_batch, fusion, health, jupyter, native
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard, refusal_status
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.include_router(fusion.router)
     app.include_router(execute_batch.router)
+    app.include_router(jupyter.router)
     app.include_router(native.router)
     app.include_router(health.router)
 

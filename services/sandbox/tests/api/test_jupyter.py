@@ -1,0 +1,69 @@
+"""``POST /run_jupyter``: cells in order in one namespace, each with its own output, display and error."""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+
+def jupyter(client: TestClient, cells: list[str], **fields: Any) -> dict[str, Any]:
+    r = client.post("/run_jupyter", json={"cells": cells, **fields})
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def test_cells_share_a_namespace_and_keep_their_own_output(client: TestClient) -> None:
+    body = jupyter(client, ["x = 20\nprint('first')", "import sys\nprint('to err', file=sys.stderr)\nx + 1",
+                            "print(x * 2)\nNone"])  # fmt: skip
+    assert body["status"] == "Success" and body["driver"]["status"] == "Finished"
+    first, second, third = body["cells"]
+    assert first == {"stdout": "first\n", "stderr": "", "display": [], "error": []}
+    assert second["stderr"] == "to err\n" and second["display"] == [{"text/plain": "21"}]
+    assert third["stdout"] == "40\n" and third["display"] == []
+
+
+def test_a_failing_cell_does_not_stop_the_next(client: TestClient) -> None:
+    body = jupyter(client, ["y = 1", "print('partial')\n1 / 0", "y + 1"])
+    assert body["status"] == "Success"
+    error = body["cells"][1]["error"][0]
+    assert error["ename"] == "ZeroDivisionError" and error["evalue"] == "division by zero"
+    assert any("ZeroDivisionError" in line for line in error["traceback"])
+    assert body["cells"][1]["stdout"] == "partial\n"
+    assert body["cells"][2]["display"] == [{"text/plain": "2"}]
+    syntax = jupyter(client, ["def f(:", "'still here'"])["cells"]
+    assert syntax[0]["error"][0]["ename"] == "SyntaxError" and syntax[1]["display"] == [{"text/plain": "'still here'"}]
+
+
+def test_cell_timeout_stops_one_cell_and_total_timeout_the_run(client: TestClient) -> None:
+    body = jupyter(client, ["import time\nwhile True: time.sleep(0.05)", "'after'"], cell_timeout=0.5)
+    assert body["status"] == "Success"
+    assert body["cells"][0]["error"][0]["ename"] == "CellTimeout"
+    assert body["cells"][1]["display"] == [{"text/plain": "'after'"}]
+    started = time.monotonic()
+    body = jupyter(client, ["import time\ntime.sleep(30)"], total_timeout=1)
+    assert time.monotonic() - started < 10
+    assert body["status"] == "Failed" and body["cells"] == [] and body["driver"]["status"] == "TimeLimitExceeded"
+
+
+def test_files_in_and_out(client: TestClient) -> None:
+    files = {"data.txt": base64.b64encode(b"3 4").decode()}
+    cells = ["a, b = map(int, open('data.txt').read().split())", "open('out.txt', 'w').write(str(a * b))"]
+    body = jupyter(client, cells, files=files, fetch_files=["out.txt"])
+    assert body["status"] == "Success" and base64.b64decode(body["files"]["out.txt"]) == b"12"
+    assert body["cells"][1]["display"] == [{"text/plain": "2"}]  # write() returns the count, as a notebook shows
+
+
+def test_cells_cannot_forge_other_cells_or_reach_the_driver_file(client: TestClient) -> None:
+    """A cell that overwrites the driver's results file changes nothing but its own run: the status says
+    the results are gone (Failed), never a result the cells did not produce."""
+    body = jupyter(client, ["open('.jupyter_output.json', 'w').write('[1]')", "import os\nos._exit(0)"])
+    assert body["status"] == "Failed" and body["cells"] == []
+
+
+def test_an_unknown_kernel_is_a_sandbox_error(client: TestClient) -> None:
+    body = jupyter(client, ["1"], kernel="ruby")
+    assert body["status"] == "SandboxError" and "ruby" in body["message"]

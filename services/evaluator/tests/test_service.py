@@ -91,3 +91,23 @@ async def test_a_job_on_an_unknown_dataset_fails_with_its_reason(tmp_path: Path,
 def test_binding_off_loopback_needs_a_token() -> None:
     with pytest.raises(ValueError, match="needs CODEGYM_EVALUATOR_API_TOKEN"):
         EvaluatorSettings(host="0.0.0.0")
+
+
+async def test_the_service_serves_sandbox_fusions_dataset_routes(tmp_path: Path, sandbox: httpx.ASGITransport) -> None:
+    """``sandbox_fusion.set_dataset_endpoint(<the service>)``: prompts from the task library, and ``/submit``
+    judged by the service's sandbox."""
+    settings = EvaluatorSettings(sandbox_url=["http://sandbox"], data_dir=str(tmp_path))
+    app = create_app(settings, sandbox_transport=sandbox)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://eval") as client,
+    ):
+        prompts = (await client.post("/get_prompts", json={"dataset": "humaneval", "config": {}, "limit": 2})).json()
+        assert [p["id"] for p in prompts] == ["HumanEval/0", "HumanEval/1"]
+        body = {"dataset": "humaneval", "id": TASKS[0].task_id, "completion": answer(TASKS[0].prompt, 0), "config": {}}
+        result = (await client.post("/submit", json=body)).json()
+        assert result["accepted"] is True and result["tests"][0]["passed"] is True
+    no_sandbox = create_app(EvaluatorSettings(data_dir=str(tmp_path)))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=no_sandbox), base_url="http://eval") as client:
+        r = await client.post("/submit", json=body)
+        assert r.status_code == 503 and "no sandbox configured" in r.text

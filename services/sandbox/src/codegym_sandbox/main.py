@@ -7,6 +7,7 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(jupyter.router)
     app.include_router(native.router)
     app.include_router(health.router)
+    _include_datasets(app, settings)
 
     @app.exception_handler(BadFiles)
     async def bad_files(_: Request, exc: BadFiles) -> JSONResponse:
@@ -84,6 +86,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Guard, token=token, max_body=settings.max_body_bytes, metrics=metrics,
                        max_client_requests=settings.max_client_requests)  # fmt: skip
     return app
+
+
+def _include_datasets(app: FastAPI, settings: Settings) -> None:
+    """SandboxFusion's dataset routes (``/get_prompts``, ``/submit``, ...), served from codegym's task library
+    where the evaluator is installed (``codegym_evaluator.fusion_datasets``): the ``sandbox-fusion`` client's
+    ``set_endpoint`` points both its sandbox and its dataset calls here. ``/submit`` runs its tests on this
+    server, through the app itself (no port, no network)."""
+    try:
+        from codegym_evaluator.fusion_datasets import make_router
+    except ImportError:
+        log.info("dataset routes off: codegym-evaluator is not installed (its service serves them too)")
+        return
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def sandbox() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sandbox", headers=headers,
+                                 timeout=None)  # fmt: skip
+
+    app.include_router(make_router(sandbox))
 
 
 def _finite(value: object) -> object:

@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse
 from pydantic import TypeAdapter, ValidationError
 
 from ..config import RunConfig
+from ..fusion_datasets import make_router
 from .jobs import Job, JobManager
 from .settings import EvaluatorSettings, get_settings
 
@@ -67,6 +68,17 @@ def create_app(
     @app.get("/livez")
     async def livez() -> dict[str, str]:
         return {"status": "ok"}
+
+    def sandbox() -> httpx.AsyncClient:
+        """The configured sandbox, for the dataset routes' /submit."""
+        if not settings.sandbox_url:
+            raise HTTPException(503, "no sandbox configured (CODEGYM_EVALUATOR_SANDBOX_URL)")
+        token = settings.sandbox_token.get_secret_value() if settings.sandbox_token else None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(base_url=settings.sandbox_url[0], headers=headers, timeout=None,
+                                 transport=sandbox_transport)  # fmt: skip
+
+    app.include_router(make_router(sandbox))  # SandboxFusion's dataset routes: set_dataset_endpoint(this URL)
 
     @app.post("/v1/jobs", status_code=202)
     async def start_job(body: dict[str, Any], manager: Jobs) -> dict[str, Any]:

@@ -1,0 +1,206 @@
+"""SandboxFusion's dataset ("online judge") routes, served from codegym's task library.
+
+The ``sandbox-fusion`` client's ``get_prompts``, ``get_prompt_by_id``, ``submit`` and ``submit_safe`` (and the
+routes it never calls, ``list_datasets`` and ``list_ids``) work against these, in upstream's shapes:
+
+- ``dataset`` is a codegym dataset name (``humaneval``, ``mbpp``, ``apps``, ``code_contests``,
+  ``livecodebench``, ...) or one of upstream's ids for the same data (``humaneval_python``,
+  ``live_code_bench_v1``). ``config.provided_data`` replaces the lookup, as upstream: rows of that dataset
+  (a list for ``get_prompts``/``list_ids``, one row for ``submit``/``get_prompt_by_id``), or codegym tasks.
+- A ``Prompt`` is ``{id: task_id, prompt: the task's prompt, labels: {kind, entry_point, language, ...}}``.
+- ``submit`` extracts the code from the completion as the evaluator does, runs it on every test of the task
+  through the sandbox (``/v1/evaluate``; ``config.run_timeout`` per test, 10 s by default; it stops at the
+  first failure unless ``config.extra.run_all_cases``) and answers an ``EvalResult`` with one
+  ``EvalTestCase`` per test run.
+
+:func:`make_router` takes how to reach the sandbox: the evaluator's service passes its sandbox URL, the
+sandbox server itself passes a transport to its own app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import httpx
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, Field
+
+from .extract import extract_code
+from .scoring import build_program, evaluate_body
+from .tasks import Task, load_tasks
+from .tasks.registry import DATASETS
+from .tasks.sources import DatasetError
+
+# Upstream's ids of datasets codegym has under its own names.
+UPSTREAM_IDS = {"humaneval_python": "humaneval", "live_code_bench_v1": "livecodebench"}
+TEST_INFO_CHARS = 1000  # as upstream truncates a case's input and output in test_info
+
+
+class TestConfig(BaseModel):
+    """Upstream's ``TestConfig``; every field optional (the client sends them all, null included)."""
+
+    __test__ = False  # not a pytest class
+
+    dataset_type: str | None = None
+    language: str | None = None
+    locale: str | None = None
+    is_fewshot: bool | None = None
+    compile_timeout: float | None = None
+    run_timeout: float | None = None
+    custom_extract_logic: str | None = None
+    provided_data: list[dict[str, Any]] | dict[str, Any] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class GetPromptsRequest(BaseModel):
+    dataset: str
+    config: TestConfig
+    offset: int = 0
+    limit: int = 1_000_000
+
+
+class GetPromptByIdRequest(BaseModel):
+    dataset: str
+    config: TestConfig
+    id: int | str
+
+
+class SubmitRequest(BaseModel):
+    dataset: str
+    id: int | str
+    completion: str
+    config: TestConfig
+
+
+def _dataset_name(dataset: str) -> str:
+    name = UPSTREAM_IDS.get(dataset, dataset)
+    if name not in DATASETS or name == "jsonl":
+        raise HTTPException(400, f"no eval class found for dataset {dataset}: known are {', '.join(dataset_ids())}")
+    return name
+
+
+def dataset_ids() -> list[str]:
+    return sorted({*(n for n in DATASETS if n != "jsonl"), *UPSTREAM_IDS})
+
+
+@lru_cache(maxsize=16)
+def _library(name: str) -> tuple[Task, ...]:
+    return tuple(load_tasks(name))
+
+
+async def _tasks(dataset: str, config: TestConfig, one: bool) -> list[Task]:
+    name = _dataset_name(dataset)
+    if config.provided_data is not None:
+        rows = config.provided_data
+        if one != isinstance(rows, dict):
+            kind = "one row (a dict)" if one else "a list of rows"
+            raise HTTPException(400, f"config.provided_data must be {kind} here")
+        return [_task_of(name, row, i) for i, row in enumerate([rows] if isinstance(rows, dict) else rows)]
+    try:
+        return list(await asyncio.to_thread(_library, name))
+    except DatasetError as exc:
+        raise HTTPException(400, f"dataset {dataset} could not be loaded: {exc}") from None
+
+
+def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
+    """A provided row: a codegym task (it has ``kind`` and ``tests``), else a row of the named dataset."""
+    try:
+        if "kind" in row and "tests" in row:
+            return Task(**row)
+        task = DATASETS[name].adapter.to_task(row, i)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise HTTPException(400, f"config.provided_data row {i} is not a {name} row: {exc}") from None
+    if task is None:
+        raise HTTPException(400, f"config.provided_data row {i} has no usable tests")
+    return task
+
+
+def _prompt(task: Task) -> dict[str, Any]:
+    labels = {"kind": task.kind, "entry_point": task.entry_point, "language": task.language,
+              "difficulty": task.difficulty, "tests": len(task.tests)}  # fmt: skip
+    return {"id": task.task_id, "prompt": task.prompt, "labels": labels}
+
+
+def _find(tasks: list[Task], id_: int | str) -> Task:
+    for task in tasks:
+        if task.task_id == str(id_):
+            return task
+    if isinstance(id_, int) and 0 <= id_ < len(tasks):  # upstream's numeric ids: the row's position
+        return tasks[id_]
+    raise HTTPException(404, f"no problem with id {id_!r}")
+
+
+def _exec_info(test: dict[str, Any]) -> dict[str, Any]:
+    """A test's run in ``/run_code``'s answer shape (``RunCodeResponse``)."""
+    verdict = test["verdict"]
+    if verdict == "SE":
+        return {"status": "SandboxError", "message": test["stderr"], "compile_result": None, "run_result": None}
+    ran = verdict in ("AC", "WA")
+    run = {"status": "TimeLimitExceeded" if verdict == "TLE" else "Finished", "execution_time": test["wall_s"],
+           "cpu_time": test["cpu_s"], "return_code": 0 if ran else None, "stdout": test["stdout"],
+           "stderr": test["stderr"]}  # fmt: skip
+    return {"status": "Success" if ran else "Failed", "message": "", "compile_result": None, "run_result": run,
+            "executor_pod_name": None, "files": {}}  # fmt: skip
+
+
+def _test_info(test: dict[str, Any], full: bool) -> dict[str, Any]:
+    if full:
+        return dict(test)
+    return {k: v[:TEST_INFO_CHARS] if isinstance(v, str) else v for k, v in test.items()}
+
+
+def make_router(sandbox: Callable[[], httpx.AsyncClient]) -> APIRouter:
+    """The routes; ``sandbox()`` gives a client of the sandbox (base URL and token set), closed after use."""
+    router = APIRouter(tags=["datasets (SandboxFusion)"])
+
+    @router.get("/list_datasets")
+    async def list_datasets() -> list[str]:
+        return dataset_ids()
+
+    @router.post("/list_ids")
+    async def list_ids(req: GetPromptsRequest) -> list[int | str]:
+        tasks = await _tasks(req.dataset, req.config, one=False)
+        return [t.task_id for t in tasks[req.offset : req.offset + req.limit]]
+
+    @router.post("/get_prompts")
+    async def get_prompts(req: GetPromptsRequest) -> list[dict[str, Any]]:
+        tasks = await _tasks(req.dataset, req.config, one=False)
+        return [_prompt(t) for t in tasks[req.offset : req.offset + req.limit]]
+
+    @router.post("/get_prompt_by_id")
+    async def get_prompt_by_id(req: GetPromptByIdRequest) -> dict[str, Any]:
+        tasks = await _tasks(req.dataset, req.config, one=True)
+        return _prompt(tasks[0] if req.config.provided_data is not None else _find(tasks, req.id))
+
+    @router.post("/submit")
+    async def submit(req: SubmitRequest) -> dict[str, Any]:
+        tasks = await _tasks(req.dataset, req.config, one=True)
+        task = tasks[0] if req.config.provided_data is not None else _find(tasks, req.id)
+        extracted = extract_code(req.completion, task)
+        program = build_program(task, extracted.code)
+        body = evaluate_body(task, [program], timeout_s=req.config.run_timeout or 10.0,
+                             early_stop=not req.config.extra.get("run_all_cases", False))  # fmt: skip
+        body["cache"] = False
+        async with sandbox() as client:
+            try:
+                r = await client.post("/v1/evaluate", json=body)
+            except httpx.HTTPError as exc:
+                raise HTTPException(502, f"the sandbox did not answer: {exc}") from None
+        if r.status_code != 200:
+            raise HTTPException(502, f"the sandbox answered {r.status_code}: {r.text[:500]}")
+        result = r.json()["results"][0]
+        full = bool(req.config.extra.get("return_full_case", False))
+        tests = [
+            {"passed": out["verdict"] == "AC", "exec_info": _exec_info(out), "test_info": _test_info(test, full)}
+            for out, test in zip(result["tests"], task.tests, strict=False)
+        ]
+        kind = "empty" if not extracted.code.strip() else "fenced" if extracted.fenced else "heuristic"
+        extra = {"verdict": result["verdict"], "passed": result["passed"], "total": result["total"]}
+        return {"id": req.id, "accepted": result["verdict"] == "AC", "extracted_code": extracted.code,
+                "full_code": program, "test_code": None, "tests": tests, "extracted_type": kind,
+                "extra": extra}  # fmt: skip
+
+    return router

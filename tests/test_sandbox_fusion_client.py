@@ -89,8 +89,8 @@ def test_files(endpoint: str) -> None:
 
 
 def test_sandbox_error_raises_in_client(endpoint: str) -> None:
-    with pytest.raises(Exception, match="lua"):
-        run(endpoint, code="print(1)", language="lua")
+    with pytest.raises(Exception, match="scala"):
+        run(endpoint, code="object Main", language="scala")
 
 
 def test_bad_request_raises_in_client(endpoint: str) -> None:

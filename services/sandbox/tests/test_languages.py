@@ -14,7 +14,9 @@ def test_lookup_by_name_and_alias() -> None:
     assert languages.lookup("python") is languages.LANGUAGES["python"]
     assert languages.lookup("py") is languages.LANGUAGES["python"]
     assert languages.lookup("c++") is languages.LANGUAGES["cpp"]
-    assert languages.lookup("lua") is None
+    assert languages.lookup("lua") is languages.LANGUAGES["lua"]
+    assert languages.lookup("ts") is languages.LANGUAGES["typescript"]
+    assert languages.lookup("scala") is None
     assert languages.lookup("Python") is None
 
 

@@ -89,6 +89,24 @@ LANGUAGES: dict[str, Language] = {
         Language(
             "rust", "main.rs", ("./main",), ("rustc", "-O", "--edition", "2021", "main.rs", "-o", "main"), ("main",)
         ),
+        Language("ruby", "main.rb", ("ruby", "main.rb"), aliases=("rb",)),
+        Language("php", "main.php", ("php", "-n", "main.php")),
+        Language("perl", "main.pl", ("perl", "main.pl"), aliases=("pl",)),
+        Language("lua", "main.lua", ("lua", "main.lua")),
+        Language("R", "main.R", ("Rscript", "--vanilla", "main.R"), aliases=("r",)),
+        # SQL runs in SQLite on an in-memory database: the program's statements, their rows on stdout.
+        Language("sql", "main.sql", ("sqlite3", "-batch", "-bail", ":memory:", ".read main.sql"), aliases=("sqlite",)),
+        # The program is a test module: pytest collects and runs its tests (the runtime packages include it).
+        Language("pytest", "test_main.py", ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_main.py")),
+        Language(
+            "typescript",
+            "main.ts",
+            ("node", "--max-old-space-size={mem}", "main.js"),
+            ("tsc", "--target", "es2020", "--module", "commonjs", "--skipLibCheck", "main.ts"),
+            ("main.js",),
+            address_space_limit=False,
+            aliases=("ts",),
+        ),
     )
 }
 

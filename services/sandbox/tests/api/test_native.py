@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from codegym_sandbox import languages
 from fastapi.testclient import TestClient
 from sandbox_support import metric
 
@@ -162,8 +163,8 @@ def test_compile_error_is_ce_for_every_program(client: TestClient) -> None:
 
 
 def test_evaluate_unknown_language(client: TestClient) -> None:
-    res = evaluate(client, language="lua", programs=["print(1)"], tests=[{"expected_stdout": "1"}])
-    assert res[0]["verdict"] == "SE" and "lua" in res[0]["tests"][0]["stderr"]
+    res = evaluate(client, language="scala", programs=["object Main"], tests=[{"expected_stdout": "1"}])
+    assert res[0]["verdict"] == "SE" and "scala" in res[0]["tests"][0]["stderr"]
 
 
 def test_languages(client: TestClient) -> None:
@@ -219,3 +220,15 @@ def test_assert_results_come_from_the_cache_the_second_time(client: TestClient) 
     assert [(p["verdict"], p["passed"]) for p in second] == [(p["verdict"], p["passed"]) for p in first]
     assert [(p["verdict"], p["passed"]) for p in first] == [("AC", 2), ("WA", 0), ("AC", 2)]
     assert second[2]["tests"][0]["stdout"] == first[2]["tests"][0]["stdout"] == "a\n"  # what the program printed
+
+
+def test_languages_lists_every_fusion_language_with_what_is_missing(client: TestClient) -> None:
+    listed = {entry["name"]: entry for entry in client.get("/v1/languages").json()}
+    assert set(languages.FUSION_LANGUAGES) <= set(listed)
+    assert set(languages.LANGUAGES) <= set(listed)
+    for name, entry in listed.items():
+        assert entry["available"] or entry["detail"].startswith("missing: "), entry
+        if languages.lookup(name) is None:
+            assert not entry["available"] and "a runner in this server" in entry["detail"]
+    body = client.post("/v1/execute", json={"language": "scala", "code": "object Main"}).json()
+    assert body["verdict"] == "SE" and "scala" in body["run"]["error"]

@@ -249,7 +249,8 @@ async def _run_test(
 
 @router.get("/languages", response_model=list[LanguageOut])
 async def list_languages(executor: ExecutorDep) -> list[LanguageOut]:
-    """What this server runs, and for each missing toolchain, what is missing."""
+    """Every language this server knows and every value of SandboxFusion's ``language``: whether it runs
+    here, and if not, what is missing (a toolchain, or a runner in this server)."""
     out = []
     for lang in languages.LANGUAGES.values():
         missing = executor.missing_tools(lang)
@@ -260,4 +261,8 @@ async def list_languages(executor: ExecutorDep) -> list[LanguageOut]:
                 compiled=lang.compile is not None, detail=detail,
             )
         )  # fmt: skip
+    for name in languages.FUSION_LANGUAGES:
+        if languages.lookup(name) is None:
+            detail = "missing: a runner in this server (SandboxFusion's language; no toolchain is packaged here)"
+            out.append(LanguageOut(name=name, aliases=[], available=False, compiled=False, detail=detail))
     return out

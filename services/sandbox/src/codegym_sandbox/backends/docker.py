@@ -77,8 +77,14 @@ class DockerWorker(AgentWorker):
         return container, raw
 
     async def _open(self) -> None:
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create))
         try:
-            self.container, raw = await asyncio.to_thread(self._create)
+            self.container, raw = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # Cancelled (the pool stops): the thread goes on, so what it makes is removed when it is done,
+            # never left running with its socket open.
+            creating.add_done_callback(_discard_created)
+            raise
         except Exception as exc:
             raise SandboxFault(f"docker: cannot start a container from {self.backend.spec.image!r}: {exc}") from exc
         raw.setblocking(False)
@@ -130,6 +136,15 @@ class DockerWorker(AgentWorker):
                 await asyncio.to_thread(container.remove, force=True)
         if self._pump is not None:
             await asyncio.gather(self._pump, return_exceptions=True)
+
+
+def _discard_created(done: asyncio.Future[tuple[Any, socket.socket]]) -> None:
+    if done.cancelled() or done.exception() is not None:
+        return
+    container, raw = done.result()
+    raw.close()
+    with contextlib.suppress(Exception):
+        container.remove(force=True)
 
 
 class DockerBackend(WorkerPool):

@@ -116,6 +116,7 @@ class WorkerPool:
         self._lending: set[int] = set()  # lent slots being started
         self._idle_since: dict[int, float] = {}  # lent slot -> when its worker went back to the queue
         self._busy: set[AgentWorker] = set()
+        self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
         self._demand_seen: dict[AgentWorker, tuple[float, float]] = {}  # busy worker -> (when, demand_s())
         self.lent = 0  # lent slots started, in all
         self.restarts = 0
@@ -175,9 +176,11 @@ class WorkerPool:
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        # Let them end (a worker being started is killed on the way out), then kill what serves.
+        # Let them end (a worker being started is killed on the way out), then kill what serves, and again
+        # what was being replaced: a kill cancelled before it ran would leave its process and channel open.
         await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.gather(*(w.kill() for w in self._workers if w is not None), return_exceptions=True)
+        workers = {w for w in self._workers if w is not None} | self._doomed
+        await asyncio.gather(*(w.kill() for w in workers), return_exceptions=True)
 
     def _check_queue(self) -> None:
         if self._idle.empty() and self.waiting >= self.queue_size:
@@ -316,6 +319,7 @@ class WorkerPool:
         if worker.replaced or self._stopping:
             return
         worker.replaced = True
+        self._doomed.add(worker)
         # Take it out of the idle queue now, so that busy counts and the saturation check stay true.
         idle = [self._idle.get_nowait() for _ in range(self._idle.qsize())]
         for w in idle:
@@ -325,13 +329,17 @@ class WorkerPool:
             self._idle_since.pop(worker.slot, None)
             if self._workers[worker.slot] is worker:
                 self._workers[worker.slot] = None
-            self._spawn(worker.kill())
+            self._spawn(self._kill(worker))
             return
         self._spawn(self._restart(worker))
 
+    async def _kill(self, worker: AgentWorker) -> None:
+        await worker.kill()
+        self._doomed.discard(worker)
+
     async def _restart(self, worker: AgentWorker) -> None:
         self.restarts += 1
-        await worker.kill()
+        await self._kill(worker)
         slot = self.slots[worker.slot]
         delay = 0.1
         while not self._stopping:

@@ -260,7 +260,9 @@ class WorkerPool:
             runs_cpus = self._runs_cpus(now)  # before the checks below: every tick updates what was seen
             if not self._waiters or now - next(iter(self._waiters.values())) < LEND_AFTER_S:
                 continue
-            unused = idle_cpus if runs_cpus is None else len(cpu.cpus) - runs_cpus
+            # A worker idle while runs wait is about to take one (between two runs): it counts as computing,
+            # or a tick that falls in that gap would lend a worker to every waiting run.
+            unused = idle_cpus if runs_cpus is None else len(cpu.cpus) - runs_cpus - self._idle.qsize()
             if unused < LEND_IDLE_CPUS:
                 continue  # the runs compute: more of them at once would only share the same CPUs
             want = len(self._waiters) - len(self._lending)

@@ -56,28 +56,33 @@ class Zygote:
         self.sock = ours
 
     async def fork(self, stdin: int, stdout: int) -> int:
-        """A new agent on ``stdin`` and ``stdout`` (the zygote gets copies); its pid."""
+        """A new agent on ``stdin`` and ``stdout`` (the zygote gets copies); its pid. A zygote found dead
+        (killed, or gone with a broken pipe) is started again once, for this very fork."""
         async with self._lock:
             if self.closed:
                 raise SandboxFault("the local backend is stopping")
-            if self.proc is None or self.proc.returncode is not None or self.sock is None:
+            for attempt in range(2):
+                if self.proc is None or self.proc.returncode is not None or self.sock is None:
+                    await self.stop()
+                    await self._start()
+                assert self.sock is not None
+                sock = self.sock
+                loop = asyncio.get_running_loop()
+                try:
+                    # A fork takes the zygote a millisecond or two: wait for it off the event loop.
+                    await loop.run_in_executor(None, socket.send_fds, sock, [b"fork"], [stdin, stdout])
+                    answer = await loop.run_in_executor(None, sock.recv, 4)
+                except OSError as exc:
+                    await self.stop()
+                    if attempt == 0:
+                        continue
+                    raise SandboxFault(f"the agent zygote went away: {exc}") from exc
+                if len(answer) == 4 and (pid := struct.unpack("<i", answer)[0]) > 0:
+                    return int(pid)
                 await self.stop()
-                await self._start()
-            assert self.sock is not None
-            sock = self.sock
-            loop = asyncio.get_running_loop()
-            try:
-                # A fork takes the zygote a millisecond or two: wait for it off the event loop.
-                await loop.run_in_executor(None, socket.send_fds, sock, [b"fork"], [stdin, stdout])
-                answer = await loop.run_in_executor(None, sock.recv, 4)
-            except OSError as exc:
-                await self.stop()
-                raise SandboxFault(f"the agent zygote went away: {exc}") from exc
-        if len(answer) != 4 or struct.unpack("<i", answer)[0] <= 0:
-            await self.stop()
-            raise SandboxFault("the agent zygote could not fork")
-        pid: int = struct.unpack("<i", answer)[0]
-        return pid
+                if attempt == 1 or answer:  # a fork that failed, not a zygote that died
+                    raise SandboxFault("the agent zygote could not fork")
+        raise SandboxFault("the agent zygote could not fork")  # not reached: the loop returns or raises
 
     async def close(self) -> None:
         """Stop the zygote for good (the backend stops)."""

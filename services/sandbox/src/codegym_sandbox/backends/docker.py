@@ -44,6 +44,7 @@ class DockerWorker(AgentWorker):
         self.container: Any = None
         self._writer: asyncio.StreamWriter | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._raw: socket.socket | None = None
         self._gone = asyncio.Event()
 
     def _create(self) -> tuple[Any, socket.socket]:
@@ -81,12 +82,17 @@ class DockerWorker(AgentWorker):
         try:
             self.container, raw = await asyncio.shield(creating)
         except asyncio.CancelledError:
-            # Cancelled (the pool stops): the thread goes on, so what it makes is removed when it is done,
-            # never left running with its socket open.
-            creating.add_done_callback(_discard_created)
+            # Cancelled (the pool stops): the thread goes on. Wait for it (a container start, a second or
+            # so) and remove what it made: the loop may be gone by the time it ends otherwise, and its
+            # container would run on with its socket open.
+            with contextlib.suppress(Exception):
+                container, made = await creating
+                made.close()
+                await asyncio.to_thread(container.remove, force=True)
             raise
         except Exception as exc:
             raise SandboxFault(f"docker: cannot start a container from {self.backend.spec.image!r}: {exc}") from exc
+        self._raw = raw  # closed by kill() whatever happens next (the transport closes it too, when there is one)
         raw.setblocking(False)
         stream, self._writer = await asyncio.open_connection(sock=raw, limit=1 << 20)
         self.reader = asyncio.StreamReader(limit=1 << 20)
@@ -130,21 +136,14 @@ class DockerWorker(AgentWorker):
             # Let the transport really close its socket before the loop may stop (server shutdown).
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._writer.wait_closed(), 5)
+        if self._raw is not None:
+            self._raw.close()
         container, self.container = self.container, None
         if container is not None:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(container.remove, force=True)
         if self._pump is not None:
             await asyncio.gather(self._pump, return_exceptions=True)
-
-
-def _discard_created(done: asyncio.Future[tuple[Any, socket.socket]]) -> None:
-    if done.cancelled() or done.exception() is not None:
-        return
-    container, raw = done.result()
-    raw.close()
-    with contextlib.suppress(Exception):
-        container.remove(force=True)
 
 
 class DockerBackend(WorkerPool):

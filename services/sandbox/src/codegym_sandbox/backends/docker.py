@@ -42,7 +42,6 @@ class DockerWorker(AgentWorker):
         super().__init__(slot, config)
         self.backend = backend
         self.container: Any = None
-        self._writer: asyncio.StreamWriter | None = None
         self._pump: asyncio.Task[None] | None = None
         self._raw: socket.socket | None = None
         self._gone = asyncio.Event()
@@ -94,7 +93,7 @@ class DockerWorker(AgentWorker):
             raise SandboxFault(f"docker: cannot start a container from {self.backend.spec.image!r}: {exc}") from exc
         self._raw = raw  # closed by kill() whatever happens next (the transport closes it too, when there is one)
         raw.setblocking(False)
-        stream, self._writer = await asyncio.open_connection(sock=raw, limit=1 << 20)
+        stream, self.writer = await asyncio.open_connection(sock=raw, limit=1 << 20)
         self.reader = asyncio.StreamReader(limit=1 << 20)
         self._pump = asyncio.get_running_loop().create_task(self._demux(stream, self.reader))
 
@@ -115,14 +114,6 @@ class DockerWorker(AgentWorker):
             out.feed_eof()
             self._gone.set()
 
-    def _write(self, data: bytes) -> None:
-        assert self._writer is not None
-        self._writer.write(data)
-
-    async def _drain(self) -> None:
-        assert self._writer is not None
-        await self._writer.drain()
-
     @property
     def alive(self) -> bool:
         return self.container is not None and not self._gone.is_set()
@@ -131,11 +122,11 @@ class DockerWorker(AgentWorker):
         await self._gone.wait()
 
     async def kill(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        if self.writer is not None:
+            self.writer.close()
             # Let the transport really close its socket before the loop may stop (server shutdown).
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._writer.wait_closed(), 5)
+                await asyncio.wait_for(self.writer.wait_closed(), 5)
         if self._raw is not None:
             self._raw.close()
         container, self.container = self.container, None

@@ -100,7 +100,8 @@ class LocalBackend(WorkerPool):
         self.forking = pidfds_work()
 
     async def start(self) -> None:
-        await self._compile_agent()
+        if not self.forking:
+            await self._compile_agent()
         await super().start()
 
     async def stop(self) -> None:
@@ -108,10 +109,11 @@ class LocalBackend(WorkerPool):
         await self.zygote.close()
 
     async def _compile_agent(self) -> None:
-        """Byte-compile the agent's modules for its interpreter once, here: agents run with
-        PYTHONDONTWRITEBYTECODE (as programs do), and the server never imports most of them, so otherwise
-        every agent would compile them again (about a third of what starting one costs, and slots are
-        started while runs wait). Where the package is read-only, it was compiled when it was installed."""
+        """Byte-compile the agent's modules for its interpreter once, here, where each agent is an interpreter
+        of its own: agents run with PYTHONDONTWRITEBYTECODE (as programs do), and the server never imports
+        most of them, so otherwise every agent would compile them again (about a third of what starting one
+        costs). Forked agents need none of it: the zygote compiled them once. Where the package is read-only,
+        it was compiled when it was installed."""
         proc = await asyncio.create_subprocess_exec(
             self.python, "-s", "-S", "-m", "compileall", "-q", str(SOURCE / "codegym_sandbox" / "agent"),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, cwd="/",

@@ -288,13 +288,19 @@ class WorkerPool:
             wanted += 1.0 if seen is None else max(demand - seen[1], 0.0) / max(now - seen[0], 1e-3)
         return wanted
 
+    @staticmethod
+    async def _start_worker(worker: AgentWorker) -> None:
+        """``worker.start()``; cancelled meanwhile (the pool is stopping), it leaves nothing behind."""
+        try:
+            await worker.start()
+        except asyncio.CancelledError:
+            await asyncio.shield(worker.kill())
+            raise
+
     async def _start_lent(self, slot: int) -> None:
         worker = self.make_worker(slot)
         try:
-            await worker.start()
-        except asyncio.CancelledError:  # the pool is stopping: leave nothing of it behind
-            await asyncio.shield(worker.kill())
-            raise
+            await self._start_worker(worker)
         except Exception as exc:
             self.slots[slot].last_error = str(exc)
             log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
@@ -347,10 +353,7 @@ class WorkerPool:
         while not self._stopping:
             fresh = self.make_worker(worker.slot)
             try:
-                await fresh.start()
-            except asyncio.CancelledError:  # the pool is stopping: leave nothing of it behind
-                await asyncio.shield(fresh.kill())
-                raise
+                await self._start_worker(fresh)
             except Exception as exc:
                 slot.failures += 1
                 slot.last_error = str(exc)

@@ -29,17 +29,12 @@ class AgentWorker:
         self.replaced = False  # set once a replacement is on its way: never hand this one a run again
         self.tools: dict[str, str | None] = {}
         self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
 
     # -- what a backend provides ------------------------------------------------------------------------
     async def _open(self) -> None:
-        """Start the agent and set :attr:`reader`; :meth:`_write` must work afterwards."""
+        """Start the agent and set :attr:`reader` and :attr:`writer`, its channel's two ends."""
         raise NotImplementedError
-
-    def _write(self, data: bytes) -> None:
-        raise NotImplementedError
-
-    async def _drain(self) -> None:
-        """Wait until what was written has gone out (flow control)."""
 
     @property
     def alive(self) -> bool:
@@ -58,6 +53,15 @@ class AgentWorker:
         return None
 
     # -- the protocol -----------------------------------------------------------------------------------
+    def _write(self, data: bytes) -> None:
+        assert self.writer is not None
+        self.writer.write(data)
+
+    async def _drain(self) -> None:
+        """Wait until what was written has gone out (flow control)."""
+        assert self.writer is not None
+        await self.writer.drain()
+
     async def start(self) -> None:
         await self._open()
         self._write(encode_frame({**self.config, "slot": self.slot}))
@@ -189,14 +193,7 @@ class ProcessWorker(AgentWorker):
             limit=1 << 20,
         )  # fmt: skip
         self.reader = self.proc.stdout
-
-    def _write(self, data: bytes) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write(data)
-
-    async def _drain(self) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        await self.proc.stdin.drain()
+        self.writer = self.proc.stdin
 
     @property
     def pid(self) -> int:

@@ -109,7 +109,6 @@ class ForkedWorker(AgentWorker):
         self.pid = 0
         self._pidfd = -1
         self._exited = asyncio.Event()
-        self._writer: asyncio.StreamWriter | None = None
         self._read_transport: asyncio.ReadTransport | None = None
 
     async def _open(self) -> None:
@@ -140,7 +139,7 @@ class ForkedWorker(AgentWorker):
             lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
             open(to_agent_w, "wb", 0),  # noqa: SIM115
         )
-        self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
     def _on_exit(self) -> None:
         loop = asyncio.get_running_loop()
@@ -148,14 +147,6 @@ class ForkedWorker(AgentWorker):
         os.close(self._pidfd)
         self._pidfd = -1
         self._exited.set()
-
-    def _write(self, data: bytes) -> None:
-        assert self._writer is not None
-        self._writer.write(data)
-
-    async def _drain(self) -> None:
-        assert self._writer is not None
-        await self._writer.drain()
 
     @property
     def alive(self) -> bool:
@@ -172,9 +163,9 @@ class ForkedWorker(AgentWorker):
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
             await self._exited.wait()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
         if self._read_transport is not None:
             self._read_transport.close()
             self._read_transport = None

@@ -36,15 +36,8 @@ class RunCallback(TrainerCallback):
             return None
         point = self.evaluator(model, step)
         self.sink.write(step, point.metrics(), kind="eval")
-        self.display.evaluation(step, point.pass_at_1, point.solved, point.tasks)
-        log.info(
-            "held-out pass@1 at step %d: %.3f (%d/%d, %.0fs)",
-            step,
-            point.pass_at_1,
-            point.solved,
-            point.tasks,
-            point.seconds,
-        )
+        self.display.evaluation(step, point.describe())
+        log.info("held-out pass@1 at step %d: %s, %.0fs", step, point.describe(), point.seconds)
         return point
 
     def on_train_begin(

@@ -100,6 +100,13 @@ class TrainConfig(BaseSettings):
     eval_interval: int = Field(10, ge=0, description="Evaluate every N steps (0: only before and after training).")
     eval_max_new_tokens: int = Field(192, ge=8, description="Most tokens generated per held-out answer (greedy).")
     eval_batch_size: int = Field(8, ge=1, description="Held-out prompts generated at once.")
+    eval_samples: int = Field(
+        0,
+        ge=0,
+        description="Sampled answers per held-out problem besides the greedy one (sampled pass@1 with an "
+        "interval; 0: greedy only).",
+    )
+    eval_temperature: float = Field(0.8, gt=0, description="Sampling temperature of the held-out samples.")
     skip_eval: bool = Field(False, description="No held-out evaluation at all.")
     # output, checkpoints, logs
     output_dir: Path = Field(Path("runs/grpo"), description="Checkpoints, logs, final model and summary.")

@@ -1,24 +1,32 @@
 """pass@1 on held-out tasks with the policy being trained: before the first step, every N steps, at the end.
 
-Answers are generated greedily with transformers' ``generate`` from the live policy and judged by the
-evaluator's ``evaluate_completions``, so a training reward and an evaluation judge a program the same way.
+Each evaluation generates one greedy answer per task and, with ``samples``, that many sampled ones
+(``temperature``), from the live policy with transformers' ``generate``; the evaluator's
+``evaluate_completions`` judges them, so a training reward and an evaluation judge a program the same way.
+Greedy pass@1 moves by whole problems; the sampled pass@1 (the mean of each problem's pass rate) is the
+smoother estimate, and both carry a bootstrap interval over problems. Every answer is written beside the
+metrics (``evaluations/step_NNNNN.jsonl``) so a person can read what changed between two points.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
 from codegym_evaluator.evaluate import EvalSummary, evaluate_completions
-from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from .stats import Interval, bootstrap_interval
 from .tasks import prompt_of
 
 log = logging.getLogger("codegym.trainer")
@@ -26,7 +34,7 @@ log = logging.getLogger("codegym.trainer")
 
 @dataclass(frozen=True)
 class EvalPoint:
-    """One evaluation of the time series."""
+    """One evaluation of the time series. ``pass_at_1``, ``solved`` and ``verdicts`` are the greedy answers'."""
 
     step: int
     pass_at_1: float
@@ -35,6 +43,12 @@ class EvalPoint:
     sandbox_errors: int
     verdicts: dict[str, int]
     seconds: float
+    interval: tuple[float, float] | None = None
+    samples: int = 0
+    sampled_pass_at_1: float | None = None
+    sampled_interval: tuple[float, float] | None = None
+    sampled_verdicts: dict[str, int] = field(default_factory=dict)
+    answers: str | None = None
 
     def metrics(self) -> dict[str, float]:
         """The point as logged metrics."""
@@ -44,8 +58,37 @@ class EvalPoint:
             "eval/sandbox_errors": float(self.sandbox_errors),
             "eval/seconds": self.seconds,
         }
+        if self.interval is not None:
+            out["eval/pass@1_low"], out["eval/pass@1_high"] = self.interval
         out.update({f"eval/verdicts/{k}": float(v) for k, v in self.verdicts.items()})
+        if self.sampled_pass_at_1 is not None:
+            out["eval/sampled_pass@1"] = self.sampled_pass_at_1
+            if self.sampled_interval is not None:
+                out["eval/sampled_pass@1_low"], out["eval/sampled_pass@1_high"] = self.sampled_interval
+            out.update({f"eval/sampled_verdicts/{k}": float(v) for k, v in self.sampled_verdicts.items()})
         return out
+
+    def describe(self) -> str:
+        """One line: greedy pass@1 with its interval, and the sampled one where there is one."""
+        text = f"{self.pass_at_1:.3f}"
+        if self.interval is not None:
+            text += f" [{self.interval[0]:.3f}, {self.interval[1]:.3f}]"
+        text += f" greedy ({self.solved}/{self.tasks})"
+        if self.sampled_pass_at_1 is not None:
+            text += f", {self.sampled_pass_at_1:.3f}"
+            if self.sampled_interval is not None:
+                text += f" [{self.sampled_interval[0]:.3f}, {self.sampled_interval[1]:.3f}]"
+            text += f" sampled (n={self.samples})"
+        return text
+
+
+def _texts(tokenizer: PreTrainedTokenizerBase, batch: list[Task], chat: bool) -> list[str]:
+    if chat:
+        return [
+            str(tokenizer.apply_chat_template(prompt_of(t, chat=True), tokenize=False, add_generation_prompt=True))
+            for t in batch
+        ]
+    return [prompt_of(t, chat=False) for t in batch]
 
 
 @torch.no_grad()
@@ -57,37 +100,48 @@ def generate_answers(
     chat: bool,
     max_new_tokens: int,
     batch_size: int,
+    samples: int = 0,
+    temperature: float = 0.8,
+    seed: int = 0,
     on_batch: Callable[[int], None] | None = None,
 ) -> dict[str, list[str]]:
-    """One greedy answer per task, generated in batches (left-padded)."""
+    """Per task: the greedy answer first, then ``samples`` sampled ones, generated in batches (left-padded).
+
+    Sampling draws from a generator of its own seeded with ``seed``: the training run's random stream is
+    left where it was, and the same policy evaluated twice gives the same answers.
+    """
     was_training = model.training
     model.train(False)
     answers: dict[str, list[str]] = {}
+    devices = [model.device.index or 0] if model.device.type == "cuda" else []
     try:
         for start in range(0, len(tasks), batch_size):
             batch = tasks[start : start + batch_size]
-            if chat:
-                texts = [
-                    str(
-                        tokenizer.apply_chat_template(
-                            prompt_of(t, chat=True), tokenize=False, add_generation_prompt=True
-                        )
-                    )
-                    for t in batch
-                ]
-            else:
-                texts = [prompt_of(t, chat=False) for t in batch]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not chat)
-            enc = {k: v.to(model.device) for k, v in enc.items()}
-            out = model.generate(  # type: ignore[operator]
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=tokenizer.pad_token_id,
+            enc = tokenizer(
+                _texts(tokenizer, batch, chat), return_tensors="pt", padding=True, add_special_tokens=not chat
             )
-            new = out[:, enc["input_ids"].shape[1] :]
-            for task, ids in zip(batch, new, strict=True):
+            enc = {k: v.to(model.device) for k, v in enc.items()}
+            width = enc["input_ids"].shape[1]
+            out = model.generate(  # type: ignore[operator]
+                **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+            )
+            for task, ids in zip(batch, out[:, width:], strict=True):
                 answers[task.task_id] = [str(tokenizer.decode(ids, skip_special_tokens=True))]
+            if samples:
+                with torch.random.fork_rng(devices=devices):
+                    torch.manual_seed(seed + start)
+                    drawn = model.generate(  # type: ignore[operator]
+                        **enc,
+                        max_new_tokens=max_new_tokens,
+                        do_sample=True,
+                        temperature=temperature,
+                        top_p=1.0,
+                        top_k=0,
+                        num_return_sequences=samples,
+                        pad_token_id=tokenizer.pad_token_id,
+                    )
+                for i, ids in enumerate(drawn[:, width:]):
+                    answers[batch[i // samples].task_id].append(str(tokenizer.decode(ids, skip_special_tokens=True)))
             if on_batch is not None:
                 on_batch(len(batch))
     finally:
@@ -105,8 +159,43 @@ def score_answers(tasks: list[Task], answers: dict[str, list[str]], make_scorer:
     return asyncio.run(judge())
 
 
+def _judged(scores: list[Score]) -> list[Score]:
+    return [s for s in scores if not s.sandbox_error]
+
+
+def _answer_row(answer: str, score: Score) -> dict[str, Any]:
+    return {"answer": answer, "verdict": score.verdict, "passed": score.passed, "total": score.total}
+
+
+def write_answers(
+    path: Path, step: int, tasks: list[Task], answers: dict[str, list[str]], summary: EvalSummary
+) -> Path:
+    """One JSON line per task: the problem, the greedy answer and each sampled one with its verdict."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as out:
+        for task in tasks:
+            result = summary.per_task.get(task.task_id)
+            if result is None:
+                continue
+            texts = answers[task.task_id]
+            rows = [_answer_row(a, s) for a, s in zip(texts, result.scores, strict=True)]
+            line = {
+                "step": step,
+                "task_id": task.task_id,
+                "problem": task.prompt,
+                "greedy": rows[0],
+                "samples": rows[1:],
+            }
+            out.write(json.dumps(line) + "\n")
+    return path
+
+
+def _bounds(interval: Interval) -> tuple[float, float]:
+    return (round(interval.low, 4), round(interval.high, 4))
+
+
 class HeldOutEvaluator:
-    """Runs the held-out evaluation and keeps its time series."""
+    """Runs the held-out evaluation, keeps its time series and writes each point's answers under ``answers_dir``."""
 
     def __init__(
         self,
@@ -117,6 +206,10 @@ class HeldOutEvaluator:
         chat: bool,
         max_new_tokens: int,
         batch_size: int,
+        samples: int = 0,
+        temperature: float = 0.8,
+        seed: int = 0,
+        answers_dir: Path | None = None,
     ) -> None:
         self.tasks = tasks
         self.tokenizer = tokenizer
@@ -124,6 +217,10 @@ class HeldOutEvaluator:
         self.chat = chat
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
+        self.samples = samples
+        self.temperature = temperature
+        self.seed = seed
+        self.answers_dir = answers_dir
         self.points: list[EvalPoint] = []
 
     def __call__(self, model: Any, step: int, on_batch: Callable[[int], None] | None = None) -> EvalPoint:
@@ -136,20 +233,38 @@ class HeldOutEvaluator:
             chat=self.chat,
             max_new_tokens=self.max_new_tokens,
             batch_size=self.batch_size,
+            samples=self.samples,
+            temperature=self.temperature,
+            seed=self.seed,
             on_batch=on_batch,
         )
         summary = score_answers(self.tasks, answers, self.make_scorer)
-        solved = sum(r.correct for r in summary.per_task.values())
-        point = EvalPoint(
-            step=step,
-            pass_at_1=summary.pass_at_k.get(1, 0.0),
-            solved=solved,
-            tasks=len(self.tasks),
-            sandbox_errors=summary.sandbox_errors,
-            verdicts=dict(summary.verdict_counts),
-            seconds=time.perf_counter() - start,
-        )
+        point = self._point(step, summary, time.perf_counter() - start)
+        if self.answers_dir is not None:
+            path = write_answers(self.answers_dir / f"step_{step:05d}.jsonl", step, self.tasks, answers, summary)
+            point = replace(point, answers=str(path))
         if point.sandbox_errors:
             log.warning("held-out evaluation at step %d: %d sandbox errors left out", step, point.sandbox_errors)
         self.points.append(point)
         return point
+
+    def _point(self, step: int, summary: EvalSummary, seconds: float) -> EvalPoint:
+        greedy = {tid: r.scores[0] for tid, r in summary.per_task.items()}
+        judged = [float(s.verdict == "AC") for s in greedy.values() if not s.sandbox_error]
+        sampled = [r.scores[1:] for r in summary.per_task.values()]
+        rates = [sum(s.verdict == "AC" for s in ok) / len(ok) for ok in map(_judged, sampled) if ok]
+        sandbox_errors = sum(s.sandbox_error for r in summary.per_task.values() for s in r.scores)
+        return EvalPoint(
+            step=step,
+            pass_at_1=sum(judged) / len(judged) if judged else 0.0,
+            solved=int(sum(judged)),
+            tasks=len(self.tasks),
+            sandbox_errors=sandbox_errors,
+            verdicts=dict(sorted(Counter(s.verdict for s in greedy.values()).items())),
+            seconds=seconds,
+            interval=_bounds(bootstrap_interval(judged, seed=step)) if judged else None,
+            samples=self.samples,
+            sampled_pass_at_1=sum(rates) / len(rates) if rates else None,
+            sampled_interval=_bounds(bootstrap_interval(rates, seed=step)) if rates else None,
+            sampled_verdicts=dict(sorted(Counter(s.verdict for group in sampled for s in group).items())),
+        )

@@ -72,8 +72,8 @@ class ProgressDisplay:
         else:
             self.console.print("  ".join(f"{k} {v}" for k, v in self.row.items()), highlight=False)
 
-    def evaluation(self, step: int, pass_at_1: float, solved: int, tasks: int) -> None:
-        self.eval_line = f"held-out pass@1 at step {step}: {pass_at_1:.3f} ({solved}/{tasks})"
+    def evaluation(self, step: int, result: str) -> None:
+        self.eval_line = f"held-out pass@1 at step {step}: {result}"
         if self._live is not None:
             self._live.update(self._render())
         else:

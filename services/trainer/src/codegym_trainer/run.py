@@ -173,6 +173,10 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
                     chat=chat,
                     max_new_tokens=config.eval_max_new_tokens,
                     batch_size=config.eval_batch_size,
+                    samples=config.eval_samples,
+                    temperature=config.eval_temperature,
+                    seed=config.seed,
+                    answers_dir=config.output_dir / "evaluations",
                 )
                 if heldout
                 else None

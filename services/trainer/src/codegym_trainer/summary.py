@@ -57,8 +57,15 @@ class RunSummary:
         out = [
             f"steps: {self.steps} in {self.seconds / 60:.1f} min",
             f"mean reward, first quarter -> last quarter: {_mean(first):.3f} -> {_mean(last):.3f}",
-            f"held-out pass@1 before -> after: {pct(self.pass_before)} -> {pct(self.pass_after)}",
         ]
+        if len(self.evals) > 1:
+            before, after = self.evals[0], self.evals[-1]
+            out.append(f"held-out pass@1 before: {before.describe()}")
+            out.append(f"held-out pass@1 after:  {after.describe()}")
+            out.append(f"greedy verdicts before -> after: {verdict_shift(before.verdicts, after.verdicts)}")
+            out.append(caution(before, after))
+        else:
+            out.append(f"held-out pass@1 before -> after: {pct(self.pass_before)} -> {pct(self.pass_after)}")
         if self.time_split:
             share = self.time_split.get("scoring_share", 0.0)
             out.append(
@@ -73,6 +80,32 @@ class RunSummary:
         if self.final_model:
             out.append(f"final model: {self.final_model}")
         return out
+
+
+def verdict_shift(before: dict[str, int], after: dict[str, int]) -> str:
+    """``AC 2 -> 7, CE 3 -> 0, ...``: every verdict either point saw."""
+    names = sorted(set(before) | set(after), key=lambda v: (v != "AC", v))
+    return ", ".join(f"{v} {before.get(v, 0)} -> {after.get(v, 0)}" for v in names)
+
+
+def caution(before: EvalPoint, after: EvalPoint) -> str:
+    """What one run's before/after can and cannot show, in one line."""
+    change = after.pass_at_1 - before.pass_at_1
+    ce_fixed = before.verdicts.get("CE", 0) - after.verdicts.get("CE", 0)
+    text = (
+        f"one run, one seed, {after.tasks} held-out problems: a change of one problem is {1 / max(1, after.tasks):.3f}"
+    )
+    overlap = (
+        before.interval is not None
+        and after.interval is not None
+        and before.interval[1] >= after.interval[0]
+        and after.interval[1] >= before.interval[0]
+    )
+    if overlap:
+        text += f"; the intervals overlap, so this {change:+.3f} does not show learning"
+    if ce_fixed > 0 and change > 0:
+        text += f"; {ce_fixed} fewer compile errors: part of any gain may be format, not correctness"
+    return text + " (bench/learning_curve.py measures over seeds)"
 
 
 def _mean(points: list[tuple[int, float]]) -> float:

@@ -55,3 +55,21 @@ def test_truncate_at_the_earliest_stop() -> None:
 
 def test_a_fence_closed_on_the_last_line_of_code() -> None:
     assert extract_code("```python\nprint(1)```\nmore text") == Extracted("print(1)", True)
+
+
+def test_a_tagged_fence_opens_a_block_and_never_closes_one() -> None:
+    # small models write an empty ``` line before ```python; pairing the fences the wrong way round ran
+    # empty programs in place of the answer
+    answer = "```\n\n```python\ndef cube(n):\n    return n ** 3\n```\n\nThis is the complete solution."
+    assert extract_code(answer) == Extracted("def cube(n):\n    return n ** 3", fenced=True)
+    twice = "```\n\n```python\ndef f():\n    return 1\n```\n\n```python\ndef f():\n    return 2\n```\n"
+    assert extract_code(twice).code == "def f():\n    return 2"
+    assert extract_code(twice, which="first").code == "def f():\n    return 1"
+    closed_on_code = "```python\nprint(1)```\nthen\n```python\nprint(2)```"
+    assert [extract_code(closed_on_code, which=w).code for w in ("first", "last")] == ["print(1)", "print(2)"]
+
+
+def test_a_truncated_answer_after_an_empty_fence_gives_the_tagged_body() -> None:
+    answer = "```\n\n```python\ndef add(a, b):\n    return a + b\n\nnumbers = ["
+    assert extract_code(answer) == Extracted("def add(a, b):\n    return a + b\n\nnumbers = [", fenced=False)
+    assert extract_code("```\nprint(3)\n").code == "print(3)\n"

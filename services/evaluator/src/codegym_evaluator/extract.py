@@ -12,10 +12,37 @@ from .sanitize import sanitize
 if TYPE_CHECKING:
     from .tasks import Task
 
-# A closed fence: ```lang (anything else on the line) newline, body, ``` (on its own line, or right after the
-# code: small models often close the fence on the last line of code).
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)\n?[ \t]*```", re.DOTALL | re.MULTILINE)
-_OPEN_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*)\Z", re.DOTALL | re.MULTILINE)
+# Fences are read line by line. A line of ``` with a language tag (and anything after it) opens a block; a
+# line of ``` without one closes it, and so does ``` at the end of a line of code (small models often close
+# the fence on the last line). A tagged ``` line never closes a block: small models often write an empty ```
+# line before ```python, which then opens the block in its place instead of pairing every later fence the
+# wrong way round.
+_OPENER = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)")
+_CLOSER = re.compile(r"^[ \t]*```(?![ \t]*[\w+#.-])")
+
+
+def fenced_blocks(completion: str) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+    """(tag, body) of every closed block, and of the block still open at the end (a truncated answer)."""
+    closed: list[tuple[str, str]] = []
+    tag: str | None = None
+    body: list[str] = []
+    for line in completion.split("\n"):
+        if tag is None:
+            if (m := _OPENER.match(line)) is not None:
+                tag, body = m.group(1), []
+        elif _CLOSER.match(line):
+            closed.append((tag, "\n".join(body)))
+            tag = None
+        elif (m := _OPENER.match(line)) is not None and m.group(1) and not any(b.strip() for b in body):
+            tag, body = m.group(1), []
+        elif line.rstrip().endswith("```"):
+            body.append(line.rstrip()[:-3])
+            closed.append((tag, "\n".join(body)))
+            tag = None
+        else:
+            body.append(line)
+    return closed, (tag, "\n".join(body)) if tag is not None else None
+
 
 _ALIASES = {
     "python": {"python", "py", "python3", "py3"},
@@ -50,7 +77,7 @@ def extract_code(completion: str, task: Task | None = None, *, which: Literal["f
     Extracted(code='print(1)', fenced=True)
     """
     language = task.language if task is not None else "python"
-    blocks = [(m.group(1), m.group(2)) for m in _FENCE.finditer(completion)]
+    blocks, still_open = fenced_blocks(completion)
     code: str
     fenced = False
     if blocks:
@@ -61,8 +88,8 @@ def extract_code(completion: str, task: Task | None = None, *, which: Literal["f
             defining = [b for b in candidates if re.search(rf"\b(def|class)\s+{re.escape(entry)}\b", b[1])]
             candidates = defining or candidates
         code = candidates[0][1] if which == "first" else candidates[-1][1]
-    elif (m := _OPEN_FENCE.search(completion)) is not None:
-        code = m.group(2)
+    elif still_open is not None:
+        code = still_open[1]
     else:
         code = completion
     if task is not None and task.kind in ("call", "assert") and task.entry_point and task.language == "python":

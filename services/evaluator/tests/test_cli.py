@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from codegym_evaluator.servers import free_port
 from codegym_evaluator.tasks import load_tasks
+from codegym_evaluator.tasks.hub import ROOT_ENV
 
 TASKS = load_tasks("humaneval", limit=3)
+HUB = Path(__file__).parent / "fixtures" / "hub"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "codegym_evaluator.cli", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "codegym_evaluator.cli", *args], capture_output=True, text=True, timeout=300, env=env
     )
 
 
@@ -38,6 +41,19 @@ def test_run_a_samples_file_with_a_sandbox_it_starts_itself(tmp_path: Path) -> N
     assert len((out / "results.jsonl").read_text().splitlines()) == 4
     again = cli(*args)  # resumed: nothing left to do, same answer
     assert again.returncode == 0 and len((out / "results.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_hub_dataset_from_a_copy_of_its_repository(tmp_path: Path) -> None:
+    # `--dataset apps` reads codeparrot/apps's test.jsonl where CODEGYM_HUB_ROOT says, as it reads the hub.
+    apps = load_tasks("apps", hub_root=HUB)
+    rows = [{"task_id": t.task_id, "completion": t.metadata["canonical_solution"]} for t in apps]
+    rows.append({"task_id": "APPS/4001", "completion": "print(0)\n"})
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["--dataset", "apps", "--samples", str(samples), "--output", str(tmp_path / "out"), "--sandbox-workers", "2"]
+    done = cli("run", *args, env={**os.environ, ROOT_ENV: str(HUB)})
+    assert done.returncode == 0, done.stderr
+    assert "4 tasks, 5 samples" in done.stdout and "verdicts: AC 4, WA 1" in done.stdout
 
 
 def test_bad_samples_name_the_line(tmp_path: Path) -> None:

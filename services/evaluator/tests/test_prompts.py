@@ -14,7 +14,7 @@ from codegym_evaluator.prompts import (
 )
 from codegym_evaluator.tasks import load_tasks
 
-FIXTURES = Path(__file__).parent / "fixtures"
+HUB = Path(__file__).parent / "fixtures" / "hub"
 
 
 def test_humaneval_base_models_continue_the_stub_and_chat_models_see_it_fenced() -> None:
@@ -29,7 +29,7 @@ def test_humaneval_base_models_continue_the_stub_and_chat_models_see_it_fenced()
 
 
 def test_stdin_and_starter_code_problems() -> None:
-    stdio, _, call, method = load_tasks("apps", path=FIXTURES / "apps.jsonl")
+    stdio, _, call, method = load_tasks("apps", hub_root=HUB)
     assert "reads from standard input and writes to standard output" in chat_messages(stdio)[1]["content"]
     assert base_prompt(stdio).endswith("```python\n") and stop_sequences(stdio, chat=False) == PROGRAM_STOPS
     # a base model continues the starter inside the open fence; what it writes is judged after the starter

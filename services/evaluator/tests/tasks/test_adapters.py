@@ -1,4 +1,8 @@
-"""Every dataset adapter on a small fixture in its hub schema, judged by a real sandbox."""
+"""Every dataset adapter on a copy of its hub repository (``fixtures/hub``), judged by a real sandbox.
+
+The copies hold the hub's file names and formats (see ``fixtures/hub/make_fixtures.py``); ``load_tasks``
+reads them through the same code that reads the hub, with the hub root pointed at them.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,12 @@ import pytest
 from codegym_evaluator.scoring import Scorer
 from codegym_evaluator.tasks import DatasetError, Task, load_tasks
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+HUB = Path(__file__).parent.parent / "fixtures" / "hub"
 SANDBOX = "http://sandbox"
+
+
+def hub_tasks(dataset: str, **kwargs: object) -> list[Task]:
+    return load_tasks(dataset, hub_root=HUB, **kwargs)  # type: ignore[arg-type]
 
 
 async def verdicts(transport: httpx.ASGITransport, task: Task, completions: list[str]) -> list[str]:
@@ -18,29 +26,28 @@ async def verdicts(transport: httpx.ASGITransport, task: Task, completions: list
         return [s.verdict for s in await scorer.score_group(task, completions)]
 
 
-def test_mbpp_full_and_sanitized() -> None:
-    full = load_tasks("mbpp", path=FIXTURES / "mbpp.jsonl")
-    assert [t.task_id for t in full] == ["Mbpp/2", "Mbpp/3", "Mbpp/4"]
-    assert [t.entry_point for t in full] == ["similar_elements", "is_not_prime", "heap_queue_largest"]
-    assert len(full[1].tests) == 3 and full[2].tests[0]["assert_code"].startswith("import heapq\n")
-    assert "Your code should pass these tests" in full[0].prompt and "similar_elements((3, 4" in full[0].prompt
-    sanitized = load_tasks("mbpp-sanitized", path=FIXTURES / "mbpp_sanitized.jsonl")
+def test_mbpp_full_and_sanitized_from_their_parquet_files() -> None:
+    (full,) = hub_tasks("mbpp")  # full/test-00000-of-00001.parquet
+    assert full.task_id == "Mbpp/11" and full.entry_point == "remove_Occ" and len(full.tests) == 3
+    assert "Your code should pass these tests" in full.prompt and 'remove_Occ("hello","l")' in full.prompt
+    prompt = hub_tasks("mbpp", split="prompt")  # full/prompt-00000-of-00001.parquet
+    assert [t.task_id for t in prompt] == ["Mbpp/2", "Mbpp/3", "Mbpp/4"]
+    assert [t.entry_point for t in prompt] == ["similar_elements", "is_not_prime", "heap_queue_largest"]
+    assert len(prompt[1].tests) == 3 and prompt[2].tests[0]["assert_code"].startswith("import heapq\n")
+    sanitized = hub_tasks("mbpp-sanitized")  # sanitized/test-00000-of-00001.parquet, not full/
     assert [t.entry_point for t in sanitized] == ["remove_Occ", "square_perimeter"]
     assert sanitized[1].tests[1]["assert_code"] == "import math\nassert math.isclose(square_perimeter(4.5), 18.0)"
 
 
 @pytest.mark.anyio
 async def test_mbpp_reference_code_passes(sandbox: httpx.ASGITransport) -> None:
-    tasks = load_tasks("mbpp", path=FIXTURES / "mbpp.jsonl") + load_tasks(
-        "mbpp-sanitized", path=FIXTURES / "mbpp_sanitized.jsonl"
-    )
-    for task in tasks:
+    for task in hub_tasks("mbpp-sanitized") + hub_tasks("mbpp", split="prompt"):
         got = await verdicts(sandbox, task, [task.metadata["canonical_solution"], "def nothing(): pass"])
         assert got == ["AC", "RE"], task.task_id
 
 
 def test_apps_kinds_difficulties_and_skipped_rows() -> None:
-    tasks = load_tasks("apps", path=FIXTURES / "apps.jsonl")
+    tasks = hub_tasks("apps")  # test.jsonl, whose rows number their problem in "id"
     assert [(t.task_id, t.kind, t.difficulty) for t in tasks] == [
         ("APPS/4001", "stdio", "introductory"),
         ("APPS/2", "stdio", "interview"),
@@ -50,16 +57,28 @@ def test_apps_kinds_difficulties_and_skipped_rows() -> None:
     call = tasks[2]
     assert call.entry_point == "count_vowels" and call.tests[0] == {"call": ["hello"], "expected": [2, "HELLO"]}
     assert call.metadata["starter_code"] == "def count_vowels(s):\n\t"
-    intro = load_tasks("apps", path=FIXTURES / "apps.jsonl", difficulty="introductory")
-    assert [t.task_id for t in intro] == ["APPS/4001", "APPS/4500"]
-    assert load_tasks("apps", path=FIXTURES / "apps.jsonl", difficulty="interview", limit=1)[0].task_id == "APPS/2"
+    assert tasks[0].prompt.startswith("You are given two integers a and b.")
+    assert tasks[0].tests == [
+        {"stdin": "1 2\n", "expected_stdout": "3\n"},
+        {"stdin": "10 -3\n", "expected_stdout": "7\n"},
+    ]
+    assert [t.task_id for t in hub_tasks("apps", split="train")] == ["APPS/0"]  # train.jsonl
+    assert [t.task_id for t in hub_tasks("apps", difficulty="introductory")] == ["APPS/4001", "APPS/4500"]
+    assert hub_tasks("apps", difficulty="interview", limit=1)[0].task_id == "APPS/2"
     with pytest.raises(DatasetError, match=r"no task of difficulty 'easy'.*competition, interview, introductory"):
-        load_tasks("apps", path=FIXTURES / "apps.jsonl", difficulty="easy")
+        hub_tasks("apps", difficulty="easy")
+
+
+def test_apps_rows_copied_through_its_script_name_the_problem_problem_id(tmp_path: Path) -> None:
+    # Copies made with the script (and its parquet conversions) call the column problem_id.
+    source = (HUB / "codeparrot" / "apps" / "test.jsonl").read_text()
+    (tmp_path / "apps.jsonl").write_text(source.replace('{"id": ', '{"problem_id": '))
+    assert [t.task_id for t in load_tasks("apps", path=tmp_path / "apps.jsonl")][:2] == ["APPS/4001", "APPS/2"]
 
 
 @pytest.mark.anyio
 async def test_apps_solutions_pass_in_every_format(sandbox: httpx.ASGITransport) -> None:
-    for task in load_tasks("apps", path=FIXTURES / "apps.jsonl"):
+    for task in hub_tasks("apps"):
         solution = f"Here is my answer:\n```python\n{task.metadata['canonical_solution']}```\n"
         got = await verdicts(sandbox, task, [solution, "```python\nprint(0)\n```"])
         assert got[0] == "AC", task.task_id
@@ -68,21 +87,34 @@ async def test_apps_solutions_pass_in_every_format(sandbox: httpx.ASGITransport)
 
 @pytest.mark.anyio
 async def test_code_contests(sandbox: httpx.ASGITransport) -> None:
-    tasks = load_tasks("code_contests", path=FIXTURES / "code_contests.jsonl")
+    tasks = hub_tasks("code_contests")  # data/test-00000-of-00001-<hash>.parquet: tests and limits are structs
     assert [(t.task_id, t.difficulty, len(t.tests)) for t in tasks] == [
         ("CodeContests/1000_A. Sum Of Two", "A", 3),
         ("CodeContests/1000_B. Reverse Words", "medium", 1),
     ]
-    assert tasks[1].metadata["time_limit_s"] == 1.5
+    assert tasks[0].tests[1] == {"stdin": "5 6\n", "expected_stdout": "11\n"}  # public, then private
+    assert tasks[1].metadata["time_limit_s"] == 1.5 and tasks[0].metadata["cf_rating"] == 800
     assert tasks[0].metadata["canonical_solution"].startswith("a, b = map")  # the Python 3 one
     for task in tasks:
         assert await verdicts(sandbox, task, [task.metadata["canonical_solution"], "print(1)"]) == ["AC", "WA"]
 
 
+def test_livecodebench_versions_pick_the_release_files() -> None:
+    def ids(version: str | None) -> list[str]:
+        return [t.task_id.split("/")[1] for t in hub_tasks("livecodebench", split=version)]
+
+    assert ids(None) == ids("release_latest") == ids("test") == ["abc001_a", "3001", "1990A"]
+    assert ids("release_v1") == ["abc001_a"]  # test.jsonl
+    assert ids("release_v2") == ["abc001_a", "3001"]  # test.jsonl, test2.jsonl
+    assert ids("v2") == ["3001"] and ids("v3") == ["1990A"]  # only what a release added
+    assert ids("v2_v3") == ["3001", "1990A"]
+
+
 @pytest.mark.anyio
 async def test_livecodebench_stdin_and_functional(sandbox: httpx.ASGITransport) -> None:
-    stdin, functional = load_tasks("livecodebench", path=FIXTURES / "livecodebench.jsonl")
+    stdin, functional, _ = hub_tasks("livecodebench")
     assert stdin.kind == "stdio" and [t["stdin"] for t in stdin.tests] == ["3\n", "4\n"]  # private ones decoded
+    assert stdin.prompt == "Read an integer N and print N squared." and stdin.metadata["platform"] == "atcoder"
     assert functional.kind == "assert" and functional.entry_point == "twoSum"
     assert functional.difficulty == "medium" and len(functional.tests) == 2
     assert await verdicts(sandbox, stdin, ["n = int(input())\nprint(n * n)", "print(9)"]) == ["AC", "WA"]
@@ -95,36 +127,60 @@ async def test_livecodebench_stdin_and_functional(sandbox: httpx.ASGITransport) 
     assert await verdicts(sandbox, functional, [two_sum, wrong]) == ["AC", "WA"]
 
 
-def test_a_hub_dataset_without_datasets_installed_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import builtins
+def test_taco_kinds_and_labels() -> None:
+    tasks = hub_tasks("taco")  # ALL/test-00000-of-00001.parquet
+    assert [(t.task_id, t.kind, t.entry_point, t.difficulty) for t in tasks] == [
+        ("TACO/0", "stdio", None, "EASY"),
+        ("TACO/1", "call", "add_binary", "EASY"),
+        ("TACO/2", "assert", "reverseWord", "MEDIUM"),  # a class Solution starter: asserts on the method
+    ]
+    stdio, call, method = tasks
+    assert stdio.tests[0] == {"stdin": "3\n1 5 2\n", "expected_stdout": "5\n"} and stdio.prompt.startswith("Given n")
+    assert call.tests[2] == {"call": [51, 12], "expected": "111111"}  # the expected value is unwrapped
+    assert stdio.metadata["tags"] == ["Sorting"] and stdio.metadata["skill_types"] == ["Sorting"]
+    assert stdio.metadata["source"] == "codeforces" and stdio.metadata["time_limit"] == "1 second"
+    assert method.metadata["tags"] == ["Strings", "Data Structures"]
+    assert method.metadata["starter_code"].startswith("#User function Template for python3\n\nclass Solution:")
+    assert [t.difficulty for t in hub_tasks("taco", split="train")] == ["UNKNOWN_DIFFICULTY"]  # ALL/train-*
+    assert [t.task_id for t in hub_tasks("taco", difficulty="MEDIUM")] == ["TACO/2"]
 
-    real_import = builtins.__import__
 
-    def no_datasets(name: str, *args: object, **kwargs: object) -> object:
-        if name == "datasets":
-            raise ImportError("No module named 'datasets'")
-        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+@pytest.mark.anyio
+async def test_taco_solutions_pass_and_wrong_ones_fail(sandbox: httpx.ASGITransport) -> None:
+    wrong = {
+        "stdio": "print(5)",
+        "call": "def add_binary(a, b):\n    return str(a + b)\n",
+        "assert": "class Solution:\n    def reverseWord(self, s):\n        return s\n",
+    }
+    for task in hub_tasks("taco"):
+        got = await verdicts(sandbox, task, [task.metadata["canonical_solution"], wrong[task.kind]])
+        assert got == ["AC", "WA"], task.task_id
 
-    monkeypatch.setattr(builtins, "__import__", no_datasets)
-    with pytest.raises(DatasetError, match=r"codegym-evaluator\[hub\].*--path"):
-        load_tasks("mbpp")
+
+def test_leetcode_rows_become_assert_tasks_on_the_method() -> None:
+    two_sum, reverse = hub_tasks("leetcode")  # LeetCodeDataset-test.jsonl
+    assert (two_sum.task_id, two_sum.kind, two_sum.entry_point, two_sum.difficulty) == (
+        "LeetCode/two-sum", "assert", "twoSum", "Easy",
+    )  # fmt: skip
+    assert two_sum.prompt.startswith("Given an array of integers nums and an integer target")
+    (test,) = two_sum.tests
+    assert test["assert_code"].startswith("def check(candidate):\n    assert candidate(nums = [2,7,11,15]")
+    assert test["assert_code"].endswith("\n\ncheck(Solution().twoSum)\n")
+    # the row's own imports and helpers run before the model's code; the model is shown the class to write
+    assert "def list_node(values: list):" in reverse.starter_code and "from typing import *" in reverse.starter_code
+    assert two_sum.metadata["starter_code"].startswith("class Solution:\n    def twoSum(self, nums: List[int]")
+    assert two_sum.metadata["tags"] == ["Array", "Hash Table"] and two_sum.metadata["question_id"] == 1
+    assert [t.task_id for t in hub_tasks("leetcode", split="train")] == ["LeetCode/add-two-integers"]
 
 
-def test_hub_ids_go_to_datasets_load_dataset(monkeypatch: pytest.MonkeyPatch) -> None:
-    import json
-    import sys
-    import types
-
-    calls: list[tuple[object, ...]] = []
-    rows = [json.loads(line) for line in (FIXTURES / "mbpp_sanitized.jsonl").read_text().splitlines()]
-
-    def load_dataset(path: str, name: str | None = None, *, split: str) -> list[dict[str, object]]:
-        calls.append((path, name, split))
-        return rows
-
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
-    tasks = load_tasks("mbpp-sanitized", limit=1)
-    assert calls == [("google-research-datasets/mbpp", "sanitized", "test")]
-    assert tasks[0].task_id == "Mbpp/11"
-    load_tasks("livecodebench", limit=0)
-    assert calls[-1] == ("livecodebench/code_generation_lite", None, "test")
+@pytest.mark.anyio
+async def test_leetcode_reference_passes_and_wrong_ones_fail(sandbox: httpx.ASGITransport) -> None:
+    two_sum, reverse = hub_tasks("leetcode")
+    constant = (
+        "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        return [0, 1]\n"
+    )
+    assert await verdicts(sandbox, two_sum, [two_sum.metadata["canonical_solution"], constant]) == ["AC", "WA"]
+    # linked lists: the tests build them with the row's list_node and compare with its is_same_list
+    unchanged = "class Solution:\n    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n" \
+        "        return head\n"  # fmt: skip
+    assert await verdicts(sandbox, reverse, [reverse.metadata["canonical_solution"], unchanged]) == ["AC", "WA"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .hub import HubFiles, HubLayout
 from .model import KINDS, Task, TaskKind, TestAdapter
 from .native import read_task_file, task_from_dict, write_task_file
 from .registry import DATASETS, DatasetSpec, load_tasks, register, select_tasks
@@ -12,6 +13,8 @@ __all__ = [
     "KINDS",
     "DatasetError",
     "DatasetSpec",
+    "HubFiles",
+    "HubLayout",
     "Task",
     "TaskKind",
     "TestAdapter",

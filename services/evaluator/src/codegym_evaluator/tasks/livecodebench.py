@@ -1,4 +1,14 @@
-"""LiveCodeBench code generation: stdin/stdout problems (AtCoder, Codeforces) and LeetCode-style ones."""
+"""LiveCodeBench code generation: stdin/stdout problems (AtCoder, Codeforces) and LeetCode-style ones.
+
+The hub repository ``livecodebench/code_generation_lite`` loads through a script
+(``code_generation_lite.py``) that reads one JSON-lines file per release at its root: ``test.jsonl`` holds
+release v1, ``test2.jsonl`` to ``test6.jsonl`` what v2 to v6 added. A version (the split, in codegym)
+picks files as the script's ``version_tag`` does: ``release_vN`` is v1 to vN, ``vN`` only what vN added,
+``vN_vM`` vN to vM, and ``release_latest`` (the default; ``test`` too) every release. A row:
+``question_title``, ``question_content``, ``platform``, ``question_id``, ``contest_id``,
+``contest_date``, ``starter_code``, ``difficulty``, ``public_test_cases`` (JSON), ``private_test_cases``
+(JSON, or base64 of zlib of a pickled JSON string) and ``metadata`` (JSON: ``func_name``).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +16,43 @@ import base64
 import io
 import json
 import pickle
+import re
 import zlib
 from typing import Any
 
 from .model import Task, TaskKind
+from .sources import DatasetError
 from .stdio import LEETCODE_PRELUDE, json_field, method_assert, stdio_tests
+
+LATEST = "release_latest"
+
+
+def release_file(version: int) -> str:
+    """The file holding what release ``version`` added."""
+    return "test.jsonl" if version == 1 else f"test{version}.jsonl"
+
+
+class VersionFiles:
+    """The files of a LiveCodeBench version, as the dataset's script maps its ``version_tag`` to files."""
+
+    repo = "livecodebench/code_generation_lite"
+
+    def files(self, split: str) -> tuple[str, ...]:
+        if split in (LATEST, "test"):
+            return ("test.jsonl", "test[0-9]*.jsonl")
+        if m := re.fullmatch(r"release_v([1-9]\d*)", split):
+            return tuple(release_file(v) for v in range(1, int(m[1]) + 1))
+        if m := re.fullmatch(r"v([1-9]\d*)", split):
+            return (release_file(int(m[1])),)
+        if (m := re.fullmatch(r"v([1-9]\d*)_v([1-9]\d*)", split)) and int(m[1]) < int(m[2]):
+            return tuple(release_file(v) for v in range(int(m[1]), int(m[2]) + 1))
+        raise DatasetError(
+            f"{self.repo} has no version {split!r}; use {LATEST}, release_vN (releases 1 to N), vN (only what"
+            " release N added) or vN_vM (releases N to M), e.g. release_v6, v6, v5_v6"
+        )
+
+
+HUB = VersionFiles()
 
 
 class _StringsOnly(pickle.Unpickler):

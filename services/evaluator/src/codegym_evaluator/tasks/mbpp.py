@@ -1,11 +1,22 @@
-"""MBPP, full (``text``, ``test_list``, ``test_setup_code``) and sanitized (``prompt``, ``test_imports``)."""
+"""MBPP, full (``text``, ``test_list``, ``test_setup_code``) and sanitized (``prompt``, ``test_imports``).
+
+The hub repository ``google-research-datasets/mbpp`` holds parquet files per configuration and split:
+``full/{train,test,validation,prompt}-00000-of-00001.parquet`` (``task_id``, ``text``, ``code``,
+``test_list``, ``test_setup_code``, ``challenge_test_list``) and the same four under ``sanitized/``
+(``source_file``, ``task_id``, ``prompt``, ``code``, ``test_imports``, ``test_list``).
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from .hub import HubFiles
 from .model import Task
+
+SPLITS = ("train", "test", "validation", "prompt")
+HUB_FULL = HubFiles("google-research-datasets/mbpp", ("full/{split}-*.parquet",), SPLITS)
+HUB_SANITIZED = HubFiles("google-research-datasets/mbpp", ("sanitized/{split}-*.parquet",), SPLITS)
 
 _CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:set\(|math\.isclose\(|abs\()?\s*([A-Za-z_]\w*)\s*\(")
 

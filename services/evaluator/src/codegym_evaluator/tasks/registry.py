@@ -6,14 +6,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import apps, code_contests, humaneval, leetcode, livecodebench, mbpp, taco
 from .apps import APPSAdapter
 from .code_contests import CodeContestsAdapter
+from .hub import HubLayout, read_repo
 from .humaneval import HumanEvalAdapter, packaged_path
+from .leetcode import LeetCodeAdapter
 from .livecodebench import LiveCodeBenchAdapter
 from .mbpp import MBPPAdapter
 from .model import Task, TestAdapter
 from .native import NativeAdapter, read_task_file
-from .sources import DatasetError, iter_jsonl, read_hub, read_local
+from .sources import DatasetError, iter_jsonl, read_local
+from .taco import TACOAdapter
 
 
 @dataclass(frozen=True)
@@ -22,8 +26,7 @@ class DatasetSpec:
 
     name: str
     adapter: TestAdapter
-    hub_id: str | None
-    hub_config: str | None = None
+    hub: HubLayout | None  # its files in its hub repository (see ``hub``)
     default_split: str = "test"
     offline: Callable[[], Path | None] | None = None  # a copy that ships with an installed package
 
@@ -36,12 +39,14 @@ def register(spec: DatasetSpec) -> None:
     DATASETS[spec.name] = spec
 
 
-register(DatasetSpec("humaneval", HumanEvalAdapter(), "openai/openai_humaneval", offline=packaged_path))
-register(DatasetSpec("mbpp", MBPPAdapter(), "google-research-datasets/mbpp", "full"))
-register(DatasetSpec("mbpp-sanitized", MBPPAdapter(), "google-research-datasets/mbpp", "sanitized"))
-register(DatasetSpec("apps", APPSAdapter(), "codeparrot/apps"))
-register(DatasetSpec("code_contests", CodeContestsAdapter(), "deepmind/code_contests"))
-register(DatasetSpec("livecodebench", LiveCodeBenchAdapter(), "livecodebench/code_generation_lite"))
+register(DatasetSpec("humaneval", HumanEvalAdapter(), humaneval.HUB, offline=packaged_path))
+register(DatasetSpec("mbpp", MBPPAdapter(), mbpp.HUB_FULL))
+register(DatasetSpec("mbpp-sanitized", MBPPAdapter(), mbpp.HUB_SANITIZED))
+register(DatasetSpec("apps", APPSAdapter(), apps.HUB))
+register(DatasetSpec("code_contests", CodeContestsAdapter(), code_contests.HUB))
+register(DatasetSpec("livecodebench", LiveCodeBenchAdapter(), livecodebench.HUB, default_split=livecodebench.LATEST))
+register(DatasetSpec("taco", TACOAdapter(), taco.HUB))
+register(DatasetSpec("leetcode", LeetCodeAdapter(), leetcode.HUB))
 register(DatasetSpec("jsonl", NativeAdapter(), None))
 
 
@@ -52,12 +57,15 @@ def load_tasks(
     limit: int | None = None,
     difficulty: str | None = None,
     path: str | Path | None = None,
+    hub_root: str | Path | None = None,
 ) -> list[Task]:
     """Tasks of a named dataset, from ``path`` when given (a file or directory), else offline or the hub.
 
     ``difficulty`` keeps tasks of that difficulty (APPS: introductory, interview, competition); ``limit``
     keeps the first tasks after filtering. A path ending in ``.jsonl`` is read in codegym's task format
-    when its rows have the task fields (``kind`` and ``tests``), else as rows of ``dataset``.
+    when its rows have the task fields (``kind`` and ``tests``), else as rows of ``dataset``. Without a
+    path, the dataset's files are read from ``hub_root`` (see ``hub.read_repo``: the hub, or a local
+    directory laid out as the hub; default ``$CODEGYM_HUB_ROOT``, else the hub).
     """
     spec = DATASETS.get(dataset)
     if spec is None:
@@ -72,10 +80,10 @@ def load_tasks(
             rows = read_local(path, split)
         elif spec.offline is not None and (local := spec.offline()) is not None:
             rows = read_local(local)
-        elif spec.hub_id is not None:
-            rows = read_hub(spec.hub_id, spec.hub_config, split)
+        elif spec.hub is not None:
+            rows = read_repo(spec.hub, split, hub_root)
         else:
-            raise DatasetError(f"dataset {dataset!r} has no hub id: pass a local file or directory")
+            raise DatasetError(f"dataset {dataset!r} has no hub repository: pass a local file or directory")
         tasks = [t for i, row in enumerate(rows) if (t := spec.adapter.to_task(row, i)) is not None]
     return select_tasks(tasks, difficulty=difficulty, limit=limit, dataset=dataset)
 

@@ -1,4 +1,4 @@
-"""Reading dataset rows: a local file or directory (offline clusters), or the Hugging Face hub."""
+"""Reading dataset rows from local files: JSON lines, JSON or parquet (a hub repository's files, see ``hub``)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield lineno, row
 
 
-def _read_file(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of one file, by its type (``ROW_SUFFIXES``)."""
     name = path.name
     if name.endswith((".jsonl", ".jsonl.gz")):
         return [row for _, row in iter_jsonl(path)]
@@ -71,24 +72,11 @@ def read_local(path: str | Path, split: str | None = None) -> list[dict[str, Any
     if not p.exists():
         raise DatasetError(f"{p}: no such file or directory")
     if p.is_file():
-        return _read_file(p)
+        return read_rows(p)
     files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(ROW_SUFFIXES))
     if split is not None:
         in_split = [f for f in files if f.name.startswith(split) or f.parent.name == split]
         files = in_split or files
     if not files:
         raise DatasetError(f"{p}: no data files ({', '.join(ROW_SUFFIXES)}) in this directory")
-    return [row for f in files for row in _read_file(f)]
-
-
-def read_hub(hub_id: str, config: str | None, split: str) -> list[dict[str, Any]]:
-    """Rows of a hub dataset through ``datasets.load_dataset`` (the optional ``hub`` extra)."""
-    try:
-        import datasets  # type: ignore[import-not-found, import-untyped, unused-ignore]
-    except ImportError:
-        raise DatasetError(
-            f"loading {hub_id!r} from the hub needs the `datasets` package: pip install 'codegym-evaluator[hub]'"
-            " (or pass a local file or directory with --path)"
-        ) from None
-    ds = datasets.load_dataset(hub_id, config, split=split)
-    return [dict(row) for row in ds]
+    return [row for f in files for row in read_rows(f)]

@@ -16,11 +16,14 @@ class RunConfig:
     """One evaluation: which tasks, where completions come from, how they are judged, where results go."""
 
     dataset: str = opt("humaneval", "dataset name: humaneval, mbpp, mbpp-sanitized, apps, code_contests, "
-                       "livecodebench, or jsonl (codegym's task format, with --path)")  # fmt: skip
+                       "livecodebench, taco, leetcode, or jsonl (codegym's task format, with --path); read from "
+                       "the hub, or from a copy laid out as the hub under $CODEGYM_HUB_ROOT")  # fmt: skip
     path: str | None = opt(None, "local file or directory with the dataset's rows (offline clusters)")
-    split: str | None = opt(None, "dataset split (default: the dataset's test split)")
+    split: str | None = opt(None, "dataset split (default: the dataset's test split); for livecodebench a "
+                            "version: release_latest (default), release_vN, vN or vN_vM")  # fmt: skip
     limit: int | None = opt(None, "evaluate only the first N tasks")
-    difficulty: str | None = opt(None, "only tasks of this difficulty (APPS: introductory, interview, competition)")
+    difficulty: str | None = opt(None, "only tasks of this difficulty (APPS: introductory, interview, competition; "
+                                 "TACO: EASY to VERY_HARD; LeetCode: Easy, Medium, Hard)")  # fmt: skip
     samples: str | None = opt(None, "JSONL of {task_id, completion} to judge instead of asking a model")
     base_url: str | None = opt(
         None,

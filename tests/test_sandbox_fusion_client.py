@@ -89,8 +89,8 @@ def test_files(endpoint: str) -> None:
 
 
 def test_sandbox_error_raises_in_client(endpoint: str) -> None:
-    with pytest.raises(Exception, match="scala"):
-        run(endpoint, code="object Main", language="scala")
+    with pytest.raises(Exception, match="julia"):
+        run(endpoint, code="println(1)", language="julia")
 
 
 def test_bad_request_raises_in_client(endpoint: str) -> None:

@@ -1,6 +1,9 @@
-"""Every language with a runner, end to end: read stdin, print, and keep working under a memory limit."""
+"""Every language with a runner, end to end: read stdin, print, and keep working under a memory limit; and
+programs that fail to compile or to run get CE and RE."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from codegym_sandbox import languages
@@ -34,28 +37,115 @@ PROGRAMS = {
         "declare const require: any;\nconst n: number = parseInt(require('fs').readFileSync(0, 'utf8'));\n"
         "console.log(2 * n);"
     ),
+    # Any object name: the one with a main method runs (upstream's programs call it Problem, or Main).
+    "scala": (
+        "object Problem {\n  def twice(n: Int): Int = 2 * n\n  def main(args: Array[String]): Unit =\n"
+        "    println(twice(scala.io.StdIn.readLine().trim.toInt))\n}\n"
+    ),
+    "kotlin": "fun main() {\n    val n = readLine()!!.trim().toInt()\n    println(2 * n)\n}\n",
+    "kotlin_script": "val n = readLine()!!.trim().toInt()\nprintln(2 * n)\n",
+    # MultiPL-E's usings; BigInteger needs System.Numerics, which the compile references.
+    "csharp": (
+        "using System;\nusing System.Numerics;\nusing System.Diagnostics;\nusing System.Collections.Generic;\n"
+        "using System.Linq;\nclass Problem {\n  static void Main(string[] args) {\n"
+        "    var n = BigInteger.Parse(Console.ReadLine().Trim());\n    Debug.Assert(n == 21);\n"
+        "    Console.WriteLine(new List<BigInteger> { n, n }.Aggregate((a, b) => a + b));\n  }\n}\n"
+    ),
+    # Its unit tests pass, then main runs.
+    "D_ut": (
+        "import std.stdio, std.conv, std.string;\nint twice(int n) { return 2 * n; }\n"
+        "unittest { assert(twice(2) == 4); }\nvoid main() { writeln(twice(readln().strip().to!int)); }\n"
+    ),
+    "verilog": (
+        'module tb;\n  integer n, r;\n  initial begin\n    r = $fscanf(32\'h8000_0000, "%d", n);\n'
+        '    $display("%0d", 2 * n);\n    $finish;\n  end\nendmodule\n'
+    ),
+    "racket": "#lang racket\n(displayln (* 2 (read)))\n",
 }
 # What a program prints when it ran right, where that is not "42" (pytest reports its own counts).
 EXPECTED = {"pytest": "2 passed"}
+# Programs that must fail, of the languages whose failures take more than an exit code to get right, with
+# their verdicts and what their stdout starts with: a compile error is CE where the language has a compile
+# step; a runtime error, a failing assert or unit test is RE, and what the program printed before it is kept,
+# with nothing of the runtime's own before it (Mono's log went to stdout).
+FAILING = {
+    "scala": [
+        ('object Main { def main(args: Array[String]): Unit = { val n: Int = "x" } }', "CE", ""),
+        (
+            'object Main { def main(args: Array[String]): Unit = { println("out"); println(Array(1)(3)) } }',
+            "RE",
+            "out\n",
+        ),
+    ],
+    "kotlin": [
+        ('fun main() { val n: Int = "x" }', "CE", ""),
+        ('fun main() { println("out"); println(IntArray(1)[3]) }', "RE", "out\n"),
+    ],
+    # A script compiles when it runs: its compile errors are runtime errors.
+    "kotlin_script": [
+        ('val n: Int = "x"\n', "RE", ""),
+        ('println("out")\nprintln(IntArray(1)[3])\n', "RE", "out\n"),
+    ],
+    "csharp": [
+        ('class P { static void Main() { int n = "x"; } }', "CE", ""),
+        ('class P { static void Main() { System.Console.WriteLine("out"); new int[1][3] = 1; } }', "RE", "out\n"),
+        # As under upstream's `dotnet run`: a failing Debug.Assert ends the program (Mono's would go on).
+        (
+            "using System.Diagnostics;\nclass P { static void Main() {\n"
+            '  System.Console.WriteLine("out"); Debug.Assert(1 + 1 == 3); System.Console.WriteLine("after"); } }',
+            "RE",
+            "out\n",
+        ),
+    ],
+    "D_ut": [
+        ('void main() { int x = "s"; }', "CE", ""),
+        ('import std.stdio;\nvoid main() { writeln("out"); int[] a = [1]; writeln(a[3]); }', "RE", "out\n"),
+        # A failing unit test ends the run before main.
+        ('import std.stdio;\nunittest { assert(1 + 1 == 3); }\nvoid main() { writeln("after"); }', "RE", ""),
+    ],
+    "verilog": [
+        ('module tb; initial begin $display("x") end endmodule', "CE", ""),
+        ('module top; initial $display("no tb"); endmodule', "CE", ""),  # upstream's top module is tb
+        ('module tb; initial begin $display("out"); $fatal(1, "failed"); end endmodule', "RE", "out\n"),
+    ],
+    "racket": [
+        ("#lang racket\n(define (f x)\n", "RE", ""),
+        ('#lang racket\n(displayln "out")\n(car \'())\n', "RE", "out\n"),
+    ],
+}
 
 
 def test_every_runner_has_a_program() -> None:
     assert set(PROGRAMS) == set(languages.LANGUAGES)
 
 
-@pytest.mark.parametrize("language", sorted(PROGRAMS))
-def test_language_runs_or_says_what_is_missing(client: TestClient, language: str) -> None:
+def execute(client: TestClient, language: str, code: str) -> dict[str, Any]:
+    """``POST /v1/execute`` of ``code`` on stdin "21"; the body. Runs fail with SE naming the missing toolchain
+    where the workers lack it (a container image has its own toolchains, as the server reports them)."""
     # A memory limit must not break runtimes that reserve address space for threads (JVM, node, Go).
     limits = {"memory_mb": 512, "compile_timeout_s": 60}
-    req = {"language": language, "code": PROGRAMS[language], "stdin": "21\n", "limits": limits}
+    req = {"language": language, "code": code, "stdin": "21\n", "limits": limits, "cache": False}
     r = client.post("/v1/execute", json=req)
     assert r.status_code == 200, r.text
-    body = r.json()
-    # What the workers have (a container image has its own toolchains), as the server reports it.
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def missing_toolchain(client: TestClient, language: str) -> str | None:
+    """What the workers lack to run ``language`` (the first tool /v1/languages names), or None."""
     listed = {entry["name"]: entry for entry in client.get("/v1/languages").json()}[language]
-    if not listed["available"]:
+    if listed["available"]:
+        return None
+    missing: str = listed["detail"].removeprefix("missing: ").split(", ")[0]
+    return missing
+
+
+@pytest.mark.parametrize("language", sorted(PROGRAMS))
+def test_language_runs_or_says_what_is_missing(client: TestClient, language: str) -> None:
+    body = execute(client, language, PROGRAMS[language])
+    missing = missing_toolchain(client, language)
+    if missing is not None:
         # This worker lacks the toolchain: the answer must say so, never a 500 or a hang.
-        missing = listed["detail"].removeprefix("missing: ").split(", ")[0]
         assert body["verdict"] == "SE" and missing in body["run"]["error"], body
     else:
         assert body["verdict"] == "AC", body
@@ -63,3 +153,26 @@ def test_language_runs_or_says_what_is_missing(client: TestClient, language: str
             assert EXPECTED[language] in body["run"]["stdout"], body
         else:
             assert body["run"]["stdout"].strip() == "42"
+
+
+@pytest.mark.parametrize(
+    ("language", "code", "verdict", "stdout"),
+    [(language, *case) for language, cases in FAILING.items() for case in cases],
+)
+def test_failing_program_gets_its_verdict(
+    client: TestClient, language: str, code: str, verdict: str, stdout: str
+) -> None:
+    body = execute(client, language, code)
+    missing = missing_toolchain(client, language)
+    if missing is not None:
+        assert body["verdict"] == "SE" and missing in body["run"]["error"], body
+        return
+    assert body["verdict"] == verdict, body
+    compiled = languages.LANGUAGES[language].compile is not None
+    if verdict == "CE":
+        assert compiled and body["run"] is None and body["compile"]["exit_code"] != 0, body
+        return
+    assert (body["compile"] is not None) == compiled and (not compiled or body["compile"]["verdict"] == "AC")
+    run = body["run"]
+    assert run["exit_code"] != 0 or run["signal"] is not None, body
+    assert run["stdout"].startswith(stdout) and "after" not in run["stdout"], body

@@ -16,8 +16,22 @@ def test_lookup_by_name_and_alias() -> None:
     assert languages.lookup("c++") is languages.LANGUAGES["cpp"]
     assert languages.lookup("lua") is languages.LANGUAGES["lua"]
     assert languages.lookup("ts") is languages.LANGUAGES["typescript"]
-    assert languages.lookup("scala") is None
+    assert languages.lookup("cs") is languages.LANGUAGES["csharp"]
+    assert languages.lookup("d") is languages.LANGUAGES["D_ut"]
+    assert languages.lookup("julia") is None
     assert languages.lookup("Python") is None
+
+
+def test_every_fusion_language_has_a_runner_or_a_reason() -> None:
+    without = [name for name in languages.FUSION_LANGUAGES if languages.lookup(name) is None]
+    assert sorted(without) == sorted(languages.WITHOUT_RUNNER)
+    assert {"julia", "swift"} <= set(without)
+
+
+def test_support_files_never_shadow_the_program() -> None:
+    for lang in languages.LANGUAGES.values():
+        assert lang.source not in lang.support
+    assert "main.exe.config" in languages.LANGUAGES["csharp"].support
 
 
 def test_tools() -> None:

@@ -147,7 +147,11 @@ class Executor:
     def language(self, name: str) -> languages.Language:
         lang = languages.lookup(name)
         if lang is None:
-            raise UnsupportedLanguage(f"language {name!r} is not supported by this server (see GET /v1/languages)")
+            why = languages.WITHOUT_RUNNER.get(name)
+            reason = f": {why}" if why else ""
+            raise UnsupportedLanguage(
+                f"language {name!r} is not supported by this server{reason} (see GET /v1/languages)"
+            )
         missing = self.missing_tools(lang)
         if missing:
             raise UnsupportedLanguage(f"language {name!r} needs {', '.join(missing)}, which is not installed here")
@@ -208,6 +212,7 @@ class Executor:
     ) -> tuple[StepResult | None, dict[str, tuple[bytes, int]]]:
         """Compile step (None for interpreted languages) and the files every run of the program gets."""
         sources = {name: (data, 0o644) for name, data in files.items()}
+        sources.update((name, (text.encode(), 0o644)) for name, text in lang.support.items())
         sources[lang.source] = (code.encode(), 0o644)
         if lang.compile is None:
             return None, sources

@@ -199,7 +199,7 @@ def test_unknown_language_is_422(client: TestClient) -> None:
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "language"]
 
 
-@pytest.mark.parametrize("language", ["scala", "go_test"])
+@pytest.mark.parametrize("language", ["julia", "go_test"])
 def test_language_without_runner_is_sandbox_error(client: TestClient, language: str) -> None:
     body = run_code(client, "1", language)
     assert body["status"] == "SandboxError" and repr(language) in body["message"]

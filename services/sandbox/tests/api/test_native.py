@@ -163,8 +163,8 @@ def test_compile_error_is_ce_for_every_program(client: TestClient) -> None:
 
 
 def test_evaluate_unknown_language(client: TestClient) -> None:
-    res = evaluate(client, language="scala", programs=["object Main"], tests=[{"expected_stdout": "1"}])
-    assert res[0]["verdict"] == "SE" and "scala" in res[0]["tests"][0]["stderr"]
+    res = evaluate(client, language="julia", programs=["println(1)"], tests=[{"expected_stdout": "1"}])
+    assert res[0]["verdict"] == "SE" and "julia" in res[0]["tests"][0]["stderr"]
 
 
 def test_languages(client: TestClient) -> None:
@@ -230,5 +230,6 @@ def test_languages_lists_every_fusion_language_with_what_is_missing(client: Test
         assert entry["available"] or entry["detail"].startswith("missing: "), entry
         if languages.lookup(name) is None:
             assert not entry["available"] and "a runner in this server" in entry["detail"]
-    body = client.post("/v1/execute", json={"language": "scala", "code": "object Main"}).json()
-    assert body["verdict"] == "SE" and "scala" in body["run"]["error"]
+    assert "no Julia" in listed["julia"]["detail"] and "no Swift" in listed["swift"]["detail"]
+    body = client.post("/v1/execute", json={"language": "julia", "code": "println(1)"}).json()
+    assert body["verdict"] == "SE" and "julia" in body["run"]["error"] and "no Julia" in body["run"]["error"]

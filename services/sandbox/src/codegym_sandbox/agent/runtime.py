@@ -36,11 +36,12 @@ NEW_ROOT = "/tmp"  # where the new root is put together (a tmpfs mounted over th
 # The base system: bound where a directory, made again where a link (into /usr, where /usr is merged).
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What programs and toolchains read of /etc: the dynamic linker's cache, name service and locale basics, the
-# alternatives (/usr/bin/java is a link through them) and the configuration of the JDK, Python, PHP and R.
+# alternatives (/usr/bin/java is a link through them) and the configuration of the JDK, Python, PHP, R, Mono
+# (its assembly map and machine.config) and Racket (where its installation and compiled libraries are).
 ETC = (
     "R", "alternatives", "debian_version", "gai.conf", "host.conf", "hosts", "inputrc", "java-*", "ld.so.cache",
-    "ld.so.conf", "ld.so.conf.d", "locale.alias", "localtime", "mime.types", "mtab", "nsswitch.conf",
-    "os-release", "php", "protocols", "python3*", "services", "timezone",
+    "ld.so.conf", "ld.so.conf.d", "locale.alias", "localtime", "mime.types", "mono", "mtab", "nsswitch.conf",
+    "os-release", "php", "protocols", "python3*", "racket", "services", "timezone",
 )  # fmt: skip
 # Users and groups as the runtime image has them (``{uid}``: the programs'): the host's accounts stay out.
 USERS = {

@@ -263,6 +263,6 @@ async def list_languages(executor: ExecutorDep) -> list[LanguageOut]:
         )  # fmt: skip
     for name in languages.FUSION_LANGUAGES:
         if languages.lookup(name) is None:
-            detail = "missing: a runner in this server (SandboxFusion's language; no toolchain is packaged here)"
+            detail = f"missing: a runner in this server ({languages.WITHOUT_RUNNER[name]})"
             out.append(LanguageOut(name=name, aliases=[], available=False, compiled=False, detail=detail))
     return out

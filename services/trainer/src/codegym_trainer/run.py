@@ -8,6 +8,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from rich.console import Console
@@ -68,6 +69,12 @@ def grpo_args(config: TrainConfig, platform: Platform) -> GRPOConfig:
     """TRL's configuration for this run on this platform."""
     micro, accumulation = per_device_batch(platform, config.batch_size * config.group_size)
     report_to = ["wandb"] if config.wandb_project else "none"
+    # transformers renamed gradient_checkpointing to activation_checkpointing within 5.x; both are supported
+    checkpointing = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in GRPOConfig.__dataclass_fields__
+        else "gradient_checkpointing"
+    )
     return GRPOConfig(
         output_dir=str(config.output_dir),
         max_steps=config.train_steps,
@@ -87,7 +94,7 @@ def grpo_args(config: TrainConfig, platform: Platform) -> GRPOConfig:
         disable_tqdm=True,
         bf16=platform.precision == "bf16",
         fp16=platform.precision == "fp16",
-        activation_checkpointing=platform.gradient_checkpointing,
+        **cast(dict[str, Any], {checkpointing: platform.gradient_checkpointing}),
         use_cpu=platform.kind == "cpu",
         use_vllm=platform.use_vllm,
         vllm_mode=platform.vllm_mode,

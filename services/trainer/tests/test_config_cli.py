@@ -84,3 +84,11 @@ def test_wandb_without_its_package_is_a_clear_error(capsys: pytest.CaptureFixtur
         pytest.skip("wandb is installed here: the missing-package message cannot be shown")
     assert main(["--wandb-project", "p", "--skip-eval", "--train-steps", "1"]) == 2
     assert "pip install 'codegym-trainer[wandb]'" in capsys.readouterr().err
+
+
+def test_dataset_help_names_every_dataset_of_the_registry() -> None:
+    from codegym_evaluator.tasks.registry import DATASETS
+
+    help_text = TrainConfig.model_fields["dataset"].description or ""
+    missing = [name for name in DATASETS if name not in help_text]
+    assert not missing, f"--dataset help does not name {missing}"

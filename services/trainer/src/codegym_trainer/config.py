@@ -55,7 +55,7 @@ class TrainConfig(BaseSettings):
     dataset: str = Field(
         BUILTIN_TRAIN,
         description=f"Training tasks: {BUILTIN_TRAIN!r} (shipped with the trainer) or a dataset of the evaluator's "
-        "registry (mbpp, apps, humaneval, code_contests, livecodebench, jsonl).",
+        "registry (mbpp, mbpp-sanitized, apps, taco, code_contests, livecodebench, leetcode, humaneval, jsonl).",
     )
     dataset_path: str | None = Field(None, description="Local file or directory to read --dataset from.")
     split: str | None = Field("train", description="Dataset split.")

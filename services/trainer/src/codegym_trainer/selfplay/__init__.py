@@ -1,11 +1,12 @@
-"""Self-play: two-role games (tic-tac-toe, Kuhn poker) played by one policy, and fixed opponents to measure it.
+"""Self-play: two-role games (tic-tac-toe, Kuhn poker) played by one policy, with role-conditioned advantages.
 
 ``games``: the game engines; ``opponents``: fixed players; ``arena``: playing batches of games and evaluating
-a policy against an opponent.
+a policy against an opponent; ``advantage``: per-(game, role) baselines.
 """
 
 from __future__ import annotations
 
+from .advantage import RoleBaselines, RoleConditionedAdvantage, merge_return_sums
 from .arena import Episode, Record, evaluate_against, play_games
 from .games import GAMES, GameState, KuhnPoker, TicTacToe, play
 from .opponents import KuhnEquilibrium, MinimaxOpponent, Opponent, RandomOpponent
@@ -20,8 +21,11 @@ __all__ = [
     "Opponent",
     "RandomOpponent",
     "Record",
+    "RoleBaselines",
+    "RoleConditionedAdvantage",
     "TicTacToe",
     "evaluate_against",
+    "merge_return_sums",
     "play",
     "play_games",
 ]

@@ -1,0 +1,178 @@
+"""``codegym-data``: data tools on the task library. ``transform`` rewrites reference solutions and keeps the
+rewrites that still pass their tests."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import textwrap
+import types
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .config import TransformConfig
+
+DESCRIPTION = """\
+Rewrite the reference solutions of a dataset of the task library with semantics-preserving transformations
+(for->while, renaming, if/else inversion, ...), run every rewritten program against the row's tests in the
+codegym sandbox, and keep those that still pass. Writes the kept rows as a codegym task file, which
+codegym-eval and codegym-train read with --dataset jsonl, and a report of what each transformation did.
+"""
+
+EPILOG = """\
+examples:
+  codegym-data transform --list
+  codegym-data transform --dataset humaneval --transform for_to_while,rename --seed 0 --out out/
+  codegym-data transform --dataset mbpp --path mbpp/ --transform all --sandbox-url http://127.0.0.1:8080
+  codegym-data transform --transform rename+invert_if+dead_code --include-original --out augmented/
+
+Output (--out DIR): tasks.jsonl (the kept rows, ids <task_id>#<transformation>, the rewritten program in
+metadata.canonical_solution), report.md and report.json (per transformation: rows, applied, not applicable,
+original fails, passed, dropped), dropped.jsonl (each rewrite not kept, with its verdict and code).
+Every flag is also an environment variable CODEGYM_DATA_<FIELD>.
+"""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _add_transform(sub: Any) -> None:
+    parser = sub.add_parser(
+        "transform",
+        help="rewrite reference solutions, verify them in the sandbox, write the kept rows and a report",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--list", action="store_true", help="List the transformations and what each does, then exit.")
+    for name, field in TransformConfig.model_fields.items():
+        annotation = _unwrap_optional(field.annotation)
+        default = field.get_default(call_default_factory=True)
+        shown = f" (default: {default})" if default not in (None, [], False) else ""
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": (field.description or "") + shown}
+        if annotation is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif typing.get_origin(annotation) is list:
+            kwargs.update(action="extend", nargs="+", metavar="URL")
+        elif annotation in (int, float, Path):
+            kwargs["type"] = annotation
+        parser.add_argument(_flag(name), dest=name, **kwargs)
+    parser.set_defaults(func=_transform)
+
+
+def list_transformations() -> str:
+    """The transformations, one paragraph each: name, summary, and the conditions from its docstring."""
+    from .transform import TRANSFORMATIONS
+
+    width = max(len(name) for name in TRANSFORMATIONS)
+    lines = [f"{name:<{width}}  {cls.summary}" for name, cls in TRANSFORMATIONS.items()]
+    lines += ["", "a+b composes a then b into one transformation. Details:"]
+    for name, cls in TRANSFORMATIONS.items():
+        doc = textwrap.dedent((cls.__doc__ or "").split("\n", 1)[-1]).strip().replace("``", "`")
+        first = (cls.__doc__ or "").split("\n", 1)[0].strip().replace("``", "`")
+        lines += ["", f"{name}:", textwrap.indent(textwrap.fill(f"{first} {doc}".strip(), 100), "  ")]
+    return "\n".join(lines)
+
+
+def _transform(args: argparse.Namespace) -> int:
+    if args.list:
+        print(list_transformations())
+        return 0
+    values = {k: v for k, v in vars(args).items() if k in TransformConfig.model_fields}
+    try:
+        config = TransformConfig(**values)
+    except ValidationError as exc:
+        problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        print(f"codegym-data: invalid settings:\n{problems}", file=sys.stderr)
+        return 2
+    return run_transform(config)
+
+
+def run_transform(config: TransformConfig) -> int:
+    """Load, transform, verify and write; the report table on stdout."""
+    from codegym_evaluator.scoring import Scorer
+    from codegym_evaluator.servers import sandbox_server
+    from codegym_evaluator.tasks import load_tasks
+    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+    from .transform import parse_transformations
+    from .verify import transform_and_verify
+
+    transformations = parse_transformations(config.transform)
+    tasks = load_tasks(config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty,
+                       path=config.path)  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        urls = list(config.sandbox_url)
+        if not urls:
+            sandbox = stack.enter_context(sandbox_server(config.sandbox_workers))
+            print(f"codegym-data: started a local sandbox at {sandbox.url}", file=sys.stderr)
+            urls = [sandbox.url]
+        bars: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in bars:
+                unit = "row" if stage == "transforming" else "program"
+                bars[stage] = tqdm(total=total, desc=stage, unit=unit, file=sys.stderr)
+                stack.callback(bars[stage].close)
+            bar = bars[stage]
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()
+
+        async def go() -> Any:
+            async with Scorer(urls, token=config.sandbox_token, concurrency=config.concurrency,
+                              timeout_per_test=config.timeout_per_test) as scorer:  # fmt: skip
+                return await transform_and_verify(tasks, transformations, scorer, seed=config.seed,
+                                                  dataset=config.dataset, progress=progress)  # fmt: skip
+
+        run = asyncio.run(go())
+    paths = run.write(config.out, tasks if config.include_original else ())
+    print(run.report.table())
+    kept = len(run.tasks) + (len(tasks) if config.include_original else 0)
+    print(f"\n{kept} rows in {paths['tasks.jsonl']}; report: {paths['report.md']}; not kept: {paths['dropped.jsonl']}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``codegym-data``."""
+    from codegym_evaluator.servers import ServerError
+    from codegym_evaluator.tasks import DatasetError
+
+    parser = argparse.ArgumentParser(
+        prog="codegym-data",
+        description="Data tools on codegym's task library.",
+        epilog="codegym-data transform --help: the options of transform.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_transform(sub)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (DatasetError, ServerError) as exc:
+        print(f"codegym-data: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyError as exc:  # an unknown transformation name
+        print(f"codegym-data: error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("codegym-data: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""The writer's static check: banned modules and names, dunders, length, and printing something."""
+
+from __future__ import annotations
+
+import pytest
+from codegym_trainer.selfplay.program_check import MAX_PROGRAM_CHARS, check_program
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print(sum(x * x for x in range(5)))",
+        "from math import gcd\nimport itertools as it\nprint(gcd(12, 18), list(it.islice(it.count(), 3)))",
+        "class A:\n    def __init__(self):\n        self.v = 1\n\nprint(A().v, type(A()).__name__)",
+        "def main():\n    print('hi')\n\nif __name__ == '__main__':\n    main()",
+        "from __future__ import annotations\nprint(1)",
+        "import hashlib\nprint(hashlib.sha256(b'x').hexdigest()[:8])",
+    ],
+)
+def test_fair_programs_pass(code: str) -> None:
+    assert check_program(code) == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import random\nprint(random.random())",
+        "import os.path\nprint(os.path.sep)",
+        "from time import time\nprint(time())",
+        "from datetime import date\nprint(date.today())",
+        "import numpy.random\nprint(1)",
+        "from numpy import random\nprint(1)",
+        "import subprocess as sp\nprint(1)",
+        "import sys\nprint(sys.argv)",
+        "import socket\nprint(1)",
+        "import io\nprint(1)",
+        "import pathlib\nprint(1)",
+        "import secrets\nprint(1)",
+        "import uuid\nprint(1)",
+        "import threading\nprint(1)",
+        "import multiprocessing\nprint(1)",
+        "from importlib import import_module\nprint(1)",
+        "import builtins\nprint(1)",
+    ],
+)
+def test_banned_modules_are_rejected_however_imported(code: str) -> None:
+    problems = check_program(code)
+    assert problems and all("banned" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ("print(input())", "uses input, which is banned"),
+        ("print(open('f').read())", "uses open, which is banned"),
+        ("print(eval('1 + 1'))", "uses eval, which is banned"),
+        ("exec('print(1)')", "uses exec, which is banned"),
+        ("print(__import__('os').getcwd())", "uses __import__, which is banned"),
+        ("print(getattr(1, 'real'))", "uses getattr, which is banned"),
+        ("print(id(1))", "uses id, which is banned"),
+        ("print(hash('a'))", "uses hash, which is banned"),
+        ("print(compile('1', 'f', 'eval'))", "uses compile, which is banned"),
+        ("id = 3\nprint(id)", "uses id, which is banned"),
+        ("print(().__class__.__bases__)", "uses the attribute __class__"),
+        ("def f(): pass\nprint(f.__globals__)", "uses the attribute __globals__"),
+        ("print(__builtins__)", "uses __builtins__"),
+        ("from . import x\nprint(x)", "a relative import"),
+        ("from math import *\nprint(pi)", "from math import *"),
+        ("x = 1", "never calls print"),
+        ("p = print\np(1)", "never calls print"),
+        ("print(1", "does not parse"),
+        ("print(1)\x00", "does not parse"),
+    ],
+)
+def test_each_rule_names_its_problem(code: str, problem: str) -> None:
+    assert any(p.startswith(problem) for p in check_program(code)), check_program(code)
+
+
+def test_the_length_limit() -> None:
+    longest = "print(1)\n#" + "x" * (MAX_PROGRAM_CHARS - len("print(1)\n#"))
+    assert len(longest) == MAX_PROGRAM_CHARS and check_program(longest) == []
+    too_long = longest + "x"
+    assert check_program(too_long) == [f"{MAX_PROGRAM_CHARS + 1} characters, more than {MAX_PROGRAM_CHARS}"]
+
+
+def test_a_problem_is_listed_once_and_several_are_all_listed() -> None:
+    problems = check_program("import random\nimport random\nx = input()")
+    assert problems == ["imports random, which is banned", "uses input, which is banned", "never calls print"]

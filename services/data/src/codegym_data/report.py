@@ -63,25 +63,26 @@ class TransformReport:
     def table(self) -> str:
         """The counts as a markdown table, one row per transformation."""
         lines = [
-            "| transformation | rows | applied | not applicable | original fails | passed | dropped | still passing |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| transformation | rows | no solution | not applicable | applied | original fails | passed | dropped "
+            "| still passing |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for s in self.stats:
             share = f"{s.pass_share:.1%} ({s.passed}/{s.judged})" if s.pass_share is not None else "-"
             lines.append(
-                f"| {s.transformation} | {s.rows} | {s.applied} | {s.not_applicable} | {s.original_failed} | "
-                f"{s.passed} | {s.dropped} | {share} |"
+                f"| {s.transformation} | {s.rows} | {s.no_solution} | {s.not_applicable} | {s.applied} | "
+                f"{s.original_failed} | {s.passed} | {s.dropped} | {share} |"
             )
         return "\n".join(lines)
 
     def markdown(self) -> str:
         """The whole report: the table and what its columns mean."""
         failed = ", ".join(self.originals_failed[:20]) + (" ..." if len(self.originals_failed) > 20 else "")
-        extra = [s for s in self.stats if s.no_solution or s.errors or s.sandbox_errors]
         notes = [
-            f"- {s.transformation}: {s.no_solution} rows without a Python reference solution, {s.errors} errors "
-            f"of the transformation, {s.sandbox_errors} sandbox errors"
-            for s in extra
+            f"- {s.transformation}: {s.errors} errors of the transformation, {s.sandbox_errors} sandbox errors "
+            "(see dropped.jsonl)"
+            for s in self.stats
+            if s.errors or s.sandbox_errors
         ]
         return "\n".join(
             [
@@ -92,6 +93,8 @@ class TransformReport:
                 "",
                 self.table(),
                 "",
+                "*no solution*: the row has no Python reference solution; *not applicable*: nothing in the program "
+                "is what the transformation rewrites; "
                 "*applied*: the transformation rewrote the program; *original fails*: rewritten, but the row's own "
                 "solution fails its tests, so the rewrite is not judged (and not kept); *passed*: the rewritten "
                 "program passes the row's tests in the sandbox and is kept; *dropped*: it does not (while the "

@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -356,6 +357,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    # a job killed at its time limit (SIGTERM) still stops the sandbox it started, as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     import transformers
 
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]

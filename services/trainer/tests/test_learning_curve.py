@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -85,3 +88,38 @@ def test_quick_run_reports_every_seed_and_resumes(
     marker.unlink()
     assert bench.main(argv) == 0
     assert not marker.exists() and (out / "report.md").read_text().split("\n", 1)[1] == report.split("\n", 1)[1]
+
+
+def _sandboxes(pid: int) -> list[int]:
+    """The sandbox servers ``pid`` started."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"codegym_sandbox" in (stat.parent / "cmdline").read_bytes():
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_sandbox_the_run_started(tiny_model_dir: Path, tmp_path: Path) -> None:
+    # a Slurm job past its time limit gets SIGTERM: the sandbox the bench started must not outlive it
+    argv = [sys.executable, str(BENCH), "--quick", "--model", str(tiny_model_dir), "--out", str(tmp_path / "o"),
+            "--humaneval-limit", "0", "--seeds", "0"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        children: list[int] = []
+        while not children and time.monotonic() < deadline and proc.poll() is None:
+            children = _sandboxes(proc.pid)
+            time.sleep(0.05)
+        assert children, "the bench started no sandbox"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        for child in children:
+            assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -57,17 +57,25 @@ class LoopbackServer:
 
     def start(self) -> None:
         self._proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            self._wait_ready(self._proc)
+        except BaseException:
+            # Ctrl-C, SIGTERM turned into SystemExit, or a timeout while starting: leaving the context manager
+            # never runs (entering did not finish), so the child is stopped here or it would outlive us
+            self.stop()
+            raise
+
+    def _wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise ServerError(f"{self.name} exited with {self._proc.returncode} while starting:\n{self._tail()}")
+            if proc.poll() is not None:
+                raise ServerError(f"{self.name} exited with {proc.returncode} while starting:\n{self._tail()}")
             try:
                 if httpx.get(self.url + self.ready_path, timeout=2.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        self.stop()
         raise ServerError(f"{self.name} did not answer within {self.start_timeout_s:.0f}s:\n{self._tail()}")
 
     def stop(self) -> None:

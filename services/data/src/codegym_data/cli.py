@@ -153,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from codegym_evaluator.servers import ServerError
     from codegym_evaluator.tasks import DatasetError
 
+    from .transform import UnknownTransformation
+
     parser = argparse.ArgumentParser(
         prog="codegym-data",
         description="Data tools on codegym's task library.",
@@ -163,11 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (DatasetError, ServerError) as exc:
+    except (DatasetError, ServerError, UnknownTransformation) as exc:
         print(f"codegym-data: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyError as exc:  # an unknown transformation name
-        print(f"codegym-data: error: {exc.args[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("codegym-data: interrupted", file=sys.stderr)

@@ -11,6 +11,7 @@ from codegym_data.transform import (
     ForToWhile,
     InvertIf,
     Rename,
+    UnknownTransformation,
     get_transformation,
     parse_transformations,
     row_rng,
@@ -64,9 +65,9 @@ def test_the_registry_and_the_transform_lists() -> None:
         "for_to_while+invert_if",
     ]
     assert isinstance(get_transformation("rename"), Rename)
-    with pytest.raises(KeyError, match="unknown transformation 'nope'; known: for_to_while"):
+    with pytest.raises(UnknownTransformation, match="unknown transformation 'nope'; known: for_to_while"):
         parse_transformations("rename,nope")
-    with pytest.raises(KeyError):
+    with pytest.raises(UnknownTransformation, match="no transformation given"):
         parse_transformations(" , ")
 
 

@@ -9,7 +9,7 @@ from .comprehensions import ComprehensionToLoop, LoopToComprehension
 from .dead_code import InsertDeadCode
 from .docstrings import RemoveDocstrings
 from .loops import ForToWhile, WhileToFor
-from .registry import TRANSFORMATIONS, get_transformation, parse_transformations
+from .registry import TRANSFORMATIONS, UnknownTransformation, get_transformation, parse_transformations
 from .rename import Rename
 from .reorder import ReorderStatements
 
@@ -27,6 +27,7 @@ __all__ = [
     "ReorderStatements",
     "TransformError",
     "Transformation",
+    "UnknownTransformation",
     "WhileToFor",
     "get_transformation",
     "parse_transformations",

@@ -167,13 +167,6 @@ def binds(nodes: Iterable[ast.AST], name: str) -> bool:
     )
 
 
-def nested_scopes(node: ast.AST) -> Iterator[ast.AST]:
-    """The scopes nested anywhere under ``node`` (not ``node`` itself)."""
-    for child in ast.walk(node):
-        if child is not node and isinstance(child, SCOPES):
-            yield child
-
-
 def uses_dynamic_names(tree: ast.AST) -> bool:
     """Whether code reaches variables by name at run time (``locals()``, ``eval``, frames)."""
     for node in ast.walk(tree):
@@ -194,21 +187,6 @@ def rebound_builtins(tree: ast.AST) -> set[str]:
     return {name for node in ast.walk(tree) for name in bound_by(node) if hasattr(builtins, name)} | {
         a.arg for a in ast.walk(tree) if isinstance(a, ast.arg) and hasattr(builtins, a.arg)
     }
-
-
-def enclosing_functions(tree: ast.Module) -> dict[int, AnyFunction | None]:
-    """For every node (by ``id``), the innermost function whose body holds it (None: module or class level)."""
-    owner: dict[int, AnyFunction | None] = {}
-
-    def visit(node: ast.AST, function: AnyFunction | None) -> None:
-        owner[id(node)] = function
-        body = {id(s) for s in node.body} if isinstance(node, (*FUNCTIONS, ast.ClassDef)) else set()
-        inner = node if isinstance(node, FUNCTIONS) else None
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner if id(child) in body else function)
-
-    visit(tree, None)
-    return owner
 
 
 # Names a human might give a variable; renaming draws from these (seeded), then falls back to numbered names.

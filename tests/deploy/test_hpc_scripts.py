@@ -3,6 +3,7 @@ the sandbox's start, health wait and clean-up on exit run for real on this machi
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -104,6 +105,24 @@ def test_train_dry_run_splits_gpus_between_vllm_serve_and_the_trainer() -> None:
         "/v/bin/codegym-train --config cfg.yaml --sandbox-url http://127.0.0.1:8080 "
         f"--output-dir {ROOT}/results/train-7 --vllm-mode server --host 127.0.0.1 --port 8001 --train-steps 10"
     )
+
+
+def test_learning_curve_dry_run_points_the_bench_at_the_jobs_sandbox() -> None:
+    cmds = commands(bash(HPC / "learning-curve.sbatch", "--dry-run", "--seeds", "4", CODEGYM_VENV="/v",
+                         SLURM_JOB_ID="5", CODEGYM_MODEL="org/m"))  # fmt: skip
+    assert cmds[1].startswith("/v/bin/codegym-sandbox serve --host 127.0.0.1 --port 8080")
+    bench = cmds[-1].split()
+    assert bench[:2] == ["/v/bin/python", f"{ROOT}/bench/learning_curve.py"]
+    assert bench[bench.index("--model") + 1] == "org/m" and bench[bench.index("--vllm-mode") + 1] == "colocate"
+    assert bench[bench.index("--sandbox-url") + 1] == "http://127.0.0.1:8080"
+    assert bench[bench.index("--out") + 1] == f"{ROOT}/results/learning-curve-5"
+    assert bench[-2:] == ["--seeds", "4"]  # the job's own flags come last, and argparse lets the last win
+    spec = importlib.util.spec_from_file_location("learning_curve", ROOT / "bench" / "learning_curve.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = module.parse(bench[2:])  # every flag the recipe passes is one the bench takes
+    assert args.seeds == [4] and args.steps == 100 and args.humaneval_samples == 10
 
 
 def test_multinode_dry_run_gives_the_trainer_every_sandbox() -> None:

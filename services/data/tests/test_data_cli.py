@@ -63,3 +63,11 @@ def test_a_run_writes_the_task_file_and_the_report(
     assert tasks[4].metadata["transformed_from"]["seed"] == 5
     assert "still passing" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "dropped.jsonl").read_text() == ""
+
+
+def test_a_sandbox_that_cannot_be_reached_fails_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["transform", "--limit", "2", "--transform", "dead_code", "--sandbox-url", "http://127.0.0.1:9",
+            "--out", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 1
+    assert "the sandbox could not judge 2 rewrites" in capsys.readouterr().err
+    assert load_tasks("jsonl", path=tmp_path / "tasks.jsonl") == []

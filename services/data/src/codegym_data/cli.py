@@ -145,6 +145,11 @@ def run_transform(config: TransformConfig) -> int:
     print(run.report.table())
     kept = len(run.tasks) + (len(tasks) if config.include_original else 0)
     print(f"\n{kept} rows in {paths['tasks.jsonl']}; report: {paths['report.md']}; not kept: {paths['dropped.jsonl']}")
+    unjudged = [r for r in run.rejected if r.reason == "sandbox_error"]
+    if unjudged:
+        print(f"codegym-data: error: the sandbox could not judge {len(unjudged)} rewrites (they are not kept); "
+              f"the first: {unjudged[0].error}", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 

@@ -120,6 +120,7 @@ def test_learning_curve_dry_run_points_the_bench_at_the_jobs_sandbox() -> None:
     spec = importlib.util.spec_from_file_location("learning_curve", ROOT / "bench" / "learning_curve.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     args = module.parse(bench[2:])  # every flag the recipe passes is one the bench takes
     assert args.seeds == [4] and args.steps == 100 and args.humaneval_samples == 10

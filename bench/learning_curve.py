@@ -14,7 +14,8 @@ reward and held-out pass@1 per step, one line per seed; ``results.json`` has eve
 finished in the output directory (``seed_N/result.json``) is read back, so a run cut short goes on where it
 stopped when the same command is run again (another --out starts afresh).
 
-    python bench/learning_curve.py              # 3 seeds x 16 steps on 2 CPU cores, about an hour
+    python bench/learning_curve.py              # 3 seeds x 12 steps on 2 CPU cores: about 70 min (HumanEval half of it)
+    python bench/learning_curve.py --humaneval-limit 0   # the trainer's held-out set only: about 35 min
     python bench/learning_curve.py --quick      # 2 seeds x 2 steps, 4 problems: a smoke run of minutes
     python bench/learning_curve.py --seeds 0 1 2 3 4 --steps 60 --humaneval-samples 10   # a GPU
 """
@@ -323,7 +324,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 seeds x 2 steps, 4 problems per set")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
-    parser.add_argument("--steps", type=int, default=16, help="GRPO steps per seed (default 16)")
+    parser.add_argument("--steps", type=int, default=12, help="GRPO steps per seed (default 12)")
     parser.add_argument("--model", default=EMBEDDED_MODEL, help=f"policy model (default {EMBEDDED_MODEL})")
     parser.add_argument("--dataset", default="codegym-train", help="training tasks (default the trainer's own)")
     parser.add_argument("--lr", type=float, default=1e-5, help="learning rate (default 1e-5)")
@@ -331,7 +332,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--group-size", type=int, default=4, help="completions per prompt (default 4)")
     parser.add_argument("--max-completion-length", type=int, default=96, help="tokens per completion (default 96)")
     parser.add_argument("--heldout-limit", type=int, default=None, help="held-out problems (default all 12)")
-    parser.add_argument("--eval-interval", type=int, default=4, help="evaluate every N steps (default 4)")
+    parser.add_argument("--eval-interval", type=int, default=6, help="evaluate every N steps (default 6)")
     parser.add_argument("--eval-samples", type=int, default=4, help="held-out samples per problem (default 4)")
     parser.add_argument("--max-new-tokens", type=int, default=160, help="tokens per held-out answer (default 160)")
     parser.add_argument("--eval-batch-size", type=int, default=8, help="held-out prompts at once (default 8)")

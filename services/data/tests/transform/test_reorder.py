@@ -45,10 +45,23 @@ def test_swaps_vary_with_the_seed_and_keep_results() -> None:
         "def f(xs):\n    a = xs.pop()\n    b = len(xs)\n    return a, b\n",  # pop changes xs
         "def f(xs):\n    xs[0] = 1\n    b = xs[0]\n    return b\n",  # a store into an object
         "def f(xs, ys):\n    xs += [1]\n    n = len(ys)\n    return n\n",  # += may change a shared list
+        # add() changes its argument: `xs or []` is xs itself when xs is not empty
+        """
+        def add(xs):
+            acc = xs or []
+            acc += [1]
+            return acc
+
+        def f(ys):
+            a = add(ys)
+            n = len(ys)
+            return a, n
+        """,
         "def f():\n    try:\n        a = 1 // 0\n        b = 2\n    except ZeroDivisionError:\n        return b\n",
         "class A:\n    x = 1\n    y = 2\n",  # the order of a class's attributes
-        # a function of the program reads a global the other statement binds
+        # a function of the program reads a global the other statement binds (itself, or through another)
         "def g():\n    return limit\n\nvalue = g()\nlimit = 3\n",
+        "def h():\n    return limit\n\ndef g():\n    return h()\n\nvalue = g()\nlimit = 3\n",
     ],
 )
 def test_statements_left_in_order(code: str) -> None:

@@ -35,7 +35,8 @@ PURE_METHODS = frozenset(
     }
 )  # fmt: skip
 # Values that are new objects (or immutable): augmenting a name bound only to these mutates nothing shared.
-_FRESH_VALUES = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.List, ast.Tuple, ast.Set)
+# (Not ``a or b``: it is one of its operands.)
+_FRESH_VALUES = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple, ast.Set)
 _FRESH_CALLS = frozenset({"abs", "bool", "dict", "float", "int", "len", "list", "set", "sorted", "str", "sum"})
 
 
@@ -53,8 +54,11 @@ class Purity:
     def reads(self, node: ast.AST) -> set[str]:
         """Names ``node`` may read, with every name in the bodies of the program's functions it calls."""
         names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        for called in names & set(self.functions):
-            names |= {n.id for n in ast.walk(self.functions[called]) if isinstance(n, ast.Name)}
+        seen: set[str] = set()
+        while called := (names & set(self.functions)) - seen:  # the functions those functions call, too
+            seen |= called
+            for name in called:
+                names |= {n.id for n in ast.walk(self.functions[name]) if isinstance(n, ast.Name)}
         return names
 
     def mutation_free(self, body: Iterable[ast.stmt]) -> bool:

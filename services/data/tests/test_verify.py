@@ -17,11 +17,11 @@ from codegym_evaluator.tasks import DATASETS, Task, load_tasks, read_task_file
 
 HUB = Path(__file__).parents[2] / "evaluator" / "tests" / "fixtures" / "hub"  # the evaluator's copies of the hub
 
-# How many of the 164 HumanEval solutions each transformation rewrites (at least): a transformation that
-# silently stopped applying fails here, not only one that breaks programs.
+# How many of the 164 HumanEval solutions each transformation rewrites, at least (dead_code leaves alone the one
+# that calls eval): a transformation that silently stopped applying fails here, not only one that breaks programs.
 APPLIED_AT_LEAST = {
     "for_to_while": 70, "while_to_for": 2, "rename": 125, "invert_if": 40, "comprehension_to_loop": 15,
-    "loop_to_comprehension": 4, "dead_code": 164, "reorder": 30, "remove_docstrings": 160,
+    "loop_to_comprehension": 4, "dead_code": 163, "reorder": 30, "remove_docstrings": 160,
 }  # fmt: skip
 
 

@@ -56,3 +56,7 @@ def test_inserted_names_are_fresh() -> None:
     new_names = {n.id for n in ast.walk(ast.parse(got)) if isinstance(n, ast.Name)} - {"temp", "value", "False", "True"}
     assert new_names and not new_names & {"temp", "value", "f"}
     assert call(got, "f", 7) == 7
+
+
+def test_a_program_that_reads_its_variables_by_name_is_left_alone() -> None:
+    assert rewrite(DEAD, "def f():\n    x = 1\n    return sorted(locals())\n") is None

@@ -27,3 +27,7 @@ def test_docstrings_of_module_classes_and_functions_go_and_comments_with_them() 
 
 def test_a_string_that_is_not_first_is_no_docstring() -> None:
     assert rewrite(REMOVE, "def f():\n    x = 1\n    'not a docstring'\n    return x\n") is None
+
+
+def test_a_program_that_reads_docstrings_is_left_alone() -> None:
+    assert rewrite(REMOVE, 'def f():\n    """Doc."""\n    return f.__doc__\n') is None

@@ -143,6 +143,8 @@ def test_nested_loops_get_distinct_counters() -> None:
         "class A:\n    for k in range(3):\n        pass\n",
         "async def f(xs):\n    async for x in xs:\n        pass\n",
         "def f():\n    return 1\n",
+        # A new counter would show in locals().
+        "def f(xs):\n    for x in xs:\n        pass\n    return sorted(locals())\n",
     ],
 )
 def test_for_loops_left_alone(code: str) -> None:

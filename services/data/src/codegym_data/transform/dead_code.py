@@ -6,6 +6,7 @@ import ast
 import random
 
 from .base import Context, Transformation, blocks, is_docstring
+from .scope import uses_dynamic_names
 
 # Each binds only a fresh name (so nothing else can read it) and evaluates nothing but literals. ``{v}`` is the
 # fresh name, ``{c}`` a literal. ``yield`` and ``return`` are never inserted: either would change what the
@@ -26,13 +27,16 @@ class InsertDeadCode(Transformation):
     fresh name), each at a random place in a random body.
 
     Never in a class body (a new name there is a new attribute), never before a docstring (it would stop being
-    one) or before ``from __future__`` imports (which must come first).
+    one) or before ``from __future__`` imports (which must come first), and not at all in a program that reads
+    its variables by name (``locals()``, ``globals()``, ``eval``), where a new name would show.
     """
 
     name = "dead_code"
     summary = "inserts 1-3 statements that cannot run or have no effect (if False: blocks, unused fresh names)"
 
     def rewrite(self, tree: ast.Module, ctx: Context) -> bool:
+        if uses_dynamic_names(tree):
+            return False  # a new name would show in locals(), globals() or vars()
         places: list[tuple[list[ast.stmt], int]] = []
         for block in blocks(tree):
             if block.class_body:

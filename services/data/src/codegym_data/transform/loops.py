@@ -6,7 +6,7 @@ import ast
 
 from .base import Block, Context, Transformation, blocks
 from .purity import Purity
-from .scope import AnyFunction, bindings, binds, declared, rebound_builtins, references
+from .scope import AnyFunction, bindings, binds, declared, rebound_builtins, references, uses_dynamic_names
 
 
 def int_literal(node: ast.AST) -> int | None:
@@ -70,14 +70,16 @@ class ForToWhile(Transformation):
     has no ``continue``; otherwise a separate counter assigns ``i`` at the top of each iteration, which keeps
     ``continue`` and the value ``i`` is left with exact. ``b`` is computed once, before the loop, unless it is a
     literal or a local the body does not reassign. Any other ``for`` loop without an ``else`` walks its iterator:
-    ``it = iter(xs); while True: try: x = next(it) except StopIteration: break``. Loops in class bodies and
-    ``async for`` are left alone.
+    ``it = iter(xs); while True: try: x = next(it) except StopIteration: break``. Loops in class bodies,
+    ``async for``, and programs that read their variables by name (``locals()``, ``eval``) are left alone.
     """
 
     name = "for_to_while"
     summary = "for loops as while loops (range loops as counting loops, others over their iterator)"
 
     def rewrite(self, tree: ast.Module, ctx: Context) -> bool:
+        if uses_dynamic_names(tree):
+            return False  # a new counter would show in locals(), globals() or vars()
         shadowed = rebound_builtins(tree)
         changed = False
         for block in blocks(tree):

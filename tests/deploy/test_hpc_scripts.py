@@ -123,7 +123,7 @@ def test_learning_curve_dry_run_points_the_bench_at_the_jobs_sandbox() -> None:
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     args = module.parse(bench[2:])  # every flag the recipe passes is one the bench takes
-    assert args.seeds == [4] and args.steps == 100 and args.humaneval_samples == 10
+    assert args.seeds == [4] and args.steps == 100 and args.humaneval_limit == 164 and args.humaneval_samples == 10
 
 
 def test_multinode_dry_run_gives_the_trainer_every_sandbox() -> None:

@@ -122,9 +122,9 @@ def shift(before: EvalPoint, after: EvalPoint) -> Shift:
 
 
 def humaneval_point(
-    model_path: str, tasks: list[Task], config: TrainConfig, urls: list[str], out: Path, step: int, seed: int
+    model_path: str, tasks: list[Task], config: TrainConfig, urls: list[str], out: Path, step: int
 ) -> EvalPoint:
-    """HumanEval on one model (the base or a seed's final one), answers written under ``out``."""
+    """HumanEval on one model (the base or a seed's final one, sampled with ``config.seed``), answers under ``out``."""
     platform = detect(config, probe_hub=False)
     source = resolve_source(model_path)
     tokenizer = load_tokenizer(source, offline=platform.offline)
@@ -134,18 +134,7 @@ def humaneval_point(
 
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(platform.precision, torch.float32)
         model = model.to("cuda", dtype=dtype)
-    evaluator = HeldOutEvaluator(
-        tasks,
-        tokenizer,
-        lambda: scorer_factory(config, urls),
-        chat=tokenizer.chat_template is not None,
-        max_new_tokens=config.eval_max_new_tokens,
-        batch_size=config.eval_batch_size,
-        samples=config.eval_samples,
-        temperature=config.eval_temperature,
-        seed=seed,
-        answers_dir=out,
-    )
+    evaluator = HeldOutEvaluator.for_run(config, tasks, tokenizer, lambda: scorer_factory(config, urls), out)
     return evaluator(model, step)
 
 
@@ -173,16 +162,12 @@ def base_config(args: argparse.Namespace, out: Path, seed: int, url: str) -> Tra
     )
 
 
-def _shift_of(data: dict[str, Any]) -> Shift:
-    return Shift(**data)
-
-
 def load_seed(path: Path) -> SeedResult | None:
     """A seed finished by an earlier run of the same command (``seed_N/result.json``), if any."""
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
-    shifts = {name: _shift_of(v) for name, v in data.pop("shifts").items()}
+    shifts = {name: Shift(**v) for name, v in data.pop("shifts").items()}
     rewards = [(int(a), float(b)) for a, b in data.pop("rewards")]
     curve = [(int(a), float(b)) for a, b in data.pop("curve")]
     return SeedResult(shifts=shifts, rewards=rewards, curve=curve, **data)
@@ -195,9 +180,9 @@ def load_point(path: Path, key: dict[str, Any]) -> EvalPoint | None:
     data = json.loads(path.read_text())
     if data.pop("key", None) != key:
         return None
-    for key in ("interval", "sampled_interval"):
-        if data.get(key) is not None:
-            data[key] = tuple(data[key])
+    for field_name in ("interval", "sampled_interval"):
+        if data.get(field_name) is not None:
+            data[field_name] = tuple(data[field_name])
     return EvalPoint(**data)
 
 
@@ -221,7 +206,7 @@ def train_seed(
         he_config = config.model_copy(update={"eval_samples": args.humaneval_samples})
         after = humaneval_point(
             summary.final_model, humaneval, he_config, [url], config.output_dir / "evaluations" / HUMANEVAL,
-            summary.steps, seed,
+            summary.steps,
         )  # fmt: skip
         shifts[HUMANEVAL] = shift(he_before, after)
         points[HUMANEVAL] = [asdict(he_before), asdict(after)]
@@ -383,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             he_before = load_point(out / "base" / "humaneval.json", key)
             if he_before is None:
                 print(f"HumanEval, base model: {len(humaneval)} problems", file=sys.stderr)
-                he_before = humaneval_point(args.model, humaneval, config, [url], out / "base" / HUMANEVAL, 0, 0)
+                he_before = humaneval_point(args.model, humaneval, config, [url], out / "base" / HUMANEVAL, 0)
                 (out / "base" / "humaneval.json").write_text(json.dumps({**asdict(he_before), "key": key}))
         for seed in args.seeds:
             print(f"seed {seed}: {args.steps} steps", file=sys.stderr)

@@ -26,6 +26,7 @@ from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from .config import TrainConfig
 from .stats import Interval, bootstrap_interval
 from .tasks import prompt_of
 
@@ -222,6 +223,29 @@ class HeldOutEvaluator:
         self.seed = seed
         self.answers_dir = answers_dir
         self.points: list[EvalPoint] = []
+
+    @classmethod
+    def for_run(
+        cls,
+        config: TrainConfig,
+        tasks: list[Task],
+        tokenizer: PreTrainedTokenizerBase,
+        make_scorer: Callable[[], Scorer],
+        answers_dir: Path,
+    ) -> HeldOutEvaluator:
+        """The evaluator a run's settings describe (``eval_*`` fields, the run's seed)."""
+        return cls(
+            tasks,
+            tokenizer,
+            make_scorer,
+            chat=tokenizer.chat_template is not None,
+            max_new_tokens=config.eval_max_new_tokens,
+            batch_size=config.eval_batch_size,
+            samples=config.eval_samples,
+            temperature=config.eval_temperature,
+            seed=config.seed,
+            answers_dir=answers_dir,
+        )
 
     def __call__(self, model: Any, step: int, on_batch: Callable[[int], None] | None = None) -> EvalPoint:
         """Evaluate ``model`` now and append the point for ``step``."""

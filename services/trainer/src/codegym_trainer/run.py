@@ -173,17 +173,8 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
                 partial_credit=config.partial_credit,
             )
             evaluator = (
-                HeldOutEvaluator(
-                    heldout,
-                    tokenizer,
-                    lambda: scorer_factory(config, urls),
-                    chat=chat,
-                    max_new_tokens=config.eval_max_new_tokens,
-                    batch_size=config.eval_batch_size,
-                    samples=config.eval_samples,
-                    temperature=config.eval_temperature,
-                    seed=config.seed,
-                    answers_dir=config.output_dir / "evaluations",
+                HeldOutEvaluator.for_run(
+                    config, heldout, tokenizer, lambda: scorer_factory(config, urls), config.output_dir / "evaluations"
                 )
                 if heldout
                 else None

@@ -1,0 +1,138 @@
+"""Running writers' programs for the code-output game: twice each, in the sandbox, under tight limits.
+
+Both runs must print the same thing. The sandbox runs every Python program with the same string-hash seed
+(``PYTHONHASHSEED=0``), so a program whose output follows the order of a set of strings would print the same
+thing twice there and still be unpredictable to a reader. So each run goes through a launcher that replaces
+itself (``execve``) with a fresh interpreter under a hash seed of its own (``HASH_SEEDS``): the two runs see
+different orders, and such a program is caught as nondeterministic. The fresh interpreter gets ``-S -s``
+(the standard library only, whatever the machine has installed), so a game is the same on every machine.
+
+Every request asks the sandbox not to answer from its result cache: two identical runs would otherwise be
+one run, and the determinism check would check nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
+from codegym_evaluator.scoring import SE, Execution
+from codegym_sandbox.client import SandboxClient
+from codegym_sandbox.models import ExecuteRequest, ExecuteResponse, LimitsIn
+
+PROGRAM_FILE = "game.py"
+HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders strings differently
+
+LAUNCHER = """\
+import os, sys
+os.execve(sys.executable, [sys.executable, "-S", "-s", {file!r}], {{**os.environ, "PYTHONHASHSEED": {seed!r}}})
+"""
+
+_RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass(frozen=True)
+class GameLimits:
+    """Limits of each run: a game's program is short, so anything slow or large is a broken program."""
+
+    timeout_s: float = 2.0
+    memory_mb: int = 256
+
+
+def run_request(program: str, hash_seed: str, limits: GameLimits) -> ExecuteRequest:
+    """The ``/v1/execute`` request that runs ``program`` once under ``hash_seed``, uncached."""
+    return ExecuteRequest(
+        language="python",
+        code=LAUNCHER.format(file=PROGRAM_FILE, seed=hash_seed),
+        files={PROGRAM_FILE: base64.b64encode(program.encode()).decode()},
+        limits=LimitsIn(timeout_s=limits.timeout_s, memory_mb=limits.memory_mb),
+        cache=False,
+    )
+
+
+def _execution(response: ExecuteResponse) -> Execution:
+    step = response.run or response.compile
+    verdict = response.verdict.value
+    return Execution(
+        verdict=verdict,
+        stdout=step.stdout if step else "",
+        stderr=step.stderr if step else "",
+        exit_code=step.exit_code if step else None,
+        error=step.error if step and verdict == SE else None,
+    )
+
+
+class ProgramRunner:
+    """Runs programs twice through one or more sandboxes, ``concurrency`` runs at a time.
+
+    A run the sandbox could not judge (unreachable, an HTTP error, verdict SE) is retried ``retries`` times,
+    moving on to the next URL; after that it comes back with verdict ``SE``, which masks the round's rewards.
+    ``transport`` lets a test put a transport under every URL's client.
+    """
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        token: str | None = None,
+        limits: GameLimits = GameLimits(),
+        concurrency: int = 8,
+        retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not urls:
+            raise ValueError("ProgramRunner needs at least one sandbox URL")
+        if concurrency < 1 or retries < 0:
+            raise ValueError("concurrency must be >= 1 and retries >= 0")
+        self.limits = limits
+        self.retries = retries
+        # A run costs the sandbox at most timeout_s; the request may wait in its queue behind others.
+        timeout = max(30.0, limits.timeout_s * 10)
+        self._clients = [SandboxClient(url, token=token, timeout=timeout, transport=transport) for url in urls]
+        self._next = itertools.cycle(range(len(self._clients)))
+        self._lock = threading.Lock()  # the cycle is shared by the pool's threads
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="code-game-run")
+
+    def __enter__(self) -> ProgramRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        for client in self._clients:
+            client.close()
+
+    def _client(self) -> SandboxClient:
+        with self._lock:
+            return self._clients[next(self._next)]
+
+    def run_once(self, program: str, hash_seed: str) -> Execution:
+        """One run of ``program`` under ``hash_seed``, retried while the sandbox cannot judge it."""
+        request = run_request(program, hash_seed, self.limits)
+        last = Execution(SE, "", "", None, "no attempt made")
+        for _ in range(self.retries + 1):
+            try:
+                last = _execution(self._client().execute(request))
+            except httpx.HTTPStatusError as exc:
+                last = Execution(SE, "", "", None, f"HTTP {exc.response.status_code}: {exc.response.text[:300]}")
+                if exc.response.status_code not in _RETRY_STATUS:
+                    break
+            except httpx.HTTPError as exc:
+                last = Execution(SE, "", "", None, f"sandbox unreachable: {type(exc).__name__}: {exc}")
+            if not last.sandbox_error:
+                break
+        return last
+
+    def run_twice(self, programs: Sequence[str]) -> list[tuple[Execution, Execution]]:
+        """Each program's two runs (``HASH_SEEDS`` in order), all of them concurrently."""
+        first, second = HASH_SEEDS
+        submit = self._pool.submit
+        futures = [(submit(self.run_once, p, first), submit(self.run_once, p, second)) for p in programs]
+        return [(a.result(), b.result()) for a, b in futures]

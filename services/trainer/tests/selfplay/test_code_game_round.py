@@ -1,0 +1,211 @@
+"""Rounds of the code-output game against a real sandbox server, and a frozen opponent behind a real
+OpenAI-compatible app in-process whose predictions are scripted (the stand-in for a model)."""
+
+from __future__ import annotations
+
+import base64
+from ast import literal_eval
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+import pytest
+from codegym_evaluator.model_client import ModelError
+from codegym_evaluator.servers import LoopbackServer, free_port, sandbox_server
+from codegym_trainer.selfplay.code_game import (
+    PREDICTOR_CORRECT,
+    WRITER_INVALID,
+    WRITER_WRONG_OWN_PREDICTION,
+    predictor_prompt,
+    round_metrics,
+)
+from codegym_trainer.selfplay.code_game_round import OpponentPredictor, play_rounds
+from codegym_trainer.selfplay.program_runner import HASH_SEEDS, PROGRAM_FILE, GameLimits, ProgramRunner, run_request
+from fastapi import FastAPI
+
+SET_ORDER = "words = {'apple', 'banana', 'cherry', 'date', 'elder', 'fig', 'grape', 'kiwi'}\nprint(list(words))"
+
+
+def writer(program: str, prediction: str) -> str:
+    return f"Here is my program.\n```python\n{program}\n```\n```output\n{prediction}\n```"
+
+
+def said(output: str) -> str:
+    return f"It prints:\n```output\n{output}\n```"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[LoopbackServer]:
+    """A real ``codegym-sandbox serve`` on loopback, shared by this module's tests."""
+    with sandbox_server(workers=2, backend="local") as server:
+        yield server
+
+
+@pytest.fixture
+def runner(sandbox: LoopbackServer) -> Iterator[ProgramRunner]:
+    with ProgramRunner([sandbox.url], limits=GameLimits(timeout_s=1.0, memory_mb=256), concurrency=4) as r:
+        yield r
+
+
+def test_each_run_is_uncached_with_its_own_hash_seed_and_the_programs_file() -> None:
+    request = run_request("print(1)", "7", GameLimits(timeout_s=1.5, memory_mb=128))
+    assert request.cache is False
+    assert request.limits.timeout_s == 1.5 and request.limits.memory_mb == 128
+    assert base64.b64decode(request.files[PROGRAM_FILE] or "").decode() == "print(1)"
+    assert "'PYTHONHASHSEED': '7'" in request.code.replace('"', "'") and "-S" in request.code
+    assert HASH_SEEDS[0] != HASH_SEEDS[1]
+
+
+def test_the_two_runs_agree_on_a_deterministic_program_and_not_on_set_order(runner: ProgramRunner) -> None:
+    (a, b), (c, d) = runner.run_twice(["print(sorted({3, 1, 2}), 'x' * 3)", SET_ORDER])
+    assert (a.verdict, a.stdout) == (b.verdict, b.stdout) == ("AC", "[1, 2, 3] xxx\n")
+    assert c.verdict == d.verdict == "AC"
+    # the sandbox runs every program under one hash seed; the launcher's differ, so the orders do
+    assert sorted(literal_eval(c.stdout)) == sorted(literal_eval(d.stdout)) and c.stdout != d.stdout
+
+
+def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner: ProgramRunner) -> None:
+    slow, big, crash = runner.run_twice(["while True:\n    pass", "x = [0] * 10**9\nprint(len(x))", "print(1 // 0)"])
+    assert {r.verdict for r in slow} == {"TLE"}
+    assert {r.verdict for r in big} == {"MLE"}
+    assert {r.verdict for r in crash} == {"RE"} and "ZeroDivisionError" in crash[0].stderr
+    (json_run, _), (site, _) = runner.run_twice(["import json\nprint(json.dumps([1]))", "import httpx\nprint(1)"])
+    assert json_run.stdout == "[1]\n"
+    assert site.verdict == "RE" and "ModuleNotFoundError" in site.stderr  # installed, but not for games
+
+
+def test_an_unreachable_sandbox_gives_sandbox_errors_after_the_retries() -> None:
+    with ProgramRunner([f"http://127.0.0.1:{free_port()}"], retries=1) as dead:
+        (a, b) = dead.run_twice(["print(1)"])[0]
+    assert a.sandbox_error and b.sandbox_error and "unreachable" in (a.error or "")
+
+
+class ScriptedPredictor:
+    """Self-play's predictor in the tests: the policy's completions, scripted per program, recorded."""
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+        self.asked: list[tuple[list[str], int]] = []
+
+    def __call__(self, prompts: Sequence[str], m: int) -> list[list[str]]:
+        self.asked.append((list(prompts), m))
+        by_prompt = {predictor_prompt(program): texts for program, texts in self.answers.items()}
+        return [by_prompt[p][:m] for p in prompts]
+
+
+def test_a_batch_of_rounds_scores_every_outcome(runner: ProgramRunner) -> None:
+    easy, hard, own_wrong = "print(2 + 2)", "print(sum(i * i for i in range(7)) % 10)", "print(3 * 3)"
+    completions = [
+        writer(easy, "4"),
+        writer(hard, "1"),
+        writer(own_wrong, "6"),
+        "I would rather not.",
+        writer("import random\nprint(random.random())", "0.5"),
+        writer("print(1 // 0)", "0"),
+        writer(SET_ORDER, "[]"),
+    ]
+    predict = ScriptedPredictor(
+        {easy: [said("4")] * 3, hard: [said("1"), said("9"), "no idea"], own_wrong: [said("9"), said("6"), said("9")]}
+    )
+    rounds = play_rounds(completions, runner, predict, 3)
+
+    # only programs with one output to predict reach the predictors, all in one call, output hidden
+    assert predict.asked == [([predictor_prompt(easy), predictor_prompt(hard), predictor_prompt(own_wrong)], 3)]
+    assert "```output" not in predictor_prompt(hard).split("```python")[1].split("```")[0]
+    outcomes = [r.result.outcome for r in rounds]
+    assert outcomes == [
+        "played",
+        "played",
+        "wrong_own_prediction",
+        "unparsable",
+        "rejected",
+        "failed",
+        "nondeterministic",
+    ]
+    assert rounds[0].result.writer == -1.0 and rounds[0].result.predictors == (PREDICTOR_CORRECT,) * 3
+    assert rounds[1].result.writer == pytest.approx(1 - 2 / 3)  # 91 % 10: one predictor of three right
+    assert rounds[1].result.predictors == (1.0, 0.0, 0.0) and rounds[1].result.output == "1"
+    assert rounds[2].result.writer == WRITER_WRONG_OWN_PREDICTION and rounds[2].result.predictors == (1.0, 0.0, 1.0)
+    for played in rounds[3:]:
+        assert played.result.writer == WRITER_INVALID and played.prediction_prompt is None and not played.predictions
+    assert rounds[3].runs == () and rounds[4].runs == ()  # nothing to run: unparsable, or rejected by the check
+    assert len(rounds[6].runs) == 2 and rounds[6].runs[0].stdout != rounds[6].runs[1].stdout
+    assert rounds[1].predictions == (said("1"), said("9"), "no idea")
+
+    metrics = round_metrics([r.result for r in rounds])
+    assert metrics["code_game/writer_win_rate"] == pytest.approx(1 / 7)
+    assert metrics["code_game/predictor_accuracy"] == pytest.approx(6 / 9)
+    assert metrics["code_game/invalid_rate"] == pytest.approx(4 / 7)
+    assert metrics["code_game/nondeterministic_rate"] == pytest.approx(1 / 7)
+
+
+def test_a_predictor_that_answers_the_wrong_number_of_times_is_an_error(runner: ProgramRunner) -> None:
+    with pytest.raises(ValueError, match="asked 2 predictions"):
+        play_rounds([writer("print(1)", "1")], runner, lambda prompts, m: [[said("1")] for _ in prompts], 2)
+    with pytest.raises(ValueError, match="at least one"):
+        play_rounds([writer("print(1)", "1")], runner, lambda prompts, m: [], 0)
+
+
+def opponent_app(predictions: dict[str, list[str]], served: str = "frozen-coder") -> FastAPI:
+    """An OpenAI-compatible app whose answers are scripted per program (``app.state.requests`` keeps bodies)."""
+    app = FastAPI()
+    app.state.requests = []
+
+    def answer(prompt: str, i: int) -> str:
+        program = prompt.split("```python\n", 1)[1].split("\n```", 1)[0]
+        return said(predictions[program][i])
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": served, "object": "model"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: dict[str, Any]) -> dict[str, Any]:
+        app.state.requests.append(body)
+        prompt = body["messages"][-1]["content"]
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": answer(prompt, i)}, "finish_reason": "stop"}
+            for i in range(int(body.get("n", 1)))
+        ]
+        return {"object": "chat.completion", "model": body["model"], "choices": choices}
+
+    @app.post("/v1/completions")
+    async def completions(body: dict[str, Any]) -> dict[str, Any]:
+        app.state.requests.append(body)
+        choices = [{"index": i, "text": answer(body["prompt"], i)} for i in range(int(body.get("n", 1)))]
+        return {"object": "text_completion", "model": body["model"], "choices": choices}
+
+    return app
+
+
+def test_a_frozen_opponent_predicts_through_an_openai_compatible_endpoint(runner: ProgramRunner) -> None:
+    easy, hard = "print(len('abc'))", "print(''.join(sorted('game', reverse=True)))"
+    app = opponent_app({easy: ["3", "3"], hard: ["mgea", "game"]})
+    opponent = OpponentPredictor(
+        "http://opponent/v1", temperature=0.7, max_tokens=64, transport=httpx.ASGITransport(app=app)
+    )
+    rounds = play_rounds([writer(easy, "3"), writer(hard, "mgea"), writer("print(", "?")], runner, opponent, 2)
+
+    assert [r.result.writer for r in rounds] == [-1.0, 0.0, WRITER_INVALID]
+    assert rounds[1].result.predictors == (1.0, 0.0)
+    assert opponent.model == "frozen-coder"  # the endpoint's first model, looked up once
+    bodies = app.state.requests
+    assert len(bodies) == 2 and all(b["n"] == 2 and b["temperature"] == 0.7 and b["max_tokens"] == 64 for b in bodies)
+    assert {b["messages"][0]["content"] for b in bodies} == {predictor_prompt(easy), predictor_prompt(hard)}
+    assert all(b["model"] == "frozen-coder" for b in bodies)
+
+    text = OpponentPredictor("http://opponent/v1", "named", api="completion", transport=httpx.ASGITransport(app=app))
+    assert text([predictor_prompt(easy)], 1) == [[said("3")]]
+    assert app.state.requests[-1]["prompt"] == predictor_prompt(easy) and app.state.requests[-1]["model"] == "named"
+
+
+def test_an_opponent_that_serves_no_model_is_an_error() -> None:
+    app = FastAPI()
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": []}
+
+    opponent = OpponentPredictor("http://opponent/v1", transport=httpx.ASGITransport(app=app))
+    with pytest.raises(ModelError, match="serves no model"):
+        opponent(["What does it print?"], 1)

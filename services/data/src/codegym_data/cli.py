@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .config import TransformConfig
+from .tester import cli as tester_cli
 
 DESCRIPTION = """\
 Rewrite the reference solutions of a dataset of the task library with semantics-preserving transformations
@@ -167,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_transform(sub)
+    tester_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

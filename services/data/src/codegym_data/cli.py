@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .config import TransformConfig
+from .mask.cli import add_parser as add_mask_parser
 from .tester import cli as tester_cli
 
 DESCRIPTION = """\
@@ -168,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_transform(sub)
+    add_mask_parser(sub)
     tester_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:

@@ -76,6 +76,8 @@ class Tester:
     100.0
     """
 
+    __test__ = False  # not a pytest class
+
     def __init__(
         self,
         url: str | None = None,

@@ -10,6 +10,9 @@ of only comments, brackets and separators are not counted at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from codegym_sandbox.models import ExecuteRequest, ExecuteResponse, LimitsIn, Test
 
 from .instrument import OUT, b64, fetched_json
@@ -81,11 +84,11 @@ def code_spans(source: str) -> dict[int, tuple[int, int]]:
     return {k: v for k, v in spans.items() if k in significant}
 
 
-def line_counts(source: str, scripts: list[dict[str, object]]) -> dict[int, int]:
+def line_counts(source: str, scripts: Sequence[Any]) -> dict[int, int]:
     """How often each line of code ran, from V8's coverage of the script (see the module's docstring)."""
     ranges = [
         (int(r["startOffset"]), int(r["endOffset"]), int(r["count"]))
-        for script in scripts for function in script["functions"] for r in function["ranges"]  # type: ignore[attr-defined]
+        for script in scripts for function in script["functions"] for r in function["ranges"]
     ]  # fmt: skip
     counts: dict[int, int] = {}
     for line, (first, last) in code_spans(source).items():

@@ -27,7 +27,8 @@ statements inside one (``spans``).
 - ``lines``: source lines from the first (a decorator's, if any) to the last, both included.
 - ``statements``: statement nodes at any depth (a compound statement and each statement inside it).
 
-Of a function, every metric is of the whole definition (its header included); of a span, of its statements.
+Of a function, every metric is of the whole definition (its header included) but ``statements``, which counts
+the statements of its body; of a span, every metric is of its statements.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import ast
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 METRICS: tuple[str, ...] = ("cyclomatic", "halstead_volume", "nesting_depth", "lines", "statements")
@@ -144,7 +145,9 @@ def function_metrics(source: str | ast.Module) -> list[FunctionMetrics]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, FUNCTIONS):
                 name = prefix + child.name
-                found.append(FunctionMetrics(name, child, measure([child])))
+                metrics = measure([child])
+                # the def is not a statement of its own body
+                found.append(FunctionMetrics(name, child, replace(metrics, statements=metrics.statements - 1)))
                 visit(child, name + ".<locals>.")
             elif isinstance(child, ast.ClassDef):
                 visit(child, prefix + child.name + ".")

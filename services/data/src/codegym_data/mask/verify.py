@@ -151,7 +151,12 @@ async def mask_and_verify(
     fills = [(row, row.middle) for row in rows]
     if require_tested:
         fills += [(row, blank_fill(row)) for row in rows]
-    on_judged = None if progress is None else (lambda done, total: progress("verifying", done, total))
+
+    def on_judged(done: int, total: int) -> None:
+        if progress is not None:
+            progress("verifying", done, total)
+
+    on_judged(0, len(fills))
     scores = await judge_fills(fills, scorer, on_judged) if fills else []
     kept, dropped = [], []
     for i, row in enumerate(rows):

@@ -8,22 +8,7 @@ import textwrap
 from codegym_data import solutions
 from codegym_data.mask.spans import function_spans, split_lines
 from codegym_evaluator.tasks import load_tasks
-
-PROGRAM = '''\
-def f(xs):
-    """Doc."""
-    total = 0
-    for x in xs:
-        if x: continue
-        a = 1; b = 2
-        total += x  # add
-    if total > 3:
-        total = 3
-    elif total < 0:
-        total = 0
-        total += 1
-    return total
-'''
+from mask_support import PROGRAM
 
 
 def test_statements_and_blocks_in_whole_lines() -> None:

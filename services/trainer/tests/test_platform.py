@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 from codegym_trainer.config import TrainConfig
@@ -54,3 +57,22 @@ def test_batch_split_for_small_gpus() -> None:
 def test_threads() -> None:
     assert cpu_threads(3, 2) == 3
     assert 1 <= cpu_threads(0, 2) <= 2
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_do_not_spin_unless_asked(given: str | None, seen: str) -> None:
+    """The package sets OpenMP's wait policy before torch loads (libgomp reads it once, at load); a user's
+    own value is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    probe = (
+        "import os, sys\n"
+        "import codegym_trainer\n"
+        "assert 'torch' not in sys.modules, 'torch loaded before the wait policy was set'\n"
+        "import codegym_trainer.run\n"
+        "print(os.environ['OMP_WAIT_POLICY'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == seen

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .config import TransformConfig
 from .mask.cli import add_parser as add_mask_parser
+from .synthesize import cli as synthesize_cli
 from .tester import cli as tester_cli
 
 DESCRIPTION = """\
@@ -171,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_transform(sub)
     add_mask_parser(sub)
     tester_cli.add_parser(sub)
+    synthesize_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

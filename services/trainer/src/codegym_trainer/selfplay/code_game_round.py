@@ -58,7 +58,7 @@ def play_rounds(
     writer_completions: Sequence[str], runner: ProgramRunner, predict: Predict, predictions_per_program: int
 ) -> list[PlayedRound]:
     """Judge every writer completion, ask for ``predictions_per_program`` predictions of each program that has
-    an output (one ``predict`` call for all of them), and score every round."""
+    an output (one ``predict`` call for all of them, made even when none has), and score every round."""
     m = predictions_per_program
     if m < 1:
         raise ValueError(f"a round needs at least one prediction, not {m}")
@@ -71,7 +71,8 @@ def play_rounds(
     unplayed = [score_round(a, runs[i], [None] * m) for i, a in enumerate(answers)]
     playable = [i for i, r in enumerate(unplayed) if r.output is not None]
     prompts = [predictor_prompt(programs[i]) for i in playable]
-    completions = [list(c) for c in predict(prompts, m)] if prompts else []
+    # called even with no prompts: a predictor that is the policy generates in step with the other processes
+    completions = [list(c) for c in predict(prompts, m)]
     if len(completions) != len(prompts) or any(len(c) != m for c in completions):
         got = [len(c) for c in completions]
         raise ValueError(f"asked {m} predictions for each of {len(prompts)} programs; got {got}")
@@ -120,6 +121,8 @@ class OpponentPredictor:
         self.transport = transport
 
     def __call__(self, prompts: Sequence[str], m: int) -> list[list[str]]:
+        if not prompts:
+            return []
         # Called from the training loop's thread, which runs no event loop of its own.
         return asyncio.run(self._predict(list(prompts), m))
 

@@ -1,0 +1,139 @@
+"""The code-output game on the trainer's seam: a step's rollout of writers (and, in self-play, predictors).
+
+Each training step (``CodeGameRollout``):
+
+1. the policy writes one program per dataset row (every row is the writer's prompt);
+2. ``play_rounds`` judges them in the sandbox and asks for ``M`` predictions of each program with an output:
+   in self-play the policy answers the predictor prompts in the same step, and those answers become
+   predictor samples of the batch; against a frozen opponent the opponent answers and only writers learn;
+3. the samples carry their role as their group, ``("code-game", "writer")`` or ``("code-game", "predictor")``,
+   so ``CodeGameAdvantage`` gives each role its own baseline: a writer's reward lies in [-1.5, 1], a predictor's
+   in {0, 1}, and one role's returns must not set the other's baseline.
+
+A writer whose program the sandbox could not judge has a masked reward (None: advantage 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from datasets import Dataset
+
+from ..rollout import Generation, Rollout, TrainerContext
+from .advantage import RoleConditionedAdvantage, RoleKey, all_gather_sums
+from .code_game import WRITER_PROMPT, predictor_prompt, round_metrics
+from .code_game_round import PlayedRound, Predict, play_rounds
+from .program_runner import ProgramRunner
+
+GAME = "code-game"
+WRITER: RoleKey = (GAME, "writer")
+PREDICTOR: RoleKey = (GAME, "predictor")
+
+FILLER_PROGRAM = "print(1)"  # what a process with nothing to predict asks, to generate in step with the others
+
+
+def as_prompt(text: str, *, chat: bool) -> Any:
+    """A user prompt in the form the policy is trained with: chat messages, or the text itself."""
+    return [{"role": "user", "content": text}] if chat else text
+
+
+def writer_dataset(rows: int, *, chat: bool) -> Dataset:
+    """The training dataset of the game: ``rows`` copies of the writer's prompt (TRL samples and repeats it)."""
+    return Dataset.from_list([{"prompt": as_prompt(WRITER_PROMPT, chat=chat)} for _ in range(rows)])
+
+
+class CodeGameRollout:
+    """The seam's rollout function of the code-output game.
+
+    ``opponent``: a frozen predictor (``OpponentPredictor``); None means self-play, the policy predicting.
+    """
+
+    def __init__(self, runner: ProgramRunner, *, predictions_per_program: int, opponent: Predict | None = None) -> None:
+        if predictions_per_program < 1:
+            raise ValueError(f"a round needs at least one prediction, not {predictions_per_program}")
+        self.runner = runner
+        self.predictions_per_program = predictions_per_program
+        self.opponent = opponent
+        self.rounds: list[PlayedRound] = []  # the last step's, for a test or a reader
+
+    def __call__(self, context: TrainerContext, inputs: list[dict[str, Any]]) -> Rollout:
+        prompts = [row["prompt"] for row in inputs]
+        chat = not isinstance(prompts[0], str)
+        writers = context.generate(prompts)
+        asked: list[Any] = []
+        answered: list[Generation] = []
+
+        def self_play(programs_prompts: Sequence[str], m: int) -> list[list[str]]:
+            asked.extend(as_prompt(p, chat=chat) for p in programs_prompts for _ in range(m))
+            if not context.any_process(bool(asked)):
+                return []
+            filler = [as_prompt(predictor_prompt(FILLER_PROGRAM), chat=chat)] * m
+            generation = context.generate(asked or filler, repeats=m)
+            if not asked:
+                return []  # the filler's answers are thrown away
+            answered.append(generation)
+            texts = generation.texts
+            return [texts[i : i + m] for i in range(0, len(texts), m)]
+
+        predict = self.opponent if self.opponent is not None else self_play
+        self.rounds = rounds = play_rounds(writers.texts, self.runner, predict, self.predictions_per_program)
+        results = [r.result for r in rounds]
+        # the predictor samples (self-play only) follow the writers': M per played round, in round order
+        played = [r for r in rounds if r.prediction_prompt is not None] if answered else []
+        predicted = [r for r in played for _ in r.predictions]
+        generations = [writers, *answered]
+        groups: list[Hashable] = [*([WRITER] * len(rounds)), *([PREDICTOR] * len(predicted))]
+        return Rollout(
+            prompts=[*prompts, *asked],
+            completions=[c for g in generations for c in g.completions],
+            prompt_ids=[ids for g in generations for ids in g.prompt_ids],
+            completion_ids=[ids for g in generations for ids in g.completion_ids],
+            logprobs=_joined_logprobs(generations),
+            rewards=[*(r.writer for r in results), *(p for r in played for p in r.result.predictors)],
+            groups=groups,
+            extra={
+                "role": ["writer"] * len(rounds) + ["predictor"] * len(predicted),
+                "outcome": [r.outcome for r in results] + [r.result.outcome for r in predicted],
+                "output": [r.output for r in results] + [r.result.output for r in predicted],
+            },
+            metrics=round_metrics(results),
+        )
+
+
+def _joined_logprobs(generations: Sequence[Generation]) -> list[list[float]] | None:
+    """The sampler's log-probabilities of every generation in order; None unless it reported them for all."""
+    rows: list[list[float]] = []
+    for generation in generations:
+        if generation.logprobs is None:
+            return None
+        rows += generation.logprobs
+    return rows
+
+
+class CodeGameAdvantage:
+    """The seam's advantage function of the game: ``R - b`` with one EMA baseline per role (RAE).
+
+    Every sample is a player of its own (each of the M predictors of a round gave its own answer), so each
+    scored sample brings its return to its role's baseline and gets ``R - b`` of the baseline as it was before
+    the step; a masked sample (None) gets 0 and leaves the baselines alone. The baselines are shared by every
+    process and join the step's metrics (``rae/baseline/code-game/<role>``): the trainer logs a rollout's
+    metrics after it has its advantages.
+    """
+
+    def __init__(self, rae: RoleConditionedAdvantage | None = None) -> None:
+        self.rae = rae if rae is not None else RoleConditionedAdvantage(share=all_gather_sums)
+
+    def __call__(self, rollout: Rollout, context: TrainerContext) -> list[float]:
+        keys = [_role_key(group) for group in rollout.groups]
+        scored = [(key, r) for key, r in zip(keys, rollout.rewards, strict=True) if r is not None]
+        advantages = iter(self.rae.step(scored))  # every process steps once a step: the share is a collective
+        out = [next(advantages) if r is not None else 0.0 for r in rollout.rewards]
+        rollout.metrics.update(self.rae.baselines.metrics())
+        return out
+
+
+def _role_key(group: Hashable) -> RoleKey:
+    if group not in (WRITER, PREDICTOR):
+        raise ValueError(f"a code-game sample belongs to {WRITER} or {PREDICTOR}, not {group!r}")
+    return WRITER if group == WRITER else PREDICTOR

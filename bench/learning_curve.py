@@ -138,6 +138,11 @@ def humaneval_point(
     return evaluator(model, step)
 
 
+def humaneval_config(args: argparse.Namespace, config: TrainConfig) -> TrainConfig:
+    """A run's settings for its HumanEval evaluations: HumanEval's number of samples, not the held-out set's."""
+    return config.model_copy(update={"eval_samples": args.humaneval_samples})
+
+
 def base_config(args: argparse.Namespace, out: Path, seed: int, url: str) -> TrainConfig:
     return TrainConfig(
         model=args.model,
@@ -191,10 +196,21 @@ def train_seed(
 ) -> SeedResult:
     """Train one seed and compare its evaluations; a seed already done in ``out`` is read back, not redone."""
     saved = out / f"seed_{seed}" / "result.json"
-    if (done := load_seed(saved)) is not None and (he_before is None or HUMANEVAL in done.shifts):
-        print(f"seed {seed}: read back from {saved}", file=sys.stderr)
-        return done
     config = base_config(args, out, seed, url)
+    if (done := load_seed(saved)) is not None:
+        final = config.output_dir / "final"
+        if he_before is not None and HUMANEVAL not in done.shifts and (final / "config.json").is_file():
+            # HumanEval asked for after the seed was trained: its saved final model is evaluated, not retrained
+            print(f"seed {seed}: read back from {saved}; HumanEval on {final}", file=sys.stderr)
+            steps = max(step for step, _ in done.curve)
+            after = humaneval_point(str(final), humaneval, humaneval_config(args, config), [url],
+                                    config.output_dir / "evaluations" / HUMANEVAL, steps)  # fmt: skip
+            done.shifts[HUMANEVAL] = shift(he_before, after)
+            done.points[HUMANEVAL] = [asdict(he_before), asdict(after)]
+            saved.write_text(json.dumps(asdict(done), default=str))
+        if he_before is None or HUMANEVAL in done.shifts:
+            print(f"seed {seed}: read back from {saved}", file=sys.stderr)
+            return done
     if config.output_dir.exists():
         shutil.rmtree(config.output_dir)  # a seed cut short: its logs would be appended to, not replaced
     summary = run(config, console=Console(file=io.StringIO()))
@@ -203,10 +219,9 @@ def train_seed(
     shifts = {HELDOUT: shift(summary.evals[0], summary.evals[-1])}
     points = {HELDOUT: [asdict(p) for p in summary.evals]}
     if he_before is not None:
-        he_config = config.model_copy(update={"eval_samples": args.humaneval_samples})
         after = humaneval_point(
-            summary.final_model, humaneval, he_config, [url], config.output_dir / "evaluations" / HUMANEVAL,
-            summary.steps,
+            summary.final_model, humaneval, humaneval_config(args, config), [url],
+            config.output_dir / "evaluations" / HUMANEVAL, summary.steps,
         )  # fmt: skip
         shifts[HUMANEVAL] = shift(he_before, after)
         points[HUMANEVAL] = [asdict(he_before), asdict(after)]
@@ -362,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with sandbox(args) as url:
         he_before = None
         if humaneval:
-            config = base_config(args, out, 0, url).model_copy(update={"eval_samples": args.humaneval_samples})
+            config = humaneval_config(args, base_config(args, out, 0, url))
             key = {"model": args.model, "problems": len(humaneval), "samples": args.humaneval_samples,
                    "max_new_tokens": args.max_new_tokens}  # fmt: skip
             he_before = load_point(out / "base" / "humaneval.json", key)

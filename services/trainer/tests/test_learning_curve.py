@@ -69,8 +69,14 @@ def test_quick_run_reports_every_seed_and_resumes(
 ) -> None:
     out = tmp_path / "curve"
     argv = ["--quick", "--model", str(tiny_model_dir), "--sandbox-url", sandbox_process.url, "--out", str(out),
-            "--humaneval-limit", "3", "--lr", "1e-3"]  # fmt: skip
+            "--lr", "1e-3"]  # fmt: skip
     assert bench.main(argv) == 0
+    assert "### humaneval" not in (out / "report.md").read_text()
+    trained = {seed: (out / f"seed_{seed}" / "metrics.jsonl").stat().st_mtime_ns for seed in (0, 1)}
+    # HumanEval asked for afterwards: each finished seed's saved final model is evaluated, not trained anew
+    argv += ["--humaneval-limit", "3"]
+    assert bench.main(argv) == 0
+    assert {seed: (out / f"seed_{seed}" / "metrics.jsonl").stat().st_mtime_ns for seed in (0, 1)} == trained
     report = (out / "report.md").read_text()
     for needle in ("### heldout", "### humaneval", "| 0 |", "| 1 |", "over 2 seed(s)"):
         assert needle in report, needle

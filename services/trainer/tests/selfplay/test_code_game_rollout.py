@@ -75,6 +75,10 @@ def runner(sandbox: LoopbackServer) -> Iterator[ProgramRunner]:
         yield r
 
 
+def game(runner: ProgramRunner, programs: int, m: int, opponent: Any = None) -> CodeGameRollout:
+    return CodeGameRollout(runner, programs_per_step=programs, predictions_per_program=m, chat=True, opponent=opponent)
+
+
 def rows(n: int) -> list[dict[str, Any]]:
     return writer_dataset(n, chat=True).to_list()
 
@@ -88,10 +92,10 @@ def test_self_play_makes_writer_then_predictor_samples(runner: ProgramRunner) ->
             predictor_prompt(hard): [said("3"), said("5")],
         }
     )
-    rollout = CodeGameRollout(runner, predictions_per_program=2)(context, rows(4))
+    rollout = game(runner, 4, 2)(context, rows(2))
 
     writers, predictors = context.calls
-    assert writers == ([[{"role": "user", "content": WRITER_PROMPT}]] * 4, None)
+    assert writers == ([[{"role": "user", "content": WRITER_PROMPT}]] * 4, 4)  # the rows only pace TRL
     asked = [p[0]["content"] for p in predictors[0]]
     assert asked == [predictor_prompt(easy)] * 2 + [predictor_prompt(hard)] * 2 and predictors[1] == 2
     assert len(rollout) == 8
@@ -109,11 +113,11 @@ def test_self_play_makes_writer_then_predictor_samples(runner: ProgramRunner) ->
 def test_a_process_with_nothing_to_predict_still_generates_with_the_others(runner: ProgramRunner) -> None:
     filler = {predictor_prompt(FILLER_PROGRAM): ["x"] * 3}
     context = ScriptedContext({WRITER_PROMPT: ["nothing", "nothing"], **filler}, others_predict=True)
-    rollout = CodeGameRollout(runner, predictions_per_program=3)(context, rows(2))
+    rollout = game(runner, 2, 3)(context, rows(2))
     assert len(context.calls) == 2 and context.calls[1][1] == 3  # the filler, M of them
     assert len(rollout) == 2 and rollout.rewards == [WRITER_INVALID] * 2  # its answers are thrown away
     alone = ScriptedContext({WRITER_PROMPT: ["nothing", "nothing"]}, others_predict=False)
-    CodeGameRollout(runner, predictions_per_program=3)(alone, rows(2))
+    game(runner, 2, 3)(alone, rows(2))
     assert len(alone.calls) == 1  # nobody predicts: no generation at all
 
 
@@ -126,7 +130,7 @@ def test_against_a_frozen_opponent_only_writers_learn(runner: ProgramRunner) -> 
         asked.append((list(prompts), m))
         return [[said("abab"), said("?"), said("?")] for _ in prompts]
 
-    rollout = CodeGameRollout(runner, predictions_per_program=3, opponent=opponent)(context, rows(2))
+    rollout = game(runner, 2, 3, opponent)(context, rows(2))
     assert asked == [([predictor_prompt(program)] * 2, 3)] and len(context.calls) == 1
     assert rollout.groups == [WRITER, WRITER]
     assert rollout.rewards == [pytest.approx(1 - 2 / 3), -1.25]  # the second mispredicted its own output
@@ -157,7 +161,7 @@ def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, 
                       max_completion_length=6, learning_rate=1e-3, logging_steps=1, report_to=[], use_cpu=True,
                       save_strategy="no", activation_checkpointing=False, disable_tqdm=True, seed=0)  # fmt: skip
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    game = CodeGameRollout(runner, predictions_per_program=2)
+    game = CodeGameRollout(runner, programs_per_step=3, predictions_per_program=2, chat=True)
     trainer = CodegymGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
         processing_class=tokenizer,
@@ -169,9 +173,9 @@ def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, 
         advantage_fn=CodeGameAdvantage(),
     )
     trainer.train()
-    assert [r.result.outcome for r in game.rounds] == ["unparsable"] * 4
+    assert [r.result.outcome for r in game.rounds] == ["unparsable"] * 3
     table = [json.loads(line) for line in (tmp_path / "completions" / "step_00001.jsonl").read_text().splitlines()]
-    assert [(row["role"], row["reward"], row["advantage"]) for row in table] == [("writer", -1.5, -1.5)] * 4
+    assert [(row["role"], row["reward"], row["advantage"]) for row in table] == [("writer", -1.5, -1.5)] * 3
     logged = next(row for row in trainer.state.log_history if "code_game/invalid_rate" in row)
     assert logged["code_game/invalid_rate"] == 1.0 and logged["reward"] == -1.5
-    assert logged["rae/baseline/code-game/writer"] == pytest.approx((1 - 0.95**4) * -1.5)
+    assert logged["rae/baseline/code-game/writer"] == pytest.approx((1 - 0.95**3) * -1.5)

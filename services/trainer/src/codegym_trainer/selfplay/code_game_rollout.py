@@ -2,7 +2,7 @@
 
 Each training step (``CodeGameRollout``):
 
-1. the policy writes one program per dataset row (every row is the writer's prompt);
+1. the policy writes ``programs_per_step`` programs (TRL's dataset rows only pace the steps);
 2. ``play_rounds`` judges them in the sandbox and asks for ``M`` predictions of each program with an output:
    in self-play the policy answers the predictor prompts in the same step, and those answers become
    predictor samples of the batch; against a frozen opponent the opponent answers and only writers learn;
@@ -39,28 +39,39 @@ def as_prompt(text: str, *, chat: bool) -> Any:
 
 
 def writer_dataset(rows: int, *, chat: bool) -> Dataset:
-    """The training dataset of the game: ``rows`` copies of the writer's prompt (TRL samples and repeats it)."""
+    """The training dataset of the game: ``rows`` copies of the writer's prompt, which only pace TRL's sampler."""
     return Dataset.from_list([{"prompt": as_prompt(WRITER_PROMPT, chat=chat)} for _ in range(rows)])
 
 
 class CodeGameRollout:
-    """The seam's rollout function of the code-output game.
+    """The seam's rollout function of the code-output game: ``programs_per_step`` rounds per step and process.
 
+    ``chat``: the policy is prompted with chat messages (it has a chat template), else with the text.
     ``opponent``: a frozen predictor (``OpponentPredictor``); None means self-play, the policy predicting.
     """
 
-    def __init__(self, runner: ProgramRunner, *, predictions_per_program: int, opponent: Predict | None = None) -> None:
-        if predictions_per_program < 1:
-            raise ValueError(f"a round needs at least one prediction, not {predictions_per_program}")
+    def __init__(
+        self,
+        runner: ProgramRunner,
+        *,
+        programs_per_step: int,
+        predictions_per_program: int,
+        chat: bool,
+        opponent: Predict | None = None,
+    ) -> None:
+        if programs_per_step < 1 or predictions_per_program < 1:
+            raise ValueError("a step needs at least one program, and a round at least one prediction")
         self.runner = runner
+        self.programs_per_step = programs_per_step
+        self.chat = chat
         self.predictions_per_program = predictions_per_program
         self.opponent = opponent
         self.rounds: list[PlayedRound] = []  # the last step's, for a test or a reader
 
     def __call__(self, context: TrainerContext, inputs: list[dict[str, Any]]) -> Rollout:
-        prompts = [row["prompt"] for row in inputs]
-        chat = not isinstance(prompts[0], str)
-        writers = context.generate(prompts)
+        chat = self.chat
+        prompts = [as_prompt(WRITER_PROMPT, chat=chat)] * self.programs_per_step
+        writers = context.generate(prompts, repeats=len(prompts))
         asked: list[Any] = []
         answered: list[Generation] = []
 

@@ -47,6 +47,7 @@ from codegym_trainer.run import run
 from codegym_trainer.sandbox import scorer_factory
 from codegym_trainer.stats import mean_sd
 from rich.console import Console
+from tqdm import tqdm
 
 HELDOUT = "heldout"
 HUMANEVAL = "humaneval"
@@ -135,7 +136,8 @@ def humaneval_point(
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(platform.precision, torch.float32)
         model = model.to("cuda", dtype=dtype)
     evaluator = HeldOutEvaluator.for_run(config, tasks, tokenizer, lambda: scorer_factory(config, urls), out)
-    return evaluator(model, step)
+    with tqdm(total=len(tasks), desc=f"HumanEval {model_path}", unit="problem", file=sys.stderr) as bar:
+        return evaluator(model, step, on_batch=bar.update)
 
 
 def humaneval_config(args: argparse.Namespace, config: TrainConfig) -> TrainConfig:

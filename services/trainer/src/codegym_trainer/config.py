@@ -28,6 +28,12 @@ class TrainConfig(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CODEGYM_TRAINER_", extra="forbid", validate_default=True)
 
+    task: Literal["code", "spiral", "code-game"] = Field(
+        "code",
+        description="What the policy learns: code (GRPO on programming tasks, rewarded by their tests in the "
+        "sandbox), spiral (self-play of --game between two roles of the policy, SPIRAL), code-game (the "
+        "code-output game).",
+    )
     # model and generation
     model: str = Field(
         EMBEDDED_MODEL,
@@ -108,6 +114,22 @@ class TrainConfig(BaseSettings):
     )
     eval_temperature: float = Field(0.8, gt=0, description="Sampling temperature of the held-out samples.")
     skip_eval: bool = Field(False, description="No held-out evaluation at all.")
+    # SPIRAL self-play (--task spiral)
+    game: Literal["tictactoe", "kuhn_poker"] = Field("tictactoe", description="The game of --task spiral.")
+    selfplay_games_per_step: int = Field(
+        8, ge=1, description="Self-play games per step and process; every turn of both roles is a training sample."
+    )
+    rae: bool = Field(
+        True,
+        description="Role-conditioned advantages: the return minus an EMA baseline (alpha 0.95) per (game, role). "
+        "--no-rae trains on the raw return (the SPIRAL ablation).",
+    )
+    selfplay_eval_games: int = Field(
+        20, ge=1, description="Games per seat against each fixed opponent (random, minimax / equilibrium)."
+    )
+    selfplay_eval_every: int = Field(
+        10, ge=0, description="Evaluate against the fixed opponents every N steps (0: only before and after training)."
+    )
     # output, checkpoints, logs
     output_dir: Path = Field(Path("runs/grpo"), description="Checkpoints, logs, final model and summary.")
     save_steps: int = Field(50, ge=1, description="Write a checkpoint every N steps.")

@@ -65,9 +65,13 @@ def _resume_path(config: TrainConfig) -> str | None:
     return config.resume
 
 
-def grpo_args(config: TrainConfig, platform: Platform) -> GRPOConfig:
-    """TRL's configuration for this run on this platform."""
-    micro, accumulation = per_device_batch(platform, config.batch_size * config.group_size)
+def grpo_args(config: TrainConfig, platform: Platform, *, split: tuple[int, int] | None = None) -> GRPOConfig:
+    """TRL's configuration for this run on this platform.
+
+    ``split``: (dataset rows per forward pass, gradient accumulation steps), instead of the platform's split of
+    ``batch_size * group_size`` rows (a self-play step's samples are its games' turns, not its rows).
+    """
+    micro, accumulation = split or per_device_batch(platform, config.batch_size * config.group_size)
     report_to = ["wandb"] if config.wandb_project else "none"
     # transformers renamed gradient_checkpointing to activation_checkpointing within 5.x; both are supported
     checkpointing = (
@@ -123,6 +127,10 @@ def run(config: TrainConfig, console: Console | None = None) -> RunSummary:
 
 
 def _run(config: TrainConfig, console: Console) -> RunSummary:
+    if config.task == "spiral":
+        from .selfplay.spiral_run import run_spiral
+
+        return run_spiral(config, console)
     started = time.monotonic()
     platform = detect(config)
     log.info(platform.describe())

@@ -136,7 +136,8 @@ class TrainerContext(Protocol):
     ) -> dict[str, list[float | None]]:
         """The trainer's reward functions on these completions, by function name (None: not scored).
 
-        ``inputs`` are the dataset rows of the prompts, whose columns the reward functions read.
+        ``inputs`` are the dataset rows of the prompts, whose columns the reward functions read. The rewards
+        are gathered across processes as one tensor, so every process scores as many completions.
         """
         ...
 
@@ -156,7 +157,10 @@ class RolloutFn(Protocol):
 
 
 class AdvantageFn(Protocol):
-    """One advantage per sample of a rollout, in its order."""
+    """One advantage per sample of a rollout, in its order.
+
+    It may add to ``rollout.metrics`` (a baseline, say): the trainer logs them after it has the advantages.
+    """
 
     def __call__(self, rollout: Rollout, context: TrainerContext) -> list[float]: ...
 

@@ -130,6 +130,22 @@ class TrainConfig(BaseSettings):
     selfplay_eval_every: int = Field(
         10, ge=0, description="Evaluate against the fixed opponents every N steps (0: only before and after training)."
     )
+    # the code-output game (--task code-game)
+    predictor: str = Field(
+        "self",
+        description="Who predicts the writers' outputs: self (the policy itself; its predictions are trained too) "
+        "or the URL of an OpenAI-compatible API root (http://host:8000/v1) serving a frozen opponent.",
+    )
+    predictor_model: str | None = Field(
+        None, description="Model id the --predictor endpoint serves (default: the first it lists)."
+    )
+    predictor_api: Literal["chat", "completion"] = Field(
+        "chat", description="How --predictor is asked: chat messages or a plain text prompt."
+    )
+    predictions_per_program: int = Field(
+        4, ge=1, description="Predictions of each program's output; the writer's reward is 1 - 2 x their accuracy."
+    )
+    code_game_programs_per_step: int = Field(8, ge=1, description="Programs the writer writes per step and process.")
     # output, checkpoints, logs
     output_dir: Path = Field(Path("runs/grpo"), description="Checkpoints, logs, final model and summary.")
     save_steps: int = Field(50, ge=1, description="Write a checkpoint every N steps.")

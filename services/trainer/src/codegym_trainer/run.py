@@ -131,6 +131,10 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
         from .selfplay.spiral_run import run_spiral
 
         return run_spiral(config, console)
+    if config.task == "code-game":
+        from .selfplay.code_game_run import run_code_game
+
+        return run_code_game(config, console)
     started = time.monotonic()
     platform = detect(config)
     log.info(platform.describe())

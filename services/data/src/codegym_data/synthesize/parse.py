@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from codegym_evaluator.extract import fenced_blocks
 from codegym_evaluator.sanitize import sanitize
 
-MALFORMED = {
+MALFORMED = {  # in the order they are checked
     "no_problem": "no problem statement (or one of fewer than 3 words)",
     "no_solution": "no Solution section with code",
-    "no_tests": "no assert statement in the Tests section or the solution",
     "solution_syntax_error": "the solution does not parse as Python",
-    "tests_syntax_error": "the tests do not parse as Python",
     "no_function": "the solution defines no top-level function",
+    "tests_syntax_error": "the tests do not parse as Python",
+    "no_tests": "no assert statement in the Tests section or the solution",
     "tests_miss_function": "no assert calls a function the solution defines",
 }
 

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["games.base", "advantage", "program_check", "code_game", "output_prediction"]
+MODULES = ["games.base", "advantage", "program_check", "code_game", "output_prediction", "spiral"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -8,16 +8,12 @@ import asyncio
 import contextlib
 import sys
 import textwrap
-import types
-import typing
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from .config import TransformConfig
 from .mask.cli import add_parser as add_mask_parser
+from .options import add_command, add_settings_flags, progress_bars, run_with_settings, sandbox_urls
 from .synthesize import cli as synthesize_cli
 from .tester import cli as tester_cli
 
@@ -42,39 +38,16 @@ Every flag is also an environment variable CODEGYM_DATA_<FIELD>.
 """
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _unwrap_optional(annotation: Any) -> Any:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
 def _add_transform(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "transform",
         help="rewrite reference solutions, verify them in the sandbox, write the kept rows and a report",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--list", action="store_true", help="List the transformations and what each does, then exit.")
-    for name, field in TransformConfig.model_fields.items():
-        annotation = _unwrap_optional(field.annotation)
-        default = field.get_default(call_default_factory=True)
-        shown = f" (default: {default})" if default not in (None, [], False) else ""
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": (field.description or "") + shown}
-        if annotation is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif typing.get_origin(annotation) is list:
-            kwargs.update(action="extend", nargs="+", metavar="URL")
-        elif annotation in (int, float, Path):
-            kwargs["type"] = annotation
-        parser.add_argument(_flag(name), dest=name, **kwargs)
+    add_settings_flags(parser, TransformConfig)
     parser.set_defaults(func=_transform)
 
 
@@ -96,22 +69,13 @@ def _transform(args: argparse.Namespace) -> int:
     if args.list:
         print(list_transformations())
         return 0
-    values = {k: v for k, v in vars(args).items() if k in TransformConfig.model_fields}
-    try:
-        config = TransformConfig(**values)
-    except ValidationError as exc:
-        problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"codegym-data: invalid settings:\n{problems}", file=sys.stderr)
-        return 2
-    return run_transform(config)
+    return run_with_settings(TransformConfig, args, run_transform)
 
 
 def run_transform(config: TransformConfig) -> int:
     """Load, transform, verify and write; the report table on stdout."""
     from codegym_evaluator.scoring import Scorer
-    from codegym_evaluator.servers import sandbox_server
     from codegym_evaluator.tasks import load_tasks
-    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     from .transform import parse_transformations
     from .verify import transform_and_verify
@@ -120,22 +84,8 @@ def run_transform(config: TransformConfig) -> int:
     tasks = load_tasks(config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty,
                        path=config.path)  # fmt: skip
     with contextlib.ExitStack() as stack:
-        urls = list(config.sandbox_url)
-        if not urls:
-            sandbox = stack.enter_context(sandbox_server(config.sandbox_workers))
-            print(f"codegym-data: started a local sandbox at {sandbox.url}", file=sys.stderr)
-            urls = [sandbox.url]
-        bars: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in bars:
-                unit = "row" if stage == "transforming" else "program"
-                bars[stage] = tqdm(total=total, desc=stage, unit=unit, file=sys.stderr)
-                stack.callback(bars[stage].close)
-            bar = bars[stage]
-            bar.update(done - bar.n)
-            if done >= total:
-                bar.close()
+        urls = stack.enter_context(sandbox_urls(config.sandbox_url, config.sandbox_workers))
+        progress = progress_bars(stack, lambda stage: "row" if stage == "transforming" else "program")
 
         async def go() -> Any:
             async with Scorer(urls, token=config.sandbox_token, concurrency=config.concurrency,

@@ -9,23 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from .options import SandboxConcurrency, SandboxToken, SandboxUrls, SandboxWorkers, TaskSelection, TestTimeout
 
 
-class TransformConfig(BaseSettings):
+class TransformConfig(TaskSelection):
     """One transformation run: which rows, which transformations, where they are judged, where results go."""
 
-    model_config = SettingsConfigDict(env_prefix="CODEGYM_DATA_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="CODEGYM_DATA_")
 
-    dataset: str = Field(
-        "humaneval",
-        description="Dataset of the task library: humaneval, mbpp, mbpp-sanitized, apps, code_contests, "
-        "livecodebench, taco, leetcode, or jsonl (codegym's task format, with --path).",
-    )
-    path: str | None = Field(None, description="Local file or directory with the dataset's rows.")
-    split: str | None = Field(None, description="Dataset split (default: the dataset's own).")
-    limit: int | None = Field(None, ge=1, description="Only the first N rows.")
-    difficulty: str | None = Field(None, description="Only rows of this difficulty.")
     transform: str = Field(
         "all",
         description="Comma-separated transformations, each applied to every row on its own; a+b applies a then "
@@ -37,12 +30,8 @@ class TransformConfig(BaseSettings):
                       "and dropped.jsonl.")  # fmt: skip
     include_original: bool = Field(False, description="Write the original rows into tasks.jsonl too, before the "
                                    "transformed ones.")  # fmt: skip
-    sandbox_url: list[str] = Field(
-        default_factory=list,
-        description="URL of a running codegym sandbox (several allowed). None: a local sandbox starts on "
-        "loopback for the run and stops at its end.",
-    )
-    sandbox_token: str | None = Field(None, description="Bearer token of the sandbox API.")
-    sandbox_workers: int = Field(0, ge=0, description="Workers of the local sandbox (0: one per CPU core).")
-    concurrency: int = Field(8, ge=1, description="Sandbox requests in flight.")
-    timeout_per_test: float = Field(5.0, gt=0, description="Time limit of one test, in seconds.")
+    sandbox_url: SandboxUrls
+    sandbox_token: SandboxToken = None
+    sandbox_workers: SandboxWorkers = 0
+    concurrency: SandboxConcurrency = 8
+    timeout_per_test: TestTimeout = 5.0

@@ -7,13 +7,9 @@ import argparse
 import asyncio
 import contextlib
 import sys
-import types
-import typing
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from ..options import add_command, add_settings_flags, progress_bars, run_with_settings, sandbox_urls
 from .config import MaskConfig
 
 DESCRIPTION = """\
@@ -45,28 +41,15 @@ Every flag is also an environment variable CODEGYM_DATA_MASK_<FIELD>.
 
 def add_parser(sub: Any) -> None:
     """Register ``mask`` on the ``codegym-data`` subparsers ``sub``."""
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "mask",
         help="mask spans of reference solutions chosen by complexity metrics, write verified FIM rows and a report",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--list-metrics", action="store_true", help="Say what each metric counts, then exit.")
-    for name, field in MaskConfig.model_fields.items():
-        annotation = _unwrap_optional(field.annotation)
-        default = field.get_default(call_default_factory=True)
-        shown = f" (default: {default})" if default not in (None, [], False, "") else ""
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": (field.description or "") + shown}
-        if annotation is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif typing.get_origin(annotation) is list:
-            kwargs.update(action="extend", nargs="+", metavar="URL")
-        elif typing.get_origin(annotation) is typing.Literal:
-            kwargs["choices"] = typing.get_args(annotation)
-        elif annotation in (int, float, Path):
-            kwargs["type"] = annotation
-        parser.add_argument("--" + name.replace("_", "-"), dest=name, **kwargs)
+    add_settings_flags(parser, MaskConfig)
     parser.set_defaults(func=_mask)
 
 
@@ -77,34 +60,17 @@ def list_metrics() -> str:
     return (metrics.__doc__ or "").strip().replace("``", "`")
 
 
-def _unwrap_optional(annotation: Any) -> Any:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
 def _mask(args: argparse.Namespace) -> int:
     if args.list_metrics:
         print(list_metrics())
         return 0
-    values = {k: v for k, v in vars(args).items() if k in MaskConfig.model_fields}
-    try:
-        config = MaskConfig(**values)
-    except ValidationError as exc:
-        problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"codegym-data: invalid settings:\n{problems}", file=sys.stderr)
-        return 2
-    return run_mask(config)
+    return run_with_settings(MaskConfig, args, run_mask)
 
 
 def run_mask(config: MaskConfig) -> int:
     """Load, mask, verify and write; the report's tables on stdout."""
     from codegym_evaluator.scoring import Scorer
-    from codegym_evaluator.servers import sandbox_server
     from codegym_evaluator.tasks import load_tasks
-    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     from .dataset import CodeMaskDataset
     from .fim import parse_tokens
@@ -116,22 +82,8 @@ def run_mask(config: MaskConfig) -> int:
     tasks = load_tasks(config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty,
                        path=config.path)  # fmt: skip
     with contextlib.ExitStack() as stack:
-        urls = list(config.sandbox_url)
-        if not urls:
-            sandbox = stack.enter_context(sandbox_server(config.sandbox_workers))
-            print(f"codegym-data: started a local sandbox at {sandbox.url}", file=sys.stderr)
-            urls = [sandbox.url]
-        bars: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in bars:
-                unit = "task" if stage == "masking" else "fill"
-                bars[stage] = tqdm(total=total, desc=stage, unit=unit, file=sys.stderr)
-                stack.callback(bars[stage].close)
-            bar = bars[stage]
-            bar.update(done - bar.n)
-            if done >= total:
-                bar.close()
+        urls = stack.enter_context(sandbox_urls(config.sandbox_url, config.sandbox_workers))
+        progress = progress_bars(stack, lambda stage: "task" if stage == "masking" else "fill")
 
         async def go() -> Any:
             async with Scorer(urls, token=config.sandbox_token, concurrency=config.concurrency,

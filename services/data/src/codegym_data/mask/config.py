@@ -9,26 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from ..options import SandboxConcurrency, SandboxToken, SandboxUrls, SandboxWorkers, TaskSelection, TestTimeout
 from .dataset import parse_metric_values
 from .fim import FimFormat, parse_tokens
 
 
-class MaskConfig(BaseSettings):
+class MaskConfig(TaskSelection):
     """One masking run: which rows, how spans are chosen, how rows are written, where fills are judged."""
 
-    model_config = SettingsConfigDict(env_prefix="CODEGYM_DATA_MASK_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="CODEGYM_DATA_MASK_")
 
-    dataset: str = Field(
-        "humaneval",
-        description="Dataset of the task library: humaneval, mbpp, mbpp-sanitized, apps, code_contests, "
-        "livecodebench, taco, leetcode, or jsonl (codegym's task format, with --path).",
-    )
-    path: str | None = Field(None, description="Local file or directory with the dataset's rows.")
-    split: str | None = Field(None, description="Dataset split (default: the dataset's own).")
-    limit: int | None = Field(None, ge=1, description="Only the first N rows.")
-    difficulty: str | None = Field(None, description="Only rows of this difficulty.")
     metrics: str = Field(
         "cyclomatic,halstead_volume",
         description="Metrics that weigh the choice of span, comma-separated, each name or name=weight: "
@@ -52,15 +44,11 @@ class MaskConfig(BaseSettings):
                             "tokens of --fim-format psm, comma-separated.")  # fmt: skip
     out: Path = Field(Path("codegym-data-mask"), description="Directory for masked.jsonl, report.md, report.json "
                       "and dropped.jsonl.")  # fmt: skip
-    sandbox_url: list[str] = Field(
-        default_factory=list,
-        description="URL of a running codegym sandbox (several allowed). None: a local sandbox starts on "
-        "loopback for the run and stops at its end.",
-    )
-    sandbox_token: str | None = Field(None, description="Bearer token of the sandbox API.")
-    sandbox_workers: int = Field(0, ge=0, description="Workers of the local sandbox (0: one per CPU core).")
-    concurrency: int = Field(8, ge=1, description="Sandbox requests in flight.")
-    timeout_per_test: float = Field(5.0, gt=0, description="Time limit of one test, in seconds.")
+    sandbox_url: SandboxUrls
+    sandbox_token: SandboxToken = None
+    sandbox_workers: SandboxWorkers = 0
+    concurrency: SandboxConcurrency = 8
+    timeout_per_test: TestTimeout = 5.0
 
     @field_validator("metrics", "minimum")
     @classmethod

@@ -7,13 +7,9 @@ import asyncio
 import contextlib
 import os
 import sys
-import types
-import typing
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from ..options import add_command, add_settings_flags, progress_bars, run_with_settings, sandbox_urls
 from .config import SynthesizeConfig
 
 DESCRIPTION = """\
@@ -43,48 +39,24 @@ Every flag is also an environment variable CODEGYM_DATA_SYNTHESIZE_<FIELD>.
 """
 
 
-def _flag_type(annotation: Any) -> Any:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``synthesize`` to the subcommands ``sub`` of ``codegym-data``: a flag for each field of
     ``SynthesizeConfig``, with its description as help."""
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "synthesize",
         help="generate problems, solutions and tests with a model, keep those whose tests pass the test of tests",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    for name, field in SynthesizeConfig.model_fields.items():
-        annotation = _flag_type(field.annotation)
-        default = field.get_default(call_default_factory=True)
-        shown = f" (default: {default})" if default not in (None, []) else ""
-        # Unset flags stay unset (SUPPRESS), so that the environment can fill them before the defaults do.
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": (field.description or "") + shown}
-        if typing.get_origin(annotation) is list:
-            kwargs.update(action="extend", nargs="+", metavar="URL")
-        elif annotation in (int, float, Path):
-            kwargs["type"] = annotation
-        parser.add_argument("--" + name.replace("_", "-"), dest=name, **kwargs)
+    # unlike transform and mask, synthesize's help shows zero defaults (--seed, --sandbox-workers)
+    add_settings_flags(parser, SynthesizeConfig, hidden_defaults=(None, []))
     parser.set_defaults(func=_synthesize)
     return parser
 
 
 def _synthesize(args: argparse.Namespace) -> int:
-    values = {k: v for k, v in vars(args).items() if k in SynthesizeConfig.model_fields}
-    try:
-        config = SynthesizeConfig(**values)
-    except ValidationError as exc:
-        problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"codegym-data: invalid settings:\n{problems}", file=sys.stderr)
-        return 2
-    return run_synthesize(config)
+    return run_with_settings(SynthesizeConfig, args, run_synthesize)
 
 
 def run_synthesize(config: SynthesizeConfig) -> int:
@@ -92,35 +64,21 @@ def run_synthesize(config: SynthesizeConfig) -> int:
     import httpx
     from codegym_evaluator.model_client import ModelClient, ModelError
     from codegym_evaluator.scoring import Scorer
-    from codegym_evaluator.servers import SMOLLM2_ALIAS, llama_server, sandbox_server
+    from codegym_evaluator.servers import SMOLLM2_ALIAS, llama_server
     from codegym_evaluator.tasks import load_tasks
-    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     from .pipeline import SynthesisRun, synthesize
 
     seeds = load_tasks(config.seed_dataset, path=config.seed_path) if config.seed_dataset else []
     with contextlib.ExitStack() as stack:
-        sandbox_urls = list(config.sandbox_url)
-        if not sandbox_urls:
-            sandbox = stack.enter_context(sandbox_server(config.sandbox_workers))
-            print(f"codegym-data: started a local sandbox at {sandbox.url}", file=sys.stderr)
-            sandbox_urls = [sandbox.url]
+        sandboxes = stack.enter_context(sandbox_urls(config.sandbox_url, config.sandbox_workers))
         model_url, model_name = config.model_url, config.model
         if model_url is None:
             print("codegym-data: no --model-url: starting llama.cpp's server on SmolLM2-135M-Instruct", file=sys.stderr)
             llama = stack.enter_context(llama_server())
             print(f"codegym-data: started llama.cpp's server at {llama.url}", file=sys.stderr)
             model_url, model_name = f"{llama.url}/v1", model_name or SMOLLM2_ALIAS
-        bars: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in bars:
-                bars[stage] = tqdm(total=total, desc=stage, unit="candidate", file=sys.stderr)
-                stack.callback(bars[stage].close)
-            bar = bars[stage]
-            bar.update(done - bar.n)
-            if done >= total:
-                bar.close()
+        progress = progress_bars(stack, lambda stage: "candidate")
 
         async def go() -> SynthesisRun:
             api_key = config.api_key or os.environ.get("OPENAI_API_KEY")
@@ -133,7 +91,7 @@ def run_synthesize(config: SynthesizeConfig) -> int:
                     retries=config.model_retries,
                 ) as model,  # fmt: skip
                 Scorer(
-                    sandbox_urls,
+                    sandboxes,
                     token=config.sandbox_token,
                     concurrency=config.sandbox_concurrency,
                     timeout_per_test=config.timeout_per_test,

@@ -10,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from ..options import CommandSettings, SandboxConcurrency, SandboxToken, SandboxUrls, SandboxWorkers
 
 
-class SynthesizeConfig(BaseSettings):
+class SynthesizeConfig(CommandSettings):
     """One synthesis run: the model, how many candidates, the test-of-tests thresholds, the sandbox, the output."""
 
-    model_config = SettingsConfigDict(env_prefix="CODEGYM_DATA_SYNTHESIZE_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="CODEGYM_DATA_SYNTHESIZE_")
 
     model_url: str | None = Field(
         None,
@@ -53,13 +55,9 @@ class SynthesizeConfig(BaseSettings):
     )
     out: Path = Field(Path("codegym-synth-out"), description="Directory for tasks.jsonl, report.md, report.json "
                       "and rejected.jsonl.")  # fmt: skip
-    sandbox_url: list[str] = Field(
-        default_factory=list,
-        description="URL of a running codegym sandbox (several allowed). None: a local sandbox starts on "
-        "loopback for the run and stops at its end.",
-    )
-    sandbox_token: str | None = Field(None, description="Bearer token of the sandbox API.")
-    sandbox_workers: int = Field(0, ge=0, description="Workers of the local sandbox (0: one per CPU core).")
-    sandbox_concurrency: int = Field(8, ge=1, description="Sandbox requests in flight.")
+    sandbox_url: SandboxUrls
+    sandbox_token: SandboxToken = None
+    sandbox_workers: SandboxWorkers = 0
+    sandbox_concurrency: SandboxConcurrency = 8
     timeout_per_test: float = Field(2.0, gt=0, description="Time limit of one test, in seconds (a mutant that "
                                     "loops forever costs this much per test).")  # fmt: skip

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..options import add_command
 from .report import TestReport
 from .tester import Tester, TesterError, TestSpec
 
@@ -40,12 +41,12 @@ Exit status: 0 when every test passed, 1 when one did not, 2 for bad input or an
 
 def add_parser(sub: Any) -> None:
     """Add ``test`` to ``codegym-data``'s subcommands."""
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "test",
         help="run a program's tests in the sandbox: verdicts and line coverage per test and in total",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--language", help="Language of --code (python, c, cpp, nodejs, ...: the sandbox's names).")
     parser.add_argument("--code", type=Path, help="The program under test.")

@@ -8,7 +8,6 @@ counted as ``original_failed``, not as the transformation's fault.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task, write_task_file
 
 from . import solutions
+from .output import output_paths, write_jsonl, write_report
 from .report import TransformReport, TransformStats
 from .transform import Transformation, row_rng
 
@@ -51,15 +51,10 @@ class TransformRun:
     def write(self, directory: str | Path, originals: Sequence[Task] = ()) -> dict[str, Path]:
         """Write ``tasks.jsonl`` (``originals`` first, then the kept rewrites, in codegym's task format),
         ``report.md``, ``report.json`` and ``dropped.jsonl`` into ``directory``; the paths by name."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {name: out / name for name in ("tasks.jsonl", "report.md", "report.json", "dropped.jsonl")}
+        paths = output_paths(directory, "tasks.jsonl", "dropped.jsonl")
         write_task_file([*originals, *self.tasks], paths["tasks.jsonl"])
-        paths["report.md"].write_text(self.report.markdown(), encoding="utf-8")
-        paths["report.json"].write_text(json.dumps(self.report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        with paths["dropped.jsonl"].open("w", encoding="utf-8") as fh:
-            for rejected in self.rejected:
-                fh.write(json.dumps(rejected.to_dict()) + "\n")
+        write_report(self.report, paths)
+        write_jsonl(paths["dropped.jsonl"], (rejected.to_dict() for rejected in self.rejected))
         return paths
 
 

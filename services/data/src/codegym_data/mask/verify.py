@@ -22,6 +22,7 @@ from codegym_evaluator.evaluate import evaluate_completions
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 
+from ..output import output_paths, write_jsonl, write_report
 from .dataset import CodeMaskDataset, MaskRow
 from .fim import DEFAULT_TOKENS, FimFormat, format_row
 from .report import MaskReport
@@ -99,17 +100,10 @@ class MaskRun:
         self, directory: str | Path, fim_format: FimFormat = "fields", tokens: Sequence[str] = DEFAULT_TOKENS
     ) -> dict[str, Path]:
         """Write ``masked.jsonl``, ``report.md``, ``report.json`` and ``dropped.jsonl``; the paths by name."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {name: out / name for name in ("masked.jsonl", "report.md", "report.json", "dropped.jsonl")}
-        with paths["masked.jsonl"].open("w", encoding="utf-8") as fh:
-            for row in self.rows:
-                fh.write(json.dumps(format_row(row, fim_format, tokens)) + "\n")
-        paths["report.md"].write_text(self.report.markdown(), encoding="utf-8")
-        paths["report.json"].write_text(json.dumps(self.report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        with paths["dropped.jsonl"].open("w", encoding="utf-8") as fh:
-            for dropped in self.dropped:
-                fh.write(json.dumps(dropped.to_dict()) + "\n")
+        paths = output_paths(directory, "masked.jsonl", "dropped.jsonl")
+        write_jsonl(paths["masked.jsonl"], (format_row(row, fim_format, tokens) for row in self.rows))
+        write_report(self.report, paths)
+        write_jsonl(paths["dropped.jsonl"], (dropped.to_dict() for dropped in self.dropped))
         return paths
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from codegym_evaluator.model_client import ModelClient, ModelError, Sampling
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task, write_task_file
 
+from ..output import output_paths, write_jsonl, write_report
 from . import checks, prompts
 from .config import SynthesizeConfig
 from .mutants import generate_mutants
@@ -103,15 +103,10 @@ class SynthesisRun:
     def write(self, directory: str | Path) -> dict[str, Path]:
         """Write ``tasks.jsonl`` (codegym's task format), ``report.md``, ``report.json`` and ``rejected.jsonl``
         into ``directory``; the paths by name."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {name: out / name for name in ("tasks.jsonl", "report.md", "report.json", "rejected.jsonl")}
+        paths = output_paths(directory, "tasks.jsonl", "rejected.jsonl")
         write_task_file(self.tasks, paths["tasks.jsonl"])
-        paths["report.md"].write_text(self.report.markdown(), encoding="utf-8")
-        paths["report.json"].write_text(json.dumps(self.report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        with paths["rejected.jsonl"].open("w", encoding="utf-8") as fh:
-            for outcome in self.rejected:
-                fh.write(json.dumps(outcome.to_dict()) + "\n")
+        write_report(self.report, paths)
+        write_jsonl(paths["rejected.jsonl"], (outcome.to_dict() for outcome in self.rejected))
         return paths
 
 

@@ -10,10 +10,10 @@ interval, the forfeit rate (an unparsable or illegal answer), and the mean respo
 first and last training steps; then, per mode, the mean change over seeds and a plain verdict. A change
 that does not hold over seeds is reported as such. ``selfplay_curve.png`` has the mean response length per
 step (one line per run) and the win rates before and after; ``results.json`` has every number. A run already
-finished in the output directory (``<mode>_seed_N/result.json``) is read back, so a bench cut short goes on
-where it stopped when the same command is run again.
+finished in the output directory with the same settings (``<mode>_seed_N/result.json``) is read back, so a
+bench cut short goes on where it stopped when the same command is run again.
 
-    python bench/selfplay_curve.py            # 2 seeds x 3 steps, RAE on and off, on 2 CPU cores: ~35 min
+    python bench/selfplay_curve.py            # 3 seeds x 4 steps, RAE on and off, on 2 CPU cores: ~35 min
     python bench/selfplay_curve.py --quick    # 1 seed x 1 step, 2 games per seat: a smoke run
     python bench/selfplay_curve.py --seeds 0 1 2 3 --steps 100 --games-per-step 32 --eval-games 100   # a GPU
 """
@@ -150,10 +150,18 @@ def base_seats(args: argparse.Namespace, out: Path, seed: int) -> dict[str, Seat
     return result
 
 
-def load_run(path: Path) -> RunResult | None:
+def run_key(args: argparse.Namespace) -> dict[str, Any]:
+    """What a finished run was made with: it is read back only for the same settings."""
+    names = ("model", "game", "steps", "games_per_step", "lr", "temperature", "max_completion_length", "eval_games")
+    return {name: getattr(args, name) for name in names}
+
+
+def load_run(path: Path, key: dict[str, Any]) -> RunResult | None:
     if not path.is_file():
         return None
     raw = json.loads(path.read_text())
+    if raw.get("key") != key:
+        return None
     return RunResult(
         raw["mode"], raw["seed"], {r: Seat(**s) for r, s in raw["before"].items()},
         {r: Seat(**s) for r, s in raw["after"].items()}, [tuple(x) for x in raw["lengths"]], raw["seconds"],
@@ -164,7 +172,7 @@ def train_run(args: argparse.Namespace, out: Path, mode: str, seed: int, before:
     """Train one seed in one mode and evaluate its final model; a run already done in ``out`` is read back."""
     cfg = config(args, out, mode, seed)
     saved = cfg.output_dir / "result.json"
-    if (done := load_run(saved)) is not None:
+    if (done := load_run(saved, run_key(args))) is not None:
         print(f"{mode} seed {seed}: read back from {saved}", file=sys.stderr)
         return done
     if cfg.output_dir.exists():
@@ -179,7 +187,7 @@ def train_run(args: argparse.Namespace, out: Path, mode: str, seed: int, before:
     result = RunResult(mode, seed, before, after, lengths, summary.seconds)
     for checkpoint in cfg.output_dir.glob("checkpoint-*"):
         shutil.rmtree(checkpoint)  # optimiser states; final/ holds the model
-    saved.write_text(json.dumps(asdict(result)))
+    saved.write_text(json.dumps({**asdict(result), "key": run_key(args)}))
     return result
 
 
@@ -264,8 +272,8 @@ def plot(results: Sequence[RunResult], path: Path) -> Path:
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 seed x 1 step, 2 games per seat")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds (default 0 1)")
-    parser.add_argument("--steps", type=int, default=3, help="self-play steps per run (default 3)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
+    parser.add_argument("--steps", type=int, default=4, help="self-play steps per run (default 4)")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES), help="RAE on, off or both")
     parser.add_argument("--model", default=EMBEDDED_MODEL, help=f"policy model (default {EMBEDDED_MODEL})")
     parser.add_argument("--game", default="tictactoe", choices=["tictactoe", "kuhn_poker"], help="the game")

@@ -67,3 +67,6 @@ def test_quick_run_with_a_tiny_model(bench: ModuleType, tiny_model_dir: Path, tm
     stamp = (out / "rae_seed_0" / "result.json").stat().st_mtime
     assert bench.main(["--quick", "--model", str(tiny_model_dir), "--out", str(out)]) == 0
     assert (out / "rae_seed_0" / "result.json").stat().st_mtime == stamp
+    # other settings are another run: trained again, not read back
+    assert bench.main(["--quick", "--model", str(tiny_model_dir), "--out", str(out), "--lr", "1e-3"]) == 0
+    assert (out / "rae_seed_0" / "result.json").stat().st_mtime != stamp

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -10,13 +11,43 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+Column = tuple[str, str, str]  # heading, metric logged for a step, format spec
+TIMES: tuple[Column, ...] = (
+    ("gen s", "time/generation", ".1f"),
+    ("score s", "time/scoring", ".2f"),
+    ("optim s", "time/optimisation", ".1f"),
+)
+CODE_COLUMNS: tuple[Column, ...] = (
+    ("reward", "reward", ".3f"),
+    ("pass", "verdicts/pass", ".0%"),
+    ("CE", "verdicts/CE", ".0%"),
+    ("TLE", "verdicts/TLE", ".0%"),
+    ("RE", "verdicts/RE", ".0%"),
+    ("SE", "verdicts/SE", ".0%"),
+    *TIMES,
+)
+
 
 class ProgressDisplay:
-    """A progress bar over the steps and a line of the last step's numbers (plain lines when not a terminal)."""
+    """A progress bar over the steps and a line of the last step's numbers (plain lines when not a terminal).
 
-    def __init__(self, total_steps: int, console: Console, *, enabled: bool = True) -> None:
+    ``columns`` are the task's own numbers (GRPO on code shows verdict rates; a game, its win rates), and
+    ``evaluation`` names what its evaluations measure.
+    """
+
+    def __init__(
+        self,
+        total_steps: int,
+        console: Console,
+        *,
+        enabled: bool = True,
+        columns: Sequence[Column] = CODE_COLUMNS,
+        evaluation: str = "held-out pass@1",
+    ) -> None:
         self.console = console
         self.total = total_steps
+        self.columns = tuple(columns)
+        self.evaluation_name = evaluation
         self.enabled = enabled and console.is_terminal
         self.bar = Progress(
             TextColumn("[bold]GRPO"),
@@ -29,7 +60,7 @@ class ProgressDisplay:
         )
         self.task = self.bar.add_task("steps", total=total_steps)
         self.row: dict[str, str] = {}
-        self.eval_line = "held-out pass@1: -"
+        self.eval_line = f"{evaluation}: -"
         self._live: Live | None = None
         self._started = time.monotonic()
 
@@ -50,22 +81,11 @@ class ProgressDisplay:
     def step(self, step: int, metrics: dict[str, Any]) -> None:
         """Show the numbers logged for ``step``."""
 
-        def fmt(key: str, spec: str = ".3f") -> str:
+        def fmt(key: str, spec: str) -> str:
             value = metrics.get(key)
             return "-" if value is None else format(value, spec)
 
-        self.row = {
-            "step": f"{step}/{self.total}",
-            "reward": fmt("reward"),
-            "pass": fmt("verdicts/pass", ".0%"),
-            "CE": fmt("verdicts/CE", ".0%"),
-            "TLE": fmt("verdicts/TLE", ".0%"),
-            "RE": fmt("verdicts/RE", ".0%"),
-            "SE": fmt("verdicts/SE", ".0%"),
-            "gen s": fmt("time/generation", ".1f"),
-            "score s": fmt("time/scoring", ".2f"),
-            "optim s": fmt("time/optimisation", ".1f"),
-        }
+        self.row = {"step": f"{step}/{self.total}", **{head: fmt(key, spec) for head, key, spec in self.columns}}
         self.bar.update(self.task, completed=step)
         if self._live is not None:
             self._live.update(self._render())
@@ -73,7 +93,7 @@ class ProgressDisplay:
             self.console.print("  ".join(f"{k} {v}" for k, v in self.row.items()), highlight=False)
 
     def evaluation(self, step: int, result: str) -> None:
-        self.eval_line = f"held-out pass@1 at step {step}: {result}"
+        self.eval_line = f"{self.evaluation_name} at step {step}: {result}"
         if self._live is not None:
             self._live.update(self._render())
         else:

@@ -29,7 +29,7 @@ from ..interrupt import InterruptCheckpoint
 from ..logs import MetricsSink
 from ..models import load_model, load_tokenizer, resolve_source
 from ..platform import Platform, detect, per_device_batch
-from ..progress import ProgressDisplay
+from ..progress import TIMES, ProgressDisplay
 from ..run import _as_yaml, _resume_path, grpo_args
 from ..summary import RunSummary, plot_rewards, rewards_from_metrics, time_split
 from .advantage import RoleBaselines
@@ -98,7 +98,15 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
     config.output_dir.mkdir(parents=True, exist_ok=True)
     (config.output_dir / "config.yaml").write_text(_as_yaml(config))
     sink = MetricsSink(config.output_dir, wandb_enabled=bool(config.wandb_project))
-    display = ProgressDisplay(config.train_steps, console, enabled=config.progress)
+    roles = GAMES[config.game](random.Random(0)).roles
+    columns = [
+        ("return", "reward", ".2f"),
+        *[(f"{role} wins", f"selfplay/{role}/win_rate", ".0%") for role in roles],
+        ("forfeits", "selfplay/forfeit_rate", ".0%"),
+        ("tokens", "selfplay/response_length", ".1f"),
+        *TIMES[::2],  # generation and optimisation: self-play has no scoring phase
+    ]
+    display = ProgressDisplay(config.train_steps, console, enabled=config.progress, columns=columns)
     interrupt = InterruptCheckpoint()
     evaluator = SelfPlayEvaluator(
         config.game,

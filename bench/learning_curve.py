@@ -394,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     picture = plot(results, out / "learning_curve.png")
     report = [
         f"{len(results)} seed(s) x {args.steps} GRPO steps, model {args.model}, {args.batch_size} prompts x "
-        f"{args.group_size} completions a step, lr {args.lr}; {minutes:.1f} min",
+        f"{args.group_size} completions a step, lr {args.lr}; {minutes:.1f} min this invocation (the seeds' own "
+        f"runs, read back or not: {sum(r.seconds for r in results) / 60:.1f} min of training and held-out evaluation)",
         "",
     ]
     for name in (HELDOUT, HUMANEVAL):

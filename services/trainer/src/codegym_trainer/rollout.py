@@ -43,6 +43,11 @@ class Generation:
         return [completion_text(c) for c in self.completions]
 
 
+def as_prompt(text: str, *, chat: bool) -> Any:
+    """A user prompt in the form the policy is trained with: one chat message for a chat model, else the text."""
+    return [{"role": "user", "content": text}] if chat else text
+
+
 def completion_text(completion: Any) -> str:
     """The text of a completion, whether a string or a list of chat messages."""
     if isinstance(completion, str):

@@ -13,8 +13,8 @@ import pytest
 from codegym_trainer.config import TrainConfig
 from codegym_trainer.rollout import Generation, Rollout
 from codegym_trainer.run import run
-from codegym_trainer.selfplay.advantage import RoleBaselines, RoleConditionedAdvantage
-from codegym_trainer.selfplay.spiral import RoleAdvantage, SelfPlayRollout, _Recorder
+from codegym_trainer.selfplay.advantage import RoleAdvantage, RoleBaselines, RoleConditionedAdvantage
+from codegym_trainer.selfplay.spiral import SelfPlayRollout, _Recorder
 from rich.console import Console
 
 

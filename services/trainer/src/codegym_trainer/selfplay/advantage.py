@@ -14,13 +14,19 @@ baselines.
 
 With RAE off the advantage is the plain return R (REINFORCE without a baseline), the ablation SPIRAL
 compares against; the baselines are still tracked so both runs log them.
+
+:class:`RoleAdvantage` is the trainer's advantage function for every self-play task; what counts as one
+return differs by task: one per game and role (SPIRAL: a role's turns share its game's return), or one per
+sample (the code-output game: one program or one prediction is one round).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Self, cast
+
+from ..rollout import Rollout, TrainerContext
 
 RoleKey = tuple[str, str]
 """(game, role)."""
@@ -162,3 +168,46 @@ def episode_samples(game: str, returns: Mapping[str, float]) -> list[tuple[RoleK
 def turn_advantages(turn_roles: Sequence[str], by_role: Mapping[str, float]) -> list[float]:
     """Each turn's advantage: that of the role which played it (every turn of a role shares one)."""
     return [by_role[role] for role in turn_roles]
+
+
+@dataclass
+class RoleAdvantage:
+    """The seam's advantage function of self-play: each sample gets ``R - b`` of its (game, role), or ``R``.
+
+    A rollout's ``groups`` are (game, role) keys. ``one_return_per`` says what brings one return to a baseline:
+    ``"game"``, one per role and game however many turns the role played (``extra["episode"]`` names each
+    turn's game, and every turn of a role in a game gets that return's advantage); or ``"sample"``, every
+    sample its own return, a masked one (None) getting 0 and leaving the baselines alone. ``roles``, when
+    given, are the only keys a sample may have. The baselines are logged as ``rae/baseline/<game>/<role>``
+    with the step: the trainer logs a rollout's metrics after it has its advantages.
+    """
+
+    rae: RoleConditionedAdvantage = field(default_factory=lambda: RoleConditionedAdvantage(share=all_gather_sums))
+    one_return_per: Literal["game", "sample"] = "game"
+    roles: Collection[RoleKey] | None = None
+
+    @classmethod
+    def create(cls, *, enabled: bool) -> Self:
+        """RAE on (``enabled``) or off, with baselines shared across processes; the class's counting rule."""
+        return cls(RoleConditionedAdvantage(enabled=enabled, share=all_gather_sums))
+
+    def __call__(self, rollout: Rollout, context: TrainerContext) -> list[float]:
+        keys = [self._key(group) for group in rollout.groups]
+        per_game = self.one_return_per == "game"
+        # a unit brings one return to its key's baseline: a role in a game, or a single sample
+        units: list[Hashable] = [*zip(rollout.extra["episode"], keys, strict=True)] if per_game else [*range(len(keys))]
+        returns: dict[Hashable, tuple[RoleKey, float]] = {}
+        for unit, key, reward in zip(units, keys, rollout.rewards, strict=True):
+            if reward is None and per_game:
+                raise ValueError("a self-play turn has no return")  # a game's end gives every role its return
+            if reward is not None:
+                returns.setdefault(unit, (key, reward))
+        # every process steps once a step, even with no returns: the share is a collective
+        by_unit = dict(zip(returns, self.rae.step(list(returns.values())), strict=True))
+        rollout.metrics.update(self.rae.baselines.metrics())
+        return [by_unit.get(unit, 0.0) for unit in units]
+
+    def _key(self, group: Hashable) -> RoleKey:
+        if self.roles is not None and group not in self.roles:
+            raise ValueError(f"a sample belongs to one of {sorted(self.roles)}, not {group!r}")
+        return cast(RoleKey, group)

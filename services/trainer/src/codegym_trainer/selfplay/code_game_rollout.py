@@ -15,13 +15,14 @@ A writer whose program the sandbox could not judge has a masked reward (None: ad
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from typing import Any
+from collections.abc import Collection, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from datasets import Dataset
 
-from ..rollout import Generation, Rollout, TrainerContext
-from .advantage import RoleConditionedAdvantage, RoleKey, all_gather_sums
+from ..rollout import Generation, Rollout, TrainerContext, as_prompt
+from .advantage import RoleAdvantage, RoleKey
 from .code_game import WRITER_PROMPT, predictor_prompt, round_metrics
 from .code_game_round import PlayedRound, Predict, play_rounds
 from .program_runner import ProgramRunner
@@ -31,11 +32,6 @@ WRITER: RoleKey = (GAME, "writer")
 PREDICTOR: RoleKey = (GAME, "predictor")
 
 FILLER_PROGRAM = "print(1)"  # what a process with nothing to predict asks, to generate in step with the others
-
-
-def as_prompt(text: str, *, chat: bool) -> Any:
-    """A user prompt in the form the policy is trained with: chat messages, or the text itself."""
-    return [{"role": "user", "content": text}] if chat else text
 
 
 def writer_dataset(rows: int, *, chat: bool) -> Dataset:
@@ -122,29 +118,15 @@ def _joined_logprobs(generations: Sequence[Generation]) -> list[list[float]] | N
     return rows
 
 
-class CodeGameAdvantage:
+@dataclass
+class CodeGameAdvantage(RoleAdvantage):
     """The seam's advantage function of the game: ``R - b`` with one EMA baseline per role (RAE).
 
     Every sample is a player of its own (each of the M predictors of a round gave its own answer), so each
     scored sample brings its return to its role's baseline and gets ``R - b`` of the baseline as it was before
     the step; a masked sample (None) gets 0 and leaves the baselines alone. The baselines are shared by every
-    process and join the step's metrics (``rae/baseline/code-game/<role>``): the trainer logs a rollout's
-    metrics after it has its advantages.
+    process and join the step's metrics (``rae/baseline/code-game/<role>``).
     """
 
-    def __init__(self, rae: RoleConditionedAdvantage | None = None) -> None:
-        self.rae = rae if rae is not None else RoleConditionedAdvantage(share=all_gather_sums)
-
-    def __call__(self, rollout: Rollout, context: TrainerContext) -> list[float]:
-        keys = [_role_key(group) for group in rollout.groups]
-        scored = [(key, r) for key, r in zip(keys, rollout.rewards, strict=True) if r is not None]
-        advantages = iter(self.rae.step(scored))  # every process steps once a step: the share is a collective
-        out = [next(advantages) if r is not None else 0.0 for r in rollout.rewards]
-        rollout.metrics.update(self.rae.baselines.metrics())
-        return out
-
-
-def _role_key(group: Hashable) -> RoleKey:
-    if group not in (WRITER, PREDICTOR):
-        raise ValueError(f"a code-game sample belongs to {WRITER} or {PREDICTOR}, not {group!r}")
-    return WRITER if group == WRITER else PREDICTOR
+    one_return_per: Literal["game", "sample"] = "sample"
+    roles: Collection[RoleKey] | None = (WRITER, PREDICTOR)

@@ -25,6 +25,7 @@ from transformers import (
 )
 
 from ..logs import MetricsSink
+from ..rollout import as_prompt
 from .arena import BatchPolicy
 from .output_prediction import OutputPredictionReport, OutputProblem, score_output_predictions
 
@@ -34,8 +35,7 @@ ACCURACY = "code_game/eval/output_accuracy"
 
 
 def _templated(tokenizer: PreTrainedTokenizerBase, prompt: str) -> str:
-    messages = [{"role": "user", "content": prompt}]
-    return str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    return str(tokenizer.apply_chat_template(as_prompt(prompt, chat=True), tokenize=False, add_generation_prompt=True))
 
 
 def greedy_policy(

@@ -5,8 +5,8 @@ policy being trained: every turn the role to move sees its observation (the rule
 the answer format) and the policy's answer is its move; an unparsable or illegal answer loses the game at
 once. Every turn becomes a training sample whose reward is the game's return to the role that played it.
 
-:class:`RoleAdvantage` turns those returns into advantages with per-(game, role) baselines
-(:class:`~codegym_trainer.selfplay.advantage.RoleConditionedAdvantage`): one return per role and game
+:class:`~codegym_trainer.selfplay.advantage.RoleAdvantage` turns those returns into advantages with
+per-(game, role) baselines: one return per role and game
 updates the baseline, and every turn of that role in that game gets the advantage ``R - b``. With RAE off
 the advantage is the raw return (the SPIRAL paper's ablation).
 """
@@ -18,15 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..rollout import Generation, Rollout, TrainerContext
-from .advantage import RoleConditionedAdvantage, RoleKey, all_gather_sums
+from ..rollout import Generation, Rollout, TrainerContext, as_prompt
 from .arena import play_games
 from .games import GAMES
-
-
-def as_prompt(observation: str, *, chat: bool) -> Any:
-    """What the policy is shown for an observation: one user message for a chat model, else the text."""
-    return [{"role": "user", "content": observation}] if chat else observation
 
 
 def game_return(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
@@ -164,34 +158,3 @@ class SelfPlayRollout:
         for role in roles:
             out[f"selfplay/{role}/win_rate"] = sum(e.returns[role] > 0 for e in episodes) / n
         return out
-
-
-@dataclass
-class RoleAdvantage:
-    """The advantage function of SPIRAL: each turn gets ``R - b`` of its (game, role) (``rae``), or ``R``.
-
-    A rollout's ``groups`` are (game, role) keys and its ``extra["episode"]`` names each turn's game; a
-    game brings one return per role to its baseline, however many turns the role played. Baselines are
-    shared by every process (``all_gather_sums``) and logged as ``rae/baseline/<game>/<role>``.
-    """
-
-    rae: RoleConditionedAdvantage = field(default_factory=lambda: RoleConditionedAdvantage(share=all_gather_sums))
-
-    @classmethod
-    def create(cls, *, enabled: bool) -> RoleAdvantage:
-        """RAE on (``enabled``) or off, with baselines shared across processes."""
-        return cls(RoleConditionedAdvantage(enabled=enabled, share=all_gather_sums))
-
-    def __call__(self, rollout: Rollout, context: TrainerContext) -> list[float]:
-        turns = [
-            (episode, cast(RoleKey, key)) for episode, key in zip(rollout.extra["episode"], rollout.groups, strict=True)
-        ]
-        returns: dict[tuple[str, RoleKey], float] = {}
-        for turn, reward in zip(turns, rollout.rewards, strict=True):
-            if reward is None:
-                raise ValueError("a self-play turn has no return")
-            returns.setdefault(turn, reward)
-        episode_advantages = self.rae.step([(key, value) for (_, key), value in returns.items()])
-        by_turn = dict(zip(returns, episode_advantages, strict=True))
-        rollout.metrics.update(self.rae.baselines.metrics())
-        return [by_turn[turn] for turn in turns]

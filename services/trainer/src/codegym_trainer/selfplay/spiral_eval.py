@@ -22,10 +22,10 @@ import torch
 from transformers import PreTrainedTokenizerBase, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from ..logs import MetricsSink
+from ..rollout import as_prompt
 from .arena import Record, evaluate_against
 from .games import GAMES
 from .opponents import KuhnEquilibrium, MinimaxOpponent, Opponent, RandomOpponent
-from .spiral import as_prompt
 
 log = logging.getLogger("codegym.trainer")
 
@@ -170,10 +170,14 @@ class SelfPlayEvalCallback(TrainerCallback):
         log.info("self-play evaluation at step %d: %s, %.0fs", step, point.describe(), point.seconds)
         return point
 
+    def evaluated(self, step: int) -> bool:
+        """Whether a point of ``step`` was logged."""
+        return any(p.step == step for p in self.evaluator.points)
+
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        if not any(p.step == state.global_step for p in self.evaluator.points):
+        if not self.evaluated(state.global_step):
             self.evaluate(kwargs["model"], state.global_step)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:

@@ -4,6 +4,7 @@ evaluations, files and checkpoints, and a resume that goes on from the saved rol
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,22 @@ def rows(out: Path, kind: str) -> list[dict[str, Any]]:
     return [row for row in map(json.loads, lines) if row["kind"] == kind]
 
 
-def test_a_code_game_run_logs_the_game_and_resumes_from_its_baselines(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_a_code_game_run_logs_the_game_and_resumes_from_its_baselines(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "run"
+    monkeypatch.setenv("COLUMNS", "200")  # the plain console's width: a progress line on one line
     assert main(argv(tiny_model_dir, out)) == 0
+
+    # the plain console's progress lines: the game's own numbers each step, the output accuracy at each evaluation
+    lines = capsys.readouterr().out.splitlines()
+    number = r"\d+\.\d+"
+    step_line = re.compile(rf"step (\d)/2  reward -1\.50  writer wins 0%  predicted 0%  invalid 100%  chars 0  "
+                           rf"gen s {number}  optim s {number}")  # fmt: skip
+    assert [m.group(1) for m in map(step_line.fullmatch, lines) if m] == ["1", "2"], lines
+    total = len(load_output_problems())
+    eval_line = re.compile(rf"output accuracy at step (\d): {number} \((\d+) of {total} programs\)")
+    assert [m.group(1) for m in map(eval_line.fullmatch, lines) if m] == ["0", "1", "2"], lines
 
     train = rows(out, "train")
     assert [row["step"] for row in train] == [1, 2]

@@ -149,8 +149,17 @@ def test_a_spiral_run_trains_evaluates_and_resumes(
     tiny_model_dir: Path, tmp_path: Path, game: str, opponents: tuple[str, str], roles: tuple[str, str]
 ) -> None:
     out = tmp_path / "run"
-    summary = run(spiral_config(tiny_model_dir, out, game=game), console=Console(file=io.StringIO()))
+    printed = io.StringIO()
+    summary = run(spiral_config(tiny_model_dir, out, game=game), console=Console(file=printed, width=200))
     assert summary.steps == 2 and summary.final_model is not None
+    # the plain console's progress lines: the game's own numbers each step, each seat's wins at each evaluation
+    lines = printed.getvalue().splitlines()
+    number, rate = r"-?\d+\.\d+", r"\d+%"
+    step_line = rf"step (\d)/2  return {number}  {roles[0]} wins {rate}  {roles[1]} wins {rate}  forfeits {rate}  "
+    step_line += rf"tokens {number}  gen s {number}  optim s {number}"
+    assert [m.group(1) for m in map(re.compile(step_line).fullmatch, lines) if m] == ["1", "2"], lines
+    eval_line = re.compile(rf"win rate vs random at step (\d): {roles[0]} {rate}, {roles[1]} {rate}")
+    assert [m.group(1) for m in map(eval_line.fullmatch, lines) if m] == ["0", "1", "2"], lines
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in rows if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2]

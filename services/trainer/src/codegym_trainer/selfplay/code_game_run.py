@@ -16,7 +16,7 @@ from rich.console import Console
 
 from ..config import TrainConfig
 from ..platform import Platform
-from ..progress import CODE_COLUMNS
+from ..progress import TIMES, Column
 from ..sandbox import sandbox_urls
 from ..summary import RunSummary
 from . import run_common
@@ -27,6 +27,16 @@ from .output_prediction_eval import ACCURACY, OutputPredictionCallback, OutputPr
 from .program_runner import ProgramRunner
 
 log = logging.getLogger("codegym.trainer")
+
+COLUMNS: tuple[Column, ...] = (
+    ("reward", "reward", ".2f"),
+    ("writer wins", "code_game/writer_win_rate", ".0%"),
+    ("predicted", "code_game/predictor_accuracy", ".0%"),
+    ("invalid", "code_game/invalid_rate", ".0%"),
+    ("chars", "code_game/program_chars", ".0f"),
+    *TIMES[::2],  # generation (the sandbox runs too: they happen in the rollout) and optimisation; no scoring
+)
+"""The live progress line of the game."""
 
 
 def step_split(config: TrainConfig, platform: Platform) -> tuple[int, int]:
@@ -55,7 +65,7 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
     tokenizer, model, chat = run_common.load_policy(run, f"code-output game, predictor {config.predictor}")
     advantage = run_common.load_baselines(CodeGameAdvantage.create(enabled=config.rae), run)
 
-    sink, display = run_common.open_logs(config, console, columns=CODE_COLUMNS, evaluation="held-out pass@1")
+    sink, display = run_common.open_logs(config, console, columns=COLUMNS, evaluation="output accuracy")
     evaluator = OutputPredictionEvaluator(load_output_problems(), config.output_dir / "code_game_eval")
     evaluation = OutputPredictionCallback(
         evaluator,
@@ -64,6 +74,7 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
         interval=config.eval_interval,
         max_new_tokens=config.eval_max_new_tokens,
         batch_size=config.eval_batch_size,
+        display=display,
     )
     try:
         with (

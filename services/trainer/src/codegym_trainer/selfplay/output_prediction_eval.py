@@ -25,6 +25,7 @@ from transformers import (
 )
 
 from ..logs import MetricsSink
+from ..progress import ProgressDisplay
 from ..rollout import as_prompt
 from .arena import BatchPolicy
 from .output_prediction import OutputPredictionReport, OutputProblem, score_output_predictions
@@ -109,7 +110,8 @@ class OutputPredictionEvaluator:
 
 class OutputPredictionCallback(TrainerCallback):
     """Runs the evaluation before step 1 and every ``interval`` steps (0: never in between); the run calls
-    ``evaluate`` after the last step, unless it was interrupted."""
+    ``evaluate`` after the last step, unless it was interrupted. With a ``display``, each evaluation shows its
+    accuracy there."""
 
     def __init__(
         self,
@@ -120,8 +122,10 @@ class OutputPredictionCallback(TrainerCallback):
         interval: int,
         max_new_tokens: int,
         batch_size: int,
+        display: ProgressDisplay | None = None,
     ) -> None:
         self.evaluator = evaluator
+        self.display = display
         self.sink = sink
         self.tokenizer = tokenizer
         self.interval = interval
@@ -133,6 +137,9 @@ class OutputPredictionCallback(TrainerCallback):
         policy = greedy_policy(model, self.tokenizer, max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)
         metrics = self.evaluator(policy, step)
         self.sink.write(step, metrics, kind="eval")
+        if self.display is not None:
+            correct, total = int(metrics["code_game/eval/output_correct"]), len(self.evaluator.problems)
+            self.display.evaluation(step, f"{metrics[ACCURACY]:.3f} ({correct} of {total} programs)")
         log.info("held-out output prediction at step %d: %.3f", step, metrics[ACCURACY])
         return metrics
 

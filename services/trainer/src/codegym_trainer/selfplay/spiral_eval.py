@@ -22,6 +22,7 @@ import torch
 from transformers import PreTrainedTokenizerBase, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from ..logs import MetricsSink
+from ..progress import ProgressDisplay
 from ..rollout import as_prompt
 from .arena import Record, evaluate_against
 from .games import GAMES
@@ -105,6 +106,10 @@ class SelfPlayPoint:
             parts.append(f"vs {opponent}: {seats}")
         return "; ".join(parts) + f"; {self.response_length:.1f} tokens an answer"
 
+    def win_rates(self, opponent: str) -> str:
+        """Each seat's win rate against ``opponent``, e.g. ``X 45%, O 20%``."""
+        return ", ".join(f"{role} {r.rates()['win_rate']:.0%}" for role, r in self.records[opponent].items())
+
 
 @dataclass
 class SelfPlayEvaluator:
@@ -156,17 +161,26 @@ class SelfPlayEvaluator:
 
 
 class SelfPlayEvalCallback(TrainerCallback):
-    """Evaluates before the first step and every ``every`` steps (0: only before, and after by the run)."""
+    """Evaluates before the first step and every ``every`` steps (0: only before, and after by the run).
 
-    def __init__(self, evaluator: SelfPlayEvaluator, sink: MetricsSink, *, every: int) -> None:
+    With a ``display``, each evaluation shows every seat's win rate against the random opponent, the one
+    every game has: the number that moves first while a policy learns to play legal moves.
+    """
+
+    def __init__(
+        self, evaluator: SelfPlayEvaluator, sink: MetricsSink, *, every: int, display: ProgressDisplay | None = None
+    ) -> None:
         self.evaluator = evaluator
         self.sink = sink
         self.every = every
+        self.display = display
 
     def evaluate(self, model: Any, step: int) -> SelfPlayPoint:
         """Run the evaluation now and log it."""
         point = self.evaluator(model, step)
         self.sink.write(step, point.metrics(), kind="eval")
+        if self.display is not None:
+            self.display.evaluation(step, point.win_rates("random"))
         log.info("self-play evaluation at step %d: %s, %.0fs", step, point.describe(), point.seconds)
         return point
 

@@ -52,7 +52,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
         ("tokens", "selfplay/response_length", ".1f"),
         *TIMES[::2],  # generation and optimisation: self-play has no scoring phase
     ]
-    sink, display = run_common.open_logs(config, console, columns=columns, evaluation="held-out pass@1")
+    sink, display = run_common.open_logs(config, console, columns=columns, evaluation="win rate vs random")
     evaluator = SelfPlayEvaluator(
         config.game,
         tokenizer,
@@ -72,7 +72,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
             rollout=SelfPlayRollout(config.game, config.selfplay_games_per_step, chat=chat, seed=config.seed),
             advantage=advantage,
             reward=game_return,
-            evaluation=SelfPlayEvalCallback(evaluator, sink, every=config.selfplay_eval_every),
+            evaluation=SelfPlayEvalCallback(evaluator, sink, every=config.selfplay_eval_every, display=display),
             sink=sink,
             display=display,
         )

@@ -139,7 +139,8 @@ async def run_codegym(
     tasks: list[Task], samples: Samples, url: str, concurrency: int, server_pid: int
 ) -> tuple[float, float, Verdicts]:
     verdicts: Verdicts = {}
-    started, cpu = time.perf_counter(), own_cpu() + tree_cpu(server_pid)
+    cpu = own_cpu() + tree_cpu(server_pid)  # read before the clock starts: the /proc walk is not the harness's
+    started = time.perf_counter()
     async with Scorer(url, concurrency=concurrency, timeout_per_test=3.0) as scorer:
         summary = await evaluate_completions(tasks, samples, scorer, extract=False)
     elapsed, cpu = time.perf_counter() - started, own_cpu() + tree_cpu(server_pid) - cpu

@@ -46,7 +46,7 @@ from codegym_trainer.models import load_model, load_tokenizer, resolve_source
 from codegym_trainer.platform import detect
 from codegym_trainer.run import run
 from codegym_trainer.sandbox import scorer_factory
-from codegym_trainer.stats import mean_sd
+from codegym_trainer.stats import mean_sd, over_seeds
 from rich.console import Console
 from tqdm import tqdm
 
@@ -281,13 +281,7 @@ def verdict(results: Sequence[SeedResult], name: str) -> str:
     )
     if total:
         text += f"; {fmt}/{total} of the problems gained were compile errors before (format)"
-    if len(gains) < 2:
-        return text + ": one seed cannot separate learning from noise"
-    if up == len(gains) and mean > sd:
-        return text + ": the gain holds over seeds"
-    if mean <= 0:
-        return text + ": no gain (a null result)"
-    return text + ": the gain does not hold over seeds (within seed noise)"
+    return f"{text}: {over_seeds(gains)}"
 
 
 def plot(results: Sequence[SeedResult], path: Path) -> Path:

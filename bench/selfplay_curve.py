@@ -37,7 +37,7 @@ from codegym_trainer.logs import read_metrics
 from codegym_trainer.models import load_model, load_tokenizer, resolve_source
 from codegym_trainer.run import run
 from codegym_trainer.selfplay.spiral_eval import SelfPlayEvaluator, SelfPlayPoint
-from codegym_trainer.stats import mean_sd
+from codegym_trainer.stats import mean_sd, over_seeds
 from rich.console import Console
 
 MODES = {"rae": True, "no-rae": False}
@@ -227,13 +227,7 @@ def verdict(results: Sequence[RunResult], mode: str) -> str:
         f"{mode}: win rate vs random (both seats) {mean:+.3f} +- {sd:.3f} over {len(runs)} seed(s), up in "
         f"{sum(c > 0 for c in changes)}/{len(runs)}; response length {length_mean:+.1f} +- {length_sd:.1f} tokens"
     )
-    if len(runs) < 2:
-        return text + ": one seed cannot separate learning from noise"
-    if all(c > 0 for c in changes) and mean > sd:
-        return text + ": the gain holds over seeds"
-    if mean <= 0:
-        return text + ": no gain (a null result)"
-    return text + ": the gain does not hold over seeds (within seed noise)"
+    return f"{text}: {over_seeds(changes)}"
 
 
 def plot(results: Sequence[RunResult], path: Path) -> Path:

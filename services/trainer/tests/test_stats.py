@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from codegym_trainer.stats import bootstrap_interval, mean_sd
+from codegym_trainer.stats import bootstrap_interval, mean_sd, over_seeds
 
 
 def test_interval_holds_the_mean_and_is_reproducible() -> None:
@@ -41,3 +41,11 @@ def test_mean_sd_by_hand() -> None:
     assert mean_sd([0.5]) == (0.5, 0.0)
     with pytest.raises(ValueError):
         mean_sd([])
+
+
+def test_what_changes_over_seeds_support() -> None:
+    assert over_seeds([0.5]) == "one seed cannot separate learning from noise"
+    assert over_seeds([0.1, 0.2, 0.15]) == "the gain holds over seeds"
+    assert over_seeds([0.3, -0.1, 0.1]) == "the gain does not hold over seeds (within seed noise)"
+    assert over_seeds([0.01, 0.5, 0.02]) == "the gain does not hold over seeds (within seed noise)"  # sd > mean
+    assert over_seeds([0.0, -0.1]) == "no gain (a null result)"

@@ -61,3 +61,16 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     if len(values) == 1:
         return mean, 0.0
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def over_seeds(changes: Sequence[float]) -> str:
+    """What a change measured once per seed supports: it holds only when every seed gains and the mean
+    exceeds the sd; one seed cannot tell; a mean at or below 0 is no gain; anything else is seed noise."""
+    mean, sd = mean_sd(changes)
+    if len(changes) < 2:
+        return "one seed cannot separate learning from noise"
+    if all(c > 0 for c in changes) and mean > sd:
+        return "the gain holds over seeds"
+    if mean <= 0:
+        return "no gain (a null result)"
+    return "the gain does not hold over seeds (within seed noise)"

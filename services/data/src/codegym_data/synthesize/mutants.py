@@ -15,6 +15,7 @@ import ast
 import copy
 import random
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -29,18 +30,18 @@ class Mutant:
     code: str
 
 
-class Operator:
+class Operator(ABC):
     """A kind of change. ``variants`` lists the changes possible at a node (empty: none), ``apply`` returns the
     node that replaces it (None removes a statement)."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
 
-    def variants(self, node: ast.AST) -> list[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def variants(self, node: ast.AST) -> list[Any]: ...
 
-    def apply(self, node: ast.AST, variant: Any) -> ast.AST | None:
-        raise NotImplementedError
+    @abstractmethod
+    def apply(self, node: ast.AST, variant: Any) -> ast.AST | None: ...
 
 
 _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {

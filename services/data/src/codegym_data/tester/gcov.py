@@ -63,5 +63,4 @@ class Gcov:
                 counts[n] = max(counts.get(n, 0), int(line["count"]))
         except (AssertionError, KeyError, TypeError, ValueError) as exc:
             return f"gcov's output is not what was expected ({type(exc).__name__})"
-        executable = frozenset(counts)
-        return LineCoverage(executable, frozenset(n for n, c in counts.items() if c > 0))
+        return LineCoverage.from_counts(counts)

@@ -31,6 +31,11 @@ class LineCoverage:
         }  # fmt: skip
 
     @staticmethod
+    def from_counts(counts: dict[int, int]) -> LineCoverage:
+        """From a tool's execution count per executable line (gcov, V8): covered where the count is above 0."""
+        return LineCoverage(frozenset(counts), frozenset(n for n, c in counts.items() if c > 0))
+
+    @staticmethod
     def union(parts: Iterable[LineCoverage]) -> LineCoverage | None:
         """The lines that any part covered, of the lines that any part could run; None without parts."""
         parts = list(parts)

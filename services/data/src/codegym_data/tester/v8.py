@@ -119,4 +119,4 @@ class V8:
             counts = line_counts(code, data)
         except (AssertionError, KeyError, TypeError, ValueError) as exc:
             return f"V8's coverage is not what was expected ({type(exc).__name__}: {exc})"
-        return LineCoverage(frozenset(counts), frozenset(n for n, c in counts.items() if c > 0))
+        return LineCoverage.from_counts(counts)

@@ -309,13 +309,14 @@ def _run(
     budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
     if memory is not None:
         memory.apply(budget_kb * 1024)
+    # What it holds as it starts (the files it was given), read before the program can run: a program that
+    # fills a tmpfs at once would otherwise be read into its own starting point, and never counted.
+    held = _Held(memory)
     start = time.monotonic()
     try:
         socket.send_fds(spare.sock, [json.dumps(cmd).encode()], fds)
     except OSError:
         pass  # the spare died while it waited: its exit status below tells how
-    # What it holds as it starts (the files it was given), read while its process starts rather than before.
-    held = _Held(memory)
     for fd in fds:
         os.close(fd)
     # Wait for the program while listening to the agent: it may ask for a kill, or go away.
@@ -432,13 +433,14 @@ class _Session:
                 os.close(fd)
             self.end()
             return {"session": False, "broken": True}
+        # Read before the test can run (see _run).
+        held = _Held(self.memory, self.files_kb, str(self.checker) if self.checker else None)
         start = time.monotonic()
         sock = self.process.sock
         try:
             socket.send_fds(sock, [b'{"op":"test"}'], fds)
         except OSError:
             pass  # the session's process is gone: seen below
-        held = _Held(self.memory, self.files_kb, str(self.checker) if self.checker else None)
         for fd in fds:
             os.close(fd)
         with contextlib.suppress(OSError):

@@ -100,6 +100,22 @@ def test_runs_that_compute_are_not_lent_slots() -> None:
         assert client.get("/readyz").json()["lent"] <= 2  # a tick's jitter at most, never one slot per waiting run
 
 
+def test_short_runs_that_compute_one_after_another_are_not_lent_slots() -> None:
+    """Assert tests go to a worker in parts, each part one exchange in which the worker forks, runs and reaps
+    one short program after another: the worker computes the whole time though its living processes mostly
+    wait, and must count as busy (lending a slot to every waiting run would start scores of workers)."""
+    cpus = len(os.sched_getaffinity(0))
+    settings = Settings(backend="local", workers=cpus, max_workers=cpus + 64, cache_entries=0)
+    with TestClient(create_app(settings)) as client:
+        spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.02: pass\n"
+        programs = [f"{spin}def f():\n    return {i}\n" for i in range(48)]
+        body = {"language": "python", "programs": programs, "tests": [{"assert_code": "assert f() >= 0"}]}
+        with ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda _: client.post("/v1/evaluate", json=body), range(4)))
+        assert all(p["verdict"] == "AC" for r in outs for p in r.json()["results"]), [r.text[:300] for r in outs]
+        assert client.get("/readyz").json()["lent"] <= 2  # a tick's jitter at most, never one slot per waiting run
+
+
 def test_runs_queue_for_a_free_worker() -> None:
     with TestClient(create_app(Settings(backend="local", workers=1, queue_size=4))) as client:
         req: dict[str, Any] = {"language": "python", "code": "import time; time.sleep(0.3); print(input())"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import struct
 from typing import Any
 
@@ -17,6 +18,7 @@ from .base import RunOutcome, RunRequest, SandboxFault
 _ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
 GRACE_PER_RUN_S = 2.5  # in a batch, beyond each run's wall limit: the agent's kill grace, and a reset
 START_TIMEOUT_S = 60.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/PID/stat's times
 
 
 class AgentWorker:
@@ -152,12 +154,16 @@ def _outcome(
 
 def tree_demand_s(pid: int) -> float | None:
     """Seconds ``pid`` and its living descendants have run on a CPU or waited for one (their main threads'
-    ``/proc/PID/schedstat``: time on the CPU plus ``run_delay``); what exited no longer counts.
+    ``/proc/PID/schedstat``: time on the CPU plus ``run_delay``), and the CPU time of the descendants they
+    have reaped (``cutime`` and ``cstime`` of ``/proc/PID/stat``).
 
     Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
-    other work) wants a CPU as much as one that has it, and must not look idle.
+    other work) wants a CPU as much as one that has it, and must not look idle. Reaped descendants count
+    because most runs are: a worker that runs short programs one after another computes all the time, while
+    its living processes (the agent, its box, a session) mostly wait for them.
     """
     ns = 0
+    ticks = 0
     stack = [pid]
     found = False
     while stack:
@@ -165,13 +171,16 @@ def tree_demand_s(pid: int) -> float | None:
         try:
             with open(f"/proc/{p}/schedstat", "rb") as f:
                 on_cpu, waited, _ = f.read().split()
-            ns += int(on_cpu) + int(waited)
+            with open(f"/proc/{p}/stat", "rb") as f:
+                cutime, cstime = f.read().rsplit(b")", 1)[1].split()[13:15]
             with open(f"/proc/{p}/task/{p}/children", "rb") as f:
                 stack.extend(int(c) for c in f.read().split())
         except (OSError, ValueError):
             continue  # gone meanwhile
+        ns += int(on_cpu) + int(waited)
+        ticks += int(cutime) + int(cstime)
         found = True
-    return ns / 1e9 if found else None
+    return ns / 1e9 + ticks / CLOCK_TICKS if found else None
 
 
 class ProcessWorker(AgentWorker):

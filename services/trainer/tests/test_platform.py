@@ -7,7 +7,15 @@ import sys
 
 import pytest
 from codegym_trainer.config import TrainConfig
-from codegym_trainer.platform import classify_gpu, cpu_threads, decide_offline, detect, hub_reachable, per_device_batch
+from codegym_trainer.platform import (
+    classify_gpu,
+    cpu_threads,
+    decide_offline,
+    detect,
+    hub_reachable,
+    per_device_batch,
+    training_rank,
+)
 
 
 @pytest.mark.parametrize(
@@ -57,6 +65,31 @@ def test_batch_split_for_small_gpus() -> None:
 def test_threads() -> None:
     assert cpu_threads(3, 2) == 3
     assert 1 <= cpu_threads(0, 2) <= 2
+
+
+LAUNCHERS = [
+    {},  # one process, no launcher
+    {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"},  # torchrun, accelerate launch
+    {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4"},  # mpirun (Open MPI)
+    {"PMI_RANK": "0", "PMI_SIZE": "2"},  # mpirun (MPICH)
+]
+
+
+@pytest.mark.parametrize(("env", "rank", "processes"), [*zip(LAUNCHERS, [0, 1, 3, 0], [1, 4, 4, 2], strict=True)])
+def test_a_launchers_rank_decides_which_process_writes(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], rank: int, processes: int
+) -> None:
+    for name in {name for launcher in LAUNCHERS for name in launcher}:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    platform = detect(TrainConfig(threads=0), probe_hub=False)
+    assert (training_rank(), platform.rank, platform.processes) == (rank, rank, processes)
+    assert platform.main is (rank == 0)
+    assert ("training processes" in platform.describe()) is (processes > 1)
+    # two processes on this machine share its free cores; threads asked for are taken as asked
+    assert platform.threads <= max(1, (os.cpu_count() or 1) // int(env.get("LOCAL_WORLD_SIZE", "1")))
+    assert detect(TrainConfig(threads=3), probe_hub=False).threads == 3
 
 
 @pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])

@@ -14,6 +14,10 @@ from .config import TrainConfig
 
 Kind = Literal["cpu", "v100", "a100", "h100", "gpu"]
 HUB_HOST = "huggingface.co"
+# Where a launcher of several training processes (torchrun, accelerate launch, mpirun) puts each one's rank
+# and their number: the variables accelerate reads to start the process group.
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
+SIZE_VARIABLES = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
 
 
 @dataclass(frozen=True)
@@ -30,13 +34,22 @@ class Platform:
     use_vllm: bool
     vllm_mode: Literal["server", "colocate"]
     threads: int
+    rank: int = 0  # this process among the run's training processes
+    processes: int = 1
+
+    @property
+    def main(self) -> bool:
+        """Whether this process writes the run's files and prints (the others train, and keep quiet)."""
+        return self.rank == 0
 
     def describe(self) -> str:
         """One line for the log."""
         gen = f"vLLM ({self.vllm_mode})" if self.use_vllm else "transformers generate"
         mem = f", {self.gpu_memory_gb:.0f} GiB" if self.gpu_memory_gb else ""
+        several = f", {self.processes} training processes" if self.processes > 1 else ""
         return (
-            f"platform {self.kind} ({self.device_name}{mem}, {self.cpu_cores} CPU cores): precision {self.precision}, "
+            f"platform {self.kind} ({self.device_name}{mem}, {self.cpu_cores} CPU cores{several}): "
+            f"precision {self.precision}, "
             f"gradient checkpointing {'on' if self.gradient_checkpointing else 'off'}, generation by {gen}, "
             f"{self.threads} torch thread(s), "
             f"hub {'offline (cached and local models only)' if self.offline else 'online'}"
@@ -100,6 +113,23 @@ def cpu_threads(requested: int, cores: int) -> int:
     return max(1, min(cores, round(cores - busy)))
 
 
+def _launched(names: tuple[str, ...], default: int) -> int:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return default
+
+
+def training_rank() -> int:
+    """This process's rank among the run's training processes (0 when it is the only one).
+
+    Read from the launcher's variables, before the trainer starts the process group: every process trains,
+    and only rank 0 writes the run's files (metrics, evaluations, summary) and prints.
+    """
+    return _launched(RANK_VARIABLES, 0)
+
+
 def detect(config: TrainConfig, *, probe_hub: bool = True) -> Platform:
     """Inspect the machine and fill the ``auto`` settings of ``config``."""
     cores = os.cpu_count() or 1
@@ -124,6 +154,7 @@ def detect(config: TrainConfig, *, probe_hub: bool = True) -> Platform:
     else:
         use_vllm = config.vllm_mode != "off"
         vllm_mode = "colocate" if config.vllm_mode == "colocate" else "server"
+    local = max(1, _launched(("LOCAL_WORLD_SIZE",), 1))
     return Platform(
         kind=kind,
         device_name=name,
@@ -134,7 +165,10 @@ def detect(config: TrainConfig, *, probe_hub: bool = True) -> Platform:
         offline=decide_offline(config, probe=probe_hub),
         use_vllm=use_vllm,
         vllm_mode=vllm_mode,
-        threads=cpu_threads(config.threads, cores),
+        # the free cores are shared by the training processes of this machine
+        threads=cpu_threads(config.threads, cores) // (1 if config.threads else local) or 1,
+        rank=training_rank(),
+        processes=max(1, _launched(SIZE_VARIABLES, 1)),
     )
 
 

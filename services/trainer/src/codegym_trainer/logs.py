@@ -14,17 +14,26 @@ METRICS_FILE = "metrics.jsonl"
 
 
 class MetricsSink:
-    """Writes one JSON object per logged step to ``metrics.jsonl`` and the same scalars to TensorBoard."""
+    """Writes one JSON object per logged step to ``metrics.jsonl`` and the same scalars to TensorBoard.
 
-    def __init__(self, output_dir: Path, *, wandb_enabled: bool = False) -> None:
-        output_dir.mkdir(parents=True, exist_ok=True)
+    Not ``enabled`` (a training process other than the first: they all log the same gathered numbers), it
+    opens nothing and writes nothing.
+    """
+
+    def __init__(self, output_dir: Path, *, wandb_enabled: bool = False, enabled: bool = True) -> None:
         self.path = output_dir / METRICS_FILE
+        self.enabled = enabled
+        self._wandb = wandb_enabled
+        if not enabled:
+            return
+        output_dir.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "a")  # noqa: SIM115  (kept open for the run; closed by close())
         self._tb = SummaryWriter(log_dir=str(output_dir / "tensorboard"))
-        self._wandb = wandb_enabled
 
     def write(self, step: int, metrics: dict[str, Any], *, kind: str = "train") -> None:
         """Record ``metrics`` at ``step`` (non-numeric values go to the JSONL file only)."""
+        if not self.enabled:
+            return
         clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
         row = {"step": step, "kind": kind, "time": time.time(), **clean}
         self._file.write(json.dumps(row, default=str) + "\n")
@@ -40,6 +49,8 @@ class MetricsSink:
                 wandb.log({k: v for k, v in clean.items() if isinstance(v, (int, float))}, step=step)
 
     def close(self) -> None:
+        if not self.enabled:
+            return
         self._file.close()
         self._tb.close()
 

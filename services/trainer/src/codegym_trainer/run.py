@@ -24,7 +24,7 @@ from .grpo import CodegymGRPOTrainer
 from .interrupt import InterruptCheckpoint
 from .logs import MetricsSink
 from .models import load_model, load_tokenizer, resolve_source
-from .platform import Platform, detect, per_device_batch
+from .platform import Platform, detect, per_device_batch, training_rank
 from .progress import ProgressDisplay
 from .rewards import SandboxReward
 from .sandbox import sandbox_urls, scorer_factory
@@ -112,9 +112,11 @@ def grpo_args(config: TrainConfig, platform: Platform, *, split: tuple[int, int]
 def run(config: TrainConfig, console: Console | None = None) -> RunSummary:
     """Train, evaluate and summarise; returns the summary (also written to ``<output_dir>/summary.json``).
 
-    Log records of ``codegym.*`` go to ``console`` during the run; the logger is put back afterwards.
+    Log records of ``codegym.*`` go to ``console`` during the run; the logger is put back afterwards. Of
+    several training processes (torchrun, accelerate launch), only the first prints and writes the run's
+    files; the others train in silence.
     """
-    console = console or Console()
+    console = (console or Console()) if training_rank() == 0 else Console(quiet=True)
     logger = logging.getLogger("codegym")
     saved = (list(logger.handlers), logger.level, logger.propagate)
     _setup_logging(console)
@@ -153,7 +155,8 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
     resume = _resume_path(config)
 
     train = training_tasks(config)
-    heldout = [] if config.skip_eval else heldout_tasks(config)
+    # the first process evaluates while the others wait for it at the next step's first collective
+    heldout = [] if config.skip_eval or not platform.main else heldout_tasks(config)
     log.info(
         "%d training tasks from %s, %d held-out tasks from %s",
         len(train),
@@ -169,9 +172,10 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
     chat = tokenizer.chat_template is not None
     dataset = prompt_dataset(train, chat=chat)
 
-    config.output_dir.mkdir(parents=True, exist_ok=True)
-    (config.output_dir / "config.yaml").write_text(_as_yaml(config))
-    sink = MetricsSink(config.output_dir, wandb_enabled=bool(config.wandb_project))
+    if platform.main:
+        config.output_dir.mkdir(parents=True, exist_ok=True)
+        (config.output_dir / "config.yaml").write_text(_as_yaml(config))
+    sink = MetricsSink(config.output_dir, wandb_enabled=bool(config.wandb_project), enabled=platform.main)
     display = ProgressDisplay(config.train_steps, console, enabled=config.progress)
     interrupt = InterruptCheckpoint()
     try:
@@ -222,11 +226,15 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
                 ):
                     callback.evaluate(trainer.model, trainer.state.global_step)
                 final = config.output_dir / "final"
-                trainer.save_model(str(final))
-                tokenizer.save_pretrained(str(final))
+                trainer.save_model(str(final))  # every process: the trainer has the first one write
+                if platform.main:
+                    tokenizer.save_pretrained(str(final))
                 final_model = str(final)
     finally:
         sink.close()
+
+    if not platform.main:
+        return RunSummary(trainer.state.global_step, [], [], time.monotonic() - started, final_model=final_model)
 
     metrics_file = config.output_dir / "metrics.jsonl"
     rewards = rewards_from_metrics(metrics_file)

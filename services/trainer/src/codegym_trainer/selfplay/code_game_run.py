@@ -65,7 +65,7 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
     tokenizer, model, chat = run_common.load_policy(run, f"code-output game, predictor {config.predictor}")
     advantage = run_common.load_baselines(CodeGameAdvantage.create(enabled=config.rae), run)
 
-    sink, display = run_common.open_logs(config, console, columns=COLUMNS, evaluation="output accuracy")
+    sink, display = run_common.open_logs(run, console, columns=COLUMNS, evaluation="output accuracy")
     evaluator = OutputPredictionEvaluator(load_output_problems(), config.output_dir / "code_game_eval")
     evaluation = OutputPredictionCallback(
         evaluator,

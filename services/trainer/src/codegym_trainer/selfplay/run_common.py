@@ -64,14 +64,15 @@ class Evaluation(Protocol):
 
 
 class SaveBaselines(TrainerCallback):
-    """Writes the role baselines into every checkpoint the trainer saves."""
+    """Writes the role baselines into every checkpoint the trainer saves (the first process: every process
+    holds the same ones)."""
 
     def __init__(self, baselines: RoleBaselines) -> None:
         self.baselines = baselines
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         checkpoint = Path(args.output_dir or ".") / f"checkpoint-{state.global_step}"
-        if checkpoint.is_dir():
+        if state.is_world_process_zero and checkpoint.is_dir():
             (checkpoint / BASELINES_FILE).write_text(json.dumps(self.baselines.state_dict()))
 
 
@@ -126,12 +127,15 @@ def load_baselines(advantage: RoleAdvantage, run: Started) -> RoleAdvantage:
 
 
 def open_logs(
-    config: TrainConfig, console: Console, *, columns: Sequence[Column], evaluation: str
+    run: Started, console: Console, *, columns: Sequence[Column], evaluation: str
 ) -> tuple[MetricsSink, ProgressDisplay]:
-    """The run's folder with its ``config.yaml``, its metrics sink and its live display."""
-    config.output_dir.mkdir(parents=True, exist_ok=True)
-    (config.output_dir / "config.yaml").write_text(_as_yaml(config))
-    sink = MetricsSink(config.output_dir, wandb_enabled=bool(config.wandb_project))
+    """The run's folder with its ``config.yaml``, its metrics sink and its live display (of the first of
+    several training processes: the others write nothing)."""
+    config = run.config
+    if run.platform.main:
+        config.output_dir.mkdir(parents=True, exist_ok=True)
+        (config.output_dir / "config.yaml").write_text(_as_yaml(config))
+    sink = MetricsSink(config.output_dir, wandb_enabled=bool(config.wandb_project), enabled=run.platform.main)
     display = ProgressDisplay(
         config.train_steps, console, enabled=config.progress, columns=columns, evaluation=evaluation
     )
@@ -155,14 +159,16 @@ def train(
 
     Returns the last step and the final model's folder (None when Ctrl-C stopped the run: the last checkpoint
     is what it leaves). ``reward`` is the trainer's reward function, which self-play never calls: its
-    rollouts score their own samples.
+    rollouts score their own samples. Of several training processes the first evaluates (the others wait for
+    it at the next step's first collective) and writes the files.
     """
     config = run.config
     tokenizer, model = policy
     interrupt = InterruptCheckpoint()
     callbacks: list[TrainerCallback] = [RunCallback(sink, display, None, eval_interval=0), interrupt]
     callbacks += [SaveBaselines(advantage.rae.baselines)]
-    if not config.skip_eval:
+    evaluates = not config.skip_eval and run.platform.main
+    if evaluates:
         callbacks.insert(0, evaluation)  # type: ignore[arg-type]  # every task's evaluation is a TrainerCallback
     trainer = CodegymGRPOTrainer(
         model=model,
@@ -187,12 +193,13 @@ def train(
     if interrupt.requested:
         log.warning("stopped at step %d on Ctrl-C; checkpoint in %s", step, config.output_dir)
         return step, None
-    if not config.skip_eval and not evaluation.evaluated(step):
+    if evaluates and not evaluation.evaluated(step):
         evaluation.evaluate(trainer.model, step)
     final = config.output_dir / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
-    (final / BASELINES_FILE).write_text(json.dumps(advantage.rae.baselines.state_dict()))
+    trainer.save_model(str(final))  # every process: the trainer has the first one write
+    if run.platform.main:
+        tokenizer.save_pretrained(str(final))
+        (final / BASELINES_FILE).write_text(json.dumps(advantage.rae.baselines.state_dict()))
     return step, str(final)
 
 
@@ -211,9 +218,11 @@ def summarise(
 
     ``summary.json`` holds the task's ``head`` (its name and settings), the run's numbers, then the task's
     ``tail`` (its evaluations); ``lines`` are the task's evaluation lines, printed between the steps and the
-    final model.
+    final model. A training process other than the first writes and prints nothing.
     """
     config = run.config
+    if not run.platform.main:
+        return RunSummary(steps, [], [], time.monotonic() - run.began, final_model=final_model)
     metrics_file = config.output_dir / "metrics.jsonl"
     rewards = rewards_from_metrics(metrics_file)
     summary = RunSummary(

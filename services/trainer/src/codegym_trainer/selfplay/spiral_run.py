@@ -52,7 +52,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
         ("tokens", "selfplay/response_length", ".1f"),
         *TIMES[::2],  # generation and optimisation: self-play has no scoring phase
     ]
-    sink, display = run_common.open_logs(config, console, columns=columns, evaluation="win rate vs random")
+    sink, display = run_common.open_logs(run, console, columns=columns, evaluation="win rate vs random")
     evaluator = SelfPlayEvaluator(
         config.game,
         tokenizer,

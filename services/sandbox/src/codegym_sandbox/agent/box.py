@@ -828,14 +828,11 @@ def _assert_test(checker: _Checker, fds: list[int], main: str, start_test: Calla
     os.close(program_reads)
     os.close(program_writes)
     _to_null()  # the test's output ends when its processes end, not when this one does
-    # Wait for the program's process before anything else: while it lives, every page this process writes
-    # is copied (they share them since the fork), and reading and decoding the checker's answer first cost
-    # more than the test itself in copies. The checker's answer waits in its socket meanwhile.
-    _, status, usage = os.wait4(pid, 0)
     try:
         answer = json.loads(checker.sock.recv(4096) or b"null")
     except (OSError, ValueError):
         answer = None
+    _, status, usage = os.wait4(pid, 0)
     if not isinstance(answer, dict) or answer.get("outcome") not in assert_runner.OUTCOMES:
         # The program took the checker down (where it shares its uid): the agent runs this test again alone.
         return {"broken": True}

@@ -165,8 +165,8 @@ def detect(config: TrainConfig, *, probe_hub: bool = True) -> Platform:
         offline=decide_offline(config, probe=probe_hub),
         use_vllm=use_vllm,
         vllm_mode=vllm_mode,
-        # the free cores are shared by the training processes of this machine
-        threads=cpu_threads(config.threads, cores) // (1 if config.threads else local) or 1,
+        # threads asked for are taken as asked; the free cores are shared by the training processes here
+        threads=config.threads or max(1, cpu_threads(0, cores) // local),
         rank=training_rank(),
         processes=max(1, _launched(SIZE_VARIABLES, 1)),
     )

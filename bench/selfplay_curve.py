@@ -16,6 +16,7 @@ bench cut short goes on where it stopped when the same command is run again.
     python bench/selfplay_curve.py            # 3 seeds x 4 steps, RAE on and off, on 2 CPU cores: ~35 min
     python bench/selfplay_curve.py --quick    # 1 seed x 1 step, 2 games per seat: a smoke run
     python bench/selfplay_curve.py --seeds 0 1 2 3 --steps 100 --games-per-step 32 --eval-games 100   # a GPU
+    python bench/selfplay_curve.py --think --max-completion-length 128 ...   # reasoning before each move
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def evaluator(args: argparse.Namespace, tokenizer: Any, seed: int, answers: Path
     return SelfPlayEvaluator(
         args.game, tokenizer, games=args.eval_games, chat=tokenizer.chat_template is not None,
         max_new_tokens=args.max_completion_length, batch_size=args.eval_batch_size, seed=seed,
-        answers_dir=answers, opponents=[OPPONENT],
+        answers_dir=answers, opponents=[OPPONENT], think=args.think,
     )  # fmt: skip
 
 
@@ -127,7 +128,7 @@ def config(args: argparse.Namespace, out: Path, mode: str, seed: int) -> TrainCo
         selfplay_games_per_step=args.games_per_step, learning_rate=args.lr,
         max_completion_length=args.max_completion_length, train_temperature=args.temperature,
         skip_eval=True, output_dir=out / f"{mode}_seed_{seed}", save_steps=max(args.steps, 1),
-        completions_interval=max(1, args.steps // 2), progress=False, offline="on",
+        completions_interval=max(1, args.steps // 2), progress=False, offline="on", selfplay_think=args.think,
     )  # fmt: skip
 
 
@@ -142,6 +143,8 @@ def base_seats(args: argparse.Namespace, out: Path, seed: int) -> dict[str, Seat
     """The base model's seats for a seed's evaluation games, computed once for both modes."""
     path = out / "base" / f"seed_{seed}.json"
     key = {"model": args.model, "games": args.eval_games, "tokens": args.max_completion_length, "game": args.game}
+    if args.think:  # (a key without it is one written before the option: the move-only prompt)
+        key["think"] = True
     if (done := load_base(path, key)) is not None:
         return done
     print(f"seed {seed}: evaluating the base model", file=sys.stderr)
@@ -153,7 +156,10 @@ def base_seats(args: argparse.Namespace, out: Path, seed: int) -> dict[str, Seat
 def run_key(args: argparse.Namespace) -> dict[str, Any]:
     """What a finished run was made with: it is read back only for the same settings."""
     names = ("model", "game", "steps", "games_per_step", "lr", "temperature", "max_completion_length", "eval_games")
-    return {name: getattr(args, name) for name in names}
+    key = {name: getattr(args, name) for name in names}
+    if args.think:  # (a key without it is one written before the option: the move-only prompt)
+        key["think"] = True
+    return key
 
 
 def load_run(path: Path, key: dict[str, Any]) -> RunResult | None:
@@ -277,6 +283,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-completion-length", type=int, default=24, help="tokens per answer (default 24)")
     parser.add_argument("--eval-games", type=int, default=10, help="evaluation games per seat (default 10)")
     parser.add_argument("--eval-batch-size", type=int, default=20, help="evaluation prompts at once (default 20)")
+    parser.add_argument(
+        "--think",
+        action="store_true",
+        help="ask the policy to reason before each move, as SPIRAL's prompts do (give it room: "
+        "--max-completion-length 128); the collapse RAE is meant to prevent is of that reasoning",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/selfplay_curve"), help="output directory")
     args = parser.parse_args(argv)
     if args.quick:  # smaller than whatever was asked for, never larger
@@ -304,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = [
         f"{len(args.seeds)} seed(s) x {args.steps} self-play steps of {args.game}, model {args.model}, "
         f"{args.games_per_step} games a step, lr {args.lr}, temperature {args.temperature}, "
-        f"{args.max_completion_length} tokens an answer; {args.eval_games} greedy games per seat vs random; "
+        f"{args.max_completion_length} tokens an answer{', reasoning asked for' if args.think else ''}; "
+        f"{args.eval_games} greedy games per seat vs random; "
         f"{minutes:.1f} min",
         "",
         *table(results),

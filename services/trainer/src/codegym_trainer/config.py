@@ -130,6 +130,11 @@ class TrainConfig(BaseSettings):
     selfplay_eval_every: int = Field(
         10, ge=0, description="Evaluate against the fixed opponents every N steps (0: only before and after training)."
     )
+    selfplay_think: bool = Field(
+        False,
+        description="Ask the policy to reason step by step before its move, as SPIRAL's prompts do (in training "
+        "and evaluation); give it room with --max-completion-length. Without it the prompt asks for the move only.",
+    )
     # the code-output game (--task code-game)
     predictor: str = Field(
         "self",

@@ -14,7 +14,8 @@ from codegym_trainer.config import TrainConfig
 from codegym_trainer.rollout import Generation, Rollout
 from codegym_trainer.run import run
 from codegym_trainer.selfplay.advantage import RoleAdvantage, RoleBaselines, RoleConditionedAdvantage
-from codegym_trainer.selfplay.spiral import SelfPlayRollout, _Recorder
+from codegym_trainer.selfplay.spiral import THINK, SelfPlayRollout, _Recorder
+from codegym_trainer.selfplay.spiral_eval import SelfPlayEvaluator
 from rich.console import Console
 
 
@@ -87,6 +88,53 @@ def test_kuhn_poker_is_played_through_the_same_rollout() -> None:
     assert len(rollout) == 8 and sorted(set(rollout.extra["role"])) == ["first", "second"]
     for first, second in zip(rollout.rewards[::2], rollout.rewards[1::2], strict=True):
         assert first is not None and abs(first) == 1.0 and second == -first
+
+
+def reasoned_move(prompt: Any) -> str:
+    """Reasoning that names other cells (and brackets one of them) before its move, the lowest free cell."""
+    text = prompt if isinstance(prompt, str) else prompt[0]["content"]
+    return f"Cell 5 is the centre, [9] is a corner, 2 or 4 would block. I play {lowest_free_cell(text)}"
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_asked_to_think_the_policy_sees_the_request_and_its_last_bracketed_move_counts(chat: bool) -> None:
+    rollout = SelfPlayRollout("tictactoe", games=1, chat=chat, think=True)(ScriptedContext(reasoned_move), [])
+    texts = [p[0]["content"] if chat else p for p in rollout.prompts]
+    assert len(texts) == 7 and all(t.endswith("\n\n" + THINK) and "Free cells" in t for t in texts)
+    assert rollout.rewards == [1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0]  # the moves were read after the reasoning
+    assert rollout.metrics["selfplay/forfeit_rate"] == 0.0
+    plain = SelfPlayRollout("tictactoe", games=1, chat=False)(ScriptedContext(lowest_free_cell), [])
+    assert not any(THINK in p for p in plain.prompts)
+
+
+class RecordingTokenizer:
+    """A tokenizer that keeps every text it is asked to encode."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.texts: list[str] = []
+
+    def __call__(self, texts: Any, **kwargs: Any) -> Any:
+        self.texts.extend([texts] if isinstance(texts, str) else texts)
+        return self.tokenizer(texts, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer, name)
+
+
+@pytest.mark.parametrize("think", [False, True])
+def test_the_evaluation_shows_the_policy_what_training_does(tiny_model_dir: Path, think: bool) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = RecordingTokenizer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    evaluator = SelfPlayEvaluator(
+        "tictactoe", tokenizer, games=1, chat=False, max_new_tokens=2, opponents=["random"], think=think
+    )
+    evaluator(model, 0)
+    prompts = [t for t in tokenizer.texts if "Your move" in t]
+    assert prompts and all(t.endswith(THINK) == think for t in prompts)
 
 
 def test_a_finished_process_generates_while_another_still_plays() -> None:
@@ -202,3 +250,4 @@ def test_the_rae_flag_reaches_the_run() -> None:
 
     config = parse_config(["--task", "spiral", "--game", "kuhn_poker", "--no-rae", "--selfplay-games-per-step", "4"])
     assert (config.task, config.game, config.rae, config.selfplay_games_per_step) == ("spiral", "kuhn_poker", False, 4)
+    assert not config.selfplay_think and parse_config(["--task", "spiral", "--selfplay-think"]).selfplay_think

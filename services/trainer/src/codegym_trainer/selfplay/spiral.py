@@ -22,6 +22,22 @@ from ..rollout import Generation, Rollout, TrainerContext, as_prompt
 from .arena import play_games
 from .games import GAMES
 
+# SPIRAL's prompts ask the model to reason before it answers; the RAE ablation is about whether that
+# reasoning survives training, so a run can ask for it (``--selfplay-think``). The answer still ends
+# with the move in brackets, which ``find_move`` reads as the last bracketed move.
+THINK = "First think the position through step by step. Then end your answer with your move in brackets."
+
+
+def prompt_text(observation: str, *, think: bool) -> str:
+    """What the policy is shown for ``observation``: the game's text, with the request to reason first.
+
+    >>> prompt_text("Your move.", think=True).endswith("your move in brackets.")
+    True
+    >>> prompt_text("Your move.", think=False)
+    'Your move.'
+    """
+    return f"{observation}\n\n{THINK}" if think else observation
+
 
 def game_return(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
     """A turn's reward in TRL's form: its game's return to the role that played it (the ``game_return`` column).
@@ -51,13 +67,14 @@ class _Recorder:
 
     context: TrainerContext
     chat: bool
+    think: bool = False
     prompts: list[Any] = field(default_factory=list)
     generations: list[tuple[Generation, int]] = field(default_factory=list)
 
     def __call__(self, observations: Sequence[str]) -> list[str]:
         # every process generates in the same rounds: a process whose games are over joins with a filler
         self.context.any_process(True)
-        prompts = [as_prompt(o, chat=self.chat) for o in observations]
+        prompts = [as_prompt(prompt_text(o, think=self.think), chat=self.chat) for o in observations]
         generation = self.context.generate(prompts, repeats=1)
         answers: list[str] = []
         for i, text in enumerate(generation.texts):
@@ -90,6 +107,7 @@ class SelfPlayRollout:
     games: int
     chat: bool
     seed: int = 0
+    think: bool = False  # ask for reasoning before the move (see ``THINK``)
 
     def __post_init__(self) -> None:
         if self.game not in GAMES:
@@ -100,7 +118,7 @@ class SelfPlayRollout:
     def __call__(self, context: TrainerContext, inputs: list[dict[str, Any]]) -> Rollout:
         deals = random.Random(f"{self.seed}/{context.step}/{context.process_index}")
         starts = [GAMES[self.game](deals) for _ in range(self.games)]
-        recorder = _Recorder(context, self.chat)
+        recorder = _Recorder(context, self.chat, self.think)
         episodes = play_games(starts, recorder)
         recorder.idle_until_all_done()
         prompt_ids, completion_ids = recorder.column("prompt_ids"), recorder.column("completion_ids")

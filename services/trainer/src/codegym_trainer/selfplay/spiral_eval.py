@@ -27,6 +27,7 @@ from ..rollout import as_prompt
 from .arena import Record, evaluate_against
 from .games import GAMES
 from .opponents import KuhnEquilibrium, MinimaxOpponent, Opponent, RandomOpponent
+from .spiral import prompt_text
 
 log = logging.getLogger("codegym.trainer")
 
@@ -40,15 +41,16 @@ OPPONENTS: dict[str, dict[str, Callable[[int], Opponent]]] = {
 @torch.no_grad()
 def greedy_answers(
     model: Any, tokenizer: PreTrainedTokenizerBase, observations: Sequence[str], *, chat: bool, max_new_tokens: int,
-    batch_size: int,
+    batch_size: int, think: bool = False,
 ) -> list[str]:  # fmt: skip
-    """The policy's greedy answer to each observation, generated in left-padded batches."""
+    """The policy's greedy answer to each observation (shown as in training, see ``prompt_text``), generated
+    in left-padded batches."""
     was_training = model.training
     model.train(False)
     answers: list[str] = []
     try:
         for start in range(0, len(observations), batch_size):
-            batch = observations[start : start + batch_size]
+            batch = [prompt_text(o, think=think) for o in observations[start : start + batch_size]]
             texts = [
                 str(tokenizer.apply_chat_template(as_prompt(o, chat=True), tokenize=False, add_generation_prompt=True))
                 if chat
@@ -124,6 +126,7 @@ class SelfPlayEvaluator:
     seed: int = 0
     answers_dir: Path | None = None
     opponents: Sequence[str] | None = None  # names in OPPONENTS[game]; None: all of them
+    think: bool = False  # the policy is asked to reason first, as in training
     points: list[SelfPlayPoint] = field(default_factory=list)
 
     def __call__(self, model: Any, step: int) -> SelfPlayPoint:
@@ -139,7 +142,7 @@ class SelfPlayEvaluator:
             def policy(observations: Sequence[str], opponent: str = name) -> list[str]:
                 answers = greedy_answers(
                     model, self.tokenizer, observations, chat=self.chat, max_new_tokens=self.max_new_tokens,
-                    batch_size=self.batch_size,
+                    batch_size=self.batch_size, think=self.think,
                 )  # fmt: skip
                 for observation, answer in zip(observations, answers, strict=True):
                     tokens = len(self.tokenizer(answer, add_special_tokens=False)["input_ids"])

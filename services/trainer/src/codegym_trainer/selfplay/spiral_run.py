@@ -21,7 +21,7 @@ from ..summary import RunSummary
 from . import run_common
 from .advantage import RoleAdvantage
 from .games import GAMES
-from .spiral import SelfPlayRollout, game_return
+from .spiral import SelfPlayRollout, game_return, prompt_text
 from .spiral_eval import SelfPlayEvalCallback, SelfPlayEvaluator
 
 MOST_TURNS = {"tictactoe": 9, "kuhn_poker": 3}
@@ -40,7 +40,14 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
     )
     opening = GAMES[config.game](random.Random(config.seed))
     dataset = Dataset.from_list(
-        [{"prompt": as_prompt(opening.observation(opening.roles[0]), chat=chat)}] * run_common.DATASET_ROWS
+        [
+            {
+                "prompt": as_prompt(
+                    prompt_text(opening.observation(opening.roles[0]), think=config.selfplay_think), chat=chat
+                )
+            }
+        ]
+        * run_common.DATASET_ROWS
     )
     advantage = run_common.load_baselines(RoleAdvantage.create(enabled=config.rae), run)
 
@@ -62,6 +69,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
         batch_size=config.eval_batch_size,
         seed=config.seed,
         answers_dir=config.output_dir / "selfplay_eval",
+        think=config.selfplay_think,
     )
     try:
         steps, final_model = run_common.train(
@@ -69,7 +77,9 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
             (tokenizer, model),
             dataset=dataset,
             split=step_split(config, run.platform),
-            rollout=SelfPlayRollout(config.game, config.selfplay_games_per_step, chat=chat, seed=config.seed),
+            rollout=SelfPlayRollout(
+                config.game, config.selfplay_games_per_step, chat=chat, seed=config.seed, think=config.selfplay_think
+            ),
             advantage=advantage,
             reward=game_return,
             evaluation=SelfPlayEvalCallback(evaluator, sink, every=config.selfplay_eval_every, display=display),

@@ -203,10 +203,12 @@ def _rate(seat: Seat) -> str:
 
 
 def table(results: Sequence[RunResult]) -> list[str]:
+    """One row per run; a column pair (before, after) per seat of the game (X and O, or first and second)."""
+    roles = list(results[0].before) if results else []
+    seats = "".join(f" {role} win vs random before | after |" for role in roles)
     lines = [
-        "| mode | seed | X win vs random before | after | O win before | after | forfeits before -> after "
-        "| response tokens, first step -> last |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| mode | seed |{seats} forfeits before -> after | response tokens, first step -> last |",
+        "|---|---|" + "---|---|" * len(roles) + "---|---|",
     ]
     for r in results:
         forfeits = (
@@ -214,10 +216,8 @@ def table(results: Sequence[RunResult]) -> list[str]:
             f"of {sum(s.games for s in r.after.values())}"
         )
         first, last = r.lengths[0][1], r.lengths[-1][1]
-        lines.append(
-            f"| {r.mode} | {r.seed} | {_rate(r.before['X'])} | {_rate(r.after['X'])} | {_rate(r.before['O'])} | "
-            f"{_rate(r.after['O'])} | {forfeits} | {first:.1f} -> {last:.1f} |"
-        )
+        rates = "".join(f" {_rate(r.before[role])} | {_rate(r.after[role])} |" for role in roles)
+        lines.append(f"| {r.mode} | {r.seed} |{rates} {forfeits} | {first:.1f} -> {last:.1f} |")
     return lines
 
 

@@ -48,7 +48,9 @@ def test_verdicts_over_seeds(bench: ModuleType) -> None:
     assert bench.verdict(down, "no-rae").endswith("a null result)")
     assert bench.verdict(up[:1], "rae").endswith("one seed cannot separate learning from noise")
     lines = bench.table(up)
+    assert lines[0].startswith("| mode | seed | X win vs random before | after | O win vs random before | after |")
     assert lines[2].startswith("| rae | 0 | 0.20 [") and "0 -> 10 of 20" in lines[2] and "20.0 -> 12.0" in lines[2]
+    assert len({line.count("|") for line in lines}) == 1  # every row has the header's columns
 
 
 def test_quick_run_with_a_tiny_model(bench: ModuleType, tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -70,3 +72,12 @@ def test_quick_run_with_a_tiny_model(bench: ModuleType, tiny_model_dir: Path, tm
     # other settings are another run: trained again, not read back
     assert bench.main(["--quick", "--model", str(tiny_model_dir), "--out", str(out), "--lr", "1e-3"]) == 0
     assert (out / "rae_seed_0" / "result.json").stat().st_mtime != stamp
+
+
+def test_quick_run_of_kuhn_poker(bench: ModuleType, tiny_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "kuhn"
+    assert bench.main(["--quick", "--game", "kuhn_poker", "--modes", "rae", "--model", str(tiny_model_dir),
+                       "--out", str(out)]) == 0  # fmt: skip
+    report = (out / "report.md").read_text()
+    assert "| first win vs random before | after | second win vs random before | after |" in report
+    assert "| rae | 0 |" in report and "kuhn_poker" in report

@@ -49,3 +49,5 @@ def test_what_changes_over_seeds_support() -> None:
     assert over_seeds([0.3, -0.1, 0.1]) == "the gain does not hold over seeds (within seed noise)"
     assert over_seeds([0.01, 0.5, 0.02]) == "the gain does not hold over seeds (within seed noise)"  # sd > mean
     assert over_seeds([0.0, -0.1]) == "no gain (a null result)"
+    assert over_seeds([-0.35, -0.35, -0.35]) == "a loss that holds over seeds: training made it worse"
+    assert over_seeds([-0.3, 0.1, -0.1]) == "no gain (a null result)"  # one seed gained

@@ -65,12 +65,15 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
 
 def over_seeds(changes: Sequence[float]) -> str:
     """What a change measured once per seed supports: it holds only when every seed gains and the mean
-    exceeds the sd; one seed cannot tell; a mean at or below 0 is no gain; anything else is seed noise."""
+    exceeds the sd; a loss holds likewise (every seed lost, by more than the sd); one seed cannot tell; a
+    mean at or below 0 is no gain; anything else is seed noise."""
     mean, sd = mean_sd(changes)
     if len(changes) < 2:
         return "one seed cannot separate learning from noise"
     if all(c > 0 for c in changes) and mean > sd:
         return "the gain holds over seeds"
+    if all(c < 0 for c in changes) and -mean > sd:
+        return "a loss that holds over seeds: training made it worse"
     if mean <= 0:
         return "no gain (a null result)"
     return "the gain does not hold over seeds (within seed noise)"

@@ -318,7 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.games_per_step} games a step, lr {args.lr}, temperature {args.temperature}, "
         f"{args.max_completion_length} tokens an answer{', reasoning asked for' if args.think else ''}; "
         f"{args.eval_games} greedy games per seat vs random; "
-        f"{minutes:.1f} min",
+        f"{sum(r.seconds for r in results) / 60:.1f} min of training in all (runs read back count theirs), "
+        f"{minutes:.1f} min for this command",
         "",
         *table(results),
         "",

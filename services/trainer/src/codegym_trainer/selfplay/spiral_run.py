@@ -39,16 +39,8 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
         run, f"self-play of {config.game}, RAE {'on' if config.rae else 'off'}"
     )
     opening = GAMES[config.game](random.Random(config.seed))
-    dataset = Dataset.from_list(
-        [
-            {
-                "prompt": as_prompt(
-                    prompt_text(opening.observation(opening.roles[0]), think=config.selfplay_think), chat=chat
-                )
-            }
-        ]
-        * run_common.DATASET_ROWS
-    )
+    first = prompt_text(opening.observation(opening.roles[0]), think=config.selfplay_think)
+    dataset = Dataset.from_list([{"prompt": as_prompt(first, chat=chat)}] * run_common.DATASET_ROWS)
     advantage = run_common.load_baselines(RoleAdvantage.create(enabled=config.rae), run)
 
     roles = GAMES[config.game](random.Random(0)).roles

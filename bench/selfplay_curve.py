@@ -143,8 +143,7 @@ def base_seats(args: argparse.Namespace, out: Path, seed: int) -> dict[str, Seat
     """The base model's seats for a seed's evaluation games, computed once for both modes."""
     path = out / "base" / f"seed_{seed}.json"
     key = {"model": args.model, "games": args.eval_games, "tokens": args.max_completion_length, "game": args.game}
-    if args.think:  # (a key without it is one written before the option: the move-only prompt)
-        key["think"] = True
+    key.update(prompt_key(args))
     if (done := load_base(path, key)) is not None:
         return done
     print(f"seed {seed}: evaluating the base model", file=sys.stderr)
@@ -153,13 +152,16 @@ def base_seats(args: argparse.Namespace, out: Path, seed: int) -> dict[str, Seat
     return result
 
 
+def prompt_key(args: argparse.Namespace) -> dict[str, Any]:
+    """The prompt's part of a saved result's key: empty for the move-only prompt, so that results saved
+    before ``--think`` existed are still read back."""
+    return {"think": True} if args.think else {}
+
+
 def run_key(args: argparse.Namespace) -> dict[str, Any]:
     """What a finished run was made with: it is read back only for the same settings."""
     names = ("model", "game", "steps", "games_per_step", "lr", "temperature", "max_completion_length", "eval_games")
-    key = {name: getattr(args, name) for name in names}
-    if args.think:  # (a key without it is one written before the option: the move-only prompt)
-        key["think"] = True
-    return key
+    return {**{name: getattr(args, name) for name in names}, **prompt_key(args)}
 
 
 def load_run(path: Path, key: dict[str, Any]) -> RunResult | None:

@@ -101,10 +101,14 @@ def _evaluate(client: TestClient, body: dict[str, Any]) -> list[dict[str, Any]]:
     return tests
 
 
-def _batch(client: TestClient, groups: list[dict[str, Any]]) -> list[str]:
+def _batch_results(client: TestClient, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     r = client.post("/v1/evaluate/batch", json={"requests": groups})
     assert r.status_code == 200, r.text
-    return [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
+    return [resp["results"][0] for resp in r.json()["responses"]]
+
+
+def _batch(client: TestClient, groups: list[dict[str, Any]]) -> list[str]:
+    return [result["verdict"] for result in _batch_results(client, groups)]
 
 
 def _alone(client: TestClient, code: str, stdin: str = "", **limits: Any) -> str:
@@ -169,9 +173,7 @@ def test_a_program_that_makes_the_checker_hold_memory_changes_no_later_verdict(p
     # here was cut to that cap): this server lets it have 10.
     limits = {"timeout_s": 10, "memory_mb": 160}
     groups = [{"language": "python", "programs": [p], "tests": tests, "limits": limits} for p in (hog, victim) * 3]
-    r = patient.post("/v1/evaluate/batch", json={"requests": groups})
-    assert r.status_code == 200, r.text
-    results = [resp["results"][0] for resp in r.json()["responses"]]
+    results = _batch_results(patient, groups)
     verdicts = [result["verdict"] for result in results]
     assert verdicts[1::2] == ["AC"] * 3 and all(v in ("WA", "MLE") for v in verdicts[::2]), results
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
+import pytest
 from codegym_sandbox import languages
 
 
@@ -45,3 +50,39 @@ def test_tools() -> None:
 def test_keep_paths_never_root() -> None:
     paths = languages.keep_paths()
     assert "/" not in paths and paths == sorted(paths)
+
+
+def _interpreter(bindir: Path, name: str, mode: int = 0o755) -> Path:
+    path = bindir / name
+    path.write_text("#!/bin/sh\n")
+    path.chmod(mode)
+    return path
+
+
+def test_python_runs_default_to_the_distributions_interpreter_of_the_servers_version(tmp_path: Path) -> None:
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    server_base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    assert languages.base_python(str(tmp_path)) == server_base  # none there: the server's own installation
+    _interpreter(tmp_path, f"python{sys.version_info[0]}.{sys.version_info[1] + 1}")
+    _interpreter(tmp_path, "python3")  # of no stated version: it may be any
+    assert languages.base_python(str(tmp_path)) == server_base
+    _interpreter(tmp_path, version, mode=0o644)  # not executable
+    assert languages.base_python(str(tmp_path)) == server_base
+    (tmp_path / version).chmod(0o755)
+    assert languages.system_python(str(tmp_path)) == str(tmp_path / version)
+    assert languages.base_python(str(tmp_path)) == str(tmp_path / version)
+
+
+def test_no_distribution_interpreter_for_a_server_of_another_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A free-threaded or debug server's runtime packages do not import on the default build."""
+    _interpreter(tmp_path, f"python{sys.version_info[0]}.{sys.version_info[1]}")
+    monkeypatch.setattr(sys, "abiflags", "t")
+    assert languages.system_python(str(tmp_path)) is None
+
+
+def test_the_default_interpreter_and_its_installation_are_kept_in_the_programs_view() -> None:
+    python = languages.base_python()
+    assert languages.resolve_tool("python3") == python
+    assert {os.path.dirname(python), os.path.dirname(os.path.dirname(python))} <= set(languages.keep_paths())

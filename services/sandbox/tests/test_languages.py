@@ -52,9 +52,10 @@ def test_keep_paths_never_root() -> None:
     assert "/" not in paths and paths == sorted(paths)
 
 
-def _interpreter(bindir: Path, name: str, mode: int = 0o755) -> Path:
+def _interpreter(bindir: Path, name: str, mode: int = 0o755, script: str = "") -> Path:
+    """A stand-in interpreter: a shell script that runs ``script`` whatever it is asked (exits 0 by default)."""
     path = bindir / name
-    path.write_text("#!/bin/sh\n")
+    path.write_text(f"#!/bin/sh\n{script}")
     path.chmod(mode)
     return path
 
@@ -86,3 +87,14 @@ def test_the_default_interpreter_and_its_installation_are_kept_in_the_programs_v
     python = languages.base_python()
     assert languages.resolve_tool("python3") == python
     assert {os.path.dirname(python), os.path.dirname(os.path.dirname(python))} <= set(languages.keep_paths())
+
+
+def test_no_distribution_interpreter_without_its_whole_standard_library(tmp_path: Path) -> None:
+    """Debian's python3.X-minimal alone has no json or ctypes: the agent could not start on it."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    asked = tmp_path / "asked"
+    _interpreter(tmp_path, version, script=f'echo "$@" >{asked}\nexit 1\n')
+    server_base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    assert languages.system_python(str(tmp_path)) is None
+    assert languages.base_python(str(tmp_path)) == server_base
+    assert asked.read_text().split() == ["-I", "-S", "-c", *languages.WHOLE_STDLIB.split()]

@@ -90,8 +90,8 @@ class Settings(BaseSettings):
         None,
         description="Interpreter of Python runs on the local backend, an installation (not a virtual environment: "
         "programs get its standard library, never its site-packages); default: the distribution's /usr/bin/python3.X "
-        "where the server runs on Python 3.X too (the runtime image's interpreter), else the one the server's venv "
-        "was made from.",
+        "where the server runs on Python 3.X too and it has its whole standard library (the runtime image's "
+        "interpreter), else the one the server's venv was made from.",
     )
     runtime_packages: str | None = Field(
         None,

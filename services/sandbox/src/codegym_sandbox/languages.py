@@ -6,8 +6,10 @@ here (or whose toolchain is missing on this host) answers a SandboxError naming 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass, field
 
@@ -70,16 +72,34 @@ class Language:
 SYSTEM_BIN = "/usr/bin"
 
 
+# What the agent and most programs import beyond a distribution's minimal interpreter package: Debian's
+# python3.X-minimal gives /usr/bin/python3.X without json, ctypes or decimal (libpython3.X-stdlib has them).
+WHOLE_STDLIB = "import ctypes, decimal, json, select, socket"
+
+
 def system_python(bindir: str = SYSTEM_BIN) -> str | None:
     """The distribution's interpreter of this server's Python version (``/usr/bin/python3.X``), or None.
 
     Only for the default build of CPython (no ABI flags: not a debug or free-threaded one), whose runtime
-    packages (built for 3.X) it can import.
+    packages (built for 3.X) it can import, and only with its whole standard library installed.
     """
     if sys.implementation.name != "cpython" or sys.abiflags:
         return None
     path = os.path.join(bindir, f"python{sys.version_info[0]}.{sys.version_info[1]}")
-    return os.path.realpath(path) if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None
+    path = os.path.realpath(path)
+    return path if _whole(path) else None
+
+
+@functools.cache
+def _whole(python: str) -> bool:
+    """Whether ``python`` starts and has its whole standard library (asked once per interpreter)."""
+    try:
+        done = subprocess.run([python, "-I", "-S", "-c", WHOLE_STDLIB], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def base_python(bindir: str = SYSTEM_BIN) -> str:

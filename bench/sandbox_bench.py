@@ -5,8 +5,10 @@
 
 Rows of the markdown table it prints (every mode is warmed up with 20 requests first):
 
-1. `python -I` per run: `subprocess.run([sys.executable, "-I", "-c", "print(i)"])`, sequentially (median,
-   p99) and from a thread pool of C (req/s).
+1. `python -I` per run: `subprocess.run([python, "-I", "-c", "print(i)"])`, sequentially (median, p99) and
+   from a thread pool of C (req/s), where ``python`` is the interpreter the local backend runs programs on
+   (``CODEGYM_SANDBOX_PYTHON``, or its default): both sides run the same build, whose start-up cost differs
+   between builds (a distribution's, with libpython linked in, starts quicker than pyenv's shared one).
 2. codegym `/run_code`, cache disabled (its own server with CODEGYM_SANDBOX_CACHE_ENTRIES=0, distinct code per
    request): one keep-alive http.client connection sequentially (median, p99), then C concurrent clients
    (req/s, median, p99). Every response must be status Success with the expected stdout; anything else is an error.
@@ -442,6 +444,14 @@ def bench_server(
 # --------------------------------------------------------------------------------------------- main
 
 
+def programs_python() -> str:
+    """The interpreter the local backend's servers here run Python programs on (as the server resolves it)."""
+    from codegym_sandbox.backends.local import agent_python
+    from codegym_sandbox.config import Settings
+
+    return agent_python(Settings().python)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=400, help="requests per measured phase (default 400)")
@@ -468,7 +478,8 @@ def main() -> None:
 
     t_start = time.perf_counter()
     rows: list[Row] = []
-    rows += bench_process_rows("`python -I` per run (subprocess)", [sys.executable, "-I", "-c"], args)
+    python = programs_python()
+    rows += bench_process_rows("`python -I` per run (subprocess)", [python, "-I", "-c"], args)
     rows += bench_server(False, args.port or free_port(), args)
     rows += bench_server(True, args.port or free_port(), args)
     engines = [e for e in args.engines.split(",") if e]
@@ -483,7 +494,7 @@ def main() -> None:
     print(
         f"\n{args.requests} requests per phase (+{WARMUP} warm-up), {args.concurrency} concurrent clients "
         f"({args.client} load generator); {os.cpu_count()} cores, {args.workers} sandbox workers; "
-        f"{time.perf_counter() - t_start:.0f} s in all\n"
+        f"{time.perf_counter() - t_start:.0f} s in all; Python runs (local backend and baseline) on {python}\n"
     )
     print("| mode | median ms | p99 ms | req/s | errors |\n|---|---:|---:|---:|---:|")
     for r in rows:

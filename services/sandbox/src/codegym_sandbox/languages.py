@@ -110,7 +110,8 @@ def base_python(bindir: str = SYSTEM_BIN) -> str:
     The distribution's build is the one the runtime image runs programs on (and the server image's venv is
     made from), so on such a host a program sees the same interpreter on every backend. It is also the quicker
     one where the server's Python is a source build: Debian's (optimised with profiles, libpython linked in)
-    takes about a quarter less CPU per short run than pyenv's default build (a shared libpython, no profile).
+    runs a loop of Python code in half the time of pyenv's default build (a shared libpython, no profile) and
+    starts about 10% quicker (`bench/evaluator_bench.py` says which interpreter each harness used).
     """
     return system_python(bindir) or os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 

@@ -29,10 +29,11 @@ interpreter, the reference's: it bounds a harness that runs its programs there.
 
 Prints a markdown table (workload, harness, samples, seconds, samples/s, CPU ms per sample over every
 process of the harness, speed-up, verdict agreement, the machine's load average), a floor (the CPU the
-programs themselves take, each in a bare fork with no sandbox: no harness finishes sooner here, so
-reference / floor is the largest speed-up this machine allows), and the target: codegym >= 5x faster than
-the reference with identical verdicts, PASS or MISS (exit 1 on MISS). On a machine busy
-with other work both harnesses are CPU-bound, and the CPU column is the fairer comparison.
+programs themselves take, each in a bare fork with no sandbox, on the reference's interpreter: no harness
+that runs them there finishes sooner, so reference / floor is the largest speed-up such a harness gets
+here), and the target: codegym >= 5x faster than the reference with identical verdicts, PASS or MISS (exit 1
+on MISS). On a machine busy with other work both harnesses are CPU-bound, and the CPU column is the fairer
+comparison.
 """
 
 from __future__ import annotations

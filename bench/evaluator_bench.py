@@ -53,6 +53,8 @@ from codegym_evaluator.evaluate import evaluate_completions
 from codegym_evaluator.scoring import Scorer, build_program
 from codegym_evaluator.servers import sandbox_server
 from codegym_evaluator.tasks import Task, load_tasks
+from codegym_sandbox.backends.local import configured_python
+from codegym_sandbox.languages import installation_python
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "services" / "evaluator"))
 from tests.reference_harness import reference_execution, reference_problems
@@ -129,19 +131,6 @@ def bare_programs(tasks: list[Task], samples: Samples) -> tuple[float, float]:
     return total, largest
 
 
-def this_interpreter() -> str:
-    """The installation this script runs on (a virtual environment's ``python`` leads to it)."""
-    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-
-
-def programs_python() -> str:
-    """The interpreter the local backend of a server started here runs programs on (as it resolves it)."""
-    from codegym_sandbox.backends.local import agent_python
-    from codegym_sandbox.config import Settings
-
-    return agent_python(Settings().python)
-
-
 def median_run(runs: list[tuple[float, float]]) -> tuple[float, float]:
     """The run (seconds, CPU seconds) in the middle by seconds (of an even number, the slower of the two)."""
     return sorted(runs)[len(runs) // 2]
@@ -191,10 +180,10 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.same_interpreter:
-        os.environ["CODEGYM_SANDBOX_PYTHON"] = this_interpreter()  # the server inherits it
+        os.environ["CODEGYM_SANDBOX_PYTHON"] = installation_python()  # the server inherits it
     interpreters = (
-        f"reference programs on {this_interpreter()} (Python {platform.python_version()}), "
-        f"codegym's on {programs_python()}"
+        f"reference programs on {installation_python()} (Python {platform.python_version()}), "
+        f"codegym's on {configured_python()}"
     )
 
     tasks = load_tasks("humaneval", limit=args.limit)

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from codegym_sandbox.backends.local import configured_python
 
 HOST = "127.0.0.1"
 WARMUP = 20
@@ -444,14 +445,6 @@ def bench_server(
 # --------------------------------------------------------------------------------------------- main
 
 
-def programs_python() -> str:
-    """The interpreter the local backend's servers here run Python programs on (as the server resolves it)."""
-    from codegym_sandbox.backends.local import agent_python
-    from codegym_sandbox.config import Settings
-
-    return agent_python(Settings().python)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=400, help="requests per measured phase (default 400)")
@@ -478,7 +471,7 @@ def main() -> None:
 
     t_start = time.perf_counter()
     rows: list[Row] = []
-    python = programs_python()
+    python = configured_python()
     rows += bench_process_rows("`python -I` per run (subprocess)", [python, "-I", "-c"], args)
     rows += bench_server(False, args.port or free_port(), args)
     rows += bench_server(True, args.port or free_port(), args)

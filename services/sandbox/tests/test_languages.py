@@ -62,7 +62,7 @@ def _interpreter(bindir: Path, name: str, mode: int = 0o755, script: str = "") -
 
 def test_python_runs_default_to_the_distributions_interpreter_of_the_servers_version(tmp_path: Path) -> None:
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    server_base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    server_base = languages.installation_python()
     assert languages.base_python(str(tmp_path)) == server_base  # none there: the server's own installation
     _interpreter(tmp_path, f"python{sys.version_info[0]}.{sys.version_info[1] + 1}")
     _interpreter(tmp_path, "python3")  # of no stated version: it may be any
@@ -94,7 +94,7 @@ def test_no_distribution_interpreter_without_its_whole_standard_library(tmp_path
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     asked = tmp_path / "asked"
     _interpreter(tmp_path, version, script=f'echo "$@" >{asked}\nexit 1\n')
-    server_base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    server_base = languages.installation_python()
     assert languages.system_python(str(tmp_path)) is None
     assert languages.base_python(str(tmp_path)) == server_base
     assert asked.read_text().split() == ["-I", "-S", "-c", *languages.WHOLE_STDLIB.split()]

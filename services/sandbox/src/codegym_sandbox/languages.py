@@ -102,6 +102,11 @@ def _whole(python: str) -> bool:
     return done.returncode == 0
 
 
+def installation_python() -> str:
+    """The installation this server runs on (its virtual environment's ``python`` leads to it)."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+
+
 def base_python(bindir: str = SYSTEM_BIN) -> str:
     """The interpreter Python runs use by default: the distribution's ``python3.X`` where the server runs on
     Python 3.X too, else the installation the server's virtual environment was made from. Programs get its
@@ -113,7 +118,7 @@ def base_python(bindir: str = SYSTEM_BIN) -> str:
     runs a loop of Python code in half the time of pyenv's default build (a shared libpython, no profile) and
     starts about 10% quicker (`bench/evaluator_bench.py` says which interpreter each harness used).
     """
-    return system_python(bindir) or os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return system_python(bindir) or installation_python()
 
 
 LANGUAGES: dict[str, Language] = {

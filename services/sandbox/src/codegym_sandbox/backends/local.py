@@ -86,6 +86,12 @@ def agent_python(python: str | None) -> str:
     return os.path.realpath(chosen)
 
 
+def configured_python() -> str:
+    """The interpreter a local server started with this environment runs Python programs on (``PYTHON``, or
+    its default): for tools beside the server, such as the benches, that compare against it."""
+    return agent_python(Settings().python)
+
+
 class LocalBackend(WorkerPool):
     """Agents as child processes of the server."""
 

@@ -53,8 +53,16 @@ class Settings(BaseSettings):
         0,
         ge=0,
         description="Runs in flight at most: while runs wait and the CPUs sit idle (busy runs sleep or wait on "
-        "I/O), more slots are lent up to this many; 0 means max(128, 4 x workers). Each run's CPU time is "
-        "limited on its own either way.",
+        "I/O), more slots are lent up to this many (a few per CPU at a time, as the CPUs stay idle; within "
+        "MEMORY_BUDGET_MB); 0 means max(128, 4 x workers). Each run's CPU time is limited on its own either way.",
+    )
+    memory_budget_mb: int = Field(
+        0,
+        ge=0,
+        description="The sum of the memory limits of the runs in flight (on lent workers too) at most: a run "
+        "waits in the queue for its share (beyond QUEUE_SIZE waiting runs: 503, /run_code 504 after "
+        "FUSION_QUEUE_WAIT_S, with Retry-After), and one whose own limit is more than all of it gets 422; "
+        "0 means this machine's memory (the server's cgroup limit where lower) less an eighth, at least 1 GiB.",
     )
     fusion_queue_wait_s: float = Field(
         5.0,

@@ -17,7 +17,7 @@ from .api import execute_batch, fusion, health, jupyter, native
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard, refusal_status
-from .backends.base import Saturated
+from .backends.base import Saturated, TooLarge
 from .backends.choose import choose_backend
 from .backends.pool import WorkerPool
 from .config import Settings, get_settings
@@ -64,6 +64,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.rejected.inc()
         status = refusal_status(request.url.path)
         return JSONResponse({"detail": str(exc)}, status_code=status, headers={"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(TooLarge)
+    async def too_much_memory(_: Request, exc: TooLarge) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, 422)  # a request that could never run: not "busy, retry"
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -23,6 +23,18 @@ class Saturated(Exception):
         self.retry_after_s = retry_after_s
 
 
+class TooLarge(Exception):
+    """One run asks for more memory than the server's whole memory budget: it could never start (a 4xx)."""
+
+    def __init__(self, run_mb: int, budget_mb: int) -> None:
+        super().__init__(
+            f"a run asks for {run_mb} MiB of memory, more than this server's whole memory budget "
+            f"({budget_mb} MiB, MEMORY_BUDGET_MB): ask for less"
+        )
+        self.run_mb = run_mb
+        self.budget_mb = budget_mb
+
+
 @dataclass
 class RunRequest:
     """One program execution, as the agent protocol carries it."""

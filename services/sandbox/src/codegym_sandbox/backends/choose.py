@@ -21,6 +21,7 @@ from .base import Backend
 from .containers import ContainerSpec
 from .docker import DockerBackend
 from .local import LocalBackend, worker_view
+from .memory import default_budget_mb
 from .podman import PodmanBackend
 from .pool import WorkerPool
 
@@ -91,6 +92,8 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     backend, reason = await _choose(settings)
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
     backend.max_workers = settings.max_workers or max(128, 4 * backend.size)
+    backend.memory.total_mb = settings.memory_budget_mb or default_budget_mb()
+    backend.unbudgeted_run_mb = settings.limits.max_memory_mb
     return backend, reason
 
 

@@ -2,14 +2,12 @@
 
 A slot serves one run at a time; runs wait for a free slot, and past ``queue_size`` waiting runs the next
 one is refused at once (:class:`Saturated`), never piled up. ``workers`` slots are always there (one per
-CPU by default). When runs wait while the CPUs sit idle (the busy runs sleep or wait on I/O, as the tests
-of RL datasets often do) the pool lends more slots, up to ``max_workers`` in all, so that a run that
-sleeps never holds up one that would compute: each run's CPU time stays limited on its own. A lent slot
-goes away once it has been idle for a while. A worker that dies, idle or busy, is replaced
-in the background and the run it held gets a :class:`SandboxFault`. A run cancelled (its client went away)
-leaves the queue, or, on a worker, has that worker replaced the same way. A slot whose replacements keep
-failing opens its circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in
-status.
+CPU by default); while runs wait and the CPUs sit idle, workers are lent on top, up to ``max_workers``
+(when, and how many: see ``lending.py``). Every run first takes its memory limit from the memory budget
+(see ``memory.py``). A worker that dies, idle or busy, is replaced in the background and the run it held
+gets a :class:`SandboxFault`; a run cancelled (its client went away) leaves the queue, or has its worker
+replaced the same way. A slot whose replacements keep failing opens its circuit breaker: it stops retrying
+in a tight loop, waits, and shows as ``broken`` in status.
 """
 
 from __future__ import annotations
@@ -25,77 +23,21 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from .base import RunOutcome, RunRequest, Saturated
+from .lending import LEND_AFTER_S, LEND_TICK_S, RETIRE_AFTER_S, CpuIdle, DemandMeter, keep_open, lend_now, reserve
+from .memory import MemoryBudget, default_budget_mb
+from .slots import BREAKER_COOLDOWN_S, Slot
 from .worker import AgentWorker
 
 log = logging.getLogger("codegym.sandbox.pool")
 T = TypeVar("T")
 
-BREAKER_FAILURES = 3  # failed starts in a row that open a slot's breaker
 # Set while a request admitted as a whole runs (see WorkerPool.admitted): its runs skip the per-run queue
 # check, so a group of thousands of runs is never refused halfway, with part of its runs done for nothing.
 ADMITTED: ContextVar[bool] = ContextVar("codegym_sandbox_admitted", default=False)
 
-BREAKER_COOLDOWN_S = 30.0  # how long an open breaker waits before the next try, unless configured
-# Lending: every LEND_TICK_S the pool looks at its queue; when the oldest run has waited LEND_AFTER_S and
-# the busy runs wanted less than all but LEND_IDLE_CPUS of the CPUs over the last tick, every waiting run
-# gets a slot of its own (up to max_workers). A tick later the new runs show whether they compute; if they
-# do, lending stops there. What the runs want is measured on their own processes where the server sees them
-# (local workers: the time they ran plus the time they waited to run, so that a run starved by other work
-# on the machine still counts as computing); the server's HTTP work, its clients' and starting agents do
-# not count. Elsewhere (in containers) it is the CPUs' idle time, which all of that does count. Lent slots
-# idle for RETIRE_AFTER_S go away (RL training sends its runs in a burst per step: they stay for the next).
-LEND_TICK_S = 0.1
-LEND_AFTER_S = 0.2
-LEND_IDLE_CPUS = 0.5
-RETIRE_AFTER_S = 300.0
 # A run that may wait for a slot at most this long (set per request by routes whose clients time out on
 # their own): past it, the run is refused (``Saturated``) rather than left to run into the client's timeout.
 QUEUE_WAIT_S: ContextVar[float | None] = ContextVar("codegym_sandbox_queue_wait_s", default=None)
-
-
-class CpuIdle:
-    """How many of this process's CPUs were idle since the last look, from ``/proc/stat``."""
-
-    def __init__(self) -> None:
-        self.cpus = {f"cpu{i}" for i in os.sched_getaffinity(0)}
-        self.last = self._read()
-
-    def _read(self) -> dict[str, tuple[int, int]]:
-        """CPU -> (idle, total) jiffies."""
-        out: dict[str, tuple[int, int]] = {}
-        try:
-            with open("/proc/stat") as f:
-                for line in f:
-                    name, _, rest = line.partition(" ")
-                    if name in self.cpus:
-                        ticks = [int(x) for x in rest.split()]
-                        out[name] = (ticks[3] + ticks[4], sum(ticks[:8]))  # idle + iowait; all but guest time
-        except OSError:
-            pass
-        return out
-
-    def sample(self) -> float:
-        """Idle CPUs (a fraction of a CPU counts) since the previous sample; 0.0 when it cannot tell."""
-        now = self._read()
-        idle = 0.0
-        for cpu, (i1, t1) in now.items():
-            i0, t0 = self.last.get(cpu, (i1, t1))
-            if t1 > t0:
-                idle += (i1 - i0) / (t1 - t0)
-        self.last = now
-        return idle
-
-
-class Slot:
-    """Health of one slot, as /readyz reports it."""
-
-    def __init__(self) -> None:
-        self.failures = 0
-        self.last_error: str | None = None
-        self.broken_since: float | None = None
-
-    def state(self) -> str:
-        return "broken" if self.broken_since is not None else "ok"
 
 
 class WorkerPool:
@@ -108,17 +50,26 @@ class WorkerPool:
         self.max_workers = workers  # set by the server: lent slots come on top of ``size`` up to this
         self.queue_size = queue_size
         self.config = config
+        self.cpus = len(os.sched_getaffinity(0))
+        self.memory = MemoryBudget(default_budget_mb())  # the server sets the configured budget
+        # Charged to a run whose limits carry no memory bound of their own (a JVM's heap flag): set by the
+        # server to the largest memory limit a request may ask for.
+        self.unbudgeted_run_mb = 4096
         self._idle: asyncio.Queue[AgentWorker] = asyncio.Queue()
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
-        self._waiters: dict[int, float] = {}  # id -> when it began to wait, oldest first
+        self._waiters: dict[int, float] = {}  # id -> when it began to wait for a worker, oldest first
         self._ids = itertools.count()
-        self._lending: set[int] = set()  # lent slots being started
-        self._idle_since: dict[int, float] = {}  # lent slot -> when its worker went back to the queue
+        self._starting: set[int] = set()  # lent slots being started
+        self._parked: dict[int, float] = {}  # lent slot -> since when its worker is parked
+        self._grants = 0  # runs this tick lent a worker that is still being started
+        self._open = False  # the last tick found the CPUs idle: a lent worker whose run ends takes the next
+        self._measured = False  # the last tick measured the runs (so this one's readings span one tick)
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
-        self._demand_seen: dict[AgentWorker, tuple[float, float]] = {}  # busy worker -> (when, demand_s())
-        self.lent = 0  # lent slots started, in all
+        self._meter = DemandMeter()
+        self.lent = 0  # runs lending gave a worker, in all
+        self.start_s = LEND_TICK_S  # how long starting a worker takes here (a moving average)
         self.restarts = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -126,7 +77,8 @@ class WorkerPool:
 
     @property
     def waiting(self) -> int:
-        return len(self._waiters)
+        """Runs that wait: for their share of the memory budget, or for a worker."""
+        return len(self._waiters) + self.memory.waiting
 
     def make_worker(self, slot: int) -> AgentWorker:
         raise NotImplementedError
@@ -146,7 +98,7 @@ class WorkerPool:
 
     @property
     def busy(self) -> int:
-        return self.live - self._idle.qsize()
+        return len(self._busy)
 
     @property
     def live(self) -> int:
@@ -158,18 +110,20 @@ class WorkerPool:
         self.max_workers = max(self.max_workers, self.size)
         self._workers = [*workers, *[None] * (self.max_workers - self.size)]
         self.slots += [Slot() for _ in range(self.max_workers - len(self.slots))]
+        began = time.monotonic()
         results = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             await self.stop()
             raise errors[0]
+        self.start_s = max(time.monotonic() - began, LEND_TICK_S)
         for w in workers:
             self._idle.put_nowait(w)
             self._watch(w)
         if self.max_workers > self.size:
             self._spawn(self._lend())
-        log.info("%s backend: %d workers ready (up to %d when runs wait on I/O)", self.name, self.size,
-                 self.max_workers)  # fmt: skip
+        log.info("%s backend: %d workers ready (up to %d when runs wait on I/O), memory budget %d MiB", self.name,
+                 self.size, self.max_workers, self.memory.total_mb)  # fmt: skip
 
     async def stop(self) -> None:
         self._stopping = True
@@ -201,34 +155,49 @@ class WorkerPool:
             ADMITTED.reset(token)
 
     async def run(self, request: RunRequest) -> RunOutcome:
-        return await self._on_worker(lambda worker: worker.run(request))
+        return await self._on_worker(request, lambda worker: worker.run(request))
 
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
-        return await self._on_worker(lambda worker: worker.run_tests(request, stdins))
+        return await self._on_worker(request, lambda worker: worker.run_tests(request, stdins))
 
-    async def _on_worker(self, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
+    def run_memory_mb(self, request: RunRequest) -> int:
+        """What a run may hold, as the memory budget counts it: its memory limit, in MiB."""
+        limit = request.limits.get("address_space_bytes")
+        return -(-int(limit) // (1 << 20)) if limit else self.unbudgeted_run_mb
+
+    async def _on_worker(self, request: RunRequest, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         if not ADMITTED.get():
             self._check_queue()
-        me = next(self._ids)
-        self._waiters[me] = time.monotonic()
+        mb = self.run_memory_mb(request)
+        wait_s = QUEUE_WAIT_S.get()
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        await self.memory.acquire(mb, wait_s)
         try:
-            worker = await self._next_idle(QUEUE_WAIT_S.get())
-            while worker.replaced or not worker.alive:
-                self._replace(worker)  # died while idle (killed from outside): never hand it a run
-                worker = await self._next_idle(QUEUE_WAIT_S.get())
-        finally:
-            del self._waiters[me]
-        self._idle_since.pop(worker.slot, None)
+            me = next(self._ids)
+            self._waiters[me] = time.monotonic()
+            try:
+                worker = await self._next_idle(deadline, wait_s)
+                while worker.replaced or not worker.alive:
+                    self._replace(worker)  # died while idle (killed from outside): never hand it a run
+                    worker = await self._next_idle(deadline, wait_s)
+            finally:
+                del self._waiters[me]
+        except BaseException:
+            self.memory.release(mb)
+            raise
         self._busy.add(worker)
+        if self._measured:  # runs wait and lending measures them: this one from its start
+            self._meter.started(worker)
         healthy = False
         try:
             outcome = await job(worker)
             healthy = True
             return outcome
         finally:
+            self.memory.release(mb)
             self._busy.discard(worker)
-            self._demand_seen.pop(worker, None)
+            self._meter.ended(worker)
             # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
             # (or of a run nobody waits for): killing it is the only way to free the slot and keep frames in step.
             if healthy and not worker.replaced:
@@ -236,57 +205,83 @@ class WorkerPool:
             else:
                 self._replace(worker)
 
-    async def _next_idle(self, wait_s: float | None) -> AgentWorker:
-        if wait_s is None:
+    async def _next_idle(self, deadline: float | None, wait_s: float | None) -> AgentWorker:
+        if deadline is None or not self._idle.empty():
             return await self._idle.get()
         try:
-            return await asyncio.wait_for(self._idle.get(), wait_s)
+            return await asyncio.wait_for(self._idle.get(), max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             raise Saturated(retry_after_s=1, waited_s=wait_s) from None
 
     def _release(self, worker: AgentWorker) -> None:
-        if worker.slot >= self.size:
-            self._idle_since[worker.slot] = time.monotonic()
-        self._idle.put_nowait(worker)
+        """A worker whose run ended well: back to the queue; a lent one only while the CPUs are idle and a run
+        waits for it, else it is parked (no run that comes later may find it open: see ``lending``)."""
+        if worker.slot >= self.size and not (self._open and self._waiters):
+            self._park(worker)
+        else:
+            self._idle.put_nowait(worker)
 
     # -- lent slots -------------------------------------------------------------------------------------
     async def _lend(self) -> None:
         cpu = CpuIdle()
         while not self._stopping:
             await asyncio.sleep(LEND_TICK_S)
-            idle_cpus = cpu.sample()
-            now = time.monotonic()
-            self._retire(now)
-            runs_cpus = self._runs_cpus(now)  # before the checks below: every tick updates what was seen
-            if not self._waiters or now - next(iter(self._waiters.values())) < LEND_AFTER_S:
-                continue
+            self._lend_tick(time.monotonic(), cpu.sample())
+
+    def _lend_tick(self, now: float, idle_cpus: float) -> None:
+        """Measure the runs, then lend (parked workers first), park, retire and start ahead as they say."""
+        self._grants = 0
+        if not self._waiters:
+            # Nothing to decide: the runs go unmeasured (reading /proc for each costs), lent workers are parked.
+            self._open = self._measured = False
+            self._park_idle_lent()
+        else:
+            runs = self._meter.load(self._busy, now)
+            # Where the runs cannot be seen (in containers), the CPUs' idle time, which other work counts too.
+            load = self.cpus - idle_cpus if runs is None else runs
             # A worker idle while runs wait is about to take one (between two runs): it counts as computing,
-            # or a tick that falls in that gap would lend a worker to every waiting run.
-            unused = idle_cpus if runs_cpus is None else len(cpu.cpus) - runs_cpus - self._idle.qsize()
-            if unused < LEND_IDLE_CPUS:
-                continue  # the runs compute: more of them at once would only share the same CPUs
-            want = len(self._waiters) - len(self._lending)
-            free = [
-                i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._lending
-            ]
-            for slot in free[: max(want, 0)]:
-                self._lending.add(slot)
-                self._spawn(self._start_lent(slot))
+            # or a tick that falls in that gap would lend workers to runs that compute.
+            load += self._idle.qsize()
+            self._open = keep_open(self.cpus, load)
+            # The first tick's readings may span a long unmeasured time (a run that began to compute a moment
+            # ago looks idle in it): lending waits for one over a single tick.
+            measured, self._measured = self._measured, True
+            if measured and now - next(iter(self._waiters.values())) >= LEND_AFTER_S:
+                room = self.max_workers - len(self._busy) - self._idle.qsize()
+                lend = lend_now(self.cpus, load, len(self._waiters), room)
+                for slot in sorted(self._parked)[:lend]:  # the lowest slots: they alternate between the CPUs
+                    self._unpark(slot)
+                    lend -= 1
+                self._grants = lend
+        self._retire(now)
+        self._start_ahead()
 
-    def _runs_cpus(self, now: float) -> float | None:
-        """How many CPUs the busy runs wanted since the last tick; None when some run cannot be seen.
+    def _park(self, worker: AgentWorker) -> None:
+        self._parked[worker.slot] = time.monotonic()
 
-        A run seen for the first time counts as a whole CPU: nothing is known of it yet.
-        """
-        wanted = 0.0
-        for worker in self._busy:
-            demand = worker.demand_s()
-            if demand is None:
-                return None
-            seen = self._demand_seen.get(worker)
-            self._demand_seen[worker] = (now, demand)
-            wanted += 1.0 if seen is None else max(demand - seen[1], 0.0) / max(now - seen[0], 1e-3)
-        return wanted
+    def _unpark(self, slot: int) -> None:
+        del self._parked[slot]
+        worker = self._workers[slot]
+        assert worker is not None
+        self.lent += 1
+        self._idle.put_nowait(worker)
+
+    def _park_idle_lent(self) -> None:
+        """Lent workers left open with no run waiting (a base worker took the run they were lent for)."""
+        idle = [self._idle.get_nowait() for _ in range(self._idle.qsize())]
+        for w in idle:
+            if w.slot >= self.size and not w.replaced:
+                self._park(w)
+            else:
+                self._idle.put_nowait(w)
+
+    def _start_ahead(self) -> None:
+        """Start lent workers for this tick's grants, and enough more to keep the reserve parked."""
+        free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
+        want = self._grants + reserve(self.cpus, self.start_s, self.max_workers - self.size)
+        for slot in free[: max(want - len(self._parked) - len(self._starting), 0)]:
+            self._starting.add(slot)
+            self._spawn(self._start_lent(slot))
 
     @staticmethod
     async def _start_worker(worker: AgentWorker) -> None:
@@ -299,6 +294,7 @@ class WorkerPool:
 
     async def _start_lent(self, slot: int) -> None:
         worker = self.make_worker(slot)
+        began = time.monotonic()
         try:
             await self._start_worker(worker)
         except Exception as exc:
@@ -306,19 +302,25 @@ class WorkerPool:
             log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
             return
         finally:
-            self._lending.discard(slot)
+            self._starting.discard(slot)
         if self._stopping:
             await worker.kill()
             return
-        self.lent += 1
+        self.start_s = 0.7 * self.start_s + 0.3 * (time.monotonic() - began)
         self._workers[slot] = worker
-        self._release(worker)
         self._watch(worker)
+        if self._grants > 0 and self._waiters:
+            self._grants -= 1
+            self.lent += 1
+            self._idle.put_nowait(worker)
+        else:
+            self._park(worker)
 
     def _retire(self, now: float) -> None:
-        """Lent workers idle for RETIRE_AFTER_S go away (with a run waiting, none is idle for long)."""
-        old = [slot for slot, since in self._idle_since.items() if now - since >= RETIRE_AFTER_S]
-        for slot in old:
+        """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""
+        keep = reserve(self.cpus, self.start_s, self.max_workers - self.size)
+        old = sorted((since, slot) for slot, since in self._parked.items() if now - since >= RETIRE_AFTER_S)
+        for _, slot in old[: max(len(self._parked) - keep, 0)]:
             worker = self._workers[slot]
             if worker is not None:
                 self._replace(worker)
@@ -333,9 +335,9 @@ class WorkerPool:
         for w in idle:
             if w is not worker:
                 self._idle.put_nowait(w)
-        if worker.slot >= self.size:  # a lent slot is not restarted: it is lent again when runs wait
-            self._idle_since.pop(worker.slot, None)
+        if worker.slot >= self.size:  # a lent slot is not restarted: it is started again when lending needs it
             if self._workers[worker.slot] is worker:
+                self._parked.pop(worker.slot, None)
                 self._workers[worker.slot] = None
             self._spawn(self._kill(worker))
             return
@@ -348,32 +350,14 @@ class WorkerPool:
     async def _restart(self, worker: AgentWorker) -> None:
         self.restarts += 1
         await self._kill(worker)
-        slot = self.slots[worker.slot]
-        delay = 0.1
-        while not self._stopping:
-            fresh = self.make_worker(worker.slot)
-            try:
-                await self._start_worker(fresh)
-            except Exception as exc:
-                slot.failures += 1
-                slot.last_error = str(exc)
-                # The message, not the exception: a kept log record must not keep its traceback's frames alive.
-                log.error("%s worker %d failed to restart: %s", self.name, worker.slot, slot.last_error)
-                if slot.failures >= BREAKER_FAILURES:
-                    if slot.broken_since is None:
-                        slot.broken_since = time.time()
-                        log.error("%s worker %d: breaker open, next try in %.0f s", self.name, worker.slot,
-                                  self.breaker_cooldown_s)  # fmt: skip
-                    await asyncio.sleep(self.breaker_cooldown_s)
-                else:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-                continue
-            slot.failures, slot.broken_since = 0, None
+        fresh = await self.slots[worker.slot].restart(
+            lambda: self.make_worker(worker.slot), self._start_worker, lambda: self._stopping,
+            self.breaker_cooldown_s, f"{self.name} worker {worker.slot}",
+        )  # fmt: skip
+        if fresh is not None:
             self._workers[worker.slot] = fresh
             self._idle.put_nowait(fresh)
             self._watch(fresh)
-            return
 
     def _watch(self, worker: AgentWorker) -> None:
         """Replace a worker as soon as its agent exits, idle or not: readiness must not wait for a run."""
@@ -396,10 +380,11 @@ class WorkerPool:
             for i, s in enumerate(self.slots)
             if s.broken_since is not None
         ]
+        base = sum(1 for w in self._workers[: self.size] if w is not None and w.alive and not w.replaced)
         return {
             "backend": self.name, "workers": self.size, "alive": alive, "busy": self.busy,
             "queued": self.waiting, "restarts": self.restarts, "broken_slots": broken,
-            "max_workers": self.max_workers, "lent_now": alive - sum(
-                1 for w in self._workers[: self.size] if w is not None and w.alive and not w.replaced
-            ), "lent": self.lent,
+            "max_workers": self.max_workers, "lent_now": alive - base, "parked": len(self._parked),
+            "lent": self.lent, "worker_start_s": round(self.start_s, 3),
+            "memory_budget_mb": self.memory.total_mb, "memory_held_mb": self.memory.held_mb,
         }  # fmt: skip

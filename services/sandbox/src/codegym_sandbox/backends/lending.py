@@ -1,0 +1,137 @@
+"""When the pool lends workers beyond its own, and how many: the policy, and what it measures.
+
+Runs that sleep or wait on I/O (as many tests of RL datasets do) would hold every worker while the CPUs sit
+idle; the pool then lends more workers, so that they all start at once. Runs that compute must not: more of
+them than CPUs only share the CPUs, and a run whose wall time stretches past what the wall-clock credit
+covers (its processes' wait for a CPU, up to twice its limit: see ``agent/loop.py``) is TLE for it. Which
+kind a waiting run is cannot be known before it runs, so the policy bets a step at a time:
+
+- it lends only while the runs in progress leave at least ``LEND_IDLE_CPUS`` of the CPUs unused;
+- in one tick, at most enough runs that, should every run not yet measured compute, there are
+  ``LEND_PER_CPU`` runs per CPU: each then waits at most three times its CPU time, which the credit covers
+  for any run that needs up to two thirds of its limit (and for half of it, with room for other load);
+- a lent worker whose run ends takes the next waiting run only while the CPUs are idle; otherwise (or
+  with nothing waiting) it is parked: warm, but open to no run until a later tick lends it again. So what
+  ran before never leaves open workers for the next burst of runs to crowd the CPUs with.
+
+Each tick the runs are measured again, so runs that sleep are lent workers at ``LEND_PER_CPU`` per CPU per
+tick (a hundred sleepers on two CPUs start within a second), and a burst of runs that compute stops the
+lending after one step. Starting a worker costs more than lending a parked one, so the pool keeps enough
+parked workers for as many ticks of lending as starting one takes (:func:`reserve`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable
+from typing import Protocol
+
+LEND_TICK_S = 0.05  # how often the pool measures its runs and decides
+LEND_AFTER_S = 0.05  # how long the oldest run waits before lending begins (a worker may be about to come free)
+LEND_IDLE_CPUS = 0.5  # the unused CPUs lending needs
+LEND_PER_CPU = 4  # runs per CPU, counting each run not yet measured as computing, that one tick may add up to
+MEASURE_AFTER_S = 0.01  # a run younger than this counts as computing: its start-up says nothing of it yet
+RESERVE_STEPS = 4  # the reserve covers at most this many ticks of lending: a machine so slow to start a
+# worker that it would need more is only made slower by starting scores of them at once
+RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
+
+
+class Measured(Protocol):
+    """A worker as the meter sees it: what its processes have run or waited to run, in seconds."""
+
+    def demand_s(self) -> float | None: ...
+
+
+def lend_now(cpus: int, load: float, waiting: int, room: int) -> int:
+    """How many waiting runs to give lent workers this tick.
+
+    ``load``: the CPUs the runs in progress want (see :class:`DemandMeter`); ``waiting``: runs that wait for
+    a worker; ``room``: lent workers there may be beyond those lent now (``max_workers``).
+    """
+    if waiting <= 0 or room <= 0 or not keep_open(cpus, load):
+        return 0
+    return max(0, min(waiting, room, math.floor(LEND_PER_CPU * cpus - load)))
+
+
+def keep_open(cpus: int, load: float) -> bool:
+    """Whether lent workers may take runs (the CPUs are idle enough), or are parked after their run."""
+    return cpus - load >= LEND_IDLE_CPUS
+
+
+def reserve(cpus: int, start_s: float, room: int) -> int:
+    """Parked workers to keep started ahead: one tick's lending for each tick that starting one takes (up to
+    ``RESERVE_STEPS``), so that runs lent a worker start at once, not after a worker's start-up."""
+    ticks = min(max(1, math.ceil(start_s / LEND_TICK_S)), RESERVE_STEPS)
+    return max(0, min(room, LEND_PER_CPU * cpus * ticks))
+
+
+class DemandMeter:
+    """The CPUs that busy workers' runs want: time run plus time waiting to run, per second.
+
+    Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
+    other work) wants a CPU as much as one that has it. A run is measured from its start (:meth:`started`),
+    so that the tick after a run began already tells whether it computes.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[Measured, tuple[float, float]] = {}
+
+    def started(self, worker: Measured) -> None:
+        """``worker`` begins a run: its demand is counted from now."""
+        demand = worker.demand_s()
+        if demand is not None:
+            self._seen[worker] = (time.monotonic(), demand)
+
+    def ended(self, worker: Measured) -> None:
+        self._seen.pop(worker, None)
+
+    def load(self, busy: Iterable[Measured], now: float) -> float | None:
+        """CPUs the busy runs wanted since the last look (or their start); None when some run cannot be seen
+        (a container's processes). A run younger than ``MEASURE_AFTER_S``, or not seen before, counts as one."""
+        wanted = 0.0
+        for worker in busy:
+            demand = worker.demand_s()
+            if demand is None:
+                return None
+            seen = self._seen.get(worker)
+            self._seen[worker] = (now, demand)
+            if seen is None or now - seen[0] < MEASURE_AFTER_S:
+                wanted += 1.0
+            else:
+                wanted += max(demand - seen[1], 0.0) / (now - seen[0])
+        return wanted
+
+
+class CpuIdle:
+    """How many of this process's CPUs were idle since the last look, from ``/proc/stat``."""
+
+    def __init__(self) -> None:
+        self.cpus = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+        self.last = self._read()
+
+    def _read(self) -> dict[str, tuple[int, int]]:
+        """CPU -> (idle, total) jiffies."""
+        out: dict[str, tuple[int, int]] = {}
+        try:
+            with open("/proc/stat") as f:
+                for line in f:
+                    name, _, rest = line.partition(" ")
+                    if name in self.cpus:
+                        ticks = [int(x) for x in rest.split()]
+                        out[name] = (ticks[3] + ticks[4], sum(ticks[:8]))  # idle + iowait; all but guest time
+        except OSError:
+            pass
+        return out
+
+    def sample(self) -> float:
+        """Idle CPUs (a fraction of a CPU counts) since the previous sample; 0.0 when it cannot tell."""
+        now = self._read()
+        idle = 0.0
+        for cpu, (i1, t1) in now.items():
+            i0, t0 = self.last.get(cpu, (i1, t1))
+            if t1 > t0:
+                idle += (i1 - i0) / (t1 - t0)
+        self.last = now
+        return idle

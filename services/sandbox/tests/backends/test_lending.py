@@ -1,0 +1,236 @@
+"""The lending policy's decisions, on a pool of fake workers whose CPU demand the test sets.
+
+Each fake run either computes (it wants a whole CPU for as long as it runs) or sleeps (it wants none), and
+ends when the test says; the pool's ticks are driven here, one at a time, so that what is asserted is what
+the policy decided, never how fast this machine is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from codegym_sandbox.backends import lending, pool
+from codegym_sandbox.backends.base import RunOutcome, RunRequest
+from codegym_sandbox.backends.lending import LEND_PER_CPU, LEND_TICK_S, keep_open, lend_now, reserve
+from codegym_sandbox.backends.worker import AgentWorker
+
+CPUS = 2
+
+
+class FakeRun:
+    def __init__(self, cpu: float | None) -> None:
+        self.cpu = cpu  # CPUs it wants while it runs; None: the server cannot see it (a container's)
+        self.started = asyncio.Event()
+        self.done = asyncio.Event()
+
+
+class FakeWorker(AgentWorker):
+    """A worker with no process: its runs are :class:`FakeRun`, its demand what they want."""
+
+    def __init__(self, slot: int, runs: dict[int, FakeRun]) -> None:
+        super().__init__(slot, {})
+        self.fake_runs = runs
+        self.spent = 0.0  # demand of the runs before this one
+        self.current: tuple[FakeRun, float] | None = None
+        self.exited = asyncio.Event()
+
+    async def start(self) -> None:
+        self.tools = {"python3": "/usr/bin/python3"}
+
+    @property
+    def alive(self) -> bool:
+        return not self.exited.is_set()
+
+    async def wait_exited(self) -> None:
+        await self.exited.wait()
+
+    async def kill(self) -> None:
+        self.exited.set()
+
+    def demand_s(self) -> float | None:
+        if self.current is None:
+            return self.spent
+        run, since = self.current
+        return None if run.cpu is None else self.spent + run.cpu * (time.monotonic() - since)
+
+    async def run(self, req: RunRequest) -> RunOutcome:
+        fake = self.fake_runs[id(req)]
+        self.current = (fake, time.monotonic())
+        fake.started.set()
+        try:
+            await fake.done.wait()
+        finally:
+            self.spent = self.demand_s() or 0.0
+            self.current = None
+        return RunOutcome(0, None, 0.0, 0.0, None, False, False, b"", b"")
+
+
+class FakePool(pool.WorkerPool):
+    def __init__(self, workers: int, max_workers: int) -> None:
+        super().__init__(workers, queue_size=1000, config={})
+        self.max_workers = max_workers
+        self.cpus = CPUS
+        self.fake_runs: dict[int, FakeRun] = {}
+
+    def make_worker(self, slot: int) -> AgentWorker:
+        return FakeWorker(slot, self.fake_runs)
+
+    def submit(self, cpu: float | None, memory_mb: int = 64) -> tuple[FakeRun, asyncio.Task[RunOutcome]]:
+        req = RunRequest(files={}, argv=[], env={}, limits={"wall_s": 1.0, "address_space_bytes": memory_mb << 20})
+        fake = self.fake_runs[id(req)] = FakeRun(cpu)
+        task = asyncio.get_running_loop().create_task(self.run(req))
+        task.add_done_callback(lambda _: self.fake_runs.pop(id(req), None))
+        return fake, task
+
+    async def tick(self, idle_cpus: float = 0.0) -> None:
+        """One tick of the lending loop, with the CPUs' idle reading given (used where runs cannot be seen)."""
+        await asyncio.sleep(LEND_TICK_S)
+        self._lend_tick(time.monotonic(), idle_cpus)
+        await asyncio.sleep(0.01)  # let lent runs reach their workers, and started workers come up
+
+    def running(self, runs: list[FakeRun]) -> int:
+        return sum(r.started.is_set() and not r.done.is_set() for r in runs)
+
+
+def drive(body: Callable[[FakePool], Awaitable[None]], workers: int = 2, max_workers: int = 128) -> None:
+    """Run ``body`` against a started pool whose lending loop the test drives itself."""
+
+    async def main() -> None:
+        fake = FakePool(workers, max_workers)
+        idle_loop = fake._lend
+
+        async def no_loop() -> None:  # ticks come from the test, not from a timer
+            return None
+
+        fake._lend = no_loop  # type: ignore[method-assign]
+        await fake.start()
+        try:
+            await body(fake)
+        finally:
+            fake._lend = idle_loop  # type: ignore[method-assign]
+            await fake.stop()
+
+    asyncio.run(main())
+
+
+def end(runs: list[FakeRun]) -> None:
+    for r in runs:
+        r.done.set()
+
+
+@pytest.mark.parametrize(
+    ("load", "waiting", "room", "lent"),
+    [
+        (0.0, 16, 100, LEND_PER_CPU * CPUS),  # idle CPUs: one step, never one worker per waiting run
+        (0.0, 3, 100, 3),
+        (0.0, 16, 5, 5),  # max_workers
+        (1.4, 16, 100, math.floor(LEND_PER_CPU * CPUS - 1.4)),  # the runs in progress count
+        (CPUS - 0.4, 16, 100, 0),  # the CPUs are busy: nothing
+        (8.0, 16, 100, 0),
+        (0.0, 0, 100, 0),
+    ],
+)
+def test_lending_lends_what_idle_cpus_can_carry(load: float, waiting: int, room: int, lent: int) -> None:
+    assert lend_now(CPUS, load, waiting, room) == lent
+    assert keep_open(CPUS, load) == (load <= CPUS - lending.LEND_IDLE_CPUS)
+
+
+@pytest.mark.parametrize(("start_s", "ticks"), [(0.01, 1), (LEND_TICK_S, 1), (0.12, 3), (1.0, lending.RESERVE_STEPS)])
+def test_the_reserve_covers_the_ticks_that_starting_a_worker_takes(start_s: float, ticks: int) -> None:
+    assert reserve(CPUS, start_s, 1000) == ticks * LEND_PER_CPU * CPUS
+    assert reserve(CPUS, start_s, 5) == 5
+
+
+@pytest.mark.parametrize("sleepers", [2, 12])
+def test_runs_that_compute_after_sleepers_get_no_more_than_a_step_of_lent_workers(sleepers: int) -> None:
+    """The issue's case: sleepers hold the pool's workers, then a burst of runs that compute arrives. One
+    step of lent workers is started, then none while they compute; a lent worker whose run ends is parked."""
+    step = LEND_PER_CPU * CPUS
+
+    async def body(p: FakePool) -> None:
+        sleeping = [p.submit(0.0)[0] for _ in range(sleepers)]
+        for _ in range(4):  # the sleepers beyond the pool's own two are lent workers
+            await p.tick()
+        assert p.running(sleeping) == sleepers
+        computing = [p.submit(1.0)[0] for _ in range(16)]
+        await asyncio.sleep(0.01)
+        assert p.running(computing) == 0  # what the sleepers were lent is parked, not open to the burst
+        await p.tick()
+        assert p.running(computing) == 0  # the first tick with runs waiting only measures
+        await p.tick()
+        assert p.running(computing) == step
+        for _ in range(3):
+            await p.tick()
+            assert p.running(computing) == step  # they compute: no more
+        end(computing[:2])
+        await asyncio.sleep(0.01)
+        assert p.running(computing) == step - 2  # their workers were parked, not handed the next runs
+        end(sleeping + computing)
+
+    drive(body)
+
+
+def test_what_ran_before_leaves_no_open_worker_for_the_next_burst() -> None:
+    """Forty sleepers are lent workers; once they end, a burst of runs that compute finds only the pool's own
+    workers open, and gets one step more: the same as on a fresh pool."""
+
+    async def body(p: FakePool) -> None:
+        sleeping = [p.submit(0.0)[0] for _ in range(40)]
+        for _ in range(8):
+            await p.tick()
+        assert p.running(sleeping) == 40 and p.lent >= 38
+        end(sleeping)
+        await p.tick()
+        assert p.status()["parked"] >= 38
+        computing = [p.submit(1.0)[0] for _ in range(16)]
+        await asyncio.sleep(0.01)
+        assert p.running(computing) == 2
+        await p.tick()
+        await p.tick()
+        assert p.running(computing) == 2  # the pool's own workers compute: the CPUs are busy, nothing is lent
+        end(computing)
+
+    drive(body)
+
+
+def test_sleepers_are_lent_workers_a_step_a_tick() -> None:
+    """A hundred sleepers on two workers: all run after as many ticks as steps of lending they need."""
+
+    async def body(p: FakePool) -> None:
+        sleeping = [p.submit(0.0)[0] for _ in range(100)]
+        ticks = 0
+        while p.running(sleeping) < 100:
+            await p.tick()
+            ticks += 1
+            assert ticks <= 1 + math.ceil(98 / (LEND_PER_CPU * CPUS)) + 1, p.status()  # measure, lend, and slack
+        end(sleeping)
+
+    drive(body)
+
+
+@pytest.mark.parametrize(("idle_cpus", "lends"), [(2.0, True), (0.2, False)])
+def test_where_runs_cannot_be_seen_the_cpus_idle_time_decides(idle_cpus: float, lends: bool) -> None:
+    async def body(p: FakePool) -> None:
+        unseen = [p.submit(None)[0] for _ in range(20)]
+        await p.tick(idle_cpus)
+        await p.tick(idle_cpus)
+        assert p.running(unseen) == (2 + LEND_PER_CPU * CPUS if lends else 2)
+        end(unseen)
+
+    drive(body)
+
+
+def test_workers_are_started_ahead_and_their_start_up_is_measured() -> None:
+    async def body(p: FakePool) -> None:
+        await p.tick()
+        await asyncio.sleep(0.05)
+        status: dict[str, Any] = p.status()
+        assert status["parked"] == reserve(CPUS, p.start_s, 126) and status["busy"] == 0
+        assert status["lent"] == 0 and 0 < status["worker_start_s"] < 1
+
+    drive(body)

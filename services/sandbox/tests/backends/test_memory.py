@@ -1,0 +1,140 @@
+"""The memory budget: the sum of the memory limits of the runs in flight stays within it.
+
+First the budget on its own and on a pool of fake workers (see ``test_lending.py``), then a real server on
+the local backend with a small budget: a run waits for its share, is refused like any run that waited too
+long (504 on /run_code, with Retry-After), and one that asks for more than the whole budget gets a 422.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from codegym_sandbox.backends.base import Saturated, TooLarge
+from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb, machine_memory_mb
+from codegym_sandbox.backends.pool import QUEUE_WAIT_S
+from codegym_sandbox.config import Limits, Settings
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+from test_lending import FakePool, drive, end
+
+
+def test_the_default_budget_is_the_machine_less_a_margin() -> None:
+    total = machine_memory_mb()
+    assert total > 0
+    assert 0 < default_budget_mb() <= total - min(1024, total // 2)
+
+
+def test_runs_share_the_budget_first_come_first_served() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(1000)
+        await budget.acquire(600)
+        order: list[int] = []
+
+        async def take(mb: int) -> None:
+            await budget.acquire(mb)
+            order.append(mb)
+
+        big = asyncio.create_task(take(900))
+        await asyncio.sleep(0)
+        small = asyncio.create_task(take(100))  # would fit now, but waits behind the earlier run
+        await asyncio.sleep(0.01)
+        assert order == [] and budget.waiting == 2 and budget.held_mb == 600
+        budget.release(600)
+        await asyncio.gather(big, small)
+        assert order == [900, 100] and budget.held_mb == 1000
+
+    asyncio.run(main())
+
+
+def test_a_run_that_waits_too_long_or_leaves_gives_its_place_back() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(1000)
+        await budget.acquire(800)
+        with pytest.raises(Saturated):
+            await budget.acquire(500, wait_s=0.05)
+        gone = asyncio.create_task(budget.acquire(500))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        await asyncio.gather(gone, return_exceptions=True)
+        assert budget.waiting == 0 and budget.held_mb == 800
+        await budget.acquire(200)  # nothing of the two is held
+        with pytest.raises(TooLarge, match="more than this server's whole memory budget"):
+            await budget.acquire(1001)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(("budget_mb", "run_mb", "at_once"), [(300, 100, 3), (1000, 256, 3), (2048, 64, 32)])
+def test_the_pool_runs_no_more_than_the_budget_holds(budget_mb: int, run_mb: int, at_once: int) -> None:
+    """Sleepers on a pool with workers to spare: memory, not workers or CPUs, bounds the runs in flight."""
+
+    async def body(p: FakePool) -> None:
+        p.memory.total_mb = budget_mb
+        runs = [p.submit(0.0, memory_mb=run_mb)[0] for _ in range(at_once + 5)]
+        for _ in range(8):
+            await p.tick()
+            assert p.running(runs) <= at_once and p.memory.held_mb <= budget_mb
+        assert p.running(runs) == at_once and p.status()["memory_held_mb"] == at_once * run_mb
+        end(runs[:2])
+        await p.tick()
+        await p.tick()
+        assert p.running(runs) == at_once  # the next two took their places
+        end(runs)
+        await asyncio.sleep(0.01)
+        assert p.memory.held_mb == 0
+
+    drive(body, workers=2, max_workers=64)
+
+
+def test_a_run_larger_than_the_whole_budget_is_refused_at_once() -> None:
+    async def body(p: FakePool) -> None:
+        p.memory.total_mb = 300
+        _, task = p.submit(0.0, memory_mb=301)
+        with pytest.raises(TooLarge):
+            await task
+        token = QUEUE_WAIT_S.set(0.1)
+        try:
+            first, _ = p.submit(0.0, memory_mb=200)
+            _, waiting = p.submit(0.0, memory_mb=200)
+            with pytest.raises(Saturated):
+                await waiting
+        finally:
+            QUEUE_WAIT_S.reset(token)
+        end([first])
+
+    drive(body)
+
+
+def _server(budget_mb: int) -> TestClient:
+    limits = Limits(memory_mb=128, max_memory_mb=1024)
+    settings = Settings(backend="local", workers=2, max_workers=8, memory_budget_mb=budget_mb, limits=limits,
+                        fusion_queue_wait_s=0.5, cache_entries=0)  # fmt: skip
+    return TestClient(create_app(settings))
+
+
+def test_a_request_whose_run_asks_for_more_than_the_budget_gets_422() -> None:
+    with _server(300) as client:
+        body = {"language": "python", "code": "print(1)", "limits": {"memory_mb": 512}}
+        answer = client.post("/v1/execute", json=body)
+        assert answer.status_code == 422 and "memory budget (300 MiB" in answer.json()["detail"], answer.text
+        fusion = client.post("/run_code", json={"language": "python", "code": "print(1)", "memory_limit_MB": 512})
+        assert fusion.status_code == 422, fusion.text
+        assert client.post("/v1/execute", json={**body, "limits": {"memory_mb": 256}}).json()["verdict"] == "AC"
+        assert client.get("/readyz").json()["memory_budget_mb"] == 300
+
+
+def test_a_run_that_waits_for_memory_past_the_queue_limit_gets_504_with_retry_after() -> None:
+    """Two workers, but memory for one 200 MiB run: the second waits for it, and /run_code's wait is bounded."""
+    with _server(300) as client:
+        req = {"language": "python", "code": "import time; time.sleep(2); print('slept')", "memory_limit_MB": 200}
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(client.post, "/run_code", json=req)
+            time.sleep(0.5)
+            second = pool.submit(client.post, "/run_code", json=req).result(timeout=30)
+            assert first.result(timeout=30).json()["run_result"]["stdout"] == "slept\n"
+        assert second.status_code == 504 and second.headers["retry-after"] == "1", second.text
+        small = {"language": "python", "code": "print('fits')", "memory_limit_MB": 100}
+        assert client.post("/run_code", json=small).json()["run_result"]["stdout"] == "fits\n"

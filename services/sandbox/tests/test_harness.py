@@ -15,19 +15,50 @@ def _python(program: str, stdin: str = "") -> str:
     ).stdout
 
 
-def test_call_prints_only_the_json_result() -> None:
-    program = harness.call_program("def f(a, b=0):\n    print('noise')\n    return [a, b]", "f", [1], {"b": 2})
-    ok, value = harness.call_result(_python(program).encode())
-    assert ok and value == [1, 2]
+def _call(code: str, args: list[object], expected: object, function: str = "f") -> tuple[bool | None, str, str]:
+    """What the runner says of the call test ``function(*args) == expected``: passed/failed/neither, stdout,
+    stderr."""
+    run = subprocess.run(
+        [sys.executable, "-c", harness.ASSERT_RUNNER], input=harness.call_stdin(code, function, args, None, expected),
+        capture_output=True, timeout=30,
+    )  # fmt: skip
+    return harness.assert_outcome(run.returncode), run.stdout.decode(), run.stderr.decode()
+
+
+def test_call_compares_the_returned_value_and_shows_it() -> None:
+    code = "def f(a, b=0):\n    print('noise')\n    return (a, {1: b})"
+    assert _call(code, [1], [1, {"1": 0}]) == (True, 'noise\n[1, {"1": 0}]\n', "")  # as JSON has it
+    assert _call(code, [2], [1, {"1": 0}])[0] is False
+    assert _call("def f(x):\n    return 1 / 3", [0], 0.3333334)[0] is True  # within the tolerance
+    run = subprocess.run(
+        [sys.executable, "-c", harness.ASSERT_RUNNER], capture_output=True, timeout=30,
+        input=harness.call_stdin("def f():\n    return 0.33", "f", [], None, 1 / 3, rel_tol=0.1),
+    )  # fmt: skip
+    assert harness.assert_outcome(run.returncode) is True  # the request's tolerance
 
 
 def test_call_needs_an_identifier() -> None:
     with pytest.raises(ValueError, match="identifier"):
-        harness.call_program("", "f(); import os", [], None)
+        harness.call_stdin("", "f(); import os", [], None, None)
 
 
-def test_call_result_of_garbage() -> None:
-    assert harness.call_result(b"not json") == (False, None)
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        ("def f(x):\n    return {x}", "a set"),
+        ("def f(x):\n    return b'x'", "bytes"),
+        ("class A:\n    pass\ndef f(x):\n    return A()", "an object"),
+        ("def f(x):\n    return (i for i in range(x))", "an iterator"),
+    ],
+)
+def test_a_value_json_cannot_hold_is_a_runtime_error(code: str, why: str) -> None:
+    passed, _, err = _call(code, [1], [1])
+    assert passed is None and f"the function returned {why}, which is not a JSON value" in err
+
+
+def test_a_missing_function_is_a_runtime_error() -> None:
+    passed, _, err = _call("def g(x):\n    return x", [1], 1)
+    assert passed is None and "NameError: name 'f' is not defined" in err
 
 
 def _assert(code: str, checks: str) -> tuple[bool | None, str, str]:
@@ -141,3 +172,48 @@ def test_a_value_that_equals_everything_is_a_wrong_answer(code: str) -> None:
     wrapped += "    @property\n    def v(self):\n        return f()"
     assert _assert(wrapped, "assert S().g() == 42")[0] is False
     assert _assert(wrapped, "assert S().v == [42]")[0] is False
+
+
+@pytest.mark.parametrize(
+    "checks",
+    [
+        "assert all(map(lambda x: f(x) == x, [1, 2]))",
+        "assert all(a == b for a, b in zip(map(f, [1, 2]), [1, 2]))",
+        "assert list(filter(f, [1, 2])) == [] and True",
+        "assert next(iter(map(f, [1])), 'done') == 1",
+        "for x, y in zip([1, 2], map(f, [1, 2])):\n    assert x == y",
+        "import asyncio\nasync def g():\n    return f(1)\nassert asyncio.run(g()) == 1",
+    ],
+)
+@pytest.mark.parametrize("raised", ["StopIteration", "StopAsyncIteration", "StopIteration(1)"])
+def test_the_programs_stop_iteration_is_its_runtime_error(checks: str, raised: str) -> None:
+    """A program's StopIteration would end the tests' map or zip as if it were exhausted: it is an error."""
+    passed, _, err = _assert(f"def f(x):\n    raise {raised}", checks)
+    assert passed is None and "ProgramError" in err, err
+
+
+def test_the_programs_own_assertion_error_is_a_runtime_error() -> None:
+    assert _assert("def f(x):\n    assert x > 1\n    return x", "assert f(1) == 1")[0] is None
+    # The tests may still expect it, as the type it is.
+    expecting = "try:\n    f(1)\n    assert False\nexcept AssertionError:\n    pass"
+    assert _assert("def f(x):\n    assert x > 1", expecting)[0] is True
+
+
+@pytest.mark.parametrize(
+    "demo",
+    [
+        "if __name__ == '__main__':\n    print(f(1))\n",
+        "if __name__ == '__main__':\n    print(f(int(input())))\n",
+        "if __name__ == '__main__':\n    import sys\n    sys.exit(3)\n",
+        "if __name__ == '__main__':\n    import os\n    os._exit(0)\n",
+        "print('demo', f(1))\n",
+    ],
+)
+@pytest.mark.parametrize("kind", ["call", "assert"])
+def test_a_demo_beside_the_function_does_not_matter(demo: str, kind: str) -> None:
+    """The program runs as a module that is not __main__: a main guard's demo does not run, and what the
+    module prints at the top is shown, never judged."""
+    code = "def f(x):\n    return x + 1\n" + demo
+    passed, out, err = _call(code, [2], 3) if kind == "call" else _assert(code, "assert f(2) == 3")
+    assert passed is True, err
+    assert out.startswith("demo 2\n") if demo.startswith("print") else "demo" not in out

@@ -1,9 +1,15 @@
-"""Comparing a program's output with the expected output."""
+"""Comparing a program's output with the expected output, and a returned value with the expected one."""
 
 from __future__ import annotations
 
 import math
 from enum import Enum
+
+# The checker of call tests compares returned values inside the sandbox, where only the agent is: the one
+# implementation lives there.
+from .agent.call_test import values_match
+
+__all__ = ["Comparison", "outputs_match", "values_match"]
 
 
 class Comparison(str, Enum):
@@ -40,22 +46,3 @@ def _close(a: str, b: str, rel_tol: float, abs_tol: float) -> bool:
     if math.isnan(x) or math.isnan(y):
         return math.isnan(x) and math.isnan(y)
     return math.isclose(x, y, rel_tol=rel_tol, abs_tol=abs_tol)
-
-
-def values_match(actual: object, expected: object, rel_tol: float = 1e-6, abs_tol: float = 1e-6) -> bool:
-    """Structural equality of JSON values, with a tolerance for floats (function-call tests)."""
-    if isinstance(expected, float) or isinstance(actual, float):
-        if isinstance(actual, bool) or isinstance(expected, bool):
-            return type(actual) is type(expected) and actual == expected  # True is not 1.0
-        if isinstance(actual, (int, float)) and isinstance(expected, (int, float)):
-            return math.isclose(actual, expected, rel_tol=rel_tol, abs_tol=abs_tol)
-        return False
-    if isinstance(expected, list) and isinstance(actual, list):
-        return len(actual) == len(expected) and all(
-            values_match(a, e, rel_tol, abs_tol) for a, e in zip(actual, expected, strict=False)
-        )
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        return actual.keys() == expected.keys() and all(
-            values_match(actual[k], expected[k], rel_tol, abs_tol) for k in expected
-        )
-    return type(actual) is type(expected) and actual == expected

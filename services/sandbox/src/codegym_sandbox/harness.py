@@ -1,42 +1,27 @@
 """Python test harnesses for function-call and assert tests.
 
-Function-call tests: the harness calls the function and prints only its JSON result; the expected value
-stays on the server, which compares. Assert tests run with :data:`ASSERT_RUNNER` (``agent/assert_runner.py``):
-the tests run in a process of their own that the program cannot reach, calling the program's functions in
-another process with plain data, and the verdict is that process's exit status (see the runner). Results of
-a call must be plain data (no object can compare equal to everything).
+Both run with :data:`ASSERT_RUNNER` (``agent/assert_runner.py``): the tests run in a process of their own
+that the program cannot reach, calling the program's functions in another process with plain data, and
+the verdict is that process's exit status (see the runner). The program runs as a module that is not
+``__main__``, with ``/dev/null`` as its stdin; what it prints is shown, never judged. A function-call test
+is a call there (``agent/call_test.py``): the checker compares the returned value with the expected one,
+with the request's tolerances, so the expected value never reaches the program.
 """
 
 from __future__ import annotations
 
-import json
+from typing import TYPE_CHECKING
 
+from .agent import call_test
 from .agent.assert_runner import RUNNER, WRONG_ANSWER
 
-_CALL = """
-{code}
-
-def __codegym_call():
-    import json as _json, sys as _sys, io as _io
-    _out = _sys.stdout
-    _sys.stdout = _io.StringIO()  # what the function prints is not its result
-    _result = {function}(*_json.loads({args!r}), **_json.loads({kwargs!r}))
-    _sys.stdout = _out
-    print(_json.dumps(_result))
-
-__codegym_call()
-"""
+if TYPE_CHECKING:
+    from .models import EvaluateRequest, Test
 
 # One file for every program and every test: each run gets its program and tests on stdin, so that the
 # sandbox runs them all in one session (one checker for all of them, see the runner), of any task. The
 # runner itself is part of the agent, loaded in the box before any fork.
 ASSERT_RUNNER = RUNNER
-
-
-def call_program(code: str, function: str, args: list[object], kwargs: dict[str, object] | None) -> str:
-    if not function.isidentifier():
-        raise ValueError(f"function {function!r} is not a Python identifier")
-    return _CALL.format(code=code, function=function, args=json.dumps(args), kwargs=json.dumps(kwargs or {}))
 
 
 def assert_stdin(code: str, assert_code: str) -> bytes:
@@ -45,16 +30,34 @@ def assert_stdin(code: str, assert_code: str) -> bytes:
     return f"{len(program)}\n".encode() + program + assert_code.encode("utf-8", "surrogatepass")
 
 
+def call_stdin(
+    code: str,
+    function: str,
+    args: list[object],
+    kwargs: dict[str, object] | None,
+    expected: object,
+    rel_tol: float = 1e-6,
+    abs_tol: float = 1e-6,
+) -> bytes:
+    """What :data:`ASSERT_RUNNER` reads on stdin to judge ``code``'s ``function(*args, **kwargs)`` against
+    ``expected`` (see ``compare.values_match``)."""
+    if not function.isidentifier():
+        raise ValueError(f"function {function!r} is not a Python identifier")
+    return assert_stdin(code, call_test.text(function, args, kwargs or {}, expected, rel_tol, abs_tol))
+
+
+def runner_stdin(req: EvaluateRequest, code: str, test: Test) -> bytes:
+    """The runner's stdin for a call or assert ``test`` of ``req``."""
+    if test.assert_code is not None:
+        return assert_stdin(code, test.assert_code)
+    if test.call is None or req.function is None:
+        raise ValueError("only call and assert tests run with the runner")
+    return call_stdin(code, req.function, test.call, test.kwargs, test.expected, req.rel_tol, req.abs_tol)
+
+
 def assert_outcome(exit_code: int | None) -> bool | None:
-    """What an assert run that ended by itself says: passed (True), failed its tests (False), or neither
+    """What a runner's run that ended by itself says: passed (True), failed its tests (False), or neither
     (None: the program's own failure, whose verdict is the run's)."""
     if exit_code == 0:
         return True
     return False if exit_code == WRONG_ANSWER else None
-
-
-def call_result(stdout: bytes) -> tuple[bool, object]:
-    try:
-        return True, json.loads(stdout)
-    except ValueError:
-        return False, None

@@ -1,17 +1,17 @@
 """Judging: every verdict of a test and of a program is decided here, and only here.
 
 A run's own outcome (limits, exit status: see ``executor``) is the verdict of a test unless the run ended
-by itself and the test says otherwise: a stdin test compares outputs, a call test compares the returned
-value with the expected one, both on this side; an assert test is read from the runner's exit status (see
-``assert_runner``), which the program cannot set. Clients of the API, the evaluator among them, take these
-verdicts as they are.
+by itself and the test says otherwise: a stdin test compares outputs, on this side; a call test and an
+assert test are read from the runner's exit status (see ``assert_runner``), which the program cannot set:
+the runner's checker compares a returned value with the expected one (``compare.values_match``), never
+what the program printed. Clients of the API, the evaluator among them, take these verdicts as they are.
 """
 
 from __future__ import annotations
 
 from . import harness
 from .api.convert import step_out, text
-from .compare import outputs_match, values_match
+from .compare import outputs_match
 from .executor import StepResult
 from .models import EvaluateRequest, ProgramOut, Test, TestOut
 from .verdicts import Verdict
@@ -21,20 +21,17 @@ SHOWN_BYTES = 1024  # of a test's stdout (its start) and stderr (its end) in an 
 
 def test_verdict(req: EvaluateRequest, test: Test, step: StepResult) -> Verdict:
     """The verdict of one test, from its run."""
-    if test.assert_code is not None and step.verdict in (Verdict.AC, Verdict.RE):
-        # A failed assertion is a wrong answer, as every reference harness counts it; an exception of the
-        # program's own stays a runtime error.
+    if (test.assert_code is not None or test.call is not None) and step.verdict in (Verdict.AC, Verdict.RE):
+        # A failed assertion (or a returned value that is not the expected one) is a wrong answer, as every
+        # reference harness counts it; an exception of the program's own stays a runtime error.
         outcome = harness.assert_outcome(step.exit_code) if step.signal is None else None
         if outcome is not None:
             return Verdict.AC if outcome else Verdict.WA
         return step.verdict if step.verdict is not Verdict.AC else Verdict.WA
     if step.verdict is not Verdict.AC:
         return step.verdict
-    if test.expected_stdout is not None:
-        same = outputs_match(text(step.stdout), test.expected_stdout, req.comparison, req.rel_tol, req.abs_tol)
-    else:
-        ok, value = harness.call_result(step.stdout)
-        same = ok and values_match(value, test.expected, req.rel_tol, req.abs_tol)
+    assert test.expected_stdout is not None
+    same = outputs_match(text(step.stdout), test.expected_stdout, req.comparison, req.rel_tol, req.abs_tol)
     return Verdict.AC if same else Verdict.WA
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import pytest
 from codegym_sandbox import languages
 from fastapi.testclient import TestClient
 from sandbox_support import metric
@@ -97,6 +98,39 @@ def test_evaluate_call_tests(client: TestClient) -> None:
     assert res[2]["verdict"] == "AC"  # what the function prints is not its result
     assert res[3]["verdict"] == "WA"
     assert res[4]["verdict"] == "RE"  # no such function
+
+
+# What models write beside a function: a demo under a main guard (printing, reading stdin, exiting), or at
+# the top of the module. A call test judges the function; the module runs, but not as __main__.
+DEMOS = {
+    "guard-print": "if __name__ == '__main__':\n    print(f(5))\n",
+    "guard-input": "if __name__ == '__main__':\n    print(f(int(input())))\n",
+    "guard-sys-exit": "if __name__ == '__main__':\n    import sys\n    sys.exit(f(5))\n",
+    "guard-os-exit": "if __name__ == '__main__':\n    import os\n    os._exit(0)\n",
+    "top-level-print": "print('f(5) =', f(5))\n",
+    "top-level-fd-1": "import os\nos.write(1, b'{not json\\n')\n",
+}
+
+
+@pytest.mark.parametrize("demo", sorted(DEMOS))
+def test_call_tests_judge_the_function_not_the_module(client: TestClient, demo: str) -> None:
+    right, wrong = "def f(x):\n    return x * x\n", "def f(x):\n    return x\n"
+    tests = [{"call": [3], "expected": 9}, {"call": [], "kwargs": {"x": 4}, "expected": 16}]
+    res = evaluate(client, function="f", programs=[right + DEMOS[demo], wrong + DEMOS[demo]], tests=tests)
+    assert [(r["verdict"], r["passed"]) for r in res] == [("AC", 2), ("WA", 0)], res
+    shown = res[0]["tests"][0]["stdout"]
+    assert shown.endswith("9\n") and ("25" in shown) == (demo == "top-level-print"), shown
+
+
+def test_call_verdicts_follow_the_expected_value_and_the_tolerance(client: TestClient) -> None:
+    # The checker compares (the verdict is the run's, and cached with it): every expected value and
+    # tolerance is a run of its own.
+    third = {"function": "f", "programs": ["def f():\n    return 1 / 3"]}
+    cases = [(0.3333, 1e-6, "WA"), (0.3333, 1e-3, "AC"), (1 / 3, 1e-6, "AC"), (0.5, 0.1, "WA")]
+    for expected, rel_tol, verdict in cases:
+        for _ in range(2):  # the second time from the cache
+            res = evaluate(client, **third, tests=[{"call": [], "expected": expected}], rel_tol=rel_tol)
+            assert res[0]["verdict"] == verdict, (expected, rel_tol, res)
 
 
 def test_call_tests_need_function(client: TestClient) -> None:

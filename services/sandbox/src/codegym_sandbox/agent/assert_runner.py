@@ -10,9 +10,21 @@ Two processes, so that the pass signal never depends on anything the program can
   (``candidate``, helpers such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the
   program's process. No process of the program's may read its memory or descriptors (it is not dumpable,
   and in a session it keeps the supervisors' uid), and the program's process never holds the tests;
-* the **program's process** has ``/dev/null`` as stdin, runs the program as ``__main__``, then answers
-  calls with plain data (see ``plain_data``). A value's own ``__eq__`` never runs in the checker, so an
-  object that equals everything is a wrong answer, and the tests' expected values never reach the program.
+* the **program's process** has ``/dev/null`` as stdin, runs the program as the module :data:`MODULE`
+  (not ``__main__``: a demo under ``if __name__ == "__main__":`` does not run, as in the reference
+  harnesses), then answers calls with plain data (see ``plain_data``). A value's own ``__eq__`` never runs
+  in the checker, so an object that equals everything is a wrong answer, and the tests' expected values
+  never reach the program.
+
+Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code: the
+checker calls the function and compares what it returned (see ``call_test``).
+
+An exception the program raises reaches the tests as the same builtin type (so that tests may expect a
+``ValueError``), but never as one that drives the tests' control flow: a ``StopIteration`` would end a
+``map`` or a ``zip`` of the tests' as if it were exhausted, so it (and ``StopAsyncIteration``, and what a
+program may not stop the tests with: ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``) arrives as a
+:class:`ProgramError`. One the tests let through is the program's runtime error, an ``AssertionError``
+included: only the tests' own assertions make a wrong answer.
 
 The verdict (:func:`outcome_status`) is the checker's, which the program cannot set: 0 when the tests ran
 to their end and the program's process then ended cleanly, :data:`WRONG_ANSWER` when an assertion failed
@@ -39,12 +51,14 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import linux, pyrun
+from . import call_test, linux, pyrun
 from .plain_data import Channel, decode, encode
 
 RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
-_UNCATCHABLE = (SystemExit, KeyboardInterrupt, GeneratorExit)
+MODULE = "solution"  # the program's module name in the program's process
+# What a program's exception may not arrive as in the checker (see the module's docstring).
+_UNCATCHABLE = (SystemExit, KeyboardInterrupt, GeneratorExit, StopIteration, StopAsyncIteration)
 # Modules that run code when imported (a program may name any module it bound): never imported by the
 # checker, which in a session serves every later run too.
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
@@ -80,7 +94,7 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
             _, program, wanted = channel.request()
         except (EOFError, ValueError):
             _finish(0)
-    main = pyrun.new_main(os.path.abspath(sys.argv[0]))
+    main = pyrun.new_main(os.path.abspath(sys.argv[0]), MODULE)
     scope = main.__dict__
     try:
         if not isinstance(program, types.CodeType):
@@ -154,6 +168,8 @@ def _describe(value: Any, refs: list[Any]) -> Any:
 
 def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> list[Any]:
     _, target, args_data, kwargs_data = request
+    if target[0] == "name" and target[1] not in scope:
+        raise NameError(f"name {target[1]!r} is not defined")
     function = scope[target[1]] if target[0] == "name" else refs[target[1]]
     args = [decode(a, refs) for a in args_data]
     kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
@@ -200,6 +216,9 @@ class Checker:
         self.channel = channel
         self.source = source  # the program, when the program's process waits for it (see serve_program)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
+        # Whether the program made this process import a module (one it named, a numpy array it returned):
+        # a session's checker then serves no later run (see serve_checker).
+        self.imported = False
 
     def close(self) -> None:
         """Hang up: the program's process ends (its threads, ``atexit``) when it sees the channel close."""
@@ -215,15 +234,27 @@ class Checker:
             raise _local_exception(reply)
         return reply
 
-    def call(self, target: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
+        """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         sent = [encode(a, None) for a in args]
         reply = self.ask(["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}])
-        for index, data in reply[2].items():
-            _update(args[int(index)], decode(data, None, self))
-        return decode(reply[1], None, self)
+        for index, changed in reply[2].items():
+            _update(args[int(index)], self.decode(changed))
+        return reply[1] if data else self.decode(reply[1])
+
+    def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """What the program's function ``name`` returned (wire data), for a call test."""
+        return self.call(["name", name], args, kwargs, data=True)
 
     def operate(self, op: str, ref: int, *args: Any) -> Any:
-        return decode(self.ask(["op", op, ref, *(encode(a, None) for a in args)])[1], None, self)
+        return self.decode(self.ask(["op", op, ref, *(encode(a, None) for a in args)])[1])
+
+    def decode(self, data: Any) -> Any:
+        """A value of the program's, here (see ``plain_data.decode``), noting what it made this process import."""
+        before = len(sys.modules)
+        value = decode(data, None, self)
+        self.imported = self.imported or len(sys.modules) != before
+        return value
 
     def same(self, ref: int, other: int) -> bool:
         return bool(self.ask(["same", ref, other])[1])
@@ -238,9 +269,11 @@ class Checker:
                 module = str(data[0])
                 if not _importable(module):
                     raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
+                before = len(sys.modules)
                 found[name] = importlib.import_module(module)
+                self.imported = self.imported or len(sys.modules) != before
             else:
-                found[name] = self._function(name) if kind == "fn" else decode(data[0], None, self)
+                found[name] = self._function(name) if kind == "fn" else self.decode(data[0])
         return found
 
     def _function(self, name: str) -> Any:
@@ -275,7 +308,24 @@ def _local_exception(reply: list[Any]) -> BaseException:
         exc = ProgramError(f"{name}: {message}")
     if hasattr(exc, "add_note"):
         exc.add_note("In the program:\n" + text.rstrip())
+    exc.__dict__[_FROM_PROGRAM] = text.rstrip()
     return exc
+
+
+_FROM_PROGRAM = "_codegym_from_program"  # on every exception made from the program's: its traceback there
+
+
+def _program_traceback(exc: BaseException) -> str | None:
+    """The program's traceback of ``exc``, if the program raised it; else None."""
+    text = getattr(exc, "__dict__", {}).get(_FROM_PROGRAM)
+    return text if isinstance(text, str) else None
+
+
+def _outcome_of(exc: BaseException) -> str:
+    """``failed`` for an assertion of the tests' that failed; ``error`` for any other exception, the
+    program's own among them (an ``AssertionError`` of the program's too)."""
+    from_program = _program_traceback(exc) is not None
+    return "failed" if isinstance(exc, AssertionError) and not from_program else "error"
 
 
 def _free_names(code: types.CodeType) -> set[str]:
@@ -321,8 +371,18 @@ def _importable(name: str) -> bool:
     return bool(name) and parts[0] not in _NOT_IMPORTED and not any(p.startswith("__") for p in parts)
 
 
-def check(checker: Checker, tests: types.CodeType) -> str:
-    """Run compiled ``tests`` against the program behind ``checker``, in a scope of their own.
+Tests = types.CodeType | call_test.Call
+
+
+def read_tests(text: str) -> Tests:
+    """The tests a run's stdin holds after the program: a call test, or assert tests (compiled)."""
+    if text.startswith(call_test.MARK):
+        return call_test.parse(text)
+    return compile(text, "<tests>", "exec", dont_inherit=True)
+
+
+def check(checker: Checker, tests: Tests) -> str:
+    """Run ``tests`` (compiled, or a call test) against the program behind ``checker``, in a scope of their own.
 
     The outcome: ``passed`` (the tests ran to their end), ``failed`` (an assertion failed), ``error`` (any
     other exception: its traceback goes to stderr, from the tests' frame on) or ``ended`` (the program's
@@ -331,16 +391,25 @@ def check(checker: Checker, tests: types.CodeType) -> str:
     scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     outcome = "passed"
     try:
-        wanted = sorted(n for n in _free_names(tests) if not hasattr(builtins, n))
-        scope.update(checker.names(wanted))
-        exec(tests, scope)
+        if isinstance(tests, call_test.Call):
+            checker.names([])  # the program runs
+            if not tests.judge(checker.call_named):
+                outcome = "failed"
+        else:
+            wanted = sorted(n for n in _free_names(tests) if not hasattr(builtins, n))
+            scope.update(checker.names(wanted))
+            exec(tests, scope)
     except ProgramEnded:
         outcome = "ended"
     except BaseException as exc:
-        outcome = "failed" if isinstance(exc, AssertionError) else "error"
+        outcome = _outcome_of(exc)
         kind, error, tb = sys.exc_info()
         try:
-            traceback.print_exception(kind, error, tb.tb_next if tb is not None else None)
+            if isinstance(tests, call_test.Call):  # no frame of the tests': the program's traceback, or the error
+                text = _program_traceback(exc) or "".join(traceback.format_exception_only(exc))
+                print(text.rstrip(), file=sys.stderr)
+            else:
+                traceback.print_exception(kind, error, tb.tb_next if tb is not None else None)
         except BaseException:
             pass
     finally:
@@ -349,7 +418,7 @@ def check(checker: Checker, tests: types.CodeType) -> str:
     return "ended" if outcome == "passed" and checker.ended else outcome
 
 
-def _check_read(checker: Checker, tests: Callable[[], types.CodeType]) -> str:
+def _check_read(checker: Checker, tests: Callable[[], Tests]) -> str:
     """:func:`check` on the tests that ``tests`` reads and compiles; if that fails, the run's outcome is
     ``error`` (its traceback on stderr) and the program's process is let go."""
     try:
@@ -426,7 +495,7 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
     checker = Checker(Channel(checker_reads, checker_writes))
-    outcome = _check_read(checker, lambda: compile(_read_all(0), "<tests>", "exec", dont_inherit=True))
+    outcome = _check_read(checker, lambda: read_tests(_read_all(0)))
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)
     sys.stdout.flush()
@@ -452,17 +521,17 @@ def _resident_kb() -> int:
 
 
 class _Compiled:
-    """The last tests compiled, by their text: n samples of a task share theirs (as do its programs)."""
+    """The last tests read, by their text: n samples of a task share theirs (as do its programs)."""
 
     SIZE = 64
 
     def __init__(self) -> None:
-        self.codes: dict[str, types.CodeType] = {}
+        self.codes: dict[str, Tests] = {}
 
-    def get(self, text: str) -> types.CodeType:
+    def get(self, text: str) -> Tests:
         code = self.codes.pop(text, None)
         if code is None:
-            code = compile(text, "<tests>", "exec", dont_inherit=True)
+            code = read_tests(text)
         self.codes[text] = code  # the most recent last
         while len(self.codes) > self.SIZE:
             del self.codes[next(iter(self.codes))]
@@ -502,7 +571,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         before = os.times()
         checker = Checker(Channel(reads, writes))
 
-        def tests(checker: Checker = checker, stdin: int = stdin) -> types.CodeType:
+        def tests(checker: Checker = checker, stdin: int = stdin) -> Tests:
             checker.source, text = _split(_read_bytes(stdin))
             return compiled.get(text)
 
@@ -524,8 +593,9 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         cpu = after.user + after.system - before.user - before.system
         # What the session's later runs would carry: the checker is no run's process (its memory counts
         # against none), so once it holds much more than it started with (the tests imported a large
-        # package, a program sent it large values) it ends, and its session with it.
-        retired = _resident_kb() > start_kb + RETIRE_KB
+        # package, a program sent it large values) it ends, and its session with it. So it does once a
+        # program made it import a module: no program may change how a later run is judged (nor how fast).
+        retired = checker.imported or _resident_kb() > start_kb + RETIRE_KB
         try:
             sock.send(f'{{"outcome":"{outcome}","cpu":{cpu:.6f},"retired":{str(retired).lower()}}}'.encode())
         except OSError:

@@ -9,11 +9,11 @@ runs in the checker.
 
 from __future__ import annotations
 
+import importlib
 import json
 import marshal
 import os
 import struct
-import sys
 import types
 from typing import Any
 
@@ -152,13 +152,26 @@ def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any
         return iter([decode(v, refs, checker) for v in rest])
     if tag == "np":
         values = decode(rest[0], refs, checker)
-        numpy = sys.modules.get("numpy")
+        numpy = _numpy()
         return numpy.array(values) if numpy is not None else values
     if tag == "h":
         if refs is not None:
             return refs[rest[0]]
         return Handle(rest[0], rest[1], checker, bool(rest[2]))
     raise ValueError(f"unknown tag {tag!r}")
+
+
+def _numpy() -> Any:
+    """numpy, imported here if need be, or None where the runtime has none.
+
+    A numpy array of the program's is one in the tests too, as it would be beside the program, whatever
+    this process imported before: in a session's checker, what an earlier run imported must not change
+    what a value is (see ``assert_runner.Checker.decode``).
+    """
+    try:
+        return importlib.import_module("numpy")
+    except ImportError:
+        return None
 
 
 # --- the channel between the two processes -----------------------------------------------------------

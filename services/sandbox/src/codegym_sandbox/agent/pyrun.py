@@ -147,11 +147,16 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
     return status
 
 
-def new_main(path: str) -> types.ModuleType:
-    """A fresh ``__main__`` module for the script at ``path``, in ``sys.modules``."""
-    main = types.ModuleType("__main__")
+def new_main(path: str, name: str = "__main__") -> types.ModuleType:
+    """A fresh main module for the script at ``path``, in ``sys.modules`` as ``__main__``.
+
+    ``name``: its ``__name__`` (under which it is in ``sys.modules`` too, so that what looks a class's
+    module up there, ``pickle`` or ``dataclasses``, finds it). Another name than ``__main__`` runs a script
+    as a module that is imported: its ``if __name__ == "__main__":`` block does not run.
+    """
+    main = types.ModuleType(name)
     main.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
-    sys.modules["__main__"] = main
+    sys.modules["__main__"] = sys.modules[name] = main
     return main
 
 

@@ -120,18 +120,20 @@ async def _judge_requests(executor: Executor, reqs: list[EvaluateRequest]) -> li
 
 
 def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Language | None:
-    """The language, when every test is an assert test and it runs them (see :func:`_judge_asserts`)."""
+    """The language, when every test is an assert or call test and it runs them (see :func:`_judge_asserts`)."""
     try:
         lang = executor.language(req.language)
     except UnsupportedLanguage:
         return None
-    return lang if lang.in_process_python and all(t.assert_code is not None for t in req.tests) else None
+    runner = all(t.assert_code is not None or t.call is not None for t in req.tests)
+    return lang if lang.in_process_python and runner else None
 
 
 async def _judge_asserts(
     executor: Executor, reqs: list[tuple[EvaluateRequest, languages.Language]], workers: int
 ) -> list[list[ProgramOut]]:
-    """Assert tests, one round at a time: the first test of every program of every request, then the second.
+    """Assert and call tests, one round at a time: the first test of every program of every request, then the
+    second.
 
     The runner (:data:`harness.ASSERT_RUNNER`) is one file for every program and test: each run gets its
     program and tests on stdin. So a round's runs go to the workers in parts, each part in one exchange and
@@ -146,9 +148,7 @@ async def _judge_asserts(
         stdins = []
         for g, p in runs:
             req = reqs[g][0]
-            assert_code = req.tests[round_].assert_code
-            assert assert_code is not None
-            stdins.append(harness.assert_stdin(req.programs[p], assert_code))
+            stdins.append(harness.runner_stdin(req, req.programs[p], req.tests[round_]))
         # Parts of about a quarter of a worker's share: a worker that is done takes the next one, so that one
         # slow program leaves the others less idle at the end (a session goes on from part to part).
         size = -(-len(runs) // max(1, min(workers * 4, len(runs))))
@@ -236,13 +236,9 @@ async def _run_test(
     limits: RunLimits,
 ) -> TestOut:
     stdin = test.stdin.encode() if test.stdin else None
-    if test.call is not None:
-        assert req.function is not None
-        program = harness.call_program(code, req.function, test.call, test.kwargs)
-        sources = {**sources, lang.source: (program.encode(), 0o644)}
-    elif test.assert_code is not None:
+    if test.call is not None or test.assert_code is not None:
         sources = {**sources, lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
-        stdin = harness.assert_stdin(code, test.assert_code)
+        stdin = harness.runner_stdin(req, code, test)
     step = await executor.run_built(lang, sources, stdin, limits)
     return judge.test_out(req, test, step)
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from .extract import Extracted, extract_code
 from .tasks import Task
+from .tasks.prompt_helpers import with_prompt_helpers
 
 log = logging.getLogger("codegym.evaluator")
 
@@ -83,10 +84,15 @@ def build_program(task: Task, code: str) -> str:
 
 def evaluate_body(task: Task, programs: list[str], *, timeout_s: float, early_stop: bool = False) -> dict[str, Any]:
     """The ``/v1/evaluate`` request for ``programs`` against ``task``'s tests; bad tests raise naming the task."""
+    tests = task.tests
+    if task.kind == "assert" and task.starter_code and task.language in ("python", "py", "python3"):
+        # The prompt's helpers (HumanEval's poly, LeetCode's list_node) are the tests' own, not the program's.
+        helpers = [with_prompt_helpers(task.starter_code, task.entry_point, t.get("assert_code", "")) for t in tests]
+        tests = [{**t, "assert_code": h} if "assert_code" in t else t for t, h in zip(tests, helpers, strict=True)]
     body: dict[str, Any] = {
         "language": task.language,
         "programs": programs,
-        "tests": task.tests,
+        "tests": tests,
         "early_stop": early_stop,
         "limits": {"timeout_s": timeout_s},
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 # A reward script of the kind open-r1's code_reward sends: run a completion on each test in a process of
@@ -103,3 +104,36 @@ def test_scripts_run_at_once(client: TestClient) -> None:
     items = batch(client, ["import time\ntime.sleep(1)\n7"] * 8)
     assert [i["text"] for i in items] == ["7"] * 8
     assert time.monotonic() - started < 6
+
+
+# Lone surrogates wherever a script can put one: no JSON answer can carry them as they are.
+SURROGATE_SCRIPTS = {
+    "main-result": "class A:\n    def __repr__(self):\n        return 'a\\ud800b'\nA()",
+    "error": "raise ValueError('a\\ud800b')",
+    "stdout": "print('a\\ud800b')\n1",
+    "descriptors": "import os\nos.write(1, b'a\\xed\\xa0\\x80b')\nos.write(2, b'a\\xed\\xa0\\x80b')\n1",
+}
+
+
+@pytest.mark.parametrize("where", sorted(SURROGATE_SCRIPTS))
+def test_a_lone_surrogate_comes_back_representable(client: TestClient, where: str) -> None:
+    (item,) = batch(client, [SURROGATE_SCRIPTS[where]])
+    json.dumps(item, ensure_ascii=False).encode("utf-8")  # strict: no lone surrogate in any string
+    shown = json.dumps(item)
+    assert any(mark in shown for mark in ("\\\\ud800", "\\ufffd")), item
+
+
+def test_the_script_is_no_file_the_programs_it_runs_can_read(client: TestClient) -> None:
+    """The script (open-r1's holds the expected outputs) reaches the kernel over a pipe: its children find
+    no trace of it in the working directory."""
+    script = "import os, subprocess\nsecret = 'NEEDLE' + '-IN-THE-SCRIPT'\n" \
+             "subprocess.run(['grep', '-r', '-l', 'NEEDLE', '.'], capture_output=True, text=True).stdout"  # fmt: skip
+    (item,) = batch(client, [script])
+    assert item["text"] == "''", item
+
+
+def test_a_script_whose_kernel_ends_has_no_main_result(client: TestClient) -> None:
+    items = batch(client, ["open('.main_result', 'w').write('1.0')\nimport os\nos._exit(0)\n1.0",
+                           "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n1.0"])  # fmt: skip
+    assert [i["text"] for i in items] == [None, None], items
+    assert items[0]["execution"]["error"]["name"] == "DeadKernelError", items

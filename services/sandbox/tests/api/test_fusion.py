@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
 
 import pytest
@@ -224,3 +225,22 @@ def test_ping_and_root(client: TestClient) -> None:
     r = client.get("/v1/ping")
     assert r.status_code == 200 and r.json() == "pong"
     assert client.get("/").status_code == 200
+
+
+# Lone surrogates, as a program can write them (UTF-8 of a surrogate, which no valid UTF-8 holds).
+SURROGATE_OUTPUT = {
+    "stdout": "import sys\nsys.stdout.buffer.write('a\\ud800b'.encode('utf-8', 'surrogatepass'))\n",
+    "stderr": "import sys\nsys.stderr.buffer.write('a\\udfffb'.encode('utf-8', 'surrogatepass'))\n",
+    "print": "print('a\\ud800b')\n",
+    "traceback": "raise ValueError('a\\ud800b')\n",
+}
+
+
+@pytest.mark.parametrize("where", sorted(SURROGATE_OUTPUT))
+def test_a_lone_surrogate_in_the_output_comes_back_representable(client: TestClient, where: str) -> None:
+    r = client.post("/run_code", json={"code": SURROGATE_OUTPUT[where], "language": "python"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    json.dumps(body, ensure_ascii=False).encode("utf-8")  # strict: no lone surrogate in any string
+    run = body["run_result"]
+    assert "a" in run["stdout"] + run["stderr"] and "b" in run["stdout"] + run["stderr"], body

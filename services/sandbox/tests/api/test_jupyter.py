@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 
@@ -67,3 +69,50 @@ def test_cells_cannot_forge_other_cells_or_reach_the_driver_file(client: TestCli
 def test_an_unknown_kernel_is_a_sandbox_error(client: TestClient) -> None:
     body = jupyter(client, ["1"], kernel="ruby")
     assert body["status"] == "SandboxError" and "ruby" in body["message"]
+
+
+# Lone surrogates wherever a cell can put one: no JSON answer can carry them as they are.
+SURROGATE_CELLS = {
+    "stdout": "print('a\\ud800b')",
+    "stderr": "import sys\nprint('a\\udfffb', file=sys.stderr)",
+    "descriptors": "import os\nos.write(1, b'a\\xed\\xa0\\x80b')\nos.write(2, b'a\\xed\\xbf\\xbfb')",
+    "error-message": "raise ValueError('a\\ud800b')",
+    "error-str": "class E(Exception):\n    def __str__(self):\n        return 'a\\ud800b'\nraise E()",
+    "display-repr": "class A:\n    def __repr__(self):\n        return 'a\\ud800b'\nA()",
+}
+
+
+@pytest.mark.parametrize("where", sorted(SURROGATE_CELLS))
+def test_a_lone_surrogate_in_a_cell_comes_back_representable(client: TestClient, where: str) -> None:
+    body = jupyter(client, [SURROGATE_CELLS[where], "'next'"])
+    json.dumps(body, ensure_ascii=False).encode("utf-8")  # strict: no lone surrogate in any string
+    assert body["status"] == "Success", body
+    first, second = body["cells"]
+    shown = json.dumps(first)
+    assert any(mark in shown for mark in ("\\\\ud800", "\\\\udfff", "\\ufffd")), first
+    assert second["display"] == [{"text/plain": "'next'"}]
+
+
+ENDINGS = [
+    "import os\nos._exit(0)",
+    "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+    "import os, sys\nos.execv(sys.executable, [sys.executable, '-c', 'print(1)'])",
+]
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_a_cell_that_ends_the_kernel_leaves_the_later_cells_unrun(client: TestClient, ending: str) -> None:
+    forged = json.dumps([{"stdout": "", "stderr": "", "display": [], "error": []}] * 2)
+    body = jupyter(client, [f"open('.jupyter_output.json', 'w').write({forged!r})\n{ending}", "print('ran')"])
+    assert body["status"] == "Failed" and body["cells"] == [], body
+
+
+def test_sys_exit_is_the_cells_error_and_the_next_cell_runs(client: TestClient) -> None:
+    body = jupyter(client, ["import sys\nsys.exit(3)", "print('ran')"])
+    assert body["status"] == "Success" and body["cells"][0]["error"][0]["ename"] == "SystemExit", body
+    assert body["cells"][1]["stdout"] == "ran\n"
+
+
+def test_output_of_subprocesses_is_the_cells(client: TestClient) -> None:
+    body = jupyter(client, ["import subprocess\nsubprocess.run(['echo', 'from a child'])\nNone", "1"])
+    assert body["cells"][0]["stdout"] == "from a child\n" and body["cells"][1]["stdout"] == "", body

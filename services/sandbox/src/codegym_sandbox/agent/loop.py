@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from . import assert_runner, isolation, linux, runtime  # noqa: F401 - assert_runner: see main()
+from . import assert_runner, cells, isolation, linux, runtime  # noqa: F401 - assert_runner, cells: see main()
 from .box_handle import BoxHandle
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
 

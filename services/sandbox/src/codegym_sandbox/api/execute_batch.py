@@ -12,21 +12,28 @@ main result, ``logs``, ``error``, ``execution_count``; null when the script coul
 client ``text`` and ``exception_str``. Each item here carries both, so either provider works with only the
 router URL pointed at this server.
 
-A Python script runs as a cell would: its statements, then its last statement, when that is an expression,
-evaluated and its ``repr`` kept as the main result (as IPython displays it; None displays nothing). Other
-languages run as programs of their own (``/run_code``'s names); their output is in ``logs`` and they have no
-main result. Every script runs in a run of its own, with the same isolation and limits as any other run.
+A Python script runs as a notebook cell would (``agent/cells.py``): its statements, then its last statement,
+when that is an expression, evaluated and its ``repr`` kept as the main result (as IPython displays it; None
+displays nothing). The script reaches the kernel over a pipe, one cell at a time, never as a file, and the
+kernel is not dumpable: the programs it runs (open-r1's ``python3 -c code``, the model's code) cannot read
+the tests and expected outputs the script holds; and the main result comes from the supervisor's record,
+which nothing the programs write (a file, their output, an exit status) can set. Other languages run as
+programs of their own (``/run_code``'s names); their output is in ``logs`` and they have no main result.
+Every script runs in a run of its own, with the same isolation and limits as any other run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
+from ..agent import cells as notebook
+from ..agent.cell_frames import read_record
 from ..backends.pool import QUEUE_WAIT_S
 from ..executor import CACHING, Execution, Executor, StepResult
 from ..verdicts import Verdict
@@ -34,22 +41,6 @@ from .convert import text
 
 router = APIRouter()
 
-# The cell runner: the script is a file of its own, so that its line numbers and tracebacks are its own.
-CELL = "cell.py"
-MAIN_RESULT = ".main_result"
-RUNNER = f"""\
-import ast, sys
-with open({CELL!r}) as f:
-    tree = ast.parse(f.read(), "<cell>")
-last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-scope = {{"__name__": "__main__", "__builtins__": __builtins__}}
-exec(compile(tree, "<cell>", "exec"), scope)
-if last is not None:
-    value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), scope)
-    if value is not None:
-        with open({MAIN_RESULT!r}, "w") as f:
-            f.write(repr(value))
-"""
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
 
 
@@ -73,13 +64,14 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
         languages = languages * len(req.scripts)
     limits = executor.run_limits(req.timeout, None)
     compile_limits = executor.compile_limits(req.timeout)
+    cap = executor.settings.limits.output_bytes // 2  # the rest for the frames and the main result
 
     async def one(script: str, language: str) -> dict[str, Any]:
         if language in ("python", "python3"):
-            ex = await executor.execute("python", RUNNER, None, {CELL: script.encode()}, limits, compile_limits,
-                                        [MAIN_RESULT])  # fmt: skip
-        else:
-            ex = await executor.execute(language, script, None, {}, limits, compile_limits)
+            job = json.dumps({"cells": [script], "cell_timeout": 0, "output_bytes": cap}).encode()
+            ex = await executor.execute("python", notebook.RUNNER, job, {}, limits, compile_limits)
+            return _cell_item(ex)
+        ex = await executor.execute(language, script, None, {}, limits, compile_limits)
         return _item(ex)
 
     if len(languages) != len(req.scripts):
@@ -88,24 +80,47 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
 
 
 def _item(ex: Execution) -> dict[str, Any]:
+    """A program of another language: its output, and an error when it failed."""
     steps = [s for s in (ex.compile, ex.run) if s is not None]
     failed = next((s for s in steps if s.verdict is not Verdict.AC), None)
     if failed is not None and failed.verdict is Verdict.SE:
         return _failed(failed.error or "sandbox error")
-    run = ex.run
-    stdout = text(run.stdout) if run else ""
+    stdout = text(ex.run.stdout) if ex.run else ""
     stderr = "".join(text(s.stderr) for s in steps)
-    main = run.collected.get(MAIN_RESULT) if run is not None and failed is None else None
-    main_text = main[0].decode("utf-8", errors="replace") if main is not None else None
-    error = _error(failed) if failed is not None else None
+    return _answer(stdout, stderr, None, _error(failed) if failed is not None else None)
+
+
+def _cell_item(ex: Execution) -> dict[str, Any]:
+    """A Python script, from the supervisor's record of its cell."""
+    run = ex.run
+    assert run is not None  # Python has no compile step
+    if run.verdict is Verdict.SE:
+        return _failed(run.error or "sandbox error")
+    record = read_record(run.stdout, 1)
+    cell = record.cells[0]
+    stderr = text(bytes(cell.stderr) + run.stderr)
+    main = error = None
+    if run.verdict is Verdict.AC and record.finished:
+        main = next((d.get("text/plain") for d in cell.display), None) if not cell.error else None
+        if cell.error:
+            e = cell.error[0]
+            error = {"name": e["ename"], "value": e["evalue"], "traceback": "".join(e["traceback"])}
+    elif run.verdict is Verdict.AC:  # the kernel ended before it answered: the script did not finish
+        error = {"name": "DeadKernelError", "value": record.ended or "the kernel ended", "traceback": ""}
+    else:
+        error = _error(run)
+    return _answer(text(bytes(cell.stdout)), stderr, main, error)
+
+
+def _answer(stdout: str, stderr: str, main: str | None, error: dict[str, str] | None) -> dict[str, Any]:
     execution = {
-        "results": [{"text": main_text, "is_main_result": True}] if main_text is not None else [],
+        "results": [{"text": main, "is_main_result": True}] if main is not None else [],
         "logs": {"stdout": [stdout] if stdout else [], "stderr": [stderr] if stderr else []},
         "error": error,
         "execution_count": 1,
     }
     exception = f"{error['name']}: {error['value']}" if error else None
-    return {"execution": execution, "text": main_text, "exception_str": exception}
+    return {"execution": execution, "text": main, "exception_str": exception}
 
 
 def _error(step: StepResult) -> dict[str, str]:

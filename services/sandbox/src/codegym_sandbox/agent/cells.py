@@ -1,0 +1,361 @@
+"""Notebook cells in a kernel process, recorded by a supervisor that no cell can reach.
+
+``/run_jupyter`` runs a notebook's cells and ``/execute_batch`` a reward script as one cell. The main script
+of such a run is :data:`RUNNER`, which calls :func:`main`; the run's stdin carries the job (the cells, the
+cell timeout, how much output to keep). Two processes:
+
+* the **supervisor** (the run's process, :func:`main`) reads the job and gives up its stdin, forks the
+  kernel, sends it one cell at a time and records what each cell did: the bytes the kernel and its children
+  wrote on the kernel's stdout and stderr (pipes to the supervisor) while the cell ran, then the kernel's
+  answer (the display and the error). Only the supervisor holds the run's stdout, where it writes that
+  record as frames (``cell_frames.read_record`` reads them in the server). It is not dumpable, so no process of
+  the run can read its memory or its descriptors;
+* the **kernel** (:func:`_kernel`) runs each cell in one shared ``__main__`` (:func:`run_cell`: the
+  statements, then the value of the last one when it is an expression). It is not dumpable either, so the
+  programs it starts (a reward script's ``python3 -c code``) cannot read the cells it holds (a reward
+  script holds the expected outputs), and its channel to the supervisor is close-on-exec.
+
+What this guarantees: no result comes from a file, from the kernel's stdout or from an exit status, and a
+cell that ends the kernel (``os._exit``, a signal, ``exec``) before the kernel answers ends the record
+there: the cells after it did not run (the server answers Failed). An answer for a cell that was not sent
+yet, a second answer, or one from another process than the kernel (a child it forked) ends it too. What it
+does not: the cells share one interpreter, so a cell can change how later cells of the same kernel run and
+what the kernel answers for them, as in any notebook. A test cell beside a program's cell judges nothing
+the program could not forge; ``/v1/evaluate`` does.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import traceback
+import types
+from typing import Any, NoReturn
+
+from . import linux
+from .cell_frames import CELL, CUT, DEAD, END, ERR, OUT, representable
+
+RUNNER = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
+_CHUNK = 1 << 16
+_UCRED = struct.Struct("3i")  # pid, uid, gid
+
+
+def run_cell(source: str, scope: dict[str, Any], filename: str) -> Any:
+    """Run ``source`` in ``scope`` as a notebook runs a cell: every statement, then the value of the last one
+    when it is an expression (returned; None when there is none)."""
+    tree = ast.parse(source, filename)
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr):
+        tree.body.pop()
+    # dont_inherit: this module's __future__ imports are not the cell's.
+    exec(compile(tree, filename, "exec", dont_inherit=True), scope)
+    if not isinstance(last, ast.Expr):
+        return None
+    return eval(compile(ast.Expression(last.value), filename, "eval", dont_inherit=True), scope)
+
+
+# --- the kernel ---------------------------------------------------------------------------------------
+
+
+class CellTimeout(TimeoutError):
+    """The cell ran longer than the job's cell timeout."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _message(data: Any) -> bytes:
+    body = json.dumps(data).encode()  # ASCII: a lone surrogate travels as its escape
+    return b"%d\n" % len(body) + body
+
+
+def _take(buffer: bytes) -> tuple[Any, bytes] | None:
+    """The first whole message of ``buffer`` and what follows it, or None while it is incomplete."""
+    head, newline, rest = buffer.partition(b"\n")
+    if not newline:
+        if len(head) > 20:
+            raise ValueError("not a message")
+        return None
+    size = int(head)
+    if len(rest) < size:
+        return None
+    return json.loads(rest[:size]), rest[size:]
+
+
+def _text(value: object) -> str:
+    try:
+        return str(value)
+    except BaseException:
+        return "<unprintable>"
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next  # this module's frames: the traceback reads as the cell's own
+    try:
+        lines = traceback.format_exception(type(exc), exc, tb)
+    except BaseException:
+        lines = []
+    return {"ename": type(exc).__name__, "evalue": _text(exc), "traceback": [_text(line) for line in lines]}
+
+
+def _kernel(requests: int, answers: socket.socket) -> NoReturn:
+    """Run the cells the supervisor sends, one at a time, and answer each; end when it hangs up."""
+    out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), "utf-8", "backslashreplace")
+    err = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), "utf-8", "backslashreplace")
+    sys.stdout = sys.__stdout__ = out  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = err  # type: ignore[misc]
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+
+    cell_timeout = 0.0
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise CellTimeout(f"the cell ran longer than its cell_timeout ({cell_timeout:g} s)")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    buffer = b""
+    while True:
+        try:
+            taken = _take(buffer)
+            while taken is None:
+                part = os.read(requests, _CHUNK)
+                if not part:
+                    os._exit(0)  # every cell ran
+                buffer += part
+                taken = _take(buffer)
+            request, buffer = taken
+            cell_timeout = float(request["cell_timeout"])
+            display: list[dict[str, str]] = []
+            error: list[dict[str, Any]] = []
+            try:
+                if cell_timeout > 0:
+                    signal.setitimer(signal.ITIMER_REAL, cell_timeout)
+                value = run_cell(request["source"], main.__dict__, f"<cell {request['n'] + 1}>")
+                if value is not None:
+                    display.append({"text/plain": repr(value)})
+            except BaseException as exc:  # a cell's error is its result, as in a notebook
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                error.append(_error(exc))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.stdout, sys.stderr = out, err
+            for stream in (out, err):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            answers.sendall(_message({**request, "source": None, "display": display, "error": error}))
+        except BaseException:
+            os._exit(1)  # the supervisor sees the kernel end
+
+
+# --- the supervisor -----------------------------------------------------------------------------------
+
+
+def _frame(kind: bytes, cell: int, data: bytes) -> None:
+    _write_all(1, b"%s %d %d\n" % (kind, cell, len(data)) + data)
+
+
+def _answer(answer: Any, n: int, nonce: str) -> dict[str, Any] | None:
+    """The kernel's answer for cell ``n``, as plain representable data; None when it is not one."""
+    if not isinstance(answer, dict) or answer.get("n") != n or answer.get("nonce") != nonce:
+        return None
+    display, error = answer.get("display"), answer.get("error")
+    if not isinstance(display, list) or not isinstance(error, list):
+        return None
+    for d in display:
+        if not isinstance(d, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in d.items()):
+            return None
+    fields = ("ename", "evalue", "traceback")
+    for e in error:
+        if not isinstance(e, dict) or set(e) != set(fields) or not isinstance(e["ename"], str):
+            return None
+        if not isinstance(e["evalue"], str) or not isinstance(e["traceback"], list):
+            return None
+        if not all(isinstance(line, str) for line in e["traceback"]):
+            return None
+    return {
+        "display": [{representable(k): representable(v) for k, v in d.items()} for d in display],
+        "error": [{"ename": representable(e["ename"]), "evalue": representable(e["evalue"]),
+                   "traceback": [representable(line) for line in e["traceback"]]} for e in error],
+    }  # fmt: skip
+
+
+class _Relay:
+    """The kernel's stdout and stderr, passed on as frames of the cell that runs, up to ``cap`` bytes."""
+
+    def __init__(self, fds: dict[int, bytes], cap: int) -> None:
+        self.fds = dict(fds)
+        self.left = cap
+        self.cut = False
+        for fd in fds:
+            os.set_blocking(fd, False)
+
+    def read(self, fd: int, cell: int) -> bool:
+        """Pass on what ``fd`` holds now; False when it held nothing (or every writer closed it)."""
+        try:
+            data = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            return False
+        if not data:
+            del self.fds[fd]
+            return False
+        kept = data[: max(self.left, 0)]
+        self.left -= len(data)
+        if kept:
+            _frame(self.fds[fd], cell, kept)
+        if len(kept) < len(data) and not self.cut:
+            self.cut = True
+            _frame(CUT, cell, b"")
+        return True
+
+    def drain(self, cell: int) -> None:
+        """What the kernel wrote before it answered is in the pipes by now: pass all of it on."""
+        for fd in list(self.fds):
+            while fd in self.fds and self.read(fd, cell):
+                pass
+
+
+def _receive(answers: socket.socket) -> tuple[bytes, int]:
+    """What the next writer sent on ``answers``, and its pid, which the kernel vouches for (``SO_PASSCRED``):
+    a stream socket never joins the bytes of two senders in one read, so a process the kernel forked (or any
+    other that holds the socket) cannot pass its bytes off as the kernel's."""
+    data, ancillary, _, _ = answers.recvmsg(_CHUNK, socket.CMSG_SPACE(_UCRED.size))
+    pid = 0
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= _UCRED.size:
+            pid = _UCRED.unpack_from(payload)[0]
+    return data, pid
+
+
+def _ended(cell: int, pid: int, exited: int, why: str = "") -> int | None:
+    """Record that the kernel stopped answering at ``cell``; the signal that killed it, if one did."""
+    sig = None
+    if exited >= 0:  # its channel closes a moment before it can be waited for
+        select.select([exited], [], [], 0.5)
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        done, status = 0, 0
+    if why:
+        pass
+    elif done == 0:
+        why = "the kernel closed its channel (it ran another program, or gave the channel away)"
+    elif os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        why = f"the kernel was killed by signal {sig}"
+    else:
+        why = f"the kernel exited with status {os.WEXITSTATUS(status)}"
+    _frame(DEAD, cell, why.encode())
+    return sig
+
+
+def _supervise(job: dict[str, Any], pid: int, requests: int, answers: socket.socket, relay: _Relay) -> int | None:
+    """Send every cell and record it; a kernel that ends, or answers out of turn, ends the record (and the
+    signal that killed the kernel, if one did, is returned)."""
+    exited = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else -1
+    poller = select.poll()
+    for fd in (*relay.fds, answers.fileno(), exited):
+        if fd >= 0:
+            poller.register(fd, select.POLLIN)
+    buffer = b""
+    cells = [str(c) for c in job["cells"]]
+    cell_timeout = max(float(job.get("cell_timeout") or 0), 0.0)
+    for n, source in enumerate(cells):
+        if buffer or select.select([answers], [], [], 0)[0]:
+            late = buffer or _receive(answers)[0]
+            return _ended(n, pid, exited, "the kernel answered a cell it was not given" if late else "")
+        try:
+            # The nonce: an answer written ahead (by an earlier cell) cannot be this cell's.
+            nonce = os.urandom(16).hex()
+            _write_all(requests, _message({"n": n, "nonce": nonce, "source": source, "cell_timeout": cell_timeout}))
+        except OSError:
+            return _ended(n, pid, exited)
+        answer: Any = None
+        while answer is None:
+            events = dict(poller.poll())
+            for fd in list(relay.fds):
+                if fd in events:
+                    relay.read(fd, n)
+                    if fd not in relay.fds:
+                        poller.unregister(fd)
+            if answers.fileno() in events:
+                part, sender = _receive(answers)
+                if part and sender != pid:
+                    return _ended(n, pid, exited, "an answer came from another process than the kernel")
+                buffer += part
+                try:
+                    taken = _take(buffer)
+                except ValueError:
+                    return _ended(n, pid, exited, "the kernel's answer is not one")
+                if taken is not None:
+                    answer, buffer = taken
+                elif not part:
+                    return _ended(n, pid, exited)
+            elif exited in events:
+                return _ended(n, pid, exited)
+        relay.drain(n)
+        checked = _answer(answer, n, nonce)
+        if checked is None or buffer:
+            return _ended(n, pid, exited, "the kernel's answer is not one")
+        _frame(CELL, n, json.dumps(checked).encode())
+    relay.drain(len(cells))
+    _frame(END, len(cells), b"")
+    return None
+
+
+def _read_all(fd: int) -> bytes:
+    parts = []
+    while part := os.read(fd, 1 << 20):
+        parts.append(part)
+    return b"".join(parts)
+
+
+def main() -> NoReturn:
+    """The run's process: the supervisor. The job, on stdin: ``{"cells", "cell_timeout", "output_bytes"}``."""
+    linux.set_dumpable(False)  # its children too, from the fork on: the kernel's processes cannot read either
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    requests_r, requests_w = os.pipe()
+    answers, answers_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    answers.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The kernel first: it never holds the job, only each cell once it is sent.
+    pid = os.fork()
+    if pid == 0:
+        for fd in (out_r, err_r, requests_w):
+            os.close(fd)
+        answers.close()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the job's way in
+        os.dup2(out_w, 1)  # the run's stdout is the supervisor's alone
+        os.dup2(err_w, 2)
+        for fd in (null, out_w, err_w):
+            os.close(fd)
+        _kernel(requests_r, answers_w)
+    for fd in (out_w, err_w, requests_r):
+        os.close(fd)
+    answers_w.close()
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    job = json.loads(_read_all(0))
+    relay = _Relay({out_r: OUT, err_r: ERR}, int(job.get("output_bytes") or 1 << 20))
+    sig = _supervise(job, pid, requests_w, answers, relay)
+    if sig is not None:  # the run ends as its kernel did, so that a CPU limit or a kill reads as one
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(0)

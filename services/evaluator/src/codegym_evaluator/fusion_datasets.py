@@ -108,13 +108,16 @@ async def _tasks(dataset: str, config: TestConfig, one: bool) -> list[Task]:
 def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
     """A provided row: a codegym task (it has ``kind`` and ``tests``), else a row of the named dataset."""
     try:
-        if "kind" in row and "tests" in row:
-            return Task(**row)
-        task = DATASETS[name].adapter.to_task(row, i)
+        task = Task(**row) if "kind" in row and "tests" in row else DATASETS[name].adapter.to_task(row, i)
     except (TypeError, ValueError, KeyError) as exc:
         raise HTTPException(400, f"config.provided_data row {i} is not a {name} row: {exc}") from None
     if task is None:
         raise HTTPException(400, f"config.provided_data row {i} has no usable tests")
+    try:  # what /submit will do with it: tests that make no valid sandbox request are the row's fault
+        build_program(task, extract_code("", task).code)
+        evaluate_body(task, [""], timeout_s=10.0)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise HTTPException(400, f"config.provided_data row {i} is not a valid task: {exc}") from None
     return task
 
 

@@ -1,0 +1,54 @@
+"""SandboxFusion's dataset routes: a request whose ``provided_data`` cannot be judged is a 400 that says why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from codegym_evaluator.fusion_datasets import make_router
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+
+def _unreachable() -> httpx.AsyncClient:
+    raise AssertionError("a request with invalid tests must never reach the sandbox")
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    app = FastAPI()
+    app.include_router(make_router(_unreachable))
+    return TestClient(app, raise_server_exceptions=False)
+
+
+TASK = {"task_id": "t", "prompt": "add", "kind": "stdio", "tests": [{"stdin": "1\n", "expected_stdout": "1\n"}]}
+CALLS = [{"call": [1], "expected": 1}]
+INVALID: dict[str, dict[str, Any]] = {
+    "a test that is not an object": {**TASK, "tests": ["print(1)"]},
+    "a test of no kind": {**TASK, "tests": [{"stdin": "1\n"}]},
+    "a test of two kinds": {**TASK, "tests": [{"stdin": "1\n", "expected_stdout": "1\n", "assert_code": "x"}]},
+    "a test with unknown fields": {**TASK, "tests": [{"expected_stdout": "1\n", "bogus": 1}]},
+    "call tests without an entry point name": {**TASK, "kind": "call", "entry_point": "not a name", "tests": CALLS},
+    "assert tests that are not text": {**TASK, "kind": "assert", "entry_point": "f", "tests": [{"assert_code": 5}]},
+    "starter code that is not text": {**TASK, "starter_code": ["x"]},
+    "a language that is not text": {**TASK, "language": 3},
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+@pytest.mark.parametrize("route", ["/submit", "/get_prompt_by_id"])
+def test_invalid_provided_tests_are_a_400_naming_the_row(client: TestClient, case: str, route: str) -> None:
+    body = {"dataset": "mbpp", "id": "t", "completion": "```python\nprint(1)\n```",
+            "config": {"provided_data": INVALID[case]}}  # fmt: skip
+    r = client.post(route, json=body)
+    assert r.status_code == 400, (case, r.status_code, r.text)
+    assert "provided_data row 0" in r.json()["detail"], r.text
+
+
+def test_a_list_of_rows_with_one_invalid_names_it(client: TestClient) -> None:
+    rows = [TASK, {**TASK, "task_id": "u", "tests": [{"stdin": "1\n"}]}]
+    r = client.post("/get_prompts", json={"dataset": "mbpp", "config": {"provided_data": rows}})
+    assert r.status_code == 400 and "provided_data row 1" in r.json()["detail"], r.text
+    r = client.post("/get_prompts", json={"dataset": "mbpp", "config": {"provided_data": [TASK]}})
+    assert r.status_code == 200 and [p["id"] for p in r.json()] == ["t"], r.text

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from codegym_evaluator.trl_reward import AsyncCodeReward, CodeReward, row_tests
+from codegym_evaluator.trl_reward import AsyncCodeReward, CodeReward, UnverifiedServerWarning, row_tests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -84,3 +86,64 @@ def test_a_server_that_does_not_answer_masks_the_rewards() -> None:
 def test_a_row_without_tests_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="has no tests: give it a verification_info"):
         row_tests({"prompt": ["x"]}, 0)
+
+
+def passing_on(url: str, paths: frozenset[str] | None, seen: list[str]) -> httpx.MockTransport:
+    """A transport to the server at ``url`` that records each path asked for; with ``paths``, only those
+    reach it and the rest are 404, as on a SandboxFusion server that is not codegym (its ``/run_code`` runs a
+    program as upstream's does: one process, its exit status and output)."""
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if paths is not None and request.url.path not in paths:
+            return httpx.Response(404, json={"detail": "Not Found"})
+        async with httpx.AsyncClient(base_url=url) as client:
+            r = await client.request(request.method, request.url.path, content=request.content,
+                                     headers={"content-type": "application/json"})  # fmt: skip
+        return httpx.Response(r.status_code, content=r.content, headers={"content-type": r.headers["content-type"]})
+
+    return httpx.MockTransport(handle)
+
+
+PLAIN = frozenset({"/run_code", "/v1/ping"})
+SPACES = "```python\na, b = map(int, input().split())\nprint(a + b, ' ')\n```"  # "3  ": not what was expected
+EXIT = "```python\nimport sys\ndef square(x):\n    return 0\nsys.exit(0)\n```"
+
+
+def test_api_fusion_on_codegym_is_judged_by_its_checker_and_found_once(url: str) -> None:
+    seen: list[str] = []
+    reward = CodeReward("http://codegym", api="fusion", transport=passing_on(url, None, seen))
+    completions = [RIGHT, SPACES, WRONG]
+    assert reward(completions=completions, **open_r1_columns(3)) == [1.0, 0.0, 0.0]
+    assert reward(completions=[EXIT], test_list=[["assert square(2) == 4"]]) == [0.0]
+    assert seen == ["/v1/languages", "/v1/evaluate", "/v1/evaluate"]  # no warning either: pytest makes them errors
+
+
+def test_a_plain_fusion_server_judges_as_codegym_does_and_warns_once(url: str) -> None:
+    seen: list[str] = []
+    reward = CodeReward("http://fusion", api="fusion", transport=passing_on(url, PLAIN, seen))
+    native = CodeReward(url)
+    completions = [RIGHT, HALF, SPACES, WRONG, CRASH]
+    with pytest.warns(UnverifiedServerWarning, match="http://fusion is not a codegym sandbox") as warned:
+        got = reward(completions=completions, **open_r1_columns(5))
+        square = "```python\ndef square(x):\n    return x * x\n```"
+        asserts = reward(completions=[square, EXIT], test_list=[["assert square(2) == 4"]] * 2)
+    assert len(warned) == 1 and seen.count("/v1/languages") == 1
+    assert got == native(completions=completions, **open_r1_columns(5)) == [1.0, 0.5, 0.0, 0.0, 0.0]
+    assert asserts == [1.0, 0.0]  # the exit before the asserts never printed the run's nonce
+
+
+def test_each_assert_run_gets_its_own_nonce() -> None:
+    reward = CodeReward(api="fusion")
+    test = {"assert_code": "assert True"}
+    row = row_tests({"test_list": [["assert True"]]}, 0)
+    first, second = (reward._fusion_program("pass", test, row, secrets.token_hex(16))[0] for _ in range(2))
+    assert first != second
+    nonce = secrets.token_hex(16)
+    ok = {"status": "Success", "run_result": {"status": "Finished", "stdout": f"x\n{nonce}\n"}}
+    assert reward._fusion_passed(ok, test, nonce) is True
+    for stdout in (f"{nonce}\n", f"\n{nonce}\nafter\n", f"\n{nonce[:-1]}\n", "\n\n"):
+        assert (
+            reward._fusion_passed({**ok, "run_result": {"status": "Finished", "stdout": stdout}}, test, nonce) is False
+        )
+    assert reward._fusion_passed(ok, test, "") is False  # never without a nonce

@@ -3,7 +3,8 @@
     from codegym_evaluator.trl_reward import CodeReward
     trainer = GRPOTrainer(model=..., reward_funcs=[CodeReward("http://127.0.0.1:8080")], train_dataset=...)
 
-Nothing here imports the trainer (torch, transformers, trl): only httpx and the evaluator's code extraction.
+Nothing here imports the trainer (torch, transformers, trl): only httpx, the evaluator's code extraction and the
+sandbox's output comparison.
 :class:`CodeReward` is a plain function object, :class:`AsyncCodeReward` its ``async`` form (TRL awaits
 coroutine reward functions on its own loop). Both take TRL's arguments, ``(prompts, completions, **columns)``,
 and give one float per completion: the fraction of its tests passed (``partial=True``, the default) or 1.0
@@ -22,23 +23,44 @@ The tests of each row come from the first of these columns it has (the formats t
 
 The language is the row's ``language`` column (or ``verification_info``'s), else ``language=``. The reward
 talks to codegym's native API (``api="native"``: all completions of a row, a GRPO group, in one
-``/v1/evaluate`` request) or to any SandboxFusion server (``api="fusion"``: one ``/run_code`` per
-completion and test, ``concurrency`` at a time).
+``/v1/evaluate`` request) or to any SandboxFusion server (``api="fusion"``).
+
+With ``api="fusion"`` the reward first asks the server, once, whether it is codegym (its ``/v1/languages``).
+A codegym server is judged through its native ``/v1/evaluate`` all the same: its checker runs assert tests
+apart from the program, so that no exit, hook or patched builtin of the program's earns a pass, and its
+verdicts are taken as they are, never derived again here. Any other SandboxFusion server only runs a program:
+the reward sends one ``/run_code`` per completion and test (``concurrency`` at a time), compares stdin/stdout
+and call tests here as codegym's judge does (``codegym_sandbox.compare``), and for assert tests appends,
+after the asserts, a line that prints a fresh random nonce, counting a pass only when the run succeeded
+and its output ends with that line. That is the most such a server allows, and it is not a guarantee: the
+program and the tests run in one interpreter, in one file, so a program that reads its own source
+(``__file__``, its frames' code) finds the nonce, prints it and exits before the asserts. The nonce stops
+the exits that do not look for it (``sys.exit(0)``, ``os._exit(0)``, an ``atexit`` hook, a thread); a
+reward that must hold against a program trying to cheat needs codegym. The reward warns
+(:class:`UnverifiedServerWarning`) once when it finds such a server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
+from codegym_sandbox.compare import outputs_match, values_match
 
 from .extract import extract_code
 
 Api = Literal["native", "fusion"]
+Server = Literal["codegym", "fusion"]
+
+
+class UnverifiedServerWarning(UserWarning):
+    """The reward judges on a SandboxFusion server that is not codegym, where a program can forge a pass."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +165,7 @@ class _Base:
         partial: bool = True,
         token: str | None = None,
         concurrency: int = 32,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if api not in ("native", "fusion"):
             raise ValueError(f"api must be 'native' or 'fusion', not {api!r}")
@@ -153,6 +176,28 @@ class _Base:
         self.partial = partial
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.concurrency = concurrency
+        self.transport = transport
+        self._server: Server | None = "codegym" if api == "native" else None  # found on first use
+
+    async def _server_kind(self, http: httpx.AsyncClient) -> Server | None:
+        """Whether the server is codegym (judge natively) or another SandboxFusion server, found once; None
+        while it cannot be told (the server did not answer): that call judges as on any SandboxFusion server."""
+        if self._server is None:
+            try:
+                r = await http.get("/v1/languages")
+            except httpx.HTTPError:
+                return None
+            if r.status_code == 200 and _lists_languages(r):
+                self._server = "codegym"
+            elif r.status_code in (200, 404, 405):  # a server that has no such route, or another one there
+                self._server = "fusion"
+                warnings.warn(
+                    f"{self.url} is not a codegym sandbox: assert tests there pass when the run prints a nonce "
+                    "after them, which a program that reads its own source can forge (see CodeReward)",
+                    UnverifiedServerWarning,
+                    stacklevel=2,
+                )
+        return self._server
 
     def _groups(self, completions: Sequence[Any], columns: Mapping[str, Any]) -> dict[str, tuple[RowTests, list[int]]]:
         """Completions that share their tests (a GRPO group shares its prompt's row), in one group each."""
@@ -169,17 +214,20 @@ class _Base:
             body["function"] = row.function
         return body
 
-    def _fusion_program(self, code: str, test: Mapping[str, Any], row: RowTests) -> tuple[str, str | None]:
-        """A test as one ``/run_code`` program and its stdin."""
+    def _fusion_program(
+        self, code: str, test: Mapping[str, Any], row: RowTests, nonce: str = ""
+    ) -> tuple[str, str | None]:
+        """A test as one ``/run_code`` program and its stdin; an assert test prints ``nonce`` after its asserts."""
         if "assert_code" in test:
-            return f"{code}\n\n{test['assert_code']}\n", None
+            return f"{code}\n\n{test['assert_code']}\n\nprint('\\n' + {nonce!r}, flush=True)\n", None
         if "call" in test:
             call = f"{row.function}(*{test['call']!r})"  # JSON values as Python literals
             return f"{code}\n\nimport json as _json\nprint(_json.dumps({call}))\n", None
         return code, test["stdin"]
 
-    def _fusion_passed(self, answer: Mapping[str, Any], test: Mapping[str, Any]) -> bool | None:
-        """Whether a ``/run_code`` answer passes ``test``; None for a sandbox error."""
+    def _fusion_passed(self, answer: Mapping[str, Any], test: Mapping[str, Any], nonce: str = "") -> bool | None:
+        """Whether a ``/run_code`` answer passes ``test`` (an assert test: the run printed ``nonce`` last, so
+        it got past the asserts); None for a sandbox error. Outputs compare as codegym's judge compares them."""
         if answer.get("status") == "SandboxError":
             return None
         run = answer.get("run_result") or {}
@@ -187,18 +235,23 @@ class _Base:
             return False
         stdout = str(run.get("stdout") or "")
         if "assert_code" in test:
-            return True
+            return len(nonce) >= 32 and stdout.endswith(f"\n{nonce}\n")
         if "call" in test:
             try:
-                return bool(json.loads(stdout) == test["expected"])
+                return values_match(json.loads(stdout), test["expected"])
             except json.JSONDecodeError:
                 return False
-        return _same_lines(stdout, test["expected_stdout"])
+        return outputs_match(stdout, str(test["expected_stdout"]))
 
 
-def _same_lines(got: str, want: str) -> bool:
-    """Output equal to the expected one but for trailing whitespace on each line and at the end."""
-    return [line.rstrip() for line in got.rstrip().split("\n")] == [line.rstrip() for line in want.rstrip().split("\n")]
+def _lists_languages(response: httpx.Response) -> bool:
+    """Whether a ``/v1/languages`` answer is codegym's: a list of languages, each with these fields."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    fields = {"name", "aliases", "available", "compiled", "detail"}
+    return isinstance(body, list) and bool(body) and all(isinstance(x, dict) and fields <= x.keys() for x in body)
 
 
 def _codes(completions: Sequence[Any]) -> list[str]:
@@ -210,7 +263,12 @@ def _codes(completions: Sequence[Any]) -> list[str]:
 
 
 class CodeReward(_Base):
-    """TRL reward function: ``reward(prompts, completions, **columns) -> list[float | None]``."""
+    """TRL reward function: ``reward(prompts, completions, **columns) -> list[float | None]``.
+
+    ``api="fusion"`` on a server that is not codegym cannot keep a program that reads its own source from
+    forging an assert test's pass (see the module's docstring); ``transport`` lets tests reach a server
+    in-process.
+    """
 
     def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any) -> list[float | None]:
         return asyncio.run(AsyncCodeReward._score_all(self, completions, columns))
@@ -230,7 +288,9 @@ class AsyncCodeReward(_Base):
         rewards: list[float | None] = [None] * len(codes)
         limit = asyncio.Semaphore(reward.concurrency)
         timeout = httpx.Timeout(reward.timeout_s * 4 + 60)
-        async with httpx.AsyncClient(base_url=reward.url, headers=reward.headers, timeout=timeout) as http:
+        async with httpx.AsyncClient(
+            base_url=reward.url, headers=reward.headers, timeout=timeout, transport=reward.transport
+        ) as http:
 
             async def native(row: RowTests, members: list[int]) -> None:
                 async with limit:
@@ -246,7 +306,8 @@ class AsyncCodeReward(_Base):
                     rewards[i] = _score(result["passed"], result["total"], reward.partial)
 
             async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
-                program, stdin = reward._fusion_program(codes[i], test, row)
+                nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
+                program, stdin = reward._fusion_program(codes[i], test, row, nonce)
                 body = {"code": program, "language": row.language, "stdin": stdin, "run_timeout": reward.timeout_s,
                         "compile_timeout": reward.timeout_s}  # fmt: skip
                 async with limit:
@@ -255,7 +316,7 @@ class AsyncCodeReward(_Base):
                         r.raise_for_status()
                     except httpx.HTTPError:
                         return None
-                return reward._fusion_passed(r.json(), test)
+                return reward._fusion_passed(r.json(), test, nonce)
 
             async def fusion(row: RowTests, members: list[int]) -> None:
                 for i in members:
@@ -263,6 +324,6 @@ class AsyncCodeReward(_Base):
                     if all(o is not None for o in outcomes):
                         rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
 
-            run = native if reward.api == "native" else fusion
+            run = native if await reward._server_kind(http) == "codegym" else fusion
             await asyncio.gather(*(run(row, members) for row, members in reward._groups(codes, columns).values()))
         return rewards

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer, evaluate_body
 from codegym_evaluator.tasks import Task, load_tasks
+from codegym_evaluator.tasks.mbpp import MBPPAdapter
 from codegym_evaluator.tasks.prompt_helpers import with_prompt_helpers
 
 HUB = Path(__file__).parent.parent / "fixtures" / "hub"
@@ -110,3 +111,18 @@ async def test_leetcode_lists_are_built_for_the_program_and_compared_by_the_test
     assert "AC" not in got[2:], dict(zip(forged, got[2:], strict=True))
     # The right answer with its own copies of the helpers (the program's ListNode is what it gets) passes.
     assert await verdicts(sandbox, reverse, [reverse.starter_code + canonical]) == ["AC"]
+
+
+@pytest.mark.anyio
+async def test_mbpp_setup_code_is_the_tests_own(sandbox: httpx.ASGITransport) -> None:
+    # MBPP's test_setup_code and test_imports go with each assert already: the program cannot rebind them.
+    sample = {
+        "task_id": 1, "text": "Square and add one.", "code": "def f(x):\n    return x * x + 1\n",
+        "test_list": ["assert f(2) == expected(2)", "assert f(3) == math.floor(10.5)"],
+        "test_setup_code": "def expected(x):\n    return x * x + 1\n", "test_imports": ["import math"],
+    }  # fmt: skip
+    task = MBPPAdapter().to_task(sample, 0)
+    assert task is not None
+    wrong = "def f(x):\n    return 0\n"
+    forged = wrong + "def expected(x):\n    return 0\nclass _M:\n    floor = staticmethod(lambda x: 0)\nmath = _M()\n"
+    assert await verdicts(sandbox, task, [str(sample["code"]), wrong, forged]) == ["AC", "WA", "WA"]

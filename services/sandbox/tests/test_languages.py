@@ -98,3 +98,23 @@ def test_no_distribution_interpreter_without_its_whole_standard_library(tmp_path
     assert languages.system_python(str(tmp_path)) is None
     assert languages.base_python(str(tmp_path)) == server_base
     assert asked.read_text().split() == ["-I", "-S", "-c", *languages.WHOLE_STDLIB.split()]
+
+
+@pytest.mark.parametrize(
+    ("language", "collected", "why"),
+    [
+        ("rust", {"main": (b"\x7fELF", 0o755)}, None),
+        ("c", {"main": (b"\x7fELF", 0o700)}, None),
+        ("rust", {"main": (b"!<arch>\n", 0o644)}, "not executable"),  # #![crate_type = "lib"]
+        ("go", {}, "wrote no 'main'"),
+        ("cpp", {"main.o": (b"\x7fELF", 0o755)}, "wrote no 'main'"),
+        # A tool runs these artifacts, and says itself what is wrong with them.
+        ("java", {}, None),
+        ("csharp", {"main.exe": (b"MZ", 0o644)}, None),
+    ],
+)
+def test_unrunnable_says_why_a_compile_left_nothing_to_execute(
+    language: str, collected: dict[str, tuple[bytes, int]], why: str | None
+) -> None:
+    found = languages.unrunnable(languages.LANGUAGES[language], collected)
+    assert found is None if why is None else why in (found or ""), found

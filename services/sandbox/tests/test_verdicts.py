@@ -1,10 +1,14 @@
-"""Mapping a failed run to "out of memory" or not."""
+"""The verdict of a finished run: out of memory or not, and whose fault a run that could not start is."""
 
 from __future__ import annotations
 
 import signal
+from typing import Any
 
-from codegym_sandbox.verdicts import memory_exceeded
+import pytest
+from codegym_sandbox.agent.protocol import EXEC_FAILED
+from codegym_sandbox.backends.base import RunOutcome
+from codegym_sandbox.verdicts import Verdict, memory_exceeded, run_verdict
 
 
 def test_oom_markers_in_stderr() -> None:
@@ -24,3 +28,49 @@ def test_sigkill_near_the_limit_is_oom() -> None:
 
 def test_ordinary_errors_are_not_oom() -> None:
     assert not memory_exceeded(b"ValueError: boom", 1, None, 1000, 256)
+
+
+def _outcome(**fields: Any) -> RunOutcome:
+    base: dict[str, Any] = dict(exit_code=0, signal=None, wall_s=0.1, cpu_s=0.1, max_rss_kb=1000, timed_out=False,
+                                output_exceeded=False, stdout=b"", stderr=b"")  # fmt: skip
+    return RunOutcome(**{**base, **fields})
+
+
+_EXEC = f"{EXEC_FAILED}PermissionError: [Errno 13] Permission denied: '/tmp/box/main'"
+
+
+@pytest.mark.parametrize(
+    ("launch_error", "own_file", "verdict"),
+    [
+        # The kernel would not execute the program's own file (a library, a broken executable): its failure.
+        (_EXEC, True, Verdict.RE),
+        (f"{EXEC_FAILED}OSError: [Errno 8] Exec format error: '/tmp/box/main'", True, Verdict.RE),
+        (f"{EXEC_FAILED}FileNotFoundError: [Errno 2] No such file or directory: '/tmp/box/main'", True, Verdict.RE),
+        # A tool of the sandbox's that would not start (a compiler, an interpreter): the sandbox's failure.
+        (f"{EXEC_FAILED}FileNotFoundError: [Errno 2] No such file or directory: '/usr/bin/node'", False, Verdict.SE),
+        # The box failed before it came to executing anything: the sandbox's failure, whatever was to run.
+        ("OSError: [Errno 9] Bad file descriptor", True, Verdict.SE),
+        ("ValueError: bad limits", False, Verdict.SE),
+    ],
+)
+def test_a_launch_error_is_the_programs_only_when_its_own_file_would_not_execute(
+    launch_error: str, own_file: bool, verdict: Verdict
+) -> None:
+    assert run_verdict(_outcome(exit_code=127, launch_error=launch_error), False, own_file) is verdict
+
+
+@pytest.mark.parametrize(
+    ("fields", "memory", "verdict"),
+    [
+        ({}, False, Verdict.AC),
+        ({"exit_code": 1}, False, Verdict.RE),
+        ({"exit_code": None, "signal": signal.SIGSEGV}, False, Verdict.RE),
+        ({"exit_code": None, "signal": signal.SIGKILL}, True, Verdict.MLE),
+        ({"exit_code": None, "signal": signal.SIGXCPU}, False, Verdict.TLE),
+        ({"exit_code": None, "signal": signal.SIGKILL, "timed_out": True}, False, Verdict.TLE),
+        ({"exit_code": None, "signal": signal.SIGKILL, "timed_out": True, "output_exceeded": True}, False, Verdict.OLE),
+    ],
+)
+def test_a_finished_process_gets_its_verdict(fields: dict[str, Any], memory: bool, verdict: Verdict) -> None:
+    for own_file in (True, False):  # whatever ran, once it ran
+        assert run_verdict(_outcome(**fields), memory, own_file) is verdict

@@ -16,7 +16,7 @@ from .backends.base import Backend, RunOutcome, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key
 from .config import Settings
 from .metrics import Metrics
-from .verdicts import Verdict, memory_exceeded
+from .verdicts import Verdict, memory_exceeded, run_verdict
 
 SCRATCH = "/tmp/box"
 
@@ -217,6 +217,9 @@ class Executor:
         if lang.compile is None:
             return None, sources
         step = await self.step(lang, lang.compile, sources, None, limits, list(lang.artifacts), compile_step=True)
+        if step.verdict is Verdict.AC and (unrunnable := languages.unrunnable(lang, step.collected)):
+            # What the source asked for (Rust's `#![crate_type = "lib"]`) is no program: it did not compile.
+            step = replace(step, verdict=Verdict.CE, stderr=step.stderr + f"\nsandbox: {unrunnable}\n".encode())
         if step.verdict is Verdict.AC:
             # Runs get the artifacts, not the compiler's inputs' side effects.
             return step, {**sources, **step.collected}
@@ -263,7 +266,7 @@ class Executor:
             try:
                 outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo])
                 self.metrics.forked_runs.inc(sum(out.forked for out in outcomes))
-                fresh = [self._run_result(lang, _step_result(out, limits)) for out in outcomes]
+                fresh = [self._run_result(lang, _step_result(out, limits, request.argv)) for out in outcomes]
             except SandboxFault as exc:
                 fresh = [_sandbox_error(str(exc))] * len(todo)
             except asyncio.CancelledError:
@@ -339,7 +342,7 @@ class Executor:
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(request)
-            result = _step_result(outcome, limits)
+            result = _step_result(outcome, limits, request.argv)
         except SandboxFault as exc:
             result = _sandbox_error(str(exc))
         except asyncio.CancelledError:
@@ -364,20 +367,13 @@ def _is_syntax_error(stderr: bytes) -> bool:
     return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
 
 
-def _step_result(out: RunOutcome, limits: RunLimits) -> StepResult:
+def _step_result(out: RunOutcome, limits: RunLimits, argv: list[str]) -> StepResult:
     mem = memory_exceeded(out.stderr, out.exit_code, out.signal, out.max_rss_kb, limits.memory_mb)
-    if out.launch_error:
-        verdict = Verdict.SE
-    elif out.output_exceeded:
-        verdict = Verdict.OLE
-    elif out.timed_out or out.signal == 24:  # SIGXCPU: the CPU-time limit
-        verdict = Verdict.TLE
-    elif mem:
-        verdict = Verdict.MLE
-    elif out.exit_code == 0:
-        verdict = Verdict.AC
-    else:
-        verdict = Verdict.RE
+    verdict = run_verdict(out, mem, own_file=argv[0].startswith(f"{SCRATCH}/"))
+    failed = out.launch_error if verdict is Verdict.SE else None
+    stderr = out.stderr  # a program that could not start says why where its own errors go
+    if out.launch_error and not failed:
+        stderr += f"sandbox: the program could not be started: {out.launch_error}\n".encode()
     return StepResult(
         verdict=verdict,
         exit_code=out.exit_code,
@@ -386,10 +382,10 @@ def _step_result(out: RunOutcome, limits: RunLimits) -> StepResult:
         cpu_s=out.cpu_s,
         max_rss_kb=out.max_rss_kb,
         stdout=out.stdout,
-        stderr=out.stderr,
+        stderr=stderr,
         timed_out=out.timed_out or out.signal == 24,
         output_exceeded=out.output_exceeded,
         memory_exceeded=mem,
-        error=f"the program could not be started: {out.launch_error}" if out.launch_error else None,
+        error=f"the program could not be started: {failed}" if failed else None,
         collected=out.collected,
     )

@@ -287,6 +287,22 @@ def toolchain_env(lang: Language) -> dict[str, str]:
     return env
 
 
+def unrunnable(lang: Language, collected: dict[str, tuple[bytes, int]]) -> str | None:
+    """Why a compile's ``collected`` files (name: contents, mode) hold nothing its runs can execute, or None.
+
+    Only for a language whose runs execute the program's own file (``./main``); elsewhere a tool runs the
+    artifacts (``java``, ``mono``) and says itself what is wrong with them.
+    """
+    if not lang.run[0].startswith("./"):
+        return None
+    name = lang.run[0][2:]
+    if name not in collected:
+        return f"the compiler wrote no {name!r} to run"
+    if not collected[name][1] & 0o111:
+        return f"the compiler made {name!r} a file that is not executable (a library, not a program)"
+    return None
+
+
 def missing_tools(lang: Language) -> list[str]:
     return [tool for tool in lang.tools if resolve_tool(tool) is None]
 

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from . import assert_runner, isolation, linux, pyrun
 from .plain_data import Channel
+from .protocol import EXEC_FAILED
 
 MAX_FDS = 16
 PROGRAM_NICE = 10
@@ -632,7 +633,11 @@ def _prepare(sock: socket.socket, programs: _Programs) -> NoReturn:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             sock.close()
             os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:]))
-        os.execve(cmd["argv"][0], cmd["argv"], cmd["env"])
+        try:
+            os.execve(cmd["argv"][0], cmd["argv"], cmd["env"])
+        except OSError as exc:  # tagged: the server tells a program that cannot start from the box's failure
+            sock.send(f"{EXEC_FAILED}{type(exc).__name__}: {exc}".encode())
+            os._exit(127)
     except BaseException as exc:
         try:
             sock.send(f"{type(exc).__name__}: {exc}".encode())

@@ -34,7 +34,8 @@ def fusion_result(step: StepResult) -> CommandRunResult:
 
 
 def fusion_response(ex: Execution, files: dict[str, str], pod: str | None) -> RunCodeResponse:
-    """SandboxFusion's status derivation: an Error step is SandboxError, TLE or rc != 0 is Failed.
+    """SandboxFusion's status derivation: an Error step is SandboxError, TLE or rc != 0 is Failed (and a compile
+    that made no program, whatever its exit code: see ``languages.unrunnable``).
 
     Output past the cap does not fail a run that ended by itself (upstream returns all of it; here it is
     truncated, and ``output_truncated`` says so); one that wrote on and on was stopped (killed: rc != 0).
@@ -43,7 +44,7 @@ def fusion_response(ex: Execution, files: dict[str, str], pod: str | None) -> Ru
     errors = [r for r in results if r.verdict is Verdict.SE]
     if errors:
         status, message = RunStatus.SandboxError, errors[0].error or text(errors[0].stderr)
-    elif any(r.timed_out or r.return_code not in (0, None) for r in results):
+    elif any(r.timed_out or r.return_code not in (0, None) or r.verdict is Verdict.CE for r in results):
         status, message = RunStatus.Failed, ""
     else:
         status, message = RunStatus.Success, ""

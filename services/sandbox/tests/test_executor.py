@@ -1,0 +1,88 @@
+"""Whose fault a step that cannot start is, on every backend: the program's (CE at its compile, RE at its
+run) when its own file cannot be executed, the sandbox's (SE) when a tool of the sandbox's cannot start.
+
+The languages here are made for the test: their "compiler" is a shell command that leaves in ``main``
+what a toolchain might (a library, a script for a missing interpreter, nothing at all), so that every
+backend can run them whatever toolchains it has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from codegym_sandbox.executor import Execution, Executor
+from codegym_sandbox.languages import Language
+from codegym_sandbox.verdicts import Verdict
+from fastapi.testclient import TestClient
+
+
+def _compiled_by(command: str) -> Language:
+    """A language whose compile runs ``command`` in the scratch directory and whose run executes ``./main``."""
+    return Language("made", "main.txt", ("./main",), ("bash", "-c", command), ("main",))
+
+
+def _execute(client: TestClient, lang: Language) -> Execution:
+    executor: Executor = client.app.state.executor  # type: ignore[attr-defined]
+
+    async def execute() -> Execution:
+        compiled, sources = await executor.build(lang, "", {}, executor.compile_limits(None))
+        if compiled is not None and compiled.verdict is not Verdict.AC:
+            return Execution(compiled, None)
+        return Execution(compiled, await executor.run_built(lang, sources, None, executor.run_limits(None, None)))
+
+    assert client.portal is not None
+    done: Execution = client.portal.call(execute)
+    return done
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "true",  # nothing written
+        "printf '!<arch>\\n' > main",  # a library (Rust's #![crate_type = "lib"]): not executable
+        "printf '\\177ELF' > main && chmod 644 main",
+        "mkdir main",  # not a file
+        "ln -s /bin/true main",  # not the program's own file
+    ],
+    ids=["nothing", "archive", "elf-not-executable", "directory", "symlink"],
+)
+def test_a_compile_that_leaves_nothing_to_execute_is_a_compile_error(client: TestClient, command: str) -> None:
+    ex = _execute(client, _compiled_by(command))
+    assert ex.compile is not None and ex.run is None
+    assert ex.compile.verdict is Verdict.CE and ex.compile.exit_code == 0 and ex.compile.error is None
+    assert b"sandbox: the compiler" in ex.compile.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("printf '!<arch>\\n' > main && chmod +x main", b"Exec format error"),  # ENOEXEC
+        ("printf '\\177ELF\\2\\1\\1' > main && chmod +x main", b"Exec format error"),  # a truncated executable
+        ("printf '#!/nonexistent/interpreter\\n' > main && chmod +x main", b"No such file"),  # ENOENT
+    ],
+    ids=["archive", "truncated-elf", "missing-interpreter"],
+)
+def test_an_executable_the_kernel_will_not_start_is_a_runtime_error(
+    client: TestClient, command: str, why: bytes
+) -> None:
+    ex = _execute(client, _compiled_by(command))
+    assert ex.compile is not None and ex.compile.verdict is Verdict.AC
+    assert ex.run is not None and ex.run.verdict is Verdict.RE and ex.run.error is None, ex.run
+    assert b"the program could not be started" in ex.run.stderr and why in ex.run.stderr, ex.run.stderr
+    assert ex.repeatable  # an answer of the program's own: as cacheable as any
+
+
+@pytest.mark.parametrize(
+    ("lang", "stage"),
+    [
+        (Language("made", "main.txt", ("/nonexistent/interpreter", "main.txt")), "run"),
+        (Language("made", "main.txt", ("./main",), ("/nonexistent/compiler", "main.txt"), ("main",)), "compile"),
+    ],
+    ids=["interpreter", "compiler"],
+)
+def test_a_tool_that_will_not_start_is_a_sandbox_error(client: TestClient, lang: Language, stage: str) -> None:
+    ex = _execute(client, lang)
+    step: Any = ex.run if stage == "run" else ex.compile
+    assert step is not None and step.verdict is Verdict.SE, ex
+    assert "/nonexistent/" in (step.error or "") and not ex.repeatable

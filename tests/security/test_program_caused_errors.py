@@ -1,0 +1,147 @@
+"""What a program's own source or behaviour causes is never a sandbox error, on every backend.
+
+A sandbox error (SE) is masked by every reward (TRL's gets ``None``): a program that could turn its failure
+into one would escape the penalty of a wrong answer. So a program that compiles to nothing the kernel will
+execute (a library: Rust's ``#![crate_type = "lib"]``, Go's ``package notmain``), has no entry point, or
+breaks its interpreter's last steps gets CE or RE, as the same program would on its own. The sandbox's own
+failures stay SE: a language whose toolchain is not installed here says so (and these tests then check
+that answer instead); a tool that cannot start, or a worker killed from outside, is in ``test_faults.py``
+and ``services/sandbox/tests/test_executor.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from codegym_evaluator.trl_reward import CodeReward
+from codegym_sandbox.languages import FUSION_LANGUAGES
+from fastapi.testclient import TestClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from load_bench import ServerProcess  # the real-server helper of the load and fault tests
+
+CE = frozenset({"CE"})
+RE = frozenset({"RE"})
+AC = frozenset({"AC"})
+LIMITS = {"timeout_s": 3, "compile_timeout_s": 8}  # the suite's largest: compilers start slowly on a busy machine
+# Where the toolchain is not installed here to pin the answer down, any of the program's own failures.
+OWN_FAILURE = frozenset({"CE", "RE"})
+
+
+@dataclass(frozen=True)
+class Unrunnable:
+    """A program whose failure is its own, and the verdicts it may get."""
+
+    id: str
+    language: str
+    code: str
+    verdicts: frozenset[str]
+    stderr: str = ""  # when set, what the step that failed says (the compile's or the run's stderr)
+
+
+RUST_MAIN = 'fn main() { println!("42"); }\n'
+PROGRAMS = [
+    # -- compiled to a library, not a program: the compiler succeeds, and its output cannot be executed --------
+    Unrunnable("rust-lib", "rust", f'#![crate_type = "lib"]\npub {RUST_MAIN}', CE, "not executable"),
+    Unrunnable("rust-rlib", "rust", f'#![crate_type = "rlib"]\npub {RUST_MAIN}', CE, "not executable"),
+    Unrunnable("rust-staticlib", "rust", f'#![crate_type = "staticlib"]\npub {RUST_MAIN}', CE),
+    # A shared object is marked executable: the kernel starts it, and it crashes at once.
+    Unrunnable("rust-cdylib", "rust", f'#![crate_type = "cdylib"]\npub {RUST_MAIN}', RE),
+    Unrunnable("rust-dylib", "rust", f'#![crate_type = "dylib"]\npub {RUST_MAIN}', RE),
+    Unrunnable("rust-proc-macro", "rust", f'#![crate_type = "proc-macro"]\npub {RUST_MAIN}', OWN_FAILURE),
+    Unrunnable("go-package-notmain", "go", "package notmain\n\nfunc Main() {}\n", OWN_FAILURE),
+    # -- no entry point ---------------------------------------------------------------------------------------
+    Unrunnable("rust-no-main", "rust", "#![no_main]\nfn helper() {}\n", CE),
+    Unrunnable("c-no-main", "c", "int solve(void) { return 42; }\n", CE),
+    Unrunnable("cpp-no-main", "cpp", "int solve() { return 42; }\n", CE),
+    Unrunnable("c-main-is-data", "c", "const int main = 0xc3;\n", RE),  # not in an executable segment
+    Unrunnable("go-no-main", "go", "package main\n\nfunc solve() {}\n", CE),
+    Unrunnable("java-no-main-method", "java", "public class Main { static int solve() { return 42; } }\n", RE),
+    Unrunnable("java-other-class", "java", "class Solution { public static void main(String[] a) { } }\n", RE, "Main"),
+    Unrunnable("java-public-class-mismatch", "java", "public class Solution { }\n", CE),
+    Unrunnable("csharp-no-main", "csharp", "class Solution { static int Solve() { return 42; } }\n", CE),
+    Unrunnable("kotlin-no-main", "kotlin", "fun solve(): Int = 42\n", OWN_FAILURE),
+    Unrunnable("scala-no-main", "scala", "object Solution { def solve: Int = 42 }\n", OWN_FAILURE),
+    Unrunnable("d-no-main", "D_ut", "int solve() { return 42; }\n", OWN_FAILURE),
+    # -- an interpreter whose last steps the program breaks --------------------------------------------------
+    Unrunnable("python-no-excepthook", "python", "import sys\nsys.excepthook = None\nraise ValueError\n", RE),
+    Unrunnable(
+        "python-excepthook-raises", "python", "import sys\nsys.excepthook = lambda *a: 1 / 0\nraise ValueError\n", RE
+    ),
+    Unrunnable("python-closes-every-fd", "python", "import os\nos.closerange(0, 1 << 10)\nraise ValueError\n", RE),
+    Unrunnable("bash-exec-missing", "bash", "exec /nonexistent/program\n", RE),
+    Unrunnable("bash-exec-itself", "bash", "exec ./main.sh\n", RE),  # not executable: the shell's 126
+]
+
+
+def _missing(client: TestClient, language: str) -> str | None:
+    """The first tool this server lacks for ``language``, or None when it can run it."""
+    entry = {e["name"]: e for e in client.get("/v1/languages").json()}[language]
+    return None if entry["available"] else str(entry["detail"]).removeprefix("missing: ").split(", ")[0]
+
+
+def _failed_step(body: dict[str, Any]) -> dict[str, Any]:
+    compiled = body["compile"]
+    step: dict[str, Any] = compiled if compiled is not None and compiled["verdict"] != "AC" else body["run"]
+    return step
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.id for p in PROGRAMS])
+def test_a_program_that_cannot_run_earns_its_failure(hostile: TestClient, program: Unrunnable) -> None:
+    body = {"language": program.language, "code": program.code, "limits": LIMITS}
+    out = hostile.post("/v1/execute", json=body).json()
+    missing = _missing(hostile, program.language)
+    if missing is not None:
+        # The server's own failure, which names what it lacks: the one SE here.
+        assert out["verdict"] == "SE" and missing in out["run"]["error"], out
+        return
+    assert out["verdict"] in program.verdicts, f"{program.id}: {out}"
+    step = _failed_step(out)
+    assert step["error"] is None, out  # nothing of the sandbox's failed
+    assert program.stderr in step["stderr"], out
+    # The same program as a candidate of /v1/evaluate (a GRPO group's request) and through /run_code.
+    tests = [{"stdin": "", "expected_stdout": "42\n"}] * 2
+    group = {"language": program.language, "programs": [program.code], "tests": tests, "limits": body["limits"]}
+    judged = hostile.post("/v1/evaluate", json=group).json()["results"][0]
+    assert judged["verdict"] in program.verdicts and {t["verdict"] for t in judged["tests"]} <= program.verdicts
+    if program.language in FUSION_LANGUAGES:
+        fusion = hostile.post("/run_code", json={"language": program.language, "code": program.code}).json()
+        assert fusion["status"] == "Failed", fusion  # not SandboxError, nor Success for a compile that made nothing
+
+
+def test_a_right_program_of_the_same_languages_still_passes(hostile: TestClient) -> None:
+    """The checks above judge the program: the same languages' entry points run (where installed here)."""
+    right = {
+        "rust": RUST_MAIN,
+        "c": '#include <stdio.h>\nint main(void) { puts("42"); }\n',
+        "java": 'public class Main { public static void main(String[] a) { System.out.println("42"); } }\n',
+        "python": "print(42)\n",
+    }
+    for language, code in right.items():
+        out = hostile.post("/v1/execute", json={"language": language, "code": code, "limits": LIMITS}).json()
+        if _missing(hostile, language) is None:
+            assert out["verdict"] == "AC" and out["run"]["stdout"] == "42\n", out
+
+
+@pytest.mark.parametrize("api", ["native", "fusion"])
+def test_the_trl_reward_penalises_a_program_that_compiles_to_a_library(api: str) -> None:
+    """TRL's reward scores such a program as the wrong program it is (0.0), never masks it (None), through
+    both APIs of a real server (the local backend)."""
+    server = ServerProcess({"CODEGYM_SANDBOX_BACKEND": "local"}, ["--workers", "1", "--log-level", "warning"])
+    server.start()
+    try:
+        reward = CodeReward(server.url, api=api, timeout_s=8)  # type: ignore[arg-type]
+        programs = [RUST_MAIN, *(f'#![crate_type = "{kind}"]\npub {RUST_MAIN}' for kind in ("lib", "cdylib"))]
+        info = {"language": "rust", "test_cases": [{"input": "", "output": "42\n", "type": "stdin_stdout"}]}
+        got = reward(completions=[f"```rust\n{p}```" for p in programs], verification_info=[info] * len(programs))
+        rust = next(e for e in httpx.get(f"{server.url}/v1/languages").json() if e["name"] == "rust")
+    finally:
+        server.stop()
+    # Without rustc the sandbox cannot judge Rust at all: its failure, masked for every program alike.
+    assert got == ([1.0, 0.0, 0.0] if rust["available"] else [None, None, None])

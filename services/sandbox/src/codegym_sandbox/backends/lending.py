@@ -6,7 +6,8 @@ them than CPUs only share the CPUs, and a run whose wall time stretches past wha
 covers (its processes' wait for a CPU, up to twice its limit: see ``agent/loop.py``) is TLE for it. Which
 kind a waiting run is cannot be known before it runs, so the policy bets a step at a time:
 
-- it lends only while the runs in progress leave at least ``LEND_IDLE_CPUS`` of the CPUs unused;
+- it lends only while the runs in progress leave at least ``LEND_IDLE_CPUS`` of the CPUs unused (on two
+  ticks in a row: a run just handed a worker may wait for the server a moment, and look idle);
 - in one tick, at most enough runs that, should every run not yet measured compute, there are
   ``LEND_PER_CPU`` runs per CPU: each then waits at most three times its CPU time, which the credit covers
   for any run that needs up to two thirds of its limit (and for half of it, with room for other load);
@@ -31,10 +32,10 @@ from typing import Protocol
 LEND_TICK_S = 0.05  # how often the pool measures its runs and decides
 LEND_AFTER_S = 0.05  # how long the oldest run waits before lending begins (a worker may be about to come free)
 LEND_IDLE_CPUS = 0.5  # the unused CPUs lending needs
+LEND_IDLE_TICKS = 2  # on this many ticks in a row
 LEND_PER_CPU = 4  # runs per CPU, counting each run not yet measured as computing, that one tick may add up to
-MEASURE_AFTER_S = 0.01  # a run younger than this counts as computing: its start-up says nothing of it yet
-RESERVE_STEPS = 4  # the reserve covers at most this many ticks of lending: a machine so slow to start a
-# worker that it would need more is only made slower by starting scores of them at once
+MEASURE_AFTER_S = 0.03  # a run younger than this counts as computing: its start-up says nothing of it yet
+RESERVE_STEPS = 8  # the reserve covers at most this many ticks of lending (each parked worker holds a few MiB)
 RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
 
 

@@ -23,7 +23,18 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from .base import RunOutcome, RunRequest, Saturated
-from .lending import LEND_AFTER_S, LEND_TICK_S, RETIRE_AFTER_S, CpuIdle, DemandMeter, keep_open, lend_now, reserve
+from .lending import (
+    LEND_AFTER_S,
+    LEND_IDLE_TICKS,
+    LEND_PER_CPU,
+    LEND_TICK_S,
+    RETIRE_AFTER_S,
+    CpuIdle,
+    DemandMeter,
+    keep_open,
+    lend_now,
+    reserve,
+)
 from .memory import MemoryBudget, default_budget_mb
 from .slots import BREAKER_COOLDOWN_S, Slot
 from .worker import AgentWorker
@@ -64,7 +75,7 @@ class WorkerPool:
         self._parked: dict[int, float] = {}  # lent slot -> since when its worker is parked
         self._grants = 0  # runs this tick lent a worker that is still being started
         self._open = False  # the last tick found the CPUs idle: a lent worker whose run ends takes the next
-        self._measured = False  # the last tick measured the runs (so this one's readings span one tick)
+        self._idle_ticks = 0  # ticks in a row, with runs waiting, that found the CPUs idle
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
         self._meter = DemandMeter()
@@ -187,7 +198,7 @@ class WorkerPool:
             self.memory.release(mb)
             raise
         self._busy.add(worker)
-        if self._measured:  # runs wait and lending measures them: this one from its start
+        if self._waiters:  # runs wait, and lending measures the runs: this one from its start
             self._meter.started(worker)
         healthy = False
         try:
@@ -233,7 +244,7 @@ class WorkerPool:
         self._grants = 0
         if not self._waiters:
             # Nothing to decide: the runs go unmeasured (reading /proc for each costs), lent workers are parked.
-            self._open = self._measured = False
+            self._open, self._idle_ticks = False, 0
             self._park_idle_lent()
         else:
             runs = self._meter.load(self._busy, now)
@@ -243,10 +254,10 @@ class WorkerPool:
             # or a tick that falls in that gap would lend workers to runs that compute.
             load += self._idle.qsize()
             self._open = keep_open(self.cpus, load)
-            # The first tick's readings may span a long unmeasured time (a run that began to compute a moment
-            # ago looks idle in it): lending waits for one over a single tick.
-            measured, self._measured = self._measured, True
-            if measured and now - next(iter(self._waiters.values())) >= LEND_AFTER_S:
+            # Lending needs the CPUs idle on LEND_IDLE_TICKS readings in a row: a run just handed a worker
+            # may wait for the server before its program starts, and look idle for a moment.
+            self._idle_ticks = self._idle_ticks + 1 if self._open else 0
+            if self._idle_ticks >= LEND_IDLE_TICKS and now - next(iter(self._waiters.values())) >= LEND_AFTER_S:
                 room = self.max_workers - len(self._busy) - self._idle.qsize()
                 lend = lend_now(self.cpus, load, len(self._waiters), room)
                 for slot in sorted(self._parked)[:lend]:  # the lowest slots: they alternate between the CPUs
@@ -276,10 +287,12 @@ class WorkerPool:
                 self._idle.put_nowait(w)
 
     def _start_ahead(self) -> None:
-        """Start lent workers for this tick's grants, and enough more to keep the reserve parked."""
+        """Start lent workers for this tick's grants, and more to keep the reserve parked: those a step at a
+        time (starting scores of workers at once would only slow each down, and the runs with them)."""
         free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
-        want = self._grants + reserve(self.cpus, self.start_s, self.max_workers - self.size)
-        for slot in free[: max(want - len(self._parked) - len(self._starting), 0)]:
+        missing = reserve(self.cpus, self.start_s, self.max_workers - self.size) - len(self._parked)
+        ahead = min(missing, LEND_PER_CPU * self.cpus) - len(self._starting)
+        for slot in free[: max(self._grants + ahead, 0)]:
             self._starting.add(slot)
             self._spawn(self._start_lent(slot))
 

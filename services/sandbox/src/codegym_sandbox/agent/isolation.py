@@ -36,6 +36,8 @@ PTYS = 16  # pseudo-terminals a box may have open at once
 _STAGE = "/tmp/.stage"
 _NEXT = {SCRATCH: f"{_STAGE}/box-next", SHM: f"{_STAGE}/shm-next"}
 _GRAVEYARD = f"{_STAGE}/graveyard"  # where the mounts of the tests before wait to be unmounted
+# Where a box mounts file systems of its own: nothing of the host can be shown there (nor under ``/tmp`` itself).
+BOX_MOUNTS = (SCRATCH, _STAGE, SHM, "/dev/pts", "/proc")
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
 # A program runs as this uid inside the user namespace; it maps to an unprivileged host uid.
 PROGRAM_UID = 1000
@@ -106,8 +108,9 @@ def enter_box() -> None:
 
     ``/proc`` shows a program only the processes it could trace (``hidepid``): not the box, nor a session's
     process, whose entries (writable ones among them) would otherwise be there to open. ``/tmp`` is a
-    read-only tmpfs that holds nothing but mount points: the scratch directory, and under :data:`_STAGE`,
-    which no program can enter, the mounts of the next test of a session. Pseudo-terminals come from a
+    read-only tmpfs that holds nothing but mount points: the scratch directory, under :data:`_STAGE`, which
+    no program can enter, the mounts of the next test of a session, and what the worker's root holds under
+    ``/tmp`` (see :func:`runtime.hold_under`). Pseudo-terminals come from a
     devpts instance of this box's own, of bounded size (the host's is neither private nor bounded).
     """
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
@@ -120,7 +123,9 @@ def enter_box() -> None:
             if options is None:
                 raise
     linux.sethostname("sandbox")
+    kept = runtime.hold_under(BOX_ROOT)  # a toolchain or the interpreter under the host's /tmp: shown again
     linux.mount("tmpfs", BOX_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=64k")
+    runtime.show_again(kept)
     os.mkdir(SCRATCH, 0o755)
     os.mkdir(_STAGE, 0o700)
     for path in (*_NEXT.values(), _GRAVEYARD):

@@ -12,7 +12,12 @@ the server's environment, its source checkout, datasets, or any file that holds 
   system's ``python3``) by the runtime packages, the others by empty tmpfs mounts. ``hide`` (the server's
   checkout and virtual environment among them) is never shown: a
   toolchain inside it is left out, and where a bound directory holds it, it is covered. The old root is
-  detached.
+  detached. The new root is put together on a tmpfs over the host's ``/tmp``: every directory it binds is
+  opened before that, so any of them may lie under ``/tmp`` (a checkout cloned there and its runtime
+  packages, a toolchain), and the box, which mounts a ``/tmp`` of its own, shows again what the root holds
+  under it. Only the places where the root or the box mounts file systems of its own (``/tmp`` itself, the
+  scratch directory, ``/dev``, ``/proc``, ``/etc``, ``/sys``) can show nothing of the host: a server whose
+  toolchain lies there refuses to start (``backends/local.py``).
 * Containers: the runtime image is such a root already (``services/sandbox/runtime/Dockerfile``), where the
   agent's own source is readable by root alone (the agent; never a program).
 
@@ -33,6 +38,9 @@ import sys
 from . import linux
 
 NEW_ROOT = "/tmp"  # where the new root is put together (a tmpfs mounted over the host's /tmp), before the switch
+# The box mounts a /tmp of its own over the root's: what the root holds under it (a toolchain or an interpreter
+# installed under the host's /tmp) the box shows again there (see :func:`hold_under`), all but /tmp itself.
+TMP = "/tmp"
 # The base system: bound where a directory, made again where a link (into /usr, where /usr is merged).
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What programs and toolchains read of /etc: the dynamic linker's cache, name service and locale basics, the
@@ -58,8 +66,11 @@ SITE_DIRS = (
     "lib*/python3*/site-packages", "lib*/python3*/dist-packages", "lib/python3/dist-packages",
     "local/lib*/python3*/site-packages", "local/lib*/python3*/dist-packages",
 )  # fmt: skip
-_MADE = (NEW_ROOT, "/etc", "/dev", "/proc", "/sys")  # what the new root makes itself: no bind goes there
+MADE = ("/etc", "/dev", "/proc", "/sys")  # what the new root makes itself: no bind goes there
 _READ_ONLY = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
+# What the root holds at the places of host paths (a directory bound there, or a link with its text): the
+# box shows again those under its own /tmp (see :func:`hold_under`).
+_PLACED: list[tuple[str, str | None]] = []
 
 
 def _within(path: str, top: str) -> bool:
@@ -94,9 +105,9 @@ def _plan(paths: list[str], hide: list[str], always: list[str]) -> tuple[list[st
         hidden = any(_within(target, h) for h in hide) and not any(_within(target, a) for a in always)
         if os.path.isdir(target) and target != "/" and not hidden:
             real.append(target)
-    binds = [b for b in _outermost(real) if not any(_within(b, m) for m in _MADE)]
+    binds = [b for b in _outermost(real) if b != TMP and not any(_within(b, m) for m in MADE)]
     made = [(place, text) for place, text in sorted(links.items()) if not any(_within(place, b) for b in binds)]
-    return binds, [(place, text) for place, text in made if not any(_within(place, m) for m in _MADE)]
+    return binds, [(place, text) for place, text in made if place != TMP and not any(_within(place, m) for m in MADE)]
 
 
 def _site_dirs(binds: list[str]) -> tuple[list[str], list[str]]:
@@ -114,9 +125,19 @@ def _site_dirs(binds: list[str]) -> tuple[list[str], list[str]]:
     return runtime, sorted(found - set(runtime))
 
 
-def _bind(source: str, place: str, recursive: bool = True) -> None:
+def _hold(path: str) -> int:
+    """A descriptor of ``path`` that a bind can start from (:func:`_held`) once a mount covers its place."""
+    return os.open(path, os.O_PATH | os.O_CLOEXEC)
+
+
+def _held(fd: int) -> str:
+    # A mount follows this link to the directory the descriptor was opened on, whatever covers its path now.
+    return f"/proc/self/fd/{fd}"
+
+
+def _bind(source: str, place: str, recursive: bool = True, root: str = NEW_ROOT) -> None:
     """Bind ``source`` (a host path) at ``place`` in the new root, making the mount point on its tmpfs."""
-    target = NEW_ROOT + place
+    target = root + place
     if os.path.isdir(source):
         os.makedirs(target, 0o755, exist_ok=True)
     else:
@@ -172,30 +193,65 @@ def enter_root(keep: list[str], hide: list[str], packages: str | None, program_u
     if packages and not runtime_dirs:
         sys.stderr.write(f"agent: {sys.executable} has no site-packages directory: no runtime packages\n")
 
-    linux.mount("tmpfs", NEW_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=1m")
-    for path in binds:
-        _bind(path, path)
-    for place, text in links:
-        os.makedirs(NEW_ROOT + os.path.dirname(place), 0o755, exist_ok=True)
-        os.symlink(text, NEW_ROOT + place)
-    for path in covered:
-        _cover(path)
-    for path in runtime_dirs + other_dirs:
-        if any(_within(path, c) for c in covered):
-            continue
-        if packages and path in runtime_dirs:
-            linux.mount(packages, NEW_ROOT + path, None, linux.MS_BIND | linux.MS_REC)
-        else:
+    # The tmpfs of the new root covers the host's /tmp, where the runtime packages, a toolchain or the
+    # interpreter may lie (in a checkout cloned there): each is opened first, and bound through its descriptor.
+    held = {path: _hold(path) for path in [*binds, *([packages] if packages else [])]}
+    try:
+        linux.mount("tmpfs", NEW_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=1m")
+        for path in binds:
+            _bind(_held(held[path]), path)
+        for place, text in links:
+            _link(text, place)
+        for path in covered:
             _cover(path)
+        for path in runtime_dirs + other_dirs:
+            if any(_within(path, c) for c in covered):
+                continue
+            if packages and path in runtime_dirs:
+                linux.mount(_held(held[packages]), NEW_ROOT + path, None, linux.MS_BIND | linux.MS_REC)
+            else:
+                _cover(path)
+    finally:
+        for fd in held.values():
+            os.close(fd)
+    _PLACED[:] = [*((path, None) for path in binds), *links]
     _etc(program_uid)
     _dev()
     for path in SYS:
         if os.path.isdir(path):
             _bind(path, path, recursive=False)
     _bind("/proc", "/proc")  # the box mounts its own over it: a new one needs a whole one in the namespace
-    os.mkdir(f"{NEW_ROOT}/tmp", 0o755)  # the box mounts its own tmpfs there
+    os.makedirs(f"{NEW_ROOT}{TMP}", 0o755, exist_ok=True)  # the box mounts its own tmpfs there
     _switch(NEW_ROOT)
     _remount_read_only()
+
+
+def _link(text: str, place: str, root: str = NEW_ROOT) -> None:
+    os.makedirs(root + os.path.dirname(place), 0o755, exist_ok=True)
+    os.symlink(text, root + place)
+
+
+def hold_under(top: str) -> list[tuple[str, int | str]]:
+    """What the root holds under ``top`` (not ``top`` itself), before a mount covers it: the place of each
+    bind with a descriptor of it, the place of each link with its text, for :func:`show_again`. The box calls
+    it, as its own /tmp covers the root's."""
+    return [
+        (place, _hold(place) if text is None else text)
+        for place, text in _PLACED
+        if _within(place, top) and place != top
+    ]
+
+
+def show_again(held: list[tuple[str, int | str]]) -> None:
+    """Put what :func:`hold_under` held back in its place, on the mount that covers it now (still writable)."""
+    for place, what in held:
+        if isinstance(what, str):
+            _link(what, place, root="")
+            continue
+        try:
+            _bind(_held(what), place, root="")
+        finally:
+            os.close(what)
 
 
 def _switch(new_root: str) -> None:

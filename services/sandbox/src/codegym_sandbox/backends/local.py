@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import languages
+from ..agent import isolation, runtime
 from ..config import Settings
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
@@ -63,9 +64,22 @@ def runtime_packages(settings: Settings) -> str | None:
     return str(CHECKOUT / ".runtime" / "site-packages") if CHECKOUT is not None else None
 
 
+# Where the agents' root (or a box in it) makes file systems of its own: nothing of the host bound at its own
+# place (a toolchain, the interpreter's installation) can be seen there. Everything else may lie anywhere, under
+# /tmp included: the checkout and a virtual environment are never bound, and the runtime packages are bound on
+# the interpreter's site-packages directory (see ``agent/runtime.py``).
+_MOUNTED = {*isolation.BOX_MOUNTS, *runtime.MADE}
+RESERVED = tuple(sorted(p for p in _MOUNTED if not any(p != q and Path(p).is_relative_to(q) for q in _MOUNTED)))
+
+
+class MisplacedToolchain(RuntimeError):
+    """A toolchain or the interpreter lies where no agent's root can show it: the server does not start."""
+
+
 def worker_view(settings: Settings) -> dict[str, Any]:
     """What the agents' root holds (see ``agent/runtime.py``): the toolchains, the runtime packages, and
-    never the server's checkout, virtual environment or ``HIDE_PATHS``."""
+    never the server's checkout, virtual environment or ``HIDE_PATHS``. Raises :class:`MisplacedToolchain`
+    where a toolchain or the interpreter lies in :data:`RESERVED`."""
     packages = runtime_packages(settings)
     if packages and os.path.isdir(packages):
         log.info("local backend: programs import the runtime packages in %s", packages)
@@ -76,7 +90,25 @@ def worker_view(settings: Settings) -> dict[str, Any]:
             f"{packages} does not exist" if packages else "none configured",
         )
         packages = None
-    return {"keep": languages.keep_paths(), "hide": [*settings.hide_paths, *server_paths()], "packages": packages}
+    keep, hide = languages.keep_paths(), [*settings.hide_paths, *server_paths()]
+    wrong = misplaced(keep, hide, agent_python(settings.python))
+    if wrong:
+        raise MisplacedToolchain(
+            f"local backend: programs could not see {', '.join(wrong)}: the sandbox mounts file systems of its "
+            f"own over {', '.join(RESERVED)}. Install the toolchain or interpreter elsewhere, or take it off PATH "
+            "(or its *_HOME variable, or CODEGYM_SANDBOX_PYTHON)."
+        )
+    return {"keep": keep, "hide": hide, "packages": packages}
+
+
+def misplaced(keep: list[str], hide: list[str], python: str) -> list[str]:
+    """The directories an agent would bind at their own place (those of ``keep`` that exist, less what lies in
+    ``hide``; the installation of the interpreter ``python``, always) that lie in :data:`RESERVED`."""
+    hidden = [Path(os.path.realpath(h)) for h in hide]
+    shown = [Path(os.path.realpath(p)) for p in keep if os.path.isdir(p)]
+    shown = [p for p in shown if not any(p.is_relative_to(h) for h in hidden)]
+    home = Path(python).parent  # a real path (see agent_python): its bin/, and the installation above
+    return sorted({str(p) for p in [*shown, home, home.parent] if any(p.is_relative_to(r) for r in RESERVED)})
 
 
 def agent_python(python: str | None) -> str:

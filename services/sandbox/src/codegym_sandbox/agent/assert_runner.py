@@ -10,11 +10,11 @@ Two processes, so that the pass signal never depends on anything the program can
   (``candidate``, helpers such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the
   program's process. No process of the program's may read its memory or descriptors (it is not dumpable,
   and in a session it keeps the supervisors' uid), and the program's process never holds the tests;
-* the **program's process** has ``/dev/null`` as stdin, runs the program as the module :data:`MODULE`
-  (not ``__main__``: a demo under ``if __name__ == "__main__":`` does not run, as in the reference
-  harnesses), then answers calls with plain data (see ``plain_data``). A value's own ``__eq__`` never runs
-  in the checker, so an object that equals everything is a wrong answer, and the tests' expected values
-  never reach the program.
+* the **program's process** (``program_process``) has ``/dev/null`` as stdin, runs the program as a
+  module that is not ``__main__`` (a demo under ``if __name__ == "__main__":`` does not run, as in the
+  reference harnesses), then answers calls with plain data (see ``plain_data``). A value's own ``__eq__``
+  never runs in the checker, so an object that equals everything is a wrong answer, and the tests'
+  expected values never reach the program.
 
 Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code: the
 checker calls the function and compares what it returned (see ``call_test``).
@@ -51,148 +51,18 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import call_test, linux, pyrun
+from . import call_test, linux
 from .plain_data import Channel, decode, encode
+from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
 RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
-MODULE = "solution"  # the program's module name in the program's process
 # What a program's exception may not arrive as in the checker (see the module's docstring).
 _UNCATCHABLE = (SystemExit, KeyboardInterrupt, GeneratorExit, StopIteration, StopAsyncIteration)
 # Modules that run code when imported (a program may name any module it bound): never imported by the
 # checker, which in a session serves every later run too.
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
 OUTCOMES = ("passed", "failed", "error", "ended")
-
-
-# --- the program's process ----------------------------------------------------------------------------
-
-
-def _finish(code: int, main: types.ModuleType | None = None) -> NoReturn:
-    """End the program's process as the interpreter would (see ``pyrun.finish``)."""
-    os._exit(pyrun.finish(code, main))
-
-
-def _exit_code(exc: SystemExit) -> int:
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int) and not isinstance(exc.code, bool):
-        return exc.code & 0xFF
-    print(exc.code, file=sys.stderr)
-    return 1
-
-
-def serve_program(channel: Channel, program: types.CodeType | str | None = None) -> NoReturn:
-    """In the program's process: run the program, then answer the checker until it hangs up.
-
-    ``program`` is the program (its source, or its code), or None when the checker sends it first, with the
-    names the tests want, whose description is the first answer. Standard input is ``/dev/null`` by now.
-    """
-    wanted: list[str] | None = None
-    if program is None:
-        try:
-            _, program, wanted = channel.request()
-        except (EOFError, ValueError):
-            _finish(0)
-    main = pyrun.new_main(os.path.abspath(sys.argv[0]), MODULE)
-    scope = main.__dict__
-    try:
-        if not isinstance(program, types.CodeType):
-            program = compile(program, "<program>", "exec", dont_inherit=True)
-        exec(program, scope)
-    except SystemExit as exc:
-        _finish(_exit_code(exc), main)
-    except BaseException:
-        kind, error, tb = sys.exc_info()
-        sys.excepthook(kind, error, tb.tb_next if tb is not None else None)  # type: ignore[arg-type]
-        del kind, error, tb
-        _finish(1, main)
-    refs: list[Any] = []
-    request: Any = ["names", wanted] if wanted is not None else None
-    while True:
-        if request is None:
-            try:
-                request = channel.request()
-            except (EOFError, ValueError):
-                _finish(0, main)
-        try:
-            if request[0] == "names":
-                reply: Any = ["ok", {n: _describe(scope[n], refs) for n in request[1] if n in scope}]
-            elif request[0] == "same":
-                reply = ["ok", bool(refs[request[1]] == refs[request[2]])]
-            elif request[0] == "op":
-                value = _operate(refs[request[2]], request[1], [decode(a, refs) for a in request[3:]])
-                reply = ["ok", encode(value, refs)]
-            else:
-                reply = _call(request, scope, refs)
-        except SystemExit as exc:  # the program exits in the middle of the tests: the checker sees it end
-            _finish(_exit_code(exc), main)
-        except BaseException as exc:
-            reply = _error(exc)
-        request = None
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
-        try:
-            channel.answer(reply)
-        except BaseException as exc:  # a value that cannot be written (a huge int, a cycle): an error
-            channel.answer(_error(exc))
-
-
-def _operate(value: Any, op: str, args: list[Any]) -> Any:
-    """One of the operations a :class:`Handle` passes on, on the program's own object."""
-    if op == "getattr":
-        return getattr(value, str(args[0]))
-    if op == "getitem":
-        return value[args[0]]
-    if op == "len":
-        return len(value)
-    if op == "iter":
-        return list(value)
-    if op == "contains":
-        return bool(args[0] in value)
-    if op == "bool":
-        return bool(value)
-    raise TypeError(f"unknown operation {op!r}")
-
-
-def _describe(value: Any, refs: list[Any]) -> Any:
-    if isinstance(value, types.ModuleType):
-        return ["module", str(value.__name__)]  # the checker imports its own copy (``import os`` above the tests)
-    if callable(value) and not isinstance(value, type):
-        return ["fn"]
-    return ["value", encode(value, refs)]
-
-
-def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> list[Any]:
-    _, target, args_data, kwargs_data = request
-    if target[0] == "name" and target[1] not in scope:
-        raise NameError(f"name {target[1]!r} is not defined")
-    function = scope[target[1]] if target[0] == "name" else refs[target[1]]
-    args = [decode(a, refs) for a in args_data]
-    kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
-    result = function(*args, **kwargs)
-    # Arguments the program may have changed in place go back too, as a caller would see them.
-    after = {i: encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
-    return ["ok", encode(result, refs), after]
-
-
-def _error(exc: BaseException) -> list[Any]:
-    kind = type(exc)
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == _error.__code__.co_filename:
-        tb = tb.tb_next  # this file's frames: the traceback reads as the program's own
-    text = "".join(traceback.format_exception(kind, exc, tb))
-    return ["error", kind.__module__, kind.__qualname__, _repr_message(exc), text]
-
-
-def _repr_message(exc: BaseException) -> str:
-    try:
-        return str(exc)[:2000]
-    except BaseException:
-        return ""
 
 
 # --- the checker --------------------------------------------------------------------------------------

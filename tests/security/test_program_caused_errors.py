@@ -46,6 +46,13 @@ class Unrunnable:
 
 
 RUST_MAIN = 'fn main() { println!("42"); }\n'
+# A Java program whose 4500 classes, nested in three classes of long names, get file names of 241 bytes: more
+# than the frame header that starts a run can list (the agent refused it and died: SE, a worker lost).
+_LONG = "".join(f"static class {c * 75}{{" for c in "ABC")
+MANY_CLASSES = (
+    f"public class Main {{ {_LONG}{''.join(f'static class L{i} {{}}' for i in range(4500))}}}}}}}"
+    ' public static void main(String[] a) { System.out.println("42"); } }\n'
+)
 PROGRAMS = [
     # -- compiled to a library, not a program: the compiler succeeds, and its output cannot be executed --------
     Unrunnable("rust-lib", "rust", f'#![crate_type = "lib"]\npub {RUST_MAIN}', CE, "not executable"),
@@ -56,6 +63,7 @@ PROGRAMS = [
     Unrunnable("rust-dylib", "rust", f'#![crate_type = "dylib"]\npub {RUST_MAIN}', RE),
     Unrunnable("rust-proc-macro", "rust", f'#![crate_type = "proc-macro"]\npub {RUST_MAIN}', OWN_FAILURE),
     Unrunnable("go-package-notmain", "go", "package notmain\n\nfunc Main() {}\n", OWN_FAILURE),
+    Unrunnable("java-too-many-class-files", "java", MANY_CLASSES, frozenset({"CE", "TLE"})),  # TLE: a slow javac
     # -- no entry point ---------------------------------------------------------------------------------------
     Unrunnable("rust-no-main", "rust", "#![no_main]\nfn helper() {}\n", CE),
     Unrunnable("c-no-main", "c", "int solve(void) { return 42; }\n", CE),

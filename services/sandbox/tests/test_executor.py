@@ -18,8 +18,15 @@ from fastapi.testclient import TestClient
 
 
 def _compiled_by(command: str) -> Language:
-    """A language whose compile runs ``command`` in the scratch directory and whose run executes ``./main``."""
-    return Language("made", "main.txt", ("./main",), ("bash", "-c", command), ("main",))
+    """A language whose compile runs ``command`` in the scratch directory and whose run executes ``./main``
+    (with every ``*.class`` file the compile made, as Java's runs get theirs)."""
+    return Language("made", "main.txt", ("./main",), ("bash", "-c", command), ("main", "*.class"))
+
+
+def _classes(n: int) -> str:
+    """A shell command that makes an executable ``main`` and ``n`` class files whose names are 241 bytes."""
+    each = "do : > 'Main$'$(printf %0230d $i).class; done"
+    return f"printf '#!/bin/sh\\n' > main && chmod +x main && for i in $(seq {n}); {each}"
 
 
 def _execute(client: TestClient, lang: Language) -> Execution:
@@ -44,8 +51,9 @@ def _execute(client: TestClient, lang: Language) -> Execution:
         "printf '\\177ELF' > main && chmod 644 main",
         "mkdir main",  # not a file
         "ln -s /bin/true main",  # not the program's own file
+        _classes(4500),  # more than the frame header that starts a run can list (a worker died of it)
     ],
-    ids=["nothing", "archive", "elf-not-executable", "directory", "symlink"],
+    ids=["nothing", "archive", "elf-not-executable", "directory", "symlink", "too-many-files"],
 )
 def test_a_compile_that_leaves_nothing_to_execute_is_a_compile_error(client: TestClient, command: str) -> None:
     ex = _execute(client, _compiled_by(command))
@@ -86,3 +94,9 @@ def test_a_tool_that_will_not_start_is_a_sandbox_error(client: TestClient, lang:
     step: Any = ex.run if stage == "run" else ex.compile
     assert step is not None and step.verdict is Verdict.SE, ex
     assert "/nonexistent/" in (step.error or "") and not ex.repeatable
+
+
+def test_a_compile_that_makes_many_files_still_runs(client: TestClient) -> None:
+    ex = _execute(client, _compiled_by(_classes(1500)))
+    assert ex.compile is not None and ex.compile.verdict is Verdict.AC and len(ex.compile.collected) == 1501
+    assert ex.run is not None and ex.run.verdict is Verdict.AC, ex.run

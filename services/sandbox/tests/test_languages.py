@@ -116,5 +116,25 @@ def test_no_distribution_interpreter_without_its_whole_standard_library(tmp_path
 def test_unrunnable_says_why_a_compile_left_nothing_to_execute(
     language: str, collected: dict[str, tuple[bytes, int]], why: str | None
 ) -> None:
-    found = languages.unrunnable(languages.LANGUAGES[language], collected)
+    found = languages.unrunnable(languages.LANGUAGES[language], collected, {"main.x": (b"", 0o644)})
     assert found is None if why is None else why in (found or ""), found
+
+
+@pytest.mark.parametrize("language", ["java", "c"])
+def test_a_compile_that_makes_more_files_than_a_run_can_be_given_left_nothing_to_execute(language: str) -> None:
+    lang = languages.LANGUAGES[language]
+    artifact = {"main": (b"\x7fELF", 0o755)}
+
+    def classes(n: int, length: int) -> dict[str, tuple[bytes, int]]:
+        return {f"Main${i:05}{'x' * length}.class": (b"\xca\xfe\xba\xbe", 0o644) for i in range(n)}
+
+    # A program of many classes still runs; one that lists more names than a run's frame header holds does not.
+    assert languages.unrunnable(lang, {**artifact, **classes(2000, 40)}, {}) is None
+    too_many = classes(4200, 230)
+    found = languages.unrunnable(lang, {**artifact, **too_many}, {})
+    assert found is not None and "4201 files" in found
+    # The request's own files count too, the run gets them beside the compiler's; but a request whose files
+    # alone are too many is no program's doing.
+    found = languages.unrunnable(lang, {**artifact, **classes(2000, 230)}, classes(2200, 231))
+    assert found is not None and "2001 files" in found
+    assert languages.unrunnable(lang, artifact, too_many) is None

@@ -217,7 +217,7 @@ class Executor:
         if lang.compile is None:
             return None, sources
         step = await self.step(lang, lang.compile, sources, None, limits, list(lang.artifacts), compile_step=True)
-        if step.verdict is Verdict.AC and (unrunnable := languages.unrunnable(lang, step.collected)):
+        if step.verdict is Verdict.AC and (unrunnable := languages.unrunnable(lang, step.collected, sources)):
             # What the source asked for (Rust's `#![crate_type = "lib"]`) is no program: it did not compile.
             step = replace(step, verdict=Verdict.CE, stderr=step.stderr + f"\nsandbox: {unrunnable}\n".encode())
         if step.verdict is Verdict.AC:

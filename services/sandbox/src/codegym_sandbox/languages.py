@@ -7,6 +7,7 @@ here (or whose toolchain is missing on this host) answers a SandboxError naming 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import csharp
+from .agent.protocol import MAX_HEADER
 
 # SandboxFusion's Language enum, exactly (section 2 of its API reference).
 FUSION_LANGUAGES = (
@@ -287,12 +289,19 @@ def toolchain_env(lang: Language) -> dict[str, str]:
     return env
 
 
-def unrunnable(lang: Language, collected: dict[str, tuple[bytes, int]]) -> str | None:
-    """Why a compile's ``collected`` files (name: contents, mode) hold nothing its runs can execute, or None.
+def unrunnable(
+    lang: Language, collected: dict[str, tuple[bytes, int]], given: dict[str, tuple[bytes, int]]
+) -> str | None:
+    """Why a compile's ``collected`` files (name: contents, mode) give its runs nothing to execute, or None.
 
-    Only for a language whose runs execute the program's own file (``./main``); elsewhere a tool runs the
-    artifacts (``java``, ``mono``) and says itself what is wrong with them.
+    Runs get ``given`` (the program's source and the request's files, which its compile got) and the
+    collected files, every name listed in the one frame header that starts a run: a compile whose files
+    take the list past what the header holds (Java's thousands of classes with long names) made nothing a
+    run can start. The file itself is checked only for a language whose runs execute it (``./main``);
+    elsewhere a tool runs the artifacts (``java``, ``mono``) and says itself what is wrong with them.
     """
+    if _listed({**given, **collected}) > RUN_FILES_LISTED >= _listed(given):
+        return f"the compiler made {len(collected)} files, more than a run can be given"
     if not lang.run[0].startswith("./"):
         return None
     name = lang.run[0][2:]
@@ -301,6 +310,15 @@ def unrunnable(lang: Language, collected: dict[str, tuple[bytes, int]]) -> str |
     if not collected[name][1] & 0o111:
         return f"the compiler made {name!r} a file that is not executable (a library, not a program)"
     return None
+
+
+# Of a run's frame header, what may list its files (the rest: argv, environment, limits, a batch's inputs).
+RUN_FILES_LISTED = MAX_HEADER - (64 << 10)
+
+
+def _listed(files: dict[str, tuple[bytes, int]]) -> int:
+    """Bytes of the names of ``files`` in a run's frame header, about (``["name",mode,index],`` each)."""
+    return sum(len(json.dumps(name)) + 16 for name in files)
 
 
 def missing_tools(lang: Language) -> list[str]:

@@ -106,6 +106,7 @@ def test_no_distribution_interpreter_without_its_whole_standard_library(tmp_path
         ("rust", {"main": (b"\x7fELF", 0o755)}, None),
         ("c", {"main": (b"\x7fELF", 0o700)}, None),
         ("rust", {"main": (b"!<arch>\n", 0o644)}, "not executable"),  # #![crate_type = "lib"]
+        ("c", {"main": (b"\x7fELF", 0o055)}, "not executable"),  # not by its owner, the program's uid
         ("go", {}, "wrote no 'main'"),
         ("cpp", {"main.o": (b"\x7fELF", 0o755)}, "wrote no 'main'"),
         # A tool runs these artifacts, and says itself what is wrong with them.

@@ -36,18 +36,26 @@ def _outcome(**fields: Any) -> RunOutcome:
     return RunOutcome(**{**base, **fields})
 
 
-_EXEC = f"{EXEC_FAILED}PermissionError: [Errno 13] Permission denied: '/tmp/box/main'"
+_EXEC = f"{EXEC_FAILED}OSError: [Errno 8] Exec format error: '/tmp/box/main'"
 
 
 @pytest.mark.parametrize(
     ("launch_error", "own_file", "verdict"),
     [
-        # The kernel would not execute the program's own file (a library, a broken executable): its failure.
+        # The kernel found the program's own file no executable (a library, a broken executable, an
+        # interpreter it names that is missing): its failure.
         (_EXEC, True, Verdict.RE),
-        (f"{EXEC_FAILED}OSError: [Errno 8] Exec format error: '/tmp/box/main'", True, Verdict.RE),
         (f"{EXEC_FAILED}FileNotFoundError: [Errno 2] No such file or directory: '/tmp/box/main'", True, Verdict.RE),
+        (f"{EXEC_FAILED}OSError: [Errno 80] Accessing a corrupted shared library: '/tmp/box/main'", True, Verdict.RE),
+        # A file the server checked to be executable that may not be executed (a noexec mount), or resources
+        # the box lacked: the sandbox's failure, whoever's file it was.
+        (f"{EXEC_FAILED}PermissionError: [Errno 13] Permission denied: '/tmp/box/main'", True, Verdict.SE),
+        (f"{EXEC_FAILED}PermissionError: [Errno 1] Operation not permitted: '/tmp/box/main'", True, Verdict.SE),
+        (f"{EXEC_FAILED}BlockingIOError: [Errno 11] Resource temporarily unavailable", True, Verdict.SE),
+        (f"{EXEC_FAILED}an error without its number", True, Verdict.SE),
         # A tool of the sandbox's that would not start (a compiler, an interpreter): the sandbox's failure.
         (f"{EXEC_FAILED}FileNotFoundError: [Errno 2] No such file or directory: '/usr/bin/node'", False, Verdict.SE),
+        (_EXEC.replace("/tmp/box/main", "/usr/bin/node"), False, Verdict.SE),
         # The box failed before it came to executing anything: the sandbox's failure, whatever was to run.
         ("OSError: [Errno 9] Bad file descriptor", True, Verdict.SE),
         ("ValueError: bad limits", False, Verdict.SE),

@@ -307,7 +307,7 @@ def unrunnable(
     name = lang.run[0][2:]
     if name not in collected:
         return f"the compiler wrote no {name!r} to run"
-    if not collected[name][1] & 0o111:
+    if not collected[name][1] & 0o100:  # the run's files are the program's uid's: its owner's bit
         return f"the compiler made {name!r} a file that is not executable (a library, not a program)"
     return None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import re
 import signal
 from enum import Enum
 
@@ -34,6 +36,14 @@ def memory_exceeded(stderr: bytes, exit_code: int | None, sig: int | None, rss_k
     return sig == signal.SIGKILL and rss_kb is not None and rss_kb >= limit_mb * 1024 * 0.9
 
 
+# Why the kernel refuses to execute a file that is the file's own doing: not an executable format (a library),
+# or an interpreter that it names and that is not there, or that is not one. The compile that made the file
+# ran the toolchain, and so the usual interpreter, in the same box. Everything else (EACCES: a file the server
+# checked to be executable, on a mount that forbids it; EPERM, ENOMEM, EAGAIN, ...) is the sandbox's.
+_NOT_EXECUTABLE = frozenset({errno.ENOEXEC, errno.ENOENT, errno.ELIBBAD, errno.EINVAL})
+_ERRNO = re.compile(r"\[Errno (\d+)\]")  # how an OSError reads, as the box reports a failed execve
+
+
 def run_verdict(out: RunOutcome, memory: bool, own_file: bool) -> Verdict:
     """The verdict of one finished process before any test judges its output (AC: it exited 0).
 
@@ -41,10 +51,12 @@ def run_verdict(out: RunOutcome, memory: bool, own_file: bool) -> Verdict:
     program's own, its compiled executable, not a tool of the sandbox's (a compiler, an interpreter).
     """
     if out.launch_error:
-        # The box could not start the process: the sandbox failed, unless the kernel refused to execute the
-        # program's own file (ENOEXEC, EACCES, ENOENT of a library or a broken executable). That is the
-        # program's doing, as a shell would report it; a tool that will not start is the sandbox's.
-        return Verdict.RE if own_file and out.launch_error.startswith(EXEC_FAILED) else Verdict.SE
+        # The box could not start the process: the sandbox failed, unless the kernel found the program's own
+        # file no executable (a library, a broken one). That is the program's doing, as a shell would
+        # report it; a tool that will not start is the sandbox's.
+        found = _ERRNO.search(out.launch_error) if out.launch_error.startswith(EXEC_FAILED) else None
+        theirs = own_file and found is not None and int(found.group(1)) in _NOT_EXECUTABLE
+        return Verdict.RE if theirs else Verdict.SE
     if out.output_exceeded:
         return Verdict.OLE
     if out.timed_out or out.signal == signal.SIGXCPU:  # the CPU-time limit

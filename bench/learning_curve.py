@@ -42,8 +42,8 @@ from codegym_evaluator.servers import sandbox_server
 from codegym_evaluator.tasks import Task, load_tasks
 from codegym_trainer.config import EMBEDDED_MODEL, TrainConfig
 from codegym_trainer.evaluation import EvalPoint, HeldOutEvaluator
-from codegym_trainer.models import load_model, load_tokenizer, resolve_source
 from codegym_trainer.platform import detect
+from codegym_trainer.policy_loading import load_model, load_tokenizer, resolve_source
 from codegym_trainer.run import run
 from codegym_trainer.sandbox import scorer_factory
 from codegym_trainer.stats import mean_sd, over_seeds

@@ -24,8 +24,11 @@ from pathlib import Path
 from codegym_evaluator.servers import sandbox_server
 from codegym_trainer.config import TrainConfig
 from codegym_trainer.run import run
-from codegym_trainer.tiny_model import build_tiny_model
 from rich.console import Console
+
+# the tiny model is the trainer tests' fixture, not part of the shipped trainer
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "services" / "trainer" / "tests"))
+from tiny_model import build_tiny_model
 
 TASK = {
     "task_id": "bench/any-program",

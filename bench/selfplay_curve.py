@@ -35,9 +35,9 @@ from typing import Any
 
 from codegym_trainer.config import EMBEDDED_MODEL, TrainConfig
 from codegym_trainer.logs import read_metrics
-from codegym_trainer.models import load_model, load_tokenizer, resolve_source
+from codegym_trainer.policy_loading import load_model, load_tokenizer, resolve_source
 from codegym_trainer.run import run
-from codegym_trainer.selfplay.spiral_eval import SelfPlayEvaluator, SelfPlayPoint
+from codegym_trainer.selfplay.spiral.evaluation import SelfPlayEvaluator, SelfPlayPoint
 from codegym_trainer.stats import mean_sd, over_seeds
 from rich.console import Console
 

@@ -10,7 +10,7 @@ import pytest
 from codegym_evaluator.servers import LoopbackServer, sandbox_server
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
-from codegym_trainer.tiny_model import build_tiny_model
+from tiny_model import build_tiny_model
 
 
 @pytest.fixture

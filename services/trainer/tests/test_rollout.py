@@ -87,7 +87,7 @@ def test_custom_rollout_and_advantages_drive_a_training_step(tiny_model_dir: Pat
         seen["sign"] = sign
         out = tmp_path / f"sign{sign:+.0f}"
         trainer = make_trainer(
-            tiny_model_dir, out, accumulation=2, lr=1e-2, rollout_fn=rollout, advantage_fn=advantages
+            tiny_model_dir, out, accumulation=2, lr=1e-2, step_rollout=rollout, step_advantage=advantages
         )
         trainer.train()
         sample = seen["rollout"]

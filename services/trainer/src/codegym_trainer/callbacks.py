@@ -40,11 +40,15 @@ class RunCallback(TrainerCallback):
         log.info("held-out pass@1 at step %d: %s, %.0fs", step, point.describe(), point.seconds)
         return point
 
+    def evaluated(self, step: int) -> bool:
+        """Whether a held-out point of ``step`` was logged (with no evaluator there is none to log)."""
+        return self.evaluator is None or any(p.step == step for p in self.evaluator.points)
+
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         self.display.start(state.global_step)
-        if not any(p.step == state.global_step for p in (self.evaluator.points if self.evaluator else [])):
+        if not self.evaluated(state.global_step):
             self.evaluate(kwargs["model"], state.global_step)
 
     def on_log(

@@ -27,7 +27,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.grpo_trainer import GRPOTrainer
 from trl.trainer.utils import pad
 
-from .rollout import AdvantageFn, Generation, GroupAdvantage, Rollout, RolloutFn, code_rollout, group_advantages
+from .rollout import Generation, GroupAdvantage, Rollout, StepAdvantage, StepRollout, code_rollout, group_advantages
 
 __all__ = ["CodegymGRPOTrainer", "StepTiming", "TRLContext", "group_advantages"]
 
@@ -127,21 +127,22 @@ class TRLContext:
 
 
 class CodegymGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose samples and advantages come from ``rollout_fn`` and ``advantage_fn``; it times its
-    phases and writes a completions table every N steps."""
+    """GRPOTrainer whose samples and advantages come from ``step_rollout`` and ``step_advantage`` (the seam's
+    functions; not TRL's own ``rollout_func``, which this trainer does not use); it times its phases and writes
+    a completions table every N steps."""
 
     def __init__(
         self,
         *args: Any,
         completions_interval: int = 5,
-        rollout_fn: RolloutFn = code_rollout,
-        advantage_fn: AdvantageFn | None = None,
+        step_rollout: StepRollout = code_rollout,
+        step_advantage: StepAdvantage | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.completions_interval = completions_interval
-        self.rollout_fn = rollout_fn
-        self.advantage_fn: AdvantageFn = advantage_fn if advantage_fn is not None else GroupAdvantage()
+        self.step_rollout = step_rollout
+        self.step_advantage: StepAdvantage = step_advantage if step_advantage is not None else GroupAdvantage()
         self.context = TRLContext(self)
         self.timing = StepTiming()
         self._phase_generation = 0.0
@@ -150,10 +151,10 @@ class CodegymGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         # TRL calls this once per generation batch (once per optimisation step here): the seam's one entry
-        rollout = self.rollout_fn(self.context, inputs)
+        rollout = self.step_rollout(self.context, inputs)
         if not len(rollout):
             raise ValueError("the rollout function returned no samples")
-        advantages = self.advantage_fn(rollout, self.context)
+        advantages = self.step_advantage(rollout, self.context)
         if len(advantages) != len(rollout):
             raise ValueError(f"the advantage function returned {len(advantages)} advantages for {len(rollout)} samples")
         self._record(rollout, advantages)

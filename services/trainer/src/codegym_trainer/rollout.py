@@ -2,9 +2,9 @@
 
 Every training step, :class:`~codegym_trainer.grpo.CodegymGRPOTrainer` calls
 
-1. ``rollout_fn(context, inputs) -> Rollout``: from this process's rows of the training dataset, the samples
+1. ``step_rollout(context, inputs) -> Rollout``: from this process's rows of the training dataset, the samples
    to learn from: each a prompt, the policy's completion (text and token ids), a reward and a group key;
-2. ``advantage_fn(rollout, context) -> list[float]``: one advantage per sample;
+2. ``step_advantage(rollout, context) -> list[float]``: one advantage per sample;
 
 and hands the samples and advantages to TRL's policy loss. GRPO on code is :func:`code_rollout` with
 :class:`GroupAdvantage`; self-play swaps in a multi-turn rollout and role-conditioned advantages. A rollout
@@ -155,13 +155,13 @@ class TrainerContext(Protocol):
         ...
 
 
-class RolloutFn(Protocol):
+class StepRollout(Protocol):
     """Makes one step's samples from this process's dataset rows."""
 
     def __call__(self, context: TrainerContext, inputs: list[dict[str, Any]]) -> Rollout: ...
 
 
-class AdvantageFn(Protocol):
+class StepAdvantage(Protocol):
     """One advantage per sample of a rollout, in its order.
 
     It may add to ``rollout.metrics`` (a baseline, say): the trainer logs them after it has the advantages.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,10 +157,4 @@ def plot_rewards(rewards: list[tuple[int, float]], evals: list[EvalPoint], path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return path
-
-
-def write_summary(summary: RunSummary, output_dir: Path) -> Path:
-    path = output_dir / "summary.json"
-    path.write_text(json.dumps(summary.to_dict(), indent=2, default=str))
     return path

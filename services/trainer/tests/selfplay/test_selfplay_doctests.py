@@ -7,7 +7,14 @@ import importlib
 
 import pytest
 
-MODULES = ["games.base", "advantage", "program_check", "code_game", "output_prediction", "spiral"]
+MODULES = [
+    "games.base",
+    "advantage",
+    "code_game.program_check",
+    "code_game.rules",
+    "code_game.output_prediction",
+    "spiral.rollout",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

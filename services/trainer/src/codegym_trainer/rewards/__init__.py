@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from .sandbox_reward import BatchReport, SandboxReward, completion_text
 from .schemes import execution_reward, tests_reward
-from .verdicts import VerdictStats
+from .verdict_rates import VerdictStats
 
 __all__ = ["BatchReport", "SandboxReward", "VerdictStats", "completion_text", "execution_reward", "tests_reward"]

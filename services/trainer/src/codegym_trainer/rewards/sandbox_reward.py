@@ -20,7 +20,7 @@ from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 
 from .schemes import execution_reward, tests_reward
-from .verdicts import VerdictStats
+from .verdict_rates import VerdictStats
 
 log = logging.getLogger("codegym.trainer")
 

@@ -14,8 +14,8 @@ from codegym_trainer.config import TrainConfig
 from codegym_trainer.rollout import Generation, Rollout
 from codegym_trainer.run import run
 from codegym_trainer.selfplay.advantage import RoleAdvantage, RoleBaselines, RoleConditionedAdvantage
-from codegym_trainer.selfplay.spiral import THINK, SelfPlayRollout, _Recorder
-from codegym_trainer.selfplay.spiral_eval import SelfPlayEvaluator
+from codegym_trainer.selfplay.spiral.evaluation import SelfPlayEvaluator
+from codegym_trainer.selfplay.spiral.rollout import THINK, SelfPlayRollout, _Recorder
 from rich.console import Console
 
 

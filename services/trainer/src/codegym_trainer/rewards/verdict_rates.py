@@ -1,4 +1,4 @@
-"""Per-verdict rates of a batch of judged completions (logged every step)."""
+"""Per-verdict rates of a batch of judged completions (logged every step as ``verdicts/*``)."""
 
 from __future__ import annotations
 

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..rollout import Generation, Rollout, TrainerContext, as_prompt
-from .arena import play_games
-from .games import GAMES
+from ...rollout import Generation, Rollout, TrainerContext, as_prompt
+from ..arena import play_games
+from ..games import GAMES
 
 # SPIRAL's prompts ask the model to reason before it answers; the RAE ablation is about whether that
 # reasoning survives training, so a run can ask for it (``--selfplay-think``). The answer still ends

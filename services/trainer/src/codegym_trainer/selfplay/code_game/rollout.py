@@ -21,11 +21,11 @@ from typing import Any, Literal
 
 from datasets import Dataset
 
-from ..rollout import Generation, Rollout, TrainerContext, as_prompt
-from .advantage import RoleAdvantage, RoleKey
-from .code_game import WRITER_PROMPT, predictor_prompt, round_metrics
-from .code_game_round import PlayedRound, Predict, play_rounds
+from ...rollout import Generation, Rollout, TrainerContext, as_prompt
+from ..advantage import RoleAdvantage, RoleKey
 from .program_runner import ProgramRunner
+from .rounds import PlayedRound, Predict, play_rounds
+from .rules import WRITER_PROMPT, predictor_prompt, round_metrics
 
 GAME = "code-game"
 WRITER: RoleKey = (GAME, "writer")

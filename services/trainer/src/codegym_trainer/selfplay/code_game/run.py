@@ -1,10 +1,10 @@
 """One code-output game run (``codegym-train --task code-game``): writers against predictors, output-prediction evals.
 
-The run is a self-play run (``run_common``: the code task's platform, model loading, logs, checkpoints and
-Ctrl-C handling, and role baselines saved with every checkpoint), with the code task's sandbox; what is the
-game's own is the data (the writer's prompt: TRL's dataset rows only pace the steps), the seam's rollout and
-advantage functions (``code_game_rollout``), and the evaluation: the held-out output-prediction set, before
-the first step, every ``--eval-interval`` steps and at the end.
+The run is a self-play run (:mod:`codegym_trainer.lifecycle`: the code task's platform, model loading, logs,
+checkpoints and Ctrl-C handling; ``selfplay.training``: role baselines saved with every checkpoint), with the
+code task's sandbox; what is the game's own is the data (the writer's prompt: TRL's dataset rows only pace the
+steps), the seam's rollout and advantage functions (``code_game.rollout``), and the evaluation: the held-out
+output-prediction set, before the first step, every ``--eval-interval`` steps and at the end.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from typing import Any
 
 from rich.console import Console
 
-from ..config import TrainConfig
-from ..platform import Platform
-from ..progress import TIMES, Column
-from ..sandbox import sandbox_urls
-from ..summary import RunSummary
-from . import run_common
-from .code_game_rollout import CodeGameAdvantage, CodeGameRollout, writer_dataset
-from .code_game_round import OpponentPredictor, Predict
+from ... import lifecycle
+from ...config import TrainConfig
+from ...platform import Platform
+from ...progress import TIMES, Column
+from ...sandbox import sandbox_urls
+from ...summary import RunSummary
+from .. import training
+from .evaluation import ACCURACY, OutputPredictionCallback, OutputPredictionEvaluator
 from .output_prediction import load_output_problems
-from .output_prediction_eval import ACCURACY, OutputPredictionCallback, OutputPredictionEvaluator
 from .program_runner import ProgramRunner
+from .rollout import CodeGameAdvantage, CodeGameRollout, writer_dataset
+from .rounds import OpponentPredictor, Predict
 
 log = logging.getLogger("codegym.trainer")
 
@@ -42,7 +43,7 @@ COLUMNS: tuple[Column, ...] = (
 def step_split(config: TrainConfig, platform: Platform) -> tuple[int, int]:
     """(dataset rows per forward pass, accumulation steps) for a step of up to programs x (1 + M) samples."""
     predictors = config.predictions_per_program if config.predictor == "self" else 0
-    return run_common.step_split(config.code_game_programs_per_step * (1 + predictors), platform)
+    return training.step_split(config.code_game_programs_per_step * (1 + predictors), platform)
 
 
 def predictor_of(config: TrainConfig) -> Predict | None:
@@ -61,11 +62,11 @@ def predictor_of(config: TrainConfig) -> Predict | None:
 
 def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
     """Train by the code-output game, evaluate output prediction, save the model; the summary of the run."""
-    run = run_common.start(config)
-    tokenizer, model, chat = run_common.load_policy(run, f"code-output game, predictor {config.predictor}")
-    advantage = run_common.load_baselines(CodeGameAdvantage.create(enabled=config.rae), run)
+    run = lifecycle.start(config)
+    tokenizer, model, chat = lifecycle.load_policy(run, f"code-output game, predictor {config.predictor}")
+    advantage = training.load_baselines(CodeGameAdvantage.create(enabled=config.rae), run)
 
-    sink, display = run_common.open_logs(run, console, columns=COLUMNS, evaluation="output accuracy")
+    sink, display = lifecycle.open_logs(run, console, columns=COLUMNS, evaluation="output accuracy")
     evaluator = OutputPredictionEvaluator(load_output_problems(), config.output_dir / "code_game_eval")
     evaluation = OutputPredictionCallback(
         evaluator,
@@ -91,10 +92,10 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
                 chat=chat,
                 opponent=predictor_of(config),
             )
-            steps, final_model = run_common.train(
+            steps, final_model = training.train(
                 run,
                 (tokenizer, model),
-                dataset=writer_dataset(run_common.DATASET_ROWS, chat=chat),
+                dataset=writer_dataset(training.DATASET_ROWS, chat=chat),
                 split=step_split(config, run.platform),
                 rollout=rollout,
                 advantage=advantage,
@@ -108,7 +109,7 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
 
     total = len(evaluator.problems)
     points = evaluator.history[:1] + evaluator.history[1:][-1:]  # the first and the last
-    return run_common.summarise(
+    return training.summarise(
         run,
         console,
         steps=steps,

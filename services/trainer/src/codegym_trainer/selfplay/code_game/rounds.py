@@ -1,6 +1,6 @@
 """Playing rounds of the code-output game: writers' answers in, judged programs, predictions and rewards out.
 
-A round, for each writer completion (the rules are ``code_game``'s):
+A round, for each writer completion (the rules are in ``rules``):
 
 1. parse the answer (``parse_writer``) and check the program (``check_program``);
 2. run a program that passed twice in the sandbox (``ProgramRunner``: fresh interpreters, different
@@ -24,7 +24,9 @@ import httpx
 from codegym_evaluator.model_client import Api, ModelClient, ModelError, Sampling
 from codegym_evaluator.scoring import Execution
 
-from .code_game import (
+from .program_check import check_program
+from .program_runner import ProgramRunner
+from .rules import (
     RoundResult,
     WriterAnswer,
     parse_prediction,
@@ -32,8 +34,6 @@ from .code_game import (
     predictor_prompt,
     score_round,
 )
-from .program_check import check_program
-from .program_runner import ProgramRunner
 
 Predict = Callable[[Sequence[str], int], Sequence[Sequence[str]]]
 """Predictor prompts and ``M`` in; ``M`` completions for each prompt out, in the same order."""

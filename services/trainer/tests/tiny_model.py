@@ -1,7 +1,8 @@
 """A tiny causal LM built on the spot: a byte-level BPE tokenizer trained in a second and a 2-layer Llama.
 
-For smoke tests of the whole GRPO loop and for the learning-signal benchmark, where a real model would
-take minutes a step. The tokenizer learns whole tokens for short Python programs (``print(1)``), so a
+A test fixture (``conftest.py``'s ``tiny_model_dir``), not part of the trainer: for smoke tests of the whole
+GRPO loop and for the learning-signal benchmark (``bench/learning_signal.py``), where a real model would take
+minutes a step. The tokenizer learns whole tokens for short Python programs (``print(1)``), so a
 one-token completion can already be a valid program and GRPO has something to find.
 """
 

@@ -1,9 +1,9 @@
 """One SPIRAL run (``codegym-train --task spiral``): self-play of one game, evaluations against fixed opponents.
 
-The run is a self-play run (``run_common``: the code task's platform, model loading, logs, checkpoints and
-Ctrl-C handling, and role baselines saved with every checkpoint); what is SPIRAL's own is the data (the games
-themselves: TRL's dataset rows only pace the steps), the seam's rollout and advantage functions, and the
-evaluation against fixed opponents.
+The run is a self-play run (:mod:`codegym_trainer.lifecycle`: the code task's platform, model loading, logs,
+checkpoints and Ctrl-C handling; ``selfplay.training``: role baselines saved with every checkpoint); what is
+SPIRAL's own is the data (the games themselves: TRL's dataset rows only pace the steps), the seam's rollout and
+advantage functions, and the evaluation against fixed opponents.
 """
 
 from __future__ import annotations
@@ -13,35 +13,36 @@ import random
 from datasets import Dataset
 from rich.console import Console
 
-from ..config import TrainConfig
-from ..platform import Platform
-from ..progress import TIMES
-from ..rollout import as_prompt
-from ..summary import RunSummary
-from . import run_common
-from .advantage import RoleAdvantage
-from .games import GAMES
-from .spiral import SelfPlayRollout, game_return, prompt_text
-from .spiral_eval import SelfPlayEvalCallback, SelfPlayEvaluator
+from ... import lifecycle
+from ...config import TrainConfig
+from ...platform import Platform
+from ...progress import TIMES
+from ...rollout import as_prompt
+from ...summary import RunSummary
+from .. import training
+from ..advantage import RoleAdvantage
+from ..games import GAMES
+from .evaluation import SelfPlayEvalCallback, SelfPlayEvaluator
+from .rollout import SelfPlayRollout, game_return, prompt_text
 
 MOST_TURNS = {"tictactoe": 9, "kuhn_poker": 3}
 
 
 def step_split(config: TrainConfig, platform: Platform) -> tuple[int, int]:
     """(dataset rows per forward pass, accumulation steps) for a step of up to games x the game's most turns."""
-    return run_common.step_split(config.selfplay_games_per_step * MOST_TURNS[config.game], platform)
+    return training.step_split(config.selfplay_games_per_step * MOST_TURNS[config.game], platform)
 
 
 def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
     """Train by self-play, evaluate against fixed opponents, save the model; the summary of the run."""
-    run = run_common.start(config)
-    tokenizer, model, chat = run_common.load_policy(
+    run = lifecycle.start(config)
+    tokenizer, model, chat = lifecycle.load_policy(
         run, f"self-play of {config.game}, RAE {'on' if config.rae else 'off'}"
     )
     opening = GAMES[config.game](random.Random(config.seed))
     first = prompt_text(opening.observation(opening.roles[0]), think=config.selfplay_think)
-    dataset = Dataset.from_list([{"prompt": as_prompt(first, chat=chat)}] * run_common.DATASET_ROWS)
-    advantage = run_common.load_baselines(RoleAdvantage.create(enabled=config.rae), run)
+    dataset = Dataset.from_list([{"prompt": as_prompt(first, chat=chat)}] * training.DATASET_ROWS)
+    advantage = training.load_baselines(RoleAdvantage.create(enabled=config.rae), run)
 
     roles = GAMES[config.game](random.Random(0)).roles
     columns = [
@@ -51,7 +52,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
         ("tokens", "selfplay/response_length", ".1f"),
         *TIMES[::2],  # generation and optimisation: self-play has no scoring phase
     ]
-    sink, display = run_common.open_logs(run, console, columns=columns, evaluation="win rate vs random")
+    sink, display = lifecycle.open_logs(run, console, columns=columns, evaluation="win rate vs random")
     evaluator = SelfPlayEvaluator(
         config.game,
         tokenizer,
@@ -64,7 +65,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
         think=config.selfplay_think,
     )
     try:
-        steps, final_model = run_common.train(
+        steps, final_model = training.train(
             run,
             (tokenizer, model),
             dataset=dataset,
@@ -85,7 +86,7 @@ def run_spiral(config: TrainConfig, console: Console) -> RunSummary:
     lines = [f"before (step {points[0].step}): {points[0].describe()}"] if points else []
     if len(points) > 1:
         lines.append(f"after (step {points[-1].step}): {points[-1].describe()}")
-    return run_common.summarise(
+    return training.summarise(
         run,
         console,
         steps=steps,

@@ -10,13 +10,13 @@ import pytest
 import torch
 from codegym_trainer.logs import MetricsSink, read_metrics
 from codegym_trainer.selfplay.arena import BatchPolicy
-from codegym_trainer.selfplay.output_prediction import OutputProblem, load_output_problems
-from codegym_trainer.selfplay.output_prediction_eval import (
+from codegym_trainer.selfplay.code_game.evaluation import (
     ACCURACY,
     OutputPredictionCallback,
     OutputPredictionEvaluator,
     greedy_policy,
 )
+from codegym_trainer.selfplay.code_game.output_prediction import OutputProblem, load_output_problems
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerControl, TrainerState, TrainingArguments
 
 PROBLEMS = load_output_problems()[:4]

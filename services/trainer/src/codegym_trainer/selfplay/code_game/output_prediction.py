@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data import DATA_DIR
-from .code_game import normalise_output, parse_prediction, predictor_prompt
+from ...data import DATA_DIR
+from .rules import normalise_output, parse_prediction, predictor_prompt
 
 OUTPUT_PREDICTION_FILE = DATA_DIR / "output_prediction.jsonl"
 

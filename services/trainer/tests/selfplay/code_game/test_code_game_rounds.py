@@ -12,15 +12,21 @@ import httpx
 import pytest
 from codegym_evaluator.model_client import ModelError
 from codegym_evaluator.servers import LoopbackServer, free_port, sandbox_server
-from codegym_trainer.selfplay.code_game import (
+from codegym_trainer.selfplay.code_game.program_runner import (
+    HASH_SEEDS,
+    PROGRAM_FILE,
+    GameLimits,
+    ProgramRunner,
+    run_request,
+)
+from codegym_trainer.selfplay.code_game.rounds import OpponentPredictor, play_rounds
+from codegym_trainer.selfplay.code_game.rules import (
     PREDICTOR_CORRECT,
     WRITER_INVALID,
     WRITER_WRONG_OWN_PREDICTION,
     predictor_prompt,
     round_metrics,
 )
-from codegym_trainer.selfplay.code_game_round import OpponentPredictor, play_rounds
-from codegym_trainer.selfplay.program_runner import HASH_SEEDS, PROGRAM_FILE, GameLimits, ProgramRunner, run_request
 from fastapi import FastAPI
 
 SET_ORDER = "words = {'apple', 'banana', 'cherry', 'date', 'elder', 'fig', 'grape', 'kiwi'}\nprint(list(words))"

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from codegym_trainer.selfplay.output_prediction import (
+from codegym_trainer.selfplay.code_game.output_prediction import (
     OutputProblem,
     load_output_problems,
     score_output_predictions,
 )
-from codegym_trainer.selfplay.program_check import check_program
+from codegym_trainer.selfplay.code_game.program_check import check_program
 
 PROBLEMS = load_output_problems()
 

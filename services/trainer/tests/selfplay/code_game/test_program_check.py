@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from codegym_trainer.selfplay.program_check import MAX_PROGRAM_CHARS, check_program
+from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, check_program
 
 
 @pytest.mark.parametrize(

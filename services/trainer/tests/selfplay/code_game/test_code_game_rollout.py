@@ -12,8 +12,8 @@ import pytest
 from codegym_evaluator.servers import LoopbackServer, sandbox_server
 from codegym_trainer.grpo import CodegymGRPOTrainer
 from codegym_trainer.rollout import Generation, Rollout
-from codegym_trainer.selfplay.code_game import WRITER_INVALID, WRITER_PROMPT, predictor_prompt
-from codegym_trainer.selfplay.code_game_rollout import (
+from codegym_trainer.selfplay.code_game.program_runner import ProgramRunner
+from codegym_trainer.selfplay.code_game.rollout import (
     FILLER_PROGRAM,
     PREDICTOR,
     WRITER,
@@ -21,7 +21,7 @@ from codegym_trainer.selfplay.code_game_rollout import (
     CodeGameRollout,
     writer_dataset,
 )
-from codegym_trainer.selfplay.program_runner import ProgramRunner
+from codegym_trainer.selfplay.code_game.rules import WRITER_INVALID, WRITER_PROMPT, predictor_prompt
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig
 
@@ -169,8 +169,8 @@ def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, 
         args=args,
         train_dataset=writer_dataset(8, chat=True),
         completions_interval=1,
-        rollout_fn=game,
-        advantage_fn=CodeGameAdvantage(),
+        step_rollout=game,
+        step_advantage=CodeGameAdvantage(),
     )
     trainer.train()
     assert [r.result.outcome for r in game.rounds] == ["unparsable"] * 3

@@ -1,13 +1,13 @@
+"""Loading the policy: where ``--model`` points, a local model, the embedded GGUF rebuilt as a trainable model."""
+
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from codegym_trainer.config import EMBEDDED_MODEL, ConfigError, TrainConfig
-from codegym_trainer.models import load_model, load_tokenizer, resolve_source
-from codegym_trainer.sandbox import sandbox_argv
+from codegym_trainer.config import EMBEDDED_MODEL, ConfigError
+from codegym_trainer.policy_loading import load_model, load_tokenizer, resolve_source
 
 
 def test_model_sources(tmp_path: Path) -> None:
@@ -43,14 +43,3 @@ def test_embedded_gguf_becomes_a_trainable_model() -> None:
     loss.backward()
     assert torch.isfinite(loss)
     assert model.model.embed_tokens.weight.grad is not None
-
-
-def test_sandbox_command_follows_the_flags() -> None:
-    argv = sandbox_argv(TrainConfig(sandbox_backend="docker", sandbox_workers=3), 9999)
-    assert argv[:1] == [sys.executable] and "--backend" in argv and "docker" in argv
-    assert argv[argv.index("--workers") + 1] == "3" and argv[argv.index("--port") + 1] == "9999"
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    with_python = sandbox_argv(TrainConfig(python_version=version), 9999)
-    assert with_python[0] == "env" and with_python[1].startswith("CODEGYM_SANDBOX_PYTHON=")
-    with pytest.raises(ConfigError, match=r"python9\.99"):
-        sandbox_argv(TrainConfig(python_version="9.99"), 9999)

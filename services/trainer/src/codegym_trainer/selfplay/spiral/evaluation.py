@@ -21,13 +21,13 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from ..logs import MetricsSink
-from ..progress import ProgressDisplay
-from ..rollout import as_prompt
-from .arena import Record, evaluate_against
-from .games import GAMES
-from .opponents import KuhnEquilibrium, MinimaxOpponent, Opponent, RandomOpponent
-from .spiral import prompt_text
+from ...logs import MetricsSink
+from ...progress import ProgressDisplay
+from ...rollout import as_prompt
+from ..arena import Record, evaluate_against
+from ..games import GAMES
+from ..opponents import KuhnEquilibrium, MinimaxOpponent, Opponent, RandomOpponent
+from .rollout import prompt_text
 
 log = logging.getLogger("codegym.trainer")
 

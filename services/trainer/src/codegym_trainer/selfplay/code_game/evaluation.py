@@ -24,10 +24,10 @@ from transformers import (
     TrainingArguments,
 )
 
-from ..logs import MetricsSink
-from ..progress import ProgressDisplay
-from ..rollout import as_prompt
-from .arena import BatchPolicy
+from ...logs import MetricsSink
+from ...progress import ProgressDisplay
+from ...rollout import as_prompt
+from ..arena import BatchPolicy
 from .output_prediction import OutputPredictionReport, OutputProblem, score_output_predictions
 
 log = logging.getLogger("codegym.trainer")

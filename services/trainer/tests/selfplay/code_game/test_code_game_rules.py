@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from codegym_evaluator.scoring import Execution
-from codegym_trainer.selfplay.code_game import (
+from codegym_trainer.selfplay.code_game.rules import (
     MAX_OUTPUT_CHARS,
     WRITER_INVALID,
     WRITER_NONDETERMINISTIC,

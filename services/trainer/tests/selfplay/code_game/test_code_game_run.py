@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from codegym_trainer.cli import main, parse_config
 from codegym_trainer.platform import Platform
-from codegym_trainer.selfplay.code_game_round import OpponentPredictor
-from codegym_trainer.selfplay.code_game_run import predictor_of, step_split
-from codegym_trainer.selfplay.output_prediction import load_output_problems
-from codegym_trainer.selfplay.output_prediction_eval import ACCURACY
-from codegym_trainer.selfplay.run_common import BASELINES_FILE
+from codegym_trainer.selfplay.code_game.evaluation import ACCURACY
+from codegym_trainer.selfplay.code_game.output_prediction import load_output_problems
+from codegym_trainer.selfplay.code_game.rounds import OpponentPredictor
+from codegym_trainer.selfplay.code_game.run import predictor_of, step_split
+from codegym_trainer.selfplay.training import BASELINES_FILE
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*gradient_checkpointing.*:FutureWarning")
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, NoReturn
 
-from . import assert_runner, isolation, linux, pyrun
+from . import assert_runner, isolation, linux, pyrun, run_cpu
 from .plain_data import Channel
 from .protocol import EXEC_FAILED
 
@@ -52,6 +52,7 @@ class _Programs(NamedTuple):
     seccomp: bool
     contained: bool  # in a container: no namespaces of our own (see isolation)
     cpu: int | None = None  # this worker's CPU, where its runs run (see _on_own_cpu)
+    cpus: int = 1  # how many CPUs a run may spread its processes over (see run_cpu.CpuWatch)
 
     @property
     def other_uid(self) -> bool:
@@ -98,7 +99,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     cpu = cpus[config["slot"] % len(cpus)] if "slot" in config else None
     programs = _Programs(
-        config["program_uid"], config.get("program_gid", config["program_uid"]), seccomp, contained, cpu
+        config["program_uid"], config.get("program_gid", config["program_uid"]), seccomp, contained, cpu, len(cpus)
     )
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):  # the agent's channel to the server is not the box's business
@@ -162,7 +163,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
             ctl.sendall(json.dumps(report).encode())
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
-            report = _run(cmd, fds, ctl, spare or _Spare(programs), memory)
+            report = _run(cmd, fds, ctl, spare or _Spare(programs), memory, programs.cpus)
             spare = None
             ctl.sendall(json.dumps(report).encode())
         elif cmd["op"] == "test" and session is not None:
@@ -273,22 +274,31 @@ class _MemoryWatch:
     limit. Most runs end before the first sum; a slow sum (hundreds of processes) spaces the next ones out.
     """
 
-    def __init__(self, budget_kb: int, held: _Held) -> None:
+    def __init__(self, budget_kb: int, held: _Held, cpu: run_cpu.CpuWatch | None = None) -> None:
         self.budget_kb = budget_kb
         self.held = held
+        self.cpu = cpu  # the run's CPU time, summed when it could be past its limit
         self.peak_kb = 0
         self.interval = MEMORY_CHECK_MS / 1000
         self.due = time.monotonic() + self.interval
 
     def poll(self, poller: select.poll) -> dict[int, int]:
-        """Wait for events, summing the run's memory when a sum is due; past its budget, the run is killed."""
+        """Wait for events, summing the run's memory (and CPU time) when a sum is due; past its budget (or
+        limit), the run is killed."""
         while True:
-            if not self.budget_kb or self.over():
+            memory = bool(self.budget_kb) and not self.over()
+            cpu = self.cpu is not None and not self.cpu.over
+            dues = [due for due, on in ((self.due, memory), (self.cpu.due if self.cpu else 0.0, cpu)) if on]
+            if not dues:
                 return dict(poller.poll())
-            events = dict(poller.poll(max(0, int((self.due - time.monotonic()) * 1000) + 1)))
+            events = dict(poller.poll(max(0, int((min(dues) - time.monotonic()) * 1000) + 1)))
             if events:
                 return events
             began = time.monotonic()
+            if cpu and self.cpu is not None and began >= self.cpu.due and self.cpu.check():
+                _kill_all()
+            if not memory or began < self.due:
+                continue
             self.peak_kb = max(self.peak_kb, _run_memory_kb(self.budget_kb, self.held))
             if self.over():
                 _kill_all()
@@ -302,7 +312,12 @@ class _MemoryWatch:
 
 
 def _run(
-    cmd: dict[str, Any], fds: list[int], ctl: socket.socket, spare: _Spare, memory: isolation.MemoryCgroup | None
+    cmd: dict[str, Any],
+    fds: list[int],
+    ctl: socket.socket,
+    spare: _Spare,
+    memory: isolation.MemoryCgroup | None,
+    cpus: int = 1,
 ) -> dict[str, Any]:
     # The address-space limit bounds each process; the run as a whole (every process it forked, and what
     # its files hold) gets the same budget, checked here; the memory cgroup, where there is one, bounds
@@ -313,6 +328,7 @@ def _run(
     # What it holds as it starts (the files it was given), read before the program can run: a program that
     # fills a tmpfs at once would otherwise be read into its own starting point, and never counted.
     held = _Held(memory)
+    reaped = run_cpu.reaped_cpu_s()  # the run's processes, once the box reaps them, add to this
     start = time.monotonic()
     try:
         socket.send_fds(spare.sock, [json.dumps(cmd).encode()], fds)
@@ -325,7 +341,7 @@ def _run(
     poller = select.poll()
     poller.register(exited, select.POLLIN)
     poller.register(ctl, select.POLLIN)
-    watch = _MemoryWatch(budget_kb, held)
+    watch = _MemoryWatch(budget_kb, held, run_cpu.CpuWatch(cmd["limits"], cpus, {"1", str(os.getpid())}))
     while True:
         events = watch.poll(poller)
         if exited in events:
@@ -341,6 +357,10 @@ def _run(
     wall = time.monotonic() - start
     _kill_all()
     reap_all()
+    # Every process of the run is reaped by now, by the box or by a process the box reaped: its whole tree.
+    cpu = run_cpu.reaped_cpu_s() - reaped
+    if watch.cpu is not None and watch.cpu.over_at_end(cpu):
+        status = signal.SIGXCPU  # as the per-process limit ends a process: the run is out of CPU time
     # Past its budget the run was killed: its peak is reported as the memory it used, so that it reads as MLE.
     peak_kb = watch.peak_kb if over_budget else 0
     if memory is not None and memory.over():
@@ -358,7 +378,7 @@ def _run(
         "exit_code": code,
         "signal": sig,
         "wall": wall,
-        "cpu": usage.ru_utime + usage.ru_stime,
+        "cpu": cpu,
         "max_rss_kb": max(usage.ru_maxrss, peak_kb),
         "error": error or None,
     }
@@ -399,6 +419,7 @@ class _Session:
         self.scratch = scratch
         self.memory = memory
         self.budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
+        self.limits = cmd["limits"]
         if memory is not None:
             memory.apply(self.budget_kb * 1024)
         self.files_kb = _files_kb()  # the files the program was given; every test gets the same again
@@ -449,7 +470,8 @@ class _Session:
         poller = select.poll()
         for fd in (self.exited, sock.fileno(), ctl.fileno()):
             poller.register(fd, select.POLLIN)
-        watch = _MemoryWatch(self.budget_kb, held)
+        cpu = run_cpu.CpuWatch(self.limits, self.programs.cpus, self._supervisors())
+        watch = _MemoryWatch(self.budget_kb, held, cpu)
         raw, killed = b"", False
         while not raw:
             events = watch.poll(poller)
@@ -474,6 +496,10 @@ class _Session:
             # The kernel killed a process of the test (or the session's process) for its memory.
             killed = over_budget = True
             peak = max(peak, self.budget_kb)
+        if cpu.over and not over_budget:  # the box stopped it: its processes together ran out of CPU time
+            self.end()
+            return {"exit_code": None, "signal": signal.SIGXCPU, "wall": wall, "cpu": float(cpu.limit),
+                    "max_rss_kb": None, "error": None, "session": False}  # fmt: skip
         if killed or over_budget:
             self.end()
             return {"exit_code": None, "signal": signal.SIGKILL, "wall": wall, "cpu": None,
@@ -488,12 +514,21 @@ class _Session:
             return {"session": False, "broken": True}
         self.checker = report.pop("supervisor", 0)
         retired = report.pop("retired", False)  # the checker has grown: the session ends with this test
+        # The test's process reported what it and the children it reaped used; its orphans came to the box.
+        report["cpu"] = (report.get("cpu") or 0.0) + run_cpu.living_cpu_s(self._supervisors())[0]
+        if watch.cpu is not None and watch.cpu.over_at_end(report["cpu"]):
+            report.update(exit_code=None, signal=signal.SIGXCPU)
         if self.budget_kb and (held_kb := _held_at_end(held, report.get("max_rss_kb") or 0, self.budget_kb)):
             report.update(exit_code=None, signal=signal.SIGKILL, max_rss_kb=held_kb)
         report.update(wall=wall, error=None, session=not retired and self._still_clean())
         if not report["session"]:
             self.end()
         return report
+
+    def _supervisors(self) -> set[str]:
+        """The processes in the box's namespace that are no test's: the box, the session's process, its checker
+        (and in a container, the agent)."""
+        return {"1", str(os.getpid()), str(self.process.pid), str(self.checker or 1)}
 
     def _still_clean(self) -> bool:
         """Whether the test left no process behind; if so, the next test's scratch is put in place."""
@@ -507,7 +542,7 @@ class _Session:
             if pid != self.spare:
                 return False
             self.spare = 0
-        supervisors = {"1", str(os.getpid()), str(self.process.pid), str(self.checker)}
+        supervisors = self._supervisors()
         if any(name.isdigit() and name not in supervisors for name in os.listdir("/proc")):
             return False
         try:

@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from . import assert_runner, cells, isolation, linux, runtime  # noqa: F401 - assert_runner, cells: see main()
+from . import assert_runner, cells, isolation, linux, run_cpu, runtime  # noqa: F401 - assert_runner, cells: see main()
 from .box_handle import BoxHandle
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
 
@@ -102,6 +102,7 @@ class _Run:
         self.req = req
         limits = req["limits"]
         self.started = time.monotonic()
+        self.clock = run_cpu.machine_clock()  # how busy the machine was by then: see _stretched
         self.deadline = self.started + limits["wall_s"]
         self.output_cap = limits["output_bytes"]
         stdin_index = req.get("stdin")
@@ -222,35 +223,16 @@ def _run(
 
 
 def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:
-    """The run's deadline, moved on by the time its processes waited for a CPU (up to WAIT_CREDIT times
-    its limit): a run's wall time stretches when more runs than CPUs compute at once (the pool lends slots
-    to runs that sleep, and they may compute after all), and that must not turn a right answer into a
-    time-out. CPU time stays limited as it was (RLIMIT_CPU), so waiting is all the credit buys.
-
-    The wait is the longest ``run_delay`` (``/proc/PID/schedstat``: time runnable but not running) of the
-    run's processes: those that started with this run or after, and in a run of its own (``plain``) the
-    process the box forked ahead for it (it slept until the run began, and sleeping adds no delay). A
-    session's process and its checker live across runs: their waits are older, and do not count. Read
-    only at the deadline, so runs that end in time pay nothing for it.
+    """The run's deadline, moved on by the time its processes waited for a CPU that other processes held (up
+    to WAIT_CREDIT times its limit): a run's wall time stretches when more runs than CPUs compute at once (the
+    pool lends slots to runs that sleep, and they may compute after all), and that must not turn a right
+    answer into a time-out. CPU time stays limited as it was (the box sums it over the run's processes), so
+    waiting is all the credit buys; waits the run made itself buy nothing (see ``run_cpu.waited_for_others``).
+    Read only at the deadline, so runs that end in time pay nothing for it but one read as they start.
     """
     limit = float(run.req["limits"]["wall_s"])
     started_ticks = (time.clock_gettime(time.CLOCK_BOOTTIME) - (now - run.started)) * _CLOCK_TICKS - 1
-    waited = 0.0
-    stack = [(bx.pid, 0)]
-    while stack:
-        pid, depth = stack.pop()
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-                stack.extend((int(c), depth + 1) for c in f.read().split())
-            if depth == 0:
-                continue  # the box
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                start = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22: start time, in clock ticks
-            if start >= started_ticks or (plain and depth == 1):
-                with open(f"/proc/{pid}/schedstat", "rb") as f:
-                    waited = max(waited, int(f.read().split()[1]) / 1e9)
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
+    waited = run_cpu.waited_for_others(bx.pid, started_ticks, plain, run.clock)
     return run.started + limit + min(waited, WAIT_CREDIT * limit)
 
 

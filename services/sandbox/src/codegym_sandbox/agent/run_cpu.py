@@ -1,0 +1,129 @@
+"""The CPU time of a whole run: every process it forked, running, exited or reaped.
+
+``RLIMIT_CPU`` bounds each process on its own: a program that forks a fresh child (whose count starts at
+zero) when its limit's warning arrives, or spreads its work over a chain of processes, would escape it.
+The box therefore holds the run's tree to the same limit: the processes it can see in ``/proc`` (their own
+time, and that of the children they reaped), and those it reaped itself (its ``RUSAGE_CHILDREN``: it is
+the init of the run's pid namespace, or its subreaper, so every orphan comes to it). The per-process limit
+stays, as a backstop, and it is what stops an honest single-process program, exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+MIN_CHECK_S = 0.05  # the shortest time between two sums of a run's CPU time while it runs
+
+
+def cpu_limit_s(limits: dict[str, float]) -> int:
+    """A run's CPU-time limit in whole seconds: what ``RLIMIT_CPU`` (whole seconds) gives each process."""
+    return max(1, int(limits["cpu_s"] + 0.999))
+
+
+def reaped_cpu_s() -> float:
+    """CPU time of the processes this one has reaped (and of those they reaped), in seconds."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def living_cpu_s(supervisors: set[str]) -> tuple[float, int]:
+    """CPU time of every process in ``/proc`` but ``supervisors`` (zombies too), with that of the children
+    they reaped; and how many threads they have."""
+    ticks = threads = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name in supervisors:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])  # utime .. cstime
+            threads += int(fields[17])  # num_threads
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return ticks / _CLOCK_TICKS, threads
+
+
+class CpuWatch:
+    """Stops a run whose processes together pass its CPU-time limit.
+
+    Summed only when the run could first have reached the limit: no sooner than its CPU time left, spent
+    on every CPU it may use at once (never more than its threads, which a sum counts), so a run that ends
+    within its time is seldom summed at all. Between two sums a run may go past the limit: the sum at its
+    end (see :meth:`over_at_end`) catches what the last one missed.
+    """
+
+    def __init__(self, limits: dict[str, float], cpus: int, supervisors: set[str]) -> None:
+        self.limit = cpu_limit_s(limits)
+        self.cpus = max(1, min(cpus, int(limits.get("processes") or cpus)))
+        self.supervisors = supervisors
+        self.due = time.monotonic() + self.limit / self.cpus
+        self.over = False
+
+    def check(self) -> bool:
+        """Sum the run's CPU time; whether it is past the limit (the caller then kills the run)."""
+        used, threads = living_cpu_s(self.supervisors)
+        if used > self.limit:
+            self.over = True
+            return True
+        rate = max(1, min(self.cpus, threads))
+        self.due = time.monotonic() + max((self.limit - used) / rate, MIN_CHECK_S)
+        return False
+
+    def over_at_end(self, cpu_s: float) -> bool:
+        """Whether the run's whole tree, which used ``cpu_s`` in all, went past the limit."""
+        self.over = self.over or cpu_s > self.limit
+        return self.over
+
+
+def machine_clock() -> tuple[float, float]:
+    """Seconds since boot, and seconds every CPU of the machine spent idle since then, added up (the
+    kernel's ``/proc/uptime``: one short read, so every run can take one as it starts)."""
+    try:
+        fd = os.open("/proc/uptime", os.O_RDONLY)
+        try:
+            up, idle = os.read(fd, 128).split()[:2]
+        finally:
+            os.close(fd)
+        return float(up), float(idle)
+    except (OSError, ValueError):
+        return 0.0, -1.0
+
+
+def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[float, float]) -> float:
+    """How long a run's processes waited for a CPU that processes outside the run held, since ``since`` (the
+    machine's clock as the run began, see :func:`machine_clock`).
+
+    The wait is the longest ``run_delay`` (``/proc/PID/schedstat``: time runnable but not running) of the
+    run's processes: those under the box that started at ``started_ticks`` (clock ticks since boot) or later,
+    and in a run of its own (``plain``) the process the box forked ahead for it (it slept until the run
+    began, and sleeping adds no delay). A session's process and its checker live across runs: their waits
+    are older, and do not count. A run can make its processes wait by itself (a busy child of its own, at any
+    priority): that is no other run's doing. So the wait counts only as far as the machine's CPUs were busy
+    with processes that are not the run's while it ran: their time in all, less that of the run's processes,
+    which they cannot inflate.
+    """
+    waited = used_ticks = 0.0
+    stack = [(box, 0)]
+    while stack:
+        pid, depth = stack.pop()
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                stack.extend((int(c), depth + 1) for c in f.read().split())
+            if depth == 0:
+                continue  # the box
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if int(fields[19]) >= started_ticks or (plain and depth == 1):  # field 22: start time, in ticks
+                used_ticks += sum(int(n) for n in fields[11:15])  # utime, stime, cutime, cstime
+                with open(f"/proc/{pid}/schedstat", "rb") as f:
+                    waited = max(waited, int(f.read().split()[1]) / 1e9)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    up, idle = machine_clock()
+    if idle < 0 or since[1] < 0:
+        return waited  # no machine clock to bound it by: as the kernel counts it
+    busy = (up - since[0]) * os.sysconf("SC_NPROCESSORS_ONLN") - (idle - since[1])
+    return max(0.0, min(waited, busy - used_ticks / _CLOCK_TICKS))

@@ -574,6 +574,8 @@ def _set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, s
         set_limit(resource.RLIMIT_NPROC, limits["processes"] + supervisors)
     set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
     set_limit(resource.RLIMIT_CORE, 0)
+    # POSIX message queues (which the seccomp filter refuses) are charged to the host user, not to the run.
+    set_limit(resource.RLIMIT_MSGQUEUE, 0)
 
 
 def _set_test_limits(limits: dict[str, Any]) -> None:

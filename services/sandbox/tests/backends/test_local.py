@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from codegym_sandbox.config import Settings
+from codegym_sandbox.backends.lending import LEND_PER_CPU
+from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 from sandbox_support import run_code, stdout
@@ -71,7 +72,10 @@ def test_a_run_code_request_that_waits_past_the_queue_limit_is_refused_with_504(
 def test_runs_that_sleep_get_lent_slots_and_all_run_at_once() -> None:
     """Forty runs that each sleep a second on one worker: slots are lent while the CPUs idle, so they end
     together (queued one after another they would take forty seconds), and the lent slots serve later runs."""
-    with TestClient(create_app(Settings(backend="local", workers=1, max_workers=48, cache_entries=0))) as client:
+    limits = Limits(memory_mb=128)  # memory for all forty at once: the budget is not what this tests
+    settings = Settings(backend="local", workers=1, max_workers=48, cache_entries=0, limits=limits,
+                        fusion_queue_wait_s=0)  # fmt: skip
+    with TestClient(create_app(settings)) as client:
         req = {"language": "python", "code": "import time; time.sleep(1); print(input())"}
         started = time.monotonic()
         with ThreadPoolExecutor(40) as pool:
@@ -88,7 +92,7 @@ def test_runs_that_compute_are_not_lent_slots() -> None:
     """Runs that keep the CPUs busy wait for the workers there are: more at once would only share the CPUs
     (and stretch each run's wall time towards its limit)."""
     cpus = len(os.sched_getaffinity(0))
-    settings = Settings(backend="local", workers=cpus, max_workers=cpus + 16, cache_entries=0)
+    settings = Settings(backend="local", workers=cpus, max_workers=cpus + 16, cache_entries=0, fusion_queue_wait_s=0)
     with TestClient(create_app(settings)) as client:
         req = {
             "language": "python",
@@ -97,7 +101,7 @@ def test_runs_that_compute_are_not_lent_slots() -> None:
         with ThreadPoolExecutor(4 * cpus) as pool:
             outs = list(pool.map(lambda i: client.post("/run_code", json=req), range(4 * cpus)))
         assert all(r.json()["status"] == "Success" for r in outs)
-        assert client.get("/readyz").json()["lent"] <= 2  # a tick's jitter at most, never one slot per waiting run
+        assert client.get("/readyz").json()["lent"] <= LEND_PER_CPU * cpus  # a step at most, on a reading's jitter
 
 
 def test_short_runs_that_compute_one_after_another_are_not_lent_slots() -> None:
@@ -113,7 +117,75 @@ def test_short_runs_that_compute_one_after_another_are_not_lent_slots() -> None:
         with ThreadPoolExecutor(4) as pool:
             outs = list(pool.map(lambda _: client.post("/v1/evaluate", json=body), range(4)))
         assert all(p["verdict"] == "AC" for r in outs for p in r.json()["results"]), [r.text[:300] for r in outs]
-        assert client.get("/readyz").json()["lent"] <= 2  # a tick's jitter at most, never one slot per waiting run
+        assert client.get("/readyz").json()["lent"] <= LEND_PER_CPU * cpus  # a step at most, on a reading's jitter
+
+
+@pytest.mark.parametrize("sleepers", [2, 8])
+def test_honest_runs_that_compute_after_sleepers_are_not_crowded_into_a_time_out(sleepers: int) -> None:
+    """Programs that sleep hold the workers (and are lent more), then a burst of honest runs that each compute
+    about half their limit arrives. Lending a worker to each at once put eight on a CPU, and 16 of 16 were
+    TLE; now the burst gets a step of lent workers at a time (counted while it runs), and no more of it is TLE
+    than of the same burst on the fresh pool before, or once the sleepers have gone: what ran before must not
+    change a verdict. (Comparing with the fresh pool keeps the test true on a machine that other work slows.)"""
+    cpus = len(os.sched_getaffinity(0))
+    limit = 1.0
+    spin = f"import time\nt = time.process_time()\nwhile time.process_time() - t < {0.4 * limit}: pass\nprint('done')"
+    burst = 8 * cpus
+    settings = Settings(backend="local", workers=cpus, cache_entries=0, fusion_queue_wait_s=0)  # the burst waits
+    with TestClient(create_app(settings)) as client:
+
+        def compute(_: int) -> str:
+            return str(run_code(client, spin, run_timeout=limit)["run_result"]["status"])
+
+        def timeouts(pool: ThreadPoolExecutor) -> tuple[int, int]:
+            """TLEs of one burst, and the most runs in flight while it ran."""
+            done = threading.Event()
+
+            def peak() -> int:
+                most = 0
+                while not done.wait(0.02):
+                    most = max(most, int(client.get("/readyz").json()["busy"]))
+                return most
+
+            watcher = pool.submit(peak)
+            verdicts = list(pool.map(compute, range(burst)))
+            done.set()
+            return sum(v == "TimeLimitExceeded" for v in verdicts), watcher.result()
+
+        with ThreadPoolExecutor(sleepers + burst + 1) as pool:
+            fresh, _ = timeouts(pool)
+            sleep = f"import time; time.sleep({burst * 0.4 * limit / cpus + 3})"
+            held = [pool.submit(run_code, client, sleep, run_timeout=30) for _ in range(sleepers)]
+            deadline = time.monotonic() + 30  # the sleepers run (those beyond the pool's own workers on lent ones)
+            while client.get("/readyz").json()["busy"] < sleepers:
+                assert time.monotonic() < deadline, "the sleepers never all ran"
+                time.sleep(0.05)
+            during, most = timeouts(pool)
+            assert all(h.result()["run_result"]["status"] == "Finished" for h in held)
+            after, _ = timeouts(pool)
+        assert most <= sleepers + LEND_PER_CPU * cpus, most
+        assert during <= fresh and after <= fresh, (fresh, during, after)
+
+
+@pytest.mark.parametrize("sleepers", [32, 100])
+def test_sleepers_all_start_at_once(sleepers: int) -> None:
+    """However many runs sleep at once, they all sleep together: the spread of their starts (the time each
+    program reads as it starts) is well within the time each sleeps."""
+    cpus = len(os.sched_getaffinity(0))
+    nap = 4.0
+    # Memory for every sleeper at once (the budget is not what this tests: the lending is).
+    settings = Settings(backend="local", workers=cpus, cache_entries=0, memory_budget_mb=sleepers * 128 + 1024,
+                        limits=Limits(memory_mb=128), fusion_queue_wait_s=0)  # fmt: skip
+    code = f"import time\nprint(time.time())\ntime.sleep({nap})"
+    with TestClient(create_app(settings)) as client:
+
+        def start(_: int) -> float:
+            return float(stdout(run_code(client, code, run_timeout=2 * nap)))
+
+        with ThreadPoolExecutor(sleepers) as pool:
+            starts = sorted(pool.map(start, range(sleepers)))
+        spread = [round(s - starts[0], 2) for s in starts]
+        assert spread[-1] < nap / 2, f"starts after the first: {spread[:: max(sleepers // 10, 1)]}"
 
 
 def test_runs_queue_for_a_free_worker() -> None:
@@ -151,7 +223,8 @@ def test_a_group_larger_than_the_queue_is_admitted_whole_and_the_next_request_wa
 
 @pytest.fixture(scope="module")
 def healing() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(backend="local", workers=2))) as c:
+    # A fixed pool: these tests kill and count its workers (lent ones have tests of their own).
+    with TestClient(create_app(Settings(backend="local", workers=2, max_workers=2))) as c:
         yield c
 
 
@@ -212,7 +285,8 @@ def test_sandbox_errors_are_not_cached(healing: TestClient) -> None:
 
 
 def test_breaker_opens_on_repeated_failures_and_closes_when_a_worker_starts() -> None:
-    with TestClient(create_app(Settings(backend="local", workers=1, breaker_cooldown_s=0.5))) as client:
+    settings = Settings(backend="local", workers=1, max_workers=1, breaker_cooldown_s=0.5)  # a fixed pool
+    with TestClient(create_app(settings)) as client:
         backend = client.app.state.executor.backend  # type: ignore[attr-defined]
         # Every restart of the slot fails from now on: agents come from a zygote that cannot start again.
         good = backend.zygote.argv[0]
@@ -270,7 +344,7 @@ def test_agents_start_as_interpreters_of_their_own_where_the_kernel_has_no_pidfd
 
 
 def test_a_dead_zygote_is_started_again_for_the_next_agent() -> None:
-    with TestClient(create_app(Settings(backend="local", workers=1))) as client:
+    with TestClient(create_app(Settings(backend="local", workers=1, max_workers=1))) as client:  # a fixed pool
         backend = client.app.state.executor.backend  # type: ignore[attr-defined]
         first = backend.zygote.proc.pid
         os.kill(first, signal.SIGKILL)

@@ -9,14 +9,14 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
 - it lends only while the runs in progress leave at least ``LEND_IDLE_CPUS`` of the CPUs unused (on two
   ticks in a row: a run just handed a worker may wait for the server a moment, and look idle);
 - in one tick, at most enough runs that, should every run not yet measured compute, there are
-  ``LEND_PER_CPU`` runs per CPU: each then waits at most three times its CPU time, which the credit covers
-  for any run that needs up to two thirds of its limit (and for half of it, with room for other load);
+  ``LEND_PER_CPU`` runs per CPU: each then waits at most twice its CPU time, which the credit covers for
+  any run that keeps within its limit (and for a run that needs half of it, with room for other load);
 - a lent worker whose run ends takes the next waiting run only while the CPUs are idle; otherwise (or
   with nothing waiting) it is parked: warm, but open to no run until a later tick lends it again. So what
   ran before never leaves open workers for the next burst of runs to crowd the CPUs with.
 
 Each tick the runs are measured again, so runs that sleep are lent workers at ``LEND_PER_CPU`` per CPU per
-tick (a hundred sleepers on two CPUs start within a second), and a burst of runs that compute stops the
+tick (a hundred sleepers on two idle CPUs start within about a second), and a burst of runs that compute stops the
 lending after one step. Starting a worker costs more than lending a parked one, so the pool keeps enough
 parked workers for as many ticks of lending as starting one takes (:func:`reserve`).
 """
@@ -33,7 +33,7 @@ LEND_TICK_S = 0.05  # how often the pool measures its runs and decides
 LEND_AFTER_S = 0.05  # how long the oldest run waits before lending begins (a worker may be about to come free)
 LEND_IDLE_CPUS = 0.5  # the unused CPUs lending needs
 LEND_IDLE_TICKS = 2  # on this many ticks in a row
-LEND_PER_CPU = 4  # runs per CPU, counting each run not yet measured as computing, that one tick may add up to
+LEND_PER_CPU = 3  # runs per CPU, counting each run not yet measured as computing, that one tick may add up to
 MEASURE_AFTER_S = 0.03  # a run younger than this counts as computing: its start-up says nothing of it yet
 RESERVE_STEPS = 8  # the reserve covers at most this many ticks of lending (each parked worker holds a few MiB)
 RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
@@ -101,7 +101,8 @@ class DemandMeter:
             if seen is None or now - seen[0] < MEASURE_AFTER_S:
                 wanted += 1.0
             else:
-                wanted += max(demand - seen[1], 0.0) / (now - seen[0])
+                # A run's processes share the one CPU its worker is pinned to: it never wants more than that.
+                wanted += min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
         return wanted
 
 

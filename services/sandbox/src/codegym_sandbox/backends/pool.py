@@ -22,19 +22,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from . import lending
 from .base import RunOutcome, RunRequest, Saturated
-from .lending import (
-    LEND_AFTER_S,
-    LEND_IDLE_TICKS,
-    LEND_PER_CPU,
-    LEND_TICK_S,
-    RETIRE_AFTER_S,
-    CpuIdle,
-    DemandMeter,
-    keep_open,
-    lend_now,
-    reserve,
-)
+from .lending import CpuIdle, DemandMeter, keep_open, lend_now, reserve
 from .memory import MemoryBudget, default_budget_mb
 from .slots import BREAKER_COOLDOWN_S, Slot
 from .worker import AgentWorker
@@ -80,7 +70,8 @@ class WorkerPool:
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
         self._meter = DemandMeter()
         self.lent = 0  # runs lending gave a worker, in all
-        self.start_s = LEND_TICK_S  # how long starting a worker takes here (a moving average)
+        self.start_s = lending.LEND_TICK_S  # how long starting a worker takes here (a moving average)
+        self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
         self.restarts = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -127,7 +118,7 @@ class WorkerPool:
         if errors:
             await self.stop()
             raise errors[0]
-        self.start_s = max(time.monotonic() - began, LEND_TICK_S)
+        self.start_s = max(time.monotonic() - began, lending.LEND_TICK_S)
         for w in workers:
             self._idle.put_nowait(w)
             self._watch(w)
@@ -236,7 +227,7 @@ class WorkerPool:
     async def _lend(self) -> None:
         cpu = CpuIdle()
         while not self._stopping:
-            await asyncio.sleep(LEND_TICK_S)
+            await asyncio.sleep(lending.LEND_TICK_S)
             self._lend_tick(time.monotonic(), cpu.sample())
 
     def _lend_tick(self, now: float, idle_cpus: float) -> None:
@@ -254,10 +245,11 @@ class WorkerPool:
             # or a tick that falls in that gap would lend workers to runs that compute.
             load += self._idle.qsize()
             self._open = keep_open(self.cpus, load)
-            # Lending needs the CPUs idle on LEND_IDLE_TICKS readings in a row: a run just handed a worker
-            # may wait for the server before its program starts, and look idle for a moment.
+            # Lending needs the CPUs idle on LEND_IDLE_TICKS readings in a row: a run just handed a worker may
+            # wait for the server before its program starts, and look idle for a moment.
             self._idle_ticks = self._idle_ticks + 1 if self._open else 0
-            if self._idle_ticks >= LEND_IDLE_TICKS and now - next(iter(self._waiters.values())) >= LEND_AFTER_S:
+            waited = now - next(iter(self._waiters.values()))
+            if self._idle_ticks >= lending.LEND_IDLE_TICKS and waited >= lending.LEND_AFTER_S:
                 room = self.max_workers - len(self._busy) - self._idle.qsize()
                 lend = lend_now(self.cpus, load, len(self._waiters), room)
                 for slot in sorted(self._parked)[:lend]:  # the lowest slots: they alternate between the CPUs
@@ -289,9 +281,11 @@ class WorkerPool:
     def _start_ahead(self) -> None:
         """Start lent workers for this tick's grants, and more to keep the reserve parked: those a step at a
         time (starting scores of workers at once would only slow each down, and the runs with them)."""
+        if time.monotonic() < self._no_starts_until:
+            return
         free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
         missing = reserve(self.cpus, self.start_s, self.max_workers - self.size) - len(self._parked)
-        ahead = min(missing, LEND_PER_CPU * self.cpus) - len(self._starting)
+        ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)
         for slot in free[: max(self._grants + ahead, 0)]:
             self._starting.add(slot)
             self._spawn(self._start_lent(slot))
@@ -313,6 +307,9 @@ class WorkerPool:
         except Exception as exc:
             self.slots[slot].last_error = str(exc)
             log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
+            # No more tries until the breaker's cooldown: a cause that fails every start (a broken runtime)
+            # would otherwise be retried a step of workers at a time, every tick.
+            self._no_starts_until = time.monotonic() + self.breaker_cooldown_s
             return
         finally:
             self._starting.discard(slot)
@@ -332,7 +329,7 @@ class WorkerPool:
     def _retire(self, now: float) -> None:
         """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""
         keep = reserve(self.cpus, self.start_s, self.max_workers - self.size)
-        old = sorted((since, slot) for slot, since in self._parked.items() if now - since >= RETIRE_AFTER_S)
+        old = sorted((since, slot) for slot, since in self._parked.items() if now - since >= lending.RETIRE_AFTER_S)
         for _, slot in old[: max(len(self._parked) - keep, 0)]:
             worker = self._workers[slot]
             if worker is not None:

@@ -192,6 +192,15 @@ def test_the_programs_stop_iteration_is_its_runtime_error(checks: str, raised: s
     assert passed is None and "ProgramError" in err, err
 
 
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt", "GeneratorExit"])
+def test_an_interrupt_of_the_programs_is_not_an_exception_of_the_tests(raised: str) -> None:
+    """As beside the program, ``except Exception`` in the tests does not catch it: the run is an error."""
+    catching = "try:\n    f(1)\nexcept Exception:\n    pass"
+    passed, _, err = _assert(f"def f(x):\n    raise {raised}", catching)
+    assert passed is None and "ProgramInterrupt" in err, err
+    assert _assert(f"def f(x):\n    raise {raised}", catching.replace("Exception", "BaseException"))[0] is True
+
+
 def test_the_programs_own_assertion_error_is_a_runtime_error() -> None:
     assert _assert("def f(x):\n    assert x > 1\n    return x", "assert f(1) == 1")[0] is None
     # The tests may still expect it, as the type it is.

@@ -21,9 +21,10 @@ checker calls the function and compares what it returned (see ``call_test``).
 
 An exception the program raises reaches the tests as the same builtin type (so that tests may expect a
 ``ValueError``), but never as one that drives the tests' control flow: a ``StopIteration`` would end a
-``map`` or a ``zip`` of the tests' as if it were exhausted, so it (and ``StopAsyncIteration``, and what a
-program may not stop the tests with: ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``) arrives as a
-:class:`ProgramError`. One the tests let through is the program's runtime error, an ``AssertionError``
+``map`` or a ``zip`` of the tests' as if it were exhausted, so it (and ``StopAsyncIteration``) arrives as
+a :class:`ProgramError`, and what would stop the interpreter (``KeyboardInterrupt``, ``GeneratorExit``) as
+a :class:`ProgramInterrupt`, which ``except Exception`` does not catch either (a ``SystemExit`` ends the
+program's process). One the tests let through is the program's runtime error, an ``AssertionError``
 included: only the tests' own assertions make a wrong answer.
 
 The verdict (:func:`outcome_status`) is the checker's, which the program cannot set: 0 when the tests ran
@@ -57,8 +58,10 @@ from .program_process import serve_program as serve_program  # the box forks eac
 
 RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
-# What a program's exception may not arrive as in the checker (see the module's docstring).
-_UNCATCHABLE = (SystemExit, KeyboardInterrupt, GeneratorExit, StopIteration, StopAsyncIteration)
+# What a program's exception may not arrive as in the checker (see the module's docstring): those that end
+# a loop of the tests' arrive as a ProgramError, those that stop the interpreter as a ProgramInterrupt.
+_ITERATION_ENDS = (StopIteration, StopAsyncIteration)
+_INTERRUPTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
 # Modules that run code when imported (a program may name any module it bound): never imported by the
 # checker, which in a session serves every later run too.
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
@@ -70,6 +73,14 @@ OUTCOMES = ("passed", "failed", "error", "ended")
 
 class ProgramError(Exception):
     """The program raised an exception of its own type while the tests called it."""
+
+
+class ProgramInterrupt(BaseException):
+    """The program raised ``KeyboardInterrupt`` or ``GeneratorExit`` while the tests called it.
+
+    Not an ``Exception``, as these are not: ``except Exception`` in the tests lets it through, as it would
+    let the program's own through beside the program.
+    """
 
 
 class ProgramEnded(BaseException):
@@ -169,13 +180,16 @@ def _update(original: Any, changed: Any) -> None:
 def _local_exception(reply: list[Any]) -> BaseException:
     _, module, name, message, text = reply
     kind = getattr(builtins, name, None) if module == "builtins" else None
-    if isinstance(kind, type) and issubclass(kind, BaseException) and not issubclass(kind, _UNCATCHABLE):
+    exc: BaseException
+    if not isinstance(kind, type) or not issubclass(kind, BaseException) or issubclass(kind, _ITERATION_ENDS):
+        exc = ProgramError(f"{name}: {message}")
+    elif issubclass(kind, _INTERRUPTS):
+        exc = ProgramInterrupt(f"{name}: {message}")
+    else:
         try:
             exc = kind(message)
         except BaseException:
             exc = ProgramError(f"{name}: {message}")
-    else:
-        exc = ProgramError(f"{name}: {message}")
     if hasattr(exc, "add_note"):
         exc.add_note("In the program:\n" + text.rstrip())
     exc.__dict__[_FROM_PROGRAM] = text.rstrip()

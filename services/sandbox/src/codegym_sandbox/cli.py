@@ -31,10 +31,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from .api.fusion_models import RunCodeRequest
     from .client import SandboxClient
 
+    request = RunCodeRequest(code=args.code, language=args.language, stdin=args.stdin)
     with SandboxClient(args.url, token=os.environ.get("CODEGYM_SANDBOX_API_TOKEN")) as client:
-        result = client.run_code(args.code, language=args.language, stdin=args.stdin)
+        result = client.run_code(request)
     print(result.model_dump_json(indent=2))
     return 0 if result.status.value == "Success" else 1
 

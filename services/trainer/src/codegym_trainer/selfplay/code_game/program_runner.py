@@ -14,15 +14,13 @@ one run, and the determinism check would check nothing.
 from __future__ import annotations
 
 import base64
-import itertools
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
 from codegym_evaluator.scoring import SE, Execution
-from codegym_sandbox.client import SandboxClient
+from codegym_sandbox.client import RetryPolicy, SandboxClient, SandboxError, SandboxUnavailable
 from codegym_sandbox.models import ExecuteRequest, ExecuteResponse, LimitsIn
 
 PROGRAM_FILE = "game.py"
@@ -32,8 +30,6 @@ LAUNCHER = """\
 import os, sys
 os.execve(sys.executable, [sys.executable, "-S", "-s", {file!r}], {{**os.environ, "PYTHONHASHSEED": {seed!r}}})
 """
-
-_RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
 
 @dataclass(frozen=True)
@@ -70,8 +66,9 @@ def _execution(response: ExecuteResponse) -> Execution:
 class ProgramRunner:
     """Runs programs twice through one or more sandboxes, ``concurrency`` runs at a time.
 
-    A run the sandbox could not judge (unreachable, an HTTP error, verdict SE) is retried ``retries`` times,
-    moving on to the next URL; after that it comes back with verdict ``SE``, which masks the round's rewards.
+    A run the sandbox could not judge (unreachable, an HTTP error: the client's retry policy; verdict SE) is
+    retried ``retries`` times, moving on to the next URL; after that it comes back with verdict ``SE``, which
+    masks the round's rewards.
     ``transport`` lets a test put a transport under every URL's client.
     """
 
@@ -93,9 +90,8 @@ class ProgramRunner:
         self.retries = retries
         # A run costs the sandbox at most timeout_s; the request may wait in its queue behind others.
         timeout = max(30.0, limits.timeout_s * 10)
-        self._clients = [SandboxClient(url, token=token, timeout=timeout, transport=transport) for url in urls]
-        self._next = itertools.cycle(range(len(self._clients)))
-        self._lock = threading.Lock()  # the cycle is shared by the pool's threads
+        retry = RetryPolicy(retries=retries)
+        self._client = SandboxClient(urls, token=token, timeout=timeout, retry=retry, transport=transport)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="code-game-run")
 
     def __enter__(self) -> ProgramRunner:
@@ -106,12 +102,7 @@ class ProgramRunner:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        for client in self._clients:
-            client.close()
-
-    def _client(self) -> SandboxClient:
-        with self._lock:
-            return self._clients[next(self._next)]
+        self._client.close()
 
     def run_once(self, program: str, hash_seed: str) -> Execution:
         """One run of ``program`` under ``hash_seed``, retried while the sandbox cannot judge it."""
@@ -119,13 +110,10 @@ class ProgramRunner:
         last = Execution(SE, "", "", None, "no attempt made")
         for _ in range(self.retries + 1):
             try:
-                last = _execution(self._client().execute(request))
-            except httpx.HTTPStatusError as exc:
-                last = Execution(SE, "", "", None, f"HTTP {exc.response.status_code}: {exc.response.text[:300]}")
-                if exc.response.status_code not in _RETRY_STATUS:
-                    break
-            except httpx.HTTPError as exc:
-                last = Execution(SE, "", "", None, f"sandbox unreachable: {type(exc).__name__}: {exc}")
+                last = _execution(self._client.execute(request))
+            except SandboxError as exc:  # the client has already retried what is worth retrying
+                why = f"sandbox unreachable: {exc}" if isinstance(exc, SandboxUnavailable) else str(exc)
+                return Execution(SE, "", "", None, why)
             if not last.sandbox_error:
                 break
         return last

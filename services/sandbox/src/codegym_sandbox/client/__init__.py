@@ -1,0 +1,34 @@
+"""The sandbox's client: the only code outside the sandbox that speaks its HTTP API.
+
+:class:`SandboxClient` (blocking) and :class:`AsyncSandboxClient` (async) share one implementation
+(``_core``), as httpx's two clients do: the same URLs taken in turn, the same :class:`RetryPolicy`, the same
+batching of ``/v1/evaluate`` groups into ``/v1/evaluate/batch`` requests, the same wire models back
+(``codegym_sandbox.models``), the same exceptions (:mod:`.exceptions`). Both take an injectable
+``transport``, so a test runs the real app in-process::
+
+    app = create_app(Settings(backend="local"))
+    async with app.router.lifespan_context(app), AsyncSandboxClient(
+        "http://sandbox", transport=httpx.ASGITransport(app=app)
+    ) as client:
+        response = await client.evaluate(EvaluateRequest(language="python", programs=[...], tests=[...]))
+
+The client returns the server's verdicts as they are; it never derives one of its own.
+"""
+
+from __future__ import annotations
+
+from ._async import AsyncSandboxClient
+from ._core import RetryPolicy
+from ._sync import DEFAULT_URL, SandboxClient
+from .exceptions import SandboxError, SandboxProtocolError, SandboxRejected, SandboxUnavailable
+
+__all__ = [
+    "DEFAULT_URL",
+    "AsyncSandboxClient",
+    "RetryPolicy",
+    "SandboxClient",
+    "SandboxError",
+    "SandboxProtocolError",
+    "SandboxRejected",
+    "SandboxUnavailable",
+]

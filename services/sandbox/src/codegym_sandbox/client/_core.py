@@ -1,0 +1,195 @@
+"""What the sync and async clients share: URLs, the retry policy, request bodies, batching and parsing.
+
+The exchange of one request is a generator that yields what to do (``Send`` a request, ``Wait`` a while)
+and is sent back what happened (a response, or the transport's exception); each client only performs the
+steps, with its own I/O. So both clients retry, fail over and give up in exactly the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import threading
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from .exceptions import SandboxError, SandboxProtocolError, SandboxRejected, SandboxUnavailable
+
+log = logging.getLogger("codegym.sandbox.client")
+
+M = TypeVar("M", bound=BaseModel)
+Body = Mapping[str, Any] | BaseModel
+Outcome = httpx.Response | httpx.HTTPError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When a request is sent again, and after how long.
+
+    A request is retried when the server cannot be reached (any transport error: connect, read, timeout) or
+    answers one of ``statuses`` (it is saturated or failing, not refusing the request), up to ``retries``
+    times, each time to the next URL. The wait is the server's ``Retry-After`` when it gives one (at most
+    ``max_retry_after_s``), else ``backoff_s * 2**attempt`` (at most ``max_backoff_s``) with +-25% jitter,
+    so that clients that failed together do not come back together.
+    """
+
+    retries: int = 3
+    backoff_s: float = 0.25
+    max_backoff_s: float = 10.0
+    max_retry_after_s: float = 30.0
+    statuses: frozenset[int] = field(default_factory=lambda: frozenset({408, 425, 429, 500, 502, 503, 504}))
+
+    def __post_init__(self) -> None:
+        if self.retries < 0 or self.backoff_s < 0:
+            raise ValueError("retries and backoff_s must be >= 0")
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        """Seconds to wait before attempt ``attempt + 1``."""
+        if retry_after is not None:
+            try:
+                return max(0.0, min(float(retry_after), self.max_retry_after_s))
+            except ValueError:
+                pass  # an HTTP date: rare from a sandbox; the backoff serves
+        return float(min(self.backoff_s * 2**attempt, self.max_backoff_s) * random.uniform(0.75, 1.25))
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send this request; the driver sends back the response or the transport's ``httpx.HTTPError``."""
+
+    method: str
+    url: str
+    json: Any
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Sleep this long before the next step."""
+
+    seconds: float
+
+
+Step = Send | Wait
+Exchange = Generator[Step, Outcome | None, Any]
+
+
+class Core:
+    """The state both clients share: URLs (taken in turn), headers, the retry policy, batching's state."""
+
+    def __init__(
+        self, urls: str | Sequence[str], *, token: str | None, retry: RetryPolicy | None, batch_runs: int
+    ) -> None:
+        self.urls = [u.rstrip("/") for u in ([urls] if isinstance(urls, str) else urls)]
+        if not self.urls:
+            raise ValueError("a sandbox client needs at least one URL")
+        if batch_runs < 0:
+            raise ValueError("batch_runs must be >= 0")
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.batch_runs = batch_runs
+        self.batchable = True  # until a server says it has no /v1/evaluate/batch
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Loading the CA bundle takes 20-40 ms: only when there is TLS to verify (an http:// URL never leads
+        # to https: redirects are not followed).
+        self.verify = any(u.lower().startswith("https://") for u in self.urls)
+        self._next = itertools.cycle(range(len(self.urls)))
+        self._lock = threading.Lock()  # a sync client is shared by threads
+
+    def next_url(self) -> str:
+        with self._lock:
+            return self.urls[next(self._next)]
+
+    def exchange(self, method: str, path: str, body: Any = None) -> Exchange:
+        """One request with the retry policy over the URLs; returns the answer's JSON, raises ``SandboxError``."""
+        last: SandboxError = SandboxUnavailable("no attempt made", path=path)
+        for attempt in range(self.retry.retries + 1):
+            url = self.next_url()
+            outcome = yield Send(method, url + path, body)
+            retry_after: str | None = None
+            if isinstance(outcome, httpx.HTTPError):
+                last = SandboxUnavailable(f"{url}{path}: {type(outcome).__name__}: {outcome}", url=url, path=path)
+            elif outcome is None:
+                raise RuntimeError("a Send step needs a response or an exception back")
+            elif outcome.status_code == 200:
+                try:
+                    return outcome.json()
+                except ValueError:
+                    message = f"{url}{path}: the answer is not JSON"
+                    raise SandboxProtocolError(message, url=url, path=path, status=200) from None
+            else:
+                status = outcome.status_code
+                message = f"{url}{path}: HTTP {status}: {outcome.text[:500]}"
+                if status not in self.retry.statuses:
+                    raise SandboxRejected(message, url=url, path=path, status=status)
+                last = SandboxUnavailable(message, url=url, path=path, status=status)
+                retry_after = outcome.headers.get("Retry-After")
+            if attempt < self.retry.retries:
+                log.warning("sandbox request failed (attempt %d/%d): %s", attempt + 1, self.retry.retries + 1, last)
+                yield Wait(self.retry.delay(attempt, retry_after))
+        raise last
+
+    def batched(self, body: Mapping[str, Any]) -> bool:
+        """Whether a ``/v1/evaluate`` body may share a batch: batching is on and the body is smaller than one."""
+        return self.batchable and runs_of(body) < self.batch_runs
+
+    def batches(self, bodies: Sequence[Mapping[str, Any]]) -> list[list[int]]:
+        """Indices of ``bodies`` (``/v1/evaluate`` bodies) grouped into batches of up to ``batch_runs`` runs; a
+        body as large as a batch, or any body when batching is off or unsupported, goes alone."""
+        out: list[list[int]] = []
+        batch: list[int] = []
+        runs = 0
+        for i, body in enumerate(bodies):
+            if not self.batched(body):
+                out.append([i])
+                continue
+            batch.append(i)
+            runs += runs_of(body)
+            if runs >= self.batch_runs:
+                out.append(batch)
+                batch, runs = [], 0
+        if batch:
+            out.append(batch)
+        return out
+
+    def batch_failed(self, exc: SandboxError) -> Literal["one by one"] | None:
+        """What a failed ``/v1/evaluate/batch`` means: its groups go one by one (the server has no batches,
+        or this batch is too large for it: each group is valid on its own), or None: the error stands."""
+        if isinstance(exc, SandboxRejected) and exc.status in (404, 405):
+            log.warning("the sandbox has no /v1/evaluate/batch (HTTP %s): groups go one by one", exc.status)
+            self.batchable = False
+            return "one by one"
+        if isinstance(exc, SandboxRejected) and exc.status in (413, 422):
+            return "one by one"  # over its max_runs_per_request or body limit: batches are tried again later
+        return None
+
+
+def runs_of(body: Mapping[str, Any]) -> int:
+    """Programs x tests of a ``/v1/evaluate`` body."""
+    return len(body["programs"]) * len(body["tests"])
+
+
+def wire(body: Body) -> dict[str, Any]:
+    """A request body as JSON: a model dumped without its unset optional fields, a mapping as it is."""
+    if isinstance(body, BaseModel):
+        return body.model_dump(mode="json", exclude_none=True)
+    return dict(body)
+
+
+def parse(model: type[M], data: Any, path: str) -> M:
+    """The answer as ``model``; a body that is not the API's raises ``SandboxProtocolError``."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise SandboxProtocolError(f"{path}: the answer is not a {model.__name__}: {exc}", path=path) from None
+
+
+def batch_answers(data: Any, n: int, path: str) -> list[Any]:
+    """The ``responses`` of a ``/v1/evaluate/batch`` answer for ``n`` groups."""
+    answers = data.get("responses") if isinstance(data, Mapping) else None
+    if not isinstance(answers, list) or len(answers) != n:
+        raise SandboxProtocolError(f"{path}: a batch of {n} groups came back with a broken answer", path=path)
+    return answers

@@ -1,0 +1,150 @@
+"""The client's one retry policy, the same in both clients: which answers are retried, after how long, where."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import httpx
+import pytest
+from codegym_sandbox.client import (
+    AsyncSandboxClient,
+    RetryPolicy,
+    SandboxClient,
+    SandboxProtocolError,
+    SandboxRejected,
+    SandboxUnavailable,
+)
+from codegym_sandbox.client._core import Core, Send, Wait
+
+EXECUTED = {
+    "verdict": "AC",
+    "compile": None,
+    "run": {"verdict": "AC", "exit_code": 0, "signal": None, "wall_s": 0.01, "cpu_s": 0.01, "max_rss_kb": 1,
+            "stdout": "hi\n", "stderr": "", "output_truncated": False, "cached": False},
+}  # fmt: skip
+BODY = {"language": "python", "code": "print('hi')"}
+FAST = RetryPolicy(retries=2, backoff_s=0.001)
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def both(urls: list[str], handler: Handler, retry: RetryPolicy = FAST) -> list[object]:
+    """What each client (sync, then async) gets for one ``/v1/execute``: the answer or the exception."""
+    out: list[object] = []
+    with SandboxClient(urls, retry=retry, transport=httpx.MockTransport(handler)) as client:
+        try:
+            out.append(client.execute(BODY))
+        except Exception as exc:
+            out.append(exc)
+
+    async def run() -> None:
+        async with AsyncSandboxClient(urls, retry=retry, transport=httpx.MockTransport(handler)) as client:
+            try:
+                out.append(await client.execute(BODY))
+            except Exception as exc:
+                out.append(exc)
+
+    asyncio.run(run())
+    return out
+
+
+@pytest.mark.parametrize("status", [408, 425, 429, 500, 502, 503, 504])
+def test_a_saturated_or_failing_server_is_retried(status: int) -> None:
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.host)
+        return httpx.Response(status if len(calls) % 2 else 200, json=EXECUTED)
+
+    sync, async_ = both(["http://a"], handler, RetryPolicy(retries=1, backoff_s=0.001))
+    assert sync == async_ and getattr(sync, "verdict", None) is not None
+    assert len(calls) == 4  # one failure, one success, per client
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 413, 422, 501])
+def test_a_refused_request_is_not_retried(status: int) -> None:
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(status, json={"detail": "no"})
+
+    for got in both(["http://a", "http://b"], handler):
+        assert isinstance(got, SandboxRejected) and got.status == status and f"HTTP {status}" in str(got)
+    assert calls == 2
+
+
+@pytest.mark.parametrize("error", [httpx.ConnectError, httpx.ReadTimeout, httpx.RemoteProtocolError, httpx.ReadError])
+def test_a_transport_error_is_retried_until_the_retries_run_out(error: type[httpx.TransportError]) -> None:
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        raise error("down", request=request)
+
+    for got in both(["http://a"], handler):
+        assert isinstance(got, SandboxUnavailable) and "down" in str(got) and got.status is None
+    assert calls == 2 * (FAST.retries + 1)
+
+
+def test_the_attempts_go_to_each_url_in_turn() -> None:
+    hosts: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        hosts.append(request.url.host)
+        if request.url.host == "up":
+            return httpx.Response(200, json=EXECUTED)
+        return httpx.Response(503, headers={"Retry-After": "0"})
+
+    sync, async_ = both(["http://busy", "http://down", "http://up"], handler)
+    assert sync == async_
+    assert hosts == ["busy", "down", "up"] * 2
+
+
+def test_retries_spent_give_the_last_status() -> None:
+    got = both(["http://a"], lambda r: httpx.Response(503, text="queue full"))
+    assert all(isinstance(g, SandboxUnavailable) and g.status == 503 and "queue full" in str(g) for g in got)
+
+
+def test_an_answer_that_is_not_the_apis_is_a_protocol_error() -> None:
+    for body in ({"hello": "world"}, "<html>"):
+        handler: Handler = lambda r, b=body: httpx.Response(200, json=b)  # noqa: E731
+        assert all(isinstance(g, SandboxProtocolError) for g in both(["http://a"], handler))
+    assert all(isinstance(g, SandboxProtocolError) for g in both(["http://a"], lambda r: httpx.Response(200, text="{")))
+
+
+@pytest.mark.parametrize(("header", "wait"), [("0", 0.0), ("2", 2.0), ("2.5", 2.5), ("3600", 30.0), ("-1", 0.0)])
+def test_retry_after_sets_the_wait(header: str, wait: float) -> None:
+    core = Core("http://a", token=None, retry=RetryPolicy(retries=1), batch_runs=0)
+    exchange = core.exchange("POST", "/v1/execute", BODY)
+    assert isinstance(next(exchange), Send)
+    step = exchange.send(httpx.Response(429, headers={"Retry-After": header}))
+    assert step == Wait(wait)
+
+
+def test_without_retry_after_the_backoff_doubles_with_jitter() -> None:
+    policy = RetryPolicy(backoff_s=1.0, max_backoff_s=5.0)
+    for attempt, base in [(0, 1.0), (1, 2.0), (2, 4.0), (5, 5.0)]:
+        assert all(0.75 * base <= policy.delay(attempt) <= 1.25 * base for _ in range(50))
+    assert 0.75 <= policy.delay(0, "Wed, 21 Oct 2015 07:28:00 GMT") <= 1.25  # a date: the backoff serves
+
+
+def test_the_token_goes_with_every_request() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json=EXECUTED)
+
+    with SandboxClient("http://a", token="s3cret", transport=httpx.MockTransport(handler)) as client:
+        client.execute(BODY)
+    assert seen == ["Bearer s3cret"]
+
+
+def test_a_client_needs_a_url_and_sane_limits() -> None:
+    with pytest.raises(ValueError, match="at least one URL"):
+        SandboxClient([])
+    with pytest.raises(ValueError, match="retries"):
+        RetryPolicy(retries=-1)

@@ -117,7 +117,9 @@ def test_short_runs_that_compute_one_after_another_are_not_lent_slots() -> None:
         with ThreadPoolExecutor(4) as pool:
             outs = list(pool.map(lambda _: client.post("/v1/evaluate", json=body), range(4)))
         assert all(p["verdict"] == "AC" for r in outs for p in r.json()["results"]), [r.text[:300] for r in outs]
-        assert client.get("/readyz").json()["lent"] <= LEND_PER_CPU * cpus  # a step at most, on a reading's jitter
+        # A few steps at most (where the server is slower than the runs, they wait for it and look idle), never
+        # a worker for each of the 180-odd runs that wait.
+        assert client.get("/readyz").json()["lent"] <= 4 * LEND_PER_CPU * cpus
 
 
 @pytest.mark.parametrize("sleepers", [2, 8])

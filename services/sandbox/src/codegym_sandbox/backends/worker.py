@@ -153,34 +153,31 @@ def _outcome(
 
 
 def tree_demand_s(pid: int) -> float | None:
-    """Seconds the programs under the agent ``pid`` have run on a CPU or waited for one (their main threads'
-    ``/proc/PID/schedstat``: time on the CPU plus ``run_delay``), and the CPU time of the descendants reaped
-    (``cutime`` and ``cstime`` of ``/proc/PID/stat``); None when the agent is gone.
+    """Seconds ``pid`` and its living descendants have run on a CPU or waited for one (their main threads'
+    ``/proc/PID/schedstat``: time on the CPU plus ``run_delay``), and the CPU time of the descendants they
+    have reaped (``cutime`` and ``cstime`` of ``/proc/PID/stat``).
 
     Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
     other work) wants a CPU as much as one that has it, and must not look idle. Reaped descendants count
     because most runs are: a worker that runs short programs one after another computes all the time, while
-    its living processes (the agent, its box, a session) mostly wait for them. The agent's and the box's own
-    time does not count: the box wakes every few milliseconds to sum a run's memory, and on a busy machine
-    each wake-up waits long for a CPU, which would make a hundred sleeping programs look like computing ones.
+    its living processes (the agent, its box, a session) mostly wait for them.
     """
     ns = 0
     ticks = 0
-    stack = [(pid, 0)]
+    stack = [pid]
     found = False
     while stack:
-        p, depth = stack.pop()
+        p = stack.pop()
         try:
-            if depth >= 2:
-                with open(f"/proc/{p}/schedstat", "rb") as f:
-                    on_cpu, waited, _ = f.read().split()
-                ns += int(on_cpu) + int(waited)
+            with open(f"/proc/{p}/schedstat", "rb") as f:
+                on_cpu, waited, _ = f.read().split()
             with open(f"/proc/{p}/stat", "rb") as f:
                 cutime, cstime = f.read().rsplit(b")", 1)[1].split()[13:15]
             with open(f"/proc/{p}/task/{p}/children", "rb") as f:
-                stack.extend((int(c), depth + 1) for c in f.read().split())
+                stack.extend(int(c) for c in f.read().split())
         except (OSError, ValueError):
             continue  # gone meanwhile
+        ns += int(on_cpu) + int(waited)
         ticks += int(cutime) + int(cstime)
         found = True
     return ns / 1e9 + ticks / CLOCK_TICKS if found else None

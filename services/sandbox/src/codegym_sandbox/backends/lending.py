@@ -16,7 +16,7 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
   ran before never leaves open workers for the next burst of runs to crowd the CPUs with.
 
 Each tick the runs are measured again, so runs that sleep are lent workers at ``LEND_PER_CPU`` per CPU per
-tick (a hundred sleepers on two idle CPUs start within about a second), and a burst of runs that compute stops the
+tick, and a burst of runs that compute stops the
 lending after one step. Starting a worker costs more than lending a parked one, so the pool keeps enough
 parked workers for as many ticks of lending as starting one takes (:func:`reserve`).
 """

@@ -34,7 +34,7 @@ from .corpus import Item, call_cases, stdio_cases
 
 Verdict = bool | None
 Driver = Callable[[str, list[Item]], Coroutine[Any, Any, dict[str, Verdict]]]
-TIMEOUT_S = 5.0
+TIMEOUT_S = 10.0
 FUSION_LANGUAGES = {"python", "cpp", "nodejs", "bash"}  # of the corpus's: SandboxFusion has no plain "c"
 CONCURRENCY = 8
 
@@ -48,6 +48,17 @@ def native_tests(item: Item) -> list[dict[str, Any]]:
 
 def _client(url: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600.0, connect=10.0))
+
+
+async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> httpx.Response:
+    """POST, tried again (up to 3 times, 1 s apart) when the server says it is busy (429, 502-504), as the
+    clients of these routes do: a busy server is not a verdict."""
+    for _ in range(3):
+        r = await http.post(path, json=body)
+        if r.status_code not in (429, 502, 503, 504):
+            break
+        await asyncio.sleep(1.0)
+    return r
 
 
 async def _bounded(jobs: list[Awaitable[None]]) -> None:
@@ -79,7 +90,7 @@ async def evaluate(url: str, items: list[Item]) -> dict[str, Verdict]:
         async def group(members: list[Item]) -> None:
             body = evaluate_body(library_task(members[0]), [m.program for m in members], timeout_s=TIMEOUT_S)
             body["cache"] = False
-            r = await http.post("/v1/evaluate", json=body)
+            r = await _post(http, "/v1/evaluate", body)
             if r.status_code != 200:
                 out.update({m.id: None for m in members})
                 return
@@ -102,7 +113,7 @@ async def run_code(url: str, items: list[Item]) -> dict[str, Verdict]:
             verdict: Verdict = True
             for stdin, expected in stdio_cases(item.task):
                 body = {"code": item.program, "language": item.language, "stdin": stdin, "run_timeout": TIMEOUT_S}
-                r = await http.post("/run_code", json=body)
+                r = await _post(http, "/run_code", body)
                 answer: dict[str, Any] = r.json() if r.status_code == 200 else {"status": "SandboxError"}
                 if answer["status"] == "SandboxError":
                     verdict = None
@@ -138,7 +149,7 @@ async def submit(url: str, items: list[Item]) -> dict[str, Verdict]:
         async def one(item: Item) -> None:
             completion = item.fenced if item.form == "stdio" else item.completion
             config = {"provided_data": submit_row(item), "run_timeout": TIMEOUT_S, "extra": {"run_all_cases": True}}
-            r = await http.post("/submit", json={"dataset": "humaneval", "id": item.task.name,
+            r = await _post(http, "/submit", {"dataset": "humaneval", "id": item.task.name,
                                                  "completion": completion, "config": config})  # fmt: skip
             if r.status_code != 200:
                 out[item.id] = None
@@ -190,7 +201,7 @@ async def execute_batch(url: str, items: list[Item]) -> dict[str, Verdict]:
 
         async def batch(members: list[Item]) -> None:
             body = {"scripts": [open_r1_script(m) for m in members], "languages": ["python"], "timeout": 30}
-            r = await http.post("/execute_batch", json=body)
+            r = await _post(http, "/execute_batch", body)
             answers = r.json() if r.status_code == 200 else [{"execution": None}] * len(members)
             for m, answer in zip(members, answers, strict=True):
                 if answer["execution"] is None:
@@ -213,7 +224,7 @@ async def run_jupyter(url: str, items: list[Item]) -> dict[str, Verdict]:
     async with _client(url) as http:
 
         async def one(item: Item) -> None:
-            r = await http.post("/run_jupyter", json={"cells": [open_r1_script(item)], "total_timeout": 30})
+            r = await _post(http, "/run_jupyter", {"cells": [open_r1_script(item)], "total_timeout": 30})
             answer: dict[str, Any] = r.json() if r.status_code == 200 else {"status": "SandboxError"}
             if answer["status"] == "SandboxError":
                 out[item.id] = None

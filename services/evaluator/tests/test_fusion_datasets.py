@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 from codegym_evaluator.fusion_datasets import make_router
+from codegym_sandbox.client import AsyncSandboxClient
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 
-def _unreachable() -> httpx.AsyncClient:
+def _unreachable() -> AsyncSandboxClient:
     raise AssertionError("a request with invalid tests must never reach the sandbox")
 
 

@@ -253,3 +253,17 @@ async def test_a_batch_too_large_for_the_server_goes_group_by_group() -> None:
             assert await _verdicts(scorer, GROUPS) == EXPECTED  # 4 + 4 + 3 runs: over the server's 4 together
             assert await _verdicts(scorer, GROUPS) == EXPECTED  # and batches are tried again: it may fit next time
     assert recording.paths == (["/v1/evaluate/batch"] + ["/v1/evaluate"] * 3) * 2
+
+
+@pytest.mark.parametrize(("program", "tests"), [("RE", ["WA", "RE"]), ("TLE", ["AC", "TLE"]), ("MLE", ["MLE"])])
+async def test_the_verdict_of_a_program_is_the_servers(program: str, tests: list[str]) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        outs = [{"verdict": v, "wall_s": 0.0, "cpu_s": None, "stdout": "", "stderr": ""} for v in tests]
+        passed = tests.count("AC")
+        result = {"verdict": program, "passed": passed, "total": 2, "stopped_early": False, "compile": None,
+                  "tests": outs}  # fmt: skip
+        return httpx.Response(200, json={"results": [result], "wall_s": 0.0})
+
+    async with Scorer(SANDBOX, transport=httpx.MockTransport(answer)) as scorer:
+        (score,) = await scorer.score_group(ADD, ["print(3)"])
+    assert (score.verdict, score.test_verdicts) == (program, tests)  # never derived again from the tests

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-import httpx
+from codegym_sandbox.client import AsyncSandboxClient, SandboxError
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
@@ -155,7 +155,7 @@ def _test_info(test: dict[str, Any], full: bool) -> dict[str, Any]:
     return {k: v[:TEST_INFO_CHARS] if isinstance(v, str) else v for k, v in test.items()}
 
 
-def make_router(sandbox: Callable[[], httpx.AsyncClient]) -> APIRouter:
+def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
     """The routes; ``sandbox()`` gives a client of the sandbox (base URL and token set), closed after use."""
     router = APIRouter(tags=["datasets (SandboxFusion)"])
 
@@ -185,16 +185,13 @@ def make_router(sandbox: Callable[[], httpx.AsyncClient]) -> APIRouter:
         extracted = extract_code(req.completion, task)
         program = build_program(task, extracted.code)
         body = evaluate_body(task, [program], timeout_s=req.config.run_timeout or 10.0,
-                             early_stop=not req.config.extra.get("run_all_cases", False))  # fmt: skip
-        body["cache"] = False
+                             early_stop=not req.config.extra.get("run_all_cases", False), cache=False)  # fmt: skip
         async with sandbox() as client:
             try:
-                r = await client.post("/v1/evaluate", json=body)
-            except httpx.HTTPError as exc:
+                answer = await client.evaluate(body)
+            except SandboxError as exc:
                 raise HTTPException(502, f"the sandbox did not answer: {exc}") from None
-        if r.status_code != 200:
-            raise HTTPException(502, f"the sandbox answered {r.status_code}: {r.text[:500]}")
-        result = r.json()["results"][0]
+        result = answer.results[0].model_dump(mode="json")
         full = bool(req.config.extra.get("return_full_case", False))
         tests = [
             {"passed": out["verdict"] == "AC", "exec_info": _exec_info(out), "test_info": _test_info(test, full)}

@@ -102,12 +102,12 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
     except ImportError:
         log.info("dataset routes off: codegym-evaluator is not installed (its service serves them too)")
         return
-    token = settings.api_token.get_secret_value() if settings.api_token else None
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    from .client import AsyncSandboxClient
 
-    def sandbox() -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sandbox", headers=headers,
-                                 timeout=None)  # fmt: skip
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+
+    def sandbox() -> AsyncSandboxClient:
+        return AsyncSandboxClient("http://sandbox", token=token, timeout=None, transport=httpx.ASGITransport(app=app))
 
     app.include_router(make_router(sandbox))
 

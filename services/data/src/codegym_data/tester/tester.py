@@ -12,20 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import httpx
 from codegym_sandbox import languages
-from codegym_sandbox.models import (
-    EvaluateRequest,
-    EvaluateResponse,
-    ExecuteRequest,
-    ExecuteResponse,
-    LimitsIn,
-    ProgramOut,
-    Test,
-)
+from codegym_sandbox.client import AsyncSandboxClient, SandboxError, SandboxUnavailable
+from codegym_sandbox.models import EvaluateRequest, EvaluateResponse, ExecuteResponse, LimitsIn, ProgramOut, Test
 from pydantic import ValidationError
 
 from .gcov import Gcov
@@ -45,7 +38,8 @@ TestSpec = Test | str | Mapping[str, Any]  # a Test, an assert test's code, or a
 
 
 class TesterError(RuntimeError):
-    """The sandbox refused a request or could not be reached; the message says which and why."""
+    """The sandbox refused a request or could not be reached (after the client's retries); the message says
+    which and why."""
 
 
 def as_test(spec: TestSpec) -> Test:
@@ -145,10 +139,10 @@ class Tester:
             raise ValueError(f"invalid tests: {exc.errors()[0]['msg']}") from exc
         if not lang.in_process_python and any(t.stdin is None and t.expected_stdout is None for t in parsed):
             raise ValueError(f"{lang.name} runs stdin tests only (assert and call tests need Python)")
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        async with httpx.AsyncClient(base_url=self._base_url(), headers=headers, transport=self.transport,
-                                     timeout=self.request_timeout_s) as http:  # fmt: skip
-            judged = EvaluateResponse.model_validate(await _post(http, "/v1/evaluate", request)).results[0]
+        client = AsyncSandboxClient(self._base_url(), token=self.token, transport=self.transport,
+                                    timeout=self.request_timeout_s, concurrency=self.concurrency)  # fmt: skip
+        async with client:
+            judged = (await _answer(client.evaluate(request))).results[0]
             results = _results(parsed, judged)
             report = TestReport(lang.name, judged.verdict.value, results, coverage=None)
             if judged.compile is not None and judged.compile.verdict.value != "AC":
@@ -161,20 +155,18 @@ class Tester:
             elif report.compile_error is not None or judged.verdict.value == "SE":
                 report.coverage_note = f"not measured: the program was not judged ({judged.verdict.value})"
             else:
-                await self._measure(http, make(), code, parsed, function, report)
+                await self._measure(client, make(), code, parsed, function, report)
         return report
 
     async def _measure(
-        self, http: httpx.AsyncClient, instrument: Instrument, code: str, tests: list[Test], function: str | None,
-        report: TestReport,
+        self, client: AsyncSandboxClient, instrument: Instrument, code: str, tests: list[Test],
+        function: str | None, report: TestReport,
     ) -> None:  # fmt: skip
-        limits = LimitsIn(timeout_s=3 * self.timeout_s + 10)
-        gate = asyncio.Semaphore(self.concurrency)
+        limits = LimitsIn(timeout_s=3 * self.timeout_s + 10)  # the client keeps `concurrency` runs in flight
 
         async def one(test: Test) -> LineCoverage | str:
-            async with gate:
-                data = await _post(http, "/v1/execute", instrument.request(code, test, function, limits))
-            return instrument.read(code, ExecuteResponse.model_validate(data))
+            run = await _answer(client.execute(instrument.request(code, test, function, limits)))
+            return instrument.read(code, run)
 
         for result, measured in zip(report.tests, await asyncio.gather(*(one(t) for t in tests)), strict=True):
             if isinstance(measured, str):
@@ -197,12 +189,14 @@ def _results(tests: list[Test], judged: ProgramOut) -> list[TestResult]:
     ]
 
 
-async def _post(http: httpx.AsyncClient, path: str, request: EvaluateRequest | ExecuteRequest) -> dict[str, Any]:
+T = TypeVar("T", EvaluateResponse, ExecuteResponse)
+
+
+async def _answer(call: Awaitable[T]) -> T:
+    """The client's answer; its errors as ``TesterError``."""
     try:
-        response = await http.post(path, json=request.model_dump(mode="json", exclude_none=True))
-    except httpx.HTTPError as exc:
-        raise TesterError(f"the sandbox at {http.base_url} cannot be reached: {exc}") from exc
-    if response.status_code != 200:
-        raise TesterError(f"the sandbox answered {response.status_code} to {path}: {response.text[:500]}")
-    data: dict[str, Any] = response.json()
-    return data
+        return await call
+    except SandboxUnavailable as exc:
+        raise TesterError(f"the sandbox cannot be reached: {exc}") from exc
+    except SandboxError as exc:
+        raise TesterError(f"the sandbox answered {exc.status} to {exc.path}: {exc}") from exc

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import httpx
+from codegym_sandbox.client import AsyncSandboxClient
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse
 from pydantic import TypeAdapter, ValidationError
@@ -69,14 +70,12 @@ def create_app(
     async def livez() -> dict[str, str]:
         return {"status": "ok"}
 
-    def sandbox() -> httpx.AsyncClient:
+    def sandbox() -> AsyncSandboxClient:
         """The configured sandbox, for the dataset routes' /submit."""
         if not settings.sandbox_url:
             raise HTTPException(503, "no sandbox configured (CODEGYM_EVALUATOR_SANDBOX_URL)")
         token = settings.sandbox_token.get_secret_value() if settings.sandbox_token else None
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(base_url=settings.sandbox_url[0], headers=headers, timeout=None,
-                                 transport=sandbox_transport)  # fmt: skip
+        return AsyncSandboxClient(settings.sandbox_url, token=token, timeout=None, transport=sandbox_transport)
 
     app.include_router(make_router(sandbox))  # SandboxFusion's dataset routes: set_dataset_endpoint(this URL)
 

@@ -32,7 +32,7 @@ class AsyncSandboxClient:
         urls: str | Sequence[str] = DEFAULT_URL,
         *,
         token: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = 120.0,
         retry: RetryPolicy | None = None,
         batch_runs: int = 64,
         concurrency: int = 8,

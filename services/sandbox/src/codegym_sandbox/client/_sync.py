@@ -29,7 +29,7 @@ class SandboxClient:
         urls: str | Sequence[str] = DEFAULT_URL,
         *,
         token: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = 120.0,
         retry: RetryPolicy | None = None,
         batch_runs: int = 64,
         transport: httpx.BaseTransport | None = None,

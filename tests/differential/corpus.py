@@ -37,7 +37,8 @@ ASSERT_VARIANTS = {"plain", "main_demo", "main_input", "top_print", "top_self_te
                    "os_exit_at_import", "sys_exit_in_call", "os_exit_in_call", "atexit_exit", "excepthook_exit",
                    "fake_results", "always_equal", "stop_iteration", "read_tests", "helper_hack"}  # fmt: skip
 STDIO_VARIANTS = {"plain", "main_guard", "main_function", "read_all", "stderr_debug", "off_by_one", "stdout_debug",
-                  "raises", "fake_results", "exit_before_output", "numpy_value", "forge_cell_result"}  # fmt: skip
+                  "raises", "fake_results", "exit_before_output", "numpy_value", "forge_cell_result",
+                  "closes_descriptors", "broken_excepthook"}  # fmt: skip
 
 
 @dataclass(frozen=True)

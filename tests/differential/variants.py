@@ -190,6 +190,12 @@ def stdio_variants(task: Task) -> list[Variant]:
         ("stderr_debug", body + read + call + 'print("debug:", args, file=sys.stderr)\n' + show(task) + "\n", OK),
         ("sleep", body + "time.sleep(0.05)\n" + main, OK),
         *((f"alt_{name}", f"{head}{code}\n\n{main}", OK) for name, code in task.alts[:1]),
+        (
+            "closes_descriptors",
+            body + main + "sys.stdout.flush()\nimport os\n\nos.closerange(0, 1024)\nos._exit(0)\n",
+            OK,
+        ),
+        ("broken_excepthook", body + "sys.excepthook = None\n" + read + 'raise RuntimeError("not done")\n', WRONG),
         ("off_by_one", body + read + call + f"r = {task.perturb}\n" + show(task) + "\n", WRONG),
         ("stdout_debug", body + read + 'print("debug:", args)\n' + call + show(task) + "\n", WRONG),
         ("raises", body + read + 'raise RuntimeError("not done")\n', WRONG),
@@ -211,4 +217,6 @@ def native_variants(task: Task) -> list[tuple[str, str, str, Label]]:
     for language, (right, wrong) in task.programs.items():
         out.append((language, "plain", right, OK))
         out.append((language, "wrong", wrong, WRONG))
+    if "c" in task.programs:  # a library, not a program: the link fails, the program's own failure
+        out.append(("c", "no_main", f"int {task.entry}_helper(int x) {{ return x + 1; }}\n", WRONG))
     return out

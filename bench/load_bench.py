@@ -441,7 +441,8 @@ def run(args: argparse.Namespace) -> int:
         last = samples[-1]
         peak_rss = max(s[1] for s in samples)
         rss_ok = last[1] <= warm[1] * 1.25 + 20_000
-        fds_ok = last[2] <= warm[2] + 16 + 3 * lent_now  # a lent worker holds its two pipes and a pidfd
+        # A lent worker, parked or not, holds its two pipes and a pidfd.
+        fds_ok = last[2] <= warm[2] + 16 + 3 * (lent_now + int(ready.get("parked") or 0))
         checks.append(("server memory flat", rss_ok, f"RSS {warm[1] / 1024:.0f} MiB after warm-up, "
                        f"{last[1] / 1024:.0f} MiB when idle again (peak {peak_rss / 1024:.0f})"))  # fmt: skip
         checks.append(("server descriptors flat", fds_ok, f"{warm[2]} open after warm-up, {last[2]} when idle again"))

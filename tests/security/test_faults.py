@@ -64,7 +64,8 @@ def _while_running(client: TestClient, runs: int, act: Callable[[], None]) -> li
 
 
 def test_local_worker_killed_mid_run() -> None:
-    with TestClient(create_app(hostile_settings("local", workers=1))) as client:
+    # A fixed pool: the one agent there is is the one killed (lending would start more ahead).
+    with TestClient(create_app(hostile_settings("local", workers=1, max_workers=1))) as client:
         agents = agents_of(os.getpid())
         assert len(agents) == 1
 
@@ -121,7 +122,8 @@ def test_server_restarted_while_a_client_retries() -> None:
     """The server dies hard mid-stream and comes back on the same port: a retrying client gets every answer,
     each exactly once and right; the dead server's workers died with it."""
     port = free_port()
-    env = {"CODEGYM_SANDBOX_WORKERS": "2", "CODEGYM_SANDBOX_BACKEND": "local", "CODEGYM_SANDBOX_CACHE_ENTRIES": "0"}
+    env = {"CODEGYM_SANDBOX_WORKERS": "2", "CODEGYM_SANDBOX_MAX_WORKERS": "2",  # a fixed pool: two agents
+           "CODEGYM_SANDBOX_BACKEND": "local", "CODEGYM_SANDBOX_CACHE_ENTRIES": "0"}  # fmt: skip
     first = ServerProcess(env, ["--log-level", "warning"], port=port).start()
     old_agents = agents_of(first.pid)
     assert len(old_agents) == 2

@@ -384,17 +384,15 @@ class WorkerPool:
         task.add_done_callback(self._tasks.discard)
 
     def status(self) -> dict[str, Any]:
-        alive = sum(1 for w in self._workers if w is not None and w.alive and not w.replaced)
-        broken = [
-            {"slot": i, "since": s.broken_since, "error": s.last_error}
-            for i, s in enumerate(self.slots)
-            if s.broken_since is not None
-        ]
-        base = sum(1 for w in self._workers[: self.size] if w is not None and w.alive and not w.replaced)
+        """Parked workers are counted apart: ``alive`` and ``lent_now`` are the workers open to runs."""
+        up = [i for i, w in enumerate(self._workers) if w is not None and w.alive and not w.replaced]
+        alive = sum(1 for i in up if i not in self._parked)
+        broken = [{"slot": i, "since": s.broken_since, "error": s.last_error} for i, s in enumerate(self.slots)
+                  if s.broken_since is not None]  # fmt: skip
         return {
             "backend": self.name, "workers": self.size, "alive": alive, "busy": self.busy,
             "queued": self.waiting, "restarts": self.restarts, "broken_slots": broken,
-            "max_workers": self.max_workers, "lent_now": alive - base, "parked": len(self._parked),
-            "lent": self.lent, "worker_start_s": round(self.start_s, 3),
+            "max_workers": self.max_workers, "lent_now": sum(1 for i in up if i >= self.size) - len(self._parked),
+            "parked": len(self._parked), "lent": self.lent, "worker_start_s": round(self.start_s, 3),
             "memory_budget_mb": self.memory.total_mb, "memory_held_mb": self.memory.held_mb,
         }  # fmt: skip

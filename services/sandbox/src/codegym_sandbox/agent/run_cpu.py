@@ -101,11 +101,13 @@ def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[
     and in a run of its own (``plain``) the process the box forked ahead for it (it slept until the run
     began, and sleeping adds no delay). A session's process and its checker live across runs: their waits
     are older, and do not count. A run can make its processes wait by itself (a busy child of its own, at any
-    priority): that is no other run's doing. So the wait counts only as far as the machine's CPUs were busy
-    with processes that are not the run's while it ran: their time in all, less that of the run's processes,
-    which they cannot inflate.
+    priority, waits while the others run): that is no other run's doing. So a process's wait counts less the
+    CPU time of the run's other processes (which is at least what they made it wait), and only as far as the
+    machine's CPUs were busy with processes that are not the run's while it ran: their time in all, less that
+    of the run's processes, which they cannot inflate.
     """
-    waited = used_ticks = 0.0
+    used_ticks = 0.0
+    seen: list[tuple[float, int]] = []  # each process's wait, and its own CPU time (in ticks)
     stack = [(box, 0)]
     while stack:
         pid, depth = stack.pop()
@@ -118,12 +120,16 @@ def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[
                 fields = f.read().rsplit(b")", 1)[1].split()
             if int(fields[19]) >= started_ticks or (plain and depth == 1):  # field 22: start time, in ticks
                 used_ticks += sum(int(n) for n in fields[11:15])  # utime, stime, cutime, cstime
+                # The wait is its main thread's: its own time is that thread's too (its other threads' is not).
+                with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
+                    own = sum(int(n) for n in f.read().rsplit(b")", 1)[1].split()[11:13])
                 with open(f"/proc/{pid}/schedstat", "rb") as f:
-                    waited = max(waited, int(f.read().split()[1]) / 1e9)
+                    seen.append((int(f.read().split()[1]) / 1e9, own))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
+    waited = max((wait - (used_ticks - own) / _CLOCK_TICKS for wait, own in seen), default=0.0)
     up, idle = machine_clock()
     if idle < 0 or since[1] < 0:
-        return waited  # no machine clock to bound it by: as the kernel counts it
+        return max(0.0, waited)  # no machine clock to bound it by
     busy = (up - since[0]) * os.sysconf("SC_NPROCESSORS_ONLN") - (idle - since[1])
     return max(0.0, min(waited, busy - used_ticks / _CLOCK_TICKS))

@@ -160,16 +160,16 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
             session = _Session(cmd, programs, scratch, memory, discarded)
             report = session.test(fds, ctl)
             session = session if report["session"] else None
-            ctl.sendall(json.dumps(report).encode())
+            _answer(ctl, report)
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
             report = _run(cmd, fds, ctl, spare or _Spare(programs), memory, programs.cpus)
             spare = None
-            ctl.sendall(json.dumps(report).encode())
+            _answer(ctl, report)
         elif cmd["op"] == "test" and session is not None:
             report = session.test(fds, ctl)
             session = session if report["session"] else None
-            ctl.sendall(json.dumps(report).encode())
+            _answer(ctl, report)
         elif cmd["op"] == "test":
             for fd in fds:
                 os.close(fd)
@@ -177,6 +177,13 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
         else:
             for fd in fds:
                 os.close(fd)
+
+
+def _answer(ctl: socket.socket, report: dict[str, Any]) -> None:
+    """Send a run's report to the agent, and keep nothing of it: every later program (and the spare and
+    session processes they run in) is forked from the box, and may walk up its stack to the box's frames."""
+    ctl.sendall(json.dumps(report).encode())
+    report.clear()
 
 
 def _ready(ctl: socket.socket) -> None:

@@ -1,4 +1,10 @@
-"""A handle on the box process (see ``box.py``): the agent starts it, resets it, and replaces it when it dies."""
+"""A handle on the box process (see ``box.py``): the agent starts it, resets it, and replaces it when it dies.
+
+Every program is forked from the box, and sees what the box's memory held when it was forked: its frames (a
+Python program can walk up its stack), its objects and its heap. A box forked from the agent after it has
+served requests would hold their data (inputs, outputs, reports). So the agent forks, before it reads any
+request, a process that makes every box (:class:`_Maker`); it holds nothing but the worker's configuration.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,9 @@ class BoxHandle:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
+        # In a container the agent kills every process but itself when a box dies (see kill): there the
+        # agent forks boxes itself.
+        self.maker = _Maker(config) if config["namespaces"] else None
         self.pid = 0
         self.ctl: socket.socket | None = None
         self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
@@ -36,29 +45,8 @@ class BoxHandle:
     def spawn(self) -> None:
         self.end_session()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        middle = os.fork()
-        if middle == 0:
-            code = 0
-            try:
-                parent.close()
-                if self.config["namespaces"]:
-                    linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
-                pid = os.fork()
-                if pid == 0:
-                    try:
-                        box.serve(child, self.config)
-                    except BaseException:
-                        traceback.print_exc()
-                    finally:
-                        os._exit(1)
-                child.send(json.dumps({"pid": pid}).encode())
-            except BaseException as exc:
-                sys.stderr.write(f"agent: cannot start the box: {exc}\n")
-                code = 1
-            finally:
-                os._exit(code)
-        # The middle process exits at once; we are the subreaper, so its child, the box, becomes ours.
-        os.waitpid(middle, 0)
+        if self.maker is None or not self.maker.make(child):
+            _fork_box(child, self.config, parent)
         child.close()
         self.ctl = parent
         # Two messages arrive in either order: the box's pid from the middle process, and the box's ready.
@@ -126,3 +114,64 @@ class BoxHandle:
         assert self.ctl is not None
         with contextlib.suppress(OSError):
             self.ctl.sendall(b'{"op":"kill"}')
+
+
+def _fork_box(child: socket.socket, config: dict[str, Any], close: socket.socket | None = None) -> None:
+    """Fork the box, which serves on ``child``, through a middle process that enters its namespaces and exits
+    at once: the box is then the child of the nearest subreaper, the agent."""
+    middle = os.fork()
+    if middle == 0:
+        code = 0
+        try:
+            if close is not None:
+                close.close()
+            if config["namespaces"]:
+                linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    box.serve(child, config)
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(1)
+            child.send(json.dumps({"pid": pid}).encode())
+        except BaseException as exc:
+            sys.stderr.write(f"agent: cannot start the box: {exc}\n")
+            code = 1
+        finally:
+            os._exit(code)
+    os.waitpid(middle, 0)
+
+
+class _Maker:
+    """A process forked from the agent before it has read any request: it forks every box (see the module's
+    docstring), and never sees a request, an output or a report. It ends with the agent."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                here.close()
+                linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+                while True:
+                    msg, fds, _, _ = socket.recv_fds(there, 16, 1)
+                    if not msg or not fds:
+                        break
+                    child = socket.socket(fileno=fds[0])
+                    _fork_box(child, config, there)
+                    child.close()
+                    there.send(b"made")
+            finally:
+                os._exit(0)
+        there.close()
+        self.sock = here
+
+    def make(self, child: socket.socket) -> bool:
+        """Have a box forked that serves on ``child``; whether it was (else the agent forks it itself)."""
+        try:
+            socket.send_fds(self.sock, [b"make"], [child.fileno()])
+            return self.sock.recv(16) == b"made"
+        except OSError:
+            return False

@@ -3,8 +3,8 @@
     from codegym_evaluator.trl_reward import CodeReward
     trainer = GRPOTrainer(model=..., reward_funcs=[CodeReward("http://127.0.0.1:8080")], train_dataset=...)
 
-Nothing here imports the trainer (torch, transformers, trl): only httpx, the evaluator's code extraction and the
-sandbox's output comparison.
+Nothing here imports the trainer (torch, transformers, trl): only the sandbox's client and output comparison and
+the evaluator's scoring (the trainer's ``SandboxReward`` judges through the same ``Scorer.score_group``).
 :class:`CodeReward` is a plain function object, :class:`AsyncCodeReward` its ``async`` form (TRL awaits
 coroutine reward functions on its own loop). Both take TRL's arguments, ``(prompts, completions, **columns)``,
 and give one float per completion: the fraction of its tests passed (``partial=True``, the default) or 1.0
@@ -51,9 +51,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
+from codegym_sandbox.client import (
+    AsyncSandboxClient,
+    SandboxError,
+    SandboxProtocolError,
+    SandboxRejected,
+)
 from codegym_sandbox.compare import outputs_match, values_match
 
 from .extract import extract_code
+from .scoring import Scorer
+from .tasks import Task
+from .tasks.model import TaskKind
 
 Api = Literal["native", "fusion"]
 Server = Literal["codegym", "fusion"]
@@ -73,6 +82,15 @@ class RowTests:
 
     def key(self) -> str:
         return json.dumps([self.language, self.tests, self.function], sort_keys=True, default=str)
+
+    def task(self, name: str) -> Task:
+        """The row as a task, for the scoring path evaluations and the trainer's reward share; ``ValueError``
+        for a row without tests."""
+        kind: TaskKind = (
+            "call" if self.function else "assert" if any("assert_code" in t for t in self.tests) else "stdio"
+        )
+        tests = [dict(t) for t in self.tests]
+        return Task(name, "", kind, tests, entry_point=self.function, language=self.language)
 
 
 def row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str = "python") -> RowTests:
@@ -165,6 +183,7 @@ class _Base:
         partial: bool = True,
         token: str | None = None,
         concurrency: int = 32,
+        retries: int = 3,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if api not in ("native", "fusion"):
@@ -174,22 +193,38 @@ class _Base:
         self.language = language
         self.timeout_s = timeout_s
         self.partial = partial
-        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.token = token
         self.concurrency = concurrency
+        self.retries = retries
         self.transport = transport
         self._server: Server | None = "codegym" if api == "native" else None  # found on first use
 
-    async def _server_kind(self, http: httpx.AsyncClient) -> Server | None:
+    def _scorer(self) -> Scorer:
+        """The scorer of one call: its own client, since each call may run on an event loop of its own. No
+        result cache: a reward asks for a fresh run of every program."""
+        return Scorer(
+            self.url, token=self.token, concurrency=self.concurrency, retries=self.retries,
+            timeout_per_test=self.timeout_s, transport=self.transport, request_timeout_s=self.timeout_s * 4 + 60,
+            cache=False,
+        )  # fmt: skip
+
+    async def _server_kind(self, client: AsyncSandboxClient) -> Server | None:
         """Whether the server is codegym (judge natively) or another SandboxFusion server, found once; None
         while it cannot be told (the server did not answer): that call judges as on any SandboxFusion server."""
         if self._server is None:
             try:
-                r = await http.get("/v1/languages")
-            except httpx.HTTPError:
+                codegym = bool(await client.languages())
+            except SandboxProtocolError:  # a server that answers something else there
+                codegym = False
+            except SandboxRejected as exc:
+                if exc.status not in (404, 405):  # 404, 405: a server that has no such route
+                    return None
+                codegym = False
+            except SandboxError:
                 return None
-            if r.status_code == 200 and _lists_languages(r):
+            if codegym:
                 self._server = "codegym"
-            elif r.status_code in (200, 404, 405):  # a server that has no such route, or another one there
+            else:
                 self._server = "fusion"
                 warnings.warn(
                     f"{self.url} is not a codegym sandbox: assert tests there pass when the run prints a nonce "
@@ -206,13 +241,6 @@ class _Base:
             row = row_tests(columns, i, self.language)
             groups.setdefault(row.key(), (row, []))[1].append(i)
         return groups
-
-    def _evaluate_body(self, row: RowTests, codes: list[str]) -> dict[str, Any]:
-        body: dict[str, Any] = {"language": row.language, "programs": codes, "tests": list(row.tests),
-                                "limits": {"timeout_s": self.timeout_s}, "cache": False}  # fmt: skip
-        if row.function:
-            body["function"] = row.function
-        return body
 
     def _fusion_program(
         self, code: str, test: Mapping[str, Any], row: RowTests, nonce: str = ""
@@ -242,16 +270,6 @@ class _Base:
             except json.JSONDecodeError:
                 return False
         return outputs_match(stdout, str(test["expected_stdout"]))
-
-
-def _lists_languages(response: httpx.Response) -> bool:
-    """Whether a ``/v1/languages`` answer is codegym's: a list of languages, each with these fields."""
-    try:
-        body = response.json()
-    except ValueError:
-        return False
-    fields = {"name", "aliases", "available", "compiled", "detail"}
-    return isinstance(body, list) and bool(body) and all(isinstance(x, dict) and fields <= x.keys() for x in body)
 
 
 def _codes(completions: Sequence[Any]) -> list[str]:
@@ -287,23 +305,17 @@ class AsyncCodeReward(_Base):
         codes = _codes(completions)
         rewards: list[float | None] = [None] * len(codes)
         limit = asyncio.Semaphore(reward.concurrency)
-        timeout = httpx.Timeout(reward.timeout_s * 4 + 60)
-        async with httpx.AsyncClient(
-            base_url=reward.url, headers=reward.headers, timeout=timeout, transport=reward.transport
-        ) as http:
+        async with reward._scorer() as scorer:
 
             async def native(row: RowTests, members: list[int]) -> None:
-                async with limit:
-                    try:
-                        body = reward._evaluate_body(row, [codes[i] for i in members])
-                        r = await http.post("/v1/evaluate", json=body)
-                        r.raise_for_status()
-                    except httpx.HTTPError:
-                        return  # the sandbox failed: None (masked), never a wrong "wrong"
-                for i, result in zip(members, r.json()["results"], strict=True):
-                    if any(t["verdict"] == "SE" for t in result["tests"]):
-                        continue
-                    rewards[i] = _score(result["passed"], result["total"], reward.partial)
+                try:
+                    task = row.task(f"row {members[0]}")
+                    scores = await scorer.score_group(task, [codes[i] for i in members], extract=False)
+                except ValueError:
+                    return  # tests the sandbox would refuse: None (masked), as for any request it refuses
+                for i, score in zip(members, scores, strict=True):
+                    if not score.sandbox_error and "SE" not in score.test_verdicts:
+                        rewards[i] = _score(score.passed, score.total, reward.partial)
 
             async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
                 nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
@@ -312,11 +324,10 @@ class AsyncCodeReward(_Base):
                         "compile_timeout": reward.timeout_s}  # fmt: skip
                 async with limit:
                     try:
-                        r = await http.post("/run_code", json=body)
-                        r.raise_for_status()
-                    except httpx.HTTPError:
+                        answer = await scorer.client.run_code(body)
+                    except SandboxError:
                         return None
-                return reward._fusion_passed(r.json(), test, nonce)
+                return reward._fusion_passed(answer.model_dump(mode="json"), test, nonce)
 
             async def fusion(row: RowTests, members: list[int]) -> None:
                 for i in members:
@@ -324,6 +335,6 @@ class AsyncCodeReward(_Base):
                     if all(o is not None for o in outcomes):
                         rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
 
-            run = native if await reward._server_kind(http) == "codegym" else fusion
+            run = native if await reward._server_kind(scorer.client) == "codegym" else fusion
             await asyncio.gather(*(run(row, members) for row, members in reward._groups(codes, columns).values()))
         return rewards

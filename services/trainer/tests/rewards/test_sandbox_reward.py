@@ -7,8 +7,9 @@ import socket
 
 import httpx
 import pytest
-from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
+from codegym_evaluator.trl_reward import AsyncCodeReward
 from codegym_trainer.rewards import SandboxReward
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +90,28 @@ async def test_unknown_task_and_missing_column_are_errors(sandbox_app: httpx.ASG
     with pytest.raises(ValueError, match="task_id"):
         await reward(prompts=[""], completions=["x"])
     await reward.aclose()
+
+
+async def test_the_trainers_reward_and_codereward_judge_through_one_path(
+    sandbox_app: httpx.ASGITransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged: list[tuple[str, list[str]]] = []
+    score_group = Scorer.score_group
+
+    async def recording(self: Scorer, task: Task, completions: list[str], *, extract: bool = True) -> list[Score]:
+        scores = await score_group(self, task, completions, extract=extract)
+        judged.append((task.kind, [s.verdict for s in scores]))
+        return scores
+
+    monkeypatch.setattr(Scorer, "score_group", recording)
+    trainer = SandboxReward({ECHO.task_id: ECHO}, lambda: Scorer("http://sandbox", transport=sandbox_app))
+    codes = ["print(input())", "print('nope')"]
+    assert await trainer(prompts=[[]] * 2, completions=[fenced(c) for c in codes], task_id=[ECHO.task_id] * 2) == [
+        pytest.approx(1.05),
+        pytest.approx(0.05),
+    ]
+    await trainer.aclose()
+    trl = AsyncCodeReward("http://sandbox", transport=sandbox_app)
+    got = await trl(completions=[fenced(c) for c in codes], tests=[[{"input": "hi\n", "output": "hi\n"}]] * 2)
+    assert got == [1.0, 0.0]
+    assert judged == [("stdio", ["AC", "WA"])] * 2

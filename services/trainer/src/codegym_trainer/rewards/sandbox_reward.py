@@ -57,8 +57,11 @@ class BatchReport:
 class SandboxReward:
     """Async reward function scoring completions of codegym tasks through the sandbox.
 
-    ``scheme`` picks the reward table (see :mod:`codegym_trainer.rewards.schemes`); ``make_scorer``
-    builds a :class:`Scorer` (one per event loop, since its HTTP client belongs to the loop it first ran on).
+    A thin front door, as the evaluator's ``trl_reward.CodeReward`` is: both judge through
+    :meth:`Scorer.score_group` (the evaluator's README sets their defaults side by side); this one knows the
+    tasks by ``task_id`` and has the seeds' reward tables. ``scheme`` picks the table (see
+    :mod:`codegym_trainer.rewards.schemes`); ``make_scorer`` builds a :class:`Scorer` (one per event loop,
+    since its HTTP client belongs to the loop it first ran on).
     """
 
     __name__ = "sandbox"

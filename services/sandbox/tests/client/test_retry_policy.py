@@ -16,6 +16,7 @@ from codegym_sandbox.client import (
     SandboxUnavailable,
 )
 from codegym_sandbox.client._core import Core, Send, Wait
+from codegym_sandbox.models import EvaluateResponse
 
 EXECUTED = {
     "verdict": "AC",
@@ -148,3 +149,46 @@ def test_a_client_needs_a_url_and_sane_limits() -> None:
         SandboxClient([])
     with pytest.raises(ValueError, match="retries"):
         RetryPolicy(retries=-1)
+
+
+GROUP = {"language": "python", "programs": ["print(1)"], "tests": [{"stdin": "", "expected_stdout": "1"}]}
+EVALUATED = {"results": [], "wall_s": 0.0}
+
+
+@pytest.mark.parametrize(("status", "again"), [(404, False), (405, False), (413, True), (422, True)])
+def test_a_batch_the_server_refuses_goes_group_by_group(status: int, again: bool) -> None:
+    """No batch route (404/405): batching stops for good; a batch too large (413/422): this one goes group by
+    group and the next is tried again. Any other refusal is every group's error."""
+
+    def server(paths: list[str]) -> httpx.MockTransport:
+        def handler(request: httpx.Request) -> httpx.Response:
+            paths.append(request.url.path)
+            if request.url.path == "/v1/evaluate/batch":
+                return httpx.Response(status, json={"detail": "no"})
+            return httpx.Response(200, json=EVALUATED)
+
+        return httpx.MockTransport(handler)
+
+    batch_then = ["/v1/evaluate/batch"] if again else []
+    expected = ["/v1/evaluate/batch", "/v1/evaluate", "/v1/evaluate", *batch_then, "/v1/evaluate", "/v1/evaluate"]
+    paths: list[str] = []
+    with SandboxClient("http://a", retry=FAST, transport=server(paths)) as client:
+        for _ in range(2):
+            assert all(r == EvaluateResponse(**EVALUATED) for r in client.evaluate_many([GROUP, GROUP]))
+    assert paths == expected
+
+    async def run() -> None:
+        async with AsyncSandboxClient("http://a", retry=FAST, transport=server(async_paths)) as client:
+            for _ in range(2):
+                assert all(r == EvaluateResponse(**EVALUATED) for r in await client.evaluate_many([GROUP, GROUP]))
+
+    async_paths: list[str] = []
+    asyncio.run(run())
+    assert async_paths == expected
+
+
+def test_a_batch_refused_for_another_reason_is_each_groups_error() -> None:
+    transport = httpx.MockTransport(lambda r: httpx.Response(401, json={"detail": "missing bearer token"}))
+    with SandboxClient("http://a", retry=FAST, transport=transport) as client:
+        answers = client.evaluate_many([GROUP, GROUP])
+    assert [type(a) for a in answers] == [SandboxRejected, SandboxRejected]

@@ -82,3 +82,38 @@ def test_a_launch_error_is_the_programs_only_when_its_own_file_would_not_execute
 def test_a_finished_process_gets_its_verdict(fields: dict[str, Any], memory: bool, verdict: Verdict) -> None:
     for own_file in (True, False):  # whatever ran, once it ran
         assert run_verdict(_outcome(**fields), memory, own_file) is verdict
+
+
+@pytest.mark.parametrize(
+    ("fields", "memory", "no_program", "verdict"),
+    [
+        ({}, False, False, Verdict.AC),
+        # It ran and exited 0, but what it made cannot run (a library, no executable): it did not compile.
+        ({}, False, True, Verdict.CE),
+        ({"exit_code": 1}, False, False, Verdict.CE),
+        ({"exit_code": None, "signal": signal.SIGKILL}, True, False, Verdict.CE),
+        ({"exit_code": None, "signal": signal.SIGKILL, "output_exceeded": True}, False, False, Verdict.CE),
+        # Out of time, or the sandbox's failure: never the program's compile error.
+        ({"exit_code": None, "signal": signal.SIGKILL, "timed_out": True}, False, False, Verdict.TLE),
+        ({"exit_code": None, "signal": signal.SIGXCPU}, False, True, Verdict.TLE),
+        ({"exit_code": 127, "launch_error": f"{EXEC_FAILED}OSError: [Errno 2] No such file"}, False, False, Verdict.SE),
+    ],
+)
+def test_a_compile_that_failed_is_a_compile_error(
+    fields: dict[str, Any], memory: bool, no_program: bool, verdict: Verdict
+) -> None:
+    out = _outcome(**fields)
+    assert run_verdict(out, memory, False, compile_step=True, no_program=no_program) is verdict
+
+
+@pytest.mark.parametrize("error", ["SyntaxError: invalid syntax", "IndentationError: unexpected indent", "TabError: x"])
+def test_a_python_source_that_does_not_parse_is_a_compile_error(error: str) -> None:
+    out = _outcome(exit_code=1, stderr=f'  File "/tmp/box/main.py", line 1\n{error}\n'.encode())
+    assert run_verdict(out, False, False, python=True) is Verdict.CE
+    assert run_verdict(out, False, False) is Verdict.RE  # another language's program printing it: its own error
+    # Raised while it ran (an exec of bad text), the last line is another exception's: a runtime error.
+    raised = _outcome(exit_code=1, stderr=f"{error}\n\nDuring handling...\nValueError: x\n".encode())
+    assert run_verdict(raised, False, False, python=True) is Verdict.RE
+    # A limit it hit stays that limit's verdict.
+    timed = _outcome(exit_code=None, signal=signal.SIGKILL, timed_out=True, stderr=f"{error}\n".encode())
+    assert run_verdict(timed, False, False, python=True) is Verdict.TLE

@@ -30,7 +30,7 @@ A codegym server is judged through its native ``/v1/evaluate`` all the same: its
 apart from the program, so that no exit, hook or patched builtin of the program's earns a pass, and its
 verdicts are taken as they are, never derived again here. Any other SandboxFusion server only runs a program:
 the reward sends one ``/run_code`` per completion and test (``concurrency`` at a time), compares stdin/stdout
-and call tests here as codegym's judge does (``codegym_sandbox.compare``), and for assert tests appends,
+and call tests here as codegym's judge does (``codegym_sandbox.judging.compare``), and for assert tests appends,
 after the asserts, a line that prints a fresh random nonce, counting a pass only when the run succeeded
 and its output ends with that line. That is the most such a server allows, and it is not a guarantee: the
 program and the tests run in one interpreter, in one file, so a program that reads its own source
@@ -57,7 +57,7 @@ from codegym_sandbox.client import (
     SandboxProtocolError,
     SandboxRejected,
 )
-from codegym_sandbox.compare import outputs_match, values_match
+from codegym_sandbox.judging.compare import outputs_match, values_match
 
 from .extract import extract_code
 from .scoring import Scorer

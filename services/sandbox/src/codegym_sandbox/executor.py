@@ -217,14 +217,9 @@ class Executor:
         if lang.compile is None:
             return None, sources
         step = await self.step(lang, lang.compile, sources, None, limits, list(lang.artifacts), compile_step=True)
-        if step.verdict is Verdict.AC and (unrunnable := languages.unrunnable(lang, step.collected, sources)):
-            # What the source asked for (Rust's `#![crate_type = "lib"]`) is no program: it did not compile.
-            step = replace(step, verdict=Verdict.CE, stderr=step.stderr + f"\nsandbox: {unrunnable}\n".encode())
         if step.verdict is Verdict.AC:
             # Runs get the artifacts, not the compiler's inputs' side effects.
             return step, {**sources, **step.collected}
-        if step.verdict not in (Verdict.SE, Verdict.TLE):
-            step = replace(step, verdict=Verdict.CE)
         return step, sources
 
     async def run_built(
@@ -235,7 +230,7 @@ class Executor:
         limits: RunLimits,
         fetch: list[str] = [],  # noqa: B006 - never mutated
     ) -> StepResult:
-        return self._run_result(lang, await self.step(lang, lang.run, sources, stdin, limits, fetch))
+        return await self.step(lang, lang.run, sources, stdin, limits, fetch)
 
     async def run_tests(
         self,
@@ -266,7 +261,7 @@ class Executor:
             try:
                 outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo])
                 self.metrics.forked_runs.inc(sum(out.forked for out in outcomes))
-                fresh = [self._run_result(lang, _step_result(out, limits, request.argv)) for out in outcomes]
+                fresh = [_step_result(out, limits, request.argv, lang, sources, False) for out in outcomes]
             except SandboxFault as exc:
                 fresh = [_sandbox_error(str(exc))] * len(todo)
             except asyncio.CancelledError:
@@ -280,11 +275,6 @@ class Executor:
                     self.cache.put(keys[i], result)
                 results[i] = result
         return [r for r in results if r is not None]
-
-    def _run_result(self, lang: languages.Language, step: StepResult) -> StepResult:
-        if lang.in_process_python and step.verdict is Verdict.RE and _is_syntax_error(step.stderr):
-            return replace(step, verdict=Verdict.CE)
-        return step
 
     def _key(
         self,
@@ -342,7 +332,7 @@ class Executor:
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(request)
-            result = _step_result(outcome, limits, request.argv)
+            result = _step_result(outcome, limits, request.argv, lang, files, compile_step)
         except SandboxFault as exc:
             result = _sandbox_error(str(exc))
         except asyncio.CancelledError:
@@ -362,18 +352,27 @@ def _clamp(value: float | None, default: float, maximum: float) -> float:
     return min(value, maximum)
 
 
-def _is_syntax_error(stderr: bytes) -> bool:
-    last = stderr.rstrip().rsplit(b"\n", 1)[-1]
-    return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
-
-
-def _step_result(out: RunOutcome, limits: RunLimits, argv: list[str]) -> StepResult:
+def _step_result(
+    out: RunOutcome,
+    limits: RunLimits,
+    argv: list[str],
+    lang: languages.Language,
+    files: dict[str, tuple[bytes, int]],
+    compile_step: bool,
+) -> StepResult:
+    """A finished process as a step, with the verdict :func:`run_verdict` gives it."""
     mem = memory_exceeded(out.stderr, out.exit_code, out.signal, out.max_rss_kb, limits.memory_mb)
-    verdict = run_verdict(out, mem, own_file=argv[0].startswith(f"{SCRATCH}/"))
+    own_file = argv[0].startswith(f"{SCRATCH}/")
+    # What the source asked for (Rust's `#![crate_type = "lib"]`) may be no program: then it did not compile.
+    unrunnable = languages.unrunnable(lang, out.collected, files) if compile_step and out.exit_code == 0 else None
+    verdict = run_verdict(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None,
+                          python=lang.in_process_python and not compile_step)  # fmt: skip
     failed = out.launch_error if verdict is Verdict.SE else None
     stderr = out.stderr  # a program that could not start says why where its own errors go
     if out.launch_error and not failed:
         stderr += f"sandbox: the program could not be started: {out.launch_error}\n".encode()
+    if unrunnable and run_verdict(out, mem, own_file) is Verdict.AC:  # it ran, and made nothing to run
+        stderr += f"\nsandbox: {unrunnable}\n".encode()
     return StepResult(
         verdict=verdict,
         exit_code=out.exit_code,

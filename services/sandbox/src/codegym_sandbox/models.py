@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .compare import Comparison
 from .verdicts import Verdict
+
+
+# How a stdin test's output is compared with the expected one (see ``judging.compare.outputs_match``). No
+# docstring: it would become the enum's description in the OpenAPI schema.
+class Comparison(str, Enum):
+    EXACT = "exact"  # byte for byte, apart from trailing newlines (as verl compares)
+    WHITESPACE = "whitespace"  # the same tokens, however spaced
+    FLOAT = "float"  # tokens equal, numbers within a tolerance
 
 
 class Strict(BaseModel):

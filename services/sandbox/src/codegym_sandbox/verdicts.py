@@ -1,4 +1,10 @@
-"""Per-test verdicts, and how a finished run maps to one."""
+"""Verdicts, and the one mapping of a finished run to its verdict.
+
+A low-level module that every layer may import: the wire models name a :class:`Verdict`, the executor gives
+each step the verdict of :func:`run_verdict` (so that it caches, counts and answers it), and the judge
+(``judging/``) decides a test's and a program's verdict from it. It sits under the executor, not in
+``judging/``, because the executor needs it and may not import the layer above it.
+"""
 
 from __future__ import annotations
 
@@ -44,12 +50,40 @@ _NOT_EXECUTABLE = frozenset({errno.ENOEXEC, errno.ENOENT, errno.ELIBBAD, errno.E
 _ERRNO = re.compile(r"\[Errno (\d+)\]")  # how an OSError reads, as the box reports a failed execve
 
 
-def run_verdict(out: RunOutcome, memory: bool, own_file: bool) -> Verdict:
-    """The verdict of one finished process before any test judges its output (AC: it exited 0).
+def run_verdict(
+    out: RunOutcome,
+    memory: bool,
+    own_file: bool,
+    *,
+    compile_step: bool = False,
+    no_program: bool = False,
+    python: bool = False,
+) -> Verdict:
+    """The verdict of one finished process before any test judges its output (AC: it ran and exited 0).
 
     ``memory``: it ran out of memory (:func:`memory_exceeded`). ``own_file``: it executed a file of the
     program's own, its compiled executable, not a tool of the sandbox's (a compiler, an interpreter).
+    ``compile_step``: it was a compile, which failed (CE) unless it ran out of time or the sandbox failed,
+    or exited 0 with ``no_program``: what it made cannot run (see ``languages.unrunnable``). ``python``: it
+    ran a Python program's source, whose SyntaxError is a compile error, not a runtime one.
     """
+    verdict = _ended(out, memory, own_file)
+    if compile_step:
+        if verdict is Verdict.AC and not no_program:
+            return Verdict.AC
+        return verdict if verdict in (Verdict.SE, Verdict.TLE) else Verdict.CE
+    if python and verdict is Verdict.RE and _is_syntax_error(out.stderr):
+        return Verdict.CE
+    return verdict
+
+
+def _is_syntax_error(stderr: bytes) -> bool:
+    last = stderr.rstrip().rsplit(b"\n", 1)[-1]
+    return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
+
+
+def _ended(out: RunOutcome, memory: bool, own_file: bool) -> Verdict:
+    """How the process ended: the sandbox's failure, a limit it hit, or its exit status."""
     if out.launch_error:
         # The box could not start the process: the sandbox failed, unless the kernel found the program's own
         # file no executable (a library, a broken one). That is the program's doing, as a shell would

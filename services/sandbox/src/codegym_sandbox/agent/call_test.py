@@ -6,7 +6,7 @@ program's process runs the program, not as ``__main__``, and answers with plain 
 value into the JSON value it stands for (:func:`json_value`) and compares it with the expected one
 (:func:`values_match`) on its own side. Nothing the program prints, reads or exits with can pass a test:
 the pass is the checker's. This module is the one implementation of the comparison (the server's
-``compare.values_match`` is this one), standard library only, as all of the agent is.
+``judging.compare.values_match`` is this one), standard library only, as all of the agent is.
 """
 
 from __future__ import annotations

@@ -5,13 +5,11 @@ from __future__ import annotations
 import base64
 
 from ..executor import Execution, StepResult
-from ..models import StepOut
+from ..judging.wire import step_out, text
 from ..verdicts import Verdict
 from .fusion_models import CommandRunResult, CommandRunStatus, RunCodeResponse, RunStatus
 
-
-def text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+__all__ = ["fetched", "fusion_response", "fusion_result", "step_out", "text"]
 
 
 def fusion_result(step: StepResult) -> CommandRunResult:
@@ -56,14 +54,6 @@ def fusion_response(ex: Execution, files: dict[str, str], pod: str | None) -> Ru
         executor_pod_name=pod,
         files=files,
     )
-
-
-def step_out(step: StepResult) -> StepOut:
-    return StepOut(
-        verdict=step.verdict, exit_code=step.exit_code, signal=step.signal, wall_s=step.wall_s, cpu_s=step.cpu_s,
-        max_rss_kb=step.max_rss_kb, stdout=text(step.stdout), stderr=text(step.stderr),
-        output_truncated=step.output_exceeded, cached=step.cached, error=step.error,
-    )  # fmt: skip
 
 
 def fetched(step: StepResult | None) -> dict[str, str]:

@@ -1,22 +1,32 @@
-"""Judging: every verdict of a test and of a program is decided here, and only here.
+"""The judge: every verdict of a test and of a program is decided here, and only here.
 
-A run's own outcome (limits, exit status: see ``executor``) is the verdict of a test unless the run ended
-by itself and the test says otherwise: a stdin test compares outputs, on this side; a call test and an
-assert test are read from the runner's exit status (see ``assert_runner``), which the program cannot set:
-the runner's checker compares a returned value with the expected one (``compare.values_match``), never
-what the program printed. Clients of the API, the evaluator among them, take these verdicts as they are.
+A run's own outcome (limits, exit status: ``verdicts.run_verdict``, which the executor gives every step) is
+the verdict of a test unless the run ended by itself and the test says otherwise: a stdin test compares
+outputs, on this side; a call test and an assert test are read from the runner's exit status (see
+``assert_runner``), which the program cannot set: the runner's checker compares a returned value with the
+expected one (``compare.values_match``), never what the program printed. Clients of the API, the
+evaluator among them, take these verdicts as they are.
 """
 
 from __future__ import annotations
 
+from ..executor import Execution, StepResult
+from ..models import EvaluateRequest, ProgramOut, Test, TestOut
+from ..verdicts import Verdict
 from . import harness
-from .api.convert import step_out, text
 from .compare import outputs_match
-from .executor import StepResult
-from .models import EvaluateRequest, ProgramOut, Test, TestOut
-from .verdicts import Verdict
+from .wire import step_out, text
 
 SHOWN_BYTES = 1024  # of a test's stdout (its start) and stderr (its end) in an answer
+
+
+def execution_verdict(ex: Execution) -> Verdict:
+    """The verdict of one program run once (``/v1/execute``): its run's, or its compile step's when it did
+    not compile (and so never ran)."""
+    final = ex.run or ex.compile
+    if final is None:
+        raise ValueError("an execution has a compile step, a run, or both")
+    return final.verdict
 
 
 def test_verdict(req: EvaluateRequest, test: Test, step: StepResult) -> Verdict:

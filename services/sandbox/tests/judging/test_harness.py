@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from codegym_sandbox import harness
+from codegym_sandbox.judging import harness
 
 
 def _python(program: str, stdin: str = "") -> str:

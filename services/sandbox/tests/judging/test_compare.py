@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from codegym_sandbox.compare import Comparison, outputs_match, values_match
+from codegym_sandbox.judging.compare import Comparison, outputs_match, values_match
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .agent import call_test
-from .agent.assert_runner import RUNNER, WRONG_ANSWER
+from ..agent import call_test
+from ..agent.assert_runner import RUNNER, WRONG_ANSWER
 
 if TYPE_CHECKING:
-    from .models import EvaluateRequest, Test
+    from ..models import EvaluateRequest, Test
 
 # One file for every program and every test: each run gets its program and tests on stdin, so that the
 # sandbox runs them all in one session (one checker for all of them, see the runner), of any task. The

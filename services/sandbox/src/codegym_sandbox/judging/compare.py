@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import math
-from enum import Enum
 
 # The checker of call tests compares returned values inside the sandbox, where only the agent is: the one
-# implementation lives there.
-from .agent.call_test import values_match
+# implementation lives there. The comparison modes are part of the wire models (a request names one).
+from ..agent.call_test import values_match
+from ..models import Comparison
 
 __all__ = ["Comparison", "outputs_match", "values_match"]
-
-
-class Comparison(str, Enum):
-    EXACT = "exact"  # byte for byte, apart from trailing newlines (as verl compares)
-    WHITESPACE = "whitespace"  # the same tokens, however spaced
-    FLOAT = "float"  # tokens equal, numbers within a tolerance
 
 
 def outputs_match(

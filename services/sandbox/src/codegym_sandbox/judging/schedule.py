@@ -1,0 +1,170 @@
+"""How a group of programs is judged against its tests: which runs go to which worker together, in what
+order, and when a program is not run against its next tests (early stop).
+
+Stdin tests of a program go to a worker together, in parts when there are fewer programs than workers;
+with early stop, in parts of 1, 2, 4, ... tests in order. Assert and call tests of every request go
+round by round (see :func:`_judge_asserts`). Where a program stops never depends on timing: its verdict
+and its tests' are the judge's (``judge.py``), from its runs in the tests' order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .. import languages
+from ..executor import Executor, RunLimits, UnsupportedLanguage
+from ..models import EvaluateRequest, ProgramOut, Test, TestOut
+from ..verdicts import Verdict
+from . import harness, judge
+
+
+async def judge_requests(executor: Executor, reqs: list[EvaluateRequest]) -> list[list[ProgramOut]]:
+    """Each request's programs judged against its tests; the assert tests of them all together."""
+    workers = executor.backend.status().get("workers", 1)
+    asserts: dict[int, languages.Language] = {}
+    for i, req in enumerate(reqs):
+        if (lang := _python_asserts(executor, req)) is not None:
+            asserts[i] = lang
+
+    async def stdio(req: EvaluateRequest) -> list[ProgramOut]:
+        limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
+        compile_limits = executor.compile_limits(req.limits.compile_timeout_s)
+        # A program's stdin tests go to a worker together (one exchange, and for Python one compile): in
+        # parts only when there are fewer programs than workers, so that every worker has some.
+        parts = max(1, workers // len(req.programs))
+        chunk = -(-len(req.tests) // parts)
+        return list(
+            await asyncio.gather(*(_judge(executor, req, code, limits, compile_limits, chunk) for code in req.programs))
+        )
+
+    others = [i for i in range(len(reqs)) if i not in asserts]
+    judged_asserts, judged_others = await asyncio.gather(
+        _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers),
+        asyncio.gather(*(stdio(reqs[i]) for i in others)),
+    )
+    results = dict(zip(asserts, judged_asserts, strict=True)) | dict(zip(others, judged_others, strict=True))
+    return [results[i] for i in range(len(reqs))]
+
+
+def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Language | None:
+    """The language, when every test is an assert or call test and it runs them (see :func:`_judge_asserts`)."""
+    try:
+        lang = executor.language(req.language)
+    except UnsupportedLanguage:
+        return None
+    runner = all(t.assert_code is not None or t.call is not None for t in req.tests)
+    return lang if lang.in_process_python and runner else None
+
+
+async def _judge_asserts(
+    executor: Executor, reqs: list[tuple[EvaluateRequest, languages.Language]], workers: int
+) -> list[list[ProgramOut]]:
+    """Assert and call tests, one round at a time: the first test of every program of every request, then the
+    second.
+
+    The runner (:data:`harness.ASSERT_RUNNER`) is one file for every program and test: each run gets its
+    program and tests on stdin. So a round's runs go to the workers in parts, each part in one exchange and
+    one compile of the runner (see ``AgentWorker.run_tests``), whatever tasks they come from; every run
+    still has a process of its own.
+    """
+    outs = [[list[TestOut]() for _ in req.programs] for req, _ in reqs]
+    limits = [executor.run_limits(req.limits.timeout_s, req.limits.memory_mb) for req, _ in reqs]
+
+    async def run(round_: int, lang: languages.Language, limits: RunLimits, runs: list[tuple[int, int]]) -> None:
+        sources = {lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
+        stdins = []
+        for g, p in runs:
+            req = reqs[g][0]
+            stdins.append(harness.runner_stdin(req, req.programs[p], req.tests[round_]))
+        # Parts of about a quarter of a worker's share: a worker that is done takes the next one, so that one
+        # slow program leaves the others less idle at the end (a session goes on from part to part).
+        size = -(-len(runs) // max(1, min(workers * 4, len(runs))))
+        parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
+        steps = await asyncio.gather(
+            *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits, shared=True) for part in parts)
+        )
+        for part, part_steps in zip(parts, steps, strict=True):
+            for i, step in zip(part, part_steps, strict=True):
+                g, p = runs[i]
+                req = reqs[g][0]
+                outs[g][p].append(judge.test_out(req, req.tests[round_], step))
+
+    for round_ in range(max((len(req.tests) for req, _ in reqs), default=0)):
+        # This round's runs, by what a worker runs them with. With early stop, a program that failed a
+        # test is not run against the next ones.
+        groups: dict[tuple[str, RunLimits], list[tuple[int, int]]] = {}
+        for g, (req, lang) in enumerate(reqs):
+            if round_ < len(req.tests):
+                for p, tests in enumerate(outs[g]):
+                    if not req.early_stop or all(t.verdict is Verdict.AC for t in tests):
+                        groups.setdefault((lang.name, limits[g]), []).append((g, p))
+        await asyncio.gather(*(run(round_, executor.language(name), lim, r) for (name, lim), r in groups.items()))
+    return [
+        [judge.program_out(req, tests) for tests in programs] for (req, _), programs in zip(reqs, outs, strict=True)
+    ]
+
+
+async def _judge(
+    executor: Executor, req: EvaluateRequest, code: str, limits: RunLimits, compile_limits: RunLimits, chunk: int
+) -> ProgramOut:
+    total = len(req.tests)
+    try:
+        lang = executor.language(req.language)
+    except UnsupportedLanguage as exc:
+        return judge.sandbox_error(req, str(exc))
+    needs_python = any(t.call is not None or t.assert_code is not None for t in req.tests)
+    if needs_python and not lang.in_process_python:
+        return judge.sandbox_error(req, "call and assert tests need Python")
+    compiled, sources = await executor.build(lang, code, {}, compile_limits)
+    if compiled is not None and compiled.verdict is not Verdict.AC:
+        return judge.compile_failed(req, compiled)
+
+    async def one(test: Test) -> TestOut:
+        return await _run_test(executor, req, lang, code, sources, test, limits)
+
+    async def batch(tests: list[Test]) -> list[TestOut]:
+        stdins = [t.stdin.encode() if t.stdin else None for t in tests]
+        steps = await executor.run_tests(lang, sources, stdins, limits)
+        return [judge.test_out(req, t, step) for t, step in zip(tests, steps, strict=True)]
+
+    outs: list[TestOut] = []
+    if all(t.expected_stdout is not None for t in req.tests):
+        if req.early_stop:
+            # Parts of 1, 2, 4, ... tests in order: a program that fails early costs few runs, one that
+            # passes costs few exchanges, and where it stops never depends on timing.
+            size, todo = 1, list(req.tests)
+            while todo and all(o.verdict is Verdict.AC for o in outs):
+                outs += await batch(todo[:size])
+                todo, size = todo[size:], size * 2
+            bad = next((i for i, o in enumerate(outs) if o.verdict is not Verdict.AC), None)
+            outs = outs if bad is None else outs[: bad + 1]
+        else:
+            parts = [req.tests[i : i + chunk] for i in range(0, total, chunk)]
+            outs = [o for part in await asyncio.gather(*(batch(p) for p in parts)) for o in part]
+    elif req.early_stop:
+        # Tests run one after another in their given order, so where a program stops never depends on
+        # which test happened to finish first.
+        for test in req.tests:
+            outs.append(await one(test))
+            if outs[-1].verdict is not Verdict.AC:
+                break
+    else:
+        outs = list(await asyncio.gather(*(one(t) for t in req.tests)))
+    return judge.program_out(req, outs, compiled)
+
+
+async def _run_test(
+    executor: Executor,
+    req: EvaluateRequest,
+    lang: languages.Language,
+    code: str,
+    sources: dict[str, tuple[bytes, int]],
+    test: Test,
+    limits: RunLimits,
+) -> TestOut:
+    stdin = test.stdin.encode() if test.stdin else None
+    if test.call is not None or test.assert_code is not None:
+        sources = {**sources, lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
+        stdin = harness.runner_stdin(req, code, test)
+    step = await executor.run_built(lang, sources, stdin, limits)
+    return judge.test_out(req, test, step)

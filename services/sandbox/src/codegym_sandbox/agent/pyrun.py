@@ -174,11 +174,10 @@ except ValueError:
 
 def warm_up() -> None:
     """Do once, before any fork, what every run would otherwise do first: the first compile() of a
-    process initialises the parser, and the first traceback loads its modules (about 3 ms a run); and the
-    assert tests' runner is loaded, so that its runs compile two lines of it."""
+    process initialises the parser, and the first traceback loads its modules (about 3 ms a run). The
+    assert tests' runner is loaded by the box, which imports it (importing it here made a cycle: the
+    runner's program process runs programs with this module)."""
     import traceback
-
-    from . import assert_runner  # noqa: F401
 
     exec(compile(_WARM_UP, "<warm-up>", "exec"), {"__name__": "__warm__"})
     try:

@@ -71,8 +71,8 @@ class FakeWorker(AgentWorker):
 
 
 class FakePool(pool.WorkerPool):
-    def __init__(self, workers: int, max_workers: int) -> None:
-        super().__init__(workers, queue_size=1000, config={})
+    def __init__(self, workers: int, max_workers: int, queue_size: int = 1000) -> None:
+        super().__init__(workers, queue_size=queue_size, config={})
         self.max_workers = max_workers
         self.cpus = CPUS
         self.fake_runs: dict[int, FakeRun] = {}
@@ -97,11 +97,13 @@ class FakePool(pool.WorkerPool):
         return sum(r.started.is_set() and not r.done.is_set() for r in runs)
 
 
-def drive(body: Callable[[FakePool], Awaitable[None]], workers: int = 2, max_workers: int = 128) -> None:
+def drive(
+    body: Callable[[FakePool], Awaitable[None]], workers: int = 2, max_workers: int = 128, queue_size: int = 1000
+) -> None:
     """Run ``body`` against a started pool whose lending loop the test drives itself."""
 
     async def main() -> None:
-        fake = FakePool(workers, max_workers)
+        fake = FakePool(workers, max_workers, queue_size)
         idle_loop = fake._lend
 
         async def no_loop() -> None:  # ticks come from the test, not from a timer

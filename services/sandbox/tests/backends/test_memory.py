@@ -138,3 +138,21 @@ def test_a_run_that_waits_for_memory_past_the_queue_limit_gets_504_with_retry_af
         assert second.status_code == 504 and second.headers["retry-after"] == "1", second.text
         small = {"language": "python", "code": "print('fits')", "memory_limit_MB": 100}
         assert client.post("/run_code", json=small).json()["run_result"]["stdout"] == "fits\n"
+
+
+def test_runs_waiting_for_memory_fill_the_queue_as_runs_waiting_for_a_worker_do() -> None:
+    """Workers to spare, memory for one run: past ``queue_size`` runs waiting for memory, the next is refused."""
+
+    async def body(p: FakePool) -> None:
+        p.memory.total_mb = 100
+        first, _ = p.submit(0.0, memory_mb=100)
+        waiting = [p.submit(0.0, memory_mb=100) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        assert p.waiting == 2 and p.status()["queued"] == 2
+        _, refused = p.submit(0.0, memory_mb=100)
+        with pytest.raises(Saturated):
+            await asyncio.wait_for(refused, 5)  # refused at once, never left to wait
+        end([first, *(run for run, _ in waiting)])
+        await asyncio.gather(*(task for _, task in waiting))
+
+    drive(body, queue_size=2)

@@ -139,7 +139,8 @@ class WorkerPool:
         await asyncio.gather(*(w.kill() for w in workers), return_exceptions=True)
 
     def _check_queue(self) -> None:
-        if self._idle.empty() and self.waiting >= self.queue_size:
+        # Workers free but memory spent: the runs waiting for memory fill the queue as much.
+        if (self._idle.empty() or self.memory.waiting) and self.waiting >= self.queue_size:
             raise Saturated(retry_after_s=1)
 
     @contextmanager

@@ -3,7 +3,11 @@ that matches what was worked out by hand for each example (written beside it).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import httpx
 import pytest
+from codegym_data import tester as tester_module
 from codegym_data.tester import LineCoverage, Tester
 
 CLASSIFY = """\
@@ -185,3 +189,26 @@ def test_tests_a_language_cannot_run_are_refused(tester: Tester) -> None:
         tester.run("c", C_SIGN, ["assert True"])
     with pytest.raises(ValueError, match="unknown language"):
         tester.run("cobol", "", ["assert True"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (lambda r: httpx.Response(401, json={"detail": "missing bearer token"}), "answered 401 to /v1/evaluate"),
+        (lambda r: httpx.Response(503, headers={"Retry-After": "0"}), "cannot be reached: .*HTTP 503"),
+        (lambda r: (_ for _ in ()).throw(httpx.ConnectError("refused", request=r)), "cannot be reached: .*refused"),
+    ],
+)
+def test_a_sandbox_that_fails_is_a_tester_error(
+    answer: Callable[[httpx.Request], httpx.Response], message: str
+) -> None:
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        return answer(request)
+
+    tester = Tester(transport=httpx.MockTransport(handler))
+    with pytest.raises(tester_module.TesterError, match=message):
+        tester.run("python", "print(1)", [{"stdin": "", "expected_stdout": "1\n"}])
+    assert len(calls) == (1 if "401" in message else 4)  # the client's retry policy, nothing more

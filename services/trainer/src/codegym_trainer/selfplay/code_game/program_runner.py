@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-from codegym_evaluator.scoring import SE, Execution
+from codegym_evaluator.scoring import SE, Execution, execution
 from codegym_sandbox.client import RetryPolicy, SandboxClient, SandboxError, SandboxUnavailable
-from codegym_sandbox.models import ExecuteRequest, ExecuteResponse, LimitsIn
+from codegym_sandbox.models import ExecuteRequest, LimitsIn
 
 PROGRAM_FILE = "game.py"
 HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders strings differently
@@ -48,18 +48,6 @@ def run_request(program: str, hash_seed: str, limits: GameLimits) -> ExecuteRequ
         files={PROGRAM_FILE: base64.b64encode(program.encode()).decode()},
         limits=LimitsIn(timeout_s=limits.timeout_s, memory_mb=limits.memory_mb),
         cache=False,
-    )
-
-
-def _execution(response: ExecuteResponse) -> Execution:
-    step = response.run or response.compile
-    verdict = response.verdict.value
-    return Execution(
-        verdict=verdict,
-        stdout=step.stdout if step else "",
-        stderr=step.stderr if step else "",
-        exit_code=step.exit_code if step else None,
-        error=step.error if step and verdict == SE else None,
     )
 
 
@@ -110,7 +98,7 @@ class ProgramRunner:
         last = Execution(SE, "", "", None, "no attempt made")
         for _ in range(self.retries + 1):
             try:
-                last = _execution(self._client.execute(request))
+                last = execution(self._client.execute(request))
             except SandboxError as exc:  # the client has already retried what is worth retrying
                 why = f"sandbox unreachable: {exc}" if isinstance(exc, SandboxUnavailable) else str(exc)
                 return Execution(SE, "", "", None, why)

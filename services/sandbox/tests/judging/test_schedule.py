@@ -1,0 +1,132 @@
+"""How ``/v1/evaluate`` is scheduled, with an executor that records what it is asked to run (no sandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from codegym_sandbox import languages
+from codegym_sandbox.agent.assert_runner import WRONG_ANSWER
+from codegym_sandbox.executor import RunLimits, StepResult
+from codegym_sandbox.judging.schedule import judge_requests
+from codegym_sandbox.models import EvaluateRequest, ProgramOut
+from codegym_sandbox.verdicts import Verdict
+
+
+class _Backend:
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def status(self) -> dict[str, Any]:
+        return {"workers": self.workers}
+
+
+class _Executor:
+    """Runs nothing: a stdin test's program echoes its input; an assert run fails when its stdin says "bad"."""
+
+    def __init__(self, workers: int) -> None:
+        self.backend = _Backend(workers)
+        self.batches: list[list[bytes | None]] = []  # the stdins of each run_tests call, in call order
+
+    def language(self, name: str) -> languages.Language:
+        lang = languages.lookup(name)
+        assert lang is not None
+        return lang
+
+    def run_limits(self, timeout_s: float | None, memory_mb: int | None) -> RunLimits:
+        return RunLimits(timeout_s or 1.0, memory_mb or 256)
+
+    def compile_limits(self, timeout_s: float | None) -> RunLimits:
+        return RunLimits(timeout_s or 1.0, 256)
+
+    async def build(self, lang: languages.Language, code: str, files: dict[str, bytes], limits: RunLimits) -> Any:
+        return None, {lang.source: (code.encode(), 0o644)}
+
+    async def run_tests(
+        self,
+        lang: languages.Language,
+        sources: Any,
+        stdins: list[bytes | None],
+        limits: RunLimits,
+        shared: bool = False,
+    ) -> list[StepResult]:
+        self.batches.append(stdins)
+        await asyncio.sleep(0)
+        if shared:  # the assert runner: its exit status is the verdict
+            return [_step(WRONG_ANSWER if b"bad" in (s or b"") else 0, b"") for s in stdins]
+        return [_step(0, s or b"") for s in stdins]
+
+
+def _step(exit_code: int, stdout: bytes) -> StepResult:
+    verdict = Verdict.AC if exit_code == 0 else Verdict.RE
+    return StepResult(verdict, exit_code, None, 0.01, 0.01, 1000, stdout, b"")
+
+
+def _judge(executor: _Executor, *reqs: EvaluateRequest) -> list[list[ProgramOut]]:
+    return asyncio.run(judge_requests(executor, list(reqs)))  # type: ignore[arg-type]
+
+
+def _stdin_request(n: int, wrong: int | None, early_stop: bool, programs: int = 1) -> EvaluateRequest:
+    tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i if i != wrong else 'x'}\n"} for i in range(n)]
+    return EvaluateRequest.model_validate(
+        {"language": "python", "programs": ["print(input())"] * programs, "tests": tests, "early_stop": early_stop}
+    )
+
+
+@pytest.mark.parametrize(
+    ("wrong", "sizes", "judged"),
+    [
+        (0, [1], 1),  # the first test fails: one run
+        (1, [1, 2], 2),  # within the second part: that part runs whole, the verdicts stop at the failure
+        (5, [1, 2, 4], 6),
+        (None, [1, 2, 4, 3], 10),  # all pass: 4 exchanges for 10 tests
+    ],
+)
+def test_early_stop_runs_parts_of_1_2_4_tests_in_order(wrong: int | None, sizes: list[int], judged: int) -> None:
+    executor = _Executor(workers=4)
+    ((out,),) = _judge(executor, _stdin_request(10, wrong, early_stop=True))
+    assert [len(b) for b in executor.batches] == sizes
+    assert [s for b in executor.batches for s in b] == [f"{i}\n".encode() for i in range(sum(sizes))]
+    assert len(out.tests) == judged and out.stopped_early is (judged < 10)
+    assert out.verdict is (Verdict.AC if wrong is None else Verdict.WA)
+    assert out.passed == (10 if wrong is None else wrong) and out.total == 10
+
+
+@pytest.mark.parametrize(("workers", "programs", "sizes"), [(1, 1, [6]), (2, 1, [3, 3]), (4, 1, [2, 2, 2]),
+                                                            (4, 2, [3, 3, 3, 3]), (2, 4, [6, 6, 6, 6])])  # fmt: skip
+def test_a_programs_stdin_tests_are_split_only_when_workers_would_idle(
+    workers: int, programs: int, sizes: list[int]
+) -> None:
+    executor = _Executor(workers)
+    outs = _judge(executor, _stdin_request(6, None, early_stop=False, programs=programs))[0]
+    assert sorted(len(b) for b in executor.batches) == sorted(sizes)
+    assert all(o.verdict is Verdict.AC and o.passed == 6 and not o.stopped_early for o in outs)
+
+
+def _assert_request(programs: list[str], tests: list[dict[str, str]], early_stop: bool) -> EvaluateRequest:
+    return EvaluateRequest.model_validate(
+        {"language": "python", "programs": programs, "tests": tests, "early_stop": early_stop}
+    )
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_assert_tests_go_round_by_round_and_early_stop_drops_a_failed_program(early_stop: bool) -> None:
+    # Each test names its round; "bad" in a run's stdin (the program's code or the test's) fails that run.
+    tests = [{"assert_code": "'r0'"}, {"assert_code": "'r1' and bad"}, {"assert_code": "'r2'"}]
+    bad_tests = [{"assert_code": "'r0'"}, {"assert_code": "'r1'"}]
+    good = _assert_request(["ok = 1", "ok = 2"], tests, early_stop)
+    bad = _assert_request(["bad = 1"], bad_tests, early_stop)
+    executor = _Executor(workers=1)
+    judged_good, judged_bad = _judge(executor, good, bad)
+    rounds = [int(s.split(b"'r")[-1][:1]) for b in executor.batches for s in b if s is not None]
+    assert rounds == sorted(rounds)  # every run of a round before any of the next
+    # Round 0: the three programs; round 1: the good ones (and the bad one without early stop); round 2: the
+    # good ones without early stop (they failed round 1).
+    assert [rounds.count(r) for r in range(3)] == ([3, 2, 0] if early_stop else [3, 3, 2])
+    for out in judged_good:
+        assert out.verdict is Verdict.WA and out.passed == (1 if early_stop else 2) and out.total == 3
+        assert [t.verdict for t in out.tests] == [Verdict.AC, Verdict.WA] + ([] if early_stop else [Verdict.AC])
+        assert out.stopped_early is early_stop
+    (out,) = judged_bad
+    assert out.verdict is Verdict.WA and [t.verdict for t in out.tests] == [Verdict.WA] * (1 if early_stop else 2)

@@ -55,9 +55,11 @@ SUITE_LIMITS = {
 
 
 def hostile_settings(backend: str, **overrides: Any) -> Settings:
-    """One worker (so that every run and every check land in the same box), tight limits, no cache."""
+    """One worker and none lent or parked beside it (so that every run and every check land in the same box,
+    and every process of the programs' uid is that box's), tight limits, no cache."""
     fields: dict[str, Any] = {
         "workers": 1,
+        "max_workers": 1,
         "cache_entries": 0,
         "host_uid": PROGRAM_HOST_UID,
         "limits": Limits.model_validate(SUITE_LIMITS),

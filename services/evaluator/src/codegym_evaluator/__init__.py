@@ -9,14 +9,14 @@ from .blocking import BlockingScorer
 from .evaluate import EvalSummary, TaskResult, evaluate_completions
 from .extract import Extracted, extract_code
 from .passk import pass_at_k
-from .scoring import Execution, Score, Scorer
+from .scoring import RunOutput, Score, Scorer
 from .tasks import Task, load_tasks
 
 __all__ = [
     "BlockingScorer",
     "EvalSummary",
-    "Execution",
     "Extracted",
+    "RunOutput",
     "Score",
     "Scorer",
     "Task",

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from .scoring import Execution, Score, Scorer
+from .scoring import RunOutput, Score, Scorer
 from .tasks import Task
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ class BlockingScorer:
 
         return self._call(all_groups())
 
-    def execute_many(self, codes: list[str], language: str = "python") -> list[Execution]:
+    def execute_many(self, codes: list[str], language: str = "python") -> list[RunOutput]:
         """``Scorer.execute_many``, blocking."""
         return self._call(self.scorer.execute_many(codes, language))
 

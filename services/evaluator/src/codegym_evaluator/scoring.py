@@ -46,8 +46,8 @@ class Score:
 
 
 @dataclass
-class Execution:
-    """One program's run through ``/v1/execute``."""
+class RunOutput:
+    """What one program did when run once, with no tests, through ``/v1/execute``: verdict and outputs."""
 
     verdict: str
     stdout: str
@@ -183,31 +183,31 @@ class Scorer:
         total = len(task.tests)
         return [_score(results[prog], piece, total) for prog, piece in zip(programs, pieces, strict=True)]
 
-    async def execute_many(self, codes: list[str], language: str = "python") -> list[Execution]:
+    async def execute_many(self, codes: list[str], language: str = "python") -> list[RunOutput]:
         """Run each program once (no input) through ``/v1/execute``, concurrently."""
         return list(await asyncio.gather(*(self._execute(code, language) for code in codes)))
 
-    async def _execute(self, code: str, language: str) -> Execution:
+    async def _execute(self, code: str, language: str) -> RunOutput:
         body = {"language": language, "code": code, "limits": {"timeout_s": self.timeout_per_test}}
-        last = Execution(SE, "", "", None, "no attempt made")
+        last = RunOutput(SE, "", "", None, "no attempt made")
         retry = self.client.retry
         for attempt in range(retry.retries + 1):
             try:
                 response = await self.client.execute(body)
             except SandboxError as exc:
-                return Execution(SE, "", "", None, f"sandbox unavailable: {exc}")
-            last = execution(response)
+                return RunOutput(SE, "", "", None, f"sandbox unavailable: {exc}")
+            last = run_output(response)
             if not last.sandbox_error or attempt == retry.retries:
                 break
             await asyncio.sleep(retry.delay(attempt))
         return last
 
 
-def execution(response: ExecuteResponse) -> Execution:
-    """An ``/v1/execute`` answer as an ``Execution``: its run step (or its compile step, when that failed)."""
+def run_output(response: ExecuteResponse) -> RunOutput:
+    """An ``/v1/execute`` answer as a ``RunOutput``: its run step (or its compile step, when that failed)."""
     step = response.run or response.compile
     verdict = response.verdict.value
-    return Execution(
+    return RunOutput(
         verdict=verdict,
         stdout=step.stdout if step else "",
         stderr=step.stderr if step else "",

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from codegym_evaluator.scoring import Execution, Score
+from codegym_evaluator.scoring import RunOutput, Score
 from codegym_trainer.rewards import execution_reward
 from codegym_trainer.rewards import tests_reward as scheme_tests
 
@@ -33,19 +33,19 @@ def test_tests_scheme_table(s: Score, partial: bool, expected: float) -> None:
 def test_sandbox_error_is_masked_never_zero() -> None:
     assert scheme_tests(score("SE", 0), partial_credit=True) is None
     assert scheme_tests(score("SE", 0, fenced=True)) is None
-    assert execution_reward(Execution("SE", "", "", None)) is None
+    assert execution_reward(RunOutput("SE", "", "", None)) is None
 
 
 @pytest.mark.parametrize(
     ("run", "expected"),
     [
-        (Execution("AC", "42\n", "", 0), 1.0),
-        (Execution("AC", "  \n", "", 0), 0.5),
-        (Execution("CE", "", "SyntaxError: invalid syntax", 1), -0.5),
-        (Execution("RE", "", "ZeroDivisionError", 1), -1.0),
-        (Execution("TLE", "partial", "", None), -1.0),
-        (Execution("MLE", "", "MemoryError", 1), -1.0),
+        (RunOutput("AC", "42\n", "", 0), 1.0),
+        (RunOutput("AC", "  \n", "", 0), 0.5),
+        (RunOutput("CE", "", "SyntaxError: invalid syntax", 1), -0.5),
+        (RunOutput("RE", "", "ZeroDivisionError", 1), -1.0),
+        (RunOutput("TLE", "partial", "", None), -1.0),
+        (RunOutput("MLE", "", "MemoryError", 1), -1.0),
     ],
 )
-def test_execution_scheme_table(run: Execution, expected: float) -> None:
+def test_execution_scheme_table(run: RunOutput, expected: float) -> None:
     assert execution_reward(run) == expected

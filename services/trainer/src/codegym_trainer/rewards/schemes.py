@@ -19,7 +19,7 @@ scheme ``execution`` (the program runs once, no tests)::
 
 from __future__ import annotations
 
-from codegym_evaluator.scoring import Execution, Score
+from codegym_evaluator.scoring import RunOutput, Score
 
 FORMAT_BONUS = 0.05
 COMPILE_ERROR = -0.1
@@ -49,10 +49,10 @@ def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
     return round(base + bonus, 6)
 
 
-def execution_reward(execution: Execution) -> float | None:
+def execution_reward(execution: RunOutput) -> float | None:
     """Reward of one program under the ``execution`` scheme.
 
-    >>> execution_reward(Execution("AC", stdout="hi\\n", stderr="", exit_code=0))
+    >>> execution_reward(RunOutput("AC", stdout="hi\\n", stderr="", exit_code=0))
     1.0
     """
     if execution.sandbox_error:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from codegym_evaluator.scoring import Execution
+from codegym_evaluator.scoring import RunOutput
 from codegym_trainer.selfplay.code_game.rules import (
     MAX_OUTPUT_CHARS,
     WRITER_INVALID,
@@ -27,8 +27,8 @@ PROGRAM = "print(sum(range(4)))"
 GOOD = WriterAnswer(PROGRAM, "6")
 
 
-def ran(stdout: str, verdict: str = "AC", exit_code: int | None = 0) -> Execution:
-    return Execution(verdict, stdout, "", exit_code)
+def ran(stdout: str, verdict: str = "AC", exit_code: int | None = 0) -> RunOutput:
+    return RunOutput(verdict, stdout, "", exit_code)
 
 
 TWICE = [ran("6\n"), ran("6\n")]
@@ -110,11 +110,11 @@ def test_a_wrong_own_prediction_is_a_penalty_however_the_predictors_did() -> Non
         (GOOD, [ran("6\n"), ran("7\n")], "nondeterministic", WRITER_NONDETERMINISTIC),
         (GOOD, [ran(" \n"), ran("\n")], "no_output", WRITER_INVALID),
         (GOOD, [ran("9" * (MAX_OUTPUT_CHARS + 1))] * 2, "output_too_long", WRITER_INVALID),
-        (GOOD, [ran("6\n"), Execution("SE", "", "", None, "down")], "sandbox_error", None),
+        (GOOD, [ran("6\n"), RunOutput("SE", "", "", None, "down")], "sandbox_error", None),
     ],
 )
 def test_a_program_that_is_no_game_gets_the_writer_a_penalty_and_the_predictors_nothing(
-    answer: WriterAnswer | None, runs: list[Execution], outcome: str, writer: float | None
+    answer: WriterAnswer | None, runs: list[RunOutput], outcome: str, writer: float | None
 ) -> None:
     result = score_round(answer, runs, ["6", "6"])
     assert result.outcome == outcome and result.writer == writer

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-from codegym_evaluator.scoring import SE, Execution, execution
+from codegym_evaluator.scoring import SE, RunOutput, run_output
 from codegym_sandbox.client import RetryPolicy, SandboxClient, SandboxError, SandboxUnavailable
 from codegym_sandbox.models import ExecuteRequest, LimitsIn
 
@@ -92,21 +92,21 @@ class ProgramRunner:
         self._pool.shutdown(wait=True)
         self._client.close()
 
-    def run_once(self, program: str, hash_seed: str) -> Execution:
+    def run_once(self, program: str, hash_seed: str) -> RunOutput:
         """One run of ``program`` under ``hash_seed``, retried while the sandbox cannot judge it."""
         request = run_request(program, hash_seed, self.limits)
-        last = Execution(SE, "", "", None, "no attempt made")
+        last = RunOutput(SE, "", "", None, "no attempt made")
         for _ in range(self.retries + 1):
             try:
-                last = execution(self._client.execute(request))
+                last = run_output(self._client.execute(request))
             except SandboxError as exc:  # the client has already retried what is worth retrying
                 why = f"sandbox unreachable: {exc}" if isinstance(exc, SandboxUnavailable) else str(exc)
-                return Execution(SE, "", "", None, why)
+                return RunOutput(SE, "", "", None, why)
             if not last.sandbox_error:
                 break
         return last
 
-    def run_twice(self, programs: Sequence[str]) -> list[tuple[Execution, Execution]]:
+    def run_twice(self, programs: Sequence[str]) -> list[tuple[RunOutput, RunOutput]]:
         """Each program's two runs (``HASH_SEEDS`` in order), all of them concurrently."""
         first, second = HASH_SEEDS
         submit = self._pool.submit

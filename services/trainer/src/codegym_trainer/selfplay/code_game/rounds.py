@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import httpx
 from codegym_evaluator.model_client import Api, ModelClient, ModelError, Sampling
-from codegym_evaluator.scoring import Execution
+from codegym_evaluator.scoring import RunOutput
 
 from .program_check import check_program
 from .program_runner import ProgramRunner
@@ -48,7 +48,7 @@ class PlayedRound:
 
     writer_completion: str
     answer: WriterAnswer | None
-    runs: tuple[Execution, ...]
+    runs: tuple[RunOutput, ...]
     prediction_prompt: str | None
     predictions: tuple[str, ...]
     result: RoundResult
@@ -64,7 +64,7 @@ def play_rounds(
         raise ValueError(f"a round needs at least one prediction, not {m}")
     answers = [parse_writer(c) for c in writer_completions]
     programs = {i: a.program for i, a in enumerate(answers) if a is not None and not check_program(a.program)}
-    runs: dict[int, tuple[Execution, ...]] = dict.fromkeys(range(len(answers)), ())
+    runs: dict[int, tuple[RunOutput, ...]] = dict.fromkeys(range(len(answers)), ())
     runs.update(zip(programs, runner.run_twice(list(programs.values())), strict=True))
     # Scored with no predictions yet, a round says whether it has an output to predict (``output``); the same
     # rules then score it with the predictions, so there is one place that decides what a playable program is.

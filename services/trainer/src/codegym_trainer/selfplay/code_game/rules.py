@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from codegym_evaluator.extract import fenced_blocks
-from codegym_evaluator.scoring import Execution
+from codegym_evaluator.scoring import RunOutput
 
 from .program_check import MAX_PROGRAM_CHARS, check_program
 
@@ -156,12 +156,12 @@ class RoundResult:
         return sum(r == PREDICTOR_CORRECT for r in scored) / len(scored) if scored else None
 
 
-def _ran(execution: Execution) -> bool:
+def _ran(execution: RunOutput) -> bool:
     return execution.verdict == "AC" and execution.exit_code in (0, None)
 
 
 def score_round(
-    answer: WriterAnswer | None, runs: Sequence[Execution], predictions: Sequence[str | None]
+    answer: WriterAnswer | None, runs: Sequence[RunOutput], predictions: Sequence[str | None]
 ) -> RoundResult:
     """The writer's and each predictor's reward for one round (the table in this module's docstring).
 

@@ -40,7 +40,7 @@ class Generation:
 
     @property
     def texts(self) -> list[str]:
-        return [completion_text(c) for c in self.completions]
+        return [joined_text(c) for c in self.completions]
 
 
 def as_prompt(text: str, *, chat: bool) -> Any:
@@ -48,8 +48,8 @@ def as_prompt(text: str, *, chat: bool) -> Any:
     return [{"role": "user", "content": text}] if chat else text
 
 
-def completion_text(completion: Any) -> str:
-    """The text of a completion, whether a string or a list of chat messages."""
+def joined_text(completion: Any) -> str:
+    """A completion as one text: the string itself, or every chat message's content joined, for logs and tables."""
     if isinstance(completion, str):
         return completion
     return "".join(str(message.get("content", "")) for message in completion)
@@ -97,7 +97,7 @@ class Rollout:
 
     @property
     def texts(self) -> list[str]:
-        return [completion_text(c) for c in self.completions]
+        return [joined_text(c) for c in self.completions]
 
 
 class TrainerContext(Protocol):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .sandbox_reward import BatchReport, SandboxReward, completion_text
+from .sandbox_reward import BatchReport, SandboxReward, answer_text
 from .schemes import execution_reward, tests_reward
 from .verdict_rates import VerdictStats
 
-__all__ = ["BatchReport", "SandboxReward", "VerdictStats", "completion_text", "execution_reward", "tests_reward"]
+__all__ = ["BatchReport", "SandboxReward", "VerdictStats", "answer_text", "execution_reward", "tests_reward"]

@@ -27,8 +27,8 @@ log = logging.getLogger("codegym.trainer")
 ScorerFactory = Callable[[], Scorer]
 
 
-def completion_text(completion: Any) -> str:
-    """The text of a completion: a string, or the last message of a conversational completion."""
+def answer_text(completion: Any) -> str:
+    """The answer to score in a completion: the string itself, or the content of a conversation's last message."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
@@ -106,7 +106,7 @@ class SandboxReward:
         """One reward per completion, None where the sandbox failed."""
         if task_id is None:
             raise ValueError("the training dataset needs a 'task_id' column naming each prompt's task")
-        texts = [completion_text(c) for c in completions]
+        texts = [answer_text(c) for c in completions]
         if self.scheme == "tests":
             rewards, verdicts, details = await self._tests(texts, task_id)
         else:

@@ -69,9 +69,20 @@ def test_bad_samples_name_the_line(tmp_path: Path) -> None:
 def test_a_model_endpoint_that_is_down(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
     done = cli(
-        "run", "--limit", "2", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", "--model-retries", "1",
-        "--output", str(tmp_path / "out"), "--sandbox-url", "http://127.0.0.1:9",
-    )  # fmt: skip
+        "run",
+        "--limit",
+        "2",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        "m",
+        "--model-retries",
+        "1",
+        "--output",
+        str(tmp_path / "out"),
+        "--sandbox-url",
+        "http://127.0.0.1:9",
+    )
     assert done.returncode == 1, done.stderr
     assert f"the run stopped early: model endpoint http://127.0.0.1:{port}/v1/chat/completions failed" in done.stderr
     assert "run again with the same --output to resume" in done.stderr

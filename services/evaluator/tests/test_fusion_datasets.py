@@ -39,8 +39,12 @@ INVALID: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", sorted(INVALID))
 @pytest.mark.parametrize("route", ["/submit", "/get_prompt_by_id"])
 def test_invalid_provided_tests_are_a_400_naming_the_row(client: TestClient, case: str, route: str) -> None:
-    body = {"dataset": "mbpp", "id": "t", "completion": "```python\nprint(1)\n```",
-            "config": {"provided_data": INVALID[case]}}  # fmt: skip
+    body = {
+        "dataset": "mbpp",
+        "id": "t",
+        "completion": "```python\nprint(1)\n```",
+        "config": {"provided_data": INVALID[case]},
+    }
     r = client.post(route, json=body)
     assert r.status_code == 400, (case, r.status_code, r.text)
     assert "provided_data row 0" in r.json()["detail"], r.text

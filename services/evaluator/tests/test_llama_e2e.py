@@ -18,10 +18,26 @@ pytestmark = pytest.mark.slow
 def test_codegym_eval_with_no_endpoint_runs_smollm2_on_a_few_humaneval_problems(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "codegym_evaluator.cli", "run", "--dataset", "humaneval", "--limit", "3",
-         "--max-tokens", "160", "--output", str(out), "--sandbox-workers", "2"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codegym_evaluator.cli",
+            "run",
+            "--dataset",
+            "humaneval",
+            "--limit",
+            "3",
+            "--max-tokens",
+            "160",
+            "--output",
+            str(out),
+            "--sandbox-workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "starting llama.cpp's server on SmolLM2-135M-Instruct" in done.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

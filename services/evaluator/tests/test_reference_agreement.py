@@ -54,8 +54,9 @@ async def test_verdicts_agree_with_the_reference_harness(tmp_path: Path, sandbox
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps({"task_id": tid, "completion": c}) + "\n" for tid, _, c in jobs))
     out = tmp_path / "out"
-    config = RunConfig(dataset="humaneval", samples=str(samples), sandbox_url=[SANDBOX], output=str(out),
-                       timeout_per_test=3.0)  # fmt: skip
+    config = RunConfig(
+        dataset="humaneval", samples=str(samples), sandbox_url=[SANDBOX], output=str(out), timeout_per_test=3.0
+    )
     await run_evaluation(config, sandbox_transport=sandbox)
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     ours = {(r["task_id"], r["sample"]): r["verdict"] == "AC" for r in rows}

@@ -51,9 +51,13 @@ async def test_a_samples_file_run_writes_results_summary_and_report(
 ) -> None:
     out = tmp_path / "out"
     config = RunConfig(
-        dataset="humaneval", limit=4, samples=str(samples_file(tmp_path)), sandbox_url=[SANDBOX], output=str(out),
+        dataset="humaneval",
+        limit=4,
+        samples=str(samples_file(tmp_path)),
+        sandbox_url=[SANDBOX],
+        output=str(out),
         k=[1, 2],
-    )  # fmt: skip
+    )
     seen: list[tuple[int, int]] = []
     outcome = await run_evaluation(config, sandbox_transport=sandbox, progress=lambda d, t: seen.append((d, t)))
     assert outcome.error is None
@@ -82,8 +86,14 @@ async def test_a_samples_file_run_writes_results_summary_and_report(
 async def test_sandbox_errors_are_reported_apart_and_redone_on_resume(
     tmp_path: Path, sandbox: httpx.ASGITransport
 ) -> None:
-    config = RunConfig(dataset="humaneval", limit=4, samples=str(samples_file(tmp_path)), sandbox_url=[SANDBOX],
-                       output=str(tmp_path / "out"), retries=0)  # fmt: skip
+    config = RunConfig(
+        dataset="humaneval",
+        limit=4,
+        samples=str(samples_file(tmp_path)),
+        sandbox_url=[SANDBOX],
+        output=str(tmp_path / "out"),
+        retries=0,
+    )
     down = Counting(sandbox, fail=True)
     first = await run_evaluation(config, sandbox_transport=down)
     assert first.summary.sandbox_errors == 6 and first.summary.pass_at_k == {}
@@ -102,8 +112,13 @@ async def test_sandbox_errors_are_reported_apart_and_redone_on_resume(
 async def test_a_changed_run_is_not_resumed_into_the_same_directory(
     tmp_path: Path, sandbox: httpx.ASGITransport
 ) -> None:
-    config = RunConfig(dataset="humaneval", limit=1, samples=str(samples_file(tmp_path)), sandbox_url=[SANDBOX],
-                       output=str(tmp_path / "out"))  # fmt: skip
+    config = RunConfig(
+        dataset="humaneval",
+        limit=1,
+        samples=str(samples_file(tmp_path)),
+        sandbox_url=[SANDBOX],
+        output=str(tmp_path / "out"),
+    )
     await run_evaluation(config, sandbox_transport=sandbox)
     config.extract = "none"
     with pytest.raises(ValueError, match=r"holds another run \(extract: 'last'\)"):
@@ -118,8 +133,16 @@ def chat_answer(prompt: str, i: int) -> str:
 
 async def test_a_model_run_through_an_openai_compatible_endpoint(tmp_path: Path, sandbox: httpx.ASGITransport) -> None:
     app = fake_openai_app(chat_answer)
-    config = RunConfig(dataset="humaneval", limit=4, base_url="http://model/v1", n=2, temperature=0.8, k=[1, 2],
-                       sandbox_url=[SANDBOX], output=str(tmp_path / "out"))  # fmt: skip
+    config = RunConfig(
+        dataset="humaneval",
+        limit=4,
+        base_url="http://model/v1",
+        n=2,
+        temperature=0.8,
+        k=[1, 2],
+        sandbox_url=[SANDBOX],
+        output=str(tmp_path / "out"),
+    )
     outcome = await run_evaluation(config, sandbox_transport=sandbox, model_transport=httpx.ASGITransport(app=app))
     assert outcome.error is None
     assert outcome.summary.pass_at_k == {1: 0.5, 2: 1.0}
@@ -136,8 +159,15 @@ async def test_base_models_continue_the_prompt_and_stop(tmp_path: Path, sandbox:
         return CANONICAL[task.task_id] + "\n\ndef unrelated():\n    pass\nprint(unrelated())\n"
 
     app = fake_openai_app(continuation)
-    config = RunConfig(dataset="humaneval", limit=4, base_url="http://model/v1", model="base", api="completion",
-                       sandbox_url=[SANDBOX], output=str(tmp_path / "out"))  # fmt: skip
+    config = RunConfig(
+        dataset="humaneval",
+        limit=4,
+        base_url="http://model/v1",
+        model="base",
+        api="completion",
+        sandbox_url=[SANDBOX],
+        output=str(tmp_path / "out"),
+    )
     outcome = await run_evaluation(config, sandbox_transport=sandbox, model_transport=httpx.ASGITransport(app=app))
     assert outcome.summary.pass_at_k == {1: 1.0}
     rows = lines(tmp_path / "out" / "results.jsonl")
@@ -148,8 +178,16 @@ async def test_an_endpoint_that_goes_down_keeps_partial_results_and_resumes(
     tmp_path: Path, sandbox: httpx.ASGITransport
 ) -> None:
     app = fake_openai_app(chat_answer)
-    config = RunConfig(dataset="humaneval", limit=4, base_url="http://model/v1", model="m", model_concurrency=1,
-                       model_retries=1, sandbox_url=[SANDBOX], output=str(tmp_path / "out"))  # fmt: skip
+    config = RunConfig(
+        dataset="humaneval",
+        limit=4,
+        base_url="http://model/v1",
+        model="m",
+        model_concurrency=1,
+        model_retries=1,
+        sandbox_url=[SANDBOX],
+        output=str(tmp_path / "out"),
+    )
     flaky = Counting(httpx.ASGITransport(app=app), fail=True, serve_first=1)
     outcome = await run_evaluation(config, sandbox_transport=sandbox, model_transport=flaky)
     assert outcome.error is not None and "failed after 2 attempts: ConnectError: connection refused" in outcome.error

@@ -228,8 +228,26 @@ async def test_an_https_sandbox_is_verified(tmp_path: Path) -> None:
     # A sandbox behind TLS with a certificate nobody signed: the scorer refuses it (no CA bundle is loaded
     # for http:// URLs only, and that must never switch verification off for https).
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-                    "-days", "1", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -260,8 +278,14 @@ async def test_the_verdict_of_a_program_is_the_servers(program: str, tests: list
     def answer(request: httpx.Request) -> httpx.Response:
         outs = [{"verdict": v, "wall_s": 0.0, "cpu_s": None, "stdout": "", "stderr": ""} for v in tests]
         passed = tests.count("AC")
-        result = {"verdict": program, "passed": passed, "total": 2, "stopped_early": False, "compile": None,
-                  "tests": outs}  # fmt: skip
+        result = {
+            "verdict": program,
+            "passed": passed,
+            "total": 2,
+            "stopped_early": False,
+            "compile": None,
+            "tests": outs,
+        }
         return httpx.Response(200, json={"results": [result], "wall_s": 0.0})
 
     async with Scorer(SANDBOX, transport=httpx.MockTransport(answer)) as scorer:

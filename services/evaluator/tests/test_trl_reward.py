@@ -98,8 +98,9 @@ def passing_on(url: str, paths: frozenset[str] | None, seen: list[str]) -> httpx
         if paths is not None and request.url.path not in paths:
             return httpx.Response(404, json={"detail": "Not Found"})
         async with httpx.AsyncClient(base_url=url) as client:
-            r = await client.request(request.method, request.url.path, content=request.content,
-                                     headers={"content-type": "application/json"})  # fmt: skip
+            r = await client.request(
+                request.method, request.url.path, content=request.content, headers={"content-type": "application/json"}
+            )
         return httpx.Response(r.status_code, content=r.content, headers={"content-type": r.headers["content-type"]})
 
     return httpx.MockTransport(handle)

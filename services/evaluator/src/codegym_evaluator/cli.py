@@ -114,8 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="evaluate once and write results, summary and report", epilog=EPILOG,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    run = sub.add_parser(
+        "run",
+        help="evaluate once and write results, summary and report",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_config_flags(run)
     run.set_defaults(func=_run)
     serve = sub.add_parser("serve", help="serve evaluation jobs over HTTP (start a job, poll it, fetch its results)")

@@ -15,15 +15,24 @@ def opt(default: Any, help: str, **extra: Any) -> Any:
 class RunConfig:
     """One evaluation: which tasks, where completions come from, how they are judged, where results go."""
 
-    dataset: str = opt("humaneval", "dataset name: humaneval, mbpp, mbpp-sanitized, apps, code_contests, "
-                       "livecodebench, taco, leetcode, or jsonl (codegym's task format, with --path); read from "
-                       "the hub, or from a copy laid out as the hub under $CODEGYM_HUB_ROOT")  # fmt: skip
+    dataset: str = opt(
+        "humaneval",
+        "dataset name: humaneval, mbpp, mbpp-sanitized, apps, code_contests, "
+        "livecodebench, taco, leetcode, or jsonl (codegym's task format, with --path); read from "
+        "the hub, or from a copy laid out as the hub under $CODEGYM_HUB_ROOT",
+    )
     path: str | None = opt(None, "local file or directory with the dataset's rows (offline clusters)")
-    split: str | None = opt(None, "dataset split (default: the dataset's test split); for livecodebench a "
-                            "version: release_latest (default), release_vN, vN or vN_vM")  # fmt: skip
+    split: str | None = opt(
+        None,
+        "dataset split (default: the dataset's test split); for livecodebench a "
+        "version: release_latest (default), release_vN, vN or vN_vM",
+    )
     limit: int | None = opt(None, "evaluate only the first N tasks")
-    difficulty: str | None = opt(None, "only tasks of this difficulty (APPS: introductory, interview, competition; "
-                                 "TACO: EASY to VERY_HARD; LeetCode: Easy, Medium, Hard)")  # fmt: skip
+    difficulty: str | None = opt(
+        None,
+        "only tasks of this difficulty (APPS: introductory, interview, competition; "
+        "TACO: EASY to VERY_HARD; LeetCode: Easy, Medium, Hard)",
+    )
     samples: str | None = opt(None, "JSONL of {task_id, completion} to judge instead of asking a model")
     base_url: str | None = opt(
         None,
@@ -32,8 +41,11 @@ class RunConfig:
     )
     model: str | None = opt(None, "model name sent to the endpoint (default: the first the endpoint lists)")
     api_key: str | None = opt(None, "API key for the endpoint (or OPENAI_API_KEY)")
-    api: str = opt("chat", "chat (messages, a fenced answer) or completion (a base model continues the prompt)",
-                   choices=["chat", "completion"])  # fmt: skip
+    api: str = opt(
+        "chat",
+        "chat (messages, a fenced answer) or completion (a base model continues the prompt)",
+        choices=["chat", "completion"],
+    )
     n: int = opt(1, "samples per task")
     temperature: float = opt(0.0, "sampling temperature (use > 0 with n > 1)")
     top_p: float = opt(1.0, "nucleus sampling")
@@ -50,11 +62,22 @@ class RunConfig:
     concurrency: int = opt(8, "sandbox requests in flight")
     retries: int = opt(3, "retries of a failed sandbox request")
     timeout_per_test: float = opt(5.0, "time limit of one test in seconds")
-    extract: str = opt("last", "which fenced block is the program: first, last, or none (the completion as is)",
-                       choices=["first", "last", "none"])  # fmt: skip
+    extract: str = opt(
+        "last",
+        "which fenced block is the program: first, last, or none (the completion as is)",
+        choices=["first", "last", "none"],
+    )
     output: str = opt("codegym-eval-out", "directory for results.jsonl, summary.json and the report")
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the run it resumes."""
-        return {"dataset": self.dataset, "path": self.path, "split": self.split, "difficulty": self.difficulty,
-                "samples": self.samples, "model": self.model, "api": self.api, "extract": self.extract}  # fmt: skip
+        return {
+            "dataset": self.dataset,
+            "path": self.path,
+            "split": self.split,
+            "difficulty": self.difficulty,
+            "samples": self.samples,
+            "model": self.model,
+            "api": self.api,
+            "extract": self.extract,
+        }

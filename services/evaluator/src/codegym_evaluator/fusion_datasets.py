@@ -122,8 +122,13 @@ def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
 
 
 def _prompt(task: Task) -> dict[str, Any]:
-    labels = {"kind": task.kind, "entry_point": task.entry_point, "language": task.language,
-              "difficulty": task.difficulty, "tests": len(task.tests)}  # fmt: skip
+    labels = {
+        "kind": task.kind,
+        "entry_point": task.entry_point,
+        "language": task.language,
+        "difficulty": task.difficulty,
+        "tests": len(task.tests),
+    }
     return {"id": task.task_id, "prompt": task.prompt, "labels": labels}
 
 
@@ -142,11 +147,22 @@ def _exec_info(test: dict[str, Any]) -> dict[str, Any]:
     if verdict == "SE":
         return {"status": "SandboxError", "message": test["stderr"], "compile_result": None, "run_result": None}
     ran = verdict in ("AC", "WA")
-    run = {"status": "TimeLimitExceeded" if verdict == "TLE" else "Finished", "execution_time": test["wall_s"],
-           "cpu_time": test["cpu_s"], "return_code": 0 if ran else None, "stdout": test["stdout"],
-           "stderr": test["stderr"]}  # fmt: skip
-    return {"status": "Success" if ran else "Failed", "message": "", "compile_result": None, "run_result": run,
-            "executor_pod_name": None, "files": {}}  # fmt: skip
+    run = {
+        "status": "TimeLimitExceeded" if verdict == "TLE" else "Finished",
+        "execution_time": test["wall_s"],
+        "cpu_time": test["cpu_s"],
+        "return_code": 0 if ran else None,
+        "stdout": test["stdout"],
+        "stderr": test["stderr"],
+    }
+    return {
+        "status": "Success" if ran else "Failed",
+        "message": "",
+        "compile_result": None,
+        "run_result": run,
+        "executor_pod_name": None,
+        "files": {},
+    }
 
 
 def _test_info(test: dict[str, Any], full: bool) -> dict[str, Any]:
@@ -184,8 +200,13 @@ def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
         task = tasks[0] if req.config.provided_data is not None else _find(tasks, req.id)
         extracted = extract_code(req.completion, task)
         program = build_program(task, extracted.code)
-        body = evaluate_body(task, [program], timeout_s=req.config.run_timeout or 10.0,
-                             early_stop=not req.config.extra.get("run_all_cases", False), cache=False)  # fmt: skip
+        body = evaluate_body(
+            task,
+            [program],
+            timeout_s=req.config.run_timeout or 10.0,
+            early_stop=not req.config.extra.get("run_all_cases", False),
+            cache=False,
+        )
         async with sandbox() as client:
             try:
                 answer = await client.evaluate(body)
@@ -199,8 +220,15 @@ def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
         ]
         kind = "empty" if not extracted.code.strip() else "fenced" if extracted.fenced else "heuristic"
         extra = {"verdict": result["verdict"], "passed": result["passed"], "total": result["total"]}
-        return {"id": req.id, "accepted": result["verdict"] == "AC", "extracted_code": extracted.code,
-                "full_code": program, "test_code": None, "tests": tests, "extracted_type": kind,
-                "extra": extra}  # fmt: skip
+        return {
+            "id": req.id,
+            "accepted": result["verdict"] == "AC",
+            "extracted_code": extracted.code,
+            "full_code": program,
+            "test_code": None,
+            "tests": tests,
+            "extracted_type": kind,
+            "extra": extra,
+        }
 
     return router

@@ -99,10 +99,16 @@ def write_report(out_dir: str | Path, summary: EvalSummary, info: dict[str, Any]
     md += ["", f"Sandbox errors (not judged, not counted as failures): {summary.sandbox_errors}.", ""]
     md += ["## Tasks", ""]
     task_rows = [
-        [r.task_id, r.difficulty or "", str(r.n), str(r.correct), str(r.sandbox_errors),
-         ", ".join(f"{v} {c}" for v, c in sorted(r.to_dict(summary.ks)["verdicts"].items()))]
+        [
+            r.task_id,
+            r.difficulty or "",
+            str(r.n),
+            str(r.correct),
+            str(r.sandbox_errors),
+            ", ".join(f"{v} {c}" for v, c in sorted(r.to_dict(summary.ks)["verdicts"].items())),
+        ]
         for r in summary.per_task.values()
-    ]  # fmt: skip
+    ]
     md += [_markdown_table(["task", "difficulty", "judged", "correct", "SE", "verdicts"], task_rows), ""]
     path = out / "report.md"
     path.write_text("\n".join(md))

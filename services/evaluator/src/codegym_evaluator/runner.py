@@ -43,9 +43,14 @@ async def _model(config: RunConfig, transport: httpx.AsyncBaseTransport | None) 
     assert config.base_url is not None
     api_key = config.api_key or os.environ.get("OPENAI_API_KEY")
     client = ModelClient(
-        config.base_url, config.model or "", api_key=api_key, api="chat" if config.api == "chat" else "completion",
-        concurrency=config.model_concurrency, retries=config.model_retries, transport=transport,
-    )  # fmt: skip
+        config.base_url,
+        config.model or "",
+        api_key=api_key,
+        api="chat" if config.api == "chat" else "completion",
+        concurrency=config.model_concurrency,
+        retries=config.model_retries,
+        transport=transport,
+    )
     try:
         if not config.model:
             try:
@@ -103,10 +108,18 @@ async def run_evaluation(
     which: Literal["first", "last"] = "first" if config.extract == "first" else "last"
     token = config.sandbox_token or os.environ.get("CODEGYM_SANDBOX_API_TOKEN")
 
-    async with Scorer(
-        config.sandbox_url, token=token, concurrency=config.concurrency, retries=config.retries,
-        timeout_per_test=config.timeout_per_test, transport=sandbox_transport, which=which,
-    ) as scorer, contextlib.AsyncExitStack() as stack:  # fmt: skip
+    async with (
+        Scorer(
+            config.sandbox_url,
+            token=token,
+            concurrency=config.concurrency,
+            retries=config.retries,
+            timeout_per_test=config.timeout_per_test,
+            transport=sandbox_transport,
+            which=which,
+        ) as scorer,
+        contextlib.AsyncExitStack() as stack,
+    ):
         client = await stack.enter_async_context(_model(config, model_transport)) if given is None else None
 
         async def one(task: Task) -> None:

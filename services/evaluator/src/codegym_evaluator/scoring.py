@@ -133,9 +133,14 @@ class Scorer:
             raise ValueError("retries must be >= 0")
         retry = RetryPolicy(retries=retries, backoff_s=backoff_s)
         self.client = AsyncSandboxClient(
-            sandbox_url, token=token, timeout=request_timeout_s, retry=retry, batch_runs=batch_runs,
-            concurrency=concurrency, transport=transport,
-        )  # fmt: skip
+            sandbox_url,
+            token=token,
+            timeout=request_timeout_s,
+            retry=retry,
+            batch_runs=batch_runs,
+            concurrency=concurrency,
+            transport=transport,
+        )
         self.timeout_per_test = timeout_per_test
         self.early_stop = early_stop
         self.which: Literal["first", "last"] = which

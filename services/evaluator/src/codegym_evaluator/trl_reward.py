@@ -203,10 +203,15 @@ class _Base:
         """The scorer of one call: its own client, since each call may run on an event loop of its own. No
         result cache: a reward asks for a fresh run of every program."""
         return Scorer(
-            self.url, token=self.token, concurrency=self.concurrency, retries=self.retries,
-            timeout_per_test=self.timeout_s, transport=self.transport, request_timeout_s=self.timeout_s * 4 + 60,
+            self.url,
+            token=self.token,
+            concurrency=self.concurrency,
+            retries=self.retries,
+            timeout_per_test=self.timeout_s,
+            transport=self.transport,
+            request_timeout_s=self.timeout_s * 4 + 60,
             cache=False,
-        )  # fmt: skip
+        )
 
     async def _server_kind(self, client: AsyncSandboxClient) -> Server | None:
         """Whether the server is codegym (judge natively) or another SandboxFusion server, found once; None
@@ -320,8 +325,13 @@ class AsyncCodeReward(_Base):
             async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
                 nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
                 program, stdin = reward._fusion_program(codes[i], test, row, nonce)
-                body = {"code": program, "language": row.language, "stdin": stdin, "run_timeout": reward.timeout_s,
-                        "compile_timeout": reward.timeout_s}  # fmt: skip
+                body = {
+                    "code": program,
+                    "language": row.language,
+                    "stdin": stdin,
+                    "run_timeout": reward.timeout_s,
+                    "compile_timeout": reward.timeout_s,
+                }
                 async with limit:
                     try:
                         answer = await scorer.client.run_code(body)

@@ -160,8 +160,11 @@ async def test_taco_solutions_pass_and_wrong_ones_fail(sandbox: httpx.ASGITransp
 def test_leetcode_rows_become_assert_tasks_on_the_method() -> None:
     two_sum, reverse = hub_tasks("leetcode")  # LeetCodeDataset-test.jsonl
     assert (two_sum.task_id, two_sum.kind, two_sum.entry_point, two_sum.difficulty) == (
-        "LeetCode/two-sum", "assert", "twoSum", "Easy",
-    )  # fmt: skip
+        "LeetCode/two-sum",
+        "assert",
+        "twoSum",
+        "Easy",
+    )
     assert two_sum.prompt.startswith("Given an array of integers nums and an integer target")
     (test,) = two_sum.tests
     assert test["assert_code"].startswith("def check(candidate):\n    assert candidate(nums = [2,7,11,15]")
@@ -181,6 +184,8 @@ async def test_leetcode_reference_passes_and_wrong_ones_fail(sandbox: httpx.ASGI
     )
     assert await verdicts(sandbox, two_sum, [two_sum.metadata["canonical_solution"], constant]) == ["AC", "WA"]
     # linked lists: the tests build them with the row's list_node and compare with its is_same_list
-    unchanged = "class Solution:\n    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n" \
-        "        return head\n"  # fmt: skip
+    unchanged = (
+        "class Solution:\n    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n"
+        "        return head\n"
+    )
     assert await verdicts(sandbox, reverse, [reverse.metadata["canonical_solution"], unchanged]) == ["AC", "WA"]

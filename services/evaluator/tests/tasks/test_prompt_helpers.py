@@ -71,9 +71,10 @@ async def test_right_answers_pass_whatever_helpers_they_carry(
     for task_id, task in sorted(humaneval.items()):
         canonical = task.metadata["canonical_solution"]
         helper = next(
-            ast.unparse(n) for n in ast.parse(task.starter_code).body
+            ast.unparse(n)
+            for n in ast.parse(task.starter_code).body
             if isinstance(n, ast.FunctionDef) and n.name == WRONG[task_id][1]
-        )  # fmt: skip
+        )
         assert await verdicts(sandbox, task, [canonical, f"{canonical}\n\n{helper}\n"]) == ["AC", "AC"], task_id
 
 
@@ -117,10 +118,13 @@ async def test_leetcode_lists_are_built_for_the_program_and_compared_by_the_test
 async def test_mbpp_setup_code_is_the_tests_own(sandbox: httpx.ASGITransport) -> None:
     # MBPP's test_setup_code and test_imports go with each assert already: the program cannot rebind them.
     sample = {
-        "task_id": 1, "text": "Square and add one.", "code": "def f(x):\n    return x * x + 1\n",
+        "task_id": 1,
+        "text": "Square and add one.",
+        "code": "def f(x):\n    return x * x + 1\n",
         "test_list": ["assert f(2) == expected(2)", "assert f(3) == math.floor(10.5)"],
-        "test_setup_code": "def expected(x):\n    return x * x + 1\n", "test_imports": ["import math"],
-    }  # fmt: skip
+        "test_setup_code": "def expected(x):\n    return x * x + 1\n",
+        "test_imports": ["import math"],
+    }
     task = MBPPAdapter().to_task(sample, 0)
     assert task is not None
     wrong = "def f(x):\n    return 0\n"

@@ -42,9 +42,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.jobs = JobManager(
-            settings.data_dir, max_jobs=settings.max_jobs, sandbox_transport=sandbox_transport,
+            settings.data_dir,
+            max_jobs=settings.max_jobs,
+            sandbox_transport=sandbox_transport,
             model_transport=model_transport,
-        )  # fmt: skip
+        )
         try:
             yield
         finally:

@@ -87,9 +87,11 @@ class JobManager:
 
             try:
                 outcome = await run_evaluation(
-                    job.config, sandbox_transport=self._sandbox_transport, model_transport=self._model_transport,
+                    job.config,
+                    sandbox_transport=self._sandbox_transport,
+                    model_transport=self._model_transport,
                     progress=progress,
-                )  # fmt: skip
+                )
             except (DatasetError, ValueError, OSError) as exc:
                 job.status, job.error = "failed", str(exc)
             else:

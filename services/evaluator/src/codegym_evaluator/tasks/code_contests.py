@@ -21,10 +21,36 @@ HUB = HubFiles("deepmind/code_contests", ("data/{split}-*.parquet",), ("train", 
 
 # The dataset's Difficulty enum.
 DIFFICULTY_NAMES = {
-    0: "unknown", 1: "easy", 2: "medium", 3: "hard", 4: "harder", 5: "hardest", 6: "external",
-    7: "A", 8: "B", 9: "C", 10: "D", 11: "E", 12: "F", 13: "G", 14: "H", 15: "I", 16: "J", 17: "K",
-    18: "L", 19: "M", 20: "N", 21: "O", 22: "P", 23: "Q", 24: "R", 25: "S", 26: "T", 27: "U", 28: "V",
-}  # fmt: skip
+    0: "unknown",
+    1: "easy",
+    2: "medium",
+    3: "hard",
+    4: "harder",
+    5: "hardest",
+    6: "external",
+    7: "A",
+    8: "B",
+    9: "C",
+    10: "D",
+    11: "E",
+    12: "F",
+    13: "G",
+    14: "H",
+    15: "I",
+    16: "J",
+    17: "K",
+    18: "L",
+    19: "M",
+    20: "N",
+    21: "O",
+    22: "P",
+    23: "Q",
+    24: "R",
+    25: "S",
+    26: "T",
+    27: "U",
+    28: "V",
+}
 PYTHON3 = 3  # in the dataset's Language enum
 
 
@@ -61,8 +87,11 @@ class CodeContestsAdapter:
         if isinstance(difficulty, int):
             difficulty = DIFFICULTY_NAMES.get(difficulty, str(difficulty))
         solutions = sample.get("solutions") or {}
-        python = [s for lang, s in zip(solutions.get("language", []), solutions.get("solution", []), strict=False)
-                  if lang == PYTHON3]  # fmt: skip
+        python = [
+            s
+            for lang, s in zip(solutions.get("language", []), solutions.get("solution", []), strict=False)
+            if lang == PYTHON3
+        ]
         limit = sample.get("time_limit") or {}
         return Task(
             task_id=f"CodeContests/{sample.get('name', index)}",

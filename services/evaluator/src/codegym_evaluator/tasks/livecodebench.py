@@ -99,12 +99,14 @@ class LiveCodeBenchAdapter:
         return [
             {
                 "assert_code": method_assert(
-                    "Solution", fn, [json.loads(line) for line in c["input"].splitlines() if line.strip()],
+                    "Solution",
+                    fn,
+                    [json.loads(line) for line in c["input"].splitlines() if line.strip()],
                     json.loads(c["output"]),
                 )
             }
             for c in cases
-        ]  # fmt: skip
+        ]
 
     def format_problem(self, sample: dict[str, Any]) -> str:
         return str(sample.get("question_content", "")).strip()

@@ -90,12 +90,16 @@ def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
         return f"{head}\n\n{tests}"
     functions = [n.name for n in chosen if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     trusted = set().union(*(_bound(n) for n in helpers))
-    return "\n".join([
-        _capture(functions), head, _CONVERSION,
-        f"_codegym_classes = ({', '.join(classes)},)\n_codegym_made = {{}}",
-        *(f"{f} = _codegym_recorded({f!r}, {f})" for f in functions),
-        ast.unparse(ast.fix_missing_locations(_ProgramCalls(trusted, test_tree).visit(test_tree))),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            _capture(functions),
+            head,
+            _CONVERSION,
+            f"_codegym_classes = ({', '.join(classes)},)\n_codegym_made = {{}}",
+            *(f"{f} = _codegym_recorded({f!r}, {f})" for f in functions),
+            ast.unparse(ast.fix_missing_locations(_ProgramCalls(trusted, test_tree).visit(test_tree))),
+        ]
+    )
 
 
 def _capture(functions: list[str]) -> str:

@@ -7,11 +7,31 @@ from codegym_trainer.cli import build_parser, main, parse_config
 from codegym_trainer.config import TrainConfig
 
 SEED_FLAGS = [
-    "--model", "--host", "--port", "--train-steps", "--batch-size", "--group-size", "--train-temperature",
-    "--split", "--limit", "--difficulty", "--sandbox-backend", "--sandbox-workers", "--python-version",
-    "--timeout-per-test", "--partial-credit", "--concurrency", "--learning-rate", "--max-completion-length",
-    "--eval-interval", "--output-dir", "--seed", "--resume", "--sandbox-url", "--reward-scheme",
-]  # fmt: skip
+    "--model",
+    "--host",
+    "--port",
+    "--train-steps",
+    "--batch-size",
+    "--group-size",
+    "--train-temperature",
+    "--split",
+    "--limit",
+    "--difficulty",
+    "--sandbox-backend",
+    "--sandbox-workers",
+    "--python-version",
+    "--timeout-per-test",
+    "--partial-credit",
+    "--concurrency",
+    "--learning-rate",
+    "--max-completion-length",
+    "--eval-interval",
+    "--output-dir",
+    "--seed",
+    "--resume",
+    "--sandbox-url",
+    "--reward-scheme",
+]
 
 
 def test_help_lists_every_field_and_the_seed_flags(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,9 +47,20 @@ def test_help_lists_every_field_and_the_seed_flags(capsys: pytest.CaptureFixture
 
 def test_flags_fill_the_config() -> None:
     config = parse_config(
-        ["--train-steps", "7", "--partial-credit", "--sandbox-url", "http://127.0.0.1:1", "--sandbox-url",
-         "http://127.0.0.1:2", "--reward-scheme", "execution", "--limit", "3"]
-    )  # fmt: skip
+        [
+            "--train-steps",
+            "7",
+            "--partial-credit",
+            "--sandbox-url",
+            "http://127.0.0.1:1",
+            "--sandbox-url",
+            "http://127.0.0.1:2",
+            "--reward-scheme",
+            "execution",
+            "--limit",
+            "3",
+        ]
+    )
     assert config.train_steps == 7
     assert config.partial_credit is True
     assert config.sandbox_url == ["http://127.0.0.1:1", "http://127.0.0.1:2"]

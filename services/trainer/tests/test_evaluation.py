@@ -14,12 +14,20 @@ def test_samples_are_reproducible_and_leave_the_random_stream_alone(tiny_model_d
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     tokenizer.padding_side = "left"
-    tasks = [Task(task_id=f"t{i}", prompt=f"Write a Python program that prints {i}.", kind="stdio",
-                  tests=[{"stdin": "", "expected_stdout": f"{i}\n"}]) for i in range(3)]  # fmt: skip
+    tasks = [
+        Task(
+            task_id=f"t{i}",
+            prompt=f"Write a Python program that prints {i}.",
+            kind="stdio",
+            tests=[{"stdin": "", "expected_stdout": f"{i}\n"}],
+        )
+        for i in range(3)
+    ]
 
     def answers(seed: int) -> dict[str, list[str]]:
-        return generate_answers(model, tokenizer, tasks, chat=True, max_new_tokens=6, batch_size=2, samples=3,
-                                temperature=1.5, seed=seed)  # fmt: skip
+        return generate_answers(
+            model, tokenizer, tasks, chat=True, max_new_tokens=6, batch_size=2, samples=3, temperature=1.5, seed=seed
+        )
 
     torch.manual_seed(123)
     state = torch.random.get_rng_state()

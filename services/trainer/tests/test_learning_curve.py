@@ -33,8 +33,9 @@ def evaluation(tmp_path: Path, name: str, step: int, verdicts: dict[str, str], s
     rows = [{"task_id": t, "greedy": {"verdict": v}, "samples": []} for t, v in verdicts.items()]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     solved = sum(v == "AC" for v in verdicts.values())
-    return EvalPoint(step, solved / len(verdicts), solved, len(verdicts), 0, {}, 1.0, sampled_pass_at_1=sampled,
-                     answers=str(path))  # fmt: skip
+    return EvalPoint(
+        step, solved / len(verdicts), solved, len(verdicts), 0, {}, 1.0, sampled_pass_at_1=sampled, answers=str(path)
+    )
 
 
 def test_a_gain_is_split_into_format_and_correctness(bench: ModuleType, tmp_path: Path) -> None:
@@ -68,8 +69,17 @@ def test_quick_run_reports_every_seed_and_resumes(
     bench: ModuleType, tiny_model_dir: Path, tmp_path: Path, sandbox_process: LoopbackServer
 ) -> None:
     out = tmp_path / "curve"
-    argv = ["--quick", "--model", str(tiny_model_dir), "--sandbox-url", sandbox_process.url, "--out", str(out),
-            "--lr", "1e-3"]  # fmt: skip
+    argv = [
+        "--quick",
+        "--model",
+        str(tiny_model_dir),
+        "--sandbox-url",
+        sandbox_process.url,
+        "--out",
+        str(out),
+        "--lr",
+        "1e-3",
+    ]
     assert bench.main(argv) == 0
     assert "### humaneval" not in (out / "report.md").read_text()
     trained = {seed: (out / f"seed_{seed}" / "metrics.jsonl").stat().st_mtime_ns for seed in (0, 1)}
@@ -112,8 +122,19 @@ def _sandboxes(pid: int) -> list[int]:
 @pytest.mark.slow
 def test_sigterm_stops_the_sandbox_the_run_started(tiny_model_dir: Path, tmp_path: Path) -> None:
     # a Slurm job past its time limit gets SIGTERM: the sandbox the bench started must not outlive it
-    argv = [sys.executable, str(BENCH), "--quick", "--model", str(tiny_model_dir), "--out", str(tmp_path / "o"),
-            "--humaneval-limit", "0", "--seeds", "0"]  # fmt: skip
+    argv = [
+        sys.executable,
+        str(BENCH),
+        "--quick",
+        "--model",
+        str(tiny_model_dir),
+        "--out",
+        str(tmp_path / "o"),
+        "--humaneval-limit",
+        "0",
+        "--seeds",
+        "0",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

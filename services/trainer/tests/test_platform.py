@@ -20,9 +20,13 @@ from codegym_trainer.platform import (
 
 @pytest.mark.parametrize(
     ("name", "kind"),
-    [("Tesla V100-SXM2-32GB", "v100"), ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA H100 80GB HBM3", "h100"),
-     ("NVIDIA GeForce RTX 4090", "gpu")],
-)  # fmt: skip
+    [
+        ("Tesla V100-SXM2-32GB", "v100"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA GeForce RTX 4090", "gpu"),
+    ],
+)
 def test_gpu_families(name: str, kind: str) -> None:
     assert classify_gpu(name) == kind
 

@@ -30,10 +30,22 @@ def length_reward(prompts: list[Any], completions: list[str], **kwargs: Any) -> 
 
 def make_trainer(model_dir: Path, out: Path, *, accumulation: int = 1, lr: float = 1e-6, **kwargs: Any) -> Any:
     rows = [{"prompt": p} for p in PROMPTS]
-    args = GRPOConfig(output_dir=str(out), max_steps=1, per_device_train_batch_size=4 // accumulation,
-                      gradient_accumulation_steps=accumulation, num_generations=2, max_completion_length=6,
-                      learning_rate=lr, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
-                      activation_checkpointing=False, disable_tqdm=True, seed=0)  # fmt: skip
+    args = GRPOConfig(
+        output_dir=str(out),
+        max_steps=1,
+        per_device_train_batch_size=4 // accumulation,
+        gradient_accumulation_steps=accumulation,
+        num_generations=2,
+        max_completion_length=6,
+        learning_rate=lr,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        activation_checkpointing=False,
+        disable_tqdm=True,
+        seed=0,
+    )
     return CodegymGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         processing_class=AutoTokenizer.from_pretrained(model_dir),

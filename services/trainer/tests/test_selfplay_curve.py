@@ -32,9 +32,13 @@ def test_wilson_interval(bench: ModuleType) -> None:
 def result(bench: ModuleType, mode: str, seed: int, before: int, after: int) -> object:
     seat = bench.Seat
     return bench.RunResult(
-        mode, seed, {"X": seat(before, 0, 10 - before, 0), "O": seat(0, 0, 10, 10)},
-        {"X": seat(after, 0, 10 - after, 0), "O": seat(0, 0, 10, 10)}, [(1, 20.0), (3, 12.0)], 1.0,
-    )  # fmt: skip
+        mode,
+        seed,
+        {"X": seat(before, 0, 10 - before, 0), "O": seat(0, 0, 10, 10)},
+        {"X": seat(after, 0, 10 - after, 0), "O": seat(0, 0, 10, 10)},
+        [(1, 20.0), (3, 12.0)],
+        1.0,
+    )
 
 
 def test_verdicts_over_seeds(bench: ModuleType) -> None:
@@ -76,8 +80,12 @@ def test_quick_run_with_a_tiny_model(bench: ModuleType, tiny_model_dir: Path, tm
 
 def test_quick_run_of_kuhn_poker(bench: ModuleType, tiny_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "kuhn"
-    assert bench.main(["--quick", "--game", "kuhn_poker", "--modes", "rae", "--model", str(tiny_model_dir),
-                       "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        bench.main(
+            ["--quick", "--game", "kuhn_poker", "--modes", "rae", "--model", str(tiny_model_dir), "--out", str(out)]
+        )
+        == 0
+    )
     report = (out / "report.md").read_text()
     assert "| first win vs random before | after | second win vs random before | after |" in report
     assert "| rae | 0 |" in report and "kuhn_poker" in report

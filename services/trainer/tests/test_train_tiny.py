@@ -54,8 +54,18 @@ def test_short_run_writes_its_outputs_and_resumes(tiny_model_dir: Path, tmp_path
     rows = train_rows(out)
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
-        for key in ("reward", "verdicts/pass", "verdicts/CE", "verdicts/TLE", "verdicts/RE", "verdicts/SE",
-                    "time/generation", "time/scoring", "time/optimisation", "time/scoring_share"):  # fmt: skip
+        for key in (
+            "reward",
+            "verdicts/pass",
+            "verdicts/CE",
+            "verdicts/TLE",
+            "verdicts/RE",
+            "verdicts/SE",
+            "time/generation",
+            "time/scoring",
+            "time/optimisation",
+            "time/scoring_share",
+        ):
             assert key in r, key
     evals = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"kind": "eval"' in x]
     assert [e["step"] for e in evals] == [0, 2] and "eval/pass@1" in evals[0]
@@ -137,9 +147,29 @@ def test_sandbox_going_away_mid_run_masks_rewards(
 
 def test_ctrl_c_writes_a_checkpoint(tiny_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "codegym_trainer.cli", "--model", str(tiny_model_dir), "--train-steps", "200",
-            "--batch-size", "2", "--group-size", "2", "--max-completion-length", "8", "--skip-eval",
-            "--save-steps", "1000", "--output-dir", str(out), "--no-progress", "--threads", "1"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "codegym_trainer.cli",
+        "--model",
+        str(tiny_model_dir),
+        "--train-steps",
+        "200",
+        "--batch-size",
+        "2",
+        "--group-size",
+        "2",
+        "--max-completion-length",
+        "8",
+        "--skip-eval",
+        "--save-steps",
+        "1000",
+        "--output-dir",
+        str(out),
+        "--no-progress",
+        "--threads",
+        "1",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300

@@ -26,11 +26,31 @@ ALPHA = 0.95
 def launch(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``codegym-train`` in two processes on this machine, as ``torchrun --nproc-per-node 2`` starts it."""
     argv = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-        "-m", "codegym_trainer.cli", "--model", str(model), "--train-steps", str(STEPS), "--save-steps", "1",
-        "--completions-interval", "1", "--learning-rate", "1e-3", "--threads", "1", "--no-progress",
-        "--output-dir", str(out), *args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "codegym_trainer.cli",
+        "--model",
+        str(model),
+        "--train-steps",
+        str(STEPS),
+        "--save-steps",
+        "1",
+        "--completions-interval",
+        "1",
+        "--learning-rate",
+        "1e-3",
+        "--threads",
+        "1",
+        "--no-progress",
+        "--output-dir",
+        str(out),
+        *args,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -48,8 +68,22 @@ def test_a_grpo_run_of_two_processes_writes_one_set_of_outputs(
     tiny_model_dir: Path, tmp_path: Path, sandbox_process: LoopbackServer
 ) -> None:
     out = tmp_path / "run"
-    launch(tiny_model_dir, out, "--batch-size", "2", "--group-size", "2", "--max-completion-length", "8",
-           "--eval-limit", "2", "--eval-max-new-tokens", "8", "--sandbox-url", sandbox_process.url)  # fmt: skip
+    launch(
+        tiny_model_dir,
+        out,
+        "--batch-size",
+        "2",
+        "--group-size",
+        "2",
+        "--max-completion-length",
+        "8",
+        "--eval-limit",
+        "2",
+        "--eval-max-new-tokens",
+        "8",
+        "--sandbox-url",
+        sandbox_process.url,
+    )
     assert [r["step"] for r in logged(out, "train")] == list(range(1, STEPS + 1))
     assert [r["step"] for r in logged(out, "eval")] == [0, STEPS]  # held-out pass@1 before and after, once each
     for step in range(1, STEPS + 1):
@@ -71,9 +105,23 @@ def returns_by_role(table: Path) -> dict[str, dict[str, float]]:
 @pytest.mark.parametrize("rae", [True, False], ids=["rae", "no-rae"])
 def test_spiral_in_two_processes_keeps_one_set_of_baselines(tiny_model_dir: Path, tmp_path: Path, rae: bool) -> None:
     out = tmp_path / "run"
-    launch(tiny_model_dir, out, "--task", "spiral", "--game", "tictactoe", "--selfplay-games-per-step", "3",
-           "--max-completion-length", "6", "--selfplay-eval-games", "2", "--selfplay-eval-every", "1",
-           *([] if rae else ["--no-rae"]))  # fmt: skip
+    launch(
+        tiny_model_dir,
+        out,
+        "--task",
+        "spiral",
+        "--game",
+        "tictactoe",
+        "--selfplay-games-per-step",
+        "3",
+        "--max-completion-length",
+        "6",
+        "--selfplay-eval-games",
+        "2",
+        "--selfplay-eval-every",
+        "1",
+        *([] if rae else ["--no-rae"]),
+    )
     assert [r["step"] for r in logged(out, "train")] == list(range(1, STEPS + 1))
     assert [r["step"] for r in logged(out, "eval")] == list(range(STEPS + 1))  # before, and after every step
     train = {r["step"]: r for r in logged(out, "train")}

@@ -24,9 +24,11 @@ INFO = {"language": "python", "test_cases": [{"input": "1 2\n", "output": "3\n",
 @pytest.mark.filterwarnings("ignore:.*gradient_checkpointing.*:FutureWarning")
 @pytest.mark.parametrize("form", [CodeReward, AsyncCodeReward])
 def test_grpo_trainer_calls_the_reward_with_the_dataset_columns(
-    form: type[CodeReward] | type[AsyncCodeReward], tiny_model_dir: Path, sandbox_process: LoopbackServer,
+    form: type[CodeReward] | type[AsyncCodeReward],
+    tiny_model_dir: Path,
+    sandbox_process: LoopbackServer,
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     calls: list[dict[str, Any]] = []
     reward = form(sandbox_process.url, timeout_s=2.0)
     inner = reward.__call__
@@ -47,9 +49,19 @@ def test_grpo_trainer_calls_the_reward_with_the_dataset_columns(
     observed.__name__ = reward.__name__
 
     dataset = Dataset.from_list([{"prompt": "Add two numbers:", "verification_info": INFO}] * 4)
-    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-                      max_completion_length=8, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
-                      activation_checkpointing=False, disable_tqdm=True)  # fmt: skip
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=8,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        activation_checkpointing=False,
+        disable_tqdm=True,
+    )
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
         processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),

@@ -14,8 +14,13 @@ from codegym_trainer.rewards import SandboxReward
 
 pytestmark = pytest.mark.anyio
 
-ADD = Task("t/add", "Write add(a, b).", "call", [{"call": [1, 2], "expected": 3}, {"call": [2, 2], "expected": 4}],
-           entry_point="add")  # fmt: skip
+ADD = Task(
+    "t/add",
+    "Write add(a, b).",
+    "call",
+    [{"call": [1, 2], "expected": 3}, {"call": [2, 2], "expected": 4}],
+    entry_point="add",
+)
 ECHO = Task("t/echo", "Echo a line.", "stdio", [{"stdin": "hi\n", "expected_stdout": "hi\n"}])
 
 

@@ -157,9 +157,21 @@ def test_each_role_has_its_own_baseline_and_masked_samples_have_no_advantage() -
 
 def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, runner: ProgramRunner) -> None:
     # the untrained tiny model writes no program: every writer is invalid, and no predictor is asked
-    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, num_generations=2,
-                      max_completion_length=6, learning_rate=1e-3, logging_steps=1, report_to=[], use_cpu=True,
-                      save_strategy="no", activation_checkpointing=False, disable_tqdm=True, seed=0)  # fmt: skip
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=6,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        activation_checkpointing=False,
+        disable_tqdm=True,
+        seed=0,
+    )
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     game = CodeGameRollout(runner, programs_per_step=3, predictions_per_program=2, chat=True)
     trainer = CodegymGRPOTrainer(

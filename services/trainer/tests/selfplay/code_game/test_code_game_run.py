@@ -23,10 +23,36 @@ WRITER_KEY = "rae/baseline/code-game/writer"
 
 
 def argv(model: Path, out: Path, *extra: str) -> list[str]:
-    return ["--task", "code-game", "--model", str(model), "--output-dir", str(out), "--train-steps", "2",
-            "--code-game-programs-per-step", "3", "--predictions-per-program", "2", "--eval-interval", "1",
-            "--eval-max-new-tokens", "8", "--max-completion-length", "8", "--sandbox-workers", "2", "--save-steps", "1",
-            "--completions-interval", "1", "--no-progress", "--threads", "1", *extra]  # fmt: skip
+    return [
+        "--task",
+        "code-game",
+        "--model",
+        str(model),
+        "--output-dir",
+        str(out),
+        "--train-steps",
+        "2",
+        "--code-game-programs-per-step",
+        "3",
+        "--predictions-per-program",
+        "2",
+        "--eval-interval",
+        "1",
+        "--eval-max-new-tokens",
+        "8",
+        "--max-completion-length",
+        "8",
+        "--sandbox-workers",
+        "2",
+        "--save-steps",
+        "1",
+        "--completions-interval",
+        "1",
+        "--no-progress",
+        "--threads",
+        "1",
+        *extra,
+    ]
 
 
 def rows(out: Path, kind: str) -> list[dict[str, Any]]:
@@ -44,8 +70,10 @@ def test_a_code_game_run_logs_the_game_and_resumes_from_its_baselines(
     # the plain console's progress lines: the game's own numbers each step, the output accuracy at each evaluation
     lines = capsys.readouterr().out.splitlines()
     number = r"\d+\.\d+"
-    step_line = re.compile(rf"step (\d)/2  reward -1\.50  writer wins 0%  predicted 0%  invalid 100%  chars 0  "
-                           rf"gen s {number}  optim s {number}")  # fmt: skip
+    step_line = re.compile(
+        rf"step (\d)/2  reward -1\.50  writer wins 0%  predicted 0%  invalid 100%  chars 0  "
+        rf"gen s {number}  optim s {number}"
+    )
     assert [m.group(1) for m in map(step_line.fullmatch, lines) if m] == ["1", "2"], lines
     total = len(load_output_problems())
     eval_line = re.compile(rf"output accuracy at step (\d): {number} \((\d+) of {total} programs\)")
@@ -54,8 +82,14 @@ def test_a_code_game_run_logs_the_game_and_resumes_from_its_baselines(
     train = rows(out, "train")
     assert [row["step"] for row in train] == [1, 2]
     for row in train:
-        for key in ("code_game/writer_win_rate", "code_game/predictor_accuracy", "code_game/invalid_rate",
-                    "code_game/nondeterministic_rate", "code_game/program_chars", WRITER_KEY):  # fmt: skip
+        for key in (
+            "code_game/writer_win_rate",
+            "code_game/predictor_accuracy",
+            "code_game/invalid_rate",
+            "code_game/nondeterministic_rate",
+            "code_game/program_chars",
+            WRITER_KEY,
+        ):
             assert key in row, key
         # an untrained tiny model writes no program: every writer pays the invalid penalty
         assert row["code_game/invalid_rate"] == 1.0 and row["reward"] == -1.5
@@ -86,9 +120,22 @@ def test_a_code_game_run_logs_the_game_and_resumes_from_its_baselines(
 
 
 def test_the_flags_of_the_game() -> None:
-    config = parse_config(["--task", "code-game", "--predictor", "http://opponent:8000/v1", "--predictor-model", "m",
-                           "--predictor-api", "completion", "--predictions-per-program", "3",
-                           "--code-game-programs-per-step", "5"])  # fmt: skip
+    config = parse_config(
+        [
+            "--task",
+            "code-game",
+            "--predictor",
+            "http://opponent:8000/v1",
+            "--predictor-model",
+            "m",
+            "--predictor-api",
+            "completion",
+            "--predictions-per-program",
+            "3",
+            "--code-game-programs-per-step",
+            "5",
+        ]
+    )
     opponent = predictor_of(config)
     assert isinstance(opponent, OpponentPredictor)
     assert (opponent.base_url, opponent.model, opponent.api) == ("http://opponent:8000/v1", "m", "completion")
@@ -97,7 +144,8 @@ def test_the_flags_of_the_game() -> None:
 
     cpu = Platform("cpu", "cpu", 0.0, 2, "fp32", False, True, False, "server", 1)
     # on the CPU: two rows a pass, and enough passes for about 16 samples each (5 writers + 5 x 3 predictors)
-    self_play = parse_config(["--task", "code-game", "--code-game-programs-per-step", "5",
-                              "--predictions-per-program", "3"])  # fmt: skip
+    self_play = parse_config(
+        ["--task", "code-game", "--code-game-programs-per-step", "5", "--predictions-per-program", "3"]
+    )
     assert step_split(self_play, cpu) == (2, 2)
     assert step_split(config, cpu) == (2, 1)  # against an opponent only the 5 writers are samples

@@ -149,10 +149,14 @@ def turns(episodes: Sequence[tuple[str, Sequence[tuple[str, float]]]]) -> Rollou
     rows = [(episode, role, value) for episode, played in episodes for role, value in played]
     n = len(rows)
     return Rollout(
-        prompts=["p"] * n, completions=["c"] * n, prompt_ids=[[1]] * n, completion_ids=[[2]] * n,
-        rewards=[value for _, _, value in rows], groups=[("tictactoe", role) for _, role, _ in rows],
+        prompts=["p"] * n,
+        completions=["c"] * n,
+        prompt_ids=[[1]] * n,
+        completion_ids=[[2]] * n,
+        rewards=[value for _, _, value in rows],
+        groups=[("tictactoe", role) for _, role, _ in rows],
         extra={"episode": [episode for episode, _, _ in rows]},
-    )  # fmt: skip
+    )
 
 
 def test_role_advantages_by_hand() -> None:
@@ -181,18 +185,31 @@ def test_without_rae_the_advantage_is_the_return() -> None:
 
 def spiral_config(model: Path, out: Path, **over: object) -> TrainConfig:
     values: dict[str, object] = {
-        "task": "spiral", "model": str(model), "train_steps": 2, "selfplay_games_per_step": 3,
-        "max_completion_length": 6, "selfplay_eval_games": 2, "selfplay_eval_every": 1, "output_dir": out,
-        "progress": False, "threads": 1, "save_steps": 1, "completions_interval": 1, "learning_rate": 1e-3,
-    }  # fmt: skip
+        "task": "spiral",
+        "model": str(model),
+        "train_steps": 2,
+        "selfplay_games_per_step": 3,
+        "max_completion_length": 6,
+        "selfplay_eval_games": 2,
+        "selfplay_eval_every": 1,
+        "output_dir": out,
+        "progress": False,
+        "threads": 1,
+        "save_steps": 1,
+        "completions_interval": 1,
+        "learning_rate": 1e-3,
+    }
     values.update(over)
     return TrainConfig(**values)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("game", "opponents", "roles"), [
-    ("tictactoe", ("random", "minimax"), ("X", "O")),
-    ("kuhn_poker", ("random", "equilibrium"), ("first", "second")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("game", "opponents", "roles"),
+    [
+        ("tictactoe", ("random", "minimax"), ("X", "O")),
+        ("kuhn_poker", ("random", "equilibrium"), ("first", "second")),
+    ],
+)
 def test_a_spiral_run_trains_evaluates_and_resumes(
     tiny_model_dir: Path, tmp_path: Path, game: str, opponents: tuple[str, str], roles: tuple[str, str]
 ) -> None:
@@ -227,8 +244,10 @@ def test_a_spiral_run_trains_evaluates_and_resumes(
     assert {role for _, role, _ in saved["values"]} <= set(roles) and saved["values"]
     assert json.loads((out / "summary.json").read_text())["selfplay_evaluations"][-1]["step"] == 2
 
-    resumed = run(spiral_config(tiny_model_dir, out, game=game, train_steps=3, resume="latest", skip_eval=True),
-                  console=Console(file=io.StringIO()))  # fmt: skip
+    resumed = run(
+        spiral_config(tiny_model_dir, out, game=game, train_steps=3, resume="latest", skip_eval=True),
+        console=Console(file=io.StringIO()),
+    )
     assert resumed.steps == 3
     step3 = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][-1]
     # the resumed run went on from the checkpoint's baselines: step 3's returns, one per game and role that

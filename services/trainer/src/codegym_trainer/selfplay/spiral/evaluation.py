@@ -40,9 +40,15 @@ OPPONENTS: dict[str, dict[str, Callable[[int], Opponent]]] = {
 
 @torch.no_grad()
 def greedy_answers(
-    model: Any, tokenizer: PreTrainedTokenizerBase, observations: Sequence[str], *, chat: bool, max_new_tokens: int,
-    batch_size: int, think: bool = False,
-) -> list[str]:  # fmt: skip
+    model: Any,
+    tokenizer: PreTrainedTokenizerBase,
+    observations: Sequence[str],
+    *,
+    chat: bool,
+    max_new_tokens: int,
+    batch_size: int,
+    think: bool = False,
+) -> list[str]:
     """The policy's greedy answer to each observation (shown as in training, see ``prompt_text``), generated
     in left-padded batches."""
     was_training = model.training
@@ -141,9 +147,14 @@ class SelfPlayEvaluator:
 
             def policy(observations: Sequence[str], opponent: str = name) -> list[str]:
                 answers = greedy_answers(
-                    model, self.tokenizer, observations, chat=self.chat, max_new_tokens=self.max_new_tokens,
-                    batch_size=self.batch_size, think=self.think,
-                )  # fmt: skip
+                    model,
+                    self.tokenizer,
+                    observations,
+                    chat=self.chat,
+                    max_new_tokens=self.max_new_tokens,
+                    batch_size=self.batch_size,
+                    think=self.think,
+                )
                 for observation, answer in zip(observations, answers, strict=True):
                     tokens = len(self.tokenizer(answer, add_special_tokens=False)["input_ids"])
                     turns.append({"opponent": opponent, "observation": observation, "answer": answer, "tokens": tokens})

@@ -16,8 +16,18 @@ def test_help_names_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         main(["transform", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for flag in ("--dataset", "--transform", "--seed", "--out", "--sandbox-url", "--limit", "--path", "--list",
-                 "--include-original", "CODEGYM_DATA_"):  # fmt: skip
+    for flag in (
+        "--dataset",
+        "--transform",
+        "--seed",
+        "--out",
+        "--sandbox-url",
+        "--limit",
+        "--path",
+        "--list",
+        "--include-original",
+        "CODEGYM_DATA_",
+    ):
         assert flag in out
 
 
@@ -47,8 +57,20 @@ def test_a_run_writes_the_task_file_and_the_report(
     sandbox_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CODEGYM_DATA_SEED", "5")  # settings also come from the environment
-    argv = ["transform", "--dataset", "humaneval", "--limit", "4", "--transform", "for_to_while,rename+dead_code",
-            "--sandbox-url", sandbox_url, "--out", str(tmp_path), "--include-original"]  # fmt: skip
+    argv = [
+        "transform",
+        "--dataset",
+        "humaneval",
+        "--limit",
+        "4",
+        "--transform",
+        "for_to_while,rename+dead_code",
+        "--sandbox-url",
+        sandbox_url,
+        "--out",
+        str(tmp_path),
+        "--include-original",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "| for_to_while | 4 | 0 | 1 | 3 | 0 | 3 | 0 | 100.0% (3/3) |" in out
@@ -66,8 +88,17 @@ def test_a_run_writes_the_task_file_and_the_report(
 
 
 def test_a_sandbox_that_cannot_be_reached_fails_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["transform", "--limit", "2", "--transform", "dead_code", "--sandbox-url", "http://127.0.0.1:9",
-            "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "transform",
+        "--limit",
+        "2",
+        "--transform",
+        "dead_code",
+        "--sandbox-url",
+        "http://127.0.0.1:9",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 1
     assert "the sandbox could not judge 2 rewrites" in capsys.readouterr().err
     assert load_tasks("jsonl", path=tmp_path / "tasks.jsonl") == []

@@ -20,9 +20,16 @@ HUB = Path(__file__).parents[2] / "evaluator" / "tests" / "fixtures" / "hub"  # 
 # How many of the 164 HumanEval solutions each transformation rewrites, at least (dead_code leaves alone the one
 # that calls eval): a transformation that silently stopped applying fails here, not only one that breaks programs.
 APPLIED_AT_LEAST = {
-    "for_to_while": 70, "while_to_for": 2, "rename": 125, "invert_if": 40, "comprehension_to_loop": 15,
-    "loop_to_comprehension": 4, "dead_code": 163, "reorder": 30, "remove_docstrings": 160,
-}  # fmt: skip
+    "for_to_while": 70,
+    "while_to_for": 2,
+    "rename": 125,
+    "invert_if": 40,
+    "comprehension_to_loop": 15,
+    "loop_to_comprehension": 4,
+    "dead_code": 163,
+    "reorder": 30,
+    "remove_docstrings": 160,
+}
 
 
 def run(tasks: Sequence[Task], transformations: Sequence[Transformation], url: str, seed: int = 0) -> TransformRun:

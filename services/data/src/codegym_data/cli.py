@@ -81,17 +81,23 @@ def run_transform(config: TransformConfig) -> int:
     from .verify import transform_and_verify
 
     transformations = parse_transformations(config.transform)
-    tasks = load_tasks(config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty,
-                       path=config.path)  # fmt: skip
+    tasks = load_tasks(
+        config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty, path=config.path
+    )
     with contextlib.ExitStack() as stack:
         urls = stack.enter_context(sandbox_urls(config.sandbox_url, config.sandbox_workers))
         progress = progress_bars(stack, lambda stage: "row" if stage == "transforming" else "program")
 
         async def go() -> Any:
-            async with Scorer(urls, token=config.sandbox_token, concurrency=config.concurrency,
-                              timeout_per_test=config.timeout_per_test) as scorer:  # fmt: skip
-                return await transform_and_verify(tasks, transformations, scorer, seed=config.seed,
-                                                  dataset=config.dataset, progress=progress)  # fmt: skip
+            async with Scorer(
+                urls,
+                token=config.sandbox_token,
+                concurrency=config.concurrency,
+                timeout_per_test=config.timeout_per_test,
+            ) as scorer:
+                return await transform_and_verify(
+                    tasks, transformations, scorer, seed=config.seed, dataset=config.dataset, progress=progress
+                )
 
         run = asyncio.run(go())
     paths = run.write(config.out, tasks if config.include_original else ())
@@ -100,8 +106,11 @@ def run_transform(config: TransformConfig) -> int:
     print(f"\n{kept} rows in {paths['tasks.jsonl']}; report: {paths['report.md']}; not kept: {paths['dropped.jsonl']}")
     unjudged = [r for r in run.rejected if r.reason == "sandbox_error"]
     if unjudged:
-        print(f"codegym-data: error: the sandbox could not judge {len(unjudged)} rewrites (they are not kept); "
-              f"the first: {unjudged[0].error}", file=sys.stderr)  # fmt: skip
+        print(
+            f"codegym-data: error: the sandbox could not judge {len(unjudged)} rewrites (they are not kept); "
+            f"the first: {unjudged[0].error}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

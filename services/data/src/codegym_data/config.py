@@ -24,12 +24,17 @@ class TransformConfig(TaskSelection):
         description="Comma-separated transformations, each applied to every row on its own; a+b applies a then "
         "b as one; all: every transformation on its own. --list shows them.",
     )
-    seed: int = Field(0, description="Seed of the random choices (names, places); each row's draws depend only on "
-                      "the seed, the transformation and the row's id.")  # fmt: skip
-    out: Path = Field(Path("codegym-data-out"), description="Directory for tasks.jsonl, report.md, report.json "
-                      "and dropped.jsonl.")  # fmt: skip
-    include_original: bool = Field(False, description="Write the original rows into tasks.jsonl too, before the "
-                                   "transformed ones.")  # fmt: skip
+    seed: int = Field(
+        0,
+        description="Seed of the random choices (names, places); each row's draws depend only on "
+        "the seed, the transformation and the row's id.",
+    )
+    out: Path = Field(
+        Path("codegym-data-out"), description="Directory for tasks.jsonl, report.md, report.json and dropped.jsonl."
+    )
+    include_original: bool = Field(
+        False, description="Write the original rows into tasks.jsonl too, before the transformed ones."
+    )
     sandbox_url: SandboxUrls
     sandbox_token: SandboxToken = None
     sandbox_workers: SandboxWorkers = 0

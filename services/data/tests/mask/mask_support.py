@@ -24,5 +24,11 @@ def f(xs):
 
 def own_task(code: str = PROGRAM, task_id: str = "own/1", test: str = "assert f([1, 2]) == 3") -> Task:
     """A task whose reference solution is ``code`` and whose one test is ``test``."""
-    return Task(task_id, "", "assert", [{"assert_code": test}], "f",
-                metadata={"canonical_solution": code, "comparison": "exact"})  # fmt: skip
+    return Task(
+        task_id,
+        "",
+        "assert",
+        [{"assert_code": test}],
+        "f",
+        metadata={"canonical_solution": code, "comparison": "exact"},
+    )

@@ -18,9 +18,25 @@ def test_help_names_every_option_and_gives_examples(capsys: pytest.CaptureFixtur
         main(["mask", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    expected = ["--dataset", "--path", "--metrics", "--minimum", "--max-lines", "--probability", "--seed",
-                "--limit", "--out", "--sandbox-url", "--fim-format", "--fim-tokens", "--no-require-tested",
-                "--list-metrics", "examples:", "mask --dataset humaneval", "CODEGYM_DATA_MASK_"]  # fmt: skip
+    expected = [
+        "--dataset",
+        "--path",
+        "--metrics",
+        "--minimum",
+        "--max-lines",
+        "--probability",
+        "--seed",
+        "--limit",
+        "--out",
+        "--sandbox-url",
+        "--fim-format",
+        "--fim-tokens",
+        "--no-require-tested",
+        "--list-metrics",
+        "examples:",
+        "mask --dataset humaneval",
+        "CODEGYM_DATA_MASK_",
+    ]
     for text in expected:
         assert text in out
 
@@ -62,9 +78,25 @@ def test_a_run_on_humaneval_writes_verified_rows_and_the_report(
     sandbox_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CODEGYM_DATA_MASK_SEED", "7")  # settings also come from the environment
-    argv = ["mask", "--dataset", "humaneval", "--limit", "5", "--probability", "1", "--metrics",
-            "cyclomatic=2,halstead_volume", "--max-lines", "8", "--fim-format", "psm", "--sandbox-url", sandbox_url,
-            "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "mask",
+        "--dataset",
+        "humaneval",
+        "--limit",
+        "5",
+        "--probability",
+        "1",
+        "--metrics",
+        "cyclomatic=2,halstead_volume",
+        "--max-lines",
+        "8",
+        "--fim-format",
+        "psm",
+        "--sandbox-url",
+        sandbox_url,
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "| tasks | no solution | functions |" in out and "emitted spans:" in out
@@ -96,8 +128,21 @@ def test_a_run_on_humaneval_writes_verified_rows_and_the_report(
 
 def test_the_same_command_writes_the_same_rows(sandbox_url: str, tmp_path: Path) -> None:
     def masked(out: Path) -> str:
-        argv = ["mask", "--limit", "6", "--probability", "0.7", "--spans-per-function", "2", "--seed", "3",
-                "--sandbox-url", sandbox_url, "--out", str(out)]  # fmt: skip
+        argv = [
+            "mask",
+            "--limit",
+            "6",
+            "--probability",
+            "0.7",
+            "--spans-per-function",
+            "2",
+            "--seed",
+            "3",
+            "--sandbox-url",
+            sandbox_url,
+            "--out",
+            str(out),
+        ]
         assert main(argv) == 0
         return (out / "masked.jsonl").read_text()
 
@@ -106,8 +151,7 @@ def test_the_same_command_writes_the_same_rows(sandbox_url: str, tmp_path: Path)
 
 
 def test_a_sandbox_that_cannot_be_reached_fails_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["mask", "--limit", "2", "--probability", "1", "--sandbox-url", "http://127.0.0.1:9", "--out",
-            str(tmp_path)]  # fmt: skip
+    argv = ["mask", "--limit", "2", "--probability", "1", "--sandbox-url", "http://127.0.0.1:9", "--out", str(tmp_path)]
     assert main(argv) == 1
     assert "the sandbox could not judge 2 rows" in capsys.readouterr().err
     assert (tmp_path / "masked.jsonl").read_text() == ""

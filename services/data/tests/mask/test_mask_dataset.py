@@ -97,7 +97,11 @@ def test_a_row_is_the_program_cut_in_three_with_what_judges_it() -> None:
     assert row.middle == "".join(ref.source.splitlines(keepends=True)[row.span["start"] - 1 : row.span["end"]])
     judged = row.task()
     assert (judged.task_id, judged.tests, judged.entry_point, judged.starter_code) == (
-        task.task_id, task.tests, task.entry_point, task.starter_code)  # fmt: skip
+        task.task_id,
+        task.tests,
+        task.entry_point,
+        task.starter_code,
+    )
     assert MaskRow.from_dict(row.to_dict()) == row
     (own,) = CodeMaskDataset(probability=1.0).mask(own_task())
     assert own.judge == {"comparison": "exact"} and own.task().metadata == {"comparison": "exact"}

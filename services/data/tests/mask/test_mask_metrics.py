@@ -13,8 +13,13 @@ from codegym_data.mask.metrics import Halstead, cyclomatic, function_metrics, ha
 def only_function(code: str) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, dict[str, float]]:
     (found,) = function_metrics(textwrap.dedent(code))
     m = found.metrics
-    values = {"cyclomatic": m.cyclomatic, "volume": m.halstead_volume, "nesting": m.nesting_depth,
-              "lines": m.lines, "statements": m.statements}  # fmt: skip
+    values = {
+        "cyclomatic": m.cyclomatic,
+        "volume": m.halstead_volume,
+        "nesting": m.nesting_depth,
+        "lines": m.lines,
+        "statements": m.statements,
+    }
     return found.name, found.node, values
 
 
@@ -76,8 +81,13 @@ def test_loop_try_and_comprehension() -> None:
     # Operands: count 1, items 3, total 3, 0 1, item 2, int 1, ValueError 1, sum 1, 1 1, x 2 -> n2 = 10, N2 = 16.
     # Volume = 29 * log2(22).
     assert halstead_counts([node]) == Halstead(n1=12, n2=10, N1=13, N2=16)
-    assert m == {"cyclomatic": 5, "volume": pytest.approx(29 * math.log2(22)), "nesting": 2, "lines": 8,
-                 "statements": 6}  # fmt: skip
+    assert m == {
+        "cyclomatic": 5,
+        "volume": pytest.approx(29 * math.log2(22)),
+        "nesting": 2,
+        "lines": 8,
+        "statements": 6,
+    }
 
 
 def test_match_cases_and_a_nested_if_in_else() -> None:

@@ -65,8 +65,13 @@ def test_a_wrong_fill_fails_and_a_rewritten_right_one_passes(sandbox_url: str) -
 
     async def go() -> list[str]:
         async with Scorer(sandbox_url) as scorer:
-            fills = ["    return number % 1.0", "    return number - int(number)\n", "    return number // 1.0\n",
-                     "    return round(number % 1.0, 1)\n", "return number % 1.0\n"]  # fmt: skip
+            fills = [
+                "    return number % 1.0",
+                "    return number - int(number)\n",
+                "    return number // 1.0\n",
+                "    return round(number % 1.0, 1)\n",
+                "return number % 1.0\n",
+            ]
             return [(await verify_fill(row, fill, scorer)).verdict for fill in fills]
 
     # No final newline is needed; another right body passes; a wrong one fails; a badly indented one does not

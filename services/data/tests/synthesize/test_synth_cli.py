@@ -56,9 +56,22 @@ def test_help_names_every_option_and_gives_examples(capsys: pytest.CaptureFixtur
         main(["synthesize", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for flag in ("--model-url", "--model ", "--count", "--seed ", "--temperature", "--concurrency", "--min-tests",
-                 "--mutants", "--min-mutation-score", "--out", "--sandbox-url", "--seed-dataset", "examples:",
-                 "CODEGYM_DATA_SYNTHESIZE_"):  # fmt: skip
+    for flag in (
+        "--model-url",
+        "--model ",
+        "--count",
+        "--seed ",
+        "--temperature",
+        "--concurrency",
+        "--min-tests",
+        "--mutants",
+        "--min-mutation-score",
+        "--out",
+        "--sandbox-url",
+        "--seed-dataset",
+        "examples:",
+        "CODEGYM_DATA_SYNTHESIZE_",
+    ):
         assert flag in out, flag
 
 
@@ -79,13 +92,27 @@ def test_bad_settings_are_refused_before_any_work(
 
 
 def test_a_run_writes_the_tasks_the_report_and_the_rejected(
-    serve: type[_Served], sandbox_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    serve: type[_Served],
+    sandbox_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("CODEGYM_DATA_SYNTHESIZE_SEED", "7")  # settings also come from the environment
     model = serve([text for text, _ in PLANTED], seed=7)
-    argv = ["synthesize", "--model-url", model.url, "--count", str(len(PLANTED)), "--sandbox-url", sandbox_url,
-            "--out", str(tmp_path), "--concurrency", "4"]  # fmt: skip
+    argv = [
+        "synthesize",
+        "--model-url",
+        model.url,
+        "--count",
+        str(len(PLANTED)),
+        "--sandbox-url",
+        sandbox_url,
+        "--out",
+        str(tmp_path),
+        "--concurrency",
+        "4",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "| kept | 1 | 9% |" in out and "| reference_fails | 1 | 9% |" in out and "| weak_tests | 1 | 9% |" in out
@@ -103,8 +130,21 @@ def test_a_refused_request_ends_the_run_with_status_1(
     serve: type[_Served], sandbox_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model = serve([GOOD, None])
-    argv = ["synthesize", "--model-url", model.url, "--model", "scripted", "--count", "2", "--model-retries", "0",
-            "--sandbox-url", sandbox_url, "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "synthesize",
+        "--model-url",
+        model.url,
+        "--model",
+        "scripted",
+        "--count",
+        "2",
+        "--model-retries",
+        "0",
+        "--sandbox-url",
+        sandbox_url,
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert "| kept | 1 | 50% |" in captured.out and "| model_error | 1 | 50% |" in captured.out

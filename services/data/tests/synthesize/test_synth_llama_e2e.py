@@ -23,10 +23,24 @@ def test_synthesize_with_no_endpoint_runs_smollm2_and_accounts_for_every_candida
     sandbox_url: str, tmp_path: Path
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "codegym_data.cli", "synthesize", "--count", "3", "--max-tokens", "300",
-         "--sandbox-url", sandbox_url, "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codegym_data.cli",
+            "synthesize",
+            "--count",
+            "3",
+            "--max-tokens",
+            "300",
+            "--sandbox-url",
+            sandbox_url,
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "starting llama.cpp's server on SmolLM2-135M-Instruct" in done.stderr
     report = json.loads((tmp_path / "report.json").read_text())

@@ -23,30 +23,51 @@ def test_python_table_and_exit_status(tmp_path: Path, sandbox_url: str, capsys: 
     assert "python: WA, 1/2 passed (AC 1, WA 1)" in out
     assert "coverage: 3/4 lines (75.0%), uncovered: 6" in out
     rows = [line.split() for line in out.splitlines() if line[:2] in ("0 ", "1 ")]
-    assert [(r[0], r[1], r[2], r[4], r[5]) for r in rows] == [("0", "assert", "AC", "3/4", "1-2,5"),
-                                                               ("1", "assert", "WA", "3/4", "1-2,5")]  # fmt: skip
+    assert [(r[0], r[1], r[2], r[4], r[5]) for r in rows] == [
+        ("0", "assert", "AC", "3/4", "1-2,5"),
+        ("1", "assert", "WA", "3/4", "1-2,5"),
+    ]
 
 
 def test_json_rows(tmp_path: Path, sandbox_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         {"id": "inc", "language": "python", "code": SOLUTION, "tests": ["assert inc(1) == 2"]},
-        {"id": "echo", "language": "bash", "code": "read x\necho $x\n",
-         "tests": [{"stdin": "hi\n", "expected_stdout": "hi\n"}]},
-    ]  # fmt: skip
+        {
+            "id": "echo",
+            "language": "bash",
+            "code": "read x\necho $x\n",
+            "tests": [{"stdin": "hi\n", "expected_stdout": "hi\n"}],
+        },
+    ]
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["test", "--rows", str(tmp_path / "rows.jsonl"), "--json", "--sandbox-url", sandbox_url]) == 0
     inc, echo = (json.loads(line) for line in capsys.readouterr().out.splitlines())
     assert inc["id"] == "inc" and inc["verdict"] == "AC" and inc["verdicts"] == {"AC": 1}
-    assert inc["coverage"] == {"covered": 3, "executable": 4, "percent": 75.0, "covered_lines": [1, 2, 5],
-                               "uncovered_lines": [6]}  # fmt: skip
+    assert inc["coverage"] == {
+        "covered": 3,
+        "executable": 4,
+        "percent": 75.0,
+        "covered_lines": [1, 2, 5],
+        "uncovered_lines": [6],
+    }
     assert echo["verdict"] == "AC" and echo["coverage"] is None and "bash" in echo["coverage_note"]
 
 
 def test_c_with_jsonl_tests(tmp_path: Path, sandbox_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "sol.c").write_text('#include <stdio.h>\nint main(void) {\n    puts("ok");\n    return 0;\n}\n')
     (tmp_path / "cases.jsonl").write_text(json.dumps({"stdin": "", "expected_stdout": "ok\n"}) + "\n")
-    argv = ["test", "--language", "c", "--code", str(tmp_path / "sol.c"), "--tests", str(tmp_path / "cases.jsonl"),
-            "--json", "--sandbox-url", sandbox_url]  # fmt: skip
+    argv = [
+        "test",
+        "--language",
+        "c",
+        "--code",
+        str(tmp_path / "sol.c"),
+        "--tests",
+        str(tmp_path / "cases.jsonl"),
+        "--json",
+        "--sandbox-url",
+        sandbox_url,
+    ]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     # gcov: main's entry (2), the puts (3), the return (4): all run.

@@ -56,9 +56,16 @@ def test_rows_get_their_own_generator() -> None:
 
 def test_the_registry_and_the_transform_lists() -> None:
     assert list(TRANSFORMATIONS) == [
-        "for_to_while", "while_to_for", "rename", "invert_if", "comprehension_to_loop", "loop_to_comprehension",
-        "dead_code", "reorder", "remove_docstrings",
-    ]  # fmt: skip
+        "for_to_while",
+        "while_to_for",
+        "rename",
+        "invert_if",
+        "comprehension_to_loop",
+        "loop_to_comprehension",
+        "dead_code",
+        "reorder",
+        "remove_docstrings",
+    ]
     assert [t.name for t in parse_transformations("all")] == list(TRANSFORMATIONS)
     assert [t.name for t in parse_transformations("rename, for_to_while+invert_if")] == [
         "rename",

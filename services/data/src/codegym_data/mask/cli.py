@@ -76,29 +76,46 @@ def run_mask(config: MaskConfig) -> int:
     from .fim import parse_tokens
     from .verify import mask_and_verify
 
-    masker = CodeMaskDataset(config.metrics, config.probability, config.seed, minimum=config.minimum,
-                             max_lines=config.max_lines, spans_per_function=config.spans_per_function,
-                             dataset=config.dataset)  # fmt: skip
-    tasks = load_tasks(config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty,
-                       path=config.path)  # fmt: skip
+    masker = CodeMaskDataset(
+        config.metrics,
+        config.probability,
+        config.seed,
+        minimum=config.minimum,
+        max_lines=config.max_lines,
+        spans_per_function=config.spans_per_function,
+        dataset=config.dataset,
+    )
+    tasks = load_tasks(
+        config.dataset, split=config.split, limit=config.limit, difficulty=config.difficulty, path=config.path
+    )
     with contextlib.ExitStack() as stack:
         urls = stack.enter_context(sandbox_urls(config.sandbox_url, config.sandbox_workers))
         progress = progress_bars(stack, lambda stage: "task" if stage == "masking" else "fill")
 
         async def go() -> Any:
-            async with Scorer(urls, token=config.sandbox_token, concurrency=config.concurrency,
-                              timeout_per_test=config.timeout_per_test) as scorer:  # fmt: skip
-                return await mask_and_verify(tasks, masker, scorer, require_tested=config.require_tested,
-                                             progress=progress)  # fmt: skip
+            async with Scorer(
+                urls,
+                token=config.sandbox_token,
+                concurrency=config.concurrency,
+                timeout_per_test=config.timeout_per_test,
+            ) as scorer:
+                return await mask_and_verify(
+                    tasks, masker, scorer, require_tested=config.require_tested, progress=progress
+                )
 
         run = asyncio.run(go())
     paths = run.write(config.out, config.fim_format, parse_tokens(config.fim_tokens))
     print(run.report.table())
-    print(f"\n{len(run.rows)} rows in {paths['masked.jsonl']}; report: {paths['report.md']}; "
-          f"not emitted: {paths['dropped.jsonl']}")  # fmt: skip
+    print(
+        f"\n{len(run.rows)} rows in {paths['masked.jsonl']}; report: {paths['report.md']}; "
+        f"not emitted: {paths['dropped.jsonl']}"
+    )
     unjudged = [d for d in run.dropped if d.reason == "sandbox_error"]
     if unjudged:
-        print(f"codegym-data: error: the sandbox could not judge {len(unjudged)} rows (they are not emitted); "
-              f"the first: {unjudged[0].error}", file=sys.stderr)  # fmt: skip
+        print(
+            f"codegym-data: error: the sandbox could not judge {len(unjudged)} rows (they are not emitted); "
+            f"the first: {unjudged[0].error}",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -26,24 +26,36 @@ class MaskConfig(TaskSelection):
         description="Metrics that weigh the choice of span, comma-separated, each name or name=weight: "
         "cyclomatic, halstead_volume, nesting_depth, lines, statements.",
     )
-    minimum: str = Field("", description="Thresholds a span must reach to be a candidate, comma-separated "
-                         "name=value (cyclomatic=2: only spans with a decision).")  # fmt: skip
+    minimum: str = Field(
+        "",
+        description="Thresholds a span must reach to be a candidate, comma-separated "
+        "name=value (cyclomatic=2: only spans with a decision).",
+    )
     max_lines: int | None = Field(None, ge=1, description="Spans longer than this many lines are not candidates.")
     probability: float = Field(0.5, ge=0.0, le=1.0, description="Chance that a function gets a masked span.")
     spans_per_function: int = Field(1, ge=1, description="Spans masked in a function that gets any (one row each).")
-    seed: int = Field(0, description="Seed of the draws; a function's draws depend only on the seed, the row's id "
-                      "and the function's name.")  # fmt: skip
-    require_tested: bool = Field(True, description="Drop rows whose tests still pass with the span replaced by "
-                                 "'pass' (the tests cannot judge a fill of them).")  # fmt: skip
+    seed: int = Field(
+        0,
+        description="Seed of the draws; a function's draws depend only on the seed, the row's id "
+        "and the function's name.",
+    )
+    require_tested: bool = Field(
+        True,
+        description="Drop rows whose tests still pass with the span replaced by "
+        "'pass' (the tests cannot judge a fill of them).",
+    )
     fim_format: FimFormat = Field(
         "fields",
         description="fields: prefix, middle, suffix as JSON fields; psm: also prompt, completion and text in the "
         "<fim_prefix>/<fim_suffix>/<fim_middle> style.",
     )
-    fim_tokens: str = Field("<fim_prefix>,<fim_suffix>,<fim_middle>", description="The prefix, suffix and middle "
-                            "tokens of --fim-format psm, comma-separated.")  # fmt: skip
-    out: Path = Field(Path("codegym-data-mask"), description="Directory for masked.jsonl, report.md, report.json "
-                      "and dropped.jsonl.")  # fmt: skip
+    fim_tokens: str = Field(
+        "<fim_prefix>,<fim_suffix>,<fim_middle>",
+        description="The prefix, suffix and middle tokens of --fim-format psm, comma-separated.",
+    )
+    out: Path = Field(
+        Path("codegym-data-mask"), description="Directory for masked.jsonl, report.md, report.json and dropped.jsonl."
+    )
     sandbox_url: SandboxUrls
     sandbox_token: SandboxToken = None
     sandbox_workers: SandboxWorkers = 0

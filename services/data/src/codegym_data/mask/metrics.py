@@ -45,19 +45,60 @@ METRICS: tuple[str, ...] = ("cyclomatic", "halstead_volume", "nesting_depth", "l
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 _SYMBOLS: dict[type[ast.AST], str] = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.Div: "/", ast.Mod: "%", ast.Pow: "**",
-    ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&", ast.FloorDiv: "//",
-    ast.Invert: "~", ast.Not: "not", ast.UAdd: "+", ast.USub: "-", ast.And: "and", ast.Or: "or",
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Is: "is",
-    ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
-}  # fmt: skip
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.MatMult: "@",
+    ast.Div: "/",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+    ast.FloorDiv: "//",
+    ast.Invert: "~",
+    ast.Not: "not",
+    ast.UAdd: "+",
+    ast.USub: "-",
+    ast.And: "and",
+    ast.Or: "or",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
 
 # Nodes that spell no token of their own (or whose token is their operator symbol, counted apart).
 _SILENT = (
-    ast.Module, ast.Expr, ast.arguments, ast.keyword, ast.alias, ast.withitem, ast.expr_context, ast.operator,
-    ast.unaryop, ast.boolop, ast.cmpop, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.AugAssign,
-    ast.Assign, ast.Name, ast.Constant, ast.arg,
-)  # fmt: skip
+    ast.Module,
+    ast.Expr,
+    ast.arguments,
+    ast.keyword,
+    ast.alias,
+    ast.withitem,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.AugAssign,
+    ast.Assign,
+    ast.Name,
+    ast.Constant,
+    ast.arg,
+)
 
 _CONTROL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 _TRY_STAR = tuple(t for t in (getattr(ast, "TryStar", None),) if isinstance(t, type))  # Python 3.11+

@@ -105,8 +105,13 @@ class MaskReport:
             f"{c.reference_failed} | {c.untested} | {c.sandbox_errors} | {c.emitted} |",
         ]
         for population, values in self.distributions.items():
-            lines += ["", f"{population}:", "", "| metric | count | min | p25 | median | p75 | max | mean |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+            lines += [
+                "",
+                f"{population}:",
+                "",
+                "| metric | count | min | p25 | median | p75 | max | mean |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|",
+            ]
             for metric, d in values.items():
                 if d is None:
                     lines.append(f"| {metric} | 0 | - | - | - | - | - | - |")

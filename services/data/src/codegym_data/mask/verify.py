@@ -123,8 +123,15 @@ async def mask_and_verify(
 ) -> MaskRun:
     """Mask every task's reference solution, judge each row's reference (and blank) fill, keep rows that judge."""
     tasks = list(tasks)
-    report = MaskReport(masker.dataset, masker.seed, masker.probability, masker.metrics, masker.minimum,
-                        masker.max_lines, require_tested)  # fmt: skip
+    report = MaskReport(
+        masker.dataset,
+        masker.seed,
+        masker.probability,
+        masker.metrics,
+        masker.minimum,
+        masker.max_lines,
+        require_tested,
+    )
     counts = report.counts
     functions: list[dict[str, Any]] = []
     candidates: list[dict[str, Any]] = []

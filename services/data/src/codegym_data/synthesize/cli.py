@@ -89,13 +89,13 @@ def run_synthesize(config: SynthesizeConfig) -> int:
                     api_key=api_key,
                     concurrency=config.concurrency,
                     retries=config.model_retries,
-                ) as model,  # fmt: skip
+                ) as model,
                 Scorer(
                     sandboxes,
                     token=config.sandbox_token,
                     concurrency=config.sandbox_concurrency,
                     timeout_per_test=config.timeout_per_test,
-                ) as scorer,  # fmt: skip
+                ) as scorer,
             ):
                 if not model.model:
                     try:
@@ -114,11 +114,16 @@ def run_synthesize(config: SynthesizeConfig) -> int:
             return 2
     paths = run.write(config.out)
     print(run.report.table())
-    print(f"\n{len(run.tasks)} problems in {paths['tasks.jsonl']}; report: {paths['report.md']}; "
-          f"rejected: {paths['rejected.jsonl']}")  # fmt: skip
+    print(
+        f"\n{len(run.tasks)} problems in {paths['tasks.jsonl']}; report: {paths['report.md']}; "
+        f"rejected: {paths['rejected.jsonl']}"
+    )
     failed = [o for o in run.rejected if o.reason in ("model_error", "sandbox_error")]
     if failed:
-        print(f"codegym-data: error: {len(failed)} candidates could not be generated or judged ({failed[0].reason}); "
-              f"the first: {failed[0].detail}", file=sys.stderr)  # fmt: skip
+        print(
+            f"codegym-data: error: {len(failed)} candidates could not be generated or judged ({failed[0].reason}); "
+            f"the first: {failed[0].detail}",
+            file=sys.stderr,
+        )
         return 1
     return 0

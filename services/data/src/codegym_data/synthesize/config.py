@@ -27,10 +27,14 @@ class SynthesizeConfig(CommandSettings):
     )
     model: str | None = Field(None, description="Model name sent to the endpoint (default: the first it lists).")
     api_key: str | None = Field(None, description="API key of the endpoint (default: $OPENAI_API_KEY).")
-    count: int = Field(20, ge=1, description="Candidates to generate (one model request each); at most this "
-                       "many problems are kept.")  # fmt: skip
-    seed: int = Field(0, description="Seed of the topics, of the sampling seeds sent to the model and of the "
-                      "mutants; candidate i's draws depend only on the seed and i.")  # fmt: skip
+    count: int = Field(
+        20, ge=1, description="Candidates to generate (one model request each); at most this many problems are kept."
+    )
+    seed: int = Field(
+        0,
+        description="Seed of the topics, of the sampling seeds sent to the model and of the "
+        "mutants; candidate i's draws depend only on the seed and i.",
+    )
     temperature: float = Field(0.8, ge=0, description="Sampling temperature.")
     top_p: float = Field(0.95, gt=0, le=1, description="Nucleus sampling.")
     max_tokens: int = Field(600, ge=16, description="Largest answer in tokens.")
@@ -44,8 +48,9 @@ class SynthesizeConfig(CommandSettings):
     seed_path: str | None = Field(None, description="Local file or directory to read --seed-dataset from.")
     min_tests: int = Field(3, ge=1, description="Fewest assert tests a kept problem has.")
     mutants: int = Field(10, ge=1, description="Mutants of each reference solution judged against its tests.")
-    min_mutation_score: float = Field(0.8, ge=0, le=1, description="Smallest share of its mutants a kept "
-                                      "problem's tests must kill.")  # fmt: skip
+    min_mutation_score: float = Field(
+        0.8, ge=0, le=1, description="Smallest share of its mutants a kept problem's tests must kill."
+    )
     max_problem_similarity: float = Field(
         0.85,
         gt=0,
@@ -53,11 +58,15 @@ class SynthesizeConfig(CommandSettings):
         description="Problem statements at least this similar (difflib ratio of their words) to a kept one, or "
         "to the prompt's example or seed problem, are duplicates.",
     )
-    out: Path = Field(Path("codegym-synth-out"), description="Directory for tasks.jsonl, report.md, report.json "
-                      "and rejected.jsonl.")  # fmt: skip
+    out: Path = Field(
+        Path("codegym-synth-out"), description="Directory for tasks.jsonl, report.md, report.json and rejected.jsonl."
+    )
     sandbox_url: SandboxUrls
     sandbox_token: SandboxToken = None
     sandbox_workers: SandboxWorkers = 0
     sandbox_concurrency: SandboxConcurrency = 8
-    timeout_per_test: float = Field(2.0, gt=0, description="Time limit of one test, in seconds (a mutant that "
-                                    "loops forever costs this much per test).")  # fmt: skip
+    timeout_per_test: float = Field(
+        2.0,
+        gt=0,
+        description="Time limit of one test, in seconds (a mutant that loops forever costs this much per test).",
+    )

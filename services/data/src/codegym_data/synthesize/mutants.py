@@ -45,9 +45,17 @@ class Operator(ABC):
 
 
 _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-}  # fmt: skip
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 
 
 class FlipComparison(Operator):
@@ -88,9 +96,14 @@ class OffByOne(Operator):
 # One replacement per operator, chosen to stay type-plausible: string and list + become -, which fails loudly,
 # and * becomes //, which a test with any factor but 1 notices.
 _ARITHMETIC: dict[type[ast.operator], type[ast.operator]] = {
-    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.FloorDiv: ast.Mult, ast.Div: ast.Mult,
-    ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult,
-}  # fmt: skip
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+    ast.Div: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+}
 
 
 class SwapArithmetic(Operator):
@@ -172,8 +185,16 @@ class DeleteStatement(Operator):
     name = "delete_statement"
     summary = "one statement removed (not definitions, imports, docstrings)"
 
-    _KEPT = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Global,
-             ast.Nonlocal, ast.Pass)  # fmt: skip
+    _KEPT = (
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Global,
+        ast.Nonlocal,
+        ast.Pass,
+    )
 
     def variants(self, node: ast.AST) -> list[Any]:
         if not isinstance(node, ast.stmt) or isinstance(node, self._KEPT):
@@ -187,9 +208,14 @@ class DeleteStatement(Operator):
 
 
 OPERATORS: tuple[Operator, ...] = (
-    FlipComparison(), OffByOne(), SwapArithmetic(), NegateCondition(), SwapBoolean(), ConstantReturn(),
+    FlipComparison(),
+    OffByOne(),
+    SwapArithmetic(),
+    NegateCondition(),
+    SwapBoolean(),
+    ConstantReturn(),
     DeleteStatement(),
-)  # fmt: skip
+)
 
 
 class _Sites(ast.NodeTransformer):

@@ -111,8 +111,18 @@ class SynthesisRun:
 
 
 def _settings(config: SynthesizeConfig) -> dict[str, Any]:
-    keys = ("count", "temperature", "top_p", "max_tokens", "min_tests", "mutants", "min_mutation_score",
-            "max_problem_similarity", "seed_dataset", "timeout_per_test")  # fmt: skip
+    keys = (
+        "count",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "min_tests",
+        "mutants",
+        "min_mutation_score",
+        "max_problem_similarity",
+        "seed_dataset",
+        "timeout_per_test",
+    )
     return {k: getattr(config, k) for k in keys}
 
 
@@ -128,8 +138,13 @@ async def generate(
 
     async def one(request: prompts.Request, outcome: Outcome) -> None:
         nonlocal done
-        sampling = Sampling(n=1, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
-                            seed=request.sampling_seed)  # fmt: skip
+        sampling = Sampling(
+            n=1,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_tokens,
+            seed=request.sampling_seed,
+        )
         try:
             outcome.answer = (await model.generate(request.messages, sampling))[0]
         except ModelError as exc:
@@ -145,8 +160,10 @@ async def generate(
 def _task(outcome: Outcome, candidate: Candidate, model: str, seed: int) -> Task:
     digest = hashlib.sha1(checks.normalised(candidate.solution).encode()).hexdigest()[:8]
     example = candidate.tests[0].splitlines()[-1]
-    prompt = (f"{candidate.problem}\n\nWrite a Python function `{candidate.signature}`. Your code should pass "
-              f"tests like this one:\n\n{example}\n")  # fmt: skip
+    prompt = (
+        f"{candidate.problem}\n\nWrite a Python function `{candidate.signature}`. Your code should pass "
+        f"tests like this one:\n\n{example}\n"
+    )
     origin = {"model": model, "seed": seed, "index": outcome.index, "topic": outcome.topic}
     return Task(
         task_id=f"synth/{candidate.entry_point}-{digest}",
@@ -300,8 +317,11 @@ async def judge(
             assert outcome.mutation_score is not None
             report.kept_scores.append(outcome.mutation_score)
             if outcome.task is not None:  # the kept task says how well its tests did
-                scores = {"mutation_score": outcome.mutation_score, "mutants_killed": outcome.mutants_killed,
-                          "mutants_judged": outcome.mutants_judged}  # fmt: skip
+                scores = {
+                    "mutation_score": outcome.mutation_score,
+                    "mutants_killed": outcome.mutants_killed,
+                    "mutants_judged": outcome.mutants_judged,
+                }
                 outcome.task.metadata["synthesized"].update(scores)
         else:
             report.rejected[outcome.reason] += 1

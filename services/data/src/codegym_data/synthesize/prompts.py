@@ -62,13 +62,37 @@ assert sum_even([0, 1]) == 0
 EXAMPLE_PROBLEM = EXAMPLE_ANSWER.split("## Solution")[0].removeprefix("## Problem").strip()
 
 TOPICS = (
-    "strings", "lists of integers", "counting", "dictionaries", "sorting", "prime numbers", "digits of a number",
-    "palindromes", "searching in a list", "sets", "matrices (lists of lists)", "intervals", "dates and times as "
-    "numbers", "words in a sentence", "running totals", "greatest common divisor", "binary numbers", "vowels "
-    "and consonants", "pairs of numbers", "geometry with integer coordinates", "stacks and brackets",
-    "tuples", "grades and scores", "temperatures", "coins and change", "unique elements", "string compression",
-    "Fibonacci-like sequences", "ranges of numbers", "filtering a list",
-)  # fmt: skip
+    "strings",
+    "lists of integers",
+    "counting",
+    "dictionaries",
+    "sorting",
+    "prime numbers",
+    "digits of a number",
+    "palindromes",
+    "searching in a list",
+    "sets",
+    "matrices (lists of lists)",
+    "intervals",
+    "dates and times as numbers",
+    "words in a sentence",
+    "running totals",
+    "greatest common divisor",
+    "binary numbers",
+    "vowels and consonants",
+    "pairs of numbers",
+    "geometry with integer coordinates",
+    "stacks and brackets",
+    "tuples",
+    "grades and scores",
+    "temperatures",
+    "coins and change",
+    "unique elements",
+    "string compression",
+    "Fibonacci-like sequences",
+    "ranges of numbers",
+    "filtering a list",
+)
 
 SEED_CHARS = 800  # of a seed problem's text: enough to give its topic, not so much that it crowds the context
 

@@ -96,8 +96,15 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not (args.language and args.code and args.tests):
         raise ValueError("give --language, --code and --tests, or --rows")
     code = args.code.read_text(encoding="utf-8")
-    return [{"id": str(args.code), "language": args.language, "code": code, "tests": read_tests(args.tests),
-             "function": args.function}]  # fmt: skip
+    return [
+        {
+            "id": str(args.code),
+            "language": args.language,
+            "code": code,
+            "tests": read_tests(args.tests),
+            "function": args.function,
+        }
+    ]
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -105,13 +112,15 @@ def run_command(args: argparse.Namespace) -> int:
     reports: list[TestReport] = []
     try:
         rows = _rows(args)
-        with Tester(args.sandbox_url, token=args.sandbox_token, timeout_s=args.timeout,
-                    coverage=not args.no_coverage) as tester:  # fmt: skip
+        with Tester(
+            args.sandbox_url, token=args.sandbox_token, timeout_s=args.timeout, coverage=not args.no_coverage
+        ) as tester:
             for n, row in enumerate(rows):
                 if not row.get("language") or "code" not in row or not row.get("tests"):
                     raise ValueError(f"row {n + 1} needs language, code and tests")
-                report = tester.run(row["language"], row["code"], row["tests"], function=row.get("function"),
-                                    comparison=args.comparison)  # fmt: skip
+                report = tester.run(
+                    row["language"], row["code"], row["tests"], function=row.get("function"), comparison=args.comparison
+                )
                 reports.append(report)
                 name = row.get("id", n + 1)
                 if args.json:

@@ -42,13 +42,19 @@ class Gcov:
 
     def request(self, code: str, test: Test, function: str | None, limits: LimitsIn) -> ExecuteRequest:
         driver = DRIVER.format(
-            compile=shlex.join(self.compile), run=shlex.join(self.language.run),
-            source=shlex.quote(self.language.source), out=shlex.quote(OUT),
-        )  # fmt: skip
+            compile=shlex.join(self.compile),
+            run=shlex.join(self.language.run),
+            source=shlex.quote(self.language.source),
+            out=shlex.quote(OUT),
+        )
         return ExecuteRequest(
-            language="bash", code=driver, stdin=test.stdin, files={self.language.source: b64(code)},
-            fetch_files=[OUT], limits=limits,
-        )  # fmt: skip
+            language="bash",
+            code=driver,
+            stdin=test.stdin,
+            files={self.language.source: b64(code)},
+            fetch_files=[OUT],
+            limits=limits,
+        )
 
     def read(self, code: str, response: ExecuteResponse) -> LineCoverage | str:
         data = fetched_json(response)

@@ -83,10 +83,14 @@ class PythonTrace:
 
     def request(self, code: str, test: Test, function: str | None, limits: LimitsIn) -> ExecuteRequest:
         spec = {
-            "file": FILENAME, "source": code, "out": OUT, "assert_code": test.assert_code,
-            "function": function if test.call is not None else None, "call": test.call or [],
+            "file": FILENAME,
+            "source": code,
+            "out": OUT,
+            "assert_code": test.assert_code,
+            "function": function if test.call is not None else None,
+            "call": test.call or [],
             "kwargs": test.kwargs or {},
-        }  # fmt: skip
+        }
         driver = DRIVER.format(spec=json.dumps(spec))
         return ExecuteRequest(language="python", code=driver, stdin=test.stdin, fetch_files=[OUT], limits=limits)
 

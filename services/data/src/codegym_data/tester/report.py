@@ -26,9 +26,12 @@ class LineCoverage:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "covered": len(self.covered), "executable": len(self.executable), "percent": round(self.percent, 2),
-            "covered_lines": sorted(self.covered), "uncovered_lines": self.uncovered,
-        }  # fmt: skip
+            "covered": len(self.covered),
+            "executable": len(self.executable),
+            "percent": round(self.percent, 2),
+            "covered_lines": sorted(self.covered),
+            "uncovered_lines": self.uncovered,
+        }
 
     @staticmethod
     def from_counts(counts: dict[int, int]) -> LineCoverage:
@@ -62,10 +65,15 @@ class TestResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "index": self.index, "kind": self.kind, "verdict": self.verdict, "wall_s": round(self.wall_s, 4),
-            "stdout": self.stdout, "stderr": self.stderr,
-            "coverage": self.coverage.to_dict() if self.coverage else None, "coverage_error": self.coverage_error,
-        }  # fmt: skip
+            "index": self.index,
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "wall_s": round(self.wall_s, 4),
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "coverage": self.coverage.to_dict() if self.coverage else None,
+            "coverage_error": self.coverage_error,
+        }
 
 
 @dataclass
@@ -91,11 +99,16 @@ class TestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "language": self.language, "verdict": self.verdict, "passed": self.passed, "total": len(self.tests),
-            "verdicts": self.verdicts, "coverage": self.coverage.to_dict() if self.coverage else None,
-            "coverage_note": self.coverage_note, "compile_error": self.compile_error,
+            "language": self.language,
+            "verdict": self.verdict,
+            "passed": self.passed,
+            "total": len(self.tests),
+            "verdicts": self.verdicts,
+            "coverage": self.coverage.to_dict() if self.coverage else None,
+            "coverage_note": self.coverage_note,
+            "compile_error": self.compile_error,
             "tests": [t.to_dict() for t in self.tests],
-        }  # fmt: skip
+        }
 
     def table(self) -> str:
         """A per-test table and the total, for a terminal."""
@@ -113,8 +126,10 @@ class TestReport:
             out.append(f"compile error:\n{self.compile_error}")
         if self.coverage is not None:
             c = self.coverage
-            out.append(f"coverage: {len(c.covered)}/{len(c.executable)} lines ({c.percent:.1f}%), "
-                       f"uncovered: {_ranges(c.uncovered) or 'none'}")  # fmt: skip
+            out.append(
+                f"coverage: {len(c.covered)}/{len(c.executable)} lines ({c.percent:.1f}%), "
+                f"uncovered: {_ranges(c.uncovered) or 'none'}"
+            )
         if self.coverage_note:
             out.append(f"coverage: {self.coverage_note}" if self.coverage is None else f"({self.coverage_note})")
         return "\n".join(out)

@@ -110,16 +110,26 @@ class Tester:
         return self.url
 
     def run(
-        self, language: str, code: str, tests: Sequence[TestSpec], *, function: str | None = None,
+        self,
+        language: str,
+        code: str,
+        tests: Sequence[TestSpec],
+        *,
+        function: str | None = None,
         comparison: str = "exact",
-    ) -> TestReport:  # fmt: skip
+    ) -> TestReport:
         """Judge ``code`` on ``tests`` and measure its coverage (see :meth:`arun`); not inside an event loop."""
         return asyncio.run(self.arun(language, code, tests, function=function, comparison=comparison))
 
     async def arun(
-        self, language: str, code: str, tests: Sequence[TestSpec], *, function: str | None = None,
+        self,
+        language: str,
+        code: str,
+        tests: Sequence[TestSpec],
+        *,
+        function: str | None = None,
         comparison: str = "exact",
-    ) -> TestReport:  # fmt: skip
+    ) -> TestReport:
         """Every test's verdict, and the lines of ``code`` each covers where ``language`` has coverage.
 
         ``tests``: stdin tests (``{"stdin": ..., "expected_stdout": ...}``) in any language; for Python also
@@ -132,15 +142,24 @@ class Tester:
         try:
             parsed = [as_test(t) for t in tests]
             request = EvaluateRequest(
-                language=lang.name, programs=[code], tests=parsed, function=function,
-                comparison=comparison, limits=LimitsIn(timeout_s=self.timeout_s),
-            )  # fmt: skip
+                language=lang.name,
+                programs=[code],
+                tests=parsed,
+                function=function,
+                comparison=comparison,
+                limits=LimitsIn(timeout_s=self.timeout_s),
+            )
         except ValidationError as exc:
             raise ValueError(f"invalid tests: {exc.errors()[0]['msg']}") from exc
         if not lang.in_process_python and any(t.stdin is None and t.expected_stdout is None for t in parsed):
             raise ValueError(f"{lang.name} runs stdin tests only (assert and call tests need Python)")
-        client = AsyncSandboxClient(self._base_url(), token=self.token, transport=self.transport,
-                                    timeout=self.request_timeout_s, concurrency=self.concurrency)  # fmt: skip
+        client = AsyncSandboxClient(
+            self._base_url(),
+            token=self.token,
+            transport=self.transport,
+            timeout=self.request_timeout_s,
+            concurrency=self.concurrency,
+        )
         async with client:
             judged = (await _answer(client.evaluate(request))).results[0]
             results = _results(parsed, judged)
@@ -159,9 +178,14 @@ class Tester:
         return report
 
     async def _measure(
-        self, client: AsyncSandboxClient, instrument: Instrument, code: str, tests: list[Test],
-        function: str | None, report: TestReport,
-    ) -> None:  # fmt: skip
+        self,
+        client: AsyncSandboxClient,
+        instrument: Instrument,
+        code: str,
+        tests: list[Test],
+        function: str | None,
+        report: TestReport,
+    ) -> None:
         limits = LimitsIn(timeout_s=3 * self.timeout_s + 10)  # the client keeps `concurrency` runs in flight
 
         async def one(test: Test) -> LineCoverage | str:

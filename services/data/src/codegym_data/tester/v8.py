@@ -88,8 +88,10 @@ def line_counts(source: str, scripts: Sequence[Any]) -> dict[int, int]:
     """How often each line of code ran, from V8's coverage of the script (see the module's docstring)."""
     ranges = [
         (int(r["startOffset"]), int(r["endOffset"]), int(r["count"]))
-        for script in scripts for function in script["functions"] for r in function["ranges"]
-    ]  # fmt: skip
+        for script in scripts
+        for function in script["functions"]
+        for r in function["ranges"]
+    ]
     counts: dict[int, int] = {}
     for line, (first, last) in code_spans(source).items():
         holding = [(end - start, count) for start, end, count in ranges if start <= first and last < end]
@@ -106,9 +108,13 @@ class V8:
     def request(self, code: str, test: Test, function: str | None, limits: LimitsIn) -> ExecuteRequest:
         driver = DRIVER % {"program": f'"{PROGRAM}"', "out": f'"{OUT}"'}
         return ExecuteRequest(
-            language="nodejs", code=driver, stdin=test.stdin, files={PROGRAM: b64(code)}, fetch_files=[OUT],
+            language="nodejs",
+            code=driver,
+            stdin=test.stdin,
+            files={PROGRAM: b64(code)},
+            fetch_files=[OUT],
             limits=limits,
-        )  # fmt: skip
+        )
 
     def read(self, code: str, response: ExecuteResponse) -> LineCoverage | str:
         data = fetched_json(response)

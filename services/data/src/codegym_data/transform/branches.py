@@ -8,8 +8,12 @@ from .base import Context, Transformation
 
 # ``x is not y`` is defined as ``not (x is y)``, ``x not in y`` as ``not (x in y)``: flipping them is exact.
 # ``<`` and ``>=`` are not each other's negation (NaN, sets, user types), so those get a ``not``.
-_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
-                                                     ast.NotIn: ast.In}  # fmt: skip
+_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
 
 
 def negate(test: ast.expr) -> ast.expr:

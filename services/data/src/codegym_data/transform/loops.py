@@ -128,8 +128,9 @@ class ForToWhile(Transformation):
             and only_within(function, target.id, [target, *loop.body])
         )
         counter = target.id if simple and isinstance(target, ast.Name) else ctx.fresh.take("index")
-        advance = ast.AugAssign(target=_name(counter, store=True), op=ast.Add() if step > 0 else ast.Sub(),
-                                value=ast.Constant(abs(step)))  # fmt: skip
+        advance = ast.AugAssign(
+            target=_name(counter, store=True), op=ast.Add() if step > 0 else ast.Sub(), value=ast.Constant(abs(step))
+        )
         test = ast.Compare(_name(counter), [ast.Lt() if step > 0 else ast.Gt()], [stop])
         if simple:
             body = [*loop.body, advance]

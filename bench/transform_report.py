@@ -53,8 +53,16 @@ def main() -> int:
             for stats in asyncio.run(judge(url, tasks, seed, args.dataset)):
                 name = "all composed" if "+" in stats.transformation else stats.transformation
                 total = totals.setdefault(name, TransformStats(name))
-                for field in ("rows", "not_applicable", "errors", "applied", "original_failed", "sandbox_errors",
-                              "passed", "dropped"):  # fmt: skip
+                for field in (
+                    "rows",
+                    "not_applicable",
+                    "errors",
+                    "applied",
+                    "original_failed",
+                    "sandbox_errors",
+                    "passed",
+                    "dropped",
+                ):
                     setattr(total, field, getattr(total, field) + getattr(stats, field))
     seconds = time.monotonic() - started
     seeds = ", ".join(map(str, args.seeds))

@@ -42,16 +42,24 @@ def _head() -> str:
     if services != ROOT:
         return f"the services of {services} (PYTHONPATH)"
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "services"],
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "services"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     return done.stdout.strip() + (" (services/ has uncommitted changes)" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--url", help="a running sandbox server (default: start one here on loopback)")
-    p.add_argument("--routes", nargs="+", choices=list(ROUTES), metavar="ROUTE",
-                   help=f"routes to run (default: all of {', '.join(ROUTES)})")  # fmt: skip
+    p.add_argument(
+        "--routes",
+        nargs="+",
+        choices=list(ROUTES),
+        metavar="ROUTE",
+        help=f"routes to run (default: all of {', '.join(ROUTES)})",
+    )
     p.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS), help="test forms of the corpus to run")
     p.add_argument("--workers", type=int, default=None, help="reference processes at a time (default: one per CPU)")
     p.add_argument("--families", action="store_true", help="list the disagreeing forms/variants of every cell")

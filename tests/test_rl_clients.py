@@ -47,8 +47,12 @@ def test_every_case_gets_its_score(url: str, scenario: rl_clients.Scenario) -> N
 def test_a_case_the_server_cannot_take_in_time_is_refused_in_a_way_verl_retries() -> None:
     """With one worker and no lending, the second of two sleepers waits past FUSION_QUEUE_WAIT_S: 504,
     which verl's client retries until the worker is free, so the case still gets its score (-3)."""
-    env = {"CODEGYM_SANDBOX_BACKEND": "local", "CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_SANDBOX_MAX_WORKERS": "1",
-           "CODEGYM_SANDBOX_FUSION_QUEUE_WAIT_S": "0.5"}  # fmt: skip
+    env = {
+        "CODEGYM_SANDBOX_BACKEND": "local",
+        "CODEGYM_SANDBOX_WORKERS": "1",
+        "CODEGYM_SANDBOX_MAX_WORKERS": "1",
+        "CODEGYM_SANDBOX_FUSION_QUEUE_WAIT_S": "0.5",
+    }
     server = ServerProcess(env, ["--log-level", "warning"]).start()
     try:
         out = rl_clients.run_cases(rl_clients.verl_case, server.url, rl_clients.sleepers(2, 1.0), 1.0, threads=2)

@@ -83,8 +83,12 @@ def test_large_output(endpoint: str) -> None:
 
 
 def test_files(endpoint: str) -> None:
-    r = run(endpoint, code="open('o.txt','w').write(open('i.txt').read().upper())",
-            files={"i.txt": base64.b64encode(b"abc").decode()}, fetch_files=["o.txt"])  # fmt: skip
+    r = run(
+        endpoint,
+        code="open('o.txt','w').write(open('i.txt').read().upper())",
+        files={"i.txt": base64.b64encode(b"abc").decode()},
+        fetch_files=["o.txt"],
+    )
     assert r.status == RunStatus.Success and base64.b64decode(r.files["o.txt"]) == b"ABC"
 
 
@@ -99,8 +103,9 @@ def test_bad_request_raises_in_client(endpoint: str) -> None:
 
 
 def test_prefix_free_endpoint_with_trailing_slash(endpoint: str) -> None:
-    r = sandbox_fusion.run_code(RunCodeRequest(code="print(3)", language="python"), max_attempts=1,
-                                endpoint=endpoint + "/")  # fmt: skip
+    r = sandbox_fusion.run_code(
+        RunCodeRequest(code="print(3)", language="python"), max_attempts=1, endpoint=endpoint + "/"
+    )
     assert r.run_result.stdout == "3\n"
 
 
@@ -144,8 +149,9 @@ def test_dataset_prompts_from_the_task_library(endpoint: str) -> None:
     prompts = get_prompts(GetPromptsRequest(dataset="humaneval_python", config=_config(), limit=3), endpoint=endpoint)
     assert [p.id for p in prompts] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
     assert "def has_close_elements" in prompts[0].prompt and prompts[0].labels["entry_point"] == "has_close_elements"
-    one = get_prompt_by_id(GetPromptByIdRequest(dataset="humaneval", config=_config(), id="HumanEval/2"),
-                           endpoint=endpoint)  # fmt: skip
+    one = get_prompt_by_id(
+        GetPromptByIdRequest(dataset="humaneval", config=_config(), id="HumanEval/2"), endpoint=endpoint
+    )
     assert one.id == "HumanEval/2" and one.prompt == prompts[2].prompt
     body = {"dataset": "humaneval", "config": {}, "offset": 160}
     assert httpx.post(f"{endpoint}/list_ids", json=body).json() == [f"HumanEval/{i}" for i in range(160, 164)]
@@ -158,13 +164,19 @@ def test_submit_judges_a_completion_through_the_sandbox(endpoint: str) -> None:
 
     problem = read_problems()["HumanEval/2"]
     right = f"```python\n{problem['prompt']}{problem['canonical_solution']}```"
-    r = submit(SubmitRequest(dataset="humaneval", id="HumanEval/2", completion=right, config=_config()),
-               endpoint=endpoint, max_attempts=1)  # fmt: skip
+    r = submit(
+        SubmitRequest(dataset="humaneval", id="HumanEval/2", completion=right, config=_config()),
+        endpoint=endpoint,
+        max_attempts=1,
+    )
     assert r.accepted is True and r.extracted_type == "fenced" and "def truncate_number" in r.extracted_code
     assert r.tests and all(t.passed for t in r.tests) and r.tests[0].exec_info.status.value == "Success"
     wrong = "```python\ndef truncate_number(number):\n    return 0.0\n```"
-    r = submit_safe(SubmitRequest(dataset="humaneval", id="HumanEval/2", completion=wrong, config=_config()),
-                    endpoint=endpoint, max_attempts=1)  # fmt: skip
+    r = submit_safe(
+        SubmitRequest(dataset="humaneval", id="HumanEval/2", completion=wrong, config=_config()),
+        endpoint=endpoint,
+        max_attempts=1,
+    )
     assert r.accepted is False and r.tests and not r.tests[0].passed
 
 
@@ -176,8 +188,9 @@ def test_submit_with_provided_data_stdio_rows(endpoint: str) -> None:
     task = {"task_id": "add", "prompt": "Add two numbers.", "kind": "stdio", "tests": tests}
     code = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
     config = _config(provided_data=task, extra={"run_all_cases": True})
-    r = submit(SubmitRequest(dataset="mbpp", id="add", completion=code, config=config), endpoint=endpoint,
-               max_attempts=1)  # fmt: skip
+    r = submit(
+        SubmitRequest(dataset="mbpp", id="add", completion=code, config=config), endpoint=endpoint, max_attempts=1
+    )
     assert r.accepted is True and [t.passed for t in r.tests] == [True, True]
     assert r.tests[0].test_info == {"stdin": "1 2\n", "expected_stdout": "3\n"}
     assert r.tests[1].exec_info.run_result.stdout == "10\n"
@@ -191,8 +204,9 @@ def test_unknown_datasets_and_ids_are_clear_errors(endpoint: str) -> None:
     r = httpx.post(f"{endpoint}/get_prompt_by_id", json={"dataset": "humaneval", "config": {}, "id": "HumanEval/999"})
     assert r.status_code == 404
     assert httpx.post(f"{endpoint}/get_prompts", json={"dataset": "humaneval"}).status_code == 422  # config required
-    safe = submit_safe(SubmitRequest(dataset="nope", id=1, completion="x", config=_config()), endpoint=endpoint,
-                       max_attempts=1)  # fmt: skip
+    safe = submit_safe(
+        SubmitRequest(dataset="nope", id=1, completion="x", config=_config()), endpoint=endpoint, max_attempts=1
+    )
     assert safe.accepted is False and safe.tests == []
 
 
@@ -213,18 +227,24 @@ def test_the_clients_async_functions(endpoint: str) -> None:
     )
 
     async def calls() -> None:
-        code = await run_code_async(RunCodeRequest(code="print(5)", language="python"), endpoint=endpoint,
-                                    max_attempts=1)  # fmt: skip
+        code = await run_code_async(
+            RunCodeRequest(code="print(5)", language="python"), endpoint=endpoint, max_attempts=1
+        )
         assert code.run_result.stdout == "5\n"
         notebook = await run_jupyter_async(RunJupyterRequest(cells=["2 + 3"]), endpoint=endpoint, max_attempts=1)
         assert notebook.cells[0].display == [{"text/plain": "5"}]
-        prompts = await get_prompts_async(GetPromptsRequest(dataset="humaneval", config=_config(), limit=1),
-                                          endpoint=endpoint)  # fmt: skip
-        one = await get_prompt_by_id_async(GetPromptByIdRequest(dataset="humaneval", config=_config(), id=0),
-                                           endpoint=endpoint)  # fmt: skip
+        prompts = await get_prompts_async(
+            GetPromptsRequest(dataset="humaneval", config=_config(), limit=1), endpoint=endpoint
+        )
+        one = await get_prompt_by_id_async(
+            GetPromptByIdRequest(dataset="humaneval", config=_config(), id=0), endpoint=endpoint
+        )
         assert prompts[0].id == one.id == "HumanEval/0"
-        judged = await submit_async(SubmitRequest(dataset="humaneval", id=0, completion="x", config=_config()),
-                                    endpoint=endpoint, max_attempts=1)  # fmt: skip
+        judged = await submit_async(
+            SubmitRequest(dataset="humaneval", id=0, completion="x", config=_config()),
+            endpoint=endpoint,
+            max_attempts=1,
+        )
         assert judged.accepted is False
 
     asyncio.run(calls())

@@ -16,8 +16,11 @@ from deploy_tools import ROOT, compose_binary, trainer_cli
 
 COMPOSE_FILES = [ROOT / "compose.yaml", ROOT / "compose.docker-backend.yaml"]
 PROFILES = [[], ["cpu"], ["gpu"], ["cpu", "train"], ["gpu", "train-gpu"]]
-ENV = {"CODEGYM_SANDBOX_API_TOKEN": "test-token", "CODEGYM_EVALUATOR_API_TOKEN": "eval-token",
-       "CODEGYM_DOCKER_GID": "999"}  # fmt: skip
+ENV = {
+    "CODEGYM_SANDBOX_API_TOKEN": "test-token",
+    "CODEGYM_EVALUATOR_API_TOKEN": "eval-token",
+    "CODEGYM_DOCKER_GID": "999",
+}
 
 
 def compose_schema() -> dict[str, Any]:
@@ -45,9 +48,13 @@ _TaggedLoader.add_multi_constructor("!", _untag)
 def compose(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CODEGYM_", "COMPOSE_"))}
     return subprocess.run(
-        [compose_binary(), *args], cwd=ROOT, env={**base, **(env or {})},
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [compose_binary(), *args],
+        cwd=ROOT,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def resolved(files: list[Path], profiles: list[str]) -> dict[str, Any]:

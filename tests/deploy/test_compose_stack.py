@@ -34,8 +34,14 @@ class Stack:
     evaluator: str
 
     def compose(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([compose_binary(), "-p", self.project, *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=timeout)  # fmt: skip
+        return subprocess.run(
+            [compose_binary(), "-p", self.project, *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def sandbox_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.env['CODEGYM_SANDBOX_API_TOKEN']}"}
@@ -168,8 +174,11 @@ def test_tear_down_leaves_nothing(stack: Stack) -> None:
 
 
 def _program_containers(image: str) -> set[str]:
-    listed = subprocess.run(["docker", "ps", "-a", "--filter", f"ancestor={image}", "--format", "{{.Names}}"],
-                            capture_output=True, text=True)  # fmt: skip
+    listed = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"ancestor={image}", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+    )
     return set(listed.stdout.split())
 
 
@@ -179,8 +188,12 @@ def test_docker_backend_opt_in_runs_programs_in_their_own_containers(stack: Stac
         unavailable(f"no runtime image {runtime} (scripts/runtime-image docker builds it)")
     socket_gid = str(os.stat("/var/run/docker.sock").st_gid)
     port = str(_free_port())
-    env = {**stack.env, "CODEGYM_DOCKER_GID": socket_gid, "CODEGYM_SANDBOX_IMAGE": runtime,
-           "CODEGYM_SANDBOX_PORT": port}  # fmt: skip
+    env = {
+        **stack.env,
+        "CODEGYM_DOCKER_GID": socket_gid,
+        "CODEGYM_SANDBOX_IMAGE": runtime,
+        "CODEGYM_SANDBOX_PORT": port,
+    }
     opted = Stack(project=f"{stack.project}-docker", env=env, sandbox=f"http://127.0.0.1:{port}", evaluator="")
     files = ["-f", "compose.yaml", "-f", "compose.docker-backend.yaml"]
     before = _program_containers(runtime)
@@ -207,13 +220,22 @@ def test_cpu_profile_evaluates_the_packaged_model_end_to_end(stack: Stack) -> No
     The model image compiles llama.cpp the first time (about 10 minutes on 2 cores); later runs reuse it.
     """
     ports = {"CODEGYM_SANDBOX_PORT": str(_free_port()), "CODEGYM_EVALUATOR_PORT": str(_free_port())}
-    cpu = Stack(project=f"{stack.project}-cpu", env={**stack.env, **ports}, sandbox="",
-                evaluator=f"http://127.0.0.1:{ports['CODEGYM_EVALUATOR_PORT']}")  # fmt: skip
+    cpu = Stack(
+        project=f"{stack.project}-cpu",
+        env={**stack.env, **ports},
+        sandbox="",
+        evaluator=f"http://127.0.0.1:{ports['CODEGYM_EVALUATOR_PORT']}",
+    )
     try:
         up = cpu.compose("--profile", "cpu", "up", "-d", "--wait", "--wait-timeout", "300", timeout=2400)
         assert up.returncode == 0, up.stderr[-3000:] + cpu.compose("logs", "--tail", "30").stdout[-3000:]
-        job = {"dataset": "humaneval", "limit": 2, "base_url": "http://model:8000/v1", "model": "smollm2-135m",
-               "max_tokens": 96}  # fmt: skip
+        job = {
+            "dataset": "humaneval",
+            "limit": 2,
+            "base_url": "http://model:8000/v1",
+            "model": "smollm2-135m",
+            "max_tokens": 96,
+        }
         reply = httpx.post(f"{cpu.evaluator}/v1/jobs", json=job, headers=cpu.evaluator_headers(), timeout=30)
         assert reply.status_code == 202, reply.text
         job_id = reply.json()["id"]

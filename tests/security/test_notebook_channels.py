@@ -65,10 +65,12 @@ for data in found:
 print(answer)
 """
 # Never blocks: a pipe another process reads from is read only as far as it holds something now.
-_READ = "import os\nfound = []\ndef read(path, size=1 << 22):\n    try:\n" \
-        "        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)\n    except (OSError, ValueError):\n        return\n" \
-        "    try:\n        found.append(os.read(fd, size))\n    except (OSError, ValueError, OverflowError):\n" \
-        "        pass\n    finally:\n        os.close(fd)\n"  # fmt: skip
+_READ = (
+    "import os\nfound = []\ndef read(path, size=1 << 22):\n    try:\n"
+    "        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)\n    except (OSError, ValueError):\n        return\n"
+    "    try:\n        found.append(os.read(fd, size))\n    except (OSError, ValueError, OverflowError):\n"
+    "        pass\n    finally:\n        os.close(fd)\n"
+)
 READERS = {
     "working-directory": "for root, _, names in os.walk('.'):\n    for name in names:\n"
     "        read(os.path.join(root, name))\n",
@@ -96,9 +98,11 @@ READERS = {
     "    try:\n        pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
     "    except (OSError, ValueError, IndexError):\n        break\n",
 }
-_FORGED = "import os, json\nforged = [b'1.0', b'cell 0 10\\n{\"x\": 1.0}', b'end 1 0\\n',\n" \
-          "          b'out 0 3\\n1.0cell 0 48\\n'\n" \
-          "          + json.dumps({'display': [{'text/plain': '1.0'}], 'error': []}).encode()]\n"  # fmt: skip
+_FORGED = (
+    "import os, json\nforged = [b'1.0', b'cell 0 10\\n{\"x\": 1.0}', b'end 1 0\\n',\n"
+    "          b'out 0 3\\n1.0cell 0 48\\n'\n"
+    "          + json.dumps({'display': [{'text/plain': '1.0'}], 'error': []}).encode()]\n"
+)
 WRITERS = {
     "result-files-in-the-working-directory": "for name in ('.main_result', 'cell.py', 'main_result', 'output.json'):\n"
     "    with open(name, 'w') as f:\n        f.write('1.0')\n    os.chmod(name, 0o444)\n",
@@ -155,8 +159,12 @@ def test_no_program_sets_the_reward(hostile: TestClient, writer: str) -> None:
 WRONG_CELL = "def f(x):\n    return 0\n"
 RIGHT_CELL = "def f(x):\n    return x * x + 1\n"
 CHECK_CELL = "assert f(2) == 5 and f(3) == 10\nprint('ALL TESTS PASSED')\n"
-_FORGED_CELLS = json.dumps([{"stdout": "", "stderr": "", "display": [], "error": []},
-                            {"stdout": "ALL TESTS PASSED\n", "stderr": "", "display": [], "error": []}])  # fmt: skip
+_FORGED_CELLS = json.dumps(
+    [
+        {"stdout": "", "stderr": "", "display": [], "error": []},
+        {"stdout": "ALL TESTS PASSED\n", "stderr": "", "display": [], "error": []},
+    ]
+)
 _FORGE = (
     "import json, os, sys\n"
     f"open('.jupyter_output.json', 'w').write({_FORGED_CELLS!r})\n"

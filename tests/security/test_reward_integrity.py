@@ -113,9 +113,13 @@ ATTACKS = {
 def _evaluate(client: TestClient, code: str, tests: str = TESTS) -> dict[str, Any]:
     r = client.post(
         "/v1/evaluate",
-        json={"language": "python", "programs": [code], "tests": [{"assert_code": tests}],
-              "limits": {"timeout_s": 1.5}},
-    )  # fmt: skip
+        json={
+            "language": "python",
+            "programs": [code],
+            "tests": [{"assert_code": tests}],
+            "limits": {"timeout_s": 1.5},
+        },
+    )
     assert r.status_code == 200, r.text
     result: dict[str, Any] = r.json()["results"][0]
     return result
@@ -156,19 +160,21 @@ def test_no_attack_passes_in_a_session_nor_changes_the_next_verdict(hostile: Tes
 def test_the_tests_expected_values_never_reach_the_program(hostile: TestClient) -> None:
     # A program that looks everywhere it can for the tests' text finds nothing: its stdout shows what it saw.
     # The needle is kept reversed, so that the spy's own variables never match it.
-    spy = ("import gc, sys, types\nneedle = 'enoN si )2(etadidnac tressa'\n"
-           "def strings(o):\n"
-           "    if isinstance(o, dict):\n        return [*o.keys(), *o.values()]\n"
-           "    if isinstance(o, (list, tuple, set)):\n        return list(o)\n"
-           "    if isinstance(o, types.CodeType):\n        return list(o.co_consts)\n"
-           "    if isinstance(o, types.FunctionType):\n        return list(o.__code__.co_consts)\n"
-           "    return []\n"
-           "def f(x):\n"
-           "    seen = sum(1 for o in gc.get_objects() for v in strings(o) if isinstance(v, (str, bytes))"
-           " and needle[::-1].encode() in (v.encode('utf-8', 'replace') if isinstance(v, str) else v))\n"
-           "    frames = []\n    frame = sys._getframe()\n"
-           "    while frame is not None:\n        frames.append(repr(frame.f_locals))\n        frame = frame.f_back\n"
-           "    print('SEEN', seen, any(needle[::-1] in text for text in frames))\n")  # fmt: skip
+    spy = (
+        "import gc, sys, types\nneedle = 'enoN si )2(etadidnac tressa'\n"
+        "def strings(o):\n"
+        "    if isinstance(o, dict):\n        return [*o.keys(), *o.values()]\n"
+        "    if isinstance(o, (list, tuple, set)):\n        return list(o)\n"
+        "    if isinstance(o, types.CodeType):\n        return list(o.co_consts)\n"
+        "    if isinstance(o, types.FunctionType):\n        return list(o.__code__.co_consts)\n"
+        "    return []\n"
+        "def f(x):\n"
+        "    seen = sum(1 for o in gc.get_objects() for v in strings(o) if isinstance(v, (str, bytes))"
+        " and needle[::-1].encode() in (v.encode('utf-8', 'replace') if isinstance(v, str) else v))\n"
+        "    frames = []\n    frame = sys._getframe()\n"
+        "    while frame is not None:\n        frames.append(repr(frame.f_locals))\n        frame = frame.f_back\n"
+        "    print('SEEN', seen, any(needle[::-1] in text for text in frames))\n"
+    )
     result = _evaluate(
         hostile, spy, "def check(candidate):\n    candidate(2)\n    assert candidate(2) is None\n\ncheck(f)\n"
     )

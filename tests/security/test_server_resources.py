@@ -33,8 +33,12 @@ def server(backend: str) -> Iterator[ServerProcess]:
     """A server with two workers on ``backend`` (skipped loudly where it cannot run), and no more: these tests
     count workers, restarts and queued runs of a fixed pool (lending has tests of its own)."""
     image = settings_for(backend).image
-    env = {"CODEGYM_SANDBOX_BACKEND": backend, "CODEGYM_SANDBOX_WORKERS": "2", "CODEGYM_SANDBOX_MAX_WORKERS": "2",
-           "CODEGYM_SANDBOX_IMAGE": image}  # fmt: skip
+    env = {
+        "CODEGYM_SANDBOX_BACKEND": backend,
+        "CODEGYM_SANDBOX_WORKERS": "2",
+        "CODEGYM_SANDBOX_MAX_WORKERS": "2",
+        "CODEGYM_SANDBOX_IMAGE": image,
+    }
     server = ServerProcess(env, ["--log-level", "warning"]).start(ready_timeout=120)
     try:
         yield server

@@ -10,9 +10,14 @@ import httpx
 import pytest
 from codegym_sandbox.cli import main
 
-RAN = {"status": "Success", "message": "", "compile_result": None, "executor_pod_name": None, "files": {},
-       "run_result": {"status": "Finished", "execution_time": 0.01, "return_code": 0, "stdout": "olleh\n",
-                      "stderr": ""}}  # fmt: skip
+RAN = {
+    "status": "Success",
+    "message": "",
+    "compile_result": None,
+    "executor_pod_name": None,
+    "files": {},
+    "run_result": {"status": "Finished", "execution_time": 0.01, "return_code": 0, "stdout": "olleh\n", "stderr": ""},
+}
 
 
 def test_run_sends_the_program_and_prints_the_answer(

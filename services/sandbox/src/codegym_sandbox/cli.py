@@ -15,8 +15,11 @@ def _serve(args: argparse.Namespace) -> int:
     from .config import Settings
     from .main import create_app
 
-    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "backend": args.backend,
-                                   "workers": args.workers}.items() if v is not None}  # fmt: skip
+    overrides = {
+        k: v
+        for k, v in {"host": args.host, "port": args.port, "backend": args.backend, "workers": args.workers}.items()
+        if v is not None
+    }
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
@@ -24,9 +27,15 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(
-        create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level,
-        access_log=False, loop="auto", http="auto", timeout_keep_alive=75,
-    )  # fmt: skip
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        access_log=False,
+        loop="auto",
+        http="auto",
+        timeout_keep_alive=75,
+    )
     return 0
 
 

@@ -19,10 +19,36 @@ from .agent.protocol import MAX_HEADER
 
 # SandboxFusion's Language enum, exactly (section 2 of its API reference).
 FUSION_LANGUAGES = (
-    "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql",
-    "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit",
-    "kotlin_script", "jest", "verilog", "python_gpu", "lean", "swift", "racket",
-)  # fmt: skip
+    "python",
+    "cpp",
+    "nodejs",
+    "go",
+    "go_test",
+    "java",
+    "php",
+    "csharp",
+    "bash",
+    "typescript",
+    "sql",
+    "rust",
+    "cuda",
+    "lua",
+    "R",
+    "perl",
+    "D_ut",
+    "ruby",
+    "scala",
+    "julia",
+    "pytest",
+    "junit",
+    "kotlin_script",
+    "jest",
+    "verilog",
+    "python_gpu",
+    "lean",
+    "swift",
+    "racket",
+)
 
 # Why each of SandboxFusion's languages that has no runner here has none (GET /v1/languages says so).
 WITHOUT_RUNNER = {

@@ -87,8 +87,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Inside the guard (added first), so that a request cancelled here still leaves the guard's count.
     app.add_middleware(CancelOnDisconnect, metrics=metrics)
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    app.add_middleware(Guard, token=token, max_body=settings.max_body_bytes, metrics=metrics,
-                       max_client_requests=settings.max_client_requests)  # fmt: skip
+    app.add_middleware(
+        Guard,
+        token=token,
+        max_body=settings.max_body_bytes,
+        metrics=metrics,
+        max_client_requests=settings.max_client_requests,
+    )
     return app
 
 

@@ -23,9 +23,12 @@ class Metrics:
             "codegym_sandbox_runs", "Sandboxed runs by language and verdict", ["language", "verdict"], registry=r
         )
         self.run_seconds = Histogram(
-            "codegym_sandbox_run_seconds", "Latency of one sandboxed step", ["language", "kind"],
-            buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "codegym_sandbox_run_seconds",
+            "Latency of one sandboxed step",
+            ["language", "kind"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.forked_runs = Counter(
             "codegym_sandbox_forked_runs",
             "Runs of a program's test forked from its compiled program (a session), not started afresh",
@@ -33,13 +36,17 @@ class Metrics:
         )
         self.cache = Counter("codegym_sandbox_cache", "Result cache lookups by result", ["result"], registry=r)
         self.cache_bytes = Gauge(
-            "codegym_sandbox_cache_bytes", "Bytes held by a result cache (steps, or whole answers)", ["store"],
+            "codegym_sandbox_cache_bytes",
+            "Bytes held by a result cache (steps, or whole answers)",
+            ["store"],
             registry=r,
-        )  # fmt: skip
+        )
         self.cache_entries = Gauge(
-            "codegym_sandbox_cache_entries", "Entries of a result cache (steps, or whole answers)", ["store"],
+            "codegym_sandbox_cache_entries",
+            "Entries of a result cache (steps, or whole answers)",
+            ["store"],
             registry=r,
-        )  # fmt: skip
+        )
         self.abandoned = Counter(
             "codegym_sandbox_abandoned_requests", "Requests whose client went away before the answer", registry=r
         )

@@ -21,9 +21,19 @@ from codegym_sandbox.models import EvaluateResponse
 EXECUTED = {
     "verdict": "AC",
     "compile": None,
-    "run": {"verdict": "AC", "exit_code": 0, "signal": None, "wall_s": 0.01, "cpu_s": 0.01, "max_rss_kb": 1,
-            "stdout": "hi\n", "stderr": "", "output_truncated": False, "cached": False},
-}  # fmt: skip
+    "run": {
+        "verdict": "AC",
+        "exit_code": 0,
+        "signal": None,
+        "wall_s": 0.01,
+        "cpu_s": 0.01,
+        "max_rss_kb": 1,
+        "stdout": "hi\n",
+        "stderr": "",
+        "output_truncated": False,
+        "cached": False,
+    },
+}
 BODY = {"language": "python", "code": "print('hi')"}
 FAST = RetryPolicy(retries=2, backoff_s=0.001)
 Handler = Callable[[httpx.Request], httpx.Response]

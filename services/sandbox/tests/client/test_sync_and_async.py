@@ -16,13 +16,19 @@ from fastapi.testclient import TestClient
 
 ADD = [Case(stdin="1 2\n", expected_stdout="3\n"), Case(stdin="5 5\n", expected_stdout="10\n")]
 GROUPS = [
-    EvaluateRequest(language="python", programs=["a, b = map(int, input().split())\nprint(a + b)", "print(3)"],
-                    tests=ADD),
-    EvaluateRequest(language="python", programs=["def sq(x):\n    return x * x", "def sq(x):\n    return 0"],
-                    tests=[Case(call=[3], expected=9)], function="sq"),
-    EvaluateRequest(language="python", programs=["print(", "import sys; sys.exit(3)"],
-                    tests=[Case(assert_code="assert True")]),
-]  # fmt: skip
+    EvaluateRequest(
+        language="python", programs=["a, b = map(int, input().split())\nprint(a + b)", "print(3)"], tests=ADD
+    ),
+    EvaluateRequest(
+        language="python",
+        programs=["def sq(x):\n    return x * x", "def sq(x):\n    return 0"],
+        tests=[Case(call=[3], expected=9)],
+        function="sq",
+    ),
+    EvaluateRequest(
+        language="python", programs=["print(", "import sys; sys.exit(3)"], tests=[Case(assert_code="assert True")]
+    ),
+]
 EXECUTE = ExecuteRequest(language="python", code="print(input()[::-1])", stdin="abc\n", cache=False)
 
 
@@ -38,8 +44,9 @@ class Recording(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.paths.append(request.url.path)
-        r = self.client.request(request.method, request.url.path, content=request.content,
-                                headers={"content-type": "application/json"})  # fmt: skip
+        r = self.client.request(
+            request.method, request.url.path, content=request.content, headers={"content-type": "application/json"}
+        )
         return httpx.Response(r.status_code, content=r.content, headers={"content-type": r.headers["content-type"]})
 
 

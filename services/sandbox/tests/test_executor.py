@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from codegym_sandbox.backends.base import RunPolicy
 from codegym_sandbox.executor import Execution, Executor
 from codegym_sandbox.languages import Language
 from codegym_sandbox.verdicts import Verdict
@@ -33,10 +34,12 @@ def _execute(client: TestClient, lang: Language) -> Execution:
     executor: Executor = client.app.state.executor  # type: ignore[attr-defined]
 
     async def execute() -> Execution:
-        compiled, sources = await executor.build(lang, "", {}, executor.compile_limits(None))
+        policy = RunPolicy()
+        compiled, sources = await executor.build(lang, "", {}, executor.compile_limits(None), policy)
         if compiled is not None and compiled.verdict is not Verdict.AC:
             return Execution(compiled, None)
-        return Execution(compiled, await executor.run_built(lang, sources, None, executor.run_limits(None, None)))
+        run = await executor.run_built(lang, sources, None, executor.run_limits(None, None), policy)
+        return Execution(compiled, run)
 
     assert client.portal is not None
     done: Execution = client.portal.call(execute)

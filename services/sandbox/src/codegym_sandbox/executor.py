@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import languages
-from .backends.base import Backend, RunOutcome, RunRequest, SandboxFault
+from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key
 from .config import Settings
 from .metrics import Metrics
@@ -81,10 +80,6 @@ class StepResult:
 
 # Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
 _UNREPEATABLE = (Verdict.SE, Verdict.TLE)
-# Whether the steps of this request may come from the result cache and go to it (set per request by the
-# routes: /run_code caches only when the server is told to, as upstream runs every request; a native
-# request can say `cache: false`). Tasks a request starts inherit it.
-CACHING: ContextVar[bool] = ContextVar("caching", default=True)
 # Memory of a StepResult with empty outputs beyond the cache's own ENTRY_BYTES (its fields and their
 # objects: tracemalloc shows ~310 B), and of each file it holds (the name, the tuple, the dict's slot).
 _STEP_BYTES = 320
@@ -192,23 +187,24 @@ class Executor:
         files: dict[str, bytes],
         run_limits: RunLimits,
         compile_limits: RunLimits,
+        policy: RunPolicy,
         fetch: list[str] = [],  # noqa: B006 - never mutated
     ) -> Execution:
-        """Compile (when the language needs it) and run one program on one input."""
+        """Compile (when the language needs it) and run one program on one input, as ``policy`` says."""
         try:
             lang = self.language(language)
         except UnsupportedLanguage as exc:
             self.metrics.runs.labels(language=language, verdict=Verdict.SE.value).inc()
             return Execution(None, _sandbox_error(str(exc)))
-        with self.backend.admitted():  # never refused between its compile and its run
-            compiled, sources = await self.build(lang, code, files, compile_limits)
-            if compiled is not None and compiled.verdict is not Verdict.AC:
-                return Execution(compiled, None)
-            run = await self.run_built(lang, sources, stdin, run_limits, fetch)
+        policy = self.backend.admit(policy)  # never refused between its compile and its run
+        compiled, sources = await self.build(lang, code, files, compile_limits, policy)
+        if compiled is not None and compiled.verdict is not Verdict.AC:
+            return Execution(compiled, None)
+        run = await self.run_built(lang, sources, stdin, run_limits, policy, fetch)
         return Execution(compiled, run)
 
     async def build(
-        self, lang: languages.Language, code: str, files: dict[str, bytes], limits: RunLimits
+        self, lang: languages.Language, code: str, files: dict[str, bytes], limits: RunLimits, policy: RunPolicy
     ) -> tuple[StepResult | None, dict[str, tuple[bytes, int]]]:
         """Compile step (None for interpreted languages) and the files every run of the program gets."""
         sources = {name: (data, 0o644) for name, data in files.items()}
@@ -216,7 +212,8 @@ class Executor:
         sources[lang.source] = (code.encode(), 0o644)
         if lang.compile is None:
             return None, sources
-        step = await self.step(lang, lang.compile, sources, None, limits, list(lang.artifacts), compile_step=True)
+        artifacts = list(lang.artifacts)
+        step = await self.step(lang, lang.compile, sources, None, limits, artifacts, policy, compile_step=True)
         if step.verdict is Verdict.AC:
             # Runs get the artifacts, not the compiler's inputs' side effects.
             return step, {**sources, **step.collected}
@@ -228,9 +225,10 @@ class Executor:
         sources: dict[str, tuple[bytes, int]],
         stdin: bytes | None,
         limits: RunLimits,
+        policy: RunPolicy,
         fetch: list[str] = [],  # noqa: B006 - never mutated
     ) -> StepResult:
-        return await self.step(lang, lang.run, sources, stdin, limits, fetch)
+        return await self.step(lang, lang.run, sources, stdin, limits, fetch, policy)
 
     async def run_tests(
         self,
@@ -238,6 +236,7 @@ class Executor:
         sources: dict[str, tuple[bytes, int]],
         stdins: list[bytes | None],
         limits: RunLimits,
+        policy: RunPolicy,
         shared: bool = False,
     ) -> list[StepResult]:
         """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own.
@@ -246,7 +245,7 @@ class Executor:
         session it ran them in open for them (see the agent's ``_run_tests``).
         """
         keys = [self._key(lang, lang.run, sources, stdin, limits, []) for stdin in stdins]
-        caching = CACHING.get()
+        caching = policy.cache
         results: list[StepResult | None] = [self.cache.get(key) if caching else None for key in keys]
         todo = [i for i, hit in enumerate(results) if hit is None]
         self.metrics.cache.labels(result="hit").inc(len(stdins) - len(todo))
@@ -259,7 +258,7 @@ class Executor:
             request.shared = shared
             started = time.perf_counter()
             try:
-                outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo])
+                outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo], policy)
                 self.metrics.forked_runs.inc(sum(out.forked for out in outcomes))
                 fresh = [_step_result(out, limits, request.argv, lang, sources, False) for out in outcomes]
             except SandboxFault as exc:
@@ -317,11 +316,12 @@ class Executor:
         stdin: bytes | None,
         limits: RunLimits,
         collect: list[str],
+        policy: RunPolicy,
         compile_step: bool = False,
     ) -> StepResult:
-        """One sandboxed process: from the cache when the same step ran before."""
+        """One sandboxed process: from the cache when the same step ran before and ``policy`` allows it."""
         key = self._key(lang, argv, files, stdin, limits, collect)
-        caching = CACHING.get()
+        caching = policy.cache
         hit = self.cache.get(key) if caching else None
         kind = "compile" if compile_step else "run"
         if hit is not None:
@@ -331,7 +331,7 @@ class Executor:
         request = self._request(lang, argv, files, stdin, limits, collect, compile_step)
         started = time.perf_counter()
         try:
-            outcome = await self.backend.run(request)
+            outcome = await self.backend.run(request, policy)
             result = _step_result(outcome, limits, request.argv, lang, files, compile_step)
         except SandboxFault as exc:
             result = _sandbox_error(str(exc))

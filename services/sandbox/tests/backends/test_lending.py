@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox.backends import lending, pool
-from codegym_sandbox.backends.base import RunOutcome, RunRequest
+from codegym_sandbox.backends.base import RunOutcome, RunPolicy, RunRequest
 from codegym_sandbox.backends.lending import LEND_PER_CPU, LEND_TICK_S, keep_open, lend_now, reserve
 from codegym_sandbox.backends.worker import AgentWorker
 
@@ -80,10 +80,12 @@ class FakePool(pool.WorkerPool):
     def make_worker(self, slot: int) -> AgentWorker:
         return FakeWorker(slot, self.fake_runs)
 
-    def submit(self, cpu: float | None, memory_mb: int = 64) -> tuple[FakeRun, asyncio.Task[RunOutcome]]:
+    def submit(
+        self, cpu: float | None, memory_mb: int = 64, policy: RunPolicy = RunPolicy()
+    ) -> tuple[FakeRun, asyncio.Task[RunOutcome]]:
         req = RunRequest(files={}, argv=[], env={}, limits={"wall_s": 1.0, "address_space_bytes": memory_mb << 20})
         fake = self.fake_runs[id(req)] = FakeRun(cpu)
-        task = asyncio.get_running_loop().create_task(self.run(req))
+        task = asyncio.get_running_loop().create_task(self.run(req, policy))
         task.add_done_callback(lambda _: self.fake_runs.pop(id(req), None))
         return fake, task
 

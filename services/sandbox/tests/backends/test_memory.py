@@ -12,9 +12,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from codegym_sandbox.backends.base import Saturated, TooLarge
+from codegym_sandbox.backends.base import RunPolicy, Saturated, TooLarge
 from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb, machine_memory_mb
-from codegym_sandbox.backends.pool import QUEUE_WAIT_S
 from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -95,14 +94,10 @@ def test_a_run_larger_than_the_whole_budget_is_refused_at_once() -> None:
         _, task = p.submit(0.0, memory_mb=301)
         with pytest.raises(TooLarge):
             await task
-        token = QUEUE_WAIT_S.set(0.1)
-        try:
-            first, _ = p.submit(0.0, memory_mb=200)
-            _, waiting = p.submit(0.0, memory_mb=200)
-            with pytest.raises(Saturated):
-                await waiting
-        finally:
-            QUEUE_WAIT_S.reset(token)
+        first, _ = p.submit(0.0, memory_mb=200)
+        _, waiting = p.submit(0.0, memory_mb=200, policy=RunPolicy(queue_wait_s=0.1))
+        with pytest.raises(Saturated):
+            await waiting
         end([first])
 
     drive(body)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from codegym_sandbox import languages
 from codegym_sandbox.agent.assert_runner import WRONG_ANSWER
+from codegym_sandbox.backends.base import RunPolicy
 from codegym_sandbox.executor import RunLimits, StepResult
 from codegym_sandbox.judging.schedule import judge_requests
 from codegym_sandbox.models import EvaluateRequest, ProgramOut
@@ -28,6 +29,7 @@ class _Executor:
     def __init__(self, workers: int) -> None:
         self.backend = _Backend(workers)
         self.batches: list[list[bytes | None]] = []  # the stdins of each run_tests call, in call order
+        self.policies: list[RunPolicy] = []  # the policy of each build and run_tests call
 
     def language(self, name: str) -> languages.Language:
         lang = languages.lookup(name)
@@ -40,7 +42,10 @@ class _Executor:
     def compile_limits(self, timeout_s: float | None) -> RunLimits:
         return RunLimits(timeout_s or 1.0, 256)
 
-    async def build(self, lang: languages.Language, code: str, files: dict[str, bytes], limits: RunLimits) -> Any:
+    async def build(
+        self, lang: languages.Language, code: str, files: dict[str, bytes], limits: RunLimits, policy: RunPolicy
+    ) -> Any:
+        self.policies.append(policy)
         return None, {lang.source: (code.encode(), 0o644)}
 
     async def run_tests(
@@ -49,9 +54,11 @@ class _Executor:
         sources: Any,
         stdins: list[bytes | None],
         limits: RunLimits,
+        policy: RunPolicy,
         shared: bool = False,
     ) -> list[StepResult]:
         self.batches.append(stdins)
+        self.policies.append(policy)
         await asyncio.sleep(0)
         if shared:  # the assert runner: its exit status is the verdict
             return [_step(WRONG_ANSWER if b"bad" in (s or b"") else 0, b"") for s in stdins]
@@ -63,8 +70,8 @@ def _step(exit_code: int, stdout: bytes) -> StepResult:
     return StepResult(verdict, exit_code, None, 0.01, 0.01, 1000, stdout, b"")
 
 
-def _judge(executor: _Executor, *reqs: EvaluateRequest) -> list[list[ProgramOut]]:
-    return asyncio.run(judge_requests(executor, list(reqs)))  # type: ignore[arg-type]
+def _judge(executor: _Executor, *reqs: EvaluateRequest, policy: RunPolicy = RunPolicy()) -> list[list[ProgramOut]]:
+    return asyncio.run(judge_requests(executor, list(reqs), policy))  # type: ignore[arg-type]
 
 
 def _stdin_request(n: int, wrong: int | None, early_stop: bool, programs: int = 1) -> EvaluateRequest:
@@ -130,3 +137,19 @@ def test_assert_tests_go_round_by_round_and_early_stop_drops_a_failed_program(ea
         assert out.stopped_early is early_stop
     (out,) = judged_bad
     assert out.verdict is Verdict.WA and [t.verdict for t in out.tests] == [Verdict.WA] * (1 if early_stop else 2)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [RunPolicy(), RunPolicy(cache=False), RunPolicy(cache=False, queue_wait_s=2.5, admitted=True)],
+)
+def test_every_build_and_run_of_a_request_gets_the_policy_it_was_judged_with(policy: RunPolicy) -> None:
+    executor = _Executor(workers=4)
+    stdin = _stdin_request(5, 2, early_stop=True, programs=2)
+    asserts = EvaluateRequest.model_validate(
+        {"language": "python", "programs": ["x = 1"], "tests": [{"assert_code": "assert True"}] * 3}
+    )
+    _judge(executor, stdin, asserts, policy=policy)
+    # Builds of the stdin programs, and runs of both kinds: none goes without the request's policy.
+    assert len(executor.policies) > len(executor.batches) >= 3
+    assert set(executor.policies) == {policy}

@@ -34,8 +34,8 @@ from pydantic import BaseModel, Field
 
 from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
-from ..backends.pool import QUEUE_WAIT_S
-from ..executor import CACHING, Execution, Executor, StepResult
+from ..backends.base import RunPolicy
+from ..executor import Execution, Executor, StepResult
 from ..verdicts import Verdict
 from .convert import text
 
@@ -57,8 +57,7 @@ class ExecuteBatchRequest(BaseModel):
 async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict[str, Any]]:
     """Every script of the batch, at once; one item per script, in order."""
     executor: Executor = request.app.state.executor
-    CACHING.set(False)  # a notebook runs every cell it is given
-    QUEUE_WAIT_S.set(None)
+    policy = RunPolicy(cache=False, queue_wait_s=None)  # a notebook runs every cell it is given
     languages = req.languages or ["python"]
     if len(languages) == 1:  # one language for the whole batch
         languages = languages * len(req.scripts)
@@ -69,9 +68,9 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
     async def one(script: str, language: str) -> dict[str, Any]:
         if language in ("python", "python3"):
             job = json.dumps({"cells": [script], "cell_timeout": 0, "output_bytes": cap}).encode()
-            ex = await executor.execute("python", notebook.RUNNER, job, {}, limits, compile_limits)
+            ex = await executor.execute("python", notebook.RUNNER, job, {}, limits, compile_limits, policy)
             return _cell_item(ex)
-        ex = await executor.execute(language, script, None, {}, limits, compile_limits)
+        ex = await executor.execute(language, script, None, {}, limits, compile_limits, policy)
         return _item(ex)
 
     if len(languages) != len(req.scripts):

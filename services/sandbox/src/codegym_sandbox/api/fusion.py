@@ -10,8 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ValidationError
 
-from ..backends.pool import QUEUE_WAIT_S
-from ..executor import CACHING, Executor
+from ..backends.base import RunPolicy
+from ..executor import Executor
 from .convert import fetched, fusion_response
 from .files import decode_files, scratch_name
 from .fusion_models import RunCodeRequest, RunCodeResponse
@@ -41,9 +41,10 @@ async def run_code(request: Request) -> Response:
     """
     executor: Executor = request.app.state.executor
     body = await request.body()
-    QUEUE_WAIT_S.set(executor.settings.fusion_queue_wait_s or None)  # past it: 504, which clients retry
+    # Upstream runs every request (a program may print the time or a random number): it caches only when the
+    # server is told to. Past the queue wait: 504, which clients retry.
     caching = executor.settings.fusion_cache
-    CACHING.set(caching)  # upstream runs every request: a program that prints the time or a random number
+    policy = RunPolicy(cache=caching, queue_wait_s=executor.settings.fusion_queue_wait_s or None)
     key = executor.response_key("run_code", body)
     hit = executor.responses.get(key) if caching else None
     if hit is not None:
@@ -60,6 +61,7 @@ async def run_code(request: Request) -> Response:
         files,
         executor.run_limits(req.run_timeout, memory),
         executor.compile_limits(req.compile_timeout),
+        policy,
         fetch,
     )
     answer = fusion_response(ex, fetched(ex.run), POD_NAME).model_dump_json().encode()

@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 
 from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
-from ..backends.pool import QUEUE_WAIT_S
-from ..executor import CACHING, Executor
+from ..backends.base import RunPolicy
+from ..executor import Executor
 from ..verdicts import Verdict
 from .convert import fusion_result, text
 from .files import decode_files, scratch_name
@@ -70,8 +70,8 @@ class RunJupyterResponse(BaseModel):
 async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterResponse:
     """Run the cells in order in one Python process. HTTP 200 with a status, as upstream answers."""
     executor: Executor = request.app.state.executor
-    CACHING.set(False)  # a notebook runs every time it is asked to
-    QUEUE_WAIT_S.set(executor.settings.fusion_queue_wait_s or None)
+    # A notebook runs every time it is asked to; past the queue wait, 504 as for /run_code.
+    policy = RunPolicy(cache=False, queue_wait_s=executor.settings.fusion_queue_wait_s or None)
     if req.kernel != "python3":
         return RunJupyterResponse(status=RunStatus.SandboxError, message=f"kernel {req.kernel!r} is not supported")
     files = decode_files(req.files)
@@ -81,7 +81,7 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
     limits = executor.run_limits(req.total_timeout, memory)
     ex = await executor.execute("python", notebook.RUNNER, json.dumps(job).encode(), files, limits,
-                                executor.compile_limits(None), fetch)  # fmt: skip
+                                executor.compile_limits(None), policy, fetch)  # fmt: skip
     run = ex.run
     assert run is not None  # Python has no compile step
     fetched = {name: base64.b64encode(data).decode() for name, (data, _) in run.collected.items()}

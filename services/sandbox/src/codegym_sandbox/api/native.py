@@ -8,7 +8,8 @@ from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 
 from .. import languages
-from ..executor import CACHING, Executor
+from ..backends.base import RunPolicy
+from ..executor import Executor
 from ..judging.judge import execution_verdict
 from ..judging.schedule import judge_requests
 from ..judging.wire import step_out
@@ -31,7 +32,6 @@ router = APIRouter(prefix="/v1")
 @router.post("/execute", response_model=ExecuteResponse)
 async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse:
     """Run one program on one input. The verdict is AC when it ran and exited 0."""
-    CACHING.set(req.cache)
     files = decode_files(req.files)
     ex = await executor.execute(
         req.language,
@@ -40,6 +40,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
         files,
         executor.run_limits(req.limits.timeout_s, req.limits.memory_mb),
         executor.compile_limits(req.limits.compile_timeout_s),
+        RunPolicy(cache=req.cache),
         [scratch_name(f) for f in req.fetch_files],
     )
     return ExecuteResponse(
@@ -54,10 +55,10 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
     _check_size(executor, [req])
-    CACHING.set(req.cache)
+    # The whole group or nothing: never refused halfway through.
+    policy = executor.backend.admit(RunPolicy(cache=req.cache))
     started = time.perf_counter()
-    with executor.backend.admitted():  # the whole group or nothing: never refused halfway through
-        (results,) = await judge_requests(executor, [req])
+    (results,) = await judge_requests(executor, [req], policy)
     return EvaluateResponse(results=results, wall_s=time.perf_counter() - started)
 
 
@@ -69,10 +70,10 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> Ev
     the assert tests of every group are judged together (see ``judging.schedule``).
     """
     _check_size(executor, req.requests)
-    CACHING.set(all(r.cache for r in req.requests))  # the groups' runs may go together: none from the cache
+    # The groups' runs may go together: one asking for no cache, none from the cache.
+    policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests)))
     started = time.perf_counter()
-    with executor.backend.admitted():
-        results = await judge_requests(executor, req.requests)
+    results = await judge_requests(executor, req.requests, policy)
     wall = time.perf_counter() - started
     return EvaluateBatchResponse(responses=[EvaluateResponse(results=r, wall_s=wall) for r in results], wall_s=wall)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,6 +32,25 @@ class TooLarge(Exception):
         )
         self.run_mb = run_mb
         self.budget_mb = budget_mb
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """How one request's runs are served: built once by its route, passed down to every run it makes.
+
+    It varies per request, so it travels as an argument, never as server state: two requests in flight at
+    once each have their own.
+    """
+
+    # Whether steps may come from the result cache and go to it (``/run_code`` caches only when the server
+    # is told to, as upstream runs every request; a native request may say ``cache: false``).
+    cache: bool = True
+    # How long a run may wait for memory and a worker (routes whose clients time out on their own): past it
+    # the run is refused (``Saturated``) rather than left to run into the client's timeout. None: no bound.
+    queue_wait_s: float | None = None
+    # The request was admitted as a whole (:meth:`Backend.admit`): its runs skip the per-run queue check, so
+    # that a group of thousands of runs is never refused halfway, with part of its runs done for nothing.
+    admitted: bool = False
 
 
 @dataclass
@@ -68,8 +86,36 @@ class RunOutcome:
     forked: bool = False  # run in a session: forked from the process that compiled the program
 
 
+class MemoryShare(Protocol):
+    """What the server sets on a backend's memory budget (``memory.MemoryBudget``)."""
+
+    total_mb: int
+
+
 class Backend(Protocol):
+    """A backend as the server wires it and the executor runs on it (every pool of workers is one)."""
+
     name: str
+    size: int  # workers always there
+    max_workers: int  # lent workers come on top of ``size`` up to this (set by the server)
+    breaker_cooldown_s: float  # how long a slot whose restarts keep failing waits before the next try
+    # Charged to the memory budget for a run whose limits carry no memory bound of their own.
+    unbudgeted_run_mb: int
+
+    @property
+    def memory(self) -> MemoryShare:
+        """The budget every run takes its memory limit from."""
+        ...
+
+    @property
+    def busy(self) -> int:
+        """Runs on a worker now."""
+        ...
+
+    @property
+    def waiting(self) -> int:
+        """Runs that wait: for their share of the memory budget, or for a worker."""
+        ...
 
     @property
     def runtime_id(self) -> str:
@@ -85,13 +131,14 @@ class Backend(Protocol):
 
     async def stop(self) -> None: ...
 
-    def admitted(self) -> AbstractContextManager[None]:
-        """Admit one request with all its runs, or raise :class:`Saturated` while the queue is full."""
+    def admit(self, policy: RunPolicy) -> RunPolicy:
+        """``policy`` for a request admitted with all its runs, or raise :class:`Saturated` while the queue is
+        full."""
         ...
 
-    async def run(self, request: RunRequest) -> RunOutcome: ...
+    async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome: ...
 
-    async def run_tests(self, request: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
+    async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
         ...
 

@@ -17,13 +17,12 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from . import lending
-from .base import RunOutcome, RunRequest, Saturated
+from .base import RunOutcome, RunPolicy, RunRequest, Saturated
 from .lending import CpuIdle, DemandMeter, keep_open, lend_now, reserve
 from .memory import MemoryBudget, default_budget_mb
 from .slots import BREAKER_COOLDOWN_S, Slot
@@ -31,14 +30,6 @@ from .worker import AgentWorker
 
 log = logging.getLogger("codegym.sandbox.pool")
 T = TypeVar("T")
-
-# Set while a request admitted as a whole runs (see WorkerPool.admitted): its runs skip the per-run queue
-# check, so a group of thousands of runs is never refused halfway, with part of its runs done for nothing.
-ADMITTED: ContextVar[bool] = ContextVar("codegym_sandbox_admitted", default=False)
-
-# A run that may wait for a slot at most this long (set per request by routes whose clients time out on
-# their own): past it, the run is refused (``Saturated``) rather than left to run into the client's timeout.
-QUEUE_WAIT_S: ContextVar[float | None] = ContextVar("codegym_sandbox_queue_wait_s", default=None)
 
 
 class WorkerPool:
@@ -143,37 +134,33 @@ class WorkerPool:
         if (self._idle.empty() or self.memory.waiting) and self.waiting >= self.queue_size:
             raise Saturated(retry_after_s=1)
 
-    @contextmanager
-    def admitted(self) -> Iterator[None]:
-        """Admit a request with all of its runs (tasks it starts inherit the admission), or refuse it now.
+    def admit(self, policy: RunPolicy) -> RunPolicy:
+        """``policy`` for a request admitted with all of its runs (runs made with it skip the queue check), or
+        refuse it now.
 
         The queue bound is checked once, here: an admitted group may take the queue past ``queue_size`` by
         its own size (at most ``max_runs_per_request``), and the next request waits for it to drain.
         """
         self._check_queue()
-        token = ADMITTED.set(True)
-        try:
-            yield
-        finally:
-            ADMITTED.reset(token)
+        return replace(policy, admitted=True)
 
-    async def run(self, request: RunRequest) -> RunOutcome:
-        return await self._on_worker(request, lambda worker: worker.run(request))
+    async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome:
+        return await self._on_worker(request, policy, lambda worker: worker.run(request))
 
-    async def run_tests(self, request: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
+    async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
-        return await self._on_worker(request, lambda worker: worker.run_tests(request, stdins))
+        return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins))
 
     def run_memory_mb(self, request: RunRequest) -> int:
         """What a run may hold, as the memory budget counts it: its memory limit, in MiB."""
         limit = request.limits.get("address_space_bytes")
         return -(-int(limit) // (1 << 20)) if limit else self.unbudgeted_run_mb
 
-    async def _on_worker(self, request: RunRequest, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
-        if not ADMITTED.get():
+    async def _on_worker(self, request: RunRequest, policy: RunPolicy, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
+        if not policy.admitted:
             self._check_queue()
         mb = self.run_memory_mb(request)
-        wait_s = QUEUE_WAIT_S.get()
+        wait_s = policy.queue_wait_s
         deadline = None if wait_s is None else time.monotonic() + wait_s
         await self.memory.acquire(mb, wait_s)
         try:

@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 
 from .. import languages
+from ..backends.base import RunPolicy
 from ..executor import Executor, RunLimits, UnsupportedLanguage
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
 from ..verdicts import Verdict
 from . import harness, judge
 
 
-async def judge_requests(executor: Executor, reqs: list[EvaluateRequest]) -> list[list[ProgramOut]]:
-    """Each request's programs judged against its tests; the assert tests of them all together."""
+async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy: RunPolicy) -> list[list[ProgramOut]]:
+    """Each request's programs judged against its tests; the assert tests of them all together. Every run is
+    made with ``policy`` (the route's: whether to cache, how long to queue, admitted as a whole or not)."""
     workers = executor.backend.status().get("workers", 1)
     asserts: dict[int, languages.Language] = {}
     for i, req in enumerate(reqs):
@@ -33,13 +35,12 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest]) -> lis
         # parts only when there are fewer programs than workers, so that every worker has some.
         parts = max(1, workers // len(req.programs))
         chunk = -(-len(req.tests) // parts)
-        return list(
-            await asyncio.gather(*(_judge(executor, req, code, limits, compile_limits, chunk) for code in req.programs))
-        )
+        judged = (_judge(executor, req, code, limits, compile_limits, chunk, policy) for code in req.programs)
+        return list(await asyncio.gather(*judged))
 
     others = [i for i in range(len(reqs)) if i not in asserts]
     judged_asserts, judged_others = await asyncio.gather(
-        _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers),
+        _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy),
         asyncio.gather(*(stdio(reqs[i]) for i in others)),
     )
     results = dict(zip(asserts, judged_asserts, strict=True)) | dict(zip(others, judged_others, strict=True))
@@ -57,7 +58,7 @@ def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Langu
 
 
 async def _judge_asserts(
-    executor: Executor, reqs: list[tuple[EvaluateRequest, languages.Language]], workers: int
+    executor: Executor, reqs: list[tuple[EvaluateRequest, languages.Language]], workers: int, policy: RunPolicy
 ) -> list[list[ProgramOut]]:
     """Assert and call tests, one round at a time: the first test of every program of every request, then the
     second.
@@ -81,7 +82,7 @@ async def _judge_asserts(
         size = -(-len(runs) // max(1, min(workers * 4, len(runs))))
         parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
         steps = await asyncio.gather(
-            *(executor.run_tests(lang, sources, [stdins[i] for i in part], limits, shared=True) for part in parts)
+            *(executor.run_tests(lang, sources, [stdins[i] for i in p], limits, policy, shared=True) for p in parts)
         )
         for part, part_steps in zip(parts, steps, strict=True):
             for i, step in zip(part, part_steps, strict=True):
@@ -105,7 +106,13 @@ async def _judge_asserts(
 
 
 async def _judge(
-    executor: Executor, req: EvaluateRequest, code: str, limits: RunLimits, compile_limits: RunLimits, chunk: int
+    executor: Executor,
+    req: EvaluateRequest,
+    code: str,
+    limits: RunLimits,
+    compile_limits: RunLimits,
+    chunk: int,
+    policy: RunPolicy,
 ) -> ProgramOut:
     total = len(req.tests)
     try:
@@ -115,16 +122,16 @@ async def _judge(
     needs_python = any(t.call is not None or t.assert_code is not None for t in req.tests)
     if needs_python and not lang.in_process_python:
         return judge.sandbox_error(req, "call and assert tests need Python")
-    compiled, sources = await executor.build(lang, code, {}, compile_limits)
+    compiled, sources = await executor.build(lang, code, {}, compile_limits, policy)
     if compiled is not None and compiled.verdict is not Verdict.AC:
         return judge.compile_failed(req, compiled)
 
     async def one(test: Test) -> TestOut:
-        return await _run_test(executor, req, lang, code, sources, test, limits)
+        return await _run_test(executor, req, lang, code, sources, test, limits, policy)
 
     async def batch(tests: list[Test]) -> list[TestOut]:
         stdins = [t.stdin.encode() if t.stdin else None for t in tests]
-        steps = await executor.run_tests(lang, sources, stdins, limits)
+        steps = await executor.run_tests(lang, sources, stdins, limits, policy)
         return [judge.test_out(req, t, step) for t, step in zip(tests, steps, strict=True)]
 
     outs: list[TestOut] = []
@@ -161,10 +168,11 @@ async def _run_test(
     sources: dict[str, tuple[bytes, int]],
     test: Test,
     limits: RunLimits,
+    policy: RunPolicy,
 ) -> TestOut:
     stdin = test.stdin.encode() if test.stdin else None
     if test.call is not None or test.assert_code is not None:
         sources = {**sources, lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
         stdin = harness.runner_stdin(req, code, test)
-    step = await executor.run_built(lang, sources, stdin, limits)
+    step = await executor.run_built(lang, sources, stdin, limits, policy)
     return judge.test_out(req, test, step)

@@ -19,7 +19,6 @@ from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard, refusal_status
 from .backends.base import Saturated, TooLarge
 from .backends.choose import choose_backend
-from .backends.pool import WorkerPool
 from .config import Settings, get_settings
 from .executor import Executor
 from .metrics import Metrics
@@ -38,8 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await backend.start()
         app.state.backend_reason = reason
         app.state.executor = Executor(backend, settings, metrics)
-        if isinstance(backend, WorkerPool):
-            metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
+        metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
         try:
             yield
         finally:

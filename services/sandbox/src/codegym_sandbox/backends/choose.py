@@ -23,7 +23,6 @@ from .docker import DockerBackend
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend
-from .pool import WorkerPool
 
 
 def agent_config(settings: Settings, local: bool) -> dict[str, Any]:
@@ -88,7 +87,8 @@ def podman_problem(binary: str, image: str) -> str | None:
 
 
 async def choose_backend(settings: Settings) -> tuple[Backend, str]:
-    """The backend to use and why."""
+    """The backend to use and why, with the server's settings for its pool, set through the protocol's
+    members (every backend has them)."""
     backend, reason = await _choose(settings)
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
     backend.max_workers = settings.max_workers or max(128, 4 * backend.size)
@@ -97,7 +97,7 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     return backend, reason
 
 
-async def _choose(settings: Settings) -> tuple[WorkerPool, str]:
+async def _choose(settings: Settings) -> tuple[Backend, str]:
     workers = settings.workers or os.cpu_count() or 1
     kind = settings.backend
     reason = f"asked for {kind}"

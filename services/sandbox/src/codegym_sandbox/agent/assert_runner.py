@@ -33,8 +33,8 @@ or the program ended before the tests did, and otherwise what the program's own 
 code, or its signal, so that a CPU limit still reads as one).
 
 Run on its own (:func:`main`), the checker is the run's process and forks the program's process. In a
-session of the box (many assert runs, one after another, see ``box._Session``) the checker is one
-process for the whole session (:func:`serve_checker`): the box forks each run's program's process
+session of the box (many assert runs, one after another, see ``test_series.TestSeries``) the checker is one
+process for the whole session (:func:`assert_checker.serve_checker`): the box forks each run's program's process
 (:func:`serve_program`) and the checker runs that run's tests, so a run pays for one process, not two.
 """
 
@@ -44,13 +44,12 @@ import builtins
 import importlib
 import os
 import signal
-import socket
 import sys
 import traceback
 import types
 import warnings
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 from . import call_test, linux
 from .plain_data import Channel, decode, encode
@@ -302,7 +301,7 @@ def check(checker: Checker, tests: Tests) -> str:
     return "ended" if outcome == "passed" and checker.ended else outcome
 
 
-def _check_read(checker: Checker, tests: Callable[[], Tests]) -> str:
+def check_read(checker: Checker, tests: Callable[[], Tests]) -> str:
     """:func:`check` on the tests that ``tests`` reads and compiles; if that fails, the run's outcome is
     ``error`` (its traceback on stderr) and the program's process is let go."""
     try:
@@ -336,13 +335,13 @@ def _read_program(fd: int) -> str:
     return _read_exactly(fd, int(size)).decode("utf-8", "surrogatepass")
 
 
-def _split(stdin: bytes) -> tuple[str, str]:
+def split_stdin(stdin: bytes) -> tuple[str, str]:
     """The program and the tests, from a run's whole stdin (the program's length in bytes, a line first)."""
     size, _, rest = stdin.partition(b"\n")
     return rest[: int(size)].decode("utf-8", "surrogatepass"), rest[int(size) :].decode("utf-8", "surrogatepass")
 
 
-def _read_bytes(fd: int) -> bytes:
+def read_bytes(fd: int) -> bytes:
     parts = []
     while part := os.read(fd, 1 << 20):
         parts.append(part)
@@ -350,7 +349,7 @@ def _read_bytes(fd: int) -> bytes:
 
 
 def _read_all(fd: int) -> str:
-    return _read_bytes(fd).decode("utf-8", "surrogatepass")
+    return read_bytes(fd).decode("utf-8", "surrogatepass")
 
 
 def main() -> None:
@@ -379,7 +378,7 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
     checker = Checker(Channel(checker_reads, checker_writes))
-    outcome = _check_read(checker, lambda: read_tests(_read_all(0)))
+    outcome = check_read(checker, lambda: read_tests(_read_all(0)))
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)
     sys.stdout.flush()
@@ -388,101 +387,3 @@ def main() -> None:
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(code or 0)
-
-
-# --- the checker of a session: one process for all its runs ------------------------------------------
-
-
-RETIRE_KB = 32 << 10  # how much more a session's checker may hold than it started with
-
-
-def _resident_kb() -> int:
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-class _Compiled:
-    """The last tests read, by their text: n samples of a task share theirs (as do its programs)."""
-
-    SIZE = 64
-
-    def __init__(self) -> None:
-        self.codes: dict[str, Tests] = {}
-
-    def get(self, text: str) -> Tests:
-        code = self.codes.pop(text, None)
-        if code is None:
-            code = read_tests(text)
-        self.codes[text] = code  # the most recent last
-        while len(self.codes) > self.SIZE:
-            del self.codes[next(iter(self.codes))]
-        return code
-
-
-def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
-    """The checker of a session, forked by the session's process before its first run, for all of them.
-
-    For each run the session's process sends the run's stdin, stdout and stderr and the checker's ends of
-    a channel to that run's program's process (which it forks); the checker reads the program and the
-    tests, sends the program with the names the tests want, runs the tests, answers the outcome of
-    :func:`check` and gives every descriptor of the run up. Each run's tests get a scope of their own, and
-    what they change of ``sys`` (streams, the recursion limit) is put back. They run in ``cwd``, the run's
-    scratch directory (a new one for every run), as they would beside the program.
-    """
-    compiled = _Compiled()
-    saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
-    start_kb = _resident_kb()
-    null = os.open(os.devnull, os.O_RDWR)
-    while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
-        except OSError:
-            os._exit(0)
-        if not msg or len(fds) != 5:
-            os._exit(0)  # the session's process went away
-        stdin, stdout, stderr, reads, writes = fds
-        try:
-            os.chdir(cwd)
-        except OSError:
-            os._exit(1)  # no scratch directory: the session cannot go on
-        os.dup2(stdout, 1)
-        os.dup2(stderr, 2)
-        os.close(stdout)
-        os.close(stderr)
-        before = os.times()
-        checker = Checker(Channel(reads, writes))
-
-        def tests(checker: Checker = checker, stdin: int = stdin) -> Tests:
-            checker.source, text = _split(_read_bytes(stdin))
-            return compiled.get(text)
-
-        try:
-            outcome = _check_read(checker, tests)
-        finally:
-            os.close(stdin)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
-        sys.stdin, sys.stdout, sys.stderr = saved[:3]
-        sys.setrecursionlimit(saved[3])
-        os.dup2(null, 1)  # the run's output ends with its processes: nothing of it stays open here
-        os.dup2(null, 2)
-        os.chdir("/")  # nor its scratch directory
-        after = os.times()
-        cpu = after.user + after.system - before.user - before.system
-        # What the session's later runs would carry: the checker is no run's process (its memory counts
-        # against none), so once it holds much more than it started with (the tests imported a large
-        # package, a program sent it large values) it ends, and its session with it. So it does once a
-        # program made it import a module: no program may change how a later run is judged (nor how fast).
-        retired = checker.imported or _resident_kb() > start_kb + RETIRE_KB
-        try:
-            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu:.6f},"retired":{str(retired).lower()}}}'.encode())
-        except OSError:
-            os._exit(0)
-        if retired:
-            os._exit(0)

@@ -13,86 +13,24 @@ has the box kill everything in the namespace.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import selectors
 import signal
 import socket
-import stat
 import sys
 import time
 from typing import Any
 
 from . import assert_runner, cells, isolation, linux, run_cpu, runtime  # noqa: F401 - assert_runner, cells: see main()
 from .box_handle import BoxHandle
+from .memory_cgroup import MemoryCgroup
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
+from .scratch_files import collect, write_files
 
 GRACE_S = 2.0  # after asking the box to kill a run, how long before the box itself is killed
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DRAIN_FACTOR = 8  # output past the cap read and dropped before the run is stopped, in caps
-
-
-def _open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
-    """Open a file under the box's scratch directory without following any symlink on the way.
-
-    The program controls that directory: a symlinked component must not lead the agent (which sees the
-    host) anywhere else. With ``uid``, missing directories are created and given to the program.
-    """
-    parts = name.split("/")
-    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise ValueError(f"bad file name {name!r}")
-    dir_fd = os.dup(bx.scratch)
-    try:
-        for part in parts[:-1]:
-            if uid is not None:
-                try:
-                    os.mkdir(part, 0o755, dir_fd=dir_fd)
-                    os.chown(part, uid, bx.config.get("program_gid", uid), dir_fd=dir_fd, follow_symlinks=False)
-                except FileExistsError:
-                    pass
-            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _write_files(bx: BoxHandle, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
-    gid = bx.config.get("program_gid", uid)
-    for name, mode, index in files:
-        fd = _open_in_scratch(bx, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, uid)
-        try:
-            write_all(fd, blobs[index])
-            os.fchown(fd, uid, gid)
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-
-
-def _collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[list[Any]], list[bytes]]:
-    found: list[list[Any]] = []
-    blobs: list[bytes] = []
-    if any("*" in n for n in names):  # patterns match entries at the top of the scratch directory
-        entries = os.listdir(bx.scratch)
-        names = [e for n in names for e in (fnmatch.filter(entries, n) if "*" in n else [n])]
-    for name in names:
-        try:
-            fd = _open_in_scratch(bx, name, os.O_RDONLY | os.O_NONBLOCK)
-        except (OSError, ValueError):
-            continue
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-                continue
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = f.read(limit)
-        finally:
-            os.close(fd)
-        found.append([name, st.st_mode & 0o777, len(blobs)])
-        blobs.append(data)
-    return found, blobs
 
 
 class _Run:
@@ -260,7 +198,7 @@ def _run_tests(
 ) -> tuple[list[dict[str, Any]], list[bytes]]:
     """One program on several inputs, each run in a process of its own, in order.
 
-    A Python program runs its tests in a session (see ``box._Session``): one compile, then a fork per
+    A Python program runs its tests in a session (see ``test_series.TestSeries``): one compile, then a fork per
     test. Whatever breaks a session (a test that leaves something behind, or kills the session's process)
     only costs speed: the next test starts a new one, and a test that broke one runs again on its own.
     """
@@ -280,7 +218,7 @@ def _run_tests(
 
     def fresh_box() -> None:
         bx.reset()
-        _write_files(bx, files, blobs, uid)
+        write_files(bx, files, blobs, uid)
 
     for stdin in header["stdins"]:
         req = dict(header, stdin=stdin)
@@ -330,9 +268,9 @@ def handle(bx: BoxHandle, header: dict[str, Any], blobs: list[bytearray], uid: i
             results, outputs = _run_tests(bx, header, blobs, uid)
             return encode_frame({"op": "results", "results": results}, outputs)
         bx.reset()
-        _write_files(bx, header.get("files", []), blobs, uid)
+        write_files(bx, header.get("files", []), blobs, uid)
         result, outputs = _run(bx, header, blobs)
-        collected, files = _collect(bx, header.get("collect", []), header["limits"]["collect_bytes"])
+        collected, files = collect(bx, header.get("collect", []), header["limits"]["collect_bytes"])
         result["collected"] = collected
         return encode_frame({"op": "result", **result}, [*outputs, *files])
     except (OSError, ValueError, RuntimeError) as exc:
@@ -392,7 +330,7 @@ def main() -> None:
     try:
         if config.get("namespaces", True):
             # Made before the worker's root, which shows nothing of /sys/fs/cgroup: the box joins it by descriptor.
-            config["memory_cgroup"] = isolation.MemoryCgroup.create()
+            config["memory_cgroup"] = MemoryCgroup.create()
             uid = isolation.enter_worker_namespaces(config)
             gid = uid  # mapped for both
         else:

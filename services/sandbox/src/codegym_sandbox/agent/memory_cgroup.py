@@ -1,0 +1,162 @@
+"""The worker's memory cgroup: the bound on everything a run's processes hold, and a reader of a container's."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+
+class MemoryCgroup:
+    """A memory cgroup of the worker's own, where the host lets the agent make one (cgroup v1 or v2, as root).
+
+    The kernel charges it every page that the box's processes hold, mapped or not: tmpfs files, pipe and
+    socket buffers, page tables. Its limit is a run's memory budget plus :data:`SUPERVISORS_BYTES` for the
+    box and a session's process (which live in it too, holding little of their own); past it, the kernel
+    kills a process, first of the run (its processes ask to be the first, see ``box.py``). The box's sum
+    of its run's memory (every 50 ms) stays the precise bound; this one is the bound nothing escapes.
+
+    The agent makes it before entering the worker's root (which shows nothing of ``/sys/fs/cgroup``); the
+    box joins it, and sets its limit, through a descriptor of its directory. In a container, the box only
+    reads the container's own cgroup (:meth:`own`): how much kernel memory (socket and pipe buffers, page
+    tables, inodes) its processes hold, which the box counts in a run's memory.
+    """
+
+    PARENT = "codegym-sandbox"
+    SUPERVISORS_BYTES = 64 << 20
+    STALE_S = 60  # an empty cgroup this old is left over from an agent that died (a box joins at once)
+
+    def __init__(self, fd: int, parent_fd: int, name: str, version: int) -> None:
+        self.fd, self.parent_fd, self.name, self.version = fd, parent_fd, name, version
+        self.limit: int | None = None
+        self.seen = 0
+        self.files: dict[str, int] = {}  # descriptors of the files read at every run, read again from 0
+
+    @classmethod
+    def own(cls) -> MemoryCgroup | None:
+        """The cgroup this process is in, to read (a container's, mounted at the root of its cgroup tree)."""
+        for root, version in (("/sys/fs/cgroup/memory", 1), ("/sys/fs/cgroup", 2)):
+            if os.path.exists(f"{root}/memory.kmem.usage_in_bytes" if version == 1 else f"{root}/memory.stat"):
+                with contextlib.suppress(OSError):
+                    cgroup = cls(os.open(root, os.O_RDONLY | os.O_DIRECTORY), -1, "", version)
+                    cgroup.seen = cgroup.oom_kills()  # kills before this box are no run's of its
+                    return cgroup
+        return None
+
+    @classmethod
+    def create(cls) -> MemoryCgroup | None:
+        """A new cgroup for this worker (nobody in it yet); None where none can be made."""
+        for root, version in (("/sys/fs/cgroup/memory", 1), ("/sys/fs/cgroup", 2)):
+            try:
+                if version == 1 and not os.path.exists(f"{root}/memory.limit_in_bytes"):
+                    continue
+                if version == 2:
+                    with open(f"{root}/cgroup.subtree_control") as f:
+                        if "memory" not in f.read().split():
+                            continue
+                parent = f"{root}/{cls.PARENT}"
+                os.makedirs(parent, exist_ok=True)
+                cls._sweep(parent)
+                if version == 2:
+                    _write(f"{parent}/cgroup.subtree_control", "+memory")
+                name = f"worker-{os.urandom(8).hex()}"
+                os.mkdir(f"{parent}/{name}")
+                flags = os.O_RDONLY | os.O_DIRECTORY
+                return cls(os.open(f"{parent}/{name}", flags), os.open(parent, flags), name, version)
+            except OSError:
+                continue
+        return None
+
+    @classmethod
+    def _sweep(cls, parent: str) -> None:
+        now = time.time()
+        with os.scandir(parent) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.name.startswith("worker-") and now - entry.stat().st_mtime > cls.STALE_S:
+                        os.rmdir(entry.path)  # refused while a process is in it
+
+    def join(self) -> bool:
+        """Put the calling process (and so every process it forks from now on) in the cgroup."""
+        try:
+            self._set("cgroup.procs", "0")
+            if self.version == 2:
+                self._set("memory.swap.max", "0")
+        except OSError:
+            return False
+        self.seen = self.oom_kills()
+        return True
+
+    def remove(self) -> None:
+        """Remove the cgroup, once the box and every process of its namespace are gone."""
+        for _ in range(50):
+            try:
+                os.rmdir(self.name, dir_fd=self.parent_fd)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)  # its last processes are still exiting
+
+    def apply(self, budget_bytes: int | None) -> None:
+        """The limit for the next run: its budget and the supervisors' share (no limit without a budget)."""
+        limit = budget_bytes + self.SUPERVISORS_BYTES if budget_bytes else None
+        if limit == self.limit or self.parent_fd < 0:  # the same, or a container's: not ours to set
+            return
+        try:
+            if self.version == 2:
+                self._set("memory.max", str(limit or "max"))
+            else:
+                # Memory and swap together (absent without swap) may never be below memory alone.
+                value, memsw = str(limit or -1), "memory.memsw.limit_in_bytes"
+                raising = self.limit is not None and (limit is None or limit > self.limit)
+                swap = os.path.exists(f"/proc/self/fd/{self.fd}/{memsw}")
+                for name in (memsw, "memory.limit_in_bytes") if raising else ("memory.limit_in_bytes", memsw):
+                    if name != memsw or swap:
+                        self._set(name, value)
+            self.limit = limit
+        except OSError:
+            self.limit = None  # usage above the new limit, which cannot be reclaimed: tried again next run
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed here for memory."""
+        return self._field("memory.events" if self.version == 2 else "memory.oom_control", b"oom_kill")
+
+    def kernel_kb(self) -> int:
+        """Kernel memory held by the cgroup's processes: never mapped, so in no process's memory."""
+        if self.version == 2:
+            return self._field("memory.stat", b"kernel") // 1024
+        return self._field("memory.kmem.usage_in_bytes", b"") // 1024
+
+    def _field(self, name: str, key: bytes) -> int:
+        """The number after ``key`` in file ``name`` (the file's only number with an empty key); 0 if none."""
+        try:
+            if name not in self.files:
+                self.files[name] = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+            for line in os.pread(self.files[name], 1 << 14, 0).splitlines():
+                words = line.split()
+                if not key and len(words) == 1:
+                    return int(words[0])
+                if len(words) == 2 and words[0] == key:
+                    return int(words[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def over(self) -> bool:
+        """Whether the kernel killed a process for memory since the last call."""
+        kills = self.oom_kills()
+        over, self.seen = kills > self.seen, kills
+        return over
+
+    def _set(self, name: str, value: str) -> None:
+        fd = os.open(name, os.O_WRONLY, dir_fd=self.fd)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)

@@ -1,0 +1,193 @@
+"""The programs' processes: who they run as, how one is prepared for its run, and how a run's end is made sure of.
+
+Every process that runs a program is forked from the box (or from a test series' process, see
+``test_series.py``), and prepares itself here: it keeps only its own descriptors, drops its privileges, takes
+its run's limits and becomes the program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import resource
+import signal
+import socket
+from typing import Any, NamedTuple, NoReturn
+
+from . import linux, pyrun
+from .protocol import EXEC_FAILED
+
+MAX_FDS = 16
+PROGRAM_NICE = 10
+
+
+def kill_all(*_: object) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+
+
+def reap_all() -> None:
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+class Programs(NamedTuple):
+    """Who programs run as, and what holds them."""
+
+    uid: int
+    gid: int
+    seccomp: bool
+    contained: bool  # in a container: no namespaces of our own (see isolation)
+    cpu: int | None = None  # this worker's CPU, where its runs run (see on_own_cpu)
+    cpus: int = 1  # how many CPUs a run may spread its processes over (see run_cpu.CpuWatch)
+
+    @property
+    def other_uid(self) -> bool:
+        """Whether programs have a uid of their own, which no supervisor has (the server or agent is root)."""
+        return self.uid != os.geteuid()
+
+
+def set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, session: bool = False) -> None:
+    """The run's limits on this process; ``supervisors``: processes of its uid that are not the run's.
+
+    A session's process (``session``) takes all but those that each test sets for itself: the CPU time
+    (the session's process outlives many tests) and the file size (it writes the tests' files).
+    """
+
+    def set_limit(which: int, soft: int, hard: int | None = None) -> None:
+        resource.setrlimit(which, (soft, soft if hard is None else hard))
+
+    if not session:
+        set_test_limits(limits)
+    if limits.get("address_space_bytes"):
+        set_limit(resource.RLIMIT_AS, limits["address_space_bytes"])
+    if not contained:
+        # In a container, RLIMIT_NPROC would count this uid's processes in every container on the host;
+        # the container's pids limit bounds processes there.
+        set_limit(resource.RLIMIT_NPROC, limits["processes"] + supervisors)
+    set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
+    set_limit(resource.RLIMIT_CORE, 0)
+    # POSIX message queues (which the seccomp filter refuses) are charged to the host user, not to the run.
+    set_limit(resource.RLIMIT_MSGQUEUE, 0)
+
+
+def set_test_limits(limits: dict[str, Any]) -> None:
+    cpu = max(1, int(limits["cpu_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, SIGKILL a second later
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
+
+
+def wire(fds: list[int]) -> None:
+    """Put the run's descriptors on 0, 1, 2, ... and close the originals."""
+    # Lift every descriptor out of the way first, so wiring one to its number cannot clobber another
+    # (above the targets, and below the open-files limit that a session's process already has).
+    lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD, len(fds)) for fd in fds]
+    for fd in fds:
+        os.close(fd)
+    for target, fd in enumerate(lifted):
+        os.dup2(fd, target, inheritable=True)
+    for fd in lifted:
+        os.close(fd)
+
+
+def detach(sock: socket.socket, also: int = -1) -> None:
+    """First thing in a process forked from the box: keep only ``sock`` (and ``also``), default signals, a
+    session of its own."""
+    start = 3
+    for keep in sorted({sock.fileno(), also} - {-1}):
+        os.closerange(start, keep)
+        start = keep + 1
+    os.closerange(start, 1 << 16)
+    for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    os.setsid()  # the one session (and autogroup) of the run: the seccomp filter refuses another
+    # Where memory runs out (the box's memory cgroup, a container's), the kernel kills a run's process
+    # first, never the box (or, in a container, the agent), which would make the run a sandbox error.
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+
+
+def on_own_cpu(programs: Programs) -> None:
+    """Put this process, which runs programs or supervises a session of them, on its worker's CPU.
+
+    Runs of different workers then share no CPU (as far as there are CPUs), and a run's processes (an assert
+    run's checker and program process call each other for every value the tests take from the program)
+    switch on one CPU instead of waking another. The box and the agent stay where the kernel puts them. A
+    program may spread its own processes out again; nothing else.
+    """
+    if programs.cpu is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {programs.cpu})
+
+
+def become_program(programs: Programs) -> None:
+    """Take the programs' uid (or, with the supervisors' uid, drop every capability) and a lower priority."""
+    if programs.other_uid:
+        os.setgroups([])
+        os.setresgid(programs.gid, programs.gid, programs.gid)
+        os.setresuid(programs.uid, programs.uid, programs.uid)
+    else:
+        linux.drop_capabilities()
+    linux.set_dumpable(True)
+    # Below its supervisors: the hundreds of busy processes of a fork bomb must not starve the box and
+    # the agent that enforce its deadline (in a container they all share one CPU quota).
+    os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)
+
+
+def prepare(sock: socket.socket, programs: Programs) -> NoReturn:
+    """In the spare: drop every privilege, wait for the run, wire up descriptors, become the program.
+
+    Launch errors go back to the box on ``sock``. It is close-on-exec, and closed before an in-process
+    Python program starts, so a program can never write to it.
+    """
+    try:
+        detach(sock)
+        on_own_cpu(programs)
+        become_program(programs)
+        if programs.seccomp:
+            linux.install_seccomp()
+        else:
+            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, MAX_FDS)
+        if not msg:
+            os._exit(0)  # the box went away
+        cmd = json.loads(msg)
+        wire(fds)
+        os.chdir(cmd["cwd"])
+        os.environ.clear()
+        os.environ.update(cmd["env"])
+        set_limits(cmd["limits"], programs.contained)
+        if cmd.get("python"):
+            # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            sock.close()
+            os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:]))
+        try:
+            os.execve(cmd["argv"][0], cmd["argv"], cmd["env"])
+        except OSError as exc:  # tagged: the server tells a program that cannot start from the box's failure
+            sock.send(f"{EXEC_FAILED}{type(exc).__name__}: {exc}".encode())
+            os._exit(127)
+    except BaseException as exc:
+        try:
+            sock.send(f"{type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(127)
+
+
+def to_null() -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def status_report(status: int, usage: Any, extra_cpu: float = 0.0) -> dict[str, Any]:
+    code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
+    return {"exit_code": code, "signal": sig, "cpu": usage.ru_utime + usage.ru_stime + extra_cpu,
+            "max_rss_kb": usage.ru_maxrss}  # fmt: skip

@@ -1,0 +1,77 @@
+"""The files of a run, in the box's scratch directory: written there before it, collected after it.
+
+The agent reaches that directory only through the box's descriptor of it (``BoxHandle.scratch``), and never
+follows a symlink there: the program controls what it holds.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from typing import Any
+
+from .box_handle import BoxHandle
+from .protocol import write_all
+
+
+def open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
+    """Open a file under the box's scratch directory without following any symlink on the way.
+
+    The program controls that directory: a symlinked component must not lead the agent (which sees the
+    host) anywhere else. With ``uid``, missing directories are created and given to the program.
+    """
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"bad file name {name!r}")
+    dir_fd = os.dup(bx.scratch)
+    try:
+        for part in parts[:-1]:
+            if uid is not None:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=dir_fd)
+                    os.chown(part, uid, bx.config.get("program_gid", uid), dir_fd=dir_fd, follow_symlinks=False)
+                except FileExistsError:
+                    pass
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def write_files(bx: BoxHandle, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
+    gid = bx.config.get("program_gid", uid)
+    for name, mode, index in files:
+        fd = open_in_scratch(bx, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, uid)
+        try:
+            write_all(fd, blobs[index])
+            os.fchown(fd, uid, gid)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+
+def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[list[Any]], list[bytes]]:
+    found: list[list[Any]] = []
+    blobs: list[bytes] = []
+    if any("*" in n for n in names):  # patterns match entries at the top of the scratch directory
+        entries = os.listdir(bx.scratch)
+        names = [e for n in names for e in (fnmatch.filter(entries, n) if "*" in n else [n])]
+    for name in names:
+        try:
+            fd = open_in_scratch(bx, name, os.O_RDONLY | os.O_NONBLOCK)
+        except (OSError, ValueError):
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                continue
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit)
+        finally:
+            os.close(fd)
+        found.append([name, st.st_mode & 0o777, len(blobs)])
+        blobs.append(data)
+    return found, blobs

@@ -59,9 +59,14 @@ def _interpreter(code: str) -> tuple[str, str, int]:
             f.write(code)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
         run = subprocess.run(
-            [languages.base_python(), "main.py"], cwd=tmp, input=STDIN, capture_output=True, text=True, env=env,
+            [languages.base_python(), "main.py"],
+            cwd=tmp,
+            input=STDIN,
+            capture_output=True,
+            text=True,
+            env=env,
             timeout=30,
-        )  # fmt: skip
+        )
         return run.stdout, run.stderr.replace(tmp, "/tmp/box"), run.returncode
 
 

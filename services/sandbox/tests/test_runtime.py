@@ -52,9 +52,13 @@ def test_python_for_programs_keeps_the_standard_library_and_site_packages_only()
     )
     python = languages.base_python()
     out = subprocess.run(
-        [python, "-s", "-S", "-c", code], cwd=SOURCE, env={**agent_env(), "PYTHONPATH": str(SOURCE)},
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        [python, "-s", "-S", "-c", code],
+        cwd=SOURCE,
+        env={**agent_env(), "PYTHONPATH": str(SOURCE)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     found = json.loads(out)
     assert str(SOURCE) not in found["path"] and "" not in found["path"]
     assert next(p for p in found["site"] if os.path.isdir(p)) in found["path"]

@@ -31,8 +31,17 @@ def test_ordinary_errors_are_not_oom() -> None:
 
 
 def _outcome(**fields: Any) -> RunOutcome:
-    base: dict[str, Any] = dict(exit_code=0, signal=None, wall_s=0.1, cpu_s=0.1, max_rss_kb=1000, timed_out=False,
-                                output_exceeded=False, stdout=b"", stderr=b"")  # fmt: skip
+    base: dict[str, Any] = dict(
+        exit_code=0,
+        signal=None,
+        wall_s=0.1,
+        cpu_s=0.1,
+        max_rss_kb=1000,
+        timed_out=False,
+        output_exceeded=False,
+        stdout=b"",
+        stderr=b"",
+    )
     return RunOutcome(**{**base, **fields})
 
 

@@ -29,16 +29,61 @@ STDIO_CASES = 2  # cases per task run in the stdin form (each is a run per route
 CALL_CASES = 2  # cases per task run as function-call tests
 
 # The variants each form runs (every run costs time on each route): those whose verdict can differ in that form.
-CALL_VARIANTS = {"plain", "main_demo", "main_input", "top_print", "print_inside", "numpy_value",
-                 "returns_generator", "off_by_one", "wrong_type", "sys_exit_in_call", "fake_results", "always_equal",
-                 "stop_iteration"}  # fmt: skip
-ASSERT_VARIANTS = {"plain", "main_demo", "main_input", "top_print", "top_self_test", "sleep", "numpy_value",
-                   "helper_redefined", "off_by_one", "returns_none", "raises", "sys_exit_at_import",
-                   "os_exit_at_import", "sys_exit_in_call", "os_exit_in_call", "atexit_exit", "excepthook_exit",
-                   "fake_results", "always_equal", "stop_iteration", "read_tests", "helper_hack"}  # fmt: skip
-STDIO_VARIANTS = {"plain", "main_guard", "main_function", "read_all", "stderr_debug", "off_by_one", "stdout_debug",
-                  "raises", "fake_results", "exit_before_output", "numpy_value", "forge_cell_result",
-                  "closes_descriptors", "broken_excepthook"}  # fmt: skip
+CALL_VARIANTS = {
+    "plain",
+    "main_demo",
+    "main_input",
+    "top_print",
+    "print_inside",
+    "numpy_value",
+    "returns_generator",
+    "off_by_one",
+    "wrong_type",
+    "sys_exit_in_call",
+    "fake_results",
+    "always_equal",
+    "stop_iteration",
+}
+ASSERT_VARIANTS = {
+    "plain",
+    "main_demo",
+    "main_input",
+    "top_print",
+    "top_self_test",
+    "sleep",
+    "numpy_value",
+    "helper_redefined",
+    "off_by_one",
+    "returns_none",
+    "raises",
+    "sys_exit_at_import",
+    "os_exit_at_import",
+    "sys_exit_in_call",
+    "os_exit_in_call",
+    "atexit_exit",
+    "excepthook_exit",
+    "fake_results",
+    "always_equal",
+    "stop_iteration",
+    "read_tests",
+    "helper_hack",
+}
+STDIO_VARIANTS = {
+    "plain",
+    "main_guard",
+    "main_function",
+    "read_all",
+    "stderr_debug",
+    "off_by_one",
+    "stdout_debug",
+    "raises",
+    "fake_results",
+    "exit_before_output",
+    "numpy_value",
+    "forge_cell_result",
+    "closes_descriptors",
+    "broken_excepthook",
+}
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,13 @@ COMPILE = {
     "cpp": ["g++", "-O2", "-std=gnu++17", "main.cpp", "-o", "main"],
 }
 SOURCE = {"python": "main.py", "c": "main.c", "cpp": "main.cpp", "nodejs": "main.js", "bash": "main.sh"}
-RUN = {"python": [sys.executable, "main.py"], "c": ["./main"], "cpp": ["./main"], "nodejs": ["node", "main.js"],
-       "bash": ["bash", "main.sh"]}  # fmt: skip
+RUN = {
+    "python": [sys.executable, "main.py"],
+    "c": ["./main"],
+    "cpp": ["./main"],
+    "nodejs": ["node", "main.js"],
+    "bash": ["bash", "main.sh"],
+}
 
 # Runs beside the program (never as it): imports it, judges, and writes PASS only when everything passed.
 RUNNER = r"""
@@ -94,8 +99,9 @@ def _env() -> dict[str, str]:
 
 def _run(argv: list[str], cwd: str, stdin: str = "") -> subprocess.CompletedProcess[str] | None:
     try:
-        return subprocess.run(argv, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              env=_env(), errors="replace")  # fmt: skip
+        return subprocess.run(
+            argv, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, env=_env(), errors="replace"
+        )
     except subprocess.TimeoutExpired:
         return None
 

@@ -132,10 +132,20 @@ def submit_row(item: Item) -> dict[str, Any]:
     """The task as ``/submit``'s ``config.provided_data``: a HumanEval row, or a codegym task."""
     task = item.task
     if item.form == "assert":
-        return {"task_id": task.name, "prompt": task.starter, "test": task.check_source(), "entry_point": task.entry,
-                "canonical_solution": ""}  # fmt: skip
-    row: dict[str, Any] = {"task_id": task.name, "prompt": task.doc, "kind": item.form, "tests": native_tests(item),
-                           "language": item.language}  # fmt: skip
+        return {
+            "task_id": task.name,
+            "prompt": task.starter,
+            "test": task.check_source(),
+            "entry_point": task.entry,
+            "canonical_solution": "",
+        }
+    row: dict[str, Any] = {
+        "task_id": task.name,
+        "prompt": task.doc,
+        "kind": item.form,
+        "tests": native_tests(item),
+        "language": item.language,
+    }
     if item.form == "call":
         row.update(entry_point=task.entry, starter_code=task.starter)
     return row
@@ -149,8 +159,11 @@ async def submit(url: str, items: list[Item]) -> dict[str, Verdict]:
         async def one(item: Item) -> None:
             completion = item.fenced if item.form == "stdio" else item.completion
             config = {"provided_data": submit_row(item), "run_timeout": TIMEOUT_S, "extra": {"run_all_cases": True}}
-            r = await _post(http, "/submit", {"dataset": "humaneval", "id": item.task.name,
-                                                 "completion": completion, "config": config})  # fmt: skip
+            r = await _post(
+                http,
+                "/submit",
+                {"dataset": "humaneval", "id": item.task.name, "completion": completion, "config": config},
+            )
             if r.status_code != 200:
                 out[item.id] = None
                 return
@@ -253,8 +266,7 @@ def reward_columns(items: list[Item]) -> dict[str, list[Any]]:
             info.append(None)
         tests.append(item.task.check_source() if item.form == "assert" else None)
         entry.append(item.task.entry if item.form == "assert" else None)
-    return {"verification_info": info, "tests": tests, "entry_point": entry,
-            "language": [i.language for i in items]}  # fmt: skip
+    return {"verification_info": info, "tests": tests, "entry_point": entry, "language": [i.language for i in items]}
 
 
 def code_reward(api: str) -> Driver:

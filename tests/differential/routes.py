@@ -275,7 +275,9 @@ def code_reward(api: str) -> Driver:
     async def drive(url: str, items: list[Item]) -> dict[str, Verdict]:
         chosen = [i for i in items if api == "native" or i.language in FUSION_LANGUAGES]
         reward = CodeReward(url, api=api, timeout_s=TIMEOUT_S, concurrency=CONCURRENCY)  # type: ignore[arg-type]
-        scores = await asyncio.to_thread(reward, None, [i.fenced for i in chosen], **reward_columns(chosen))
+        # The prompt as TRL gives it: the text the completion follows (its helpers are the tests' own).
+        prompts = [i.task.starter if i.form != "stdio" else "" for i in chosen]
+        scores = await asyncio.to_thread(reward, prompts, [i.fenced for i in chosen], **reward_columns(chosen))
         return {i.id: None if s is None else s == 1.0 for i, s in zip(chosen, scores, strict=True)}
 
     return drive

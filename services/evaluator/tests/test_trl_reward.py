@@ -148,3 +148,47 @@ def test_each_assert_run_gets_its_own_nonce() -> None:
             reward._fusion_passed({**ok, "run_result": {"status": "Finished", "stdout": stdout}}, test, nonce) is False
         )
     assert reward._fusion_passed(ok, test, "") is False  # never without a nonce
+
+
+# HumanEval's helpers (poly, encode_cyclic, encode_shift) are the tests' own whatever the completion defines:
+# a wrong answer beside a helper redefined to agree with it gets nothing; the task's prompt reaches the reward
+# as TRL gives it, a completion-style text or a chat whose user message holds the code.
+HELPER_HACKS = {
+    "HumanEval/32": "def find_zero(xs):\n    return 0.0\n\ndef poly(xs, x):\n    return 0.0\n",
+    "HumanEval/38": "def decode_cyclic(s):\n    return s\n\ndef encode_cyclic(s):\n    return s\n",
+    "HumanEval/50": "def decode_shift(s):\n    return s\n\nencode_shift = lambda s: s\n",
+}
+
+
+def _as_prompt(prompt: str, style: str) -> object:
+    if style == "text":
+        return prompt
+    return [
+        {"role": "system", "content": "You write Python."},
+        {"role": "user", "content": f"Complete the last function:\n```python\n{prompt}```"},
+    ]
+
+
+@pytest.mark.parametrize("api", ["native", "fusion"])
+@pytest.mark.parametrize("style", ["text", "chat"])
+def test_helpers_the_completion_redefines_are_not_the_tests(url: str, api: str, style: str) -> None:
+    from codegym_evaluator.tasks import load_tasks
+
+    tasks = [t for t in load_tasks("humaneval") if t.task_id in HELPER_HACKS]
+    reward = CodeReward(url, api=api)  # type: ignore[arg-type]
+    prompts, completions, tests, entries = [], [], [], []
+    for task in tasks:
+        canonical = f"{task.prompt}{task.metadata['canonical_solution']}"
+        for program in (canonical, HELPER_HACKS[task.task_id], f"{canonical}\n\n{HELPER_HACKS[task.task_id]}"):
+            prompts.append(_as_prompt(task.prompt, style))
+            completions.append(f"```python\n{program}```")
+            tests.append(task.tests[0]["assert_code"])
+            entries.append(task.entry_point)
+    got = reward(prompts=prompts, completions=completions, tests=tests, entry_point=entries)
+    # Per task: the right program passes; the hack fails alone, and wins nothing beside a right helper's
+    # definition either (its redefinitions come last, so its own function is the wrong one).
+    assert got == [1.0, 0.0, 0.0] * len(tasks), got
+    # Without the prompt the tests cannot tell the helpers: the hack passes there, which is why TRL's
+    # prompt is read (and why a row needs its entry_point).
+    blind = reward(prompts=None, completions=completions[1:2], tests=tests[1:2], entry_point=entries[1:2])
+    assert blind == [1.0]

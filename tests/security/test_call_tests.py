@@ -4,7 +4,7 @@ A call test judges what the function returns, and only that: the return value cr
 plain data and is compared there (never parsed from what the program printed), so a wrong function that
 prints the expected answer, writes it to fd 1, or exits early from anywhere is not AC; the same program
 with a right function is. An exception the program raises (a ``StopIteration`` among them) is its runtime
-error, never the end of a ``map`` or ``zip`` of the tests'. And what one program makes the session's shared
+error, never the end of a ``map`` or ``zip`` of the tests'. And what one program makes the series' shared
 checker do (import a module) changes how no other program is judged.
 """
 
@@ -65,7 +65,7 @@ def test_the_right_function_passes(hostile: TestClient) -> None:
 
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
 def test_no_forged_output_passes(hostile: TestClient, forgery: str) -> None:
-    # Before and after the wrong function; and in a request of its own and beside others (a session).
+    # Before and after the wrong function; and in a request of its own and beside others (a test series).
     programs = [WRONG + "\n" + FORGERIES[forgery], FORGERIES[forgery] + "\n" + WRONG]
     for result in _evaluate(hostile, programs) + _evaluate(hostile, [programs[0]]):
         assert result["verdict"] != "AC" and result["passed"] == 0, (forgery, result)
@@ -115,7 +115,7 @@ def test_a_programs_exception_is_its_runtime_error_in_a_call_test(hostile: TestC
 
 
 NUMPY = "import numpy\ndef f(x):\n    return numpy.array([x, x * x + 1])\n"
-# What programs do to the session's checker: name a module the tests' names take from them, return values
+# What programs do to the series' checker: name a module the tests' names take from them, return values
 # that make it import one.
 NEIGHBOURS = {
     "names-numpy": "import numpy as check\nimport numpy as np\n" + RIGHT,
@@ -134,7 +134,7 @@ LIMITS = {"timeout_s": 3.0}
 
 
 def _batch(client: TestClient, groups: list[tuple[str, str]]) -> list[str]:
-    """The verdicts of one program a group against assert tests, in one request (runs that share a session)."""
+    """The verdicts of one program a group against assert tests, in one request (runs that share a test series)."""
     body = {
         "requests": [
             {"language": "python", "programs": [p], "tests": [{"assert_code": t}], "cache": False, "limits": LIMITS}

@@ -51,7 +51,7 @@ def test_per_user_kernel_objects_are_refused_to_every_run(hostile: TestClient, n
     body = {"language": "python", "code": _program(name), "cache": False}
     r = hostile.post("/v1/execute", json=body)
     assert r.status_code == 200 and r.json()["run"]["stdout"] == expected, r.text
-    # The same in a session's tests, whose processes are forked another way.
+    # The same in a series' tests, whose processes are forked another way.
     tests = [{"stdin": str(i), "expected_stdout": expected} for i in range(2)]
     r = hostile.post("/v1/evaluate", json={"language": "python", "programs": [_program(name)], "tests": tests})
     assert r.status_code == 200, r.text

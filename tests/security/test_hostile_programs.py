@@ -126,12 +126,12 @@ def _assert_nothing_left(
 
 
 # Python programs that /v1/execute runs on their own, run here as two tests of one /v1/evaluate: each test
-# is forked from the process that compiled the program (a session), which must hold as well.
-SESSION_ATTACKS = [a for a in ATTACKS if a.language == "python" and not a.tests and not a.files and not a.fetch]
+# is forked from the process that compiled the program (a test series), which must hold as well.
+SERIES_ATTACKS = [a for a in ATTACKS if a.language == "python" and not a.tests and not a.files and not a.fetch]
 
 
-@pytest.mark.parametrize("attack", SESSION_ATTACKS, ids=[f"{a.family}-{a.id}" for a in SESSION_ATTACKS])
-def test_hostile_program_in_a_session(
+@pytest.mark.parametrize("attack", SERIES_ATTACKS, ids=[f"{a.family}-{a.id}" for a in SERIES_ATTACKS])
+def test_hostile_program_in_a_test_series(
     attack: Attack, hostile: TestClient, host: HostState, baseline: dict[str, Any], backend: str
 ) -> None:
     route, body = attack.request(_values(host))

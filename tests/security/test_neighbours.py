@@ -1,6 +1,6 @@
 """No run reaches past itself: not the processes that supervise it, not the next test, not another run.
 
-The attacks here need more than one run to show: a test of a session that changes the process its tests
+The attacks here need more than one run to show: a test of a test series that changes the process its tests
 are forked from (limits, priority, CPUs, scheduling) or leaves state in its scratch directory for the next
 test (metadata, a file rewritten through a shared mapping); memory held where no process maps it; a
 program that takes the CPU of a run on another worker; a pseudo-terminal shared between two workers. Each
@@ -59,7 +59,7 @@ def reach():
 """
 # Ways to leave state for the next test in the scratch directory without a new file: the directory's
 # extended attributes, mode and times, ``/dev/shm``'s mode, the program's file rewritten through a shared
-# mapping. Each is tried on its own: a check that sees one of them would end the session for all.
+# mapping. Each is tried on its own: a check that sees one of them would end the series for all.
 MARKS = {
     "xattr": "os.setxattr('.', 'user.codegym', b'leak')",
     "mode": "os.chmod('.', 0o750)",
@@ -118,7 +118,7 @@ def _alone(client: TestClient, code: str, stdin: str = "", **limits: Any) -> str
     return out
 
 
-def test_a_test_cannot_change_the_process_its_session_forks_tests_from(hostile: TestClient) -> None:
+def test_a_test_cannot_change_the_process_its_series_forks_tests_from(hostile: TestClient) -> None:
     # Each test prints the state it inherited; the first also tries to change every process it can name.
     code = STATE + REACH + "import json, sys\nif sys.stdin.read().strip() == 'reach':\n    print(reach())\n"
     code += "print(json.dumps(state()))\n"
@@ -130,15 +130,15 @@ def test_a_test_cannot_change_the_process_its_session_forks_tests_from(hostile: 
     assert _alone(hostile, code + "# again\n", "look", timeout_s=3) == baseline
 
 
-def test_a_program_cannot_change_the_shared_session_of_the_next_program(hostile: TestClient) -> None:
-    # The assert runner's session serves every program's assert tests, of every request: the programs of a
+def test_a_program_cannot_change_the_shared_series_of_the_next_program(hostile: TestClient) -> None:
+    # The assert runner's series serves every program's assert tests, of every request: the programs of a
     # batch run one after the other in it, and it stays open for the next request.
     baseline = json.loads(_alone(hostile, STATE + "import json\nprint(json.dumps(state()))\n"))
     victim = {"language": "python", "programs": [STATE], "tests": [{"assert_code": f"assert state() == {baseline!r}"}]}
     attacker = {"language": "python", "programs": [REACH + "print(reach())\n"], "tests": [{"assert_code": "pass"}]}
     assert _batch(hostile, [victim, victim]) == ["AC", "AC"]
     assert _batch(hostile, [attacker, victim, attacker, victim]) == ["AC"] * 4
-    assert _batch(hostile, [victim]) == ["AC"]  # the session left open by the last request
+    assert _batch(hostile, [victim]) == ["AC"]  # the series left open by the last request
 
 
 @pytest.mark.parametrize("how", sorted(MARKS))
@@ -147,7 +147,7 @@ def test_a_test_leaves_nothing_for_the_next_in_its_scratch_directory(hostile: Te
     tests = [{"stdin": "mark", "expected_stdout": "[]\n"}, {"stdin": "look", "expected_stdout": "[]\n"}] * 2
     outs = _evaluate(hostile, {"language": "python", "programs": [code], "tests": tests})
     assert [o["verdict"] for o in outs] == ["AC"] * 4, outs
-    # The same through the assert runner's session, from one program (and request) to the next.
+    # The same through the assert runner's series, from one program (and request) to the next.
     marker = {"language": "python", "programs": [MARKED + _mark(how) + "mark()\n"], "tests": [{"assert_code": "pass"}]}
     victim = {"language": "python", "programs": [MARKED], "tests": [{"assert_code": "assert marked() == [], marked()"}]}
     assert _batch(hostile, [victim, marker, victim, marker]) == ["AC"] * 4
@@ -163,7 +163,7 @@ def patient(backend: str) -> Iterator[TestClient]:
 
 
 def test_a_program_that_makes_the_checker_hold_memory_changes_no_later_verdict(patient: TestClient) -> None:
-    # The assert runner's checker serves every program of a session: one that sends it large values (which it
+    # The assert runner's checker serves every program of a test series: one that sends it large values (which it
     # holds while the tests run, and may keep) must not count against the programs after it.
     hog = "def f(x):\n    return [x] * 3_000_000\n"
     victim = "import time\nheld = bytearray(90 << 20)\ndef f(x):\n    time.sleep(0.2)\n    return x * x + 1\n"

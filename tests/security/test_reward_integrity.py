@@ -142,14 +142,14 @@ def test_no_attack_passes(hostile: TestClient, attack: str) -> None:
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_no_attack_passes_in_a_session_nor_changes_the_next_verdict(hostile: TestClient, attack: str) -> None:
-    # Several assert runs in one request share a session of the box (one checker for all of them, one process
+def test_no_attack_passes_in_a_test_series_nor_changes_the_next_verdict(hostile: TestClient, attack: str) -> None:
+    # Several assert runs in one request share a test series of the box (one checker for all of them, one process
     # a run for the program): each attack among honest programs, before and after them. The attacks fail, and
     # every honest program gets the verdict it gets alone, whatever ran before it.
     programs = [RIGHT, ATTACKS[attack] + "\n" + WRONG, RIGHT, WRONG, WRONG + "\n" + ATTACKS[attack], RIGHT]
     tests = [{"assert_code": TESTS}]
     groups = [{"language": "python", "programs": [p], "tests": tests, "limits": {"timeout_s": 1.5}} for p in programs]
-    for _ in range(2):  # and again, in the session the first request left open
+    for _ in range(2):  # and again, in the series the first request left open
         r = hostile.post("/v1/evaluate/batch", json={"requests": groups})
         assert r.status_code == 200, r.text
         verdicts = [resp["results"][0]["verdict"] for resp in r.json()["responses"]]

@@ -2,7 +2,7 @@
 stretch its wall-clock limit.
 
 Each program here needs 1.4 times its CPU limit (1 s), spread so that no single process passes
-``RLIMIT_CPU``, or stretches its wall time by making itself wait; each must be TLE, alone and in a session of
+``RLIMIT_CPU``, or stretches its wall time by making itself wait; each must be TLE, alone and in a test series of
 tests. Honest programs of several processes that stay within the limit are AC, and are charged all their
 processes' CPU time.
 """

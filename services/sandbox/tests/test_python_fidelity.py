@@ -1,6 +1,6 @@
 """A Python run is `python3 main.py`: the same snippets, run by the sandbox and by a clean interpreter.
 
-Each snippet runs three ways: alone (``/run_code``), as one of several stdin tests of a session (forked from
+Each snippet runs three ways: alone (``/run_code``), as one of several stdin tests of a test series (forked from
 the process that compiled it), and through the interpreter itself, ``python3 main.py`` in a directory of its
 own. Standard output and the exit status must be the same; standard error too, once the directory's name is
 the same. The interpreter is the one the local backend runs programs with; a container has its own, so
@@ -77,7 +77,7 @@ def _alone(client: TestClient, code: str) -> tuple[str, str, int]:
     return result["stdout"], result["stderr"], result["return_code"]
 
 
-def _in_a_session(client: TestClient, code: str) -> list[tuple[str, str]]:
+def _in_a_test_series(client: TestClient, code: str) -> list[tuple[str, str]]:
     tests = [{"stdin": STDIN, "expected_stdout": ""}] * 2
     r = client.post("/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests})
     assert r.status_code == 200, r.text
@@ -92,7 +92,7 @@ def test_a_python_run_is_python3_main_py(sandbox: TestClient, backend: str, name
     assert (got_out, got_status) == (out, status), (name, got_err)
     if backend == "local":
         assert got_err == err, name
-    for session_out, session_err in _in_a_session(sandbox, code):
-        assert session_out == out, name
+    for series_out, series_err in _in_a_test_series(sandbox, code):
+        assert series_out == out, name
         if backend == "local":
-            assert session_err == err[-1024:], name
+            assert series_err == err[-1024:], name

@@ -31,7 +31,7 @@ class Metrics:
         )
         self.forked_runs = Counter(
             "codegym_sandbox_forked_runs",
-            "Runs of a program's test forked from its compiled program (a session), not started afresh",
+            "Runs of a program's test forked from its compiled program (a test series), not started afresh",
             registry=r,
         )
         self.cache = Counter("codegym_sandbox_cache", "Result cache lookups by result", ["result"], registry=r)

@@ -10,7 +10,7 @@ from typing import NoReturn
 from .assert_runner import Checker, Tests, check_read, read_bytes, read_tests, split_stdin
 from .plain_data import Channel
 
-RETIRE_KB = 32 << 10  # how much more a session's checker may hold than it started with
+RETIRE_KB = 32 << 10  # how much more a series' checker may hold than it started with
 
 
 def _resident_kb() -> int:
@@ -40,9 +40,9 @@ class _Compiled:
 
 
 def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
-    """The checker of a session, forked by the session's process before its first run, for all of them.
+    """The checker of a test series, forked by the series' process before its first run, for all of them.
 
-    For each run the session's process sends the run's stdin, stdout and stderr and the checker's ends of
+    For each run the series' process sends the run's stdin, stdout and stderr and the checker's ends of
     a channel to that run's program's process (which it forks); the checker reads the program and the
     tests, sends the program with the names the tests want, runs the tests, answers the outcome of
     :func:`check` and gives every descriptor of the run up. Each run's tests get a scope of their own, and
@@ -59,12 +59,12 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         except OSError:
             os._exit(0)
         if not msg or len(fds) != 5:
-            os._exit(0)  # the session's process went away
+            os._exit(0)  # the series' process went away
         stdin, stdout, stderr, reads, writes = fds
         try:
             os.chdir(cwd)
         except OSError:
-            os._exit(1)  # no scratch directory: the session cannot go on
+            os._exit(1)  # no scratch directory: the series cannot go on
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.close(stdout)
@@ -92,9 +92,9 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         os.chdir("/")  # nor its scratch directory
         after = os.times()
         cpu = after.user + after.system - before.user - before.system
-        # What the session's later runs would carry: the checker is no run's process (its memory counts
+        # What the series' later runs would carry: the checker is no run's process (its memory counts
         # against none), so once it holds much more than it started with (the tests imported a large
-        # package, a program sent it large values) it ends, and its session with it. So it does once a
+        # package, a program sent it large values) it ends, and its series with it. So it does once a
         # program made it import a module: no program may change how a later run is judged (nor how fast).
         retired = checker.imported or _resident_kb() > start_kb + RETIRE_KB
         try:

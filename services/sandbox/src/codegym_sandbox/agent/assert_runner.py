@@ -9,7 +9,7 @@ Two processes, so that the pass signal never depends on anything the program can
 * the **checker** runs the tests (:func:`check`) with every name they take from the program
   (``candidate``, helpers such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the
   program's process. No process of the program's may read its memory or descriptors (it is not dumpable,
-  and in a session it keeps the supervisors' uid), and the program's process never holds the tests;
+  and in a test series it keeps the supervisors' uid), and the program's process never holds the tests;
 * the **program's process** (``program_process``) has ``/dev/null`` as stdin, runs the program as a
   module that is not ``__main__`` (a demo under ``if __name__ == "__main__":`` does not run, as in the
   reference harnesses), then answers calls with plain data (see ``plain_data``). A value's own ``__eq__``
@@ -33,8 +33,8 @@ or the program ended before the tests did, and otherwise what the program's own 
 code, or its signal, so that a CPU limit still reads as one).
 
 Run on its own (:func:`main`), the checker is the run's process and forks the program's process. In a
-session of the box (many assert runs, one after another, see ``test_series.TestSeries``) the checker is one
-process for the whole session (:func:`assert_checker.serve_checker`): the box forks each run's program's process
+series of the box (many assert runs, one after another, see ``test_series.TestSeries``) the checker is one
+process for the whole series (:func:`assert_checker.serve_checker`): the box forks each run's program's process
 (:func:`serve_program`) and the checker runs that run's tests, so a run pays for one process, not two.
 """
 
@@ -62,7 +62,7 @@ WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ende
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration)
 _INTERRUPTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
 # Modules that run code when imported (a program may name any module it bound): never imported by the
-# checker, which in a session serves every later run too.
+# checker, which in a test series serves every later run too.
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
 OUTCOMES = ("passed", "failed", "error", "ended")
 
@@ -97,7 +97,7 @@ class Checker:
         self.source = source  # the program, when the program's process waits for it (see serve_program)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
         # Whether the program made this process import a module (one it named, a numpy array it returned):
-        # a session's checker then serves no later run (see serve_checker).
+        # a series' checker then serves no later run (see serve_checker).
         self.imported = False
 
     def close(self) -> None:

@@ -68,7 +68,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
     # Forked after every reset: it must see the new scratch mount and IPC namespace, and nothing older.
     spare: Spare | None = Spare(programs)
-    session: TestSeries | None = None
+    series: TestSeries | None = None
     _ready(ctl)
     while True:
         try:
@@ -78,9 +78,9 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
         if not msg:
             os._exit(0)  # the agent is gone; the kernel kills everything in this namespace with us
         cmd = json.loads(msg)
-        if session is not None and cmd["op"] != "test":
-            session.end()  # a session ends with the first request that is not one of its tests
-            session = None
+        if series is not None and cmd["op"] != "test":
+            series.end()  # a test series ends with the first request that is not one of its tests
+            series = None
         if cmd["op"] == "reset":
             if spare is not None:
                 spare.discard()
@@ -93,18 +93,18 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
             if spare is not None:
                 spare.discard(wait=False)  # it has the tests' uid: none of them may find it
                 discarded, spare = spare.pid, None
-            session = TestSeries(cmd, programs, scratch, memory, discarded)
-            report = session.test(fds, ctl)
-            session = session if report["session"] else None
+            series = TestSeries(cmd, programs, scratch, memory, discarded)
+            report = series.test(fds, ctl)
+            series = series if report["session"] else None
             _answer(ctl, report)
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
             report = _run(cmd, fds, ctl, spare or Spare(programs), memory, programs.cpus)
             spare = None
             _answer(ctl, report)
-        elif cmd["op"] == "test" and session is not None:
-            report = session.test(fds, ctl)
-            session = session if report["session"] else None
+        elif cmd["op"] == "test" and series is not None:
+            report = series.test(fds, ctl)
+            series = series if report["session"] else None
             _answer(ctl, report)
         elif cmd["op"] == "test":
             for fd in fds:
@@ -117,7 +117,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
 
 def _answer(ctl: socket.socket, report: dict[str, Any]) -> None:
     """Send a run's report to the agent, and keep nothing of it: every later program (and the spare and
-    session processes they run in) is forked from the box, and may walk up its stack to the box's frames."""
+    test series' processes they run in) is forked from the box, and may walk up its stack to the box's frames."""
     ctl.sendall(json.dumps(report).encode())
     report.clear()
 

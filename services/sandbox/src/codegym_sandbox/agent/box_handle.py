@@ -33,17 +33,17 @@ class BoxHandle:
         self.ctl: socket.socket | None = None
         self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
         self.dirty = False
-        # What the session left open after the last exchange runs (files, argv, env, limits), or empty:
+        # What the series left open after the last exchange runs (files, argv, env, limits), or empty:
         # a later exchange that runs exactly the same goes on with it (see _run_tests).
-        self.session = bytearray()
+        self.series = bytearray()
         self.spawn()
 
-    def end_session(self) -> None:
-        wipe(self.session)
-        self.session = bytearray()
+    def end_series(self) -> None:
+        wipe(self.series)
+        self.series = bytearray()
 
     def spawn(self) -> None:
-        self.end_session()
+        self.end_series()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if self.maker is None or not self.maker.make(child):
             _fork_box(child, self.config, parent)
@@ -95,7 +95,7 @@ class BoxHandle:
 
     def reset(self) -> None:
         """Fresh scratch space and IPC namespace for the next run; a box that cannot do it is replaced."""
-        self.end_session()  # the box ends a session at any command that is not one of its tests
+        self.end_series()  # the box ends a test series at any command that is not one of its tests
         if not self.dirty:
             return
         try:

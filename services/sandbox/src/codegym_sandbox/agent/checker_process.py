@@ -22,7 +22,7 @@ class CheckerProcess(NamedTuple):
 
 
 def start_checker(sock: socket.socket, cwd: str) -> CheckerProcess:
-    """Fork the session's checker (see ``assert_checker.serve_checker``): it keeps this process's uid, which
+    """Fork the series' checker (see ``assert_checker.serve_checker``): it keeps this process's uid, which
     programs do not have, with no capability at all, and is not dumpable, so that no program can reach it."""
     here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     pid = os.fork()
@@ -39,7 +39,7 @@ def start_checker(sock: socket.socket, cwd: str) -> CheckerProcess:
 
 
 def assert_test(checker: CheckerProcess, fds: list[int], main: str, start_test: Callable[[], None]) -> dict[str, Any]:
-    """One assert run of the session: the checker gets its stdin and output, and a channel to the program's
+    """One assert run of the series: the checker gets its stdin and output, and a channel to the program's
     process, forked here; the verdict is theirs together (``assert_runner.outcome_status``)."""
     stdin, stdout, stderr = fds[:3]
     for fd in fds[3:]:

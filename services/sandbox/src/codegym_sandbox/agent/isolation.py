@@ -8,7 +8,7 @@ Layers, outermost first:
   ``/etc`` files and devices (see ``runtime.py``);
 * box (one pid namespace at a time, its init is the box process): a private ``/proc`` that shows a
   program only what it could trace, a read-only ``/tmp``, a devpts instance of its own, the scratch
-  directory and ``/dev/shm`` on fresh tmpfs mounts (renewed before every run, and every test of a session,
+  directory and ``/dev/shm`` on fresh tmpfs mounts (renewed before every run, and every test of a series,
   see :class:`Scratch`) and a fresh IPC namespace (renewed before every run).
 
 Inside a container (the docker and podman backends) the container is the worker's isolation: it has its
@@ -105,10 +105,10 @@ def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: in
 def enter_box() -> None:
     """Called in the box's init (pid 1 of a new pid namespace, in new mount/IPC/UTS namespaces).
 
-    ``/proc`` shows a program only the processes it could trace (``hidepid``): not the box, nor a session's
+    ``/proc`` shows a program only the processes it could trace (``hidepid``): not the box, nor a series'
     process, whose entries (writable ones among them) would otherwise be there to open. ``/tmp`` is a
     read-only tmpfs that holds nothing but mount points: the scratch directory, under :data:`_STAGE`, which
-    no program can enter, the mounts of the next test of a session, and what the worker's root holds under
+    no program can enter, the mounts of the next test of a series, and what the worker's root holds under
     ``/tmp`` (see :func:`runtime.hold_under`). Pseudo-terminals come from a
     devpts instance of this box's own, of bounded size (the host's is neither private nor bounded).
     """
@@ -138,11 +138,11 @@ def enter_box() -> None:
 class Scratch:
     """Where a run may write, in the local backend: the scratch directory and ``/dev/shm``.
 
-    Both are a fresh tmpfs for every run, and for every test of a session: a new mount keeps nothing of the
+    Both are a fresh tmpfs for every run, and for every test of a series: a new mount keeps nothing of the
     last one, where a check of an old one can be fooled (its mode, times and extended attributes, a file
     rewritten through a shared mapping, which changes no time). An unmount costs far more than a mount, so
     mounts that are done with are moved to a *graveyard* under :data:`_STAGE` and unmounted all at once:
-    at every reset (before the next run, while the server reads the answer), and in a session every
+    at every reset (before the next run, while the server reads the answer), and in a test series every
     :data:`GRAVES` tests, or at once for mounts that hold more than a little (until then, their memory
     would count against the next test in the box's memory cgroup). Between two tests, the next test's
     mounts, made while a test runs (:meth:`stage`), take the place of the last test's in a few moves.
@@ -185,7 +185,7 @@ class Scratch:
             self.staged = True
 
     def swap(self) -> None:
-        """Between two tests of a session: put the staged mounts in place of the last test's."""
+        """Between two tests of a series: put the staged mounts in place of the last test's."""
         self.stage()
         held = self._entomb()
         for point in self.options:
@@ -294,9 +294,9 @@ class WipedScratch:
 
     The container mounts a tmpfs of its own on the scratch directory (the rest of its root is read-only),
     so that, ``/dev/shm`` and System V IPC are everything a run can leave behind. The box reaches them with
-    the programs' file ids (see :func:`linux.set_file_ids`), as their owner. Between two tests of a session
+    the programs' file ids (see :func:`linux.set_file_ids`), as their owner. Between two tests of a series
     the program's own files go too (the next test's process writes them again), and anything that could
-    not be removed ends the session. The scratch directory and ``/dev/shm`` belong to root (programs may
+    not be removed ends the series. The scratch directory and ``/dev/shm`` belong to root (programs may
     only add to them), so their mode and extended attributes are out of their reach; their times are set
     back.
     """

@@ -53,9 +53,9 @@ class _Run:
 
 
 def _run(
-    bx: BoxHandle, req: dict[str, Any], blobs: list[bytearray], session: str | None = None
+    bx: BoxHandle, req: dict[str, Any], blobs: list[bytearray], series: str | None = None
 ) -> tuple[dict[str, Any], list[bytes]]:
-    """One run in the box: a fresh process, or with ``session`` ("start" or "test") a test in a session."""
+    """One run in the box: a fresh process, or with ``series`` ("start" or "test") a test in a test series."""
     run = _Run(req, blobs)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -63,9 +63,9 @@ def _run(
     cmd: dict[str, Any] = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
     cmd["op"] = "run"
     cmd["cwd"] = isolation.SCRATCH
-    if session == "start":
+    if series == "start":
         cmd["session"] = True
-    elif session == "test":
+    elif series == "test":
         cmd = {"op": "test"}
     assert bx.ctl is not None
     bx.dirty = True
@@ -92,7 +92,7 @@ def _run(
         while report is None:
             now = time.monotonic()
             if run.killed_at is None and now >= run.deadline:
-                run.deadline = _stretched(bx, run, now, plain=session is None)
+                run.deadline = _stretched(bx, run, now, plain=series is None)
                 if now >= run.deadline:
                     run.timed_out = True
                     _stop(bx, run, now)
@@ -198,21 +198,21 @@ def _run_tests(
 ) -> tuple[list[dict[str, Any]], list[bytes]]:
     """One program on several inputs, each run in a process of its own, in order.
 
-    A Python program runs its tests in a session (see ``test_series.TestSeries``): one compile, then a fork per
-    test. Whatever breaks a session (a test that leaves something behind, or kills the session's process)
+    A Python program runs its tests in a test series (see ``test_series.TestSeries``): one compile, then a fork per
+    test. Whatever breaks a test series (a test that leaves something behind, or kills the series' process)
     only costs speed: the next test starts a new one, and a test that broke one runs again on its own.
     """
     files = header.get("files", [])
-    # A session costs one fork more than a run on its own: worth it from two tests on, to go on with the
-    # session the last exchange left open when it ran exactly what this one runs, or for a "shared" run (the
-    # assert runner, the same file for every program it judges), whose session the next exchange takes up.
-    # Only a shared run leaves its session open: otherwise the box is reset while the server reads the
+    # A test series costs one fork more than a run on its own: worth it from two tests on, to go on with the
+    # series the last exchange left open when it ran exactly what this one runs, or for a "shared" run (the
+    # assert runner, the same file for every program it judges), whose series the next exchange takes up.
+    # Only a shared run leaves its series open: otherwise the box is reset while the server reads the
     # answer, not when the next exchange waits.
-    sessions = bool(header.get("python")) and all("/" not in n for n, _, _ in files)
-    same = _session_of(header, blobs) if sessions else bytearray()
-    in_session = bool(same) and same == bx.session
-    sessions = sessions and (len(header["stdins"]) > 1 or in_session or bool(header.get("shared")))
-    bx.end_session()
+    as_series = bool(header.get("python")) and all("/" not in n for n, _, _ in files)
+    same = _series_of(header, blobs) if as_series else bytearray()
+    in_series = bool(same) and same == bx.series
+    as_series = as_series and (len(header["stdins"]) > 1 or in_series or bool(header.get("shared")))
+    bx.end_series()
     results: list[dict[str, Any]] = []
     outputs: list[bytes] = []
 
@@ -223,29 +223,29 @@ def _run_tests(
     for stdin in header["stdins"]:
         req = dict(header, stdin=stdin)
         result: dict[str, Any] | None = None
-        if sessions:
-            if not in_session:
+        if as_series:
+            if not in_series:
                 fresh_box()
-            result, outs = _run(bx, req, blobs, "test" if in_session else "start")
-            in_session = bool(result.pop("session", False))
+            result, outs = _run(bx, req, blobs, "test" if in_series else "start")
+            in_series = bool(result.pop("session", False))
             result["forked"] = True
             if result.pop("broken", False):
                 result = None
         if result is None:
             fresh_box()
             result, outs = _run(bx, req, blobs)
-            in_session = False
+            in_series = False
         results.append(result)
         outputs += outs
-    if in_session and header.get("shared"):
-        bx.session = same  # clean after its last test, and wanted again: the next exchange may go on with it
+    if in_series and header.get("shared"):
+        bx.series = same  # clean after its last test, and wanted again: the next exchange may go on with it
     else:
         wipe(same)
     return results, outputs
 
 
-def _session_of(header: dict[str, Any], blobs: list[bytearray]) -> bytearray:
-    """Everything a session's process depends on: what it runs (files, argv, env, limits), byte for byte."""
+def _series_of(header: dict[str, Any], blobs: list[bytearray]) -> bytearray:
+    """Everything a series' process depends on: what it runs (files, argv, env, limits), byte for byte."""
     what = {k: v for k, v in header.items() if k not in ("op", "stdins", "files", "blobs")}
     key = bytearray(json.dumps(what, sort_keys=True).encode())
     for name, mode, index in header.get("files", []):
@@ -365,8 +365,8 @@ def main() -> None:
             return
         write_all(out_fd, handle(bx, header, blobs, uid))
         # Renew the box's scratch space now, while the server reads the answer, not when the next run waits;
-        # unless a session is left open for the next exchange (which resets first if it cannot use it).
-        if bx.alive() and not bx.session:
+        # unless a test series is left open for the next exchange (which resets first if it cannot use it).
+        if bx.alive() and not bx.series:
             bx.reset()
 
 

@@ -12,7 +12,7 @@ class MemoryCgroup:
 
     The kernel charges it every page that the box's processes hold, mapped or not: tmpfs files, pipe and
     socket buffers, page tables. Its limit is a run's memory budget plus :data:`SUPERVISORS_BYTES` for the
-    box and a session's process (which live in it too, holding little of their own); past it, the kernel
+    box and a series' process (which live in it too, holding little of their own); past it, the kernel
     kills a process, first of the run (its processes ask to be the first, see ``box.py``). The box's sum
     of its run's memory (every 50 ms) stays the precise bound; this one is the bound nothing escapes.
 

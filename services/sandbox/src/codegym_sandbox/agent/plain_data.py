@@ -165,7 +165,7 @@ def _numpy() -> Any:
     """numpy, imported here if need be, or None where the runtime has none.
 
     A numpy array of the program's is one in the tests too, as it would be beside the program, whatever
-    this process imported before: in a session's checker, what an earlier run imported must not change
+    this process imported before: in a series' checker, what an earlier run imported must not change
     what a value is (see ``assert_runner.Checker.decode``).
     """
     try:

@@ -52,17 +52,17 @@ class Programs(NamedTuple):
         return self.uid != os.geteuid()
 
 
-def set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, session: bool = False) -> None:
+def set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, series: bool = False) -> None:
     """The run's limits on this process; ``supervisors``: processes of its uid that are not the run's.
 
-    A session's process (``session``) takes all but those that each test sets for itself: the CPU time
-    (the session's process outlives many tests) and the file size (it writes the tests' files).
+    A series' process (``series``) takes all but those that each test sets for itself: the CPU time
+    (the series' process outlives many tests) and the file size (it writes the tests' files).
     """
 
     def set_limit(which: int, soft: int, hard: int | None = None) -> None:
         resource.setrlimit(which, (soft, soft if hard is None else hard))
 
-    if not session:
+    if not series:
         set_test_limits(limits)
     if limits.get("address_space_bytes"):
         set_limit(resource.RLIMIT_AS, limits["address_space_bytes"])
@@ -85,7 +85,7 @@ def set_test_limits(limits: dict[str, Any]) -> None:
 def wire(fds: list[int]) -> None:
     """Put the run's descriptors on 0, 1, 2, ... and close the originals."""
     # Lift every descriptor out of the way first, so wiring one to its number cannot clobber another
-    # (above the targets, and below the open-files limit that a session's process already has).
+    # (above the targets, and below the open-files limit that a series' process already has).
     lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD, len(fds)) for fd in fds]
     for fd in fds:
         os.close(fd)
@@ -113,7 +113,7 @@ def detach(sock: socket.socket, also: int = -1) -> None:
 
 
 def on_own_cpu(programs: Programs) -> None:
-    """Put this process, which runs programs or supervises a session of them, on its worker's CPU.
+    """Put this process, which runs programs or supervises a test series of them, on its worker's CPU.
 
     Runs of different workers then share no CPU (as far as there are CPUs), and a run's processes (an assert
     run's checker and program process call each other for every value the tests take from the program)

@@ -23,7 +23,7 @@ Streams = tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]
 def make_streams() -> Streams:
     """Standard streams on fds 0-2, as the interpreter makes them at start-up (no I/O happens here).
 
-    Made and installed ahead of time in a session's process, so that a test's process does not pay for the
+    Made and installed ahead of time in a series' process, so that a test's process does not pay for the
     codec lookups, the buffers and freeing the streams they replace: they must be made while fds 0-2 are
     pipes, as a run's are. Nothing may use them before the test's process does.
     """

@@ -99,7 +99,7 @@ def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[
     The wait is the longest ``run_delay`` (``/proc/PID/schedstat``: time runnable but not running) of the
     run's processes: those under the box that started at ``started_ticks`` (clock ticks since boot) or later,
     and in a run of its own (``plain``) the process the box forked ahead for it (it slept until the run
-    began, and sleeping adds no delay). A session's process and its checker live across runs: their waits
+    began, and sleeping adds no delay). A series' process and its checker live across runs: their waits
     are older, and do not count. A run can make its processes wait by itself (a busy child of its own, at any
     priority, waits while the others run): that is no other run's doing. So a process's wait counts less the
     CPU time of the run's other processes (which is at least what they made it wait), and only as far as the

@@ -34,9 +34,9 @@ class Held:
         self.memory = memory
         self.files_kb = scratch_files_kb() if files_kb is None else files_kb
         self.kernel_kb = memory.kernel_kb() if memory is not None else 0
-        # A session's checker is no run's process: what it holds (modules the tests imported, for one) stays
-        # for the session's later runs, and what a run makes it hold is bounded by its own address-space
-        # limit, the run's (see assert_checker.serve_checker, which ends its session when it has grown).
+        # A series' checker is no run's process: what it holds (modules the tests imported, for one) stays
+        # for the series' later runs, and what a run makes it hold is bounded by its own address-space
+        # limit, the run's (see assert_checker.serve_checker, which ends its series when it has grown).
         self.checker = checker
 
     def now_kb(self) -> int:

@@ -38,20 +38,20 @@ class Spare:
 
     Forking a warm interpreter, installing the seccomp filter and dropping privileges take most of a
     millisecond; the spare does all of that while the box is idle, so a run only pays for what depends
-    on the request. With ``session`` (the run's command), the process is a session's instead (see
-    :func:`serve_test_series`), forked when the session starts, with a descriptor of the scratch directory
+    on the request. With ``series`` (the run's command), the process is a series' instead (see
+    :func:`serve_test_series`), forked when the series starts, with a descriptor of the scratch directory
     the agent wrote the program's files in (``files``).
     """
 
     def __init__(
-        self, programs: Programs, session: dict[str, Any] | None = None, files: int = -1, first_fresh: bool = False
+        self, programs: Programs, series: dict[str, Any] | None = None, files: int = -1, first_fresh: bool = False
     ) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.pid = os.fork()
         if self.pid == 0:
             here.close()
-            if session is not None:
-                serve_test_series(there, session, programs, files, first_fresh)
+            if series is not None:
+                serve_test_series(there, series, programs, files, first_fresh)
             prepare(there, programs)
         there.close()
         self.sock = here
@@ -77,12 +77,12 @@ def sysv_objects() -> list[int]:
 class TestSeries:
     """Tests of one Python program, each in a process forked from one that holds the compiled program.
 
-    A stdin/stdout test needs a fresh process, not a fresh interpreter: the session's process (forked from
+    A stdin/stdout test needs a fresh process, not a fresh interpreter: the series' process (forked from
     the box; it compiles the program and never runs it) forks one child per test, so a test pays for a
     fork, not for a reset, a spare and a compile. Nothing of one test reaches the next: each test gets its
     own process, descriptors, scratch directory and ``/dev/shm`` (fresh mounts, see ``isolation.Scratch``;
-    emptied ones in a container), and the session ends (the agent goes on with a fresh box) as soon as a
-    test leaves a process behind or its process dies with it. The session's process keeps ids that the
+    emptied ones in a container), and the series ends (the agent goes on with a fresh box) as soon as a
+    test leaves a process behind or its process dies with it. The series' process keeps ids that the
     tests do not have, so that no test can signal it, renice it or change its limits.
     """
 
@@ -94,8 +94,8 @@ class TestSeries:
         memory: MemoryCgroup | None,
         spare: int,
     ) -> None:
-        self.spare = spare  # the spare the session replaced, killed: reaped after the first test
-        self.checker = 0  # the session's checker (assert runs), a supervisor as the session's process is
+        self.spare = spare  # the spare the series replaced, killed: reaped after the first test
+        self.checker = 0  # the series' checker (assert runs), a supervisor as the series' process is
         self.programs = programs
         self.scratch = scratch
         self.memory = memory
@@ -125,12 +125,12 @@ class TestSeries:
         kill_all()
         reap_all()
         if self.memory is not None:
-            self.memory.over()  # what the kernel killed while the session ended is no later run's doing
+            self.memory.over()  # what the kernel killed while the series ended is no later run's doing
         os.close(self.exited)
         self.process.sock.close()
 
     def test(self, fds: list[int], ctl: socket.socket) -> dict[str, Any]:
-        """Run one test; the report says whether the session can take another (``session``)."""
+        """Run one test; the report says whether the series can take another (its ``session`` field)."""
         if not self.ready:  # no fresh scratch directory for it: the agent runs the test on its own
             for fd in fds:
                 os.close(fd)
@@ -143,7 +143,7 @@ class TestSeries:
         try:
             socket.send_fds(sock, [b'{"op":"test"}'], fds)
         except OSError:
-            pass  # the session's process is gone: seen below
+            pass  # the series' process is gone: seen below
         for fd in fds:
             os.close(fd)
         with contextlib.suppress(OSError):
@@ -174,7 +174,7 @@ class TestSeries:
         peak = watch.peak_kb
         wall = time.monotonic() - start
         if self.memory is not None and self.memory.over():
-            # The kernel killed a process of the test (or the session's process) for its memory.
+            # The kernel killed a process of the test (or the series' process) for its memory.
             killed = over_budget = True
             peak = max(peak, self.budget_kb)
         if cpu.over and not over_budget:  # the box stopped it: its processes together ran out of CPU time
@@ -190,11 +190,11 @@ class TestSeries:
         except ValueError:
             report = None
         if not isinstance(report, dict) or report.get("broken"):
-            # The program took its session's process (or its checker) down: the agent runs this test again alone.
+            # The program took its series' process (or its checker) down: the agent runs this test again alone.
             self.end()
             return {"session": False, "broken": True}
         self.checker = report.pop("supervisor", 0)
-        retired = report.pop("retired", False)  # the checker has grown: the session ends with this test
+        retired = report.pop("retired", False)  # the checker has grown: the series ends with this test
         # The test's process reported what it and the children it reaped used; its orphans came to the box.
         report["cpu"] = (report.get("cpu") or 0.0) + run_cpu.living_cpu_s(self._supervisors())[0]
         if watch.cpu is not None and watch.cpu.over_at_end(report["cpu"]):
@@ -207,7 +207,7 @@ class TestSeries:
         return report
 
     def _supervisors(self) -> set[str]:
-        """The processes in the box's namespace that are no test's: the box, the session's process, its checker
+        """The processes in the box's namespace that are no test's: the box, the series' process, its checker
         (and in a container, the agent)."""
         return {"1", str(os.getpid()), str(self.process.pid), str(self.checker or 1)}
 
@@ -217,7 +217,7 @@ class TestSeries:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return False  # not even the session's process is left
+                return False  # not even the series' process is left
             if pid == 0:
                 break
             if pid != self.spare:
@@ -262,13 +262,13 @@ def restore_files(files: list[tuple[str, int, bytes]]) -> None:
 def serve_test_series(
     sock: socket.socket, cmd: dict[str, Any], programs: Programs, files_dir: int, first_fresh: bool
 ) -> NoReturn:
-    """In a session's process: compile the program once, then fork a child for each test to run it in.
+    """In a series' process: compile the program once, then fork a child for each test to run it in.
 
     This process never runs the program, and holds a test's descriptors only until its child has them. It
     keeps the supervisors' uid (with no capability but those to change ids, where programs have a uid of
     their own), so that no test may signal it, renice it, move it or change its limits, and is not
     dumpable, so that no test can trace it or read its memory. A test can at most kill it (where programs
-    share its uid), which ends the session (see :class:`TestSeries`). Each test runs in the scratch directory
+    share its uid), which ends the series (see :class:`TestSeries`). Each test runs in the scratch directory
     the box made for it (with ``first_fresh``, the first too; else that one is the agent's), where its
     child first writes the program's files again, from the copy this process took in ``files_dir``.
     """
@@ -287,7 +287,7 @@ def serve_test_series(
         os.environ.clear()
         os.environ.update(cmd["env"])
         # Where programs share this process's uid, it counts against their process limit.
-        set_limits(cmd["limits"], programs.contained, 0 if programs.other_uid else 1, session=True)
+        set_limits(cmd["limits"], programs.contained, 0 if programs.other_uid else 1, series=True)
         os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)  # its tests' priority, which they take from here
         if programs.seccomp:
             linux.install_seccomp()
@@ -311,7 +311,7 @@ def serve_test_series(
             sock.send(f"{type(exc).__name__}: {exc}".encode())
         finally:
             os._exit(127)
-    # The assert runner's session: one checker for all its runs, and one process a run for the program.
+    # The assert runner's series: one checker for all its runs, and one process a run for the program.
     runner = assert_runner.RUNNER.encode()
     is_runner = next((d for n, _, d in files if n == name), b"") == runner
     checker = start_checker(sock, cmd["cwd"]) if is_runner else None
@@ -328,7 +328,7 @@ def serve_test_series(
             if restore:
                 restore_files(files)
             # As few steps as can be (each costs the test's time: the first touch of a page of this
-            # process copies it): the other limits and the priority come from the session's process.
+            # process copies it): the other limits and the priority come from the series' process.
             set_test_limits(limits)
             if uid != os.geteuid():
                 os.setresgid(gid, gid, gid)

@@ -1,8 +1,8 @@
 """The stdin tests of one program run together on one worker: the same answers as one run per test.
 
 ``/v1/evaluate`` sends a program's stdin tests to a worker in one exchange; a Python program is compiled
-once and each test runs in a process of its own, forked for it (a session). Nothing of one test may reach
-the next: no file, no shared memory, no process, no interpreter state. A test that breaks its session
+once and each test runs in a process of its own, forked for it (a test series). Nothing of one test may reach
+the next: no file, no shared memory, no process, no interpreter state. A test that breaks its series
 (killing the process it was forked from) gets the answer a run on its own would have given.
 """
 
@@ -25,7 +25,7 @@ def one_worker(backend: str) -> Iterator[TestClient]:
 
 
 def forked(client: TestClient) -> float:
-    """Runs forked in sessions so far."""
+    """Runs forked in test series so far."""
     return metric(client, "codegym_sandbox_forked_runs_total")
 
 
@@ -106,14 +106,14 @@ def test_answers_match_one_run_per_test(one_worker: TestClient) -> None:
 
 def test_programs_are_compiled_as_python_compiles_them(one_worker: TestClient) -> None:
     # No __future__ flag of the sandbox's own modules (postponed annotations) reaches a program's compile:
-    # alone, in a session, and in the assert runner's program process.
+    # alone, in a test series, and in the assert runner's program process.
     code = "def f(x: int): pass\nprint(f.__annotations__, input())"
     assert execute(one_worker, code, "1\n")["run"]["stdout"] == "{'x': <class 'int'>} 1\n"
     outs = evaluate(one_worker, code, [{"stdin": s, "expected_stdout": f"{{'x': <class 'int'>}} {s}"} for s in "12"])
     assert [o["verdict"] for o in outs] == ["AC", "AC"], outs
     program = "def f(x: int):\n    return str(f.__annotations__['x'])"
     check = {"assert_code": "assert f(1) == \"<class 'int'>\", f(1)"}
-    body = {"language": "python", "programs": [program, program + "\n"], "tests": [check]}  # two: a session
+    body = {"language": "python", "programs": [program, program + "\n"], "tests": [check]}  # two: a test series
     r = one_worker.post("/v1/evaluate", json=body)
     assert [p["verdict"] for p in r.json()["results"]] == ["AC", "AC"], r.text
     assert (
@@ -139,7 +139,7 @@ print(n)
     assert [o["verdict"] for o in outs] == ["AC", "TLE", "MLE", "OLE", "AC"], outs
 
 
-def test_early_stop_in_sessions(one_worker: TestClient) -> None:
+def test_early_stop_in_test_series(one_worker: TestClient) -> None:
     tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(8)]
     code = "n = int(input()); print(n if n != 5 else -1)"
     r = one_worker.post("/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests,
@@ -155,7 +155,7 @@ def test_compiled_languages_batch_too(one_worker: TestClient) -> None:
     assert [t["verdict"] for t in r["results"][0]["tests"]] == ["AC"] * 3
 
 
-def test_assert_tests_of_different_tasks_share_a_session(one_worker: TestClient) -> None:
+def test_assert_tests_of_different_tasks_share_a_test_series(one_worker: TestClient) -> None:
     # One runner for every assert test: a batch's runs of several tasks go to the worker in one exchange,
     # each forked from the process that compiled the runner, and none sees another's program or tests.
     # What the program finds of the others: their functions, or files beside the runner.
@@ -172,7 +172,7 @@ def test_assert_tests_of_different_tasks_share_a_session(one_worker: TestClient)
     assert forked(one_worker) - before == 4
 
 
-def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestClient) -> None:
+def test_a_test_series_goes_on_across_requests_that_run_the_same(one_worker: TestClient) -> None:
     def batch(*checks: str) -> list[str]:
         groups = [{"language": "python", "programs": ["import os"], "tests": [{"assert_code": c}]} for c in checks]
         r = one_worker.post("/v1/evaluate/batch", json={"requests": groups})
@@ -180,17 +180,17 @@ def test_a_session_goes_on_across_requests_that_run_the_same(one_worker: TestCli
         return [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
 
     clean = "assert sorted(os.listdir()) == ['main.py'], os.listdir()"
-    assert batch(clean, clean) == ["AC", "AC"]  # two runs: a session, left open when they are done
+    assert batch(clean, clean) == ["AC", "AC"]  # two runs: a test series, left open when they are done
     before = forked(one_worker)
-    assert batch(clean) == ["AC"]  # one run, and yet forked: from the session the last request left open
+    assert batch(clean) == ["AC"]  # one run, and yet forked: from the series the last request left open
     assert forked(one_worker) - before == 1
-    # A run that leaves a file ends the session: the next request starts from a fresh box.
+    # A run that leaves a file ends the series: the next request starts from a fresh box.
     assert batch("open('left', 'w').write('x')", clean) == ["AC", "AC"]
     assert batch(clean) == ["AC"]
     # So does a request that runs anything else.
     assert execute(one_worker, "open('left', 'w').write('x')", "")["verdict"] == "AC"
     assert batch(clean, clean) == ["AC", "AC"]
-    # Only the assert runner, which other requests run too, leaves its session open; a program's stdin tests
+    # Only the assert runner, which other requests run too, leaves its series open; a program's stdin tests
     # do not (the box is renewed while the server reads their answer instead).
     code = "print(input())"
     assert [o["verdict"] for o in evaluate(one_worker, code, [{"stdin": "1", "expected_stdout": "1"}] * 2)] == [

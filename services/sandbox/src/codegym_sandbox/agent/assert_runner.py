@@ -1,6 +1,6 @@
 """Runs a program against assert tests so that nothing the program does can produce a pass.
 
-The main script of every assert-test run is :data:`RUNNER`, two lines that call :func:`main`: this module
+The main script of every assert-test run is :data:`ASSERT_MAIN`, two lines that call :func:`main`: this module
 is part of the agent, loaded by the box before it forks, so a run compiles nothing of it. A run reads, on
 stdin, the program's length, the program, then the tests.
 
@@ -55,7 +55,7 @@ from . import call_test, linux
 from .plain_data import Channel, decode, encode
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
-RUNNER = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
+ASSERT_MAIN = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
 # What a program's exception may not arrive as in the checker (see the module's docstring): those that end
 # a loop of the tests' arrive as a ProgramError, those that stop the interpreter as a ProgramInterrupt.

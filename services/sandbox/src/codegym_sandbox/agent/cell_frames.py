@@ -34,7 +34,7 @@ class CellRecord:
 
 @dataclass
 class Record:
-    """A run of :data:`RUNNER`, read back from its stdout."""
+    """A run of :data:`CELLS_MAIN`, read back from its stdout."""
 
     cells: list[CellRecord] = field(default_factory=list)
     finished: bool = False  # every cell was sent and answered

@@ -1,7 +1,7 @@
 """Notebook cells in a kernel process, recorded by a supervisor that no cell can reach.
 
 ``/run_jupyter`` runs a notebook's cells and ``/execute_batch`` a reward script as one cell. The main script
-of such a run is :data:`RUNNER`, which calls :func:`main`; the run's stdin carries the job (the cells, the
+of such a run is :data:`CELLS_MAIN`, which calls :func:`main`; the run's stdin carries the job (the cells, the
 cell timeout, how much output to keep). Two processes:
 
 * the **supervisor** (the run's process, :func:`main`) reads the job and gives up its stdin, forks the
@@ -43,7 +43,7 @@ from typing import Any, NoReturn
 from . import linux
 from .cell_frames import CELL, CUT, DEAD, END, ERR, OUT, representable
 
-RUNNER = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
+CELLS_MAIN = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
 _CHUNK = 1 << 16
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 

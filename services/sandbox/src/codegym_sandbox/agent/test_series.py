@@ -312,7 +312,7 @@ def serve_test_series(
         finally:
             os._exit(127)
     # The assert runner's series: one checker for all its runs, and one process a run for the program.
-    runner = assert_runner.RUNNER.encode()
+    runner = assert_runner.ASSERT_MAIN.encode()
     is_runner = next((d for n, _, d in files if n == name), b"") == runner
     checker = start_checker(sock, cmd["cwd"]) if is_runner else None
     sock_fd = sock.fileno()

@@ -68,7 +68,7 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
     async def one(script: str, language: str) -> dict[str, Any]:
         if language in ("python", "python3"):
             job = json.dumps({"cells": [script], "cell_timeout": 0, "output_bytes": cap}).encode()
-            ex = await executor.execute("python", notebook.RUNNER, job, {}, limits, compile_limits, policy)
+            ex = await executor.execute("python", notebook.CELLS_MAIN, job, {}, limits, compile_limits, policy)
             return _cell_item(ex)
         ex = await executor.execute(language, script, None, {}, limits, compile_limits, policy)
         return _item(ex)

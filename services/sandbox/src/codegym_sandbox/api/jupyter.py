@@ -80,7 +80,7 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     fetch = [scratch_name(f) for f in req.fetch_files]
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
     limits = executor.run_limits(req.total_timeout, memory)
-    ex = await executor.execute("python", notebook.RUNNER, json.dumps(job).encode(), files, limits,
+    ex = await executor.execute("python", notebook.CELLS_MAIN, json.dumps(job).encode(), files, limits,
                                 executor.compile_limits(None), policy, fetch)  # fmt: skip
     run = ex.run
     assert run is not None  # Python has no compile step

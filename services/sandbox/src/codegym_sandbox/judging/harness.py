@@ -1,6 +1,6 @@
 """Python test harnesses for function-call and assert tests.
 
-Both run with :data:`ASSERT_RUNNER` (``agent/assert_runner.py``): the tests run in a process of their own
+Both run with :data:`ASSERT_MAIN` (``agent/assert_runner.py``): the tests run in a process of their own
 that the program cannot reach, calling the program's functions in another process with plain data, and
 the verdict is that process's exit status (see the runner). The program runs as a module that is not
 ``__main__``, with ``/dev/null`` as its stdin; what it prints is shown, never judged. A function-call test
@@ -13,19 +13,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..agent import call_test
-from ..agent.assert_runner import RUNNER, WRONG_ANSWER
+
+# ASSERT_MAIN: one file for every program and every test: each run gets its program and tests on stdin, so
+# that the sandbox runs them all in one test series (one checker for all of them, see the runner), of any
+# task. The runner itself is part of the agent, loaded in the box before any fork.
+from ..agent.assert_runner import ASSERT_MAIN as ASSERT_MAIN
+from ..agent.assert_runner import WRONG_ANSWER
 
 if TYPE_CHECKING:
     from ..models import EvaluateRequest, Test
 
-# One file for every program and every test: each run gets its program and tests on stdin, so that the
-# sandbox runs them all in one session (one checker for all of them, see the runner), of any task. The
-# runner itself is part of the agent, loaded in the box before any fork.
-ASSERT_RUNNER = RUNNER
-
 
 def assert_stdin(code: str, assert_code: str) -> bytes:
-    """What :data:`ASSERT_RUNNER` reads on stdin to judge ``code`` against ``assert_code``."""
+    """What :data:`ASSERT_MAIN` reads on stdin to judge ``code`` against ``assert_code``."""
     program = code.encode("utf-8", "surrogatepass")
     return f"{len(program)}\n".encode() + program + assert_code.encode("utf-8", "surrogatepass")
 
@@ -39,7 +39,7 @@ def call_stdin(
     rel_tol: float = 1e-6,
     abs_tol: float = 1e-6,
 ) -> bytes:
-    """What :data:`ASSERT_RUNNER` reads on stdin to judge ``code``'s ``function(*args, **kwargs)`` against
+    """What :data:`ASSERT_MAIN` reads on stdin to judge ``code``'s ``function(*args, **kwargs)`` against
     ``expected`` (see ``compare.values_match``)."""
     if not function.isidentifier():
         raise ValueError(f"function {function!r} is not a Python identifier")

@@ -63,7 +63,7 @@ async def _judge_asserts(
     """Assert and call tests, one round at a time: the first test of every program of every request, then the
     second.
 
-    The runner (:data:`harness.ASSERT_RUNNER`) is one file for every program and test: each run gets its
+    The runner (:data:`harness.ASSERT_MAIN`) is one file for every program and test: each run gets its
     program and tests on stdin. So a round's runs go to the workers in parts, each part in one exchange and
     one compile of the runner (see ``AgentWorker.run_tests``), whatever tasks they come from; every run
     still has a process of its own.
@@ -72,13 +72,13 @@ async def _judge_asserts(
     limits = [executor.run_limits(req.limits.timeout_s, req.limits.memory_mb) for req, _ in reqs]
 
     async def run(round_: int, lang: languages.Language, limits: RunLimits, runs: list[tuple[int, int]]) -> None:
-        sources = {lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
+        sources = {lang.source: (harness.ASSERT_MAIN.encode(), 0o644)}
         stdins = []
         for g, p in runs:
             req = reqs[g][0]
             stdins.append(harness.runner_stdin(req, req.programs[p], req.tests[round_]))
         # Parts of about a quarter of a worker's share: a worker that is done takes the next one, so that one
-        # slow program leaves the others less idle at the end (a session goes on from part to part).
+        # slow program leaves the others less idle at the end (a test series goes on from part to part).
         size = -(-len(runs) // max(1, min(workers * 4, len(runs))))
         parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
         steps = await asyncio.gather(
@@ -172,7 +172,7 @@ async def _run_test(
 ) -> TestOut:
     stdin = test.stdin.encode() if test.stdin else None
     if test.call is not None or test.assert_code is not None:
-        sources = {**sources, lang.source: (harness.ASSERT_RUNNER.encode(), 0o644)}
+        sources = {**sources, lang.source: (harness.ASSERT_MAIN.encode(), 0o644)}
         stdin = harness.runner_stdin(req, code, test)
     step = await executor.run_built(lang, sources, stdin, limits, policy)
     return judge.test_out(req, test, step)

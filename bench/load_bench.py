@@ -137,7 +137,7 @@ def agents_of(pid: int) -> list[int]:
             children.setdefault(ppid, []).append((int(name), cmdline))
     found = []
     for child, cmdline in children.get(pid, []):
-        if b"codegym_sandbox.agent.zygote" in cmdline:
+        if b"codegym_sandbox.agent.worker_zygote" in cmdline:
             found += [agent for agent, _ in children.get(child, [])]
         else:
             found.append(child)

@@ -73,7 +73,7 @@ def test_agents_run_on_the_base_interpreter_with_no_server_path_in_sight() -> No
         assert sys.prefix in view["hide"]
     backend = LocalBackend(1, 1, {}, None)
     zygote = backend.zygote  # the agents' parent, where the kernel has pidfds: they inherit all of this
-    assert zygote.argv == [languages.base_python(), "-s", "-S", "-m", "codegym_sandbox.agent.zygote"]
+    assert zygote.argv == [languages.base_python(), "-s", "-S", "-m", "codegym_sandbox.agent.worker_zygote"]
     assert "PYTHONPATH" not in zygote.env and not any(str(SOURCE) in value for value in zygote.env.values())
     backend.forking = False
     worker = backend.make_worker(0)

@@ -1,6 +1,6 @@
 """The local backend: a pool of agent processes on this host, isolated with Linux namespaces.
 
-Each slot is one long-lived agent, forked from a warm zygote (see ``agent/zygote.py``; where the kernel
+Each slot is one long-lived agent, forked from a warm zygote (see ``agent/worker_zygote.py``; where the kernel
 has no pidfds, started as ``python -m codegym_sandbox.agent``) and spoken to over two pipes; the agent
 enters its own user, mount and network namespaces, switches to a root that holds only the runtime made for
 programs (see ``agent/runtime.py``), and runs every program in a box of its own (see
@@ -134,7 +134,8 @@ class LocalBackend(WorkerPool):
         self.python = agent_python(python)
         # -S: nothing of the interpreter's site-packages is loaded (the agent gives programs the runtime's);
         # started in SOURCE, which -m puts on its path, so that no variable of its environment names it.
-        self.zygote = Zygote([self.python, "-s", "-S", "-m", "codegym_sandbox.agent.zygote"], agent_env(), str(SOURCE))
+        argv = [self.python, "-s", "-S", "-m", "codegym_sandbox.agent.worker_zygote"]
+        self.zygote = Zygote(argv, agent_env(), str(SOURCE))
         self.forking = pidfds_work()
 
     async def start(self) -> None:

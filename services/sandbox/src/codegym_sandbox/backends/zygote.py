@@ -1,4 +1,4 @@
-"""The server's side of the agent zygote (see ``agent/zygote.py``): workers forked, not exec'd.
+"""The server's side of the agent zygote (see ``agent/worker_zygote.py``): workers forked, not exec'd.
 
 :class:`Zygote` starts the zygote process and asks it for agents; :class:`ForkedWorker` is a worker whose
 agent came from it, spoken to over two pipes and watched through a pidfd (the zygote, not the server, is

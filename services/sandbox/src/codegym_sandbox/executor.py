@@ -242,7 +242,7 @@ class Executor:
         """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own.
 
         ``shared``: other requests run the same ``sources`` (the assert runner), so the worker may keep the
-        session it ran them in open for them (see the agent's ``_run_tests``).
+        test series it ran them in open for them (see the agent's ``_run_tests``).
         """
         keys = [self._key(lang, lang.run, sources, stdin, limits, []) for stdin in stdins]
         caching = policy.cache

@@ -64,7 +64,7 @@ class RunRequest:
     stdin: bytes | None = None
     python: str | None = None  # script path when Python runs in-process
     collect: list[str] = field(default_factory=list)
-    # The same files serve other requests too (the assert runner): a worker may keep a session open for them.
+    # The same files serve other requests too (the assert runner): a worker may keep a test series open for them.
     shared: bool = False
 
 
@@ -83,7 +83,7 @@ class RunOutcome:
     stderr: bytes
     launch_error: str | None = None
     collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
-    forked: bool = False  # run in a session: forked from the process that compiled the program
+    forked: bool = False  # run in a test series: forked from the process that compiled the program
 
 
 class MemoryShare(Protocol):

@@ -160,7 +160,7 @@ def tree_demand_s(pid: int) -> float | None:
     Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
     other work) wants a CPU as much as one that has it, and must not look idle. Reaped descendants count
     because most runs are: a worker that runs short programs one after another computes all the time, while
-    its living processes (the agent, its box, a session) mostly wait for them.
+    its living processes (the agent, its box, a test series) mostly wait for them.
     """
     ns = 0
     ticks = 0

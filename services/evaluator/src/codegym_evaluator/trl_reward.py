@@ -48,13 +48,11 @@ reward that must hold against a program trying to cheat needs codegym. The rewar
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 import secrets
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
@@ -68,9 +66,7 @@ from codegym_sandbox.judging.compare import outputs_match, values_match
 
 from .extract import extract_code
 from .scoring import Scorer
-from .tasks import Task
-from .tasks.model import TaskKind
-from .tasks.prompt_helpers import with_prompt_helpers
+from .trl_rows import RowTests, row_tests
 
 Api = Literal["native", "fusion"]
 Server = Literal["codegym", "fusion"]
@@ -78,133 +74,6 @@ Server = Literal["codegym", "fusion"]
 
 class UnverifiedServerWarning(UserWarning):
     """The reward judges on a SandboxFusion server that is not codegym, where a program can forge a pass."""
-
-
-@dataclass(frozen=True)
-class RowTests:
-    """The tests of one dataset row, in the native API's shape."""
-
-    language: str
-    tests: tuple[Mapping[str, Any], ...]
-    function: str | None = None
-
-    def key(self) -> str:
-        return json.dumps([self.language, self.tests, self.function], sort_keys=True, default=str)
-
-    def task(self, name: str) -> Task:
-        """The row as a task, for the scoring path evaluations and the trainer's reward share; ``ValueError``
-        for a row without tests."""
-        kind: TaskKind = (
-            "call" if self.function else "assert" if any("assert_code" in t for t in self.tests) else "stdio"
-        )
-        tests = [dict(t) for t in self.tests]
-        return Task(name, "", kind, tests, entry_point=self.function, language=self.language)
-
-
-def row_tests(
-    columns: Mapping[str, Sequence[Any]], i: int, default_language: str = "python", prompt: Any = None
-) -> RowTests:
-    """The tests of row ``i`` from TRL's column keyword arguments (each a list, one value per completion);
-    its Python assert tests with the helpers of ``prompt`` (TRL's prompt of that row) that they use, when the
-    row names its ``entry_point``."""
-    row = _row_tests(columns, i, default_language)
-    entry = columns.get("entry_point")
-    entry_point = entry[i] if entry is not None and i < len(entry) else None
-    code = prompt_code(prompt)
-    # Without the entry point the function to complete cannot be told from a helper: no helpers then (a stub
-    # is never taken for one either, see ``tasks.prompt_helpers``).
-    if not code or not entry_point or row.language not in ("python", "py", "python3"):
-        return row
-    tests = tuple(
-        {**t, "assert_code": with_prompt_helpers(code, entry_point, str(t["assert_code"]))} if "assert_code" in t else t
-        for t in row.tests
-    )
-    return RowTests(row.language, tests, row.function)
-
-
-def prompt_code(prompt: Any) -> str:
-    """The Python code of a row's prompt: the text itself where it parses (a completion-style prompt such as
-    HumanEval's), else its fenced code; of a chat prompt, its last user message. Empty when there is none."""
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
-        prompt = users[-1].get("content") if users else None
-    if not isinstance(prompt, str) or not prompt.strip():
-        return ""
-    try:
-        ast.parse(prompt)
-        return prompt
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return extract_code(prompt).code
-
-
-def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str) -> RowTests:
-
-    def col(name: str) -> Any:
-        values = columns.get(name)
-        return values[i] if values is not None and i < len(values) else None
-
-    language = col("language") or default_language
-    info = _json(col("verification_info"))
-    if isinstance(info, Mapping):
-        language = info.get("language") or language
-        cases = info.get("test_cases") or []
-        fn = info.get("fn_name")
-        if fn:
-            return RowTests(language, tuple(_call(c.get("input"), c.get("output"), wrapped=False) for c in cases), fn)
-        return RowTests(language, tuple(_stdio(c.get("input"), c.get("output")) for c in cases))
-    io = _json(col("input_output"))
-    if isinstance(io, Mapping):
-        inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
-        fn = io.get("fn_name")
-        if fn:
-            calls = tuple(_call(a, e, wrapped=True) for a, e in zip(inputs, outputs, strict=False))
-            return RowTests(language, calls, fn)
-        return RowTests(language, tuple(_stdio(a, e) for a, e in zip(inputs, outputs, strict=False)))
-    tests = _json(col("tests")) if col("tests") is not None else col("test_list")
-    if tests is not None:
-        setup = col("test_setup_code") or ""
-        entry = col("entry_point")
-        if isinstance(tests, str):
-            code = f"{setup}\n{tests}" + (f"\ncheck({entry})" if entry and "def check(" in tests else "")
-            return RowTests(language, ({"assert_code": code},))
-        out: list[Mapping[str, Any]] = []
-        for t in tests:
-            if isinstance(t, Mapping):
-                out.append(_stdio(t.get("input", t.get("stdin")), t.get("output", t.get("expected_stdout"))))
-            else:
-                out.append({"assert_code": f"{setup}\n{t}" if setup else str(t)})
-        return RowTests(language, tuple(out))
-    raise ValueError(
-        f"row {i} has no tests: give it a verification_info, input_output, tests or test_list column "
-        f"(it has: {', '.join(sorted(columns)) or 'no columns'})"
-    )
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def _lines(value: Any) -> str:
-    if isinstance(value, list):
-        return "\n".join(str(v) for v in value) + "\n"
-    return "" if value is None else str(value)
-
-
-def _stdio(stdin: Any, expected: Any) -> dict[str, Any]:
-    return {"stdin": _lines(stdin), "expected_stdout": _lines(expected)}
-
-
-def _call(args: Any, expected: Any, wrapped: bool) -> dict[str, Any]:
-    args = _json(args)
-    expected = _json(expected)
-    if wrapped and isinstance(expected, list) and len(expected) == 1:
-        expected = expected[0]
-    return {"call": args if isinstance(args, list) else [args], "expected": expected}
 
 
 def _score(passed: int, total: int, partial: bool) -> float:

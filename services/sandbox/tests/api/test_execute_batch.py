@@ -83,8 +83,9 @@ def test_only_a_last_expression_that_is_not_none_is_a_main_result(client: TestCl
 
 
 def test_a_syntax_error_a_timeout_and_an_unknown_language(client: TestClient) -> None:
-    items = batch(client, ["def f(:\n  pass", "while True: pass", "print(1)"], timeout=1,
-                  languages=["python", "python", "cobol"])  # fmt: skip
+    items = batch(
+        client, ["def f(:\n  pass", "while True: pass", "print(1)"], timeout=1, languages=["python", "python", "cobol"]
+    )
     assert items[0]["execution"]["error"]["name"] == "SyntaxError"
     assert items[1]["execution"]["error"]["name"] == "TimeoutError"
     assert items[2]["execution"] is None and "cobol" in items[2]["exception_str"]
@@ -126,14 +127,21 @@ def test_a_lone_surrogate_comes_back_representable(client: TestClient, where: st
 def test_the_script_is_no_file_the_programs_it_runs_can_read(client: TestClient) -> None:
     """The script (open-r1's holds the expected outputs) reaches the kernel over a pipe: its children find
     no trace of it in the working directory."""
-    script = "import os, subprocess\nsecret = 'NEEDLE' + '-IN-THE-SCRIPT'\n" \
-             "subprocess.run(['grep', '-r', '-l', 'NEEDLE', '.'], capture_output=True, text=True).stdout"  # fmt: skip
+    script = (
+        "import os, subprocess\nsecret = 'NEEDLE' + '-IN-THE-SCRIPT'\n"
+        "subprocess.run(['grep', '-r', '-l', 'NEEDLE', '.'], capture_output=True, text=True).stdout"
+    )
     (item,) = batch(client, [script])
     assert item["text"] == "''", item
 
 
 def test_a_script_whose_kernel_ends_has_no_main_result(client: TestClient) -> None:
-    items = batch(client, ["open('.main_result', 'w').write('1.0')\nimport os\nos._exit(0)\n1.0",
-                           "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n1.0"])  # fmt: skip
+    items = batch(
+        client,
+        [
+            "open('.main_result', 'w').write('1.0')\nimport os\nos._exit(0)\n1.0",
+            "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n1.0",
+        ],
+    )
     assert [i["text"] for i in items] == [None, None], items
     assert items[0]["execution"]["error"]["name"] == "DeadKernelError", items

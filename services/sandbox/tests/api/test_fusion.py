@@ -130,8 +130,10 @@ def test_a_program_that_ends_by_itself_past_the_cap_finishes_with_its_output_tru
 ) -> None:
     """Upstream returns all of it; here the first 8 MiB (as documented), the exit status the program chose,
     and the flag. What it does after the cap still happens (the marker file), as it would upstream."""
-    code = (f"import sys\nfor _ in range(200): sys.{stream}.write('z' * 65536)\n"  # 12.5 MiB
-            "sys.stdout.flush(); sys.stderr.flush()\nopen('after', 'w').write('done')\nsys.exit(3)")  # fmt: skip
+    code = (
+        f"import sys\nfor _ in range(200): sys.{stream}.write('z' * 65536)\n"  # 12.5 MiB
+        "sys.stdout.flush(); sys.stderr.flush()\nopen('after', 'w').write('done')\nsys.exit(3)"
+    )
     body = run_code(client, code, run_timeout=20, fetch_files=["after"])
     rr = body["run_result"]
     assert rr["status"] == "Finished" and rr["return_code"] == 3 and rr["output_truncated"] is True
@@ -175,8 +177,12 @@ def test_files_in_and_out(client: TestClient) -> None:
 
 def test_binary_file_round_trip(client: TestClient) -> None:
     blob = bytes(range(256)) * 4
-    body = run_code(client, "open('copy.bin','wb').write(open('blob.bin','rb').read())",
-                    files={"blob.bin": base64.b64encode(blob).decode()}, fetch_files=["copy.bin"])  # fmt: skip
+    body = run_code(
+        client,
+        "open('copy.bin','wb').write(open('blob.bin','rb').read())",
+        files={"blob.bin": base64.b64encode(blob).decode()},
+        fetch_files=["copy.bin"],
+    )
     assert base64.b64decode(body["files"]["copy.bin"]) == blob
 
 
@@ -216,8 +222,16 @@ def test_malformed_requests_are_422(client: TestClient) -> None:
 
 
 def test_client_style_body_with_nulls_and_extras(client: TestClient) -> None:
-    body = run_code(client, "print(1)", compile_timeout=10, run_timeout=10, stdin=None, files={}, fetch_files=[],
-                    expected_stdout="1")  # fmt: skip
+    body = run_code(
+        client,
+        "print(1)",
+        compile_timeout=10,
+        run_timeout=10,
+        stdin=None,
+        files={},
+        fetch_files=[],
+        expected_stdout="1",
+    )
     assert body["status"] == "Success" and stdout(body) == "1\n"
 
 

@@ -19,8 +19,9 @@ def jupyter(client: TestClient, cells: list[str], **fields: Any) -> dict[str, An
 
 
 def test_cells_share_a_namespace_and_keep_their_own_output(client: TestClient) -> None:
-    body = jupyter(client, ["x = 20\nprint('first')", "import sys\nprint('to err', file=sys.stderr)\nx + 1",
-                            "print(x * 2)\nNone"])  # fmt: skip
+    body = jupyter(
+        client, ["x = 20\nprint('first')", "import sys\nprint('to err', file=sys.stderr)\nx + 1", "print(x * 2)\nNone"]
+    )
     assert body["status"] == "Success" and body["driver"]["status"] == "Finished"
     first, second, third = body["cells"]
     assert first == {"stdout": "first\n", "stderr": "", "display": [], "error": []}

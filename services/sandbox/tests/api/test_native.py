@@ -42,8 +42,9 @@ def test_execute_verdicts(client: TestClient) -> None:
 
 def test_execute_files_and_cpp(client: TestClient) -> None:
     code = '#include <fstream>\nint main(){std::ifstream f("n.txt"); int n; f >> n; std::ofstream("o.txt") << n*n;}'
-    r = client.post("/v1/execute", json={"language": "c++", "code": code, "files": {"n.txt": "MTI="},
-                                         "fetch_files": ["o.txt"]}).json()  # fmt: skip
+    r = client.post(
+        "/v1/execute", json={"language": "c++", "code": code, "files": {"n.txt": "MTI="}, "fetch_files": ["o.txt"]}
+    ).json()
     assert r["verdict"] == "AC" and r["compile"]["verdict"] == "AC"
     assert base64.b64decode(r["files"]["o.txt"]) == b"144"
     bad = client.post("/v1/execute", json={"language": "cpp", "code": "int main() { oops }"}).json()
@@ -64,8 +65,12 @@ def test_execute_rejects_bad_requests(client: TestClient) -> None:
 def test_evaluate_stdio(client: TestClient) -> None:
     tests = [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "5 5", "expected_stdout": "10\n"}]
     res = evaluate(client, programs=[SUM, "print(0)", "print(", "import sys; sys.exit(1)"], tests=tests)
-    assert [(r["verdict"], r["passed"], r["total"]) for r in res] == [("AC", 2, 2), ("WA", 0, 2), ("CE", 0, 2),
-                                                                       ("RE", 0, 2)]  # fmt: skip
+    assert [(r["verdict"], r["passed"], r["total"]) for r in res] == [
+        ("AC", 2, 2),
+        ("WA", 0, 2),
+        ("CE", 0, 2),
+        ("RE", 0, 2),
+    ]
     assert all(not r["stopped_early"] for r in res)
     assert [len(r["tests"]) for r in res] == [2, 2, 2, 2]
 
@@ -172,8 +177,12 @@ def test_assert_tests_need_python(client: TestClient) -> None:
 
 
 def test_early_stop_is_in_test_order(client: TestClient) -> None:
-    tests = [{"stdin": "a", "expected_stdout": "a"}, {"stdin": "b", "expected_stdout": "x"},
-             {"stdin": "c", "expected_stdout": "y"}, {"stdin": "d", "expected_stdout": "d"}]  # fmt: skip
+    tests = [
+        {"stdin": "a", "expected_stdout": "a"},
+        {"stdin": "b", "expected_stdout": "x"},
+        {"stdin": "c", "expected_stdout": "y"},
+        {"stdin": "d", "expected_stdout": "d"},
+    ]
     for _ in range(3):
         r = evaluate(client, programs=["print(input())"], tests=tests, early_stop=True)[0]
         assert r["stopped_early"] is True and r["verdict"] == "WA" and r["passed"] == 1
@@ -211,12 +220,18 @@ def test_languages(client: TestClient) -> None:
 
 
 def test_a_batch_answers_as_one_request_per_group(client: TestClient) -> None:
-    add = {"tests": [{"assert_code": "assert add(1, 2) == 3"}, {"assert_code": "assert add(2, 2) == 4"}],
-           "programs": ["def add(a, b): return a + b", "def add(a, b): return 3", "def add(a, b): 1/0"]}  # fmt: skip
-    upper = {"tests": [{"assert_code": "assert up('a') == 'A'"}],
-             "programs": ["def up(s):\n    return s.upper()", "up = str.lower", "import sys\nsys.exit(0)"]}  # fmt: skip
-    stdio = {"tests": [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "2 5", "expected_stdout": "7"}],
-             "programs": [SUM, "print(3)"]}  # fmt: skip
+    add = {
+        "tests": [{"assert_code": "assert add(1, 2) == 3"}, {"assert_code": "assert add(2, 2) == 4"}],
+        "programs": ["def add(a, b): return a + b", "def add(a, b): return 3", "def add(a, b): 1/0"],
+    }
+    upper = {
+        "tests": [{"assert_code": "assert up('a') == 'A'"}],
+        "programs": ["def up(s):\n    return s.upper()", "up = str.lower", "import sys\nsys.exit(0)"],
+    }
+    stdio = {
+        "tests": [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "2 5", "expected_stdout": "7"}],
+        "programs": [SUM, "print(3)"],
+    }
     call = {"tests": [{"call": [3], "expected": 9}], "function": "sq", "programs": ["def sq(x):\n    return x * x"]}
     early = {**add, "early_stop": True}
     groups = [{"language": "python", **g} for g in (add, stdio, upper, call, early)]
@@ -245,8 +260,10 @@ def test_assert_results_come_from_the_cache_the_second_time(client: TestClient) 
         return metric(client, 'codegym_sandbox_cache_total{result="hit"}')
 
     noisy = "def f(x):\n    print('a')\n    return x + 1"
-    req = {"programs": ["def f(x):\n    return x + 1", "def f(x):\n    return x", noisy],
-           "tests": [{"assert_code": "assert f(1) == 2"}, {"assert_code": "assert f(3) == 4"}]}  # fmt: skip
+    req = {
+        "programs": ["def f(x):\n    return x + 1", "def f(x):\n    return x", noisy],
+        "tests": [{"assert_code": "assert f(1) == 2"}, {"assert_code": "assert f(3) == 4"}],
+    }
     first = evaluate(client, **req)
     before = hits()
     second = evaluate(client, **req)

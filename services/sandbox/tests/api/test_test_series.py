@@ -142,8 +142,9 @@ print(n)
 def test_early_stop_in_test_series(one_worker: TestClient) -> None:
     tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(8)]
     code = "n = int(input()); print(n if n != 5 else -1)"
-    r = one_worker.post("/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests,
-                                              "early_stop": True}).json()["results"][0]  # fmt: skip
+    r = one_worker.post(
+        "/v1/evaluate", json={"language": "python", "programs": [code], "tests": tests, "early_stop": True}
+    ).json()["results"][0]
     assert r["verdict"] == "WA" and r["passed"] == 5 and r["stopped_early"]
     assert [t["verdict"] for t in r["tests"]] == ["AC"] * 5 + ["WA"]
 
@@ -161,10 +162,13 @@ def test_assert_tests_of_different_tasks_share_a_test_series(one_worker: TestCli
     # What the program finds of the others: their functions, or files beside the runner.
     spy = "import os\nseen = [n for n in dir() if n.startswith('f')] + [n for n in os.listdir() if n != 'main.py']\n"
     groups = [
-        {"language": "python", "programs": [spy + f"def f{i}():\n    return {i}"],
-         "tests": [{"assert_code": f"assert f{i}() == {i} and seen == [], seen"}]}
+        {
+            "language": "python",
+            "programs": [spy + f"def f{i}():\n    return {i}"],
+            "tests": [{"assert_code": f"assert f{i}() == {i} and seen == [], seen"}],
+        }
         for i in range(4)
-    ]  # fmt: skip
+    ]
     before = forked(one_worker)
     r = one_worker.post("/v1/evaluate/batch", json={"requests": groups})
     assert r.status_code == 200, r.text

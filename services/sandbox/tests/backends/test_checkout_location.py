@@ -88,8 +88,12 @@ def test_a_checkout_venv_runtime_packages_and_toolchain_under_tmp_serve_programs
     env["RUSTUP_HOME"] = str(rustup)
     done = subprocess.run(
         [python, "-c", SERVER, PROGRAM.format(rustup=str(rustup))],
-        cwd=under_tmp, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=under_tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.splitlines()[-1])
     assert answer["package"].startswith(str(checkout)), answer["package"]

@@ -32,8 +32,10 @@ def engine(request: pytest.FixtureRequest) -> str:
 def _containers(engine: str, server_id: str) -> list[dict[str, object]]:
     out = subprocess.run(
         [engine, "ps", "-a", "--filter", f"label=codegym.sandbox.server={server_id}", "--format", "{{.Names}}"],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     if not out:
         return []
     inspected = subprocess.run([engine, "inspect", *out], capture_output=True, text=True, check=True).stdout
@@ -122,8 +124,12 @@ def test_containers_removed_on_shutdown_and_stale_ones_at_start(engine: str) -> 
     dead.wait()
     import socket
 
-    labels = {"codegym.sandbox": "1", "codegym.sandbox.server": "tstale", "codegym.sandbox.host": socket.gethostname(),
-              "codegym.sandbox.pid": str(dead.pid)}  # fmt: skip
+    labels = {
+        "codegym.sandbox": "1",
+        "codegym.sandbox.server": "tstale",
+        "codegym.sandbox.host": socket.gethostname(),
+        "codegym.sandbox.pid": str(dead.pid),
+    }
     argv = [engine, "create", "--name", f"codegym-sandbox-stale-{engine}"]
     for key, value in labels.items():
         argv += ["--label", f"{key}={value}"]

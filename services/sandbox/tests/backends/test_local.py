@@ -73,8 +73,9 @@ def test_runs_that_sleep_get_lent_slots_and_all_run_at_once() -> None:
     """Forty runs that each sleep a second on one worker: slots are lent while the CPUs idle, so they end
     together (queued one after another they would take forty seconds), and the lent slots serve later runs."""
     limits = Limits(memory_mb=128)  # memory for all forty at once: the budget is not what this tests
-    settings = Settings(backend="local", workers=1, max_workers=48, cache_entries=0, limits=limits,
-                        fusion_queue_wait_s=0)  # fmt: skip
+    settings = Settings(
+        backend="local", workers=1, max_workers=48, cache_entries=0, limits=limits, fusion_queue_wait_s=0
+    )
     with TestClient(create_app(settings)) as client:
         req = {"language": "python", "code": "import time; time.sleep(1); print(input())"}
         started = time.monotonic()
@@ -176,8 +177,14 @@ def test_sleepers_all_start_at_once(sleepers: int) -> None:
     cpus = len(os.sched_getaffinity(0))
     nap = 4.0
     # Memory for every sleeper at once (the budget is not what this tests: the lending is).
-    settings = Settings(backend="local", workers=cpus, cache_entries=0, memory_budget_mb=sleepers * 128 + 1024,
-                        limits=Limits(memory_mb=128), fusion_queue_wait_s=0)  # fmt: skip
+    settings = Settings(
+        backend="local",
+        workers=cpus,
+        cache_entries=0,
+        memory_budget_mb=sleepers * 128 + 1024,
+        limits=Limits(memory_mb=128),
+        fusion_queue_wait_s=0,
+    )
     code = f"import time\nprint(time.time())\ntime.sleep({nap})"
     with TestClient(create_app(settings)) as client:
 

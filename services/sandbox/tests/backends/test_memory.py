@@ -105,8 +105,15 @@ def test_a_run_larger_than_the_whole_budget_is_refused_at_once() -> None:
 
 def _server(budget_mb: int) -> TestClient:
     limits = Limits(memory_mb=128, max_memory_mb=1024)
-    settings = Settings(backend="local", workers=2, max_workers=8, memory_budget_mb=budget_mb, limits=limits,
-                        fusion_queue_wait_s=0.5, cache_entries=0)  # fmt: skip
+    settings = Settings(
+        backend="local",
+        workers=2,
+        max_workers=8,
+        memory_budget_mb=budget_mb,
+        limits=limits,
+        fusion_queue_wait_s=0.5,
+        cache_entries=0,
+    )
     return TestClient(create_app(settings))
 
 

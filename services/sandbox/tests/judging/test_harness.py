@@ -19,9 +19,11 @@ def _call(code: str, args: list[object], expected: object, function: str = "f") 
     """What the runner says of the call test ``function(*args) == expected``: passed/failed/neither, stdout,
     stderr."""
     run = subprocess.run(
-        [sys.executable, "-c", harness.ASSERT_MAIN], input=harness.call_stdin(code, function, args, None, expected),
-        capture_output=True, timeout=30,
-    )  # fmt: skip
+        [sys.executable, "-c", harness.ASSERT_MAIN],
+        input=harness.call_stdin(code, function, args, None, expected),
+        capture_output=True,
+        timeout=30,
+    )
     return harness.assert_outcome(run.returncode), run.stdout.decode(), run.stderr.decode()
 
 
@@ -31,9 +33,11 @@ def test_call_compares_the_returned_value_and_shows_it() -> None:
     assert _call(code, [2], [1, {"1": 0}])[0] is False
     assert _call("def f(x):\n    return 1 / 3", [0], 0.3333334)[0] is True  # within the tolerance
     run = subprocess.run(
-        [sys.executable, "-c", harness.ASSERT_MAIN], capture_output=True, timeout=30,
+        [sys.executable, "-c", harness.ASSERT_MAIN],
+        capture_output=True,
+        timeout=30,
         input=harness.call_stdin("def f():\n    return 0.33", "f", [], None, 1 / 3, rel_tol=0.1),
-    )  # fmt: skip
+    )
     assert harness.assert_outcome(run.returncode) is True  # the request's tolerance
 
 
@@ -64,9 +68,11 @@ def test_a_missing_function_is_a_runtime_error() -> None:
 def _assert(code: str, checks: str) -> tuple[bool | None, str, str]:
     """What the assert runner says of ``code`` against ``checks``: passed/failed/neither, stdout, stderr."""
     run = subprocess.run(
-        [sys.executable, "-c", harness.ASSERT_MAIN], input=harness.assert_stdin(code, checks), capture_output=True,
+        [sys.executable, "-c", harness.ASSERT_MAIN],
+        input=harness.assert_stdin(code, checks),
+        capture_output=True,
         timeout=30,
-    )  # fmt: skip
+    )
     return harness.assert_outcome(run.returncode), run.stdout.decode(), run.stderr.decode()
 
 

@@ -100,8 +100,10 @@ def test_early_stop_runs_parts_of_1_2_4_tests_in_order(wrong: int | None, sizes:
     assert out.passed == (10 if wrong is None else wrong) and out.total == 10
 
 
-@pytest.mark.parametrize(("workers", "programs", "sizes"), [(1, 1, [6]), (2, 1, [3, 3]), (4, 1, [2, 2, 2]),
-                                                            (4, 2, [3, 3, 3, 3]), (2, 4, [6, 6, 6, 6])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("workers", "programs", "sizes"),
+    [(1, 1, [6]), (2, 1, [3, 3]), (4, 1, [2, 2, 2]), (4, 2, [3, 3, 3, 3]), (2, 4, [6, 6, 6, 6])],
+)
 def test_a_programs_stdin_tests_are_split_only_when_workers_would_idle(
     workers: int, programs: int, sizes: list[int]
 ) -> None:

@@ -43,20 +43,40 @@ class Call(NamedTuple):
 
 def text(function: str, args: list[Any], kwargs: dict[str, Any], expected: Any, rel_tol: float, abs_tol: float) -> str:
     """A call test as the checker reads it (see :func:`parse`)."""
-    spec = {"function": function, "args": args, "kwargs": kwargs, "expected": expected,
-            "rel_tol": rel_tol, "abs_tol": abs_tol}  # fmt: skip
+    spec = {
+        "function": function,
+        "args": args,
+        "kwargs": kwargs,
+        "expected": expected,
+        "rel_tol": rel_tol,
+        "abs_tol": abs_tol,
+    }
     return MARK + json.dumps(spec)
 
 
 def parse(text: str) -> Call:
     """The call test in ``text`` (which starts with :data:`MARK`)."""
     spec = json.loads(text[len(MARK) :])
-    return Call(str(spec["function"]), list(spec["args"]), dict(spec["kwargs"]), spec["expected"],
-                float(spec["rel_tol"]), float(spec["abs_tol"]))  # fmt: skip
+    return Call(
+        str(spec["function"]),
+        list(spec["args"]),
+        dict(spec["kwargs"]),
+        spec["expected"],
+        float(spec["rel_tol"]),
+        float(spec["abs_tol"]),
+    )
 
 
-_NOT_JSON = {"s": "a set", "fs": "a frozenset", "y": "bytes", "ya": "a bytearray", "c": "a complex number",
-             "r": "a range", "g": "an iterator", "h": "an object"}  # fmt: skip
+_NOT_JSON = {
+    "s": "a set",
+    "fs": "a frozenset",
+    "y": "bytes",
+    "ya": "a bytearray",
+    "c": "a complex number",
+    "r": "a range",
+    "g": "an iterator",
+    "h": "an object",
+}
 
 
 def json_value(data: Any) -> Any:

@@ -190,9 +190,15 @@ def _answer(answer: Any, n: int, nonce: str) -> dict[str, Any] | None:
             return None
     return {
         "display": [{representable(k): representable(v) for k, v in d.items()} for d in display],
-        "error": [{"ename": representable(e["ename"]), "evalue": representable(e["evalue"]),
-                   "traceback": [representable(line) for line in e["traceback"]]} for e in error],
-    }  # fmt: skip
+        "error": [
+            {
+                "ename": representable(e["ename"]),
+                "evalue": representable(e["evalue"]),
+                "traceback": [representable(line) for line in e["traceback"]],
+            }
+            for e in error
+        ],
+    }
 
 
 class _Relay:

@@ -131,8 +131,13 @@ def enter_box() -> None:
         os.mkdir(path, 0o700)
     os.chmod(_STAGE, 0)  # on a read-only file system: not even its owner may change that
     linux.mount(None, BOX_ROOT, None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
-    linux.mount("devpts", "/dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC,
-                f"newinstance,ptmxmode=0666,mode=0620,max={PTYS}")  # fmt: skip
+    linux.mount(
+        "devpts",
+        "/dev/pts",
+        "devpts",
+        linux.MS_NOSUID | linux.MS_NOEXEC,
+        f"newinstance,ptmxmode=0666,mode=0620,max={PTYS}",
+    )
 
 
 class Scratch:

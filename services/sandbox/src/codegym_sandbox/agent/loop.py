@@ -130,9 +130,14 @@ def _run(
                         # on its tmpfs), and the kernel took the box next: the run ran out of memory.
                         bx.respawn()
                         now = time.monotonic()
-                        report = {"exit_code": None, "signal": signal.SIGKILL, "wall": now - run.started, "cpu": None,
-                                  "max_rss_kb": (req["limits"].get("address_space_bytes") or 0) // 1024,
-                                  "error": None}  # fmt: skip
+                        report = {
+                            "exit_code": None,
+                            "signal": signal.SIGKILL,
+                            "wall": now - run.started,
+                            "cpu": None,
+                            "max_rss_kb": (req["limits"].get("address_space_bytes") or 0) // 1024,
+                            "error": None,
+                        }
                     elif bx.config["namespaces"]:
                         raise OSError("the box went away")
                     else:
@@ -140,8 +145,13 @@ def _run(
                         # program's doing (a crash), not a fault of the sandbox.
                         bx.respawn()
                         now = time.monotonic()
-                        report = {"exit_code": None, "signal": signal.SIGKILL, "wall": now - run.started,
-                                  "cpu": None, "error": None}  # fmt: skip
+                        report = {
+                            "exit_code": None,
+                            "signal": signal.SIGKILL,
+                            "wall": now - run.started,
+                            "cpu": None,
+                            "error": None,
+                        }
                         run.out["stderr"] += b"\nsandbox: the program killed its supervisor\n"
         # Everything in the namespace is dead, so every write end is closed: read what is left to EOF.
         for fd, stream in readers.items():

@@ -189,5 +189,9 @@ def to_null() -> None:
 
 def status_report(status: int, usage: Any, extra_cpu: float = 0.0) -> dict[str, Any]:
     code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
-    return {"exit_code": code, "signal": sig, "cpu": usage.ru_utime + usage.ru_stime + extra_cpu,
-            "max_rss_kb": usage.ru_maxrss}  # fmt: skip
+    return {
+        "exit_code": code,
+        "signal": sig,
+        "cpu": usage.ru_utime + usage.ru_stime + extra_cpu,
+        "max_rss_kb": usage.ru_maxrss,
+    }

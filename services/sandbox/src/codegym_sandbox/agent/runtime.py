@@ -47,25 +47,54 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # alternatives (/usr/bin/java is a link through them) and the configuration of the JDK, Python, PHP, R, Mono
 # (its assembly map and machine.config) and Racket (where its installation and compiled libraries are).
 ETC = (
-    "R", "alternatives", "debian_version", "gai.conf", "host.conf", "hosts", "inputrc", "java-*", "ld.so.cache",
-    "ld.so.conf", "ld.so.conf.d", "locale.alias", "localtime", "mime.types", "mono", "mtab", "nsswitch.conf",
-    "os-release", "php", "protocols", "python3*", "racket", "services", "timezone",
-)  # fmt: skip
+    "R",
+    "alternatives",
+    "debian_version",
+    "gai.conf",
+    "host.conf",
+    "hosts",
+    "inputrc",
+    "java-*",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "localtime",
+    "mime.types",
+    "mono",
+    "mtab",
+    "nsswitch.conf",
+    "os-release",
+    "php",
+    "protocols",
+    "python3*",
+    "racket",
+    "services",
+    "timezone",
+)
 # Users and groups as the runtime image has them (``{uid}``: the programs'): the host's accounts stay out.
 USERS = {
     "passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:{uid}:{uid}::/tmp/box:/usr/sbin/nologin\n",
     "group": "root:x:0:\nsandbox:x:{uid}:\n",
 }
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-DEV_LINKS = {"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
-             "stderr": "/proc/self/fd/2"}  # fmt: skip
+DEV_LINKS = {
+    "ptmx": "pts/ptmx",
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+}
 # Runtimes size their thread pools from the CPU topology; the rest of /sys stays out.
 SYS = ("/sys/devices/system/cpu",)
 # Where an installation under a bound directory keeps site-packages (Debian's python3 says dist-packages).
 SITE_DIRS = (
-    "lib*/python3*/site-packages", "lib*/python3*/dist-packages", "lib/python3/dist-packages",
-    "local/lib*/python3*/site-packages", "local/lib*/python3*/dist-packages",
-)  # fmt: skip
+    "lib*/python3*/site-packages",
+    "lib*/python3*/dist-packages",
+    "lib/python3/dist-packages",
+    "local/lib*/python3*/site-packages",
+    "local/lib*/python3*/dist-packages",
+)
 MADE = ("/etc", "/dev", "/proc", "/sys")  # what the new root makes itself: no bind goes there
 _READ_ONLY = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
 # What the root holds at the places of host paths (a directory bound there, or a link with its text): the

@@ -179,12 +179,26 @@ class TestSeries:
             peak = max(peak, self.budget_kb)
         if cpu.over and not over_budget:  # the box stopped it: its processes together ran out of CPU time
             self.end()
-            return {"exit_code": None, "signal": signal.SIGXCPU, "wall": wall, "cpu": float(cpu.limit),
-                    "max_rss_kb": None, "error": None, "session": False}  # fmt: skip
+            return {
+                "exit_code": None,
+                "signal": signal.SIGXCPU,
+                "wall": wall,
+                "cpu": float(cpu.limit),
+                "max_rss_kb": None,
+                "error": None,
+                "session": False,
+            }
         if killed or over_budget:
             self.end()
-            return {"exit_code": None, "signal": signal.SIGKILL, "wall": wall, "cpu": None,
-                    "max_rss_kb": peak if over_budget else None, "error": None, "session": False}  # fmt: skip
+            return {
+                "exit_code": None,
+                "signal": signal.SIGKILL,
+                "wall": wall,
+                "cpu": None,
+                "max_rss_kb": peak if over_budget else None,
+                "error": None,
+                "session": False,
+            }
         try:
             report = json.loads(raw) if raw else None
         except ValueError:

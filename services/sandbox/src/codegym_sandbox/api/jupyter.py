@@ -80,8 +80,16 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     fetch = [scratch_name(f) for f in req.fetch_files]
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
     limits = executor.run_limits(req.total_timeout, memory)
-    ex = await executor.execute("python", notebook.CELLS_MAIN, json.dumps(job).encode(), files, limits,
-                                executor.compile_limits(None), policy, fetch)  # fmt: skip
+    ex = await executor.execute(
+        "python",
+        notebook.CELLS_MAIN,
+        json.dumps(job).encode(),
+        files,
+        limits,
+        executor.compile_limits(None),
+        policy,
+        fetch,
+    )
     run = ex.run
     assert run is not None  # Python has no compile step
     fetched = {name: base64.b64encode(data).decode() for name, (data, _) in run.collected.items()}
@@ -91,13 +99,17 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     ended = f"sandbox: {record.ended}\n" if record.ended else ""
     # The run's own output is the supervisor's record: the driver shows what the kernel wrote instead.
     driver = fusion_result(run).model_copy(
-        update={"stdout": text(bytes(record.stdout)), "stderr": text(bytes(record.stderr) + run.stderr) + ended,
-                "output_truncated": run.output_exceeded or record.cut}
-    )  # fmt: skip
+        update={
+            "stdout": text(bytes(record.stdout)),
+            "stderr": text(bytes(record.stderr) + run.stderr) + ended,
+            "output_truncated": run.output_exceeded or record.cut,
+        }
+    )
     cells: list[CellRunResult] = []
     if run.verdict is Verdict.AC and record.finished:
-        cells = [CellRunResult(stdout=text(bytes(c.stdout)), stderr=text(bytes(c.stderr)), display=c.display,
-                               error=c.error) for c in record.cells]  # fmt: skip
+        cells = [
+            CellRunResult(stdout=text(bytes(c.stdout)), stderr=text(bytes(c.stderr)), display=c.display, error=c.error)
+            for c in record.cells
+        ]
     status = RunStatus.Success if run.verdict is Verdict.AC and record.finished else RunStatus.Failed
-    return RunJupyterResponse(status=status, driver=driver, cells=cells,
-                              executor_pod_name=POD_NAME, files=fetched)  # fmt: skip
+    return RunJupyterResponse(status=status, driver=driver, cells=cells, executor_pod_name=POD_NAME, files=fetched)

@@ -98,10 +98,13 @@ async def list_languages(executor: ExecutorDep) -> list[LanguageOut]:
         detail = f"missing: {', '.join(missing)}" if missing else "ready"
         out.append(
             LanguageOut(
-                name=lang.name, aliases=list(lang.aliases), available=not missing,
-                compiled=lang.compile is not None, detail=detail,
+                name=lang.name,
+                aliases=list(lang.aliases),
+                available=not missing,
+                compiled=lang.compile is not None,
+                detail=detail,
             )
-        )  # fmt: skip
+        )
     for name in languages.FUSION_LANGUAGES:
         if languages.lookup(name) is None:
             detail = f"missing: a runner in this server ({languages.WITHOUT_RUNNER[name]})"

@@ -55,13 +55,26 @@ class DockerWorker(AgentWorker):
         with contextlib.suppress(Exception):  # a leftover of this slot from an earlier life
             client.containers.get(name).remove(force=True)
         container = client.containers.create(
-            spec.image, name=name, labels=spec.labels(), hostname="sandbox", user=AGENT_USER,
-            stdin_open=True, tty=False, detach=True, network_mode="none", cap_drop=["ALL"],
-            cap_add=list(CAPABILITIES), security_opt=["no-new-privileges"], read_only=True, tmpfs=spec.tmpfs,
+            spec.image,
+            name=name,
+            labels=spec.labels(),
+            hostname="sandbox",
+            user=AGENT_USER,
+            stdin_open=True,
+            tty=False,
+            detach=True,
+            network_mode="none",
+            cap_drop=["ALL"],
+            cap_add=list(CAPABILITIES),
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            tmpfs=spec.tmpfs,
             pids_limit=spec.pids,
-            mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m", nano_cpus=int(spec.cpus * 1e9),
+            mem_limit=f"{spec.memory_mb}m",
+            memswap_limit=f"{spec.memory_mb}m",
+            nano_cpus=int(spec.cpus * 1e9),
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
-        )  # fmt: skip
+        )
         raw: socket.socket | None = None
         try:
             # Attach before start, so that nothing the agent says is missed.

@@ -154,9 +154,17 @@ class LocalBackend(WorkerPool):
         costs). Forked agents need none of it: the zygote compiled them once. Where the package is read-only,
         it was compiled when it was installed."""
         proc = await asyncio.create_subprocess_exec(
-            self.python, "-s", "-S", "-m", "compileall", "-q", str(SOURCE / "codegym_sandbox" / "agent"),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, cwd="/",
-        )  # fmt: skip
+            self.python,
+            "-s",
+            "-S",
+            "-m",
+            "compileall",
+            "-q",
+            str(SOURCE / "codegym_sandbox" / "agent"),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd="/",
+        )
         await proc.wait()
 
     def make_worker(self, slot: int) -> AgentWorker:

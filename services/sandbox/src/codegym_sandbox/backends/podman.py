@@ -27,9 +27,12 @@ log = logging.getLogger("codegym.sandbox.podman")
 
 async def _podman(binary: str, *args: str, timeout: float = 60) -> tuple[int, bytes, bytes]:
     proc = await asyncio.create_subprocess_exec(
-        binary, *args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        binary,
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except asyncio.TimeoutError:
@@ -57,9 +60,15 @@ class PodmanWorker(ProcessWorker):
 
 class PodmanBackend(WorkerPool):
     def __init__(
-        self, workers: int, queue_size: int, config: dict[str, Any], spec: ContainerSpec, binary: str,
-        extra_args: list[str], name: str = "podman",
-    ) -> None:  # fmt: skip
+        self,
+        workers: int,
+        queue_size: int,
+        config: dict[str, Any],
+        spec: ContainerSpec,
+        binary: str,
+        extra_args: list[str],
+        name: str = "podman",
+    ) -> None:
         super().__init__(workers, queue_size, {**config, "namespaces": False})
         self.spec = spec
         self.binary = binary
@@ -84,13 +93,30 @@ class PodmanBackend(WorkerPool):
         for key, value in spec.labels().items():
             argv += ["--label", f"{key}={value}"]
         argv += [
-            "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
+            "--network",
+            "none",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            "--read-only",
             "--read-only-tmpfs=false",  # podman would add writable /tmp, /var/tmp and /run otherwise
-            "--pids-limit", str(spec.pids), "--memory", f"{spec.memory_mb}m", "--cpus", str(spec.cpus),
-            "--ulimit", f"nofile={spec.open_files}:{spec.open_files}",
+            "--pids-limit",
+            str(spec.pids),
+            "--memory",
+            f"{spec.memory_mb}m",
+            "--cpus",
+            str(spec.cpus),
+            "--ulimit",
+            f"nofile={spec.open_files}:{spec.open_files}",
             # RLIMIT_NPROC counts a uid's processes host-wide: the pids limit is what bounds a container.
-            "--ulimit", f"nproc={nproc}:{nproc}", "--user", AGENT_USER, "--log-driver", "none",
-        ]  # fmt: skip
+            "--ulimit",
+            f"nproc={nproc}:{nproc}",
+            "--user",
+            AGENT_USER,
+            "--log-driver",
+            "none",
+        ]
         for cap in CAPABILITIES:
             argv += ["--cap-add", cap]
         for path, options in spec.tmpfs.items():

@@ -27,9 +27,13 @@ class Slot:
         return "broken" if self.broken_since is not None else "ok"
 
     async def restart(
-        self, make: Callable[[], AgentWorker], start: Callable[[AgentWorker], Awaitable[None]],
-        stopping: Callable[[], bool], cooldown_s: float, what: str,
-    ) -> AgentWorker | None:  # fmt: skip
+        self,
+        make: Callable[[], AgentWorker],
+        start: Callable[[AgentWorker], Awaitable[None]],
+        stopping: Callable[[], bool],
+        cooldown_s: float,
+        what: str,
+    ) -> AgentWorker | None:
         """A started worker from ``make``, tried until one starts (None: the pool stopped meanwhile): at
         growing intervals, and after BREAKER_FAILURES failures in a row every ``cooldown_s``, shown as broken."""
         delay = 0.1

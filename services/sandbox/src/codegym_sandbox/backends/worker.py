@@ -94,9 +94,14 @@ class AgentWorker:
             files.append([name, mode, len(blobs)])
             blobs.append(data)
         return {
-            "op": "run", "files": files, "argv": req.argv, "env": req.env, "limits": req.limits,
-            "python": req.python, "collect": req.collect,
-        }  # fmt: skip
+            "op": "run",
+            "files": files,
+            "argv": req.argv,
+            "env": req.env,
+            "limits": req.limits,
+            "python": req.python,
+            "collect": req.collect,
+        }
 
     async def _ask(self, header: dict[str, Any], blobs: list[bytes], answer_by: float) -> tuple[Any, list[bytes]]:
         try:
@@ -145,11 +150,19 @@ def _outcome(
     result: dict[str, Any], stdout: bytes, stderr: bytes, collected: dict[str, tuple[bytes, int]]
 ) -> RunOutcome:
     return RunOutcome(
-        exit_code=result["exit_code"], signal=result["signal"], wall_s=result["wall"], cpu_s=result["cpu"],
-        max_rss_kb=result.get("max_rss_kb"), timed_out=result["timed_out"],
-        output_exceeded=result["output_exceeded"], stdout=stdout, stderr=stderr,
-        launch_error=result.get("error"), collected=collected, forked=bool(result.get("forked")),
-    )  # fmt: skip
+        exit_code=result["exit_code"],
+        signal=result["signal"],
+        wall_s=result["wall"],
+        cpu_s=result["cpu"],
+        max_rss_kb=result.get("max_rss_kb"),
+        timed_out=result["timed_out"],
+        output_exceeded=result["output_exceeded"],
+        stdout=stdout,
+        stderr=stderr,
+        launch_error=result.get("error"),
+        collected=collected,
+        forked=bool(result.get("forked")),
+    )
 
 
 def tree_demand_s(pid: int) -> float | None:
@@ -198,9 +211,13 @@ class ProcessWorker(AgentWorker):
 
     async def _open(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=self.env, cwd=self.cwd,
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=self.env,
+            cwd=self.cwd,
             limit=1 << 20,
-        )  # fmt: skip
+        )
         self.reader = self.proc.stdout
         self.writer = self.proc.stdin
 

@@ -44,10 +44,14 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, str(theirs.fileno()), str(os.getpid()), pass_fds=(theirs.fileno(),), env=self.env,
+                *self.argv,
+                str(theirs.fileno()),
+                str(os.getpid()),
+                pass_fds=(theirs.fileno(),),
+                env=self.env,
                 cwd=self.cwd,
                 stdin=asyncio.subprocess.DEVNULL,
-            )  # fmt: skip
+            )
         except BaseException:
             ours.close()
             raise

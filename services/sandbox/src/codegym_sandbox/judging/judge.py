@@ -69,10 +69,17 @@ def program_out(req: EvaluateRequest, tests: list[TestOut], compiled: StepResult
 
 def compile_failed(req: EvaluateRequest, compiled: StepResult) -> ProgramOut:
     """A program that did not compile: its compile step's verdict, for the program and its one test line."""
-    failed = TestOut(verdict=compiled.verdict, wall_s=0.0, cpu_s=None, stdout="",
-                     stderr=text(compiled.stderr[-SHOWN_BYTES:]))  # fmt: skip
-    return ProgramOut(verdict=compiled.verdict, passed=0, total=len(req.tests), stopped_early=False,
-                      compile=step_out(compiled), tests=[failed])  # fmt: skip
+    failed = TestOut(
+        verdict=compiled.verdict, wall_s=0.0, cpu_s=None, stdout="", stderr=text(compiled.stderr[-SHOWN_BYTES:])
+    )
+    return ProgramOut(
+        verdict=compiled.verdict,
+        passed=0,
+        total=len(req.tests),
+        stopped_early=False,
+        compile=step_out(compiled),
+        tests=[failed],
+    )
 
 
 def sandbox_error(req: EvaluateRequest, message: str) -> ProgramOut:

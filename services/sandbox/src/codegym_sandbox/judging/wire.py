@@ -14,7 +14,15 @@ def text(data: bytes) -> str:
 def step_out(step: StepResult) -> StepOut:
     """One compile or run step of ``/v1`` answers."""
     return StepOut(
-        verdict=step.verdict, exit_code=step.exit_code, signal=step.signal, wall_s=step.wall_s, cpu_s=step.cpu_s,
-        max_rss_kb=step.max_rss_kb, stdout=text(step.stdout), stderr=text(step.stderr),
-        output_truncated=step.output_exceeded, cached=step.cached, error=step.error,
-    )  # fmt: skip
+        verdict=step.verdict,
+        exit_code=step.exit_code,
+        signal=step.signal,
+        wall_s=step.wall_s,
+        cpu_s=step.cpu_s,
+        max_rss_kb=step.max_rss_kb,
+        stdout=text(step.stdout),
+        stderr=text(step.stderr),
+        output_truncated=step.output_exceeded,
+        cached=step.cached,
+        error=step.error,
+    )

@@ -144,7 +144,9 @@ def test_lending_lends_what_idle_cpus_can_carry(load: float, waiting: int, room:
     assert keep_open(CPUS, load) == (load <= CPUS - lending.LEND_IDLE_CPUS)
 
 
-@pytest.mark.parametrize(("start_s", "ticks"), [(0.01, 1), (LEND_TICK_S, 1), (0.12, 3), (1.0, lending.RESERVE_STEPS)])
+@pytest.mark.parametrize(
+    ("start_s", "ticks"), [(0.01, 1), (LEND_TICK_S, 1), (2.4 * LEND_TICK_S, 3), (1.0, lending.RESERVE_STEPS)]
+)
 def test_the_reserve_covers_the_ticks_that_starting_a_worker_takes(start_s: float, ticks: int) -> None:
     assert reserve(CPUS, start_s, 1000) == ticks * LEND_PER_CPU * CPUS
     assert reserve(CPUS, start_s, 5) == 5

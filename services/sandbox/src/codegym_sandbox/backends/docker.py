@@ -152,6 +152,7 @@ class DockerWorker(AgentWorker):
 
 class DockerBackend(WorkerPool):
     name = "docker"
+    starts_ahead = False  # see WorkerPool.starts_ahead
 
     def __init__(self, workers: int, queue_size: int, config: dict[str, Any], spec: ContainerSpec) -> None:
         super().__init__(workers, queue_size, {**config, "namespaces": False})

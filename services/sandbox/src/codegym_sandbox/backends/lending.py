@@ -15,8 +15,10 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
   with nothing waiting) it is parked: warm, but open to no run until a later tick lends it again. So what
   ran before never leaves open workers for the next burst of runs to crowd the CPUs with.
 
-Each tick the runs are measured again, so runs that sleep are lent workers at ``LEND_PER_CPU`` per CPU per
-tick, and a burst of runs that compute stops the
+Each tick the runs are measured again (a run found asleep only every ``REMEASURE_ASLEEP_S``: with a hundred
+of them, reading their processes every tick took a third of the server's event loop and slowed the lending
+it decides), so runs that sleep are lent workers at ``LEND_PER_CPU`` per CPU per tick, and a burst of runs
+that compute stops the
 lending after one step. Starting a worker costs more than lending a parked one, so the pool keeps enough
 parked workers for as many ticks of lending as starting one takes (:func:`reserve`).
 """
@@ -29,11 +31,13 @@ import time
 from collections.abc import Iterable
 from typing import Protocol
 
-LEND_TICK_S = 0.05  # how often the pool measures its runs and decides
+LEND_TICK_S = 0.03  # how often the pool measures its runs and decides
 LEND_AFTER_S = 0.05  # how long the oldest run waits before lending begins (a worker may be about to come free)
 LEND_IDLE_CPUS = 0.5  # the unused CPUs lending needs
 LEND_IDLE_TICKS = 2  # on this many ticks in a row
 LEND_PER_CPU = 3  # runs per CPU, counting each run not yet measured as computing, that one tick may add up to
+ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this since the last look sleeps, and ...
+REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sleepers' /proc reads cost a tick)
 MEASURE_AFTER_S = 0.03  # a run younger than this counts as computing: its start-up says nothing of it yet
 RESERVE_STEPS = 8  # the reserve covers at most this many ticks of lending (each parked worker holds a few MiB)
 RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
@@ -78,6 +82,7 @@ class DemandMeter:
 
     def __init__(self) -> None:
         self._seen: dict[Measured, tuple[float, float]] = {}
+        self._asleep: dict[Measured, float] = {}  # runs measured asleep -> when to measure them again
 
     def started(self, worker: Measured) -> None:
         """``worker`` begins a run: its demand is counted from now."""
@@ -87,22 +92,28 @@ class DemandMeter:
 
     def ended(self, worker: Measured) -> None:
         self._seen.pop(worker, None)
+        self._asleep.pop(worker, None)
 
     def load(self, busy: Iterable[Measured], now: float) -> float | None:
         """CPUs the busy runs wanted since the last look (or their start); None when some run cannot be seen
         (a container's processes). A run younger than ``MEASURE_AFTER_S``, or not seen before, counts as one."""
         wanted = 0.0
         for worker in busy:
+            seen = self._seen.get(worker)
+            if seen is not None and self._asleep.get(worker, 0.0) > now:
+                continue  # measured asleep a moment ago: reading its processes again each tick costs the server
             demand = worker.demand_s()
             if demand is None:
                 return None
-            seen = self._seen.get(worker)
             self._seen[worker] = (now, demand)
             if seen is None or now - seen[0] < MEASURE_AFTER_S:
                 wanted += 1.0
             else:
                 # A run's processes share the one CPU its worker is pinned to: it never wants more than that.
-                wanted += min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
+                rate = min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
+                wanted += rate
+                if rate < ASLEEP_RATE:
+                    self._asleep[worker] = now + REMEASURE_ASLEEP_S
         return wanted
 
 

@@ -59,6 +59,8 @@ class PodmanWorker(ProcessWorker):
 
 
 class PodmanBackend(WorkerPool):
+    starts_ahead = False  # see WorkerPool.starts_ahead
+
     def __init__(
         self,
         workers: int,

@@ -35,6 +35,10 @@ T = TypeVar("T")
 class WorkerPool:
     """Slots of :class:`AgentWorker`; subclasses say how a worker is made (:meth:`make_worker`)."""
 
+    # Whether parked workers are started ahead for lending: not for containers (each is a container a user
+    # sees, holding its memory), whose runs the pool cannot measure either.
+    starts_ahead = True
+
     name = "pool"
 
     def __init__(self, workers: int, queue_size: int, config: dict[str, Any]) -> None:
@@ -273,6 +277,8 @@ class WorkerPool:
             return
         free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
         missing = reserve(self.cpus, self.start_s, self.max_workers - self.size) - len(self._parked)
+        if not self.starts_ahead:
+            missing = 0
         ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)
         for slot in free[: max(self._grants + ahead, 0)]:
             self._starting.add(slot)

@@ -8,11 +8,13 @@ long (504 on /run_code, with Retry-After), and one that asks for more than the w
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from codegym_sandbox.backends.base import RunPolicy, Saturated, TooLarge
+from codegym_sandbox.backends.lending import LEND_PER_CPU
 from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb, machine_memory_mb
 from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.main import create_app
@@ -73,7 +75,7 @@ def test_the_pool_runs_no_more_than_the_budget_holds(budget_mb: int, run_mb: int
     async def body(p: FakePool) -> None:
         p.memory.total_mb = budget_mb
         runs = [p.submit(0.0, memory_mb=run_mb)[0] for _ in range(at_once + 5)]
-        for _ in range(8):
+        for _ in range(2 + 2 * math.ceil(at_once / (LEND_PER_CPU * p.cpus))):  # each step of lending seen idle twice
             await p.tick()
             assert p.running(runs) <= at_once and p.memory.held_mb <= budget_mb
         assert p.running(runs) == at_once and p.status()["memory_held_mb"] == at_once * run_mb

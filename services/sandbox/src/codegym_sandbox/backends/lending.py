@@ -6,21 +6,25 @@ them than CPUs only share the CPUs, and a run whose wall time stretches past wha
 covers (its processes' wait for a CPU, up to twice its limit: see ``agent/loop.py``) is TLE for it. Which
 kind a waiting run is cannot be known before it runs, so the policy bets a step at a time:
 
-- it lends only while the runs in progress leave at least ``LEND_IDLE_CPUS`` of the CPUs unused (on two
-  ticks in a row: a run just handed a worker may wait for the server a moment, and look idle);
+- a run is *measured* once it is seen to compute on one look (it wants what it ran), or to be idle on two
+  looks in a row (it sleeps): idle on one look, it may only be waiting for the server (its program not
+  started yet, or between two parts of a test series), and its start-up (``MEASURE_AFTER_S``) says nothing;
+- it lends only while the measured runs, and every run on the pool's own workers, leave at least
+  ``LEND_IDLE_CPUS`` of the CPUs unused;
 - in one tick, at most enough runs that, should every run not yet measured compute, there are
   ``LEND_PER_CPU`` runs per CPU: each then waits at most twice its CPU time, which the credit covers for
-  any run that keeps within its limit (and for a run that needs half of it, with room for other load);
-- a lent worker whose run ends takes the next waiting run only while the CPUs are idle; otherwise (or
-  with nothing waiting) it is parked: warm, but open to no run until a later tick lends it again. So what
-  ran before never leaves open workers for the next burst of runs to crowd the CPUs with.
+  any run that keeps within its limit (and for a run that needs half of it, with room for other load). Runs
+  lent on earlier ticks and not measured yet count in that bound: so sleepers are lent workers as fast as
+  they are measured, while a burst of runs that compute gets one step, then nothing once it is measured;
+- a lent worker whose run ends takes the next waiting run only while the CPUs are idle even counting every
+  run not measured as computing; otherwise (or with nothing waiting) it is parked: warm, but open to no run
+  until a later tick lends it again. So what ran before never leaves open workers for the next burst of runs
+  to crowd the CPUs with.
 
-Each tick the runs are measured again (a run found asleep only every ``REMEASURE_ASLEEP_S``: with a hundred
-of them, reading their processes every tick took a third of the server's event loop and slowed the lending
-it decides), so runs that sleep are lent workers at ``LEND_PER_CPU`` per CPU per tick, and a burst of runs
-that compute stops the
-lending after one step. Starting a worker costs more than lending a parked one, so the pool keeps enough
-parked workers for as many ticks of lending as starting one takes (:func:`reserve`).
+A run found asleep is looked at again only every ``REMEASURE_ASLEEP_S``: with a hundred of them, reading
+their processes every tick took a third of the server's event loop and slowed the lending it decides.
+Starting a worker costs more than lending a parked one, so the pool keeps enough parked workers for as many
+ticks of lending as starting one takes (:func:`reserve`).
 """
 
 from __future__ import annotations
@@ -29,18 +33,25 @@ import math
 import os
 import time
 from collections.abc import Iterable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-LEND_TICK_S = 0.03  # how often the pool measures its runs and decides
+LEND_TICK_S = 0.02  # how often the pool measures its runs and decides
 LEND_AFTER_S = 0.05  # how long the oldest run waits before lending begins (a worker may be about to come free)
 LEND_IDLE_CPUS = 0.5  # the unused CPUs lending needs
-LEND_IDLE_TICKS = 2  # on this many ticks in a row
-LEND_PER_CPU = 3  # runs per CPU, counting each run not yet measured as computing, that one tick may add up to
-ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this since the last look sleeps, and ...
+LEND_IDLE_TICKS = 2  # on this many ticks in a row, where the runs cannot be measured (the meter looks twice)
+LEND_PER_CPU = 3  # runs per CPU, counting each run not measured yet as computing, that lending may add up to
+ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this on two looks in a row sleeps, and ...
 REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sleepers' /proc reads cost a tick)
-MEASURE_AFTER_S = 0.03  # a run younger than this counts as computing: its start-up says nothing of it yet
+MEASURE_AFTER_S = 0.02  # a run younger than this is not measured: its start-up says nothing of it yet
 RESERVE_STEPS = 8  # the reserve covers at most this many ticks of lending (each parked worker holds a few MiB)
 RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
+
+
+class Demand(NamedTuple):
+    """What busy runs want: the CPUs of those measured, and how many are not measured yet (each may compute)."""
+
+    measured: float
+    unmeasured: int
 
 
 class Measured(Protocol):
@@ -49,15 +60,16 @@ class Measured(Protocol):
     def demand_s(self) -> float | None: ...
 
 
-def lend_now(cpus: int, load: float, waiting: int, room: int) -> int:
+def lend_now(cpus: int, known: float, unknown: float, waiting: int, room: int) -> int:
     """How many waiting runs to give lent workers this tick.
 
-    ``load``: the CPUs the runs in progress want (see :class:`DemandMeter`); ``waiting``: runs that wait for
-    a worker; ``room``: lent workers there may be beyond those lent now (``max_workers``).
+    ``known``: the CPUs the runs in progress want, as far as they are measured (see :class:`DemandMeter`);
+    ``unknown``: runs lent on earlier ticks and not measured yet, each of which may compute; ``waiting``: runs
+    that wait for a worker; ``room``: lent workers there may be beyond those lent now (``max_workers``).
     """
-    if waiting <= 0 or room <= 0 or not keep_open(cpus, load):
+    if waiting <= 0 or room <= 0 or not keep_open(cpus, known):
         return 0
-    return max(0, min(waiting, room, math.floor(LEND_PER_CPU * cpus - load)))
+    return max(0, min(waiting, room, math.floor(LEND_PER_CPU * cpus - known - unknown)))
 
 
 def keep_open(cpus: int, load: float) -> bool:
@@ -81,23 +93,31 @@ class DemandMeter:
     """
 
     def __init__(self) -> None:
-        self._seen: dict[Measured, tuple[float, float]] = {}
-        self._asleep: dict[Measured, float] = {}  # runs measured asleep -> when to measure them again
+        self._seen: dict[Measured, tuple[float, float]] = {}  # run -> (when it was last looked at, its demand)
+        self._young: dict[Measured, float] = {}  # run -> until when its start-up goes on (it is not looked at)
+        self._dozing: set[Measured] = set()  # runs measured asleep once: a run between two parts looks so too
+        self._asleep: dict[Measured, float] = {}  # runs measured asleep twice -> when to measure them again
 
     def started(self, worker: Measured) -> None:
         """``worker`` begins a run: its demand is counted from now."""
         demand = worker.demand_s()
         if demand is not None:
-            self._seen[worker] = (time.monotonic(), demand)
+            now = time.monotonic()
+            self._seen[worker] = (now, demand)
+            self._young[worker] = now + MEASURE_AFTER_S
 
     def ended(self, worker: Measured) -> None:
         self._seen.pop(worker, None)
+        self._young.pop(worker, None)
+        self._dozing.discard(worker)
         self._asleep.pop(worker, None)
 
-    def load(self, busy: Iterable[Measured], now: float) -> float | None:
-        """CPUs the busy runs wanted since the last look (or their start); None when some run cannot be seen
-        (a container's processes). A run younger than ``MEASURE_AFTER_S``, or not seen before, counts as one."""
-        wanted = 0.0
+    def load(self, busy: Iterable[Measured], now: float) -> Demand | None:
+        """What the busy runs want since the last look; None when some run cannot be seen (a container's
+        processes). A run is unmeasured until it is seen to compute on one look (it then wants what it ran),
+        or to be idle on two looks in a row (it sleeps); a run younger than ``MEASURE_AFTER_S`` is not looked
+        at: its start-up says nothing of it."""
+        measured, unmeasured = 0.0, 0
         for worker in busy:
             seen = self._seen.get(worker)
             if seen is not None and self._asleep.get(worker, 0.0) > now:
@@ -105,16 +125,25 @@ class DemandMeter:
             demand = worker.demand_s()
             if demand is None:
                 return None
-            self._seen[worker] = (now, demand)
-            if seen is None or now - seen[0] < MEASURE_AFTER_S:
-                wanted += 1.0
+            self._seen[worker] = (now, demand)  # a young run's next look leaves out what its start-up took
+            if seen is None or self._young.get(worker, 0.0) > now:
+                unmeasured += 1
+                continue
+            # A run's processes share the one CPU its worker is pinned to: it never wants more than that.
+            rate = min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
+            if rate >= ASLEEP_RATE:
+                self._dozing.discard(worker)
+                measured += rate
+            elif worker in self._dozing:
+                self._asleep[worker] = now + REMEASURE_ASLEEP_S
+                measured += rate
             else:
-                # A run's processes share the one CPU its worker is pinned to: it never wants more than that.
-                rate = min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
-                wanted += rate
-                if rate < ASLEEP_RATE:
-                    self._asleep[worker] = now + REMEASURE_ASLEEP_S
-        return wanted
+                # Idle on one look is not asleep: a run just handed a worker may wait for the server before its
+                # program starts, and a worker that runs short programs one after another waits for the
+                # server's next part now and then. Either computes on the next look.
+                self._dozing.add(worker)
+                unmeasured += 1
+        return Demand(measured, unmeasured)
 
 
 class CpuIdle:

@@ -230,20 +230,28 @@ class WorkerPool:
             self._open, self._idle_ticks = False, 0
             self._park_idle_lent()
         else:
-            runs = self._meter.load(self._busy, now)
-            # Where the runs cannot be seen (in containers), the CPUs' idle time, which other work counts too.
-            load = self.cpus - idle_cpus if runs is None else runs
+            own = self._meter.load([w for w in self._busy if w.slot < self.size], now)
+            lent = self._meter.load([w for w in self._busy if w.slot >= self.size], now)
+            if own is None or lent is None:
+                # The runs cannot be seen (in containers): the CPUs' idle time, which other work counts too, on
+                # LEND_IDLE_TICKS readings in a row (a run just handed a worker may wait for the server before
+                # its program starts, and look idle for a moment).
+                known, unknown, ticks = self.cpus - idle_cpus, 0.0, lending.LEND_IDLE_TICKS
+            else:
+                # The meter says a run is idle only on two looks in a row, for the same reason. Runs on lent
+                # workers not measured yet are the steps lent on earlier ticks: they are counted in this one's
+                # size, so lending goes on as fast as they are measured. Those on
+                # the pool's own workers are not: until they are measured, whether the CPUs are idle is unknown.
+                known, unknown, ticks = own.measured + own.unmeasured + lent.measured, lent.unmeasured, 1
             # A worker idle while runs wait is about to take one (between two runs): it counts as computing,
             # or a tick that falls in that gap would lend workers to runs that compute.
-            load += self._idle.qsize()
-            self._open = keep_open(self.cpus, load)
-            # Lending needs the CPUs idle on LEND_IDLE_TICKS readings in a row: a run just handed a worker may
-            # wait for the server before its program starts, and look idle for a moment.
-            self._idle_ticks = self._idle_ticks + 1 if self._open else 0
+            known += self._idle.qsize()
+            self._open = keep_open(self.cpus, known + unknown)
+            self._idle_ticks = self._idle_ticks + 1 if keep_open(self.cpus, known) else 0
             waited = now - next(iter(self._waiters.values()))
-            if self._idle_ticks >= lending.LEND_IDLE_TICKS and waited >= lending.LEND_AFTER_S:
+            if self._idle_ticks >= ticks and waited >= lending.LEND_AFTER_S:
                 room = self.max_workers - len(self._busy) - self._idle.qsize()
-                lend = lend_now(self.cpus, load, len(self._waiters), room)
+                lend = lend_now(self.cpus, known, unknown, len(self._waiters), room)
                 for slot in sorted(self._parked)[:lend]:  # the lowest slots: they alternate between the CPUs
                     self._unpark(slot)
                     lend -= 1

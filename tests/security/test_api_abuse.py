@@ -26,6 +26,21 @@ def _execute(**fields: object) -> bytes:
     return json.dumps({"language": "python", "code": "print(1)", **fields}).encode()
 
 
+def _wide_names(n: int) -> list[str]:
+    """``n`` distinct names of 800 bytes each, in characters that take 12 bytes each as escaped JSON (a
+    surrogate pair): about 2.4 KB each on the way to the worker, three times what they take in the body."""
+    part = "\U0001f600" * 60  # 240 bytes: a path component holds at most 255
+    return [f"{i}/{part}/{part}/{part}" for i in range(n)]
+
+
+def _jupyter(**fields: object) -> bytes:
+    return json.dumps({"cells": ["print(1)"], **fields}, ensure_ascii=False).encode()
+
+
+def _fusion(**fields: object) -> bytes:
+    return json.dumps({"language": "python", "code": "print(1)", **fields}, ensure_ascii=False).encode()
+
+
 # (id, route, raw body, acceptable statuses, a word the answer must contain)
 REQUESTS: list[tuple[str, str, bytes, set[int], str]] = [
     ("body-over-limit", "/run_code", b'{"code": "#' + b"x" * MAX_BODY + b'", "language": "python"}', {413}, "larger"),
@@ -58,6 +73,13 @@ REQUESTS: list[tuple[str, str, bytes, set[int], str]] = [
     ("long-name", "/v1/execute", _execute(files={"x" * 300: "eA=="}), {422}, "limited"),
     ("deep-name", "/v1/execute", _execute(files={"a/" * 1000 + "x": "eA=="}), {422}, "limited"),
     ("fetch-traversal", "/v1/execute", _execute(fetch_files=["../../etc/passwd"]), {422}, "inside"),
+    # Names that fit the body but not the frame that takes them to the worker (it was SE): on every route.
+    ("wide-names", "/v1/execute", _fusion(files=dict.fromkeys(_wide_names(300), "eA==")), {422}, "names take"),
+    ("wide-names-fusion", "/run_code", _fusion(files=dict.fromkeys(_wide_names(300), "eA==")), {422}, "names take"),
+    ("wide-fetch-names-fusion", "/run_code", _fusion(fetch_files=_wide_names(300)), {422}, "names take"),
+    ("wide-names-jupyter", "/run_jupyter", _jupyter(files=dict.fromkeys(_wide_names(300), "eA==")), {422}, "names"),
+    ("too-many-files", "/v1/execute", _execute(files={f"f{i}": "" for i in range(5000)}), {422}, "at most"),
+    ("too-many-fetched", "/run_code", _execute(fetch_files=[f"f{i}" for i in range(5000)]), {422}, "at most"),
     ("bad-base64", "/v1/execute", _execute(files={"x": "!!not base64!!"}), {422}, "base64"),
     ("bad-base64-fusion", "/run_code", _execute(files={"x": "%%%"}), {422}, "base64"),
     (

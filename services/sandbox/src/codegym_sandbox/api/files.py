@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import posixpath
 
 SCRATCH = "/tmp/box"
 MAX_NAME_BYTES = 1024
+# The names of a run's files (sent and fetched) travel in the header of one frame to the worker, whose size
+# the agent bounds (``agent/protocol.MAX_HEADER``, 1 MiB): beyond these, a request is refused here (422)
+# rather than failing on the way there (which said SE, the sandbox's fault).
+MAX_FILES = 4096
+MAX_NAMES_JSON_BYTES = 512 << 10
 
 
 class BadFiles(ValueError):
@@ -27,6 +33,17 @@ def scratch_name(name: str) -> str:
     if len(norm.encode()) > MAX_NAME_BYTES or any(len(part.encode()) > 255 for part in norm.split("/")):
         raise BadFiles(f"file {name[:64]!r}...: names are limited to {MAX_NAME_BYTES} bytes, 255 per component")
     return norm
+
+
+def request_files(files: dict[str, str | None], fetch_files: list[str]) -> tuple[dict[str, bytes], list[str]]:
+    """A request's files to write (decoded) and the names of those to fetch after the run, or :class:`BadFiles`."""
+    if len(files) + len(fetch_files) > MAX_FILES:
+        raise BadFiles(f"{len(files)} files and {len(fetch_files)} to fetch: at most {MAX_FILES} in all")
+    out, fetch = decode_files(files), [scratch_name(f) for f in fetch_files]
+    size = sum(len(json.dumps(name)) for name in [*out, *fetch])  # as the frame's header holds them
+    if size > MAX_NAMES_JSON_BYTES:
+        raise BadFiles(f"the file names take {size} bytes: at most {MAX_NAMES_JSON_BYTES} in all")
+    return out, fetch
 
 
 def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:

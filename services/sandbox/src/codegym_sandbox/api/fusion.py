@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from ..backends.base import RunPolicy
 from ..executor import Executor
 from .convert import fetched, fusion_response
-from .files import decode_files, scratch_name
+from .files import request_files
 from .fusion_models import RunCodeRequest, RunCodeResponse
 
 router = APIRouter()
@@ -51,8 +51,7 @@ async def run_code(request: Request) -> Response:
         executor.metrics.cache.labels(result="hit").inc()
         return Response(hit, media_type="application/json")
     req = parse_body(RunCodeRequest, body)
-    files = decode_files(req.files)
-    fetch = [scratch_name(f) for f in req.fetch_files]
+    files, fetch = request_files(req.files, req.fetch_files)
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
     ex = await executor.execute(
         req.language,

@@ -31,7 +31,7 @@ from ..backends.base import RunPolicy
 from ..executor import Executor
 from ..verdicts import Verdict
 from .convert import fusion_result, text
-from .files import decode_files, scratch_name
+from .files import request_files
 from .fusion import POD_NAME
 from .fusion_models import CommandRunResult, RunStatus
 
@@ -74,10 +74,9 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     policy = RunPolicy(cache=False, queue_wait_s=executor.settings.fusion_queue_wait_s or None)
     if req.kernel != "python3":
         return RunJupyterResponse(status=RunStatus.SandboxError, message=f"kernel {req.kernel!r} is not supported")
-    files = decode_files(req.files)
+    files, fetch = request_files(req.files, req.fetch_files)
     cap = executor.settings.limits.output_bytes // 2  # the rest for the frames and the cells' displays
     job = {"cells": req.cells, "cell_timeout": max(req.cell_timeout, 0.0), "output_bytes": cap}
-    fetch = [scratch_name(f) for f in req.fetch_files]
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
     limits = executor.run_limits(req.total_timeout, memory)
     ex = await executor.execute(

@@ -24,7 +24,7 @@ from ..models import (
 )
 from .convert import fetched
 from .deps import ExecutorDep
-from .files import decode_files, scratch_name
+from .files import request_files
 
 router = APIRouter(prefix="/v1")
 
@@ -32,7 +32,7 @@ router = APIRouter(prefix="/v1")
 @router.post("/execute", response_model=ExecuteResponse)
 async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse:
     """Run one program on one input. The verdict is AC when it ran and exited 0."""
-    files = decode_files(req.files)
+    files, fetch = request_files(req.files, req.fetch_files)
     ex = await executor.execute(
         req.language,
         req.code,
@@ -41,7 +41,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
         executor.run_limits(req.limits.timeout_s, req.limits.memory_mb),
         executor.compile_limits(req.limits.compile_timeout_s),
         RunPolicy(cache=req.cache),
-        [scratch_name(f) for f in req.fetch_files],
+        fetch,
     )
     return ExecuteResponse(
         verdict=execution_verdict(ex),

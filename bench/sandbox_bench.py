@@ -260,17 +260,23 @@ def start_server(port: int, workers: int, cache: bool, backend: str = "local") -
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
+        calm = 0
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise SystemExit(f"the sandbox exited with {proc.returncode} before it was ready")
             try:
                 r = httpx.get(f"http://{HOST}:{port}/readyz", timeout=2)
-                # wait for every worker, not just the first one
-                if r.status_code == 200 and r.json().get("alive", 0) >= r.json().get("workers", 0):
+                # Wait for every worker, not just the first one, and for the workers the pool starts ahead
+                # (parked for lending) to be up: their start-up takes the CPUs for the first second or so.
+                # None starting on two readings half a second apart: the first may come before the first start.
+                ready = r.json() if r.status_code == 200 else {}
+                settled = ready and ready.get("alive", 0) >= ready.get("workers", 0) and not ready.get("starting")
+                calm = calm + 1 if settled else 0
+                if calm >= 2:
                     return proc
             except (httpx.HTTPError, ValueError):
                 pass
-            time.sleep(0.1)
+            time.sleep(0.5 if calm else 0.1)
         raise SystemExit("the sandbox did not become ready within 60 s")
     except BaseException:
         stop_server(proc)

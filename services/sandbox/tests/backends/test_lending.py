@@ -284,6 +284,6 @@ def test_workers_are_started_ahead_and_their_start_up_is_measured() -> None:
         await asyncio.sleep(0.05)
         status: dict[str, Any] = p.status()
         assert status["parked"] == reserve(CPUS, p.start_s, 126) and status["busy"] == 0
-        assert status["lent"] == 0 and 0 < status["worker_start_s"] < 1
+        assert status["lent"] == 0 and 0 < status["worker_start_s"] < 1 and status["starting"] == 0
 
     drive(body)

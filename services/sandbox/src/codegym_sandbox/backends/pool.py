@@ -238,10 +238,9 @@ class WorkerPool:
                 # its program starts, and look idle for a moment).
                 known, unknown, ticks = self.cpus - idle_cpus, 0.0, lending.LEND_IDLE_TICKS
             else:
-                # The meter says a run is idle only on two looks in a row, for the same reason. Runs on lent
-                # workers not measured yet are the steps lent on earlier ticks: they are counted in this one's
-                # size, so lending goes on as fast as they are measured. Those on
-                # the pool's own workers are not: until they are measured, whether the CPUs are idle is unknown.
+                # The meter says a run is idle only on two looks in a row, for the same reason. Runs on lent workers
+                # not measured yet (earlier steps) count in this step's size, so lending goes on as they are
+                # measured; those on the pool's own workers count as computing until they are.
                 known, unknown, ticks = own.measured + own.unmeasured + lent.measured, lent.unmeasured, 1
             # A worker idle while runs wait is about to take one (between two runs): it counts as computing,
             # or a tick that falls in that gap would lend workers to runs that compute.
@@ -395,6 +394,7 @@ class WorkerPool:
             "backend": self.name, "workers": self.size, "alive": alive, "busy": self.busy,
             "queued": self.waiting, "restarts": self.restarts, "broken_slots": broken,
             "max_workers": self.max_workers, "lent_now": sum(1 for i in up if i >= self.size) - len(self._parked),
-            "parked": len(self._parked), "lent": self.lent, "worker_start_s": round(self.start_s, 3),
-            "memory_budget_mb": self.memory.total_mb, "memory_held_mb": self.memory.held_mb,
+            "parked": len(self._parked), "starting": len(self._starting), "lent": self.lent,
+            "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
+            "memory_held_mb": self.memory.held_mb,
         }  # fmt: skip

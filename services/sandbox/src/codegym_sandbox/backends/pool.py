@@ -242,9 +242,9 @@ class WorkerPool:
                 # not measured yet (earlier steps) count in this step's size, so lending goes on as they are
                 # measured; those on the pool's own workers count as computing until they are.
                 known, unknown, ticks = own.measured + own.unmeasured + lent.measured, lent.unmeasured, 1
-            # A worker idle while runs wait is about to take one (between two runs): it counts as computing,
-            # or a tick that falls in that gap would lend workers to runs that compute.
-            known += self._idle.qsize()
+            # A worker open but not busy while runs wait is about to take one (between runs, or in wait_for's hand-off,
+            # off the queue a loop step before it counts busy): computing, or a tick in that gap lends beside runs.
+            known += sum(w is not None and w not in self._busy and w.slot not in self._parked for w in self._workers)
             self._open = keep_open(self.cpus, known + unknown)
             self._idle_ticks = self._idle_ticks + 1 if keep_open(self.cpus, known) else 0
             waited = now - next(iter(self._waiters.values()))

@@ -95,7 +95,7 @@ class DemandMeter:
     def __init__(self) -> None:
         self._seen: dict[Measured, tuple[float, float]] = {}  # run -> (when it was last looked at, its demand)
         self._young: dict[Measured, float] = {}  # run -> until when its start-up goes on (it is not looked at)
-        self._dozing: set[Measured] = set()  # runs measured asleep once: a run between two parts looks so too
+        self._dozing: set[Measured] = set()  # runs idle on their last look (once is not asleep: see load)
         self._asleep: dict[Measured, float] = {}  # runs measured asleep twice -> when to measure them again
 
     def started(self, worker: Measured) -> None:

@@ -283,9 +283,8 @@ class WorkerPool:
         if time.monotonic() < self._no_starts_until:
             return
         free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
-        missing = reserve(self.cpus, self.start_s, self.max_workers - self.size) - len(self._parked)
-        if not self.starts_ahead:
-            missing = 0
+        room = self.max_workers - self.size
+        missing = reserve(self.cpus, self.start_s, room) - len(self._parked) if self.starts_ahead else 0
         ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)
         for slot in free[: max(self._grants + ahead, 0)]:
             self._starting.add(slot)

@@ -164,7 +164,7 @@ def test_a_run_is_asleep_only_on_two_idle_looks_in_a_row() -> None:
         assert demand is not None
         return round(demand.measured, 6), demand.unmeasured
 
-    meter.started(run)
+    meter.started(run, lending=True)
     t += lending.MEASURE_AFTER_S + 0.01
     assert look(t) == (0.0, 1)  # start-up: not looked at
     run.demand += 0.01
@@ -287,3 +287,42 @@ def test_workers_are_started_ahead_and_their_start_up_is_measured() -> None:
         assert status["lent"] == 0 and 0 < status["worker_start_s"] < 1 and status["starting"] == 0
 
     drive(body)
+
+
+def test_an_idle_pool_ticks_seldom_and_a_run_that_waits_wakes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing waiting and nothing starting, the lending loop sleeps (an idle server costs no CPU, and
+    runs that always find a worker pay for no tick); the first run that waits brings its ticks back at once,
+    and one tick after the last run waited parks what was lent and left open."""
+    monkeypatch.setattr(lending, "QUIET_TICK_S", 0.5)
+
+    async def main() -> None:
+        p = FakePool(2, 16)
+        ticks: list[tuple[float, int]] = []
+        tick = p._lend_tick
+
+        def counted(now: float, idle_cpus: float) -> None:
+            ticks.append((now, len(p._waiters)))
+            tick(now, idle_cpus)
+
+        p._lend_tick = counted  # type: ignore[method-assign]
+        await p.start()
+        try:
+            await asyncio.sleep(0.3)  # the reserve is started (fast ticks while workers start), then quiet
+            assert p.status()["starting"] == 0
+            quiet_from = len(ticks)
+            await asyncio.sleep(0.4)
+            assert len(ticks) - quiet_from <= 1
+            runs = [p.submit(0.0)[0] for _ in range(3)]  # two own workers, and one run that waits
+            began = time.monotonic()
+            await asyncio.sleep(0.1)
+            waited = [t for t, waiting in ticks if t >= began and waiting]
+            assert waited and waited[0] - began < 0.05 and len(waited) >= 3
+            end(runs)
+            await asyncio.sleep(0.1)
+            after = [t for t, waiting in ticks if t >= began and not waiting]
+            assert after, "no tick after the last run waited"
+            assert all(w.slot < p.size for w in list(p._idle._queue))  # nothing lent is left open
+        finally:
+            await p.stop()
+
+    asyncio.run(main())

@@ -29,6 +29,8 @@ ticks of lending as starting one takes (:func:`reserve`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import os
 import time
@@ -45,6 +47,7 @@ REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sl
 MEASURE_AFTER_S = 0.02  # a run younger than this is not measured: its start-up says nothing of it yet
 RESERVE_STEPS = 8  # the reserve covers at most this many ticks of lending (each parked worker holds a few MiB)
 RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
+QUIET_TICK_S = 1.0  # with no run waiting and no worker starting, the loop ticks this seldom (or when one waits)
 
 
 class Demand(NamedTuple):
@@ -88,8 +91,8 @@ class DemandMeter:
     """The CPUs that busy workers' runs want: time run plus time waiting to run, per second.
 
     Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
-    other work) wants a CPU as much as one that has it. A run is measured from its start (:meth:`started`),
-    so that the tick after a run began already tells whether it computes.
+    other work) wants a CPU as much as one that has it. While the pool may lend, a run is measured from its
+    start (:meth:`started`), so that the tick after its start-up already tells whether it computes.
     """
 
     def __init__(self) -> None:
@@ -98,13 +101,17 @@ class DemandMeter:
         self._dozing: set[Measured] = set()  # runs idle on their last look (once is not asleep: see load)
         self._asleep: dict[Measured, float] = {}  # runs measured asleep twice -> when to measure them again
 
-    def started(self, worker: Measured) -> None:
-        """``worker`` begins a run: its demand is counted from now."""
-        demand = worker.demand_s()
+    def started(self, worker: Measured, lending: bool) -> None:
+        """``worker`` begins a run: its start-up goes on for ``MEASURE_AFTER_S``. While the pool may lend (the
+        last tick found the CPUs idle), its demand is read now, so that the first tick after its start-up
+        measures it. Otherwise the first look takes the starting point, a tick later: with the CPUs busy and
+        runs queued behind them, reading the processes of every run that starts (most end before the next
+        tick) costs the server CPU on every request, for lending that the busy CPUs forbid anyway."""
+        now = time.monotonic()
+        self._young[worker] = now + MEASURE_AFTER_S
+        demand = worker.demand_s() if lending else None
         if demand is not None:
-            now = time.monotonic()
             self._seen[worker] = (now, demand)
-            self._young[worker] = now + MEASURE_AFTER_S
 
     def ended(self, worker: Measured) -> None:
         self._seen.pop(worker, None)
@@ -177,3 +184,23 @@ class CpuIdle:
                 idle += (i1 - i0) / (t1 - t0)
         self.last = now
         return idle
+
+
+class Ticker:
+    """The lending loop's clock: a tick every ``LEND_TICK_S`` while runs wait or workers start; otherwise
+    one every ``QUIET_TICK_S``, or as soon as a run begins to wait (:meth:`wake`). An idle server then costs
+    its CPUs nothing, and the runs of a server that is never short of workers pay for no tick."""
+
+    def __init__(self) -> None:
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def next(self, busy: bool) -> None:
+        if busy:
+            await asyncio.sleep(LEND_TICK_S)
+            return
+        self._wake.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), QUIET_TICK_S)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, Saturated
-from .lending import CpuIdle, DemandMeter, keep_open, lend_now, reserve
+from .lending import CpuIdle, DemandMeter, Ticker, keep_open, lend_now, reserve
 from .memory import MemoryBudget, default_budget_mb
 from .slots import BREAKER_COOLDOWN_S, Slot
 from .worker import AgentWorker
@@ -63,7 +63,7 @@ class WorkerPool:
         self._idle_ticks = 0  # ticks in a row, with runs waiting, that found the CPUs idle
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
-        self._meter = DemandMeter()
+        self._meter, self._ticker = DemandMeter(), Ticker()
         self.lent = 0  # runs lending gave a worker, in all
         self.start_s = lending.LEND_TICK_S  # how long starting a worker takes here (a moving average)
         self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
@@ -170,6 +170,7 @@ class WorkerPool:
         try:
             me = next(self._ids)
             self._waiters[me] = time.monotonic()
+            self._ticker.wake()
             try:
                 worker = await self._next_idle(deadline, wait_s)
                 while worker.replaced or not worker.alive:
@@ -182,7 +183,7 @@ class WorkerPool:
             raise
         self._busy.add(worker)
         if self._waiters:  # runs wait, and lending measures the runs: this one from its start
-            self._meter.started(worker)
+            self._meter.started(worker, lending=self._idle_ticks > 0)
         healthy = False
         try:
             outcome = await job(worker)
@@ -211,15 +212,17 @@ class WorkerPool:
         """A worker whose run ended well: back to the queue; a lent one only while the CPUs are idle and a run
         waits for it, else it is parked (no run that comes later may find it open: see ``lending``)."""
         if worker.slot >= self.size and not (self._open and self._waiters):
-            self._park(worker)
+            self._parked[worker.slot] = time.monotonic()
         else:
             self._idle.put_nowait(worker)
 
     # -- lent slots -------------------------------------------------------------------------------------
     async def _lend(self) -> None:
-        cpu = CpuIdle()
+        cpu, waited = CpuIdle(), True  # the first tick starts the reserve
         while not self._stopping:
-            await asyncio.sleep(lending.LEND_TICK_S)
+            # A tick after the last with runs waiting parks what they were lent and no run took.
+            await self._ticker.next(waited or bool(self._waiters or self._starting))
+            waited = bool(self._waiters)
             self._lend_tick(time.monotonic(), cpu.sample())
 
     def _lend_tick(self, now: float, idle_cpus: float) -> None:
@@ -258,9 +261,6 @@ class WorkerPool:
         self._retire(now)
         self._start_ahead()
 
-    def _park(self, worker: AgentWorker) -> None:
-        self._parked[worker.slot] = time.monotonic()
-
     def _unpark(self, slot: int) -> None:
         del self._parked[slot]
         worker = self._workers[slot]
@@ -273,7 +273,7 @@ class WorkerPool:
         idle = [self._idle.get_nowait() for _ in range(self._idle.qsize())]
         for w in idle:
             if w.slot >= self.size and not w.replaced:
-                self._park(w)
+                self._parked[w.slot] = time.monotonic()
             else:
                 self._idle.put_nowait(w)
 
@@ -324,7 +324,7 @@ class WorkerPool:
             self.lent += 1
             self._idle.put_nowait(worker)
         else:
-            self._park(worker)
+            self._parked[worker.slot] = time.monotonic()
 
     def _retire(self, now: float) -> None:
         """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""

@@ -292,3 +292,85 @@ def test_runs_on_two_workers_share_no_pseudo_terminal(pair: TestClient) -> None:
     held, seen = _at_once(pair, first, second)
     assert held["verdict"] == "AC", held
     assert seen["verdict"] == "AC" and seen["run"]["stdout"] == "[]\n", seen
+
+
+# Files every worker's runs read: the interpreter, its standard library, a runtime package, the base system,
+# the /etc files programs read, the CPU topology. A lock lives on an inode: on a file two workers share, one
+# run's lock is seen by a run on the other worker, a channel between them. Each kind of lock is tried, on a
+# file opened read-only (as a program may open any of these): BSD (flock), POSIX (a read lock, seen through
+# F_GETLK) and open file description locks (F_OFD_SETLK, seen through F_OFD_GETLK).
+LOCKS = """
+import errno, fcntl, os, struct, sys
+paths = [os.__file__, os.path.realpath(sys.executable), "/bin/sh", "/etc/ld.so.cache", "/etc/hosts",
+         "/sys/devices/system/cpu/online", os.path.join(os.path.dirname(os.__file__), "json", "__init__.py")]
+try:
+    import numpy
+    paths.append(numpy.__file__)
+except ImportError:
+    pass
+paths = [p for p in paths if os.path.isfile(p)] + DEVICES
+KINDS = {"flock": None, "posix": (fcntl.F_SETLK, fcntl.F_GETLK), "ofd": (37, 36)}  # F_OFD_SETLK, F_OFD_GETLK
+def record(kind):
+    return struct.pack("hhqqi", kind, 0, 0, 0, 0)
+def take(fd, kind):
+    if kind == "flock":
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        fcntl.fcntl(fd, KINDS[kind][0], record(fcntl.F_RDLCK))
+def taken(fd, kind):
+    if kind == "flock":
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            return e.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    return struct.unpack("hhqqi", fcntl.fcntl(fd, KINDS[kind][1], record(fcntl.F_WRLCK)))[0] != fcntl.F_UNLCK
+"""
+LOCK_HOLDER = (
+    LOCKS
+    + """
+import time
+held = 0
+for p in paths:
+    for kind in KINDS:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            take(fd, kind)
+            held += 1
+        except OSError:
+            pass
+print(held, len(paths), flush=True)
+time.sleep(1.5)
+"""
+)
+LOCK_SEEKER = (
+    LOCKS
+    + """
+import time
+seen = set()
+for _ in range(10):
+    for p in paths:
+        for kind in KINDS:
+            fd = os.open(p, os.O_RDONLY)
+            if taken(fd, kind):
+                seen.add(f"{kind}:{p}")
+            os.close(fd)
+    time.sleep(0.05)
+print(sorted(seen))
+"""
+)
+
+
+def test_runs_on_two_workers_see_no_lock_of_each_other_on_shared_files(pair: TestClient, backend: str) -> None:
+    # Device nodes too: a container's are its own, and so are a local worker's, where the server has root
+    # (only root on the host can make them: see isolation._own_devices).
+    devices = ["/dev/null", "/dev/zero", "/dev/urandom"] if backend != "local" or os.geteuid() == 0 else []
+    code = f"DEVICES = {devices!r}\n"
+    first = {"language": "python", "code": code + LOCK_HOLDER, "limits": {"timeout_s": 3}, "cache": False}
+    second = {"language": "python", "code": code + LOCK_SEEKER, "limits": {"timeout_s": 3}, "cache": False}
+    held, seen = _at_once(pair, first, second)
+    assert held["verdict"] == "AC", held
+    locks, files = map(int, held["run"]["stdout"].split())
+    assert files >= 6 + len(devices) and locks == 3 * files, held  # every kind of lock on every file
+    assert seen["verdict"] == "AC" and seen["run"]["stdout"] == "[]\n", seen

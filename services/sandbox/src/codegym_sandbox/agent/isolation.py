@@ -4,8 +4,9 @@ Layers, outermost first:
 
 * worker (set up once by the agent): a user namespace, a network namespace with no interfaces up, and a
   mount namespace whose root holds the runtime made for programs and nothing else of the host: read-only,
-  ``nosuid``, ``nodev`` binds of ``/usr``, the interpreter, the toolchains and the runtime packages, a few
-  ``/etc`` files and devices (see ``runtime.py``);
+  ``nosuid``, ``nodev`` overlays of ``/usr``, the interpreter, the toolchains and the runtime packages (each
+  the worker's own, so that no lock on their files is seen by another worker), copies of a few ``/etc``
+  files, and devices (the worker's own nodes where the server has root; see ``runtime.py``);
 * box (one pid namespace at a time, its init is the box process): a private ``/proc`` that shows a
   program only what it could trace, a read-only ``/tmp``, a devpts instance of its own, the scratch
   directory and ``/dev/shm`` on fresh tmpfs mounts (renewed before every run, and every test of a series,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from typing import Any
 
 from . import linux, runtime
@@ -53,6 +55,8 @@ def enter_worker_namespaces(config: dict[str, Any]) -> int:
     privileged = os.geteuid() == 0
     uid, gid = os.geteuid(), os.getegid()
     flags = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | (0 if config.get("network") else linux.CLONE_NEWNET)
+    if privileged:
+        _own_devices()
     _unshare_user(flags, privileged, uid, gid, host_uid)
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
@@ -60,6 +64,25 @@ def enter_worker_namespaces(config: dict[str, Any]) -> int:
     program_uid = PROGRAM_UID if privileged and host_uid is not None else 0
     runtime.enter_root(config.get("keep", []), config.get("hide", []), config.get("packages"), program_uid)
     return program_uid
+
+
+def _own_devices() -> None:
+    """Device nodes of this worker's own in a mount namespace of its own, over ``/dev``, where the root's
+    devices are bound from (``runtime.DEVICES``).
+
+    A lock (``flock``, ``fcntl``) lives on an inode: on the host's ``/dev/null``, which every worker would
+    bind, one run's lock is seen by a run on another worker (a channel between them), and by the host. The
+    worker's root holds overlays of the directories it shows for the same reason (``runtime._layer``), but
+    a device node can only be made with root on the host, before the user namespace (there, mounts are
+    ``nodev`` and ``mknod`` refused): without root, the host's nodes are bound, and that channel stays.
+    """
+    nodes = {name: os.stat(f"/dev/{name}") for name in runtime.DEVICES if os.path.exists(f"/dev/{name}")}
+    linux.unshare(linux.CLONE_NEWNS)
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    linux.mount("tmpfs", "/dev", "tmpfs", linux.MS_NOSUID | linux.MS_NOEXEC, "mode=0755,size=4k")
+    for name, st in nodes.items():
+        os.mknod(f"/dev/{name}", st.st_mode, st.st_rdev)
+        os.chmod(f"/dev/{name}", stat.S_IMODE(st.st_mode))
 
 
 def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:

@@ -5,13 +5,13 @@ pandas, sortedcontainers), the toolchains of the languages and the few files of 
 the server's environment, its source checkout, datasets, or any file that holds tests.
 
 * Local backend: the worker, uid 0 of its own user and mount namespaces, switches to a new root
-  (:func:`enter_root`): a tmpfs that holds read-only bind mounts of ``/usr`` and the base system's
-  directories, the interpreter's installation, the toolchains (``keep``), those ``/etc`` files and a few
-  devices, and ``/proc``; nothing else of the host. There, every site-packages directory that a Python
-  would search is covered: the agent's interpreter's own (and any other of its Python version, such as the
-  system's ``python3``) by the runtime packages, the others by empty tmpfs mounts. ``hide`` (the server's
-  checkout and virtual environment among them) is never shown: a
-  toolchain inside it is left out, and where a bound directory holds it, it is covered. The old root is
+  (:func:`enter_root`): a tmpfs that holds read-only overlays of ``/usr`` and the base system's
+  directories, the interpreter's installation, the toolchains (``keep``) (each the worker's own: see
+  :func:`_layer`), copies of those ``/etc`` files, a few devices, and ``/proc``; nothing else of the host.
+  There, every site-packages directory that a Python would search is covered: the agent's interpreter's own
+  (and any other of its Python version, such as the system's ``python3``) by the runtime packages, the
+  others by empty tmpfs mounts. ``hide`` (the server's checkout and virtual environment among them) is never
+  shown: a toolchain inside it is left out, and where a shown directory holds it, it is covered. The old root is
   detached. The new root is put together on a tmpfs over the host's ``/tmp``: every directory it binds is
   opened before that, so any of them may lie under ``/tmp`` (a checkout cloned there and its runtime
   packages, a toolchain), and the box, which mounts a ``/tmp`` of its own, shows again what the root holds
@@ -32,6 +32,7 @@ from __future__ import annotations
 import glob
 import importlib
 import os
+import shutil
 import site
 import sys
 
@@ -77,6 +78,7 @@ USERS = {
     "passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:{uid}:{uid}::/tmp/box:/usr/sbin/nologin\n",
     "group": "root:x:0:\nsandbox:x:{uid}:\n",
 }
+ETC_COPY_BYTES = 256 << 10  # an /etc file up to this size is copied into the root (see _etc), a larger one bound
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 DEV_LINKS = {
     "ptmx": "pts/ptmx",
@@ -175,16 +177,45 @@ def _bind(source: str, place: str, recursive: bool = True, root: str = NEW_ROOT)
     linux.mount(source, target, None, linux.MS_BIND | (linux.MS_REC if recursive else 0))
 
 
+def _layer(source: str, place: str, empty: str) -> None:
+    """Show the directory ``source`` at ``place`` in the new root as a read-only overlay of its own (over
+    ``empty``, as overlayfs wants two layers where none is writable): the same files, whose inodes are this
+    worker's alone. A lock (``flock``, ``fcntl``) lives on an inode: on a plain bind, a program that locks a
+    file of the interpreter or the base system is seen by every other worker's runs at once, a channel
+    between runs. A bind where that cannot be (no overlayfs in a user namespace, a source it will not stack
+    on, mounts under the source that an overlay would leave out)."""
+    if not _has_mounts_under(os.path.realpath(source)):
+        target = NEW_ROOT + place
+        os.makedirs(target, 0o755, exist_ok=True)
+        try:
+            linux.mount("overlay", target, "overlay", linux.MS_RDONLY, f"lowerdir={source}:{empty}")
+            return
+        except OSError:
+            pass
+    _bind(source, place)
+
+
+def _has_mounts_under(path: str) -> bool:
+    return any(_within(point, path) and point != path for point in _mount_points())
+
+
 def _cover(place: str) -> None:
     linux.mount("tmpfs", NEW_ROOT + place, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=4k")
 
 
-def _etc(program_uid: int) -> None:
+def _etc(program_uid: int, empty: str) -> None:
+    """The ``/etc`` files programs read: a small file copied (an inode of this worker's, as :func:`_layer`
+    gives a directory), a directory layered, anything else bound."""
     os.mkdir(f"{NEW_ROOT}/etc", 0o755)
     for pattern in ETC:
         for path in sorted(glob.glob(os.path.join("/etc", pattern))):
             if os.path.islink(path):
                 os.symlink(os.readlink(path), NEW_ROOT + path)
+            elif os.path.isdir(path):
+                _layer(path, path, empty)
+            elif os.path.isfile(path) and os.path.getsize(path) <= ETC_COPY_BYTES:
+                shutil.copyfile(path, NEW_ROOT + path)
+                os.chmod(NEW_ROOT + path, 0o644)
             elif os.path.exists(path):
                 _bind(path, path)
     for name, text in USERS.items():
@@ -226,9 +257,13 @@ def enter_root(keep: list[str], hide: list[str], packages: str | None, program_u
     # interpreter may lie (in a checkout cloned there): each is opened first, and bound through its descriptor.
     held = {path: _hold(path) for path in [*binds, *([packages] if packages else [])]}
     try:
-        linux.mount("tmpfs", NEW_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=1m")
+        linux.mount("tmpfs", NEW_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=8m")
+        empty = _empty_layer()
         for path in binds:
-            _bind(_held(held[path]), path)
+            if os.path.isdir(path):
+                _layer(_held(held[path]), path, empty)
+            else:
+                _bind(_held(held[path]), path)
         for place, text in links:
             _link(text, place)
         for path in covered:
@@ -237,22 +272,33 @@ def enter_root(keep: list[str], hide: list[str], packages: str | None, program_u
             if any(_within(path, c) for c in covered):
                 continue
             if packages and path in runtime_dirs:
-                linux.mount(_held(held[packages]), NEW_ROOT + path, None, linux.MS_BIND | linux.MS_REC)
+                _layer(_held(held[packages]), path, empty)
             else:
                 _cover(path)
     finally:
         for fd in held.values():
             os.close(fd)
     _PLACED[:] = [*((path, None) for path in binds), *links]
-    _etc(program_uid)
+    _etc(program_uid, empty)
     _dev()
     for path in SYS:
         if os.path.isdir(path):
-            _bind(path, path, recursive=False)
+            _layer(path, path, empty)
     _bind("/proc", "/proc")  # the box mounts its own over it: a new one needs a whole one in the namespace
     os.makedirs(f"{NEW_ROOT}{TMP}", 0o755, exist_ok=True)  # the box mounts its own tmpfs there
+    linux.umount(os.path.dirname(empty))  # out of sight: the overlays hold on to it
+    os.rmdir(os.path.dirname(empty))
     _switch(NEW_ROOT)
     _remount_read_only()
+
+
+def _empty_layer() -> str:
+    """An empty directory on a tmpfs of its own: the second layer of every overlay (see :func:`_layer`)."""
+    top = f"{NEW_ROOT}/.layers"
+    os.mkdir(top, 0o700)
+    linux.mount("tmpfs", top, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0700,size=4k")
+    os.mkdir(f"{top}/empty", 0o755)
+    return f"{top}/empty"
 
 
 def _link(text: str, place: str, root: str = NEW_ROOT) -> None:

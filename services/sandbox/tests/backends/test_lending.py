@@ -89,9 +89,13 @@ class FakePool(pool.WorkerPool):
         task.add_done_callback(lambda _: self.fake_runs.pop(id(req), None))
         return fake, task
 
-    async def tick(self, idle_cpus: float = 0.0) -> None:
-        """One tick of the lending loop, with the CPUs' idle reading given (used where runs cannot be seen)."""
+    async def tick(self, idle_cpus: float | None = None) -> None:
+        """One tick of the lending loop, with the CPUs' idle reading given (where runs cannot be seen, it is
+        all lending has), or else what the runs in progress leave idle."""
         await asyncio.sleep(LEND_TICK_S)
+        if idle_cpus is None:
+            wanted = sum(r.cpu or 0.0 for r in self.fake_runs.values() if r.started.is_set() and not r.done.is_set())
+            idle_cpus = max(0.0, CPUS - wanted)
         self._lend_tick(time.monotonic(), idle_cpus)
         await asyncio.sleep(0.01)  # let lent runs reach their workers, and started workers come up
 
@@ -326,3 +330,23 @@ def test_an_idle_pool_ticks_seldom_and_a_run_that_waits_wakes_it(monkeypatch: py
             await p.stop()
 
     asyncio.run(main())
+
+
+def test_the_reserve_is_started_only_while_the_cpus_are_idle() -> None:
+    """Workers started ahead take CPU as they start: not while a queue of runs that compute holds the CPUs
+    (they would slow those runs, and lending waits for idle CPUs anyway); once the CPUs are idle, they are."""
+
+    async def body(p: FakePool) -> None:
+        computing = [p.submit(1.0)[0] for _ in range(8)]
+        for _ in range(4):
+            await p.tick()
+            status = p.status()
+            assert status["parked"] == 0 and status["starting"] == 0 and p.lent == 0, status
+        assert p.running(computing) == 2
+        end(computing)
+        await asyncio.sleep(0.01)
+        await p.tick()
+        await asyncio.sleep(0.05)
+        assert p.status()["parked"] > 0
+
+    drive(body)

@@ -259,7 +259,7 @@ class WorkerPool:
                     lend -= 1
                 self._grants = lend
         self._retire(now)
-        self._start_ahead()
+        self._start_ahead(idle_cpus)
 
     def _unpark(self, slot: int) -> None:
         del self._parked[slot]
@@ -277,14 +277,15 @@ class WorkerPool:
             else:
                 self._idle.put_nowait(w)
 
-    def _start_ahead(self) -> None:
+    def _start_ahead(self, idle_cpus: float) -> None:
         """Start lent workers for this tick's grants, and more to keep the reserve parked: those a step at a
-        time (starting scores of workers at once would only slow each down, and the runs with them)."""
+        time (starting scores of workers at once would only slow each down, and the runs with them), and only
+        while the CPUs are idle (a start takes CPU from runs that compute; lending waits for idle CPUs anyway)."""
         if time.monotonic() < self._no_starts_until:
             return
         free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
-        room = self.max_workers - self.size
-        missing = reserve(self.cpus, self.start_s, room) - len(self._parked) if self.starts_ahead else 0
+        room, idle = self.max_workers - self.size, idle_cpus >= lending.LEND_IDLE_CPUS
+        missing = reserve(self.cpus, self.start_s, room) - len(self._parked) if self.starts_ahead and idle else 0
         ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)
         for slot in free[: max(self._grants + ahead, 0)]:
             self._starting.add(slot)

@@ -144,3 +144,42 @@ except OSError:
 def test_environment_is_clean(client: TestClient) -> None:
     code = "import os\nprint(sorted(k for k in os.environ if 'TOKEN' in k or 'SECRET' in k or 'KEY' in k))"
     assert stdout(run_code(client, code)) == "[]\n"
+
+
+def test_device_locks_held_for_workers_without_nodes_of_their_own_carry_nothing() -> None:
+    """Where the server is not root, workers bind the host's device nodes, and the zygote holds every kind of
+    lock on them (``isolation.hold_device_locks``): whatever a run tries there, it finds them taken, whether
+    or not another run tries too; the locks go with the holder."""
+    import fcntl
+    import os
+    import struct
+    import subprocess
+    import sys
+
+    def seen(path: str) -> list[bool]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                flocked = False
+            except BlockingIOError:
+                flocked = True
+            asked = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+            posix, ofd = (struct.unpack("hhqqi", fcntl.fcntl(fd, cmd, asked))[0] != fcntl.F_UNLCK for cmd in (5, 36))
+            return [flocked, posix, ofd]
+        finally:
+            os.close(fd)
+
+    before = seen("/dev/null")  # another process of this host may hold one of its own
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom codegym_sandbox.agent import isolation\n"
+         "held = isolation.hold_device_locks()\nprint(len(held), flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and int(holder.stdout.readline()) >= 3
+        for path in ("/dev/null", "/dev/zero", "/dev/urandom"):
+            assert seen(path) == [True, True, True], path
+    finally:
+        holder.communicate("")
+    assert seen("/dev/null") == before

@@ -21,11 +21,16 @@ empties the scratch space, ``/dev/shm`` and System V IPC in place instead of rep
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
+import struct
+import sys
 from typing import Any
 
 from . import linux, runtime
+
+F_OFD_SETLK = 37  # open file description locks (Linux 3.15): not in Python's fcntl before 3.12
 
 BOX_ROOT = "/tmp"
 SCRATCH = "/tmp/box"
@@ -80,9 +85,35 @@ def _own_devices() -> None:
     linux.unshare(linux.CLONE_NEWNS)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("tmpfs", "/dev", "tmpfs", linux.MS_NOSUID | linux.MS_NOEXEC, "mode=0755,size=4k")
-    for name, st in nodes.items():
-        os.mknod(f"/dev/{name}", st.st_mode, st.st_rdev)
-        os.chmod(f"/dev/{name}", stat.S_IMODE(st.st_mode))
+    try:
+        for name, st in nodes.items():
+            os.mknod(f"/dev/{name}", st.st_mode, st.st_rdev)
+            os.chmod(f"/dev/{name}", stat.S_IMODE(st.st_mode))
+    except OSError as exc:  # root without CAP_MKNOD (a container's): the host's nodes, as without root
+        sys.stderr.write(f"agent: cannot make device nodes ({exc}): the host's are bound\n")
+        linux.umount("/dev")
+
+
+def hold_device_locks() -> list[int]:
+    """Hold every kind of lock on the host's device nodes that workers bind (``runtime.DEVICES``), for as long
+    as the returned descriptors stay open: where the server is not root, workers cannot make nodes of their
+    own (see :func:`_own_devices`), and a lock a run took on ``/dev/null`` would be seen by a run on another
+    worker. Held here, every lock any run tries there fails the same way, whatever other runs do: its state
+    carries nothing. (A program that waits for such a lock waits until its deadline.)"""
+    held = []
+    for name in runtime.DEVICES:
+        try:
+            fd = os.open(f"/dev/{name}", os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue  # one that cannot be opened here (no terminal: /dev/tty) cannot be by a run either
+        # A BSD lock, and a write lock on all of it: an open file description's, which POSIX locks conflict
+        # with as well, and which (unlike a POSIX lock) no other close of the file by this process lets go.
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        held.append(fd)
+    return held
 
 
 def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:

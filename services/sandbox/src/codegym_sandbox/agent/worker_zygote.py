@@ -22,7 +22,9 @@ import socket
 import struct
 import sys
 
-from . import linux, loop
+from . import isolation, linux, loop
+
+_HELD: list[int] = []  # the device locks this zygote holds (see isolation.hold_device_locks)
 
 
 def serve(sock: socket.socket, server_pid: int) -> None:
@@ -31,6 +33,8 @@ def serve(sock: socket.socket, server_pid: int) -> None:
         return  # the server died before we asked to die with it (it may be pid 1 itself, in a container)
     # The kernel reaps the zygote's children: the server watches each agent by a pidfd of its own.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # Root makes each worker device nodes of its own; otherwise the host's are shared, and held locked here.
+    _HELD[:] = [] if os.geteuid() == 0 else isolation.hold_device_locks()
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 64, 2)
@@ -61,6 +65,8 @@ def _become_agent(sock: socket.socket, fds: list[int]) -> None:
     """In the child: the channel on fd 0 and 1, everything else of the zygote's closed, then the agent."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the agent waits for its own children
     sock.close()
+    for fd in _HELD:  # a run that got one could let go of the locks for every worker
+        os.close(fd)
     os.dup2(fds[0], 0)
     os.dup2(fds[1], 1)
     for fd in fds:

@@ -79,7 +79,8 @@ def _own_devices() -> None:
     bind, one run's lock is seen by a run on another worker (a channel between them), and by the host. The
     worker's root holds overlays of the directories it shows for the same reason (``runtime._layer``), but
     a device node can only be made with root on the host, before the user namespace (there, mounts are
-    ``nodev`` and ``mknod`` refused): without root, the host's nodes are bound, and that channel stays.
+    ``nodev`` and ``mknod`` refused). Without root, the host's nodes are bound, and the zygote holds them
+    locked (:func:`hold_device_locks`); root that cannot ``mknod`` binds them too, and there the channel stays.
     """
     nodes = {name: os.stat(f"/dev/{name}") for name in runtime.DEVICES if os.path.exists(f"/dev/{name}")}
     linux.unshare(linux.CLONE_NEWNS)
@@ -89,7 +90,7 @@ def _own_devices() -> None:
         for name, st in nodes.items():
             os.mknod(f"/dev/{name}", st.st_mode, st.st_rdev)
             os.chmod(f"/dev/{name}", stat.S_IMODE(st.st_mode))
-    except OSError as exc:  # root without CAP_MKNOD (a container's): the host's nodes, as without root
+    except OSError as exc:  # root without CAP_MKNOD (in a container): the host's nodes, not held locked
         sys.stderr.write(f"agent: cannot make device nodes ({exc}): the host's are bound\n")
         linux.umount("/dev")
 

@@ -364,7 +364,7 @@ print(sorted(seen))
 
 def test_runs_on_two_workers_see_no_lock_of_each_other_on_shared_files(pair: TestClient, backend: str) -> None:
     # Device nodes too: a container's are its own, and so are a local worker's, where the server has root
-    # (only root on the host can make them: see isolation._own_devices).
+    # (only root on the host can make them: see agent/devices.py).
     devices = ["/dev/null", "/dev/zero", "/dev/urandom"] if backend != "local" or os.geteuid() == 0 else []
     code = f"DEVICES = {devices!r}\n"
     first = {"language": "python", "code": code + LOCK_HOLDER, "limits": {"timeout_s": 3}, "cache": False}

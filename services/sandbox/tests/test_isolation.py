@@ -148,7 +148,7 @@ def test_environment_is_clean(client: TestClient) -> None:
 
 def test_device_locks_held_for_workers_without_nodes_of_their_own_carry_nothing() -> None:
     """Where the server is not root, workers bind the host's device nodes, and the zygote holds every kind of
-    lock on them (``isolation.hold_device_locks``): whatever a run tries there, it finds them taken, whether
+    lock on them (``devices.hold_locks``): whatever a run tries there, it finds them taken, whether
     or not another run tries too; the locks go with the holder."""
     import fcntl
     import os
@@ -172,8 +172,8 @@ def test_device_locks_held_for_workers_without_nodes_of_their_own_carry_nothing(
 
     before = seen("/dev/null")  # another process of this host may hold one of its own
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom codegym_sandbox.agent import isolation\n"
-         "held = isolation.hold_device_locks()\nprint(len(held), flush=True)\nsys.stdin.read()"],
+        [sys.executable, "-c", "import sys, time\nfrom codegym_sandbox.agent import devices\n"
+         "held = devices.hold_locks()\nprint(len(held), flush=True)\nsys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -6,7 +6,7 @@ Layers, outermost first:
   mount namespace whose root holds the runtime made for programs and nothing else of the host: read-only,
   ``nosuid``, ``nodev`` overlays of ``/usr``, the interpreter, the toolchains and the runtime packages (each
   the worker's own, so that no lock on their files is seen by another worker), copies of a few ``/etc``
-  files, and devices (the worker's own nodes where the server has root; see ``runtime.py``);
+  files, and devices (see ``devices.py``);
 * box (one pid namespace at a time, its init is the box process): a private ``/proc`` that shows a
   program only what it could trace, a read-only ``/tmp``, a devpts instance of its own, the scratch
   directory and ``/dev/shm`` on fresh tmpfs mounts (renewed before every run, and every test of a series,
@@ -21,16 +21,10 @@ empties the scratch space, ``/dev/shm`` and System V IPC in place instead of rep
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import stat
-import struct
-import sys
 from typing import Any
 
-from . import linux, runtime
-
-F_OFD_SETLK = 37  # open file description locks (Linux 3.15): not in Python's fcntl before 3.12
+from . import devices, linux, runtime
 
 BOX_ROOT = "/tmp"
 SCRATCH = "/tmp/box"
@@ -61,7 +55,7 @@ def enter_worker_namespaces(config: dict[str, Any]) -> int:
     uid, gid = os.geteuid(), os.getegid()
     flags = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | (0 if config.get("network") else linux.CLONE_NEWNET)
     if privileged:
-        _own_devices()
+        devices.make_own()
     _unshare_user(flags, privileged, uid, gid, host_uid)
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
@@ -69,52 +63,6 @@ def enter_worker_namespaces(config: dict[str, Any]) -> int:
     program_uid = PROGRAM_UID if privileged and host_uid is not None else 0
     runtime.enter_root(config.get("keep", []), config.get("hide", []), config.get("packages"), program_uid)
     return program_uid
-
-
-def _own_devices() -> None:
-    """Device nodes of this worker's own in a mount namespace of its own, over ``/dev``, where the root's
-    devices are bound from (``runtime.DEVICES``).
-
-    A lock (``flock``, ``fcntl``) lives on an inode: on the host's ``/dev/null``, which every worker would
-    bind, one run's lock is seen by a run on another worker (a channel between them), and by the host. The
-    worker's root holds overlays of the directories it shows for the same reason (``runtime._layer``), but
-    a device node can only be made with root on the host, before the user namespace (there, mounts are
-    ``nodev`` and ``mknod`` refused). Without root, the host's nodes are bound, and the zygote holds them
-    locked (:func:`hold_device_locks`); root that cannot ``mknod`` binds them too, and there the channel stays.
-    """
-    nodes = {name: os.stat(f"/dev/{name}") for name in runtime.DEVICES if os.path.exists(f"/dev/{name}")}
-    linux.unshare(linux.CLONE_NEWNS)
-    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    linux.mount("tmpfs", "/dev", "tmpfs", linux.MS_NOSUID | linux.MS_NOEXEC, "mode=0755,size=4k")
-    try:
-        for name, st in nodes.items():
-            os.mknod(f"/dev/{name}", st.st_mode, st.st_rdev)
-            os.chmod(f"/dev/{name}", stat.S_IMODE(st.st_mode))
-    except OSError as exc:  # root without CAP_MKNOD (in a container): the host's nodes, not held locked
-        sys.stderr.write(f"agent: cannot make device nodes ({exc}): the host's are bound\n")
-        linux.umount("/dev")
-
-
-def hold_device_locks() -> list[int]:
-    """Hold every kind of lock on the host's device nodes that workers bind (``runtime.DEVICES``), for as long
-    as the returned descriptors stay open: where the server is not root, workers cannot make nodes of their
-    own (see :func:`_own_devices`), and a lock a run took on ``/dev/null`` would be seen by a run on another
-    worker. Held here, every lock any run tries there fails the same way, whatever other runs do: its state
-    carries nothing. (A program that waits for such a lock waits until its deadline.)"""
-    held = []
-    for name in runtime.DEVICES:
-        try:
-            fd = os.open(f"/dev/{name}", os.O_RDWR | os.O_CLOEXEC)
-        except OSError:
-            continue  # one that cannot be opened here (no terminal: /dev/tty) cannot be by a run either
-        # A BSD lock, and a write lock on all of it: an open file description's, which POSIX locks conflict
-        # with as well, and which (unlike a POSIX lock) no other close of the file by this process lets go.
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-        held.append(fd)
-    return held
 
 
 def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:

@@ -22,9 +22,9 @@ import socket
 import struct
 import sys
 
-from . import isolation, linux, loop
+from . import devices, linux, loop
 
-_HELD: list[int] = []  # the device locks this zygote holds (see isolation.hold_device_locks)
+_HELD: list[int] = []  # the device locks this zygote holds (see devices.hold_locks)
 
 
 def serve(sock: socket.socket, server_pid: int) -> None:
@@ -34,7 +34,7 @@ def serve(sock: socket.socket, server_pid: int) -> None:
     # The kernel reaps the zygote's children: the server watches each agent by a pidfd of its own.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     # Root makes each worker device nodes of its own; otherwise the host's are shared, and held locked here.
-    _HELD[:] = [] if os.geteuid() == 0 else isolation.hold_device_locks()
+    _HELD[:] = [] if os.geteuid() == 0 else devices.hold_locks()
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 64, 2)

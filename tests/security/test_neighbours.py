@@ -3,8 +3,9 @@
 The attacks here need more than one run to show: a test of a test series that changes the process its tests
 are forked from (limits, priority, CPUs, scheduling) or leaves state in its scratch directory for the next
 test (metadata, a file rewritten through a shared mapping); memory held where no process maps it; a
-program that takes the CPU of a run on another worker; a pseudo-terminal shared between two workers. Each
-attack has a victim, an honest program that must get the verdict it gets on its own, on every backend.
+program that takes the CPU of a run on another worker; a pseudo-terminal shared between two workers; a
+lock on a file or device both workers' runs open. Each attack has a victim, an honest program that must get
+the verdict it gets on its own, on every backend.
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ _READ_ONLY = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
 # What the root holds at the places of host paths (a directory bound there, or a link with its text): the
 # box shows again those under its own /tmp (see :func:`hold_under`).
 _PLACED: list[tuple[str, str | None]] = []
+_HOST_MOUNTS: list[str] = []  # the host's mount points, read once as the root is put together (see _layer)
 
 
 def _within(path: str, top: str) -> bool:
@@ -184,7 +185,8 @@ def _layer(source: str, place: str, empty: str) -> None:
     file of the interpreter or the base system is seen by every other worker's runs at once, a channel
     between runs. A bind where that cannot be (no overlayfs in a user namespace, a source it will not stack
     on, mounts under the source that an overlay would leave out)."""
-    if not _has_mounts_under(os.path.realpath(source)):
+    real = os.path.realpath(source)
+    if not any(_within(point, real) and point != real for point in _HOST_MOUNTS):
         target = NEW_ROOT + place
         os.makedirs(target, 0o755, exist_ok=True)
         try:
@@ -193,10 +195,6 @@ def _layer(source: str, place: str, empty: str) -> None:
         except OSError:
             pass
     _bind(source, place)
-
-
-def _has_mounts_under(path: str) -> bool:
-    return any(_within(point, path) and point != path for point in _mount_points())
 
 
 def _cover(place: str) -> None:
@@ -256,6 +254,7 @@ def enter_root(keep: list[str], hide: list[str], packages: str | None, program_u
     # The tmpfs of the new root covers the host's /tmp, where the runtime packages, a toolchain or the
     # interpreter may lie (in a checkout cloned there): each is opened first, and bound through its descriptor.
     held = {path: _hold(path) for path in [*binds, *([packages] if packages else [])]}
+    _HOST_MOUNTS[:] = _mount_points()
     try:
         linux.mount("tmpfs", NEW_ROOT, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=8m")
         empty = _empty_layer()

@@ -266,9 +266,9 @@ def start_server(port: int, workers: int, cache: bool, backend: str = "local") -
                 raise SystemExit(f"the sandbox exited with {proc.returncode} before it was ready")
             try:
                 r = httpx.get(f"http://{HOST}:{port}/readyz", timeout=2)
-                # Wait for every worker, not just the first one, and for the workers the pool starts ahead
-                # (parked for lending) to be up: their start-up takes the CPUs for the first second or so.
-                # None starting on two readings half a second apart: the first may come before the first start.
+                # Wait for every worker, not just the first one. /readyz answers 200 once the workers the pool
+                # starts ahead (parked for lending) are up; none starting on two readings half a second apart
+                # as well, since their starts take the CPUs the bench measures.
                 ready = r.json() if r.status_code == 200 else {}
                 settled = ready and ready.get("alive", 0) >= ready.get("workers", 0) and not ready.get("starting")
                 calm = calm + 1 if settled else 0

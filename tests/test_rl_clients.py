@@ -6,6 +6,10 @@ and run into the clients' timeouts (scored -1 by verl, an error by SkyRL); the p
 instead. The limit is 2 s rather than the clients' usual 10 s to keep the test short; SkyRL's margin (run
 + 2 s) is the same either way, and it is what the lending must beat. The server's memory budget admits
 every case at once (``rl_clients.memory_for``): the budget is tested on its own, the lending here.
+
+SkyRL's sleepers go first, the moment the server says it is ready: on a small machine, workers started
+while a hundred sleepers wait come seconds late, so start-up must have started them ahead (``/readyz``
+waits for it). Later scenarios find the workers that earlier ones were lent.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ def url() -> Iterator[str]:
         server.stop()
 
 
-@pytest.mark.parametrize("scenario", rl_clients.SCENARIOS, ids=lambda s: s.name)
+SKYRL_SLEEPERS_FIRST = sorted(rl_clients.SCENARIOS, key=lambda s: s.name != "SkyRL, sleepers")
+
+
+@pytest.mark.parametrize("scenario", SKYRL_SLEEPERS_FIRST, ids=lambda s: s.name)
 def test_every_case_gets_its_score(url: str, scenario: rl_clients.Scenario) -> None:
     out = rl_clients.run_scenario(scenario, url, CASES, LIMIT_S)
     wrong = [s for s in out.scores if not (s == scenario.expect and type(s) is type(scenario.expect))]

@@ -35,7 +35,10 @@ def settings_for(backend: str, **overrides: Any) -> Settings:
         if os.environ.get("CODEGYM_TEST_REQUIRE_CONTAINERS") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    return Settings(backend=backend, image=IMAGE, **{"workers": 2, **overrides})  # type: ignore[arg-type]
+    # No workers started ahead unless a test asks: a module's server would start scores of them (CPU the tests
+    # run on) to lend to bursts that few tests send; the servers that test lending use the defaults.
+    fields = {"workers": 2, "reserve_workers": 0, **overrides}
+    return Settings(backend=backend, image=IMAGE, **fields)  # type: ignore[arg-type]
 
 
 def run_code(client: TestClient, code: str, language: str = "python", **fields: Any) -> dict[str, Any]:

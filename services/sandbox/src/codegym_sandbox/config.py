@@ -56,6 +56,15 @@ class Settings(BaseSettings):
         "I/O), more slots are lent up to this many (a few per CPU at a time, as the CPUs stay idle; within "
         "MEMORY_BUDGET_MB); 0 means max(128, 4 x workers). Each run's CPU time is limited on its own either way.",
     )
+    reserve_workers: int | None = Field(
+        None,
+        ge=0,
+        description="Lent workers started ahead and parked until lending needs them: a burst of runs that sleep "
+        "then starts at once, not after workers' start-up (tens of ms of CPU each, on the CPUs the runs start "
+        "on). The server reports ready (/readyz) once they are started (30 s at most). Unset: every slot lending "
+        "may add (MAX_WORKERS - WORKERS) that fits in a sixteenth of MEMORY_BUDGET_MB at 12 MiB each (a parked "
+        "local worker holds about 9); 0: none. Container backends start none ahead.",
+    )
     memory_budget_mb: int = Field(
         0,
         ge=0,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from sandbox_support import metric_value
+from sandbox_support import metric_value, run_code, settings_for
 
 
 def test_livez(client: TestClient) -> None:
@@ -17,6 +20,24 @@ def test_readyz(client: TestClient, backend: str) -> None:
     assert r.status_code == 200 and body["ready"] is True
     assert body["backend"] == backend and body["workers"] == 2 and body["alive"] == 2
     assert body["backend_reason"]
+
+
+def test_readyz_waits_for_the_workers_started_ahead_for_lending() -> None:
+    """Not ready (503, ``warming``) until start-up has parked the reserve, then ready for good: a burst of
+    sleepers sent the moment the server is ready finds its workers started (``backends/lending.py``)."""
+    settings = settings_for("local", workers=1, max_workers=40, reserve_workers=24)
+    with TestClient(create_app(settings)) as client:
+        answers = []
+        while not answers or answers[-1][0] != 200:
+            r = client.get("/readyz")
+            answers.append((r.status_code, r.json()["warming"], r.json()["parked"]))
+            time.sleep(0.005)
+        assert answers[0][:2] == (503, True)  # 24 workers take more than this to start
+        assert all(code == 503 and warming and parked < 24 for code, warming, parked in answers[:-1])
+        assert answers[-1] == (200, False, 24)
+        assert run_code(client, "import time; time.sleep(0.2)")["status"] == "Success"
+        body = client.get("/readyz").json()
+        assert body["ready"] and body["reserve"] == 24 and not body["warming"]
 
 
 def test_metrics_count_runs_cache_and_latency(client: TestClient) -> None:

@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 from codegym_sandbox.backends import lending, pool
 from codegym_sandbox.backends.base import RunOutcome, RunPolicy, RunRequest
-from codegym_sandbox.backends.lending import LEND_PER_CPU, LEND_TICK_S, keep_open, lend_now, reserve
+from codegym_sandbox.backends.lending import (
+    LEND_PER_CPU,
+    LEND_TICK_S,
+    PARKED_SHARE,
+    PARKED_WORKER_MB,
+    keep_open,
+    lend_now,
+    reserve,
+)
 from codegym_sandbox.backends.worker import AgentWorker
 
 CPUS = 2
@@ -189,11 +197,20 @@ def test_a_run_is_asleep_only_on_two_idle_looks_in_a_row() -> None:
 
 
 @pytest.mark.parametrize(
-    ("start_s", "ticks"), [(0.01, 1), (LEND_TICK_S, 1), (2.4 * LEND_TICK_S, 3), (1.0, lending.RESERVE_STEPS)]
+    ("room", "wanted", "budget_mb", "size"),
+    [
+        (126, None, 1000 * PARKED_SHARE * PARKED_WORKER_MB, 126),  # every slot lending may add ...
+        (126, None, 40 * PARKED_SHARE * PARKED_WORKER_MB + 5, 40),  # ... that fits in its share of the budget
+        (126, None, 100, 0),
+        (126, 7, 100, 7),  # as the server's setting says, memory or not
+        (5, 7, 10**6, 5),  # never beyond max_workers
+        (126, 0, 10**6, 0),
+    ],
 )
-def test_the_reserve_covers_the_ticks_that_starting_a_worker_takes(start_s: float, ticks: int) -> None:
-    assert reserve(CPUS, start_s, 1000) == ticks * LEND_PER_CPU * CPUS
-    assert reserve(CPUS, start_s, 5) == 5
+def test_the_reserve_is_every_slot_lending_may_add_within_its_share_of_memory(
+    room: int, wanted: int | None, budget_mb: int, size: int
+) -> None:
+    assert reserve(room, wanted, budget_mb) == size
 
 
 @pytest.mark.parametrize("sleepers", [2, 12])
@@ -282,13 +299,71 @@ def test_where_runs_cannot_be_seen_the_cpus_idle_time_decides(idle_cpus: float, 
     drive(body)
 
 
-def test_workers_are_started_ahead_and_their_start_up_is_measured() -> None:
+def test_start_up_starts_the_reserve_a_step_a_tick_before_the_pool_says_it_is_ready() -> None:
+    """A burst of sleepers sent as soon as the server is ready must find its workers started: the pool is
+    warming (the server answers /readyz 503) until the reserve is parked, and stays ready once it was."""
+
     async def body(p: FakePool) -> None:
+        target = reserve(126, None, p.memory.total_mb)
+        assert target > 2 * LEND_PER_CPU * CPUS
+        assert p.status()["warming"] and p.status()["reserve"] == target
         await p.tick()
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.01)
+        assert p.status()["parked"] == LEND_PER_CPU * CPUS and p.status()["warming"]  # a step a tick
+        ticks = 1
+        while len(p._parked) < target:  # nobody asks for the status meanwhile: the pool keeps track itself
+            await p.tick()
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert ticks == math.ceil(target / (LEND_PER_CPU * CPUS))
+        sleeping = [p.submit(0.0)[0] for _ in range(8)]
+        while not p.lent:
+            await p.tick()
         status: dict[str, Any] = p.status()
-        assert status["parked"] == reserve(CPUS, p.start_s, 126) and status["busy"] == 0
-        assert status["lent"] == 0 and 0 < status["worker_start_s"] < 1 and status["starting"] == 0
+        assert status["parked"] < target and not status["warming"]  # ready, and stays so
+        assert 0 <= status["worker_start_s"] < 1
+        end(sleeping)
+
+    drive(body)
+
+
+def test_warming_ends_when_a_start_fails_or_takes_too_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server must not stay unready for a reserve it cannot start: a failed start ends the wait (lending
+    starts none for a while after one), and so does ``READY_WITHIN_S``."""
+
+    async def failing(p: FakePool) -> None:
+        async def fail() -> None:
+            raise RuntimeError("no room for another worker")
+
+        p.make_worker = lambda slot: type("W", (FakeWorker,), {"start": lambda self: fail()})(slot, p.fake_runs)  # type: ignore[method-assign]
+        assert p.status()["warming"]
+        await p.tick()
+        await asyncio.sleep(0.01)
+        assert p.status()["parked"] == 0 and not p.status()["warming"]
+
+    drive(failing)
+    monkeypatch.setattr(lending, "READY_WITHIN_S", 0.0)
+
+    async def slow(p: FakePool) -> None:
+        await asyncio.sleep(0.01)
+        assert p.status()["parked"] == 0 and not p.status()["warming"]
+
+    drive(slow)
+
+
+def test_the_reserve_is_not_refilled_while_runs_wait() -> None:
+    """Starting workers takes the CPUs that the runs lent parked workers start on: while runs wait, only the
+    workers that lending grants are started, and the reserve is refilled once none waits."""
+
+    async def body(p: FakePool) -> None:
+        p.reserve_workers = 4
+        runs = [p.submit(0.0)[0] for _ in range(4)]  # two take the pool's workers, two wait
+        await p.tick(idle_cpus=CPUS)  # too soon to lend to them (LEND_AFTER_S), and the CPUs are idle
+        assert p.status()["starting"] == 0 and p.status()["parked"] == 0 and p.running(runs) == 2
+        end(runs)
+        await asyncio.sleep(0.01)
+        await p.tick(idle_cpus=CPUS)
+        assert p.status()["parked"] == 4
 
     drive(body)
 

@@ -20,10 +20,11 @@ async def livez() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request, executor: ExecutorDep) -> Response:
-    """Ready when at least one worker is alive; the body says which backend was chosen and why."""
+    """Ready when at least one worker is alive and start-up has started the workers kept ahead for lending
+    (``warming``: see ``backends/lending.py``); the body says which backend was chosen and why."""
     status: dict[str, Any] = executor.backend.status()
     status["backend_reason"] = request.app.state.backend_reason
-    ready = status.get("alive", 0) > 0
+    ready = status.get("alive", 0) > 0 and not status.get("warming", False)
     return JSONResponse({"ready": ready, **status}, status_code=200 if ready else 503)
 
 

@@ -92,6 +92,7 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     backend, reason = await _choose(settings)
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
     backend.max_workers = settings.max_workers or max(128, 4 * backend.size)
+    backend.reserve_workers = settings.reserve_workers
     backend.memory.total_mb = settings.memory_budget_mb or default_budget_mb()
     backend.unbudgeted_run_mb = settings.limits.max_memory_mb
     return backend, reason

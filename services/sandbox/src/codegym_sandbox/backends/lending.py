@@ -23,8 +23,13 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
 
 A run found asleep is looked at again only every ``REMEASURE_ASLEEP_S``: with a hundred of them, reading
 their processes every tick took a third of the server's event loop and slowed the lending it decides.
-Starting a worker costs more than lending a parked one, so the pool keeps enough parked workers for as many
-ticks of lending as starting one takes (:func:`reserve`).
+
+Lending a parked worker takes a tick; starting one takes about 50 ms of CPU (its namespaces, its root, its
+first box). A hundred sleepers lent on a two-CPU machine while their workers start wait seconds for them:
+past SkyRL's margin (run + 2 s), however the starts are paced, since the starts and the sleepers' own
+start-up share the same CPUs. So the pool keeps every slot lending may add started ahead and parked
+(:func:`reserve`, within a share of the memory budget), starts them before the server says it is ready
+(:class:`Warming`), and refills them only while no run waits and no run computes on busy CPUs.
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ LEND_PER_CPU = 3  # runs per CPU, counting each run not measured yet as computin
 ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this on two looks in a row sleeps, and ...
 REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sleepers' /proc reads cost a tick)
 MEASURE_AFTER_S = 0.02  # a run younger than this is not measured: its start-up says nothing of it yet
-RESERVE_STEPS = 8  # the reserve covers at most this many ticks of lending (each parked worker holds a few MiB)
+PARKED_WORKER_MB = 12  # what a parked local worker holds: its processes' own pages, its root's (about 9 MiB)
+PARKED_SHARE = 16  # parked workers started by default hold at most this part of the memory budget (1/16)
+READY_WITHIN_S = 30.0  # start-up waits this long at most for the reserve (the chart's startup probe allows 60 s)
 RETIRE_AFTER_S = 300.0  # a parked worker beyond the reserve, unused this long, goes away
 QUIET_TICK_S = 1.0  # with no run waiting and no worker starting, the loop ticks this seldom (or when one waits)
 
@@ -80,11 +87,32 @@ def keep_open(cpus: int, load: float) -> bool:
     return cpus - load >= LEND_IDLE_CPUS
 
 
-def reserve(cpus: int, start_s: float, room: int) -> int:
-    """Parked workers to keep started ahead: one tick's lending for each tick that starting one takes (up to
-    ``RESERVE_STEPS``), so that runs lent a worker start at once, not after a worker's start-up."""
-    ticks = min(max(1, math.ceil(start_s / LEND_TICK_S)), RESERVE_STEPS)
-    return max(0, min(room, LEND_PER_CPU * cpus * ticks))
+def reserve(room: int, wanted: int | None, budget_mb: int) -> int:
+    """Parked workers to keep started ahead: ``wanted`` (the server's setting), or by default every slot
+    lending may add (``room``) that fits in 1/``PARKED_SHARE`` of the memory budget (``budget_mb``)."""
+    fit = budget_mb // PARKED_SHARE // PARKED_WORKER_MB
+    return max(0, min(room, fit if wanted is None else wanted))
+
+
+class Warming:
+    """Whether start-up is still starting the reserve: the server is ready only once it has (a burst of
+    sleepers sent at once to a server that says it is ready must find their workers started), or once a start
+    failed (lending then starts none for a while), or ``READY_WITHIN_S`` after the pool started. Once over,
+    it stays over: lending and retiring parked workers never make the server unready."""
+
+    def __init__(self) -> None:
+        self.until = 0.0  # set by the pool's start
+        self.over = False
+
+    def start(self, began: float) -> float:
+        """The pool's workers, started since ``began``, are up: how long that took."""
+        now = time.monotonic()
+        self.until, self.over = now + READY_WITHIN_S, False
+        return now - began
+
+    def check(self, parked: int, target: int, start_failed: bool, now: float) -> bool:
+        self.over = self.over or parked >= target or start_failed or now > self.until
+        return not self.over
 
 
 class DemandMeter:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, Saturated
-from .lending import CpuIdle, DemandMeter, Ticker, keep_open, lend_now, reserve
+from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now, reserve
 from .memory import MemoryBudget, default_budget_mb
 from .slots import BREAKER_COOLDOWN_S, Slot
 from .worker import AgentWorker
@@ -44,6 +44,7 @@ class WorkerPool:
     def __init__(self, workers: int, queue_size: int, config: dict[str, Any]) -> None:
         self.size = workers
         self.max_workers = workers  # set by the server: lent slots come on top of ``size`` up to this
+        self.reserve_workers: int | None = None  # set by the server: parked workers to keep (None: see reserve)
         self.queue_size = queue_size
         self.config = config
         self.cpus = len(os.sched_getaffinity(0))
@@ -63,9 +64,9 @@ class WorkerPool:
         self._idle_ticks = 0  # ticks in a row, with runs waiting, that found the CPUs idle
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
-        self._meter, self._ticker = DemandMeter(), Ticker()
+        self._meter, self._ticker, self._warming = DemandMeter(), Ticker(), Warming()
         self.lent = 0  # runs lending gave a worker, in all
-        self.start_s = lending.LEND_TICK_S  # how long starting a worker takes here (a moving average)
+        self.start_s = 0.0  # how long starting a worker takes here (a moving average)
         self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
         self.restarts = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -97,11 +98,6 @@ class WorkerPool:
     def busy(self) -> int:
         return len(self._busy)
 
-    @property
-    def live(self) -> int:
-        """Workers that serve runs now, lent ones included."""
-        return sum(1 for w in self._workers if w is not None and not w.replaced)
-
     async def start(self) -> None:
         workers = [self.make_worker(i) for i in range(self.size)]
         self.max_workers = max(self.max_workers, self.size)
@@ -113,7 +109,7 @@ class WorkerPool:
         if errors:
             await self.stop()
             raise errors[0]
-        self.start_s = max(time.monotonic() - began, lending.LEND_TICK_S)
+        self.start_s = self._warming.start(began)
         for w in workers:
             self._idle.put_nowait(w)
             self._watch(w)
@@ -227,6 +223,7 @@ class WorkerPool:
 
     def _lend_tick(self, now: float, idle_cpus: float) -> None:
         """Measure the runs, then lend (parked workers first), park, retire and start ahead as they say."""
+        self._warming.check(len(self._parked), self._reserve(), self._no_starts_until > 0, now)  # before lending
         self._grants = 0
         if not self._waiters:
             # Nothing to decide: the runs go unmeasured (reading /proc for each costs), lent workers are parked.
@@ -255,18 +252,12 @@ class WorkerPool:
                 room = self.max_workers - len(self._busy) - self._idle.qsize()
                 lend = lend_now(self.cpus, known, unknown, len(self._waiters), room)
                 for slot in sorted(self._parked)[:lend]:  # the lowest slots: they alternate between the CPUs
-                    self._unpark(slot)
-                    lend -= 1
+                    del self._parked[slot]
+                    self._idle.put_nowait(self._workers[slot])  # type: ignore[arg-type]  # parked: a worker
+                    self.lent, lend = self.lent + 1, lend - 1
                 self._grants = lend
         self._retire(now)
         self._start_ahead(idle_cpus)
-
-    def _unpark(self, slot: int) -> None:
-        del self._parked[slot]
-        worker = self._workers[slot]
-        assert worker is not None
-        self.lent += 1
-        self._idle.put_nowait(worker)
 
     def _park_idle_lent(self) -> None:
         """Lent workers left open with no run waiting (a base worker took the run they were lent for)."""
@@ -277,15 +268,19 @@ class WorkerPool:
             else:
                 self._idle.put_nowait(w)
 
+    def _reserve(self) -> int:
+        return reserve(self.max_workers - self.size, self.reserve_workers, self.memory.total_mb) * self.starts_ahead
+
     def _start_ahead(self, idle_cpus: float) -> None:
         """Start lent workers for this tick's grants, and more to keep the reserve parked: those a step at a
-        time (starting scores of workers at once would only slow each down, and the runs with them), and only
-        while the CPUs are idle (a start takes CPU from runs that compute; lending waits for idle CPUs anyway)."""
+        time (starting scores of workers at once would only slow each down), and only while no run waits (the
+        starts would take the CPUs that the runs lent parked workers start on) and no run computes on busy CPUs
+        (a start takes CPU from it; lending waits for idle CPUs anyway)."""
         if time.monotonic() < self._no_starts_until:
             return
         free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
-        room, idle = self.max_workers - self.size, idle_cpus >= lending.LEND_IDLE_CPUS
-        missing = reserve(self.cpus, self.start_s, room) - len(self._parked) if self.starts_ahead and idle else 0
+        calm = not self._waiters and (not self._busy or idle_cpus >= lending.LEND_IDLE_CPUS)
+        missing = self._reserve() - len(self._parked) if calm else 0
         ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)
         for slot in free[: max(self._grants + ahead, 0)]:
             self._starting.add(slot)
@@ -329,7 +324,7 @@ class WorkerPool:
 
     def _retire(self, now: float) -> None:
         """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""
-        keep = reserve(self.cpus, self.start_s, self.max_workers - self.size)
+        keep = self._reserve()
         old = sorted((since, slot) for slot, since in self._parked.items() if now - since >= lending.RETIRE_AFTER_S)
         for _, slot in old[: max(len(self._parked) - keep, 0)]:
             worker = self._workers[slot]
@@ -385,7 +380,9 @@ class WorkerPool:
         task.add_done_callback(self._tasks.discard)
 
     def status(self) -> dict[str, Any]:
-        """Parked workers are counted apart: ``alive`` and ``lent_now`` are the workers open to runs."""
+        """``alive`` and ``lent_now``: workers open to runs (parked ones apart); ``warming``: see Warming."""
+        target = self._reserve()
+        warming = self._warming.check(len(self._parked), target, self._no_starts_until > 0, time.monotonic())
         up = [i for i, w in enumerate(self._workers) if w is not None and w.alive and not w.replaced]
         alive = sum(1 for i in up if i not in self._parked)
         broken = [{"slot": i, "since": s.broken_since, "error": s.last_error} for i, s in enumerate(self.slots)
@@ -394,7 +391,7 @@ class WorkerPool:
             "backend": self.name, "workers": self.size, "alive": alive, "busy": self.busy,
             "queued": self.waiting, "restarts": self.restarts, "broken_slots": broken,
             "max_workers": self.max_workers, "lent_now": sum(1 for i in up if i >= self.size) - len(self._parked),
-            "parked": len(self._parked), "starting": len(self._starting), "lent": self.lent,
-            "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
+            "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
+            "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
             "memory_held_mb": self.memory.held_mb,
         }  # fmt: skip

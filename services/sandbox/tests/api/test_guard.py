@@ -14,7 +14,9 @@ TOKEN = "test-token-123"
 
 @pytest.fixture(scope="module")
 def guarded() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(backend="local", workers=1, api_token=TOKEN, max_body_bytes=4096))) as c:
+    # No workers started ahead: /readyz is ready at once (it waits for them: see test_health.py).
+    settings = Settings(backend="local", workers=1, reserve_workers=0, api_token=TOKEN, max_body_bytes=4096)
+    with TestClient(create_app(settings)) as c:
         yield c
 
 

@@ -331,11 +331,12 @@ def test_warming_ends_when_a_start_fails_or_takes_too_long(monkeypatch: pytest.M
     """The server must not stay unready for a reserve it cannot start: a failed start ends the wait (lending
     starts none for a while after one), and so does ``READY_WITHIN_S``."""
 
-    async def failing(p: FakePool) -> None:
-        async def fail() -> None:
+    class Unstartable(FakeWorker):
+        async def start(self) -> None:
             raise RuntimeError("no room for another worker")
 
-        p.make_worker = lambda slot: type("W", (FakeWorker,), {"start": lambda self: fail()})(slot, p.fake_runs)  # type: ignore[method-assign]
+    async def failing(p: FakePool) -> None:
+        p.make_worker = lambda slot: Unstartable(slot, p.fake_runs)  # type: ignore[method-assign]
         assert p.status()["warming"]
         await p.tick()
         await asyncio.sleep(0.01)

@@ -22,14 +22,10 @@ F_OFD_SETLK = 37  # open file description locks (Linux 3.15): not in Python's fc
 
 def make_own() -> None:
     """Device nodes of this worker's own in a mount namespace of its own, over ``/dev``, where the root's
-    devices are bound from (``runtime.DEVICES``).
-
-    A lock (``flock``, ``fcntl``) lives on an inode: on the host's ``/dev/null``, which every worker would
-    bind, one run's lock is seen by a run on another worker (a channel between them), and by the host. The
-    worker's root holds overlays of the directories it shows for the same reason (``runtime._layer``), but
-    a device node can only be made with root on the host, before the user namespace (there, mounts are
-    ``nodev`` and ``mknod`` refused). Without root, the host's nodes are bound, and the zygote holds them
-    locked (:func:`hold_locks`); root that cannot ``mknod`` binds them too, and there the channel stays.
+    devices are bound from (``runtime.DEVICES``). The worker's root holds overlays of the directories it shows
+    for the same reason (``runtime._layer``), but a node can only be made with root on the host, before the
+    user namespace (there, mounts are ``nodev`` and ``mknod`` refused). Root that cannot ``mknod`` (a
+    container without ``CAP_MKNOD``) binds the host's nodes, unheld: there the channel stays.
     """
     nodes = {name: os.stat(f"/dev/{name}") for name in runtime.DEVICES if os.path.exists(f"/dev/{name}")}
     linux.unshare(linux.CLONE_NEWNS)

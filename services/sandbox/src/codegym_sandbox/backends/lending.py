@@ -104,11 +104,9 @@ class Warming:
         self.until = 0.0  # set by the pool's start
         self.over = False
 
-    def start(self, began: float) -> float:
-        """The pool's workers, started since ``began``, are up: how long that took."""
-        now = time.monotonic()
+    def start(self, now: float) -> None:
+        """The pool's own workers are up: the reserve's start begins."""
         self.until, self.over = now + READY_WITHIN_S, False
-        return now - began
 
     def check(self, parked: int, target: int, start_failed: bool, now: float) -> bool:
         self.over = self.over or parked >= target or start_failed or now > self.until

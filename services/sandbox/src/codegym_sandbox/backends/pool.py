@@ -109,7 +109,8 @@ class WorkerPool:
         if errors:
             await self.stop()
             raise errors[0]
-        self.start_s = self._warming.start(began)
+        self.start_s = time.monotonic() - began
+        self._warming.start(time.monotonic())
         for w in workers:
             self._idle.put_nowait(w)
             self._watch(w)
@@ -223,7 +224,7 @@ class WorkerPool:
 
     def _lend_tick(self, now: float, idle_cpus: float) -> None:
         """Measure the runs, then lend (parked workers first), park, retire and start ahead as they say."""
-        self._warming.check(len(self._parked), self._reserve(), self._no_starts_until > 0, now)  # before lending
+        self._warm(now)  # before lending takes parked workers
         self._grants = 0
         if not self._waiters:
             # Nothing to decide: the runs go unmeasured (reading /proc for each costs), lent workers are parked.
@@ -270,6 +271,9 @@ class WorkerPool:
 
     def _reserve(self) -> int:
         return reserve(self.max_workers - self.size, self.reserve_workers, self.memory.total_mb) * self.starts_ahead
+
+    def _warm(self, now: float) -> bool:  # whether start-up still starts the reserve (lending.Warming)
+        return self._warming.check(len(self._parked), self._reserve(), self._no_starts_until > 0, now)
 
     def _start_ahead(self, idle_cpus: float) -> None:
         """Start lent workers for this tick's grants, and more to keep the reserve parked: those a step at a
@@ -381,8 +385,7 @@ class WorkerPool:
 
     def status(self) -> dict[str, Any]:
         """``alive`` and ``lent_now``: workers open to runs (parked ones apart); ``warming``: see Warming."""
-        target = self._reserve()
-        warming = self._warming.check(len(self._parked), target, self._no_starts_until > 0, time.monotonic())
+        target, warming = self._reserve(), self._warm(time.monotonic())
         up = [i for i, w in enumerate(self._workers) if w is not None and w.alive and not w.replaced]
         alive = sum(1 for i in up if i not in self._parked)
         broken = [{"slot": i, "since": s.broken_since, "error": s.last_error} for i, s in enumerate(self.slots)

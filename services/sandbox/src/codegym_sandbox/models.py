@@ -15,7 +15,13 @@ from .verdicts import Verdict
 class Comparison(str, Enum):
     EXACT = "exact"  # byte for byte, apart from trailing newlines (as verl compares)
     WHITESPACE = "whitespace"  # the same tokens, however spaced
-    FLOAT = "float"  # tokens equal, numbers within a tolerance
+    FLOAT = "float"  # tokens equal; a number written with a point or an exponent within a tolerance, others exactly
+
+
+# How a call test's returned value is compared with the expected one (see ``agent/call_test.py``).
+class CallComparison(str, Enum):
+    JSON = "json"  # the JSON values, types apart (a bool is no number); an expected float within a tolerance
+    PYTHON = "python"  # Python's == (True == 1, a Fraction equal to a float), as APPS's and LiveCodeBench's harnesses
 
 
 class Strict(BaseModel):
@@ -86,7 +92,8 @@ class EvaluateRequest(Strict):
     programs: list[str] = Field(min_length=1)
     tests: list[Test] = Field(min_length=1)
     function: str | None = Field(None, description="function called by `call` tests (Python)")
-    comparison: Comparison = Comparison.EXACT
+    comparison: Comparison = Field(Comparison.EXACT, description="how stdin tests' outputs are compared")
+    call_comparison: CallComparison = Field(CallComparison.JSON, description="how call tests' values are compared")
     rel_tol: float = Field(1e-6, ge=0)
     abs_tol: float = Field(1e-6, ge=0)
     early_stop: bool = Field(

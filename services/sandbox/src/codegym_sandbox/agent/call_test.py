@@ -7,6 +7,18 @@ value into the JSON value it stands for (:func:`json_value`) and compares it wit
 (:func:`values_match`) on its own side. Nothing the program prints, reads or exits with can pass a test:
 the pass is the checker's. This module is the one implementation of the comparison (the server's
 ``judging.compare.values_match`` is this one), standard library only, as all of the agent is.
+
+A call test compares by one of two rules, which the request names (``values`` in the wire models; which
+dataset takes which is decided in the evaluator's ``tasks.rules``):
+
+- ``json``: the JSON value of what the function returned, structurally: a bool is not a number, an integer
+  is matched exactly, and only an expected float accepts a number within the tolerances;
+- ``python``: Python's ``==`` between what the function returned (a tuple as a list) and the expected value,
+  as the APPS, TACO and LiveCodeBench harnesses compare: ``True == 1``, a ``Fraction`` or a ``Decimal`` equal
+  to the float, and no tolerance.
+
+Neither ever matches through an overflow: a number too large for a float is compared exactly, and an
+infinity matches only the same infinity.
 """
 
 from __future__ import annotations
@@ -14,13 +26,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from fractions import Fraction
+from typing import Any, Literal, NamedTuple
 
 from .plain_data import decode
 
 # A call test's text, after the program on the runner's stdin, starts with a byte no Python source may hold:
 # no assert test can be taken for one.
 MARK = "\0"
+
+Rule = Literal["json", "python"]
+RULES: tuple[Rule, ...] = ("json", "python")
 
 
 class Call(NamedTuple):
@@ -32,17 +48,35 @@ class Call(NamedTuple):
     expected: Any
     rel_tol: float
     abs_tol: float
+    rule: Rule = "json"
 
     def judge(self, call: Callable[[str, list[Any], dict[str, Any]], Any]) -> bool:
         """Whether the function returns the expected value; ``call`` calls it and gives back the wire data of
-        what it returned. The returned value's JSON goes to stdout, for the test's output to show."""
-        value = json_value(call(self.function, self.args, self.kwargs))
+        what it returned. The returned value goes to stdout (its JSON, or its ``repr`` under the ``python``
+        rule), for the test's output to show."""
+        data = call(self.function, self.args, self.kwargs)
+        if self.rule == "python":
+            value = decode(data)
+            value = list(value) if isinstance(value, tuple) else value  # the harnesses' one normalisation
+            print(repr(value))
+            return python_match(value, self.expected)
+        value = json_value(data)
         print(json.dumps(value))
         return values_match(value, self.expected, self.rel_tol, self.abs_tol)
 
 
-def text(function: str, args: list[Any], kwargs: dict[str, Any], expected: Any, rel_tol: float, abs_tol: float) -> str:
+def text(
+    function: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    expected: Any,
+    rel_tol: float,
+    abs_tol: float,
+    rule: Rule = "json",
+) -> str:
     """A call test as the checker reads it (see :func:`parse`)."""
+    if rule not in RULES:
+        raise ValueError(f"a call test compares by one of {RULES}, not {rule!r}")
     spec = {
         "function": function,
         "args": args,
@@ -50,6 +84,7 @@ def text(function: str, args: list[Any], kwargs: dict[str, Any], expected: Any, 
         "expected": expected,
         "rel_tol": rel_tol,
         "abs_tol": abs_tol,
+        "rule": rule,
     }
     return MARK + json.dumps(spec)
 
@@ -64,6 +99,7 @@ def parse(text: str) -> Call:
         spec["expected"],
         float(spec["rel_tol"]),
         float(spec["abs_tol"]),
+        "python" if spec["rule"] == "python" else "json",
     )
 
 
@@ -76,6 +112,8 @@ _NOT_JSON = {
     "r": "a range",
     "g": "an iterator",
     "h": "an object",
+    "q": "a Fraction",
+    "m": "a Decimal",
 }
 
 
@@ -112,13 +150,17 @@ def _key(key: Any) -> str:
 
 
 def values_match(actual: object, expected: object, rel_tol: float = 1e-6, abs_tol: float = 1e-6) -> bool:
-    """Structural equality of JSON values, with a tolerance for floats (function-call tests)."""
-    if isinstance(expected, float) or isinstance(actual, float):
-        if isinstance(actual, bool) or isinstance(expected, bool):
-            return type(actual) is type(expected) and actual == expected  # True is not 1.0
-        if isinstance(actual, (int, float)) and isinstance(expected, (int, float)):
-            return math.isclose(actual, expected, rel_tol=rel_tol, abs_tol=abs_tol)
-        return False
+    """Structural equality of JSON values (the ``json`` rule of function-call tests).
+
+    A bool equals only a bool; an expected integer only the same number (``2`` or ``2.0``, never ``2.0000001``);
+    an expected float any number within ``rel_tol`` or ``abs_tol`` of it (see :func:`numbers_close`).
+    """
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        return type(actual) is type(expected) and actual == expected  # True is not 1, nor 1.0
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        if isinstance(expected, float):
+            return numbers_close(actual, expected, rel_tol, abs_tol)
+        return actual == expected  # exact, whatever the size: Python compares an int and a float exactly
     if isinstance(expected, list) and isinstance(actual, list):
         return len(actual) == len(expected) and all(
             values_match(a, e, rel_tol, abs_tol) for a, e in zip(actual, expected, strict=False)
@@ -128,3 +170,31 @@ def values_match(actual: object, expected: object, rel_tol: float = 1e-6, abs_to
             values_match(actual[k], expected[k], rel_tol, abs_tol) for k in expected
         )
     return type(actual) is type(expected) and actual == expected
+
+
+def numbers_close(actual: int | float, expected: int | float, rel_tol: float, abs_tol: float) -> bool:
+    """Whether ``actual`` is within the tolerances of ``expected``, computed without overflow: an infinity (or
+    a NaN) matches only itself, and numbers beyond a float's range are compared exactly, as fractions (never
+    both rounded to infinity and called equal)."""
+    if not (_finite(actual) and _finite(expected)):
+        nans = isinstance(actual, float) and isinstance(expected, float) and math.isnan(actual) and math.isnan(expected)
+        return nans or actual == expected
+    try:
+        return math.isclose(actual, expected, rel_tol=rel_tol, abs_tol=abs_tol)
+    except OverflowError:  # an int beyond a float's range
+        a, e = Fraction(actual), Fraction(expected)
+        return abs(a - e) <= max(Fraction(rel_tol) * max(abs(a), abs(e)), Fraction(abs_tol))
+
+
+def _finite(number: int | float) -> bool:
+    return not isinstance(number, float) or math.isfinite(number)
+
+
+def python_match(actual: object, expected: object) -> bool:
+    """Python's ``==`` between a returned value and the expected one (the ``python`` rule), as the reference
+    harnesses compare; an exception of a comparison is a mismatch. No code of the program's runs: ``actual``
+    is plain data, or a handle, which equals no plain data."""
+    try:
+        return bool(actual == expected)
+    except Exception:
+        return False

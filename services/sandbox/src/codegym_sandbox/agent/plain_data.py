@@ -1,7 +1,8 @@
 """Plain data between the two processes of an assert run: values as tagged JSON, handles, the channel.
 
-Arguments and return values cross as plain data (None, bool, int, float, complex, str, bytes, and lists,
-tuples, dicts, sets of them, exact types only: a subclass crosses as its base type, without its methods).
+Arguments and return values cross as plain data (None, bool, int, float, complex, ``Fraction``, ``Decimal``,
+str, bytes, and lists, tuples, dicts, sets of them, exact types only: a subclass crosses as its base type,
+without its methods).
 Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
 equals itself and passes what is done to it on to the program's process. No code of the program's ever
 runs in the checker.
@@ -15,6 +16,8 @@ import marshal
 import os
 import struct
 import types
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 # --- plain data on the wire ---------------------------------------------------------------------------
@@ -85,6 +88,10 @@ def encode(value: Any, refs: list[Any] | None) -> Any:
         return number if -(1 << 53) < number < 1 << 53 else ["i", hex(number)]
     if isinstance(value, float):
         return ["f", float(value).hex()]
+    if isinstance(value, Fraction):  # numbers of the standard library, which tests compare with floats
+        return ["q", hex(int(value.numerator)), hex(int(value.denominator))]
+    if isinstance(value, Decimal):
+        return ["m", Decimal.__str__(value)]
     if isinstance(value, str):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
@@ -141,6 +148,10 @@ def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any
         return int(rest[0], 16)
     if tag == "f":
         return float.fromhex(rest[0])
+    if tag == "q":
+        return Fraction(int(rest[0], 16), int(rest[1], 16))
+    if tag == "m":
+        return Decimal(str(rest[0]))
     if tag == "c":
         return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
     if tag in ("y", "ya"):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import math
+import decimal
+import re
 
 # The checker of call tests compares returned values inside the sandbox, where only the agent is: the one
-# implementation lives there. The comparison modes are part of the wire models (a request names one).
-from ..agent.call_test import values_match
-from ..models import Comparison
+# implementation lives there. The comparison modes are part of the wire models (a request names one of each);
+# which a dataset's tests take is the evaluator's ``tasks.rules``.
+from ..agent.call_test import python_match, values_match
+from ..models import CallComparison, Comparison
 
-__all__ = ["Comparison", "outputs_match", "values_match"]
+__all__ = ["CallComparison", "Comparison", "outputs_match", "python_match", "values_match"]
 
 
 def outputs_match(
@@ -21,6 +23,8 @@ def outputs_match(
     True
     >>> outputs_match("0.3333334", "0.333333", Comparison.FLOAT, rel_tol=1e-5)
     True
+    >>> outputs_match("1000001", "1000000", Comparison.FLOAT)  # an integer is matched exactly
+    False
     """
     if mode is Comparison.EXACT:
         return actual.rstrip("\n") == expected.rstrip("\n")
@@ -32,11 +36,32 @@ def outputs_match(
     return all(a == b or _close(a, b, rel_tol, abs_tol) for a, b in zip(got, want, strict=False))
 
 
+# A number as a program prints it: digits, a point, an exponent; or an infinity or a NaN (as float() reads them).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_INTEGER = re.compile(r"[+-]?\d+")
+# Wide enough that no difference of two printed numbers rounds to zero; a result beyond its range is an error
+# (never an infinity, which would be within any tolerance).
+_EXACT = decimal.Context(
+    prec=60, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation, decimal.Overflow]
+)
+
+
 def _close(a: str, b: str, rel_tol: float, abs_tol: float) -> bool:
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
+    """Whether the token ``a`` is an accepted answer for the expected token ``b`` as numbers: a number written
+    as an integer exactly (``3.0`` is 3, ``3.0000001`` is not), one written with a point or an exponent within
+    the tolerances. Read as decimals, so that no two large numbers match by both becoming infinity; an infinity
+    matches only the same infinity, a NaN only a NaN."""
+    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
         return False
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    return math.isclose(x, y, rel_tol=rel_tol, abs_tol=abs_tol)
+    x, y = decimal.Decimal(a), decimal.Decimal(b)
+    if x.is_nan() or y.is_nan():
+        return x.is_nan() and y.is_nan()
+    if x.is_infinite() or y.is_infinite() or _INTEGER.fullmatch(b):
+        return x == y  # a comparison of decimals is exact
+    exact = _EXACT
+    try:
+        largest = max(exact.abs(x), exact.abs(y))
+        tolerance = max(exact.multiply(decimal.Decimal(rel_tol), largest), decimal.Decimal(abs_tol))
+        return exact.compare(exact.abs(exact.subtract(x, y)), tolerance) <= 0
+    except decimal.Overflow:  # numbers beyond any a test expects
+        return False

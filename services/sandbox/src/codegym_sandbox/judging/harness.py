@@ -5,7 +5,7 @@ that the program cannot reach, calling the program's functions in another proces
 the verdict is that process's exit status (see the runner). The program runs as a module that is not
 ``__main__``, with ``/dev/null`` as its stdin; what it prints is shown, never judged. A function-call test
 is a call there (``agent/call_test.py``): the checker compares the returned value with the expected one,
-with the request's tolerances, so the expected value never reaches the program.
+by the request's ``call_comparison`` and tolerances, so the expected value never reaches the program.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..agent import call_test
 # task. The runner itself is part of the agent, loaded in the box before any fork.
 from ..agent.assert_runner import ASSERT_MAIN as ASSERT_MAIN
 from ..agent.assert_runner import WRONG_ANSWER
+from ..models import CallComparison
 
 if TYPE_CHECKING:
     from ..models import EvaluateRequest, Test
@@ -38,12 +39,13 @@ def call_stdin(
     expected: object,
     rel_tol: float = 1e-6,
     abs_tol: float = 1e-6,
+    rule: call_test.Rule = "json",
 ) -> bytes:
     """What :data:`ASSERT_MAIN` reads on stdin to judge ``code``'s ``function(*args, **kwargs)`` against
-    ``expected`` (see ``compare.values_match``)."""
+    ``expected`` by ``rule`` (see ``compare.values_match``)."""
     if not function.isidentifier():
         raise ValueError(f"function {function!r} is not a Python identifier")
-    return assert_stdin(code, call_test.text(function, args, kwargs or {}, expected, rel_tol, abs_tol))
+    return assert_stdin(code, call_test.text(function, args, kwargs or {}, expected, rel_tol, abs_tol, rule))
 
 
 def runner_stdin(req: EvaluateRequest, code: str, test: Test) -> bytes:
@@ -52,7 +54,8 @@ def runner_stdin(req: EvaluateRequest, code: str, test: Test) -> bytes:
         return assert_stdin(code, test.assert_code)
     if test.call is None or req.function is None:
         raise ValueError("only call and assert tests run with the runner")
-    return call_stdin(code, req.function, test.call, test.kwargs, test.expected, req.rel_tol, req.abs_tol)
+    rule: call_test.Rule = "python" if req.call_comparison is CallComparison.PYTHON else "json"
+    return call_stdin(code, req.function, test.call, test.kwargs, test.expected, req.rel_tol, req.abs_tol, rule)
 
 
 def assert_outcome(exit_code: int | None) -> bool | None:

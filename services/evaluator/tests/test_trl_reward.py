@@ -107,15 +107,17 @@ def passing_on(url: str, paths: frozenset[str] | None, seen: list[str]) -> httpx
 
 
 PLAIN = frozenset({"/run_code", "/v1/ping"})
-SPACES = "```python\na, b = map(int, input().split())\nprint(a + b, ' ')\n```"  # "3  ": not what was expected
+# "3  \r\n": trailing spaces and a CRLF, which open-r1's harness strips (so does codegym, ``tasks.rules``)
+SPACES = "```python\nimport sys\na, b = map(int, input().split())\nsys.stdout.write(f'{a + b}  \\r\\n')\n```"
+OTHER = "```python\na, b = map(int, input().split())\nprint(a + b, a)\n```"  # "3 1": not what was expected
 EXIT = "```python\nimport sys\ndef square(x):\n    return 0\nsys.exit(0)\n```"
 
 
 def test_api_fusion_on_codegym_is_judged_by_its_checker_and_found_once(url: str) -> None:
     seen: list[str] = []
     reward = CodeReward("http://codegym", api="fusion", transport=passing_on(url, None, seen))
-    completions = [RIGHT, SPACES, WRONG]
-    assert reward(completions=completions, **open_r1_columns(3)) == [1.0, 0.0, 0.0]
+    completions = [RIGHT, SPACES, OTHER, WRONG]
+    assert reward(completions=completions, **open_r1_columns(4)) == [1.0, 1.0, 0.0, 0.0]
     assert reward(completions=[EXIT], test_list=[["assert square(2) == 4"]]) == [0.0]
     assert seen == ["/v1/languages", "/v1/evaluate", "/v1/evaluate"]  # no warning either: pytest makes them errors
 
@@ -124,13 +126,13 @@ def test_a_plain_fusion_server_judges_as_codegym_does_and_warns_once(url: str) -
     seen: list[str] = []
     reward = CodeReward("http://fusion", api="fusion", transport=passing_on(url, PLAIN, seen))
     native = CodeReward(url)
-    completions = [RIGHT, HALF, SPACES, WRONG, CRASH]
+    completions = [RIGHT, HALF, SPACES, OTHER, WRONG, CRASH]
     with pytest.warns(UnverifiedServerWarning, match="http://fusion is not a codegym sandbox") as warned:
-        got = reward(completions=completions, **open_r1_columns(5))
+        got = reward(completions=completions, **open_r1_columns(6))
         square = "```python\ndef square(x):\n    return x * x\n```"
         asserts = reward(completions=[square, EXIT], test_list=[["assert square(2) == 4"]] * 2)
     assert len(warned) == 1 and seen.count("/v1/languages") == 1
-    assert got == native(completions=completions, **open_r1_columns(5)) == [1.0, 0.5, 0.0, 0.0, 0.0]
+    assert got == native(completions=completions, **open_r1_columns(6)) == [1.0, 0.5, 1.0, 0.0, 0.0, 0.0]
     assert asserts == [1.0, 0.0]  # the exit before the asserts never printed the run's nonce
 
 
@@ -142,12 +144,11 @@ def test_each_assert_run_gets_its_own_nonce() -> None:
     assert first != second
     nonce = secrets.token_hex(16)
     ok = {"status": "Success", "run_result": {"status": "Finished", "stdout": f"x\n{nonce}\n"}}
-    assert reward._fusion_passed(ok, test, nonce) is True
+    assert reward._fusion_passed(ok, test, row, nonce) is True
     for stdout in (f"{nonce}\n", f"\n{nonce}\nafter\n", f"\n{nonce[:-1]}\n", "\n\n"):
-        assert (
-            reward._fusion_passed({**ok, "run_result": {"status": "Finished", "stdout": stdout}}, test, nonce) is False
-        )
-    assert reward._fusion_passed(ok, test, "") is False  # never without a nonce
+        answer = {**ok, "run_result": {"status": "Finished", "stdout": stdout}}
+        assert reward._fusion_passed(answer, test, row, nonce) is False
+    assert reward._fusion_passed(ok, test, row, "") is False  # never without a nonce
 
 
 # HumanEval's helpers (poly, encode_cyclic, encode_shift) are the tests' own whatever the completion defines:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from .extract import Extracted, extract_code
 from .tasks import Task
 from .tasks.prompt_helpers import with_prompt_helpers
+from .tasks.rules import JUDGE_KEYS
 
 SE = "SE"
 
@@ -89,7 +90,7 @@ def evaluate_body(
         body["cache"] = False
     if task.kind == "call":
         body["function"] = task.entry_point
-    for key in ("comparison", "rel_tol", "abs_tol"):
+    for key in JUDGE_KEYS:  # the task's rule (``tasks.rules``) and tolerances
         if key in task.metadata:
             body[key] = task.metadata[key]
     try:

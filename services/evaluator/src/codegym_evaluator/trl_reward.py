@@ -27,6 +27,10 @@ chat prompt, the last user message) that the tests use are put before them, when
 ``entry_point`` (the one definition of the prompt that is the program's to write), so a completion that
 redefines a helper beside a wrong answer changes nothing the tests call (see ``tasks.prompt_helpers``).
 
+Each row's tests compare by the rule of the dataset its columns come from (``tasks.rules``, the one table every
+route and adapter reads): open-r1's and APPS's stdin tests token by token (a trailing space or a CRLF is no
+error, as in their harnesses), APPS's call tests with Python's ``==``.
+
 The language is the row's ``language`` column (or ``verification_info``'s), else ``language=``. The reward
 talks to codegym's native API (``api="native"``: all completions of a row, a GRPO group, in one
 ``/v1/evaluate`` request) or to any SandboxFusion server (``api="fusion"``).
@@ -36,12 +40,12 @@ A codegym server is judged through its native ``/v1/evaluate`` all the same: its
 apart from the program, so that no exit, hook or patched builtin of the program's earns a pass, and its
 verdicts are taken as they are, never derived again here. Any other SandboxFusion server only runs a program:
 the reward sends one ``/run_code`` per completion and test (``concurrency`` at a time), compares stdin/stdout
-and call tests here as codegym's judge does (``codegym_sandbox.judging.compare``), and for assert tests appends,
-after the asserts, a line that prints a fresh random nonce, counting a pass only when the run succeeded
-and its output ends with that line. That is the most such a server allows, and it is not a guarantee: the
-program and the tests run in one interpreter, in one file, so a program that reads its own source
-(``__file__``, its frames' code) finds the nonce, prints it and exits before the asserts. The nonce stops
-the exits that do not look for it (``sys.exit(0)``, ``os._exit(0)``, an ``atexit`` hook, a thread); a
+and call tests here as codegym's judge does (``codegym_sandbox.judging.compare``, by the row's rule), and for
+assert tests appends, after the asserts, a line that prints a fresh random nonce, counting a pass only when
+the run succeeded and its output ends with that line. That is the most such a server allows, and it is not a
+guarantee: the program and the tests run in one interpreter, in one file, so a program that reads its own
+source (``__file__``, its frames' code) finds the nonce, prints it and exits before the asserts. The nonce
+stops the exits that do not look for it (``sys.exit(0)``, ``os._exit(0)``, an ``atexit`` hook, a thread); a
 reward that must hold against a program trying to cheat needs codegym. The reward warns
 (:class:`UnverifiedServerWarning`) once when it finds such a server.
 """
@@ -62,7 +66,8 @@ from codegym_sandbox.client import (
     SandboxProtocolError,
     SandboxRejected,
 )
-from codegym_sandbox.judging.compare import outputs_match, values_match
+from codegym_sandbox.judging.compare import outputs_match, python_match, values_match
+from codegym_sandbox.models import CallComparison
 
 from .extract import extract_code
 from .scoring import Scorer
@@ -177,9 +182,12 @@ class _Base:
             return f"{code}\n\nimport json as _json\nprint(_json.dumps({call}))\n", None
         return code, test["stdin"]
 
-    def _fusion_passed(self, answer: Mapping[str, Any], test: Mapping[str, Any], nonce: str = "") -> bool | None:
-        """Whether a ``/run_code`` answer passes ``test`` (an assert test: the run printed ``nonce`` last, so
-        it got past the asserts); None for a sandbox error. Outputs compare as codegym's judge compares them."""
+    def _fusion_passed(
+        self, answer: Mapping[str, Any], test: Mapping[str, Any], row: RowTests, nonce: str = ""
+    ) -> bool | None:
+        """Whether a ``/run_code`` answer passes ``test`` of ``row`` (an assert test: the run printed ``nonce``
+        last, so it got past the asserts); None for a sandbox error. Outputs compare as codegym's judge compares
+        them, by the row's rule."""
         if answer.get("status") == "SandboxError":
             return None
         run = answer.get("run_result") or {}
@@ -188,12 +196,16 @@ class _Base:
         stdout = str(run.get("stdout") or "")
         if "assert_code" in test:
             return len(nonce) >= 32 and stdout.endswith(f"\n{nonce}\n")
+        rule = row.rule  # the row's dataset's, as codegym's judge takes it (``tasks.rules``)
         if "call" in test:
             try:
-                return values_match(json.loads(stdout), test["expected"])
+                value = json.loads(stdout)
             except json.JSONDecodeError:
                 return False
-        return outputs_match(stdout, str(test["expected_stdout"]))
+            if rule.call_comparison is CallComparison.PYTHON:
+                return python_match(value, test["expected"])
+            return values_match(value, test["expected"])
+        return outputs_match(stdout, str(test["expected_stdout"]), rule.comparison)
 
 
 def _codes(completions: Sequence[Any]) -> list[str]:
@@ -258,7 +270,7 @@ class AsyncCodeReward(_Base):
                         answer = await scorer.client.run_code(body)
                     except SandboxError:
                         return None
-                return reward._fusion_passed(answer.model_dump(mode="json"), test, nonce)
+                return reward._fusion_passed(answer.model_dump(mode="json"), test, row, nonce)
 
             async def fusion(row: RowTests, members: list[int]) -> None:
                 for i in members:

@@ -1,7 +1,9 @@
 """The tests of a TRL dataset row, read from the columns TRL hands a reward (see ``trl_reward`` for the formats).
 
 Each row's tests come out in the native API's shape; Python assert tests come with the helpers of the row's
-prompt that they use (``tasks.prompt_helpers``), so a completion cannot rebind what the tests call.
+prompt that they use (``tasks.prompt_helpers``), so a completion cannot rebind what the tests call. A row's
+tests compare by the rule of the dataset its columns come from (``tasks.rules``): ``verification_info`` is
+open-r1's, ``input_output`` APPS's (TACO's is the same), ``tests``/``test_list`` MBPP's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .extract import extract_code
 from .tasks import Task
 from .tasks.model import TaskKind
 from .tasks.prompt_helpers import with_prompt_helpers
+from .tasks.rules import JudgingRule, rule
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,14 @@ class RowTests:
     language: str
     tests: tuple[Mapping[str, Any], ...]
     function: str | None = None
+    dataset: str = "codegym"  # whose rule its tests compare by (``tasks.rules``)
+
+    @property
+    def rule(self) -> JudgingRule:
+        return rule(self.dataset)
 
     def key(self) -> str:
-        return json.dumps([self.language, self.tests, self.function], sort_keys=True, default=str)
+        return json.dumps([self.language, self.tests, self.function, self.dataset], sort_keys=True, default=str)
 
     def task(self, name: str) -> Task:
         """The row as a task, for the scoring path evaluations and the trainer's reward share; ``ValueError``
@@ -36,7 +44,9 @@ class RowTests:
             "call" if self.function else "assert" if any("assert_code" in t for t in self.tests) else "stdio"
         )
         tests = [dict(t) for t in self.tests]
-        return Task(name, "", kind, tests, entry_point=self.function, language=self.language)
+        return Task(
+            name, "", kind, tests, entry_point=self.function, language=self.language, metadata=self.rule.metadata()
+        )
 
 
 def row_tests(
@@ -57,7 +67,7 @@ def row_tests(
         {**t, "assert_code": with_prompt_helpers(code, entry_point, str(t["assert_code"]))} if "assert_code" in t else t
         for t in row.tests
     )
-    return RowTests(row.language, tests, row.function)
+    return RowTests(row.language, tests, row.function, row.dataset)
 
 
 def prompt_code(prompt: Any) -> str:
@@ -88,30 +98,32 @@ def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: s
         cases = info.get("test_cases") or []
         fn = info.get("fn_name")
         if fn:
-            return RowTests(language, tuple(_call(c.get("input"), c.get("output"), wrapped=False) for c in cases), fn)
-        return RowTests(language, tuple(_stdio(c.get("input"), c.get("output")) for c in cases))
+            calls = tuple(_call(c.get("input"), c.get("output"), wrapped=False) for c in cases)
+            return RowTests(language, calls, fn, "open-r1")
+        return RowTests(language, tuple(_stdio(c.get("input"), c.get("output")) for c in cases), dataset="open-r1")
     io = _json(col("input_output"))
     if isinstance(io, Mapping):
         inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
         fn = io.get("fn_name")
         if fn:
             calls = tuple(_call(a, e, wrapped=True) for a, e in zip(inputs, outputs, strict=False))
-            return RowTests(language, calls, fn)
-        return RowTests(language, tuple(_stdio(a, e) for a, e in zip(inputs, outputs, strict=False)))
+            return RowTests(language, calls, fn, "apps")
+        stdio = tuple(_stdio(a, e) for a, e in zip(inputs, outputs, strict=False))
+        return RowTests(language, stdio, dataset="apps")
     tests = _json(col("tests")) if col("tests") is not None else col("test_list")
     if tests is not None:
         setup = col("test_setup_code") or ""
         entry = col("entry_point")
         if isinstance(tests, str):
             code = f"{setup}\n{tests}" + (f"\ncheck({entry})" if entry and "def check(" in tests else "")
-            return RowTests(language, ({"assert_code": code},))
+            return RowTests(language, ({"assert_code": code},), dataset="mbpp")
         out: list[Mapping[str, Any]] = []
         for t in tests:
             if isinstance(t, Mapping):
                 out.append(_stdio(t.get("input", t.get("stdin")), t.get("output", t.get("expected_stdout"))))
             else:
                 out.append({"assert_code": f"{setup}\n{t}" if setup else str(t)})
-        return RowTests(language, tuple(out))
+        return RowTests(language, tuple(out), dataset="mbpp")
     raise ValueError(
         f"row {i} has no tests: give it a verification_info, input_output, tests or test_list column "
         f"(it has: {', '.join(sorted(columns)) or 'no columns'})"

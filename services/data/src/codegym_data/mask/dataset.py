@@ -21,13 +21,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codegym_evaluator.tasks import Task
+from codegym_evaluator.tasks.rules import JUDGE_KEYS
 
 from .. import solutions
 from ..transform import row_rng
 from .metrics import METRICS
 from .spans import FunctionSpans, Span, function_spans, split_lines
-
-_JUDGE_KEYS = ("comparison", "rel_tol", "abs_tol")  # the task metadata the sandbox's judge reads
 
 
 class UnknownMetric(ValueError):
@@ -222,7 +221,7 @@ class CodeMaskDataset:
             entry_point=task.entry_point,
             starter_code=task.starter_code,
             language=task.language,
-            judge={k: task.metadata[k] for k in _JUDGE_KEYS if k in task.metadata},
+            judge={k: task.metadata[k] for k in JUDGE_KEYS if k in task.metadata},
             dataset=self.dataset,
             seed=self.seed,
         )

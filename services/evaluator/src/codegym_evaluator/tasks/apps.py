@@ -12,6 +12,7 @@ from typing import Any
 
 from .hub import HubFiles
 from .model import Task, TaskKind
+from .rules import rule
 from .stdio import LEETCODE_PRELUDE, as_text, json_field, method_assert, stdio_tests
 
 DIFFICULTIES = ("introductory", "interview", "competition")
@@ -26,10 +27,13 @@ def _unwrap(expected: Any) -> Any:
 class APPSAdapter:
     """Rows of ``codeparrot/apps`` (``question``, ``input_output`` as JSON, ``starter_code``, ``difficulty``).
 
-    Without ``fn_name`` the tests are stdin/stdout cases compared whitespace-insensitively. With it they
-    call the function; a LeetCode-style ``class Solution`` starter makes them assert tests on a method.
-    Rows without tests are skipped. ``max_tests`` caps the tests kept per problem.
+    Without ``fn_name`` the tests are stdin/stdout cases; with it they call the function, and a LeetCode-style
+    ``class Solution`` starter makes them assert tests on a method. They compare as APPS's harness does
+    (``tasks.rules``: tokens; Python's ``==`` for values). Rows without tests are skipped. ``max_tests`` caps the
+    tests kept per problem.
     """
+
+    dataset = "apps"  # its rule in ``tasks.rules``
 
     def __init__(self, *, max_tests: int | None = None) -> None:
         self.max_tests = max_tests
@@ -67,7 +71,7 @@ class APPSAdapter:
         """What a task keeps of the row besides its tests: the starter code shown, a reference solution."""
         solutions = json_field(sample.get("solutions"), [])
         return {
-            "comparison": "whitespace",
+            **rule(self.dataset).metadata(),
             "starter_code": str(sample.get("starter_code") or ""),
             "canonical_solution": solutions[0] if isinstance(solutions, list) and solutions else "",
             "url": sample.get("url"),

@@ -15,6 +15,7 @@ from typing import Any
 
 from .hub import HubFiles
 from .model import Task
+from .rules import rule
 from .stdio import stdio_tests
 
 HUB = HubFiles("deepmind/code_contests", ("data/{split}-*.parquet",), ("train", "valid", "test"))
@@ -100,7 +101,7 @@ class CodeContestsAdapter:
             tests=tests,
             difficulty=difficulty,
             metadata={
-                "comparison": "whitespace",
+                **rule("code_contests").metadata(),
                 "canonical_solution": python[0] if python else "",
                 "time_limit_s": (limit.get("seconds") or 0) + (limit.get("nanos") or 0) / 1e9 if limit else None,
                 "cf_rating": sample.get("cf_rating"),

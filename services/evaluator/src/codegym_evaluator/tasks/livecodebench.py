@@ -21,6 +21,7 @@ import zlib
 from typing import Any
 
 from .model import Task, TaskKind
+from .rules import rule
 from .sources import DatasetError
 from .stdio import LEETCODE_PRELUDE, json_field, method_assert, stdio_tests
 
@@ -75,7 +76,7 @@ class LiveCodeBenchAdapter:
     """Rows of ``livecodebench/code_generation_lite``: public then private test cases.
 
     ``stdin`` cases become stdin/stdout tests; ``functional`` ones (LeetCode, one JSON argument per input
-    line) become assert tests on ``Solution().<func_name>``.
+    line) become assert tests on ``Solution().<func_name>``. Both compare as lcb_runner does (``tasks.rules``).
     """
 
     def _cases(self, sample: dict[str, Any]) -> list[dict[str, Any]]:
@@ -125,7 +126,7 @@ class LiveCodeBenchAdapter:
             starter_code=LEETCODE_PRELUDE if kind == "assert" else "",
             difficulty=sample.get("difficulty"),
             metadata={
-                "comparison": "whitespace",
+                **rule("livecodebench").metadata(),
                 "starter_code": str(sample.get("starter_code") or ""),
                 "platform": sample.get("platform"),
                 "contest_date": str(sample.get("contest_date") or ""),

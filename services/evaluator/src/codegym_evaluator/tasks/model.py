@@ -16,7 +16,8 @@ class Task:
     ``tests`` are bodies of the sandbox's ``Test`` model: ``{"stdin", "expected_stdout"}`` for ``stdio``,
     ``{"call", "expected"}`` (with ``entry_point`` as the function) for ``call``, ``{"assert_code"}`` for
     ``assert``. The program sent to the sandbox is ``starter_code`` followed by the model's code.
-    ``metadata`` may carry ``comparison`` (``exact``, ``whitespace``, ``float``) for stdio tests.
+    ``metadata`` may carry ``comparison`` (``exact``, ``whitespace``, ``float``) for stdio tests and
+    ``call_comparison`` (``json``, ``python``) for call tests; the adapters take them from ``tasks.rules``.
     """
 
     task_id: str

@@ -34,10 +34,13 @@ def stdio_tests(inputs: list[Any], outputs: list[Any], limit: int | None = None)
 
 
 def method_assert(cls: str, method: str, args: list[Any], expected: Any) -> str:
-    """An assert test calling ``cls().method(*args)`` (LeetCode-style starters), comparing as JSON values."""
+    """An assert test calling ``cls().method(*args)`` (LeetCode-style starters), comparing as the APPS and
+    LiveCodeBench harnesses do (``tasks.rules``): Python's ``==`` with the JSON value, a returned tuple as a list
+    (so ``True`` passes for ``1``, a ``Fraction`` for an equal float)."""
     return (
         "import json as _json\n"
-        f"_got = _json.loads(_json.dumps({cls}().{method}(*_json.loads({json.dumps(args)!r}))))\n"
+        f"_got = {cls}().{method}(*_json.loads({json.dumps(args)!r}))\n"
+        "_got = list(_got) if isinstance(_got, tuple) else _got\n"
         f"assert _got == _json.loads({json.dumps(expected)!r}), 'wrong answer'\n"
     )
 

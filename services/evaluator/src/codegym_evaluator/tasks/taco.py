@@ -35,6 +35,8 @@ def literal_list(value: Any) -> list[str]:
 class TACOAdapter(APPSAdapter):
     """Rows of ``BAAI/TACO``: the tests as in APPS, with the judge, tags, skills and limits as metadata."""
 
+    dataset = "taco"
+
     def task_id(self, sample: dict[str, Any], index: int) -> str:
         return f"TACO/{index}"
 

@@ -1,0 +1,84 @@
+"""How each dataset's tests are judged: one table, read by every adapter and by every route that judges a row.
+
+A dataset's tests mean what its own harness accepts, so codegym judges them as that harness does, apart from
+what would pass a program that did not solve the problem (no ``zip`` that drops lines, no tolerance that
+reaches an integer, no match through an overflow). A rule names how stdin tests' outputs are compared
+(``Comparison``) and how call tests' returned values are (``CallComparison``); a task carries its rule in its
+``metadata`` (``JudgingRule.metadata``), and ``scoring.evaluate_body`` puts it in the sandbox request. The
+adapters (``tasks/*.py``), ``trl_rows`` (the rows ``CodeReward`` and the trainer's reward read) and SandboxFusion's
+``/submit`` (through the adapters) all take it from here; nothing else chooses a comparison.
+
+Assert tests (HumanEval, MBPP, LeetCodeDataset, and the LeetCode-style problems of APPS and LiveCodeBench) are
+Python run by the checker: their ``==`` is Python's, as in the harness, and neither comparison applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegym_sandbox.models import CallComparison, Comparison
+
+# The metadata of a task that its sandbox request carries (``scoring.evaluate_body``): its rule, and tolerances.
+JUDGE_KEYS = ("comparison", "call_comparison", "rel_tol", "abs_tol")
+
+
+@dataclass(frozen=True)
+class JudgingRule:
+    """How one dataset's tests are compared, and the harness behaviour it follows."""
+
+    comparison: Comparison  # stdin tests
+    call_comparison: CallComparison  # function-call tests
+    harness: str  # what the dataset's own harness accepts, in a sentence
+
+    def metadata(self) -> dict[str, str]:
+        """The rule as a task's metadata (what ``scoring.evaluate_body`` sends to the sandbox)."""
+        return {"comparison": self.comparison.value, "call_comparison": self.call_comparison.value}
+
+
+_APPS = JudgingRule(
+    Comparison.WHITESPACE,
+    CallComparison.PYTHON,
+    "testing_util.py: stdout lines compared after strip, then split into tokens (and, beyond codegym, as floats"
+    " with np.allclose); a call's value with Python's == against the JSON value (a tuple as a list): True == 1,"
+    " Fraction(1, 2) == 0.5, no float tolerance",
+)
+
+RULES: dict[str, JudgingRule] = {
+    "codegym": JudgingRule(
+        Comparison.EXACT,
+        CallComparison.JSON,
+        "codegym's task format: a task names its comparison in its metadata; by default stdout exactly (apart"
+        " from trailing newlines) and values as JSON (an expected float within the tolerances)",
+    ),
+    "apps": _APPS,
+    "taco": JudgingRule(_APPS.comparison, _APPS.call_comparison, "APPS's testing_util, unchanged: " + _APPS.harness),
+    "code_contests": JudgingRule(
+        Comparison.WHITESPACE,
+        CallComparison.JSON,
+        "the contests' checkers: tokens, however spaced (no call tests)",
+    ),
+    "livecodebench": JudgingRule(
+        Comparison.WHITESPACE,
+        CallComparison.PYTHON,
+        "lcb_runner's testing_util: stdout lines after strip, tokens as Decimals; functional tests with Python's =="
+        " against json.loads of the output (a tuple as a list), no tolerance (codegym runs those as assert tests)",
+    ),
+    "open-r1": JudgingRule(
+        Comparison.WHITESPACE,
+        CallComparison.PYTHON,
+        "open-r1's code reward: stdout stripped, then each line stripped (its zip, which drops missing lines, is not"
+        " followed); rows with fn_name are APPS and TACO problems, compared as their harness does",
+    ),
+    "humaneval": JudgingRule(Comparison.EXACT, CallComparison.JSON, "assert tests: Python's own =="),
+    "mbpp": JudgingRule(
+        Comparison.WHITESPACE,
+        CallComparison.JSON,
+        "assert tests: Python's own ==; a tests column of input/output pairs compares tokens, as the stdin datasets do",
+    ),
+    "leetcode": JudgingRule(Comparison.EXACT, CallComparison.JSON, "assert tests: the dataset's check, Python's =="),
+}
+
+
+def rule(dataset: str) -> JudgingRule:
+    """The rule of ``dataset`` (a name of ``RULES``); ``KeyError`` for a dataset with none."""
+    return RULES[dataset]

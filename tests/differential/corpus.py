@@ -83,6 +83,9 @@ STDIO_VARIANTS = {
     "forge_cell_result",
     "closes_descriptors",
     "broken_excepthook",
+    "stdin_by_path",
+    "stdout_by_path",
+    "descriptor_zero",
 }
 
 

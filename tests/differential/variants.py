@@ -195,6 +195,9 @@ def stdio_variants(task: Task) -> list[Variant]:
             body + main + "sys.stdout.flush()\nimport os\n\nos.closerange(0, 1024)\nos._exit(0)\n",
             OK,
         ),
+        ("stdin_by_path", body + "sys.stdin = open('/dev/stdin')\n" + main, OK),
+        ("stdout_by_path", body + "sys.stdout = open('/proc/self/fd/1', 'w')\n" + main, OK),
+        ("descriptor_zero", body + "sys.stdin = open(0)\n" + main + "open('/dev/stderr', 'w').write('done\\n')\n", OK),
         ("broken_excepthook", body + "sys.excepthook = None\n" + read + 'raise RuntimeError("not done")\n', WRONG),
         ("off_by_one", body + read + call + f"r = {task.perturb}\n" + show(task) + "\n", WRONG),
         ("stdout_debug", body + read + 'print("debug:", args)\n' + call + show(task) + "\n", WRONG),
@@ -211,12 +214,28 @@ def stdio_variants(task: Task) -> list[Variant]:
     return out
 
 
+# Each language's right program with its standard streams opened again by path, as programs do (the
+# JavaScript competitive-programming idiom reads '/dev/stdin'): a stream that cannot be opened reads nothing.
+_REOPEN = 'freopen("/dev/stdin", "r", stdin); freopen("/proc/self/fd/1", "w", stdout);'
+BY_PATH = {
+    "nodejs": lambda code: code.replace("readFileSync(0,", "readFileSync('/dev/stdin',"),
+    "c": lambda code: (
+        f"#include <stdio.h>\n__attribute__((constructor)) static void by_path(void) {{ {_REOPEN} }}\n{code}"
+    ),
+    "cpp": lambda code: (
+        f"#include <cstdio>\n__attribute__((constructor)) static void by_path() {{ {_REOPEN} }}\n{code}"
+    ),
+    "bash": lambda code: f"exec < /dev/stdin > /dev/stdout\n{code}",
+}
+
+
 def native_variants(task: Task) -> list[tuple[str, str, str, Label]]:
     """Hand-written stdin programs in other languages: ``(language, name, code, label)``."""
     out: list[tuple[str, str, str, Label]] = []
     for language, (right, wrong) in task.programs.items():
         out.append((language, "plain", right, OK))
         out.append((language, "wrong", wrong, WRONG))
+        out.append((language, "by_path", BY_PATH[language](right), OK))
     if "c" in task.programs:  # a library, not a program: the link fails, the program's own failure
         out.append(("c", "no_main", f"int {task.entry}_helper(int x) {{ return x + 1; }}\n", WRONG))
     return out

@@ -146,6 +146,23 @@ def test_environment_is_clean(client: TestClient) -> None:
     assert stdout(run_code(client, code)) == "[]\n"
 
 
+def test_standard_streams_open_by_path_only_the_way_the_program_holds_them(client: TestClient) -> None:
+    """Opened by path, stdin reads and stdout and stderr write, as their descriptors do; nothing else (the
+    program could otherwise read back what shares its stdout, a checker's output, or write into its stdin)."""
+    code = """
+import os
+for path, flags in (("/dev/stdin", os.O_WRONLY), ("/dev/stdin", os.O_RDWR), ("/proc/self/fd/1", os.O_RDONLY),
+                    ("/dev/stdout", os.O_RDWR), ("/dev/stderr", os.O_RDONLY), ("/dev/fd/2", os.O_RDWR)):
+    try:
+        os.close(os.open(path, flags | os.O_NONBLOCK))
+        print("opened", path, flags)
+    except OSError:
+        pass
+print(open("/dev/stdin").read().strip())
+"""
+    assert stdout(run_code(client, code, stdin="in")) == "in\n"
+
+
 def test_device_locks_held_for_workers_without_nodes_of_their_own_carry_nothing() -> None:
     """Where the server is not root, workers bind the host's device nodes, and the zygote holds every kind of
     lock on them (``devices.hold_locks``): whatever a run tries there, it finds them taken, whether

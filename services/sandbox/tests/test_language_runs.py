@@ -115,6 +115,37 @@ FAILING = {
 }
 
 
+# Programs that open their standard streams again by path, as a plain run lets them (the JavaScript
+# competitive-programming idiom reads '/dev/stdin'): each reads "21" and prints 42 through what it opened.
+BY_PATH = {
+    "python": "print(2 * int(open('/dev/stdin').read()), file=open('/proc/self/fd/1', 'w'))",
+    "nodejs": "const fs = require('fs');\n"
+    "fs.writeFileSync('/dev/stdout', 2 * parseInt(fs.readFileSync('/dev/stdin', 'utf8')) + '\\n');",
+    "c": '#include <stdio.h>\nint main(void) { FILE *in = fopen("/dev/stdin", "r"), *out = fopen("/dev/stdout", "w");'
+    ' int n; if (!in || !out || fscanf(in, "%d", &n) != 1) return 1; fprintf(out, "%d\\n", 2 * n); return 0; }',
+    "cpp": '#include <fstream>\nint main() { std::ifstream in("/dev/stdin"); std::ofstream out("/dev/fd/1");'
+    " int n; if (!(in >> n)) return 1; out << 2 * n << std::endl; }",
+    "bash": "read n < /dev/stdin\necho $((2 * n)) > /dev/stdout\ncat /proc/self/fd/0 >&2",
+    "java": "import java.io.*;\npublic class Main { public static void main(String[] a) throws Exception {"
+    ' BufferedReader r = new BufferedReader(new FileReader("/dev/stdin"));'
+    ' PrintStream o = new PrintStream(new FileOutputStream("/dev/stdout"));'
+    " o.println(2 * Integer.parseInt(r.readLine().trim())); o.flush(); } }",
+    "ruby": "File.write('/dev/stdout', \"#{2 * File.read('/dev/stdin').to_i}\\n\")",
+    "perl": "open(my $in, '<', '/dev/stdin') or die; open(my $out, '>', '/dev/stdout') or die;"
+    ' my $n = <$in>; print $out 2 * $n, "\\n";',
+}
+
+
+@pytest.mark.parametrize("language", sorted(BY_PATH))
+def test_standard_streams_open_by_path(client: TestClient, language: str) -> None:
+    body = execute(client, language, BY_PATH[language])
+    missing = missing_toolchain(client, language)
+    if missing is not None:
+        assert body["verdict"] == "SE" and missing in body["run"]["error"], body
+    else:
+        assert body["verdict"] == "AC" and body["run"]["stdout"].strip() == "42", body
+
+
 def test_every_runner_has_a_program() -> None:
     assert set(PROGRAMS) == set(languages.LANGUAGES)
 

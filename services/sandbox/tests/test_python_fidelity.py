@@ -42,6 +42,11 @@ SNIPPETS = {
     "threading.Thread(target=lambda: (time.sleep(0.1), print('thread'))).start()\nprint('main')\n",
     "no-final-newline": "import sys\nsys.stdout.write('partial')\n",
     "stdin-to-the-end": "import sys\nprint(len(sys.stdin.read()))\n",
+    # The standard streams opened again by path or by number, as programs do.
+    "stdin-by-path": "print(open('/dev/stdin').read()[::-1], open('/proc/self/fd/0').read() == '')\n",
+    "stdin-by-number": "print(open(0).read().upper(), end='')\n",
+    "stdout-and-stderr-by-path": "open('/dev/stdout', 'w').write('out\\n')\nopen('/dev/stderr', 'w').write('err\\n')\n"
+    "with open('/dev/fd/1', 'w') as out, open('/dev/fd/0') as stdin:\n    out.write(stdin.read())\n",
 }
 STDIN = "olleh\n"
 

@@ -60,6 +60,10 @@ def _run(
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    # A program may open its standard streams by path (/dev/stdin, /proc/self/fd/1), which checks the pipe's
+    # mode, not its descriptor: it may open each the way it holds it already (whatever its uid), never the other.
+    for fd, mode in ((in_r, 0o444), (out_w, 0o222), (err_w, 0o222)):
+        os.fchmod(fd, mode)
     cmd: dict[str, Any] = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
     cmd["op"] = "run"
     cmd["cwd"] = isolation.SCRATCH

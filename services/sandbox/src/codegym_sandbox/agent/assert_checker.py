@@ -73,7 +73,8 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         checker = Checker(Channel(reads, writes))
 
         def tests(checker: Checker = checker, stdin: int = stdin) -> Tests:
-            checker.source, text = split_stdin(read_bytes(stdin))
+            source, text = split_stdin(read_bytes(stdin))
+            checker.take(source)
             return compiled.get(text)
 
         try:

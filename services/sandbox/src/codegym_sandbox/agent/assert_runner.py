@@ -8,8 +8,11 @@ Two processes, so that the pass signal never depends on anything the program can
 
 * the **checker** runs the tests (:func:`check`) with every name they take from the program
   (``candidate``, helpers such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the
-  program's process. No process of the program's may read its memory or descriptors (it is not dumpable,
-  and in a test series it keeps the supervisors' uid), and the program's process never holds the tests;
+  program's process. It asks only for names the program binds at top level (``program_names``, read from the
+  program's code) that are no builtins, and reads only answers of the shape it asked for (``checker_wire``):
+  every other name the tests use is its own. No process of the program's may read its memory or descriptors
+  (it is not dumpable, and in a test series it keeps the supervisors' uid), and the program's process never
+  holds the tests;
 * the **program's process** (``program_process``) has ``/dev/null`` as stdin, runs the program as a
   module that is not ``__main__`` (a demo under ``if __name__ == "__main__":`` does not run, as in the
   reference harnesses), then answers calls with plain data (see ``plain_data``). A value's own ``__eq__``
@@ -47,11 +50,10 @@ import signal
 import sys
 import traceback
 import types
-import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from . import call_test, linux
+from . import call_test, checker_wire, linux, program_names
 from .plain_data import Channel, decode, encode
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
@@ -61,10 +63,9 @@ WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ende
 # a loop of the tests' arrive as a ProgramError, those that stop the interpreter as a ProgramInterrupt.
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration)
 _INTERRUPTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
-# Modules that run code when imported (a program may name any module it bound): never imported by the
-# checker, which in a test series serves every later run too.
-_NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
 OUTCOMES = ("passed", "failed", "error", "ended")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 # --- the checker --------------------------------------------------------------------------------------
@@ -90,71 +91,97 @@ class ProgramEnded(BaseException):
 
 
 class Checker:
-    """The tests' side of the channel to the program's process."""
+    """The tests' side of the channel to the program's process: it reads only what it asked for (``checker_wire``)."""
 
-    def __init__(self, channel: Channel, source: str | None = None) -> None:
+    def __init__(self, channel: Channel, source: str | None = None, sent: bool = False) -> None:
         self.channel = channel
-        self.source = source  # the program, when the program's process waits for it (see serve_program)
+        self.source: types.CodeType | str | None = None  # the program, while the program's process waits for it
+        self.defined: frozenset[str] = frozenset()  # what the program binds at top level: all the tests may ask
+        if source is not None:
+            self.take(source, sent)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
+        self.broken = False  # once it answered what was not asked, neither
         # Whether the program made this process import a module (one it named, a numpy array it returned):
         # a series' checker then serves no later run (see serve_checker).
         self.imported = False
+
+    def take(self, source: str, sent: bool = False) -> None:
+        """The run's program: to send first (unless the program's process has it), and the names it binds."""
+        code = program_names.compiled(source) if not sent else source
+        self.source = None if sent else code
+        self.defined = program_names.top_level_names(code)
 
     def close(self) -> None:
         """Hang up: the program's process ends (its threads, ``atexit``) when it sees the channel close."""
         self.channel.close()
 
-    def ask(self, request: list[Any]) -> Any:
+    def ask(self, request: list[Any], kind: type[T]) -> T:
+        """The program's answer to ``request``, read as ``kind`` (see ``checker_wire.read``)."""
         try:
             reply = self.channel.ask(request)
         except (OSError, EOFError, ValueError) as exc:
             self.ended = True
             raise ProgramEnded("the program ended before the tests did") from exc
-        if reply[0] == "error":
-            raise _local_exception(reply)
-        return reply
+        try:
+            return checker_wire.read(reply, kind)
+        except checker_wire.Raised as raised:
+            raise _local_exception(raised.error) from None
+        except checker_wire.Breach:
+            self.broken = True
+            raise
 
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         sent = [encode(a, None) for a in args]
-        reply = self.ask(["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}])
-        for index, changed in reply[2].items():
-            _update(args[int(index)], self.decode(changed))
-        return reply[1] if data else self.decode(reply[1])
+        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}]
+        answer = self.ask(request, checker_wire.CallAnswer)
+        for index, changed in self._guard(checker_wire.changed, answer, args).items():
+            _update(args[index], self.decode(changed))
+        return answer["value"] if data else self.decode(answer["value"])
 
     def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """What the program's function ``name`` returned (wire data), for a call test."""
         return self.call(["name", name], args, kwargs, data=True)
 
     def operate(self, op: str, ref: int, *args: Any) -> Any:
-        return self.decode(self.ask(["op", op, ref, *(encode(a, None) for a in args)])[1])
+        request = ["op", op, ref, *(encode(a, None) for a in args)]
+        return self.decode(self.ask(request, checker_wire.ValueAnswer)["value"])
 
     def decode(self, data: Any) -> Any:
         """A value of the program's, here (see ``plain_data.decode``), noting what it made this process import."""
         before = len(sys.modules)
-        value = decode(data, None, self)
+        try:
+            value = decode(data, None, self)
+        except Exception as exc:  # checked as wire data, yet not a value (a dict key that is a list)
+            self.broken = True
+            raise checker_wire.Breach(f"the program's process answered what is no value: {exc}") from None
         self.imported = self.imported or len(sys.modules) != before
         return value
 
     def same(self, ref: int, other: int) -> bool:
-        return bool(self.ask(["same", ref, other])[1])
+        return self.ask(["same", ref, other], checker_wire.SameAnswer)["same"]
 
     def names(self, wanted: list[str]) -> dict[str, Any]:
         """The program's values of the names ``wanted`` (after the program, sent first if it waits for it)."""
-        request = ["names", wanted] if self.source is None else ["program", _code(self.source), wanted]
+        request = ["names", wanted] if self.source is None else ["program", self.source, wanted]
         self.source = None
-        found = {}
-        for name, (kind, *data) in self.ask(request)[1].items():
-            if kind == "module":
-                module = str(data[0])
-                if not _importable(module):
-                    raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
-                before = len(sys.modules)
-                found[name] = importlib.import_module(module)
-                self.imported = self.imported or len(sys.modules) != before
-            else:
-                found[name] = self._function(name) if kind == "fn" else self.decode(data[0])
+        answer = self._guard(checker_wire.names, self.ask(request, checker_wire.NamesAnswer), frozenset(wanted))
+        found: dict[str, Any] = {name: self._function(name) for name in answer["functions"]}
+        for name, module in answer["modules"].items():
+            if not program_names.importable(module):
+                raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
+            before = len(sys.modules)
+            found[name] = importlib.import_module(module)
+            self.imported = self.imported or len(sys.modules) != before
+        found.update((name, self.decode(data)) for name, data in answer["values"].items())
         return found
+
+    def _guard(self, read: Callable[..., R], *args: Any) -> R:
+        try:
+            return read(*args)
+        except checker_wire.Breach:
+            self.broken = True
+            raise
 
     def _function(self, name: str) -> Any:
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -176,9 +203,9 @@ def _update(original: Any, changed: Any) -> None:
         original[:] = changed
 
 
-def _local_exception(reply: list[Any]) -> BaseException:
-    _, module, name, message, text = reply
-    kind = getattr(builtins, name, None) if module == "builtins" else None
+def _local_exception(error: checker_wire.ErrorAnswer) -> BaseException:
+    name, message, text = error["name"], error["message"], error["traceback"]
+    kind = getattr(builtins, name, None) if error["module"] == "builtins" else None
     exc: BaseException
     if not isinstance(kind, type) or not issubclass(kind, BaseException) or issubclass(kind, _ITERATION_ENDS):
         exc = ProgramError(f"{name}: {message}")
@@ -211,15 +238,6 @@ def _outcome_of(exc: BaseException) -> str:
     return "failed" if isinstance(exc, AssertionError) and not from_program else "error"
 
 
-def _free_names(code: types.CodeType) -> set[str]:
-    """Every name the tests' code could look up (the program's names among them are asked for)."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _free_names(const)
-    return names
-
-
 def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
     """The run's exit code and signal, from the outcome of :func:`check` and the program process's wait status.
 
@@ -235,23 +253,6 @@ def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
         return None, os.WTERMSIG(status)
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
     return (0, None) if outcome == "passed" and code == 0 else (code or WRONG_ANSWER, None)
-
-
-def _code(source: str) -> types.CodeType | str:
-    """The program compiled here, for the program's process to run as it is; or its source, where compiling
-    it fails or warns: the program's process compiles it again, and shows the error or warning as
-    ``python main.py`` would."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            return compile(source, "<program>", "exec", dont_inherit=True)
-    except BaseException:
-        return source
-
-
-def _importable(name: str) -> bool:
-    parts = name.split(".")
-    return bool(name) and parts[0] not in _NOT_IMPORTED and not any(p.startswith("__") for p in parts)
 
 
 Tests = types.CodeType | call_test.Call
@@ -279,7 +280,9 @@ def check(checker: Checker, tests: Tests) -> str:
             if not tests.judge(checker.call_named):
                 outcome = "failed"
         else:
-            wanted = sorted(n for n in _free_names(tests) if not hasattr(builtins, n))
+            # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
+            # tests') is the checker's own, whatever the program's process answers.
+            wanted = sorted(n for n in program_names.used_names(tests) & checker.defined if not hasattr(builtins, n))
             scope.update(checker.names(wanted))
             exec(tests, scope)
     except ProgramEnded:
@@ -288,7 +291,9 @@ def check(checker: Checker, tests: Tests) -> str:
         outcome = _outcome_of(exc)
         kind, error, tb = sys.exc_info()
         try:
-            if isinstance(tests, call_test.Call):  # no frame of the tests': the program's traceback, or the error
+            if isinstance(exc, checker_wire.Breach):  # not the tests' error, nor the program's: what it did
+                print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            elif isinstance(tests, call_test.Call):  # no frame of the tests': the program's traceback, or the error
                 text = _program_traceback(exc) or "".join(traceback.format_exception_only(exc))
                 print(text.rstrip(), file=sys.stderr)
             else:
@@ -298,6 +303,8 @@ def check(checker: Checker, tests: Tests) -> str:
     finally:
         scope.clear()  # the program's values (handles) go with the run
         checker.close()
+    if checker.broken:  # the program's process answered what was not asked: whatever the tests caught
+        return "error"
     return "ended" if outcome == "passed" and checker.ended else outcome
 
 
@@ -377,7 +384,7 @@ def main() -> None:
     # by a module the program names.
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
-    checker = Checker(Channel(checker_reads, checker_writes))
+    checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
     outcome = check_read(checker, lambda: read_tests(_read_all(0)))
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)

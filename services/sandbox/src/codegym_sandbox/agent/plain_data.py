@@ -5,7 +5,7 @@ str, bytes, and lists, tuples, dicts, sets of them, exact types only: a subclass
 without its methods).
 Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
 equals itself and passes what is done to it on to the program's process. No code of the program's ever
-runs in the checker.
+runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,10 @@ class Handle:
         return self._ask("getitem", key)
 
     def __len__(self) -> int:
-        return int(self._ask("len"))
+        length = self._ask("len")
+        if type(length) is not int:  # plain data, exactly: nothing of the program's runs here
+            raise TypeError(f"the length of {self._text} is not an int")
+        return length
 
     def __iter__(self) -> Any:
         return iter(self._ask("iter"))
@@ -127,6 +130,50 @@ def _repr(value: Any) -> str:
         return str(repr(value))[:200]
     except BaseException:
         return f"<{type(value).__name__}>"
+
+
+_SCALARS = (type(None), bool, int, float, str)
+_SEQUENCES = ("l", "t", "s", "fs", "g")  # any number of values
+
+
+def check(data: Any) -> None:
+    """That ``data`` is wire data as :func:`encode` writes it, exact types only; else ``ValueError``/``TypeError``.
+
+    The checker reads nothing else from the program's process (see ``checker_wire``): once this passed,
+    :func:`decode` makes only plain values and handles of it.
+    """
+    if type(data) in _SCALARS:
+        return
+    if type(data) is not list or not data or type(data[0]) is not str:
+        raise TypeError(f"{type(data).__name__} is not wire data")
+    tag, rest = data[0], data[1:]
+    if tag in _SEQUENCES or (tag == "np" and len(rest) == 1):
+        for value in rest:
+            check(value)
+    elif tag == "d":
+        for pair in rest:
+            if type(pair) is not list or len(pair) != 2:
+                raise TypeError("a dict's item is not a pair")
+            check(pair[0])
+            check(pair[1])
+    elif tag in ("i", "f", "y", "ya") and len(rest) == 1 and type(rest[0]) is str:
+        _number(tag, rest[0])
+    elif tag == "c" and len(rest) == 2 and all(type(r) is str for r in rest):
+        _number("f", rest[0])
+        _number("f", rest[1])
+    elif tag == "r" and len(rest) == 3 and all(type(r) is int for r in rest) and rest[2] != 0:
+        return
+    elif tag != "h" or [type(r) for r in rest] != [int, str, bool]:  # a handle: its number, repr, callable
+        raise ValueError(f"not wire data: {str(data)[:100]}")
+
+
+def _number(tag: str, text: str) -> None:
+    if tag == "i":
+        int(text, 16)
+    elif tag == "f":
+        float.fromhex(text)
+    else:
+        bytes.fromhex(text)
 
 
 def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any:

@@ -16,6 +16,7 @@ import types
 from typing import Any, NoReturn
 
 from . import pyrun
+from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer
 from .plain_data import Channel, decode, encode
 
 MODULE = "solution"  # the program's module name
@@ -70,12 +71,12 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
                 _finish(0, main)
         try:
             if request[0] == "names":
-                reply: Any = ["ok", {n: _describe(scope[n], refs) for n in request[1] if n in scope}]
+                reply: Any = _names(scope, request[1], refs)
             elif request[0] == "same":
-                reply = ["ok", bool(refs[request[1]] == refs[request[2]])]
+                reply = {"same": bool(refs[request[1]] == refs[request[2]])}
             elif request[0] == "op":
                 value = _operate(refs[request[2]], request[1], [decode(a, refs) for a in request[3:]])
-                reply = ["ok", encode(value, refs)]
+                reply = {"value": encode(value, refs)}
             else:
                 reply = _call(request, scope, refs)
         except SystemExit as exc:  # the program exits in the middle of the tests: the checker sees it end
@@ -111,15 +112,23 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
     raise TypeError(f"unknown operation {op!r}")
 
 
-def _describe(value: Any, refs: list[Any]) -> Any:
-    if isinstance(value, types.ModuleType):
-        return ["module", str(value.__name__)]  # the checker imports its own copy (``import os`` above the tests)
-    if callable(value) and not isinstance(value, type):
-        return ["fn"]
-    return ["value", encode(value, refs)]
+def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAnswer:
+    """The program's values of the names ``wanted`` that it has (see ``checker_wire.NamesAnswer``)."""
+    answer: NamesAnswer = {"functions": [], "modules": {}, "values": {}}
+    for name in wanted:
+        if name not in scope:
+            continue
+        value = scope[name]
+        if isinstance(value, types.ModuleType):
+            answer["modules"][name] = str(value.__name__)  # the checker imports its own copy
+        elif callable(value) and not isinstance(value, type):
+            answer["functions"].append(name)
+        else:
+            answer["values"][name] = encode(value, refs)
+    return answer
 
 
-def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> list[Any]:
+def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> CallAnswer:
     _, target, args_data, kwargs_data = request
     if target[0] == "name" and target[1] not in scope:
         raise NameError(f"name {target[1]!r} is not defined")
@@ -128,17 +137,23 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> list[An
     kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
     result = function(*args, **kwargs)
     # Arguments the program may have changed in place go back too, as a caller would see them.
-    after = {i: encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
-    return ["ok", encode(result, refs), after]
+    after = {str(i): encode(a, refs) for i, a in enumerate(args) if type(a) in (list, dict, set, bytearray)}
+    return {"value": encode(result, refs), "changed": after}
 
 
-def _error(exc: BaseException) -> list[Any]:
+def _error(exc: BaseException) -> dict[str, ErrorAnswer]:
     kind = type(exc)
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == _error.__code__.co_filename:
         tb = tb.tb_next  # this file's frames: the traceback reads as the program's own
     text = "".join(traceback.format_exception(kind, exc, tb))
-    return ["error", kind.__module__, kind.__qualname__, _repr_message(exc), text]
+    error: ErrorAnswer = {
+        "module": kind.__module__,
+        "name": kind.__qualname__,
+        "message": _repr_message(exc),
+        "traceback": text,
+    }
+    return {"error": error}
 
 
 def _repr_message(exc: BaseException) -> str:

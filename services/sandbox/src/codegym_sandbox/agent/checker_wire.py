@@ -1,0 +1,139 @@
+"""What the program's process may answer the checker, and the checker's reading of it: only what it asked for.
+
+The program's process is the program's: whatever runs there (the program patches the agent's modules, or
+finds the channel and writes to it) can answer anything. So each answer is a JSON object of one
+:class:`typing.TypedDict` below, the one the checker's request expects, or an :class:`ErrorAnswer`; the
+checker reads it with :func:`read`, which accepts exactly that type's keys, each of exactly its type (no
+subclass: what the JSON parser makes), and wire data (``Data``) only in the shapes ``plain_data.check``
+accepts. A names answer holds only names the checker asked for (:func:`names`), and an argument the program
+changed in place is one it was passed (:func:`changed`). Anything else is a :class:`Breach`: the run is an
+error, whatever the tests catch.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from typing import Annotated, Any, TypedDict, TypeVar
+
+from .plain_data import check as check_data
+
+# Wire data (see ``plain_data``): a value, or a handle to one that stayed in the program's process.
+Data = Annotated[Any, "plain data"]
+
+
+class NamesAnswer(TypedDict):
+    """The program's values of the names asked for (those of them it has): the checker makes a stand-in
+    for each function, imports its own copy of each module, and decodes each value."""
+
+    functions: list[str]
+    modules: dict[str, str]  # name -> the module's name
+    values: dict[str, Data]
+
+
+class CallAnswer(TypedDict):
+    """What a call returned, and the arguments the call changed in place (by their index, as a string)."""
+
+    value: Data
+    changed: dict[str, Data]
+
+
+class ValueAnswer(TypedDict):
+    """What an operation on a handle gave (an attribute, an item, the length, ...)."""
+
+    value: Data
+
+
+class SameAnswer(TypedDict):
+    """Whether two of the program's objects are equal, by the program's own ``==``."""
+
+    same: bool
+
+
+class ErrorAnswer(TypedDict):
+    """An exception the program raised: its type's module and name, its message, its traceback."""
+
+    module: str
+    name: str
+    message: str
+    traceback: str
+
+
+class Breach(BaseException):
+    """The program's process answered what the checker did not ask for.
+
+    Not an ``Exception``: the tests' ``except Exception`` must not turn it into a pass.
+    """
+
+
+class Raised(Exception):
+    """The program's process answered with an :class:`ErrorAnswer`: the program raised ``error``."""
+
+    def __init__(self, error: ErrorAnswer) -> None:
+        super().__init__(error["name"])
+        self.error = error
+
+
+T = TypeVar("T")
+
+
+def read(answer: object, kind: type[T]) -> T:
+    """``answer`` as ``kind``, if it is exactly that; :class:`Raised` if it is an error; else :class:`Breach`."""
+    if type(answer) is dict and answer.keys() == {"error"}:
+        raise Raised(_typed(answer["error"], ErrorAnswer, "error"))
+    typed: T = _typed(answer, kind, kind.__name__)
+    return typed
+
+
+def names(answer: NamesAnswer, wanted: frozenset[str]) -> NamesAnswer:
+    """``answer``, if it names nothing but names asked for, each once."""
+    given = [*answer["functions"], *answer["modules"], *answer["values"]]
+    if len(given) != len(set(given)) or not wanted.issuperset(given):
+        raise Breach(f"the program's process answered for names not asked for: {sorted(set(given) - wanted)!r}")
+    return answer
+
+
+def changed(answer: CallAnswer, args: tuple[Any, ...] | list[Any]) -> dict[int, Data]:
+    """The arguments a call changed, by index: only ones passed that a call can change in place."""
+    out = {}
+    for key, data in answer["changed"].items():
+        index = int(key) if key.isdecimal() and len(key) < 6 else -1
+        if not 0 <= index < len(args) or not isinstance(args[index], (list, dict, set, bytearray)):
+            raise Breach(f"the program's process changed an argument it was not passed: {key!r}")
+        out[index] = data
+    return out
+
+
+def _typed(value: object, kind: Any, where: str) -> Any:
+    """``value``, checked against the type ``kind`` (a TypedDict, or what its fields are)."""
+    if typing.is_typeddict(kind):
+        hints = _hints(kind)
+        if type(value) is not dict or value.keys() != hints.keys():
+            raise Breach(f"the program's process answered {where} with other keys than asked")
+        for key, hint in hints.items():
+            _typed(value[key], hint, f"{where}.{key}")
+        return value
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is Annotated:  # wire data
+        try:
+            check_data(value)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise Breach(f"the program's process answered {where} with what is not plain data: {exc}") from None
+    elif origin is list:
+        if type(value) is not list:
+            raise Breach(f"the program's process answered {where} with a {type(value).__name__}")
+        for item in value:
+            _typed(item, args[0], where)
+    elif origin is dict:
+        if type(value) is not dict:
+            raise Breach(f"the program's process answered {where} with a {type(value).__name__}")
+        for item in value.values():
+            _typed(item, args[1], where)  # JSON keys are str
+    elif type(value) is not kind:
+        raise Breach(f"the program's process answered {where} with a {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
+@functools.cache
+def _hints(kind: Any) -> dict[str, Any]:
+    return typing.get_type_hints(kind, include_extras=True)

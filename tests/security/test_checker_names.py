@@ -1,0 +1,137 @@
+"""The checker takes only the names it asked for, and only the program's own: on every backend.
+
+A program that computes nothing answers the checker for names the tests use (``abs``, ``all``, ``range``,
+``math``, ...) with stand-ins that "pass" tolerance, set, loop and ``all()`` tests and print what they were
+passed (see ``checker_names``). The checker asks the program's process only for the names the program binds at
+top level (read from its code, not from its process's answer), never for a builtin, reads each answer against
+the schema of what it asked (``agent/checker_wire.py``), and resolves every other name to its own. So none of
+these programs passes a real HumanEval task through the evaluator's ``Scorer``, ``CodeReward`` or ``/submit``,
+no stand-in is ever called (the tests' expected values never reach the program), and the canonical solutions
+stay AC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.service.app import create_app
+from codegym_evaluator.service.settings import EvaluatorSettings
+from codegym_evaluator.tasks import Task, load_tasks
+from codegym_evaluator.trl_reward import CodeReward
+from fastapi.testclient import TestClient
+
+from .checker_names import INJECTIONS, forged
+from .transports import forwarding
+
+# HumanEval tasks whose every test goes through a builtin or the prompt's ``math`` (a tolerance with ``abs``,
+# a loop over ``range``, ``sorted``/``set``/``tuple`` of the answer): each passed with a forged answer before.
+TASK_IDS = ("HumanEval/4", "HumanEval/32", "HumanEval/33", "HumanEval/37", "HumanEval/38", "HumanEval/50")
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[Task]:
+    return [t for t in load_tasks("humaneval") if t.task_id in TASK_IDS]
+
+
+def scores(hostile: TestClient, task: Task, completions: list[str]) -> list[Any]:
+    async def score() -> list[Any]:
+        async with Scorer("http://sandbox", transport=forwarding(hostile), batch_runs=0, retries=0) as scorer:
+            return list(await scorer.score_group(task, completions, extract=False))
+
+    return asyncio.run(score())
+
+
+@pytest.mark.parametrize("injection", sorted(INJECTIONS))
+def test_no_forged_name_passes_a_humaneval_task_through_the_scorer(
+    hostile: TestClient, tasks: list[Task], injection: str
+) -> None:
+    for task in tasks:
+        got = scores(hostile, task, [forged(str(task.entry_point), injection), task.metadata["canonical_solution"]])
+        assert got[0].verdict != "AC" and got[1].verdict == "AC", (task.task_id, injection, got)
+
+
+def test_no_forged_name_earns_a_reward(hostile: TestClient, tasks: list[Task]) -> None:
+    reward = CodeReward("http://codegym", api="native", transport=forwarding(hostile))
+    programs = [
+        t.prompt + code
+        for t in tasks
+        for code in (forged(str(t.entry_point), "patch-the-answer"), t.metadata["canonical_solution"])
+    ]
+    got = reward(
+        prompts=[t.prompt for t in tasks for _ in range(2)],
+        completions=[f"```python\n{p}\n```" for p in programs],
+        tests=[t.tests[0]["assert_code"] for t in tasks for _ in range(2)],
+        entry_point=[t.entry_point for t in tasks for _ in range(2)],
+    )
+    assert got[0::2] == [0.0] * len(tasks) and got[1::2] == [1.0] * len(tasks), got
+
+
+def test_no_forged_name_is_accepted_by_submit(hostile: TestClient, tasks: list[Task], tmp_path: Path) -> None:
+    settings = EvaluatorSettings(sandbox_url=["http://sandbox"], data_dir=str(tmp_path))
+    app = create_app(settings, sandbox_transport=forwarding(hostile))
+
+    async def submit() -> list[bool]:
+        accepted = []
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://eval") as client,
+        ):
+            for task in tasks[:2]:
+                for code in (
+                    forged(str(task.entry_point), "patch-the-serialiser"),
+                    task.metadata["canonical_solution"],
+                ):
+                    body: dict[str, Any] = {
+                        "dataset": "humaneval",
+                        "id": task.task_id,
+                        "completion": code,
+                        "config": {},
+                    }
+                    r = await client.post("/submit", json=body)
+                    assert r.status_code == 200, r.text
+                    accepted.append(r.json()["accepted"])
+        return accepted
+
+    assert asyncio.run(submit()) == [False, True, False, True]
+
+
+# Tests that go through builtins only: what the stand-ins fake. ``f(x) = x * x + 1``.
+RIGHT = "def f(x):\n    return x * x + 1\n"
+TESTS = (
+    "import math\n"
+    "def check(candidate):\n"
+    "    assert abs(candidate(2) - 5.0) < 1e-6\n"
+    "    assert math.fabs(candidate(3) - 10.0) < 1e-6\n"
+    "    assert set([candidate(0), candidate(1)]) == set([2, 1])\n"
+    "    assert sorted([candidate(1), candidate(0)]) == sorted([1, 2])\n"
+    "    assert all(candidate(x) == x * x + 1 for x in range(4))\n"
+    "    assert isinstance(candidate(1), int) and round(float(candidate(1))) == 2 and len(str(candidate(7))) == 2\n"
+    "check(f)\n"
+)
+
+
+@pytest.mark.parametrize("injection", sorted(INJECTIONS))
+def test_the_expected_values_never_reach_a_stand_in(hostile: TestClient, injection: str) -> None:
+    programs = [RIGHT, forged("f", injection), forged("f", injection, "return args[0] * args[0] + 1")]
+    # Alone, and in one test series (one checker for all its runs), so that the checker's own names hold.
+    alone = [_evaluate(hostile, [p])[0] for p in programs]
+    together = _evaluate(hostile, programs)
+    # A right answer stays right beside names it binds; a program that patched the agent to answer for more
+    # than it was asked is its own error, right answer or not.
+    verdicts = ["AC", "WA", "AC"] if injection == "bind-at-top-level" else ["AC", "RE", "RE"]
+    for results in (alone, together):
+        assert [r["verdict"] for r in results] == verdicts, (injection, results)
+        assert all("SAW" not in r["tests"][0]["stdout"] for r in results), (injection, results)
+
+
+def _evaluate(client: TestClient, programs: list[str]) -> list[dict[str, Any]]:
+    body = {"language": "python", "programs": programs, "tests": [{"assert_code": TESTS}], "limits": {"timeout_s": 3}}
+    r = client.post("/v1/evaluate", json=body)
+    assert r.status_code == 200, r.text
+    results: list[dict[str, Any]] = r.json()["results"]
+    return results

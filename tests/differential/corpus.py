@@ -43,6 +43,7 @@ CALL_VARIANTS = {
     "fake_results",
     "always_equal",
     "stop_iteration",
+    "names_answered",
 }
 ASSERT_VARIANTS = {
     "plain",
@@ -67,6 +68,7 @@ ASSERT_VARIANTS = {
     "stop_iteration",
     "read_tests",
     "helper_hack",
+    "names_answered",
 }
 STDIO_VARIANTS = {
     "plain",

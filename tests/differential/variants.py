@@ -2,7 +2,8 @@
 give them (a main guard with a demo, a demo that reads input, top-level prints, a redefined helper, numpy
 values, a sleep, generators, recursion), wrong ones (off by one, the wrong type, None, an exception) and hacks
 (exits before or during the tests, an exit hook, fake output, an object equal to everything, StopIteration,
-reading the tests' files, a helper redefined so that the task's own check passes).
+reading the tests' files, a helper redefined so that the task's own check passes, stand-ins for the names the
+tests use answered to the checker).
 
 Each variant is ``(name, code, label)``; for the function forms the code follows the task's prompt.
 """
@@ -67,6 +68,36 @@ ALWAYS_EQUAL = """class _Always:
         return False
 
     __hash__ = object.__hash__
+"""
+
+# A hack on the checker of assert and call tests (issue 31, family 1): the program's process is the program's,
+# so the program patches the agent there to answer for names the checker never asked for (builtins the tests
+# use: an ``abs`` that is always 0, an ``all`` always true, an empty ``range``), as handles it calls back.
+NAMES_ANSWERED = """import sys
+
+
+def _fake(value):
+    return lambda *args, **kwargs: value
+
+
+_FAKES = {"abs": _fake(0), "all": _fake(True), "any": _fake(True), "range": _fake([]), "sorted": _fake(0)}
+
+
+def _forge(message):
+    plain = sys.modules.get("codegym_sandbox.agent.plain_data")
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "serve_program":
+        frame = frame.f_back
+    if plain is not None and frame is not None and type(message) is dict and "values" in message:
+        message["values"].update({n: plain.encode(v, frame.f_locals["refs"]) for n, v in _FAKES.items()})
+    return message
+
+
+def _install():
+    plain = sys.modules.get("codegym_sandbox.agent.plain_data")
+    if plain is not None:
+        answer = plain.Channel.answer
+        plain.Channel.answer = lambda self, message: answer(self, _forge(message))
 """
 
 
@@ -144,6 +175,7 @@ def function_variants(task: Task) -> list[Variant]:
         ("always_equal", f"{ALWAYS_EQUAL}\n\ndef {e}({p}):\n    return _Always()\n", HACK),
         ("stop_iteration", f"def {e}({p}):\n    raise StopIteration\n", HACK),
         ("read_tests", f"{READ_TESTS}\n\ndef {e}({p}):\n    _peek()\n    return None\n", HACK),
+        ("names_answered", f"{NAMES_ANSWERED}\n\ndef {e}({p}, _installed=_install()):\n    return None\n", HACK),
     ]
     numpy = _numpy(task)
     if numpy is not None:

@@ -7,6 +7,10 @@ environment, every descriptor, the temporary directories) and prints what it fin
 main result (files and FIFOs in the working directory, frames on every descriptor it can write, killing
 its parents, a daemon that writes on after them). None may earn a reward of 1.0; a right program must.
 
+Nor may a program put code in the judge: a reward script imports modules after the program ran (a comparison
+or a summary from the standard library), and a program writes modules of every such name where it runs; the
+judge imports none of them, and the reward is what it would be without them.
+
 ``/run_jupyter``: a cell that forges the results (the old driver's results file, the supervisor's frames,
 the kernel's answers, on every descriptor) and then ends its kernel (``os._exit``, ``sys.exit``, a signal,
 ``exec``, a thread) must never make the check cell after it report as run and passed.
@@ -154,6 +158,97 @@ def test_no_program_sets_the_reward(hostile: TestClient, writer: str) -> None:
     for code in (_FORGED + WRITERS[writer] + "print('nothing')\n", _FORGED + WRITERS[writer] + RIGHT):
         reward = _reward(hostile, code)
         assert reward is None or reward < 1.0 or code.endswith(RIGHT), (writer, reward)
+
+
+# A module that, imported anywhere, makes every name it is asked for equal to everything, true, callable, and
+# shown as a perfect score: a judge that imports it passes whatever it compares.
+_PLANTED = """
+class _Any:
+    def __eq__(self, other):
+        return True
+    __le__ = __ge__ = __lt__ = __gt__ = __eq__
+    def __ne__(self, other):
+        return False
+    def __bool__(self):
+        return True
+    def __call__(self, *args, **kwargs):
+        return self
+    def __getattr__(self, name):
+        return self
+    def __float__(self):
+        return 1.0
+    def __repr__(self):
+        return '1.0'
+    __hash__ = object.__hash__
+def __getattr__(name):
+    return _Any()
+"""
+# Writes the planted module under every name of the standard library, as a module and as a package, where it
+# runs (the judge's working directory) and in every other place it can write to, then prints nothing useful.
+PLANTER = (
+    f"import os, sys, tempfile\nplanted = {_PLANTED!r}\n"
+    "for top in {'.', os.path.dirname(os.path.abspath(sys.argv[0] or '.')), tempfile.gettempdir(), '/dev/shm'}:\n"
+    "    for name in sys.stdlib_module_names:\n        try:\n"
+    "            open(os.path.join(top, name + '.py'), 'w').write(planted)\n"
+    "            os.makedirs(os.path.join(top, name), exist_ok=True)\n"
+    "            open(os.path.join(top, name, '__init__.py'), 'w').write(planted)\n"
+    "        except OSError:\n            pass\n"
+    "print('nothing')\n"
+)
+# Reward scripts that import after the program ran: to compare its output, or to sum the scores up.
+_SAME = "def same(output, expected):\n    {body}\n"
+GRADERS = {
+    "difflib": "from difflib import SequenceMatcher\n"
+    "    return SequenceMatcher(None, output.strip(), expected.strip()).ratio() == 1.0",
+    "unicodedata": "import unicodedata\n"
+    "    return unicodedata.normalize('NFC', output.strip()) == unicodedata.normalize('NFC', expected.strip())",
+    "statistics": "import statistics\n    return statistics.fmean([output.strip() == expected.strip()]) == 1.0",
+    "csv": "import csv\n    return list(csv.reader([output.strip()])) == list(csv.reader([expected.strip()]))",
+}
+GRADER_SCRIPT = """
+import subprocess
+import json
+
+{same}
+
+def evaluate_code(code, test_cases):
+    scores = []
+    for case in test_cases:
+        process = subprocess.run(["python3", "-c", code], input=case["input"], text=True,
+                                 capture_output=True, timeout=2)
+        scores.append(float(process.returncode == 0 and same(process.stdout, case["output"])))
+    import statistics
+    return statistics.fmean(scores)
+
+code_snippet = {code}
+test_cases = json.loads({test_cases})
+
+evaluate_code(code_snippet, test_cases)
+"""
+
+
+def _graded(client: TestClient, grader: str, code: str) -> float | None:
+    same = _SAME.format(body=GRADERS[grader])
+    script = GRADER_SCRIPT.format(same=same, code=json.dumps(code), test_cases=json.dumps(json.dumps(_cases())))
+    r = client.post("/execute_batch", json={"scripts": [script], "languages": ["python"], "timeout": 5})
+    assert r.status_code == 200, r.text
+    (item,) = r.json()
+    return float(item["text"]) if item["text"] is not None else None
+
+
+@pytest.mark.parametrize("grader", sorted(GRADERS))
+def test_no_program_puts_a_module_in_the_judge(hostile: TestClient, grader: str) -> None:
+    assert _graded(hostile, grader, RIGHT) == 1.0, grader
+    assert _graded(hostile, grader, PLANTER) == 0.0, grader
+    # The same through open-r1's own script, which imports nothing after the program ran.
+    assert _reward(hostile, PLANTER) == 0.0
+
+
+def test_no_program_puts_a_module_in_a_check_cell(hostile: TestClient) -> None:
+    run = f"import subprocess\nsubprocess.run(['python3', '-c', {PLANTER!r}], capture_output=True)\nNone"
+    check = "import difflib\nassert difflib.SequenceMatcher(None, 'a', 'b').ratio() == 1.0\nprint('ALL TESTS PASSED')\n"
+    body = _notebook(hostile, [run, check])
+    assert body["status"] == "Success" and body["cells"][1]["error"][0]["ename"] == "AssertionError", body
 
 
 WRONG_CELL = "def f(x):\n    return 0\n"

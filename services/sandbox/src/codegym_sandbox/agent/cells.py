@@ -15,6 +15,11 @@ cell timeout, how much output to keep). Two processes:
   programs it starts (a reward script's ``python3 -c code``) cannot read the cells it holds (a reward
   script holds the expected outputs), and its channel to the supervisor is close-on-exec.
 
+Neither imports from anywhere a program of the run can write (``import_path.isolate``): the working
+directory, where the programs a cell starts run, is not on their path, so a module a program writes there
+(``difflib.py``) is never what a later cell imports. A cell that wants to import a file of its own adds the
+directory itself.
+
 What this guarantees: no result comes from a file, from the kernel's stdout or from an exit status, and a
 cell that ends the kernel (``os._exit``, a signal, ``exec``) before the kernel answers ends the record
 there: the cells after it did not run (the server answers Failed). An answer for a cell that was not sent
@@ -40,7 +45,7 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from . import linux
+from . import import_path, linux
 from .cell_frames import CELL, CUT, DEAD, END, ERR, OUT, representable
 
 CELLS_MAIN = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
@@ -334,6 +339,9 @@ def _read_all(fd: int) -> bytes:
 def main() -> NoReturn:
     """The run's process: the supervisor. The job, on stdin: ``{"cells", "cell_timeout", "output_bytes"}``."""
     linux.set_dumpable(False)  # its children too, from the fork on: the kernel's processes cannot read either
+    # The programs the cells start write in the working directory, beside this script: the kernel (which
+    # judges them) and the supervisor import nothing from there, nor from anywhere else a program can write.
+    import_path.isolate()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     requests_r, requests_w = os.pipe()

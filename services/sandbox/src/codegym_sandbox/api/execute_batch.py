@@ -17,7 +17,8 @@ when that is an expression, evaluated and its ``repr`` kept as the main result (
 displays nothing). The script reaches the kernel over a pipe, one cell at a time, never as a file, and the
 kernel is not dumpable: the programs it runs (open-r1's ``python3 -c code``, the model's code) cannot read
 the tests and expected outputs the script holds; and the main result comes from the supervisor's record,
-which nothing the programs write (a file, their output, an exit status) can set. Other languages run as
+which nothing the programs write (a file, their output, an exit status) can set; nor can a module they write
+run in the kernel, which imports nothing from where they can write. Other languages run as
 programs of their own (``/run_code``'s names); their output is in ``logs`` and they have no main result.
 Every script runs in a run of its own, with the same isolation and limits as any other run.
 """

@@ -8,7 +8,10 @@ subprocesses write) is its own; the value of a cell's last expression goes to it
 (``ename``, ``evalue``, ``traceback`` lines) and the next cell still runs (``sys.exit()`` too, as in
 IPython). ``cell_timeout`` (0: none) stops a cell that runs longer with a TimeoutError in that cell
 (upstream does not enforce it); ``total_timeout`` is the run's limit. The results come from the
-supervisor, which no cell can reach, never from a file the cells could write.
+supervisor, which no cell can reach, never from a file the cells could write. Unlike upstream's kernel, this
+one does not import from the working directory (nor from anywhere else a program of the run can write): a
+module a cell's program writes there must never run in the cell that checks it. A cell that imports a file
+of the request adds the directory itself (``sys.path.insert(0, ".")``).
 
 Status: Success when every cell ran and the kernel answered for it; Failed, with ``cells: []`` and the run
 in ``driver`` (all the kernel's output), when the run ran out of time or memory, or the kernel ended

@@ -132,13 +132,55 @@ def smollm2_gguf() -> Path:
     return found[0]
 
 
-def llama_server(model_path: Path | None = None, n_ctx: int = 2048, threads: int | None = None) -> LoopbackServer:
-    """llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) on SmolLM2, on a free loopback port."""
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
+def llama_installed() -> bool:
+    return (
+        importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llama_cpp.server") is not None
+    )
+
+
+def checkout_setup() -> Path | None:
+    """The checkout's ``scripts/setup``, when this evaluator runs from that checkout's ``.venv``, else None."""
+    root = Path(__file__).resolve().parents[4]  # services/evaluator/src/codegym_evaluator/servers.py
+    setup = root / "scripts" / "setup"
+    if not setup.is_file() or not (root / "services" / "evaluator").is_dir():
+        return None
+    return setup if Path(sys.prefix).resolve() == (root / ".venv").resolve() else None
+
+
+def ensure_llama(setup: Path | None = None) -> None:
+    """Install llama.cpp's server the first time a command needs it, where this runs from a checkout.
+
+    ``scripts/setup`` leaves llama.cpp out (compiling it takes minutes and the demo never uses it); its
+    ``llama`` part is run here, announced, once. Elsewhere (a pip install), or with ``CODEGYM_AUTO_SETUP=0``,
+    the error says what to install.
+    """
+    if llama_installed():
+        return
+    setup = setup or checkout_setup()
+    if setup is None or os.environ.get("CODEGYM_AUTO_SETUP") == "0":
         raise ServerError(
             "no model endpoint given and llama.cpp's server is not installed: "
-            "pip install 'codegym-evaluator[llama]' (or pass --base-url and --model)"
+            + (f"run {setup} llama" if setup else "pip install 'codegym-evaluator[llama]'")
+            + " (or pass --base-url and --model)"
         )
+    print(
+        "codegym: no model endpoint given, and the embedded model's server (llama.cpp) is not installed yet: "
+        f"running `{setup} llama` (it compiles llama.cpp: about 6 minutes on 2 cores, once; pip keeps the wheel)",
+        file=sys.stderr,
+        flush=True,
+    )
+    done = subprocess.run([str(setup), "llama"], check=False)
+    importlib.invalidate_caches()
+    if done.returncode != 0 or not llama_installed():
+        raise ServerError(
+            f"`{setup} llama` failed (exit {done.returncode}): run it yourself to see why, "
+            "or pass --base-url and --model"
+        )
+
+
+def llama_server(model_path: Path | None = None, n_ctx: int = 2048, threads: int | None = None) -> LoopbackServer:
+    """llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) on SmolLM2, on a free loopback port."""
+    ensure_llama()
     path = model_path or smollm2_gguf()
     port = free_port()
     argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", SMOLLM2_ALIAS]

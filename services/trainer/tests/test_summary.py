@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from codegym_trainer.evaluation import EvalPoint
-from codegym_trainer.summary import RunSummary, caution, verdict_shift
+from codegym_trainer.summary import RunSummary, caution, plot_rewards, verdict_shift
 
 
 def point(step: int, solved: int, tasks: int, verdicts: dict[str, int], interval: tuple[float, float]) -> EvalPoint:
@@ -33,3 +35,43 @@ def test_summary_lines_carry_intervals_and_the_caution() -> None:
     assert "held-out pass@1 before: 0.250 [0.000, 0.500] greedy (2/8)" in text
     assert "held-out pass@1 after:  0.375 [0.125, 0.750] greedy (3/8)" in text
     assert "AC 2 -> 3, CE 6 -> 5" in text and "bench/learning_curve.py" in text
+
+
+def test_the_summary_says_first_that_held_out_pass_at_1_is_the_result_and_a_short_curve_is_noise() -> None:
+    before = point(0, 2, 8, {"AC": 2, "CE": 6}, (0.0, 0.5))
+    after = point(6, 3, 8, {"AC": 3, "CE": 5}, (0.125, 0.75))
+    summary = RunSummary(steps=6, rewards=[(1, 0.1), (6, 0.2)], evals=[before, after], seconds=60)
+    reading = summary.reading()
+    assert "held-out pass@1" in reading[0] and "0.250 [0.000, 0.500] -> 0.375 [0.125, 0.750]" in reading[0]
+    assert "6 steps" in reading[1] and "noise" in reading[1]
+    assert summary.lines()[: len(reading)] == [f"read this: {line}" for line in reading]
+    assert summary.to_dict()["reading"] == reading
+    long_run = RunSummary(steps=500, rewards=[(1, 0.1)], evals=[before, after], seconds=60)
+    assert len(long_run.reading()) == 1 and "noise" not in long_run.reading()[0]
+
+
+def test_the_plot_draws_held_out_pass_at_1_with_its_interval_and_is_titled_with_the_reading(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    before = point(0, 2, 8, {"AC": 2}, (0.0, 0.5))
+    after = point(6, 3, 8, {"AC": 3}, (0.125, 0.75))
+    drawn: list[str] = []
+    real_savefig = plt.Figure.savefig
+
+    def record(fig: plt.Figure, *args: object, **kwargs: object) -> None:
+        ax = fig.axes[0]
+        drawn.append(ax.get_title())
+        drawn.extend(text.get_text() for text in ax.get_legend().get_texts())
+        real_savefig(fig, *args, **kwargs)
+
+    plt.Figure.savefig = record  # type: ignore[method-assign]
+    try:
+        path = plot_rewards([(1, 0.1), (6, 0.2)], [before, after], tmp_path / "curve.png")
+    finally:
+        plt.Figure.savefig = real_savefig  # type: ignore[method-assign]
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "The result: held-out pass@1" in drawn[0] and "noise" in drawn[0]
+    assert "held-out pass@1 (95% interval)" in drawn

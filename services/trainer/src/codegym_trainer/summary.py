@@ -37,6 +37,7 @@ class RunSummary:
             "seconds": round(self.seconds, 1),
             "pass_at_1_before": self.pass_before,
             "pass_at_1_after": self.pass_after,
+            "reading": self.reading(),
             "evaluations": [asdict(p) for p in self.evals],
             "rewards": self.rewards,
             "time_split": self.time_split,
@@ -45,8 +46,24 @@ class RunSummary:
             "plot": self.plot,
         }
 
+    def reading(self) -> list[str]:
+        """What to read from this run, first: the held-out result and what the reward curve can show."""
+        out = []
+        if len(self.evals) > 1:
+            before, after = self.evals[0], self.evals[-1]
+            out.append(
+                f"the result is held-out pass@1, before -> after training: {_point(before)} -> {_point(after)} "
+                f"on {after.tasks} problems the model never trained on (the brackets: a 95% interval)"
+            )
+        if self.steps < NOISY_STEPS:
+            out.append(
+                f"the reward curve is {self.steps} steps of a few completions each: its ups and downs are "
+                "sampling noise, not learning; a curve shows a trend over hundreds of steps"
+            )
+        return out
+
     def lines(self) -> list[str]:
-        """Human-readable summary lines."""
+        """Human-readable summary lines: what to read first, then the numbers."""
 
         def pct(v: float | None) -> str:
             return "-" if v is None else f"{v:.3f}"
@@ -54,6 +71,7 @@ class RunSummary:
         first = self.rewards[: max(1, len(self.rewards) // 4)]
         last = self.rewards[-max(1, len(self.rewards) // 4) :]
         out = [
+            *(f"read this: {line}" for line in self.reading()),
             f"steps: {self.steps} in {self.seconds / 60:.1f} min",
             f"mean reward, first quarter -> last quarter: {_mean(first):.3f} -> {_mean(last):.3f}",
         ]
@@ -79,6 +97,15 @@ class RunSummary:
         if self.final_model:
             out.append(f"final model: {self.final_model}")
         return out
+
+
+# Fewer training steps than this make a reward curve whose shape is noise (a group of a few completions a step).
+NOISY_STEPS = 100
+
+
+def _point(p: EvalPoint) -> str:
+    text = f"{p.pass_at_1:.3f}"
+    return text + (f" [{p.interval[0]:.3f}, {p.interval[1]:.3f}]" if p.interval is not None else "")
 
 
 def verdict_shift(before: dict[str, int], after: dict[str, int]) -> str:
@@ -132,7 +159,7 @@ def time_split(metrics_file: Path) -> dict[str, float]:
 
 
 def plot_rewards(rewards: list[tuple[int, float]], evals: list[EvalPoint], path: Path) -> Path:
-    """The reward curve (and held-out pass@1 points) as a PNG."""
+    """The reward curve and held-out pass@1 with its interval as a PNG, titled with what to read from it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -147,10 +174,26 @@ def plot_rewards(rewards: list[tuple[int, float]], evals: list[EvalPoint], path:
             smooth = [sum(values[max(0, i - window + 1) : i + 1]) / min(i + 1, window) for i in range(len(values))]
             ax.plot(steps, smooth, linewidth=2, label=f"running mean ({window} steps)")
     if evals:
-        ax.plot([p.step for p in evals], [p.pass_at_1 for p in evals], "s--", label="held-out pass@1")
+        below = [p.pass_at_1 - p.interval[0] if p.interval else 0.0 for p in evals]
+        above = [p.interval[1] - p.pass_at_1 if p.interval else 0.0 for p in evals]
+        ax.errorbar(
+            [p.step for p in evals],
+            [p.pass_at_1 for p in evals],
+            yerr=[below, above],
+            fmt="s--",
+            capsize=4,
+            label="held-out pass@1 (95% interval)",
+        )
     ax.set_xlabel("step")
     ax.set_ylabel("reward / pass@1")
-    ax.set_title("GRPO on code: reward per step")
+    points = len(rewards)
+    if evals and points < NOISY_STEPS:
+        title = (
+            f"The result: held-out pass@1 before and after (bars: 95% interval).\n{points} steps of reward are noise."
+        )
+    else:
+        title = "GRPO on code: reward per step, and held-out pass@1"
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

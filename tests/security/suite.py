@@ -31,6 +31,7 @@ def _load_sandbox_support() -> Any:
 _backends = _load_sandbox_support()
 BACKENDS: list[str] = _backends.BACKENDS
 settings_for = _backends.settings_for
+metric_value = _backends.metric_value
 
 # A uid no other test server uses, so that "no process and no file of the program's uid" is about this suite.
 PROGRAM_HOST_UID = 1_600_000_000 + os.getpid() % 100_000

@@ -6,6 +6,7 @@ The token tests run a real ``codegym-sandbox serve`` process and read everything
 from __future__ import annotations
 
 import json
+import resource
 import secrets
 import socket
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 
-from .suite import hostile_settings
+from .suite import hostile_settings, metric_value
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -125,6 +126,63 @@ def test_slow_clients_do_not_block_others() -> None:
         r = httpx.post(f"{server.url}/run_code", json={"language": "python", "code": "print(7)"}, timeout=10)
         assert r.status_code == 200 and json.loads(r.text)["run_result"]["stdout"] == "7\n"
         assert time.monotonic() - started < 5
+    finally:
+        for s in crawlers:
+            s.close()
+        server.stop()
+        server.log.unlink(missing_ok=True)
+
+
+def _closed(s: socket.socket, within_s: float) -> bool:
+    """Whether the server closes ``s`` within ``within_s``."""
+    s.settimeout(within_s)
+    try:
+        while s.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_slow_heads_cannot_lock_out_clients() -> None:
+    """Slowloris: connections that never finish their request head reach no token check, and each holds a
+    descriptor. With the server's descriptors a few hundred, 600 of them took all: /readyz and clients with the
+    token were refused. Now at most a bound of them wait (the longest-waiting closed first), each for a deadline."""
+    env = {
+        "CODEGYM_SANDBOX_API_TOKEN": TOKEN,
+        "CODEGYM_SANDBOX_BACKEND": "local",
+        "CODEGYM_SANDBOX_WORKERS": "1",
+        "CODEGYM_SANDBOX_MAX_WORKERS": "1",
+        "CODEGYM_SANDBOX_RESERVE_WORKERS": "0",
+        "CODEGYM_SANDBOX_HEADER_TIMEOUT_S": "3",
+        "CODEGYM_SANDBOX_MAX_WAITING_CONNECTIONS": "40",
+    }
+    server = ServerProcess(env, ["--log-level", "warning"]).start()
+    crawlers: list[socket.socket] = []
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        room = server.open_fds() + 250
+        resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (room, room))
+        for i in range(600):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            if i % 2:
+                s.sendall(b"POST /run_code HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+            crawlers.append(s)
+        time.sleep(1)
+        assert server.open_fds() < room - 20
+        with httpx.Client(timeout=10) as client:
+            assert client.get(f"{server.url}/readyz").status_code == 200
+            r = client.post(f"{server.url}/run_code", json={"language": "python", "code": "print(7)"}, headers=auth)
+            assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "7\n"
+            assert all(_closed(s, 8) for s in crawlers)  # the deadline, 3 s, closes those the bound left
+            metrics = client.get(f"{server.url}/metrics").text
+        dropped = {
+            why: metric_value(metrics, f'codegym_sandbox_dropped_connections_total{{reason="{why}"}}')
+            for why in ("crowded", "deadline")
+        }
+        assert dropped["crowded"] >= 400 and dropped["crowded"] + dropped["deadline"] == 600, dropped
     finally:
         for s in crawlers:
             s.close()

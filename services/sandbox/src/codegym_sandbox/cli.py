@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import sys
 
 
@@ -12,6 +13,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
+    from .api.connections import protocol_class
     from .config import Settings
     from .main import create_app
 
@@ -26,17 +28,33 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"codegym-sandbox: bad settings:\n{exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Every connection waiting for its request head holds a descriptor: a quarter of them at most, so that a
+    # crowd of slow clients can never take the ones the server, its workers and its real clients need.
+    waiting = min(settings.max_waiting_connections, _open_files() // 4)
+    app = create_app(settings)
+    dropped = app.state.metrics.dropped_connections
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level=args.log_level,
         access_log=False,
         loop="auto",
-        http="auto",
+        http=protocol_class(settings.header_timeout_s, waiting, lambda why: dropped.labels(reason=why).inc()),
         timeout_keep_alive=75,
     )
     return 0
+
+
+def _open_files() -> int:
+    """The server's limit of open files, first raised to its hard limit (64 Ki at most), as servers do: the
+    usual soft limit (1024) is a few hundred clients."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        soft = want
+    return 65536 if soft == resource.RLIM_INFINITY else soft
 
 
 def _demo(args: argparse.Namespace) -> int:

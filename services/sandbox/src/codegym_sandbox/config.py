@@ -94,6 +94,19 @@ class Settings(BaseSettings):
     )
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
     max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a client has to send a request's whole head (request line and headers) from when it "
+        "connects, or on a kept-alive connection from the head's first byte; then the connection is closed.",
+    )
+    max_waiting_connections: int = Field(
+        1024,
+        gt=0,
+        description="Connections waiting for a request head (new ones, and kept-alive ones between requests) at "
+        "most; beyond, the one that has waited longest is closed. At most a quarter of the server's open-file "
+        "limit.",
+    )
     max_client_requests: int = Field(
         256, ge=0, description="Requests one client address may have in flight; beyond: 429. 0: no limit."
     )

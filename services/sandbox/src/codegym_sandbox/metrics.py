@@ -56,6 +56,13 @@ class Metrics:
             "stopped on their worker (which is then replaced)",
             registry=r,
         )
+        self.dropped_connections = Counter(
+            "codegym_sandbox_dropped_connections",
+            "Connections closed before their request head was complete: past the header deadline, when too many "
+            "waited for one (the longest-waiting closed), or with a head too large",
+            ["reason"],
+            registry=r,
+        )
         self.rejected = Counter("codegym_sandbox_rejected", "Runs refused because the queue was full", registry=r)
         self.queue_depth = Gauge("codegym_sandbox_queue_depth", "Runs waiting for a worker", registry=r)
         self.busy_workers = Gauge("codegym_sandbox_busy_workers", "Workers running a program", registry=r)

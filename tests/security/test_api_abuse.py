@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -160,3 +161,23 @@ def test_many_files_within_the_body_limit(server: TestClient) -> None:
         },
     )
     assert r.status_code == 200 and r.json()["run"]["stdout"] == "2001\n", r.text[:500]
+
+
+def test_language_names_cannot_grow_the_metrics(server: TestClient) -> None:
+    """Each language name a client made up was a Prometheus series for good: /metrics grew without bound."""
+
+    def unknown(n: int) -> None:
+        for _ in range(n):
+            name = secrets.token_hex(8)
+            r = server.post("/v1/execute", json={"language": name, "code": "1"})
+            assert r.status_code == 200 and r.json()["verdict"] == "SE"
+            tests = [{"stdin": "", "expected_stdout": ""}]
+            r = server.post("/v1/evaluate", json={"language": name, "programs": ["1"], "tests": tests})
+            assert r.status_code == 200, r.text
+
+    unknown(10)
+    before = server.get("/metrics").text
+    unknown(1000)
+    after = server.get("/metrics").text
+    assert len(after) - len(before) < 200, len(after) - len(before)
+    assert 'codegym_sandbox_runs_total{language="unknown",verdict="SE"}' in after

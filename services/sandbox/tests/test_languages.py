@@ -139,3 +139,11 @@ def test_a_compile_that_makes_more_files_than_a_run_can_be_given_left_nothing_to
     found = languages.unrunnable(lang, {**artifact, **classes(2000, 230)}, classes(2200, 231))
     assert found is not None and "2001 files" in found
     assert languages.unrunnable(lang, artifact, too_many) is None
+
+
+def test_metric_labels_are_the_languages_known() -> None:
+    """A name a client made up never becomes a label of the metrics (each would be a series for good)."""
+    assert languages.metric_label("python") == "python"
+    assert languages.metric_label("systemverilog") == "verilog"  # an alias counts as its language
+    assert languages.metric_label("julia") == "julia"  # one of SandboxFusion's, with no runner here
+    assert languages.metric_label("../../bin/sh") == languages.metric_label("x" * 1000) == "unknown"

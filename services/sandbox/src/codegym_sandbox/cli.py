@@ -57,6 +57,26 @@ def _open_files() -> int:
     return 65536 if soft == resource.RLIM_INFINITY else soft
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from .config import Settings
+    from .doctor import as_json, diagnose, healthy, render
+
+    try:
+        settings = Settings(**({"backend": args.backend} if args.backend else {}))
+    except ValidationError as exc:
+        print(f"codegym-sandbox: bad settings:\n{exc}", file=sys.stderr)
+        return 2
+    if not args.json:
+        print("codegym-sandbox doctor: what this machine gives the sandbox", flush=True)
+    # The live run's server logs to stderr at warning level only: the report is the output.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    kind, reason, checks = diagnose(settings, run=not args.no_run)
+    print(as_json(kind, reason, checks) if args.json else render(kind, reason, checks))
+    return 0 if healthy(kind, checks) else 1
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .api.fusion_models import RunCodeRequest
     from .client import SandboxClient
@@ -86,6 +106,23 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, help="concurrent runs (default: one per CPU core)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(func=_serve)
+    doctor = sub.add_parser(
+        "doctor",
+        help="check what this machine gives the sandbox, and say what is missing and how to fix it",
+        description=(
+            "Check user namespaces, seccomp, cgroups, the runtime packages, the languages' toolchains, the "
+            "container engines and their runtime image, gVisor, and the memory budget and workers a server "
+            "would use; say what each missing piece costs and the command that fixes it; then run one program "
+            "through a server on the backend it would choose. Exits 1 when that backend cannot run programs "
+            "isolated."
+        ),
+    )
+    doctor.add_argument(
+        "--backend", choices=["auto", "local", "docker", "podman", "podman-hpc"], help="the backend to check for"
+    )
+    doctor.add_argument("--no-run", action="store_true", help="only the checks: no program is run")
+    doctor.add_argument("--json", action="store_true", help="the report as JSON")
+    doctor.set_defaults(func=_doctor)
     run = sub.add_parser("run", help="run one program through a running server and print the result")
     run.add_argument("code", help="the program's source")
     run.add_argument("--language", default="python")

@@ -194,7 +194,7 @@ class Executor:
         try:
             lang = self.language(language)
         except UnsupportedLanguage as exc:
-            self.metrics.runs.labels(language=language, verdict=Verdict.SE.value).inc()
+            self.metrics.runs.labels(language=languages.metric_label(language), verdict=Verdict.SE.value).inc()
             return Execution(None, _sandbox_error(str(exc)))
         policy = self.backend.admit(policy)  # never refused between its compile and its run
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)

@@ -294,6 +294,15 @@ def lookup(name: str) -> Language | None:
     return None
 
 
+def metric_label(name: str) -> str:
+    """The ``language`` label of ``name`` in the metrics: a language this server knows, or ``unknown``. A
+    client's own name never becomes a label: each would be a Prometheus series for as long as the server runs."""
+    lang = lookup(name)
+    if lang is not None:
+        return lang.name
+    return name if name in WITHOUT_RUNNER or name in FUSION_LANGUAGES else "unknown"
+
+
 def resolve_tool(tool: str) -> str | None:
     """Absolute path of a tool as runs will find it, or None when it is not installed."""
     if tool == "python3":

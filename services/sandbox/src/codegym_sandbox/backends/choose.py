@@ -9,8 +9,10 @@ local backend, which needs no engine. The reason is logged at start-up and shown
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
+import socket
 import subprocess
 from typing import Any
 
@@ -20,9 +22,12 @@ from ..config import Settings
 from .base import Backend
 from .containers import ContainerSpec
 from .docker import DockerBackend
+from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend
+
+log = logging.getLogger("codegym.sandbox")
 
 
 def agent_config(settings: Settings, local: bool) -> dict[str, Any]:
@@ -60,6 +65,9 @@ def docker_problem(image: str) -> str | None:
         import docker
     except ImportError:
         return "the docker package is not installed"
+    silent = _silent_socket(os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock")
+    if silent is not None:
+        return f"no docker engine ({silent})"
     try:
         client = docker.from_env(timeout=5)
     except Exception as exc:
@@ -73,6 +81,23 @@ def docker_problem(image: str) -> str | None:
         return f"no docker engine ({type(exc).__name__})"
     finally:
         client.close()
+    return None
+
+
+def _silent_socket(host: str) -> str | None:
+    """Why nothing answers on a local docker socket, or None (also for a host that is not a unix socket).
+
+    Asked before the docker client is made: a client whose engine does not answer leaves its socket open.
+    """
+    if not host.startswith("unix://"):
+        return None
+    path = host.removeprefix("unix://")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5)
+        try:
+            probe.connect(path)
+        except OSError as exc:
+            return f"nothing answers on {path}: {exc.strerror or type(exc).__name__}"
     return None
 
 
@@ -98,30 +123,37 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     return backend, reason
 
 
+async def detect(settings: Settings) -> tuple[str, str]:
+    """The kind of backend the server would use (``local``, ``docker``, ``podman``, ``podman-hpc``) and why."""
+    kind = settings.backend
+    if kind != "auto":
+        return kind, f"asked for {kind}"
+    in_slurm = bool(os.environ.get("SLURM_JOB_ID"))
+    order = ["podman-hpc", "docker"] if in_slurm else ["docker", "podman-hpc"]
+    why = []
+    for candidate in order:
+        if candidate == "docker":
+            problem = await asyncio.to_thread(docker_problem, settings.image)
+        else:
+            # A workstation has plain podman where a cluster has podman-hpc: either will do.
+            candidate = settings.podman_binary or ("podman-hpc" if shutil.which("podman-hpc") else "podman")
+            problem = await asyncio.to_thread(podman_problem, candidate, settings.image)
+        if problem is None:
+            kind = "docker" if candidate == "docker" else "podman-hpc" if "podman-hpc" in candidate else "podman"
+            return kind, f"auto: {candidate} answers and has {settings.image}" + (" (in a Slurm job)" * in_slurm)
+        why.append(f"{candidate}: {problem}")
+    return "local", "auto: no container engine with the runtime image (" + "; ".join(why) + ")"
+
+
 async def _choose(settings: Settings) -> tuple[Backend, str]:
     workers = settings.workers or os.cpu_count() or 1
-    kind = settings.backend
-    reason = f"asked for {kind}"
-    if kind == "auto":
-        in_slurm = bool(os.environ.get("SLURM_JOB_ID"))
-        order = ["podman-hpc", "docker"] if in_slurm else ["docker", "podman-hpc"]
-        why = []
-        for candidate in order:
-            if candidate == "docker":
-                problem = await asyncio.to_thread(docker_problem, settings.image)
-            else:
-                # A workstation has plain podman where a cluster has podman-hpc: either will do.
-                candidate = settings.podman_binary or ("podman-hpc" if shutil.which("podman-hpc") else "podman")
-                problem = await asyncio.to_thread(podman_problem, candidate, settings.image)
-            if problem is None:
-                kind = "docker" if candidate == "docker" else "podman-hpc" if "podman-hpc" in candidate else "podman"
-                reason = f"auto: {candidate} answers and has {settings.image}" + (" (in a Slurm job)" * in_slurm)
-                break
-            why.append(f"{candidate}: {problem}")
-        else:
-            kind = "local"
-            reason = "auto: no container engine with the runtime image (" + "; ".join(why) + ")"
+    kind, reason = await detect(settings)
     if kind == "local":
+        checks = await asyncio.to_thread(host_checks, settings, kind)
+        refused = refusal(checks)
+        if refused is not None:
+            raise CannotIsolate(refused)
+        log.info("%s", startup_lines(checks))
         return LocalBackend(workers, settings.queue_size, agent_config(settings, True), settings.python), reason
     config = agent_config(settings, False)
     if kind == "docker":

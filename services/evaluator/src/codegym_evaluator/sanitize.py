@@ -1,4 +1,13 @@
-"""Keep what a function task needs: imports, the entry point, and the definitions it uses (transitively)."""
+"""Keep what a function task needs: imports, set-up, the entry point, and the definitions it uses (transitively).
+
+What goes is what a reference harness would not run either, or runs only to fail a right answer: the model's
+own tests (asserts, a test runner), demo calls and prints of its functions, ``input()`` and a
+``__main__`` block (HumanEval's harness ``exec``s the completion, where ``__name__`` is not ``"__main__"``).
+What stays is what runs at import and changes how the program computes: a statement that calls into or
+assigns to a module the program imported (``sys.setrecursionlimit(10**6)``, ``decimal.getcontext().prec =
+50``, ``sys.set_int_max_str_digits(0)``, ``mp.dps = 30``), with the names it reads, unless it calls a function
+of the program's own (a demo), ends the process, or runs tests.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +37,79 @@ def _used_names(node: ast.AST) -> set[str]:
     return loads
 
 
+# Calls into these do not set anything up: they end the process, or run the model's own tests.
+_ENDS_OR_TESTS = ("sys.exit", "os._exit", "os.abort", "unittest", "doctest", "pytest")
+
+
+def _imports(body: list[ast.stmt]) -> dict[str, str]:
+    """What each name bound by a top-level import stands for: ``np`` -> ``numpy``, ``exit`` -> ``sys.exit``."""
+    bound: dict[str, str] = {}
+    for node in body:
+        if not _is_import_block(node):
+            continue
+        for n in ast.walk(node):
+            if isinstance(n, ast.Import):
+                for a in n.names:
+                    bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                bound.update({a.asname or a.name: f"{n.module}.{a.name}" for a in n.names if a.name != "*"})
+    return bound
+
+
+def _qualified(expr: ast.expr, imports: dict[str, str]) -> str | None:
+    """The module path ``expr`` reaches from an imported name (``decimal.getcontext().prec`` ->
+    ``decimal.getcontext.prec``), or None when it starts anywhere else."""
+    parts: list[str] = []
+    while not isinstance(expr, ast.Name):
+        if isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        elif isinstance(expr, ast.Call):
+            expr = expr.func
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        else:
+            return None
+    root = imports.get(expr.id)
+    return ".".join([root, *reversed(parts)]) if root is not None else None
+
+
+def _sets_up(node: ast.stmt, imports: dict[str, str], functions: set[str]) -> bool:
+    """Whether ``node`` changes at import how the program computes (see the module's docstring)."""
+    if _used_names(node) & functions:
+        return False  # it runs the program's own code: a demo
+    reached: list[str | None]
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        reached = [_qualified(node.value, imports)]
+    elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            return False
+        if not all(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
+            return False
+        reached = [_qualified(t, imports) for t in targets]
+    elif isinstance(node, ast.If) and not _is_main_guard(node):
+        return all(_sets_up(s, imports, functions) or _is_import_block(s) for s in node.body + node.orelse)
+    elif isinstance(node, ast.Try):
+        inner = node.body + node.orelse + node.finalbody
+        handled = [s for h in node.handlers for s in h.body]
+        return all(_sets_up(s, imports, functions) or _is_import_block(s) for s in inner) and all(
+            _sets_up(s, imports, functions) or _is_import_block(s) or isinstance(s, ast.Pass) for s in handled
+        )
+    else:
+        return False
+    return all(q is not None and not _within(q, _ENDS_OR_TESTS) for q in reached)
+
+
+def _within(qualified: str, prefixes: tuple[str, ...]) -> bool:
+    return any(qualified == p or qualified.startswith(p + ".") for p in prefixes)
+
+
+def _is_main_guard(node: ast.If) -> bool:
+    names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+    return "__name__" in names
+
+
 def _is_import_block(node: ast.stmt) -> bool:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return True
@@ -38,7 +120,7 @@ def _is_import_block(node: ast.stmt) -> bool:
 
 
 def sanitize(code: str, entry_point: str) -> str:
-    """``code`` without the top-level statements that ``entry_point`` does not need.
+    """``code`` without the top-level statements that ``entry_point`` does not need, and that set nothing up.
 
     Code that does not parse, or that does not define ``entry_point`` at top level (a function body to
     append to a prompt), is returned unchanged.
@@ -57,8 +139,16 @@ def sanitize(code: str, entry_point: str) -> str:
     body = tree.body
     if not any(entry_point in _defined_names(n) for n in body if not isinstance(n, ast.AugAssign)):
         return code
+    imports = _imports(body)
+    functions = {n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))} - set(
+        imports
+    )
     needed = {entry_point}
     keep: set[int] = {i for i, n in enumerate(body) if _is_import_block(n)}
+    for i, node in enumerate(body):
+        if i not in keep and _sets_up(node, imports, functions):
+            keep.add(i)
+            needed |= _used_names(node)
     changed = True
     while changed:  # grow the set of needed definitions until it is closed under use
         changed = False

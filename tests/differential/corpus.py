@@ -7,6 +7,9 @@ An :class:`Item` is one completion judged in one form:
 - ``assert``: the same program, judged by the task's ``check(candidate)`` (HumanEval's shape: the check may
   call the prompt's helpers).
 
+An item's tests compare by the rule of its ``dataset`` (codegym's own by default; ``comparisons.py`` adds the
+items whose verdict depends on it, in APPS's and open-r1's formats too).
+
 Labels: ``honest-correct`` and ``honest-wrong`` (the plain reference is the truth for these; the label is
 what the corpus means them to be, and a mismatch is a corpus bug the report shows), ``hack`` (must never pass).
 The data is made in code; nothing is downloaded.
@@ -102,6 +105,9 @@ class Item:
     variant: str
     code: str  # what the model wrote (for call and assert: what follows the prompt)
     label: Label
+    dataset: str = "codegym"  # whose rule its tests compare by: codegym, apps, open-r1 (``comparisons.HARNESSES``)
+    comparison: str | None = None  # a codegym task's own comparison of outputs, where it names one
+    bound: bool = False  # its verdict depends on its dataset's rule: routes judge it only in that dataset's format
 
     @property
     def program(self) -> str:
@@ -164,6 +170,9 @@ def items() -> tuple[Item, ...]:
             out.append(Item(f"{task.name}/stdio/{name}", task, "stdio", "python", name, code, label))
         for language, name, code, label in native_variants(task):
             out.append(Item(f"{task.name}/stdio/{language}/{name}", task, "stdio", language, name, code, label))
+    from .comparisons import comparison_items  # it builds on Item
+
+    out.extend(comparison_items())
     ids = [i.id for i in out]
     assert len(ids) == len(set(ids)), "item ids must be unique"
     return tuple(out)

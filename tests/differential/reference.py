@@ -1,11 +1,13 @@
 """The plain reference: each test of an item in a fresh process of its own, with no sandbox and no harness tricks.
 
 - stdin form: ``python3 main.py`` (or the language's own compiler, then the binary; ``node``; ``bash``) in a
-  temporary directory, fed the case's stdin; passed when it exits 0 and its stdout equals the expected one
-  apart from trailing newlines (the sandbox's default ``exact`` comparison);
+  temporary directory, fed the case's stdin; passed when it exits 0 and its stdout is the expected one as
+  the item's dataset's harness compares (``comparisons.HARNESSES``): apart from trailing newlines (codegym's
+  default), token by token (APPS, open-r1), or as floats where a codegym task says so;
 - call form: a fresh interpreter imports the program as the module ``main`` (so ``__name__`` is ``"main"``,
-  not ``"__main__"``), calls the function and compares the value (tuples as lists, floats within 1e-6, as
-  the sandbox's call tests do);
+  not ``"__main__"``), calls the function and compares the value as the item's dataset does: JSON values
+  (tuples as lists, a bool no number, an expected float within 1e-6, never through an overflow) or Python's
+  ``==`` (APPS's harness);
 - assert form: a fresh interpreter imports the program as a module and runs the task's ``check`` on its
   function, with the task's OWN helpers (the prompt's, not the program's redefinitions) in the check's scope.
 
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
+from .comparisons import HARNESSES
 from .corpus import Item, call_cases, stdio_cases
 
 TIMEOUT_S = 20.0  # only a hang reaches it: every program of the corpus ends; a loaded machine is slow
@@ -45,22 +50,51 @@ RUN = {
 # Runs beside the program (never as it): imports it, judges, and writes PASS only when everything passed.
 RUNNER = r"""
 import importlib, json, math, sys
+from fractions import Fraction
 spec = json.loads(sys.argv[1])
 sys.path.insert(0, spec["dir"])
 sys.argv = ["main.py"]
 
+def close(got, want):
+    # Exact fractions: no number beyond a float's range becomes infinity, and an infinity matches only itself.
+    if math.isinf(want) or math.isnan(want) or (isinstance(got, float) and not math.isfinite(got)):
+        return got == want
+    a, b = Fraction(got), Fraction(want)
+    return abs(a - b) <= max(Fraction(1e-6) * max(abs(a), abs(b)), Fraction(1e-6))
+
+def plain(value):
+    # What a numpy value stands for, and tuples as lists: then what JSON holds of it (TypeError: not JSON).
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
 def same(got, want):
-    if isinstance(got, tuple):
-        got = list(got)
-    if isinstance(want, float) or isinstance(got, float):
-        try:
-            return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-6)
-        except TypeError:
-            return False
+    # JSON values: a bool is no number, an expected integer only that number, an expected float within 1e-6.
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(got) is type(want) and got == want
+    if isinstance(want, float):
+        return isinstance(got, (int, float)) and close(got, want)
     if isinstance(want, list):
         return isinstance(got, list) and len(got) == len(want) and all(map(same, got, want))
     if isinstance(want, dict):
         return isinstance(got, dict) and got.keys() == want.keys() and all(same(got[k], want[k]) for k in want)
+    return type(got) is type(want) and got == want
+
+def json_equal(got, want):
+    try:
+        got = json.loads(json.dumps(plain(got)))
+    except (TypeError, ValueError):
+        return False
+    return same(got, want)
+
+def python_equal(got, want):
+    # What APPS's and LiveCodeBench's harnesses do: a returned tuple as a list, then Python's ==.
+    if isinstance(got, tuple):
+        got = list(got)
     try:
         return bool(got == want)
     except Exception:
@@ -69,7 +103,8 @@ def same(got, want):
 module = importlib.import_module("main")
 function = getattr(module, spec["entry"])
 if spec["kind"] == "call":
-    ok = same(function(*spec["args"]), spec["expected"])
+    compare = python_equal if spec["rule"] == "python" else json_equal
+    ok = compare(function(*spec["args"]), spec["expected"])
 else:
     scope = {"__name__": "check"}
     exec(spec["helpers"], scope)
@@ -118,9 +153,31 @@ def _stdio(item: Item, cwd: str) -> Outcome:
             return Outcome(False, f"test {i}: timed out")
         if done.returncode != 0:
             return Outcome(False, f"test {i}: exit {done.returncode}: {done.stderr[-200:]}")
-        if done.stdout.rstrip("\n") != expected.rstrip("\n"):
+        if not same_output(done.stdout, expected, item.comparison or HARNESSES[item.dataset][0]):
             return Outcome(False, f"test {i}: printed {done.stdout[:80]!r}, not {expected[:80]!r}")
     return Outcome(True)
+
+
+def same_output(got: str, want: str, comparison: str) -> bool:
+    """Whether the output ``got`` is the expected ``want``: ``exact`` apart from trailing newlines, ``whitespace``
+    token by token, ``float`` token by token with numbers as exact fractions (one written as an integer equal,
+    others within 1e-6)."""
+    if comparison == "exact":
+        return got.rstrip("\n") == want.rstrip("\n")
+    a, b = got.split(), want.split()
+    if comparison == "whitespace" or len(a) != len(b):
+        return a == b
+    return all(x == y or _close_tokens(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _close_tokens(got: str, want: str) -> bool:
+    try:
+        x, y = Fraction(got), Fraction(want)
+    except (ValueError, ZeroDivisionError):
+        return False
+    if re.fullmatch(r"[+-]?[0-9]+", want):
+        return x == y
+    return abs(x - y) <= max(Fraction(1e-6) * max(abs(x), abs(y)), Fraction(1e-6))
 
 
 def _judged(item: Item, cwd: str, spec: Mapping[str, object], what: str) -> Outcome:
@@ -141,7 +198,8 @@ def _function(item: Item, cwd: str) -> Outcome:
         spec = {"kind": "assert", "helpers": item.task.helpers, "check": item.task.check_source()}
         return _judged(item, cwd, spec, "check")
     for i, (args, expected) in enumerate(call_cases(item.task)):
-        outcome = _judged(item, cwd, {"kind": "call", "args": args, "expected": expected}, f"test {i}")
+        spec = {"kind": "call", "args": args, "expected": expected, "rule": HARNESSES[item.dataset][1]}
+        outcome = _judged(item, cwd, spec, f"test {i}")
         if not outcome.passed:
             return outcome
     return Outcome(True)

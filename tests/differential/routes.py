@@ -14,6 +14,11 @@ test), ``False`` or ``None`` (not judged: the sandbox answered SE, or the route 
 - ``/run_jupyter``: the same script as a notebook's one cell, its result the cell's display;
 - ``CodeReward`` (``services/evaluator/.../trl_reward.py``) with ``api="native"`` and ``api="fusion"``: the
   whole corpus in one call each, its tests in the dataset columns it reads.
+
+An item of APPS or open-r1 (``Item.dataset``) goes to each route in that dataset's format (an APPS row, open-r1's
+columns) and is compared by that dataset's rule; where a route's client compares outputs itself (``/run_code``,
+the open-r1 scripts), it compares by the same rule. An item whose verdict depends on its rule (``Item.bound``)
+is judged only by the routes that can say its dataset.
 """
 
 from __future__ import annotations
@@ -27,8 +32,11 @@ from typing import Any
 import httpx
 from codegym_evaluator.scoring import evaluate_body
 from codegym_evaluator.tasks import Task
+from codegym_evaluator.tasks.apps import APPSAdapter
 from codegym_evaluator.tasks.humaneval import HumanEvalAdapter
+from codegym_evaluator.tasks.rules import rule
 from codegym_evaluator.trl_reward import CodeReward
+from codegym_sandbox.judging.compare import Comparison, outputs_match
 
 from .corpus import Item, call_cases, stdio_cases
 
@@ -71,8 +79,35 @@ async def _bounded(jobs: list[Awaitable[None]]) -> None:
     await asyncio.gather(*(one(j) for j in jobs))
 
 
+def judge_metadata(item: Item) -> dict[str, str]:
+    """How the item's task compares, as its task's metadata says it (``tasks.rules``; a codegym task's own)."""
+    meta = rule(item.dataset).metadata() if item.dataset != "codegym" else {}
+    return {**meta, "comparison": item.comparison} if item.comparison else meta
+
+
+def comparison(item: Item) -> Comparison:
+    """How the item's outputs compare, for the clients that compare them themselves."""
+    return Comparison(judge_metadata(item).get("comparison", "exact"))
+
+
+def apps_row(item: Item) -> dict[str, Any]:
+    """The item's task as a row of APPS (``input_output``; a call's expected value wrapped in a list)."""
+    if item.form == "stdio":
+        cases = stdio_cases(item.task)
+        io: dict[str, Any] = {"inputs": [i for i, _ in cases], "outputs": [o for _, o in cases]}
+    else:
+        calls = call_cases(item.task)
+        io = {"fn_name": item.task.entry, "inputs": [a for a, _ in calls], "outputs": [[e] for _, e in calls]}
+    return {"id": item.task.name, "question": item.task.doc, "input_output": json.dumps(io)}
+
+
 def library_task(item: Item) -> Task:
-    """The item's task as codegym's task library has it (HumanEval's adapter for the assert form)."""
+    """The item's task as codegym's task library has it (HumanEval's adapter for the assert form, APPS's for
+    an APPS item)."""
+    if item.dataset == "apps":
+        task = APPSAdapter().to_task(apps_row(item), 0)
+        assert task is not None
+        return task
     row = submit_row(item)
     return HumanEvalAdapter().to_task(row, 0) if item.form == "assert" else Task(**row)
 
@@ -82,8 +117,8 @@ async def evaluate(url: str, items: list[Item]) -> dict[str, Verdict]:
     ``evaluate_body`` (as its ``Scorer`` sends it)."""
     out: dict[str, Verdict] = {}
 
-    def key(i: Item) -> tuple[str, str, str]:
-        return (i.task.name, i.form, i.language)
+    def key(i: Item) -> tuple[str, str, str, str, str]:
+        return (i.task.name, i.form, i.language, i.dataset, i.comparison or "")
 
     async with _client(url) as http:
 
@@ -119,7 +154,9 @@ async def run_code(url: str, items: list[Item]) -> dict[str, Verdict]:
                     verdict = None
                     break
                 run = answer.get("run_result") or {}
-                if answer["status"] != "Success" or (run.get("stdout") or "").rstrip("\n") != expected.rstrip("\n"):
+                if answer["status"] != "Success" or not outputs_match(
+                    run.get("stdout") or "", expected, comparison(item)
+                ):
                     verdict = False
                     break
             out[item.id] = verdict
@@ -129,8 +166,10 @@ async def run_code(url: str, items: list[Item]) -> dict[str, Verdict]:
 
 
 def submit_row(item: Item) -> dict[str, Any]:
-    """The task as ``/submit``'s ``config.provided_data``: a HumanEval row, or a codegym task."""
+    """The task as ``/submit``'s ``config.provided_data``: a HumanEval row, an APPS row, or a codegym task."""
     task = item.task
+    if item.dataset == "apps":
+        return apps_row(item)
     if item.form == "assert":
         return {
             "task_id": task.name,
@@ -145,6 +184,7 @@ def submit_row(item: Item) -> dict[str, Any]:
         "kind": item.form,
         "tests": native_tests(item),
         "language": item.language,
+        "metadata": judge_metadata(item),
     }
     if item.form == "call":
         row.update(entry_point=task.entry, starter_code=task.starter)
@@ -157,12 +197,13 @@ async def submit(url: str, items: list[Item]) -> dict[str, Verdict]:
     async with _client(url) as http:
 
         async def one(item: Item) -> None:
-            completion = item.fenced if item.form == "stdio" else item.completion
+            completion = item.fenced if item.form == "stdio" or item.dataset == "apps" else item.completion
             config = {"provided_data": submit_row(item), "run_timeout": TIMEOUT_S, "extra": {"run_all_cases": True}}
+            dataset, id_ = (
+                ("apps", f"APPS/{item.task.name}") if item.dataset == "apps" else ("humaneval", item.task.name)
+            )
             r = await _post(
-                http,
-                "/submit",
-                {"dataset": "humaneval", "id": item.task.name, "completion": completion, "config": config},
+                http, "/submit", {"dataset": dataset, "id": id_, "completion": completion, "config": config}
             )
             if r.status_code != 200:
                 out[item.id] = None
@@ -189,7 +230,7 @@ def evaluate_code(code, test_cases):
             continue
         if process.returncode != 0:
             continue
-        if process.stdout.rstrip("\\n") == case["output"].rstrip("\\n"):
+        if {same}:
             passed += 1
     return passed / len(test_cases)
 
@@ -200,16 +241,29 @@ evaluate_code(code_snippet, test_cases)
 """
 
 
+# How the script compares, by the item's rule (open-r1 itself strips lines and zips them, which drops lines).
+SAME = {
+    Comparison.EXACT: 'process.stdout.rstrip("\\n") == case["output"].rstrip("\\n")',
+    Comparison.WHITESPACE: 'process.stdout.split() == case["output"].split()',
+}
+
+
 def open_r1_script(item: Item) -> str:
-    """open-r1's ``code_reward`` script for one program, with an exact comparison (open-r1 zips lines)."""
+    """open-r1's ``code_reward`` script for one program, comparing by the item's rule."""
     cases = json.dumps([{"input": i, "output": o} for i, o in stdio_cases(item.task)])
-    return OPEN_R1_SCRIPT.format(code=item.program, cases=cases, timeout=TIMEOUT_S)
+    same = SAME[comparison(item)]
+    return OPEN_R1_SCRIPT.format(code=item.program, cases=cases, timeout=TIMEOUT_S, same=same)
+
+
+def scripted(item: Item) -> bool:
+    """A Python stdin item the open-r1 script can judge (its comparison is one the script makes)."""
+    return item.form == "stdio" and item.language == "python" and comparison(item) in SAME
 
 
 async def execute_batch(url: str, items: list[Item]) -> dict[str, Verdict]:
     """``/execute_batch`` for the Python stdin programs, in batches of 32 scripts, as open-r1's routers send."""
     out: dict[str, Verdict] = {}
-    chosen = [i for i in items if i.form == "stdio" and i.language == "python"]
+    chosen = [i for i in items if scripted(i)]
     async with _client(url) as http:
 
         async def batch(members: list[Item]) -> None:
@@ -233,7 +287,7 @@ async def run_jupyter(url: str, items: list[Item]) -> dict[str, Verdict]:
     """``/run_jupyter`` for the Python stdin programs: open-r1's script as the one cell of a notebook, its
     result the cell's display (``text/plain``), as a notebook-based reward reads it."""
     out: dict[str, Verdict] = {}
-    chosen = [i for i in items if i.form == "stdio" and i.language == "python"]
+    chosen = [i for i in items if scripted(i)]
     async with _client(url) as http:
 
         async def one(item: Item) -> None:
@@ -250,30 +304,51 @@ async def run_jupyter(url: str, items: list[Item]) -> dict[str, Verdict]:
 
 
 def reward_columns(items: list[Item]) -> dict[str, list[Any]]:
-    """TRL's dataset columns for ``CodeReward``: ``verification_info`` (stdin and call tests, open-r1's format)
-    or HumanEval's ``tests`` with ``entry_point``, one row per completion."""
+    """TRL's dataset columns for ``CodeReward``: ``verification_info`` (stdin and call tests, open-r1's format),
+    APPS's ``input_output`` for an APPS item, or HumanEval's ``tests`` with ``entry_point``, one row per
+    completion."""
     info: list[Any] = []
+    io: list[Any] = []
     tests: list[Any] = []
     entry: list[Any] = []
     for item in items:
-        if item.form == "stdio":
+        if item.dataset == "apps":
+            info.append(None)
+            io.append(apps_row(item)["input_output"])
+        elif item.form == "stdio":
             cases = [{"input": i, "output": o} for i, o in stdio_cases(item.task)]
             info.append({"language": item.language, "test_cases": cases})
+            io.append(None)
         elif item.form == "call":
             cases = [{"input": json.dumps(a), "output": json.dumps(e)} for a, e in call_cases(item.task)]
             info.append({"language": "python", "fn_name": item.task.entry, "test_cases": cases})
+            io.append(None)
         else:
             info.append(None)
+            io.append(None)
         tests.append(item.task.check_source() if item.form == "assert" else None)
         entry.append(item.task.entry if item.form == "assert" else None)
-    return {"verification_info": info, "tests": tests, "entry_point": entry, "language": [i.language for i in items]}
+    return {
+        "verification_info": info,
+        "input_output": io,
+        "tests": tests,
+        "entry_point": entry,
+        "language": [i.language for i in items],
+    }
+
+
+def rewarded(item: Item, api: str) -> bool:
+    """An item ``CodeReward`` can judge: open-r1's and APPS's items in their columns, codegym's own in open-r1's
+    where its verdict is the same under either rule (not ``bound``); a plain fusion server lacks plain C."""
+    expressible = item.dataset in ("apps", "open-r1") or not item.bound
+    return expressible and (api == "native" or item.language in FUSION_LANGUAGES)
 
 
 def code_reward(api: str) -> Driver:
     """``CodeReward(api=...)`` on every item at once; passed when the reward is 1.0 (all tests)."""
 
     async def drive(url: str, items: list[Item]) -> dict[str, Verdict]:
-        chosen = [i for i in items if api == "native" or i.language in FUSION_LANGUAGES]
+        chosen = [i for i in items if rewarded(i, api)]
         reward = CodeReward(url, api=api, timeout_s=TIMEOUT_S, concurrency=CONCURRENCY)  # type: ignore[arg-type]
         # The prompt as TRL gives it: the text the completion follows (its helpers are the tests' own).
         prompts = [i.task.starter if i.form != "stdio" else "" for i in chosen]

@@ -83,6 +83,10 @@ REQUESTS: list[tuple[str, str, bytes, set[int], str]] = [
     ("too-many-fetched", "/run_code", _execute(fetch_files=[f"f{i}" for i in range(5000)]), {422}, "at most"),
     ("bad-base64", "/v1/execute", _execute(files={"x": "!!not base64!!"}), {422}, "base64"),
     ("bad-base64-fusion", "/run_code", _execute(files={"x": "%%%"}), {422}, "base64"),
+    # Content beyond ASCII is never base64, and was a 500 (found by services/sandbox/tests/api/test_openapi.py).
+    ("non-ascii-base64", "/v1/execute", _fusion(files={"x": "\u00e9A=="}), {422}, "base64"),
+    ("non-ascii-base64-fusion", "/run_code", _fusion(files={"x": "\u0080"}), {422}, "base64"),
+    ("non-ascii-base64-jupyter", "/run_jupyter", _jupyter(files={"x": "\U0001f600"}), {422}, "base64"),
     (
         "function-is-code",
         "/v1/evaluate",

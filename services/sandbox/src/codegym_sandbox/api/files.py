@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import posixpath
 
@@ -53,6 +52,6 @@ def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
             continue  # as SandboxFusion does
         try:
             out[scratch_name(name)] = base64.b64decode(content, validate=True)
-        except binascii.Error as exc:
+        except ValueError as exc:  # binascii.Error, or a character beyond ASCII (never base64)
             raise BadFiles(f"file {name!r}: content is not valid base64 ({exc})") from exc
     return out

@@ -88,6 +88,45 @@ def test_timeouts_are_not_cached(client: TestClient) -> None:
     assert again["verdict"] == "TLE" and again["run"]["cached"] is False
 
 
+# Spends about SPIN_S of CPU (where the time limit is LIMIT_S), then ends as ``{tail}`` says.
+SPIN_S, LIMIT_S = 1.3, 2.0
+SPIN = "import time\nend = time.process_time() + {spin}\nwhile time.process_time() < end:\n    pass\n{tail}\n"
+
+
+def test_a_run_near_its_time_limit_is_not_cached(client: TestClient) -> None:
+    """Past half its time limit a run may be TLE next time: whatever it ended with is not remembered."""
+    limits = {"timeout_s": LIMIT_S}
+    for tail in ("print('done')", "raise SystemExit(1)", "print('wrong')"):
+        req = {"language": "python", "code": SPIN.format(spin=SPIN_S, tail=tail), "limits": limits}
+        first = client.post("/v1/execute", json=req).json()
+        again = client.post("/v1/execute", json=req).json()
+        assert first["run"]["cpu_s"] >= 0.5 * LIMIT_S and again["run"]["cached"] is False, (tail, first, again)
+    # Far from the limit, the same program is remembered.
+    req = {"language": "python", "code": SPIN.format(spin=0.01, tail="print('done')"), "limits": limits}
+    assert [client.post("/v1/execute", json=req).json()["run"]["cached"] for _ in range(2)] == [False, True]
+
+
+def test_a_test_near_its_time_limit_is_not_cached_beside_fast_ones(client: TestClient) -> None:
+    code = SPIN.format(spin=f"{SPIN_S} * (input() == 'slow')", tail="print('done')")
+    tests = [{"stdin": f"{word}\n", "expected_stdout": "done\n"} for word in ("slow", "fast", "quick")]
+    body = {"language": "python", "programs": [code], "tests": tests, "limits": {"timeout_s": LIMIT_S}}
+    assert client.post("/v1/evaluate", json=body).status_code == 200
+    runs = _counter(client, RUNS)
+    again = client.post("/v1/evaluate", json=body).json()["results"][0]
+    assert [t["verdict"] for t in again["tests"]] == ["AC"] * 3, again
+    assert _counter(client, RUNS) == runs + 1  # the slow test ran again; the fast ones came from the cache
+
+
+def test_a_run_code_answer_near_its_time_limit_is_not_cached(fusion_cached: TestClient) -> None:
+    client = fusion_cached
+    answers = client.app.state.executor.responses  # type: ignore[attr-defined]
+    stored = len(answers)
+    req = {"code": SPIN.format(spin=SPIN_S, tail="print('done')"), "language": "python", "run_timeout": LIMIT_S}
+    for _ in range(2):
+        assert client.post("/run_code", json=req).json()["run_result"]["stdout"] == "done\n"
+    assert len(answers) == stored
+
+
 def _counter(client: TestClient, sample: str) -> float:
     for line in client.get("/metrics").text.splitlines():
         if line.startswith(sample + " "):

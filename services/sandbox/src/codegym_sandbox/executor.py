@@ -63,6 +63,12 @@ class StepResult:
     error: str | None = None  # set for SE: what failed in the infrastructure
     cached: bool = False
     collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    near_limit: bool = False  # it used NEAR_LIMIT of its time or more: a run again may end otherwise
+
+    @property
+    def repeatable(self) -> bool:
+        """Whether running it again would give the same verdict, so that it may be cached."""
+        return self.verdict not in _UNREPEATABLE and not self.near_limit
 
     @property
     def nbytes(self) -> int:
@@ -78,8 +84,11 @@ class StepResult:
         return -self.signal if self.signal is not None else None
 
 
-# Timeouts depend on load and faults on luck: only outcomes that would repeat are remembered.
+# Only outcomes that would repeat are remembered: no fault (luck), no timeout (load), no run that used NEAR_LIMIT of
+# its time limit (CPU or wall): its time varies with its neighbours (caches, clock, a sibling hyper-thread) by tens
+# of percent, so it is TLE some times, and what it ended with is luck. Half: a rerun may take twice the time.
 _UNREPEATABLE = (Verdict.SE, Verdict.TLE)
+NEAR_LIMIT = 0.5
 # Memory of a StepResult with empty outputs beyond the cache's own ENTRY_BYTES (its fields and their
 # objects: tracemalloc shows ~310 B), and of each file it holds (the name, the tuple, the dict's slot).
 _STEP_BYTES = 320
@@ -94,7 +103,7 @@ class Execution:
     @property
     def repeatable(self) -> bool:
         """Whether the same request would give the same answer, so that the answer may be cached."""
-        return all(s.verdict not in _UNREPEATABLE for s in (self.compile, self.run) if s is not None)
+        return all(s.repeatable for s in (self.compile, self.run) if s is not None)
 
 
 def _sandbox_error(message: str) -> StepResult:
@@ -270,7 +279,7 @@ class Executor:
             for i, result in zip(todo, fresh, strict=True):
                 self.metrics.run_seconds.labels(language=lang.name, kind="run").observe(each)
                 self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
-                if caching and result.verdict not in _UNREPEATABLE:
+                if caching and result.repeatable:
                     self.cache.put(keys[i], result)
                 results[i] = result
         return [r for r in results if r is not None]
@@ -340,7 +349,7 @@ class Executor:
             raise
         self.metrics.run_seconds.labels(language=lang.name, kind=kind).observe(time.perf_counter() - started)
         self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
-        if caching and result.verdict not in _UNREPEATABLE:
+        if caching and result.repeatable:
             self.cache.put(key, result)
         return result
 
@@ -387,4 +396,5 @@ def _step_result(
         memory_exceeded=mem,
         error=f"the program could not be started: {failed}" if failed else None,
         collected=out.collected,
+        near_limit=max(out.wall_s, out.cpu_s or 0.0) >= NEAR_LIMIT * limits.wall_s,
     )

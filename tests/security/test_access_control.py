@@ -54,7 +54,9 @@ def test_token_enforced_and_never_logged(guarded: ServerProcess) -> None:
     ok = httpx.post(f"{url}/v1/execute", json=body, headers=auth)
     assert ok.status_code == 200 and ok.json()["run"]["stdout"] == "ok\n"
     # Errors that a server might log with their request: a bad body, a program that reads its environment.
-    assert httpx.post(f"{url}/v1/execute", content=b"{bad", headers={**auth, "content-type": "x"}).status_code == 422
+    assert httpx.post(f"{url}/v1/execute", content=b"{bad", headers={**auth, "content-type": "x"}).status_code == 415
+    bad = httpx.post(f"{url}/v1/execute", content=b"{bad", headers={**auth, "content-type": "application/json"})
+    assert bad.status_code == 422
     env = httpx.post(
         f"{url}/v1/execute", json={"language": "python", "code": "import os; print(os.environ)"}, headers=auth
     )
@@ -186,5 +188,36 @@ def test_slow_heads_cannot_lock_out_clients() -> None:
     finally:
         for s in crawlers:
             s.close()
+        server.stop()
+        server.log.unlink(missing_ok=True)
+
+
+def test_web_pages_cannot_run_code() -> None:
+    """A page the machine's browser opens may POST text/plain, a form or a bare body anywhere, and may rebind its
+    own host name to 127.0.0.1: a server without a token takes JSON alone, from the hosts it answers for."""
+    env = {
+        "CODEGYM_SANDBOX_BACKEND": "local",
+        "CODEGYM_SANDBOX_WORKERS": "1",
+        "CODEGYM_SANDBOX_RESERVE_WORKERS": "0",
+        "CODEGYM_SANDBOX_ALLOWED_HOSTS": '["sandbox.internal"]',
+    }
+    server = ServerProcess(env, ["--log-level", "warning"]).start()
+    body = json.dumps({"language": "python", "code": "print('ran')"})
+    page = {"Origin": "http://attacker.example", "Host": f"localhost:{server.port}"}
+    try:
+        with httpx.Client(timeout=10) as client:
+            url = f"{server.url}/run_code"
+            for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+                r = client.post(url, content=body, headers={**page, "Content-Type": kind})
+                assert r.status_code == 415 and "application/json" in r.json()["detail"], (kind, r.text)
+            assert client.post(url, content=body, headers=page).status_code == 415  # no Content-Type at all
+            for host in ("attacker.example", f"attacker.example:{server.port}", "localhost.attacker.example"):
+                r = client.post(url, content=body, headers={"Host": host, "Content-Type": "application/json"})
+                assert r.status_code == 421 and "ALLOWED_HOSTS" in r.json()["detail"], (host, r.text)
+                assert client.get(f"{server.url}/metrics", headers={"Host": host}).status_code == 421
+            for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", "[::1]", "sandbox.internal:80"):
+                r = client.post(url, content=body, headers={"Host": host, "Content-Type": "application/json"})
+                assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "ran\n", (host, r.text)
+    finally:
         server.stop()
         server.log.unlink(missing_ok=True)

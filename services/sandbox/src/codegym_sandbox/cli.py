@@ -14,6 +14,7 @@ def _serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from .api.connections import protocol_class
+    from .api.hosts import HostCheck, answered_hosts
     from .config import Settings
     from .main import create_app
 
@@ -34,7 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(settings)
     dropped = app.state.metrics.dropped_connections
     uvicorn.run(
-        app,
+        HostCheck(app, answered_hosts(settings)),  # on a socket only: an app served in-process has no Host to check
         host=settings.host,
         port=settings.port,
         log_level=args.log_level,

@@ -94,6 +94,13 @@ class Settings(BaseSettings):
     )
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
     max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the server answers for (the Host header, without port) besides IP literals and "
+        "localhost; others get 421, so that a web page whose name resolves to this machine (DNS rebinding) "
+        "cannot use it. Empty: those alone when bound to loopback, every host when bound beyond it (a token is "
+        'required there); "*": every host.',
+    )
     header_timeout_s: float = Field(
         10.0,
         gt=0,
@@ -155,14 +162,14 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> Settings:
-        if self.api_token is None and not _is_loopback(self.host):
+        if self.api_token is None and not is_loopback(self.host):
             raise ValueError(
                 f"binding {self.host} exposes the sandbox beyond this machine: set CODEGYM_SANDBOX_API_TOKEN"
             )
         return self
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:

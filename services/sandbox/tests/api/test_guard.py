@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
+from codegym_sandbox.api.hosts import HostCheck, answered_hosts
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -55,3 +57,49 @@ def test_chunked_body_too_large(guarded: TestClient) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
     r = guarded.post("/run_code", content=chunks(), headers=auth)
     assert r.status_code == 413
+
+
+POST_ROUTES = ["/run_code", "/run_jupyter", "/execute_batch", "/v1/execute", "/v1/evaluate", "/v1/evaluate/batch"]
+
+
+def test_every_post_route_takes_json_alone(guarded: TestClient) -> None:
+    """What a web page may send anywhere without asking (text/plain, a form, no type) runs nothing: 415."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    body = json.dumps({"code": "print(1)", "language": "python"})
+    paths = guarded.get("/openapi.json", headers=auth).json()["paths"]
+    routes = {path for path, operations in paths.items() if "post" in operations}
+    assert set(POST_ROUTES) <= routes
+    for route in routes:
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b", "json"):
+            r = guarded.post(route, content=body, headers={**auth, "Content-Type": kind})
+            assert r.status_code == 415 and "application/json" in r.json()["detail"], (route, kind, r.text)
+        assert guarded.post(route, content=body, headers=auth).status_code == 415, route
+    for kind in ("application/json", "Application/JSON; charset=utf-8"):
+        r = guarded.post("/run_code", content=body, headers={**auth, "Content-Type": kind})
+        assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "1\n", kind
+    assert guarded.post("/run_code", content=body, headers={"Content-Type": "text/plain"}).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed", "answered", "refused"),
+    [
+        ("127.0.0.1", [], ["localhost:8080", "127.0.0.1:8080", "[::1]:8080", "10.0.0.7", "a.localhost"], ["evil.test"]),
+        ("localhost", ["Sandbox.Internal"], ["sandbox.internal:80", "LOCALHOST"], ["evil.test:8080", "localhost.evil"]),
+        ("0.0.0.0", [], ["evil.test", "sandbox", "sandbox.ns.svc.cluster.local:8080"], []),
+        ("0.0.0.0", ["sandbox"], ["sandbox:8080", "127.0.0.1:8080", "localhost"], ["evil.test", "sandbox.evil"]),
+        ("127.0.0.1", ["*"], ["evil.test"], []),
+    ],
+)
+def test_hosts_answered(host: str, allowed: list[str], answered: list[str], refused: list[str]) -> None:
+    """Bound to loopback, a name that is not this machine's (DNS rebinding) is refused 421; bound beyond it, where
+    a token is required, every name is answered unless ALLOWED_HOSTS lists them."""
+    settings = Settings(
+        backend="local", workers=1, reserve_workers=0, host=host, api_token=TOKEN, allowed_hosts=allowed
+    )
+    app = HostCheck(create_app(settings), answered_hosts(settings))
+    with TestClient(app) as client:
+        for name in answered:
+            assert client.get("/livez", headers={"Host": name}).status_code == 200, name
+        for name in refused:
+            r = client.get("/livez", headers={"Host": name})
+            assert r.status_code == 421 and "CODEGYM_SANDBOX_ALLOWED_HOSTS" in r.json()["detail"], name

@@ -1,4 +1,5 @@
-"""ASGI middleware in front of every route: bearer token, body size, per-client concurrency, request counting.
+"""ASGI middleware in front of every route: bearer token, JSON bodies, body size, per-client concurrency, request
+counting.
 
 Written as plain ASGI rather than BaseHTTPMiddleware: it sits on the hot path of every run.
 """
@@ -14,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..metrics import Metrics
 
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 def refusal_status(path: str) -> int:
@@ -54,6 +56,11 @@ class Guard:
         try:
             if self.token is not None and path not in OPEN_PATHS and not self._authorised(scope):
                 await _reply(counting_send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
+                return
+            if scope["method"] in BODY_METHODS and not _is_json(_header(scope, b"content-type")):
+                # A web page may POST text/plain, a form or a bare body to any host without asking (no CORS
+                # preflight), never JSON: a server that takes JSON alone runs nothing a page sends it.
+                await _reply(counting_send, 415, "request bodies must be JSON: send Content-Type: application/json")
                 return
             if self.max_client_requests and path not in OPEN_PATHS:
                 # One client cannot take every worker and the whole queue: its excess waits on its side.
@@ -141,6 +148,11 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replayed
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type says JSON: ``application/json``, with parameters (``; charset=utf-8``) or not."""
+    return content_type is not None and content_type.partition(";")[0].strip().lower() == "application/json"
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import math
 import re
 
 # The checker of call tests compares returned values inside the sandbox, where only the agent is: the one
@@ -53,6 +54,10 @@ def _close(a: str, b: str, rel_tol: float, abs_tol: float) -> bool:
     matches only the same infinity, a NaN only a NaN."""
     if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
         return False
+    if not _INTEGER.fullmatch(b):
+        decided = _float_close(float(a), float(b), rel_tol, abs_tol)
+        if decided is not None:
+            return decided
     x, y = decimal.Decimal(a), decimal.Decimal(b)
     if x.is_nan() or y.is_nan():
         return x.is_nan() and y.is_nan()
@@ -65,3 +70,15 @@ def _close(a: str, b: str, rel_tol: float, abs_tol: float) -> bool:
         return exact.compare(exact.abs(exact.subtract(x, y)), tolerance) <= 0
     except decimal.Overflow:  # numbers beyond any a test expects
         return False
+
+
+def _float_close(x: float, y: float, rel_tol: float, abs_tol: float) -> bool | None:
+    """The tolerance test in floats, where it is sure: both finite and far from a float's limits, and the
+    difference not within rounding of the tolerance; None where only exact decimals can tell."""
+    largest = max(abs(x), abs(y))
+    if not (math.isfinite(x) and math.isfinite(y)) or largest > 1e300:
+        return None
+    diff, tolerance = abs(x - y), max(rel_tol * largest, abs_tol)
+    if abs(diff - tolerance) <= 1e-12 * max(largest, tolerance):  # rounding could tip it either way
+        return None
+    return diff < tolerance

@@ -161,6 +161,15 @@ def check(data: Any) -> None:
     elif tag == "c" and len(rest) == 2 and all(type(r) is str for r in rest):
         _number("f", rest[0])
         _number("f", rest[1])
+    elif tag == "q" and len(rest) == 2 and all(type(r) is str for r in rest):
+        _number("i", rest[0])
+        if int(rest[1], 16) == 0:
+            raise ValueError("a Fraction's denominator is 0")
+    elif tag == "m" and len(rest) == 1 and type(rest[0]) is str:
+        try:
+            Decimal(rest[0])
+        except ArithmeticError:
+            raise ValueError(f"not a Decimal: {rest[0][:100]!r}") from None
     elif tag == "r" and len(rest) == 3 and all(type(r) is int for r in rest) and rest[2] != 0:
         return
     elif tag != "h" or [type(r) for r in rest] != [int, str, bool]:  # a handle: its number, repr, callable

@@ -126,3 +126,10 @@ def test_a_python_source_that_does_not_parse_is_a_compile_error(error: str) -> N
     # A limit it hit stays that limit's verdict.
     timed = _outcome(exit_code=None, signal=signal.SIGKILL, timed_out=True, stderr=f"{error}\n".encode())
     assert run_verdict(timed, False, False, python=True) is Verdict.TLE
+
+
+def test_a_verdict_reads_as_it_is_on_the_wire() -> None:
+    # Its callers print it, log it and make names of it ("verdicts/SE"): never "Verdict.SE".
+    assert [str(v) for v in Verdict] == [v.value for v in Verdict]
+    assert f"{Verdict.SE}|{Verdict.AC:>3}" == "SE| AC"
+    assert Verdict.WA == "WA" and Verdict("TLE") is Verdict.TLE

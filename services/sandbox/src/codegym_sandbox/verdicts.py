@@ -27,6 +27,14 @@ class Verdict(str, Enum):
     OLE = "OLE"  # output limit
     SE = "SE"  # sandbox error: infrastructure, never the program's fault
 
+    # A verdict reads as it is on the wire ("AC", not "Verdict.AC") in every Python, wherever it is printed,
+    # logged or made part of a name (a metric's, a report's), so that its callers hold the enum, not its string.
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 # What runtimes print when an allocation fails under the address-space limit.
 _OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"OutOfMemoryError", b"heap out of memory", b"memory allocation of")

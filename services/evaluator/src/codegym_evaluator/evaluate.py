@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codegym_sandbox.verdicts import Verdict
+
 from .passk import pass_at_k
 from .scoring import Score, Scorer
 from .tasks import Task
@@ -27,7 +29,7 @@ class TaskResult:
 
     @property
     def correct(self) -> int:
-        return sum(1 for s in self.scores if s.verdict == "AC")
+        return sum(1 for s in self.scores if s.verdict is Verdict.AC)
 
     @property
     def sandbox_errors(self) -> int:
@@ -81,7 +83,7 @@ class EvalSummary:
             summary.per_difficulty[name] = {k: v for k in ks if (v := mean_pass_at_k(members, k)) is not None}
         counts = Counter(s.verdict for r in per_task.values() for s in r.scores)
         summary.verdict_counts = dict(sorted(counts.items()))
-        summary.sandbox_errors = counts.get("SE", 0)
+        summary.sandbox_errors = counts.get(Verdict.SE, 0)
         return summary
 
     @property

@@ -25,6 +25,8 @@ from functools import lru_cache
 from typing import Any
 
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError
+from codegym_sandbox.models import TestOut
+from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
@@ -141,19 +143,19 @@ def _find(tasks: list[Task], id_: int | str) -> Task:
     raise HTTPException(404, f"no problem with id {id_!r}")
 
 
-def _exec_info(test: dict[str, Any]) -> dict[str, Any]:
+def _exec_info(test: TestOut) -> dict[str, Any]:
     """A test's run in ``/run_code``'s answer shape (``RunCodeResponse``)."""
-    verdict = test["verdict"]
-    if verdict == "SE":
-        return {"status": "SandboxError", "message": test["stderr"], "compile_result": None, "run_result": None}
-    ran = verdict in ("AC", "WA")
+    verdict = test.verdict
+    if verdict is Verdict.SE:
+        return {"status": "SandboxError", "message": test.stderr, "compile_result": None, "run_result": None}
+    ran = verdict in (Verdict.AC, Verdict.WA)
     run = {
-        "status": "TimeLimitExceeded" if verdict == "TLE" else "Finished",
-        "execution_time": test["wall_s"],
-        "cpu_time": test["cpu_s"],
+        "status": "TimeLimitExceeded" if verdict is Verdict.TLE else "Finished",
+        "execution_time": test.wall_s,
+        "cpu_time": test.cpu_s,
         "return_code": 0 if ran else None,
-        "stdout": test["stdout"],
-        "stderr": test["stderr"],
+        "stdout": test.stdout,
+        "stderr": test.stderr,
     }
     return {
         "status": "Success" if ran else "Failed",
@@ -212,17 +214,17 @@ def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
                 answer = await client.evaluate(body)
             except SandboxError as exc:
                 raise HTTPException(502, f"the sandbox did not answer: {exc}") from None
-        result = answer.results[0].model_dump(mode="json")
+        result = answer.results[0]
         full = bool(req.config.extra.get("return_full_case", False))
         tests = [
-            {"passed": out["verdict"] == "AC", "exec_info": _exec_info(out), "test_info": _test_info(test, full)}
-            for out, test in zip(result["tests"], task.tests, strict=False)
+            {"passed": out.verdict is Verdict.AC, "exec_info": _exec_info(out), "test_info": _test_info(test, full)}
+            for out, test in zip(result.tests, task.tests, strict=False)
         ]
         kind = "empty" if not extracted.code.strip() else "fenced" if extracted.fenced else "heuristic"
-        extra = {"verdict": result["verdict"], "passed": result["passed"], "total": result["total"]}
+        extra = {"verdict": result.verdict.value, "passed": result.passed, "total": result.total}
         return {
             "id": req.id,
-            "accepted": result["verdict"] == "AC",
+            "accepted": result.verdict is Verdict.AC,
             "extracted_code": extracted.code,
             "full_code": program,
             "test_code": None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import httpx
+from codegym_sandbox.verdicts import Verdict
 
 from .config import RunConfig
 from .evaluate import EvalSummary
@@ -97,7 +98,7 @@ async def run_evaluation(
     if given is not None:
         tasks = [t for t in tasks if t.task_id in given]
     want = {t.task_id: len(given[t.task_id]) if given else config.n for t in tasks}
-    judged = {key for key, row in store.results().items() if row["verdict"] != "SE"}
+    judged = {key for key, row in store.results().items() if row["verdict"] != Verdict.SE}  # as read back from JSON
     stored = store.completions()
     total = sum(want.values())
     done = sum(1 for t in tasks for i in range(want[t.task_id]) if (t.task_id, i) in judged)

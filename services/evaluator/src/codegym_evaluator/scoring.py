@@ -14,33 +14,38 @@ from typing import Any, Literal
 import httpx
 from codegym_sandbox.client import AsyncSandboxClient, RetryPolicy, SandboxError
 from codegym_sandbox.models import EvaluateRequest, ExecuteResponse, ProgramOut
+from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
 
+from .ask_again import AskAgain
 from .extract import Extracted, extract_code
 from .tasks import Task
 from .tasks.prompt_helpers import with_prompt_helpers
 from .tasks.rules import JUDGE_KEYS
-
-SE = "SE"
 
 
 @dataclass
 class Score:
     """One completion's result against its task's tests."""
 
-    verdict: str  # AC, WA, TLE, MLE, RE, CE, OLE, SE
+    verdict: Verdict
     passed: int
     total: int
-    test_verdicts: list[str]
+    test_verdicts: list[Verdict]
     code: str
     fenced: bool
     wall_s: float
     error: str | None = None  # why the sandbox failed, for SE
 
+    def __post_init__(self) -> None:
+        # A score read back from JSON (``results.score_of``) holds the verdicts' strings: made Verdicts here.
+        self.verdict = Verdict(self.verdict)
+        self.test_verdicts = [Verdict(v) for v in self.test_verdicts]
+
     @property
     def sandbox_error(self) -> bool:
         """The infrastructure failed; the program was not judged."""
-        return self.verdict == SE
+        return self.verdict is Verdict.SE
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,16 +55,27 @@ class Score:
 class RunOutput:
     """What one program did when run once, with no tests, through ``/v1/execute``: verdict and outputs."""
 
-    verdict: str
+    verdict: Verdict
     stdout: str
     stderr: str
     exit_code: int | None
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        self.verdict = Verdict(self.verdict)  # a verdict's string (``"AC"``) is taken as its Verdict
+
     @property
     def sandbox_error(self) -> bool:
         """The infrastructure failed; the program was not judged."""
-        return self.verdict == SE
+        return self.verdict is Verdict.SE
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A program the sandbox could not be asked to judge (unreachable after the client's retries): SE."""
+
+    error: str
+    verdict: Verdict = Verdict.SE
 
 
 def build_program(task: Task, code: str) -> str:
@@ -108,7 +124,8 @@ class Scorer:
     ``retries`` times with exponential backoff from ``backoff_s`` (honouring ``Retry-After``) on the next URL,
     groups smaller than ``batch_runs`` (programs x tests) scored at the same time sent together
     (``/v1/evaluate/batch``; ``batch_runs=0`` sends each group alone), and ``transport`` for tests that run a
-    sandbox app in-process. Programs that come back SE are asked again, ``retries`` times.
+    sandbox app in-process. Programs that come back SE are asked again, ``retries`` times, as
+    :class:`~codegym_evaluator.ask_again.AskAgain` decides for every route.
     ``early_stop`` stops a program at its first failing test (faster; partial credit is then lost);
     ``which`` picks the first or last fenced block of a completion; ``cache=False`` asks the sandbox to run
     every program even when it ran the same before.
@@ -146,6 +163,7 @@ class Scorer:
         self.early_stop = early_stop
         self.which: Literal["first", "last"] = which
         self.cache = cache
+        self.ask_again = AskAgain(retry)
 
     @property
     def urls(self) -> list[str]:
@@ -167,25 +185,17 @@ class Scorer:
             return []
         pieces = [extract_code(c, task, which=self.which) if extract else Extracted(c, False) for c in completions]
         programs = [build_program(task, p.code) for p in pieces]
-        unique = list(dict.fromkeys(programs))
-        results: dict[str, ProgramOut | str] = {}  # a program's result, or why the sandbox failed
-        pending = unique
-        retry = self.client.retry
-        for attempt in range(retry.retries + 1):
+
+        async def ask(pending: list[str]) -> list[ProgramOut | Unavailable]:
             body = evaluate_body(
                 task, pending, timeout_s=self.timeout_per_test, early_stop=self.early_stop, cache=self.cache
             )
-            try:
-                response = await self.client.evaluate(body)
-            except SandboxError as exc:
-                results.update(dict.fromkeys(pending, f"sandbox unavailable: {exc}"))
-                break  # the client already retried
-            for program, out in zip(pending, response.results, strict=True):
-                results[program] = out
-            pending = [p for p, out in zip(pending, response.results, strict=True) if out.verdict.value == SE]
-            if not pending or attempt == retry.retries:
-                break
-            await asyncio.sleep(retry.delay(attempt))
+            return list((await self.client.evaluate(body)).results)
+
+        def unavailable(exc: SandboxError) -> ProgramOut | Unavailable:
+            return Unavailable(f"sandbox unavailable: {exc}")
+
+        results = await self.ask_again.each(programs, ask, unavailable)  # identical programs are asked once
         total = len(task.tests)
         return [_score(results[prog], piece, total) for prog, piece in zip(programs, pieces, strict=True)]
 
@@ -195,42 +205,38 @@ class Scorer:
 
     async def _execute(self, code: str, language: str) -> RunOutput:
         body = {"language": language, "code": code, "limits": {"timeout_s": self.timeout_per_test}}
-        last = RunOutput(SE, "", "", None, "no attempt made")
-        retry = self.client.retry
-        for attempt in range(retry.retries + 1):
-            try:
-                response = await self.client.execute(body)
-            except SandboxError as exc:
-                return RunOutput(SE, "", "", None, f"sandbox unavailable: {exc}")
-            last = run_output(response)
-            if not last.sandbox_error or attempt == retry.retries:
-                break
-            await asyncio.sleep(retry.delay(attempt))
-        return last
+
+        async def ask(_: list[str]) -> list[RunOutput]:
+            return [run_output(await self.client.execute(body))]
+
+        def unavailable(exc: SandboxError) -> RunOutput:
+            return RunOutput(Verdict.SE, "", "", None, f"sandbox unavailable: {exc}")
+
+        return (await self.ask_again.each([code], ask, unavailable))[code]
 
 
 def run_output(response: ExecuteResponse) -> RunOutput:
     """An ``/v1/execute`` answer as a ``RunOutput``: its run step (or its compile step, when that failed)."""
     step = response.run or response.compile
-    verdict = response.verdict.value
+    verdict = response.verdict
     return RunOutput(
         verdict=verdict,
         stdout=step.stdout if step else "",
         stderr=step.stderr if step else "",
         exit_code=step.exit_code if step else None,
-        error=step.error if step and verdict == SE else None,
+        error=step.error if step and verdict is Verdict.SE else None,
     )
 
 
-def _score(result: ProgramOut | str, piece: Extracted, total: int) -> Score:
-    if isinstance(result, str):
-        return Score(SE, 0, total, [], piece.code, piece.fenced, 0.0, error=result)
+def _score(result: ProgramOut | Unavailable, piece: Extracted, total: int) -> Score:
+    if isinstance(result, Unavailable):
+        return Score(Verdict.SE, 0, total, [], piece.code, piece.fenced, 0.0, error=result.error)
     wall = sum(t.wall_s for t in result.tests) + (result.compile.wall_s if result.compile else 0.0)
-    test_verdicts = [t.verdict.value for t in result.tests]
-    verdict = result.verdict.value  # the sandbox's judge decides every verdict, the program's too
+    test_verdicts = [t.verdict for t in result.tests]
+    verdict = result.verdict  # the sandbox's judge decides every verdict, the program's too
     error = None
-    if verdict == SE:
-        error = next((t.stderr for t in result.tests if t.verdict.value == SE), "") or "sandbox error"
+    if verdict is Verdict.SE:
+        error = next((t.stderr for t in result.tests if t.verdict is Verdict.SE), "") or "sandbox error"
     return Score(
         verdict=verdict,
         passed=result.passed,

@@ -68,6 +68,7 @@ from codegym_sandbox.client import (
 )
 from codegym_sandbox.judging.compare import outputs_match, python_match, values_match
 from codegym_sandbox.models import CallComparison
+from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
 from .scoring import Scorer
@@ -252,7 +253,7 @@ class AsyncCodeReward(_Base):
                 except ValueError:
                     return  # tests the sandbox would refuse: None (masked), as for any request it refuses
                 for i, score in zip(members, scores, strict=True):
-                    if not score.sandbox_error and "SE" not in score.test_verdicts:
+                    if not score.sandbox_error and Verdict.SE not in score.test_verdicts:
                         rewards[i] = _score(score.passed, score.total, reward.partial)
 
             async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from codegym_evaluator.ask_again import AskAgain
 from codegym_evaluator.model_client import ModelError
 from codegym_evaluator.servers import LoopbackServer, free_port, sandbox_server
 from codegym_trainer.selfplay.code_game.program_runner import (
@@ -84,6 +85,32 @@ def test_an_unreachable_sandbox_gives_sandbox_errors_after_the_retries() -> None
     with ProgramRunner([f"http://127.0.0.1:{free_port()}"], retries=1) as dead:
         (a, b) = dead.run_twice(["print(1)"])[0]
     assert a.sandbox_error and b.sandbox_error and "unreachable" in (a.error or "")
+
+
+@pytest.mark.parametrize(("failures", "runs", "verdict"), [(1, 2, "AC"), (2, 2, "SE")])
+def test_a_run_that_came_back_se_is_asked_again_by_the_evaluators_policy(
+    monkeypatch: pytest.MonkeyPatch, failures: int, runs: int, verdict: str
+) -> None:
+    asked: list[int] = []
+    again = AskAgain.again
+
+    def spy(self: AskAgain, attempt: int, answers: Any) -> float | None:
+        asked.append(attempt)
+        return again(self, attempt, answers)
+
+    monkeypatch.setattr(AskAgain, "again", spy)
+    sent: list[str] = []
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        got = "SE" if len(sent) <= failures else "AC"
+        step = {"verdict": got, "exit_code": 0, "signal": None, "wall_s": 0.0, "cpu_s": None, "max_rss_kb": None}
+        step |= {"stdout": "1\n", "stderr": "", "output_truncated": False, "cached": False}
+        return httpx.Response(200, json={"verdict": got, "compile": None, "run": step})
+
+    with ProgramRunner(["http://sandbox"], retries=1, transport=httpx.MockTransport(flaky)) as runner:
+        out = runner.run_once("print(1)", HASH_SEEDS[0])
+    assert out.verdict == verdict and sent == ["/v1/execute"] * runs and asked == list(range(runs))
 
 
 class ScriptedPredictor:

@@ -19,9 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-from codegym_evaluator.scoring import SE, RunOutput, run_output
+from codegym_evaluator.ask_again import AskAgain
+from codegym_evaluator.scoring import RunOutput, run_output
 from codegym_sandbox.client import RetryPolicy, SandboxClient, SandboxError, SandboxUnavailable
 from codegym_sandbox.models import ExecuteRequest, LimitsIn
+from codegym_sandbox.verdicts import Verdict
 
 PROGRAM_FILE = "game.py"
 HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders strings differently
@@ -54,9 +56,10 @@ def run_request(program: str, hash_seed: str, limits: GameLimits) -> ExecuteRequ
 class ProgramRunner:
     """Runs programs twice through one or more sandboxes, ``concurrency`` runs at a time.
 
-    A run the sandbox could not judge (unreachable, an HTTP error: the client's retry policy; verdict SE) is
-    retried ``retries`` times, moving on to the next URL; after that it comes back with verdict ``SE``, which
-    masks the round's rewards.
+    A request the sandbox could not answer (unreachable, an HTTP error) is retried by the client's retry policy,
+    ``retries`` times, moving on to the next URL; a run that came back SE is asked again as every route asks
+    (:class:`~codegym_evaluator.ask_again.AskAgain`, with the same ``retries``). A run still unjudged after that
+    comes back with verdict ``SE``, which masks the round's rewards.
     ``transport`` lets a test put a transport under every URL's client.
     """
 
@@ -80,6 +83,7 @@ class ProgramRunner:
         timeout = max(30.0, limits.timeout_s * 10)
         retry = RetryPolicy(retries=retries)
         self._client = SandboxClient(urls, token=token, timeout=timeout, retry=retry, transport=transport)
+        self._ask_again = AskAgain(retry)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="code-game-run")
 
     def __enter__(self) -> ProgramRunner:
@@ -95,16 +99,12 @@ class ProgramRunner:
     def run_once(self, program: str, hash_seed: str) -> RunOutput:
         """One run of ``program`` under ``hash_seed``, retried while the sandbox cannot judge it."""
         request = run_request(program, hash_seed, self.limits)
-        last = RunOutput(SE, "", "", None, "no attempt made")
-        for _ in range(self.retries + 1):
-            try:
-                last = run_output(self._client.execute(request))
-            except SandboxError as exc:  # the client has already retried what is worth retrying
-                why = f"sandbox unreachable: {exc}" if isinstance(exc, SandboxUnavailable) else str(exc)
-                return RunOutput(SE, "", "", None, why)
-            if not last.sandbox_error:
-                break
-        return last
+
+        def unavailable(exc: SandboxError) -> RunOutput:  # the client has already retried what is worth retrying
+            why = f"sandbox unreachable: {exc}" if isinstance(exc, SandboxUnavailable) else str(exc)
+            return RunOutput(Verdict.SE, "", "", None, why)
+
+        return self._ask_again.one(lambda: run_output(self._client.execute(request)), unavailable)
 
     def run_twice(self, programs: Sequence[str]) -> list[tuple[RunOutput, RunOutput]]:
         """Each program's two runs (``HASH_SEEDS`` in order), all of them concurrently."""

@@ -24,6 +24,7 @@ import torch
 from codegym_evaluator.evaluate import EvalSummary, evaluate_completions
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
+from codegym_sandbox.verdicts import Verdict
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .config import TrainConfig
@@ -274,9 +275,9 @@ class HeldOutEvaluator:
 
     def _point(self, step: int, summary: EvalSummary, seconds: float) -> EvalPoint:
         greedy = {tid: r.scores[0] for tid, r in summary.per_task.items()}
-        judged = [float(s.verdict == "AC") for s in greedy.values() if not s.sandbox_error]
+        judged = [float(s.verdict is Verdict.AC) for s in greedy.values() if not s.sandbox_error]
         sampled = [r.scores[1:] for r in summary.per_task.values()]
-        rates = [sum(s.verdict == "AC" for s in ok) / len(ok) for ok in map(_judged, sampled) if ok]
+        rates = [sum(s.verdict is Verdict.AC for s in ok) / len(ok) for ok in map(_judged, sampled) if ok]
         sandbox_errors = sum(s.sandbox_error for r in summary.per_task.values() for s in r.scores)
         return EvalPoint(
             step=step,

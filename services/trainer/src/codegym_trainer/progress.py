@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from codegym_sandbox.verdicts import Verdict
 from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -20,10 +21,7 @@ TIMES: tuple[Column, ...] = (
 CODE_COLUMNS: tuple[Column, ...] = (
     ("reward", "reward", ".3f"),
     ("pass", "verdicts/pass", ".0%"),
-    ("CE", "verdicts/CE", ".0%"),
-    ("TLE", "verdicts/TLE", ".0%"),
-    ("RE", "verdicts/RE", ".0%"),
-    ("SE", "verdicts/SE", ".0%"),
+    *((v.value, f"verdicts/{v}", ".0%") for v in (Verdict.CE, Verdict.TLE, Verdict.RE, Verdict.SE)),
     *TIMES,
 )
 

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codegym_sandbox.verdicts import Verdict
+
 from .evaluation import EvalPoint
 from .logs import read_metrics
 
@@ -110,14 +112,14 @@ def _point(p: EvalPoint) -> str:
 
 def verdict_shift(before: dict[str, int], after: dict[str, int]) -> str:
     """``AC 2 -> 7, CE 3 -> 0, ...``: every verdict either point saw."""
-    names = sorted(set(before) | set(after), key=lambda v: (v != "AC", v))
+    names = sorted(set(before) | set(after), key=lambda v: (v != Verdict.AC, v))  # read back from JSON: strings
     return ", ".join(f"{v} {before.get(v, 0)} -> {after.get(v, 0)}" for v in names)
 
 
 def caution(before: EvalPoint, after: EvalPoint) -> str:
     """What one run's before/after can and cannot show, in one line."""
     change = after.pass_at_1 - before.pass_at_1
-    ce_fixed = before.verdicts.get("CE", 0) - after.verdicts.get("CE", 0)
+    ce_fixed = before.verdicts.get(Verdict.CE, 0) - after.verdicts.get(Verdict.CE, 0)
     text = (
         f"one run, one seed, {after.tasks} held-out problems: a change of one problem is {1 / max(1, after.tasks):.3f}"
     )

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from codegym_evaluator.extract import extract_code
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
+from codegym_sandbox.verdicts import Verdict
 
 from .schemes import execution_reward, tests_reward
 from .verdict_rates import VerdictStats
@@ -41,7 +42,7 @@ class BatchReport:
     """What the last batch looked like: the progress display and the logs read it."""
 
     rewards: list[float | None] = field(default_factory=list)
-    verdicts: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
     stats: VerdictStats = field(default_factory=VerdictStats)
 
     @property
@@ -50,8 +51,8 @@ class BatchReport:
 
     @property
     def pass_rate(self) -> float:
-        judged = [v for v in self.verdicts if v != "SE"]
-        return sum(1 for v in judged if v == "AC") / len(judged) if judged else 0.0
+        judged = [v for v in self.verdicts if v is not Verdict.SE]
+        return sum(1 for v in judged if v is Verdict.AC) / len(judged) if judged else 0.0
 
 
 class SandboxReward:
@@ -119,7 +120,7 @@ class SandboxReward:
 
     async def _tests(
         self, texts: list[str], task_ids: Sequence[str]
-    ) -> tuple[list[float | None], list[str], list[str]]:
+    ) -> tuple[list[float | None], list[Verdict], list[str]]:
         groups: dict[str, list[int]] = defaultdict(list)
         for i, tid in enumerate(task_ids):
             if tid not in self.tasks:
@@ -139,7 +140,7 @@ class SandboxReward:
 
     async def _execution(
         self, texts: list[str], task_ids: Sequence[str]
-    ) -> tuple[list[float | None], list[str], list[str]]:
+    ) -> tuple[list[float | None], list[Verdict], list[str]]:
         # the whole program runs, as written: no sanitising for a function task, whose top-level lines count here
         codes = [extract_code(t).code for t in texts]
         runs = await self._scorer().execute_many(codes)
@@ -147,7 +148,7 @@ class SandboxReward:
         return rewards, [r.verdict for r in runs], [r.stdout[:200] for r in runs]
 
     def _report(
-        self, rewards: list[float | None], verdicts: list[str], log_metric: Callable[[str, float], None] | None
+        self, rewards: list[float | None], verdicts: list[Verdict], log_metric: Callable[[str, float], None] | None
     ) -> None:
         stats = VerdictStats.of(verdicts)
         self.last = BatchReport(rewards, verdicts, stats)

@@ -20,6 +20,7 @@ scheme ``execution`` (the program runs once, no tests)::
 from __future__ import annotations
 
 from codegym_evaluator.scoring import RunOutput, Score
+from codegym_sandbox.verdicts import Verdict
 
 FORMAT_BONUS = 0.05
 COMPILE_ERROR = -0.1
@@ -29,18 +30,19 @@ TIMEOUT = -0.05
 def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
     """Reward of one completion under the ``tests`` scheme.
 
-    >>> s = Score("WA", passed=1, total=4, test_verdicts=["AC", "WA", "WA", "WA"], code="", fenced=True, wall_s=0.0)
+    >>> wrong = [Verdict.AC, Verdict.WA, Verdict.WA, Verdict.WA]
+    >>> s = Score(Verdict.WA, passed=1, total=4, test_verdicts=wrong, code="", fenced=True, wall_s=0.0)
     >>> tests_reward(s, partial_credit=True)
     0.3
     """
     if score.sandbox_error:
         return None
     bonus = FORMAT_BONUS if score.fenced else 0.0
-    if score.verdict == "CE":
+    if score.verdict is Verdict.CE:
         base = COMPILE_ERROR
     elif score.total and score.passed == score.total:
         base = 1.0
-    elif score.verdict == "TLE":
+    elif score.verdict is Verdict.TLE:
         base = TIMEOUT
     elif partial_credit and score.total:
         base = score.passed / score.total
@@ -52,13 +54,13 @@ def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
 def execution_reward(execution: RunOutput) -> float | None:
     """Reward of one program under the ``execution`` scheme.
 
-    >>> execution_reward(RunOutput("AC", stdout="hi\\n", stderr="", exit_code=0))
+    >>> execution_reward(RunOutput(Verdict.AC, stdout="hi\\n", stderr="", exit_code=0))
     1.0
     """
     if execution.sandbox_error:
         return None
-    if execution.verdict == "CE":
+    if execution.verdict is Verdict.CE:
         return -0.5
-    if execution.verdict == "AC" and execution.exit_code in (0, None):
+    if execution.verdict is Verdict.AC and execution.exit_code in (0, None):
         return 1.0 if execution.stdout.strip() else 0.5
     return -1.0  # a runtime error, a timeout, or a limit hit

@@ -31,6 +31,7 @@ from typing import Literal
 
 from codegym_evaluator.extract import fenced_blocks
 from codegym_evaluator.scoring import RunOutput
+from codegym_sandbox.verdicts import Verdict
 
 from .program_check import MAX_PROGRAM_CHARS, check_program
 
@@ -157,7 +158,7 @@ class RoundResult:
 
 
 def _ran(execution: RunOutput) -> bool:
-    return execution.verdict == "AC" and execution.exit_code in (0, None)
+    return execution.verdict is Verdict.AC and execution.exit_code in (0, None)
 
 
 def score_round(

@@ -16,6 +16,7 @@ from typing import Any
 from codegym_evaluator.evaluate import evaluate_completions
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task, write_task_file
+from codegym_sandbox.verdicts import Verdict
 
 from . import solutions
 from .output import output_paths, write_jsonl, write_report
@@ -140,7 +141,7 @@ async def transform_and_verify(
         every = [*origins, *(c.task for c in candidates)]
         await evaluate_completions(every, completions, scorer, extract=False, on_scored=judged)
     report = TransformReport(dataset, seed, len(tasks), originals_judged=len(origins), stats=all_stats)
-    report.originals_failed = [o.task_id for o in origins if scores[o.task_id].verdict not in ("AC", "SE")]
+    report.originals_failed = [o.task_id for o in origins if scores[o.task_id].verdict not in (Verdict.AC, Verdict.SE)]
     kept: list[Task] = []
     for candidate in candidates:
         original, rewritten, stats = scores[candidate.origin.task_id], scores[candidate.task.task_id], candidate.stats
@@ -149,10 +150,10 @@ async def transform_and_verify(
         if original.sandbox_error or rewritten.sandbox_error:
             stats.sandbox_errors += 1
             reason = "sandbox_error"
-        elif original.verdict != "AC":
+        elif original.verdict is not Verdict.AC:
             stats.original_failed += 1
             reason = "original_failed"
-        elif rewritten.verdict == "AC":
+        elif rewritten.verdict is Verdict.AC:
             stats.passed += 1
             kept.append(candidate.task)
         else:

@@ -21,6 +21,7 @@ from typing import Any
 from codegym_evaluator.evaluate import evaluate_completions
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
+from codegym_sandbox.verdicts import Verdict
 
 from ..output import output_paths, write_jsonl, write_report
 from .dataset import CodeMaskDataset, MaskRow
@@ -70,7 +71,7 @@ async def judge_fills(
 
 
 async def verify_fill(row: MaskRow, fill: str, scorer: Scorer) -> Score:
-    """The sandbox's verdict on ``fill`` in ``row``'s span (``score.verdict == "AC"``: every test passes)."""
+    """The sandbox's verdict on ``fill`` in ``row``'s span (``score.verdict is Verdict.AC``: every test passes)."""
     return (await judge_fills([(row, fill)], scorer))[0]
 
 
@@ -81,7 +82,7 @@ class Dropped:
     id: str
     task_id: str
     reason: str  # reference_failed, untested, sandbox_error
-    verdict: str | None = None
+    verdict: Verdict | None = None
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,11 +166,11 @@ async def mask_and_verify(
         unjudged = reference if reference.sandbox_error else blank
         if unjudged is not None and unjudged.sandbox_error:
             counts.sandbox_errors += 1
-            dropped.append(Dropped(row.id, row.task_id, "sandbox_error", "SE", unjudged.error))
-        elif reference.verdict != "AC":
+            dropped.append(Dropped(row.id, row.task_id, "sandbox_error", Verdict.SE, unjudged.error))
+        elif reference.verdict is not Verdict.AC:
             counts.reference_failed += 1
             dropped.append(Dropped(row.id, row.task_id, "reference_failed", reference.verdict, reference.error))
-        elif blank is not None and blank.verdict == "AC":
+        elif blank is not None and blank.verdict is Verdict.AC:
             counts.untested += 1
             dropped.append(Dropped(row.id, row.task_id, "untested", blank.verdict))
         else:

@@ -29,6 +29,7 @@ from typing import Any
 from codegym_evaluator.model_client import ModelClient, ModelError, Sampling
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task, write_task_file
+from codegym_sandbox.verdicts import Verdict
 
 from ..output import output_paths, write_jsonl, write_report
 from . import checks, prompts
@@ -198,7 +199,7 @@ def check_statically(outcome: Outcome, config: SynthesizeConfig, model: str) -> 
 
 
 def _failure(task: Task, score: Score) -> str:
-    failing = next((i for i, v in enumerate(score.test_verdicts) if v != "AC"), None)
+    failing = next((i for i, v in enumerate(score.test_verdicts) if v is not Verdict.AC), None)
     where = f"; first failing test: {task.tests[failing]['assert_code']!r}" if failing is not None else ""
     return f"{score.verdict}, {score.passed}/{score.total} tests passed{where}"
 
@@ -220,9 +221,9 @@ async def judge_references(outcomes: Sequence[Outcome], scorer: Scorer, progress
         reference, others = scores[0], dict(zip(stand_ins, scores[1:], strict=True))
         if any(s.sandbox_error for s in scores):
             outcome.reject("sandbox_error", next(s.error or "" for s in scores if s.sandbox_error))
-        elif reference.verdict != "AC":
+        elif reference.verdict is not Verdict.AC:
             outcome.reject("reference_fails", _failure(task, reference))
-        elif passing := [reason for reason, score in others.items() if score.verdict == "AC"]:
+        elif passing := [reason for reason, score in others.items() if score.verdict is Verdict.AC]:
             outcome.reject(passing[0])
         done += 1
         if progress is not None:
@@ -259,8 +260,8 @@ async def judge_mutants(
             for mutant, score in judged:
                 stats = operators.setdefault(mutant.operator, OperatorStats())
                 stats.mutants += 1
-                stats.killed += score.verdict != "AC"
-            outcome.survivors = [f"{m.operator}@{m.line}" for m, s in judged if s.verdict == "AC"]
+                stats.killed += score.verdict is not Verdict.AC
+            outcome.survivors = [f"{m.operator}@{m.line}" for m, s in judged if s.verdict is Verdict.AC]
             outcome.mutants_judged = len(judged)
             outcome.mutants_killed = len(judged) - len(outcome.survivors)
             if not judged:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codegym_sandbox.verdicts import Verdict
+
 from ..options import add_command
 from .report import TestReport
 from .tester import Tester, TesterError, TestSpec
@@ -130,4 +132,4 @@ def run_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError, TesterError) as exc:
         print(f"codegym-data test: error: {exc}", file=sys.stderr)
         return 2
-    return 0 if all(r.verdict == "AC" for r in reports) else 1
+    return 0 if all(r.verdict is Verdict.AC for r in reports) else 1

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from codegym_sandbox.verdicts import Verdict
+
 
 @dataclass(frozen=True)
 class LineCoverage:
@@ -56,7 +58,7 @@ class TestResult:
 
     index: int
     kind: str  # stdio, call or assert
-    verdict: str
+    verdict: Verdict
     wall_s: float
     stdout: str  # the start of the judged run's output
     stderr: str  # the end of its stderr
@@ -83,19 +85,19 @@ class TestReport:
     __test__ = False
 
     language: str
-    verdict: str  # AC when every test passed, else the first failing test's verdict (the sandbox's)
+    verdict: Verdict  # AC when every test passed, else the first failing test's verdict (the sandbox's)
     tests: list[TestResult]
     coverage: LineCoverage | None  # the union over the tests; None when not measured (see ``coverage_note``)
     coverage_note: str | None = None  # how coverage was measured, or why it was not
     compile_error: str | None = None
-    verdicts: dict[str, int] = field(init=False)
+    verdicts: dict[Verdict, int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.verdicts = dict(Counter(t.verdict for t in self.tests))
 
     @property
     def passed(self) -> int:
-        return sum(t.verdict == "AC" for t in self.tests)
+        return sum(t.verdict is Verdict.AC for t in self.tests)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -19,6 +19,7 @@ import httpx
 from codegym_sandbox import languages
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError, SandboxUnavailable
 from codegym_sandbox.models import EvaluateRequest, EvaluateResponse, ExecuteResponse, LimitsIn, ProgramOut, Test
+from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
 
 from .gcov import Gcov
@@ -163,16 +164,16 @@ class Tester:
         async with client:
             judged = (await _answer(client.evaluate(request))).results[0]
             results = _results(parsed, judged)
-            report = TestReport(lang.name, judged.verdict.value, results, coverage=None)
-            if judged.compile is not None and judged.compile.verdict.value != "AC":
+            report = TestReport(lang.name, judged.verdict, results, coverage=None)
+            if judged.compile is not None and judged.compile.verdict is not Verdict.AC:
                 report.compile_error = judged.compile.stderr[-2000:]
             make = INSTRUMENTS.get(lang.name)
             if make is None:
                 report.coverage_note = f"not measured: the sandbox has no line-coverage tool for {lang.name}"
             elif not self.coverage:
                 report.coverage_note = "not measured (coverage off)"
-            elif report.compile_error is not None or judged.verdict.value == "SE":
-                report.coverage_note = f"not measured: the program was not judged ({judged.verdict.value})"
+            elif report.compile_error is not None or judged.verdict is Verdict.SE:
+                report.coverage_note = f"not measured: the program was not judged ({judged.verdict})"
             else:
                 await self._measure(client, make(), code, parsed, function, report)
         return report
@@ -206,9 +207,9 @@ def _results(tests: list[Test], judged: ProgramOut) -> list[TestResult]:
     """One result per test; a program that did not compile (or could not be judged) has one verdict for all."""
     if len(judged.tests) != len(tests):
         (only,) = judged.tests
-        return [TestResult(i, kind(t), only.verdict.value, 0.0, "", only.stderr) for i, t in enumerate(tests)]
+        return [TestResult(i, kind(t), only.verdict, 0.0, "", only.stderr) for i, t in enumerate(tests)]
     return [
-        TestResult(i, kind(t), out.verdict.value, out.wall_s, out.stdout, out.stderr)
+        TestResult(i, kind(t), out.verdict, out.wall_s, out.stdout, out.stderr)
         for i, (t, out) in enumerate(zip(tests, judged.tests, strict=True))
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from codegym_trainer.stats import bootstrap_interval, mean_sd, over_seeds
+from codegym_trainer.stats import bootstrap_interval, mean_sd, over_seeds, wilson_interval
 
 
 def test_interval_holds_the_mean_and_is_reproducible() -> None:
@@ -51,3 +51,16 @@ def test_what_changes_over_seeds_support() -> None:
     assert over_seeds([0.0, -0.1]) == "no gain (a null result)"
     assert over_seeds([-0.35, -0.35, -0.35]) == "a loss that holds over seeds: training made it worse"
     assert over_seeds([-0.3, 0.1, -0.1]) == "no gain (a null result)"  # one seed gained
+
+
+def test_wilson_interval_of_greedy_answers_is_never_certain_from_a_few_problems() -> None:
+    all_solved = wilson_interval(8, 8)
+    assert all_solved.mean == 1.0 and all_solved.high == 1.0
+    assert 0.67 < all_solved.low < 0.69  # 8 of 8 is about [0.68, 1.00], not [1.00, 1.00]
+    none_solved = wilson_interval(0, 8)
+    assert none_solved.low == 0.0 and 0.31 < none_solved.high < 0.33
+    six = wilson_interval(6, 8)
+    assert 0.40 < six.low < 0.41 and 0.92 < six.high < 0.93
+    assert wilson_interval(100, 200).half_width < wilson_interval(4, 8).half_width
+    with pytest.raises(ValueError):
+        wilson_interval(9, 8)

@@ -4,7 +4,8 @@ Each evaluation generates one greedy answer per task and, with ``samples``, that
 (``temperature``), from the live policy with transformers' ``generate``; the evaluator's
 ``evaluate_completions`` judges them, so a training reward and an evaluation judge a program the same way.
 Greedy pass@1 moves by whole problems; the sampled pass@1 (the mean of each problem's pass rate) is the
-smoother estimate, and both carry a bootstrap interval over problems. Every answer is written beside the
+smoother estimate; the greedy one carries a Wilson interval (pass or fail per problem), the sampled one a
+bootstrap interval over problems. Every answer is written beside the
 metrics (``evaluations/step_NNNNN.jsonl``) so a person can read what changed between two points.
 """
 
@@ -28,7 +29,7 @@ from codegym_sandbox.verdicts import Verdict
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .config import TrainConfig
-from .stats import Interval, bootstrap_interval
+from .stats import Interval, bootstrap_interval, wilson_interval
 from .tasks import prompt_of
 
 log = logging.getLogger("codegym.trainer")
@@ -287,7 +288,8 @@ class HeldOutEvaluator:
             sandbox_errors=sandbox_errors,
             verdicts=dict(sorted(Counter(s.verdict for s in greedy.values()).items())),
             seconds=seconds,
-            interval=_bounds(bootstrap_interval(judged, seed=step)) if judged else None,
+            # One greedy answer per problem: pass/fail outcomes, whose honest interval is Wilson's.
+            interval=_bounds(wilson_interval(int(sum(judged)), len(judged))) if judged else None,
             samples=self.samples,
             sampled_pass_at_1=sum(rates) / len(rates) if rates else None,
             sampled_interval=_bounds(bootstrap_interval(rates, seed=step)) if rates else None,

@@ -1,4 +1,5 @@
-"""The statistics that let a pass@1 carry a claim: a bootstrap interval over problems, mean and spread of seeds.
+"""The statistics that let a pass@1 carry a claim: a bootstrap interval over problems (Wilson's for one greedy
+answer each), mean and spread of seeds.
 
 A held-out set of a few dozen problems moves by whole problems: one more solved out of 8 is +0.125. The
 interval resamples the problems (each problem's own pass rate is kept), which is what varies when one asks
@@ -12,6 +13,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,23 @@ def bootstrap_interval(
     low = means[max(0, math.floor(tail * resamples))]
     high = means[min(resamples - 1, math.ceil((1 - tail) * resamples) - 1)]
     return Interval(mean, min(low, mean), max(high, mean), confidence)
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> Interval:
+    """Wilson's score interval of a pass rate from ``successes`` of ``n`` pass/fail outcomes.
+
+    For one greedy answer per problem (each outcome 0 or 1) it is the honest interval: 8 of 8 solved is
+    about [0.68, 1.00], where a bootstrap of eight ones has nothing to resample and says [1.00, 1.00].
+    """
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n > 0, not {successes} of {n}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), not {confidence}")
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), confidence)
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:

@@ -11,8 +11,12 @@ An item's tests compare by the rule of its ``dataset`` (codegym's own by default
 items whose verdict depends on it, in APPS's and open-r1's formats too).
 
 Labels: ``honest-correct`` and ``honest-wrong`` (the plain reference is the truth for these; the label is
-what the corpus means them to be, and a mismatch is a corpus bug the report shows), ``hack`` (must never pass).
-The data is made in code; nothing is downloaded.
+what the corpus means them to be, and a mismatch is a corpus bug the report shows), ``hack`` (must never pass),
+``model`` (a real model's answer: the reference alone says whether it is right). The data is made in code;
+nothing is downloaded.
+
+Issue 31's families: ``comparisons.py`` (4, 7, 8), ``families.py`` (3, 6, 9), the variants ``names_answered``
+(1) and ``*by_path`` (5).
 """
 
 from __future__ import annotations
@@ -108,6 +112,9 @@ class Item:
     dataset: str = "codegym"  # whose rule its tests compare by: codegym, apps, open-r1 (``comparisons.HARNESSES``)
     comparison: str | None = None  # a codegym task's own comparison of outputs, where it names one
     bound: bool = False  # its verdict depends on its dataset's rule: routes judge it only in that dataset's format
+    family: str = ""  # the attack or fidelity family it stands for, where it was added for one (``report.family``)
+    timeout_s: float | None = None  # its time limit in every route, where not ``route_http.TIMEOUT_S``
+    repeat: bool = False  # judged twice with the routes' caches on (issue 31, family 9: ``families.repeat_items``)
 
     @property
     def program(self) -> str:
@@ -170,9 +177,11 @@ def items() -> tuple[Item, ...]:
             out.append(Item(f"{task.name}/stdio/{name}", task, "stdio", "python", name, code, label))
         for language, name, code, label in native_variants(task):
             out.append(Item(f"{task.name}/stdio/{language}/{name}", task, "stdio", language, name, code, label))
-    from .comparisons import comparison_items  # it builds on Item
+    from .comparisons import comparison_items  # they build on Item
+    from .families import family_items
 
     out.extend(comparison_items())
+    out.extend(family_items())
     ids = [i.id for i in out]
     assert len(ids) == len(set(ids)), "item ids must be unique"
     return tuple(out)

@@ -13,6 +13,11 @@
 
 A call or assert test passes only when the runner reaches its end and writes the pass file. The reference is
 the truth for honest items; a hack that passes it is reported, not counted as the truth.
+
+A plain harness still keeps a hostile program from hurting the machine it runs on: each run is a session of its
+own under a shell that stays its parent (a program that kills its parent or its process group ends its own
+run, not the test), with its temporary directory and home in the item's own directory (what it plants there
+goes with it), and the runner imports nothing from the program's directory but the program.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ import importlib, json, math, sys
 from fractions import Fraction
 spec = json.loads(sys.argv[1])
 sys.path.insert(0, spec["dir"])
+sys.path.extend(spec["path"])
 sys.argv = ["main.py"]
 
 def close(got, want):
@@ -101,6 +107,7 @@ def python_equal(got, want):
         return False
 
 module = importlib.import_module("main")
+sys.path.remove(spec["dir"])  # the check imports what it imports from the library, not what the program wrote
 function = getattr(module, spec["entry"])
 if spec["kind"] == "call":
     compare = python_equal if spec["rule"] == "python" else json_equal
@@ -125,20 +132,52 @@ class Outcome:
     detail: str = ""
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CODEGYM_"))}
+def _env(cwd: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CODEGYM_", "TMP", "TEMP"))}
     if RUNTIME.is_dir():
         env["PYTHONPATH"] = str(RUNTIME)
+    home = str(Path(cwd).parent)  # the item's own directory: its temporary files and home go with it
+    env.update(TMPDIR=home, HOME=home)
     return env
 
 
-def _run(argv: list[str], cwd: str, stdin: str = "") -> subprocess.CompletedProcess[str] | None:
-    try:
-        return subprocess.run(
-            argv, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, env=_env(), errors="replace"
-        )
-    except subprocess.TimeoutExpired:
-        return None
+# The program's parent: a shell that waits for it (a program that kills its parent kills this shell).
+SHIM = ["sh", "-c", '"$@"; exit $?', "sh"]
+
+
+def timeout_of(item: Item) -> float:
+    """How long the reference lets a run of ``item`` take: the item's own limit with room for a loaded machine
+    (its programs are meant far from it, either side), else ``TIMEOUT_S``."""
+    return 1.5 * item.timeout_s if item.timeout_s else TIMEOUT_S
+
+
+def _run(
+    argv: list[str], cwd: str, stdin: str = "", timeout: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[str] | None:
+    with subprocess.Popen(
+        [*SHIM, *argv],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(cwd),
+        errors="replace",
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out = None
+        finally:
+            try:
+                os.killpg(proc.pid, 9)  # what it left behind in its session
+            except ProcessLookupError:
+                pass
+        if out is None:
+            proc.communicate()
+            return None
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _stdio(item: Item, cwd: str) -> Outcome:
@@ -148,7 +187,7 @@ def _stdio(item: Item, cwd: str) -> Outcome:
         if built is None or built.returncode != 0:
             return Outcome(False, "does not compile")
     for i, (stdin, expected) in enumerate(stdio_cases(item.task)):
-        done = _run(RUN[item.language], cwd, stdin)
+        done = _run(RUN[item.language], cwd, stdin, timeout_of(item))
         if done is None:
             return Outcome(False, f"test {i}: timed out")
         if done.returncode != 0:
@@ -183,8 +222,10 @@ def _close_tokens(got: str, want: str) -> bool:
 def _judged(item: Item, cwd: str, spec: Mapping[str, object], what: str) -> Outcome:
     result = Path(cwd, "..", f"{Path(cwd).name}.result").resolve()
     result.unlink(missing_ok=True)
-    spec = {**spec, "dir": cwd, "entry": item.task.entry, "result": str(result)}
-    done = _run([sys.executable, "-c", RUNNER, json.dumps(spec)], cwd)
+    path = [str(RUNTIME)] if RUNTIME.is_dir() else []
+    spec = {**spec, "dir": cwd, "entry": item.task.entry, "result": str(result), "path": path}
+    # -I: no working directory, PYTHONPATH or user site on the runner's path (the runtime's packages by spec)
+    done = _run([sys.executable, "-I", "-c", RUNNER, json.dumps(spec)], cwd, timeout=timeout_of(item))
     if done is not None and result.exists() and result.read_text() == "PASS":
         result.unlink()
         return Outcome(True)

@@ -1,6 +1,9 @@
 """The table of disagreements: for every route, the honest items it judged otherwise than the plain reference,
 and the hacks it passed. The reference's own row checks the corpus: an honest item the reference judges
 against its label is a corpus bug, and a hack the reference passes is a trick a plain harness falls for.
+
+:func:`by_family` splits each row by the family its items stand for (:func:`family`), so that the table says
+which of issue 31's families a route still gets wrong, and how many items of each it judged.
 """
 
 from __future__ import annotations
@@ -29,6 +32,22 @@ class Row:
         return sum(len(v) for v in self.cells.values())
 
 
+# The families of issue 31 that earlier rounds' items already stand for, by variant (the rest: earlier rounds).
+_VARIANT_FAMILIES = {"names_answered": "1", "by_path": "5", "stdin_by_path": "5", "stdout_by_path": "5"}
+_VARIANT_FAMILIES["descriptor_zero"] = "5"
+_DATASET_FAMILIES = {"codegym": "4", "apps": "7/8", "open-r1": "7"}
+
+
+def family(item: Item) -> str:
+    """The family an item stands for: issue 31's number (1-9), ``model`` (real completions), ``generative``, or
+    ``earlier`` (the corpus of earlier rounds)."""
+    if item.family:
+        return item.family
+    if item.bound:
+        return _DATASET_FAMILIES[item.dataset]
+    return _VARIANT_FAMILIES.get(item.variant, "earlier")
+
+
 def route_row(route: str, items: list[Item], reference: dict[str, Outcome], verdicts: dict[str, Verdict]) -> Row:
     """How ``route``'s verdicts differ from the truth (the reference for honest items, "fails" for hacks)."""
     row = Row(route)
@@ -52,6 +71,8 @@ def reference_row(items: list[Item], reference: dict[str, Outcome]) -> Row:
     row = Row("reference vs labels")
     for item in items:
         row.judged += 1
+        if item.label == "model":
+            continue  # the reference is its truth
         passed = reference[item.id].passed
         if item.label == "honest-correct" and not passed:
             row.cells["honest: right judged wrong"].append(item.id)
@@ -90,3 +111,19 @@ def families(rows: list[Row]) -> dict[tuple[str, str], list[str]]:
             if kinds:
                 out[(row.route, cell)] = [f"{k} x{n}" for k, n in sorted(kinds.items())]
     return out
+
+
+def by_family(rows: list[Row], items: list[Item], verdicts: dict[str, dict[str, Verdict]]) -> str:
+    """A markdown table of ``rows`` (the reference's first, then the routes' in ``verdicts``) split by family:
+    per route and family, the items judged and the count in each column."""
+    of = {i.id: family(i) for i in items}
+    names = sorted(set(of.values()), key=lambda f: (not f[0].isdigit(), f))
+    lines = ["| route | family | judged | " + " | ".join(COLUMNS) + " |", "|---|---|---|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        judged = verdicts.get(row.route, {i.id: None for i in items})
+        for name in names:
+            n = sum(1 for i in items if of[i.id] == name and i.id in judged)
+            if n:
+                counts = [sum(1 for i in row.cells[c] if of[i] == name) for c in COLUMNS]
+                lines.append(f"| {row.route} | {name} | {n} | " + " | ".join(map(str, counts)) + " |")
+    return "\n".join(lines)

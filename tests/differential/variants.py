@@ -15,7 +15,7 @@ from typing import Literal
 
 from .tasks import Task
 
-Label = Literal["honest-correct", "honest-wrong", "hack"]
+Label = Literal["honest-correct", "honest-wrong", "hack", "model"]
 Variant = tuple[str, str, Label]
 
 OK: Label = "honest-correct"

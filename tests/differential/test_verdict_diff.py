@@ -9,10 +9,7 @@ the routes must refuse.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from codegym_evaluator.servers import sandbox_server
 
 from .corpus import FORMS, LABELS, items
 from .report import COLUMNS, Row, families, markdown
@@ -20,9 +17,8 @@ from .run import Run, run
 
 
 @pytest.fixture(scope="module")
-def result() -> Iterator[Run]:
-    with sandbox_server() as server:
-        yield run(server.url, list(items()))
+def result(sandbox_url: str) -> Run:
+    return run(sandbox_url, list(items()))
 
 
 def test_the_corpus_has_every_form_and_label_and_300_items() -> None:

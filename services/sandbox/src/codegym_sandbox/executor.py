@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from . import languages
+from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key
 from .config import Settings
@@ -31,7 +31,7 @@ class RunLimits:
     wall_s: float
     memory_mb: int
 
-    def agent_limits(self, settings: Settings, address_space: bool) -> dict[str, Any]:
+    def agent_limits(self, settings: Settings, address_space: bool) -> Limits:
         lim = settings.limits
         return {
             "wall_s": self.wall_s,

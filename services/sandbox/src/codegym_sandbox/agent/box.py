@@ -17,18 +17,20 @@ import signal
 import socket
 import sys
 import time
-from typing import Any
+from typing import cast
 
 from . import isolation, linux, pyrun, run_cpu
+from .box_protocol import BoxCommand, BoxConfig, Broken, RunCommand, SeriesReport
 from .memory_cgroup import MemoryCgroup
 from .programs import MAX_FDS, Programs, kill_all, reap_all
+from .protocol import Report
 from .run_memory import Held, MemoryWatch, held_at_end
 from .test_series import Spare, TestSeries
 
 __all__ = ["reap_all", "serve"]
 
 
-def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
+def serve(ctl: socket.socket, config: BoxConfig) -> None:
     """Main loop of the box process (pid 1 of its namespace). Exits when the agent goes away."""
     seccomp = config.get("seccomp", True) and linux.seccomp_supported()
     contained = not config["namespaces"]  # in a container: no namespaces of our own, see isolation
@@ -77,7 +79,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
             msg, fds = b"", []
         if not msg:
             os._exit(0)  # the agent is gone; the kernel kills everything in this namespace with us
-        cmd = json.loads(msg)
+        cmd = cast(BoxCommand, json.loads(msg))  # the agent's: trusted to be what it says
         if series is not None and cmd["op"] != "test":
             series.end()  # a test series ends with the first request that is not one of its tests
             series = None
@@ -88,6 +90,7 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
             spare = Spare(programs)
             _ready(ctl)
             continue
+        report: Report | SeriesReport | Broken
         if cmd["op"] == "run" and cmd.get("session"):
             discarded = 0
             if spare is not None:
@@ -109,17 +112,18 @@ def serve(ctl: socket.socket, config: dict[str, Any]) -> None:
         elif cmd["op"] == "test":
             for fd in fds:
                 os.close(fd)
-            ctl.sendall(json.dumps({"session": False, "broken": True}).encode())
+            broken: Broken = {"session": False, "broken": True}
+            ctl.sendall(json.dumps(broken).encode())
         else:
             for fd in fds:
                 os.close(fd)
 
 
-def _answer(ctl: socket.socket, report: dict[str, Any]) -> None:
+def _answer(ctl: socket.socket, report: Report | SeriesReport | Broken) -> None:
     """Send a run's report to the agent, and keep nothing of it: every later program (and the spare and
     test series' processes they run in) is forked from the box, and may walk up its stack to the box's frames."""
     ctl.sendall(json.dumps(report).encode())
-    report.clear()
+    cast(dict[str, object], report).clear()
 
 
 def _ready(ctl: socket.socket) -> None:
@@ -133,17 +137,17 @@ def _ready(ctl: socket.socket) -> None:
 
 
 def _run(
-    cmd: dict[str, Any],
+    cmd: RunCommand,
     fds: list[int],
     ctl: socket.socket,
     spare: Spare,
     memory: MemoryCgroup | None,
     cpus: int = 1,
-) -> dict[str, Any]:
+) -> Report:
     # The address-space limit bounds each process; the run as a whole (every process it forked, and what
     # its files hold) gets the same budget, checked here; the memory cgroup, where there is one, bounds
     # everything else it can hold. (A container's memory cgroup is one more bound, around all of its runs.)
-    budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
+    budget_kb = (cmd["limits"]["address_space_bytes"] or 0) // 1024
     if memory is not None:
         memory.apply(budget_kb * 1024)
     # What it holds as it starts (the files it was given), read before the program can run: a program that

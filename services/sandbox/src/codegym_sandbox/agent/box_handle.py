@@ -15,16 +15,16 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
 
 from . import box, linux
+from .box_protocol import BoxConfig
 from .protocol import wipe
 
 
 class BoxHandle:
     """Handle on the box process, created (and recreated when it dies) by the agent."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: BoxConfig) -> None:
         self.config = config
         # In a container the agent kills every process but itself when a box dies (see kill): there the
         # agent forks boxes itself.
@@ -50,17 +50,20 @@ class BoxHandle:
         child.close()
         self.ctl = parent
         # Two messages arrive in either order: the box's pid from the middle process, and the box's ready.
-        hello: dict[str, Any] = {}
+        hello: dict[str, object] = {}
         parent.settimeout(30)
         for _ in range(2):
             msg, fds, _, _ = socket.recv_fds(parent, 1 << 16, 1)
-            hello.update(json.loads(msg or b"{}"))
+            got = json.loads(msg or b"{}")
+            if type(got) is dict:
+                hello.update(got)
             if fds:
                 self._set_scratch(fds[0])
         parent.settimeout(None)
-        if not hello.get("pid") or hello.get("op") != "ready" or self.scratch < 0:
+        pid = hello.get("pid")  # box_protocol.Hello
+        if type(pid) is not int or pid <= 0 or hello.get("op") != "ready" or self.scratch < 0:
             raise RuntimeError("the box did not start")
-        self.pid = hello["pid"]
+        self.pid = pid
         self.dirty = False
 
     def _set_scratch(self, fd: int) -> None:
@@ -102,7 +105,7 @@ class BoxHandle:
             assert self.ctl is not None
             self.ctl.sendall(b'{"op":"reset"}')
             msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 16, 1)
-            if json.loads(msg or b"{}").get("op") != "ready" or not fds:
+            if json.loads(msg or b"{}") != {"op": "ready"} or not fds:
                 raise OSError("box did not reset")
             self._set_scratch(fds[0])
             self.dirty = False
@@ -116,7 +119,7 @@ class BoxHandle:
             self.ctl.sendall(b'{"op":"kill"}')
 
 
-def _fork_box(child: socket.socket, config: dict[str, Any], close: socket.socket | None = None) -> None:
+def _fork_box(child: socket.socket, config: BoxConfig, close: socket.socket | None = None) -> None:
     """Fork the box, which serves on ``child``, through a middle process that enters its namespaces and exits
     at once: the box is then the child of the nearest subreaper, the agent."""
     middle = os.fork()
@@ -148,7 +151,7 @@ class _Maker:
     """A process forked from the agent before it has read any request: it forks every box (see the module's
     docstring), and never sees a request, an output or a report. It ends with the agent."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: BoxConfig) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
         if self.pid == 0:

@@ -2,17 +2,56 @@
 
 The supervisor's stdout is a sequence of frames, ``b"<kind> <cell> <length>\\n"`` and ``length`` bytes: what
 the kernel wrote on its stdout (``out``) and stderr (``err``) while a cell ran, the kernel's answer for a
-cell (``cell``: its display and error, as JSON), that output past the job's cap was dropped (``cut``), that
+cell (``cell``: a :class:`CellAnswer`, as JSON), that output past the job's cap was dropped (``cut``), that
 the kernel ended before it answered (``dead``: why), and that every cell was answered (``end``).
+
+The supervisor runs as the program does: every answer is read against its type (``wire_schema.conform``), the
+kernel's by the supervisor (:class:`KernelAnswer`), the supervisor's by the server (:class:`CellAnswer`). One
+that is not of it ends the record there, as a kernel that stopped answering does (the run is Failed, never SE).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
+
+from .wire_schema import conform
 
 OUT, ERR, CELL, CUT, DEAD, END = b"out", b"err", b"cell", b"cut", b"dead", b"end"
+
+
+class CellError(TypedDict):
+    """An exception a cell raised, as a notebook shows it."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+class CellAnswer(TypedDict):
+    """What a cell gave: the value of its last expression (by MIME type), and its error."""
+
+    display: list[dict[str, str]]
+    error: list[CellError]
+
+
+class KernelRequest(TypedDict):
+    """A cell, as the supervisor sends it to the kernel (the nonce: an answer written ahead cannot be its)."""
+
+    n: int
+    nonce: str
+    source: str | None
+    cell_timeout: float
+
+
+class KernelAnswer(KernelRequest, CellAnswer):
+    """The kernel's answer for a cell: its request (without the source) and what the cell gave."""
+
+
+def read_kernel_answer(answer: object) -> KernelAnswer:
+    """The kernel's answer, if it is one; else :class:`~.wire_schema.Malformed`."""
+    return conform(answer, KernelAnswer)
 
 
 def representable(text: str) -> str:
@@ -28,7 +67,7 @@ class CellRecord:
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     display: list[dict[str, str]] = field(default_factory=list)
-    error: list[dict[str, Any]] = field(default_factory=list)
+    error: list[CellError] = field(default_factory=list)
     answered: bool = False
 
 
@@ -66,10 +105,10 @@ def read_record(data: bytes, cells: int) -> Record:
                 (one.stdout if kind == OUT else one.stderr).extend(body)
         elif kind == CELL and one is not None:
             try:
-                answer = json.loads(body)
-                one.display, one.error, one.answered = answer["display"], answer["error"], True
-            except (ValueError, KeyError, TypeError):
+                answer = conform(json.loads(body), CellAnswer)  # Malformed: a ValueError
+            except (ValueError, RecursionError):
                 break
+            one.display, one.error, one.answered = answer["display"], answer["error"], True
         elif kind == CUT:
             record.cut = True
         elif kind == DEAD:

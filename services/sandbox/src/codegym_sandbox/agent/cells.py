@@ -46,7 +46,19 @@ import types
 from typing import Any, NoReturn
 
 from . import import_path, linux
-from .cell_frames import CELL, CUT, DEAD, END, ERR, OUT, representable
+from .cell_frames import (
+    CELL,
+    CUT,
+    DEAD,
+    END,
+    ERR,
+    OUT,
+    CellAnswer,
+    CellError,
+    KernelRequest,
+    read_kernel_answer,
+    representable,
+)
 
 CELLS_MAIN = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
 _CHUNK = 1 << 16
@@ -105,7 +117,7 @@ def _text(value: object) -> str:
         return "<unprintable>"
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
+def _error(exc: BaseException) -> CellError:
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next  # this module's frames: the traceback reads as the cell's own
@@ -142,14 +154,15 @@ def _kernel(requests: int, answers: socket.socket) -> NoReturn:
                     os._exit(0)  # every cell ran
                 buffer += part
                 taken = _take(buffer)
-            request, buffer = taken
+            request: KernelRequest = taken[0]  # the supervisor's: trusted to be what it says
+            buffer = taken[1]
             cell_timeout = float(request["cell_timeout"])
             display: list[dict[str, str]] = []
-            error: list[dict[str, Any]] = []
+            error: list[CellError] = []
             try:
                 if cell_timeout > 0:
                     signal.setitimer(signal.ITIMER_REAL, cell_timeout)
-                value = run_cell(request["source"], main.__dict__, f"<cell {request['n'] + 1}>")
+                value = run_cell(request["source"] or "", main.__dict__, f"<cell {request['n'] + 1}>")
                 if value is not None:
                     display.append({"text/plain": repr(value)})
             except BaseException as exc:  # a cell's error is its result, as in a notebook
@@ -175,33 +188,23 @@ def _frame(kind: bytes, cell: int, data: bytes) -> None:
     _write_all(1, b"%s %d %d\n" % (kind, cell, len(data)) + data)
 
 
-def _answer(answer: Any, n: int, nonce: str) -> dict[str, Any] | None:
+def _answer(answer: object, n: int, nonce: str) -> CellAnswer | None:
     """The kernel's answer for cell ``n``, as plain representable data; None when it is not one."""
-    if not isinstance(answer, dict) or answer.get("n") != n or answer.get("nonce") != nonce:
+    try:
+        checked = read_kernel_answer(answer)  # exactly a KernelAnswer: its keys, each of its type
+    except ValueError:
         return None
-    display, error = answer.get("display"), answer.get("error")
-    if not isinstance(display, list) or not isinstance(error, list):
+    if checked["n"] != n or checked["nonce"] != nonce:
         return None
-    for d in display:
-        if not isinstance(d, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in d.items()):
-            return None
-    fields = ("ename", "evalue", "traceback")
-    for e in error:
-        if not isinstance(e, dict) or set(e) != set(fields) or not isinstance(e["ename"], str):
-            return None
-        if not isinstance(e["evalue"], str) or not isinstance(e["traceback"], list):
-            return None
-        if not all(isinstance(line, str) for line in e["traceback"]):
-            return None
     return {
-        "display": [{representable(k): representable(v) for k, v in d.items()} for d in display],
+        "display": [{representable(k): representable(v) for k, v in d.items()} for d in checked["display"]],
         "error": [
             {
                 "ename": representable(e["ename"]),
                 "evalue": representable(e["evalue"]),
                 "traceback": [representable(line) for line in e["traceback"]],
             }
-            for e in error
+            for e in checked["error"]
         ],
     }
 
@@ -293,7 +296,8 @@ def _supervise(job: dict[str, Any], pid: int, requests: int, answers: socket.soc
         try:
             # The nonce: an answer written ahead (by an earlier cell) cannot be this cell's.
             nonce = os.urandom(16).hex()
-            _write_all(requests, _message({"n": n, "nonce": nonce, "source": source, "cell_timeout": cell_timeout}))
+            cell: KernelRequest = {"n": n, "nonce": nonce, "source": source, "cell_timeout": cell_timeout}
+            _write_all(requests, _message(cell))
         except OSError:
             return _ended(n, pid, exited)
         answer: Any = None

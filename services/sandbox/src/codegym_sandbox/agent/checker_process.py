@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import assert_checker, assert_runner, linux
+from .box_protocol import AssertStatus, BrokenStatus, read_outcome
 from .plain_data import Channel
 from .programs import status_report, to_null, wire
 
@@ -38,7 +38,9 @@ def start_checker(sock: socket.socket, cwd: str) -> CheckerProcess:
     return CheckerProcess(pid, here)
 
 
-def assert_test(checker: CheckerProcess, fds: list[int], main: str, start_test: Callable[[], None]) -> dict[str, Any]:
+def assert_test(
+    checker: CheckerProcess, fds: list[int], main: str, start_test: Callable[[], None]
+) -> AssertStatus | BrokenStatus:
     """One assert run of the series: the checker gets its stdin and output, and a channel to the program's
     process, forked here; the verdict is theirs together (``assert_runner.outcome_status``)."""
     stdin, stdout, stderr = fds[:3]
@@ -66,14 +68,13 @@ def assert_test(checker: CheckerProcess, fds: list[int], main: str, start_test: 
     os.close(program_writes)
     to_null()  # the test's output ends when its processes end, not when this one does
     try:
-        answer = json.loads(checker.sock.recv(4096) or b"null")
-    except (OSError, ValueError):
+        answer = read_outcome(checker.sock.recv(4096))
+    except OSError:
         answer = None
     _, status, usage = os.wait4(pid, 0)
-    if not isinstance(answer, dict) or answer.get("outcome") not in assert_runner.OUTCOMES:
+    if answer is None:
         # The program took the checker down (where it shares its uid): the agent runs this test again alone.
         return {"broken": True}
     code, sig = assert_runner.outcome_status(answer["outcome"], status)
-    report = status_report(status, usage, float(answer.get("cpu") or 0.0))
-    report.update(exit_code=code, signal=sig, supervisor=checker.pid, retired=bool(answer.get("retired")))
-    return report
+    ended = status_report(status, usage, answer["cpu"])
+    return {**ended, "exit_code": code, "signal": sig, "supervisor": checker.pid, "retired": answer["retired"]}

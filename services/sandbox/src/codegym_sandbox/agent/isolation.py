@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
 
 from . import devices, linux, runtime
+from .protocol import WorkerConfig
 
 BOX_ROOT = "/tmp"
 SCRATCH = "/tmp/box"
@@ -43,7 +43,7 @@ RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless th
 PROGRAM_UID = 1000
 
 
-def enter_worker_namespaces(config: dict[str, Any]) -> int:
+def enter_worker_namespaces(config: WorkerConfig) -> int:
     """Enter the worker's namespaces and its root (see ``runtime.py``); return the uid programs run as there.
 
     ``config["host_uid"]`` is the unprivileged host uid that programs map to; it needs a privileged (root)
@@ -63,6 +63,30 @@ def enter_worker_namespaces(config: dict[str, Any]) -> int:
     program_uid = PROGRAM_UID if privileged and host_uid is not None else 0
     runtime.enter_root(config.get("keep", []), config.get("hide", []), config.get("packages"), program_uid)
     return program_uid
+
+
+def container_program_ids(run_as: str | None) -> tuple[int, int]:
+    """Who programs run as in a container: ``run_as`` (``uid:gid``) when the agent starts as root.
+
+    The container then gives root only the capabilities to change ids and to signal: the agent and the box
+    keep root's ids, which no program has, so that no program can signal them, renice them or change their
+    limits, and reach the scratch space with the programs' file ids. Started as anyone else, the agent runs
+    programs as itself.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    if uid != 0 or not run_as:
+        return uid, gid
+    user, _, group = run_as.partition(":")
+    uid, gid = int(user), int(group or user)
+    if uid == 0:
+        raise RuntimeError("programs may not run as root: set CODEGYM_SANDBOX_CONTAINER_USER to another uid")
+    for path, wanted in (("/proc/self/uid_map", uid), ("/proc/self/gid_map", gid)):
+        with open(path) as f:
+            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
+        if not any(inside <= wanted < inside + count for inside, _, count in ranges):
+            raise RuntimeError(f"programs cannot run as {run_as}: {wanted} is not mapped in this container")
+    linux.set_file_ids(uid, gid)
+    return uid, gid
 
 
 def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:

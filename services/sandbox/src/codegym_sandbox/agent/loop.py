@@ -20,13 +20,17 @@ import signal
 import socket
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from . import assert_runner, cells, isolation, linux, run_cpu, runtime  # noqa: F401 - assert_runner, cells: see main()
 from .box_handle import BoxHandle
+from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .memory_cgroup import MemoryCgroup
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
 from .scratch_files import collect, write_files
+
+if TYPE_CHECKING:
+    from .protocol import Ended, Report, RunAnswer, RunFrame
 
 GRACE_S = 2.0  # after asking the box to kill a run, how long before the box itself is killed
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -36,7 +40,7 @@ DRAIN_FACTOR = 8  # output past the cap read and dropped before the run is stopp
 class _Run:
     """One program run: the pipes, the deadline and what came back."""
 
-    def __init__(self, req: dict[str, Any], blobs: list[bytearray]) -> None:
+    def __init__(self, req: RunFrame, blobs: list[bytearray]) -> None:
         self.req = req
         limits = req["limits"]
         self.started = time.monotonic()
@@ -53,9 +57,12 @@ class _Run:
 
 
 def _run(
-    bx: BoxHandle, req: dict[str, Any], blobs: list[bytearray], series: str | None = None
-) -> tuple[dict[str, Any], list[bytes]]:
-    """One run in the box: a fresh process, or with ``series`` ("start" or "test") a test in a test series."""
+    bx: BoxHandle, req: RunFrame, blobs: list[bytearray], series: str | None = None
+) -> tuple[RunAnswer | None, bool, list[bytes]]:
+    """One run in the box: a fresh process, or with ``series`` ("start" or "test") a test in a test series.
+
+    Its answer (None: the test could not run in its series, which the agent runs again on its own), whether
+    the series can take another test, and its stdout and stderr."""
     run = _Run(req, blobs)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -64,13 +71,20 @@ def _run(
     # mode, not its descriptor: it may open each the way it holds it already (whatever its uid), never the other.
     for fd, mode in ((in_r, 0o444), (out_w, 0o222), (err_w, 0o222)):
         os.fchmod(fd, mode)
-    cmd: dict[str, Any] = {k: req[k] for k in ("argv", "env", "limits", "python") if k in req}
-    cmd["op"] = "run"
-    cmd["cwd"] = isolation.SCRATCH
-    if series == "start":
-        cmd["session"] = True
-    elif series == "test":
+    cmd: RunCommand | OpCommand
+    if series == "test":
         cmd = {"op": "test"}
+    else:
+        cmd = {
+            "argv": req["argv"],
+            "env": req["env"],
+            "limits": req["limits"],
+            "python": req["python"],
+            "op": "run",
+            "cwd": isolation.SCRATCH,
+        }
+        if series == "start":
+            cmd["session"] = True
     assert bx.ctl is not None
     bx.dirty = True
     # Kills the kernel makes for memory while this run holds the box's memory cgroup are this run's doing.
@@ -91,7 +105,8 @@ def _run(
     else:
         os.close(in_w)  # no stdin: the program sees end-of-file at once, never a hang
         in_w = -1
-    report: dict[str, Any] | None = None
+    report: Ended | Report | None = None
+    session = broken = False
     try:
         while report is None:
             now = time.monotonic()
@@ -128,7 +143,13 @@ def _run(
                 else:
                     raw = bx.ctl.recv(1 << 16)
                     if raw:
-                        report = json.loads(raw)
+                        # Read against its type: a report that is not one is the box's failure (SE).
+                        if series is None:
+                            report = read_run_report(raw)
+                        elif "broken" in (got := read_test_report(raw)):
+                            report, broken = {"exit_code": None, "signal": None, "wall": 0.0, "cpu": None}, True
+                        else:
+                            report, session = got, got["session"]
                     elif memory is not None and memory.oom_kills() > kills:
                         # The run filled the memory cgroup with what killing its processes does not free (files
                         # on its tmpfs), and the kernel took the box next: the run ran out of memory.
@@ -139,7 +160,7 @@ def _run(
                             "signal": signal.SIGKILL,
                             "wall": now - run.started,
                             "cpu": None,
-                            "max_rss_kb": (req["limits"].get("address_space_bytes") or 0) // 1024,
+                            "max_rss_kb": (req["limits"]["address_space_bytes"] or 0) // 1024,
                             "error": None,
                         }
                     elif bx.config["namespaces"]:
@@ -167,11 +188,15 @@ def _run(
         for fd in [*readers, in_w]:
             if fd >= 0:
                 os.close(fd)
-    result = dict(report)
-    result.update(timed_out=run.timed_out, output_exceeded=run.output_exceeded)
+    outputs = [bytes(run.out["stdout"]), bytes(run.out["stderr"])]
+    if broken:
+        return None, False, outputs
+    # The report's fields in the report's order (a test series' says whether it goes on: returned apart).
+    result = cast("RunAnswer", {key: value for key, value in report.items() if key != "session"})
+    result["timed_out"], result["output_exceeded"] = run.timed_out, run.output_exceeded
     if run.timed_out:
-        result["wall"] = max(result.get("wall") or 0.0, req["limits"]["wall_s"])
-    return result, [bytes(run.out["stdout"]), bytes(run.out["stderr"])]
+        result["wall"] = max(result["wall"], req["limits"]["wall_s"])
+    return result, session, outputs
 
 
 def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:
@@ -208,8 +233,8 @@ def _stop(bx: BoxHandle, run: _Run, now: float) -> None:
 
 
 def _run_tests(
-    bx: BoxHandle, header: dict[str, Any], blobs: list[bytearray], uid: int
-) -> tuple[list[dict[str, Any]], list[bytes]]:
+    bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int
+) -> tuple[list[RunAnswer], list[bytes]]:
     """One program on several inputs, each run in a process of its own, in order.
 
     A Python program runs its tests in a test series (see ``test_series.TestSeries``): one compile, then a fork per
@@ -227,7 +252,7 @@ def _run_tests(
     in_series = bool(same) and same == bx.series
     as_series = as_series and (len(header["stdins"]) > 1 or in_series or bool(header.get("shared")))
     bx.end_series()
-    results: list[dict[str, Any]] = []
+    results: list[RunAnswer] = []
     outputs: list[bytes] = []
 
     def fresh_box() -> None:
@@ -235,19 +260,18 @@ def _run_tests(
         write_files(bx, files, blobs, uid)
 
     for stdin in header["stdins"]:
-        req = dict(header, stdin=stdin)
-        result: dict[str, Any] | None = None
+        req = cast("RunFrame", dict(header, stdin=stdin))
+        result: RunAnswer | None = None
         if as_series:
             if not in_series:
                 fresh_box()
-            result, outs = _run(bx, req, blobs, "test" if in_series else "start")
-            in_series = bool(result.pop("session", False))
-            result["forked"] = True
-            if result.pop("broken", False):
-                result = None
+            result, in_series, outs = _run(bx, req, blobs, "test" if in_series else "start")
+            if result is not None:
+                result["forked"] = True
         if result is None:
             fresh_box()
-            result, outs = _run(bx, req, blobs)
+            result, _, outs = _run(bx, req, blobs)
+            assert result is not None  # only a series' test can be broken
             in_series = False
         results.append(result)
         outputs += outs
@@ -258,7 +282,7 @@ def _run_tests(
     return results, outputs
 
 
-def _series_of(header: dict[str, Any], blobs: list[bytearray]) -> bytearray:
+def _series_of(header: RunFrame, blobs: list[bytearray]) -> bytearray:
     """Everything a series' process depends on: what it runs (files, argv, env, limits), byte for byte."""
     what = {k: v for k, v in header.items() if k not in ("op", "stdins", "files", "blobs")}
     key = bytearray(json.dumps(what, sort_keys=True).encode())
@@ -268,13 +292,14 @@ def _series_of(header: dict[str, Any], blobs: list[bytearray]) -> bytearray:
     return key
 
 
-def handle(bx: BoxHandle, header: dict[str, Any], blobs: list[bytearray], uid: int) -> bytes:
+def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int) -> bytes:
     """Serve one request frame and return the answer frame."""
-    op = header.get("op")
+    op = frame.get("op")
     if op == "ping":
         return encode_frame({"op": "pong"})
     if op != "run":
         return encode_frame({"op": "error", "error": f"unknown op {op!r}"})
+    header = cast("RunFrame", frame)  # the server's: trusted to be what it says
     try:
         if not bx.alive():
             bx.spawn()
@@ -283,10 +308,10 @@ def handle(bx: BoxHandle, header: dict[str, Any], blobs: list[bytearray], uid: i
             return encode_frame({"op": "results", "results": results}, outputs)
         bx.reset()
         write_files(bx, header.get("files", []), blobs, uid)
-        result, outputs = _run(bx, header, blobs)
+        result, _, outputs = _run(bx, header, blobs)
+        assert result is not None  # only a series' test can be broken
         collected, files = collect(bx, header.get("collect", []), header["limits"]["collect_bytes"])
-        result["collected"] = collected
-        return encode_frame({"op": "result", **result}, [*outputs, *files])
+        return encode_frame({"op": "result", **result, "collected": collected}, [*outputs, *files])
     except (OSError, ValueError, RuntimeError) as exc:
         if not bx.alive():
             bx.respawn()
@@ -309,30 +334,6 @@ def _resolve(tool: str, path: str) -> str | None:
     return None
 
 
-def _container_program_ids(run_as: str | None) -> tuple[int, int]:
-    """Who programs run as in a container: ``run_as`` (``uid:gid``) when the agent starts as root.
-
-    The container then gives root only the capabilities to change ids and to signal: the agent and the box
-    keep root's ids, which no program has, so that no program can signal them, renice them or change their
-    limits, and reach the scratch space with the programs' file ids. Started as anyone else, the agent runs
-    programs as itself.
-    """
-    uid, gid = os.geteuid(), os.getegid()
-    if uid != 0 or not run_as:
-        return uid, gid
-    user, _, group = run_as.partition(":")
-    uid, gid = int(user), int(group or user)
-    if uid == 0:
-        raise RuntimeError("programs may not run as root: set CODEGYM_SANDBOX_CONTAINER_USER to another uid")
-    for path, wanted in (("/proc/self/uid_map", uid), ("/proc/self/gid_map", gid)):
-        with open(path) as f:
-            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
-        if not any(inside <= wanted < inside + count for inside, _, count in ranges):
-            raise RuntimeError(f"programs cannot run as {run_as}: {wanted} is not mapped in this container")
-    linux.set_file_ids(uid, gid)
-    return uid, gid
-
-
 def main() -> None:
     """Entry point: the first frame is the worker configuration; then one answer per request."""
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
@@ -340,7 +341,8 @@ def main() -> None:
     # Nothing may print on the channel: move it off fd 1 and send stray prints to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)
-    config, _ = read_frame(in_fd)
+    frame, _ = read_frame(in_fd)
+    config = cast(BoxConfig, frame)  # the server's: trusted to be what it says
     try:
         if config.get("namespaces", True):
             # Made before the worker's root, which shows nothing of /sys/fs/cgroup: the box joins it by descriptor.
@@ -352,11 +354,12 @@ def main() -> None:
                 # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
                 raise RuntimeError("without namespaces the agent must be the init of its own container")
             linux.set_dumpable(False)  # programs may share our uid: keep them out of /proc/1
-            uid, gid = _container_program_ids(config.get("run_as"))
+            uid, gid = isolation.container_program_ids(config.get("run_as"))
         # Every module the agent needs is loaded by now (programs import the assert runner from memory): the
         # worker's root shows no source of the server's, and programs get the runtime's search path.
         runtime.python_for_programs()
-        config.update(program_uid=uid, program_gid=gid, namespaces=config.get("namespaces", True))
+        config["program_uid"], config["program_gid"] = uid, gid
+        config["namespaces"] = config.get("namespaces", True)
         # Set after the namespace switch, which changes our credentials and so clears it.
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the server
         bx = BoxHandle(config)
@@ -374,8 +377,8 @@ def main() -> None:
             header, blobs = read_frame(in_fd)
         except ProtocolError:
             bx.kill()
-            if config.get("memory_cgroup") is not None:
-                config["memory_cgroup"].remove()
+            if (memory := config.get("memory_cgroup")) is not None:
+                memory.remove()
             return
         write_all(out_fd, handle(bx, header, blobs, uid))
         # Renew the box's scratch space now, while the server reads the answer, not when the next run waits;

@@ -14,10 +14,11 @@ import os
 import resource
 import signal
 import socket
-from typing import Any, NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn, cast
 
 from . import linux, pyrun
-from .protocol import EXEC_FAILED
+from .box_protocol import RunCommand, TestStatus
+from .protocol import EXEC_FAILED, Limits
 
 MAX_FDS = 16
 PROGRAM_NICE = 10
@@ -52,7 +53,7 @@ class Programs(NamedTuple):
         return self.uid != os.geteuid()
 
 
-def set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, series: bool = False) -> None:
+def set_limits(limits: Limits, contained: bool, supervisors: int = 0, series: bool = False) -> None:
     """The run's limits on this process; ``supervisors``: processes of its uid that are not the run's.
 
     A series' process (``series``) takes all but those that each test sets for itself: the CPU time
@@ -64,7 +65,7 @@ def set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, se
 
     if not series:
         set_test_limits(limits)
-    if limits.get("address_space_bytes"):
+    if limits["address_space_bytes"]:
         set_limit(resource.RLIMIT_AS, limits["address_space_bytes"])
     if not contained:
         # In a container, RLIMIT_NPROC would count this uid's processes in every container on the host;
@@ -76,7 +77,7 @@ def set_limits(limits: dict[str, Any], contained: bool, supervisors: int = 0, se
     set_limit(resource.RLIMIT_MSGQUEUE, 0)
 
 
-def set_test_limits(limits: dict[str, Any]) -> None:
+def set_test_limits(limits: Limits) -> None:
     cpu = max(1, int(limits["cpu_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, SIGKILL a second later
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
@@ -95,11 +96,11 @@ def wire(fds: list[int]) -> None:
         os.close(fd)
 
 
-def detach(sock: socket.socket, also: int = -1) -> None:
-    """First thing in a process forked from the box: keep only ``sock`` (and ``also``), default signals, a
-    session of its own."""
+def detach(sock: socket.socket, *also: int) -> None:
+    """First thing in a process forked from the box: keep only ``sock`` (and ``also``: -1 for none), default
+    signals, a session of its own."""
     start = 3
-    for keep in sorted({sock.fileno(), also} - {-1}):
+    for keep in sorted({sock.fileno(), *also} - {-1}):
         os.closerange(start, keep)
         start = keep + 1
     os.closerange(start, 1 << 16)
@@ -156,18 +157,18 @@ def prepare(sock: socket.socket, programs: Programs) -> NoReturn:
         msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, MAX_FDS)
         if not msg:
             os._exit(0)  # the box went away
-        cmd = json.loads(msg)
+        cmd = cast(RunCommand, json.loads(msg))  # the box's: trusted to be what it says
         wire(fds)
         os.chdir(cmd["cwd"])
         os.environ.clear()
         os.environ.update(cmd["env"])
         set_limits(cmd["limits"], programs.contained)
-        if cmd.get("python"):
+        if python := cmd["python"]:
             # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             sock.close()
-            os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:]))
+            os._exit(pyrun.run_script(python, cmd["argv"][1:]))
         try:
             os.execve(cmd["argv"][0], cmd["argv"], cmd["env"])
         except OSError as exc:  # tagged: the server tells a program that cannot start from the box's failure
@@ -187,7 +188,7 @@ def to_null() -> None:
     os.close(null)
 
 
-def status_report(status: int, usage: Any, extra_cpu: float = 0.0) -> dict[str, Any]:
+def status_report(status: int, usage: resource.struct_rusage, extra_cpu: float = 0.0) -> TestStatus:
     code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
     return {
         "exit_code": code,

@@ -14,11 +14,13 @@ import os
 import resource
 import time
 
+from .protocol import Limits
+
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MIN_CHECK_S = 0.05  # the shortest time between two sums of a run's CPU time while it runs
 
 
-def cpu_limit_s(limits: dict[str, float]) -> int:
+def cpu_limit_s(limits: Limits) -> int:
     """A run's CPU-time limit in whole seconds: what ``RLIMIT_CPU`` (whole seconds) gives each process."""
     return max(1, int(limits["cpu_s"] + 0.999))
 
@@ -55,9 +57,9 @@ class CpuWatch:
     end (see :meth:`over_at_end`) catches what the last one missed.
     """
 
-    def __init__(self, limits: dict[str, float], cpus: int, supervisors: set[str]) -> None:
+    def __init__(self, limits: Limits, cpus: int, supervisors: set[str]) -> None:
         self.limit = cpu_limit_s(limits)
-        self.cpus = max(1, min(cpus, int(limits.get("processes") or cpus)))
+        self.cpus = max(1, min(cpus, int(limits["processes"] or cpus)))
         self.supervisors = supervisors
         self.due = time.monotonic() + self.limit / self.cpus
         self.over = False

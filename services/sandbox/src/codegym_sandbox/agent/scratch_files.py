@@ -9,10 +9,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from typing import Any
 
 from .box_handle import BoxHandle
-from .protocol import write_all
+from .protocol import FileEntry, write_all
 
 
 def open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
@@ -41,7 +40,7 @@ def open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid
         os.close(dir_fd)
 
 
-def write_files(bx: BoxHandle, files: list[list[Any]], blobs: list[bytearray], uid: int) -> None:
+def write_files(bx: BoxHandle, files: list[FileEntry], blobs: list[bytearray], uid: int) -> None:
     gid = bx.config.get("program_gid", uid)
     for name, mode, index in files:
         fd = open_in_scratch(bx, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode, uid)
@@ -53,8 +52,8 @@ def write_files(bx: BoxHandle, files: list[list[Any]], blobs: list[bytearray], u
             os.close(fd)
 
 
-def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[list[Any]], list[bytes]]:
-    found: list[list[Any]] = []
+def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[FileEntry], list[bytes]]:
+    found: list[FileEntry] = []
     blobs: list[bytes] = []
     if any("*" in n for n in names):  # patterns match entries at the top of the scratch directory
         entries = os.listdir(bx.scratch)
@@ -72,6 +71,6 @@ def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[list[Any]
                 data = f.read(limit)
         finally:
             os.close(fd)
-        found.append([name, st.st_mode & 0o777, len(blobs)])
+        found.append((name, st.st_mode & 0o777, len(blobs)))
         blobs.append(data)
     return found, blobs

@@ -10,9 +10,10 @@ import select
 import signal
 import socket
 import time
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from . import assert_runner, isolation, linux, pyrun, run_cpu
+from .box_protocol import AssertStatus, Broken, BrokenStatus, RunCommand, SeriesReport, TestStatus, read_series_report
 from .checker_process import assert_test, start_checker
 from .memory_cgroup import MemoryCgroup
 from .programs import (
@@ -44,7 +45,7 @@ class Spare:
     """
 
     def __init__(
-        self, programs: Programs, series: dict[str, Any] | None = None, files: int = -1, first_fresh: bool = False
+        self, programs: Programs, series: RunCommand | None = None, files: int = -1, first_fresh: bool = False
     ) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.pid = os.fork()
@@ -88,7 +89,7 @@ class TestSeries:
 
     def __init__(
         self,
-        cmd: dict[str, Any],
+        cmd: RunCommand,
         programs: Programs,
         scratch: isolation.Scratch | isolation.WipedScratch,
         memory: MemoryCgroup | None,
@@ -99,7 +100,7 @@ class TestSeries:
         self.programs = programs
         self.scratch = scratch
         self.memory = memory
-        self.budget_kb = (cmd["limits"].get("address_space_bytes") or 0) // 1024
+        self.budget_kb = (cmd["limits"]["address_space_bytes"] or 0) // 1024
         self.limits = cmd["limits"]
         if memory is not None:
             memory.apply(self.budget_kb * 1024)
@@ -129,7 +130,7 @@ class TestSeries:
         os.close(self.exited)
         self.process.sock.close()
 
-    def test(self, fds: list[int], ctl: socket.socket) -> dict[str, Any]:
+    def test(self, fds: list[int], ctl: socket.socket) -> SeriesReport | Broken:
         """Run one test; the report says whether the series can take another (its ``session`` field)."""
         if not self.ready:  # no fresh scratch directory for it: the agent runs the test on its own
             for fd in fds:
@@ -199,23 +200,31 @@ class TestSeries:
                 "error": None,
                 "session": False,
             }
-        try:
-            report = json.loads(raw) if raw else None
-        except ValueError:
-            report = None
-        if not isinstance(report, dict) or report.get("broken"):
-            # The program took its series' process (or its checker) down: the agent runs this test again alone.
+        # Read against its type: one that is not (or says so) means the program took its series' process (or its
+        # checker) down, and the agent runs this test again alone.
+        status = read_series_report(raw) if raw else None
+        if status is None:
             self.end()
             return {"session": False, "broken": True}
-        self.checker = report.pop("supervisor", 0)
-        retired = report.pop("retired", False)  # the checker has grown: the series ends with this test
-        # The test's process reported what it and the children it reaped used; its orphans came to the box.
-        report["cpu"] = (report.get("cpu") or 0.0) + run_cpu.living_cpu_s(self._supervisors())[0]
-        if watch.cpu is not None and watch.cpu.over_at_end(report["cpu"]):
-            report.update(exit_code=None, signal=signal.SIGXCPU)
-        if self.budget_kb and (held_kb := held_at_end(held, report.get("max_rss_kb") or 0, self.budget_kb)):
-            report.update(exit_code=None, signal=signal.SIGKILL, max_rss_kb=held_kb)
-        report.update(wall=wall, error=None, session=not retired and self._still_clean())
+        self.checker, retired = 0, False
+        if "supervisor" in status:
+            self.checker = status["supervisor"]
+            retired = status["retired"]  # the checker has grown: the series ends with this test
+        report: SeriesReport = {
+            "exit_code": status["exit_code"],
+            "signal": status["signal"],
+            # The test's process reported what it and the children it reaped used; its orphans came to the box.
+            "cpu": status["cpu"] + run_cpu.living_cpu_s(self._supervisors())[0],
+            "max_rss_kb": status["max_rss_kb"],
+            "wall": wall,
+            "error": None,
+            "session": False,
+        }
+        if watch.cpu is not None and watch.cpu.over_at_end(report["cpu"] or 0.0):
+            report["exit_code"], report["signal"] = None, signal.SIGXCPU
+        if self.budget_kb and (held_kb := held_at_end(held, report["max_rss_kb"] or 0, self.budget_kb)):
+            report["exit_code"], report["signal"], report["max_rss_kb"] = None, signal.SIGKILL, held_kb
+        report["session"] = not retired and self._still_clean()
         if not report["session"]:
             self.end()
         return report
@@ -274,7 +283,7 @@ def restore_files(files: list[tuple[str, int, bytes]]) -> None:
 
 
 def serve_test_series(
-    sock: socket.socket, cmd: dict[str, Any], programs: Programs, files_dir: int, first_fresh: bool
+    sock: socket.socket, cmd: RunCommand, programs: Programs, files_dir: int, first_fresh: bool
 ) -> NoReturn:
     """In a series' process: compile the program once, then fork a child for each test to run it in.
 
@@ -311,8 +320,11 @@ def serve_test_series(
         # interpreter sets them, the compile, the standard streams (made on a pipe, as a test's are).
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        name = os.path.relpath(cmd["python"], cmd["cwd"])
-        code = pyrun.load(cmd["python"], next((data for n, _, data in files if n == name), None))
+        python = cmd["python"]
+        if python is None:
+            raise ValueError("a test series runs a Python program")
+        name = os.path.relpath(python, cmd["cwd"])
+        code = pyrun.load(python, next((data for n, _, data in files if n == name), None))
         here, there = os.pipe()
         for fd in (0, 1, 2):
             os.dup2(there if fd else here, fd)
@@ -360,14 +372,15 @@ def serve_test_series(
             os._exit(0)
         if not msg:
             os._exit(0)  # the box went away
+        report: TestStatus | AssertStatus | BrokenStatus
         if checker is not None:
-            report = assert_test(checker, fds, cmd["python"], start_test)
+            report = assert_test(checker, fds, python, start_test)
         else:
             wire(fds)  # on this process's 0-2 until the fork: the child then has them where they belong
             pid = os.fork()
             if pid == 0:
                 start_test()
-                os._exit(pyrun.run_script(cmd["python"], cmd["argv"][1:], code, streams_made=True))
+                os._exit(pyrun.run_script(python, cmd["argv"][1:], code, streams_made=True))
             to_null()  # the test's output ends when its processes end, not when this one does
             _, status, usage = os.wait4(pid, 0)
             report = status_report(status, usage)

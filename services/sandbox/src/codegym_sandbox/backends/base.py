@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..agent.protocol import Limits
+
 
 class SandboxFault(Exception):
     """The infrastructure failed a run (never the program's fault): reported as SandboxError / SE."""
@@ -60,7 +62,7 @@ class RunRequest:
     files: dict[str, tuple[bytes, int]]  # name -> (content, mode)
     argv: list[str]
     env: dict[str, str]
-    limits: dict[str, Any]
+    limits: Limits
     stdin: bytes | None = None
     python: str | None = None  # script path when Python runs in-process
     collect: list[str] = field(default_factory=list)

@@ -14,10 +14,10 @@ import os
 import shutil
 import socket
 import subprocess
-from typing import Any
 
 from .. import languages
 from ..agent.isolation import RUN_PATH
+from ..agent.protocol import WorkerConfig
 from ..config import Settings
 from .base import Backend
 from .containers import ContainerSpec
@@ -30,7 +30,7 @@ from .podman import PodmanBackend
 log = logging.getLogger("codegym.sandbox")
 
 
-def agent_config(settings: Settings, local: bool) -> dict[str, Any]:
+def agent_config(settings: Settings, local: bool) -> WorkerConfig:
     """The configuration frame every agent gets first."""
     tools = sorted({tool for lang in languages.LANGUAGES.values() for tool in lang.tools})
     if not local:

@@ -14,6 +14,7 @@ import socket
 import struct
 from typing import Any
 
+from ..agent.protocol import WorkerConfig
 from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
 from .pool import WorkerPool
@@ -38,7 +39,7 @@ def _own_socket(attached: Any) -> socket.socket:
 
 
 class DockerWorker(AgentWorker):
-    def __init__(self, slot: int, config: dict[str, Any], backend: DockerBackend) -> None:
+    def __init__(self, slot: int, config: WorkerConfig, backend: DockerBackend) -> None:
         super().__init__(slot, config)
         self.backend = backend
         self.container: Any = None
@@ -154,7 +155,7 @@ class DockerBackend(WorkerPool):
     name = "docker"
     starts_ahead = False  # see WorkerPool.starts_ahead
 
-    def __init__(self, workers: int, queue_size: int, config: dict[str, Any], spec: ContainerSpec) -> None:
+    def __init__(self, workers: int, queue_size: int, config: WorkerConfig, spec: ContainerSpec) -> None:
         super().__init__(workers, queue_size, {**config, "namespaces": False})
         self.spec = spec
         self.client: Any = None

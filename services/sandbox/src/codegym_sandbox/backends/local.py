@@ -15,10 +15,10 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from .. import languages
 from ..agent import isolation, runtime
+from ..agent.protocol import WorkerConfig
 from ..config import Settings
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
@@ -76,7 +76,7 @@ class MisplacedToolchain(RuntimeError):
     """A toolchain or the interpreter lies where no agent's root can show it: the server does not start."""
 
 
-def worker_view(settings: Settings) -> dict[str, Any]:
+def worker_view(settings: Settings) -> WorkerConfig:
     """What the agents' root holds (see ``agent/runtime.py``): the toolchains, the runtime packages, and
     never the server's checkout, virtual environment or ``HIDE_PATHS``. Raises :class:`MisplacedToolchain`
     where a toolchain or the interpreter lies in :data:`RESERVED`."""
@@ -129,7 +129,7 @@ class LocalBackend(WorkerPool):
 
     name = "local"
 
-    def __init__(self, workers: int, queue_size: int, config: dict[str, Any], python: str | None = None) -> None:
+    def __init__(self, workers: int, queue_size: int, config: WorkerConfig, python: str | None = None) -> None:
         super().__init__(workers, queue_size, config)
         self.python = agent_python(python)
         # -S: nothing of the interpreter's site-packages is loaded (the agent gives programs the runtime's);

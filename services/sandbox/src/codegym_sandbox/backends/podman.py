@@ -15,8 +15,8 @@ import logging
 import resource
 import shutil
 import tempfile
-from typing import Any
 
+from ..agent.protocol import WorkerConfig
 from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
 from .pool import WorkerPool
@@ -43,7 +43,7 @@ async def _podman(binary: str, *args: str, timeout: float = 60) -> tuple[int, by
 
 
 class PodmanWorker(ProcessWorker):
-    def __init__(self, slot: int, config: dict[str, Any], argv: list[str], binary: str, name: str, cwd: str) -> None:
+    def __init__(self, slot: int, config: WorkerConfig, argv: list[str], binary: str, name: str, cwd: str) -> None:
         super().__init__(slot, config, argv, None, cwd)
         self.binary = binary
         self.name = name
@@ -65,7 +65,7 @@ class PodmanBackend(WorkerPool):
         self,
         workers: int,
         queue_size: int,
-        config: dict[str, Any],
+        config: WorkerConfig,
         spec: ContainerSpec,
         binary: str,
         extra_args: list[str],

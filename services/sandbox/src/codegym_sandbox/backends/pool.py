@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from ..agent.protocol import WorkerConfig
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, Saturated
 from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now, reserve
@@ -41,7 +42,7 @@ class WorkerPool:
 
     name = "pool"
 
-    def __init__(self, workers: int, queue_size: int, config: dict[str, Any]) -> None:
+    def __init__(self, workers: int, queue_size: int, config: WorkerConfig) -> None:
         self.size = workers
         self.max_workers = workers  # set by the server: lent slots come on top of ``size`` up to this
         self.reserve_workers: int | None = None  # set by the server: parked workers to keep (None: see reserve)

@@ -1,7 +1,10 @@
 """One slot's agent and the channel to it, whatever runs the agent (a host process or a container).
 
 A subclass only opens the channel (:meth:`AgentWorker._open`) and knows how to kill what it started; the
-frame protocol, the start-up handshake and the deadlines are the same for every backend.
+frame protocol, the start-up handshake and the deadlines are the same for every backend. Every answer of the
+agent is read against its frame's type (``agent/protocol.py``: ``read_ready``, ``read_result``,
+``read_results``) before any field of it is used: one that is not of it is the agent's failure, a
+:class:`SandboxFault`, and the worker is replaced.
 """
 
 from __future__ import annotations
@@ -10,21 +13,37 @@ import asyncio
 import contextlib
 import os
 import struct
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
-from ..agent.protocol import WAIT_CREDIT, decode_header, encode_frame
+from ..agent.protocol import (
+    MAX_HEADER,
+    WAIT_CREDIT,
+    ErrorFrame,
+    ProtocolError,
+    RunAnswer,
+    RunFrame,
+    WorkerConfig,
+    decode_header,
+    encode_frame,
+    read_ready,
+    read_result,
+    read_results,
+)
+from ..agent.wire_schema import Malformed
 from .base import RunOutcome, RunRequest, SandboxFault
 
 _ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
 GRACE_PER_RUN_S = 2.5  # in a batch, beyond each run's wall limit: the agent's kill grace, and a reset
 START_TIMEOUT_S = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/PID/stat's times
+A = TypeVar("A")
 
 
 class AgentWorker:
     """The agent of one slot, spoken to in frames over a byte stream."""
 
-    def __init__(self, slot: int, config: dict[str, Any]) -> None:
+    def __init__(self, slot: int, config: WorkerConfig) -> None:
         self.slot = slot
         self.config = config
         self.runs = 0
@@ -66,32 +85,50 @@ class AgentWorker:
 
     async def start(self) -> None:
         await self._open()
-        self._write(encode_frame({**self.config, "slot": self.slot}))
+        config: WorkerConfig = {**self.config, "slot": self.slot}
+        self._write(encode_frame(config))
         try:
             header, _ = await asyncio.wait_for(self._read(), START_TIMEOUT_S)
+            ready = self._answer(read_ready, header)
         except (asyncio.TimeoutError, SandboxFault) as exc:
             await self.kill()
             raise SandboxFault(f"worker {self.slot} did not start: {exc or 'no answer'}") from exc
-        if header.get("op") != "ready":
+        if ready["op"] != "ready":
             await self.kill()
-            raise SandboxFault(f"worker {self.slot} could not start: {header.get('error', header)}")
-        self.tools = header.get("tools", {})
+            raise SandboxFault(f"worker {self.slot} could not start: {ready['error']}")
+        self.tools = ready["tools"]
 
-    async def _read(self) -> tuple[dict[str, Any], list[bytes]]:
+    async def _read(self) -> tuple[dict[str, object], list[bytes]]:
         assert self.reader is not None
         try:
             (size,) = struct.unpack(">I", await self.reader.readexactly(4))
+            if size > MAX_HEADER:
+                raise ProtocolError(f"frame header of {size} bytes")
             header = decode_header(await self.reader.readexactly(size))
-            blobs = [await self.reader.readexactly(n) for n in header.get("blobs", [])]
+            sizes = header.get("blobs", [])
+            assert isinstance(sizes, list)  # decode_header checked them
+            blobs = [await self.reader.readexactly(n) for n in sizes]
         except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
             raise SandboxFault(f"worker {self.slot} went away") from exc
+        except (ProtocolError, ValueError) as exc:  # no JSON object, or blobs that are not sizes
+            raise SandboxFault(f"worker {self.slot} answered what is not a frame: {exc}") from exc
         return header, blobs
 
+    def _answer(self, read: Callable[..., A], header: dict[str, object], *counts: int) -> A:
+        """``read(header, *counts)``: the agent's answer as its frame's type; one that is not is a fault."""
+        try:
+            return read(header, *counts)
+        except Malformed as exc:
+            raise SandboxFault(f"worker {self.slot} answered what is not an answer: {exc}") from exc
+
+    def _fault(self, error: ErrorFrame) -> SandboxFault:
+        return SandboxFault(f"worker {self.slot}: {error['error']}")
+
     @staticmethod
-    def _header(req: RunRequest, blobs: list[bytes]) -> dict[str, Any]:
+    def _header(req: RunRequest, blobs: list[bytes]) -> RunFrame:
         files = []
         for name, (data, mode) in req.files.items():
-            files.append([name, mode, len(blobs)])
+            files.append((name, mode, len(blobs)))
             blobs.append(data)
         return {
             "op": "run",
@@ -103,7 +140,9 @@ class AgentWorker:
             "collect": req.collect,
         }
 
-    async def _ask(self, header: dict[str, Any], blobs: list[bytes], answer_by: float) -> tuple[Any, list[bytes]]:
+    async def _ask(
+        self, header: RunFrame, blobs: list[bytes], answer_by: float
+    ) -> tuple[dict[str, object], list[bytes]]:
         try:
             self._write(encode_frame(header, blobs))
             await self._drain()
@@ -117,11 +156,12 @@ class AgentWorker:
         if req.stdin:
             header["stdin"] = len(blobs)
             blobs.append(req.stdin)
-        result, out = await self._ask(header, blobs, req.limits["wall_s"] * (1 + WAIT_CREDIT) + _ANSWER_GRACE_S)
+        frame, out = await self._ask(header, blobs, req.limits["wall_s"] * (1 + WAIT_CREDIT) + _ANSWER_GRACE_S)
         self.runs += 1
-        if result.get("op") != "result":
-            raise SandboxFault(f"worker {self.slot}: {result.get('error', 'bad answer')}")
-        collected = {name: (out[2 + i], mode) for name, mode, i in result.get("collected", [])}
+        result = self._answer(read_result, frame, len(out))
+        if result["op"] == "error":
+            raise self._fault(result)
+        collected = {name: (out[2 + i], mode) for name, mode, i in result["collected"]}
         return _outcome(result, out[0], out[1], collected)
 
     async def run_tests(self, req: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
@@ -138,17 +178,15 @@ class AgentWorker:
                 blobs.append(stdin)
         header["stdins"] = indices
         answer_by = len(stdins) * (req.limits["wall_s"] * (1 + WAIT_CREDIT) + GRACE_PER_RUN_S) + _ANSWER_GRACE_S
-        result, out = await self._ask(header, blobs, answer_by)
+        frame, out = await self._ask(header, blobs, answer_by)
         self.runs += len(stdins)
-        results = result.get("results")
-        if result.get("op") != "results" or not isinstance(results, list) or len(results) != len(stdins):
-            raise SandboxFault(f"worker {self.slot}: {result.get('error', 'bad answer')}")
-        return [_outcome(r, out[2 * i], out[2 * i + 1], {}) for i, r in enumerate(results)]
+        results = self._answer(read_results, frame, len(stdins), len(out))
+        if results["op"] == "error":
+            raise self._fault(results)
+        return [_outcome(r, out[2 * i], out[2 * i + 1], {}) for i, r in enumerate(results["results"])]
 
 
-def _outcome(
-    result: dict[str, Any], stdout: bytes, stderr: bytes, collected: dict[str, tuple[bytes, int]]
-) -> RunOutcome:
+def _outcome(result: RunAnswer, stdout: bytes, stderr: bytes, collected: dict[str, tuple[bytes, int]]) -> RunOutcome:
     return RunOutcome(
         exit_code=result["exit_code"],
         signal=result["signal"],
@@ -201,7 +239,7 @@ class ProcessWorker(AgentWorker):
     backend), or a container engine's client attached to it (``podman run -i``)."""
 
     def __init__(
-        self, slot: int, config: dict[str, Any], argv: list[str], env: dict[str, str] | None, cwd: str | None = None
+        self, slot: int, config: WorkerConfig, argv: list[str], env: dict[str, str] | None, cwd: str | None = None
     ) -> None:
         super().__init__(slot, config)
         self.argv = argv

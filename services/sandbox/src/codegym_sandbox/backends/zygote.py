@@ -14,8 +14,8 @@ import os
 import signal
 import socket
 import struct
-from typing import Any
 
+from ..agent.protocol import WorkerConfig
 from .base import SandboxFault
 from .worker import AgentWorker, tree_demand_s
 
@@ -107,7 +107,7 @@ class Zygote:
 class ForkedWorker(AgentWorker):
     """An agent forked by the zygote: two pipes to it, and a pidfd that says when it has gone."""
 
-    def __init__(self, slot: int, config: dict[str, Any], zygote: Zygote) -> None:
+    def __init__(self, slot: int, config: WorkerConfig, zygote: Zygote) -> None:
         super().__init__(slot, config)
         self.zygote = zygote
         self.pid = 0

@@ -306,3 +306,36 @@ def test_a_cell_that_forges_and_ends_never_makes_the_check_pass(hostile: TestCli
             assert body["cells"][-1]["error"], (ending, body)
         else:
             assert body["status"] == "Failed" and body["cells"] == [], (ending, body)
+
+
+# A cell that answers for itself on the kernel's channel, with the kernel's own request (read from its frame),
+# then ends the kernel: its answer is the one the supervisor reads. ``{shape}`` changes that answer's shape.
+_SELF_ANSWER = (
+    "import json, os, sys\n"
+    "frame = sys._getframe()\n"
+    "while not {'answers', 'request'} <= frame.f_locals.keys():\n    frame = frame.f_back\n"
+    "answer = {**frame.f_locals['request'], 'source': None, 'display': [{'text/plain': 'SELF'}], 'error': []}\n"
+    "{shape}\n"
+    "body = json.dumps(answer).encode()\n"
+    "frame.f_locals['answers'].sendall(b'%d\\n' % len(body) + body)\n"
+    "os._exit(0)\n"
+)
+SHAPES = {
+    "an-extra-key": "answer['verdict'] = 'AC'",
+    "a-missing-key": "del answer['source']",
+    "a-wrong-type": "answer['cell_timeout'] = 'none'",
+    "a-bool-for-an-int": "answer['cell_timeout'] = True",
+}
+
+
+def test_a_kernel_answers_for_its_cell_only_in_the_shape_asked(hostile: TestClient) -> None:
+    """The kernel is the program's: it may answer for its own cell (a notebook's cells can always change what
+    their kernel answers), but only with an answer of the shape the supervisor asked for (``KernelAnswer``,
+    read by ``wire_schema.conform``). One of any other shape ends the record: Failed, never SE, never the
+    answer."""
+    body = _notebook(hostile, [_SELF_ANSWER.replace("{shape}", "pass")])
+    assert body["status"] == "Success" and body["cells"][0]["display"] == [{"text/plain": "SELF"}], body
+    for name, shape in SHAPES.items():
+        body = _notebook(hostile, [_SELF_ANSWER.replace("{shape}", shape)])
+        assert body["status"] == "Failed" and body["cells"] == [], (name, body)
+        assert "the kernel's answer is not one" in json.dumps(body), (name, body)

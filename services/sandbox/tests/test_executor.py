@@ -14,7 +14,7 @@ import pytest
 from codegym_sandbox.backends.base import RunPolicy
 from codegym_sandbox.executor import Execution, Executor
 from codegym_sandbox.languages import Language
-from codegym_sandbox.verdicts import Verdict
+from codegym_sandbox.verdicts import RunEnd
 from fastapi.testclient import TestClient
 
 
@@ -36,7 +36,7 @@ def _execute(client: TestClient, lang: Language) -> Execution:
     async def execute() -> Execution:
         policy = RunPolicy()
         compiled, sources = await executor.build(lang, "", {}, executor.compile_limits(None), policy)
-        if compiled is not None and compiled.verdict is not Verdict.AC:
+        if compiled is not None and compiled.end is not RunEnd.EXITED:
             return Execution(compiled, None)
         run = await executor.run_built(lang, sources, None, executor.run_limits(None, None), policy)
         return Execution(compiled, run)
@@ -61,7 +61,7 @@ def _execute(client: TestClient, lang: Language) -> Execution:
 def test_a_compile_that_leaves_nothing_to_execute_is_a_compile_error(client: TestClient, command: str) -> None:
     ex = _execute(client, _compiled_by(command))
     assert ex.compile is not None and ex.run is None
-    assert ex.compile.verdict is Verdict.CE and ex.compile.exit_code == 0 and ex.compile.error is None
+    assert ex.compile.end is RunEnd.COMPILE_ERROR and ex.compile.exit_code == 0 and ex.compile.error is None
     assert b"sandbox: the compiler" in ex.compile.stderr
 
 
@@ -78,8 +78,8 @@ def test_an_executable_the_kernel_will_not_start_is_a_runtime_error(
     client: TestClient, command: str, why: bytes
 ) -> None:
     ex = _execute(client, _compiled_by(command))
-    assert ex.compile is not None and ex.compile.verdict is Verdict.AC
-    assert ex.run is not None and ex.run.verdict is Verdict.RE and ex.run.error is None, ex.run
+    assert ex.compile is not None and ex.compile.end is RunEnd.EXITED
+    assert ex.run is not None and ex.run.end is RunEnd.FAILED and ex.run.error is None, ex.run
     assert b"the program could not be started" in ex.run.stderr and why in ex.run.stderr, ex.run.stderr
     assert ex.repeatable  # an answer of the program's own: as cacheable as any
 
@@ -95,11 +95,11 @@ def test_an_executable_the_kernel_will_not_start_is_a_runtime_error(
 def test_a_tool_that_will_not_start_is_a_sandbox_error(client: TestClient, lang: Language, stage: str) -> None:
     ex = _execute(client, lang)
     step: Any = ex.run if stage == "run" else ex.compile
-    assert step is not None and step.verdict is Verdict.SE, ex
+    assert step is not None and step.end is RunEnd.SANDBOX_ERROR, ex
     assert "/nonexistent/" in (step.error or "") and not ex.repeatable
 
 
 def test_a_compile_that_makes_many_files_still_runs(client: TestClient) -> None:
     ex = _execute(client, _compiled_by(_classes(1500)))
-    assert ex.compile is not None and ex.compile.verdict is Verdict.AC and len(ex.compile.collected) == 1501
-    assert ex.run is not None and ex.run.verdict is Verdict.AC, ex.run
+    assert ex.compile is not None and ex.compile.end is RunEnd.EXITED and len(ex.compile.collected) == 1501
+    assert ex.run is not None and ex.run.end is RunEnd.EXITED, ex.run

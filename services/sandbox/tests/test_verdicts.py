@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from codegym_sandbox.agent.protocol import EXEC_FAILED
 from codegym_sandbox.backends.base import RunOutcome
-from codegym_sandbox.verdicts import Verdict, memory_exceeded, run_verdict
+from codegym_sandbox.verdicts import RunEnd, Verdict, memory_exceeded, run_end
 
 
 def test_oom_markers_in_stderr() -> None:
@@ -73,7 +73,7 @@ _EXEC = f"{EXEC_FAILED}OSError: [Errno 8] Exec format error: '/tmp/box/main'"
 def test_a_launch_error_is_the_programs_only_when_its_own_file_would_not_execute(
     launch_error: str, own_file: bool, verdict: Verdict
 ) -> None:
-    assert run_verdict(_outcome(exit_code=127, launch_error=launch_error), False, own_file) is verdict
+    assert run_end(_outcome(exit_code=127, launch_error=launch_error), False, own_file).verdict is verdict
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_a_launch_error_is_the_programs_only_when_its_own_file_would_not_execute
 )
 def test_a_finished_process_gets_its_verdict(fields: dict[str, Any], memory: bool, verdict: Verdict) -> None:
     for own_file in (True, False):  # whatever ran, once it ran
-        assert run_verdict(_outcome(**fields), memory, own_file) is verdict
+        assert run_end(_outcome(**fields), memory, own_file).verdict is verdict
 
 
 @pytest.mark.parametrize(
@@ -112,20 +112,20 @@ def test_a_compile_that_failed_is_a_compile_error(
     fields: dict[str, Any], memory: bool, no_program: bool, verdict: Verdict
 ) -> None:
     out = _outcome(**fields)
-    assert run_verdict(out, memory, False, compile_step=True, no_program=no_program) is verdict
+    assert run_end(out, memory, False, compile_step=True, no_program=no_program).verdict is verdict
 
 
 @pytest.mark.parametrize("error", ["SyntaxError: invalid syntax", "IndentationError: unexpected indent", "TabError: x"])
 def test_a_python_source_that_does_not_parse_is_a_compile_error(error: str) -> None:
     out = _outcome(exit_code=1, stderr=f'  File "/tmp/box/main.py", line 1\n{error}\n'.encode())
-    assert run_verdict(out, False, False, python=True) is Verdict.CE
-    assert run_verdict(out, False, False) is Verdict.RE  # another language's program printing it: its own error
+    assert run_end(out, False, False, python=True).verdict is Verdict.CE
+    assert run_end(out, False, False).verdict is Verdict.RE  # another language's program printing it: its own error
     # Raised while it ran (an exec of bad text), the last line is another exception's: a runtime error.
     raised = _outcome(exit_code=1, stderr=f"{error}\n\nDuring handling...\nValueError: x\n".encode())
-    assert run_verdict(raised, False, False, python=True) is Verdict.RE
+    assert run_end(raised, False, False, python=True).verdict is Verdict.RE
     # A limit it hit stays that limit's verdict.
     timed = _outcome(exit_code=None, signal=signal.SIGKILL, timed_out=True, stderr=f"{error}\n".encode())
-    assert run_verdict(timed, False, False, python=True) is Verdict.TLE
+    assert run_end(timed, False, False, python=True).verdict is Verdict.TLE
 
 
 def test_a_verdict_reads_as_it_is_on_the_wire() -> None:
@@ -133,3 +133,10 @@ def test_a_verdict_reads_as_it_is_on_the_wire() -> None:
     assert [str(v) for v in Verdict] == [v.value for v in Verdict]
     assert f"{Verdict.SE}|{Verdict.AC:>3}" == "SE| AC"
     assert Verdict.WA == "WA" and Verdict("TLE") is Verdict.TLE
+
+
+def test_a_run_that_exited_0_has_an_end_not_a_verdict() -> None:
+    # A run that exited 0 has passed no test by that: only a run that no test judges is AC for it.
+    end = run_end(_outcome(), False, False)
+    assert end is RunEnd.EXITED and not isinstance(end, Verdict) and end != Verdict.AC
+    assert {e.verdict for e in RunEnd} == set(Verdict) - {Verdict.WA}  # WA is only ever a test's

@@ -15,7 +15,7 @@ from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFa
 from .cache import LRUCache, cache_key
 from .config import Settings
 from .metrics import Metrics
-from .verdicts import Verdict, memory_exceeded, run_verdict
+from .verdicts import RunEnd, Verdict, memory_exceeded, run_end
 
 SCRATCH = "/tmp/box"
 
@@ -49,7 +49,7 @@ class RunLimits:
 class StepResult:
     """One compile or run step, in the terms both APIs report."""
 
-    verdict: Verdict  # AC here means "ran and exited 0"; WA is decided by the caller
+    end: RunEnd  # how the process ended: no verdict (a test's is the judge's, judging/judge.py)
     exit_code: int | None
     signal: int | None
     wall_s: float
@@ -68,7 +68,7 @@ class StepResult:
     @property
     def repeatable(self) -> bool:
         """Whether running it again would give the same verdict, so that it may be cached."""
-        return self.verdict not in _UNREPEATABLE and not self.near_limit
+        return self.end not in _UNREPEATABLE and not self.near_limit
 
     @property
     def nbytes(self) -> int:
@@ -87,7 +87,7 @@ class StepResult:
 # Only outcomes that would repeat are remembered: no fault (luck), no timeout (load), no run that used NEAR_LIMIT of
 # its time limit (CPU or wall): its time varies with its neighbours (caches, clock, a sibling hyper-thread) by tens
 # of percent, so it is TLE some times, and what it ended with is luck. Half: a rerun may take twice the time.
-_UNREPEATABLE = (Verdict.SE, Verdict.TLE)
+_UNREPEATABLE = (RunEnd.SANDBOX_ERROR, RunEnd.TIME_LIMIT)
 NEAR_LIMIT = 0.5
 # Memory of a StepResult with empty outputs beyond the cache's own ENTRY_BYTES (its fields and their
 # objects: tracemalloc shows ~310 B), and of each file it holds (the name, the tuple, the dict's slot).
@@ -107,7 +107,7 @@ class Execution:
 
 
 def _sandbox_error(message: str) -> StepResult:
-    return StepResult(Verdict.SE, None, None, 0.0, None, None, b"", message.encode(), error=message)
+    return StepResult(RunEnd.SANDBOX_ERROR, None, None, 0.0, None, None, b"", message.encode(), error=message)
 
 
 class Executor:
@@ -207,7 +207,7 @@ class Executor:
             return Execution(None, _sandbox_error(str(exc)))
         policy = self.backend.admit(policy)  # never refused between its compile and its run
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)
-        if compiled is not None and compiled.verdict is not Verdict.AC:
+        if compiled is not None and compiled.end is not RunEnd.EXITED:
             return Execution(compiled, None)
         run = await self.run_built(lang, sources, stdin, run_limits, policy, fetch)
         return Execution(compiled, run)
@@ -223,7 +223,7 @@ class Executor:
             return None, sources
         artifacts = list(lang.artifacts)
         step = await self.step(lang, lang.compile, sources, None, limits, artifacts, policy, compile_step=True)
-        if step.verdict is Verdict.AC:
+        if step.end is RunEnd.EXITED:
             # Runs get the artifacts, not the compiler's inputs' side effects.
             return step, {**sources, **step.collected}
         return step, sources
@@ -278,7 +278,7 @@ class Executor:
             each = (time.perf_counter() - started) / len(todo)
             for i, result in zip(todo, fresh, strict=True):
                 self.metrics.run_seconds.labels(language=lang.name, kind="run").observe(each)
-                self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
+                self.metrics.runs.labels(language=lang.name, verdict=result.end.verdict.value).inc()
                 if caching and result.repeatable:
                     self.cache.put(keys[i], result)
                 results[i] = result
@@ -348,7 +348,7 @@ class Executor:
             self.metrics.cancelled_runs.inc()  # nothing is cached: the run never ended
             raise
         self.metrics.run_seconds.labels(language=lang.name, kind=kind).observe(time.perf_counter() - started)
-        self.metrics.runs.labels(language=lang.name, verdict=result.verdict.value).inc()
+        self.metrics.runs.labels(language=lang.name, verdict=result.end.verdict.value).inc()
         if caching and result.repeatable:
             self.cache.put(key, result)
         return result
@@ -369,21 +369,21 @@ def _step_result(
     files: dict[str, tuple[bytes, int]],
     compile_step: bool,
 ) -> StepResult:
-    """A finished process as a step, with the verdict :func:`run_verdict` gives it."""
+    """A finished process as a step, with the end :func:`run_end` gives it."""
     mem = memory_exceeded(out.stderr, out.exit_code, out.signal, out.max_rss_kb, limits.memory_mb)
     own_file = argv[0].startswith(f"{SCRATCH}/")
     # What the source asked for (Rust's `#![crate_type = "lib"]`) may be no program: then it did not compile.
     unrunnable = languages.unrunnable(lang, out.collected, files) if compile_step and out.exit_code == 0 else None
-    verdict = run_verdict(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None,
-                          python=lang.in_process_python and not compile_step)  # fmt: skip
-    failed = out.launch_error if verdict is Verdict.SE else None
+    end = run_end(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None,
+                  python=lang.in_process_python and not compile_step)  # fmt: skip
+    failed = out.launch_error if end is RunEnd.SANDBOX_ERROR else None
     stderr = out.stderr  # a program that could not start says why where its own errors go
     if out.launch_error and not failed:
         stderr += f"sandbox: the program could not be started: {out.launch_error}\n".encode()
-    if unrunnable and run_verdict(out, mem, own_file) is Verdict.AC:  # it ran, and made nothing to run
+    if unrunnable and run_end(out, mem, own_file) is RunEnd.EXITED:  # it ran, and made nothing to run
         stderr += f"\nsandbox: {unrunnable}\n".encode()
     return StepResult(
-        verdict=verdict,
+        end=end,
         exit_code=out.exit_code,
         signal=out.signal,
         wall_s=out.wall_s,

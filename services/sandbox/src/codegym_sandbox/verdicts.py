@@ -1,9 +1,10 @@
-"""Verdicts, and the one mapping of a finished run to its verdict.
+"""Verdicts, how a run ends, and the one mapping of a finished process to how it ended.
 
-A low-level module that every layer may import: the wire models name a :class:`Verdict`, the executor gives
-each step the verdict of :func:`run_verdict` (so that it caches, counts and answers it), and the judge
-(``judging/``) decides a test's and a program's verdict from it. It sits under the executor, not in
-``judging/``, because the executor needs it and may not import the layer above it.
+A low-level module that every layer may import: the wire models name a :class:`Verdict`; the executor gives
+each step the :class:`RunEnd` of :func:`run_end` (so that it caches, counts and answers it), and the judge
+(``judging/``) decides a test's and a program's verdict from it. A run's end is no verdict: a run that exited
+0 has passed no test by that. It sits under the executor, not in ``judging/``, because the executor needs it
+and may not import the layer above it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,34 @@ class Verdict(str, Enum):
         return format(self.value, spec)
 
 
+class RunEnd(str, Enum):
+    """How one process ended, before any test judges it. Its verdict (:attr:`verdict`) is a run's own where no
+    test judges it (a compile step, ``/v1/execute``); a test's verdict is the judge's (``judging/judge.py``)."""
+
+    EXITED = "exited"  # it ran to its end and exited 0: what it printed or returned is for a test to judge
+    FAILED = "failed"  # it exited non-zero, or a signal of its own ended it: RE
+    TIME_LIMIT = "time_limit"  # TLE
+    MEMORY_LIMIT = "memory_limit"  # MLE
+    OUTPUT_LIMIT = "output_limit"  # OLE
+    COMPILE_ERROR = "compile_error"  # its compile failed, or its Python source did not parse: CE
+    SANDBOX_ERROR = "sandbox_error"  # the sandbox failed, not the program: SE
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict of a run that no test judges: AC when it exited 0."""
+        return _VERDICTS[self]
+
+
+_VERDICTS = {
+    RunEnd.EXITED: Verdict.AC,
+    RunEnd.FAILED: Verdict.RE,
+    RunEnd.TIME_LIMIT: Verdict.TLE,
+    RunEnd.MEMORY_LIMIT: Verdict.MLE,
+    RunEnd.OUTPUT_LIMIT: Verdict.OLE,
+    RunEnd.COMPILE_ERROR: Verdict.CE,
+    RunEnd.SANDBOX_ERROR: Verdict.SE,
+}
+
 # What runtimes print when an allocation fails under the address-space limit.
 _OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"OutOfMemoryError", b"heap out of memory", b"memory allocation of")
 
@@ -58,7 +87,7 @@ _NOT_EXECUTABLE = frozenset({errno.ENOEXEC, errno.ENOENT, errno.ELIBBAD, errno.E
 _ERRNO = re.compile(r"\[Errno (\d+)\]")  # how an OSError reads, as the box reports a failed execve
 
 
-def run_verdict(
+def run_end(
     out: RunOutcome,
     memory: bool,
     own_file: bool,
@@ -66,8 +95,8 @@ def run_verdict(
     compile_step: bool = False,
     no_program: bool = False,
     python: bool = False,
-) -> Verdict:
-    """The verdict of one finished process before any test judges its output (AC: it ran and exited 0).
+) -> RunEnd:
+    """How one finished process ended, before any test judges its output.
 
     ``memory``: it ran out of memory (:func:`memory_exceeded`). ``own_file``: it executed a file of the
     program's own, its compiled executable, not a tool of the sandbox's (a compiler, an interpreter).
@@ -75,14 +104,14 @@ def run_verdict(
     or exited 0 with ``no_program``: what it made cannot run (see ``languages.unrunnable``). ``python``: it
     ran a Python program's source, whose SyntaxError is a compile error, not a runtime one.
     """
-    verdict = _ended(out, memory, own_file)
+    end = _ended(out, memory, own_file)
     if compile_step:
-        if verdict is Verdict.AC and not no_program:
-            return Verdict.AC
-        return verdict if verdict in (Verdict.SE, Verdict.TLE) else Verdict.CE
-    if python and verdict is Verdict.RE and _is_syntax_error(out.stderr):
-        return Verdict.CE
-    return verdict
+        if end is RunEnd.EXITED and not no_program:
+            return RunEnd.EXITED
+        return end if end in (RunEnd.SANDBOX_ERROR, RunEnd.TIME_LIMIT) else RunEnd.COMPILE_ERROR
+    if python and end is RunEnd.FAILED and _is_syntax_error(out.stderr):
+        return RunEnd.COMPILE_ERROR
+    return end
 
 
 def _is_syntax_error(stderr: bytes) -> bool:
@@ -90,7 +119,7 @@ def _is_syntax_error(stderr: bytes) -> bool:
     return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
 
 
-def _ended(out: RunOutcome, memory: bool, own_file: bool) -> Verdict:
+def _ended(out: RunOutcome, memory: bool, own_file: bool) -> RunEnd:
     """How the process ended: the sandbox's failure, a limit it hit, or its exit status."""
     if out.launch_error:
         # The box could not start the process: the sandbox failed, unless the kernel found the program's own
@@ -98,11 +127,11 @@ def _ended(out: RunOutcome, memory: bool, own_file: bool) -> Verdict:
         # report it; a tool that will not start is the sandbox's.
         found = _ERRNO.search(out.launch_error) if out.launch_error.startswith(EXEC_FAILED) else None
         theirs = own_file and found is not None and int(found.group(1)) in _NOT_EXECUTABLE
-        return Verdict.RE if theirs else Verdict.SE
+        return RunEnd.FAILED if theirs else RunEnd.SANDBOX_ERROR
     if out.output_exceeded:
-        return Verdict.OLE
+        return RunEnd.OUTPUT_LIMIT
     if out.timed_out or out.signal == signal.SIGXCPU:  # the CPU-time limit
-        return Verdict.TLE
+        return RunEnd.TIME_LIMIT
     if memory:
-        return Verdict.MLE
-    return Verdict.AC if out.exit_code == 0 else Verdict.RE
+        return RunEnd.MEMORY_LIMIT
+    return RunEnd.EXITED if out.exit_code == 0 else RunEnd.FAILED

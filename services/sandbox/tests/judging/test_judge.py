@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import pytest
+from codegym_sandbox import models
 from codegym_sandbox.executor import Execution, StepResult
+from codegym_sandbox.judging import judge
 from codegym_sandbox.judging.judge import execution_verdict
-from codegym_sandbox.verdicts import Verdict
+from codegym_sandbox.verdicts import RunEnd, Verdict
 
 
-def _step(verdict: Verdict) -> StepResult:
-    return StepResult(verdict, 0 if verdict is Verdict.AC else 1, None, 0.1, 0.1, 1000, b"", b"")
+def _step(end: RunEnd) -> StepResult:
+    return StepResult(end, 0 if end is RunEnd.EXITED else 1, None, 0.1, 0.1, 1000, b"", b"")
 
 
 @pytest.mark.parametrize(
     ("compiled", "run", "verdict"),
     [
-        (None, Verdict.AC, Verdict.AC),
-        (None, Verdict.TLE, Verdict.TLE),
-        (Verdict.AC, Verdict.RE, Verdict.RE),  # it compiled: the run decides
-        (Verdict.AC, Verdict.AC, Verdict.AC),
-        (Verdict.CE, None, Verdict.CE),  # it did not compile, and never ran
-        (Verdict.TLE, None, Verdict.TLE),
-        (None, Verdict.SE, Verdict.SE),
+        (None, RunEnd.EXITED, Verdict.AC),
+        (None, RunEnd.TIME_LIMIT, Verdict.TLE),
+        (RunEnd.EXITED, RunEnd.FAILED, Verdict.RE),  # it compiled: the run decides
+        (RunEnd.EXITED, RunEnd.EXITED, Verdict.AC),
+        (RunEnd.COMPILE_ERROR, None, Verdict.CE),  # it did not compile, and never ran
+        (RunEnd.TIME_LIMIT, None, Verdict.TLE),
+        (None, RunEnd.SANDBOX_ERROR, Verdict.SE),
     ],
 )
 def test_an_execution_has_its_runs_verdict_or_its_failed_compiles(
-    compiled: Verdict | None, run: Verdict | None, verdict: Verdict
+    compiled: RunEnd | None, run: RunEnd | None, verdict: Verdict
 ) -> None:
     ex = Execution(_step(compiled) if compiled else None, _step(run) if run else None)
     assert execution_verdict(ex) is verdict
@@ -34,3 +36,19 @@ def test_an_execution_has_its_runs_verdict_or_its_failed_compiles(
 def test_an_execution_without_steps_has_no_verdict() -> None:
     with pytest.raises(ValueError, match="compile step"):
         execution_verdict(Execution(None, None))
+
+
+@pytest.mark.parametrize(
+    ("end", "stdout", "verdict"),
+    [
+        (RunEnd.EXITED, b"3\n", Verdict.AC),
+        (RunEnd.EXITED, b"4\n", Verdict.WA),  # it exited 0: the test, not the run, says whether it passed
+        (RunEnd.FAILED, b"3\n", Verdict.RE),  # the right output, but it crashed
+        (RunEnd.TIME_LIMIT, b"3\n", Verdict.TLE),
+        (RunEnd.SANDBOX_ERROR, b"", Verdict.SE),
+    ],
+)
+def test_a_stdin_tests_verdict_is_the_judges_from_the_runs_end(end: RunEnd, stdout: bytes, verdict: Verdict) -> None:
+    req = models.EvaluateRequest(language="python", programs=["x"], tests=[models.Test(stdin="", expected_stdout="3")])
+    step = StepResult(end, 0 if end is RunEnd.EXITED else 1, None, 0.1, 0.1, 1000, stdout, b"")
+    assert judge.test_verdict(req, req.tests[0], step) is verdict

@@ -12,7 +12,7 @@ from codegym_sandbox.backends.base import RunPolicy
 from codegym_sandbox.executor import RunLimits, StepResult
 from codegym_sandbox.judging.schedule import judge_requests
 from codegym_sandbox.models import EvaluateRequest, ProgramOut
-from codegym_sandbox.verdicts import Verdict
+from codegym_sandbox.verdicts import RunEnd, Verdict
 
 
 class _Backend:
@@ -66,8 +66,8 @@ class _Executor:
 
 
 def _step(exit_code: int, stdout: bytes) -> StepResult:
-    verdict = Verdict.AC if exit_code == 0 else Verdict.RE
-    return StepResult(verdict, exit_code, None, 0.01, 0.01, 1000, stdout, b"")
+    end = RunEnd.EXITED if exit_code == 0 else RunEnd.FAILED
+    return StepResult(end, exit_code, None, 0.01, 0.01, 1000, stdout, b"")
 
 
 def _judge(executor: _Executor, *reqs: EvaluateRequest, policy: RunPolicy = RunPolicy()) -> list[list[ProgramOut]]:

@@ -6,14 +6,14 @@ import base64
 
 from ..executor import Execution, StepResult
 from ..judging.wire import step_out, text
-from ..verdicts import Verdict
+from ..verdicts import RunEnd
 from .fusion_models import CommandRunResult, CommandRunStatus, RunCodeResponse, RunStatus
 
 __all__ = ["fetched", "fusion_response", "fusion_result", "step_out", "text"]
 
 
 def fusion_result(step: StepResult) -> CommandRunResult:
-    if step.verdict is Verdict.SE:
+    if step.end is RunEnd.SANDBOX_ERROR:
         status = CommandRunStatus.Error
     elif step.timed_out:
         status = CommandRunStatus.TimeLimitExceeded
@@ -39,10 +39,10 @@ def fusion_response(ex: Execution, files: dict[str, str], pod: str | None) -> Ru
     truncated, and ``output_truncated`` says so); one that wrote on and on was stopped (killed: rc != 0).
     """
     results = [r for r in (ex.compile, ex.run) if r is not None]
-    errors = [r for r in results if r.verdict is Verdict.SE]
+    errors = [r for r in results if r.end is RunEnd.SANDBOX_ERROR]
     if errors:
         status, message = RunStatus.SandboxError, errors[0].error or text(errors[0].stderr)
-    elif any(r.timed_out or r.return_code not in (0, None) or r.verdict is Verdict.CE for r in results):
+    elif any(r.timed_out or r.return_code not in (0, None) or r.end is RunEnd.COMPILE_ERROR for r in results):
         status, message = RunStatus.Failed, ""
     else:
         status, message = RunStatus.Success, ""

@@ -37,7 +37,7 @@ from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
 from ..executor import Execution, Executor, StepResult
-from ..verdicts import Verdict
+from ..verdicts import RunEnd
 from .convert import text
 
 router = APIRouter()
@@ -82,8 +82,8 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
 def _item(ex: Execution) -> dict[str, Any]:
     """A program of another language: its output, and an error when it failed."""
     steps = [s for s in (ex.compile, ex.run) if s is not None]
-    failed = next((s for s in steps if s.verdict is not Verdict.AC), None)
-    if failed is not None and failed.verdict is Verdict.SE:
+    failed = next((s for s in steps if s.end is not RunEnd.EXITED), None)
+    if failed is not None and failed.end is RunEnd.SANDBOX_ERROR:
         return _failed(failed.error or "sandbox error")
     stdout = text(ex.run.stdout) if ex.run else ""
     stderr = "".join(text(s.stderr) for s in steps)
@@ -94,18 +94,18 @@ def _cell_item(ex: Execution) -> dict[str, Any]:
     """A Python script, from the supervisor's record of its cell."""
     run = ex.run
     assert run is not None  # Python has no compile step
-    if run.verdict is Verdict.SE:
+    if run.end is RunEnd.SANDBOX_ERROR:
         return _failed(run.error or "sandbox error")
     record = read_record(run.stdout, 1)
     cell = record.cells[0]
     stderr = text(bytes(cell.stderr) + run.stderr)
     main = error = None
-    if run.verdict is Verdict.AC and record.finished:
+    if run.end is RunEnd.EXITED and record.finished:
         main = next((d.get("text/plain") for d in cell.display), None) if not cell.error else None
         if cell.error:
             e = cell.error[0]
             error = {"name": e["ename"], "value": e["evalue"], "traceback": "".join(e["traceback"])}
-    elif run.verdict is Verdict.AC:  # the kernel ended before it answered: the script did not finish
+    elif run.end is RunEnd.EXITED:  # the kernel ended before it answered: the script did not finish
         error = {"name": "DeadKernelError", "value": record.ended or "the kernel ended", "traceback": ""}
     else:
         error = _error(run)
@@ -125,9 +125,9 @@ def _answer(stdout: str, stderr: str, main: str | None, error: dict[str, str] | 
 
 def _error(step: StepResult) -> dict[str, str]:
     """What a kernel reports for a cell that raised: the exception's name and message, and the traceback."""
-    if step.verdict is Verdict.TLE:
+    if step.end is RunEnd.TIME_LIMIT:
         return {"name": "TimeoutError", "value": "the script ran past its time limit", "traceback": ""}
-    if step.verdict is Verdict.MLE:
+    if step.end is RunEnd.MEMORY_LIMIT:
         return {"name": "MemoryError", "value": "the script ran out of memory", "traceback": text(step.stderr)}
     tb = text(step.stderr).rstrip()
     last = tb.rsplit("\n", 1)[-1] if tb else ""

@@ -32,7 +32,7 @@ from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
 from ..executor import Executor
-from ..verdicts import Verdict
+from ..verdicts import RunEnd
 from .convert import fusion_result, text
 from .files import request_files
 from .fusion import POD_NAME
@@ -95,7 +95,7 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     run = ex.run
     assert run is not None  # Python has no compile step
     fetched = {name: base64.b64encode(data).decode() for name, (data, _) in run.collected.items()}
-    if run.verdict is Verdict.SE:
+    if run.end is RunEnd.SANDBOX_ERROR:
         return RunJupyterResponse(status=RunStatus.SandboxError, message=run.error or "sandbox error")
     record = read_record(run.stdout, len(req.cells))
     ended = f"sandbox: {record.ended}\n" if record.ended else ""
@@ -108,10 +108,10 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
         }
     )
     cells: list[CellRunResult] = []
-    if run.verdict is Verdict.AC and record.finished:
+    if run.end is RunEnd.EXITED and record.finished:
         cells = [
             CellRunResult(stdout=text(bytes(c.stdout)), stderr=text(bytes(c.stderr)), display=c.display, error=c.error)
             for c in record.cells
         ]
-    status = RunStatus.Success if run.verdict is Verdict.AC and record.finished else RunStatus.Failed
+    status = RunStatus.Success if run.end is RunEnd.EXITED and record.finished else RunStatus.Failed
     return RunJupyterResponse(status=status, driver=driver, cells=cells, executor_pod_name=POD_NAME, files=fetched)

@@ -1,18 +1,19 @@
 """The judge: every verdict of a test and of a program is decided here, and only here.
 
-A run's own outcome (limits, exit status: ``verdicts.run_verdict``, which the executor gives every step) is
-the verdict of a test unless the run ended by itself and the test says otherwise: a stdin test compares
+A run's end (limits, exit status: ``verdicts.run_end``, which the executor gives every step) is no verdict: a
+run that ended by itself (``RunEnd.EXITED``) passes or fails its test as the test says: a stdin test compares
 outputs, on this side; a call test and an assert test are read from the runner's exit status (see
 ``assert_runner``), which the program cannot set: the runner's checker compares a returned value with the
 expected one (``compare.values_match``), never what the program printed. Clients of the API, the
-evaluator among them, take these verdicts as they are.
+evaluator among them, take these verdicts as they are. A run that ended otherwise (a limit, a crash, a sandbox
+failure) has that end's verdict (``RunEnd.verdict``), whatever its test.
 """
 
 from __future__ import annotations
 
 from ..executor import Execution, StepResult
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
-from ..verdicts import Verdict
+from ..verdicts import RunEnd, Verdict
 from . import harness
 from .compare import outputs_match
 from .wire import step_out, text
@@ -26,20 +27,20 @@ def execution_verdict(ex: Execution) -> Verdict:
     final = ex.run or ex.compile
     if final is None:
         raise ValueError("an execution has a compile step, a run, or both")
-    return final.verdict
+    return final.end.verdict
 
 
 def test_verdict(req: EvaluateRequest, test: Test, step: StepResult) -> Verdict:
     """The verdict of one test, from its run."""
-    if (test.assert_code is not None or test.call is not None) and step.verdict in (Verdict.AC, Verdict.RE):
+    if (test.assert_code is not None or test.call is not None) and step.end in (RunEnd.EXITED, RunEnd.FAILED):
         # A failed assertion (or a returned value that is not the expected one) is a wrong answer, as every
         # reference harness counts it; an exception of the program's own stays a runtime error.
         outcome = harness.assert_outcome(step.exit_code) if step.signal is None else None
         if outcome is not None:
             return Verdict.AC if outcome else Verdict.WA
-        return step.verdict if step.verdict is not Verdict.AC else Verdict.WA
-    if step.verdict is not Verdict.AC:
-        return step.verdict
+        return Verdict.RE if step.end is RunEnd.FAILED else Verdict.WA
+    if step.end is not RunEnd.EXITED:
+        return step.end.verdict
     assert test.expected_stdout is not None
     same = outputs_match(text(step.stdout), test.expected_stdout, req.comparison, req.rel_tol, req.abs_tol)
     return Verdict.AC if same else Verdict.WA
@@ -70,10 +71,10 @@ def program_out(req: EvaluateRequest, tests: list[TestOut], compiled: StepResult
 def compile_failed(req: EvaluateRequest, compiled: StepResult) -> ProgramOut:
     """A program that did not compile: its compile step's verdict, for the program and its one test line."""
     failed = TestOut(
-        verdict=compiled.verdict, wall_s=0.0, cpu_s=None, stdout="", stderr=text(compiled.stderr[-SHOWN_BYTES:])
+        verdict=compiled.end.verdict, wall_s=0.0, cpu_s=None, stdout="", stderr=text(compiled.stderr[-SHOWN_BYTES:])
     )
     return ProgramOut(
-        verdict=compiled.verdict,
+        verdict=compiled.end.verdict,
         passed=0,
         total=len(req.tests),
         stopped_early=False,

@@ -15,7 +15,7 @@ from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor, RunLimits, UnsupportedLanguage
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
-from ..verdicts import Verdict
+from ..verdicts import RunEnd, Verdict
 from . import harness, judge
 
 
@@ -123,7 +123,7 @@ async def _judge(
     if needs_python and not lang.in_process_python:
         return judge.sandbox_error(req, "call and assert tests need Python")
     compiled, sources = await executor.build(lang, code, {}, compile_limits, policy)
-    if compiled is not None and compiled.verdict is not Verdict.AC:
+    if compiled is not None and compiled.end is not RunEnd.EXITED:
         return judge.compile_failed(req, compiled)
 
     async def one(test: Test) -> TestOut:

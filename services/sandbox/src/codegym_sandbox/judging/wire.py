@@ -14,7 +14,7 @@ def text(data: bytes) -> str:
 def step_out(step: StepResult) -> StepOut:
     """One compile or run step of ``/v1`` answers."""
     return StepOut(
-        verdict=step.verdict,
+        verdict=step.end.verdict,  # a step's own: no test judges it here
         exit_code=step.exit_code,
         signal=step.signal,
         wall_s=step.wall_s,

@@ -29,7 +29,7 @@ MAX_BLOB = 1 << 30
 WAIT_CREDIT = 2.0
 # How a run's launch error starts when ``execve`` of the file to run failed (the box's other launch errors
 # are its own failures): where that file is the program's own (its compiled executable) and the kernel found
-# it no executable, the program's fault, not the sandbox's (see ``verdicts.run_verdict``).
+# it no executable, the program's fault, not the sandbox's (see ``verdicts.run_end``).
 EXEC_FAILED = "exec failed: "
 
 

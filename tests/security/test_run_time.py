@@ -2,9 +2,10 @@
 stretch its wall-clock limit.
 
 Each program here needs 1.4 times its CPU limit (1 s), spread so that no single process passes
-``RLIMIT_CPU``, or stretches its wall time by making itself wait; each must be TLE, alone and in a test series of
-tests. Honest programs of several processes that stay within the limit are AC, and are charged all their
-processes' CPU time.
+``RLIMIT_CPU`` (some in processes that nobody waits for, which the kernel reaps), or stretches its wall time by
+making itself wait; each must be TLE, alone and in a test series of tests. Honest programs of several processes
+that stay within the limit are AC, and are charged all their processes' CPU time: no less than those processes
+measured themselves.
 """
 
 from __future__ import annotations
@@ -46,6 +47,45 @@ def orphans(n, each):
             os._exit(0)
     os.close(w)
     os.read(r, 1)
+def unwaited(n, each, threads=1, w=None):
+    # Children nobody waits for: with SIGCHLD ignored the kernel reaps each as it exits, and its time is in no
+    # process's count. Each writes what it used, by its own count, to a pipe; its end-of-file is their end.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    r = None
+    if w is None:
+        r, w = os.pipe()
+    for _ in range(n):
+        if os.fork() == 0:
+            if r is not None:
+                os.close(r)
+            ts = [threading.Thread(target=spin, args=(each,)) for _ in range(threads - 1)]
+            [t.start() for t in ts]
+            spin(each)
+            [t.join() for t in ts]
+            os.write(w, f"{time.process_time()} ".encode())
+            os._exit(0)
+    os.close(w)
+    return r
+def gone(n, each):
+    # A child that ignores SIGCHLD for its own children (the kernel reaps them), and waits for them to end:
+    # its parent waits for it, and gets its time alone.
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.close(r)
+        unwaited(n, each, w=w)
+        try:
+            os.wait()  # with SIGCHLD ignored: returns once every child has ended, reaped by the kernel
+        except ChildProcessError:
+            pass
+        os._exit(0)
+    os.close(w)
+    return r
+def used(r):
+    # What the processes writing to r used, by their own count, once they have all ended.
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    return sum(map(float, data.split()))
 """
 # Each needs 1.4 s of CPU in all, under a limit of 1 s.
 GREEDY = {
@@ -65,6 +105,13 @@ spin(1.4)
     "children at once": "everywhere()\nchildren(2, 0.7)\n",
     "children in turn": "for _ in range(4):\n    children(1, 0.35)\n",
     "orphans": "everywhere()\norphans(2, 0.7)\n",
+    "unwaited children": "everywhere()\nused(unwaited(2, 0.7))\n",
+    "unwaited children in turn": "for _ in range(4):\n    used(unwaited(1, 0.35))\n",
+    "unwaited grandchildren": "everywhere()\nused(gone(2, 0.7))\n",
+    "unwaited threads": "everywhere()\nused(unwaited(2, 0.7, threads=2))\n",
+    # On one CPU: its unwaited children make it wait (their time is nobody's, so the wait seems another
+    # run's doing) while it computes, and the wait stretches its wall time past its limit.
+    "unwaited children beside it": "r = unwaited(2, 0.3)\nspin(0.8)\nused(r)\n",
     "threads in children": "everywhere()\nchildren(1, 0.2)\nts = [threading.Thread(target=children, args=(1, 0.6))"
     " for _ in range(2)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n",
 }
@@ -73,6 +120,7 @@ HONEST = {
     "children": "children(2, 0.2)\nspin(0.2)\n",
     "children at once": "everywhere()\nchildren(3, 0.2)\n",
     "orphans": "orphans(2, 0.2)\nspin(0.2)\n",
+    "unwaited children": "used(unwaited(2, 0.2))\nspin(0.2)\n",
 }
 
 
@@ -107,6 +155,33 @@ def test_honest_processes_within_the_limit_are_charged_their_cpu(hostile: TestCl
     assert out["verdict"] == "AC" and out["run"]["stdout"] == "done\n", out
     assert out["run"]["cpu_s"] >= 0.55, out  # every process's time, not the first process's alone
     assert _tests(hostile, code, 2, timeout_s=3) == ["AC", "AC"]
+
+
+# Each prints what its processes used by their own count (about 0.6 s), which the kernel counts too.
+MEASURED = {
+    "unwaited children": "spent = used(unwaited(2, 0.2))\nspin(0.2)\n",
+    "unwaited grandchildren": "spent = used(gone(2, 0.2))\nspin(0.2)\n",
+    "unwaited threads": "everywhere()\nspent = used(unwaited(1, 0.4, threads=2))\nspin(0.2)\n",
+    "orphans and unwaited children": "orphans(1, 0.2)\nspent = 0.2 + used(unwaited(1, 0.2))\nspin(0.2)\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(MEASURED))
+def test_a_run_is_charged_what_its_processes_used(hostile: TestClient, how: str) -> None:
+    code = _SPIN + MEASURED[how] + "print(round(spent + time.process_time(), 3))\n"
+    out = _execute(hostile, code, timeout_s=3)
+    assert out["verdict"] == "AC", out
+    spent = float(out["run"]["stdout"])
+    assert spent >= 0.55, out
+    # No less than the processes saw themselves use; more by no more than what starting and ending them costs.
+    assert spent - 0.02 <= out["run"]["cpu_s"] <= spent + 0.3, out
+    tests = [{"stdin": "", "expected_stdout": ""}] * 2
+    body = {"language": "python", "programs": [code], "tests": tests, "limits": {"timeout_s": 3}}
+    r = hostile.post("/v1/evaluate", json=body)
+    assert r.status_code == 200, r.text
+    for test in r.json()["results"][0]["tests"]:
+        spent = float(test["stdout"])
+        assert spent - 0.02 <= test["cpu_s"] <= spent + 0.3, test
 
 
 # Computes 0.6 s, then sleeps 0.7 s: 1.3 s of wall time under a limit of 1 s. Beside it, a busy child of its

@@ -24,6 +24,7 @@ from .box_protocol import BoxCommand, BoxConfig, Broken, RunCommand, SeriesRepor
 from .memory_cgroup import MemoryCgroup
 from .programs import MAX_FDS, Programs, kill_all, reap_all
 from .protocol import Report
+from .run_cgroup import RunCgroup
 from .run_memory import Held, MemoryWatch, held_at_end
 from .test_series import Spare, TestSeries
 
@@ -37,7 +38,13 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     cpu = cpus[config["slot"] % len(cpus)] if "slot" in config else None
     programs = Programs(
-        config["program_uid"], config.get("program_gid", config["program_uid"]), seccomp, contained, cpu, len(cpus)
+        config["program_uid"],
+        config.get("program_gid", config["program_uid"]),
+        seccomp,
+        contained,
+        cpu,
+        len(cpus),
+        config.get("run_cgroup"),
     )
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):  # the agent's channel to the server is not the box's business
@@ -102,7 +109,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             _answer(ctl, report)
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
-            report = _run(cmd, fds, ctl, spare or Spare(programs), memory, programs.cpus)
+            report = _run(cmd, fds, ctl, spare or Spare(programs), memory, programs.cpus, programs.cgroup)
             spare = None
             _answer(ctl, report)
         elif cmd["op"] == "test" and series is not None:
@@ -143,6 +150,7 @@ def _run(
     spare: Spare,
     memory: MemoryCgroup | None,
     cpus: int = 1,
+    meter: RunCgroup | None = None,
 ) -> Report:
     # The address-space limit bounds each process; the run as a whole (every process it forked, and what
     # its files hold) gets the same budget, checked here; the memory cgroup, where there is one, bounds
@@ -154,6 +162,8 @@ def _run(
     # fills a tmpfs at once would otherwise be read into its own starting point, and never counted.
     held = Held(memory)
     reaped = run_cpu.reaped_cpu_s()  # the run's processes, once the box reaps them, add to this
+    # The kernel's count of the run's cgroup, where there is one, starts here: only the spare is in it, idle.
+    cpu_watch = run_cpu.CpuWatch(cmd["limits"], cpus, {"1", str(os.getpid())}, meter)
     start = time.monotonic()
     try:
         socket.send_fds(spare.sock, [json.dumps(cmd).encode()], fds)
@@ -166,7 +176,7 @@ def _run(
     poller = select.poll()
     poller.register(exited, select.POLLIN)
     poller.register(ctl, select.POLLIN)
-    watch = MemoryWatch(budget_kb, held, run_cpu.CpuWatch(cmd["limits"], cpus, {"1", str(os.getpid())}))
+    watch = MemoryWatch(budget_kb, held, cpu_watch)
     while True:
         events = watch.poll(poller)
         if exited in events:
@@ -182,9 +192,10 @@ def _run(
     wall = time.monotonic() - start
     kill_all()
     reap_all()
-    # Every process of the run is reaped by now, by the box or by a process the box reaped: its whole tree.
-    cpu = run_cpu.reaped_cpu_s() - reaped
-    if watch.cpu is not None and watch.cpu.over_at_end(cpu):
+    # Every process of the run is gone by now: reaped by the box, by a process the box reaped, or by the kernel
+    # (whose time only the cgroup's count has).
+    cpu = cpu_watch.used_at_end(run_cpu.reaped_cpu_s() - reaped)
+    if cpu_watch.over_at_end(cpu):
         status = signal.SIGXCPU  # as the per-process limit ends a process: the run is out of CPU time
     # Past its budget the run was killed: its peak is reported as the memory it used, so that it reads as MLE.
     peak_kb = watch.peak_kb if over_budget else 0

@@ -23,6 +23,7 @@ from .wire_schema import conform
 
 if TYPE_CHECKING:
     from .memory_cgroup import MemoryCgroup
+    from .run_cgroup import RunCgroup
 
 # An assert run's outcomes (``assert_runner.OUTCOMES``: see ``assert_runner.check``).
 Outcome = Literal["passed", "failed", "error", "ended"]
@@ -32,6 +33,7 @@ class BoxConfig(WorkerConfig, total=False):
     """The worker's configuration as the agent and its box hold it: the server's, and what the agent made."""
 
     memory_cgroup: MemoryCgroup | None  # the box's memory cgroup (local backend), never on a wire
+    run_cgroup: RunCgroup | None  # the cgroup of the runs' processes, or a container's own: see run_cgroup.py
     program_uid: int
     program_gid: int
 

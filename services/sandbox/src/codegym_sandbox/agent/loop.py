@@ -27,6 +27,7 @@ from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .memory_cgroup import MemoryCgroup
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
+from .run_cgroup import RunCgroup
 from .scratch_files import collect, write_files
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class _Run:
         limits = req["limits"]
         self.started = time.monotonic()
         self.clock = run_cpu.machine_clock()  # how busy the machine was by then: see _stretched
+        self.used_zero: float | None = None  # the kernel's count of the runs' CPU time by then: see _stretched
         self.deadline = self.started + limits["wall_s"]
         self.output_cap = limits["output_bytes"]
         stdin_index = req.get("stdin")
@@ -64,6 +66,7 @@ def _run(
     Its answer (None: the test could not run in its series, which the agent runs again on its own), whether
     the series can take another test, and its stdout and stderr."""
     run = _Run(req, blobs)
+    run.used_zero = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -203,13 +206,14 @@ def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:
     """The run's deadline, moved on by the time its processes waited for a CPU that other processes held (up
     to WAIT_CREDIT times its limit): a run's wall time stretches when more runs than CPUs compute at once (the
     pool lends slots to runs that sleep, and they may compute after all), and that must not turn a right
-    answer into a time-out. CPU time stays limited as it was (the box sums it over the run's processes), so
+    answer into a time-out. CPU time stays limited as it was (the box counts it over all the run's processes), so
     waiting is all the credit buys; waits the run made itself buy nothing (see ``run_cpu.waited_for_others``).
     Read only at the deadline, so runs that end in time pay nothing for it but one read as they start.
     """
     limit = float(run.req["limits"]["wall_s"])
     started_ticks = (time.clock_gettime(time.CLOCK_BOOTTIME) - (now - run.started)) * _CLOCK_TICKS - 1
-    waited = run_cpu.waited_for_others(bx.pid, started_ticks, plain, run.clock)
+    used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)  # by the kernel's count, where there is one
+    waited = run_cpu.waited_for_others(bx.pid, started_ticks, plain, run.clock, used and used - (run.used_zero or 0))
     return run.started + limit + min(waited, WAIT_CREDIT * limit)
 
 
@@ -347,6 +351,7 @@ def main() -> None:
         if config.get("namespaces", True):
             # Made before the worker's root, which shows nothing of /sys/fs/cgroup: the box joins it by descriptor.
             config["memory_cgroup"] = MemoryCgroup.create()
+            config["run_cgroup"] = RunCgroup.create(config["memory_cgroup"])
             uid = isolation.enter_worker_namespaces(config)
             gid = uid  # mapped for both
         else:
@@ -354,6 +359,7 @@ def main() -> None:
                 # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
                 raise RuntimeError("without namespaces the agent must be the init of its own container")
             linux.set_dumpable(False)  # programs may share our uid: keep them out of /proc/1
+            config["run_cgroup"] = RunCgroup.own()  # the container's: one worker's, read only
             uid, gid = isolation.container_program_ids(config.get("run_as"))
         # Every module the agent needs is loaded by now (programs import the assert runner from memory): the
         # worker's root shows no source of the server's, and programs get the runtime's search path.
@@ -377,6 +383,8 @@ def main() -> None:
             header, blobs = read_frame(in_fd)
         except ProtocolError:
             bx.kill()
+            if (runs := config.get("run_cgroup")) is not None:
+                runs.remove()  # before the memory cgroup, which may hold it
             if (memory := config.get("memory_cgroup")) is not None:
                 memory.remove()
             return

@@ -74,6 +74,11 @@ class MemoryCgroup:
             for entry in entries:
                 with contextlib.suppress(OSError):
                     if entry.name.startswith("worker-") and now - entry.stat().st_mtime > cls.STALE_S:
+                        with open(f"{entry.path}/cgroup.procs") as f:
+                            if f.read().strip():
+                                continue  # its box is in it: alive (its runs' cgroup is empty between runs)
+                        with contextlib.suppress(OSError):
+                            os.rmdir(f"{entry.path}/run")  # its runs' (see run_cgroup.py), first
                         os.rmdir(entry.path)  # refused while a process is in it
 
     def join(self) -> bool:

@@ -19,6 +19,7 @@ from typing import NamedTuple, NoReturn, cast
 from . import linux, pyrun
 from .box_protocol import RunCommand, TestStatus
 from .protocol import EXEC_FAILED, Limits
+from .run_cgroup import RunCgroup
 
 MAX_FDS = 16
 PROGRAM_NICE = 10
@@ -46,6 +47,7 @@ class Programs(NamedTuple):
     contained: bool  # in a container: no namespaces of our own (see isolation)
     cpu: int | None = None  # this worker's CPU, where its runs run (see on_own_cpu)
     cpus: int = 1  # how many CPUs a run may spread its processes over (see run_cpu.CpuWatch)
+    cgroup: RunCgroup | None = None  # where every process of a run is (see run_cgroup.py)
 
     @property
     def other_uid(self) -> bool:
@@ -147,6 +149,8 @@ def prepare(sock: socket.socket, programs: Programs) -> NoReturn:
     Python program starts, so a program can never write to it.
     """
     try:
+        if programs.cgroup is not None:
+            programs.cgroup.join()  # first, so that every process of the run is in it
         detach(sock)
         on_own_cpu(programs)
         become_program(programs)

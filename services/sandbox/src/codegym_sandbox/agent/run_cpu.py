@@ -1,11 +1,14 @@
-"""The CPU time of a whole run: every process it forked, running, exited or reaped.
+"""The CPU time of a whole run: every process it forked, running, exited or reaped, by anyone or by nobody.
 
 ``RLIMIT_CPU`` bounds each process on its own: a program that forks a fresh child (whose count starts at
 zero) when its limit's warning arrives, or spreads its work over a chain of processes, would escape it.
-The box therefore holds the run's tree to the same limit: the processes it can see in ``/proc`` (their own
-time, and that of the children they reaped), and those it reaped itself (its ``RUSAGE_CHILDREN``: it is
-the init of the run's pid namespace, or its subreaper, so every orphan comes to it). The per-process limit
-stays, as a backstop, and it is what stops an honest single-process program, exactly as before.
+The box therefore holds the run's tree to the same limit, by the kernel's count: the CPU time of the
+cgroup its processes are in (see ``run_cgroup.py``), which no process leaves and no exit escapes. Where
+there is no such cgroup, by a sum: the processes it can see in ``/proc`` (their own time, and that of the
+children they reaped), and those it reaped itself (its ``RUSAGE_CHILDREN``: it is the init of the run's
+pid namespace, or its subreaper, so every orphan comes to it); a process the kernel reaps (its parent
+ignores ``SIGCHLD``) is in neither. The per-process limit stays, as a backstop, and it is what stops an
+honest single-process program, exactly as before.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import resource
 import time
 
 from .protocol import Limits
+from .run_cgroup import RunCgroup
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MIN_CHECK_S = 0.05  # the shortest time between two sums of a run's CPU time while it runs
@@ -51,22 +55,37 @@ def living_cpu_s(supervisors: set[str]) -> tuple[float, int]:
 class CpuWatch:
     """Stops a run whose processes together pass its CPU-time limit.
 
-    Summed only when the run could first have reached the limit: no sooner than its CPU time left, spent
-    on every CPU it may use at once (never more than its threads, which a sum counts), so a run that ends
-    within its time is seldom summed at all. Between two sums a run may go past the limit: the sum at its
-    end (see :meth:`over_at_end`) catches what the last one missed.
+    Made before the run starts: with a cgroup (``meter``), its count then is the run's zero. Read only when
+    the run could first have reached the limit: no sooner than its CPU time left, spent on every CPU it may
+    use at once (never more than its threads, which a sum counts), so a run that ends within its time is
+    seldom read at all. Between two reads a run may go past the limit: the count at its end (see
+    :meth:`used_at_end`, :meth:`over_at_end`) catches what the last one missed.
     """
 
-    def __init__(self, limits: Limits, cpus: int, supervisors: set[str]) -> None:
+    def __init__(self, limits: Limits, cpus: int, supervisors: set[str], meter: RunCgroup | None = None) -> None:
         self.limit = cpu_limit_s(limits)
         self.cpus = max(1, min(cpus, int(limits["processes"] or cpus)))
         self.supervisors = supervisors
+        self.meter = meter if meter is not None and meter.cpu_s() >= 0 else None  # a count that can be read
+        self.zero = self.meter.used_s(supervisors) if self.meter is not None else 0.0
         self.due = time.monotonic() + self.limit / self.cpus
         self.over = False
 
+    def used(self) -> tuple[float, int]:
+        """The run's CPU time so far, and how many CPUs it may be using at once."""
+        if self.meter is not None:
+            return self.meter.used_s(self.supervisors) - self.zero, self.cpus
+        return living_cpu_s(self.supervisors)
+
+    def used_at_end(self, summed: float) -> float:
+        """The run's CPU time once its processes are gone: the kernel's count, or without one ``summed``."""
+        if self.meter is None or self.meter.cpu_s() < 0:  # none, or gone: the sum is all there is
+            return summed
+        return max(0.0, self.used()[0])
+
     def check(self) -> bool:
-        """Sum the run's CPU time; whether it is past the limit (the caller then kills the run)."""
-        used, threads = living_cpu_s(self.supervisors)
+        """Read the run's CPU time; whether it is past the limit (the caller then kills the run)."""
+        used, threads = self.used()
         if used > self.limit:
             self.over = True
             return True
@@ -78,6 +97,12 @@ class CpuWatch:
         """Whether the run's whole tree, which used ``cpu_s`` in all, went past the limit."""
         self.over = self.over or cpu_s > self.limit
         return self.over
+
+
+def runs_used_s(meter: RunCgroup | None, box: int) -> float | None:
+    """The CPU time of a worker's runs so far by the kernel's count, as the agent reads it (less its own and
+    the box's, in a container's own cgroup); None without a count."""
+    return meter.used_s({str(os.getpid()), str(box)}) if meter is not None else None
 
 
 def machine_clock() -> tuple[float, float]:
@@ -94,7 +119,9 @@ def machine_clock() -> tuple[float, float]:
         return 0.0, -1.0
 
 
-def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[float, float]) -> float:
+def waited_for_others(
+    box: int, started_ticks: float, plain: bool, since: tuple[float, float], used_s: float | None = None
+) -> float:
     """How long a run's processes waited for a CPU that processes outside the run held, since ``since`` (the
     machine's clock as the run began, see :func:`machine_clock`).
 
@@ -106,7 +133,9 @@ def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[
     priority, waits while the others run): that is no other run's doing. So a process's wait counts less the
     CPU time of the run's other processes (which is at least what they made it wait), and only as far as the
     machine's CPUs were busy with processes that are not the run's while it ran: their time in all, less that
-    of the run's processes, which they cannot inflate.
+    of the run's processes, which they cannot inflate. The run's processes' time is ``used_s``, the kernel's
+    count (see ``run_cgroup.py``), where there is one: a sum over the processes there are leaves out those
+    that are gone unwaited, whose time would then buy their siblings' waits.
     """
     used_ticks = 0.0
     seen: list[tuple[float, int]] = []  # each process's wait, and its own CPU time (in ticks)
@@ -129,6 +158,8 @@ def waited_for_others(box: int, started_ticks: float, plain: bool, since: tuple[
                     seen.append((int(f.read().split()[1]) / 1e9, own))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
+    if used_s is not None:
+        used_ticks = max(used_ticks, used_s * _CLOCK_TICKS)
     waited = max((wait - (used_ticks - own) / _CLOCK_TICKS for wait, own in seen), default=0.0)
     up, idle = machine_clock()
     if idle < 0 or since[1] < 0:

@@ -12,7 +12,7 @@ import socket
 import time
 from typing import NoReturn
 
-from . import assert_runner, isolation, linux, pyrun, run_cpu
+from . import assert_runner, isolation, linux, pyrun, run_cgroup, run_cpu
 from .box_protocol import AssertStatus, Broken, BrokenStatus, RunCommand, SeriesReport, TestStatus, read_series_report
 from .checker_process import assert_test, start_checker
 from .memory_cgroup import MemoryCgroup
@@ -139,6 +139,9 @@ class TestSeries:
             return {"session": False, "broken": True}
         # Read before the test can run (see _run).
         held = Held(self.memory, self.files_kb, str(self.checker) if self.checker else None)
+        # The kernel's count of the run's cgroup (the test's processes, none yet) starts here; the checker's own.
+        cpu = run_cpu.CpuWatch(self.limits, self.programs.cpus, self._supervisors(), self.programs.cgroup)
+        checker_s = run_cgroup.own_cpu_s(str(self.checker)) if self.checker else 0.0
         start = time.monotonic()
         sock = self.process.sock
         try:
@@ -152,7 +155,6 @@ class TestSeries:
         poller = select.poll()
         for fd in (self.exited, sock.fileno(), ctl.fileno()):
             poller.register(fd, select.POLLIN)
-        cpu = run_cpu.CpuWatch(self.limits, self.programs.cpus, self._supervisors())
         watch = MemoryWatch(self.budget_kb, held, cpu)
         raw, killed = b"", False
         while not raw:
@@ -213,8 +215,7 @@ class TestSeries:
         report: SeriesReport = {
             "exit_code": status["exit_code"],
             "signal": status["signal"],
-            # The test's process reported what it and the children it reaped used; its orphans came to the box.
-            "cpu": status["cpu"] + run_cpu.living_cpu_s(self._supervisors())[0],
+            "cpu": self._cpu(cpu, status["cpu"], checker_s),
             "max_rss_kb": status["max_rss_kb"],
             "wall": wall,
             "error": None,
@@ -228,6 +229,15 @@ class TestSeries:
         if not report["session"]:
             self.end()
         return report
+
+    def _cpu(self, watch: run_cpu.CpuWatch, reported: float, checker_s: float) -> float:
+        """A test's CPU time: by the kernel's count, its processes' and the checker's for it; without one, what its
+        process reported (its own, its reaped children's, the checker's) and its orphans'."""
+        if watch.meter is None:
+            return reported + run_cpu.living_cpu_s(self._supervisors())[0]
+        watch.supervisors = self._supervisors()  # with the checker, where the test started it
+        checker = run_cgroup.own_cpu_s(str(self.checker)) - checker_s if self.checker else 0.0
+        return watch.used_at_end(reported) + max(0.0, checker)
 
     def _supervisors(self) -> set[str]:
         """The processes in the box's namespace that are no test's: the box, the series' process, its checker
@@ -296,7 +306,7 @@ def serve_test_series(
     child first writes the program's files again, from the copy this process took in ``files_dir``.
     """
     try:
-        detach(sock, files_dir)
+        detach(sock, files_dir, programs.cgroup.procs if programs.cgroup is not None else -1)
         on_own_cpu(programs)
         linux.set_dumpable(False)
         if programs.other_uid:
@@ -349,6 +359,8 @@ def serve_test_series(
         """In a test's process, first: its place, its files, its limits and the programs' uid."""
         try:
             os.close(sock_fd)
+            if programs.cgroup is not None:
+                programs.cgroup.join()  # the test's processes are its run's: every one in the run's cgroup
             os.setpgid(0, 0)  # a group of its own: kill(0) reaches the test's processes only
             os.chdir(cmd["cwd"])
             if restore:

@@ -22,7 +22,10 @@ from typing import Annotated, Literal, TypedDict
 
 from .wire_schema import Malformed, Max, Range, conform
 
-MAX_HEADER = 1 << 20
+MAX_HEADER = 1 << 20  # a frame the server sends: a run's header, its files listed (see languages.RUN_FILES_LISTED)
+# An agent's answer lists what a compile collected: a compiler that writes thousands of files (a verdict, CE,
+# decided on the server's side) answers a header past MAX_HEADER, which must still be read, not taken for a fault.
+MAX_ANSWER_HEADER = 16 << 20
 MAX_BLOB = 1 << 30
 # A run's wall-clock limit does not count the time its processes waited for a CPU that other runs held
 # (see ``loop._stretched``), up to this many times the limit: the server waits that much longer for it.

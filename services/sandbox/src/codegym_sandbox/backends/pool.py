@@ -6,9 +6,8 @@ CPU by default); while runs wait and the CPUs sit idle, workers are lent on top,
 (when, and how many: see ``lending.py``). Every run first takes its memory limit from the memory budget
 (see ``memory.py``). A worker that dies, idle or busy, is replaced in the background and the run it held
 gets a :class:`SandboxFault`; a run cancelled (its client went away) leaves the queue, or has its worker
-replaced the same way. A slot whose replacements keep failing opens its circuit breaker: it stops retrying
-in a tight loop, waits, and shows as ``broken`` in status.
-"""
+replaced the same way. A slot whose replacements keep failing opens its circuit breaker: it stops
+retrying in a tight loop, waits, and shows as ``broken`` in status."""
 
 from __future__ import annotations
 

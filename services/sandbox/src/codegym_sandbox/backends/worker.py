@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..agent.protocol import (
-    MAX_HEADER,
+    MAX_ANSWER_HEADER,
     WAIT_CREDIT,
     ErrorFrame,
     ProtocolError,
@@ -102,7 +102,7 @@ class AgentWorker:
         assert self.reader is not None
         try:
             (size,) = struct.unpack(">I", await self.reader.readexactly(4))
-            if size > MAX_HEADER:
+            if size > MAX_ANSWER_HEADER:
                 raise ProtocolError(f"frame header of {size} bytes")
             header = decode_header(await self.reader.readexactly(size))
             sizes = header.get("blobs", [])

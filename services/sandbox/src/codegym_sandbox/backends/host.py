@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
-from ..agent import linux
+from ..agent import linux, run_cgroup
 from ..config import Settings
 from ..languages import LANGUAGES, missing_tools
 from .lending import reserve
@@ -65,6 +65,7 @@ class Cgroups:
     version: int | None  # 2, 1, or None where none is mounted
     memory: bool  # whether the agent can make a memory cgroup of a worker's own (needs root and delegation)
     detail: str
+    cpu: bool = False  # whether it can make a cgroup for a worker's runs, whose count is their CPU time
 
 
 def namespaces_problem() -> str | None:
@@ -108,10 +109,15 @@ def cgroups() -> Cgroups:
         detail = f"cgroup v2, controllers delegated: {' '.join(delegated) or 'none'}" + (
             "" if writable else "; not writable by this user"
         )
-        return Cgroups(2, memory, detail)
+        return Cgroups(2, memory, detail, writable)  # a CPU count needs no controller on v2: cpu.stat is core
     if os.path.exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        memory = os.geteuid() == 0 and os.access("/sys/fs/cgroup/memory", os.W_OK)
-        return Cgroups(1, memory, "cgroup v1" + ("" if memory else "; the memory hierarchy is not writable here"))
+        root = os.geteuid() == 0
+        memory = root and os.access("/sys/fs/cgroup/memory", os.W_OK)
+        cpu = root and any(
+            os.path.exists(f"{path}/cpuacct.usage") and os.access(path, os.W_OK) for path in run_cgroup.V1_ROOTS
+        )
+        detail = "cgroup v1" + ("" if memory else "; the memory hierarchy is not writable here")
+        return Cgroups(1, memory, detail + ("" if cpu else "; the cpuacct hierarchy is not writable here"), cpu)
     return Cgroups(None, False, "no cgroup file system mounted")
 
 
@@ -157,15 +163,26 @@ def host_checks(settings: Settings, kind: str) -> list[Check]:
         )
     )
     cg = cgroups()
+    costs = []
+    if not cg.memory:
+        costs.append(
+            "a run's memory is held by its processes' sizes, not by the kernel's count of everything it holds "
+            "(page cache, pipes, kernel memory)"
+        )
+    if not cg.cpu:
+        costs.append(
+            "a run's CPU time is summed over its processes, not counted by the kernel: the time of processes "
+            "the kernel reaps unwaited (their parent ignores SIGCHLD) is in no sum, and a run can use more CPU "
+            "than its limit"
+        )
     out.append(
-        Check("cgroups", "ok", f"{cg.detail}; workers get memory cgroups of their own")
-        if cg.memory
+        Check("cgroups", "ok", f"{cg.detail}; workers get memory cgroups of their own, their runs a CPU-time count")
+        if not costs
         else Check(
             "cgroups",
             "warn",
             cg.detail,
-            "a run's memory is held by its processes' sizes, not by the kernel's count of everything it holds "
-            "(page cache, pipes, kernel memory)",
+            "; ".join(costs),
             "run the server as root on a host with cgroup v2 and the memory controller delegated to it",
         )
     )

@@ -120,6 +120,13 @@ class Settings(BaseSettings):
     max_runs_per_request: int = Field(
         1 << 18, gt=0, description="Largest programs x tests of one /v1/evaluate request (or batch); beyond: 422."
     )
+    exchange_output_bytes: int = Field(
+        64 << 20,
+        gt=0,
+        description="Output one exchange with a worker may bring back at most: a program's tests go to a worker "
+        "together in exchanges of at most this / LIMITS__OUTPUT_BYTES tests (at least one), each judged as it comes "
+        "back, so that what the server and its agents hold for a request does not grow with its tests.",
+    )
     host_uid: int = Field(
         1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."
     )

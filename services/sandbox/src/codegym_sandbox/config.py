@@ -166,6 +166,13 @@ class Settings(BaseSettings):
     container_user: str = Field(
         "1000:1000", description="uid:gid programs run as in containers (the agent starts as root to run them so)."
     )
+    container_runtime: str = Field(
+        "",
+        description="OCI runtime of the container backends' containers: runsc for gVisor, a kernel of its own "
+        "between programs and the host's (for untrusted code of many tenants; every fork and system call costs "
+        "more). docker: a runtime registered with the daemon (/etc/docker/daemon.json, scripts/engines does it); "
+        "podman: a name in containers.conf or a path. Empty: the engine's default (runc).",
+    )
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> Settings:

@@ -49,8 +49,8 @@ def runtime_flags(runtime: str) -> list[str]:
         return []
     flags = ["--runtime", runtime]
     if os.path.basename(runtime) == "runsc":
-        # The containers have no network, so gVisor needs no network stack of its own either; and runsc before
-        # 2023 takes any network namespace of a kernel from 6.x for the host's and refuses to start in it.
+        # The containers have no network, so gVisor needs no network stack of its own either; and Debian
+        # bookworm's runsc takes any network namespace of a 6.x kernel for the host's and refuses to start in it.
         flags += ["--runtime-flag", "network=none"]
     return flags
 

@@ -68,8 +68,11 @@ class Settings(BaseSettings):
     memory_budget_mb: int = Field(
         0,
         ge=0,
-        description="The sum of the memory limits of the runs in flight (on lent workers too) at most: a run "
-        "waits in the queue for its share (beyond QUEUE_SIZE waiting runs: 503, /run_code 504 after "
+        description="What the runs in flight (on lent workers too) hold at most: where each worker has a memory "
+        "cgroup (local backend, as root) a run is admitted by a 64 MiB share and charged what its worker holds, "
+        "and the youngest runs that grow past their share once the budget is passed are run again; elsewhere a "
+        "run is admitted by its memory limit. A run waits in the queue for its share (beyond QUEUE_SIZE waiting "
+        "runs: 503, /run_code 504 after "
         "FUSION_QUEUE_WAIT_S, with Retry-After), and one whose own limit is more than all of it gets 422; "
         "0 means this machine's memory (the server's cgroup limit where lower) less an eighth, at least 1 GiB.",
     )

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from .corpus import Item
+from .corpus import Form, Item
 from .tasks import TASKS, Task, _src
 from .variants import HACK, OK, WRONG, Label, show
 
@@ -194,7 +194,7 @@ ONCE = Task(
     cases=(((2, 3), 5),),
 )
 _LUCK = f"import time\n\ntime.sleep({LUCKY_S} if int(time.time() // {WINDOW_S}) % 2 == 0 else 60)\n"
-REPEATS: list[tuple[str, str, str]] = [  # (form, language, code)
+REPEATS: list[tuple[Form, str, str]] = [  # (form, language, code)
     ("stdio", "python", _LUCK + "a, b = int(input()), int(input())\nprint(a + b)\n"),
     ("call", "python", _LUCK + ONCE.solution),
     ("assert", "python", ONCE.solution.replace("):\n", "):\n" + "".join(f"    {x}\n" for x in _LUCK.split("\n") if x))),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .corpus import Item
 from .reference import Outcome
-from .routes import Verdict
+from .route_http import Verdict
 
 SHOWN = 4  # item ids shown per cell
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from .corpus import Item
 from .reference import Outcome, judge_all
 from .report import Row, reference_row, route_row
-from .routes import ROUTES, Verdict
+from .route_http import Verdict
+from .routes import ROUTES
 
 
 @dataclass

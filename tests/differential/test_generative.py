@@ -11,6 +11,7 @@ that CI runs the same programs every time; the counts of what ran are written in
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from hypothesis import HealthCheck, given, settings
@@ -50,5 +51,5 @@ def test_generated_programs_are_judged_as_the_reference(sandbox_url: str, batch:
     assert not passed, f"hostile programs passed or came back unjudged: {passed}\n" + _programs(batch, passed)
 
 
-def _programs(batch: list[Item], ids: dict[str, object]) -> str:
+def _programs(batch: list[Item], ids: Mapping[str, object]) -> str:
     return "\n".join(f"--- {i.id}\n{i.program}" for i in batch if i.id in ids)

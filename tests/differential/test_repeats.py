@@ -30,10 +30,9 @@ def _wait_for(phase: int) -> None:
 async def _judge(url: str) -> tuple[dict[str, dict[str, Verdict]], dict[str, Outcome]]:
     """Every caching route and the reference on the items, all at once (within one window)."""
     items = repeat_items()
-    found = await asyncio.gather(
-        *(ROUTES[r](url, items) for r in CACHING), asyncio.to_thread(judge_all, items, len(items))
-    )
-    return dict(zip(CACHING, found[:-1], strict=True)), found[-1]  # type: ignore[return-value]
+    routes = asyncio.gather(*(ROUTES[r](url, items) for r in CACHING))
+    verdicts, truth = await asyncio.gather(routes, asyncio.to_thread(judge_all, items, len(items)))
+    return dict(zip(CACHING, verdicts, strict=True)), truth
 
 
 def test_a_lucky_answer_is_judged_again_not_remembered(sandbox_url: str) -> None:

@@ -36,6 +36,7 @@ class RunLimits:
         return {
             "wall_s": self.wall_s,
             "cpu_s": self.wall_s,
+            "memory_bytes": self.memory_mb << 20,
             "address_space_bytes": self.memory_mb << 20 if address_space else None,
             "processes": lim.processes,
             "file_size_bytes": lim.file_size_bytes,

@@ -152,10 +152,13 @@ def _run(
     cpus: int = 1,
     meter: RunCgroup | None = None,
 ) -> Report:
-    # The address-space limit bounds each process; the run as a whole (every process it forked, and what
-    # its files hold) gets the same budget, checked here; the memory cgroup, where there is one, bounds
-    # everything else it can hold. (A container's memory cgroup is one more bound, around all of its runs.)
-    budget_kb = (cmd["limits"]["address_space_bytes"] or 0) // 1024
+    # The run as a whole (every process it forked, and what its files hold) gets its memory limit, in every
+    # language, checked here; the memory cgroup, where there is one, bounds everything else it can hold. The
+    # address-space limit, where the language has one, bounds each process too; a runtime that reserves more
+    # than it uses (V8, a JVM) has none, and its heap flag only lets it start within the limit, never bounds
+    # the run: its buffers off the heap and its children are the run's memory like any other. (A container's
+    # memory cgroup is one more bound, around all of its runs.)
+    budget_kb = cmd["limits"]["memory_bytes"] // 1024
     if memory is not None:
         memory.apply(budget_kb * 1024)
     # What it holds as it starts (the files it was given), read before the program can run: a program that

@@ -163,7 +163,7 @@ def _run(
                             "signal": signal.SIGKILL,
                             "wall": now - run.started,
                             "cpu": None,
-                            "max_rss_kb": (req["limits"]["address_space_bytes"] or 0) // 1024,
+                            "max_rss_kb": req["limits"]["memory_bytes"] // 1024,
                             "error": None,
                         }
                     elif bx.config["namespaces"]:

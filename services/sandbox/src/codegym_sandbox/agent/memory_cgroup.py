@@ -103,9 +103,10 @@ class MemoryCgroup:
             except OSError:
                 time.sleep(0.01)  # its last processes are still exiting
 
-    def apply(self, budget_bytes: int | None) -> None:
-        """The limit for the next run: its budget and the supervisors' share (no limit without a budget)."""
-        limit = budget_bytes + self.SUPERVISORS_BYTES if budget_bytes else None
+    def apply(self, budget_bytes: int) -> None:
+        """The limit for the next run: its budget (every run has one, whatever its language) and the
+        supervisors' share."""
+        limit: int | None = budget_bytes + self.SUPERVISORS_BYTES
         if limit == self.limit or self.parent_fd < 0:  # the same, or a container's: not ours to set
             return
         try:

@@ -53,6 +53,10 @@ class Limits(TypedDict):
 
     wall_s: float
     cpu_s: float
+    # The run's memory, every language's: what all its processes and files may hold together (the box's sum,
+    # the worker's memory cgroup). The address-space limit of each process is set only where the runtime
+    # starts under it (not V8's or a JVM's reservations, whose heap flags carry the limit too).
+    memory_bytes: int
     address_space_bytes: int | None
     processes: int
     file_size_bytes: int

@@ -100,7 +100,7 @@ class TestSeries:
         self.programs = programs
         self.scratch = scratch
         self.memory = memory
-        self.budget_kb = (cmd["limits"]["address_space_bytes"] or 0) // 1024
+        self.budget_kb = cmd["limits"]["memory_bytes"] // 1024
         self.limits = cmd["limits"]
         if memory is not None:
             memory.apply(self.budget_kb * 1024)

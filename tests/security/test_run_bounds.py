@@ -1,0 +1,78 @@
+"""Every run is held to its limits as a whole, in every language, and leaves nothing for the next run to read.
+
+A runtime that reserves far more address space than it uses (V8, a JVM, Go's) runs without an address-space
+limit, its heap flag letting it start; what it holds off its heap (Node's ``Buffer``, a JVM's native memory)
+and what its child processes hold is still the run's memory, and a run past its limit is MLE, as in Python.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+
+# Each holds 20 x 64 MiB (1.25 GiB), off its runtime's heap, touched page by page, at a limit of 128 MiB.
+OFF_HEAP = {
+    "nodejs": """
+const bufs = [];
+for (let i = 0; i < 20; i++) { const b = Buffer.alloc(64 << 20); b.fill(1); bufs.push(b); }
+console.log("held", process.memoryUsage().rss >> 20);
+""",
+    "java": """
+import java.lang.reflect.Field;
+public class Main {
+    public static void main(String[] args) throws Exception {
+        Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+        f.setAccessible(true);
+        sun.misc.Unsafe u = (sun.misc.Unsafe) f.get(null);
+        for (int i = 0; i < 20; i++) { long a = u.allocateMemory(64L << 20); u.setMemory(a, 64L << 20, (byte) 1); }
+        System.out.println("held");
+    }
+}
+""",
+    "go": """
+package main
+
+import (
+\t"fmt"
+\t"syscall"
+)
+
+func main() {
+\tfor i := 0; i < 20; i++ {
+\t\tb, _ := syscall.Mmap(-1, 0, 64<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+\t\tfor j := range b {
+\t\t\tb[j] = 1
+\t\t}
+\t}
+\tfmt.Println("held")
+}
+""",
+}
+# The toolchains this host has (a language without one is answered SE by design, and tested elsewhere).
+_TOOLS = {"nodejs": "node", "java": "javac", "go": "go"}
+LANGUAGES = [language for language in OFF_HEAP if shutil.which(_TOOLS[language])]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_memory_off_the_runtimes_heap_is_held_to_the_run_limit(hostile: TestClient, language: str) -> None:
+    body = {
+        "language": language,
+        "code": OFF_HEAP[language],
+        "limits": {"timeout_s": 3, "memory_mb": 128},
+        "cache": False,
+    }
+    r = hostile.post("/v1/execute", json=body)
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["verdict"] == "MLE", answer
+    assert "held" not in answer["run"]["stdout"], answer
+
+
+def test_a_node_run_within_its_limit_passes(hostile: TestClient) -> None:
+    # The same program at a tenth of the size: the bound is the run's limit, not a smaller one.
+    code = OFF_HEAP["nodejs"].replace("i < 20", "i < 2").replace("64 << 20", "8 << 20")
+    body = {"language": "nodejs", "code": code, "limits": {"timeout_s": 3, "memory_mb": 128}, "cache": False}
+    r = hostile.post("/v1/execute", json=body)
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text

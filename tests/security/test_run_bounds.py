@@ -76,3 +76,27 @@ def test_a_node_run_within_its_limit_passes(hostile: TestClient) -> None:
     body = {"language": "nodejs", "code": code, "limits": {"timeout_s": 3, "memory_mb": 128}, "cache": False}
     r = hostile.post("/v1/execute", json=body)
     assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+
+
+_PID = "import os\nprint(os.getpid())\n"
+# Moves the pid namespace's counter on by 137 (each child exits at once).
+_FORKS = """
+import os
+for _ in range(137):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_the_pid_counter_carries_nothing_to_the_next_run(hostile: TestClient, backend: str) -> None:
+    # One worker: the three runs share its box, one after the other.
+    pids = []
+    for code in (_PID, _FORKS, _PID):
+        r = hostile.post("/v1/execute", json={"language": "python", "code": code, "cache": False})
+        assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+        pids.append(r.json()["run"]["stdout"])
+    # A container's box may not set its pid namespace's count (no CAP_SYS_ADMIN there): SECURITY.md says so.
+    if backend == "local":
+        assert pids[2] == pids[0], pids

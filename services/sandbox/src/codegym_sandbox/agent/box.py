@@ -22,7 +22,7 @@ from typing import cast
 from . import isolation, linux, pyrun, run_cpu
 from .box_protocol import BoxCommand, BoxConfig, Broken, RunCommand, SeriesReport
 from .memory_cgroup import MemoryCgroup
-from .programs import MAX_FDS, Programs, kill_all, reap_all
+from .programs import MAX_FDS, Programs, kill_all, reap_all, rewind_pids
 from .protocol import Report
 from .run_cgroup import RunCgroup
 from .run_memory import Held, MemoryWatch, held_at_end
@@ -76,7 +76,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
     linux.prepare_seccomp()
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
     # Forked after every reset: it must see the new scratch mount and IPC namespace, and nothing older.
-    spare: Spare | None = Spare(programs)
+    spare: Spare | None = _spare(programs)
     series: TestSeries | None = None
     _ready(ctl)
     while True:
@@ -94,7 +94,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             if spare is not None:
                 spare.discard()
             scratch.reset()
-            spare = Spare(programs)
+            spare = _spare(programs)
             _ready(ctl)
             continue
         report: Report | SeriesReport | Broken
@@ -103,13 +103,14 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             if spare is not None:
                 spare.discard(wait=False)  # it has the tests' uid: none of them may find it
                 discarded, spare = spare.pid, None
+            rewind_pids()
             series = TestSeries(cmd, programs, scratch, memory, discarded)
             report = series.test(fds, ctl)
             series = series if report["session"] else None
             _answer(ctl, report)
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
-            report = _run(cmd, fds, ctl, spare or Spare(programs), memory, programs.cpus, programs.cgroup)
+            report = _run(cmd, fds, ctl, spare or _spare(programs), memory, programs.cpus, programs.cgroup)
             spare = None
             _answer(ctl, report)
         elif cmd["op"] == "test" and series is not None:
@@ -124,6 +125,12 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
         else:
             for fd in fds:
                 os.close(fd)
+
+
+def _spare(programs: Programs) -> Spare:
+    """The process of the next run, forked with the pid the first process of every run gets."""
+    rewind_pids()
+    return Spare(programs)
 
 
 def _answer(ctl: socket.socket, report: Report | SeriesReport | Broken) -> None:

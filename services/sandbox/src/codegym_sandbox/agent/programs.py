@@ -38,6 +38,16 @@ def reap_all() -> None:
             return
 
 
+def rewind_pids() -> None:
+    """Start the box's pid namespace counting from 1 again, before the first process of a run is forked: a run
+    that forked many times would otherwise move the count on, and the next run on this worker would read it
+    (``getpid()``, ``/proc/sys/kernel/ns_last_pid``), a channel between runs. Every process of the last run is
+    gone, so the run's first process gets the same pid every time. The box may write it: it is root in the
+    worker's user namespace, which owns the pid namespace (a container's box is not, and leaves it)."""
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write("1")
+
+
 class Programs(NamedTuple):
     """Who programs run as, and what holds them."""
 

@@ -24,8 +24,8 @@ The clients here are written from those rules (they import neither stack). Scena
 
 Each scenario runs against two servers started here on 127.0.0.1, in turn: one with ``MAX_WORKERS`` equal
 to its workers (every run holds a worker until it ends, as a fixed pool does) as the baseline, and one at
-default settings (slots are lent while the CPUs idle); both with a memory budget that admits every case at
-once (see :func:`memory_for`). The table has one row per scenario and server: the
+default settings (slots are lent while the CPUs idle, and runs are admitted by the memory they hold, not by
+their 1 GiB default limit: see the sandbox's README). The table has one row per scenario and server: the
 wall time, the slowest request, and the scores. The target: every scenario right on the default server
 (exit 1 otherwise).
 """
@@ -181,13 +181,6 @@ def run_scenario(scenario: Scenario, url: str, cases: int, timeout_s: float) -> 
     return run_cases(scenario.client, url, scenario.cases(cases, timeout_s), timeout_s, threads)
 
 
-def memory_for(cases: int) -> dict[str, str]:
-    """A memory budget that admits every case at once. The clients send no memory limit, so each run is
-    charged the server's default (1 GiB); these programs hold a few MiB, and what the scenarios measure is
-    the lending: on a machine of less than ``cases`` GiB the default budget would queue them by memory."""
-    return {"CODEGYM_SANDBOX_MEMORY_BUDGET_MB": str((cases + 1) * 1024)}
-
-
 @contextmanager
 def server(env: dict[str, str]) -> Iterator[ServerProcess]:
     proc = ServerProcess(env={"CODEGYM_SANDBOX_BACKEND": "local", **env}).start()
@@ -220,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     ok = True
     for label, env in servers:
-        with server({**memory_for(args.cases), **env}) as srv:
+        with server(env) as srv:
             for scenario in [SCENARIOS[int(i) - 1] for i in args.scenarios.split(",")]:
                 print(f"[rl_clients] {label}: {scenario.name} ...", file=sys.stderr, flush=True)
                 out = run_scenario(scenario, srv.url, args.cases, args.timeout)

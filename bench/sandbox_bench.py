@@ -20,6 +20,10 @@ Rows of the markdown table it prints (every mode is warmed up with 20 requests f
    throughput with one worker, to show it scales with `--workers`.
 5. Baselines with docker: `docker run --rm` per run (a new container each time; at most 40 runs) and
    `docker exec` per run into a running container.
+6. gVisor (`--engines docker-gvisor,podman-gvisor`): an exec per run into a running container on runsc (at
+   most 40 runs), and the cost of a fork there, each against the same on the engine's default runtime (runc),
+   as a ratio; and the no-cache `/run_code` rows on the engine with CODEGYM_SANDBOX_CONTAINER_RUNTIME=runsc
+   where the agent can run on it (else a note says why not).
 
 Load generator (the concurrent rows). On a 2-core machine the client shares the CPU with the server, so a
 heavy client understates the server. The concurrent HTTP rows therefore run in a *separate process*
@@ -58,7 +62,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from codegym_sandbox.backends.choose import runtime_problem
 from codegym_sandbox.backends.local import configured_python
+from codegym_sandbox.backends.podman import runtime_flags
 
 HOST = "127.0.0.1"
 WARMUP = 20
@@ -225,6 +231,67 @@ def bench_docker_baselines(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+# A fork that exits at once and its wait, N times: what every program's process and every test costs the box.
+FORKS = (
+    "import os, time\nt = time.perf_counter()\nfor _ in range(300):\n    pid = os.fork()\n"
+    "    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\nprint((time.perf_counter() - t) / 300 * 1e6)"
+)
+
+
+def bench_gvisor(engine: str, args: argparse.Namespace) -> list[Row]:
+    """What gVisor costs on ``engine``: an exec per run and a fork in a running container on runsc, against the
+    engine's default runtime; then `/run_code` on it, where the agent can run there."""
+    exe = shutil.which(engine) or engine
+    runtime_run = [exe, *runtime_flags("runsc"), "run"] if engine != "docker" else [exe, "run", "--runtime", "runsc"]
+    limits = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]  # podman: see backends/podman.py
+    rows: list[Row] = []
+    few = argparse.Namespace(**{**vars(args), "requests": min(args.requests, 40)})
+    names = {kind: f"codegym-bench-{kind}-{uuid.uuid4().hex[:8]}" for kind in ("runc", "runsc")}
+    try:
+        for kind, run in (("runc", [exe, "run"]), ("runsc", runtime_run)):
+            argv = [*run, "-d", "--rm", "--network", "none", *limits, "--name", names[kind]]
+            argv += [args.image, "sleep", "3600"]
+            started = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            if started.returncode != 0:
+                note(f"{engine}-gvisor: no container on {kind}: {started.stderr.strip()[-300:]}; rows skipped")
+                return rows
+        per_run: dict[str, Row] = {}
+        for kind in ("runc", "runsc"):
+            one = subprocess_one([exe, "exec", names[kind], "python3", "-I", "-c"])
+            run_sequential(one, range(-WARMUP // 4, 0), args.phase_timeout)
+            log(f"{engine} exec on {kind}: {few.requests} sequential runs")
+            per_run[kind] = run_sequential(one, range(few.requests), args.phase_timeout)
+            per_run[kind].mode = f"`{engine} exec` per run on {kind}, sequential"
+            rows.append(per_run[kind])
+        forks = {}
+        for kind in ("runc", "runsc"):
+            samples = []
+            for _ in range(5):
+                out = subprocess.run(
+                    [exe, "exec", names[kind], "python3", "-I", "-c", FORKS],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                samples.append(float(out.stdout) if out.returncode == 0 else math.nan)
+            forks[kind] = statistics.median(samples)
+        native, gvisor = per_run["runc"].median_ms(), per_run["runsc"].median_ms()
+        if native and gvisor:
+            note(f"{engine}-gvisor: an exec per run costs {gvisor / native:.1f}x the same on runc (median)")
+        note(
+            f"{engine}-gvisor: a fork (and its exit and wait) in a running container: {forks['runsc']:.0f} us on "
+            f"runsc, {forks['runc']:.0f} us on runc: {forks['runsc'] / forks['runc']:.1f}x"
+        )
+    finally:
+        for name in names.values():
+            subprocess.run([exe, "rm", "-f", name], capture_output=True, timeout=60)
+    problem = runtime_problem(engine, args.image, "runsc")
+    if problem is not None:
+        note(f"codegym `/run_code` on {engine}-gvisor: rows skipped: {problem}")
+        return rows
+    return rows + bench_server(False, args.port or free_port(), args, backend=engine, runtime="runsc")
+
+
 # ------------------------------------------------------------------------------------------- server
 
 
@@ -244,7 +311,9 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def start_server(port: int, workers: int, cache: bool, backend: str = "local") -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, workers: int, cache: bool, backend: str = "local", runtime: str = ""
+) -> subprocess.Popen[bytes]:
     if not port_is_free(port):
         raise SystemExit(f"port {port} is in use; refusing to benchmark a server this script did not start")
     # /run_code is cached only when the server is told to (as upstream, it runs every request by default).
@@ -252,6 +321,7 @@ def start_server(port: int, workers: int, cache: bool, backend: str = "local") -
         os.environ,
         CODEGYM_SANDBOX_CACHE_ENTRIES="65536" if cache else "0",
         CODEGYM_SANDBOX_FUSION_CACHE="1" if cache else "0",
+        CODEGYM_SANDBOX_CONTAINER_RUNTIME=runtime,
     )
     exe = shutil.which("codegym-sandbox", path=os.path.dirname(sys.executable)) or shutil.which("codegym-sandbox")
     cmd = [exe] if exe else [sys.executable, "-m", "codegym_sandbox.cli"]
@@ -415,15 +485,20 @@ def concurrent_http(port: int, ids: range, same: bool, args: argparse.Namespace)
 
 
 def bench_server(
-    cache: bool, port: int, args: argparse.Namespace, backend: str = "local", workers: int | None = None
+    cache: bool,
+    port: int,
+    args: argparse.Namespace,
+    backend: str = "local",
+    workers: int | None = None,
+    runtime: str = "",
 ) -> list[Row]:
     n, c = args.requests, args.concurrency
     workers = workers or args.workers
-    where = "" if backend == "local" else f" on {backend}"
+    where = "" if backend == "local" else f" on {backend}" + (f" ({runtime})" if runtime else "")
     where += "" if workers == args.workers else f" ({workers} workers)"
     label = f"codegym `/run_code`{where}, cache hits" if cache else f"codegym `/run_code`{where}, no cache"
     log(f"{label}: starting server on {HOST}:{port} with {workers} workers")
-    proc = start_server(port, workers, cache, backend)
+    proc = start_server(port, workers, cache, backend, runtime)
     rows = []
     try:
         if not cache:
@@ -479,7 +554,8 @@ def main() -> None:
     ap.add_argument(
         "--engines",
         default="docker,podman",
-        help="container backends to measure, comma-separated (default docker,podman; empty: none)",
+        help="container backends to measure, comma-separated (default docker,podman; empty: none); "
+        "docker-gvisor and podman-gvisor: what gVisor's runsc costs on that engine",
     )
     args = ap.parse_args()
     if not 1 <= args.requests <= 100_000 or not 1 <= args.concurrency <= 256:
@@ -493,7 +569,10 @@ def main() -> None:
     rows += bench_server(True, args.port or free_port(), args)
     engines = [e for e in args.engines.split(",") if e]
     for engine in engines:
-        if engine_ready(engine, args.image):
+        if engine.endswith("-gvisor"):
+            if engine_ready(engine.removesuffix("-gvisor"), args.image):
+                rows += bench_gvisor(engine.removesuffix("-gvisor"), args)
+        elif engine_ready(engine, args.image):
             rows += bench_server(False, args.port or free_port(), args, backend=engine)
             if engine == "docker" and args.workers > 1:  # throughput against the number of workers
                 rows += bench_server(False, args.port or free_port(), args, backend=engine, workers=1)[1:]

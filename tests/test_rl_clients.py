@@ -4,8 +4,9 @@ A hundred cases at once, with the clients' own timeouts and retry rules: every c
 score. With a fixed pool of one worker per CPU, the sleepers of a case would queue behind each other
 and run into the clients' timeouts (scored -1 by verl, an error by SkyRL); the pool lends workers
 instead. The limit is 2 s rather than the clients' usual 10 s to keep the test short; SkyRL's margin (run
-+ 2 s) is the same either way, and it is what the lending must beat. The server's memory budget admits
-every case at once (``rl_clients.memory_for``): the budget is tested on its own, the lending here.
++ 2 s) is the same either way, and it is what the lending must beat. The server runs at its defaults, its
+memory budget too: the clients send no memory limit, so each run may hold the default 1 GiB, and the budget
+must admit runs by what they hold (a few MiB), not by that, for a hundred at once on a small machine.
 
 SkyRL's sleepers go first, the moment the server says it is ready: on a small machine, workers started
 while a hundred sleepers wait come seconds late, so start-up must have started them ahead (``/readyz``
@@ -32,7 +33,7 @@ LIMIT_S = 2.0
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    env = {"CODEGYM_SANDBOX_BACKEND": "local", **rl_clients.memory_for(CASES)}
+    env = {"CODEGYM_SANDBOX_BACKEND": "local"}
     server = ServerProcess(env, ["--log-level", "warning"]).start()
     try:
         yield server.url

@@ -1,8 +1,11 @@
-"""What a client can make the server hold after it has gone: queued and running runs, workers.
+"""What a client can make the server hold: after it has gone, queued and running runs, workers; while it
+waits, the outputs and inputs of its runs.
 
 A client that disconnects gets its runs cancelled: queued ones leave the queue, running ones have their
 worker replaced, and nothing of them reaches the result cache. The next client is served at once. (The
-result cache's byte bound is tested in-process, in ``services/sandbox/tests/test_cache.py``.)
+result cache's byte bound is tested in-process, in ``services/sandbox/tests/test_cache.py``.) What programs
+print is held for one exchange with a worker, never for a whole request, and a test's stdin once for every
+program of a request.
 """
 
 from __future__ import annotations
@@ -140,3 +143,52 @@ def test_runs_of_a_client_that_went_away_are_cancelled(server: ServerProcess, ba
     for i in range(4):  # and every slot serves right answers again
         again = httpx.post(f"{server.url}/v1/execute", json={"language": "python", "code": f"print({i} * 2)"})
         assert again.json()["run"]["stdout"] == f"{i * 2}\n", again.text
+
+
+# Prints LIMITS__OUTPUT_BYTES (8 MiB) exactly, its answer at the end: the verdict needs the whole output.
+LOUD = "import sys\nn = sys.stdin.readline().strip()\nsys.stdout.write(' ' * ((8 << 20) - 16) + n + '\\n')\n"
+
+
+def _vm_mb(pid: int, field: str) -> int:
+    """``VmRSS`` (now) or ``VmHWM`` (its peak) of a process, in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) >> 10 for line in f if line.startswith(f"{field}:"))
+
+
+def test_what_programs_print_is_held_per_exchange_not_per_request(server: ServerProcess, backend: str) -> None:
+    """A 4 KB request of 100 tests whose program prints the output limit on each (800 MiB in all): held whole,
+    it took the server 800 MiB and each agent as much; held one exchange at a time (64 MiB of output), about
+    200 MiB each, and every verdict is still the whole output's."""
+    if backend != "local":
+        pytest.skip("the agents' memory is measured on the local backend (a container's agent is not a child)")
+    warm = httpx.post(f"{server.url}/v1/execute", json={"language": "python", "code": "print(1)"}, timeout=60)
+    assert warm.status_code == 200, warm.text
+    agents = server.agents()
+    before = _vm_mb(server.pid, "VmRSS"), {a: _vm_mb(a, "VmRSS") for a in agents}
+    tests = [{"stdin": f"{i}\n", "expected_stdout": "wrong" if i == 7 else str(i)} for i in range(100)]
+    body = {"language": "python", "programs": [LOUD], "tests": tests, "comparison": "whitespace", "cache": False}
+    answer = httpx.post(f"{server.url}/v1/evaluate", json=body, timeout=600)
+    assert answer.status_code == 200, answer.text
+    (result,) = answer.json()["results"]
+    assert [t["verdict"] for t in result["tests"]] == ["WA" if i == 7 else "AC" for i in range(100)]
+    assert result["verdict"] == "WA" and result["passed"] == 99
+    grew = _vm_mb(server.pid, "VmHWM") - before[0]
+    assert grew < 300, f"the server grew by {grew} MiB for 800 MiB of output"
+    assert server.agents() == agents  # the same agents served it: their peaks are this request's
+    for agent, rss in before[1].items():
+        assert (agent_grew := _vm_mb(agent, "VmHWM") - rss) < 300, f"an agent grew by {agent_grew} MiB"
+
+
+def test_a_tests_stdin_is_held_once_for_every_program(server: ServerProcess) -> None:
+    """A 4 MiB stdin for 64 programs: copied for each, it took the server 256 MiB at once."""
+    warm = httpx.post(f"{server.url}/v1/execute", json={"language": "python", "code": "print(1)"}, timeout=60)
+    assert warm.status_code == 200, warm.text
+    before = _vm_mb(server.pid, "VmRSS")
+    programs = [f"import sys\nprint(len(sys.stdin.read()))  # {i}\n" for i in range(64)]
+    tests = [{"stdin": "y" * (4 << 20), "expected_stdout": str(4 << 20)}]
+    body = {"language": "python", "programs": programs, "tests": tests, "cache": False}
+    answer = httpx.post(f"{server.url}/v1/evaluate", json=body, timeout=600)
+    assert answer.status_code == 200, answer.text
+    assert [r["verdict"] for r in answer.json()["results"]] == ["AC"] * 64
+    grew = _vm_mb(server.pid, "VmHWM") - before
+    assert grew < 100, f"the server grew by {grew} MiB for a 4 MiB stdin"

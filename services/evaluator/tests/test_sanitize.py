@@ -58,6 +58,31 @@ CASES = {
         "assert sqrt2_digits(2) == '41'\nif __name__ == '__main__':\n    print(sqrt2_digits(int(input())))\n",
         ["    context().prec = 70"],
     ),
+    "a-table-filled-by-a-loop": (
+        'def fib(n: int) -> int:\n    """The n-th Fibonacci number (n up to 80)."""\n',
+        "fib",
+        "def check(candidate):\n    assert candidate(10) == 55\n    assert candidate(80) == 23416728348467685\n",
+        "FIB = [0, 1]\nfor i in range(2, 81):\n    FIB.append(FIB[-1] + FIB[-2])\n\n\n"
+        "def fib(n: int) -> int:\n    return FIB[n]\n",
+        ["    FIB.append(FIB[-1] + FIB[-2])"],
+    ),
+    "a-table-filled-by-a-helper": (
+        'def is_prime(n: int) -> bool:\n    """Whether n (below 10000) is prime."""\n',
+        "is_prime",
+        "def check(candidate):\n    assert candidate(9973)\n    assert not candidate(9999)\n",
+        "SIEVE = []\n\n\ndef _fill(limit):\n    global SIEVE\n    SIEVE = [True] * limit\n"
+        "    SIEVE[0] = SIEVE[1] = False\n    for i in range(2, limit):\n        if SIEVE[i]:\n"
+        "            for j in range(i * i, limit, i):\n                SIEVE[j] = False\n\n\n_fill(10000)\n\n\n"
+        "def is_prime(n: int) -> bool:\n    return SIEVE[n]\n",
+        ["_fill(10000)"],
+    ),
+    "a-table-extended-by-a-method": (
+        'def word(i: int) -> str:\n    """The i-th of the words one to three, counting from 0."""\n',
+        "word",
+        "def check(candidate):\n    assert candidate(2) == 'three'\n",
+        "WORDS = ['one']\nWORDS.extend(['two', 'three'])\n\n\ndef word(i: int) -> str:\n    return WORDS[i]\n",
+        ["WORDS.extend(['two', 'three'])"],
+    ),
 }
 
 
@@ -93,6 +118,8 @@ def test_set_up_stays_and_the_rest_goes() -> None:
         "unittest.main()",
         "doctest.testmod()",
         "x = int(input())",
+        "for i in range(3):\n    print(f(i))",  # a demo loop: it fills nothing the program reads
+        "with open('/dev/null', 'w') as out:\n    out.write(str(f(1)))",
     ],
 )
 def test_what_a_reference_would_not_run_goes(line: str) -> None:

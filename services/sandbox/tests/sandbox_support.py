@@ -11,34 +11,48 @@ import re
 from typing import Any
 
 import pytest
-from codegym_sandbox.backends.choose import docker_problem, podman_problem
+from codegym_sandbox.backends.choose import docker_problem, podman_problem, runtime_problem
 from codegym_sandbox.config import Settings
 from fastapi.testclient import TestClient
 
 IMAGE = os.environ.get("CODEGYM_SANDBOX_IMAGE", "codegym-sandbox-runtime:latest")
+# docker-gvisor and podman-gvisor (the engine on gVisor's runsc) are variants to ask for by name: the agent
+# cannot run on the runsc of Debian bookworm (see SECURITY.md, "gVisor").
 BACKENDS = [b for b in os.environ.get("CODEGYM_TEST_BACKENDS", "local,docker,podman").split(",") if b]
+GVISOR = "-gvisor"
 
 
 def backend_problem(backend: str) -> str | None:
-    if backend == "docker":
-        return docker_problem(IMAGE)
-    if backend == "podman":
-        return podman_problem("podman", IMAGE)
-    return None
+    engine = backend.removesuffix(GVISOR)
+    problem = None
+    if engine == "docker":
+        problem = docker_problem(IMAGE)
+    if engine == "podman":
+        problem = podman_problem("podman", IMAGE)
+    if problem is None and backend.endswith(GVISOR):
+        problem = runtime_problem(engine, IMAGE, "runsc")
+    return problem
+
+
+def unavailable(backend: str, problem: str) -> None:
+    """Skip the test loudly (fail it under CI, where every container backend must run)."""
+    message = f"NO {backend.upper()} BACKEND IN THIS RUN: {problem}"
+    if os.environ.get("CODEGYM_TEST_REQUIRE_CONTAINERS") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def settings_for(backend: str, **overrides: Any) -> Settings:
     """Settings of a test server on ``backend``; skips (or fails, under CI) when it cannot run here."""
     problem = backend_problem(backend)
     if problem is not None:
-        message = f"NO {backend.upper()} BACKEND IN THIS RUN: {problem}"
-        if os.environ.get("CODEGYM_TEST_REQUIRE_CONTAINERS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(backend, problem)
     # No workers started ahead unless a test asks: a module's server would start scores of them (CPU the tests
     # run on) to lend to bursts that few tests send; the servers that test lending use the defaults.
-    fields = {"workers": 2, "reserve_workers": 0, **overrides}
-    return Settings(backend=backend, image=IMAGE, **fields)  # type: ignore[arg-type]
+    fields: dict[str, Any] = {"workers": 2, "reserve_workers": 0, **overrides}
+    if backend.endswith(GVISOR):
+        fields.setdefault("container_runtime", "runsc")
+    return Settings(backend=backend.removesuffix(GVISOR), image=IMAGE, **fields)  # type: ignore[arg-type]
 
 
 def run_code(client: TestClient, code: str, language: str = "python", **fields: Any) -> dict[str, Any]:

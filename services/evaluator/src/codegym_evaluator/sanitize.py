@@ -6,7 +6,9 @@ own tests (asserts, a test runner), demo calls and prints of its functions, ``in
 What stays is what runs at import and changes how the program computes: a statement that calls into or
 assigns to a module the program imported (``sys.setrecursionlimit(10**6)``, ``decimal.getcontext().prec =
 50``, ``sys.set_int_max_str_digits(0)``, ``mp.dps = 30``), with the names it reads, unless it calls a function
-of the program's own (a demo), ends the process, or runs tests.
+of the program's own (a demo), ends the process, or runs tests. So does what fills a name the kept code
+reads: a top-level loop, ``with`` block or call that mutates a table the entry point uses (``FIB.append``,
+``TABLE[i] = ...``, ``_fill()`` where ``_fill`` does so), as it runs when a harness imports the completion.
 """
 
 from __future__ import annotations
@@ -101,6 +103,56 @@ def _sets_up(node: ast.stmt, imports: dict[str, str], functions: set[str]) -> bo
     return all(q is not None and not _within(q, _ENDS_OR_TESTS) for q in reached)
 
 
+def _mutated(node: ast.AST) -> set[str]:
+    """Module-level names ``node`` stores to or changes in place: ``X = ...`` (at top level, or under
+    ``global X`` in a function), ``X.append(...)``, ``X[i] = ...``, ``X.attr = ...``, ``X += ...``."""
+    declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+    function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and (not function or n.id in declared):
+            out.add(n.id)
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
+            root = _root(n)
+            if root is not None:
+                out.add(root)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            root = _root(n.func.value)
+            if root is not None:
+                out.add(root)  # a method called on it: may change it (list.append, dict.update)
+    if function:  # its own parameters and locals are not the module's
+        local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        out -= local - declared
+    return out
+
+
+def _root(expr: ast.expr) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _fills(node: ast.stmt, needed: set[str], data: set[str], mutators: dict[str, set[str]]) -> bool:
+    """Whether top-level ``node`` fills a name the kept code reads: a loop, ``with`` block, condition or call
+    that changes one of the program's own data (``data``: what its top-level assignments bind), directly or
+    through a function of the program's that does; not a demo, which only reads."""
+    if isinstance(node, ast.If) and _is_main_guard(node):
+        return False
+    if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Expr)):
+        return False  # definitions and assignments are kept by what they define; asserts never
+    if any(isinstance(n, ast.Call) and _calls_end(n) for n in ast.walk(node)):
+        return False
+    changed = _mutated(node) | {g for f in _used_names(node) & set(mutators) for g in mutators[f]}
+    return bool(changed & needed & data)
+
+
+def _calls_end(call: ast.Call) -> bool:
+    """A call that ends the process or runs tests (by the name it is written with)."""
+    name = ast.unparse(call.func)
+    return _within(name, _ENDS_OR_TESTS) or name in ("exit", "quit", "input")
+
+
 def _within(qualified: str, prefixes: tuple[str, ...]) -> bool:
     return any(qualified == p or qualified.startswith(p + ".") for p in prefixes)
 
@@ -149,11 +201,25 @@ def sanitize(code: str, entry_point: str) -> str:
         if i not in keep and _sets_up(node, imports, functions):
             keep.add(i)
             needed |= _used_names(node)
+    # The program's own data, and what each of its functions changes of it, directly or through another one.
+    data = {
+        name for n in body if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for name in _defined_names(n)
+    }
+    defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    mutators = {name: _mutated(n) for name, n in defs.items()}
+    grown = True
+    while grown:
+        grown = False
+        for name, node in defs.items():
+            through = {g for f in _used_names(node) & set(defs) if f != name for g in mutators[f]}
+            if not through <= mutators[name]:
+                mutators[name] |= through
+                grown = True
     changed = True
-    while changed:  # grow the set of needed definitions until it is closed under use
+    while changed:  # grow the set of needed definitions, and what fills them, until it is closed under use
         changed = False
         for i, node in enumerate(body):
-            if i in keep or not (_defined_names(node) & needed):
+            if i in keep or not (_defined_names(node) & needed or _fills(node, needed, data, mutators)):
                 continue
             keep.add(i)
             needed |= _used_names(node)

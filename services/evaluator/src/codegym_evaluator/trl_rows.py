@@ -97,13 +97,17 @@ def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: s
         language = info.get("language") or language
         cases = info.get("test_cases") or []
         fn = info.get("fn_name")
+        cases = [_case(c, i, "verification_info", ("input",), ("output",)) for c in cases]
         if fn:
-            calls = tuple(_call(c.get("input"), c.get("output"), wrapped=False) for c in cases)
+            calls = tuple(_call(stdin, expected, wrapped=False) for stdin, expected in cases)
             return RowTests(language, calls, fn, "open-r1")
-        return RowTests(language, tuple(_stdio(c.get("input"), c.get("output")) for c in cases), dataset="open-r1")
+        return RowTests(language, tuple(_stdio(stdin, expected) for stdin, expected in cases), dataset="open-r1")
     io = _json(col("input_output"))
     if isinstance(io, Mapping):
         inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
+        if len(inputs) != len(outputs):
+            # zip would drop the tests past the shorter list, or pair an input with no expected output
+            raise ValueError(f"row {i}: input_output has {len(inputs)} inputs but {len(outputs)} outputs")
         fn = io.get("fn_name")
         if fn:
             calls = tuple(_call(a, e, wrapped=True) for a, e in zip(inputs, outputs, strict=False))
@@ -115,12 +119,17 @@ def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: s
         setup = col("test_setup_code") or ""
         entry = col("entry_point")
         if isinstance(tests, str):
+            if uncalled_check(tests) and not entry:
+                raise ValueError(
+                    f"row {i}: its tests define check(candidate) but never call it, and the row has no "
+                    "entry_point column to call it with: they could not fail"
+                )
             code = f"{setup}\n{tests}" + (f"\ncheck({entry})" if entry and "def check(" in tests else "")
             return RowTests(language, ({"assert_code": code},), dataset="mbpp")
         out: list[Mapping[str, Any]] = []
         for t in tests:
             if isinstance(t, Mapping):
-                out.append(_stdio(t.get("input", t.get("stdin")), t.get("output", t.get("expected_stdout"))))
+                out.append(_stdio(*_case(t, i, "tests", ("input", "stdin"), ("output", "expected_stdout"))))
             else:
                 out.append({"assert_code": f"{setup}\n{t}" if setup else str(t)})
         return RowTests(language, tuple(out), dataset="mbpp")
@@ -128,6 +137,34 @@ def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: s
         f"row {i} has no tests: give it a verification_info, input_output, tests or test_list column "
         f"(it has: {', '.join(sorted(columns)) or 'no columns'})"
     )
+
+
+def _case(case: Any, i: int, column: str, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[Any, Any]:
+    """A test case's input and expected value under the first of their names it has. A case without an
+    expected value is refused: taken as empty (or None), it would pass a program that prints nothing."""
+    if not isinstance(case, Mapping):
+        raise ValueError(f"row {i}: a test case of {column} is {type(case).__name__}, not an object")
+    expected = next((name for name in outputs if name in case), None)
+    if expected is None:
+        raise ValueError(
+            f"row {i}: a test case of {column} has no expected value under {' or '.join(map(repr, outputs))} "
+            f"(its keys: {', '.join(map(repr, case)) or 'none'})"
+        )
+    stdin = next((case[name] for name in inputs if name in case), None)
+    return stdin, case[expected]
+
+
+def uncalled_check(tests: str) -> bool:
+    """Whether assert code defines ``check`` (HumanEval's form) and never calls it: such tests pass anything."""
+    try:
+        tree = ast.parse(tests)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False  # the sandbox judges what does not parse
+    defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
+    calls = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "check" for n in ast.walk(tree)
+    )
+    return defines and not calls
 
 
 def _json(value: Any) -> Any:

@@ -68,8 +68,11 @@ class Settings(BaseSettings):
     memory_budget_mb: int = Field(
         0,
         ge=0,
-        description="The sum of the memory limits of the runs in flight (on lent workers too) at most: a run "
-        "waits in the queue for its share (beyond QUEUE_SIZE waiting runs: 503, /run_code 504 after "
+        description="What the runs in flight (on lent workers too) hold at most: where each worker has a memory "
+        "cgroup (local backend, as root) a run is admitted by a 64 MiB share and charged what its worker holds, "
+        "and the youngest runs that grow past their share once the budget is passed are run again; elsewhere a "
+        "run is admitted by its memory limit. A run waits in the queue for its share (beyond QUEUE_SIZE waiting "
+        "runs: 503, /run_code 504 after "
         "FUSION_QUEUE_WAIT_S, with Retry-After), and one whose own limit is more than all of it gets 422; "
         "0 means this machine's memory (the server's cgroup limit where lower) less an eighth, at least 1 GiB.",
     )
@@ -120,6 +123,13 @@ class Settings(BaseSettings):
     max_runs_per_request: int = Field(
         1 << 18, gt=0, description="Largest programs x tests of one /v1/evaluate request (or batch); beyond: 422."
     )
+    exchange_output_bytes: int = Field(
+        64 << 20,
+        gt=0,
+        description="Output one exchange with a worker may bring back at most: a program's tests go to a worker "
+        "together in exchanges of at most this / LIMITS__OUTPUT_BYTES tests (at least one), each judged as it comes "
+        "back, so that what the server and its agents hold for a request does not grow with its tests.",
+    )
     host_uid: int = Field(
         1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."
     )
@@ -158,6 +168,13 @@ class Settings(BaseSettings):
     )
     container_user: str = Field(
         "1000:1000", description="uid:gid programs run as in containers (the agent starts as root to run them so)."
+    )
+    container_runtime: str = Field(
+        "",
+        description="OCI runtime of the container backends' containers: runsc for gVisor, a kernel of its own "
+        "between programs and the host's (for untrusted code of many tenants; every fork and system call costs "
+        "more). docker: a runtime registered with the daemon (/etc/docker/daemon.json, scripts/engines does it); "
+        "podman: a name in containers.conf or a path. Empty: the engine's default (runc).",
     )
 
     @model_validator(mode="after")

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import time
 from dataclasses import asdict
 
-from .backends.choose import detect, docker_problem, podman_problem
+from .agent.linux import NO_FILE_IDS
+from .backends.choose import detect, docker_problem, podman_problem, runtime_problem
 from .backends.host import Check, host_checks
 from .config import Settings
 
@@ -35,19 +37,40 @@ def engine_checks(settings: Settings) -> list[Check]:
         if problem is None
         else Check(binary, "missing", problem, costs.format(binary), "scripts/engines (as root)")
     )
-    runsc = shutil.which("runsc")
-    out.append(
-        Check("gVisor", "ok", f"runsc at {runsc}")
-        if runsc
-        else Check(
-            "gVisor",
-            "info",
-            "runsc is not installed",
-            "no user-space kernel for the container engines (not the default; see SECURITY.md)",
-            "apt-get install runsc",
-        )
-    )
+    engines = [name for name, check in (("docker", out[0]), (binary, out[1])) if check.status == "ok"]
+    out.append(runtime_check(settings, engines))
     return out
+
+
+def runtime_check(settings: Settings, engines: list[str]) -> Check:
+    """gVisor: whether ``runsc`` is installed and, where ``container_runtime`` asks for a runtime, whether an
+    engine that answers (``engines``) runs the agent on it."""
+    runtime = settings.container_runtime
+    runsc = shutil.which("runsc")
+    if not runtime:
+        if runsc is None:
+            return Check(
+                "gVisor",
+                "info",
+                "runsc is not installed",
+                "no user-space kernel for the container engines (not the default; see SECURITY.md)",
+                "apt-get install runsc",
+            )
+        return Check("gVisor", "ok", f"runsc at {runsc}, not in use (CODEGYM_SANDBOX_CONTAINER_RUNTIME=runsc)")
+    costs = f"the container backends cannot start a worker: CODEGYM_SANDBOX_CONTAINER_RUNTIME asks for {runtime}"
+    if not engines:
+        return Check("gVisor", "missing", f"no container engine answers to run {runtime}", costs, "scripts/engines")
+    problems = {engine: runtime_problem(engine, settings.image, runtime) for engine in engines}
+    found = "; ".join(f"{engine}: {problem or f'runs the agent on {runtime}'}" for engine, problem in problems.items())
+    if None in problems.values():
+        return Check("gVisor", "ok", found)
+    if NO_FILE_IDS in found:
+        fix = "leave CODEGYM_SANDBOX_CONTAINER_RUNTIME empty: this gVisor lacks what the agent needs (SECURITY.md)"
+    elif runsc is None and os.path.basename(runtime) == "runsc":
+        fix = "apt-get install runsc, then scripts/engines (as root) registers it with docker"
+    else:
+        fix = "scripts/engines (as root) registers runsc with docker; podman takes it as it is"
+    return Check("gVisor", "missing", found, costs, fix)
 
 
 def live_run(settings: Settings) -> Check:
@@ -87,7 +110,7 @@ def diagnose(settings: Settings, run: bool = True) -> tuple[str, str, list[Check
 
 def healthy(kind: str, checks: list[Check]) -> bool:
     """Whether the chosen backend can run programs isolated: no check it needs is missing."""
-    needed = {"user namespaces", "a run"} if kind == "local" else {"a run", kind}
+    needed = {"user namespaces", "a run"} if kind == "local" else {"a run", kind, "gVisor"}
     return not any(c.status == "missing" and c.name in needed for c in checks)
 
 

@@ -82,6 +82,10 @@ class Test(Strict):
         kinds = [self.expected_stdout is not None, self.call is not None, self.assert_code is not None]
         if sum(kinds) != 1:
             raise ValueError("a test needs exactly one of: expected_stdout, call (with expected), assert_code")
+        # A call's expected value may be null (a function that returns None), but it must be given: one left
+        # out would be taken for null, and a program that computes nothing would pass.
+        if self.call is not None and "expected" not in self.model_fields_set:
+            raise ValueError("a `call` test needs `expected` (null for a function that returns None)")
         return self
 
 

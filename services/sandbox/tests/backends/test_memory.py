@@ -31,7 +31,7 @@ def test_the_default_budget_is_the_machine_less_a_margin() -> None:
 def test_runs_share_the_budget_first_come_first_served() -> None:
     async def main() -> None:
         budget = MemoryBudget(1000)
-        await budget.acquire(600)
+        first = await budget.acquire(600)
         order: list[int] = []
 
         async def take(mb: int) -> None:
@@ -43,7 +43,7 @@ def test_runs_share_the_budget_first_come_first_served() -> None:
         small = asyncio.create_task(take(100))  # would fit now, but waits behind the earlier run
         await asyncio.sleep(0.01)
         assert order == [] and budget.waiting == 2 and budget.held_mb == 600
-        budget.release(600)
+        budget.release(first)
         await asyncio.gather(big, small)
         assert order == [900, 100] and budget.held_mb == 1000
 
@@ -131,13 +131,15 @@ def test_a_request_whose_run_asks_for_more_than_the_budget_gets_422() -> None:
 
 
 def test_a_run_that_waits_for_memory_past_the_queue_limit_gets_504_with_retry_after() -> None:
-    """Two workers, but memory for one 200 MiB run: the second waits for it, and /run_code's wait is bounded."""
+    """Two workers, but memory for one run that holds 250 MiB: the second waits for it (the first holds what is
+    left of the budget, though it was admitted by a small share), and /run_code's wait is bounded."""
     with _server(300) as client:
-        req = {"language": "python", "code": "import time; time.sleep(2); print('slept')", "memory_limit_MB": 200}
+        code = "import time; held = b'x' * (250 << 20); time.sleep(2.5); print('slept')"
+        req = {"language": "python", "code": code, "memory_limit_MB": 290}
         with ThreadPoolExecutor(2) as pool:
             first = pool.submit(client.post, "/run_code", json=req)
-            time.sleep(0.5)
-            second = pool.submit(client.post, "/run_code", json=req).result(timeout=30)
+            time.sleep(1.2)  # the first run holds its memory, and the pool has read it (QUIET_TICK_S)
+            second = pool.submit(client.post, "/run_code", json={**req, "code": "print(1)"}).result(timeout=30)
             assert first.result(timeout=30).json()["run_result"]["stdout"] == "slept\n"
         assert second.status_code == 504 and second.headers["retry-after"] == "1", second.text
         small = {"language": "python", "code": "print('fits')", "memory_limit_MB": 100}

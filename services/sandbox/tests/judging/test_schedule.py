@@ -9,6 +9,7 @@ import pytest
 from codegym_sandbox import languages
 from codegym_sandbox.agent.assert_runner import WRONG_ANSWER
 from codegym_sandbox.backends.base import RunPolicy
+from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.executor import RunLimits, StepResult
 from codegym_sandbox.judging.schedule import judge_requests
 from codegym_sandbox.models import EvaluateRequest, ProgramOut
@@ -26,8 +27,10 @@ class _Backend:
 class _Executor:
     """Runs nothing: a stdin test's program echoes its input; an assert run fails when its stdin says "bad"."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, per_exchange: int = 1000) -> None:
         self.backend = _Backend(workers)
+        # Outputs of at most ``per_exchange`` runs in one exchange (see ``schedule.per_exchange``).
+        self.settings = Settings(exchange_output_bytes=per_exchange << 20, limits=Limits(output_bytes=1 << 20))
         self.batches: list[list[bytes | None]] = []  # the stdins of each run_tests call, in call order
         self.policies: list[RunPolicy] = []  # the policy of each build and run_tests call
 
@@ -155,3 +158,34 @@ def test_every_build_and_run_of_a_request_gets_the_policy_it_was_judged_with(pol
     # Builds of the stdin programs, and runs of both kinds: none goes without the request's policy.
     assert len(executor.policies) > len(executor.batches) >= 3
     assert set(executor.policies) == {policy}
+
+
+@pytest.mark.parametrize(("early_stop", "sizes"), [(False, [2, 2, 2, 1]), (True, [1, 2, 2, 2])])
+def test_a_programs_tests_go_in_exchanges_no_larger_than_their_outputs_allow(
+    early_stop: bool, sizes: list[int]
+) -> None:
+    """Every test may print the output limit: an exchange brings back at most ``per_exchange`` tests' outputs,
+    and the next goes only when the last is judged (one program, one worker: one exchange at a time)."""
+    executor = _Executor(workers=1, per_exchange=2)
+    ((out,),) = _judge(executor, _stdin_request(7, None, early_stop=early_stop))
+    assert [len(b) for b in executor.batches] == sizes
+    assert [s for b in executor.batches for s in b] == [f"{i}\n".encode() for i in range(7)]
+    assert out.verdict is Verdict.AC and out.passed == 7 and len(out.tests) == 7
+
+
+def test_assert_runs_go_in_exchanges_no_larger_than_their_outputs_allow() -> None:
+    tests = [{"assert_code": "'r0'"}, {"assert_code": "'r1' and bad"}]
+    executor = _Executor(workers=1, per_exchange=1)  # parts of 2 runs otherwise (a quarter of a worker's share)
+    outs = _judge(executor, _assert_request([f"ok = {i}" for i in range(5)], tests, early_stop=False))[0]
+    assert [len(b) for b in executor.batches] == [1] * 10
+    assert all([t.verdict for t in o.tests] == [Verdict.AC, Verdict.WA] for o in outs)
+
+
+def test_a_tests_stdin_is_encoded_once_for_every_program() -> None:
+    """The same bytes for each program: a request's stdin is held once, whatever its programs."""
+    executor = _Executor(workers=1)
+    tests = [{"stdin": "x" * 1000, "expected_stdout": "x" * 1000}]
+    request = EvaluateRequest.model_validate({"language": "python", "programs": ["a", "b", "c"], "tests": tests})
+    _judge(executor, request)
+    stdins = [b[0] for b in executor.batches]
+    assert len(stdins) == 3 and all(s is stdins[0] for s in stdins)

@@ -149,12 +149,19 @@ def drop_capabilities(keep: tuple[int, ...] = ()) -> None:
     _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
+# Without file-system ids the agent cannot reach programs' files while keeping ids that no program has. gVisor's
+# kernel (Debian bookworm's runsc, release 20221219) has none.
+NO_FILE_IDS = "this kernel has no setfsuid (gVisor's has none)"
+
+
 def set_file_ids(uid: int, gid: int) -> None:
     """Access files as ``uid``/``gid`` (and create them owned by them), keeping every other credential.
 
     Unlike the effective ids, the file-system ids play no part in who may signal, renice or trace a
     process. Needs CAP_SETUID and CAP_SETGID when the ids are not among the process's own.
     """
+    if _libc.setfsuid(ctypes.c_uint(0xFFFFFFFF)) == -1:  # no id is -1: the call itself is missing
+        raise PermissionError(f"could not access files as {uid}:{gid}: {NO_FILE_IDS}")
     _libc.setfsgid(ctypes.c_uint(gid))
     _libc.setfsuid(ctypes.c_uint(uid))
     # Both calls answer the previous id, never an error: a second call with -1 tells whether they held.

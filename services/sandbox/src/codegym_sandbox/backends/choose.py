@@ -17,6 +17,7 @@ import subprocess
 
 from .. import languages
 from ..agent.isolation import RUN_PATH
+from ..agent.linux import NO_FILE_IDS
 from ..agent.protocol import WorkerConfig
 from ..config import Settings
 from .base import Backend
@@ -25,7 +26,7 @@ from .docker import DockerBackend
 from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
-from .podman import PodmanBackend
+from .podman import PodmanBackend, runtime_flags
 
 log = logging.getLogger("codegym.sandbox")
 
@@ -56,6 +57,7 @@ def container_spec(settings: Settings) -> ContainerSpec:
         pids=settings.container_pids or lim.processes + 64,
         open_files=max(lim.open_files, 1024),
         tmp_mb=max(lim.scratch_bytes >> 20, 16),
+        runtime=settings.container_runtime,
     )
 
 
@@ -109,6 +111,46 @@ def podman_problem(binary: str, image: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{binary} does not answer ({type(exc).__name__})"
     return None if done.returncode == 0 else f"{binary} has no image {image!r}"
+
+
+# Asked of the image's Python in a container on the runtime: whether the agent's kernel needs are met.
+_KERNEL_PROBE = "import ctypes; print(ctypes.CDLL(None).setfsuid(-1) != -1)"
+
+
+def runtime_problem(engine: str, image: str, runtime: str) -> str | None:
+    """Why the agent cannot run in containers of ``engine`` (docker, or a podman binary) on the OCI runtime
+    ``runtime`` (runsc: gVisor), or None when it can: the runtime must be known to the engine, start a
+    container from ``image``, and give it a kernel with what the agent needs."""
+    if engine == "docker":
+        import docker
+
+        try:
+            client = docker.from_env(timeout=60)
+        except Exception as exc:
+            return f"no docker engine ({type(exc).__name__})"
+        try:
+            if runtime not in (client.info().get("Runtimes") or {}):
+                return f"{runtime} is not a runtime of the docker daemon (/etc/docker/daemon.json)"
+            out = client.containers.run(
+                image, ["python3", "-c", _KERNEL_PROBE], runtime=runtime, network_mode="none", remove=True
+            )
+            answer = out.decode(errors="replace").strip()
+        except Exception as exc:
+            return f"no container starts on {runtime}: {(str(exc).strip().splitlines() or ['?'])[-1]}"
+        finally:
+            client.close()
+    else:
+        # Explicit limits: the host's may be more than podman can give a container (see podman.py).
+        argv = [engine, *runtime_flags(runtime), "run", "--rm", "--network", "none"]
+        argv += ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", image, "python3", "-c", _KERNEL_PROBE]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"no container starts on {runtime} ({type(exc).__name__})"
+        if done.returncode != 0:
+            return f"no container starts on {runtime}: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+        answer = done.stdout.strip()
+    return None if answer == "True" else f"the agent cannot run on {runtime}: {NO_FILE_IDS}"
 
 
 async def choose_backend(settings: Settings) -> tuple[Backend, str]:

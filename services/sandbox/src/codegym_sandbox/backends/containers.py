@@ -31,6 +31,7 @@ class ContainerSpec:
     pids: int
     open_files: int
     tmp_mb: int
+    runtime: str = ""  # the engine's OCI runtime (runsc: gVisor); empty: the engine's default
 
     @property
     def job(self) -> str:

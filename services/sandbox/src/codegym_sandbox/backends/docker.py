@@ -65,6 +65,7 @@ class DockerWorker(AgentWorker):
             tty=False,
             detach=True,
             network_mode="none",
+            runtime=spec.runtime or None,  # None: the daemon's default
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
             security_opt=["no-new-privileges"],

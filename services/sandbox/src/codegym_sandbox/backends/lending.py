@@ -94,6 +94,12 @@ def reserve(room: int, wanted: int | None, budget_mb: int) -> int:
     return max(0, min(room, fit if wanted is None else wanted))
 
 
+def retiring(parked: dict[int, float], keep: int, now: float) -> list[int]:
+    """The parked slots (slot -> parked since) beyond the ``keep`` of the reserve, unused for RETIRE_AFTER_S."""
+    old = sorted((since, slot) for slot, since in parked.items() if now - since >= RETIRE_AFTER_S)
+    return [slot for _, slot in old[: max(len(parked) - keep, 0)]]
+
+
 class Warming:
     """Whether start-up is still starting the reserve: the server is ready only once it has (a burst of
     sleepers sent at once to a server that says it is ready must find their workers started), or once a start
@@ -177,6 +183,19 @@ class DemandMeter:
                 self._dozing.add(worker)
                 unmeasured += 1
         return Demand(measured, unmeasured)
+
+    def wants(self, own: Iterable[Measured], lent: Iterable[Measured], now: float) -> tuple[float, float, int]:
+        """What the runs on the pool's ``own`` workers and on ``lent`` ones want: the CPUs of those measured
+        (each on its own worker not measured yet counts as computing), the runs on lent workers not measured
+        yet, and on how many ticks in a row the CPUs must be found idle before lending: 1 (the meter says a run
+        is idle only on two looks in a row: a run just handed a worker may wait for the server before its
+        program starts, and look idle for a moment); 0 where the runs cannot be seen (a container's). Runs on
+        lent workers not measured yet (earlier steps) count in a step's size (see :func:`lend_now`), so lending
+        goes on as they are measured."""
+        mine, theirs = self.load(own, now), self.load(lent, now)
+        if mine is None or theirs is None:
+            return 0.0, 0.0, 0
+        return mine.measured + mine.unmeasured + theirs.measured, theirs.unmeasured, 1
 
 
 class CpuIdle:

@@ -20,6 +20,7 @@ from .. import languages
 from ..agent import isolation, runtime
 from ..agent.protocol import WorkerConfig
 from ..config import Settings
+from .memory import Lease
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
 from .zygote import ForkedWorker, Zygote, pidfds_work
@@ -142,6 +143,27 @@ class LocalBackend(WorkerPool):
         if not self.forking:
             await self._compile_agent()
         await super().start()
+        # Runs are admitted by a share of the memory budget, and charged what they hold, only where the kernel
+        # counts what a worker holds (its memory cgroup) and the server can read it: see memory.py.
+        self.reads_memory = any(self._memory_watch.use.mb(pid) is not None for pid in self._agents().values())
+        if self.reads_memory:
+            self._spawn(self._memory_watch.run(self._runs_held, self._give_way))
+
+    def _agents(self) -> dict[AgentWorker, int]:
+        return {w: w.pid for w in self._workers if isinstance(w, ForkedWorker | ProcessWorker) and w.pid > 0}
+
+    def _runs_held(self) -> dict[Lease, int]:
+        """The runs in flight (their share of the budget) and their agents' pids."""
+        agents = self._agents()
+        self._memory_watch.use.keep(set(agents.values()))
+        return {lease: agents[w] for lease, w in self._leases.items() if w in agents}
+
+    def _give_way(self, lease: Lease) -> None:
+        """A run gives way to what its neighbours hold: its worker is killed, and the run runs again."""
+        worker = self._leases.get(lease)
+        if worker is not None:
+            log.info("local backend: a run of worker %d gives way to the memory its neighbours hold", worker.slot)
+            self._replace(worker)
 
     async def stop(self) -> None:
         await super().stop()

@@ -1,9 +1,18 @@
-"""The memory budget: the sum of the memory limits of the runs in flight stays within what the machine has.
+"""The memory budget: what the runs in flight hold stays within what the machine has.
 
 Each run may hold up to its memory limit; a pool of many workers (lent ones included) could otherwise start
 more runs than the machine holds, and the kernel's OOM killer would pick among them (or the server). A run
-takes its limit from the budget before it may take a worker and gives it back when it ends; a run that finds
+takes a share of the budget before it may take a worker and gives it back when it ends; a run that finds
 the budget spent waits for it in the queue, first come first served, as it waits for a worker.
+
+Most runs hold a small part of their limit (the default is 1 GiB; a program that sleeps, or reads its input
+and answers, holds a few MiB), so where the pool can read what a worker's runs hold (the kernel's count of
+the worker's memory cgroup, see ``memory_use.py``) a run is admitted by a small share (``RUN_FLOOR_MB``) and
+charged what it holds, as read on the pool's memory tick; where it cannot, by its whole limit. Runs admitted
+by their share may together be allowed more than the budget: once what they hold passes it, the youngest of
+them give way (:meth:`MemoryBudget.over`): the pool kills its worker and runs it again from the start,
+admitted by its whole limit this time, so that it is never killed again, and never judged for what its
+neighbours held. A run still meets its own limit on its own (MLE), in its worker's cgroup.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import asyncio
 import os
 from collections import deque
 
+from ..agent.protocol import Limits
 from .base import Saturated, TooLarge
 
 MARGIN_FRACTION = 8  # the budget leaves an eighth of the machine (at least MARGIN_MIN_MB) to all else
@@ -69,38 +79,80 @@ def default_budget_mb() -> int:
     return max(total - max(total // MARGIN_FRACTION, MARGIN_MIN_MB), 256)
 
 
+def run_limit_mb(limits: Limits, unbudgeted_mb: int) -> int:
+    """What a run may hold, as the memory budget counts it: its memory limit (of its ``limits``), in MiB;
+    ``unbudgeted_mb`` for a run whose limits carry no memory bound of their own (a JVM's heap flag)."""
+    limit = limits.get("address_space_bytes")
+    return -(-int(limit) // (1 << 20)) if limit else unbudgeted_mb
+
+
+class Lease:
+    """One run's share of the budget: admitted by ``reserved_mb`` (at most its ``limit_mb``), charged the more
+    of that and what it was last seen to hold (``used_mb``)."""
+
+    def __init__(self, limit_mb: int, reserved_mb: int, order: int) -> None:
+        self.limit_mb, self.reserved_mb, self.order = limit_mb, reserved_mb, order
+        self.used_mb = 0
+        self.evicted = False  # chosen to give way: its worker is being killed, what it holds is as good as free
+
+    @property
+    def full(self) -> bool:
+        """Admitted by its whole limit: it can never hold more than it was admitted by, and never gives way."""
+        return self.reserved_mb >= self.limit_mb
+
+    @property
+    def charge_mb(self) -> int:
+        return max(self.reserved_mb, self.used_mb)
+
+
 class MemoryBudget:
     """A first-come-first-served share of ``total_mb`` among the runs in flight."""
 
     def __init__(self, total_mb: int) -> None:
         self.total_mb = total_mb
-        self.held_mb = 0
-        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._leases: set[Lease] = set()
+        self._order = 0
+        self._waiting: deque[tuple[int, int, asyncio.Future[Lease]]] = deque()  # (share, limit, granted)
 
     @property
     def waiting(self) -> int:
         return len(self._waiting)
+
+    @property
+    def held_mb(self) -> int:
+        """What the runs in flight are charged: each its share, or what it holds where that is more (those
+        giving way too, until their worker is gone)."""
+        return sum(lease.charge_mb for lease in self._leases)
+
+    @property
+    def overcommitted(self) -> bool:
+        """Whether the runs in flight, each grown to its limit, would hold more than the budget: what they hold
+        must then be watched (:meth:`update`, :meth:`over`)."""
+        return sum(lease.limit_mb for lease in self._leases if not lease.evicted) > self.total_mb
+
+    def leases(self) -> list[Lease]:
+        return list(self._leases)
 
     def check(self, mb: int) -> None:
         """Refuse a run that could never fit (:class:`TooLarge`): waiting would be forever."""
         if mb > self.total_mb:
             raise TooLarge(mb, self.total_mb)
 
-    async def acquire(self, mb: int, wait_s: float | None = None) -> None:
-        """Take ``mb`` from the budget, waiting behind earlier runs for it at most ``wait_s`` seconds
-        (:class:`Saturated` past it)."""
+    async def acquire(self, mb: int, wait_s: float | None = None, share_mb: int | None = None) -> Lease:
+        """Take a share of the budget for a run of limit ``mb``: ``share_mb`` (at most ``mb``), or all of ``mb``;
+        waiting behind earlier runs for it at most ``wait_s`` seconds (:class:`Saturated` past it)."""
         self.check(mb)
-        if not self._waiting and self.held_mb + mb <= self.total_mb:
-            self.held_mb += mb
-            return
-        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (mb, granted)
+        share = mb if share_mb is None else min(share_mb, mb)
+        if not self._waiting and self.held_mb + share <= self.total_mb:
+            return self._grant(mb, share)
+        granted: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
+        entry = (share, mb, granted)
         self._waiting.append(entry)
         try:
-            await asyncio.wait_for(asyncio.shield(granted), wait_s)
+            return await asyncio.wait_for(asyncio.shield(granted), wait_s)
         except BaseException as exc:
             if granted.done() and not granted.cancelled():
-                self.release(mb)  # granted as it was cancelled or timed out: give it back
+                self.release(granted.result())  # granted as it was cancelled or timed out: give it back
             else:
                 granted.cancel()
                 self._waiting.remove(entry)
@@ -109,12 +161,42 @@ class MemoryBudget:
                 raise Saturated(retry_after_s=1, waited_s=wait_s) from None
             raise
 
-    def release(self, mb: int) -> None:
-        self.held_mb -= mb
+    def _grant(self, mb: int, share: int) -> Lease:
+        self._order += 1
+        lease = Lease(mb, share, self._order)
+        self._leases.add(lease)
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        self._leases.discard(lease)
         self._wake()
+
+    def update(self, lease: Lease, used_mb: int | None) -> None:
+        """What ``lease``'s run holds now (None: it cannot be read, and may hold its whole limit)."""
+        before = lease.charge_mb
+        lease.used_mb = lease.limit_mb if used_mb is None else used_mb
+        if lease.charge_mb < before:
+            self._wake()
+
+    def over(self) -> list[Lease]:
+        """The runs that must give way so that what the runs hold is within the budget again: the youngest of
+        those admitted by a share (those that grew past it first), each marked evicted."""
+        excess = self.held_mb - self.total_mb - sum(lease.charge_mb for lease in self._leases if lease.evicted)
+        chosen: list[Lease] = []
+        candidates = sorted(
+            (lease for lease in self._leases if not lease.full and not lease.evicted),
+            key=lambda lease: (lease.used_mb > lease.reserved_mb, lease.order),
+            reverse=True,
+        )
+        for lease in candidates:
+            if excess <= 0:
+                break
+            lease.evicted = True
+            excess -= lease.charge_mb
+            chosen.append(lease)
+        return chosen
 
     def _wake(self) -> None:
         while self._waiting and self.held_mb + self._waiting[0][0] <= self.total_mb:
-            mb, granted = self._waiting.popleft()
-            self.held_mb += mb
-            granted.set_result(None)
+            share, mb, granted = self._waiting.popleft()
+            granted.set_result(self._grant(mb, share))

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import resource
 import shutil
 import tempfile
@@ -40,6 +41,18 @@ async def _podman(binary: str, *args: str, timeout: float = 60) -> tuple[int, by
         await proc.wait()
         return 124, b"", f"{binary} {args[0]} timed out".encode()
     return proc.returncode or 0, out, err
+
+
+def runtime_flags(runtime: str) -> list[str]:
+    """podman's global flags for the OCI runtime ``runtime`` (empty: the engine's default)."""
+    if not runtime:
+        return []
+    flags = ["--runtime", runtime]
+    if os.path.basename(runtime) == "runsc":
+        # The containers have no network, so gVisor needs no network stack of its own either; and Debian
+        # bookworm's runsc takes any network namespace of a 6.x kernel for the host's and refuses to start in it.
+        flags += ["--runtime-flag", "network=none"]
+    return flags
 
 
 class PodmanWorker(ProcessWorker):
@@ -91,7 +104,8 @@ class PodmanBackend(WorkerPool):
         # have and fail to start; 32768 (the usual pid_max) is as many processes as a host has anyway.
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
         nproc = 32768 if hard == resource.RLIM_INFINITY else min(32768, hard)
-        argv = [self.binary, "run", "-i", "--rm", "--name", spec.name(slot), "--hostname", "sandbox"]
+        argv = [self.binary, *runtime_flags(spec.runtime), "run", "-i", "--rm", "--name", spec.name(slot)]
+        argv += ["--hostname", "sandbox"]
         for key, value in spec.labels().items():
             argv += ["--label", f"{key}={value}"]
         argv += [

@@ -3,11 +3,11 @@
 A slot serves one run at a time; runs wait for a free slot, and past ``queue_size`` waiting runs the next
 one is refused at once (:class:`Saturated`), never piled up. ``workers`` slots are always there (one per
 CPU by default); while runs wait and the CPUs sit idle, workers are lent on top, up to ``max_workers``
-(when, and how many: see ``lending.py``). Every run first takes its memory limit from the memory budget
-(see ``memory.py``). A worker that dies, idle or busy, is replaced in the background and the run it held
-gets a :class:`SandboxFault`; a run cancelled (its client went away) leaves the queue, or has its worker
-replaced the same way. A slot whose replacements keep failing opens its circuit breaker: it stops
-retrying in a tight loop, waits, and shows as ``broken`` in status."""
+(when, and how many: see ``lending.py``). Every run first takes a share of the memory budget (see
+``memory.py``; what runs hold is read in ``memory_use.py``). A worker that dies, idle or busy, is replaced in
+the background and the run it held gets a :class:`SandboxFault`; a run cancelled (its client went away)
+leaves the queue, or has its worker replaced the same way. A slot whose replacements keep failing opens its
+circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in status."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ from typing import Any, TypeVar
 
 from ..agent.protocol import WorkerConfig
 from . import lending
-from .base import RunOutcome, RunPolicy, RunRequest, Saturated
+from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
 from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now, reserve
-from .memory import MemoryBudget, default_budget_mb
-from .slots import BREAKER_COOLDOWN_S, Slot
+from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb
+from .memory_use import RUN_SHARE_MB, MemoryWatch
+from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
 from .worker import AgentWorker
 
 log = logging.getLogger("codegym.sandbox.pool")
@@ -52,6 +53,9 @@ class WorkerPool:
         # Charged to a run whose limits carry no memory bound of their own (a JVM's heap flag): set by the
         # server to the largest memory limit a request may ask for.
         self.unbudgeted_run_mb = 4096
+        self.reads_memory = False  # whether runs are admitted by a share and charged what they hold (memory.py)
+        self._leases: dict[Lease, AgentWorker] = {}  # the runs on a worker: their share of the budget
+        self._memory_watch = MemoryWatch(lambda: self.memory)
         self._idle: asyncio.Queue[AgentWorker] = asyncio.Queue()
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
@@ -152,33 +156,44 @@ class WorkerPool:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
         return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins))
 
-    def run_memory_mb(self, request: RunRequest) -> int:
-        """What a run may hold, as the memory budget counts it: its memory limit, in MiB."""
-        limit = request.limits.get("address_space_bytes")
-        return -(-int(limit) // (1 << 20)) if limit else self.unbudgeted_run_mb
-
     async def _on_worker(self, request: RunRequest, policy: RunPolicy, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         if not policy.admitted:
             self._check_queue()
-        mb = self.run_memory_mb(request)
-        wait_s = policy.queue_wait_s
-        deadline = None if wait_s is None else time.monotonic() + wait_s
-        await self.memory.acquire(mb, wait_s)
-        try:
-            me = next(self._ids)
-            self._waiters[me] = time.monotonic()
-            self._ticker.wake()
+        mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
+        share = RUN_SHARE_MB if self.reads_memory else None
+        while True:
+            deadline = None if wait_s is None else time.monotonic() + wait_s
+            lease = await self.memory.acquire(mb, wait_s, share)
+            self._memory_watch.wake()
             try:
+                worker = await self._take(deadline, wait_s)
+            except BaseException:
+                self.memory.release(lease)
+                raise
+            try:
+                return await self._job(worker, lease, job)
+            except SandboxFault:
+                if not lease.evicted:
+                    raise
+            # It gave way to what its neighbours hold: run again from the start, admitted by its whole limit.
+            share = wait_s = None
+
+    async def _take(self, deadline: float | None, wait_s: float | None) -> AgentWorker:
+        me = next(self._ids)
+        self._waiters[me] = time.monotonic()
+        self._ticker.wake()
+        try:
+            worker = await self._next_idle(deadline, wait_s)
+            while worker.replaced or not worker.alive:
+                self._replace(worker)  # died while idle (killed from outside): never hand it a run
                 worker = await self._next_idle(deadline, wait_s)
-                while worker.replaced or not worker.alive:
-                    self._replace(worker)  # died while idle (killed from outside): never hand it a run
-                    worker = await self._next_idle(deadline, wait_s)
-            finally:
-                del self._waiters[me]
-        except BaseException:
-            self.memory.release(mb)
-            raise
+            return worker
+        finally:
+            del self._waiters[me]
+
+    async def _job(self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         self._busy.add(worker)
+        self._leases[lease] = worker
         if self._waiters:  # runs wait, and lending measures the runs: this one from its start
             self._meter.started(worker, lending=self._idle_ticks > 0)
         healthy = False
@@ -187,7 +202,8 @@ class WorkerPool:
             healthy = True
             return outcome
         finally:
-            self.memory.release(mb)
+            del self._leases[lease]
+            self.memory.release(lease)
             self._busy.discard(worker)
             self._meter.ended(worker)
             # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
@@ -231,18 +247,10 @@ class WorkerPool:
             self._open, self._idle_ticks = False, 0
             self._park_idle_lent()
         else:
-            own = self._meter.load([w for w in self._busy if w.slot < self.size], now)
-            lent = self._meter.load([w for w in self._busy if w.slot >= self.size], now)
-            if own is None or lent is None:
-                # The runs cannot be seen (in containers): the CPUs' idle time, which other work counts too, on
-                # LEND_IDLE_TICKS readings in a row (a run just handed a worker may wait for the server before
-                # its program starts, and look idle for a moment).
-                known, unknown, ticks = self.cpus - idle_cpus, 0.0, lending.LEND_IDLE_TICKS
-            else:
-                # The meter says a run is idle only on two looks in a row, for the same reason. Runs on lent workers
-                # not measured yet (earlier steps) count in this step's size, so lending goes on as they are
-                # measured; those on the pool's own workers count as computing until they are.
-                known, unknown, ticks = own.measured + own.unmeasured + lent.measured, lent.unmeasured, 1
+            own = [w for w in self._busy if w.slot < self.size]
+            known, unknown, ticks = self._meter.wants(own, [w for w in self._busy if w.slot >= self.size], now)
+            if ticks == 0:  # the runs cannot be seen (in containers): the CPUs' idle time, which other work counts too
+                known, ticks = self.cpus - idle_cpus, lending.LEND_IDLE_TICKS
             # A worker open but not busy while runs wait is about to take one (between runs, or in wait_for's hand-off,
             # off the queue a loop step before it counts busy): computing, or a tick in that gap lends beside runs.
             known += sum(w is not None and w not in self._busy and w.slot not in self._parked for w in self._workers)
@@ -290,20 +298,11 @@ class WorkerPool:
             self._starting.add(slot)
             self._spawn(self._start_lent(slot))
 
-    @staticmethod
-    async def _start_worker(worker: AgentWorker) -> None:
-        """``worker.start()``; cancelled meanwhile (the pool is stopping), it leaves nothing behind."""
-        try:
-            await worker.start()
-        except asyncio.CancelledError:
-            await asyncio.shield(worker.kill())
-            raise
-
     async def _start_lent(self, slot: int) -> None:
         worker = self.make_worker(slot)
         began = time.monotonic()
         try:
-            await self._start_worker(worker)
+            await start_worker(worker)
         except Exception as exc:
             self.slots[slot].last_error = str(exc)
             log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
@@ -328,9 +327,7 @@ class WorkerPool:
 
     def _retire(self, now: float) -> None:
         """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""
-        keep = self._reserve()
-        old = sorted((since, slot) for slot, since in self._parked.items() if now - since >= lending.RETIRE_AFTER_S)
-        for _, slot in old[: max(len(self._parked) - keep, 0)]:
+        for slot in lending.retiring(self._parked, self._reserve(), now):
             worker = self._workers[slot]
             if worker is not None:
                 self._replace(worker)
@@ -361,7 +358,7 @@ class WorkerPool:
         self.restarts += 1
         await self._kill(worker)
         fresh = await self.slots[worker.slot].restart(
-            lambda: self.make_worker(worker.slot), self._start_worker, lambda: self._stopping,
+            lambda: self.make_worker(worker.slot), start_worker, lambda: self._stopping,
             self.breaker_cooldown_s, f"{self.name} worker {worker.slot}",
         )  # fmt: skip
         if fresh is not None:
@@ -396,5 +393,5 @@ class WorkerPool:
             "max_workers": self.max_workers, "lent_now": sum(1 for i in up if i >= self.size) - len(self._parked),
             "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
             "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
-            "memory_held_mb": self.memory.held_mb,
+            "memory_held_mb": self.memory.held_mb, "memory_gave_way": self._memory_watch.evicted,
         }  # fmt: skip

@@ -15,6 +15,15 @@ BREAKER_FAILURES = 3  # failed starts in a row that open a slot's breaker
 BREAKER_COOLDOWN_S = 30.0  # how long an open breaker waits before the next try, unless configured
 
 
+async def start_worker(worker: AgentWorker) -> None:
+    """``worker.start()``; cancelled meanwhile (the pool is stopping), it leaves nothing behind."""
+    try:
+        await worker.start()
+    except asyncio.CancelledError:
+        await asyncio.shield(worker.kill())
+        raise
+
+
 class Slot:
     """Health of one slot, as /readyz reports it."""
 

@@ -2,7 +2,10 @@
 order, and when a program is not run against its next tests (early stop).
 
 Stdin tests of a program go to a worker together, in parts when there are fewer programs than workers;
-with early stop, in parts of 1, 2, 4, ... tests in order. Assert and call tests of every request go
+with early stop, in parts of 1, 2, 4, ... tests in order. A part goes in exchanges of at most
+:func:`per_exchange` tests, each judged as it comes back: what a program prints is held for one exchange, never
+for a request (every test's output may be ``LIMITS__OUTPUT_BYTES``), and each test's stdin is encoded once for
+all the programs of a request. Assert and call tests of every request go
 round by round (see :func:`_judge_asserts`). Where a program stops never depends on timing: its verdict
 and its tests' are the judge's (``judge.py``), from its runs in the tests' order.
 """
@@ -35,7 +38,8 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
         # parts only when there are fewer programs than workers, so that every worker has some.
         parts = max(1, workers // len(req.programs))
         chunk = -(-len(req.tests) // parts)
-        judged = (_judge(executor, req, code, limits, compile_limits, chunk, policy) for code in req.programs)
+        stdins = [t.stdin.encode() if t.stdin else None for t in req.tests]  # bytes: shared by every program
+        judged = (_judge(executor, req, code, stdins, limits, compile_limits, chunk, policy) for code in req.programs)
         return list(await asyncio.gather(*judged))
 
     others = [i for i in range(len(reqs)) if i not in asserts]
@@ -45,6 +49,12 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
     )
     results = dict(zip(asserts, judged_asserts, strict=True)) | dict(zip(others, judged_others, strict=True))
     return [results[i] for i in range(len(reqs))]
+
+
+def per_exchange(executor: Executor) -> int:
+    """Tests of a program sent to a worker in one exchange at most: whatever they print, what comes back is
+    within ``exchange_output_bytes``."""
+    return max(1, executor.settings.exchange_output_bytes // executor.settings.limits.output_bytes)
 
 
 def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Language | None:
@@ -78,17 +88,21 @@ async def _judge_asserts(
             req = reqs[g][0]
             stdins.append(harness.runner_stdin(req, req.programs[p], req.tests[round_]))
         # Parts of about a quarter of a worker's share: a worker that is done takes the next one, so that one
-        # slow program leaves the others less idle at the end (a test series goes on from part to part).
-        size = -(-len(runs) // max(1, min(workers * 4, len(runs))))
+        # slow program leaves the others less idle at the end (a test series goes on from part to part); and
+        # no larger than one exchange may be (see :func:`per_exchange`).
+        size = min(-(-len(runs) // max(1, min(workers * 4, len(runs)))), per_exchange(executor))
         parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
-        steps = await asyncio.gather(
-            *(executor.run_tests(lang, sources, [stdins[i] for i in p], limits, policy, shared=True) for p in parts)
-        )
-        for part, part_steps in zip(parts, steps, strict=True):
-            for i, step in zip(part, part_steps, strict=True):
+
+        async def part(indices: range) -> list[TestOut]:
+            """One exchange, judged as it comes back: its outputs are let go before the round ends."""
+            steps = await executor.run_tests(lang, sources, [stdins[i] for i in indices], limits, policy, shared=True)
+            judged = [reqs[runs[i][0]][0] for i in indices]
+            return [judge.test_out(r, r.tests[round_], step) for r, step in zip(judged, steps, strict=True)]
+
+        for indices, judged in zip(parts, await asyncio.gather(*(part(p) for p in parts)), strict=True):
+            for i, out in zip(indices, judged, strict=True):
                 g, p = runs[i]
-                req = reqs[g][0]
-                outs[g][p].append(judge.test_out(req, req.tests[round_], step))
+                outs[g][p].append(out)
 
     for round_ in range(max((len(req.tests) for req, _ in reqs), default=0)):
         # This round's runs, by what a worker runs them with. With early stop, a program that failed a
@@ -109,6 +123,7 @@ async def _judge(
     executor: Executor,
     req: EvaluateRequest,
     code: str,
+    stdins: list[bytes | None],
     limits: RunLimits,
     compile_limits: RunLimits,
     chunk: int,
@@ -126,37 +141,42 @@ async def _judge(
     if compiled is not None and compiled.end is not RunEnd.EXITED:
         return judge.compile_failed(req, compiled)
 
-    async def one(test: Test) -> TestOut:
-        return await _run_test(executor, req, lang, code, sources, test, limits, policy)
+    async def one(i: int) -> TestOut:
+        return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy)
 
-    async def batch(tests: list[Test]) -> list[TestOut]:
-        stdins = [t.stdin.encode() if t.stdin else None for t in tests]
-        steps = await executor.run_tests(lang, sources, stdins, limits, policy)
-        return [judge.test_out(req, t, step) for t, step in zip(tests, steps, strict=True)]
+    async def batch(tests: range) -> list[TestOut]:
+        """The tests, in exchanges of at most :func:`per_exchange` one after another, each judged as it
+        comes back."""
+        outs: list[TestOut] = []
+        for k in range(tests.start, tests.stop, per_exchange(executor)):
+            part = range(k, min(k + per_exchange(executor), tests.stop))
+            steps = await executor.run_tests(lang, sources, [stdins[i] for i in part], limits, policy)
+            outs += [judge.test_out(req, req.tests[i], step) for i, step in zip(part, steps, strict=True)]
+        return outs
 
     outs: list[TestOut] = []
     if all(t.expected_stdout is not None for t in req.tests):
         if req.early_stop:
             # Parts of 1, 2, 4, ... tests in order: a program that fails early costs few runs, one that
             # passes costs few exchanges, and where it stops never depends on timing.
-            size, todo = 1, list(req.tests)
-            while todo and all(o.verdict is Verdict.AC for o in outs):
-                outs += await batch(todo[:size])
-                todo, size = todo[size:], size * 2
+            size, done = 1, 0
+            while done < total and all(o.verdict is Verdict.AC for o in outs):
+                outs += await batch(range(done, min(done + size, total)))
+                done, size = done + size, size * 2
             bad = next((i for i, o in enumerate(outs) if o.verdict is not Verdict.AC), None)
             outs = outs if bad is None else outs[: bad + 1]
         else:
-            parts = [req.tests[i : i + chunk] for i in range(0, total, chunk)]
+            parts = [range(i, min(i + chunk, total)) for i in range(0, total, chunk)]
             outs = [o for part in await asyncio.gather(*(batch(p) for p in parts)) for o in part]
     elif req.early_stop:
         # Tests run one after another in their given order, so where a program stops never depends on
         # which test happened to finish first.
-        for test in req.tests:
-            outs.append(await one(test))
+        for i in range(total):
+            outs.append(await one(i))
             if outs[-1].verdict is not Verdict.AC:
                 break
     else:
-        outs = list(await asyncio.gather(*(one(t) for t in req.tests)))
+        outs = list(await asyncio.gather(*(one(i) for i in range(total))))
     return judge.program_out(req, outs, compiled)
 
 
@@ -167,10 +187,10 @@ async def _run_test(
     code: str,
     sources: dict[str, tuple[bytes, int]],
     test: Test,
+    stdin: bytes | None,
     limits: RunLimits,
     policy: RunPolicy,
 ) -> TestOut:
-    stdin = test.stdin.encode() if test.stdin else None
     if test.call is not None or test.assert_code is not None:
         sources = {**sources, lang.source: (harness.ASSERT_MAIN.encode(), 0o644)}
         stdin = harness.runner_stdin(req, code, test)

@@ -1,0 +1,169 @@
+"""Runs admitted by what they hold: many runs of a large limit that hold little run at once, and runs that grow
+past the budget together give way and run again, never judged for it, never driving the machine out of memory.
+
+First the budget's leases on their own, then a real server on the local backend (where the kernel counts each
+worker's memory in a cgroup of its own; ``reads_memory`` says so, and these tests need it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from codegym_sandbox.backends.memory import MemoryBudget
+from codegym_sandbox.backends.memory_use import usage_file
+from codegym_sandbox.config import Limits, Settings
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+
+
+def test_a_run_is_admitted_by_its_share_and_charged_what_it_holds() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(1000)
+        leases = [await budget.acquire(800, share_mb=64) for _ in range(15)]  # 15 x 800 MiB declared
+        assert budget.held_mb == 15 * 64 and budget.overcommitted
+        waiting = asyncio.create_task(budget.acquire(800, share_mb=64))
+        await asyncio.sleep(0.01)
+        assert budget.waiting == 1  # 15 x 64 + 64 > 1000
+        budget.update(leases[0], 10)  # holds less than its share: still charged the share
+        assert budget.held_mb == 15 * 64 and budget.over() == []
+        budget.update(leases[1], 300)  # grew past its share: charged what it holds; the waiting run waits on
+        assert budget.held_mb == 14 * 64 + 300 and budget.waiting == 1
+        budget.release(leases.pop())
+        budget.release(leases.pop())
+        budget.release(leases.pop())
+        budget.release(leases.pop())
+        budget.release(leases.pop())
+        await asyncio.wait_for(waiting, 1)  # 10 x 64 + 300 = 940: one more share fits
+
+    asyncio.run(main())
+
+
+def test_the_youngest_runs_that_grew_give_way_and_a_run_admitted_by_its_limit_never_does() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(1000)
+        old = await budget.acquire(500, share_mb=64)
+        full = await budget.acquire(300)  # a run that gave way once: admitted by its whole limit
+        middle = await budget.acquire(500, share_mb=64)
+        young = await budget.acquire(500, share_mb=64)
+        for lease in (old, middle):
+            budget.update(lease, 400)
+        budget.update(full, 320)  # a little over its limit (its box): it is never asked to give way
+        budget.update(young, 20)
+        assert budget.held_mb == 400 + 320 + 400 + 64
+        # Over by 184: the youngest of those that grew past their share gives way (not the young one that did
+        # not, nor the full one); what it holds counts until its run ends, but no second run is chosen for it.
+        assert budget.over() == [middle] and middle.evicted
+        assert budget.over() == [] and budget.held_mb == 400 + 320 + 400 + 64
+        budget.release(middle)
+        assert budget.over() == []
+
+    asyncio.run(main())
+
+
+def _server(budget_mb: int, workers: int, memory_mb: int) -> TestClient:
+    settings = Settings(
+        backend="local",
+        workers=workers,
+        max_workers=max(workers, 16),
+        memory_budget_mb=budget_mb,
+        limits=Limits(memory_mb=memory_mb, max_memory_mb=1024),
+        cache_entries=0,
+    )
+    return TestClient(create_app(settings))
+
+
+def _backend(client: TestClient) -> Any:
+    return client.app.state.executor.backend  # type: ignore[attr-defined]
+
+
+def test_runs_of_a_large_limit_that_hold_little_run_at_once() -> None:
+    """A budget of one run's limit (1 GiB), and twelve runs of that limit that sleep: admitted by their limits
+    they would run one after another (12 s); admitted by what they hold, together."""
+    with _server(1024, 2, 1024) as client:
+        assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
+        req = {"language": "python", "code": "import time; time.sleep(1); print('slept')"}
+        began = time.monotonic()
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda _: client.post("/run_code", json=req), range(12)))
+        took = time.monotonic() - began
+        assert [a.json()["run_result"]["stdout"] for a in answers] == ["slept\n"] * 12
+        assert took < 6, f"twelve sleepers of 1 s took {took:.1f} s"
+
+
+def _agents_held_mb(server: int) -> int:
+    """What the memory cgroups of every worker under ``server`` hold (the kernel's count), in MiB."""
+    files, stack = set(), []
+    for task in os.listdir(f"/proc/{server}/task"):  # a child is its parent thread's (the server's event loop)
+        with open(f"/proc/{server}/task/{task}/children") as f:
+            stack.extend(int(c) for c in f.read().split())
+    while stack:
+        pid = stack.pop()
+        usage = usage_file(pid)
+        if usage is not None:
+            files.add(usage)
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                stack.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    total = 0
+    for usage in files:
+        try:
+            with open(usage, "rb") as f:
+                total += int(f.read()) >> 20
+        except OSError:
+            pass
+    return total
+
+
+@pytest.fixture
+def peak() -> Iterator[list[int]]:
+    """The most the workers of this process's server held at once, sampled every 10 ms."""
+    seen = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            seen[0] = max(seen[0], _agents_held_mb(os.getpid()))
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    yield seen
+    done.set()
+    thread.join()
+
+
+GROWER = """
+import time
+held = []
+for _ in range(40):
+    held.append(b"x" * (10 << 20))
+    time.sleep(0.03)
+time.sleep(0.5)
+print(sum(map(len, held)) >> 20)
+"""
+
+
+def test_runs_that_grow_past_the_budget_together_give_way_and_none_is_judged_for_it(peak: list[int]) -> None:
+    """Eight runs of 512 MiB, each growing to 400 MiB at once, on a budget of 2 GiB (admitted by their share,
+    all eight start): the youngest give way as what they hold passes the budget, and run again; every run is
+    right, none MLE or SE, and what the workers held stayed within the budget (and the margin of a tick)."""
+    with _server(2048, 8, 512) as client:
+        assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
+        req = {"language": "python", "code": GROWER, "memory_limit_MB": 512, "run_timeout": 20}
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: client.post("/run_code", json=req), range(8)))
+        results = [a.json()["run_result"] for a in answers]
+        assert [(r["status"], r["stdout"]) for r in results] == [("Finished", "400\n")] * 8, results
+        assert peak[0] <= 2048 + 256, f"the workers held {peak[0]} MiB at once, on a budget of 2048"
+        status = client.get("/readyz").json()
+        assert status["memory_gave_way"] > 0 and status["restarts"] >= status["memory_gave_way"]
+        assert client.post("/run_code", json={"language": "python", "code": "print(2)"}).json()["status"] == "Success"

@@ -120,7 +120,7 @@ def _mutated(node: ast.AST) -> set[str]:
             root = _root(n.func.value)
             if root is not None:
                 out.add(root)  # a method called on it: may change it (list.append, dict.update)
-    if function:  # its own parameters and locals are not the module's
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its own parameters and locals are not the module's
         local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
         local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         out -= local - declared

@@ -196,6 +196,35 @@ def test_a_run_is_asleep_only_on_two_idle_looks_in_a_row() -> None:
     assert look(t + lending.REMEASURE_ASLEEP_S) == (1.0, 0)  # ... then it is
 
 
+def test_the_youngest_lent_runs_that_compute_past_the_cpus_give_way_once() -> None:
+    """Eight runs lent while they slept now compute, beside two on the pool's own workers (counted as
+    computing): past LEND_PER_CPU a CPU, the youngest computing lent runs give way; one that sleeps does not,
+    nor one that gave way before (it counts as computing from its start, and is never read)."""
+
+    class Run:
+        def __init__(self) -> None:
+            self.demand = 0.0
+
+        def demand_s(self) -> float:
+            return self.demand
+
+    meter, t = lending.DemandMeter(), time.monotonic()
+    lent, sleeper, again = [Run() for _ in range(8)], Run(), Run()
+    for run in [*lent, sleeper]:
+        meter.started(run, lending=True)
+        time.sleep(0.001)  # the youngest is the last started
+    meter.started(again, lending=True, computes=True)
+    t += 1.0
+    for run in lent:
+        run.demand += 1.0
+    own = [Run(), Run()]  # not measured yet: computing
+    known, unknown, _ = meter.wants(own, [*lent, sleeper, again], t)
+    assert (round(known, 2), unknown) == (2 + 8 + 1, 1)  # the sleeper is idle once: not measured yet
+    excess = known - LEND_PER_CPU * CPUS
+    assert meter.crowding([*lent, sleeper, again], known, CPUS) == lent[::-1][: math.ceil(excess)]
+    assert meter.crowding(lent, LEND_PER_CPU * CPUS + lending.CROWDED_MARGIN, CPUS) == []
+
+
 @pytest.mark.parametrize(
     ("room", "wanted", "budget_mb", "size"),
     [

@@ -24,6 +24,14 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
 A run found asleep is looked at again only every ``REMEASURE_ASLEEP_S``: with a hundred of them, reading
 their processes every tick took a third of the server's event loop and slowed the lending it decides.
 
+A run lent a worker because it slept may compute later: sixteen programs that sleep 0.3 s and then compute
+are all lent a worker before any computes, and then share two CPUs eight to one, past what the wall-clock
+credit covers. So while lent runs are busy the pool measures them on every tick, whether runs wait or not,
+and once the runs measured computing want more than ``LEND_PER_CPU`` per CPU, the youngest lent ones among
+them give way (:meth:`DemandMeter.crowding`): the pool kills their workers and runs them again, never judged
+for it, counted as computing from their start (they are never lent a worker as sleepers again, nor give way
+twice). The programs that change between sleeping and computing get no more of the CPUs than the machine has.
+
 Lending a parked worker takes a tick; starting one takes about 50 ms of CPU (its namespaces, its root, its
 first box). A hundred sleepers lent on a two-CPU machine while their workers start wait seconds for them:
 past SkyRL's margin (run + 2 s), however the starts are paced, since the starts and the sleepers' own
@@ -40,7 +48,7 @@ import math
 import os
 import time
 from collections.abc import Iterable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar
 
 LEND_TICK_S = 0.02  # how often the pool measures its runs and decides
 LEND_AFTER_S = 0.05  # how long the oldest run waits before lending begins (a worker may be about to come free)
@@ -49,6 +57,7 @@ LEND_IDLE_TICKS = 2  # on this many ticks in a row, where the runs cannot be mea
 LEND_PER_CPU = 3  # runs per CPU, counting each run not measured yet as computing, that lending may add up to
 ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this on two looks in a row sleeps, and ...
 REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sleepers' /proc reads cost a tick)
+CROWDED_MARGIN = 0.5  # how far past LEND_PER_CPU per CPU the runs measured computing go before some give way
 MEASURE_AFTER_S = 0.02  # a run younger than this is not measured: its start-up says nothing of it yet
 PARKED_WORKER_MB = 12  # what a parked local worker holds: its processes' own pages, its root's (about 9 MiB)
 PARKED_SHARE = 16  # parked workers started by default hold at most this part of the memory budget (1/16)
@@ -68,6 +77,9 @@ class Measured(Protocol):
     """A worker as the meter sees it: what its processes have run or waited to run, in seconds."""
 
     def demand_s(self) -> float | None: ...
+
+
+M = TypeVar("M", bound=Measured)
 
 
 def lend_now(cpus: int, known: float, unknown: float, waiting: int, room: int) -> int:
@@ -132,8 +144,10 @@ class DemandMeter:
         self._young: dict[Measured, float] = {}  # run -> until when its start-up goes on (it is not looked at)
         self._dozing: set[Measured] = set()  # runs idle on their last look (once is not asleep: see load)
         self._asleep: dict[Measured, float] = {}  # runs measured asleep twice -> when to measure them again
+        self._rate: dict[Measured, float] = {}  # run -> the CPUs it wanted on its last look
+        self._computes: set[Measured] = set()  # runs that gave way to the CPUs once: computing, never read
 
-    def started(self, worker: Measured, lending: bool) -> None:
+    def started(self, worker: Measured, lending: bool, computes: bool = False) -> None:
         """``worker`` begins a run: its start-up goes on for ``MEASURE_AFTER_S``. While the pool may lend (the
         last tick found the CPUs idle), its demand is read now, so that the first tick after its start-up
         measures it. Otherwise the first look takes the starting point, a tick later: with the CPUs busy and
@@ -141,6 +155,9 @@ class DemandMeter:
         tick) costs the server CPU on every request, for lending that the busy CPUs forbid anyway."""
         now = time.monotonic()
         self._young[worker] = now + MEASURE_AFTER_S
+        if computes:  # it gave way to the CPUs once: it computes, whatever it does first
+            self._computes.add(worker)
+            return
         demand = worker.demand_s() if lending else None
         if demand is not None:
             self._seen[worker] = (now, demand)
@@ -150,6 +167,8 @@ class DemandMeter:
         self._young.pop(worker, None)
         self._dozing.discard(worker)
         self._asleep.pop(worker, None)
+        self._rate.pop(worker, None)
+        self._computes.discard(worker)
 
     def load(self, busy: Iterable[Measured], now: float) -> Demand | None:
         """What the busy runs want since the last look; None when some run cannot be seen (a container's
@@ -158,6 +177,9 @@ class DemandMeter:
         at: its start-up says nothing of it."""
         measured, unmeasured = 0.0, 0
         for worker in busy:
+            if worker in self._computes:
+                measured += 1.0
+                continue
             seen = self._seen.get(worker)
             if seen is not None and self._asleep.get(worker, 0.0) > now:
                 continue  # measured asleep a moment ago: reading its processes again each tick costs the server
@@ -169,7 +191,7 @@ class DemandMeter:
                 unmeasured += 1
                 continue
             # A run's processes share the one CPU its worker is pinned to: it never wants more than that.
-            rate = min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
+            rate = self._rate[worker] = min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
             if rate >= ASLEEP_RATE:
                 self._dozing.discard(worker)
                 measured += rate
@@ -196,6 +218,22 @@ class DemandMeter:
         if mine is None or theirs is None:
             return 0.0, 0.0, 0
         return mine.measured + mine.unmeasured + theirs.measured, theirs.unmeasured, 1
+
+    def crowding(self, lent: Iterable[M], known: float, cpus: int) -> list[M]:
+        """The runs of ``lent`` that must give way so that the runs measured computing (``known``, as
+        :meth:`wants` says) want at most ``LEND_PER_CPU`` per CPU: the youngest measured computing, of those
+        that have not given way before."""
+        excess = known - LEND_PER_CPU * cpus
+        if excess <= CROWDED_MARGIN:
+            return []
+        computing = [w for w in lent if w not in self._computes and self._rate.get(w, 0.0) >= ASLEEP_RATE]
+        out = []
+        for worker in sorted(computing, key=lambda w: self._young.get(w, 0.0), reverse=True):
+            if excess <= 0:
+                break
+            excess -= self._rate[worker]
+            out.append(worker)
+        return out
 
 
 class CpuIdle:

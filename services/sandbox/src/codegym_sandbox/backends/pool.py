@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 from ..agent.protocol import WorkerConfig
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
-from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now, reserve
+from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
+from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
@@ -33,7 +34,7 @@ log = logging.getLogger("codegym.sandbox.pool")
 T = TypeVar("T")
 
 
-class WorkerPool:
+class WorkerPool(LentSlots):
     """Slots of :class:`AgentWorker`; subclasses say how a worker is made (:meth:`make_worker`)."""
 
     # Whether parked workers are started ahead for lending: not for containers (each is a container a user
@@ -68,8 +69,10 @@ class WorkerPool:
         self._idle_ticks = 0  # ticks in a row, with runs waiting, that found the CPUs idle
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
+        self._crowded: set[AgentWorker] = set()  # workers killed for their run to give way to the CPUs
         self._meter, self._ticker, self._warming = DemandMeter(), Ticker(), Warming()
         self.lent = 0  # runs lending gave a worker, in all
+        self.gave_way = 0  # runs lent a worker as sleepers that gave way to the CPUs when they computed, in all
         self.start_s = 0.0  # how long starting a worker takes here (a moving average)
         self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
         self.restarts = 0
@@ -160,7 +163,7 @@ class WorkerPool:
         if not policy.admitted:
             self._check_queue()
         mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
-        share = RUN_SHARE_MB if self.reads_memory else None
+        share, computes = RUN_SHARE_MB if self.reads_memory else None, False
         while True:
             deadline = None if wait_s is None else time.monotonic() + wait_s
             lease = await self.memory.acquire(mb, wait_s, share)
@@ -171,12 +174,17 @@ class WorkerPool:
                 self.memory.release(lease)
                 raise
             try:
-                return await self._job(worker, lease, job)
+                return await self._job(worker, lease, job, computes)
             except SandboxFault:
-                if not lease.evicted:
+                if not lease.evicted and worker not in self._crowded:
                     raise
-            # It gave way to what its neighbours hold: run again from the start, admitted by its whole limit.
-            share = wait_s = None
+            finally:
+                crowded = worker in self._crowded
+                self._crowded.discard(worker)
+            # It gave way to what its neighbours hold (run again from the start, admitted by its whole limit), or
+            # to the CPUs (run again, counted as computing from its start: see lending).
+            computes, wait_s = computes or crowded, None
+            share = None if lease.evicted else share
 
     async def _take(self, deadline: float | None, wait_s: float | None) -> AgentWorker:
         me = next(self._ids)
@@ -191,11 +199,13 @@ class WorkerPool:
         finally:
             del self._waiters[me]
 
-    async def _job(self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
+    async def _job(
+        self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]], computes: bool
+    ) -> T:
         self._busy.add(worker)
         self._leases[lease] = worker
-        if self._waiters:  # runs wait, and lending measures the runs: this one from its start
-            self._meter.started(worker, lending=self._idle_ticks > 0)
+        if self._waiters or computes:  # runs wait, and lending measures the runs: this one from its start
+            self._meter.started(worker, lending=self._idle_ticks > 0, computes=computes)
         healthy = False
         try:
             outcome = await job(worker)
@@ -234,7 +244,8 @@ class WorkerPool:
         cpu, waited = CpuIdle(), True  # the first tick starts the reserve
         while not self._stopping:
             # A tick after the last with runs waiting parks what they were lent and no run took.
-            await self._ticker.next(waited or bool(self._waiters or self._starting))
+            lent = any(w.slot >= self.size for w in self._busy)  # measured on every tick: see lending.crowding
+            await self._ticker.next(waited or lent or bool(self._waiters or self._starting))
             waited = bool(self._waiters)
             self._lend_tick(time.monotonic(), cpu.sample())
 
@@ -242,13 +253,19 @@ class WorkerPool:
         """Measure the runs, then lend (parked workers first), park, retire and start ahead as they say."""
         self._warm(now)  # before lending takes parked workers
         self._grants = 0
-        if not self._waiters:
-            # Nothing to decide: the runs go unmeasured (reading /proc for each costs), lent workers are parked.
+        busy = [w for w in self._busy if not w.replaced]  # a run whose worker is being killed wants nothing more
+        lent = [w for w in busy if w.slot >= self.size]
+        if self._waiters or lent:  # with neither, the runs go unmeasured (reading /proc for each costs)
+            own = [w for w in busy if w.slot < self.size]
+            known, unknown, ticks = self._meter.wants(own, lent, now)
+            for worker in self._meter.crowding(lent, known, self.cpus):  # lent as sleepers, they now compute
+                self._crowded.add(worker)
+                self.gave_way += 1
+                self._replace(worker)
+        if not self._waiters:  # lent workers left open are parked
             self._open, self._idle_ticks = False, 0
             self._park_idle_lent()
         else:
-            own = [w for w in self._busy if w.slot < self.size]
-            known, unknown, ticks = self._meter.wants(own, [w for w in self._busy if w.slot >= self.size], now)
             if ticks == 0:  # the runs cannot be seen (in containers): the CPUs' idle time, which other work counts too
                 known, ticks = self.cpus - idle_cpus, lending.LEND_IDLE_TICKS
             # A worker open but not busy while runs wait is about to take one (between runs, or in wait_for's hand-off,
@@ -267,70 +284,6 @@ class WorkerPool:
                 self._grants = lend
         self._retire(now)
         self._start_ahead(idle_cpus)
-
-    def _park_idle_lent(self) -> None:
-        """Lent workers left open with no run waiting (a base worker took the run they were lent for)."""
-        idle = [self._idle.get_nowait() for _ in range(self._idle.qsize())]
-        for w in idle:
-            if w.slot >= self.size and not w.replaced:
-                self._parked[w.slot] = time.monotonic()
-            else:
-                self._idle.put_nowait(w)
-
-    def _reserve(self) -> int:
-        return reserve(self.max_workers - self.size, self.reserve_workers, self.memory.total_mb) * self.starts_ahead
-
-    def _warm(self, now: float) -> bool:  # whether start-up still starts the reserve (lending.Warming)
-        return self._warming.check(len(self._parked), self._reserve(), self._no_starts_until > 0, now)
-
-    def _start_ahead(self, idle_cpus: float) -> None:
-        """Start lent workers for this tick's grants, and more to keep the reserve parked: those a step at a
-        time (starting scores of workers at once would only slow each down), and only while no run waits (the
-        starts would take the CPUs that the runs lent parked workers start on) and no run computes on busy CPUs
-        (a start takes CPU from it; lending waits for idle CPUs anyway)."""
-        if time.monotonic() < self._no_starts_until:
-            return
-        free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
-        calm = not self._waiters and (not self._busy or idle_cpus >= lending.LEND_IDLE_CPUS)
-        missing = self._reserve() - len(self._parked) if calm else 0
-        ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)
-        for slot in free[: max(self._grants + ahead, 0)]:
-            self._starting.add(slot)
-            self._spawn(self._start_lent(slot))
-
-    async def _start_lent(self, slot: int) -> None:
-        worker = self.make_worker(slot)
-        began = time.monotonic()
-        try:
-            await start_worker(worker)
-        except Exception as exc:
-            self.slots[slot].last_error = str(exc)
-            log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
-            # No more tries until the breaker's cooldown: a cause that fails every start (a broken runtime)
-            # would otherwise be retried a step of workers at a time, every tick.
-            self._no_starts_until = time.monotonic() + self.breaker_cooldown_s
-            return
-        finally:
-            self._starting.discard(slot)
-        if self._stopping:
-            await worker.kill()
-            return
-        self.start_s = 0.7 * self.start_s + 0.3 * (time.monotonic() - began)
-        self._workers[slot] = worker
-        self._watch(worker)
-        if self._grants > 0 and self._waiters:
-            self._grants -= 1
-            self.lent += 1
-            self._idle.put_nowait(worker)
-        else:
-            self._parked[worker.slot] = time.monotonic()
-
-    def _retire(self, now: float) -> None:
-        """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""
-        for slot in lending.retiring(self._parked, self._reserve(), now):
-            worker = self._workers[slot]
-            if worker is not None:
-                self._replace(worker)
 
     def _replace(self, worker: AgentWorker) -> None:
         if worker.replaced or self._stopping:
@@ -394,4 +347,5 @@ class WorkerPool:
             "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
             "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
             "memory_held_mb": self.memory.held_mb, "memory_gave_way": self._memory_watch.evicted,
+            "cpu_gave_way": self.gave_way,
         }  # fmt: skip

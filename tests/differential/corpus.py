@@ -12,8 +12,9 @@ items whose verdict depends on it, in APPS's and open-r1's formats too).
 
 Labels: ``honest-correct`` and ``honest-wrong`` (the plain reference is the truth for these; the label is
 what the corpus means them to be, and a mismatch is a corpus bug the report shows), ``hack`` (must never pass),
-``model`` (a real model's answer: the reference alone says whether it is right). The data is made in code;
-nothing is downloaded.
+``model`` (a real model's answer, ``completions.py``: the reference alone says whether it is right). The
+data is made in code, but for the model's answers, generated once and shipped as a fixture; nothing is
+downloaded.
 
 Issue 31's families: ``comparisons.py`` (4, 7, 8), ``families.py`` (3, 6, 9), the variants ``names_answered``
 (1) and ``*by_path`` (5).
@@ -178,10 +179,12 @@ def items() -> tuple[Item, ...]:
         for language, name, code, label in native_variants(task):
             out.append(Item(f"{task.name}/stdio/{language}/{name}", task, "stdio", language, name, code, label))
     from .comparisons import comparison_items  # they build on Item
+    from .completions import model_items
     from .families import family_items
 
     out.extend(comparison_items())
     out.extend(family_items())
+    out.extend(model_items())
     ids = [i.id for i in out]
     assert len(ids) == len(set(ids)), "item ids must be unique"
     return tuple(out)

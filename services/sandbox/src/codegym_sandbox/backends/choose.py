@@ -27,6 +27,7 @@ from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend, runtime_flags
+from .tasks import slots, worker_tasks
 
 log = logging.getLogger("codegym.sandbox")
 
@@ -54,7 +55,7 @@ def container_spec(settings: Settings) -> ContainerSpec:
         server_id=settings.server_id,
         memory_mb=settings.container_memory_mb or lim.max_memory_mb + 512,
         cpus=settings.container_cpus,
-        pids=settings.container_pids or lim.processes + 64,
+        pids=worker_tasks(settings, "containers"),
         open_files=max(lim.open_files, 1024),
         tmp_mb=max(lim.scratch_bytes >> 20, 16),
         runtime=settings.container_runtime,
@@ -156,9 +157,9 @@ def runtime_problem(engine: str, image: str, runtime: str) -> str | None:
 async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     """The backend to use and why, with the server's settings for its pool, set through the protocol's
     members (every backend has them)."""
-    backend, reason = await _choose(settings)
+    backend, reason, most = await _choose(settings)
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
-    backend.max_workers = settings.max_workers or max(128, 4 * backend.size)
+    backend.max_workers = most
     backend.reserve_workers = settings.reserve_workers
     backend.memory.total_mb = settings.memory_budget_mb or default_budget_mb()
     backend.unbudgeted_run_mb = settings.limits.max_memory_mb
@@ -187,21 +188,26 @@ async def detect(settings: Settings) -> tuple[str, str]:
     return "local", "auto: no container engine with the runtime image (" + "; ".join(why) + ")"
 
 
-async def _choose(settings: Settings) -> tuple[Backend, str]:
-    workers = settings.workers or os.cpu_count() or 1
+async def _choose(settings: Settings) -> tuple[Backend, str, int]:
+    """The backend, why, and the runs it may have in flight (``max_workers`` within the host's task table)."""
     kind, reason = await detect(settings)
+    bound = slots(settings, kind)
+    workers = bound.workers
     if kind == "local":
         checks = await asyncio.to_thread(host_checks, settings, kind)
         refused = refusal(checks)
         if refused is not None:
             raise CannotIsolate(refused)
         log.info("%s", startup_lines(checks))
-        return LocalBackend(workers, settings.queue_size, agent_config(settings, True), settings.python), reason
+        local = LocalBackend(workers, settings.queue_size, agent_config(settings, True), settings.python)
+        return local, reason, bound.most
+    if bound.lowered:
+        log.warning("host's task table: %s", bound.describe())  # the local backend says so in its host checks
     config = agent_config(settings, False)
     if kind == "docker":
-        return DockerBackend(workers, settings.queue_size, config, container_spec(settings)), reason
+        return DockerBackend(workers, settings.queue_size, config, container_spec(settings)), reason, bound.most
     binary = settings.podman_binary or kind
     backend = PodmanBackend(
         workers, settings.queue_size, config, container_spec(settings), binary, settings.podman_args, name=kind
     )
-    return backend, reason
+    return backend, reason, bound.most

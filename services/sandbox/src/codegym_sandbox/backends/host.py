@@ -20,6 +20,7 @@ from ..languages import LANGUAGES, missing_tools
 from .lending import reserve
 from .local import runtime_packages
 from .memory import default_budget_mb
+from .tasks import slots
 
 # Run in a child interpreter, as the agent enters a worker and a box: the namespaces of a worker (user,
 # mount, network), its id map, then those of a box (pid, IPC, UTS) and a first process in it. Prints
@@ -212,20 +213,32 @@ def host_checks(settings: Settings, kind: str) -> list[Check]:
             toolchain_fix({tool for tools in missing.values() for tool in tools}),
         )
     )
-    budget = settings.memory_budget_mb or default_budget_mb()
-    workers = settings.workers or os.cpu_count() or 1
-    most = settings.max_workers or max(128, 4 * workers)
-    ahead = reserve(most - workers, settings.reserve_workers, budget) if local else 0
-    out.append(
-        Check(
-            "capacity",
-            "info",
-            f"{workers} workers, up to {most} runs in flight as lending allows, {ahead} started ahead; "
-            f"a memory budget of {budget} MiB ({budget // settings.limits.memory_mb} runs at the default "
-            f"limit of {settings.limits.memory_mb} MiB)",
-        )
-    )
+    out.append(capacity_check(settings, kind))
     return out
+
+
+def capacity_check(settings: Settings, kind: str) -> Check:
+    """The workers, the runs in flight (within the host's task table: ``tasks.py``) and the memory budget."""
+    budget = settings.memory_budget_mb or default_budget_mb()
+    bound = slots(settings, kind)
+    workers, most = bound.workers, bound.most
+    ahead = reserve(most - workers, settings.reserve_workers, budget) if kind == "local" else 0
+    found = (
+        f"{workers} workers, up to {most} runs in flight as lending allows, {ahead} started ahead; "
+        f"a memory budget of {budget} MiB ({budget // settings.limits.memory_mb} runs at the default "
+        f"limit of {settings.limits.memory_mb} MiB); {bound.describe()}"
+    )
+    if not bound.lowered:
+        return Check("capacity", "info", found)
+    return Check(
+        "capacity",
+        "warn",
+        found,
+        f"at most {most} runs at once, not the {bound.asked} MAX_WORKERS asks for: so many runs at "
+        f"{bound.per_run} processes each would leave the host no pids, and every fork on it would fail",
+        "raise the host's table (`sysctl -w kernel.pid_max=4194304`, and kernel.threads-max where lower), or "
+        "lower CODEGYM_SANDBOX_LIMITS__PROCESSES or CODEGYM_SANDBOX_MAX_WORKERS",
+    )
 
 
 # The tools ``scripts/setup toolchains`` installs, and the Debian package of every other tool a language needs.

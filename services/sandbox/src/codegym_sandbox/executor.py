@@ -1,7 +1,5 @@
-"""From a program and its inputs to step results: compile once, run, cache, measure.
-
-Both APIs call :class:`Executor`; it knows languages, limits and the cache, and nothing about HTTP.
-"""
+"""From a program and its inputs to step results: compile once, run, cache, measure. Both APIs call
+:class:`Executor`; it knows languages, limits and the cache, and nothing about HTTP."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ def test_the_capacity_is_the_lower_table_less_the_hosts_reserve() -> None:
     assert tasks.host_tasks(reader({"pid_max": 4194304, "threads-max": 60000})) == 60000
     assert tasks.host_tasks(reader({"pid_max": None, "threads-max": 60000})) == 60000
     assert tasks.host_tasks(reader({"pid_max": None, "threads-max": None})) is None
-    assert tasks.capacity(32768) == 32768 - 8192  # a quarter for the host
+    assert tasks.capacity(32768) == 32768 - 4096  # an eighth for the host
     assert tasks.capacity(12288) == 12288 - 4096  # at least 4096
     assert tasks.capacity(4000) == 0
 
@@ -34,14 +34,14 @@ def test_max_workers_times_the_process_limit_fits_in_the_capacity() -> None:
     table = reader({"pid_max": 32768, "threads-max": 192730})
     # The defaults here: 128 runs x 256 processes = 32768 = pid_max, the whole table (issue 32's S2).
     bound = tasks.slots(Settings(backend="local", workers=2), "local", table)
-    assert (bound.workers, bound.most, bound.asked, bound.lowered) == (2, 96, 128, True)
+    assert (bound.workers, bound.most, bound.asked, bound.lowered) == (2, 112, 128, True)
     assert bound.most * 256 <= tasks.capacity(32768)
-    assert "lowered from 128 to 96" in bound.describe()
+    assert "lowered from 128 to 112" in bound.describe()
     small = Settings(backend="local", workers=2, limits=Limits(processes=64))
     assert (tasks.slots(small, "local", table).most, tasks.slots(small, "local", table).lowered) == (128, False)
     # A container's pids limit counts its agent too; the fixed workers are lowered with the rest where needed.
     bound = tasks.slots(Settings(workers=200, max_workers=400), "docker", table)
-    assert (bound.per_run, bound.most, bound.workers) == (320, 76, 76)
+    assert (bound.per_run, bound.most, bound.workers) == (320, 89, 89)  # 28672 // 320
     unknown = tasks.slots(Settings(workers=2), "local", reader({"pid_max": None, "threads-max": None}))
     assert (unknown.most, unknown.lowered) == (128, False)
 

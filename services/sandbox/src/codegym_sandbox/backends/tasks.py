@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from ..config import Settings
 
 TABLES = ("/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max")
-RESERVE_FRACTION = 4  # a quarter of the table (at least RESERVE_MIN tasks) is left to the host
+# An eighth of the table (at least RESERVE_MIN tasks) is left to the host: a host runs hundreds of tasks, and
+# on the common pid_max of 32768 this still lets 112 runs of 256 processes be in flight, so that a burst of
+# a hundred sleepers (SkyRL's) all start at once.
+RESERVE_FRACTION = 8
 RESERVE_MIN = 4096
 CONTAINER_EXTRA = 64  # a container's own processes beside its run's (the agent, its box)
 

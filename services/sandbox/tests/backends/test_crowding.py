@@ -37,8 +37,8 @@ def _most_at_once(spans: list[tuple[float, float]]) -> int:
 
 
 def test_sleepers_that_turn_to_compute_share_no_more_than_the_cpus_and_none_is_tle() -> None:
-    """Sixteen programs that sleep 0.3 s, then compute 1 s, at a 2 s limit: all are lent a worker while they
-    sleep. Computing all at once on two CPUs, each would wait 7 s for its second, past the credit (4 s): TLE.
+    """Sixteen programs that sleep 0.3 s, then compute 1 s, at a 2.5 s limit: all are lent a worker while they
+    sleep. Computing all at once on two CPUs, each would wait 7 s for its second, past the credit (5 s): TLE.
     Those that give way run again, counted as computing from their start."""
     cpus = len(os.sched_getaffinity(0))
     n = 8 * cpus
@@ -48,7 +48,7 @@ def test_sleepers_that_turn_to_compute_share_no_more_than_the_cpus_and_none_is_t
         while client.get("/readyz").status_code != 200:  # the workers lending may add are started ahead
             assert time.monotonic() < deadline, "the server never got ready"
             time.sleep(0.1)
-        req: dict[str, Any] = {"language": "python", "code": NAPPER, "run_timeout": 2}
+        req: dict[str, Any] = {"language": "python", "code": NAPPER, "run_timeout": 2.5}
         with ThreadPoolExecutor(n) as pool:
             answers = list(pool.map(lambda _: client.post("/run_code", json=req).json(), range(n)))
         status = client.get("/readyz").json()

@@ -196,10 +196,11 @@ def test_a_run_is_asleep_only_on_two_idle_looks_in_a_row() -> None:
     assert look(t + lending.REMEASURE_ASLEEP_S) == (1.0, 0)  # ... then it is
 
 
-def test_the_youngest_lent_runs_that_compute_past_the_cpus_give_way_once() -> None:
+def test_the_youngest_lent_sleepers_that_turn_to_compute_past_the_cpus_give_way_once() -> None:
     """Eight runs lent while they slept now compute, beside two on the pool's own workers (counted as
-    computing): past LEND_PER_CPU a CPU, the youngest computing lent runs give way; one that sleeps does not,
-    nor one that gave way before (it counts as computing from its start, and is never read)."""
+    computing): past LEND_PER_CPU a CPU, the youngest of them give way once they have computed for
+    CROWDED_AFTER_S. A run that sleeps does not, nor one that computed from its start (it was lent as
+    computing), nor one that gave way before (it counts as computing from its start, and is never read)."""
 
     class Run:
         def __init__(self) -> None:
@@ -208,21 +209,32 @@ def test_the_youngest_lent_runs_that_compute_past_the_cpus_give_way_once() -> No
         def demand_s(self) -> float:
             return self.demand
 
-    meter, t = lending.DemandMeter(), time.monotonic()
-    lent, sleeper, again = [Run() for _ in range(8)], Run(), Run()
+    meter = lending.DemandMeter()
+    lent, sleeper, busy, again = [Run() for _ in range(8)], Run(), Run(), Run()
     for run in [*lent, sleeper]:
         meter.started(run, lending=True)
         time.sleep(0.001)  # the youngest is the last started
     meter.started(again, lending=True, computes=True)
-    t += 1.0
-    for run in lent:
-        run.demand += 1.0
-    own = [Run(), Run()]  # not measured yet: computing
-    known, unknown, _ = meter.wants(own, [*lent, sleeper, again], t)
-    assert (round(known, 2), unknown) == (2 + 8 + 1, 1)  # the sleeper is idle once: not measured yet
-    excess = known - LEND_PER_CPU * CPUS
-    assert meter.crowding([*lent, sleeper, again], known, CPUS) == lent[::-1][: math.ceil(excess)]
-    assert meter.crowding(lent, LEND_PER_CPU * CPUS + lending.CROWDED_MARGIN, CPUS) == []
+    t = time.monotonic()  # the looks come after every start-up
+    own, runs = [Run(), Run()], [busy, *lent, sleeper, again]
+
+    def look(step: float, wake: bool) -> tuple[float, float]:
+        nonlocal t
+        t += step
+        for run in [*own, busy, *(lent if wake else [])]:
+            run.demand += step  # computing (or waiting to) all the time
+        known, unknown, _ = meter.wants(own, runs, t)
+        return round(known, 2), unknown
+
+    assert look(0.1, False) == (2 + 1, 1 + 8 + 1)  # the first look at busy takes its starting point; idle once
+    assert look(0.1, False) == (2 + 1 + 1, 0)  # asleep (the sleeper too)
+    assert meter.crowding(runs, 11.0, CPUS) == []
+    assert look(lending.REMEASURE_ASLEEP_S, True) == (2 + 1 + 1 + 8, 0)  # the eight wake, and compute
+    assert meter.crowding(runs, 12.0, CPUS) == []  # for a moment only, so far: nothing gives way
+    assert look(lending.CROWDED_AFTER_S, True) == (12.0, 0)
+    excess = 12.0 - LEND_PER_CPU * CPUS
+    assert meter.crowding(runs, 12.0, CPUS) == lent[::-1][: math.ceil(excess)]
+    assert meter.crowding(runs, LEND_PER_CPU * CPUS + lending.CROWDED_MARGIN, CPUS) == []
 
 
 @pytest.mark.parametrize(

@@ -28,9 +28,11 @@ A run lent a worker because it slept may compute later: sixteen programs that sl
 are all lent a worker before any computes, and then share two CPUs eight to one, past what the wall-clock
 credit covers. So while lent runs are busy the pool measures them on every tick, whether runs wait or not,
 and once the runs measured computing want more than ``LEND_PER_CPU`` per CPU, the youngest lent ones among
-them give way (:meth:`DemandMeter.crowding`): the pool kills their workers and runs them again, never judged
-for it, counted as computing from their start (they are never lent a worker as sleepers again, nor give way
-twice). The programs that change between sleeping and computing get no more of the CPUs than the machine has.
+them that woke and have computed for ``CROWDED_AFTER_S`` since give way (:meth:`DemandMeter.crowding`): the
+pool kills their workers and runs them again, never judged for it, counted as computing from their start
+(they are never lent a worker as sleepers again, nor give way twice). The programs that change between
+sleeping and computing get no more of the CPUs than the machine has; a sleeper that wakes only to print and
+exit, even a hundred at once, never gives way.
 
 Lending a parked worker takes a tick; starting one takes about 50 ms of CPU (its namespaces, its root, its
 first box). A hundred sleepers lent on a two-CPU machine while their workers start wait seconds for them:
@@ -57,6 +59,7 @@ LEND_IDLE_TICKS = 2  # on this many ticks in a row, where the runs cannot be mea
 LEND_PER_CPU = 3  # runs per CPU, counting each run not measured yet as computing, that lending may add up to
 ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this on two looks in a row sleeps, and ...
 REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sleepers' /proc reads cost a tick)
+CROWDED_AFTER_S = 0.5  # a run that woke gives way only once it has wanted this much of a CPU since (see crowding)
 CROWDED_MARGIN = 0.5  # how far past LEND_PER_CPU per CPU the runs measured computing go before some give way
 MEASURE_AFTER_S = 0.02  # a run younger than this is not measured: its start-up says nothing of it yet
 PARKED_WORKER_MB = 12  # what a parked local worker holds: its processes' own pages, its root's (about 9 MiB)
@@ -145,6 +148,8 @@ class DemandMeter:
         self._dozing: set[Measured] = set()  # runs idle on their last look (once is not asleep: see load)
         self._asleep: dict[Measured, float] = {}  # runs measured asleep twice -> when to measure them again
         self._rate: dict[Measured, float] = {}  # run -> the CPUs it wanted on its last look
+        # run once found asleep -> its demand when it last woke (inf while it sleeps): what it has wanted since
+        self._woke: dict[Measured, float] = {}
         self._computes: set[Measured] = set()  # runs that gave way to the CPUs once: computing, never read
 
     def started(self, worker: Measured, lending: bool, computes: bool = False) -> None:
@@ -168,6 +173,7 @@ class DemandMeter:
         self._dozing.discard(worker)
         self._asleep.pop(worker, None)
         self._rate.pop(worker, None)
+        self._woke.pop(worker, None)
         self._computes.discard(worker)
 
     def load(self, busy: Iterable[Measured], now: float) -> Demand | None:
@@ -194,9 +200,12 @@ class DemandMeter:
             rate = self._rate[worker] = min(max(demand - seen[1], 0.0) / (now - seen[0]), 1.0)
             if rate >= ASLEEP_RATE:
                 self._dozing.discard(worker)
+                if self._woke.get(worker) == math.inf:  # it slept, and wakes: what it wants from now on counts
+                    self._woke[worker] = seen[1]
                 measured += rate
             elif worker in self._dozing:
                 self._asleep[worker] = now + REMEASURE_ASLEEP_S
+                self._woke[worker] = math.inf  # asleep: what it wants once it computes again starts here
                 measured += rate
             else:
                 # Idle on one look is not asleep: a run just handed a worker may wait for the server before its
@@ -221,12 +230,20 @@ class DemandMeter:
 
     def crowding(self, lent: Iterable[M], known: float, cpus: int) -> list[M]:
         """The runs of ``lent`` that must give way so that the runs measured computing (``known``, as
-        :meth:`wants` says) want at most ``LEND_PER_CPU`` per CPU: the youngest measured computing, of those
-        that have not given way before."""
+        :meth:`wants` says) want at most ``LEND_PER_CPU`` per CPU: the youngest of those that were found asleep
+        and since they woke have computed (or waited to) for ``CROWDED_AFTER_S``, and have not given way before.
+        A run that computes from its start was lent within what the CPUs hold (it counted as computing until
+        measured), and a sleeper that wakes to print and exit wants a moment: neither gives way."""
         excess = known - LEND_PER_CPU * cpus
         if excess <= CROWDED_MARGIN:
             return []
-        computing = [w for w in lent if w not in self._computes and self._rate.get(w, 0.0) >= ASLEEP_RATE]
+        computing = [
+            w
+            for w in lent
+            if w not in self._computes
+            and self._rate.get(w, 0.0) >= ASLEEP_RATE
+            and self._seen[w][1] - self._woke.get(w, math.inf) >= CROWDED_AFTER_S
+        ]
         out = []
         for worker in sorted(computing, key=lambda w: self._young.get(w, 0.0), reverse=True):
             if excess <= 0:

@@ -41,6 +41,8 @@ def server(backend: str) -> Iterator[ServerProcess]:
         "CODEGYM_SANDBOX_WORKERS": "2",
         "CODEGYM_SANDBOX_MAX_WORKERS": "2",
         "CODEGYM_SANDBOX_IMAGE": image,
+        # Exchanges of 8 tests at the output limit: what the test of held output measures against.
+        "CODEGYM_SANDBOX_EXCHANGE_OUTPUT_BYTES": str(64 << 20),
     }
     server = ServerProcess(env, ["--log-level", "warning"]).start(ready_timeout=120)
     try:
@@ -157,8 +159,8 @@ def _vm_mb(pid: int, field: str) -> int:
 
 def test_what_programs_print_is_held_per_exchange_not_per_request(server: ServerProcess, backend: str) -> None:
     """A 4 KB request of 100 tests whose program prints the output limit on each (800 MiB in all): held whole,
-    it took the server 800 MiB and each agent as much; held one exchange at a time (64 MiB of output), about
-    200 MiB each, and every verdict is still the whole output's."""
+    it took the server 800 MiB and each agent as much; held one exchange at a time (64 MiB of output, as this
+    server is set), about 200 MiB each, and every verdict is still the whole output's."""
     if backend != "local":
         pytest.skip("the agents' memory is measured on the local backend (a container's agent is not a child)")
     warm = httpx.post(f"{server.url}/v1/execute", json={"language": "python", "code": "print(1)"}, timeout=60)

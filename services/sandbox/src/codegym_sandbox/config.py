@@ -123,8 +123,10 @@ class Settings(BaseSettings):
     max_runs_per_request: int = Field(
         1 << 18, gt=0, description="Largest programs x tests of one /v1/evaluate request (or batch); beyond: 422."
     )
+    # 16 tests of the default output limit: a reward's usual ten tests go in one exchange (two exchanges of a
+    # program cost a quarter of the throughput of bench/reward_bench.py); more tests are held 16 at a time.
     exchange_output_bytes: int = Field(
-        64 << 20,
+        128 << 20,
         gt=0,
         description="Output one exchange with a worker may bring back at most: a program's tests go to a worker "
         "together in exchanges of at most this / LIMITS__OUTPUT_BYTES tests (at least one), each judged as it comes "

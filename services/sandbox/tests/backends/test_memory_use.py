@@ -101,8 +101,11 @@ def _agents_held_mb(server: int) -> int:
     """What the memory cgroups of every worker under ``server`` hold (the kernel's count), in MiB."""
     files, stack = set(), []
     for task in os.listdir(f"/proc/{server}/task"):  # a child is its parent thread's (the server's event loop)
-        with open(f"/proc/{server}/task/{task}/children") as f:
-            stack.extend(int(c) for c in f.read().split())
+        try:
+            with open(f"/proc/{server}/task/{task}/children") as f:
+                stack.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass  # a thread of the server's (a thread pool's) that ended since it was listed
     while stack:
         pid = stack.pop()
         usage = usage_file(pid)

@@ -74,3 +74,9 @@ def test_a_server_lowers_its_runs_in_flight_to_the_table_and_says_so(
     # Within the table, nothing is lowered and the capacity line says what fits.
     roomy = host_checks(Settings(backend="local", workers=1, max_workers=32), "local")[-1]
     assert roomy.status == "info" and "32 runs in flight fit in 8192 of the host's 12288 tasks" in roomy.found
+
+
+def test_a_max_workers_below_the_workers_leaves_the_workers_where_the_table_has_room() -> None:
+    table = reader({"pid_max": 4194304, "threads-max": 192730})
+    bound = tasks.slots(Settings(backend="local", workers=2, max_workers=1), "local", table)
+    assert (bound.workers, bound.most, bound.lowered) == (2, 1, False)

@@ -86,5 +86,7 @@ def slots(settings: Settings, kind: str, read: Reader = read_number) -> Slots:
     asked = settings.max_workers or max(128, 4 * workers)
     per_run = worker_tasks(settings, kind)
     tasks = host_tasks(read)
-    most = asked if tasks is None else min(asked, max(capacity(tasks) // per_run, 1))
-    return Slots(min(workers, most), most, asked, tasks, per_run)
+    room = None if tasks is None else max(capacity(tasks) // per_run, 1)
+    most = asked if room is None else min(asked, room)
+    # Only the host's table lowers the fixed workers: a MAX_WORKERS below WORKERS leaves them as they are.
+    return Slots(workers if room is None else min(workers, room), most, asked, tasks, per_run)

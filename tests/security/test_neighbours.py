@@ -304,11 +304,10 @@ LOCKS = """
 import errno, fcntl, os, struct, sys
 paths = [os.__file__, os.path.realpath(sys.executable), "/bin/sh", "/etc/ld.so.cache", "/etc/hosts",
          "/sys/devices/system/cpu/online", os.path.join(os.path.dirname(os.__file__), "json", "__init__.py")]
-try:
-    import numpy
-    paths.append(numpy.__file__)
-except ImportError:
-    pass
+import importlib.util
+numpy = importlib.util.find_spec("numpy")  # its file, without the second an import costs on a busy machine
+if numpy is not None:
+    paths.append(numpy.origin)
 paths = [p for p in paths if os.path.isfile(p)] + DEVICES
 KINDS = {"flock": None, "posix": (fcntl.F_SETLK, fcntl.F_GETLK), "ofd": (37, 36)}  # F_OFD_SETLK, F_OFD_GETLK
 def record(kind):

@@ -173,8 +173,9 @@ def test_a_run_is_charged_what_its_processes_used(hostile: TestClient, how: str)
     assert out["verdict"] == "AC", out
     spent = float(out["run"]["stdout"])
     assert spent >= 0.55, out
-    # No less than the processes saw themselves use; more by no more than what starting and ending them costs.
-    assert spent - 0.02 <= out["run"]["cpu_s"] <= spent + 0.3, out
+    # No less than the processes saw themselves use, but for the kernel's ticks (1/100 s of user and of system
+    # time, per process, where a count sums /proc's); more by no more than what starting and ending them costs.
+    assert spent - 0.06 <= out["run"]["cpu_s"] <= spent + 0.3, out
     tests = [{"stdin": "", "expected_stdout": ""}] * 2
     body = {"language": "python", "programs": [code], "tests": tests, "limits": {"timeout_s": 3}}
     r = hostile.post("/v1/evaluate", json=body)

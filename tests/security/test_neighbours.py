@@ -249,7 +249,7 @@ def _at_once(client: TestClient, first: dict[str, Any], second: dict[str, Any]) 
 
 
 def test_a_program_cannot_take_the_cpu_of_a_run_beside_it(pair: TestClient) -> None:
-    # Prints its answer, then spins in as many processes as it may have, each in a session (an autogroup)
+    # Prints its answer, then spins in as many processes as it may have, each in a process session (an autogroup)
     # of its own where the kernel lets it: the scheduler would give each group as much CPU as the honest run.
     hog = (
         "import os\nprint(42, flush=True)\nfor _ in range(40):\n    if os.fork() == 0:\n        try:\n"

@@ -141,7 +141,7 @@ def test_the_server_refuses_results_of_another_count_or_shape() -> None:
     with pytest.raises(Malformed):
         protocol.read_results({"op": "results", "results": [run], "blobs": [1, 1]}, 2, 2)
     with pytest.raises(Malformed):
-        protocol.read_results({"op": "results", "results": [{**run, "session": True}], "blobs": [1, 1]}, 1, 2)
+        protocol.read_results({"op": "results", "results": [{**run, "more": True}], "blobs": [1, 1]}, 1, 2)
     with pytest.raises(Malformed):
         protocol.read_ready({"op": "ready", "pid": 7, "program_uid": 0, "tools": {"gcc": "/" * 5000}, "blobs": []})
 
@@ -191,14 +191,14 @@ def test_an_agent_answer_of_another_shape_is_a_sandbox_fault() -> None:
 def test_the_agent_reads_the_boxs_reports_as_their_types() -> None:
     report = {"exit_code": 0, "signal": None, "wall": 0.1, "cpu": 0.1, "max_rss_kb": 1, "error": None}
     assert box_protocol.read_run_report(json.dumps(report).encode()) == report
-    series = {**report, "session": True}
+    series = {**report, "more": True}
     assert box_protocol.read_test_report(json.dumps(series).encode()) == series
-    broken = {"session": False, "broken": True}
+    broken = {"more": False, "broken": True}
     assert box_protocol.read_test_report(json.dumps(broken).encode()) == broken
-    for bad in ({**report, "session": True}, {**report, "signal": 0}, {**report, "error": "x" * 5000}, {}):
+    for bad in ({**report, "more": True}, {**report, "signal": 0}, {**report, "error": "x" * 5000}, {}):
         with pytest.raises(Malformed):  # a ValueError: the agent answers an error frame (SE)
             box_protocol.read_run_report(json.dumps(bad).encode())
-    for bad in ({**series, "broken": True}, {"session": True, "broken": True}, report):
+    for bad in ({**series, "broken": True}, {"more": True, "broken": True}, report):
         with pytest.raises(Malformed):
             box_protocol.read_test_report(json.dumps(bad).encode())
 

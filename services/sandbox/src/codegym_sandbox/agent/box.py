@@ -64,7 +64,8 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
     else:
         isolation.enter_box()
         scratch = isolation.Scratch(config["tmp_bytes"], programs.uid, programs.gid)
-        # A run is one session, and so one autogroup: one share of the CPU, however many processes it has.
+        # A run is one process session (setsid), and so one autogroup: one share of the CPU, however many
+        # processes it has.
         with contextlib.suppress(OSError), open("/proc/sys/kernel/sched_autogroup_enabled") as f:
             if f.read().strip() == "0":
                 sys.stderr.write("box: kernel.sched_autogroup_enabled is 0: runs share the CPU per process\n")
@@ -98,7 +99,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             _ready(ctl)
             continue
         report: Report | SeriesReport | Broken
-        if cmd["op"] == "run" and cmd.get("session"):
+        if cmd["op"] == "run" and cmd.get("series"):
             discarded = 0
             if spare is not None:
                 spare.discard(wait=False)  # it has the tests' uid: none of them may find it
@@ -106,7 +107,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             rewind_pids()
             series = TestSeries(cmd, programs, scratch, memory, discarded)
             report = series.test(fds, ctl)
-            series = series if report["session"] else None
+            series = series if report["more"] else None
             _answer(ctl, report)
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
@@ -115,12 +116,12 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             _answer(ctl, report)
         elif cmd["op"] == "test" and series is not None:
             report = series.test(fds, ctl)
-            series = series if report["session"] else None
+            series = series if report["more"] else None
             _answer(ctl, report)
         elif cmd["op"] == "test":
             for fd in fds:
                 os.close(fd)
-            broken: Broken = {"session": False, "broken": True}
+            broken: Broken = {"more": False, "broken": True}
             ctl.sendall(json.dumps(broken).encode())
         else:
             for fd in fds:

@@ -51,10 +51,10 @@ class _RunCommand(TypedDict):
 
 
 class RunCommand(_RunCommand, total=False):
-    """Run a program on the descriptors sent with it (stdin, stdout, stderr); with ``session``, start a test
+    """Run a program on the descriptors sent with it (stdin, stdout, stderr); with ``series``, start a test
     series with it. The box passes it on to the program's process as it is."""
 
-    session: bool
+    series: bool
 
 
 class OpCommand(TypedDict):
@@ -77,16 +77,16 @@ class Hello(TypedDict):
 
 
 class SeriesReport(Report):
-    """How a test of a series ended, and whether the series can take another."""
+    """How a test of a series ended, and whether the series can take another (``more``)."""
 
-    session: bool
+    more: bool
 
 
 @final
 class Broken(TypedDict):
     """The test could not be run in its series (or took it down): the agent runs it again on its own."""
 
-    session: Literal[False]
+    more: Literal[False]
     broken: Literal[True]
 
 

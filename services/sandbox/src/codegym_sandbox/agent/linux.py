@@ -183,8 +183,8 @@ _DENIED = [
     "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
     "mq_open",  # POSIX message queues: memory that outlives the processes that made it
     "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "get_robust_list",
-    # A new session is a new autogroup, and the scheduler shares the CPU between autogroups: a program that
-    # made many would take the CPU of every other run. Its process made the one session it has before.
+    # A new process session (setsid) is a new autogroup, and the scheduler shares the CPU between autogroups: a
+    # program that made many would take the CPU of every other run. Its process made the one it has before.
     "setsid",
 ]  # fmt: skip
 # Absent (ENOSYS, as on a kernel built without them): memory that no process maps, so that no limit on a

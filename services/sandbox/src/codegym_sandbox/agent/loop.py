@@ -87,7 +87,7 @@ def _run(
             "cwd": isolation.SCRATCH,
         }
         if series == "start":
-            cmd["session"] = True
+            cmd["series"] = True
     assert bx.ctl is not None
     bx.dirty = True
     # Kills the kernel makes for memory while this run holds the box's memory cgroup are this run's doing.
@@ -109,7 +109,7 @@ def _run(
         os.close(in_w)  # no stdin: the program sees end-of-file at once, never a hang
         in_w = -1
     report: Ended | Report | None = None
-    session = broken = False
+    more = broken = False
     try:
         while report is None:
             now = time.monotonic()
@@ -152,7 +152,7 @@ def _run(
                         elif "broken" in (got := read_test_report(raw)):
                             report, broken = {"exit_code": None, "signal": None, "wall": 0.0, "cpu": None}, True
                         else:
-                            report, session = got, got["session"]
+                            report, more = got, got["more"]
                     elif memory is not None and memory.oom_kills() > kills:
                         # The run filled the memory cgroup with what killing its processes does not free (files
                         # on its tmpfs), and the kernel took the box next: the run ran out of memory.
@@ -195,11 +195,11 @@ def _run(
     if broken:
         return None, False, outputs
     # The report's fields in the report's order (a test series' says whether it goes on: returned apart).
-    result = cast("RunAnswer", {key: value for key, value in report.items() if key != "session"})
+    result = cast("RunAnswer", {key: value for key, value in report.items() if key != "more"})
     result["timed_out"], result["output_exceeded"] = run.timed_out, run.output_exceeded
     if run.timed_out:
         result["wall"] = max(result["wall"], req["limits"]["wall_s"])
-    return result, session, outputs
+    return result, more, outputs
 
 
 def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:

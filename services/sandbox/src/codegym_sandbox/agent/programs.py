@@ -110,7 +110,7 @@ def wire(fds: list[int]) -> None:
 
 def detach(sock: socket.socket, *also: int) -> None:
     """First thing in a process forked from the box: keep only ``sock`` (and ``also``: -1 for none), default
-    signals, a session of its own."""
+    signals, a process session of its own."""
     start = 3
     for keep in sorted({sock.fileno(), *also} - {-1}):
         os.closerange(start, keep)
@@ -118,7 +118,7 @@ def detach(sock: socket.socket, *also: int) -> None:
     os.closerange(start, 1 << 16)
     for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
-    os.setsid()  # the one session (and autogroup) of the run: the seccomp filter refuses another
+    os.setsid()  # the one process session (and autogroup) of the run: the seccomp filter refuses another
     # Where memory runs out (the box's memory cgroup, a container's), the kernel kills a run's process
     # first, never the box (or, in a container, the agent), which would make the run a sandbox error.
     with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:

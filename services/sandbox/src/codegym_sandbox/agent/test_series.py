@@ -131,12 +131,12 @@ class TestSeries:
         self.process.sock.close()
 
     def test(self, fds: list[int], ctl: socket.socket) -> SeriesReport | Broken:
-        """Run one test; the report says whether the series can take another (its ``session`` field)."""
+        """Run one test; the report says whether the series can take another (its ``more`` field)."""
         if not self.ready:  # no fresh scratch directory for it: the agent runs the test on its own
             for fd in fds:
                 os.close(fd)
             self.end()
-            return {"session": False, "broken": True}
+            return {"more": False, "broken": True}
         # Read before the test can run (see _run).
         held = Held(self.memory, self.files_kb, str(self.checker) if self.checker else None)
         # The kernel's count of the run's cgroup (the test's processes, none yet) starts here; the checker's own.
@@ -189,7 +189,7 @@ class TestSeries:
                 "cpu": float(cpu.limit),
                 "max_rss_kb": None,
                 "error": None,
-                "session": False,
+                "more": False,
             }
         if killed or over_budget:
             self.end()
@@ -200,14 +200,14 @@ class TestSeries:
                 "cpu": None,
                 "max_rss_kb": peak if over_budget else None,
                 "error": None,
-                "session": False,
+                "more": False,
             }
         # Read against its type: one that is not (or says so) means the program took its series' process (or its
         # checker) down, and the agent runs this test again alone.
         status = read_series_report(raw) if raw else None
         if status is None:
             self.end()
-            return {"session": False, "broken": True}
+            return {"more": False, "broken": True}
         self.checker, retired = 0, False
         if "supervisor" in status:
             self.checker = status["supervisor"]
@@ -219,14 +219,14 @@ class TestSeries:
             "max_rss_kb": status["max_rss_kb"],
             "wall": wall,
             "error": None,
-            "session": False,
+            "more": False,
         }
         if watch.cpu is not None and watch.cpu.over_at_end(report["cpu"] or 0.0):
             report["exit_code"], report["signal"] = None, signal.SIGXCPU
         if self.budget_kb and (held_kb := held_at_end(held, report["max_rss_kb"] or 0, self.budget_kb)):
             report["exit_code"], report["signal"], report["max_rss_kb"] = None, signal.SIGKILL, held_kb
-        report["session"] = not retired and self._still_clean()
-        if not report["session"]:
+        report["more"] = not retired and self._still_clean()
+        if not report["more"]:
             self.end()
         return report
 

@@ -133,7 +133,13 @@ class Settings(BaseSettings):
         "back, so that what the server and its agents hold for a request does not grow with its tests.",
     )
     host_uid: int = Field(
-        1_500_000_000, ge=1, description="Unprivileged host uid that programs run as (when started as root)."
+        1_500_000_000,
+        ge=1,
+        description="First of the unprivileged host uids programs run as on the local backend started as root: the "
+        "programs of worker slot N (fixed and lent ones) run as HOST_UID + N, so that the kernel's counts per user "
+        "(pipe pages, epoll watches) are each worker's own; the range HOST_UID .. HOST_UID + max(WORKERS, "
+        "MAX_WORKERS) - 1 must be used by nothing else. Without root every worker's programs run as the server's "
+        "own uid, and share those counts with each other and with the server.",
     )
     python: str | None = Field(
         None,
@@ -169,7 +175,10 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How long a worker slot whose restarts keep failing waits before it tries again."
     )
     container_user: str = Field(
-        "1000:1000", description="uid:gid programs run as in containers (the agent starts as root to run them so)."
+        "1000:1000",
+        description="uid:gid of the programs of the first worker slot in containers (the agent starts as root to run "
+        "them so): slot N's run as uid+N:gid+N, so that the kernel's counts per user are each worker's own. Without "
+        "a user namespace (docker's default) these are the host's uids: the range should be used by nothing else.",
     )
     container_runtime: str = Field(
         "",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from . import devices, linux, runtime
+from . import devices, host_users, linux, runtime
 from .protocol import WorkerConfig
 
 BOX_ROOT = "/tmp"
@@ -39,94 +39,58 @@ _GRAVEYARD = f"{_STAGE}/graveyard"  # where the mounts of the tests before wait 
 # Where a box mounts file systems of its own: nothing of the host can be shown there (nor under ``/tmp`` itself).
 BOX_MOUNTS = (SCRATCH, _STAGE, SHM, "/dev/pts", "/proc")
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
-# A program runs as this uid inside the user namespace; it maps to an unprivileged host uid.
-PROGRAM_UID = 1000
 
 
 def enter_worker_namespaces(config: WorkerConfig) -> int:
     """Enter the worker's namespaces and its root (see ``runtime.py``); return the uid programs run as there.
 
-    ``config["host_uid"]`` is the unprivileged host uid that programs map to; it needs a privileged (root)
-    caller. Without root the agent maps only itself, and programs run as that same uid without capabilities.
-    ``keep``, ``hide`` and ``packages`` say what the root holds (see :func:`runtime.enter_root`).
+    Programs map to the unprivileged host uid ``config["host_uid"]`` plus the worker's slot (see ``host_users.py``);
+    that needs a privileged (root) caller. Without root the agent maps only itself, and programs run as that
+    same uid without capabilities. ``keep``, ``hide`` and ``packages`` say what the root holds (see
+    :func:`runtime.enter_root`).
     """
-    host_uid = config.get("host_uid")
+    host_uid = host_users.host_ids(config.get("host_uid"), config.get("slot", 0))
     privileged = os.geteuid() == 0
     uid, gid = os.geteuid(), os.getegid()
     flags = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | (0 if config.get("network") else linux.CLONE_NEWNET)
     if privileged:
         devices.make_own()
-    _unshare_user(flags, privileged, uid, gid, host_uid)
+    host_users.unshare_user(flags, privileged, uid, gid, host_uid)
+    host_users.bound_user_counts(config)  # after: a new namespace records its maker's limits
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    program_uid = PROGRAM_UID if privileged and host_uid is not None else 0
+    program_uid = host_users.PROGRAM_UID if privileged and host_uid is not None else 0
     runtime.enter_root(config.get("keep", []), config.get("hide", []), config.get("packages"), program_uid)
     return program_uid
 
 
-def container_program_ids(run_as: str | None) -> tuple[int, int]:
-    """Who programs run as in a container: ``run_as`` (``uid:gid``) when the agent starts as root.
+def container_program_ids(config: WorkerConfig) -> tuple[int, int]:
+    """Who programs run as in a container: ``run_as`` (``uid:gid``) plus the worker's slot (see ``host_users.py``:
+    without a user namespace, the container's uids are the host's) when the agent starts as root.
 
     The container then gives root only the capabilities to change ids and to signal: the agent and the box
     keep root's ids, which no program has, so that no program can signal them, renice them or change their
     limits, and reach the scratch space with the programs' file ids. Started as anyone else, the agent runs
     programs as itself.
     """
+    host_users.bound_user_counts(config)
+    run_as = config.get("run_as")
     uid, gid = os.geteuid(), os.getegid()
     if uid != 0 or not run_as:
         return uid, gid
     user, _, group = run_as.partition(":")
-    uid, gid = int(user), int(group or user)
-    if uid == 0:
+    if int(user) == 0:
         raise RuntimeError("programs may not run as root: set CODEGYM_SANDBOX_CONTAINER_USER to another uid")
+    slot = config.get("slot", 0)
+    uid, gid = int(user) + slot, int(group or user) + slot
     for path, wanted in (("/proc/self/uid_map", uid), ("/proc/self/gid_map", gid)):
         with open(path) as f:
             ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
         if not any(inside <= wanted < inside + count for inside, _, count in ranges):
-            raise RuntimeError(f"programs cannot run as {run_as}: {wanted} is not mapped in this container")
+            raise RuntimeError(f"programs cannot run as {uid}:{gid}: {wanted} is not mapped in this container")
     linux.set_file_ids(uid, gid)
     return uid, gid
-
-
-def _unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:
-    if not privileged or host_uid is None:
-        linux.unshare(flags)
-        linux.write_id_maps("self", f"0 {uid} 1\n", f"0 {gid} 1\n", deny_setgroups=True)
-        return
-    # Writing a map with more than our own id needs CAP_SETUID in the parent namespace, which we lose
-    # by entering the new one: a helper that stays outside writes it for us.
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    parent = os.getpid()
-    helper = os.fork()
-    if helper == 0:
-        code = 0
-        try:
-            os.close(ready_w)
-            os.close(done_r)
-            os.read(ready_r, 1)
-            linux.write_id_maps(
-                parent,
-                f"0 {uid} 1\n{PROGRAM_UID} {host_uid} 1\n",
-                f"0 {gid} 1\n{PROGRAM_UID} {host_uid} 1\n",
-                deny_setgroups=False,
-            )
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(ready_r)
-    os.close(done_w)
-    try:
-        linux.unshare(flags)
-    finally:
-        os.write(ready_w, b"x")
-        os.close(ready_w)
-        os.close(done_r)
-    _, status = os.waitpid(helper, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise OSError("could not write the user namespace's id maps")
 
 
 def enter_box() -> None:

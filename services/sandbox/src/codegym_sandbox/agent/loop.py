@@ -360,7 +360,7 @@ def main() -> None:
                 raise RuntimeError("without namespaces the agent must be the init of its own container")
             linux.set_dumpable(False)  # programs may share our uid: keep them out of /proc/1
             config["run_cgroup"] = RunCgroup.own()  # the container's: one worker's, read only
-            uid, gid = isolation.container_program_ids(config.get("run_as"))
+            uid, gid = isolation.container_program_ids(config)
         # Every module the agent needs is loaded by now (programs import the assert runner from memory): the
         # worker's root shows no source of the server's, and programs get the runtime's search path.
         runtime.python_for_programs()

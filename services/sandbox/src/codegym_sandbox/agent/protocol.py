@@ -96,7 +96,8 @@ class WorkerConfig(TypedDict, total=False):
     tools: list[str]  # whose place to answer in the ready frame
     path: str  # the PATH of runs
     run_as: str | None  # in a container, "uid:gid" of programs
-    host_uid: int | None  # the host uid programs map to (a root server)
+    host_uid: int | None  # the first host uid of the range programs map to, by slot (a root server)
+    queued_signals: int  # RLIMIT_SIGPENDING of the worker's processes (see host_users.bound_user_counts)
     keep: list[str]  # what the worker's root shows of the host's, and what it hides (see runtime.py)
     hide: list[str]
     packages: str | None  # the runtime packages' directory

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -32,13 +33,46 @@ from .tasks import slots, worker_tasks
 log = logging.getLogger("codegym.sandbox")
 
 
-def agent_config(settings: Settings, local: bool) -> WorkerConfig:
-    """The configuration frame every agent gets first."""
+# Signals one worker's runs may have queued at once (a POSIX timer holds one): far more than a program uses.
+QUEUED_SIGNALS = 1024
+LAST_UID = 0xFFFFFFFE  # (uid_t)-1 means "no uid"
+
+
+def queued_signals(workers: int) -> int:
+    """Each worker's share of the signals the server's user may have queued (``RLIMIT_SIGPENDING``): the kernel
+    counts every worker's programs' again for the user that made their namespaces, against the server's own
+    limit, which all workers together may take at most half of (see ``agent/host_users.py``)."""
+    own = resource.getrlimit(resource.RLIMIT_SIGPENDING)[0]
+    if own == resource.RLIM_INFINITY:
+        return QUEUED_SIGNALS
+    return max(min(QUEUED_SIGNALS, own // (2 * workers)), 1)
+
+
+def program_uids(settings: Settings, local: bool, workers: int) -> range | None:
+    """The host uids programs run as, one per worker slot (``workers`` of them, see ``agent/host_users.py``);
+    None where they all run as the server's uid (the local backend without root)."""
+    if local:
+        if os.geteuid() != 0:
+            return None
+        first = settings.host_uid
+    else:
+        first = int(settings.container_user.partition(":")[0])
+    uids = range(first, first + workers)
+    if uids[-1] > LAST_UID:
+        raise ValueError(f"programs' host uids {first}..{uids[-1]} (one per worker) go past the last uid {LAST_UID}")
+    return uids
+
+
+def agent_config(settings: Settings, local: bool, workers: int = 1) -> WorkerConfig:
+    """The configuration frame every agent gets first (``workers``: the slots there may be, lent ones too)."""
     tools = sorted({tool for lang in languages.LANGUAGES.values() for tool in lang.tools})
+    signals = queued_signals(workers)
     if not local:
-        return {"namespaces": False, "tools": tools, "path": RUN_PATH, "run_as": settings.container_user}
+        config: WorkerConfig = {"namespaces": False, "tools": tools, "path": RUN_PATH, "queued_signals": signals}
+        return {**config, "run_as": settings.container_user}
     return {
         "host_uid": settings.host_uid if os.geteuid() == 0 else None,
+        "queued_signals": signals,
         **worker_view(settings),
         "tmp_bytes": settings.limits.scratch_bytes,
         "namespaces": True,
@@ -192,18 +226,20 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
     """The backend, why, and the runs it may have in flight (``max_workers`` within the host's task table)."""
     kind, reason = await detect(settings)
     bound = slots(settings, kind)
-    workers = bound.workers
+    workers, slots_in_all = bound.workers, max(bound.workers, bound.most)
+    uids = program_uids(settings, kind == "local", slots_in_all)
+    log.info("programs run as %s", f"host uids {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
     if kind == "local":
         checks = await asyncio.to_thread(host_checks, settings, kind)
         refused = refusal(checks)
         if refused is not None:
             raise CannotIsolate(refused)
         log.info("%s", startup_lines(checks))
-        local = LocalBackend(workers, settings.queue_size, agent_config(settings, True), settings.python)
+        local = LocalBackend(workers, settings.queue_size, agent_config(settings, True, slots_in_all), settings.python)
         return local, reason, bound.most
     if bound.lowered:
         log.warning("host's task table: %s", bound.describe())  # the local backend says so in its host checks
-    config = agent_config(settings, False)
+    config = agent_config(settings, False, slots_in_all)
     if kind == "docker":
         return DockerBackend(workers, settings.queue_size, config, container_spec(settings)), reason, bound.most
     binary = settings.podman_binary or kind

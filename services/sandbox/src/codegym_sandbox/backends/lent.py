@@ -36,6 +36,7 @@ class LentSlots:
     _idle: asyncio.Queue[AgentWorker]
     _waiters: dict[int, float]
     _busy: set[AgentWorker]
+    _doomed: set[AgentWorker]
     _starting: set[int]
     _parked: dict[int, float]
     _grants: int
@@ -77,7 +78,9 @@ class LentSlots:
         (a start takes CPU from it; lending waits for idle CPUs anyway)."""
         if time.monotonic() < self._no_starts_until:
             return
-        free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in self._starting]
+        # Nor a slot whose last worker is still being killed: its programs' host uid is the slot's (host_users.py).
+        taken = self._starting | {w.slot for w in self._doomed}
+        free = [i for i in range(self.size, self.max_workers) if self._workers[i] is None and i not in taken]
         calm = not self._waiters and (not self._busy or idle_cpus >= lending.LEND_IDLE_CPUS)
         missing = self._reserve() - len(self._parked) if calm else 0
         ahead = min(missing, lending.LEND_PER_CPU * self.cpus) - len(self._starting)

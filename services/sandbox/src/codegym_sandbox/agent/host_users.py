@@ -1,0 +1,85 @@
+"""Who a worker's programs are on the host, and what they may take of the kernel's counts per user.
+
+The kernel counts some things per user of the host, whatever namespace a process is in: pipe pages
+(``fs.pipe-user-pages-soft``: past it every new pipe of the user gets two pages), epoll watches
+(``fs.epoll.max_user_watches``), and, in a container without a user namespace, queued signals and processes.
+Were every worker's programs one user, a run that took its user's whole count would leave none to the runs on
+every other worker. So each worker's programs are a host user of their own, from a range that begins at the
+``host_uid`` setting (local backend, as root) or at the uid of ``container_user`` (containers): the first
+plus the worker's slot, and no two live workers share a slot. What one run may take of a count that has a
+per-process limit is bounded too (:func:`bound_user_counts`), so that all workers together stay within the
+host's.
+
+Without root, the local backend's programs run as the server's own uid, which every worker (and the server)
+then shares.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+from . import linux
+from .protocol import WorkerConfig
+
+# A program runs as this uid inside a worker's user namespace; it maps to the worker's host uid.
+PROGRAM_UID = 1000
+
+
+def host_ids(first: int | None, slot: int) -> int | None:
+    """The host uid (and gid) of the programs of worker ``slot``, in the range that begins at ``first``."""
+    return None if first is None else first + slot
+
+
+def bound_user_counts(config: WorkerConfig) -> None:
+    """Bound what this worker's programs may take of the kernel's counts per user that have a per-process limit.
+
+    Queued signals (``RLIMIT_SIGPENDING``: real-time signals, POSIX timers) are counted per user in each user
+    namespace and again for the user that made the namespace, the server's, against the server's own limit
+    (recorded when the namespace is made: so this is set after). So that all workers together stay within it,
+    each gets ``queued_signals`` (see ``choose.queued_signals``). Set on the agent, so that the box and every
+    process of every run inherit it; no program can raise it again.
+    """
+    signals = config.get("queued_signals")
+    if signals:
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (signals, signals))
+
+
+def unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:
+    if not privileged or host_uid is None:
+        linux.unshare(flags)
+        linux.write_id_maps("self", f"0 {uid} 1\n", f"0 {gid} 1\n", deny_setgroups=True)
+        return
+    # Writing a map with more than our own id needs CAP_SETUID in the parent namespace, which we lose
+    # by entering the new one: a helper that stays outside writes it for us.
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    parent = os.getpid()
+    helper = os.fork()
+    if helper == 0:
+        code = 0
+        try:
+            os.close(ready_w)
+            os.close(done_r)
+            os.read(ready_r, 1)
+            linux.write_id_maps(
+                parent,
+                f"0 {uid} 1\n{PROGRAM_UID} {host_uid} 1\n",
+                f"0 {gid} 1\n{PROGRAM_UID} {host_uid} 1\n",
+                deny_setgroups=False,
+            )
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(ready_r)
+    os.close(done_w)
+    try:
+        linux.unshare(flags)
+    finally:
+        os.write(ready_w, b"x")
+        os.close(ready_w)
+        os.close(done_r)
+    _, status = os.waitpid(helper, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError("could not write the user namespace's id maps")

@@ -35,6 +35,30 @@ class Limits(BaseSettings):
     open_files: int = Field(256, gt=0, description="Open file descriptors per process.")
 
 
+class Sessions(BaseSettings):
+    """Stateful interpreter sessions (``/v1/sessions``): their leases, limits and caps.
+
+    A session is a Python interpreter kept between calls in a worker of its own (its state: globals, imports,
+    files). Idle, it holds memory, never a worker slot: its memory limit is taken from the memory budget for
+    its whole life, so the budget bounds how many sessions there can be, with ``max_sessions``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CODEGYM_SANDBOX_SESSIONS__", extra="forbid")
+
+    idle_ttl_s: float = Field(300.0, gt=0, description="A session unused this long is ended (its default TTL).")
+    max_idle_ttl_s: float = Field(3600.0, gt=0, description="Largest idle TTL a request may ask for.")
+    max_lifetime_s: float = Field(3600.0, gt=0, description="A session is ended this long after it was made.")
+    max_sessions: int = Field(256, ge=0, description="Sessions one server holds at most; past it: 429.")
+    max_sessions_per_client: int = Field(
+        64, ge=1, description="Sessions one client (its token, else its address) holds at most; past it: 429."
+    )
+    memory_mb: int = Field(512, gt=0, description="Default memory of a session: everything it holds, files too.")
+    max_memory_mb: int = Field(2048, gt=0, description="Largest session memory a request may ask for.")
+    cell_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a cell.")
+    max_cell_timeout_s: float = Field(60.0, gt=0, description="Largest cell limit a request may ask for.")
+    cpu_s: float = Field(600.0, gt=0, description="CPU time a session may use over its whole life.")
+
+
 class Settings(BaseSettings):
     """The sandbox service's configuration."""
 
@@ -160,6 +184,7 @@ class Settings(BaseSettings):
         "(a toolchain inside one is left out); the server's checkout and virtual environment always are.",
     )
     limits: Limits = Field(default_factory=Limits)
+    sessions: Sessions = Field(default_factory=Sessions)
     image: str = Field("codegym-sandbox-runtime:latest", description="Runtime image of the container backends.")
     server_id: str = Field(
         default_factory=lambda: secrets.token_hex(3),

@@ -262,7 +262,7 @@ class Executor:
             if hit is not None:
                 results[i] = replace(hit, cached=True)
         if todo:
-            request = self._request(lang, lang.run, sources, None, limits, [], compile_step=False)
+            request = self.request(lang, lang.run, sources, None, limits, [], compile_step=False)
             request.shared = shared
             started = time.perf_counter()
             try:
@@ -295,7 +295,7 @@ class Executor:
         return cache_key(self.runtime_id, lang.name, argv, sorted(files.items()), stdin or b"", limits.wall_s,
                          limits.memory_mb, collect)  # fmt: skip
 
-    def _request(
+    def request(
         self,
         lang: languages.Language,
         argv: tuple[str, ...],
@@ -336,7 +336,7 @@ class Executor:
             self.metrics.cache.labels(result="hit").inc()
             return replace(hit, cached=True)
         self.metrics.cache.labels(result="miss").inc()
-        request = self._request(lang, argv, files, stdin, limits, collect, compile_step)
+        request = self.request(lang, argv, files, stdin, limits, collect, compile_step)
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(request, policy)

@@ -13,7 +13,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from .api import execute_batch, fusion, health, jupyter, native
+from .api import execute_batch, fusion, health, jupyter, native, sessions
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard, refusal_status
@@ -22,6 +22,7 @@ from .backends.choose import choose_backend
 from .config import Settings, get_settings
 from .executor import Executor
 from .metrics import Metrics
+from .sessions.store import Busy, SessionGone, SessionStore, TooManySessions
 
 log = logging.getLogger("codegym.sandbox")
 
@@ -37,10 +38,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await backend.start()
         app.state.backend_reason = reason
         app.state.executor = Executor(backend, settings, metrics)
+        app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions)
+        app.state.sessions.start()
         metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
         try:
             yield
         finally:
+            await app.state.sessions.stop()
             await backend.stop()
 
     app = FastAPI(title="codegym sandbox", version="0.1.0", lifespan=lifespan)
@@ -50,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(execute_batch.router)
     app.include_router(jupyter.router)
     app.include_router(native.router)
+    app.include_router(sessions.router)
     app.include_router(health.router)
     _include_datasets(app, settings)
 
@@ -62,6 +67,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.rejected.inc()
         status = refusal_status(request.url.path)
         return JSONResponse({"detail": str(exc)}, status_code=status, headers={"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(TooManySessions)
+    async def too_many_sessions(_: Request, exc: TooManySessions) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, 429, headers={"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(SessionGone)
+    async def session_gone(_: Request, exc: SessionGone) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, 410 if exc.ended else 404)
+
+    @app.exception_handler(Busy)
+    async def session_busy(_: Request, exc: Busy) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, 409)
 
     @app.exception_handler(TooLarge)
     async def too_much_memory(_: Request, exc: TooLarge) -> JSONResponse:

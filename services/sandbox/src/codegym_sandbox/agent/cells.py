@@ -35,6 +35,7 @@ import ast
 import builtins
 import io
 import json
+import linecache
 import os
 import select
 import signal
@@ -68,6 +69,8 @@ _UCRED = struct.Struct("3i")  # pid, uid, gid
 def run_cell(source: str, scope: dict[str, Any], filename: str) -> Any:
     """Run ``source`` in ``scope`` as a notebook runs a cell: every statement, then the value of the last one
     when it is an expression (returned; None when there is none)."""
+    # Its lines, for tracebacks, as a notebook shows them (a name no file of the program can have).
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     tree = ast.parse(source, filename)
     last = tree.body[-1] if tree.body else None
     if isinstance(last, ast.Expr):
@@ -138,7 +141,7 @@ def _kernel(requests: int, answers: socket.socket) -> NoReturn:
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main
 
-    cell_timeout = 0.0
+    cell_timeout, ran = 0.0, 0
 
     def on_alarm(signum: int, frame: object) -> None:
         raise CellTimeout(f"the cell ran longer than its cell_timeout ({cell_timeout:g} s)")
@@ -162,7 +165,8 @@ def _kernel(requests: int, answers: socket.socket) -> NoReturn:
             try:
                 if cell_timeout > 0:
                     signal.setitimer(signal.ITIMER_REAL, cell_timeout)
-                value = run_cell(request["source"] or "", main.__dict__, f"<cell {request['n'] + 1}>")
+                ran += 1  # a session's cells are numbered through its life, a notebook's from its first
+                value = run_cell(request["source"] or "", main.__dict__, f"<cell {ran}>")
                 if value is not None:
                     display.append({"text/plain": repr(value)})
             except BaseException as exc:  # a cell's error is its result, as in a notebook
@@ -209,7 +213,7 @@ def _answer(answer: object, n: int, nonce: str) -> CellAnswer | None:
     }
 
 
-class _Relay:
+class Relay:
     """The kernel's stdout and stderr, passed on as frames of the cell that runs, up to ``cap`` bytes."""
 
     def __init__(self, fds: dict[int, bytes], cap: int) -> None:
@@ -275,13 +279,23 @@ def _ended(cell: int, pid: int, exited: int, why: str = "") -> int | None:
     else:
         why = f"the kernel exited with status {os.WEXITSTATUS(status)}"
     _frame(DEAD, cell, why.encode())
-    return sig
+    return -1 if sig is None else sig
 
 
-def _supervise(job: dict[str, Any], pid: int, requests: int, answers: socket.socket, relay: _Relay) -> int | None:
+def supervise(job: dict[str, Any], pid: int, requests: int, answers: socket.socket, relay: Relay) -> int | None:
     """Send every cell and record it; a kernel that ends, or answers out of turn, ends the record (and the
-    signal that killed the kernel, if one did, is returned)."""
+    signal that killed the kernel, if one did, is returned: -1 where it ended otherwise)."""
     exited = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else -1
+    try:
+        return _supervise(job, pid, requests, answers, relay, exited)
+    finally:
+        if exited >= 0:
+            os.close(exited)
+
+
+def _supervise(
+    job: dict[str, Any], pid: int, requests: int, answers: socket.socket, relay: Relay, exited: int
+) -> int | None:
     poller = select.poll()
     for fd in (*relay.fds, answers.fileno(), exited):
         if fd >= 0:
@@ -342,6 +356,19 @@ def _read_all(fd: int) -> bytes:
 
 def main() -> NoReturn:
     """The run's process: the supervisor. The job, on stdin: ``{"cells", "cell_timeout", "output_bytes"}``."""
+    pid, requests_w, answers, outputs = start_kernel()
+    job = json.loads(_read_all(0))
+    relay = Relay(outputs, int(job.get("output_bytes") or 1 << 20))
+    sig = supervise(job, pid, requests_w, answers, relay)
+    if sig is not None and sig > 0:  # the run ends as its kernel did, so that a CPU limit or a kill reads as one
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(0)
+
+
+def start_kernel() -> tuple[int, int, socket.socket, dict[int, bytes]]:
+    """Fork the kernel: its pid, the supervisor's ends of its requests and answers, and of its stdout and
+    stderr (the frame kind of each)."""
     linux.set_dumpable(False)  # its children too, from the fork on: the kernel's processes cannot read either
     # The programs the cells start write in the working directory, beside this script: the kernel (which
     # judges them) and the supervisor import nothing from there, nor from anywhere else a program can write.
@@ -370,10 +397,4 @@ def main() -> NoReturn:
         os.close(fd)
     answers_w.close()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    job = json.loads(_read_all(0))
-    relay = _Relay({out_r: OUT, err_r: ERR}, int(job.get("output_bytes") or 1 << 20))
-    sig = _supervise(job, pid, requests_w, answers, relay)
-    if sig is not None:  # the run ends as its kernel did, so that a CPU limit or a kill reads as one
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(0)
+    return pid, requests_w, answers, {out_r: OUT, err_r: ERR}

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, cast
 
-from . import assert_runner, cells, isolation, linux, run_cpu, runtime  # noqa: F401 - assert_runner, cells: see main()
+from . import assert_runner, cells, isolation, linux, run_cpu, runtime, session, session_main  # noqa: F401 - see main()
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .memory_cgroup import MemoryCgroup
@@ -301,6 +301,8 @@ def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
     op = frame.get("op")
     if op == "ping":
         return encode_frame({"op": "pong"})
+    if op in ("kernel", "cell"):
+        return session.answer(bx, frame, blobs, uid)
     if op != "run":
         return encode_frame({"op": "error", "error": f"unknown op {op!r}"})
     header = cast("RunFrame", frame)  # the server's: trusted to be what it says
@@ -329,8 +331,7 @@ def _resolve(tool: str, path: str) -> str | None:
     """Where a run finds ``tool``, as seen from inside this worker (a container has its own toolchains)."""
     if tool == "python3":
         return sys.executable
-    # Not shutil.which: shutil loads bz2, lzma and zlib, whose mappings (a fifth of the box's, which is
-    # forked from this process) every program's fork would copy and unmap for nothing.
+    # Not shutil.which: it loads bz2, lzma and zlib, mappings every program forked from the box would copy.
     for directory in path.split(os.pathsep):
         candidate = os.path.join(directory, tool)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -391,7 +392,7 @@ def main() -> None:
         write_all(out_fd, handle(bx, header, blobs, uid))
         # Renew the box's scratch space now, while the server reads the answer, not when the next run waits;
         # unless a test series is left open for the next exchange (which resets first if it cannot use it).
-        if bx.alive() and not bx.series:
+        if bx.alive() and not bx.series and not session.is_open():
             bx.reset()
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.protocol import Limits
+
+if TYPE_CHECKING:
+    from ..agent.session_frames import CellDone
 
 
 class SandboxFault(Exception):
@@ -88,6 +91,14 @@ class RunOutcome:
     forked: bool = False  # run in a test series: forked from the process that compiled the program
 
 
+class SessionLease(Protocol):
+    """A session's worker and memory (``session_lease.py``): its cells, one at a time, and its end."""
+
+    async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]: ...
+
+    async def close(self) -> None: ...
+
+
 class MemoryShare(Protocol):
     """What the server sets on a backend's memory budget (``memory.MemoryBudget``)."""
 
@@ -143,6 +154,11 @@ class Backend(Protocol):
 
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
+        ...
+
+    async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
+        """A session's lease: a worker of its own, outside the slots, holding ``request``'s kernel, and
+        ``memory_mb`` of the memory budget for its life (:class:`Saturated` when the budget has no room)."""
         ...
 
     def status(self) -> dict[str, Any]: ...

@@ -22,11 +22,12 @@ from typing import Any, TypeVar
 
 from ..agent.protocol import WorkerConfig
 from . import lending
-from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
+from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated, SessionLease
 from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
+from .session_lease import open_lease
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
 from .worker import AgentWorker
 
@@ -79,6 +80,7 @@ class WorkerPool(LentSlots):
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.breaker_cooldown_s = BREAKER_COOLDOWN_S
+        self.session_slots: set[int] = set()  # the workers of sessions (session_lease.py), past max_workers
 
     @property
     def waiting(self) -> int:
@@ -158,6 +160,10 @@ class WorkerPool(LentSlots):
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
         return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins))
+
+    async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
+        """A worker of its own holding ``request``'s kernel (see ``session_lease``)."""
+        return await open_lease(self.memory, self.make_worker, self.session_slots, self.max_workers, request, memory_mb)
 
     async def _on_worker(self, request: RunRequest, policy: RunPolicy, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         if not policy.admitted:

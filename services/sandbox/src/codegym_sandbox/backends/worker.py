@@ -14,7 +14,7 @@ import contextlib
 import os
 import struct
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ..agent.protocol import (
     MAX_ANSWER_HEADER,
@@ -30,12 +30,14 @@ from ..agent.protocol import (
     read_result,
     read_results,
 )
+from ..agent.session_frames import CellDone, CellFrame, read_cell_done, read_kernel_started
 from ..agent.wire_schema import Malformed
 from .base import RunOutcome, RunRequest, SandboxFault
 
 _ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
 GRACE_PER_RUN_S = 2.5  # in a batch, beyond each run's wall limit: the agent's kill grace, and a reset
 START_TIMEOUT_S = 60.0
+_KERNEL_GRACE_S = 10.0  # beyond a cell's bound: the agent's own grace, and taking its box down
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/PID/stat's times
 A = TypeVar("A")
 
@@ -184,6 +186,26 @@ class AgentWorker:
         if results["op"] == "error":
             raise self._fault(results)
         return [_outcome(r, out[2 * i], out[2 * i + 1], {}) for i, r in enumerate(results["results"])]
+
+    # -- a session's kernel (agent/session.py): this worker serves that session alone ----------------------
+    async def open_kernel(self, req: RunRequest) -> None:
+        """Start the session's kernel: ``req``'s program, files and limits (its wall-clock limit unused)."""
+        blobs: list[bytes] = []
+        header = cast("dict[str, object]", self._header(req, blobs))
+        header["op"] = "kernel"
+        frame, _ = await self._ask(cast("RunFrame", header), blobs, START_TIMEOUT_S)
+        started = self._answer(read_kernel_started, frame)
+        if started["op"] == "error":
+            raise self._fault(started)
+
+    async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
+        """Send one cell to the kernel; its answer and record. The agent ends the session past ``wall_s``."""
+        header: CellFrame = {"op": "cell", "wall_s": wall_s, "blobs": [len(message)]}
+        frame, out = await self._ask(cast("RunFrame", header), [message], wall_s + _KERNEL_GRACE_S)
+        done = self._answer(read_cell_done, frame, len(out))
+        if done["op"] == "error":
+            raise self._fault(done)
+        return done, out[0]
 
 
 def _outcome(result: RunAnswer, stdout: bytes, stderr: bytes, collected: dict[str, tuple[bytes, int]]) -> RunOutcome:

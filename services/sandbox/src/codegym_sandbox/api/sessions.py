@@ -1,0 +1,69 @@
+"""The native sessions API: ``/v1/sessions`` (make, list, look at, delete) and a session's cells."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from ..sessions.store import Session, SessionStore
+from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionList
+
+router = APIRouter(prefix="/v1/sessions")
+
+
+async def get_store(request: Request) -> SessionStore:
+    return request.app.state.sessions  # type: ignore[no-any-return]
+
+
+StoreDep = Annotated[SessionStore, Depends(get_store)]
+
+
+def client_of(request: Request) -> str:
+    """Who holds a session, for the per-client cap: the address it came from."""
+    return request.client.host if request.client else "unknown"
+
+
+def _info(store: SessionStore, s: Session) -> SessionInfo:
+    now = time.monotonic()
+    return SessionInfo(
+        session_id=s.session_id,
+        language="python",
+        age_s=now - s.created,
+        idle_s=0.0 if s.lock.locked() else now - s.used,
+        cells=s.cells,
+        memory_mb=s.memory_mb,
+        expires_at=store.expires_at(s),
+        busy=s.lock.locked(),
+    )
+
+
+@router.post("", status_code=201, response_model=SessionCreated)
+async def create(req: CreateSession, request: Request, store: StoreDep) -> SessionCreated:
+    """Make a session: a Python interpreter, kept between calls until it is deleted or its lease ends."""
+    files = {name: text.encode() for name, text in req.files.items()}
+    session = await store.create(client_of(request), req.ttl_s, req.limits.memory_mb, req.limits.cell_timeout_s, files)
+    return SessionCreated(session_id=session.session_id, expires_at=store.expires_at(session))
+
+
+@router.get("", response_model=SessionList)
+async def list_sessions(store: StoreDep) -> SessionList:
+    return SessionList(sessions=[_info(store, s) for s in store.sessions.values()])
+
+
+@router.get("/{session_id}", response_model=SessionInfo)
+async def get(session_id: str, store: StoreDep) -> SessionInfo:
+    return _info(store, store.get(session_id))
+
+
+@router.delete("/{session_id}", status_code=204)
+async def delete(session_id: str, store: StoreDep) -> Response:
+    await store.delete(session_id)
+    return Response(status_code=204)
+
+
+@router.post("/{session_id}/execute", response_model=CellResult)
+async def execute(session_id: str, req: ExecuteCell, store: StoreDep) -> CellResult:
+    """Run one cell in the session: what it printed, its last expression's value, its error, its status."""
+    return await store.execute(session_id, req.code, req.timeout_s)

@@ -1,0 +1,1 @@
+"""Stateful interpreter sessions: a Python kernel kept between calls, in a worker of its own."""

@@ -1,0 +1,175 @@
+"""The server's sessions: made, found, used one cell at a time, and ended (by their client or their lease).
+
+A :class:`Session` is a Python kernel in a worker of its own (``backends/session_lease.py``). The store
+decides everything about sessions that is not a cell's result: their ids, who may hold how many, their
+leases (an idle TTL and a maximum lifetime, enforced by one reaper task), and that one cell of a session
+runs at a time (a second answers :class:`Busy`). An ended session is remembered for a while, so that a client
+learns why it is gone (deleted, expired, ended by its kernel) rather than that it never existed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from ..agent.cell_frames import read_record
+from ..agent.session_main import SESSION_MAIN
+from ..backends.base import Backend, Saturated, SessionLease
+from ..config import Sessions
+from ..executor import Executor, RunLimits
+from .outcome import cell_result
+from .wire import CellResult
+
+_ENDED_KEPT = 4096  # ended sessions remembered (why each ended), newest first
+_REAP_EVERY_S = 1.0
+
+
+class SessionGone(Exception):
+    """The id names no session: never made (``ended`` None), or ended (why, in ``ended``)."""
+
+    def __init__(self, session_id: str, ended: str | None) -> None:
+        self.session_id = session_id
+        self.ended = ended
+        super().__init__(f"session {session_id!r} {ended}" if ended else f"no session {session_id!r}")
+
+
+class Busy(Exception):
+    """A cell of the session is running: its cells run one at a time."""
+
+
+class TooManySessions(Saturated):
+    """A cap on sessions is reached (the server's, or the client's): come back after some end."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(retry_after_s=5)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+@dataclass
+class Session:
+    session_id: str
+    client: str
+    lease: SessionLease
+    memory_mb: int
+    cell_timeout_s: float
+    idle_ttl_s: float
+    created: float = field(default_factory=time.monotonic)
+    used: float = field(default_factory=time.monotonic)
+    cells: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def expires_in(self, lifetime_s: float, now: float) -> float:
+        return min(self.used + self.idle_ttl_s, self.created + lifetime_s) - now
+
+
+class SessionStore:
+    def __init__(self, backend: Backend, executor: Executor, settings: Sessions) -> None:
+        self.backend = backend
+        self.executor = executor
+        self.settings = settings
+        self.sessions: dict[str, Session] = {}
+        self.ended: OrderedDict[str, str] = OrderedDict()
+        self.opening = 0  # sessions being started: counted against the caps
+        self._reaper: asyncio.Task[None] | None = None
+        self.counts = {"created": 0, "expired": 0, "deleted": 0, "ended": 0}
+
+    # -- life ---------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._reaper = asyncio.create_task(self._reap())
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        await asyncio.gather(*(self._end(s, "ended: the server stopped") for s in list(self.sessions.values())))
+
+    async def create(self, client: str, ttl_s: float | None, memory_mb: int | None, cell_timeout_s: float | None,
+                     files: dict[str, bytes]) -> Session:  # fmt: skip
+        s = self.settings
+        if len(self.sessions) + self.opening >= s.max_sessions:
+            raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
+        held = sum(1 for x in self.sessions.values() if x.client == client)
+        if held >= s.max_sessions_per_client:
+            raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
+        memory = min(memory_mb or s.memory_mb, s.max_memory_mb)
+        lang = self.executor.language("python")
+        sources = {**{name: (data, 0o644) for name, data in files.items()}, lang.source: (SESSION_MAIN.encode(), 0o644)}
+        # The whole session's limits: the memory of everything it holds, its CPU time over its life; its wall
+        # clock is the agent's business, cell by cell.
+        limits = RunLimits(s.max_lifetime_s + s.max_cell_timeout_s, memory)
+        request = self.executor.request(lang, lang.run, sources, None, limits, [], compile_step=False)
+        request.limits["cpu_s"] = s.cpu_s
+        self.opening += 1
+        try:
+            lease = await self.backend.open_session(request, memory)
+        finally:
+            self.opening -= 1
+        session = Session(
+            session_id=secrets.token_urlsafe(16),
+            client=client,
+            lease=lease,
+            memory_mb=memory,
+            cell_timeout_s=min(cell_timeout_s or s.cell_timeout_s, s.max_cell_timeout_s),
+            idle_ttl_s=min(ttl_s or s.idle_ttl_s, s.max_idle_ttl_s),
+        )
+        self.sessions[session.session_id] = session
+        self.counts["created"] += 1
+        return session
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise SessionGone(session_id, self.ended.get(session_id))
+        return session
+
+    async def delete(self, session_id: str) -> None:
+        await self._end(self.get(session_id), "was deleted")
+        self.counts["deleted"] += 1
+
+    async def execute(self, session_id: str, code: str, timeout_s: float | None) -> CellResult:
+        session = self.get(session_id)
+        if session.lock.locked():
+            raise Busy(f"session {session_id!r} is running a cell: its cells run one at a time")
+        async with session.lock:
+            timeout = min(timeout_s or session.cell_timeout_s, self.settings.max_cell_timeout_s)
+            cap = self.executor.settings.limits.output_bytes
+            message = json.dumps({"source": code, "cell_timeout": timeout, "output_bytes": cap}).encode()
+            session.used = time.monotonic()
+            done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
+            session.cells += 1
+            session.used = time.monotonic()
+            result = cell_result(done, read_record(record, 1), session.memory_mb)
+        if not result.alive:
+            await self._end(session, f"ended: its interpreter ended ({result.status})")
+            self.counts["ended"] += 1
+        return result
+
+    def expires_at(self, session: Session) -> float:
+        return time.time() + session.expires_in(self.settings.max_lifetime_s, time.monotonic())
+
+    # -- ends ---------------------------------------------------------------------------------------------
+    async def _end(self, session: Session, why: str) -> None:
+        if self.sessions.pop(session.session_id, None) is None:
+            return
+        self.ended[session.session_id] = why
+        while len(self.ended) > _ENDED_KEPT:
+            self.ended.popitem(last=False)
+        await session.lease.close()
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(_REAP_EVERY_S)
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                if not session.lock.locked() and session.expires_in(self.settings.max_lifetime_s, now) <= 0:
+                    await self._end(session, "expired")
+                    self.counts["expired"] += 1

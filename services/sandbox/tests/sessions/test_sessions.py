@@ -1,0 +1,203 @@
+"""Sessions through the native API on a real server, on every backend: state kept between cells, each cell's
+status, the ends of a session (deleted, expired, its interpreter gone) and the answers a client gets then."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+from sandbox_support import settings_for
+
+
+@pytest.fixture(scope="module")
+def sessions(backend: str) -> Iterator[TestClient]:
+    settings = settings_for(backend)
+    settings.sessions.max_sessions = 4
+    settings.sessions.max_sessions_per_client = 3
+    settings.max_body_bytes = 4 << 20
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+
+
+def _new(client: TestClient, **body: Any) -> str:
+    r = client.post("/v1/sessions", json={"language": "python", **body})
+    assert r.status_code == 201, r.text
+    session_id: str = r.json()["session_id"]
+    return session_id
+
+
+def _cell(client: TestClient, sid: str, code: str, **body: Any) -> dict[str, Any]:
+    r = client.post(f"/v1/sessions/{sid}/execute", json={"code": code, **body})
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    return answer
+
+
+def test_a_session_keeps_variables_imports_and_files_between_cells(sessions: TestClient) -> None:
+    sid = _new(sessions, files={"data.txt": "seven\n"})
+    try:
+        assert _cell(sessions, sid, "import math\nx = 41")["display"] is None
+        out = _cell(sessions, sid, "print(open('data.txt').read().strip()); x + 1")
+        assert out["stdout"] == "seven\n" and out["display"] == "42" and out["status"] == "finished", out
+        _cell(sessions, sid, "open('made.txt', 'w').write('by a cell')")
+        assert _cell(sessions, sid, "open('made.txt').read(), math.pi > 3")["display"] == "('by a cell', True)"
+        info = sessions.get(f"/v1/sessions/{sid}").json()
+        assert info["cells"] == 4 and not info["busy"], info
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_an_exception_is_the_cells_result_and_the_session_goes_on(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        _cell(sessions, sid, "y = 1")
+        out = _cell(sessions, sid, "def f():\n    return 1 / 0\nf()")
+        assert out["status"] == "finished" and out["alive"], out
+        assert out["error"]["type"] == "ZeroDivisionError", out
+        assert any("return 1 / 0" in line for line in out["error"]["traceback"]), out
+        assert _cell(sessions, sid, "y")["display"] == "1"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_past_its_time_is_interrupted_and_the_session_lives(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        _cell(sessions, sid, "z = 5")
+        out = _cell(sessions, sid, "import time\ntime.sleep(30)", timeout_s=1)
+        assert out["status"] == "time_limit" and out["alive"], out
+        assert out["execution_time"] < 10, out
+        assert _cell(sessions, sid, "z")["display"] == "5"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_that_cannot_be_interrupted_ends_the_session(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    # It catches the interruption and goes on: the agent ends the session past the grace.
+    code = "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except BaseException:\n        pass\n"
+    out = _cell(sessions, sid, code, timeout_s=1)
+    assert out["status"] == "time_limit" and not out["alive"], out
+    r = sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "1"})
+    assert r.status_code == 410 and "ended" in r.json()["detail"], r.text
+
+
+@pytest.mark.parametrize("code", ["import os\nos._exit(3)", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"])
+def test_a_cell_that_ends_its_interpreter_ends_the_session(sessions: TestClient, code: str) -> None:
+    sid = _new(sessions)
+    out = _cell(sessions, sid, code)
+    assert out["status"] == "killed" and not out["alive"], out
+    assert out["error"]["type"] == "SessionEnded", out
+    assert sessions.get(f"/v1/sessions/{sid}").status_code == 410
+
+
+def test_an_allocation_past_the_limit_fails_and_the_session_lives(sessions: TestClient) -> None:
+    sid = _new(sessions, limits={"memory_mb": 128})
+    try:
+        _cell(sessions, sid, "kept = 'here'")
+        out = _cell(sessions, sid, "b = bytearray(512 << 20)", timeout_s=20)
+        assert out["status"] == "memory_limit" and out["alive"], out
+        assert out["error"]["type"] == "MemoryError", out
+        assert _cell(sessions, sid, "kept")["display"] == "'here'"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_files_past_the_memory_limit_end_the_session(sessions: TestClient) -> None:
+    # Files are memory (a tmpfs): what a session holds in them counts against its limit with its processes.
+    sid = _new(sessions, limits={"memory_mb": 128})
+    code = "for i in range(8):\n    with open(f'f{i}', 'wb') as f:\n        f.write(b'x' * (32 << 20))\n"
+    out = _cell(sessions, sid, code, timeout_s=20)
+    assert out["status"] in ("memory_limit", "finished"), out
+    if out["alive"]:  # the file system said no first: the cell's error, and nothing past the limit is held
+        assert out["error"] is not None, out
+        assert _cell(sessions, sid, "import os\nsum(os.path.getsize(f) for f in os.listdir('.'))")["alive"]
+    else:
+        assert out["status"] == "memory_limit", out
+        assert sessions.get(f"/v1/sessions/{sid}").status_code == 410
+
+
+def test_two_sessions_share_nothing(sessions: TestClient) -> None:
+    a, b = _new(sessions), _new(sessions)
+    try:
+        _cell(sessions, a, "secret = 'a'\nopen('mine.txt', 'w').write('a')")
+        out = _cell(sessions, b, "import os\n('secret' in globals(), os.path.exists('mine.txt'))")
+        assert out["display"] == "(False, False)", out
+    finally:
+        sessions.delete(f"/v1/sessions/{a}")
+        sessions.delete(f"/v1/sessions/{b}")
+
+
+def test_unknown_deleted_and_expired_sessions_answer_what_happened(sessions: TestClient) -> None:
+    r = sessions.post("/v1/sessions/nope/execute", json={"code": "1"})
+    assert r.status_code == 404 and r.json() == {"detail": "no session 'nope'"}
+    sid = _new(sessions)
+    assert sessions.delete(f"/v1/sessions/{sid}").status_code == 204
+    r = sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "1"})
+    assert r.status_code == 410 and r.json()["detail"].endswith("was deleted"), r.text
+    assert sessions.delete(f"/v1/sessions/{sid}").status_code == 410
+    sid = _new(sessions, ttl_s=1)
+    deadline = time.monotonic() + 15
+    while sessions.get(f"/v1/sessions/{sid}").status_code == 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    r = sessions.get(f"/v1/sessions/{sid}")
+    assert r.status_code == 410 and r.json()["detail"].endswith("expired"), r.text
+    assert sid not in [s["session_id"] for s in sessions.get("/v1/sessions").json()["sessions"]]
+
+
+def test_past_the_caps_a_client_is_told_to_come_back(sessions: TestClient) -> None:
+    made = [_new(sessions) for _ in range(3)]
+    try:
+        r = sessions.post("/v1/sessions", json={"language": "python"})
+        assert r.status_code == 429 and int(r.headers["Retry-After"]) > 0, r.text
+        assert "sessions" in r.json()["detail"]
+    finally:
+        for sid in made:
+            sessions.delete(f"/v1/sessions/{sid}")
+    sessions.delete(f"/v1/sessions/{_new(sessions)}")  # room again once they ended
+
+
+def test_a_second_cell_while_one_runs_is_refused(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        first: list[dict[str, Any]] = []
+        t = threading.Thread(target=lambda: first.append(_cell(sessions, sid, "import time\ntime.sleep(1.5)\n'done'")))
+        t.start()
+        time.sleep(0.5)
+        r = sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "2"})
+        t.join()
+        assert r.status_code == 409 and "one at a time" in r.json()["detail"], r.text
+        assert first[0]["display"] == "'done'", first
+        assert _cell(sessions, sid, "3")["display"] == "3"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"language": "cobol"}, 422),
+        ({"language": "python", "ttl_s": -1}, 422),
+        ({"language": "python", "surprise": 1}, 422),
+    ],
+)
+def test_a_bad_session_request_is_a_4xx(sessions: TestClient, body: dict[str, Any], status: int) -> None:
+    assert sessions.post("/v1/sessions", json=body).status_code == status
+
+
+def test_odd_cells_are_answered_and_the_session_goes_on(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        out = _cell(sessions, sid, "x = 1\x00")
+        assert out["alive"] and out["error"] is not None, out  # not Python: an error, as a notebook says
+        assert _cell(sessions, sid, "'ok'")["display"] == "'ok'"
+        r = sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "#" * (10 << 20)})  # 10 MB
+        assert r.status_code == 413, r.status_code
+        assert _cell(sessions, sid, "'still'")["display"] == "'still'"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")

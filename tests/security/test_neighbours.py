@@ -325,7 +325,12 @@ def taken(fd, kind):
             return e.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return False
-    return struct.unpack("hhqqi", fcntl.fcntl(fd, KINDS[kind][1], record(fcntl.F_WRLCK)))[0] != fcntl.F_UNLCK
+    try:
+        return struct.unpack("hhqqi", fcntl.fcntl(fd, KINDS[kind][1], record(fcntl.F_WRLCK)))[0] != fcntl.F_UNLCK
+    except OSError as e:
+        if kind == "ofd" and e.errno == errno.EINVAL:
+            return False  # refused, as a kernel without them refuses them
+        raise
 """
 LOCK_HOLDER = (
     LOCKS
@@ -372,5 +377,7 @@ def test_runs_on_two_workers_see_no_lock_of_each_other_on_shared_files(pair: Tes
     held, seen = _at_once(pair, first, second)
     assert held["verdict"] == "AC", held
     locks, files = map(int, held["run"]["stdout"].split())
-    assert files >= 6 + len(devices) and locks == 3 * files, held  # every kind of lock on every file
+    # Every kind of lock on every file, but open file description locks, which the seccomp filter refuses (they
+    # show in every pid namespace's /proc/locks: see test_kernel_tables.py).
+    assert files >= 6 + len(devices) and locks == 2 * files, held
     assert seen["verdict"] == "AC" and seen["run"]["stdout"] == "[]\n", seen

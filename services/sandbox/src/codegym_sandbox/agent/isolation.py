@@ -38,6 +38,11 @@ _NEXT = {SCRATCH: f"{_STAGE}/box-next", SHM: f"{_STAGE}/shm-next"}
 _GRAVEYARD = f"{_STAGE}/graveyard"  # where the mounts of the tests before wait to be unmounted
 # Where a box mounts file systems of its own: nothing of the host can be shown there (nor under ``/tmp`` itself).
 BOX_MOUNTS = (SCRATCH, _STAGE, SHM, "/dev/pts", "/proc")
+# Files of /proc that show the whole machine, not the box: every open file description lock on it (those
+# show to every pid namespace), and its counts of open files and AIO contexts, which a run can change and
+# every other run read: channels between runs. An empty, read-only file stands in their place.
+MASKED = ("/proc/locks", "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr")
+_EMPTY = f"{_STAGE}/empty"
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
 
 
@@ -97,7 +102,8 @@ def enter_box() -> None:
     """Called in the box's init (pid 1 of a new pid namespace, in new mount/IPC/UTS namespaces).
 
     ``/proc`` shows a program only the processes it could trace (``hidepid``): not the box, nor a series'
-    process, whose entries (writable ones among them) would otherwise be there to open. ``/tmp`` is a
+    process, whose entries (writable ones among them) would otherwise be there to open; its files that show
+    the whole machine (:data:`MASKED`) are empty. ``/tmp`` is a
     read-only tmpfs that holds nothing but mount points: the scratch directory, under :data:`_STAGE`, which
     no program can enter, the mounts of the next test of a series, and what the worker's root holds under
     ``/tmp`` (see :func:`runtime.hold_under`). Pseudo-terminals come from a
@@ -120,6 +126,10 @@ def enter_box() -> None:
     os.mkdir(_STAGE, 0o700)
     for path in (*_NEXT.values(), _GRAVEYARD):
         os.mkdir(path, 0o700)
+    os.close(os.open(_EMPTY, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444))
+    for path in MASKED:
+        linux.mount(_EMPTY, path, None, linux.MS_BIND)
+        linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | flags)
     os.chmod(_STAGE, 0)  # on a read-only file system: not even its owner may change that
     linux.mount(None, BOX_ROOT, None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
     linux.mount(

@@ -196,6 +196,9 @@ _ABSENT = [
     # Counted per user of the host, not per run (every worker's namespace belongs to the server's user): one
     # run that took them all (128 inotify instances by default) would leave none to the next run or the host.
     "inotify_init", "inotify_init1", "fanotify_init",
+    # Kernel AIO contexts are counted for the whole machine (fs.aio-max-nr): one run could take every one of
+    # them, and their count (fs.aio-nr) is one every run can read. glibc's POSIX AIO uses threads, not these.
+    "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
 ]  # fmt: skip
 # Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
 # priority, CPUs or memory placement of the processes that supervise it (or of any other).
@@ -218,7 +221,8 @@ _SYSCALLS = {
         "msgrcv": 70, "msgctl": 71, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
         "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "prlimit64": 302, "setpriority": 141,
         "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "inotify_init": 253,
-        "inotify_init1": 294, "fanotify_init": 300,
+        "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
+        "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -236,7 +240,8 @@ _SYSCALLS = {
         "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "sched_setaffinity": 122, "sched_setscheduler": 119,
         "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
         "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
-        "inotify_init1": 26, "fanotify_init": 262,
+        "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
+        "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25,
     },
 }  # fmt: skip
 AF_UNIX = 1
@@ -246,6 +251,7 @@ AF_NETLINK = 16
 NETLINK_ROUTE = 0
 PRIO_PROCESS = 0
 IOPRIO_WHO_PROCESS = 1
+F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW = 36, 37, 38
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 _BPF_LD_W_ABS = 0x20
@@ -256,7 +262,7 @@ _BPF_RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
-_EPERM, _EACCES, _ENOSYS, _EAFNOSUPPORT = (_RET_ERRNO | e for e in (1, 13, 38, 97))
+_EPERM, _EACCES, _EINVAL, _ENOSYS, _EAFNOSUPPORT = (_RET_ERRNO | e for e in (1, 13, 22, 38, 97))
 
 
 class _SockFilter(ctypes.Structure):
@@ -339,6 +345,12 @@ def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     for name, which in (("setpriority", PRIO_PROCESS), ("ioprio_set", IOPRIO_WHO_PROCESS)):
         when(name, _arg(0), (_BPF_JEQ_K, 0, "deny", which), _arg(1), (_BPF_JEQ_K, 0, "deny", 0),
              _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
+    # Open file description locks belong to no process, so /proc/locks shows them to every pid namespace: a
+    # channel between runs of any worker, of any server on the machine. Refused as a kernel older than 3.15
+    # refuses them (EINVAL); POSIX (fcntl F_SETLK) and BSD (flock) locks, which /proc/locks shows only to
+    # their own pid namespace, still work.
+    when("fcntl", _arg(1), (_BPF_JEQ_K, "deny", 0, F_OFD_GETLK), (_BPF_JEQ_K, "deny", 0, F_OFD_SETLK),
+         (_BPF_JEQ_K, "deny", 0, F_OFD_SETLKW), _ret(_RET_ALLOW), "deny", _ret(_EINVAL))  # fmt: skip
     prog.append(_ret(_RET_ALLOW))
     return prog
 

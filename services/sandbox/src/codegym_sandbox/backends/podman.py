@@ -17,6 +17,7 @@ import resource
 import shutil
 import tempfile
 
+from ..agent.isolation import MASKED
 from ..agent.protocol import WorkerConfig
 from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
@@ -137,6 +138,8 @@ class PodmanBackend(WorkerPool):
             argv += ["--cap-add", cap]
         for path, options in spec.tmpfs.items():
             argv += ["--tmpfs", f"{path}:{options}"]
+        # What the local backend's box masks too: /proc files that show the whole machine (see isolation.MASKED).
+        argv += ["--security-opt", "mask=" + ":".join(MASKED)]
         return [*argv, *self.extra_args, spec.image]
 
     def make_worker(self, slot: int) -> AgentWorker:

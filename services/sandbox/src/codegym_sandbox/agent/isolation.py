@@ -149,12 +149,16 @@ class Scratch:
     rewritten through a shared mapping, which changes no time). An unmount costs far more than a mount, so
     mounts that are done with are moved to a *graveyard* under :data:`_STAGE` and unmounted all at once:
     at every reset (before the next run, while the server reads the answer), and in a test series every
-    :data:`GRAVES` tests, or at once for mounts that hold more than a little (until then, their memory
-    would count against the next test in the box's memory cgroup). Between two tests, the next test's
+    :data:`GRAVES` tests, or at once when the graveyard as a whole holds more than a little
+    (:data:`HELD_BYTES`, :data:`HELD_INODES`): until then, its memory stays in the box's memory cgroup, beside
+    the next test, in the supervisors' share of its limit (never the test's own budget, which counts only the
+    test's own mounts). Between two tests, the next test's
     mounts, made while a test runs (:meth:`stage`), take the place of the last test's in a few moves.
     """
 
     GRAVES = 32
+    HELD_BYTES = 1 << 20  # what the graveyard's files may hold, all together, before it is emptied at once
+    HELD_INODES = 1024  # and its inodes (extended attributes count as inodes' space on a tmpfs)
 
     def __init__(self, tmp_bytes: int, uid: int, gid: int) -> None:
         self.options = {
@@ -163,6 +167,7 @@ class Scratch:
         }
         self.staged = False  # the next test's (or run's) mounts wait at _NEXT
         self.graves = -1  # mounts in the graveyard (-1: no graveyard mounted)
+        self.held = (0, 0)  # what the graveyard's mounts hold: bytes of files, inodes
 
     def _mount(self, point: str, at: str) -> None:
         linux.mount("tmpfs", at, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, self.options[point])
@@ -201,23 +206,25 @@ class Scratch:
             self._bury()
 
     def _entomb(self) -> bool:
-        """Move the mounts in use to the graveyard; whether they hold more than a little."""
+        """Move the mounts in use to the graveyard; whether it now holds more than a little, all together
+        (counted a test at a time, many tests that each left a little would hold much)."""
         if self.graves < 0:
             linux.mount("tmpfs", _GRAVEYARD, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0700,size=64k")
             self.graves = 0
-        held = False
+        held, inodes = self.held
         for i, point in enumerate(self.options):
             grave = f"{_GRAVEYARD}/{self.graves}.{i}"
             os.mkdir(grave, 0o700)
             linux.mount(point, grave, None, linux.MS_MOVE)
             st = os.statvfs(grave)
-            held = held or (st.f_blocks - st.f_bfree) * st.f_frsize > 1 << 20 or st.f_files - st.f_ffree > 1024
+            held, inodes = held + (st.f_blocks - st.f_bfree) * st.f_frsize, inodes + st.f_files - st.f_ffree
         self.graves += 1
-        return held
+        self.held = (held, inodes)
+        return held > self.HELD_BYTES or inodes > self.HELD_INODES
 
     def _bury(self) -> None:
         if self.graves >= 0:
-            self.graves = -1
+            self.graves, self.held = -1, (0, 0)
             linux.umount(_GRAVEYARD)  # and every mount in it
 
 

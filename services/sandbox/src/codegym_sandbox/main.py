@@ -38,7 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await backend.start()
         app.state.backend_reason = reason
         app.state.executor = Executor(backend, settings, metrics)
-        app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions)
+        app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions, settings.server_id)
         app.state.sessions.start()
         metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
         try:

@@ -40,6 +40,7 @@ def _cell(client: TestClient, sid: str, code: str, **body: Any) -> dict[str, Any
 
 def test_a_session_keeps_variables_imports_and_files_between_cells(sessions: TestClient) -> None:
     sid = _new(sessions, files={"data.txt": "seven\n"})
+    assert sid.startswith(sessions.app.state.settings.server_id + "-")  # type: ignore[attr-defined]
     try:
         assert _cell(sessions, sid, "import math\nx = 41")["display"] is None
         out = _cell(sessions, sid, "print(open('data.txt').read().strip()); x + 1")
@@ -48,6 +49,18 @@ def test_a_session_keeps_variables_imports_and_files_between_cells(sessions: Tes
         assert _cell(sessions, sid, "open('made.txt').read(), math.pi > 3")["display"] == "('by a cell', True)"
         info = sessions.get(f"/v1/sessions/{sid}").json()
         assert info["cells"] == 4 and not info["busy"], info
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_reads_its_own_stdin(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        assert _cell(sessions, sid, "name = input()", stdin="ada\nlovelace\n")["error"] is None
+        out = _cell(sessions, sid, "import sys\nprint(name, sys.stdin.read().split())", stdin="x y")
+        assert out["stdout"] == "ada ['x', 'y']\n", out
+        out = _cell(sessions, sid, "input()")  # none given: end of file, as a program without stdin sees
+        assert out["error"]["type"] == "EOFError", out
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
 

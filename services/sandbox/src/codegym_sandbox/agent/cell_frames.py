@@ -43,6 +43,7 @@ class KernelRequest(TypedDict):
     nonce: str
     source: str | None
     cell_timeout: float
+    stdin: str | None  # what the cell reads on sys.stdin (a session's cell may have one); None: nothing
 
 
 class KernelAnswer(KernelRequest, CellAnswer):

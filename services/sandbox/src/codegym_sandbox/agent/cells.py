@@ -10,7 +10,7 @@ cell timeout, how much output to keep). Two processes:
   answer (the display and the error). Only the supervisor holds the run's stdout, where it writes that
   record as frames (``cell_frames.read_record`` reads them in the server). It is not dumpable, so no process of
   the run can read its memory or its descriptors;
-* the **kernel** (:func:`_kernel`) runs each cell in one shared ``__main__`` (:func:`run_cell`: the
+* the **kernel** (``kernel.py``) runs each cell in one shared ``__main__`` (:func:`run_cell`: the
   statements, then the value of the last one when it is an expression). It is not dumpable either, so the
   programs it starts (a reward script's ``python3 -c code``) cannot read the cells it holds (a reward
   script holds the expected outputs), and its channel to the supervisor is close-on-exec.
@@ -31,22 +31,16 @@ the program could not forge; ``/v1/evaluate`` does.
 
 from __future__ import annotations
 
-import ast
-import builtins
-import io
 import json
-import linecache
 import os
 import select
 import signal
 import socket
 import struct
 import sys
-import traceback
-import types
 from typing import Any, NoReturn
 
-from . import import_path, linux
+from . import import_path, kernel, linux
 from .cell_frames import (
     CELL,
     CUT,
@@ -55,141 +49,22 @@ from .cell_frames import (
     ERR,
     OUT,
     CellAnswer,
-    CellError,
     KernelRequest,
     read_kernel_answer,
     representable,
 )
+from .kernel import message, take, write_all
 
 CELLS_MAIN = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
 _CHUNK = 1 << 16
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 
 
-def run_cell(source: str, scope: dict[str, Any], filename: str) -> Any:
-    """Run ``source`` in ``scope`` as a notebook runs a cell: every statement, then the value of the last one
-    when it is an expression (returned; None when there is none)."""
-    # Its lines, for tracebacks, as a notebook shows them (a name no file of the program can have).
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    tree = ast.parse(source, filename)
-    last = tree.body[-1] if tree.body else None
-    if isinstance(last, ast.Expr):
-        tree.body.pop()
-    # dont_inherit: this module's __future__ imports are not the cell's.
-    exec(compile(tree, filename, "exec", dont_inherit=True), scope)
-    if not isinstance(last, ast.Expr):
-        return None
-    return eval(compile(ast.Expression(last.value), filename, "eval", dont_inherit=True), scope)
-
-
-# --- the kernel ---------------------------------------------------------------------------------------
-
-
-class CellTimeout(TimeoutError):
-    """The cell ran longer than the job's cell timeout."""
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _message(data: Any) -> bytes:
-    body = json.dumps(data).encode()  # ASCII: a lone surrogate travels as its escape
-    return b"%d\n" % len(body) + body
-
-
-def _take(buffer: bytes) -> tuple[Any, bytes] | None:
-    """The first whole message of ``buffer`` and what follows it, or None while it is incomplete."""
-    head, newline, rest = buffer.partition(b"\n")
-    if not newline:
-        if len(head) > 20:
-            raise ValueError("not a message")
-        return None
-    size = int(head)
-    if len(rest) < size:
-        return None
-    return json.loads(rest[:size]), rest[size:]
-
-
-def _text(value: object) -> str:
-    try:
-        return str(value)
-    except BaseException:
-        return "<unprintable>"
-
-
-def _error(exc: BaseException) -> CellError:
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next  # this module's frames: the traceback reads as the cell's own
-    try:
-        lines = traceback.format_exception(type(exc), exc, tb)
-    except BaseException:
-        lines = []
-    return {"ename": type(exc).__name__, "evalue": _text(exc), "traceback": [_text(line) for line in lines]}
-
-
-def _kernel(requests: int, answers: socket.socket) -> NoReturn:
-    """Run the cells the supervisor sends, one at a time, and answer each; end when it hangs up."""
-    out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), "utf-8", "backslashreplace")
-    err = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), "utf-8", "backslashreplace")
-    sys.stdout = sys.__stdout__ = out  # type: ignore[misc]
-    sys.stderr = sys.__stderr__ = err  # type: ignore[misc]
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = main
-
-    cell_timeout, ran = 0.0, 0
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise CellTimeout(f"the cell ran longer than its cell_timeout ({cell_timeout:g} s)")
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    buffer = b""
-    while True:
-        try:
-            taken = _take(buffer)
-            while taken is None:
-                part = os.read(requests, _CHUNK)
-                if not part:
-                    os._exit(0)  # every cell ran
-                buffer += part
-                taken = _take(buffer)
-            request: KernelRequest = taken[0]  # the supervisor's: trusted to be what it says
-            buffer = taken[1]
-            cell_timeout = float(request["cell_timeout"])
-            display: list[dict[str, str]] = []
-            error: list[CellError] = []
-            try:
-                if cell_timeout > 0:
-                    signal.setitimer(signal.ITIMER_REAL, cell_timeout)
-                ran += 1  # a session's cells are numbered through its life, a notebook's from its first
-                value = run_cell(request["source"] or "", main.__dict__, f"<cell {ran}>")
-                if value is not None:
-                    display.append({"text/plain": repr(value)})
-            except BaseException as exc:  # a cell's error is its result, as in a notebook
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                error.append(_error(exc))
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            sys.stdout, sys.stderr = out, err
-            for stream in (out, err):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
-            answers.sendall(_message({**request, "source": None, "display": display, "error": error}))
-        except BaseException:
-            os._exit(1)  # the supervisor sees the kernel end
-
-
 # --- the supervisor -----------------------------------------------------------------------------------
 
 
-def _frame(kind: bytes, cell: int, data: bytes) -> None:
-    _write_all(1, b"%s %d %d\n" % (kind, cell, len(data)) + data)
+def frame(kind: bytes, cell: int, data: bytes) -> None:
+    write_all(1, b"%s %d %d\n" % (kind, cell, len(data)) + data)
 
 
 def _answer(answer: object, n: int, nonce: str) -> CellAnswer | None:
@@ -235,10 +110,10 @@ class Relay:
         kept = data[: max(self.left, 0)]
         self.left -= len(data)
         if kept:
-            _frame(self.fds[fd], cell, kept)
+            frame(self.fds[fd], cell, kept)
         if len(kept) < len(data) and not self.cut:
             self.cut = True
-            _frame(CUT, cell, b"")
+            frame(CUT, cell, b"")
         return True
 
     def drain(self, cell: int) -> None:
@@ -278,7 +153,7 @@ def _ended(cell: int, pid: int, exited: int, why: str = "") -> int | None:
         why = f"the kernel was killed by signal {sig}"
     else:
         why = f"the kernel exited with status {os.WEXITSTATUS(status)}"
-    _frame(DEAD, cell, why.encode())
+    frame(DEAD, cell, why.encode())
     return -1 if sig is None else sig
 
 
@@ -310,8 +185,14 @@ def _supervise(
         try:
             # The nonce: an answer written ahead (by an earlier cell) cannot be this cell's.
             nonce = os.urandom(16).hex()
-            cell: KernelRequest = {"n": n, "nonce": nonce, "source": source, "cell_timeout": cell_timeout}
-            _write_all(requests, _message(cell))
+            cell: KernelRequest = {
+                "n": n,
+                "nonce": nonce,
+                "source": source,
+                "cell_timeout": cell_timeout,
+                "stdin": job.get("stdin"),
+            }
+            write_all(requests, message(cell))
         except OSError:
             return _ended(n, pid, exited)
         answer: Any = None
@@ -328,7 +209,7 @@ def _supervise(
                     return _ended(n, pid, exited, "an answer came from another process than the kernel")
                 buffer += part
                 try:
-                    taken = _take(buffer)
+                    taken = take(buffer)
                 except ValueError:
                     return _ended(n, pid, exited, "the kernel's answer is not one")
                 if taken is not None:
@@ -341,9 +222,9 @@ def _supervise(
         checked = _answer(answer, n, nonce)
         if checked is None or buffer:
             return _ended(n, pid, exited, "the kernel's answer is not one")
-        _frame(CELL, n, json.dumps(checked).encode())
+        frame(CELL, n, json.dumps(checked).encode())
     relay.drain(len(cells))
-    _frame(END, len(cells), b"")
+    frame(END, len(cells), b"")
     return None
 
 
@@ -392,7 +273,7 @@ def start_kernel() -> tuple[int, int, socket.socket, dict[int, bytes]]:
         os.dup2(err_w, 2)
         for fd in (null, out_w, err_w):
             os.close(fd)
-        _kernel(requests_r, answers_w)
+        kernel.serve(requests_r, answers_w)
     for fd in (out_w, err_w, requests_r):
         os.close(fd)
     answers_w.close()

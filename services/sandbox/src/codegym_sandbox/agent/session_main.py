@@ -20,7 +20,7 @@ import signal
 from typing import NoReturn
 
 from .cell_frames import END
-from .cells import Relay, _frame, start_kernel, supervise
+from .cells import Relay, frame, start_kernel, supervise
 
 SESSION_MAIN = "from codegym_sandbox.agent.session_main import main\n\nmain()\n"
 _MAX_CELL = 64 << 20  # a cell's message, at most: the server refuses far smaller bodies
@@ -58,10 +58,15 @@ def main() -> NoReturn:
     while (job := read_message(0)) is not None:
         relay.left = int(str(job.get("output_bytes") or 1 << 20))
         relay.cut = False
-        cell = {"cells": [str(job.get("source") or "")], "cell_timeout": job.get("cell_timeout") or 0}
+        stdin = job.get("stdin")
+        cell = {
+            "cells": [str(job.get("source") or "")],
+            "cell_timeout": job.get("cell_timeout") or 0,
+            "stdin": None if stdin is None else str(stdin),
+        }
         sig = supervise(cell, pid, requests_w, answers, relay)
         if sig is not None:  # the kernel ended: so does the session, as its kernel did
-            _frame(END, 1, b"")
+            frame(END, 1, b"")
             if sig > 0:
                 signal.signal(sig, signal.SIG_DFL)
                 os.kill(os.getpid(), sig)

@@ -66,4 +66,4 @@ async def delete(session_id: str, store: StoreDep) -> Response:
 @router.post("/{session_id}/execute", response_model=CellResult)
 async def execute(session_id: str, req: ExecuteCell, store: StoreDep) -> CellResult:
     """Run one cell in the session: what it printed, its last expression's value, its error, its status."""
-    return await store.execute(session_id, req.code, req.timeout_s)
+    return await store.execute(session_id, req.code, req.timeout_s, req.stdin)

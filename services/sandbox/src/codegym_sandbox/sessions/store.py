@@ -71,8 +71,11 @@ class Session:
 
 
 class SessionStore:
-    def __init__(self, backend: Backend, executor: Executor, settings: Sessions) -> None:
+    def __init__(self, backend: Backend, executor: Executor, settings: Sessions, server_id: str = "") -> None:
         self.backend = backend
+        # Every id starts with its server's: behind one address, a router can send a session's calls to the
+        # replica that holds it (see services/sandbox/README.md, "Sessions behind one address").
+        self.prefix = f"{server_id}-" if server_id else ""
         self.executor = executor
         self.settings = settings
         self.sessions: dict[str, Session] = {}
@@ -114,7 +117,7 @@ class SessionStore:
         finally:
             self.opening -= 1
         session = Session(
-            session_id=secrets.token_urlsafe(16),
+            session_id=self.prefix + secrets.token_urlsafe(16),
             client=client,
             lease=lease,
             memory_mb=memory,
@@ -135,14 +138,17 @@ class SessionStore:
         await self._end(self.get(session_id), "was deleted")
         self.counts["deleted"] += 1
 
-    async def execute(self, session_id: str, code: str, timeout_s: float | None) -> CellResult:
+    async def execute(
+        self, session_id: str, code: str, timeout_s: float | None, stdin: str | None = None
+    ) -> CellResult:
         session = self.get(session_id)
         if session.lock.locked():
             raise Busy(f"session {session_id!r} is running a cell: its cells run one at a time")
         async with session.lock:
             timeout = min(timeout_s or session.cell_timeout_s, self.settings.max_cell_timeout_s)
             cap = self.executor.settings.limits.output_bytes
-            message = json.dumps({"source": code, "cell_timeout": timeout, "output_bytes": cap}).encode()
+            job = {"source": code, "cell_timeout": timeout, "output_bytes": cap, "stdin": stdin}
+            message = json.dumps(job).encode()
             session.used = time.monotonic()
             done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
             session.cells += 1

@@ -38,6 +38,7 @@ class ExecuteCell(BaseModel):
 
     code: str
     timeout_s: float | None = Field(None, gt=0)
+    stdin: str | None = Field(None, description="What the cell reads on sys.stdin (input()); none: end of file.")
 
 
 class CellErrorModel(BaseModel):

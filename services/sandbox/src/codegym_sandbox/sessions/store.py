@@ -96,8 +96,12 @@ class SessionStore:
         await asyncio.gather(*(self._end(s, "ended: the server stopped") for s in list(self.sessions.values())))
 
     async def create(self, client: str, ttl_s: float | None, memory_mb: int | None, cell_timeout_s: float | None,
-                     files: dict[str, bytes]) -> Session:  # fmt: skip
+                     files: dict[str, bytes], session_id: str | None = None) -> Session:  # fmt: skip
+        """A new session; ``session_id`` where the caller names it (an API whose clients make their ids), which
+        must be no session's now."""
         s = self.settings
+        if session_id is not None and session_id in self.sessions:
+            raise ValueError(f"session {session_id!r} exists")
         if len(self.sessions) + self.opening >= s.max_sessions:
             raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
         held = sum(1 for x in self.sessions.values() if x.client == client)
@@ -117,7 +121,7 @@ class SessionStore:
         finally:
             self.opening -= 1
         session = Session(
-            session_id=self.prefix + secrets.token_urlsafe(16),
+            session_id=session_id or self.prefix + secrets.token_urlsafe(16),
             client=client,
             lease=lease,
             memory_mb=memory,

@@ -20,7 +20,7 @@ from ..languages import LANGUAGES, missing_tools
 from .lending import reserve
 from .local import runtime_packages
 from .memory import default_budget_mb
-from .tasks import slots
+from .tasks import Reader, capacity, read_number, slots
 
 # Run in a child interpreter, as the agent enters a worker and a box: the namespaces of a worker (user,
 # mount, network), its id map, then those of a box (pid, IPC, UTS) and a first process in it. Prints
@@ -213,8 +213,45 @@ def host_checks(settings: Settings, kind: str) -> list[Check]:
             toolchain_fix({tool for tools in missing.values() for tool in tools}),
         )
     )
+    out.append(file_table_check(settings))
     out.append(capacity_check(settings, kind))
     return out
+
+
+# The kernel memory a file held through a mapping costs (the open file and its mapping; measured on Linux 6.x:
+# 60 000 such files, 24 MB), which a worker's memory cgroup charges to the run that holds it.
+FILE_BYTES = 400
+
+
+def file_table_check(settings: Settings, read: Reader = read_number) -> Check:
+    """The host's file table (``fs.file-max``) against the files the runs in flight may hold in it.
+
+    A run holds a file without a descriptor through a mapping (open, map, close), so no descriptor limit
+    bounds how many: its memory limit does (the worker's memory cgroup charges each file's kernel memory,
+    and the box counts it as the run's). Where the table is smaller than what the memory budget holds of
+    them, less the host's reserve, runs can fill it, and then every open on the host fails.
+    """
+    table = read("/proc/sys/fs/file-max")
+    budget = settings.memory_budget_mb or default_budget_mb()
+    held = (budget << 20) // FILE_BYTES
+    if table is None:
+        return Check("file table", "info", "the host's file table is unknown (no /proc/sys/fs/file-max)")
+    found = (
+        f"fs.file-max {table}; the runs in flight may hold {held} files in their memory budget of {budget} MiB "
+        f"(about {FILE_BYTES} bytes of kernel memory each), one run of {settings.limits.max_memory_mb} MiB "
+        f"{(settings.limits.max_memory_mb << 20) // FILE_BYTES}"
+    )
+    if capacity(table) >= held:
+        return Check("file table", "ok", found)
+    return Check(
+        "file table",
+        "warn",
+        found,
+        "runs that hold that many files (mapped, their descriptors closed) fill the host's file table: every "
+        "open on the host then fails (other runs, the server, the host), and a run that fails that way is SE",
+        "make the table as large as memory bounds it: `sysctl -w fs.file-max=9223372036854775807` (systemd's "
+        "default, and in /etc/sysctl.d to keep it)",
+    )
 
 
 def capacity_check(settings: Settings, kind: str) -> Check:

@@ -48,7 +48,12 @@ class Sessions(BaseSettings):
     idle_ttl_s: float = Field(300.0, gt=0, description="A session unused this long is ended (its default TTL).")
     max_idle_ttl_s: float = Field(3600.0, gt=0, description="Largest idle TTL a request may ask for.")
     max_lifetime_s: float = Field(3600.0, gt=0, description="A session is ended this long after it was made.")
-    max_sessions: int = Field(256, ge=0, description="Sessions one server holds at most; past it: 429.")
+    max_sessions: int = Field(
+        64,
+        ge=0,
+        description="Sessions one server holds at most; past it: 429. Each may hold PROCESSES tasks for its life: "
+        "on the common pid_max of 32768, every 100 sessions lower the runs in flight by about 7.",
+    )
     max_sessions_per_client: int = Field(
         64, ge=1, description="Sessions one client (its token, else its address) holds at most; past it: 429."
     )
@@ -57,6 +62,12 @@ class Sessions(BaseSettings):
     cell_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a cell.")
     max_cell_timeout_s: float = Field(60.0, gt=0, description="Largest cell limit a request may ask for.")
     cpu_s: float = Field(600.0, gt=0, description="CPU time a session may use over its whole life.")
+    processes: int = Field(
+        16,
+        gt=0,
+        description="Processes and threads one session may have at once. Sessions hold theirs for their whole life: "
+        "MAX_SESSIONS x this comes off the host's task table before the runs in flight are sized to what is left.",
+    )
 
 
 class Settings(BaseSettings):

@@ -226,7 +226,8 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
     """The backend, why, and the runs it may have in flight (``max_workers`` within the host's task table)."""
     kind, reason = await detect(settings)
     bound = slots(settings, kind)
-    workers, slots_in_all = bound.workers, max(bound.workers, bound.most)
+    # Sessions' workers are numbered past the runs' (backends/session_lease.py): their programs' users too.
+    workers, slots_in_all = bound.workers, max(bound.workers, bound.most) + settings.sessions.max_sessions
     uids = program_uids(settings, kind == "local", slots_in_all)
     log.info("programs run as %s", f"host uids {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
     if kind == "local":

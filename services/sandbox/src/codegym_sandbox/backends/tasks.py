@@ -6,7 +6,8 @@ process limit (``LIMITS__PROCESSES``, threads included) for its whole time limit
 runs are lent workers quickly, so ``MAX_WORKERS`` of them could otherwise fill the table: then every fork on the
 host fails (neighbours' runs, new workers, the server, the host's own daemons). The server therefore lowers the
 runs in flight (``max_workers``, and the fixed workers with it where needed) until all of them together, at
-their process limit, leave the host a reserve (:func:`capacity`). Where the kernel offers it, each worker's
+their process limit, leave the host a reserve (:func:`capacity`), after the tasks sessions may hold
+(:func:`session_tasks`: every session there may be, at its process limit). Where the kernel offers it, each worker's
 pids cgroup also holds a run to its process limit (``agent/run_cgroup.py``).
 """
 
@@ -56,6 +57,13 @@ def worker_tasks(settings: Settings, kind: str) -> int:
     return settings.container_pids or settings.limits.processes + CONTAINER_EXTRA
 
 
+def session_tasks(settings: Settings, kind: str) -> int:
+    """The tasks every session there may be holds at most: its processes, and its worker's own (the agent,
+    its box, the kernel's supervisor)."""
+    extra = 3 if kind == "local" else CONTAINER_EXTRA
+    return settings.sessions.max_sessions * (settings.sessions.processes + extra)
+
+
 @dataclass(frozen=True)
 class Slots:
     """The workers and the runs in flight the server uses, after the task table's bound."""
@@ -86,7 +94,9 @@ def slots(settings: Settings, kind: str, read: Reader = read_number) -> Slots:
     asked = settings.max_workers or max(128, 4 * workers)
     per_run = worker_tasks(settings, kind)
     tasks = host_tasks(read)
-    room = None if tasks is None else max(capacity(tasks) // per_run, 1)
+    # Sessions hold their tasks for their whole life, idle or not: theirs come off the table first.
+    held = session_tasks(settings, kind)
+    room = None if tasks is None else max((capacity(tasks) - held) // per_run, 1)
     most = asked if room is None else min(asked, room)
     # Only the host's table lowers the fixed workers: a MAX_WORKERS below WORKERS leaves them as they are.
     return Slots(workers if room is None else min(workers, room), most, asked, tasks, per_run)

@@ -115,6 +115,7 @@ class SessionStore:
         limits = RunLimits(s.max_lifetime_s + s.max_cell_timeout_s, memory)
         request = self.executor.request(lang, lang.run, sources, None, limits, [], compile_step=False)
         request.limits["cpu_s"] = s.cpu_s
+        request.limits["processes"] = s.processes
         self.opening += 1
         try:
             lease = await self.backend.open_session(request, memory)

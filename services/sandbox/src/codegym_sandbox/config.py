@@ -62,6 +62,13 @@ class Sessions(BaseSettings):
     cell_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a cell.")
     max_cell_timeout_s: float = Field(60.0, gt=0, description="Largest cell limit a request may ask for.")
     cpu_s: float = Field(600.0, gt=0, description="CPU time a session may use over its whole life.")
+    warm: int = Field(
+        2,
+        ge=0,
+        description="Kernels started ahead with the default limits, once the first session was made (within "
+        "MAX_SESSIONS, their memory taken from the budget): making a session takes one, and one starts behind it. "
+        "0: a session's kernel starts when it is made.",
+    )
     processes: int = Field(
         16,
         gt=0,

@@ -65,6 +65,27 @@ def test_a_cell_reads_its_own_stdin(sessions: TestClient) -> None:
         sessions.delete(f"/v1/sessions/{sid}")
 
 
+def test_a_session_made_from_a_kernel_started_ahead_is_fresh_and_gets_its_files(sessions: TestClient) -> None:
+    store = sessions.app.state.sessions  # type: ignore[attr-defined]
+    first = _new(sessions)  # the first session makes the server start kernels ahead
+    deadline = time.monotonic() + 60
+    while not store.warm and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert store.warm, "no kernel was started ahead"
+    _cell(sessions, first, "leftover = 1\nopen('left.txt', 'w').write('x')")
+    sid = _new(sessions, files={"given.txt": "mine"})
+    try:
+        out = _cell(
+            sessions,
+            sid,
+            "import os\n(sorted(f for f in os.listdir('.') if f.endswith('.txt')), 'leftover' in globals())",
+        )
+        assert out["display"] == "(['given.txt'], False)", out
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+        sessions.delete(f"/v1/sessions/{first}")
+
+
 def test_an_exception_is_the_cells_result_and_the_session_goes_on(sessions: TestClient) -> None:
     sid = _new(sessions)
     try:

@@ -137,7 +137,10 @@ def _spare(programs: Programs) -> Spare:
 def _answer(ctl: socket.socket, report: Report | SeriesReport | Broken) -> None:
     """Send a run's report to the agent, and keep nothing of it: every later program (and the spare and
     test series' processes they run in) is forked from the box, and may walk up its stack to the box's frames."""
-    ctl.sendall(json.dumps(report).encode())
+    try:
+        ctl.sendall(json.dumps(report).encode())
+    except OSError:
+        os._exit(0)  # the agent went away (its worker was ended): nobody reads the report
     cast(dict[str, object], report).clear()
 
 

@@ -301,7 +301,7 @@ def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
     op = frame.get("op")
     if op == "ping":
         return encode_frame({"op": "pong"})
-    if op in ("kernel", "cell"):
+    if op in ("kernel", "files", "cell"):
         return session.answer(bx, frame, blobs, uid)
     if op != "run":
         return encode_frame({"op": "error", "error": f"unknown op {op!r}"})

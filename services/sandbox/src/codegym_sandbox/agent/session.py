@@ -27,7 +27,7 @@ from . import isolation, run_cpu
 from .box_protocol import RunCommand, read_run_report
 from .protocol import encode_frame, wipe
 from .scratch_files import write_files
-from .session_frames import CellDone, CellFrame, KernelStarted, RecordScanner
+from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted, RecordScanner
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
@@ -199,17 +199,24 @@ def cell(message: bytearray, wall_s: float) -> tuple[CellDone, bytes]:
 
 
 def answer(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int) -> bytes:
-    """Serve a ``kernel`` or ``cell`` frame (the server's: trusted to be what it says)."""
+    """Serve a ``kernel``, ``files`` or ``cell`` frame (the server's: trusted to be what it says)."""
+    global _open
     try:
         if frame.get("op") == "kernel":
             if not bx.alive():
                 bx.spawn()
             return encode_frame(start(bx, cast("RunFrame", frame), blobs, uid))
+        if frame.get("op") == "files":
+            if _open is None:
+                raise RuntimeError("no session is open on this worker")
+            files = cast("RunFrame", frame)["files"]
+            write_files(bx, files, blobs, uid)
+            written: FilesWritten = {"op": "files", "written": len(files), "blobs": []}
+            return encode_frame(written)
         cell_frame = cast("CellFrame", frame)
         done, record = cell(blobs[0], cell_frame["wall_s"])
         return encode_frame(done, [record])
     except (OSError, ValueError, RuntimeError) as exc:
-        global _open
         if _open is not None:
             _open.close()
             _open = None

@@ -27,6 +27,14 @@ class CellFrame(TypedDict):
     blobs: list[int]
 
 
+class FilesWritten(TypedDict):
+    """The answer to a ``files`` frame (a :class:`~.protocol.RunFrame`'s files, written beside the kernel)."""
+
+    op: Literal["files"]
+    written: int
+    blobs: list[int]
+
+
 class KernelStarted(TypedDict):
     op: Literal["kernel"]
     started: bool
@@ -51,6 +59,10 @@ class CellDone(TypedDict):
 
 def read_kernel_started(header: object) -> KernelStarted | ErrorFrame:
     return _error(header) or conform(header, KernelStarted)
+
+
+def read_files_written(header: object) -> FilesWritten | ErrorFrame:
+    return _error(header) or conform(header, FilesWritten)
 
 
 def read_cell_done(header: object, blobs: int) -> CellDone | ErrorFrame:

@@ -32,6 +32,9 @@ class SessionLease:
         self.memory = memory
         self.closed = False
 
+    async def put_files(self, files: dict[str, tuple[bytes, int]]) -> None:
+        await self.worker.put_files(files)
+
     async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
         return await self.worker.cell(message, wall_s)
 

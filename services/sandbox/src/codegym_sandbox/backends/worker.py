@@ -30,7 +30,7 @@ from ..agent.protocol import (
     read_result,
     read_results,
 )
-from ..agent.session_frames import CellDone, CellFrame, read_cell_done, read_kernel_started
+from ..agent.session_frames import CellDone, CellFrame, read_cell_done, read_files_written, read_kernel_started
 from ..agent.wire_schema import Malformed
 from .base import RunOutcome, RunRequest, SandboxFault
 
@@ -197,6 +197,16 @@ class AgentWorker:
         started = self._answer(read_kernel_started, frame)
         if started["op"] == "error":
             raise self._fault(started)
+
+    async def put_files(self, files: dict[str, tuple[bytes, int]]) -> None:
+        """Write ``files`` in the session's directory, beside its running kernel."""
+        blobs = [data for data, _ in files.values()]
+        entries = [(name, mode, i) for i, (name, (_, mode)) in enumerate(files.items())]
+        header = {"op": "files", "files": entries}
+        frame, _ = await self._ask(cast("RunFrame", header), blobs, START_TIMEOUT_S)
+        written = self._answer(read_files_written, frame)
+        if written["op"] == "error":
+            raise self._fault(written)
 
     async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
         """Send one cell to the kernel; its answer and record. The agent ends the session past ``wall_s``."""

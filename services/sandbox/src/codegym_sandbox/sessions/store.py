@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 import time
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from ..executor import Executor, RunLimits
 from .outcome import cell_result
 from .wire import CellResult
 
+log = logging.getLogger("codegym.sandbox.sessions")
 _ENDED_KEPT = 4096  # ended sessions remembered (why each ended), newest first
 _REAP_EVERY_S = 1.0
 
@@ -81,6 +83,10 @@ class SessionStore:
         self.sessions: dict[str, Session] = {}
         self.ended: OrderedDict[str, str] = OrderedDict()
         self.opening = 0  # sessions being started: counted against the caps
+        self.warm: list[SessionLease] = []  # kernels started ahead, with the default limits (SESSIONS__WARM)
+        self.warming = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
         self._reaper: asyncio.Task[None] | None = None
         self.counts = {"created": 0, "expired": 0, "deleted": 0, "ended": 0}
 
@@ -89,6 +95,12 @@ class SessionStore:
         self._reaper = asyncio.create_task(self._reap())
 
     async def stop(self) -> None:
+        self._stopping = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(lease.close() for lease in self.warm), return_exceptions=True)
+        self.warm.clear()
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -108,19 +120,19 @@ class SessionStore:
         if held >= s.max_sessions_per_client:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         memory = min(memory_mb or s.memory_mb, s.max_memory_mb)
-        lang = self.executor.language("python")
-        sources = {**{name: (data, 0o644) for name, data in files.items()}, lang.source: (SESSION_MAIN.encode(), 0o644)}
-        # The whole session's limits: the memory of everything it holds, its CPU time over its life; its wall
-        # clock is the agent's business, cell by cell.
-        limits = RunLimits(s.max_lifetime_s + s.max_cell_timeout_s, memory)
-        request = self.executor.request(lang, lang.run, sources, None, limits, [], compile_step=False)
-        request.limits["cpu_s"] = s.cpu_s
-        request.limits["processes"] = s.processes
         self.opening += 1
         try:
-            lease = await self.backend.open_session(request, memory)
+            # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
+            lease = self.warm.pop() if memory == s.memory_mb and self.warm else await self._open(memory)
+            try:
+                if files:
+                    await lease.put_files({name: (data, 0o644) for name, data in files.items()})
+            except BaseException:
+                await lease.close()
+                raise
         finally:
             self.opening -= 1
+            self._refill()
         session = Session(
             session_id=session_id or self.prefix + secrets.token_urlsafe(16),
             client=client,
@@ -132,6 +144,45 @@ class SessionStore:
         self.sessions[session.session_id] = session
         self.counts["created"] += 1
         return session
+
+    async def _open(self, memory_mb: int) -> SessionLease:
+        """A fresh kernel with the session's limits: the memory of everything it holds, its CPU time over its
+        life, its processes; its wall clock is the agent's business, cell by cell."""
+        s = self.settings
+        lang = self.executor.language("python")
+        limits = RunLimits(s.max_lifetime_s + s.max_cell_timeout_s, memory_mb)
+        sources = {lang.source: (SESSION_MAIN.encode(), 0o644)}
+        request = self.executor.request(lang, lang.run, sources, None, limits, [], compile_step=False)
+        request.limits["cpu_s"] = s.cpu_s
+        request.limits["processes"] = s.processes
+        return await self.backend.open_session(request, memory_mb)
+
+    def _refill(self) -> None:
+        """Start kernels ahead (``SESSIONS__WARM``, within the caps), so that making a session takes one. Only
+        once a session was made: a server whose clients make none starts none."""
+        s = self.settings
+        while (
+            not self._stopping
+            and len(self.warm) + self.warming < s.warm
+            and len(self.sessions) + len(self.warm) + self.warming + self.opening < s.max_sessions
+        ):
+            self.warming += 1
+            task = asyncio.create_task(self._warm_one())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _warm_one(self) -> None:
+        try:
+            lease = await self._open(self.settings.memory_mb)
+        except Exception as exc:  # the budget has no room, a worker did not start: made when asked for
+            log.info("no session kernel started ahead: %s", exc)
+            return
+        finally:
+            self.warming -= 1
+        if self._stopping:
+            await lease.close()
+        else:
+            self.warm.append(lease)
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)

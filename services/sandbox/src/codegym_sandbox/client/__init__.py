@@ -12,6 +12,9 @@ batching of ``/v1/evaluate`` groups into ``/v1/evaluate/batch`` requests, the sa
     ) as client:
         response = await client.evaluate(EvaluateRequest(language="python", programs=[...], tests=[...]))
 
+A session (``client.session()``, :mod:`.sessions`) is pinned to the server that made it: given several
+URLs, its calls never go round; a cell is never sent twice.
+
 The client returns the server's verdicts as they are; it never derives one of its own.
 """
 
@@ -20,15 +23,29 @@ from __future__ import annotations
 from ._async import AsyncSandboxClient
 from ._core import RetryPolicy
 from ._sync import DEFAULT_URL, SandboxClient
-from .exceptions import SandboxError, SandboxProtocolError, SandboxRejected, SandboxUnavailable
+from .exceptions import (
+    SandboxError,
+    SandboxProtocolError,
+    SandboxRejected,
+    SandboxUnavailable,
+    SessionBusy,
+    SessionError,
+    SessionGone,
+)
+from .sessions import AsyncSession, Session
 
 __all__ = [
     "DEFAULT_URL",
     "AsyncSandboxClient",
+    "AsyncSession",
     "RetryPolicy",
     "SandboxClient",
     "SandboxError",
     "SandboxProtocolError",
     "SandboxRejected",
     "SandboxUnavailable",
+    "Session",
+    "SessionBusy",
+    "SessionError",
+    "SessionGone",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -14,6 +14,7 @@ from . import _core
 from ._core import Body, Core, RetryPolicy, Send
 from ._sync import DEFAULT_URL
 from .exceptions import SandboxError, SandboxProtocolError
+from .sessions import AsyncSessionStart, create_body
 
 Queued = tuple[dict[str, Any], "asyncio.Future[EvaluateResponse]"]
 
@@ -74,7 +75,10 @@ class AsyncSandboxClient:
 
     async def request(self, method: str, path: str, body: Body | None = None) -> Any:
         """``method path`` with the retry policy; the answer's JSON. Raises ``SandboxError``."""
-        exchange = self._core.exchange(method, path, None if body is None else _core.wire(body))
+        return await self._run(self._core.exchange(method, path, None if body is None else _core.wire(body)))
+
+    async def _run(self, exchange: _core.Exchange) -> Any:
+        """Perform an exchange's steps; its answer."""
         step = next(exchange)
         while True:
             outcome: _core.Outcome | None = None
@@ -90,6 +94,21 @@ class AsyncSandboxClient:
                 step = exchange.send(outcome)
             except StopIteration as done:
                 return done.value
+
+    def session(
+        self,
+        language: str = "python",
+        *,
+        ttl_s: float | None = None,
+        memory_mb: int | None = None,
+        cell_timeout_s: float | None = None,
+        files: Mapping[str, str] | None = None,
+    ) -> AsyncSessionStart:
+        """Make a session (a stateful interpreter) on the next server; its calls all go to that server.
+        ``s = await client.session()``, or ``async with client.session() as s:`` to delete it on leaving the
+        block. See :mod:`.sessions`."""
+        body = create_body(language, ttl_s, memory_mb, cell_timeout_s, files or {})
+        return AsyncSessionStart(self._run, self._core, body)
 
     async def languages(self) -> list[LanguageOut]:
         """What this server can run (``GET /v1/languages``)."""

@@ -18,7 +18,14 @@ from typing import Any, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from .exceptions import SandboxError, SandboxProtocolError, SandboxRejected, SandboxUnavailable
+from .exceptions import (
+    SandboxError,
+    SandboxProtocolError,
+    SandboxRejected,
+    SandboxUnavailable,
+    SessionBusy,
+    SessionGone,
+)
 
 log = logging.getLogger("codegym.sandbox.client")
 
@@ -75,6 +82,21 @@ class Wait:
 
 
 Step = Send | Wait
+
+# Transport errors raised before any byte of the request left: sending it again cannot run it twice.
+UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+@dataclass(frozen=True)
+class Call:
+    """How one request may be retried. ``resend``: any failure the policy retries may be sent again (the
+    request is idempotent, or doing it twice costs nothing lasting); False: only one that never left the
+    client (``UNSENT``). ``session_id``: a session's call, whose 404/410/409 raise ``SessionGone``/``SessionBusy``."""
+
+    resend: bool = True
+    session_id: str | None = None
+
+
 Exchange = Generator[Step, Outcome | None, Any]
 
 
@@ -105,27 +127,45 @@ class Core:
 
     def exchange(self, method: str, path: str, body: Any = None) -> Exchange:
         """One request with the retry policy over the URLs; returns the answer's JSON, raises ``SandboxError``."""
+        _, data = yield from self.exchange_at(method, path, body)
+        return data
+
+    def exchange_at(
+        self, method: str, path: str, body: Any = None, *, url: str | None = None, call: Call | None = None
+    ) -> Exchange:
+        """One request with the retry policy; returns ``(url, JSON)``: the URL that answered and its answer
+        (None for 204). Without ``url``, each attempt goes to the next URL; with it, every attempt goes there
+        (a session's server). ``call`` says what may be retried and turns a session's errors into theirs."""
+        call = call if call is not None else Call()
         last: SandboxError = SandboxUnavailable("no attempt made", path=path)
         for attempt in range(self.retry.retries + 1):
-            url = self.next_url()
-            outcome = yield Send(method, url + path, body)
+            at = url if url is not None else self.next_url()
+            outcome = yield Send(method, at + path, body)
             retry_after: str | None = None
             if isinstance(outcome, httpx.HTTPError):
-                last = SandboxUnavailable(f"{url}{path}: {type(outcome).__name__}: {outcome}", url=url, path=path)
+                last = SandboxUnavailable(f"{at}{path}: {type(outcome).__name__}: {outcome}", url=at, path=path)
+                if not (call.resend or isinstance(outcome, UNSENT)):
+                    raise last  # it may have reached the server: sending it again could do it twice
             elif outcome is None:
                 raise RuntimeError("a Send step needs a response or an exception back")
-            elif outcome.status_code == 200:
+            elif outcome.status_code == 204:
+                return at, None
+            elif 200 <= outcome.status_code < 300:
                 try:
-                    return outcome.json()
+                    return at, outcome.json()
                 except ValueError:
-                    message = f"{url}{path}: the answer is not JSON"
-                    raise SandboxProtocolError(message, url=url, path=path, status=200) from None
+                    message = f"{at}{path}: the answer is not JSON"
+                    raise SandboxProtocolError(message, url=at, path=path, status=outcome.status_code) from None
             else:
                 status = outcome.status_code
-                message = f"{url}{path}: HTTP {status}: {outcome.text[:500]}"
+                message = f"{at}{path}: HTTP {status}: {outcome.text[:500]}"
+                if call.session_id is not None and status in (404, 409, 410):
+                    raise session_error(call.session_id, outcome, url=at, path=path)
                 if status not in self.retry.statuses:
-                    raise SandboxRejected(message, url=url, path=path, status=status)
-                last = SandboxUnavailable(message, url=url, path=path, status=status)
+                    raise SandboxRejected(message, url=at, path=path, status=status)
+                last = SandboxUnavailable(message, url=at, path=path, status=status)
+                if not call.resend:
+                    raise last  # answered, but the server may have begun it: the caller decides
                 retry_after = outcome.headers.get("Retry-After")
             if attempt < self.retry.retries:
                 log.warning("sandbox request failed (attempt %d/%d): %s", attempt + 1, self.retry.retries + 1, last)
@@ -170,6 +210,19 @@ class Core:
 def runs_of(body: Mapping[str, Any]) -> int:
     """Programs x tests of a ``/v1/evaluate`` body."""
     return len(body["programs"]) * len(body["tests"])
+
+
+def session_error(session_id: str, response: httpx.Response, *, url: str, path: str) -> SandboxRejected:
+    """A session call's 404/410 (``SessionGone``) or 409 (``SessionBusy``), with the server's detail."""
+    try:
+        detail = str(response.json().get("detail", ""))
+    except (ValueError, AttributeError):
+        detail = response.text[:500]
+    status = response.status_code
+    message = f"{url}{path}: HTTP {status}: {detail}"
+    if status == 409:
+        return SessionBusy(message, url=url, path=path, status=status, session_id=session_id, detail=detail)
+    return SessionGone(message, url=url, path=path, status=status, session_id=session_id, detail=detail)
 
 
 def wire(body: Body) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -13,6 +13,7 @@ from ..models import EvaluateResponse, ExecuteResponse, LanguageOut
 from . import _core
 from ._core import Body, Core, RetryPolicy, Send
 from .exceptions import SandboxError, SandboxProtocolError
+from .sessions import Session, create_body, opening
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -61,7 +62,10 @@ class SandboxClient:
 
     def request(self, method: str, path: str, body: Body | None = None) -> Any:
         """``method path`` with the retry policy; the answer's JSON. Raises ``SandboxError``."""
-        exchange = self._core.exchange(method, path, None if body is None else _core.wire(body))
+        return self._run(self._core.exchange(method, path, None if body is None else _core.wire(body)))
+
+    def _run(self, exchange: _core.Exchange) -> Any:
+        """Perform an exchange's steps; its answer."""
         step = next(exchange)
         while True:
             outcome: _core.Outcome | None = None
@@ -76,6 +80,21 @@ class SandboxClient:
                 step = exchange.send(outcome)
             except StopIteration as done:
                 return done.value
+
+    def session(
+        self,
+        language: str = "python",
+        *,
+        ttl_s: float | None = None,
+        memory_mb: int | None = None,
+        cell_timeout_s: float | None = None,
+        files: Mapping[str, str] | None = None,
+    ) -> Session:
+        """Make a session (a stateful interpreter) on the next server; its calls all go to that server.
+        ``with client.session() as s:`` deletes it on leaving the block. See :mod:`.sessions`."""
+        body = create_body(language, ttl_s, memory_mb, cell_timeout_s, files or {})
+        url, created = self._run(opening(self._core, body))
+        return Session(self._run, self._core, url, created.session_id, created.expires_at)
 
     def languages(self) -> list[LanguageOut]:
         """What this server can run (``GET /v1/languages``)."""

@@ -5,7 +5,14 @@
     │                          retries (429/503 with ``Retry-After``, 5xx) until the retries ran out
     ├── SandboxRejected        the server refused the request with a status that is not retried (401, 404,
     │                          413, 422): sending it again cannot help
+    │   └── SessionError       a session's call refused: its ``session_id``, the server's ``detail``
+    │       ├── SessionGone    no such session on its server (404: never made there) or it ended (410:
+    │       │                  deleted, expired, its interpreter gone; ``detail`` says which)
+    │       └── SessionBusy    another cell of the session is running (409)
     └── SandboxProtocolError   the server answered 200 with a body that is not the API's (another server)
+
+A session's cell is never sent twice: a failure after its request may have reached the server raises
+``SandboxUnavailable`` at once (its ``status`` None: the connection broke; or the status the server gave).
 
 A program's failure is never an exception: it is a verdict in the answer (``SE`` included, when the sandbox
 answered that it could not judge).
@@ -34,3 +41,22 @@ class SandboxRejected(SandboxError):
 
 class SandboxProtocolError(SandboxError):
     """The server answered, but not with the API's body."""
+
+
+class SessionError(SandboxRejected):
+    """A session's call was refused: ``session_id`` the session, ``detail`` the server's reason."""
+
+    def __init__(
+        self, message: str, *, url: str = "", path: str = "", status: int | None = None, session_id: str, detail: str
+    ) -> None:
+        super().__init__(message, url=url, path=path, status=status)
+        self.session_id = session_id
+        self.detail = detail
+
+
+class SessionGone(SessionError):
+    """The session is not on its server: never made there (404), or ended (410; ``detail`` says how)."""
+
+
+class SessionBusy(SessionError):
+    """Another cell of the session is running: a session runs one cell at a time (409)."""

@@ -13,7 +13,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from .api import execute_batch, fusion, health, jupyter, native, sessions
+from .api import execute_batch, fusion, health, jupyter, native, nemo_skills, sessions
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
 from .api.guard import BodyTooLarge, Guard, refusal_status
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(jupyter.router)
     app.include_router(native.router)
     app.include_router(sessions.router)
+    app.include_router(nemo_skills.router)
     app.include_router(health.router)
     _include_datasets(app, settings)
 

@@ -1,0 +1,230 @@
+"""NeMo-Skills' sandbox, served unchanged on codegym: ``POST /execute``, ``GET /sessions``,
+``DELETE /sessions/{id}``, ``GET /health``.
+
+Their client (``nemo_skills/code_execution/sandbox.py``, and NeMo-Gym's ``ns_tools``) needs only a host and a
+port. ``ipython`` cells run in a codegym session named by the ``X-Session-ID`` header; ``python``, ``python3``,
+``pypy3`` (run by CPython: codegym has no PyPy) and ``shell`` (bash) run as one stateless program each. Written
+from their wire contract: the fields and defaults, the statuses, the messages and the 400 and 404 bodies are
+theirs.
+
+``new_session_created`` is true when the interpreter behind the id is new: the first call on an id, the first
+after a DELETE or after codegym ended the session (its TTL, its memory, a crash, a cell it could not
+interrupt), and the call during which it ended. Their client then replays its history of the id, which
+restores a session lost with its worker. Unlike their server, codegym interrupts a cell at its time limit and
+keeps the session: the answer is still ``timeout``, but the state stays (what the cell did before it was
+stopped included), so ``new_session_created`` stays false and their client replays nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, field_validator
+
+from ..backends.base import RunPolicy, Saturated
+from ..executor import Executor
+from ..sessions.store import Session, SessionGone, SessionStore, TooManySessions
+from ..sessions.wire import CellResult
+from ..verdicts import RunEnd
+from .nemo_output import VERBOSITIES, cell_stdout, cut, stream
+from .sessions import client_of
+
+router = APIRouter()
+
+# Their ids are the client's to choose: kept apart from native ids (the server's id, a dash, then letters,
+# digits, ``-`` and ``_``), so that no header can name a native session.
+_PREFIX = "nemo-skills:"
+_STATELESS = {"python": "python", "python3": "python", "pypy3": "python", "shell": "bash"}
+_NO_HEADER = "X-Session-ID header required for ipython sessions"
+# Their worker's words when its shell died under a cell.
+_CONNECTION_CLOSED = "connection closed\n"
+
+
+class ExecuteRequest(BaseModel):
+    """Their request, field for field, with their defaults; other fields are ignored, as their server does."""
+
+    generated_code: str
+    timeout: int | float = Field(description="seconds; their timeout message repeats it as sent (1, 10.0)")
+    language: str = "ipython"
+    std_input: str | None = ""
+    max_output_characters: int = Field(1000, ge=0)
+    traceback_verbosity: str = "Plain"
+
+    @field_validator("timeout")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        return value
+
+
+def _answer(status: str, stdout: str, stderr: str, limit: int, created: bool | None = None, code: int = 200,
+            headers: dict[str, str] | None = None) -> JSONResponse:  # fmt: skip
+    body: dict[str, Any] = {"process_status": status, "stderr": cut(stderr, limit), "stdout": cut(stdout, limit)}
+    if created is not None:  # ipython answers say it; the others have exactly the three keys
+        body = {"new_session_created": created, **body}
+    return JSONResponse(body, code, headers=headers)
+
+
+def _timed_out(timeout: float, limit: float) -> str:
+    # Their words, with their number as the client sent it; codegym's maximum where it lowered it.
+    return f"Execution timed out after {timeout if timeout <= limit else limit} seconds\n"
+
+
+def _busy(exc: Saturated, req: ExecuteRequest, created: bool | None) -> JSONResponse:
+    # Their shape, so that their callers (which index process_status, stdout, stderr) read it; the HTTP status
+    # and Retry-After say "come back later" to anyone who reads them.
+    code = 429 if isinstance(exc, TooManySessions) else 503
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    return _answer("error", "", f"sandbox busy: {exc}\n", req.max_output_characters, created, code, headers)
+
+
+class _Turns:
+    """One call at a time per id: their server runs an id's cells in turn; codegym's sessions would answer a
+    second 409, which their client cannot read. Locks are dropped when nobody holds or waits for them."""
+
+    def __init__(self) -> None:
+        self.locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def of(self, key: str) -> AsyncIterator[None]:
+        lock, users = self.locks.get(key, (asyncio.Lock(), 0))
+        self.locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self.locks[key]
+            if users == 1:
+                del self.locks[key]
+            else:
+                self.locks[key] = (lock, users - 1)
+
+
+def _turns(request: Request) -> _Turns:
+    turns: _Turns | None = getattr(request.app.state, "nemo_skills_turns", None)
+    if turns is None:
+        turns = request.app.state.nemo_skills_turns = _Turns()
+    return turns
+
+
+@router.post("/execute")
+async def execute(
+    req: ExecuteRequest, request: Request, x_session_id: Annotated[str | None, Header()] = None
+) -> JSONResponse:
+    """Run code as NeMo-Skills' sandbox does: HTTP 200 with ``process_status`` ``completed``, ``error`` or
+    ``timeout``; 400 for ipython without ``X-Session-ID``; 422 for a request without its required fields."""
+    if req.language == "ipython":
+        if not x_session_id:
+            return JSONResponse({"error": _NO_HEADER}, 400)
+        return await _ipython(req, request, x_session_id)
+    lang = _STATELESS.get(req.language)
+    if lang is None:
+        why = f"language {req.language!r} is not served here: ipython, python, python3, pypy3 or shell\n"
+        return _answer("error", "", why, req.max_output_characters)
+    return await _stateless(req, request.app.state.executor, lang)
+
+
+async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONResponse:
+    store: SessionStore = request.app.state.sessions
+    limit = req.max_output_characters
+    if req.traceback_verbosity not in VERBOSITIES:
+        # Their shell dies of it and loses the session; here the cell does not run and the session stays.
+        why = f"traceback_verbosity {req.traceback_verbosity!r} is not one of {', '.join(VERBOSITIES)}\n"
+        return _answer("error", "", why, limit, False)
+    key = _PREFIX + sid
+    created = False
+    async with _turns(request).of(key):
+        try:
+            for _ in range(2):  # a session may end between the look-up and the cell (its TTL): then a new one
+                if key not in store.sessions:
+                    await store.create(client_of(request), None, None, None, {}, session_id=key)
+                    created = True
+                try:
+                    result = await store.execute(key, req.generated_code, float(req.timeout), None)
+                    break
+                except SessionGone:
+                    continue
+            else:
+                raise SessionGone(sid, "ended twice before its cell ran")
+        except Saturated as exc:
+            return _busy(exc, req, created)
+    max_timeout = store.settings.max_cell_timeout_s
+    return _cell_answer(req, result, created or not result.alive, max_timeout)
+
+
+def _cell_answer(req: ExecuteRequest, result: CellResult, created: bool, max_timeout: float) -> JSONResponse:
+    limit, verbosity = req.max_output_characters, req.traceback_verbosity
+    if result.status == "time_limit":
+        return _answer("timeout", "", _timed_out(req.timeout, max_timeout), limit, created)
+    if not result.alive:  # its interpreter ended (a crash, its memory): their shell's death
+        stdout = cell_stdout(result.stdout, None, None, verbosity)
+        return _answer("error", stdout, stream(result.stderr + "\n" + _CONNECTION_CLOSED, verbosity), limit, True)
+    stdout = cell_stdout(result.stdout, result.display, result.error, verbosity)
+    status = "error" if result.error is not None else "completed"
+    return _answer(status, stdout, stream(result.stderr, verbosity), limit, created)
+
+
+async def _stateless(req: ExecuteRequest, executor: Executor, lang: str) -> JSONResponse:
+    limit = req.max_output_characters
+    stdin = req.std_input.encode() if req.std_input else None
+    limits = executor.run_limits(float(req.timeout), None)
+    try:
+        ex = await executor.execute(
+            lang, req.generated_code, stdin, {}, limits, executor.compile_limits(None), RunPolicy(cache=False)
+        )
+    except Saturated as exc:
+        return _busy(exc, req, None)
+    run = ex.run or ex.compile
+    assert run is not None  # an execution has a run or the compile that stopped it
+    out, err = run.stdout.decode("utf-8", "replace"), run.stderr.decode("utf-8", "replace")
+    if run.end is RunEnd.SANDBOX_ERROR:
+        return _answer("error", "", (run.error or err) + "\n", limit)
+    if run.timed_out:
+        return _answer("timeout", "", _timed_out(req.timeout, executor.settings.limits.max_run_timeout_s), limit)
+    # Their server: a Python program that ended is completed, whatever its exit code; a shell script is
+    # completed when it exits 0.
+    failed = lang == "bash" and run.return_code != 0
+    return _answer("error" if failed else "completed", out, err, limit)
+
+
+@router.get("/sessions")
+async def list_sessions(request: Request) -> JSONResponse:
+    """Their session list: the ids their clients made, when each was made and last used (Unix time)."""
+    store: SessionStore = request.app.state.sessions
+    now_wall, now = time.time(), time.monotonic()
+
+    def entry(s: Session) -> dict[str, Any]:
+        return {"alive": True, "backend": "ipython", "created": now_wall - (now - s.created),
+                "last_used": now_wall - (now - s.used)}  # fmt: skip
+
+    mine = {k[len(_PREFIX) :]: entry(s) for k, s in store.sessions.items() if k.startswith(_PREFIX)}
+    return JSONResponse({"backend": "ipython", "sessions": mine})
+
+
+@router.delete("/sessions/{session_id}")
+async def delete_session(session_id: str, request: Request) -> JSONResponse:
+    """End the session: its interpreter, processes and files. The next call on the id starts a new one."""
+    store: SessionStore = request.app.state.sessions
+    try:
+        await store.delete(_PREFIX + session_id)
+    except SessionGone:
+        return JSONResponse({"error": f"IPython session {session_id} not found"}, 404)
+    return JSONResponse({"message": f"IPython session {session_id} deleted successfully"})
+
+
+@router.get("/health")
+async def health(request: Request) -> JSONResponse:
+    """Their readiness probe (the client's ``wait_for_sandbox``): 200 once a worker is up; 503 before."""
+    status = request.app.state.executor.backend.status()
+    ready = status.get("alive", 0) > 0 and not status.get("warming", False)
+    body = {"status": "healthy" if ready else "starting", "worker": os.environ.get("WORKER_NUM", "unknown")}
+    return JSONResponse(body, 200 if ready else 503)

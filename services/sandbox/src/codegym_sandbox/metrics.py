@@ -67,10 +67,33 @@ class Metrics:
         self.queue_depth = Gauge("codegym_sandbox_queue_depth", "Runs waiting for a worker", registry=r)
         self.busy_workers = Gauge("codegym_sandbox_busy_workers", "Workers running a program", registry=r)
         self.workers = Gauge("codegym_sandbox_workers", "Worker slots", registry=r)
+        self.sessions = Gauge("codegym_sandbox_sessions_active", "Sessions held now", registry=r)
+        self.session_memory = Gauge(
+            "codegym_sandbox_sessions_memory_mb", "Memory the sessions held now may use (their limits)", registry=r
+        )
+        self.sessions_warm = Gauge("codegym_sandbox_sessions_warm", "Session kernels started ahead", registry=r)
+        self.sessions_created = Counter("codegym_sandbox_sessions_created", "Sessions made", registry=r)
+        self.sessions_ended = Counter(
+            "codegym_sandbox_sessions_ended",
+            "Sessions ended, by cause: deleted, expired, time_limit, memory_limit, killed (their interpreter ended "
+            "otherwise), stopped (with the server)",
+            ["cause"],
+            registry=r,
+        )
+        self.session_cells = Counter(
+            "codegym_sandbox_session_cells", "Cells run in sessions, by status", ["status"], registry=r
+        )
 
     def track_cache(self, store: str, cache: LRUCache[Any]) -> None:
         self.cache_bytes.labels(store=store).set_function(lambda: cache.nbytes)
         self.cache_entries.labels(store=store).set_function(lambda: len(cache))
+
+    def track_sessions(
+        self, active: Callable[[], float], memory_mb: Callable[[], float], warm: Callable[[], float]
+    ) -> None:
+        self.sessions.set_function(active)
+        self.session_memory.set_function(memory_mb)
+        self.sessions_warm.set_function(warm)
 
     def track_pool(self, queued: Callable[[], float], busy: Callable[[], float], size: int) -> None:
         self.queue_depth.set_function(queued)

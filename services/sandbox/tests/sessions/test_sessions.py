@@ -235,3 +235,25 @@ def test_odd_cells_are_answered_and_the_session_goes_on(sessions: TestClient) ->
         assert _cell(sessions, sid, "'still'")["display"] == "'still'"
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_metrics_count_sessions_their_ends_and_cells(sessions: TestClient) -> None:
+    def value(name: str) -> float:
+        lines = [line for line in sessions.get("/metrics").text.splitlines() if line.startswith(name + " ")]
+        return float(lines[0].split()[1]) if lines else 0.0
+
+    made, deleted = (
+        value("codegym_sandbox_sessions_created_total"),
+        value('codegym_sandbox_sessions_ended_total{cause="deleted"}'),
+    )
+    killed = value('codegym_sandbox_sessions_ended_total{cause="killed"}')
+    sid = _new(sessions)
+    assert value("codegym_sandbox_sessions_active") >= 1 and value("codegym_sandbox_sessions_memory_mb") >= 512
+    _cell(sessions, sid, "1")
+    assert value('codegym_sandbox_session_cells_total{status="finished"}') >= 1
+    sessions.delete(f"/v1/sessions/{sid}")
+    other = _new(sessions)
+    _cell(sessions, other, "import os\nos._exit(0)")
+    assert value("codegym_sandbox_sessions_created_total") == made + 2
+    assert value('codegym_sandbox_sessions_ended_total{cause="deleted"}') == deleted + 1
+    assert value('codegym_sandbox_sessions_ended_total{cause="killed"}') == killed + 1

@@ -88,7 +88,10 @@ class SessionStore:
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
         self._reaper: asyncio.Task[None] | None = None
-        self.counts = {"created": 0, "expired": 0, "deleted": 0, "ended": 0}
+        self.metrics = executor.metrics
+        self.metrics.track_sessions(
+            lambda: len(self.sessions), lambda: sum(x.memory_mb for x in self.sessions.values()), lambda: len(self.warm)
+        )
 
     # -- life ---------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -105,7 +108,8 @@ class SessionStore:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
-        await asyncio.gather(*(self._end(s, "ended: the server stopped") for s in list(self.sessions.values())))
+        ending = [self._end(s, "ended: the server stopped", "stopped") for s in list(self.sessions.values())]
+        await asyncio.gather(*ending)
 
     async def create(self, client: str, ttl_s: float | None, memory_mb: int | None, cell_timeout_s: float | None,
                      files: dict[str, bytes], session_id: str | None = None) -> Session:  # fmt: skip
@@ -142,7 +146,7 @@ class SessionStore:
             idle_ttl_s=min(ttl_s or s.idle_ttl_s, s.max_idle_ttl_s),
         )
         self.sessions[session.session_id] = session
-        self.counts["created"] += 1
+        self.metrics.sessions_created.inc()
         return session
 
     async def _open(self, memory_mb: int) -> SessionLease:
@@ -191,8 +195,7 @@ class SessionStore:
         return session
 
     async def delete(self, session_id: str) -> None:
-        await self._end(self.get(session_id), "was deleted")
-        self.counts["deleted"] += 1
+        await self._end(self.get(session_id), "was deleted", "deleted")
 
     async def execute(
         self, session_id: str, code: str, timeout_s: float | None, stdin: str | None = None
@@ -210,18 +213,20 @@ class SessionStore:
             session.cells += 1
             session.used = time.monotonic()
             result = cell_result(done, read_record(record, 1), session.memory_mb)
+            self.metrics.session_cells.labels(status=result.status).inc()
         if not result.alive:
-            await self._end(session, f"ended: its interpreter ended ({result.status})")
-            self.counts["ended"] += 1
+            cause = "killed" if result.status == "finished" else result.status
+            await self._end(session, f"ended: its interpreter ended ({result.status})", cause)
         return result
 
     def expires_at(self, session: Session) -> float:
         return time.time() + session.expires_in(self.settings.max_lifetime_s, time.monotonic())
 
     # -- ends ---------------------------------------------------------------------------------------------
-    async def _end(self, session: Session, why: str) -> None:
+    async def _end(self, session: Session, why: str, cause: str) -> None:
         if self.sessions.pop(session.session_id, None) is None:
             return
+        self.metrics.sessions_ended.labels(cause=cause).inc()
         self.ended[session.session_id] = why
         while len(self.ended) > _ENDED_KEPT:
             self.ended.popitem(last=False)
@@ -233,5 +238,4 @@ class SessionStore:
             now = time.monotonic()
             for session in list(self.sessions.values()):
                 if not session.lock.locked() and session.expires_in(self.settings.max_lifetime_s, now) <= 0:
-                    await self._end(session, "expired")
-                    self.counts["expired"] += 1
+                    await self._end(session, "expired", "expired")

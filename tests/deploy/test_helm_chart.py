@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -22,7 +23,11 @@ import yaml
 from deploy_tools import ROOT, tool, trainer_cli
 
 CHART = ROOT / "k8s" / "codegym"
-VALUES = {"default": None, "full": CHART / "ci" / "full-values.yaml"}
+VALUES = {
+    "default": None,
+    "full": CHART / "ci" / "full-values.yaml",
+    "sessions": CHART / "ci" / "sessions-values.yaml",
+}
 KUBERNETES_VERSIONS = ["1.33.0", "1.37.0"]
 SERVICE_MONITOR = json.loads((Path(__file__).parent / "schemas" / "servicemonitor.json").read_text())
 
@@ -104,6 +109,58 @@ def test_sandbox_egress_is_denied() -> None:
         peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for peer in policy["ingress"][0]["from"]
     ]
     assert sources == ["evaluator", "trainer"]
+
+
+def test_a_sessions_calls_reach_the_pod_its_id_names() -> None:
+    manifests = render("sessions")
+    sandbox = find(manifests, "StatefulSet", "sandbox")
+    assert not [m for m in manifests if m["kind"] == "Deployment" and m["metadata"]["name"] == "rel-codegym-sandbox"]
+    assert sandbox["spec"]["serviceName"] == "rel-codegym-sandbox-pods"
+    env = {e["name"]: e for e in sandbox["spec"]["template"]["spec"]["containers"][0]["env"]}
+    # pod N makes ids "N-...": the pod-index label (Kubernetes >= 1.28) is a valid SERVER_ID ([a-z0-9]{1,16})
+    index = env["CODEGYM_SANDBOX_SERVER_ID"]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert index == "metadata.labels['apps.kubernetes.io/pod-index']"
+    hpa = find(manifests, "HorizontalPodAutoscaler", "sandbox")["spec"]["scaleTargetRef"]
+    assert (hpa["kind"], hpa["name"]) == ("StatefulSet", "rel-codegym-sandbox")
+    pods = find(manifests, "Service", "sandbox-pods")["spec"]
+    assert pods["clusterIP"] == "None" and pods["selector"]["app.kubernetes.io/component"] == "sandbox"
+    # the ServiceMonitor scrapes the sandbox Service alone: each pod once
+    monitor = find(manifests, "ServiceMonitor", "sandbox")["spec"]["selector"]["matchLabels"]
+    assert [
+        m["metadata"]["name"]
+        for m in manifests
+        if m["kind"] == "Service" and all(m["metadata"]["labels"].get(k) == v for k, v in monitor.items())
+    ] == ["rel-codegym-sandbox"]
+
+    conf = find(manifests, "ConfigMap", "sandbox-router")["data"]["nginx.conf"]
+    route = re.search(r'location ~ "(.+)" \{\s*proxy_next_upstream off;\s*proxy_pass (\S+);', conf)
+    assert route is not None, conf
+    pattern, target = route.groups()
+    assert target == "http://rel-codegym-sandbox-$1.rel-codegym-sandbox-pods.codegym.svc.cluster.local:8080"
+    # nginx's PCRE and Python's re agree on this pattern: a session's calls go to its pod, nothing else does
+    for path, pod in [("/v1/sessions/3-AbC_d-9/execute", "3"), ("/v1/sessions/12-x", "12"), ("/v1/sessions", None),
+                      ("/v1/sessions/", None), ("/v1/execute", None), ("/v1/sessions/beta-x", None)]:  # fmt: skip
+        match = re.match(pattern, path)
+        assert (match.group(1) if match else None) == pod, path
+    assert "proxy_pass http://sandbox;" in conf and "server rel-codegym-sandbox.codegym.svc.cluster.local:8080;" in conf
+
+    router = find(manifests, "Deployment", "sandbox-router")["spec"]["template"]["spec"]
+    assert restricted_violations(router) == []
+    assert router["containers"][0]["command"][:3] == ["nginx", "-c", "/etc/codegym/nginx.conf"]
+    assert find(manifests, "Service", "sandbox-router")["spec"]["ports"][0]["port"] == 8080
+    # the router admits the sandbox's clients alone, and the sandbox admits the router
+    policy = find(manifests, "NetworkPolicy", "sandbox")["spec"]["ingress"][0]["from"]
+    assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in policy] == [
+        "evaluator",
+        "trainer",
+        "sandbox-router",
+    ]
+    router_policy = find(manifests, "NetworkPolicy", "sandbox-router")["spec"]
+    sources = [
+        p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in router_policy["ingress"][0]["from"]
+    ]
+    assert sources == ["evaluator", "trainer"]
+    assert router_policy["egress"][0]["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "sandbox"
 
 
 def restricted_violations(pod: dict[str, Any]) -> list[str]:

@@ -45,6 +45,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "http://%s-sandbox:%d" (include "codegym.fullname" .) (int .Values.sandbox.service.port) }}
 {{- end }}
 
+{{/* The sandbox's workload: a StatefulSet when sessions are routed to their pods, else a Deployment. */}}
+{{- define "codegym.sandboxKind" -}}
+{{- if .Values.sandbox.sessions.enabled }}StatefulSet{{ else }}Deployment{{ end }}
+{{- end }}
+
 {{/* The Secret holding the API tokens. */}}
 {{- define "codegym.secret" -}}
 {{- default (printf "%s-tokens" (include "codegym.fullname" .)) .Values.auth.existingSecret }}

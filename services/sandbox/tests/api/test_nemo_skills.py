@@ -69,6 +69,11 @@ def test_a_dead_interpreter_is_an_error_and_the_next_call_finds_a_new_one(client
     after = execute(client, "'a' in dir()", sid)
     assert after["new_session_created"] is True and after["stdout"] == "False\n", after
     assert execute(client, "1", sid)["new_session_created"] is False
+    # Their server restarts the shell at once, so the DELETE their client sends before it replays finds it.
+    execute(client, "import os; os._exit(1)", sid)
+    assert client.delete(f"/sessions/{sid}").json() == {"message": f"IPython session {sid} deleted successfully"}
+    assert client.delete(f"/sessions/{sid}").status_code == 404
+    assert execute(client, "1", sid)["new_session_created"] is True
 
 
 def test_plain_tracebacks_are_in_stdout_as_their_server_writes_them(client: TestClient, sid: str) -> None:

@@ -21,6 +21,7 @@ import asyncio
 import math
 import os
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -46,6 +47,7 @@ _STATELESS = {"python": "python", "python3": "python", "pypy3": "python", "shell
 _NO_HEADER = "X-Session-ID header required for ipython sessions"
 # Their worker's words when its shell died under a cell.
 _CONNECTION_CLOSED = "connection closed\n"
+_RESTARTED_KEPT = 4096
 
 
 class ExecuteRequest(BaseModel):
@@ -87,15 +89,23 @@ def _busy(exc: Saturated, req: ExecuteRequest, created: bool | None) -> JSONResp
     return _answer("error", "", f"sandbox busy: {exc}\n", req.max_output_characters, created, code, headers)
 
 
-class _Turns:
-    """One call at a time per id: their server runs an id's cells in turn; codegym's sessions would answer a
-    second 409, which their client cannot read. Locks are dropped when nobody holds or waits for them."""
+class _Ids:
+    """What the router keeps of its clients' ids beyond their sessions.
+
+    ``turns``: one call at a time per id. Their server runs an id's cells in turn; codegym's sessions would
+    answer a second 409, which their client cannot read. A lock is dropped when nobody holds or waits for it.
+
+    ``restarted``: ids whose interpreter ended under a call. Their server has a fresh shell under such an id
+    at once, so the DELETE their client sends before it replays answers 200; here the next call makes the
+    session, and until then a DELETE of the id answers 200 too.
+    """
 
     def __init__(self) -> None:
         self.locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self.restarted: OrderedDict[str, None] = OrderedDict()
 
     @asynccontextmanager
-    async def of(self, key: str) -> AsyncIterator[None]:
+    async def turn(self, key: str) -> AsyncIterator[None]:
         lock, users = self.locks.get(key, (asyncio.Lock(), 0))
         self.locks[key] = (lock, users + 1)
         try:
@@ -108,12 +118,17 @@ class _Turns:
             else:
                 self.locks[key] = (lock, users - 1)
 
+    def restart(self, key: str) -> None:
+        self.restarted[key] = None
+        while len(self.restarted) > _RESTARTED_KEPT:
+            self.restarted.popitem(last=False)
 
-def _turns(request: Request) -> _Turns:
-    turns: _Turns | None = getattr(request.app.state, "nemo_skills_turns", None)
-    if turns is None:
-        turns = request.app.state.nemo_skills_turns = _Turns()
-    return turns
+
+def _ids(request: Request) -> _Ids:
+    ids: _Ids | None = getattr(request.app.state, "nemo_skills_ids", None)
+    if ids is None:
+        ids = request.app.state.nemo_skills_ids = _Ids()
+    return ids
 
 
 @router.post("/execute")
@@ -142,7 +157,9 @@ async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONRespo
         return _answer("error", "", why, limit, False)
     key = _PREFIX + sid
     created = False
-    async with _turns(request).of(key):
+    ids = _ids(request)
+    async with ids.turn(key):
+        ids.restarted.pop(key, None)
         try:
             for _ in range(2):  # a session may end between the look-up and the cell (its TTL): then a new one
                 if key not in store.sessions:
@@ -157,6 +174,8 @@ async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONRespo
                 raise SessionGone(sid, "ended twice before its cell ran")
         except Saturated as exc:
             return _busy(exc, req, created)
+        if not result.alive:
+            ids.restart(key)
     max_timeout = store.settings.max_cell_timeout_s
     return _cell_answer(req, result, created or not result.alive, max_timeout)
 
@@ -214,10 +233,13 @@ async def list_sessions(request: Request) -> JSONResponse:
 async def delete_session(session_id: str, request: Request) -> JSONResponse:
     """End the session: its interpreter, processes and files. The next call on the id starts a new one."""
     store: SessionStore = request.app.state.sessions
+    key, restarted = _PREFIX + session_id, _ids(request).restarted
     try:
-        await store.delete(_PREFIX + session_id)
+        await store.delete(key)
     except SessionGone:
-        return JSONResponse({"error": f"IPython session {session_id} not found"}, 404)
+        if key not in restarted:
+            return JSONResponse({"error": f"IPython session {session_id} not found"}, 404)
+    restarted.pop(key, None)
     return JSONResponse({"message": f"IPython session {session_id} deleted successfully"})
 
 

@@ -12,7 +12,6 @@ import pytest
 from codegym_sandbox.client import (
     AsyncSandboxClient,
     SandboxClient,
-    Session,
     SessionBusy,
     SessionGone,
 )
@@ -113,9 +112,25 @@ def test_leaving_the_block_deletes_the_session_and_a_gone_one_raises(servers: Ho
         with client.session() as u:
             other = URLS[1 - URLS.index(u.url)]
             with pytest.raises(SessionGone) as never:
-                Session(client._run, client._core, other, u.session_id).execute("1")
+                client.attach(u.session_id, url=other).execute("1")
             assert never.value.status == 404
             assert u.execute("2 + 2").display == "4"
+
+
+def test_a_session_made_elsewhere_is_found_by_its_id(servers: Hosts) -> None:
+    with SandboxClient(URLS, transport=servers) as maker, maker.session() as made:
+        assert made.url == URLS[0]
+        made.execute("kept = 'from the maker'")
+        with SandboxClient(URLS[::-1], transport=servers) as other:  # asks b first: not there
+            found = other.attach(made.session_id)
+            assert found.url == made.url and found.execute("kept").display == "'from the maker'"
+            with pytest.raises(SessionGone) as nowhere:
+                other.attach("alpha-never-made")
+            assert nowhere.value.status == 404
+        made.delete()
+        with SandboxClient(URLS[::-1], transport=servers) as other, pytest.raises(SessionGone) as ended:
+            other.attach(made.session_id)
+        assert ended.value.status == 410 and ended.value.url == URLS[0]
 
 
 def test_a_cell_that_cannot_end_the_block_still_deletes(servers: Hosts) -> None:
@@ -149,6 +164,8 @@ async def two_async_servers() -> tuple[list[tuple[str, str]], list[object]]:
                 await t.execute("who")
             u = await client.session()  # awaited, not entered: the caller closes it
             got.append((await u.execute("3 * 3")).display)
+            again = await client.attach(u.session_id)
+            got.append((again.url == u.url, (await again.info()).cells))
             await u.close()
             got.append(u.closed)
         return pinned(transport.seen), got
@@ -156,5 +173,5 @@ async def two_async_servers() -> tuple[list[tuple[str, str]], list[object]]:
 
 def test_the_async_client_pins_sessions_too() -> None:
     calls, got = asyncio.run(two_async_servers())
-    assert got == [["alpha", "beta"], ["'s'", "'t'", "'t'", "'s'"], 409, "finished", "9", True]
+    assert got == [["alpha", "beta"], ["'s'", "'t'", "'t'", "'s'"], 409, "finished", "9", (True, 1), True]
     assert calls and all(host == named for host, named in calls), calls

@@ -14,7 +14,7 @@ from . import _core
 from ._core import Body, Core, RetryPolicy, Send
 from ._sync import DEFAULT_URL
 from .exceptions import SandboxError, SandboxProtocolError
-from .sessions import AsyncSessionStart, create_body
+from .sessions import AsyncSession, AsyncSessionStart, create_body, finding
 
 Queued = tuple[dict[str, Any], "asyncio.Future[EvaluateResponse]"]
 
@@ -79,7 +79,10 @@ class AsyncSandboxClient:
 
     async def _run(self, exchange: _core.Exchange) -> Any:
         """Perform an exchange's steps; its answer."""
-        step = next(exchange)
+        try:
+            step = next(exchange)
+        except StopIteration as done:  # answered without a request
+            return done.value
         while True:
             outcome: _core.Outcome | None = None
             if isinstance(step, Send):
@@ -109,6 +112,11 @@ class AsyncSandboxClient:
         block. See :mod:`.sessions`."""
         body = create_body(language, ttl_s, memory_mb, cell_timeout_s, files or {})
         return AsyncSessionStart(self._run, self._core, body)
+
+    async def attach(self, session_id: str, url: str | None = None) -> AsyncSession:
+        """A handle on a session made elsewhere (another process, another client): at ``url``, else at the one
+        of the client's URLs that holds it (asked in turn)."""
+        return AsyncSession(self._run, self._core, await self._run(finding(self._core, session_id, url)), session_id)
 
     async def languages(self) -> list[LanguageOut]:
         """What this server can run (``GET /v1/languages``)."""

@@ -13,7 +13,7 @@ from ..models import EvaluateResponse, ExecuteResponse, LanguageOut
 from . import _core
 from ._core import Body, Core, RetryPolicy, Send
 from .exceptions import SandboxError, SandboxProtocolError
-from .sessions import Session, create_body, opening
+from .sessions import Session, create_body, finding, opening
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -66,7 +66,10 @@ class SandboxClient:
 
     def _run(self, exchange: _core.Exchange) -> Any:
         """Perform an exchange's steps; its answer."""
-        step = next(exchange)
+        try:
+            step = next(exchange)
+        except StopIteration as done:  # answered without a request
+            return done.value
         while True:
             outcome: _core.Outcome | None = None
             if isinstance(step, Send):
@@ -95,6 +98,11 @@ class SandboxClient:
         body = create_body(language, ttl_s, memory_mb, cell_timeout_s, files or {})
         url, created = self._run(opening(self._core, body))
         return Session(self._run, self._core, url, created.session_id, created.expires_at)
+
+    def attach(self, session_id: str, url: str | None = None) -> Session:
+        """A handle on a session made elsewhere (another process, another client): at ``url``, else at the one
+        of the client's URLs that holds it (asked in turn)."""
+        return Session(self._run, self._core, self._run(finding(self._core, session_id, url)), session_id)
 
     def languages(self) -> list[LanguageOut]:
         """What this server can run (``GET /v1/languages``)."""

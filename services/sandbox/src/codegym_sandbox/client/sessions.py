@@ -9,7 +9,8 @@ only when the request never left the client (the connection was refused), since 
 the cell run once. A session's 404/410 raises ``SessionGone``, its 409 ``SessionBusy``.
 
 Leaving ``with client.session() as s:`` (``async with`` for :class:`AsyncSandboxClient`) deletes the session;
-one already gone (expired, ended by its interpreter) is no error there.
+one already gone (expired, ended by its interpreter) is no error there. ``client.attach(session_id)`` takes
+up a session made elsewhere, at the one of the client's URLs that holds it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from urllib.parse import quote
 from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionLimits
 from . import _core
 from ._core import Call, Core, Exchange
-from .exceptions import SandboxError, SandboxProtocolError, SessionGone
+from .exceptions import SandboxError, SandboxProtocolError, SandboxUnavailable, SessionGone
 
 log = logging.getLogger("codegym.sandbox.client")
 
@@ -44,6 +45,27 @@ def opening(core: Core, body: dict[str, Any]) -> Exchange:
     """Make a session on the next URL (retried over the URLs); the URL that made it and its answer."""
     url, data = yield from core.exchange_at("POST", "/v1/sessions", body)
     return url, _core.parse(SessionCreated, data, "/v1/sessions")
+
+
+def finding(core: Core, session_id: str, url: str | None) -> Exchange:
+    """The URL of the server that holds ``session_id``: ``url`` where given, the client's one URL, else the
+    one of its URLs that knows the session (asked in turn). Raises ``SessionGone`` where none holds it (410
+    from the server where it ended), ``SandboxUnavailable`` where none does but some could not be asked."""
+    if url is not None or len(core.urls) == 1:
+        return (url or core.urls[0]).rstrip("/")
+    missing: SandboxError | None = None
+    for at in core.urls:
+        try:
+            yield from _Calls(core, at, session_id).info()
+            return at
+        except SessionGone as exc:
+            if exc.status == 410:
+                raise  # it was there, and ended
+            missing = missing or exc
+        except SandboxUnavailable as exc:
+            missing = exc
+    assert missing is not None
+    raise missing
 
 
 class _Calls:

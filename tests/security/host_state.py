@@ -113,6 +113,11 @@ class HostState:
 
     def program_processes(self) -> list[int]:
         """Host pids whose real uid is the programs' uid."""
+        return self.program_processes_of(self.program_uid)
+
+    @staticmethod
+    def program_processes_of(uid: int) -> list[int]:
+        """Host pids whose real uid is ``uid``."""
         pids = []
         for name in os.listdir("/proc"):
             if not name.isdigit():
@@ -121,7 +126,7 @@ class HostState:
                 with open(f"/proc/{name}/status") as f:
                     for line in f:
                         if line.startswith("Uid:"):
-                            if int(line.split()[1]) == self.program_uid:
+                            if int(line.split()[1]) == uid:
                                 pids.append(int(name))
                             break
             except OSError:

@@ -28,7 +28,7 @@ from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend, runtime_flags
-from .tasks import slots, worker_tasks
+from .tasks import SESSION_EXTRA, slots, worker_tasks
 
 log = logging.getLogger("codegym.sandbox")
 
@@ -93,6 +93,7 @@ def container_spec(settings: Settings) -> ContainerSpec:
         open_files=max(lim.open_files, 1024),
         tmp_mb=max(lim.scratch_bytes >> 20, 16),
         runtime=settings.container_runtime,
+        session_pids=settings.sessions.processes + SESSION_EXTRA,
     )
 
 

@@ -32,6 +32,11 @@ class ContainerSpec:
     open_files: int
     tmp_mb: int
     runtime: str = ""  # the engine's OCI runtime (runsc: gVisor); empty: the engine's default
+    session_pids: int = 0  # a session's container (its slot past the runs'): its processes; 0: ``pids``
+
+    def pids_of(self, slot: int, first_session_slot: int) -> int:
+        """The pids limit of slot ``slot``'s container: a session's holds its own process limit."""
+        return self.session_pids if slot >= first_session_slot and self.session_pids else self.pids
 
     @property
     def job(self) -> str:

@@ -71,7 +71,7 @@ class DockerWorker(AgentWorker):
             security_opt=["no-new-privileges"],
             read_only=True,
             tmpfs=spec.tmpfs,
-            pids_limit=spec.pids,
+            pids_limit=spec.pids_of(self.slot, self.backend.max_workers),
             mem_limit=f"{spec.memory_mb}m",
             memswap_limit=f"{spec.memory_mb}m",
             nano_cpus=int(spec.cpus * 1e9),

@@ -119,7 +119,7 @@ class PodmanBackend(WorkerPool):
             "--read-only",
             "--read-only-tmpfs=false",  # podman would add writable /tmp, /var/tmp and /run otherwise
             "--pids-limit",
-            str(spec.pids),
+            str(spec.pids_of(slot, self.max_workers)),
             "--memory",
             f"{spec.memory_mb}m",
             "--cpus",

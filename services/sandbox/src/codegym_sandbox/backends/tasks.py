@@ -26,6 +26,7 @@ TABLES = ("/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max")
 RESERVE_FRACTION = 8
 RESERVE_MIN = 4096
 CONTAINER_EXTRA = 64  # a container's own processes beside its run's (the agent, its box)
+SESSION_EXTRA = 8  # a session container's own processes beside its kernel's (the agent, the box, the supervisor)
 
 Reader = Callable[[str], "int | None"]
 
@@ -60,7 +61,7 @@ def worker_tasks(settings: Settings, kind: str) -> int:
 def session_tasks(settings: Settings, kind: str) -> int:
     """The tasks every session there may be holds at most: its processes, and its worker's own (the agent,
     its box, the kernel's supervisor)."""
-    extra = 3 if kind == "local" else CONTAINER_EXTRA
+    extra = 3 if kind == "local" else SESSION_EXTRA
     return settings.sessions.max_sessions * (settings.sessions.processes + extra)
 
 

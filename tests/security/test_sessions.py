@@ -1,0 +1,161 @@
+"""Sessions, attacked: a hostile cell cannot reach another session, a run, the server or the host; what it
+holds counts against its own limits; and when its session ends, nothing of it is left.
+
+The families runs have, in a session's cells: a fork bomb, files past the memory limit, a cell that kills its
+own interpreter, one that sleeps forever (and one that will not be interrupted), one that reads ``/proc``
+for other sessions, one that leaves a child running after it ends, and one that signals every process it
+can. Each session is a worker of its own (``backends/session_lease.py``): a host user of its own, its own
+namespaces and memory cgroup, ended with the session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+
+from .host_state import HostState
+from .suite import PROGRAM_HOST_UID, SERVER_SECRET, hostile_settings
+
+
+@pytest.fixture(scope="module")
+def server(backend: str, host: HostState) -> Iterator[TestClient]:
+    settings = hostile_settings(backend)
+    settings.sessions.memory_mb = 128
+    settings.sessions.warm = 0
+    settings.sessions.max_sessions = 6
+    settings.sessions.max_sessions_per_client = 6
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+    assert host.problems() == []
+
+
+def _new(client: TestClient, **body: Any) -> str:
+    r = client.post("/v1/sessions", json={"language": "python", **body})
+    assert r.status_code == 201, r.text
+    sid: str = r.json()["session_id"]
+    return sid
+
+
+def _cell(client: TestClient, sid: str, code: str, timeout_s: float = 5) -> dict[str, Any]:
+    r = client.post(f"/v1/sessions/{sid}/execute", json={"code": code, "timeout_s": timeout_s})
+    assert r.status_code == 200, r.text
+    out: dict[str, Any] = r.json()
+    return out
+
+
+def _session_processes() -> list[int]:
+    """Host pids of every session's programs: their users follow the runs' (one per worker slot)."""
+    found = []
+    for uid in range(PROGRAM_HOST_UID + 1, PROGRAM_HOST_UID + 16):
+        found += HostState.program_processes_of(uid)
+    return found
+
+
+def _still_fine(client: TestClient, sid: str | None = None) -> None:
+    """A run and (where given) another session still work as before."""
+    r = client.post("/v1/execute", json={"language": "python", "code": "print(6 * 7)"})
+    assert r.status_code == 200 and r.json()["run"]["stdout"] == "42\n", r.text
+    if sid is not None:
+        assert _cell(client, sid, "canary")["display"] == "'alive'"
+
+
+@pytest.fixture
+def bystander(server: TestClient) -> Iterator[str]:
+    sid = _new(server)
+    _cell(server, sid, "canary = 'alive'\nopen('mine.txt', 'w').write('bystander')")
+    yield sid
+    server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_fork_bomb_in_a_cell_stays_in_its_session(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    bomb = (
+        "import os\nmade = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"
+        "            time.sleep(60)\n            os._exit(0)\n        made += 1\nexcept OSError:\n    pass\nmade"
+    )
+    out = _cell(server, sid, bomb)
+    assert out["alive"] and int(out["display"]) < 32, out  # its process limit, not the host's table
+    _still_fine(server, bystander)
+    server.delete(f"/v1/sessions/{sid}")
+
+
+def test_files_past_the_limit_are_the_sessions_own_failure(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    code = "for i in range(64):\n    with open(f'big{i}', 'wb') as f:\n        f.write(b'x' * (16 << 20))\n"
+    out = _cell(server, sid, code, timeout_s=20)
+    assert out["status"] in ("memory_limit", "finished") and out["error"] is not None, out
+    _still_fine(server, bystander)
+    server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_that_kills_its_interpreter_ends_only_its_session(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    out = _cell(server, sid, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert out["status"] == "killed" and not out["alive"], out
+    _still_fine(server, bystander)
+
+
+def test_a_cell_that_will_not_stop_ends_its_session_and_nothing_else(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    code = "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)\n"
+    started = time.monotonic()
+    out = _cell(server, sid, code, timeout_s=1)
+    assert out["status"] == "time_limit" and not out["alive"], out
+    assert time.monotonic() - started < 15
+    _still_fine(server, bystander)
+
+
+def test_a_session_sees_no_other_session_in_proc(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    code = (
+        "import os\nseen = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n        try:\n"
+        "            seen.append(open(f'/proc/{p}/cmdline', 'rb').read())\n        except OSError:\n            pass\n"
+        "found = [p for p in seen if b'canary' in p or b'bystander' in p]\n"
+        "secret = os.environ.get('CODEGYM_SECURITY_TEST_SECRET')\n(len(seen) < 8, found, secret)"
+    )
+    assert _cell(server, sid, code)["display"] == "(True, [], None)"
+    code = "import os\n(os.path.exists('mine.txt'), 'canary' in globals())"
+    assert _cell(server, sid, code)["display"] == "(False, False)"
+    code = "try:\n    e = open('/proc/self/environ').read()\nexcept OSError as x:\n    e = repr(x)\ne"
+    assert SERVER_SECRET not in _cell(server, sid, code)["display"]
+    server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_that_signals_everything_reaches_only_its_own(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    out = _cell(server, sid, "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError as e:\n    e")
+    _still_fine(server, bystander)
+    if out["alive"]:
+        server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_child_left_running_ends_with_its_session(server: TestClient) -> None:
+    before = set(_session_processes())
+    sid = _new(server)
+    code = "import subprocess\np = subprocess.Popen(['sleep', '300'])\np.pid > 0"
+    assert _cell(server, sid, code)["display"] == "True"
+    assert _cell(server, sid, "p.poll() is None")["display"] == "True"  # it lives on between cells
+    assert set(_session_processes()) - before, "the session's processes are not its own host user's"
+    assert server.delete(f"/v1/sessions/{sid}").status_code == 204
+    deadline = time.monotonic() + 10
+    while set(_session_processes()) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not set(_session_processes()) - before, "a session's process outlived it"
+
+
+def test_sessions_take_their_memory_from_the_budget(backend: str, host: HostState) -> None:
+    settings = hostile_settings(backend, memory_budget_mb=700)
+    settings.sessions.memory_mb, settings.sessions.warm = 256, 0
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        held = [_new(client), _new(client)]
+        r = client.post("/v1/sessions", json={"language": "python"})
+        assert r.status_code in (429, 503) and int(r.headers["Retry-After"]) > 0, r.text
+        client.delete(f"/v1/sessions/{held.pop()}")
+        held.append(_new(client))  # its memory came back with the session
+        for sid in held:
+            client.delete(f"/v1/sessions/{sid}")

@@ -1,6 +1,5 @@
 """The clients' session handles against real servers in-process: two apps as two servers, each session's
-calls pinned to the one that made it; the errors of a session gone or busy. (Fork is not served yet: the
-handle's ``fork`` is not tested here.)"""
+calls pinned to the one that made it; the errors of a session gone or busy."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 like any request (a 429 of a full server, a server that cannot be reached: to the next URL). From then on
 the handle is pinned: every call of the session goes to the URL that made it, retries too, because that
 server alone holds its interpreter (another answers 404). Its calls are retried only where that cannot do
-anything twice: ``info`` and ``delete`` on any failure the retry policy retries; ``execute`` and ``fork``
+anything twice: ``info`` and ``delete`` on any failure the retry policy retries; ``execute``
 only when the request never left the client (the connection was refused), since a cell run twice is not
 the cell run once. A session's 404/410 raises ``SessionGone``, its 409 ``SessionBusy``.
 
@@ -24,7 +24,7 @@ from urllib.parse import quote
 from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionLimits
 from . import _core
 from ._core import Call, Core, Exchange
-from .exceptions import SandboxError, SandboxProtocolError, SandboxUnavailable, SessionGone
+from .exceptions import SandboxError, SandboxUnavailable, SessionGone
 
 log = logging.getLogger("codegym.sandbox.client")
 
@@ -93,15 +93,6 @@ class _Calls:
         # Sent again after a lost answer, a delete that was done answers 410: close() takes that as done.
         yield from self._call("DELETE", "", None, resend=True)
 
-    def fork(self, n: int, reseed: bool) -> Exchange:
-        if n < 1:
-            raise ValueError("a fork makes at least one session")
-        data = yield from self._call("POST", "/fork", {"n": n, "reseed": reseed}, resend=False)
-        ids = data.get("session_ids") if isinstance(data, dict) else None
-        if not isinstance(ids, list) or len(ids) != n or not all(isinstance(i, str) for i in ids):
-            raise SandboxProtocolError(f"{self.path}/fork: the answer has no {n} session_ids", path=self.path + "/fork")
-        return ids
-
 
 class Session:
     """A session on one server (see the module's docstring); made by :meth:`SandboxClient.session`."""
@@ -123,11 +114,6 @@ class Session:
         """The server's view of the session: age, idle time, cells run, memory, expiry, busy."""
         info: SessionInfo = self._run(self._calls.info())
         return info
-
-    def fork(self, n: int, reseed: bool = False) -> list[Session]:
-        """``n`` copies of the session as it is now, on its server; ``reseed``: each its own random state."""
-        ids: list[str] = self._run(self._calls.fork(n, reseed))
-        return [Session(self._run, self._calls.core, self.url, i) for i in ids]
 
     def delete(self) -> None:
         """End the session now; raises ``SessionGone`` if it was gone already."""
@@ -175,11 +161,6 @@ class AsyncSession:
         """The server's view of the session: age, idle time, cells run, memory, expiry, busy."""
         info: SessionInfo = await self._run(self._calls.info())
         return info
-
-    async def fork(self, n: int, reseed: bool = False) -> list[AsyncSession]:
-        """``n`` copies of the session as it is now, on its server; ``reseed``: each its own random state."""
-        ids: list[str] = await self._run(self._calls.fork(n, reseed))
-        return [AsyncSession(self._run, self._calls.core, self.url, i) for i in ids]
 
     async def delete(self) -> None:
         """End the session now; raises ``SessionGone`` if it was gone already."""

@@ -1,0 +1,281 @@
+"""Sessions against the HTTP floor and against what a stateless sandbox forces: replaying every earlier cell.
+
+    . .venv/bin/activate
+    python bench/session_bench.py                 # every table; --idle 1000 for the idle-sessions row
+    python bench/session_bench.py --idle 0        # without it
+
+Each table is measured against a baseline in the same run, on the same server (ratios, not absolute times,
+are what carries between machines):
+
+1. **Round trips**: a trivial cell (``1``) in a session against a cached ``/v1/execute`` (the same request
+   over and over: an answer from the cache, the HTTP floor), one keep-alive connection, sequentially; and
+   making a session, from a kernel started ahead (``SESSIONS__WARM``, the default) and without one.
+2. **A 10-cell rollout**: the cells of a tool-using rollout (imports, data, a function, its tests, fixes)
+   through one session, against the same rollout through stateless ``/v1/execute`` calls that each replay
+   every earlier cell (what a sandbox without sessions forces on the client), uncached.
+3. **Idle sessions** (``--idle N``): N sessions made and left idle, each with a small memory limit; the memory
+   each holds (the proportional set size of every process of the server, with them less without them, per
+   session), and the latency of an uncached trivial run without them and beside them.
+
+The server is started here on loopback with the settings each table needs, and stopped in ``finally``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+HOST = "127.0.0.1"
+ROLLOUT = [
+    "import math, random, collections",
+    "random.seed(7)\ndata = [random.randint(1, 100) for _ in range(2000)]",
+    "def mean(xs):\n    return sum(xs) / len(xs)",
+    "m = mean(data)\nround(m, 3)",
+    "def var(xs):\n    mu = mean(xs)\n    return sum((x - mu) ** 2 for x in xs) / len(xs)",
+    "round(math.sqrt(var(data)), 3)",
+    "counts = collections.Counter(x % 10 for x in data)\ncounts.most_common(3)",
+    "def median(xs):\n    s = sorted(xs)\n    n = len(s)\n    return (s[n // 2] + s[(n - 1) // 2]) / 2",
+    "assert median([1, 2, 3]) == 2 and median([1, 2, 3, 4]) == 2.5\nmedian(data)",
+    "print(len(data), round(m, 2), median(data))",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(**env: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """A codegym sandbox on loopback with ``CODEGYM_SANDBOX_<key>`` settings; its port and process."""
+    port = free_port()
+    environ = dict(os.environ, **{f"CODEGYM_SANDBOX_{k}": v for k, v in env.items()})
+    cmd = [sys.executable, "-m", "codegym_sandbox.cli", "serve", "--host", HOST, "--port", str(port)]
+    cmd += ["--backend", "local", "--workers", "2", "--log-level", "warning"]
+    log = open(f"/tmp/session_bench_{port}.log", "wb")  # noqa: SIM115 - the server's log, closed in finally
+    proc = subprocess.Popen(cmd, env=environ, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"the sandbox exited with {proc.returncode} before it was ready (see {log.name})")
+            try:
+                status, _ = Conn(port).call("GET", "/readyz")
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("the sandbox did not become ready within 90 s")
+            time.sleep(0.2)
+        yield port, proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        log.close()
+
+
+class Conn:
+    """One keep-alive connection: a call's status and JSON body."""
+
+    def __init__(self, port: int) -> None:
+        self.http = http.client.HTTPConnection(HOST, port, timeout=120)
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        self.http.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        r = self.http.getresponse()
+        raw = r.read()
+        return r.status, json.loads(raw) if raw else None
+
+    def ok(self, method: str, path: str, body: Any = None, want: int = 200) -> Any:
+        status, answer = self.call(method, path, body)
+        if status != want:
+            raise SystemExit(f"{method} {path}: {status} {answer}")
+        return answer
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def ms(xs: list[float], q: float = 0.5) -> str:
+    return f"{statistics.quantiles(xs, n=100)[int(q * 100) - 1] * 1000:.2f}" if len(xs) > 1 else "-"
+
+
+def cell(c: Conn, sid: str, code: str) -> dict[str, Any]:
+    out: dict[str, Any] = c.ok("POST", f"/v1/sessions/{sid}/execute", {"code": code})
+    if out["error"] is not None or not out["alive"]:
+        raise SystemExit(f"cell failed: {code!r}: {out}")
+    return out
+
+
+def round_trips(n: int) -> None:
+    with server() as (port, _):
+        c = Conn(port)
+        floor_body = {"language": "python", "code": "print(1)"}
+        c.ok("POST", "/v1/execute", floor_body)
+        floor = timed(lambda: c.ok("POST", "/v1/execute", floor_body), n)
+        sid = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
+        cell(c, sid, "1")
+        cells = timed(lambda: cell(c, sid, "1"), n)
+        c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
+
+        def make() -> None:
+            made = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
+            c.ok("DELETE", f"/v1/sessions/{made}", want=204)
+
+        warm = []
+        for _ in range(min(n, 60)):
+            time.sleep(0.25)  # a kernel starts behind the one taken
+            t = time.perf_counter()
+            made = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
+            warm.append(time.perf_counter() - t)
+            c.ok("DELETE", f"/v1/sessions/{made}", want=204)
+    with server(SESSIONS__WARM="0") as (port, _):
+        c = Conn(port)
+        cold = []
+        for _ in range(min(n, 40)):
+            t = time.perf_counter()
+            made = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
+            cold.append(time.perf_counter() - t)
+            c.ok("DELETE", f"/v1/sessions/{made}", want=204)
+    del make
+    f, t = statistics.median(floor), statistics.median(cells)
+    print("\n### Round trips (one keep-alive connection, sequential)\n")
+    print("| what | median ms | p90 ms | vs the floor |\n|---|---:|---:|---:|")
+    print(f"| cached `/v1/execute` (the HTTP floor) | {ms(floor)} | {ms(floor, 0.9)} | 1.00x |")
+    print(f"| a trivial cell in a session | {ms(cells)} | {ms(cells, 0.9)} | {t / f:.2f}x |")
+    print(f"| make a session (a kernel started ahead) | {ms(warm)} | {ms(warm, 0.9)} | - |")
+    print(f"| make a session (SESSIONS__WARM=0) | {ms(cold)} | {ms(cold, 0.9)} | - |")
+    print("| fork a session into 16 | not offered yet | | |")
+
+
+def rollout(rounds: int) -> None:
+    with server() as (port, _):
+        c = Conn(port)
+        session_s, replay_s = [], []
+        for r in range(rounds):
+            t = time.perf_counter()
+            sid = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
+            outs = [cell(c, sid, code) for code in ROLLOUT]
+            c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
+            session_s.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            for turn in range(len(ROLLOUT)):
+                # Each turn sends every earlier cell again; a marker keeps each round's programs uncached.
+                program = f"# round {r}\n" + "\n".join(ROLLOUT[: turn + 1])
+                body = {"language": "python", "code": program, "cache": False}
+                answer = c.ok("POST", "/v1/execute", body)
+                if answer["verdict"] != "AC":
+                    raise SystemExit(f"replay failed at turn {turn}: {answer}")
+            replay_s.append(time.perf_counter() - t)
+        if outs[-1]["stdout"] != answer["run"]["stdout"]:
+            raise SystemExit(f"the two rollouts disagree: {outs[-1]['stdout']!r} vs {answer['run']['stdout']!r}")
+    s, p = statistics.median(session_s), statistics.median(replay_s)
+    print(f"\n### A {len(ROLLOUT)}-cell rollout, {rounds} rounds\n")
+    print("| how | median s per rollout | vs the session |\n|---|---:|---:|")
+    print(f"| one session: make, {len(ROLLOUT)} cells, delete | {s:.3f} | 1.00x |")
+    print(f"| stateless `/v1/execute`, each turn replaying every earlier cell | {p:.3f} | {p / s:.2f}x |")
+
+
+def _tree_pss_kb(root: int) -> tuple[int, int]:
+    """The proportional set size of ``root`` and every process under it, and how many there are."""
+    total = count = 0
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+            count += 1
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    stack += [int(child) for child in f.read().split()]
+        except (OSError, StopIteration):
+            continue
+    return total, count
+
+
+def idle(n: int, memory_mb: int, runs: int) -> None:
+    env = {
+        "SESSIONS__MAX_SESSIONS": str(n + 8),
+        "SESSIONS__MAX_SESSIONS_PER_CLIENT": str(n + 8),
+        "SESSIONS__MEMORY_MB": str(memory_mb),
+        "SESSIONS__PROCESSES": "8",
+        "SESSIONS__WARM": "0",
+        "SESSIONS__IDLE_TTL_S": "3600",
+    }
+    with server(**env) as (port, proc):
+        c = Conn(port)
+
+        def run_once(i: list[int] = [0]) -> None:  # noqa: B006 - a counter: every run distinct, uncached
+            i[0] += 1
+            c.ok("POST", "/v1/execute", {"language": "python", "code": f"print({i[0]})", "cache": False})
+
+        timed(run_once, 20)
+        without = timed(run_once, runs)
+        before_kb, before_procs = _tree_pss_kb(proc.pid)
+        made = []
+        started = time.monotonic()
+        for i in range(n):
+            made.append(c.ok("POST", "/v1/sessions", {}, 201)["session_id"])
+            if (i + 1) % 100 == 0:
+                print(f"  {i + 1} sessions made ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+        for sid in made[:: max(n // 20, 1)]:
+            cell(c, sid, "x = 1")  # some have run a cell, as in a rollout
+        time.sleep(2)
+        with_kb, with_procs = _tree_pss_kb(proc.pid)
+        beside = timed(run_once, runs)
+        for sid in made:
+            c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
+    each_mb = (with_kb - before_kb) / n / 1024
+    print(f"\n### {n} idle sessions (each SESSIONS__MEMORY_MB={memory_mb})\n")
+    print("| what | value |\n|---|---:|")
+    print(f"| memory each idle session holds (PSS, all its processes) | {each_mb:.1f} MiB |")
+    print(f"| processes each | {(with_procs - before_procs) / n:.1f} |")
+    print(f"| all {n} together | {(with_kb - before_kb) / 1024 / 1024:.2f} GiB |")
+    w, b = statistics.median(without), statistics.median(beside)
+    print(f"| uncached trivial run, median, without them | {w * 1000:.2f} ms |")
+    print(f"| the same beside them | {b * 1000:.2f} ms ({b / w:.2f}x) |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=200, help="round trips per row of table 1")
+    parser.add_argument("--rounds", type=int, default=5, help="rollouts of each kind in table 2")
+    parser.add_argument("--idle", type=int, default=1000, help="idle sessions in table 3 (0: skip it)")
+    parser.add_argument("--idle-memory-mb", type=int, default=20, help="each idle session's memory limit")
+    parser.add_argument("--runs", type=int, default=100, help="runs timed without and beside the idle sessions")
+    args = parser.parse_args()
+    print(f"# session_bench: {os.cpu_count()} CPUs, local backend")
+    round_trips(args.requests)
+    rollout(args.rounds)
+    if args.idle:
+        idle(args.idle, args.idle_memory_mb, args.runs)
+
+
+if __name__ == "__main__":
+    main()

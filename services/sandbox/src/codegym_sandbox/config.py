@@ -110,8 +110,9 @@ class Settings(BaseSettings):
     memory_budget_mb: int = Field(
         0,
         ge=0,
-        description="What the runs in flight (on lent workers too) hold at most: where each worker has a memory "
-        "cgroup (local backend, as root) a run is admitted by a 64 MiB share and charged what its worker holds, "
+        description="What the runs in flight (on lent workers too) hold at most, with what the server holds for "
+        "them (their exchanges' outputs, inputs and files) and the sessions' memory limits: where each worker has a "
+        "memory cgroup (local backend, as root) a run is admitted by a 64 MiB share and charged what its worker holds, "
         "and the youngest runs that grow past their share once the budget is passed are run again; elsewhere a "
         "run is admitted by its memory limit. A run waits in the queue for its share (beyond QUEUE_SIZE waiting "
         "runs: 503, /run_code 504 after "

@@ -11,11 +11,12 @@ import asyncio
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
-from codegym_sandbox.backends.base import RunPolicy, Saturated, TooLarge
+from codegym_sandbox.backends.base import RunPolicy, RunRequest, Saturated, TooLarge
 from codegym_sandbox.backends.lending import LEND_PER_CPU
-from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb, machine_memory_mb
+from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb, machine_memory_mb, server_held_mb
 from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -162,3 +163,27 @@ def test_runs_waiting_for_memory_fill_the_queue_as_runs_waiting_for_a_worker_do(
         await asyncio.gather(*(task for _, task in waiting))
 
     drive(body, queue_size=2)
+
+
+def test_what_the_server_holds_for_a_run_is_in_the_budget() -> None:
+    """Issue 32, family 6: the outputs an exchange may bring back, its inputs and files, are the server's
+    memory, charged beside the run's own from its admission to its end."""
+    limits: Any = {"output_bytes": 8 << 20}
+    request = RunRequest(files={"main.py": (b"x" * (1 << 20), 0o644)}, argv=[], env={}, limits=limits)
+    # 16 tests' outputs of 8 MiB, 16 inputs of 256 KiB, a file of 1 MiB.
+    assert server_held_mb(request, [b"y" * (256 << 10)] * 16) == 16 * 8 + 4 + 1
+
+    async def main() -> None:
+        budget = MemoryBudget(300)
+        lease = await budget.acquire(100, extra_mb=150)
+        assert budget.held_mb == 250
+        budget.update(lease, 120)  # the run grew: the server's part is still charged
+        assert budget.held_mb == 270
+        with pytest.raises(Saturated):
+            await budget.acquire(40, wait_s=0.05)
+        budget.release(lease)
+        assert budget.held_mb == 0
+        with pytest.raises(TooLarge, match="and 250 MiB the server holds for it"):
+            await budget.acquire(100, extra_mb=250)
+
+    asyncio.run(main())

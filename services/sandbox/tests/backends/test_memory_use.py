@@ -84,9 +84,10 @@ def _backend(client: TestClient) -> Any:
 
 
 def test_runs_of_a_large_limit_that_hold_little_run_at_once() -> None:
-    """A budget of one run's limit (1 GiB), and twelve runs of that limit that sleep: admitted by their limits
-    they would run one after another (12 s); admitted by what they hold, together."""
-    with _server(1024, 2, 1024) as client:
+    """A budget of one run's limit (1 GiB, and the output and files the server may hold for it), and twelve runs
+    of that limit that sleep: admitted by their limits they would run one after another (12 s); admitted by what
+    they hold, together."""
+    with _server(1024 + 16, 2, 1024) as client:
         assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
         req = {"language": "python", "code": "import time; time.sleep(1); print('slept')"}
         began = time.monotonic()

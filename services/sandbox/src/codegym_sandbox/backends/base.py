@@ -30,9 +30,10 @@ class Saturated(Exception):
 class TooLarge(Exception):
     """One run asks for more memory than the server's whole memory budget: it could never start (a 4xx)."""
 
-    def __init__(self, run_mb: int, budget_mb: int) -> None:
+    def __init__(self, run_mb: int, budget_mb: int, held_mb: int = 0) -> None:
+        held = f" and {held_mb} MiB the server holds for it (its outputs, inputs and files)" if held_mb else ""
         super().__init__(
-            f"a run asks for {run_mb} MiB of memory, more than this server's whole memory budget "
+            f"a run asks for {run_mb} MiB of memory{held}, more than this server's whole memory budget "
             f"({budget_mb} MiB, MEMORY_BUDGET_MB): ask for less"
         )
         self.run_mb = run_mb

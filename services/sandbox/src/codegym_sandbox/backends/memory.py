@@ -22,7 +22,7 @@ import os
 from collections import deque
 
 from ..agent.protocol import Limits
-from .base import Saturated, TooLarge
+from .base import RunRequest, Saturated, TooLarge
 
 MARGIN_FRACTION = 8  # the budget leaves an eighth of the machine (at least MARGIN_MIN_MB) to all else
 MARGIN_MIN_MB = 1024
@@ -86,12 +86,22 @@ def run_limit_mb(limits: Limits, unbudgeted_mb: int) -> int:
     return -(-int(limit) // (1 << 20)) if limit else unbudgeted_mb
 
 
+def server_held_mb(request: RunRequest, stdins: list[bytes | None]) -> int:
+    """What the server and the agent hold for an exchange of ``request`` on ``stdins``, in MiB: every output it
+    may bring back (each run's stdout and stderr up to the output limit: a program's tests go in exchanges
+    whose outputs stay within ``EXCHANGE_OUTPUT_BYTES``, see ``judging/schedule.py``), its inputs and its files."""
+    held = len(stdins) * request.limits.get("output_bytes", 0)
+    held += sum(len(stdin) for stdin in stdins if stdin) + sum(len(data) for data, _ in request.files.values())
+    return -(-held // (1 << 20))
+
+
 class Lease:
     """One run's share of the budget: admitted by ``reserved_mb`` (at most its ``limit_mb``), charged the more
-    of that and what it was last seen to hold (``used_mb``)."""
+    of that and what it was last seen to hold (``used_mb``), and always ``extra_mb``: what the server itself
+    holds for the run (the outputs its exchange may bring back, its inputs)."""
 
-    def __init__(self, limit_mb: int, reserved_mb: int, order: int) -> None:
-        self.limit_mb, self.reserved_mb, self.order = limit_mb, reserved_mb, order
+    def __init__(self, limit_mb: int, reserved_mb: int, order: int, extra_mb: int = 0) -> None:
+        self.limit_mb, self.reserved_mb, self.order, self.extra_mb = limit_mb, reserved_mb, order, extra_mb
         self.used_mb = 0
         self.evicted = False  # chosen to give way: its worker is being killed, what it holds is as good as free
 
@@ -102,7 +112,7 @@ class Lease:
 
     @property
     def charge_mb(self) -> int:
-        return max(self.reserved_mb, self.used_mb)
+        return max(self.reserved_mb, self.used_mb) + self.extra_mb
 
 
 class MemoryBudget:
@@ -112,7 +122,8 @@ class MemoryBudget:
         self.total_mb = total_mb
         self._leases: set[Lease] = set()
         self._order = 0
-        self._waiting: deque[tuple[int, int, asyncio.Future[Lease]]] = deque()  # (share, limit, granted)
+        # (what it needs now: its share and extra, its limit, its share, its extra, granted)
+        self._waiting: deque[tuple[int, int, int, int, asyncio.Future[Lease]]] = deque()
 
     @property
     def waiting(self) -> int:
@@ -128,25 +139,28 @@ class MemoryBudget:
     def overcommitted(self) -> bool:
         """Whether the runs in flight, each grown to its limit, would hold more than the budget: what they hold
         must then be watched (:meth:`update`, :meth:`over`)."""
-        return sum(lease.limit_mb for lease in self._leases if not lease.evicted) > self.total_mb
+        return sum(lease.limit_mb + lease.extra_mb for lease in self._leases if not lease.evicted) > self.total_mb
 
     def leases(self) -> list[Lease]:
         return list(self._leases)
 
-    def check(self, mb: int) -> None:
+    def check(self, mb: int, extra_mb: int = 0) -> None:
         """Refuse a run that could never fit (:class:`TooLarge`): waiting would be forever."""
-        if mb > self.total_mb:
-            raise TooLarge(mb, self.total_mb)
+        if mb + extra_mb > self.total_mb:
+            raise TooLarge(mb, self.total_mb, extra_mb)
 
-    async def acquire(self, mb: int, wait_s: float | None = None, share_mb: int | None = None) -> Lease:
-        """Take a share of the budget for a run of limit ``mb``: ``share_mb`` (at most ``mb``), or all of ``mb``;
-        waiting behind earlier runs for it at most ``wait_s`` seconds (:class:`Saturated` past it)."""
-        self.check(mb)
+    async def acquire(
+        self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0
+    ) -> Lease:
+        """Take a share of the budget for a run of limit ``mb``: ``share_mb`` (at most ``mb``), or all of ``mb``,
+        and ``extra_mb`` the server holds for it; waiting behind earlier runs for it at most ``wait_s`` seconds
+        (:class:`Saturated` past it)."""
+        self.check(mb, extra_mb)
         share = mb if share_mb is None else min(share_mb, mb)
-        if not self._waiting and self.held_mb + share <= self.total_mb:
-            return self._grant(mb, share)
+        if not self._waiting and self.held_mb + share + extra_mb <= self.total_mb:
+            return self._grant(mb, share, extra_mb)
         granted: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
-        entry = (share, mb, granted)
+        entry = (share + extra_mb, mb, share, extra_mb, granted)
         self._waiting.append(entry)
         try:
             return await asyncio.wait_for(asyncio.shield(granted), wait_s)
@@ -161,9 +175,9 @@ class MemoryBudget:
                 raise Saturated(retry_after_s=1, waited_s=wait_s) from None
             raise
 
-    def _grant(self, mb: int, share: int) -> Lease:
+    def _grant(self, mb: int, share: int, extra_mb: int = 0) -> Lease:
         self._order += 1
-        lease = Lease(mb, share, self._order)
+        lease = Lease(mb, share, self._order, extra_mb)
         self._leases.add(lease)
         return lease
 
@@ -198,5 +212,5 @@ class MemoryBudget:
 
     def _wake(self) -> None:
         while self._waiting and self.held_mb + self._waiting[0][0] <= self.total_mb:
-            share, mb, granted = self._waiting.popleft()
-            granted.set_result(self._grant(mb, share))
+            _, mb, share, extra, granted = self._waiting.popleft()
+            granted.set_result(self._grant(mb, share, extra))

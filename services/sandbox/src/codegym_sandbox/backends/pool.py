@@ -25,7 +25,7 @@ from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated, SessionLease
 from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
-from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb
+from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
 from .session_lease import open_lease
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
@@ -155,24 +155,31 @@ class WorkerPool(LentSlots):
         return replace(policy, admitted=True)
 
     async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome:
-        return await self._on_worker(request, policy, lambda worker: worker.run(request))
+        return await self._on_worker(request, policy, lambda worker: worker.run(request), [request.stdin])
 
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
-        return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins))
+        return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins), stdins)
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
         """A worker of its own holding ``request``'s kernel (see ``session_lease``)."""
         return await open_lease(self.memory, self.make_worker, self.session_slots, self.max_workers, request, memory_mb)
 
-    async def _on_worker(self, request: RunRequest, policy: RunPolicy, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
+    async def _on_worker(
+        self,
+        request: RunRequest,
+        policy: RunPolicy,
+        job: Callable[[AgentWorker], Awaitable[T]],
+        stdins: list[bytes | None],
+    ) -> T:
         if not policy.admitted:
             self._check_queue()
         mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
+        extra = server_held_mb(request, stdins)
         share, computes = RUN_SHARE_MB if self.reads_memory else None, False
         while True:
             deadline = None if wait_s is None else time.monotonic() + wait_s
-            lease = await self.memory.acquire(mb, wait_s, share)
+            lease = await self.memory.acquire(mb, wait_s, share, extra)
             self._memory_watch.wake()
             try:
                 worker = await self._take(deadline, wait_s)

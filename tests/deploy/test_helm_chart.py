@@ -143,6 +143,19 @@ def test_a_sessions_calls_reach_the_pod_its_id_names() -> None:
         match = re.match(pattern, path)
         assert (match.group(1) if match else None) == pod, path
     assert "proxy_pass http://sandbox;" in conf and "server rel-codegym-sandbox.codegym.svc.cluster.local:8080;" in conf
+    # NeMo-Skills' sessions hash on their X-Session-ID over the pods always there (autoscaling's least replicas)
+    nemo = re.search(r"upstream nemo_skills \{(.*?)\}", conf, re.S)
+    assert nemo is not None and "hash $http_x_session_id consistent;" in nemo.group(1), conf
+    ring = re.findall(r"server rel-codegym-sandbox-(\d+)\.rel-codegym-sandbox-pods\S+:8080 resolve;", nemo.group(1))
+    assert ring == ["0", "1"], nemo.group(1)
+    nemo_route = re.search(
+        r'location ~ "(\^/\(execute\|sessions\)[^"]*)" \{\s*proxy_next_upstream off;\s*proxy_pass http://nemo_skills;',
+        conf,
+    )
+    assert nemo_route is not None, conf
+    for path, hashed in [("/execute", True), ("/sessions", True), ("/sessions/abc", True), ("/v1/sessions/3-x", False),
+                         ("/v1/execute", False), ("/executes", False)]:  # fmt: skip
+        assert bool(re.match(nemo_route.group(1), path)) == hashed, path
 
     router = find(manifests, "Deployment", "sandbox-router")["spec"]["template"]["spec"]
     assert restricted_violations(router) == []

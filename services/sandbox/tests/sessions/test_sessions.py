@@ -3,6 +3,8 @@ status, the ends of a session (deleted, expired, its interpreter gone) and the a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -135,7 +137,7 @@ def test_an_allocation_past_the_limit_fails_and_the_session_lives(sessions: Test
     try:
         _cell(sessions, sid, "kept = 'here'")
         out = _cell(sessions, sid, "b = bytearray(512 << 20)", timeout_s=20)
-        assert out["status"] == "memory_limit" and out["alive"], out
+        assert out["status"] == "finished" and out["alive"], out  # its own error: the session holds its limit
         assert out["error"]["type"] == "MemoryError", out
         assert _cell(sessions, sid, "kept")["display"] == "'here'"
     finally:
@@ -257,3 +259,77 @@ def test_metrics_count_sessions_their_ends_and_cells(sessions: TestClient) -> No
     assert value("codegym_sandbox_sessions_created_total") == made + 2
     assert value('codegym_sandbox_sessions_ended_total{cause="deleted"}') == deleted + 1
     assert value('codegym_sandbox_sessions_ended_total{cause="killed"}') == killed + 1
+
+
+def test_a_cells_status_is_the_sandboxs_measure_not_what_it_raised(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        # It raises the interruption's own exception, and a MemoryError, at once: finished, each its error.
+        fake = "from codegym_sandbox.agent.kernel import CellTimeout\nraise CellTimeout('no')"
+        for code in (fake, "raise MemoryError"):
+            out = _cell(sessions, sid, code)
+            assert out["status"] == "finished" and out["error"] is not None, out
+        # It catches the interruption and returns: it ran to its limit all the same.
+        caught = "import time\ntry:\n    time.sleep(30)\nexcept BaseException:\n    pass\n'done'"
+        out = _cell(sessions, sid, caught, timeout_s=1)
+        assert out["status"] == "time_limit" and out["alive"], out
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_value_counts_against_the_output_limit(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    cap = sessions.app.state.settings.limits.output_bytes  # type: ignore[attr-defined]
+    try:
+        out = _cell(sessions, sid, f"'x' * {cap + 1000}")
+        assert out["output_truncated"] and len(out["display"]) <= cap, len(out["display"])
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_an_abandoned_cell_ends_its_session_so_no_answer_comes_out_of_turn(sessions: TestClient) -> None:
+    store = sessions.app.state.sessions  # type: ignore[attr-defined]
+    sid = _new(sessions)
+    _cell(sessions, sid, "x = 1")
+
+    async def abandon() -> None:
+        call = asyncio.ensure_future(store.execute(sid, "import time\ntime.sleep(2)\n'first'", 5))
+        await asyncio.sleep(0.5)
+        call.cancel()  # as when its client goes away
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+
+    sessions.portal.call(abandon)  # type: ignore[attr-defined]
+    r = sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "'second'"})
+    assert r.status_code == 410 and "abandoned" in r.json()["detail"], r.text
+
+
+def test_a_cell_whose_session_is_deleted_meanwhile_is_told_so(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    answers: list[Any] = []
+    t = threading.Thread(
+        target=lambda: answers.append(
+            sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "import time\ntime.sleep(3)"})
+        )
+    )
+    t.start()
+    time.sleep(0.7)
+    assert sessions.delete(f"/v1/sessions/{sid}").status_code == 204
+    t.join()
+    assert answers[0].status_code == 410 and "deleted" in answers[0].json()["detail"], answers[0].text
+
+
+def test_names_outside_the_sessions_directory_are_refused(sessions: TestClient) -> None:
+    for name in ("../x", "/etc/x", "a/../../x"):
+        r = sessions.post("/v1/sessions", json={"files": {name: "x"}})
+        assert r.status_code == 422 and "files" in r.text, r.text
+
+
+def test_a_client_lists_its_own_sessions(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    try:
+        assert sid in [s["session_id"] for s in sessions.get("/v1/sessions").json()["sessions"]]
+        other = TestClient(sessions.app, client=("10.9.8.7", 5000))
+        assert other.get("/v1/sessions").json() == {"sessions": []}
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from ..sessions.store import Session, SessionStore
 from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionList
+from .files import scratch_name
 
 router = APIRouter(prefix="/v1/sessions")
 
@@ -42,14 +43,16 @@ def _info(store: SessionStore, s: Session) -> SessionInfo:
 @router.post("", status_code=201, response_model=SessionCreated)
 async def create(req: CreateSession, request: Request, store: StoreDep) -> SessionCreated:
     """Make a session: a Python interpreter, kept between calls until it is deleted or its lease ends."""
-    files = {name: text.encode() for name, text in req.files.items()}
+    files = {scratch_name(name): text.encode() for name, text in req.files.items()}  # BadFiles: 422
     session = await store.create(client_of(request), req.ttl_s, req.limits.memory_mb, req.limits.cell_timeout_s, files)
     return SessionCreated(session_id=session.session_id, expires_at=store.expires_at(session))
 
 
 @router.get("", response_model=SessionList)
-async def list_sessions(store: StoreDep) -> SessionList:
-    return SessionList(sessions=[_info(store, s) for s in store.sessions.values()])
+async def list_sessions(request: Request, store: StoreDep) -> SessionList:
+    """The caller's sessions (its address's): another client's ids are theirs to know."""
+    mine = client_of(request)
+    return SessionList(sessions=[_info(store, s) for s in store.sessions.values() if s.client == mine])
 
 
 @router.get("/{session_id}", response_model=SessionInfo)

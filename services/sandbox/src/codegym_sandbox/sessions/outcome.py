@@ -9,22 +9,16 @@ from ..agent.cell_frames import Record
 from ..agent.session_frames import CellDone
 from .wire import CellErrorModel, CellResult, CellStatus
 
-# The exception the kernel raises in a cell at its time limit (``cells.CellTimeout``): the cell was interrupted.
-_INTERRUPTED = "CellTimeout"
-
 
 def _text(data: bytearray) -> str:
     return data.decode("utf-8", "replace")
 
 
-def status(done: CellDone, record: Record, memory_mb: int) -> CellStatus:
-    cell = record.cells[0]
+def status(done: CellDone, memory_mb: int, timeout_s: float) -> CellStatus:
+    """How the cell ended, by the sandbox's measure alone (never by what the cell raised or printed)."""
     if done["alive"]:
-        ename = cell.error[0]["ename"] if cell.error else None
-        if ename == _INTERRUPTED:
-            return "time_limit"
-        # An allocation past the limit failed, and the session lives on (the cell could catch it: it is its error).
-        return "memory_limit" if ename == "MemoryError" else "finished"
+        # Interrupted at its limit (whatever the cell did with the interruption), or it ran to its end.
+        return "time_limit" if done["wall_s"] >= timeout_s else "finished"
     if done["timed_out"] or done["signal"] == signal.SIGXCPU:
         return "time_limit"  # it could not be interrupted, or the session spent its CPU time
     rss = done["max_rss_kb"] or 0
@@ -33,7 +27,7 @@ def status(done: CellDone, record: Record, memory_mb: int) -> CellStatus:
     return "killed"
 
 
-def cell_result(done: CellDone, record: Record, memory_mb: int) -> CellResult:
+def cell_result(done: CellDone, record: Record, memory_mb: int, timeout_s: float, output_cap: int) -> CellResult:
     cell = record.cells[0]
     error = None
     if cell.error:
@@ -43,14 +37,17 @@ def cell_result(done: CellDone, record: Record, memory_mb: int) -> CellResult:
         why = record.ended or "the session's interpreter ended"
         error = CellErrorModel(type="SessionEnded", message=why, traceback=[])
     display = next((d["text/plain"] for d in cell.display if "text/plain" in d), None)
+    # The value's text counts against the output limit with what the cell printed.
+    room = max(output_cap - len(cell.stdout) - len(cell.stderr), 0)
+    cut = record.cut or (display is not None and len(display) > room)
     return CellResult(
         stdout=_text(cell.stdout),
         stderr=_text(cell.stderr),
-        display=display,
+        display=None if display is None else display[:room],
         error=error,
-        status=status(done, record, memory_mb),
+        status=status(done, memory_mb, timeout_s),
         execution_time=done["wall_s"],
         cpu_time=done["cpu_s"],
-        output_truncated=record.cut,
+        output_truncated=cut,
         alive=done["alive"],
     )

@@ -16,11 +16,13 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..agent.cell_frames import read_record
 from ..agent.session_main import SESSION_MAIN
-from ..backends.base import Backend, Saturated, SessionLease
+from ..backends.base import Backend, SandboxFault, Saturated, SessionLease
 from ..config import Sessions
 from ..executor import Executor, RunLimits
 from .outcome import cell_result
@@ -42,6 +44,17 @@ class SessionGone(Exception):
 
 class Busy(Exception):
     """A cell of the session is running: its cells run one at a time."""
+
+
+class SessionNotStarted(Saturated):
+    """The sandbox could not start a session's kernel (a worker that did not start): try again."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(retry_after_s=1)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 class TooManySessions(Saturated):
@@ -127,12 +140,17 @@ class SessionStore:
         self.opening += 1
         try:
             # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
-            lease = self.warm.pop() if memory == s.memory_mb and self.warm else await self._open(memory)
+            try:
+                lease = self.warm.pop() if memory == s.memory_mb and self.warm else await self._open(memory)
+            except SandboxFault as exc:
+                raise SessionNotStarted(f"no session could start: {exc}") from None
             try:
                 if files:
                     await lease.put_files({name: (data, 0o644) for name, data in files.items()})
-            except BaseException:
+            except BaseException as exc:
                 await lease.close()
+                if isinstance(exc, SandboxFault):
+                    raise SessionNotStarted(f"the session's files could not be written: {exc}") from None
                 raise
         finally:
             self.opening -= 1
@@ -171,9 +189,7 @@ class SessionStore:
             and len(self.sessions) + len(self.warm) + self.warming + self.opening < s.max_sessions
         ):
             self.warming += 1
-            task = asyncio.create_task(self._warm_one())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._warm_one())
 
     async def _warm_one(self) -> None:
         try:
@@ -209,10 +225,22 @@ class SessionStore:
             job = {"source": code, "cell_timeout": timeout, "output_bytes": cap, "stdin": stdin}
             message = json.dumps(job).encode()
             session.used = time.monotonic()
-            done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
+            try:
+                done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
+            except BaseException as exc:
+                # Its caller went away (the request was cancelled) or its worker failed: the cell's answer may
+                # still come, and would be read as the next cell's. The session ends: nothing is read out of turn.
+                gone = session.session_id not in self.sessions
+                self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
+                self._spawn(session.lease.close())
+                if gone and isinstance(exc, SandboxFault):
+                    raise SessionGone(session_id, self.ended.get(session_id)) from None  # deleted meanwhile
+                if isinstance(exc, SandboxFault):
+                    raise SessionGone(session_id, f"ended: its worker failed ({exc})") from None
+                raise
             session.cells += 1
             session.used = time.monotonic()
-            result = cell_result(done, read_record(record, 1), session.memory_mb)
+            result = cell_result(done, read_record(record, 1), session.memory_mb, timeout, cap)
             self.metrics.session_cells.labels(status=result.status).inc()
         if not result.alive:
             cause = "killed" if result.status == "finished" else result.status
@@ -224,13 +252,23 @@ class SessionStore:
 
     # -- ends ---------------------------------------------------------------------------------------------
     async def _end(self, session: Session, why: str, cause: str) -> None:
+        if self._forget(session, why, cause):
+            await session.lease.close()
+
+    def _forget(self, session: Session, why: str, cause: str) -> bool:
+        """Take ``session`` out of the store (why it ended kept); False where it was out already."""
         if self.sessions.pop(session.session_id, None) is None:
-            return
+            return False
         self.metrics.sessions_ended.labels(cause=cause).inc()
         self.ended[session.session_id] = why
         while len(self.ended) > _ENDED_KEPT:
             self.ended.popitem(last=False)
-        await session.lease.close()
+        return True
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _reap(self) -> None:
         while True:

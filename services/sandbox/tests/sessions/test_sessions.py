@@ -333,3 +333,22 @@ def test_a_client_lists_its_own_sessions(sessions: TestClient) -> None:
         assert other.get("/v1/sessions").json() == {"sessions": []}
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_what_a_cell_leaves_running_is_stopped_until_the_next_cell(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    spin = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+        "def cpu():\n    f = open(f'/proc/{child.pid}/stat').read().rsplit(')', 1)[1].split()\n"
+        "    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')\n"
+        "time.sleep(0.5)\nbefore = cpu()\nbefore > 0.1"
+    )
+    try:
+        assert _cell(sessions, sid, spin, timeout_s=10)["display"] == "True"
+        time.sleep(2)  # idle: the child must not compute now
+        out = _cell(sessions, sid, "round(cpu() - before, 2)")
+        assert float(out["display"]) < 0.3, out
+        assert _cell(sessions, sid, "time.sleep(0.5)\ncpu() - before > 0.2")["display"] == "True"  # and on again
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")

@@ -23,7 +23,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, cast
 
-from . import isolation, run_cpu
+from . import isolation, run_cpu, session_pause
 from .box_protocol import RunCommand, read_run_report
 from .protocol import encode_frame, wipe
 from .scratch_files import write_files
@@ -80,6 +80,7 @@ class Kernel:
         """Send one cell and read its record: the answer frame and the record's bytes."""
         bx = self.bx
         assert bx.ctl is not None
+        session_pause.resume(bx.pid)  # the session's processes, stopped since its last cell
         started = time.monotonic()
         used_zero = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         deadline = started + wall_s + GRACE_S
@@ -132,6 +133,8 @@ class Kernel:
         used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         memory = bx.config.get("memory_cgroup")
         oom = memory is not None and memory.oom_kills() > self.kills
+        if alive and not session_pause.stop(bx.pid):
+            alive = False  # a session that cannot be held still between cells is ended
         if not alive:
             self._end()
         report = self.report

@@ -1,0 +1,73 @@
+"""A session's processes stopped between its cells, so that an idle session holds memory and never a CPU.
+
+A cell may leave processes running after it ends (a child it started, a thread of the kernel): were they let
+run between cells, a session could compute at any time, outside the time limit of any cell, beside the runs
+and cells the CPUs are shared among. So once a cell's record is read, the agent stops every process under the
+session's box (``SIGSTOP``, which no process can catch or ignore) and continues them (``SIGCONT``) as the next
+cell is sent. Every process of the session is under the box: the box is the init of its pid namespace, so an
+orphan comes back to it. A process may fork while the others are being stopped: the walk goes on until it
+finds no process that is not stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+_ROUNDS = 200  # walks of the tree at most: a session's processes are bounded (SESSIONS__PROCESSES)
+
+
+def descendants(root: int) -> set[int]:
+    """Every process under ``root`` (not ``root`` itself), by the kernel's lists of children."""
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    children = [int(child) for child in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            for child in children:
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return "X"  # gone
+
+
+def stop(root: int) -> bool:
+    """Stop every process under ``root``; False where some could not be seen stopped in time."""
+    for _ in range(_ROUNDS):
+        running = [pid for pid in descendants(root) if _state(pid) not in ("T", "t", "Z", "X")]
+        if not running:
+            return True
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.0005)  # the stop is delivered as each process next runs
+    return False
+
+
+def resume(root: int) -> None:
+    """Continue every process under ``root``."""
+    for pid in descendants(root):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass

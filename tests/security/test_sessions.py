@@ -150,7 +150,7 @@ def test_a_child_left_running_ends_with_its_session(server: TestClient) -> None:
 
 def test_sessions_take_their_memory_from_the_budget(backend: str, host: HostState) -> None:
     settings = hostile_settings(backend, memory_budget_mb=700)
-    settings.sessions.memory_mb, settings.sessions.warm = 256, 0
+    settings.sessions.memory_mb, settings.sessions.warm, settings.sessions.memory_share = 256, 0, 1.0
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         held = [_new(client), _new(client)]
         r = client.post("/v1/sessions", json={"language": "python"})
@@ -159,3 +159,26 @@ def test_sessions_take_their_memory_from_the_budget(backend: str, host: HostStat
         held.append(_new(client))  # its memory came back with the session
         for sid in held:
             client.delete(f"/v1/sessions/{sid}")
+
+
+def test_sessions_hold_no_more_than_their_share_of_the_budget(backend: str, host: HostState) -> None:
+    settings = hostile_settings(backend, memory_budget_mb=1000)
+    settings.sessions.memory_mb, settings.sessions.warm, settings.sessions.memory_share = 200, 0, 0.5
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        held = [_new(client), _new(client)]
+        r = client.post("/v1/sessions", json={"language": "python"})
+        assert r.status_code == 429 and "SESSIONS__MEMORY_SHARE" in r.json()["detail"], r.text
+        # The runs still have the rest: one of 450 MiB runs beside the idle sessions.
+        body = {"language": "python", "code": "print(1)", "limits": {"memory_mb": 450}}
+        assert client.post("/v1/execute", json=body).json()["verdict"] == "AC"
+        for sid in held:
+            client.delete(f"/v1/sessions/{sid}")
+
+
+@pytest.mark.parametrize("limits", [{"memory_mb": -20000}, {"memory_mb": 0}, {"cell_timeout_s": -1}])
+def test_limits_that_are_no_limits_are_refused(server: TestClient, limits: dict[str, Any]) -> None:
+    assert server.post("/v1/sessions", json={"limits": limits}).status_code == 422
+    r = server.post(
+        "/v1/sessions", content=b'{"limits": {"cell_timeout_s": NaN}}', headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 422, r.text

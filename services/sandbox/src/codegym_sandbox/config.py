@@ -62,6 +62,13 @@ class Sessions(BaseSettings):
     cell_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a cell.")
     max_cell_timeout_s: float = Field(60.0, gt=0, description="Largest cell limit a request may ask for.")
     cpu_s: float = Field(600.0, gt=0, description="CPU time a session may use over its whole life.")
+    memory_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Of MEMORY_BUDGET_MB, what sessions may hold together (each its memory limit, for its life, "
+        "those started ahead too); past it: 429. The rest is the runs', whatever sessions wait idle.",
+    )
     warm: int = Field(
         2,
         ge=0,

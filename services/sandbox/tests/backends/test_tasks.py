@@ -33,19 +33,21 @@ def test_the_capacity_is_the_lower_table_less_the_hosts_reserve() -> None:
 def test_max_workers_times_the_process_limit_fits_in_the_capacity() -> None:
     table = reader({"pid_max": 32768, "threads-max": 192730})
     # Without sessions: 128 runs x 256 processes = 32768 = pid_max, the whole table (issue 32's S2).
-    bound = tasks.slots(Settings(backend="local", workers=2, sessions=Sessions(max_sessions=0)), "local", table)
+    none = Sessions(max_sessions=0, warm=0)
+    bound = tasks.slots(Settings(backend="local", workers=2, sessions=none), "local", table)
     assert (bound.workers, bound.most, bound.asked, bound.lowered) == (2, 112, 128, True)
     assert bound.most * 256 <= tasks.capacity(32768)
     assert "lowered from 128 to 112" in bound.describe()
-    # The default 64 sessions hold 16 processes each, and their worker's 3: 1216 tasks come off first.
+    # The default 64 sessions and 2 kernels started ahead hold 16 processes each, and their worker's 3: 1254
+    # tasks come off first.
     bound = tasks.slots(Settings(backend="local", workers=2), "local", table)
-    assert bound.most == (tasks.capacity(32768) - 64 * 19) // 256 == 107
+    assert bound.most == (tasks.capacity(32768) - 66 * 19) // 256 == 107
     many = Settings(backend="local", workers=2, sessions=Sessions(max_sessions=1000, processes=8))
-    assert tasks.slots(many, "local", table).most == (tasks.capacity(32768) - 1000 * 11) // 256 == 69
+    assert tasks.slots(many, "local", table).most == (tasks.capacity(32768) - 1002 * 11) // 256 == 68
     small = Settings(backend="local", workers=2, limits=Limits(processes=64))
     assert (tasks.slots(small, "local", table).most, tasks.slots(small, "local", table).lowered) == (128, False)
     # A container's pids limit counts its agent too; the fixed workers are lowered with the rest where needed.
-    bound = tasks.slots(Settings(workers=200, max_workers=400, sessions=Sessions(max_sessions=0)), "docker", table)
+    bound = tasks.slots(Settings(workers=200, max_workers=400, sessions=none), "docker", table)
     assert (bound.per_run, bound.most, bound.workers) == (320, 89, 89)  # 28672 // 320
     unknown = tasks.slots(Settings(workers=2), "local", reader({"pid_max": None, "threads-max": None}))
     assert (unknown.most, unknown.lowered) == (128, False)
@@ -56,6 +58,7 @@ def small_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A host whose pid table is 12288 (capacity 8192: 32 runs of 256 processes), and a server without
     sessions."""
     monkeypatch.setenv("CODEGYM_SANDBOX_SESSIONS__MAX_SESSIONS", "0")
+    monkeypatch.setenv("CODEGYM_SANDBOX_SESSIONS__WARM", "0")
     (tmp_path / "pid_max").write_text("12288\n")
     (tmp_path / "threads-max").write_text("192730\n")
     monkeypatch.setattr(tasks, "TABLES", (str(tmp_path / "pid_max"), str(tmp_path / "threads-max")))

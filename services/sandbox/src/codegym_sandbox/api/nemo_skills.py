@@ -217,7 +217,8 @@ async def _stateless(req: ExecuteRequest, executor: Executor, lang: str) -> JSON
 
 @router.get("/sessions")
 async def list_sessions(request: Request) -> JSONResponse:
-    """Their session list: the ids their clients made, when each was made and last used (Unix time)."""
+    """Their session list: the ids the caller's clients made (from its address), when each was made and last
+    used (Unix time)."""
     store: SessionStore = request.app.state.sessions
     now_wall, now = time.time(), time.monotonic()
 
@@ -225,7 +226,10 @@ async def list_sessions(request: Request) -> JSONResponse:
         return {"alive": True, "backend": "ipython", "created": now_wall - (now - s.created),
                 "last_used": now_wall - (now - s.used)}  # fmt: skip
 
-    mine = {k[len(_PREFIX) :]: entry(s) for k, s in store.sessions.items() if k.startswith(_PREFIX)}
+    caller = client_of(request)  # another client's ids are theirs to know
+    mine = {
+        k[len(_PREFIX) :]: entry(s) for k, s in store.sessions.items() if k.startswith(_PREFIX) and s.client == caller
+    }
     return JSONResponse({"backend": "ipython", "sessions": mine})
 
 

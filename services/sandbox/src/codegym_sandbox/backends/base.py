@@ -115,6 +115,7 @@ class Backend(Protocol):
     size: int  # workers always there
     max_workers: int  # lent workers come on top of ``size`` up to this (set by the server)
     reserve_workers: int | None  # lent workers to keep started ahead (set by the server; None: as many as fit)
+    session_slot_count: int  # sessions' workers there may be at once (set by the server: SESSIONS__MAX_SESSIONS)
     breaker_cooldown_s: float  # how long a slot whose restarts keep failing waits before the next try
     # Charged to the memory budget for a run whose limits carry no memory bound of their own.
     unbudgeted_run_mb: int

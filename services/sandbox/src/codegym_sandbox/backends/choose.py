@@ -28,7 +28,7 @@ from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend, runtime_flags
-from .tasks import SESSION_EXTRA, slots, worker_tasks
+from .tasks import SESSION_EXTRA, session_workers, slots, worker_tasks
 
 log = logging.getLogger("codegym.sandbox")
 
@@ -196,6 +196,7 @@ async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
     backend.max_workers = most
     backend.reserve_workers = settings.reserve_workers
+    backend.session_slot_count = session_workers(settings)
     backend.memory.total_mb = settings.memory_budget_mb or default_budget_mb()
     backend.unbudgeted_run_mb = settings.limits.max_memory_mb
     return backend, reason
@@ -228,7 +229,7 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
     kind, reason = await detect(settings)
     bound = slots(settings, kind)
     # Sessions' workers are numbered past the runs' (backends/session_lease.py): their programs' users too.
-    workers, slots_in_all = bound.workers, max(bound.workers, bound.most) + settings.sessions.max_sessions
+    workers, slots_in_all = bound.workers, max(bound.workers, bound.most) + session_workers(settings)
     uids = program_uids(settings, kind == "local", slots_in_all)
     log.info("programs run as %s", f"host uids {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
     if kind == "local":

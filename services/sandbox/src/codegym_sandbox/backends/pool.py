@@ -27,7 +27,7 @@ from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
-from .session_lease import open_lease
+from .session_lease import next_slot, open_lease
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
 from .worker import AgentWorker
 
@@ -81,6 +81,8 @@ class WorkerPool(LentSlots):
         self._stopping = False
         self.breaker_cooldown_s = BREAKER_COOLDOWN_S
         self.session_slots: set[int] = set()  # the workers of sessions (session_lease.py), past max_workers
+        self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
+        self._last_session_slot: int | None = None
 
     @property
     def waiting(self) -> int:
@@ -162,8 +164,13 @@ class WorkerPool(LentSlots):
         return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins), stdins)
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
-        """A worker of its own holding ``request``'s kernel (see ``session_lease``)."""
-        return await open_lease(self.memory, self.make_worker, self.session_slots, self.max_workers, request, memory_mb)
+        """A worker of its own holding ``request``'s kernel (see ``session_lease``), numbered past the pool's
+        slots: its programs' host user is the slot's."""
+        slot = next_slot(self.session_slots, self.max_workers, self.session_slot_count, self._last_session_slot)
+        if slot is None:
+            raise Saturated(retry_after_s=5)
+        self._last_session_slot = slot
+        return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
 
     async def _on_worker(
         self,

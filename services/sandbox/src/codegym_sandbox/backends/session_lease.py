@@ -49,23 +49,31 @@ class SessionLease:
             self.slots.discard(self.worker.slot)
 
 
+def next_slot(used: set[int], first: int, count: int, last: int | None) -> int | None:
+    """The first free slot of ``first`` .. ``first + count - 1`` after ``last`` (the one given last), round
+    the range: not the lowest free one, so that a slot (and its programs' host user) comes back to another
+    session only after every other free slot was given, long after the processes of its last one are gone.
+    None: every slot is in use."""
+    start = 0 if last is None else last + 1 - first
+    for i in range(count):
+        slot = first + (start + i) % count
+        if slot not in used:
+            return slot
+    return None
+
+
 async def open_lease(
     budget: MemoryBudget,
     make_worker: Callable[[int], AgentWorker],
     slots: set[int],
-    first_slot: int,
+    slot: int,
     request: RunRequest,
     memory_mb: int,
 ) -> SessionLease:
     """A started worker holding ``request``'s kernel, or :class:`~.base.Saturated` when the memory budget has
     no room for ``memory_mb`` now (a session never waits for memory: its client is told to come back)."""
     memory = await budget.acquire(memory_mb, 0.0)
-    # Slot numbers past the pool's own (``first_slot`` on, the lowest free one, in ``slots`` while used): a
-    # worker's number is what tells its programs' host user apart.
-    slot = first_slot
-    while slot in slots:
-        slot += 1
-    slots.add(slot)
+    slots.add(slot)  # in use until the lease is closed
     worker = make_worker(slot)
     lease = SessionLease(budget, slots, worker, memory)
     try:

@@ -58,11 +58,17 @@ def worker_tasks(settings: Settings, kind: str) -> int:
     return settings.container_pids or settings.limits.processes + CONTAINER_EXTRA
 
 
+def session_workers(settings: Settings) -> int:
+    """The sessions' workers there may be at once: every session, and the kernels started ahead (which a
+    session being made may not have taken yet)."""
+    return settings.sessions.max_sessions + settings.sessions.warm
+
+
 def session_tasks(settings: Settings, kind: str) -> int:
-    """The tasks every session there may be holds at most: its processes, and its worker's own (the agent,
-    its box, the kernel's supervisor)."""
+    """The tasks every session's worker there may be holds at most: its processes, and its worker's own (the
+    agent, its box, the kernel's supervisor)."""
     extra = 3 if kind == "local" else SESSION_EXTRA
-    return settings.sessions.max_sessions * (settings.sessions.processes + extra)
+    return session_workers(settings) * (settings.sessions.processes + extra)
 
 
 @dataclass(frozen=True)

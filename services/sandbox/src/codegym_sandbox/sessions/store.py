@@ -136,12 +136,14 @@ class SessionStore:
         held = sum(1 for x in self.sessions.values() if x.client == client)
         if held >= s.max_sessions_per_client:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
-        memory = min(memory_mb or s.memory_mb, s.max_memory_mb)
+        # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
+        memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), 1)
+        self._check_share(memory)
         self.opening += 1
         try:
             # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
             try:
-                lease = self.warm.pop() if memory == s.memory_mb and self.warm else await self._open(memory)
+                lease = self.warm.pop() if memory == s.memory_mb and self.warm else await self._opened(memory)
             except SandboxFault as exc:
                 raise SessionNotStarted(f"no session could start: {exc}") from None
             try:
@@ -166,6 +168,34 @@ class SessionStore:
         self.sessions[session.session_id] = session
         self.metrics.sessions_created.inc()
         return session
+
+    def _check_share(self, memory_mb: int) -> None:
+        """Sessions hold their memory for their whole life, idle or not: together (those started ahead too) they
+        may hold ``SESSIONS__MEMORY_SHARE`` of the memory budget at most, the rest is the runs'."""
+        budget = self.backend.memory.total_mb
+        held = sum(x.memory_mb for x in self.sessions.values()) + self.settings.memory_mb * (
+            len(self.warm) + self.warming
+        )
+        most = int(budget * self.settings.memory_share)
+        if held + memory_mb > most:
+            raise TooManySessions(
+                f"the sessions hold {held} MiB of memory and this one asks for {memory_mb}: sessions may hold "
+                f"{most} MiB, {self.settings.memory_share:g} of the memory budget (SESSIONS__MEMORY_SHARE)"
+            )
+
+    async def _opened(self, memory_mb: int) -> SessionLease:
+        """:meth:`_open`, carried to its end even when its caller goes away (a worker's start is not to be cut
+        in the middle): a lease no caller takes is closed."""
+        task = asyncio.create_task(self._open(memory_mb))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._close_unwanted)
+            raise
+
+    def _close_unwanted(self, task: asyncio.Task[SessionLease]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self._spawn(task.result().close())
 
     async def _open(self, memory_mb: int) -> SessionLease:
         """A fresh kernel with the session's limits: the memory of everything it holds, its CPU time over its
@@ -193,6 +223,7 @@ class SessionStore:
 
     async def _warm_one(self) -> None:
         try:
+            self._check_share(0)
             lease = await self._open(self.settings.memory_mb)
         except Exception as exc:  # the budget has no room, a worker did not start: made when asked for
             log.info("no session kernel started ahead: %s", exc)

@@ -15,15 +15,17 @@ CellStatus = Literal["finished", "time_limit", "memory_limit", "killed"]
 class SessionLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    memory_mb: int | None = Field(None, description="Memory of the whole session, files included.")
-    cell_timeout_s: float | None = Field(None, description="Default wall-clock limit of each cell.")
+    memory_mb: int | None = Field(None, gt=0, description="Memory of the whole session, files included.")
+    cell_timeout_s: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="Default wall-clock limit of each cell."
+    )
 
 
 class CreateSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     language: Literal["python"] = "python"
-    ttl_s: float | None = Field(None, gt=0, description="Idle time after which the session ends.")
+    ttl_s: float | None = Field(None, gt=0, allow_inf_nan=False, description="Idle time after which the session ends.")
     limits: SessionLimits = Field(default_factory=SessionLimits)
     files: dict[str, str] = Field(default_factory=dict, description="name -> content (text), in its directory.")
 
@@ -37,7 +39,7 @@ class ExecuteCell(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     code: str
-    timeout_s: float | None = Field(None, gt=0)
+    timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     stdin: str | None = Field(None, description="What the cell reads on sys.stdin (input()); none: end of file.")
 
 

@@ -227,6 +227,7 @@ def idle(n: int, memory_mb: int, runs: int) -> None:
         "SESSIONS__PROCESSES": "8",
         "SESSIONS__WARM": "0",
         "SESSIONS__IDLE_TTL_S": "3600",
+        "SESSIONS__MEMORY_SHARE": "1",  # idle sessions alone on the server: all of the budget is theirs
     }
     with server(**env) as (port, proc):
         c = Conn(port)

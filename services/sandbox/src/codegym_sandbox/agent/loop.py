@@ -6,9 +6,8 @@ Process tree of one worker slot::
                       └── box (pid 1 of its own pid namespace; holds no request data)
                             └── program (one per run; unprivileged, rlimits, seccomp)
 
-The agent owns deadlines and output: it feeds stdin, drains stdout and stderr while the program runs (a
-program that fills a pipe can never stall it), stops at the output cap, and on the wall-clock deadline
-has the box kill everything in the namespace.
+The agent owns deadlines and output: it feeds stdin, drains stdout and stderr as the program runs (a full
+pipe never stalls it), stops at the output cap, and at the deadline has the box kill all in the namespace.
 """
 
 from __future__ import annotations
@@ -218,9 +217,8 @@ def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:
 
 
 def _take(bx: BoxHandle, run: _Run, stream: str, data: bytes) -> None:
-    """Keep output up to the cap; past it, read on and drop it, so that a program that ends by itself
-    ends as it would have (its output truncated); one that goes on writing past DRAIN_FACTOR times the cap
-    is stopped (it would only write until its deadline)."""
+    """Keep output up to the cap; past it, read on and drop it (a program that ends by itself ends as it would
+    have, truncated); one that writes past DRAIN_FACTOR times the cap is stopped (it would until its deadline)."""
     room = run.output_cap - len(run.out["stdout"]) - len(run.out["stderr"])
     run.out[stream] += data[: max(room, 0)]
     if len(data) > room:
@@ -390,9 +388,11 @@ def main() -> None:
                 memory.remove()
             return
         write_all(out_fd, handle(bx, header, blobs, uid))
-        # Renew the box's scratch space now, while the server reads the answer, not when the next run waits;
-        # unless a test series is left open for the next exchange (which resets first if it cannot use it).
-        if bx.alive() and not bx.series and not session.is_open():
+        # While the server reads the answer: a session's processes stop until its next cell; else the box's
+        # scratch space is renewed, unless a test series is left open for the next exchange (which resets first).
+        if session.is_open():
+            session.hold(in_fd)
+        elif bx.alive() and not bx.series:
             bx.reset()
 
 

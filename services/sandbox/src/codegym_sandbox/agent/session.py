@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .box_handle import BoxHandle
     from .protocol import Report, RunFrame
 
+HOLD_AFTER_S = 0.05  # after a cell's answer, how long the session's processes run on before they are stopped
 GRACE_S = 2.0  # past a cell's timeout, how long its kernel has to answer before the session is ended
 STDERR_KEPT = 1 << 16  # what the supervisor itself writes on stderr (its own failure), kept for the report
 
@@ -69,6 +70,7 @@ class Kernel:
             os.set_blocking(fd, False)
         self.report: Report | None = None
         self.errors = bytearray()
+        self.held = self.unheld = False
 
     def close(self) -> None:
         for fd in (self.stdin, self.stdout, self.stderr):
@@ -80,7 +82,9 @@ class Kernel:
         """Send one cell and read its record: the answer frame and the record's bytes."""
         bx = self.bx
         assert bx.ctl is not None
-        session_pause.resume(bx.pid)  # the session's processes, stopped since its last cell
+        if self.held:  # the session's processes, stopped since its last cell (see hold)
+            session_pause.resume(bx.pid)
+            self.held = False
         started = time.monotonic()
         used_zero = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         deadline = started + wall_s + GRACE_S
@@ -133,8 +137,8 @@ class Kernel:
         used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         memory = bx.config.get("memory_cgroup")
         oom = memory is not None and memory.oom_kills() > self.kills
-        if alive and not session_pause.stop(bx.pid):
-            alive = False  # a session that cannot be held still between cells is ended
+        if alive and self.unheld:
+            alive = False  # its processes could not all be stopped after its last cell: it is ended now
         if not alive:
             self._end()
         report = self.report
@@ -161,6 +165,17 @@ class Kernel:
             if raw:
                 self.report = read_run_report(raw)
 
+    def hold(self, requests: int) -> None:
+        """Stop the session's processes until its next cell (``session_pause``), once no cell came for
+        ``HOLD_AFTER_S`` after its answer went (on ``requests``, the server's channel): a caller's next cell
+        right behind its last then costs nothing, and what a cell leaves running computes that long at most.
+        One that cannot be stopped ends the session at its next cell."""
+        if self.stdin < 0 or select.select([requests], [], [], HOLD_AFTER_S)[0]:
+            return
+        self.held = True
+        if not session_pause.stop(self.bx.pid):
+            self.unheld = True
+
     def _read(self, fd: int) -> bytes | None:
         try:
             return os.read(fd, 1 << 16)
@@ -175,6 +190,12 @@ class Kernel:
 
 
 _open: Kernel | None = None
+
+
+def hold(requests: int) -> None:
+    """After a cell's answer went out: stop what the session left running (see :meth:`Kernel.hold`)."""
+    if _open is not None:
+        _open.hold(requests)
 
 
 def is_open() -> bool:

@@ -96,6 +96,7 @@ class SessionStore:
         self.sessions: dict[str, Session] = {}
         self.ended: OrderedDict[str, str] = OrderedDict()
         self.opening = 0  # sessions being started: counted against the caps
+        self.opening_mb = 0  # and the memory of those not taken from kernels started ahead
         self.warm: list[SessionLease] = []  # kernels started ahead, with the default limits (SESSIONS__WARM)
         self.warming = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -138,8 +139,10 @@ class SessionStore:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
         memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), 1)
-        self._check_share(memory)
+        from_warm = memory == s.memory_mb and bool(self.warm)
+        self._check_share(0 if from_warm else memory)  # a kernel started ahead is counted already
         self.opening += 1
+        self.opening_mb += 0 if from_warm else memory
         try:
             # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
             try:
@@ -156,6 +159,7 @@ class SessionStore:
                 raise
         finally:
             self.opening -= 1
+            self.opening_mb -= 0 if from_warm else memory
             self._refill()
         session = Session(
             session_id=session_id or self.prefix + secrets.token_urlsafe(16),
@@ -173,9 +177,8 @@ class SessionStore:
         """Sessions hold their memory for their whole life, idle or not: together (those started ahead too) they
         may hold ``SESSIONS__MEMORY_SHARE`` of the memory budget at most, the rest is the runs'."""
         budget = self.backend.memory.total_mb
-        held = sum(x.memory_mb for x in self.sessions.values()) + self.settings.memory_mb * (
-            len(self.warm) + self.warming
-        )
+        ahead = self.settings.memory_mb * (len(self.warm) + self.warming)
+        held = sum(x.memory_mb for x in self.sessions.values()) + ahead + self.opening_mb
         most = int(budget * self.settings.memory_share)
         if held + memory_mb > most:
             raise TooManySessions(

@@ -42,7 +42,11 @@ def bound_user_counts(config: WorkerConfig) -> None:
     """
     signals = config.get("queued_signals")
     if signals:
-        resource.setrlimit(resource.RLIMIT_SIGPENDING, (signals, signals))
+        # Only ever lowered: where the agent was given less (a container's limit; gVisor's, which is 0 and refuses
+        # even to be set to itself), what it has stays.
+        hard = resource.getrlimit(resource.RLIMIT_SIGPENDING)[1]
+        if hard == resource.RLIM_INFINITY or signals < hard:
+            resource.setrlimit(resource.RLIMIT_SIGPENDING, (signals, signals))
 
 
 def unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:

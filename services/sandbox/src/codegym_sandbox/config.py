@@ -187,8 +187,9 @@ class Settings(BaseSettings):
         ge=1,
         description="First of the unprivileged host uids programs run as on the local backend started as root: the "
         "programs of worker slot N (fixed and lent ones) run as HOST_UID + N, so that the kernel's counts per user "
-        "(pipe pages, epoll watches) are each worker's own; the range HOST_UID .. HOST_UID + max(WORKERS, "
-        "MAX_WORKERS) - 1 must be used by nothing else. Without root every worker's programs run as the server's "
+        "(pipe pages, epoll watches) are each worker's own, sessions' workers after the runs'; the range HOST_UID .. "
+        "HOST_UID + max(WORKERS, MAX_WORKERS) + SESSIONS__MAX_SESSIONS + SESSIONS__WARM - 1 must be used by nothing "
+        "else, another server's programs included. Without root every worker's programs run as the server's "
         "own uid, and share those counts with each other and with the server.",
     )
     python: str | None = Field(

@@ -51,7 +51,9 @@ def test_the_cgroup_counts_processes_that_nobody_waited_for(version: int, monkey
         zero = cgroup.used_s(set())
         waited = _burn_unwaited(cgroup, 2, 0.2)
         counted = cgroup.used_s(set()) - zero
-        assert waited < 0.1  # the sum a parent gets leaves them out
+        # The sum a parent gets leaves their 0.4 s out: it holds the parent's own time alone (a fork of this big
+        # process, and its page faults, take a tenth of a second on a busy machine).
+        assert waited < 0.3
         assert 0.4 <= counted < 0.7
         assert cgroup.procs >= 0 and not cgroup.shared
     finally:

@@ -228,6 +228,9 @@ def idle(n: int, memory_mb: int, runs: int) -> None:
         "SESSIONS__WARM": "0",
         "SESSIONS__IDLE_TTL_S": "3600",
         "SESSIONS__MEMORY_SHARE": "1",  # idle sessions alone on the server: all of the budget is theirs
+        # Each session's memory limit is taken from the budget whole: a budget that holds N of them (their limits,
+        # not what they use: the table says what that is).
+        "MEMORY_BUDGET_MB": str(n * memory_mb + 2048),
     }
     with server(**env) as (port, proc):
         c = Conn(port)
@@ -253,7 +256,7 @@ def idle(n: int, memory_mb: int, runs: int) -> None:
         for sid in made:
             c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
     each_mb = (with_kb - before_kb) / n / 1024
-    print(f"\n### {n} idle sessions (each SESSIONS__MEMORY_MB={memory_mb})\n")
+    print(f"\n### {n} idle sessions (each SESSIONS__MEMORY_MB={memory_mb}, MEMORY_BUDGET_MB={n * memory_mb + 2048})\n")
     print("| what | value |\n|---|---:|")
     print(f"| memory each idle session holds (PSS, all its processes) | {each_mb:.1f} MiB |")
     print(f"| processes each | {(with_procs - before_procs) / n:.1f} |")
@@ -268,7 +271,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="round trips per row of table 1")
     parser.add_argument("--rounds", type=int, default=5, help="rollouts of each kind in table 2")
     parser.add_argument("--idle", type=int, default=1000, help="idle sessions in table 3 (0: skip it)")
-    parser.add_argument("--idle-memory-mb", type=int, default=20, help="each idle session's memory limit")
+    parser.add_argument("--idle-memory-mb", type=int, default=48, help="each idle session's memory limit")
     parser.add_argument("--runs", type=int, default=100, help="runs timed without and beside the idle sessions")
     args = parser.parse_args()
     print(f"# session_bench: {os.cpu_count()} CPUs, local backend")

@@ -347,8 +347,29 @@ def test_what_a_cell_leaves_running_is_stopped_until_the_next_cell(sessions: Tes
     try:
         assert _cell(sessions, sid, spin, timeout_s=10)["display"] == "True"
         time.sleep(2)  # idle: the child must not compute now
+        _nothing_runs_under_its_agent(sessions, sid)
         out = _cell(sessions, sid, "round(cpu() - before, 2)")
         assert float(out["display"]) < 0.3, out
         assert _cell(sessions, sid, "time.sleep(0.5)\ncpu() - before > 0.2")["display"] == "True"  # and on again
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
+
+
+def _nothing_runs_under_its_agent(client: TestClient, sid: str) -> None:
+    """On the local backend, where the session's agent is the server's child: every process under it (its box,
+    the box's maker, the supervisor, the kernel, what the cells left) is stopped while the session is idle."""
+    worker = client.app.state.sessions.sessions[sid].lease.worker  # type: ignore[attr-defined]
+    if not hasattr(worker, "pid") or not worker.config.get("namespaces"):
+        return  # a container's processes are not the server's to see
+    from codegym_sandbox.agent.session_pause import descendants
+
+    states = {}
+    for pid in descendants(worker.pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                states[pid] = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+    box_and_under = {pid: st for pid, st in states.items() if st not in ("T", "t")}
+    # The box's maker waits for the agent's requests to make a box, and sleeps: nothing else may run.
+    assert len(box_and_under) <= 1 and all(st == "S" for st in box_and_under.values()), states

@@ -3,10 +3,10 @@
 A cell may leave processes running after it ends (a child it started, a thread of the kernel): were they let
 run between cells, a session could compute at any time, outside the time limit of any cell, beside the runs
 and cells the CPUs are shared among. So once a cell's record is read, the agent stops every process under the
-session's box (``SIGSTOP``, which no process can catch or ignore) and continues them (``SIGCONT``) as the next
-cell is sent. Every process of the session is under the box: the box is the init of its pid namespace, so an
-orphan comes back to it. A process may fork while the others are being stopped: the walk goes on until it
-finds no process that is not stopped.
+session's box, and the box (``SIGSTOP``, which no process can catch or ignore), and continues them
+(``SIGCONT``) as the next cell is sent. Every process of the session is under the box: the box is the init of
+its pid namespace, so an orphan comes back to it. A process may fork while the others are being stopped: the
+walk goes on until it finds no process that is not stopped.
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ def _state(pid: int) -> str:
 
 
 def stop(root: int) -> bool:
-    """Stop every process under ``root``; False where some could not be seen stopped in time."""
+    """Stop every process under ``root``, and ``root`` (the box: it watches the session's memory, which
+    stopped processes do not change, and sampling it for every idle session would cost the CPUs that idle
+    sessions must leave alone); False where some could not be seen stopped in time."""
     for _ in range(_ROUNDS):
-        running = [pid for pid in descendants(root) if _state(pid) not in ("T", "t", "Z", "X")]
+        running = [pid for pid in (root, *descendants(root)) if _state(pid) not in ("T", "t", "Z", "X")]
         if not running:
             return True
         for pid in running:
@@ -65,8 +67,8 @@ def stop(root: int) -> bool:
 
 
 def resume(root: int) -> None:
-    """Continue every process under ``root``."""
-    for pid in descendants(root):
+    """Continue ``root`` (first: it watches the others' memory) and every process under it."""
+    for pid in (root, *descendants(root)):
         try:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:

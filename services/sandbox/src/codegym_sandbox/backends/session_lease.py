@@ -10,9 +10,13 @@ with it), and gives the memory back.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING
 
 from .base import RunRequest, SandboxFault
+
+_CLOSE_GRACE_S = 5.0  # how long an agent whose channel was closed has to end its session's box
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,11 +42,20 @@ class SessionLease:
     async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
         return await self.worker.cell(message, wall_s)
 
-    async def close(self) -> None:
+    async def close(self, busy: bool = False) -> None:
+        """End the session's worker. An idle one by closing its channel first: the agent then kills its box
+        (whose pid namespace takes every process of the session with it, stopped ones too), removes its cgroups
+        and exits; it is killed only past a grace (a box stopped between cells would not see its agent go, and
+        keep the session's processes). One ``busy`` with a cell is killed at once: its box runs, and goes with
+        its agent."""
         if self.closed:
             return
         self.closed = True
         try:
+            if not busy and self.worker.writer is not None:
+                self.worker.writer.close()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.worker.wait_exited(), _CLOSE_GRACE_S)
             await self.worker.kill()
         finally:
             self.budget.release(self.memory)

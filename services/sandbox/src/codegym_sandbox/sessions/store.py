@@ -266,7 +266,7 @@ class SessionStore:
                 # still come, and would be read as the next cell's. The session ends: nothing is read out of turn.
                 gone = session.session_id not in self.sessions
                 self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
-                self._spawn(session.lease.close())
+                self._spawn(session.lease.close(busy=True))
                 if gone and isinstance(exc, SandboxFault):
                     raise SessionGone(session_id, self.ended.get(session_id)) from None  # deleted meanwhile
                 if isinstance(exc, SandboxFault):
@@ -287,7 +287,7 @@ class SessionStore:
     # -- ends ---------------------------------------------------------------------------------------------
     async def _end(self, session: Session, why: str, cause: str) -> None:
         if self._forget(session, why, cause):
-            await session.lease.close()
+            await session.lease.close(busy=session.lock.locked())
 
     def _forget(self, session: Session, why: str, cause: str) -> bool:
         """Take ``session`` out of the store (why it ended kept); False where it was out already."""

@@ -33,3 +33,10 @@ def hostile(backend: str, host: HostState) -> Iterator[TestClient]:
     """A server with one worker on ``backend``, for programs that attack it."""
     with TestClient(create_app(hostile_settings(backend)), raise_server_exceptions=False) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def pair(backend: str) -> Iterator[TestClient]:
+    """Two workers: two runs at once, each in its own box."""
+    with TestClient(create_app(hostile_settings(backend, workers=2)), raise_server_exceptions=False) as c:
+        yield c

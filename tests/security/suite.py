@@ -11,10 +11,12 @@ import importlib.util
 import os
 import secrets
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from codegym_sandbox.config import Limits, Settings
+from fastapi.testclient import TestClient
 
 _SANDBOX_SUPPORT = Path(__file__).resolve().parents[2] / "services" / "sandbox" / "tests" / "sandbox_support.py"
 
@@ -71,3 +73,21 @@ def hostile_settings(backend: str, **overrides: Any) -> Settings:
         fields.setdefault("container_user", f"{PROGRAM_HOST_UID}:{PROGRAM_HOST_UID}")
     settings: Settings = settings_for(backend, **fields)
     return settings
+
+
+def at_once(client: TestClient, first: dict[str, Any], second: dict[str, Any], lead_s: float = 0.3) -> list[Any]:
+    """Two /v1/execute requests at once on ``client``'s workers, the first ``lead_s`` ahead; their answers."""
+    answers: list[Any] = [{}, {}]
+
+    def send(i: int, body: dict[str, Any]) -> None:
+        r = client.post("/v1/execute", json=body)
+        assert r.status_code == 200, r.text
+        answers[i] = r.json()
+
+    threads = [threading.Thread(target=send, args=(i, body)) for i, body in enumerate((first, second))]
+    threads[0].start()
+    threading.Event().wait(lead_s)
+    threads[1].start()
+    for t in threads:
+        t.join()
+    return answers

@@ -10,15 +10,10 @@ what they show and another that reads it have a channel between them, whatever w
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from typing import Any
 
-import pytest
-from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 
-from .suite import hostile_settings
+from .suite import at_once
 
 # Tries each way to hold an entry of a machine-wide table, and says what the kernel answered.
 TAKE = """
@@ -73,36 +68,11 @@ def test_a_run_takes_no_aio_context_nor_open_file_description_lock(hostile: Test
     assert json.loads(r.json()["run"]["stdout"]) == {"aio": "ENOSYS", "ofd": "EINVAL"}, r.text
 
 
-@pytest.fixture(scope="module")
-def pair(backend: str) -> Iterator[TestClient]:
-    """Two workers: two runs at once, each in its own box."""
-    with TestClient(create_app(hostile_settings(backend, workers=2)), raise_server_exceptions=False) as c:
-        yield c
-
-
-def _at_once(client: TestClient, first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any]]:
-    """Two /v1/execute requests at once (the first a little ahead); their answers."""
-    answers: list[dict[str, Any]] = [{}, {}]
-
-    def send(i: int, body: dict[str, Any]) -> None:
-        r = client.post("/v1/execute", json=body)
-        assert r.status_code == 200, r.text
-        answers[i] = r.json()
-
-    threads = [threading.Thread(target=send, args=(i, body)) for i, body in enumerate((first, second))]
-    threads[0].start()
-    threading.Event().wait(0.3)
-    threads[1].start()
-    for t in threads:
-        t.join()
-    return answers
-
-
 def test_a_run_reads_nothing_another_run_holds_in_machine_wide_tables(pair: TestClient, backend: str) -> None:
     holder = TAKE + "import time\nprint(take(), flush=True)\ntime.sleep(2)\n"
     first = {"language": "python", "code": holder, "limits": {"timeout_s": 3}, "cache": False}
     second = {"language": "python", "code": SEE, "limits": {"timeout_s": 3}, "cache": False}
-    held, seen = _at_once(pair, first, second)
+    held, seen = at_once(pair, first, second)
     assert held["verdict"] == "AC", held
     assert seen["verdict"] == "AC", seen
     shown = json.loads(seen["run"]["stdout"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +20,7 @@ from codegym_sandbox.config import Limits
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 
-from .suite import SUITE_LIMITS, hostile_settings
+from .suite import SUITE_LIMITS, at_once, hostile_settings
 
 # What a process inherits from the one it was forked from and a program could change in another process.
 STATE = """
@@ -223,31 +222,6 @@ def test_memory_held_in_files_counts(roomy: TestClient) -> None:
         assert _alone(roomy, "print('fine')\n") == "fine\n"
 
 
-@pytest.fixture(scope="module")
-def pair(backend: str) -> Iterator[TestClient]:
-    """Two workers: two runs at once, each in its own box."""
-    with TestClient(create_app(hostile_settings(backend, workers=2)), raise_server_exceptions=False) as c:
-        yield c
-
-
-def _at_once(client: TestClient, first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any]]:
-    """Two /v1/execute requests at once (the first a little ahead); their answers."""
-    answers: list[dict[str, Any]] = [{}, {}]
-
-    def send(i: int, body: dict[str, Any]) -> None:
-        r = client.post("/v1/execute", json=body)
-        assert r.status_code == 200, r.text
-        answers[i] = r.json()
-
-    threads = [threading.Thread(target=send, args=(i, body)) for i, body in enumerate((first, second))]
-    threads[0].start()
-    threading.Event().wait(0.3)
-    threads[1].start()
-    for t in threads:
-        t.join()
-    return answers
-
-
 def test_a_program_cannot_take_the_cpu_of_a_run_beside_it(pair: TestClient) -> None:
     # Prints its answer, then spins in as many processes as it may have, each in a process session (an autogroup)
     # of its own where the kernel lets it: the scheduler would give each group as much CPU as the honest run.
@@ -260,7 +234,7 @@ def test_a_program_cannot_take_the_cpu_of_a_run_beside_it(pair: TestClient) -> N
     for trial in range(3):
         hogging = {"language": "python", "code": f"{hog}# {trial}", "limits": {"timeout_s": 3}}
         victim = {"language": "python", "code": f"{honest}# {trial}", "limits": {"timeout_s": 1.5}}
-        _, out = _at_once(pair, hogging, victim)
+        _, out = at_once(pair, hogging, victim)
         assert out["verdict"] == "AC" and out["run"]["stdout"] == f"{sum(range(2_000_000))}\n", out
 
 
@@ -268,7 +242,7 @@ def test_runs_on_two_workers_share_no_cpu(pair: TestClient) -> None:
     # Each worker's runs on a CPU of their own (where there are as many), checker and program process alike.
     where = "import os, time\ntime.sleep(0.5)\nprint(sorted(os.sched_getaffinity(0)))\n"
     body = {"language": "python", "code": where, "limits": {"timeout_s": 3}}
-    cpus = [json.loads(out["run"]["stdout"]) for out in _at_once(pair, body, {**body, "code": where + "# 2"})]
+    cpus = [json.loads(out["run"]["stdout"]) for out in at_once(pair, body, {**body, "code": where + "# 2"})]
     assert all(len(c) == 1 for c in cpus), cpus
     if len(os.sched_getaffinity(0)) > 1:
         assert cpus[0] != cpus[1], cpus
@@ -290,7 +264,7 @@ def test_runs_on_two_workers_share_no_pseudo_terminal(pair: TestClient) -> None:
     )
     first = {"language": "python", "code": holder, "limits": {"timeout_s": 3}}
     second = {"language": "python", "code": seeker, "limits": {"timeout_s": 3}}
-    held, seen = _at_once(pair, first, second)
+    held, seen = at_once(pair, first, second)
     assert held["verdict"] == "AC", held
     assert seen["verdict"] == "AC" and seen["run"]["stdout"] == "[]\n", seen
 
@@ -374,7 +348,7 @@ def test_runs_on_two_workers_see_no_lock_of_each_other_on_shared_files(pair: Tes
     code = f"DEVICES = {devices!r}\n"
     first = {"language": "python", "code": code + LOCK_HOLDER, "limits": {"timeout_s": 3}, "cache": False}
     second = {"language": "python", "code": code + LOCK_SEEKER, "limits": {"timeout_s": 3}, "cache": False}
-    held, seen = _at_once(pair, first, second)
+    held, seen = at_once(pair, first, second)
     assert held["verdict"] == "AC", held
     locks, files = map(int, held["run"]["stdout"].split())
     # Every kind of lock on every file, but open file description locks, which the seccomp filter refuses (they

@@ -9,7 +9,6 @@ other at the same time, on every backend; the victim must get what it gets on it
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from codegym_sandbox.config import Limits
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 
-from .suite import SUITE_LIMITS, hostile_settings
+from .suite import SUITE_LIMITS, at_once, hostile_settings
 
 HOLD_S = 4  # how long a hog holds what it took: the victim looks while it does
 
@@ -35,21 +34,12 @@ def two(backend: str) -> Iterator[TestClient]:
 
 def _at_once(client: TestClient, hog: str, victim: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The hog, and half a second later the victim, at once on the two workers; their answers."""
-    answers: list[dict[str, Any]] = [{}, {}]
 
-    def send(i: int, code: str) -> None:
-        body = {"language": "python", "code": code, "limits": {"timeout_s": HOLD_S + 4}, "cache": False}
-        r = client.post("/v1/execute", json=body)
-        assert r.status_code == 200, r.text
-        answers[i] = r.json()
+    def body(code: str) -> dict[str, Any]:
+        return {"language": "python", "code": code, "limits": {"timeout_s": HOLD_S + 4}, "cache": False}
 
-    threads = [threading.Thread(target=send, args=(i, code)) for i, code in enumerate((hog, victim))]
-    threads[0].start()
-    threading.Event().wait(0.5)
-    threads[1].start()
-    for t in threads:
-        t.join()
-    return answers[0], answers[1]
+    hogged, seen = at_once(client, body(hog), body(victim), lead_s=0.5)
+    return hogged, seen
 
 
 # Takes every pipe page its user may have: pipes of 1 MiB (the most an unprivileged process may ask), in

@@ -297,16 +297,14 @@ def _series_of(header: RunFrame, blobs: list[bytearray]) -> bytearray:
 def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int) -> bytes:
     """Serve one request frame and return the answer frame."""
     op = frame.get("op")
-    if op == "ping":
-        return encode_frame({"op": "pong"})
-    if op in ("kernel", "files", "cell"):
-        return session.answer(bx, frame, blobs, uid)
-    if op != "run":
-        return encode_frame({"op": "error", "error": f"unknown op {op!r}"})
+    if op not in ("run", "kernel", "files", "cell"):
+        return encode_frame({"op": "pong"} if op == "ping" else {"op": "error", "error": f"unknown op {op!r}"})
     header = cast("RunFrame", frame)  # the server's: trusted to be what it says
     try:
-        if not bx.alive():
+        if op in ("run", "kernel") and not bx.alive():
             bx.spawn()
+        if op != "run":
+            return session.answer(bx, frame, blobs, uid)  # a session's frame
         if "stdins" in header:
             results, outputs = _run_tests(bx, header, blobs, uid)
             return encode_frame({"op": "results", "results": results}, outputs)
@@ -317,6 +315,7 @@ def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
         collected, files = collect(bx, header.get("collect", []), header["limits"]["collect_bytes"])
         return encode_frame({"op": "result", **result, "collected": collected}, [*outputs, *files])
     except (OSError, ValueError, RuntimeError) as exc:
+        session.drop()  # a session whose frame failed is over
         if not bx.alive():
             bx.respawn()
         return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"})
@@ -329,7 +328,7 @@ def _resolve(tool: str, path: str) -> str | None:
     """Where a run finds ``tool``, as seen from inside this worker (a container has its own toolchains)."""
     if tool == "python3":
         return sys.executable
-    # Not shutil.which: it loads bz2, lzma and zlib, mappings every program forked from the box would copy.
+    # Not shutil.which: it loads bz2, lzma and zlib (mappings every program forked from the box would copy).
     for directory in path.split(os.pathsep):
         candidate = os.path.join(directory, tool)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):

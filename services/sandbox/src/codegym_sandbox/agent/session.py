@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from . import isolation, run_cpu, session_pause
 from .box_protocol import RunCommand, read_run_report
-from .protocol import encode_frame, wipe
+from .protocol import encode_frame
 from .scratch_files import write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted, RecordScanner
 
@@ -222,31 +222,25 @@ def cell(message: bytearray, wall_s: float) -> tuple[CellDone, bytes]:
     return done, record
 
 
-def answer(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int) -> bytes:
-    """Serve a ``kernel``, ``files`` or ``cell`` frame (the server's: trusted to be what it says)."""
+def drop() -> None:
+    """Forget the open session after a frame of it failed (its box is taken down by the caller)."""
     global _open
-    try:
-        if frame.get("op") == "kernel":
-            if not bx.alive():
-                bx.spawn()
-            return encode_frame(start(bx, cast("RunFrame", frame), blobs, uid))
-        if frame.get("op") == "files":
-            if _open is None:
-                raise RuntimeError("no session is open on this worker")
-            files = cast("RunFrame", frame)["files"]
-            write_files(bx, files, blobs, uid)
-            written: FilesWritten = {"op": "files", "written": len(files), "blobs": []}
-            return encode_frame(written)
-        cell_frame = cast("CellFrame", frame)
-        done, record = cell(blobs[0], cell_frame["wall_s"])
-        return encode_frame(done, [record])
-    except (OSError, ValueError, RuntimeError) as exc:
-        if _open is not None:
-            _open.close()
-            _open = None
-        if not bx.alive():
-            bx.respawn()
-        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"})
-    finally:
-        for blob in blobs:
-            wipe(blob)
+    if _open is not None:
+        _open.close()
+        _open = None
+
+
+def answer(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int) -> bytes:
+    """Serve a ``kernel``, ``files`` or ``cell`` frame (the server's: trusted to be what it says); the caller
+    (``loop.handle``) answers its failure, and wipes its blobs."""
+    if frame.get("op") == "kernel":
+        return encode_frame(start(bx, cast("RunFrame", frame), blobs, uid))
+    if frame.get("op") == "files":
+        if _open is None:
+            raise RuntimeError("no session is open on this worker")
+        files = cast("RunFrame", frame)["files"]
+        write_files(bx, files, blobs, uid)
+        written: FilesWritten = {"op": "files", "written": len(files), "blobs": []}
+        return encode_frame(written)
+    done, record = cell(blobs[0], cast("CellFrame", frame)["wall_s"])
+    return encode_frame(done, [record])

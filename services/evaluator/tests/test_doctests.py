@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["extract", "passk", "sanitize"]
+MODULES = ["extract", "feedback", "passk", "sanitize"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -30,6 +30,7 @@ def test_mbpp_full_and_sanitized_from_their_parquet_files() -> None:
     (full,) = hub_tasks("mbpp")  # full/test-00000-of-00001.parquet
     assert full.task_id == "Mbpp/11" and full.entry_point == "remove_Occ" and len(full.tests) == 3
     assert "Your code should pass these tests" in full.prompt and 'remove_Occ("hello","l")' in full.prompt
+    assert full.public_tests == full.tests  # the prompt shows every test of test_list
     prompt = hub_tasks("mbpp", split="prompt")  # full/prompt-00000-of-00001.parquet
     assert [t.task_id for t in prompt] == ["Mbpp/2", "Mbpp/3", "Mbpp/4"]
     assert [t.entry_point for t in prompt] == ["similar_elements", "is_not_prime", "heap_queue_largest"]
@@ -48,6 +49,7 @@ async def test_mbpp_reference_code_passes(sandbox: httpx.ASGITransport) -> None:
 
 def test_apps_kinds_difficulties_and_skipped_rows() -> None:
     tasks = hub_tasks("apps")  # test.jsonl, whose rows number their problem in "id"
+    assert all(t.public_tests is None for t in tasks)  # APPS has no public/private split
     assert [(t.task_id, t.kind, t.difficulty) for t in tasks] == [
         ("APPS/4001", "stdio", "introductory"),
         ("APPS/2", "stdio", "interview"),
@@ -93,6 +95,7 @@ async def test_code_contests(sandbox: httpx.ASGITransport) -> None:
         ("CodeContests/1000_B. Reverse Words", "medium", 1),
     ]
     assert tasks[0].tests[1] == {"stdin": "5 6\n", "expected_stdout": "11\n"}  # public, then private
+    assert tasks[0].public_tests == tasks[0].tests[:1] and tasks[1].public_tests == tasks[1].tests
     assert tasks[1].metadata["time_limit_s"] == 1.5 and tasks[0].metadata["cf_rating"] == 800
     assert tasks[0].metadata["canonical_solution"].startswith("a, b = map")  # the Python 3 one
     for task in tasks:
@@ -114,6 +117,7 @@ def test_livecodebench_versions_pick_the_release_files() -> None:
 async def test_livecodebench_stdin_and_functional(sandbox: httpx.ASGITransport) -> None:
     stdin, functional, _ = hub_tasks("livecodebench")
     assert stdin.kind == "stdio" and [t["stdin"] for t in stdin.tests] == ["3\n", "4\n"]  # private ones decoded
+    assert stdin.public_tests == stdin.tests[:1]  # the public case; the private one stays hidden
     assert stdin.prompt == "Read an integer N and print N squared." and stdin.metadata["platform"] == "atcoder"
     assert functional.kind == "assert" and functional.entry_point == "twoSum"
     assert functional.difficulty == "medium" and len(functional.tests) == 2

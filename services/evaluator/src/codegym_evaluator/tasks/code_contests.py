@@ -103,6 +103,7 @@ class CodeContestsAdapter:
             metadata={
                 **rule("code_contests").metadata(),
                 "canonical_solution": python[0] if python else "",
+                "public_tests": min(*map(len, _cases(sample.get("public_tests"))), len(tests)),
                 "time_limit_s": (limit.get("seconds") or 0) + (limit.get("nanos") or 0) / 1e9 if limit else None,
                 "cf_rating": sample.get("cf_rating"),
                 "source": sample.get("source"),

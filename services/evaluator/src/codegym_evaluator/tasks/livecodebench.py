@@ -128,6 +128,7 @@ class LiveCodeBenchAdapter:
             metadata={
                 **rule("livecodebench").metadata(),
                 "starter_code": str(sample.get("starter_code") or ""),
+                "public_tests": len(decode_cases(sample.get("public_test_cases"))),
                 "platform": sample.get("platform"),
                 "contest_date": str(sample.get("contest_date") or ""),
                 "title": sample.get("question_title"),

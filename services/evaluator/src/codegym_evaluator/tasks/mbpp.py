@@ -69,5 +69,10 @@ class MBPPAdapter:
             kind="assert",
             tests=tests,
             entry_point=entry_point(sample),
-            metadata={"canonical_solution": str(sample.get("code", "")), "test_imports": sample.get("test_imports")},
+            metadata={
+                "canonical_solution": str(sample.get("code", "")),
+                "test_imports": sample.get("test_imports"),
+                # the prompt shows ``test_list``; the challenge tests after them are hidden
+                "public_tests": sum(1 for a in sample.get("test_list") or [] if a.strip()),
+            },
         )

@@ -18,6 +18,8 @@ class Task:
     ``assert``. The program sent to the sandbox is ``starter_code`` followed by the model's code.
     ``metadata`` may carry ``comparison`` (``exact``, ``whitespace``, ``float``) for stdio tests and
     ``call_comparison`` (``json``, ``python``) for call tests; the adapters take them from ``tasks.rules``.
+    ``metadata["public_tests"]`` counts the first of ``tests`` that a model may see (a dataset's public tests,
+    or the tests its prompt shows); the rest are hidden. Without it the task has no public/private split.
     """
 
     task_id: str
@@ -37,6 +39,14 @@ class Task:
             raise ValueError(f"task {self.task_id!r} has no tests")
         if self.kind == "call" and not self.entry_point:
             raise ValueError(f"task {self.task_id!r}: call tests need an entry_point")
+
+    @property
+    def public_tests(self) -> list[dict[str, Any]] | None:
+        """The tests a model may see (feedback on them leaks nothing hidden), or None: no public/private split."""
+        count = self.metadata.get("public_tests")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            return None
+        return self.tests[:count]
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""

@@ -28,10 +28,11 @@ class TrainConfig(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CODEGYM_TRAINER_", extra="forbid", validate_default=True)
 
-    task: Literal["code", "spiral", "code-game"] = Field(
+    task: Literal["code", "code-repair", "spiral", "code-game"] = Field(
         "code",
         description="What the policy learns: code (GRPO on programming tasks, rewarded by their tests in the "
-        "sandbox), spiral (self-play of --game between two roles of the policy, SPIRAL), code-game (the "
+        "sandbox), code-repair (the same tasks over up to --max-turns answers, each failing one shown its public "
+        "tests' feedback), spiral (self-play of --game between two roles of the policy, SPIRAL), code-game (the "
         "code-output game).",
     )
     # model and generation
@@ -114,6 +115,17 @@ class TrainConfig(BaseSettings):
     )
     eval_temperature: float = Field(0.8, gt=0, description="Sampling temperature of the held-out samples.")
     skip_eval: bool = Field(False, description="No held-out evaluation at all.")
+    # code repair (--task code-repair)
+    max_turns: int = Field(2, ge=1, description="Answers per conversation of --task code-repair (1: no feedback).")
+    turn_discount: float = Field(
+        1.0, gt=0, le=1, description="A positive final reward times this to the power of the turns used minus one."
+    )
+    public_tests: int = Field(
+        1,
+        ge=1,
+        description="Tests whose feedback code-repair shows where a dataset marks none public: a task's first N, "
+        "always leaving one hidden (a dataset's own public tests where it has them); the reward judges all.",
+    )
     # SPIRAL self-play (--task spiral)
     game: Literal["tictactoe", "kuhn_poker"] = Field("tictactoe", description="The game of --task spiral.")
     selfplay_games_per_step: int = Field(

@@ -85,11 +85,26 @@ class TRLContext:
         # TRL's vLLM server path encodes every num_generations-th prompt once and samples that many answers
         trainer.num_generations = group if repeats is None else repeats
         try:
-            prompt_ids, completion_ids, _, completions, logprobs, *_ = trainer._generate(list(prompts))
+            prompt_ids, completion_ids, tool_mask, completions, logprobs, *_ = trainer._generate(list(prompts))
         finally:
             trainer.num_generations = group
             trainer._phase_generation += time.perf_counter() - start
-        return Generation(list(prompt_ids), list(completion_ids), list(completions), logprobs)
+        # TRL's tool loop marks the tool results it spliced into a completion with 0s: kept for the loss
+        mask = [list(m) for m in tool_mask] if tool_mask is not None else None
+        return Generation(list(prompt_ids), list(completion_ids), list(completions), logprobs, mask)
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]]) -> Generation:
+        trainer: Any = self._trainer  # TRL's private generation and its processing class, untyped
+        start = time.perf_counter()
+        try:
+            # TRL's own continuation after a tool result: its single-turn generation on raw token ids
+            completion_ids, logprobs = trainer._generate_single_turn([list(p) for p in prompt_ids], None, {}, 1)
+        finally:
+            trainer._phase_generation += time.perf_counter() - start
+        texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
+        chat = trainer.processing_class.chat_template is not None
+        completions = [[{"role": "assistant", "content": t}] if chat else t for t in texts]
+        return Generation([list(p) for p in prompt_ids], [list(c) for c in completion_ids], completions, logprobs)
 
     def score(
         self, inputs: Sequence[Mapping[str, Any]], prompts: Sequence[Any], generation: Generation
@@ -168,6 +183,7 @@ class CodegymGRPOTrainer(GRPOTrainer):
         multiple: Any = self.pad_to_multiple_of
         prompt_ids, completion_ids = list(rollout.prompt_ids), list(rollout.completion_ids)
         logprobs = list(rollout.logprobs) if rollout.logprobs is not None else None
+        own = list(rollout.completion_mask) if rollout.completion_mask is not None else None
         values = list(advantages)
         # TRL splits a step's samples into steps_per_generation equal micro-batches and drops a remainder;
         # a rollout whose size varies (self-play) is padded with copies that the loss mask leaves out
@@ -177,6 +193,8 @@ class CodegymGRPOTrainer(GRPOTrainer):
         completion_ids += [completion_ids[-1]] * padding
         if logprobs is not None:
             logprobs += [logprobs[-1]] * padding
+        if own is not None:
+            own += [own[-1]] * padding
         values += [0.0] * padding
         keep = torch.tensor([1] * len(rollout) + [0] * padding, device=device)
 
@@ -193,7 +211,11 @@ class CodegymGRPOTrainer(GRPOTrainer):
             ends = [*self.eos_token_ids, pad_id]
             finished = torch.tensor([bool(ids) and ids[-1] in ends for ids in completion_ids], device=device)
             completion_mask = completion_mask * finished.unsqueeze(1).int()
-        num_items_in_batch = self.accelerator.gather(completion_mask.sum()).sum()
+        # the rollout's mask (feedback and tool tokens 0) goes to TRL's loss as its tool_mask, which the loss
+        # multiplies into the completion mask; tokens are counted as TRL counts them, the policy's own only
+        tool_mask = padded(own, 1, "right") if own is not None else None
+        loss_mask = completion_mask if tool_mask is None else completion_mask * tool_mask
+        num_items_in_batch = self.accelerator.gather(loss_mask.sum()).sum()
 
         input_ids = torch.cat([prompt_tensor, completion_tensor], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
@@ -214,6 +236,8 @@ class CodegymGRPOTrainer(GRPOTrainer):
         }
         if sampling is not None:
             output["sampling_per_token_logps"] = sampling
+        if tool_mask is not None:
+            output["tool_mask"] = tool_mask
 
         def logps(model: Any) -> torch.Tensor:
             result, _, _ = self._get_per_token_logps_and_entropies(
@@ -230,7 +254,7 @@ class CodegymGRPOTrainer(GRPOTrainer):
                 output["old_per_token_logps"] = logps(self.model)
             if correct_sampling and sampling is not None:
                 output["importance_sampling_ratio"] = self._sampling_ratio(
-                    output["old_per_token_logps"], sampling, completion_mask
+                    output["old_per_token_logps"], sampling, loss_mask
                 )
             if self.beta != 0.0:
                 if self.ref_model is None:

@@ -30,13 +30,15 @@ class Generation:
     ``completions`` are in the prompts' form: a string for a plain prompt, a list of one assistant message
     for a chat prompt (what TRL's reward functions receive); ``texts`` are the strings either way.
     ``logprobs`` are the sampler's per-token log-probabilities when the generator reports them (vLLM), for
-    the loss's importance-sampling correction.
+    the loss's importance-sampling correction. ``tool_mask``: 1 for the policy's own tokens, 0 for tokens
+    the generator spliced in (TRL's tool results); None when every token is the policy's.
     """
 
     prompt_ids: list[list[int]]
     completion_ids: list[list[int]]
     completions: list[Any]
     logprobs: list[list[float]] | None = None
+    tool_mask: list[list[int]] | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -62,7 +64,9 @@ class Rollout:
     ``rewards`` are the totals advantages are computed from (None: not scored, advantage 0); ``reward_parts``
     are the reward functions' own values for the completions table (by function name); ``groups`` say which
     samples share a baseline (a GRPO group's index, a (game, role)); ``extra`` are further columns of the
-    completions table and ``metrics`` scalars logged for the step.
+    completions table and ``metrics`` scalars logged for the step. ``completion_mask`` (None: all ones) has
+    one 0/1 per completion token: the loss learns only from the 1s, the policy's own tokens; a multi-turn
+    rollout puts 0 on what it wrote into the completion itself (feedback, tool results).
     """
 
     prompts: list[Any]
@@ -75,6 +79,7 @@ class Rollout:
     reward_parts: dict[str, list[float | None]] = field(default_factory=dict)
     extra: dict[str, list[Any]] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    completion_mask: list[list[int]] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.prompts)
@@ -85,12 +90,21 @@ class Rollout:
             "rewards": self.rewards,
             "groups": self.groups,
             **({"logprobs": self.logprobs} if self.logprobs is not None else {}),
+            **({"completion_mask": self.completion_mask} if self.completion_mask is not None else {}),
             **{f"reward_parts[{k}]": v for k, v in self.reward_parts.items()},
             **{f"extra[{k}]": v for k, v in self.extra.items()},
         }
         wrong = {name: len(values) for name, values in columns.items() if len(values) != n}
         if wrong:
             raise ValueError(f"a rollout of {n} prompts has columns of other lengths: {wrong}")
+        if self.completion_mask is not None:
+            ragged = [
+                i
+                for i, (m, ids) in enumerate(zip(self.completion_mask, self.completion_ids, strict=True))
+                if len(m) != len(ids)
+            ]
+            if ragged:
+                raise ValueError(f"completion masks of samples {ragged} differ in length from their completions")
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -134,6 +148,11 @@ class TrainerContext(Protocol):
         ``repeats``: the prompts come in runs of that many equal prompts (a generator may then encode each
         once); None means the trainer's group size, 1 that every prompt stands alone.
         """
+        ...
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]]) -> Generation:
+        """Sample one completion of each token sequence as it is (no chat template, no re-tokenising): a
+        multi-turn rollout continues a conversation from the exact tokens the policy produced."""
         ...
 
     def score(
@@ -200,6 +219,7 @@ def code_rollout(context: TrainerContext, inputs: list[dict[str, Any]]) -> Rollo
         prompt_ids=generation.prompt_ids,
         completion_ids=generation.completion_ids,
         logprobs=generation.logprobs,
+        completion_mask=generation.tool_mask,
         rewards=total_reward(parts),
         reward_parts=parts,
         groups=[(offset + i) // context.group_size for i in range(len(inputs))],

@@ -19,7 +19,9 @@ from .config import TrainConfig
 from .evaluation import HeldOutEvaluator
 from .grpo import CodegymGRPOTrainer
 from .platform import training_rank
+from .repair import CodeRepairRollout
 from .rewards import SandboxReward
+from .rollout import code_rollout
 from .sandbox import sandbox_urls, scorer_factory
 from .summary import RunSummary
 from .tasks import heldout_tasks, prompt_dataset, training_tasks
@@ -74,7 +76,9 @@ def _run(config: TrainConfig, console: Console) -> RunSummary:
 
 def run_code(config: TrainConfig, console: Console) -> RunSummary:
     """GRPO on code: train on the task's problems rewarded by the sandbox, evaluate held-out pass@1 before,
-    every ``--eval-interval`` steps and at the end, save the model; the summary of the run."""
+    every ``--eval-interval`` steps and at the end, save the model; the summary of the run. With ``--task
+    code-repair`` the seam's rollout is :class:`~codegym_trainer.repair.CodeRepairRollout` (the reward below
+    then only names the part in the logs: the rollout rewards the final answer itself)."""
     run = lifecycle.start(config)
     train = training_tasks(config)
     # the first process evaluates while the others wait for it at the next step's first collective
@@ -107,6 +111,20 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
                 else None
             )
             callback = RunCallback(sink, display, evaluator, eval_interval=config.eval_interval)
+            repair = (
+                CodeRepairRollout(
+                    reward.tasks,
+                    lambda: scorer_factory(config, urls),
+                    tokenizer,
+                    chat,
+                    max_turns=config.max_turns,
+                    turn_discount=config.turn_discount,
+                    public_tests=config.public_tests,
+                    partial_credit=config.partial_credit,
+                )
+                if config.task == "code-repair"
+                else None
+            )
 
             def close_reward(trainer: CodegymGRPOTrainer) -> None:
                 # the reward's sandbox client lives on the trainer's event loop
@@ -121,6 +139,7 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
                 evaluation=callback if evaluator is not None else None,
                 display=display,
                 after_training=close_reward,
+                step_rollout=repair if repair is not None else code_rollout,
             )
     finally:
         sink.close()

@@ -106,7 +106,12 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
     def on_alarm(signum: int, frame: object) -> None:
         raise CellTimeout(f"the cell ran longer than its cell_timeout ({cell_timeout:g} s)")
 
+    # A session's agent interrupts a cell with SIGALRM too (see ``session.py``), where the kernel keeps no
+    # timer of its own (``timer`` false): one handler, one error, whoever rings. It is blocked between cells, and
+    # one that came too late for its cell is dropped before the next, which it must not interrupt.
+    alarm = {signal.SIGALRM}
     signal.signal(signal.SIGALRM, on_alarm)
+    signal.pthread_sigmask(signal.SIG_BLOCK, alarm)
     buffer = b""
     while True:
         try:
@@ -124,17 +129,22 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
             display: list[dict[str, str]] = []
             error: list[CellError] = []
             try:
-                if cell_timeout > 0:
-                    signal.setitimer(signal.ITIMER_REAL, cell_timeout)
-                ran += 1  # a session's cells are numbered through its life, a notebook's from its first
-                value = run_cell(request["source"] or "", main.__dict__, f"<cell {ran}>")
-                if value is not None:
-                    display.append({"text/plain": repr(value)})
+                try:
+                    while signal.sigtimedwait(alarm, 0) is not None:
+                        pass
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, alarm)
+                    if cell_timeout > 0 and request["timer"]:
+                        signal.setitimer(signal.ITIMER_REAL, cell_timeout)
+                    ran += 1  # a session's cells are numbered through its life, a notebook's from its first
+                    value = run_cell(request["source"] or "", main.__dict__, f"<cell {ran}>")
+                    if value is not None:
+                        display.append({"text/plain": repr(value)})
+                finally:
+                    # An interruption that rings up to here is this cell's (the handler runs here at the latest).
+                    signal.pthread_sigmask(signal.SIG_BLOCK, alarm)
+                    signal.setitimer(signal.ITIMER_REAL, 0)
             except BaseException as exc:  # a cell's error is its result, as in a notebook
-                signal.setitimer(signal.ITIMER_REAL, 0)
                 error.append(error_of(exc))
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = out, err
             for stream in (out, err):
                 try:

@@ -6,6 +6,7 @@ the trainer's code-repair task), so that a model sees the same text wherever it 
 - :func:`test_feedback`: a program's results on the tests it was shown: per test, passed or its verdict; for the
   first failure its input, the expected and the actual output; for a time-out, a crash or a compile error the
   reason in words and the tail of its error output, never a bare "no output".
+- :func:`shown_tests`: the tests a model is shown with its task (the public ones), before it writes code.
 - :func:`cell_feedback`: a cell of an interpreter session: what it printed, its value, its traceback, and its
   time-out or end said plainly.
 
@@ -141,6 +142,28 @@ def test_feedback(tests: Sequence[Test], out: ProgramOut | None, *, budget: int 
         lines.append(f"First failure, test {first + 1}: {REASONS[result.verdict]}.")
         lines += _failure(tests[first], result, limit)
     return cut("\n".join(lines), budget)
+
+
+def shown_tests(tests: Sequence[Test], *, function: str | None = None, budget: int = 2000) -> str:
+    """The tests a model is shown before it writes its program: each one's input and expected output (a call
+    as ``function(arguments) == expected``, an assert test as its code), within ``budget`` characters."""
+    limit = max(budget // max(2 * len(tests), 1), 60)
+    parts: list[str] = []
+    for i, test in enumerate(tests, 1):
+        if test.assert_code is not None:
+            parts.append(f"Test {i}:\n{cut(test.assert_code, limit).rstrip()}")
+        elif test.call is not None:
+            args = [_shown(a) for a in test.call] + [f"{k}={_shown(v)}" for k, v in (test.kwargs or {}).items()]
+            call = f"{function or 'f'}({', '.join(args)}) == {_shown(test.expected)}"
+            parts.append(f"Test {i}: {cut(call, limit * 2)}")
+        else:
+            parts.append(
+                f"Test {i}\n"
+                + _block("Input", test.stdin or "", limit, empty="(empty)")
+                + "\n"
+                + _block("Expected output", test.expected_stdout or "", limit, empty="(empty)")
+            )
+    return cut("\n\n".join(parts), budget)
 
 
 def cell_feedback(cell: CellResult, *, budget: int = 2000) -> str:

@@ -3,7 +3,8 @@
 Each row's tests come out in the native API's shape; Python assert tests come with the helpers of the row's
 prompt that they use (``tasks.prompt_helpers``), so a completion cannot rebind what the tests call. A row's
 tests compare by the rule of the dataset its columns come from (``tasks.rules``): ``verification_info`` is
-open-r1's, ``input_output`` APPS's (TACO's is the same), ``tests``/``test_list`` MBPP's.
+open-r1's, ``input_output`` APPS's (TACO's is the same), ``tests``/``test_list`` MBPP's. ``split_row`` reads
+one row (``trl_env``'s ``reset``) with its public tests apart, where the data has them (CodeContests, LiveCodeBench).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from .extract import extract_code
 from .tasks import Task
+from .tasks.code_contests import CodeContestsAdapter
+from .tasks.livecodebench import LiveCodeBenchAdapter
 from .tasks.model import TaskKind
 from .tasks.prompt_helpers import with_prompt_helpers
 from .tasks.rules import JudgingRule, rule
@@ -192,3 +195,18 @@ def _call(args: Any, expected: Any, wrapped: bool) -> dict[str, Any]:
     if wrapped and isinstance(expected, list) and len(expected) == 1:
         expected = expected[0]
     return {"call": args if isinstance(args, list) else [args], "expected": expected}
+
+
+def split_row(row: Mapping[str, Any], public: int, default_language: str = "python") -> tuple[Task, int]:
+    """One dataset row's task, all its tests with the public ones first, and how many are public: the data's
+    own split where it has one (CodeContests' ``public_tests`` before its private and generated tests,
+    LiveCodeBench's ``public_test_cases`` before its private ones), else the first ``public`` of the tests
+    :func:`row_tests` reads. ``ValueError`` for a row without tests."""
+    if "public_tests" in row or "public_test_cases" in row:
+        adapter = CodeContestsAdapter(generated=True) if "public_tests" in row else LiveCodeBenchAdapter()
+        task = adapter.to_task(dict(row), 0)
+        if task is None:
+            raise ValueError(f"the row has no tests in its public and private columns (it has: {', '.join(row)})")
+        return task, min(int(task.metadata.get("public_tests") or 0), len(task.tests))
+    tests = row_tests({k: [v] for k, v in row.items()}, 0, default_language, row.get("prompt"))
+    return tests.task("row"), min(max(public, 0), len(tests.tests))

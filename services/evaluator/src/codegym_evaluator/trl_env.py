@@ -1,0 +1,324 @@
+"""A multi-turn code environment for TRL's ``GRPOTrainer(environment_factory=...)``, on a codegym sandbox.
+
+    from codegym_evaluator.trl_env import CodeEnvironment, code_environment
+    trainer = GRPOTrainer(model=..., train_dataset=..., environment_factory=CodeEnvironment)  # CODEGYM_SANDBOX_URL
+    trainer = GRPOTrainer(..., environment_factory=code_environment("http://sandbox:8080", public_tests=2))
+
+TRL builds a few environments and reuses them from a pool, calling ``reset(**row)`` before each rollout and
+never closing them. So :meth:`CodeEnvironment.reset` deletes the previous rollout's interpreter session (best
+effort: a session left behind ends by its idle TTL, ``session_ttl_s``), reads the row's tests, and returns the
+public ones as text that TRL appends to the prompt. The interpreter of the new rollout is made on its first
+``run_python``, so a rollout that never calls it costs no session.
+
+Every public method but ``reset`` and ``get_reward`` is a tool; TRL builds its schema from the type hints and
+the Google-style docstring, and awaits the ``async`` ones on its event loop (the synchronous ones would run
+one rollout after another):
+
+- ``run_python(code)``: a cell in the rollout's own session (``/v1/sessions``): state kept between calls,
+  output cut to ``feedback_budget``, errors as tracebacks, a time-out said plainly.
+- ``run_tests(code)``: the program on the public tests, stateless (``/v1/evaluate``), answered as
+  :func:`~codegym_evaluator.feedback.test_feedback` writes it.
+- ``submit(code)``: takes a program as the answer without running it.
+
+:meth:`CodeEnvironment.get_reward` judges the last program given to ``run_tests`` or ``submit`` on all the row's
+tests, hidden ones included, through the same path as :class:`~codegym_evaluator.trl_reward.CodeReward` (the
+evaluator's ``Scorer``, native ``/v1/evaluate``, the row's comparison rule): 1.0 when all pass, else the
+fraction passed (``partial=True``) or 0.0; 0.0 for a rollout that gave no program; ``None`` where the sandbox
+failed, which TRL masks. The reward is never judged in the model's session, so nothing a cell does there
+reaches it; the hidden tests go to the sandbox only in ``/v1/evaluate`` requests, never into a session.
+
+The tests of a row come from the columns ``trl_reward`` reads (``verification_info``, ``input_output``,
+``tests``/``test_list``), the first ``public_tests`` of them shown; CodeContests rows (``public_tests``,
+``private_tests``, ``generated_tests``) and LiveCodeBench rows (``public_test_cases``, ``private_test_cases``)
+show their own public tests and hide the rest (``trl_rows.split_row``).
+
+Nothing here imports torch, transformers or TRL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from codegym_sandbox.client import AsyncSession, SandboxError, SessionGone
+from codegym_sandbox.models import Test
+from codegym_sandbox.verdicts import Verdict
+from pydantic import ValidationError
+
+from .extract import extract_code
+from .feedback import cell_feedback, cut, shown_tests, test_feedback
+from .scoring import Scorer, build_program, evaluate_body
+from .tasks import Task
+from .trl_rows import split_row
+
+log = logging.getLogger("codegym.evaluator.trl_env")
+
+URL_ENV = "CODEGYM_SANDBOX_URL"
+TOKEN_ENV = "CODEGYM_SANDBOX_API_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+SANDBOX_FAILED = "The sandbox failed to run this (its failure, not your code's); try again."
+
+T = TypeVar("T")
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _env_loop() -> asyncio.AbstractEventLoop:
+    """The event loop every environment's sandbox client runs on, in a daemon thread of its own. A client
+    belongs to one loop, and the tools are awaited on TRL's loop, ``reset`` runs outside any, a script may
+    run each call on a loop of its own: on this one, connections are kept between calls whatever the caller."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="codegym-trl-env", daemon=True).start()
+        return _loop
+
+
+async def _on_env_loop(coro: Coroutine[Any, Any, T]) -> T:
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, _env_loop()))
+
+
+def _wait(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
+    return asyncio.run_coroutine_threadsafe(coro, _env_loop()).result(timeout_s)
+
+
+@dataclass
+class _Held:
+    """What an environment holds: its client, and the rollout's interpreter, made on its first run_python."""
+
+    scorer: Scorer
+    session: AsyncSession | None = None
+
+
+async def _close_session(session: AsyncSession) -> None:
+    try:
+        await session.close()
+    except SandboxError as exc:
+        log.warning("could not delete session %s (its TTL ends it): %s", session.session_id, exc)
+
+
+async def _release(held: _Held) -> None:
+    if held.session is not None:
+        await _close_session(held.session)
+    await held.scorer.aclose()
+
+
+def _schedule_release(held: _Held) -> None:
+    """Give back what a gone environment held: its session and its client's connections, on their loop."""
+    if _loop is not None and not _loop.is_closed():
+        asyncio.run_coroutine_threadsafe(_release(held), _loop)
+
+
+class CodeEnvironment:
+    """One rollout's code environment at a time (see the module's docstring); reused across rollouts by TRL.
+
+    Args:
+        url: The sandbox server; default ``$CODEGYM_SANDBOX_URL``, else ``http://127.0.0.1:8080``.
+        token: Its API token; default ``$CODEGYM_SANDBOX_API_TOKEN``.
+        language: The language of rows that do not name one.
+        public_tests: How many of a row's tests are shown and run by ``run_tests`` where the data has no split
+            of its own; the reward uses all of them.
+        partial: Reward the fraction of tests passed, not only 1.0 for all.
+        timeout_s: Wall-clock limit of each test's run.
+        cell_timeout_s: Wall-clock limit of each ``run_python`` cell.
+        session_ttl_s: Idle time after which the server ends a session left behind.
+        session_memory_mb: Memory of each session (the server's default when None).
+        feedback_budget: Characters of each tool's answer, and of the public tests shown by ``reset``.
+        retries: How often a failed request is sent again (with backoff) before it counts as the sandbox's failure.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        language: str = "python",
+        public_tests: int = 3,
+        partial: bool = True,
+        timeout_s: float = 10.0,
+        cell_timeout_s: float = 10.0,
+        session_ttl_s: float = 300.0,
+        session_memory_mb: int | None = None,
+        feedback_budget: int = 2000,
+        retries: int = 3,
+    ) -> None:
+        self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        self.language = language
+        self.public_tests = public_tests
+        self.partial = partial
+        self.timeout_s = timeout_s
+        self.cell_timeout_s = cell_timeout_s
+        self.session_ttl_s = session_ttl_s
+        self.session_memory_mb = session_memory_mb
+        self.feedback_budget = feedback_budget
+        self.retries = retries
+        self._task: Task | None = None  # the row's tests, all of them
+        self._public: Task | None = None  # those shown and run by run_tests (None: none shown)
+        self._program: str | None = None  # the answer: the last program given to run_tests or submit
+        self._rewards: dict[str, float | None] = {}  # of this row's programs judged so far
+        # The client of every call, on the environments' loop (a reward asks for a fresh run of every program,
+        # as CodeReward does: no result cache). Closed, with the session, once the environment is gone.
+        scorer = Scorer(
+            self.url,
+            token=self.token,
+            retries=self.retries,
+            timeout_per_test=self.timeout_s,
+            request_timeout_s=self.timeout_s * 4 + 60,
+            cache=False,
+        )
+        # What the environment holds: given back once it is gone (TRL never closes one). The finalizer holds
+        # them, never the environment.
+        self._held = _Held(scorer)
+        weakref.finalize(self, _schedule_release, self._held).atexit = False
+
+    def reset(self, **row: Any) -> str | None:
+        """Start a rollout on ``row`` (a dataset row's columns): end the previous rollout's session, read the
+        row's tests, and give the public ones as text for the prompt (None when none are shown)."""
+        session, self._held.session = self._held.session, None
+        if session is not None:
+            # Blocking, since TRL calls reset outside its loop, and brief: a server that does not answer in
+            # time leaves the session to its TTL.
+            try:
+                _wait(_close_session(session), self.timeout_s + 5)
+            except TimeoutError:
+                log.warning("could not delete session %s in time (its TTL ends it)", session.session_id)
+        task, public = split_row(row, self.public_tests, self.language)
+        self._task = task
+        self._public = replace(task, tests=task.tests[:public]) if public else None
+        self._program = None
+        self._rewards = {}
+        shown = self._shown(self._public) if self._public is not None else ""
+        if not shown:
+            return None
+        return (
+            "\n\nPublic tests (run your program on them with the run_tests tool; hidden tests also grade it):\n\n"
+            + cut(shown, self.feedback_budget)
+        )
+
+    async def run_python(self, code: str) -> str:
+        """Run Python code in an interpreter of your own; variables, imports and functions persist between calls.
+
+        Args:
+            code: Python source, run like a notebook cell; the value of its last expression is shown.
+
+        Returns:
+            What the code printed, the value of its last expression, or its traceback.
+        """
+        return await _on_env_loop(self._run_python(code))
+
+    async def run_tests(self, code: str) -> str:
+        """Run a complete program on the task's public tests and report each test's result.
+
+        The program given here last (or to submit) is your answer: it is graded on all the task's tests,
+        hidden ones included.
+
+        Args:
+            code: The whole program, as it would be submitted (a fenced code block is fine).
+
+        Returns:
+            Per test, passed or why not; for the first failing test its input, the expected and the actual output.
+        """
+        task, public = self._tests()
+        self._program = extract_code(code, task).code
+        if public is None:
+            return "This task shows no public tests; your program is kept as your answer."
+        try:
+            body = evaluate_body(public, [build_program(public, self._program)], timeout_s=self.timeout_s)
+            tests = [Test.model_validate(t) for t in public.tests]
+        except (ValueError, ValidationError):
+            return "The task's tests cannot be run by the sandbox; your program is kept as your answer."
+        try:
+            out = (await _on_env_loop(self._held.scorer.client.evaluate(body))).results[0]
+        except SandboxError as exc:
+            log.warning("run_tests: %s", exc)
+            out = None
+        return test_feedback(tests, out, budget=self.feedback_budget)
+
+    async def submit(self, code: str) -> str:
+        """Give your final program without running it; it is graded on all the task's tests, hidden ones included.
+
+        Args:
+            code: The whole program (a fenced code block is fine).
+
+        Returns:
+            A confirmation.
+        """
+        self._program = extract_code(code, self._tests()[0]).code
+        return "Your program is recorded as your answer."
+
+    async def get_reward(self) -> float | None:
+        """The answer judged on all the row's tests: 1.0, the fraction passed (``partial``) or 0.0; 0.0 when no
+        program was given; None when the sandbox failed."""
+        task, _ = self._tests()
+        program = self._program
+        if program is None:
+            return 0.0
+        if program not in self._rewards:
+            self._rewards[program] = await _on_env_loop(self._judge(task, program))
+        return self._rewards[program]
+
+    async def _judge(self, task: Task, program: str) -> float | None:
+        try:
+            score = (await self._held.scorer.score_group(task, [program], extract=False))[0]
+        except ValueError:
+            return None  # tests the sandbox would refuse: masked, as CodeReward does
+        if score.sandbox_error or Verdict.SE in score.test_verdicts or score.total == 0:
+            return None
+        if self.partial:
+            return score.passed / score.total
+        return float(score.passed == score.total)
+
+    async def _run_python(self, code: str) -> str:
+        note = ""
+        try:
+            session = await self._open_session()
+            try:
+                cell = await session.execute(code, timeout_s=self.cell_timeout_s)
+            except SessionGone:  # it expired between calls (idle past its TTL): the cell never ran
+                self._held.session = None
+                note = "[The interpreter had ended (idle too long); this ran in a fresh one: earlier state is gone.]\n"
+                cell = await (await self._open_session()).execute(code, timeout_s=self.cell_timeout_s)
+        except SandboxError as exc:
+            log.warning("run_python: %s", exc)
+            return SANDBOX_FAILED
+        if not cell.alive:
+            self._held.session = None  # the server ended it; the next call makes a fresh one
+        return note + cell_feedback(cell, budget=self.feedback_budget)
+
+    async def _open_session(self) -> AsyncSession:
+        if self._held.session is None:
+            self._held.session = await self._held.scorer.client.session(
+                "python",
+                ttl_s=self.session_ttl_s,
+                memory_mb=self.session_memory_mb,
+                cell_timeout_s=self.cell_timeout_s,
+            )
+        return self._held.session
+
+    def _tests(self) -> tuple[Task, Task | None]:
+        if self._task is None:
+            raise RuntimeError("reset(**row) gives the environment its task before any tool is called")
+        return self._task, self._public
+
+    def _shown(self, public: Task) -> str:
+        try:
+            tests = [Test.model_validate(t) for t in public.tests]
+        except ValidationError:
+            return ""
+        return shown_tests(tests, function=public.entry_point, budget=self.feedback_budget)
+
+
+def code_environment(url: str | None = None, **settings: Any) -> Callable[[], CodeEnvironment]:
+    """A factory of :class:`CodeEnvironment` with ``settings`` (its keyword arguments), for TRL's
+    ``environment_factory``."""
+    return functools.partial(CodeEnvironment, url, **settings)

@@ -1,0 +1,175 @@
+"""TRL's multi-turn code environment (``codegym_evaluator.trl_env``) against a real sandbox on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from codegym_evaluator.trl_env import SANDBOX_FAILED, CodeEnvironment, code_environment
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+
+from load_bench import ServerProcess, free_port  # the real-server helper the load and security tests use too
+
+RIGHT = "a, b = map(int, input().split())\nprint(a + b)\n"
+PUBLIC_ONLY = "print({'1 2': 3, '5 5': 10}[input().strip()])\n"  # the shown answers, hard-coded
+CASES = [{"input": f"{a} {b}\n", "output": f"{a + b}\n"} for a, b in [(1, 2), (5, 5), (7, 8), (10, 20)]]
+ROW = {"prompt": [{"role": "user", "content": "Add two numbers."}], "verification_info": {"test_cases": CASES}}
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    server = ServerProcess({"CODEGYM_SANDBOX_BACKEND": "local"}, ["--workers", "2", "--log-level", "warning"]).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def session_status(url: str, session_id: str) -> int:
+    return httpx.get(f"{url}/v1/sessions/{session_id}", timeout=10).status_code
+
+
+def test_reset_shows_the_public_tests_only(url: str) -> None:
+    shown = CodeEnvironment(url, public_tests=2).reset(**ROW)
+    assert shown is not None and shown.startswith("\n\nPublic tests")
+    assert "Input:\n1 2\nExpected output:\n3" in shown and "Input:\n5 5\nExpected output:\n10" in shown
+    assert "7 8" not in shown and "15" not in shown and "30" not in shown
+    assert CodeEnvironment(url, public_tests=0).reset(**ROW) is None
+
+
+def test_run_python_keeps_state_between_calls(url: str) -> None:
+    async def rollout() -> list[str]:
+        env = CodeEnvironment(url, cell_timeout_s=1.0)
+        env.reset(**ROW)
+        cells = ["x = 41", "x + 1", "print(x * 2)\n1 / 0", "import time\ntime.sleep(5)", "print('y' * 100_000)"]
+        return [await env.run_python(code) for code in cells]
+
+    made, value, error, slow, long = asyncio.run(rollout())
+    assert made == "(the cell printed nothing and has no value)"
+    assert value == "42"
+    assert error.startswith("82\n") and "ZeroDivisionError: division by zero" in error and "Traceback" in error
+    assert "ran past its time limit" in slow
+    assert len(long) <= 2000 and "characters cut]" in long
+
+
+def test_run_tests_answers_per_test_and_the_reward_uses_the_hidden_tests(url: str) -> None:
+    async def rollout(env: CodeEnvironment, *programs: str) -> tuple[list[str], float | None]:
+        env.reset(**ROW)
+        answers = [await env.run_tests(p) for p in programs]
+        return answers, await env.get_reward()
+
+    (right,), full = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), RIGHT))
+    assert right == "All 2 tests passed.\nTests 1-2: passed" and full == 1.0
+    (public,), partial = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), PUBLIC_ONLY))
+    assert public == "All 2 tests passed.\nTests 1-2: passed" and partial == 0.5  # 2 of 4: the hidden ones fail
+    _, none = asyncio.run(rollout(CodeEnvironment(url, public_tests=2, partial=False), PUBLIC_ONLY))
+    assert none == 0.0
+    # The last program given is the answer: a right one after a wrong one earns the reward, and the reverse not.
+    (wrong, _), fixed = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), "print(3)", f"```python\n{RIGHT}```"))
+    assert "1 of 2 tests passed." in wrong and "Input:\n5 5\nExpected output:\n10\nActual output:\n3" in wrong
+    assert fixed == 1.0
+    _, broken = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), RIGHT, "print(3)"))
+    assert broken == 0.25
+    _, nothing = asyncio.run(rollout(CodeEnvironment(url)))
+    assert nothing == 0.0  # a rollout that gave no program
+
+
+def test_submit_gives_the_answer_without_running_it(url: str) -> None:
+    async def rollout() -> float | None:
+        env = CodeEnvironment(url)
+        env.reset(**ROW)
+        assert await env.submit(RIGHT) == "Your program is recorded as your answer."
+        return await env.get_reward()
+
+    assert asyncio.run(rollout()) == 1.0
+
+
+def test_data_with_a_split_shows_its_own_public_tests() -> None:
+    contests = {
+        "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
+        "private_tests": {"input": ["4 4\n"], "output": ["8\n"]},
+        "generated_tests": {"input": ["9 9\n"], "output": ["18\n"]},
+    }
+    env = CodeEnvironment("http://127.0.0.1:9", public_tests=5)
+    shown = env.reset(**contests)
+    assert shown is not None and "1 2" in shown and "4 4" not in shown and "9 9" not in shown
+    assert env._tests()[0].tests[1:] == [
+        {"stdin": "4 4\n", "expected_stdout": "8\n"},
+        {"stdin": "9 9\n", "expected_stdout": "18\n"},
+    ]
+    lcb = {
+        "public_test_cases": '[{"input": "2\\n", "output": "4\\n", "testtype": "stdin"}]',
+        "private_test_cases": '[{"input": "3\\n", "output": "9\\n", "testtype": "stdin"}]',
+    }
+    shown = env.reset(**lcb)
+    assert shown is not None and "Input:\n2\n" in shown and "Input:\n3" not in shown
+    assert len(env._tests()[0].tests) == 2
+
+
+def test_a_sandbox_that_fails_masks_the_reward() -> None:
+    async def rollout() -> tuple[str, str, float | None]:
+        env = CodeEnvironment(f"http://127.0.0.1:{free_port()}", retries=0)  # nothing listens there
+        env.reset(**ROW)
+        return await env.run_python("1"), await env.run_tests(RIGHT), await env.get_reward()
+
+    cell, tests, reward = asyncio.run(rollout())
+    assert cell == SANDBOX_FAILED
+    assert tests.startswith("The sandbox failed to run the tests")
+    assert reward is None
+
+
+def test_the_next_reset_deletes_the_session(url: str) -> None:
+    env = CodeEnvironment(url)
+    env.reset(**ROW)
+
+    async def cell() -> str:
+        return await env.run_python("x = 1\nx")
+
+    assert asyncio.run(cell()) == "1"
+    assert env._held.session is not None
+    session_id = env._held.session.session_id
+    assert session_status(url, session_id) == 200
+    env.reset(**ROW)
+    assert session_status(url, session_id) == 410
+    # the next rollout gets a fresh interpreter
+    assert "NameError" in asyncio.run(env.run_python("x"))
+
+
+def test_a_session_left_behind_ends_by_its_ttl(url: str) -> None:
+    env = CodeEnvironment(url, session_ttl_s=1.0)
+    env.reset(**ROW)
+    asyncio.run(env.run_python("x = 1"))
+    assert env._held.session is not None
+    session_id = env._held.session.session_id
+    deadline = time.monotonic() + 15
+    while session_status(url, session_id) == 200 and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert session_status(url, session_id) == 410
+    # the environment notices on its next call and goes on in a fresh interpreter
+    assert asyncio.run(env.run_python("1 + 1")).endswith("earlier state is gone.]\n2")
+
+
+def test_url_and_token_from_the_environment_and_a_factory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEGYM_SANDBOX_URL", "http://sandbox.example:8080/")
+    monkeypatch.setenv("CODEGYM_SANDBOX_API_TOKEN", "secret")
+    env = CodeEnvironment()
+    assert (env.url, env.token) == ("http://sandbox.example:8080", "secret")
+    made = code_environment("http://other:1", public_tests=1, partial=False)()
+    assert (made.url, made.token, made.public_tests, made.partial) == ("http://other:1", "secret", 1, False)
+
+
+def test_tools_need_a_reset_first() -> None:
+    with pytest.raises(RuntimeError, match="reset"):
+        asyncio.run(CodeEnvironment("http://127.0.0.1:9").run_tests(RIGHT))
+
+
+def test_it_imports_without_the_ml_stack() -> None:
+    code = "import sys, codegym_evaluator.trl_env; print(sorted({'torch', 'transformers', 'trl'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -52,3 +52,27 @@ def test_codegym_eval_with_no_endpoint_runs_smollm2_on_a_few_humaneval_problems(
     for port in ports:
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", int(port))) != 0
+
+
+def test_codegym_eval_turns_on_the_embedded_model(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = ["run", "--dataset", "humaneval", "--limit", "2", "--max-tokens", "160", "--turns", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "codegym_evaluator.cli", *argv, "--output", str(out), "--sandbox-workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    first = {r["task_id"]: r for r in rows if r["turn"] == 1}
+    assert sorted(first) == ["HumanEval/0", "HumanEval/1"] and not any(r["verdict"] == "SE" for r in rows)
+    wrong = sorted(t for t, r in first.items() if r["verdict"] != "AC")
+    assert sorted(r["task_id"] for r in rows if r["turn"] == 2) == wrong  # each wrong answer answered again
+    repairs = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
+    assert all("tests passed" in r["feedback"] for r in repairs if r["turn"] == 2)
+    turns = json.loads((out / "summary.json").read_text())["turns"]
+    one, two = turns["by_turn"]
+    assert one["known"] == two["known"] == 2 and two["asked"] == len(wrong) and one["pass_at_1"] <= two["pass_at_1"]
+    assert "## Turns of feedback" in (out / "report.md").read_text()
+    assert "after each turn of feedback:" in done.stdout

@@ -58,8 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     config = _config(args)
-    if config.n < 1 or any(k < 1 for k in config.k):
-        raise DatasetError("--n and -k must be at least 1")
+    if (problem := config.problem()) is not None:
+        raise DatasetError(problem)
     with contextlib.ExitStack() as stack:
         if not config.sandbox_url:
             sandbox = stack.enter_context(sandbox_server(config.sandbox_workers))
@@ -78,8 +78,8 @@ def _run(args: argparse.Namespace) -> int:
 
         outcome = asyncio.run(run_evaluation(config, progress=progress))
     info = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("api_key", "sandbox_token")}
-    report = write_report(config.output, outcome.summary, info, outcome.error)
-    print(summary_table(outcome.summary, f"codegym-eval: {config.dataset}"))
+    report = write_report(config.output, outcome.summary, info, outcome.error, outcome.turns)
+    print(summary_table(outcome.summary, f"codegym-eval: {config.dataset}", outcome.turns))
     print(f"results: {config.output}/results.jsonl, summary: {config.output}/summary.json, report: {report}")
     if outcome.error:
         print(f"codegym-eval: error: the run stopped early: {outcome.error}", file=sys.stderr)

@@ -67,7 +67,32 @@ class RunConfig:
         "which fenced block is the program: first, last, or none (the completion as is)",
         choices=["first", "last", "none"],
     )
+    turns: int = opt(
+        1,
+        "answers per sample: after a wrong one the model reads feedback on the task's public tests and answers "
+        "again, up to this many times; pass@1 is reported after each turn (needs a model and --api chat)",
+    )
+    feedback_tests: int = opt(
+        1,
+        "for tasks without public tests (HumanEval, APPS, TACO, LeetCode): feedback shows the first N of the "
+        "tests that judge the answer",
+    )
     output: str = opt("codegym-eval-out", "directory for results.jsonl, summary.json and the report")
+
+    def problem(self) -> str | None:
+        """Why these settings cannot make a run, or None."""
+        if self.n < 1 or any(k < 1 for k in self.k):
+            return "--n and -k must be at least 1"
+        if self.turns < 1 or self.feedback_tests < 1:
+            return "--turns and --feedback-tests must be at least 1"
+        if self.turns > 1 and self.samples is not None:
+            return (
+                "--turns needs a model to answer the feedback: a --samples file holds only first answers "
+                "(give --base-url, or nothing for the embedded model, instead of --samples)"
+            )
+        if self.turns > 1 and self.api != "chat":
+            return "--turns needs --api chat: the feedback is a user message of the chat"
+        return None
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the run it resumes."""
@@ -80,4 +105,5 @@ class RunConfig:
             "model": self.model,
             "api": self.api,
             "extract": self.extract,
+            "feedback_tests": self.feedback_tests,
         }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .tasks import Task
 
 SYSTEM = "You are an expert programmer. Answer with a single complete program in one fenced code block."
@@ -35,6 +37,26 @@ def chat_messages(task: Task) -> list[dict[str, str]]:
         body = f"```{task.language}\n{body}\n```"
     user = f"{body}\n\n{_instructions(task)}\nPut the complete code in one ```{task.language} block."
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def repair_request(task: Task, feedback: str) -> str:
+    """The user message after a wrong answer: what its program did on the tests shown, and the request to fix it."""
+    return (
+        f"Your program was run on the tests below.\n\n{feedback.rstrip()}\n\n"
+        f"Fix the program. Put the complete corrected code in one ```{task.language} block."
+    )
+
+
+def repair_messages(task: Task, rounds: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """The chat after rounds of (answer, feedback on it): the task's messages, then each answer as the
+    assistant's turn and its feedback as the user's next message; the model answers it next."""
+    messages = chat_messages(task)
+    for answer, feedback in rounds:
+        messages += [
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": repair_request(task, feedback)},
+        ]
+    return messages
 
 
 def base_prompt(task: Task) -> str:

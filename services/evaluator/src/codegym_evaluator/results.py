@@ -23,6 +23,9 @@ class RunStore:
     """``results.jsonl`` (one line per judged sample) and ``completions.jsonl`` (one per generated sample).
 
     Lines are only appended; when a sample appears twice (a re-run of a sandbox error) the last line wins.
+    Every line has a ``turn``: 1 for a first answer, ``t`` for the answer after ``t - 1`` rounds of feedback
+    (``--turns``; a later turn's completion line also keeps the ``feedback`` the model read). Lines without
+    one (older runs) are first answers.
     """
 
     def __init__(self, out_dir: str | Path) -> None:
@@ -31,8 +34,9 @@ class RunStore:
         self.results_path = self.dir / RESULTS
         self.completions_path = self.dir / COMPLETIONS
 
-    def check_run(self, identity: dict[str, Any]) -> None:
-        """Record what this run evaluates; refuse to resume a directory that holds a different run."""
+    def check_run(self, identity: dict[str, Any], extent: dict[str, Any] | None = None) -> None:
+        """Record what this run evaluates; refuse to resume a directory that holds a different run. ``extent``
+        (how far the run goes: its turns) is recorded too but may change: a resumed run may go further."""
         path = self.dir / RUN
         if path.exists():
             old = json.loads(path.read_text())
@@ -42,7 +46,7 @@ class RunStore:
                     f"{self.dir} holds another run ({', '.join(f'{k}: {old[k]!r}' for k in changed)}); "
                     "resume with the same settings or choose another --output"
                 )
-        path.write_text(json.dumps(identity, indent=2) + "\n")
+        path.write_text(json.dumps({**identity, **(extent or {})}, indent=2) + "\n")
 
     @staticmethod
     def _read(path: Path) -> Iterable[dict[str, Any]]:
@@ -58,10 +62,20 @@ class RunStore:
                     yield row
 
     def results(self) -> dict[tuple[str, int], dict[str, Any]]:
-        return {(r["task_id"], int(r["sample"])): r for r in self._read(self.results_path)}
+        """The first answers' results, by (task, sample)."""
+        return {(t, i): r for (t, i, turn), r in self.turn_results().items() if turn == 1}
 
     def completions(self) -> dict[tuple[str, int], str]:
-        return {(r["task_id"], int(r["sample"])): str(r["completion"]) for r in self._read(self.completions_path)}
+        """The first answers, by (task, sample)."""
+        return {(t, i): str(r["completion"]) for (t, i, turn), r in self.turn_completions().items() if turn == 1}
+
+    def turn_results(self) -> dict[tuple[str, int, int], dict[str, Any]]:
+        """Every turn's results, by (task, sample, turn)."""
+        return {_key(r): r for r in self._read(self.results_path)}
+
+    def turn_completions(self) -> dict[tuple[str, int, int], dict[str, Any]]:
+        """Every turn's completion lines, by (task, sample, turn)."""
+        return {_key(r): r for r in self._read(self.completions_path)}
 
     @staticmethod
     def _append(path: Path, rows: Iterable[dict[str, Any]]) -> None:
@@ -70,16 +84,29 @@ class RunStore:
             fh.flush()
 
     def add_completions(self, task_id: str, items: Iterable[tuple[int, str]]) -> None:
-        self._append(self.completions_path, ({"task_id": task_id, "sample": i, "completion": c} for i, c in items))
+        self._append(
+            self.completions_path, ({"task_id": task_id, "sample": i, "turn": 1, "completion": c} for i, c in items)
+        )
 
-    def add_results(self, task: Task, items: Iterable[tuple[int, str, Score]]) -> None:
+    def add_repair(self, task_id: str, sample: int, turn: int, feedback: str, completion: str) -> None:
+        """A later turn's answer, with the feedback it answered."""
+        row = {"task_id": task_id, "sample": sample, "turn": turn, "feedback": feedback, "completion": completion}
+        self._append(self.completions_path, [row])
+
+    def add_results(self, task: Task, items: Iterable[tuple[int, str, Score]], turn: int = 1) -> list[dict[str, Any]]:
+        """Append the judged samples of one turn; the lines written."""
         rows = []
         for i, completion, score in items:
-            row: dict[str, Any] = {"task_id": task.task_id, "sample": i, "difficulty": task.difficulty}
+            row: dict[str, Any] = {"task_id": task.task_id, "sample": i, "turn": turn, "difficulty": task.difficulty}
             row.update({k: getattr(score, k) for k in SCORE_FIELDS})
             row["completion"] = completion
             rows.append(row)
         self._append(self.results_path, rows)
+        return rows
+
+
+def _key(row: dict[str, Any]) -> tuple[str, int, int]:
+    return row["task_id"], int(row["sample"]), int(row.get("turn") or 1)
 
 
 def score_of(row: dict[str, Any]) -> Score:

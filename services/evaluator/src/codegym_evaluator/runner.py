@@ -3,6 +3,8 @@
 Every judged sample is appended to ``results.jsonl`` as soon as it is known, and every generated one to
 ``completions.jsonl``, so a run that stops (a model endpoint down, Ctrl-C) keeps its partial results and a
 re-run with the same ``--output`` only does what is missing (samples that got a sandbox error included).
+With ``turns`` > 1 the samples that failed are answered again after feedback (``repair``), task by task as
+their first answers are judged.
 """
 
 from __future__ import annotations
@@ -22,21 +24,25 @@ from .evaluate import EvalSummary
 from .extract import truncate_at_stop
 from .model_client import ModelClient, ModelError, Sampling
 from .prompts import base_completion_prefix, base_prompt, chat_messages, stop_sequences
+from .repair import Repairs
 from .results import RunStore, task_results
 from .samples import read_samples
 from .scoring import Scorer
 from .tasks import Task, load_tasks, select_tasks
+from .turn_stats import TurnsSummary, turns_summary
 
 Progress = Callable[[int, int], None]  # (samples done, samples in all)
 
 
 @dataclass
 class RunOutcome:
-    """The summary of every judged sample in the output directory, and why the run stopped early, if it did."""
+    """The summary of every judged sample in the output directory (of the first answers; ``turns``: pass@1
+    after each turn of feedback, with ``--turns``), and why the run stopped early, if it did."""
 
     summary: EvalSummary
     tasks: list[Task]
     error: str | None = None
+    turns: TurnsSummary | None = None
 
 
 @contextlib.asynccontextmanager
@@ -90,15 +96,18 @@ async def run_evaluation(
         raise ValueError("run_evaluation needs a sandbox URL (the CLI starts a local sandbox when none is given)")
     if config.samples is None and config.base_url is None:
         raise ValueError("run_evaluation needs --samples or a model endpoint (--base-url)")
+    if (problem := config.problem()) is not None:
+        raise ValueError(problem)
     every = load_tasks(config.dataset, split=config.split, path=config.path)
     tasks = select_tasks(every, difficulty=config.difficulty, limit=config.limit, dataset=config.dataset)
     store = RunStore(config.output)
-    store.check_run(config.identity())
+    store.check_run(config.identity(), {"turns": config.turns})
     given = read_samples(config.samples, [t.task_id for t in every]) if config.samples else None
     if given is not None:
         tasks = [t for t in tasks if t.task_id in given]
     want = {t.task_id: len(given[t.task_id]) if given else config.n for t in tasks}
-    judged = {key for key, row in store.results().items() if row["verdict"] != Verdict.SE}  # as read back from JSON
+    first = store.results()
+    judged = {key for key, row in first.items() if row["verdict"] != Verdict.SE}  # as read back from JSON
     stored = store.completions()
     total = sum(want.values())
     done = sum(1 for t in tasks for i in range(want[t.task_id]) if (t.task_id, i) in judged)
@@ -123,8 +132,27 @@ async def run_evaluation(
     ):
         client = await stack.enter_async_context(_model(config, model_transport)) if given is None else None
 
+        def count(more: int, now_done: int) -> None:
+            nonlocal done, total
+            total, done = total + more, done + now_done
+            if progress:
+                progress(done, total)
+
+        repairs = Repairs(config, store, scorer, client, count) if client is not None and config.turns > 1 else None
+
         async def one(task: Task) -> None:
-            nonlocal done
+            await first_answers(task)
+            if repairs is None or stop.is_set():
+                return
+            rows = {i: row for i in range(want[task.task_id]) if (row := first.get((task.task_id, i))) is not None}
+            try:
+                await repairs.task(task, rows, stop)
+            except ModelError as exc:
+                if not stop.is_set():
+                    errors.append(str(exc))
+                stop.set()
+
+        async def first_answers(task: Task) -> None:
             todo = [i for i in range(want[task.task_id]) if (task.task_id, i) not in judged]
             if not todo or stop.is_set():
                 return
@@ -147,12 +175,12 @@ async def run_evaluation(
                     texts.update(zip(missing, new, strict=True))
             order = sorted(texts)
             scores = await scorer.score_group(task, [texts[i] for i in order], extract=config.extract != "none")
-            store.add_results(task, [(i, texts[i], s) for i, s in zip(order, scores, strict=True)])
-            done += sum(1 for s in scores if not s.sandbox_error)
-            if progress:
-                progress(done, total)
+            rows = store.add_results(task, [(i, texts[i], s) for i, s in zip(order, scores, strict=True)])
+            first.update({(task.task_id, int(r["sample"])): r for r in rows})
+            count(0, sum(1 for s in scores if not s.sandbox_error))
 
         await asyncio.gather(*(one(t) for t in tasks))
 
     summary = EvalSummary.from_results(task_results(tasks, store.results()), ks=config.k)
-    return RunOutcome(summary=summary, tasks=tasks, error=errors[0] if errors else None)
+    turns = turns_summary(tasks, store.turn_results(), config.turns) if config.turns > 1 else None
+    return RunOutcome(summary=summary, tasks=tasks, error=errors[0] if errors else None, turns=turns)

@@ -96,8 +96,11 @@ class JobManager:
                 job.status, job.error = "failed", str(exc)
             else:
                 info = {k: v for k, v in dataclasses.asdict(job.config).items() if k != "api_key"}
-                await asyncio.to_thread(write_report, job.config.output, outcome.summary, info, outcome.error)
+                out = job.config.output
+                await asyncio.to_thread(write_report, out, outcome.summary, info, outcome.error, outcome.turns)
                 job.summary = {k: v for k, v in outcome.summary.to_dict().items() if k != "per_task"}
+                if outcome.turns is not None:
+                    job.summary["turns"] = outcome.turns.to_dict()
                 job.status, job.error = ("failed", outcome.error) if outcome.error else ("finished", None)
             job.finished = time.time()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -109,6 +111,41 @@ def test_a_cell_past_its_time_is_interrupted_and_the_session_lives(sessions: Tes
         assert out["status"] == "time_limit" and out["alive"], out
         assert out["execution_time"] < 10, out
         assert _cell(sessions, sid, "z")["display"] == "5"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
+# Takes the CPUs it is given for ``hold`` seconds, ahead of every ordinary process (real-time, which leaves them
+# a twentieth of each second), after ``after`` seconds: a neighbour that computes, whatever cgroup each is in.
+_RT_HOG = """import os, sys, time
+os.sched_setaffinity(0, {cpus})
+time.sleep({after})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+end = time.monotonic() + {hold}
+while time.monotonic() < end:
+    pass
+"""
+
+
+def test_a_cell_that_waited_for_cpus_others_held_is_not_a_time_out(sessions: TestClient) -> None:
+    # 0.4 s of CPU under a one-second limit, while a process outside the session holds its CPU for 1.4 s: its
+    # wall time passes the limit, its own time does not, and only its own time counts.
+    sid = _new(sessions)
+    try:
+        cpus = _cell(sessions, sid, "import os\nsorted(os.sched_getaffinity(0))")["display"]
+        hog = subprocess.Popen([sys.executable, "-c", _RT_HOG.format(cpus=cpus, after=0.2, hold=1.4)])
+        try:
+            code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass\n'spun'"
+            out = _cell(sessions, sid, code, timeout_s=1)
+        finally:
+            hog.kill()
+            hog.wait()
+        assert out["execution_time"] > 1, out  # it did wait: the test shows what it means to
+        assert out["status"] == "finished" and out["alive"] and out["display"] == "'spun'", out
+        # Its own time is still limited: a cell that needs ten times its limit is interrupted at the limit.
+        code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 5:\n    pass"
+        out = _cell(sessions, sid, code, timeout_s=0.5)
+        assert out["status"] == "time_limit" and out["alive"] and out["execution_time"] < 3, out
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
 

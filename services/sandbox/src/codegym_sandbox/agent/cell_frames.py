@@ -43,6 +43,9 @@ class KernelRequest(TypedDict):
     nonce: str
     source: str | None
     cell_timeout: float
+    # Whether the kernel interrupts the cell itself at ``cell_timeout`` (a notebook's); a session's cell is
+    # interrupted by its agent instead, which credits the time the cell waited for a CPU (``session.py``).
+    timer: bool
     stdin: str | None  # what the cell reads on sys.stdin (a session's cell may have one); None: nothing
 
 

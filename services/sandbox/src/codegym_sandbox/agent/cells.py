@@ -190,6 +190,7 @@ def _supervise(
                 "nonce": nonce,
                 "source": source,
                 "cell_timeout": cell_timeout,
+                "timer": job.get("timer") is not False,
                 "stdin": job.get("stdin"),
             }
             write_all(requests, message(cell))

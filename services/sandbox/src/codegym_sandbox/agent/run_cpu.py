@@ -166,3 +166,47 @@ def waited_for_others(
         return max(0.0, waited)  # no machine clock to bound it by
     busy = (up - since[0]) * os.sysconf("SC_NPROCESSORS_ONLN") - (idle - since[1])
     return max(0.0, min(waited, busy - used_ticks / _CLOCK_TICKS))
+
+
+def task_times(pid: int) -> tuple[float, float] | None:
+    """A process's main thread: the seconds it waited runnable for a CPU (``schedstat``'s ``run_delay``) and the
+    CPU seconds it ran, so far; None where it is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat", "rb") as f:
+            delay = int(f.read().split()[1]) / 1e9
+        with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
+            ran = sum(int(n) for n in f.read().rsplit(b")", 1)[1].split()[11:13]) / _CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return None
+    return delay, ran
+
+
+def waited_since(pid: int, zero: tuple[float, float] | None, since: tuple[float, float], used_s: float | None) -> float:
+    """How long process ``pid`` (a session's kernel, which lives across its cells) waited for a CPU that
+    processes outside its session held, since ``zero`` (its :func:`task_times` then) and ``since`` (the
+    machine's clock then): what :func:`waited_for_others` is for a run, for a process older than the wait.
+
+    Its wait counts less the CPU time of the session's other processes over that time (``used_s``, the kernel's
+    count of all of them, less the kernel's own), which it may have made wait itself, and only as far as the
+    machine's CPUs were busy with other processes than the session's."""
+    now = task_times(pid)
+    if zero is None or now is None:
+        return 0.0
+    delay, ran = now[0] - zero[0], now[1] - zero[1]
+    used = max(used_s if used_s is not None else ran, ran)
+    waited = delay - (used - ran)
+    up, idle = machine_clock()
+    if idle < 0 or since[1] < 0:
+        return max(0.0, waited)
+    busy = (up - since[0]) * os.sysconf("SC_NPROCESSORS_ONLN") - (idle - since[1])
+    return max(0.0, min(waited, busy - used))
+
+
+def task_state(pid: int) -> tuple[str, float] | None:
+    """A process's main thread: its state (``R``: running or waiting for a CPU) and the CPU seconds it ran."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode(), sum(int(n) for n in fields[11:13]) / _CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return None

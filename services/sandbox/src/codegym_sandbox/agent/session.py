@@ -19,12 +19,14 @@ import json
 import os
 import select
 import selectors
+import signal
 import socket
 import time
 from typing import TYPE_CHECKING, cast
 
 from . import isolation, run_cpu, session_pause
 from .box_protocol import RunCommand, read_run_report
+from .cell_clock import CellClock
 from .protocol import encode_frame
 from .scratch_files import write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted, RecordScanner
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from .protocol import Report, RunFrame
 
 HOLD_AFTER_S = 0.05  # after a cell's answer, how long the session's processes run on before they are stopped
-GRACE_S = 2.0  # past a cell's timeout, how long its kernel has to answer before the session is ended
+GRACE_S = 2.0  # after a cell is interrupted, how long its kernel has to answer before the session is ended
 STDERR_KEPT = 1 << 16  # what the supervisor itself writes on stderr (its own failure), kept for the report
 
 
@@ -71,6 +73,7 @@ class Kernel:
         self.report: Report | None = None
         self.errors = bytearray()
         self.held = self.unheld = False
+        self.kernel_pid = 0  # found at a cell (see _find_kernel)
 
     def close(self) -> None:
         for fd in (self.stdin, self.stdout, self.stderr):
@@ -85,9 +88,11 @@ class Kernel:
         if self.held:  # the session's processes, stopped since its last cell (see hold)
             session_pause.resume(bx.pid)
             self.held = False
-        started = time.monotonic()
-        used_zero = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
-        deadline = started + wall_s + GRACE_S
+        cell_clock = CellClock(self._find_kernel(), bx.config.get("run_cgroup"), bx.pid, wall_s)
+        started = cell_clock.started
+        used_zero = cell_clock.used_zero
+        interrupted = False  # the agent interrupted the cell (its kernel's SIGALRM): it ran out of time
+        deadline = cell_clock.interrupt_at + GRACE_S
         scanner = RecordScanner(self.output_cap)
         pending = memoryview(message)
         timed_out = False
@@ -101,10 +106,20 @@ class Kernel:
         try:
             while not scanner.ended and self.report is None and not ended:
                 now = time.monotonic()
+                if not interrupted and now >= cell_clock.interrupt_at:
+                    # Its limit, moved on by the time its kernel waited for a CPU that others held (see
+                    # ``cell_clock.py``): a busy machine never turns a cell into a time-out.
+                    if cell_clock.due(now):
+                        interrupted = True
+                        self._interrupt()
+                        deadline = now + GRACE_S
+                    else:
+                        deadline = cell_clock.interrupt_at + GRACE_S
                 if now >= deadline:
                     timed_out = True
                     break
-                for key, _ in sel.select(deadline - now):
+                wake = deadline if interrupted else cell_clock.interrupt_at
+                for key, _ in sel.select(max(wake - now, 0.0)):
                     if key.fd == self.stdin:
                         try:
                             pending = pending[os.write(self.stdin, pending[: 1 << 16]) :]
@@ -145,6 +160,7 @@ class Kernel:
         done: CellDone = {
             "op": "cell",
             "alive": alive,
+            "interrupted": interrupted,
             "timed_out": timed_out,
             "oom": oom,
             "cpu_s": None if used is None or used_zero is None else max(used - used_zero, 0.0),
@@ -155,6 +171,27 @@ class Kernel:
             "blobs": [len(scanner.record)],
         }
         return done, bytes(scanner.record)
+
+    def _find_kernel(self) -> int:
+        """The pid of the session's kernel (0 while there is none yet): the child of the session's supervisor,
+        which is the box's oldest child (what a cell leaves behind comes to the box later, and the supervisor
+        forks nothing but its kernel)."""
+        if not self.kernel_pid:
+            box = self.bx.pid
+            by_age = sorted((_started(pid), pid) for pid in _children(box))
+            if by_age:
+                kernels = sorted((_started(pid), pid) for pid in _children(by_age[0][1]))
+                self.kernel_pid = kernels[0][1] if kernels else 0
+        return self.kernel_pid
+
+    def _interrupt(self) -> None:
+        """Interrupt the running cell: its kernel raises ``CellTimeout`` in it (``kernel.py``)."""
+        pid = self._find_kernel()
+        if pid:
+            try:
+                os.kill(pid, signal.SIGALRM)
+            except OSError:
+                pass  # it ended: the record says so
 
     def _await_report(self) -> None:
         """The supervisor's output ended: the box reports how its run ended (a limit, a kill) a moment later."""
@@ -187,6 +224,24 @@ class Kernel:
         self.bx.respawn()
         self.bx.dirty = False  # a fresh box: nothing of the session is left in it
         self.close()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _started(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s field 22); the latest there is
+    where it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 1 << 62
 
 
 _open: Kernel | None = None

@@ -23,7 +23,7 @@ class CellFrame(TypedDict):
     """One cell: its blob is the message for the session's supervisor (``session_main.read_message``)."""
 
     op: Literal["cell"]
-    wall_s: float  # the cell's wall-clock bound: past it (and a grace), the agent ends the session
+    wall_s: float  # the cell's wall-clock limit: past it (and its wait for a CPU), the agent interrupts it
     blobs: list[int]
 
 
@@ -46,6 +46,7 @@ class CellDone(TypedDict):
 
     op: Literal["cell"]
     alive: bool  # the session's kernel lives on after the cell
+    interrupted: bool  # the cell ran past its limit (and the time it waited for a CPU): the agent interrupted it
     timed_out: bool  # the cell passed its bound without an answer: the agent ended the session
     oom: bool  # the kernel killed a process of the session for memory during the cell
     cpu_s: float | None  # the session's processes' CPU time during the cell (the kernel's count)

@@ -62,6 +62,7 @@ def main() -> NoReturn:
         cell = {
             "cells": [str(job.get("source") or "")],
             "cell_timeout": job.get("cell_timeout") or 0,
+            "timer": False,  # the agent interrupts the cell, past its limit and the time it waited for a CPU
             "stdin": None if stdin is None else str(stdin),
         }
         sig = supervise(cell, pid, requests_w, answers, relay)

@@ -209,9 +209,10 @@ class AgentWorker:
             raise self._fault(written)
 
     async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
-        """Send one cell to the kernel; its answer and record. The agent ends the session past ``wall_s``."""
+        """Send one cell to the kernel; its answer and record. The agent interrupts it past ``wall_s`` and the time
+        it waited for a CPU (up to ``WAIT_CREDIT`` times ``wall_s``), and ends the session where that fails."""
         header: CellFrame = {"op": "cell", "wall_s": wall_s, "blobs": [len(message)]}
-        frame, out = await self._ask(cast("RunFrame", header), [message], wall_s + _KERNEL_GRACE_S)
+        frame, out = await self._ask(cast("RunFrame", header), [message], wall_s * (1 + WAIT_CREDIT) + _KERNEL_GRACE_S)
         done = self._answer(read_cell_done, frame, len(out))
         if done["op"] == "error":
             raise self._fault(done)

@@ -14,11 +14,12 @@ def _text(data: bytearray) -> str:
     return data.decode("utf-8", "replace")
 
 
-def status(done: CellDone, memory_mb: int, timeout_s: float) -> CellStatus:
+def status(done: CellDone, memory_mb: int) -> CellStatus:
     """How the cell ended, by the sandbox's measure alone (never by what the cell raised or printed)."""
     if done["alive"]:
-        # Interrupted at its limit (whatever the cell did with the interruption), or it ran to its end.
-        return "time_limit" if done["wall_s"] >= timeout_s else "finished"
+        # Interrupted at its limit (whatever the cell did with the interruption), or it ran to its end: the agent
+        # interrupts it, past its limit and the time it waited for a CPU that others held.
+        return "time_limit" if done["interrupted"] else "finished"
     if done["timed_out"] or done["signal"] == signal.SIGXCPU:
         return "time_limit"  # it could not be interrupted, or the session spent its CPU time
     rss = done["max_rss_kb"] or 0
@@ -27,7 +28,7 @@ def status(done: CellDone, memory_mb: int, timeout_s: float) -> CellStatus:
     return "killed"
 
 
-def cell_result(done: CellDone, record: Record, memory_mb: int, timeout_s: float, output_cap: int) -> CellResult:
+def cell_result(done: CellDone, record: Record, memory_mb: int, output_cap: int) -> CellResult:
     cell = record.cells[0]
     error = None
     if cell.error:
@@ -45,7 +46,7 @@ def cell_result(done: CellDone, record: Record, memory_mb: int, timeout_s: float
         stderr=_text(cell.stderr),
         display=None if display is None else display[:room],
         error=error,
-        status=status(done, memory_mb, timeout_s),
+        status=status(done, memory_mb),
         execution_time=done["wall_s"],
         cpu_time=done["cpu_s"],
         output_truncated=cut,

@@ -274,7 +274,7 @@ class SessionStore:
                 raise
             session.cells += 1
             session.used = time.monotonic()
-            result = cell_result(done, read_record(record, 1), session.memory_mb, timeout, cap)
+            result = cell_result(done, read_record(record, 1), session.memory_mb, cap)
             self.metrics.session_cells.labels(status=result.status).inc()
         if not result.alive:
             cause = "killed" if result.status == "finished" else result.status

@@ -205,6 +205,30 @@ def test_compile_error_is_ce_for_every_program(client: TestClient) -> None:
         assert r["compile"]["verdict"] == "CE" and [t["verdict"] for t in r["tests"]] == ["CE"]
 
 
+@pytest.mark.parametrize(
+    "tests",
+    [
+        {"tests": [{"stdin": "", "expected_stdout": "1"}, {"stdin": "2", "expected_stdout": "2"}]},
+        {"tests": [{"assert_code": "assert f() == 1"}, {"assert_code": "assert f() == 2"}]},
+        {"tests": [{"call": [], "expected": 1}, {"call": [], "expected": 2}], "function": "f"},
+    ],
+    ids=["stdio", "assert", "call"],
+)
+def test_a_python_syntax_error_reads_as_pythons_own(client: TestClient, tests: dict[str, Any]) -> None:
+    # What a model reads back (execution feedback): the program's file and line, the caret and the error, as
+    # `python3 main.py` prints them; never a frame of the sandbox's own files.
+    (bad,) = evaluate(client, programs=["def f(:\n    return 1\n"], **tests)
+    assert bad["verdict"] == "CE"
+    stderr = bad["tests"][0]["stderr"]
+    name = "/tmp/box/main.py" if "stdin" in tests["tests"][0] else "<program>"
+    assert stderr == f'  File "{name}", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n'
+    # a runtime error's traceback starts at the program's own frame too
+    (crash,) = evaluate(client, programs=["def f():\n    return 1\n1 / 0\n"], **tests)
+    lines = crash["tests"][0]["stderr"].splitlines()
+    assert crash["verdict"] == "RE" and lines[0] == "Traceback (most recent call last):"
+    assert lines[1] == f'  File "{name}", line 3, in <module>' and lines[-1] == "ZeroDivisionError: division by zero"
+
+
 def test_evaluate_unknown_language(client: TestClient) -> None:
     res = evaluate(client, language="julia", programs=["println(1)"], tests=[{"expected_stdout": "1"}])
     assert res[0]["verdict"] == "SE" and "julia" in res[0]["tests"][0]["stderr"]

@@ -58,7 +58,14 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
         _finish(_exit_code(exc), main)
     except BaseException:
         kind, error, tb = sys.exc_info()
-        sys.excepthook(kind, error, tb.tb_next if tb is not None else None)  # type: ignore[arg-type]
+        # Leave this module's frame out, on the exception too (the hook prints the exception's own traceback
+        # where it is given none): a compile error reads as Python's own for a file (the program's name and
+        # line, the caret, ``SyntaxError: ...``), a runtime error from the program's first frame, as in
+        # ``pyrun.run_script``; nothing of the sandbox's files shows.
+        tb = tb.tb_next if tb is not None else None
+        if error is not None:
+            error.__traceback__ = tb
+        sys.excepthook(kind, error, tb)  # type: ignore[arg-type]
         del kind, error, tb
         _finish(1, main)
     refs: list[Any] = []

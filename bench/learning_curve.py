@@ -26,29 +26,26 @@ stopped when the same command is run again (another --out starts afresh).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
 import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codegym_evaluator.servers import sandbox_server
 from codegym_evaluator.tasks import Task, load_tasks
-from codegym_trainer.config import EMBEDDED_MODEL, TrainConfig
-from codegym_trainer.evaluation import EvalPoint, HeldOutEvaluator
-from codegym_trainer.platform import detect
-from codegym_trainer.policy_loading import load_model, load_tokenizer, resolve_source
+from codegym_trainer.config import EMBEDDED_MODEL
+from codegym_trainer.evaluation import EvalPoint
 from codegym_trainer.run import run
-from codegym_trainer.sandbox import scorer_factory
 from codegym_trainer.stats import mean_sd, over_seeds
 from rich.console import Console
-from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from curve_common import base_config, humaneval_config, humaneval_point, load_point, sandbox
 
 HELDOUT = "heldout"
 HUMANEVAL = "humaneval"
@@ -123,53 +120,6 @@ def shift(before: EvalPoint, after: EvalPoint) -> Shift:
     )
 
 
-def humaneval_point(
-    model_path: str, tasks: list[Task], config: TrainConfig, urls: list[str], out: Path, step: int
-) -> EvalPoint:
-    """HumanEval on one model (the base or a seed's final one, sampled with ``config.seed``), answers under ``out``."""
-    platform = detect(config, probe_hub=False)
-    source = resolve_source(model_path)
-    tokenizer = load_tokenizer(source, offline=platform.offline)
-    model = load_model(source, offline=platform.offline)
-    if platform.kind != "cpu":
-        import torch
-
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(platform.precision, torch.float32)
-        model = model.to("cuda", dtype=dtype)
-    evaluator = HeldOutEvaluator.for_run(config, tasks, tokenizer, lambda: scorer_factory(config, urls), out)
-    with tqdm(total=len(tasks), desc=f"HumanEval {model_path}", unit="problem", file=sys.stderr) as bar:
-        return evaluator(model, step, on_batch=bar.update)
-
-
-def humaneval_config(args: argparse.Namespace, config: TrainConfig) -> TrainConfig:
-    """A run's settings for its HumanEval evaluations: HumanEval's number of samples, not the held-out set's."""
-    return config.model_copy(update={"eval_samples": args.humaneval_samples})
-
-
-def base_config(args: argparse.Namespace, out: Path, seed: int, url: str) -> TrainConfig:
-    return TrainConfig(
-        model=args.model,
-        dataset=args.dataset,
-        train_steps=args.steps,
-        batch_size=args.batch_size,
-        group_size=args.group_size,
-        max_completion_length=args.max_completion_length,
-        learning_rate=args.lr,
-        seed=seed,
-        eval_limit=args.heldout_limit,
-        eval_interval=args.eval_interval,
-        eval_samples=args.eval_samples,
-        eval_max_new_tokens=args.max_new_tokens,
-        eval_batch_size=args.eval_batch_size,
-        vllm_mode=args.vllm_mode,
-        save_steps=10_000,
-        completions_interval=max(1, args.steps),
-        sandbox_url=[url],
-        output_dir=out / f"seed_{seed}",
-        progress=False,
-    )
-
-
 def load_seed(path: Path) -> SeedResult | None:
     """A seed finished by an earlier run of the same command (``seed_N/result.json``), if any."""
     if not path.is_file():
@@ -179,19 +129,6 @@ def load_seed(path: Path) -> SeedResult | None:
     rewards = [(int(a), float(b)) for a, b in data.pop("rewards")]
     curve = [(int(a), float(b)) for a, b in data.pop("curve")]
     return SeedResult(shifts=shifts, rewards=rewards, curve=curve, **data)
-
-
-def load_point(path: Path, key: dict[str, Any]) -> EvalPoint | None:
-    """The base model's evaluation from an earlier run of the same command (``key`` holds what it depends on)."""
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text())
-    if data.pop("key", None) != key:
-        return None
-    for field_name in ("interval", "sampled_interval"):
-        if data.get(field_name) is not None:
-            data[field_name] = tuple(data[field_name])
-    return EvalPoint(**data)
 
 
 def train_seed(
@@ -317,16 +254,6 @@ def plot(results: Sequence[SeedResult], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-@contextlib.contextmanager
-def sandbox(args: argparse.Namespace) -> Iterator[str]:
-    """The URL of the sandbox given, or of a local one started for the whole run."""
-    if args.sandbox_url:
-        yield args.sandbox_url
-        return
-    with sandbox_server(workers=args.sandbox_workers) as server:
-        yield server.url
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -42,6 +42,11 @@ def test_reset_shows_the_public_tests_only(url: str) -> None:
     assert "Input:\n1 2\nExpected output:\n3" in shown and "Input:\n5 5\nExpected output:\n10" in shown
     assert "7 8" not in shown and "15" not in shown and "30" not in shown
     assert CodeEnvironment(url, public_tests=0).reset(**ROW) is None
+    # the rule every front door shares (Task.visible_tests): by default one test; never all, one stays hidden
+    default = CodeEnvironment(url).reset(**ROW)
+    assert default is not None and "Input:\n1 2" in default and "5 5" not in default
+    every = CodeEnvironment(url, public_tests=9).reset(**ROW)
+    assert every is not None and "Input:\n7 8" in every and "10 20" not in every and "30" not in every
 
 
 def test_run_python_keeps_state_between_calls(url: str) -> None:

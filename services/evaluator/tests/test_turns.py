@@ -30,9 +30,10 @@ TASKS: list[tuple[str, str, list[tuple[str, str]], int | None, list[str]]] = [
     # the public test passes, a hidden one fails: the feedback can only say so; fixed at turn 3
     ("max", "Print the larger of a and b.", [("5 3\n", "5\n"), ("31337 99999\n", "99999\n")], 1,
      [READ + "print(a)", READ + "print(a)", READ + "print(max(a, b))"]),
-    # no public/private split: the feedback shows the first test (--feedback-tests 1), never the second
+    # no public/private split: the feedback shows the first test, never the second, however many --public-tests
+    # asks for (Task.visible_tests leaves one hidden)
     ("double", "Print 2n.", [("7\n", "14\n"), ("4242\n", "8484\n")], None,
-     ["print(int(input()) + 2)", "print(2 * int(input()))"]),
+     ["print(2 * int(input()) % 1000)", "print(2 * int(input()))"]),
     # right at once: never asked again
     ("neg", "Print -n.", [("3\n", "-3\n")], None, ["print(-int(input()))"]),
 ]  # fmt: skip
@@ -90,7 +91,7 @@ async def test_feedback_on_public_tests_raises_pass_at_1_turn_by_turn(
     tmp_path: Path, sandbox: httpx.ASGITransport
 ) -> None:
     app = scripted_model()
-    run = config(tmp_path)
+    run = config(tmp_path, public_tests=9)  # more than any task has: each still keeps a hidden test
     outcome = await run_evaluation(run, sandbox_transport=sandbox, model_transport=httpx.ASGITransport(app=app))
     assert outcome.error is None and outcome.turns is not None
     assert outcome.summary.pass_at_k == {1: 0.25}  # the first answers' pass@k, as without --turns
@@ -110,7 +111,7 @@ async def test_feedback_on_public_tests_raises_pass_at_1_turn_by_turn(
         len(last) == 6 and "All 1 tests passed." in last[3]["content"] and "All 1 tests passed." in last[5]["content"]
     )
     (_, double) = chats(app, "double")
-    assert "Input:\n7" in double[3]["content"] and "Actual output:\n9" in double[3]["content"]
+    assert "All 1 tests passed." in double[3]["content"]  # the shown test passes; the failing one stays hidden
     assert len(chats(app, "neg")) == 1  # right at once: not asked again
     sent = json.dumps(app.state.requests)
     assert not [h for h in HIDDEN if h in sent]  # no hidden test's input or output reached the model
@@ -126,7 +127,7 @@ async def test_feedback_on_public_tests_raises_pass_at_1_turn_by_turn(
     assert len(later) == 4 and all(any(r["feedback"] in m for m in read) for r in later)  # kept as it was read
     assert json.loads((out / "run.json").read_text())["turns"] == 3
 
-    write_report(out, outcome.summary, {"dataset": "jsonl", "feedback_tests": 1}, turns=outcome.turns)
+    write_report(out, outcome.summary, {"dataset": "jsonl", "public_tests": 9}, turns=outcome.turns)
     data = json.loads((out / "summary.json").read_text())
     assert [t["pass_at_1"] for t in data["turns"]["by_turn"]] == [0.25, 0.75, 1.0]
     assert data["turns"]["by_turn"][1]["fix_rate"] == pytest.approx(2 / 3)
@@ -134,6 +135,7 @@ async def test_feedback_on_public_tests_raises_pass_at_1_turn_by_turn(
     report = (out / "report.md").read_text()
     assert "| 1 | 25.0% | 4 | - | - | - | 0 |" in report and "| 2 | 75.0% | 4 | 3 | 2 | 66.7% | 0 |" in report
     assert "| 3 | 100.0% | 4 | 1 | 1 | 100.0% | 0 |" in report and "![pass@1 by turn](pass_by_turn.png)" in report
+    assert "showed the first 9 of the tests that also judge the answer, always leaving one hidden" in report
     assert (out / "pass_by_turn.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = summary_table(outcome.summary, turns=outcome.turns)
     assert "after each turn of feedback:" in table and "\n3     100.0%  4 " in table
@@ -170,5 +172,8 @@ async def test_turns_need_a_model_and_the_chat_api(tmp_path: Path, capsys: pytes
     assert main([*argv, "--turns", "2", "--output", str(tmp_path / "out")]) == 2
     assert "--turns needs a model to answer the feedback" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before anything started
+    for flag in ("--public-tests", "--feedback-tests"):  # the setting's name, and its name before
+        assert main([*argv, flag, "-1", "--output", str(tmp_path / "out")]) == 2
+        assert "--public-tests must be at least 0" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--turns needs --api chat"):
         await run_evaluation(config(tmp_path, api="completion"))

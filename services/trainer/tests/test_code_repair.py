@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 import torch
 from codegym_evaluator.scoring import Scorer
 from codegym_evaluator.servers import LoopbackServer
-from codegym_evaluator.tasks import Task
+from codegym_evaluator.tasks import PUBLIC_TESTS, Task
 from codegym_trainer.grpo import CodegymGRPOTrainer
 from codegym_trainer.repair import CodeRepairRollout, public_task
 from codegym_trainer.repair.rollout import ASK_AGAIN
@@ -83,11 +84,26 @@ def row() -> dict[str, Any]:
     return {"prompt": [{"role": "user", "content": ADD.prompt}], "task_id": "add"}
 
 
-def test_public_tests_leave_one_hidden() -> None:
-    assert public_task(ADD, 1).tests == ADD.tests[:1]
-    assert public_task(ADD, 9).tests == ADD.tests[:2]
-    marked = Task("t", "p", "call", ADD.tests, "add", metadata={"public_tests": 3})
-    assert public_task(marked, 1).tests == ADD.tests  # a dataset that shows every test hides none
+def test_the_feedback_shows_what_task_visible_tests_gives(
+    tiny_model_dir: Path, sandbox_process: LoopbackServer
+) -> None:
+    # the rule every front door shares (its unit test: the evaluator's tests/tasks/test_adapters.py)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    assert CodeRepairRollout({}, lambda: Scorer("http://x"), tokenizer, True).public_tests == PUBLIC_TESTS
+    context = ScriptedContext(tokenizer, [WRONG, RIGHT])
+    repair(tokenizer, sandbox_process, public_tests=9)(context, [row()])  # type: ignore[arg-type]
+    (continued,) = context.continued
+    assert "0 of 2 tests passed" in tokenizer.decode(continued)  # more asked for than it has: one stays hidden
+    # a dataset that marks none of its tests public shows none (never a hidden one): nothing to repair on
+    context = ScriptedContext(tokenizer, [WRONG])
+    unshown = {"add": replace(ADD, metadata={"public_tests": 0})}
+    rollout = CodeRepairRollout(unshown, lambda: Scorer(sandbox_process.url, retries=0), tokenizer, True)(
+        context,  # type: ignore[arg-type]
+        [row()],
+    )
+    assert context.continued == [] and rollout.extra["turns"] == [1] and rollout.extra["tests"] == ["0/3"]
+    assert rollout.metrics["repair/pass_rate/turn_1"] == 0.0  # no public test passed: there was none
+    assert public_task(ADD, 9).tests == ADD.visible_tests(9)  # the tools path's view of the same rule
 
 
 def test_feedback_reaches_the_next_turn_and_is_masked_out(

@@ -42,7 +42,7 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if default not in (None, [], ""):
             help_text += f" (default: {' '.join(map(str, default)) if isinstance(default, list) else default})"
-        names = [flag, "-k"] if f.name == "k" else [flag]
+        names = [flag, "-k"] if f.name == "k" else [flag, *f.metadata.get("aliases", ())]
         if typing.get_origin(base) is list:
             (item,) = typing.get_args(base)
             parser.add_argument(*names, type=item, nargs="+", default=default, help=help_text)

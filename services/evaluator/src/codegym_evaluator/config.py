@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .tasks.model import PUBLIC_TESTS
+
 
 def opt(default: Any, help: str, **extra: Any) -> Any:
     """A dataclass field that carries its help text (and choices) for the CLI and the docs."""
@@ -72,10 +74,11 @@ class RunConfig:
         "answers per sample: after a wrong one the model reads feedback on the task's public tests and answers "
         "again, up to this many times; pass@1 is reported after each turn (needs a model and --api chat)",
     )
-    feedback_tests: int = opt(
-        1,
+    public_tests: int = opt(
+        PUBLIC_TESTS,
         "for tasks without public tests (HumanEval, APPS, TACO, LeetCode): feedback shows the first N of the "
-        "tests that judge the answer",
+        "tests that judge the answer, always leaving one hidden (Task.visible_tests)",
+        aliases=["--feedback-tests"],  # its name before every front door shared one
     )
     output: str = opt("codegym-eval-out", "directory for results.jsonl, summary.json and the report")
 
@@ -83,8 +86,10 @@ class RunConfig:
         """Why these settings cannot make a run, or None."""
         if self.n < 1 or any(k < 1 for k in self.k):
             return "--n and -k must be at least 1"
-        if self.turns < 1 or self.feedback_tests < 1:
-            return "--turns and --feedback-tests must be at least 1"
+        if self.turns < 1:
+            return "--turns must be at least 1"
+        if self.public_tests < 0:
+            return "--public-tests must be at least 0"
         if self.turns > 1 and self.samples is not None:
             return (
                 "--turns needs a model to answer the feedback: a --samples file holds only first answers "
@@ -105,5 +110,5 @@ class RunConfig:
             "model": self.model,
             "api": self.api,
             "extract": self.extract,
-            "feedback_tests": self.feedback_tests,
+            "public_tests": self.public_tests,
         }

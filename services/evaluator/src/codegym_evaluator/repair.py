@@ -1,10 +1,12 @@
 """Rounds of execution feedback (``codegym-eval run --turns K``): a wrong answer is shown what its program did on
 the tests a model may see, and the model answers again; each new answer is judged on all the task's tests.
 
-Which tests the feedback shows (:func:`visible_tests`): a task's public tests where its dataset splits them from
+Which tests the feedback shows is :meth:`Task.visible_tests <codegym_evaluator.tasks.Task.visible_tests>` with
+``--public-tests``, the rule every front door shares: a task's public tests where its dataset splits them from
 hidden ones (CodeContests, LiveCodeBench, MBPP's prompt tests), so nothing hidden reaches the prompt; else the
-first ``feedback_tests`` of its tests, which also judge the answer (HumanEval, APPS, TACO, LeetCode have no
-split: there the repair sees a test it is judged on, as LiveCodeBench's self-repair shows its failing test).
+first ``public_tests`` of its tests, which also judge the answer, always leaving one hidden (HumanEval, APPS,
+TACO, LeetCode have no split: there the repair sees a test it is judged on, as LiveCodeBench's self-repair shows
+its failing test). A sample whose task shows no test gets no feedback, and is not asked again.
 
 Turn ``t`` answers the chat of turns ``1..t-1`` (:func:`~codegym_evaluator.prompts.repair_messages`). A sample
 that passed, or whose last answer the sandbox could not judge (SE: a re-run asks again), is not asked again.
@@ -32,13 +34,6 @@ from .scoring import Scorer, Unavailable, build_program, evaluate_body
 from .tasks import Task
 
 Row = dict[str, Any]  # a line of results.jsonl
-
-
-def visible_tests(task: Task, feedback_tests: int) -> list[dict[str, Any]]:
-    """The tests whose results a wrong answer's feedback shows: the public ones, or the first
-    ``feedback_tests`` where the task has no public/private split."""
-    public = task.public_tests
-    return public if public is not None else task.tests[:feedback_tests]
 
 
 def still_wrong(row: Row | None) -> bool:
@@ -133,13 +128,14 @@ class Repairs:
         return answer
 
     async def _feedback(self, task: Task, todo: list[int], turn: int, first: dict[int, Row]) -> dict[int, str]:
-        """The feedback on each sample's answer of ``turn - 1``: its program run on the shown tests. A sample
-        whose run the sandbox failed gets none (it is not asked this time; a re-run asks again)."""
-        if not todo:
+        """The feedback on each sample's answer of ``turn - 1``: its program run on the visible tests. A sample
+        whose run the sandbox failed gets none (it is not asked this time; a re-run asks again); nor does one
+        whose task shows no test."""
+        tests = task.visible_tests(self.config.public_tests)
+        if not todo or not tests:
             return {}
         previous = {i: first[i] if turn == 2 else self.later[(task.task_id, i, turn - 1)] for i in todo}
         programs = {i: build_program(task, str(previous[i]["code"])) for i in todo}
-        tests = visible_tests(task, self.config.feedback_tests)
         outs = await self._run_shown(replace(task, tests=tests), list(programs.values()))
         models = [Test.model_validate(t) for t in tests]
         return {

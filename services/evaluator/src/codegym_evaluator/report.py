@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .evaluate import EvalSummary
+from .tasks.model import PUBLIC_TESTS
 from .turn_stats import TurnsSummary
 
 PLOT = "pass_rates.png"
@@ -136,8 +137,8 @@ def _turns_section(out: Path, turns: TurnsSummary, info: dict[str, Any]) -> list
         "",
         f"Mean answers a sample used: {_num(turns.mean_turns_used)}. Feedback showed public tests for "
         f"{feedback.get('tasks_shown_public_tests', 0)} tasks; for {feedback.get('tasks_shown_judging_tests', 0)} "
-        f"tasks without a public/private split it showed the first {info.get('feedback_tests', 1)} of the tests "
-        "that also judge the answer.",
+        f"tasks without a public/private split it showed the first {info.get('public_tests', PUBLIC_TESTS)} of "
+        "the tests that also judge the answer, always leaving one hidden.",
         "",
     ]
     problem = write_turns_plot(turns, out / TURNS_PLOT)

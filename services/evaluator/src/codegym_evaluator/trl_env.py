@@ -28,9 +28,10 @@ failed, which TRL masks. The reward is never judged in the model's session, so n
 reaches it; the hidden tests go to the sandbox only in ``/v1/evaluate`` requests, never into a session.
 
 The tests of a row come from the columns ``trl_reward`` reads (``verification_info``, ``input_output``,
-``tests``/``test_list``), the first ``public_tests`` of them shown; CodeContests rows (``public_tests``,
-``private_tests``, ``generated_tests``) and LiveCodeBench rows (``public_test_cases``, ``private_test_cases``)
-show their own public tests and hide the rest (``trl_rows.split_row``).
+``tests``/``test_list``); which of them are shown is ``Task.visible_tests`` with ``public_tests``, the rule of
+every front door (``trl_rows.split_row``): CodeContests rows (``public_tests``, ``private_tests``,
+``generated_tests``) and LiveCodeBench rows (``public_test_cases``, ``private_test_cases``) show their own public
+tests and hide the rest; other rows show their first ``public_tests``, always leaving one hidden.
 
 Nothing here imports torch, transformers or TRL.
 """
@@ -55,7 +56,7 @@ from pydantic import ValidationError
 from .extract import extract_code
 from .feedback import cell_feedback, cut, shown_tests, test_feedback
 from .scoring import Scorer, build_program, evaluate_body
-from .tasks import Task
+from .tasks import PUBLIC_TESTS, Task
 from .trl_rows import split_row
 
 log = logging.getLogger("codegym.evaluator.trl_env")
@@ -126,7 +127,7 @@ class CodeEnvironment:
         token: Its API token; default ``$CODEGYM_SANDBOX_API_TOKEN``.
         language: The language of rows that do not name one.
         public_tests: How many of a row's tests are shown and run by ``run_tests`` where the data has no split
-            of its own; the reward uses all of them.
+            of its own, always leaving one hidden (``Task.visible_tests``); the reward uses all of them.
         partial: Reward the fraction of tests passed, not only 1.0 for all.
         timeout_s: Wall-clock limit of each test's run.
         cell_timeout_s: Wall-clock limit of each ``run_python`` cell.
@@ -142,7 +143,7 @@ class CodeEnvironment:
         *,
         token: str | None = None,
         language: str = "python",
-        public_tests: int = 3,
+        public_tests: int = PUBLIC_TESTS,
         partial: bool = True,
         timeout_s: float = 10.0,
         cell_timeout_s: float = 10.0,

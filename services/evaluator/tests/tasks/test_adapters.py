@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer
-from codegym_evaluator.tasks import DatasetError, Task, load_tasks
+from codegym_evaluator.tasks import PUBLIC_TESTS, DatasetError, Task, load_tasks
 
 HUB = Path(__file__).parent.parent / "fixtures" / "hub"
 SANDBOX = "http://sandbox"
@@ -24,6 +24,27 @@ def hub_tasks(dataset: str, **kwargs: object) -> list[Task]:
 async def verdicts(transport: httpx.ASGITransport, task: Task, completions: list[str]) -> list[str]:
     async with Scorer(SANDBOX, transport=transport) as scorer:
         return [s.verdict for s in await scorer.score_group(task, completions)]
+
+
+def test_visible_tests_the_one_rule_of_what_a_model_may_see() -> None:
+    # codegym-eval --turns, codegym-train --task code-repair and TRL's CodeEnvironment all show these
+    def task(n: int, **metadata: object) -> Task:
+        tests = [{"stdin": f"{i}\n", "expected_stdout": ""} for i in range(n)]
+        return Task("t", "p", "stdio", tests, metadata=metadata)
+
+    three = task(3)
+    assert PUBLIC_TESTS == 1 and three.visible_tests() == three.tests[:1]
+    # no split: the first N, always one hidden where there are two or more; a lone test is shown
+    assert [len(three.visible_tests(n)) for n in (0, 1, 2, 3, 9)] == [0, 1, 2, 2, 2]
+    assert [len(task(1).visible_tests(n)) for n in (0, 1, 9)] == [0, 1, 1]
+    # a split: the dataset's public tests whatever the count, none where it marks none (never a hidden one)
+    assert [len(task(3, public_tests=2).visible_tests(n)) for n in (0, 1, 9)] == [2, 2, 2]
+    assert task(3, public_tests=0).visible_tests(9) == [] and task(3, public_tests=3).visible_tests(1) == three.tests
+    assert task(3, public_tests=True).visible_tests(9) == three.tests[:2]  # not a count: no split
+    with pytest.raises(ValueError, match="public_tests"):
+        three.visible_tests(-1)
+    (apps,) = [t for t in hub_tasks("apps") if len(t.tests) > 1][:1]
+    assert apps.visible_tests(99) == apps.tests[:-1]
 
 
 def test_mbpp_full_and_sanitized_from_their_parquet_files() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from codegym_evaluator.tasks import PUBLIC_TESTS
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -121,10 +122,11 @@ class TrainConfig(BaseSettings):
         1.0, gt=0, le=1, description="A positive final reward times this to the power of the turns used minus one."
     )
     public_tests: int = Field(
-        1,
-        ge=1,
+        PUBLIC_TESTS,
+        ge=0,
         description="Tests whose feedback code-repair shows where a dataset marks none public: a task's first N, "
-        "always leaving one hidden (a dataset's own public tests where it has them); the reward judges all.",
+        "always leaving one hidden (a dataset's own public tests where it has them; Task.visible_tests, as "
+        "codegym-eval --public-tests); the reward judges all.",
     )
     # SPIRAL self-play (--task spiral)
     game: Literal["tictactoe", "kuhn_poker"] = Field("tictactoe", description="The game of --task spiral.")

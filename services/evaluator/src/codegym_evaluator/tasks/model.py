@@ -7,6 +7,9 @@ from typing import Any, Literal, Protocol
 
 TaskKind = Literal["stdio", "call", "assert"]
 KINDS: tuple[TaskKind, ...] = ("stdio", "call", "assert")
+PUBLIC_TESTS = 1
+"""The default of ``public_tests`` (:meth:`Task.visible_tests`): the tests a model may see of a task whose
+dataset has no public/private split. One, as LiveCodeBench's self-repair shows one failing test."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +22,8 @@ class Task:
     ``metadata`` may carry ``comparison`` (``exact``, ``whitespace``, ``float``) for stdio tests and
     ``call_comparison`` (``json``, ``python``) for call tests; the adapters take them from ``tasks.rules``.
     ``metadata["public_tests"]`` counts the first of ``tests`` that a model may see (a dataset's public tests,
-    or the tests its prompt shows); the rest are hidden. Without it the task has no public/private split.
+    or the tests its prompt shows; 0: none); the rest are hidden. Without it the task has no public/private
+    split, and :meth:`visible_tests` decides.
     """
 
     task_id: str
@@ -42,11 +46,35 @@ class Task:
 
     @property
     def public_tests(self) -> list[dict[str, Any]] | None:
-        """The tests a model may see (feedback on them leaks nothing hidden), or None: no public/private split."""
+        """The dataset's public tests (feedback on them leaks nothing hidden; empty where it marks none), or None:
+        the task has no public/private split."""
         count = self.metadata.get("public_tests")
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             return None
         return self.tests[:count]
+
+    def visible_tests(self, public_tests: int = PUBLIC_TESTS) -> list[dict[str, Any]]:
+        """The tests a model may see: shown in a prompt, run for its feedback. The one rule of every front door
+        that shows tests (``codegym-eval --turns``, ``codegym-train --task code-repair``, TRL's
+        ``CodeEnvironment``), whose setting ``public_tests`` is the count here.
+
+        A dataset's own public tests where it splits them from hidden ones (:attr:`public_tests`), however many.
+        Else the first ``public_tests`` of the tests, which also judge the answer, always leaving at least one
+        hidden where the task has two or more (a repair that saw every test could fit them all); a task with one
+        test shows it (with ``public_tests >= 1``), as LiveCodeBench's self-repair shows its failing test.
+        ``public_tests=0`` shows none of a task without a split. The visible tests are always the first of
+        ``tests``. ``ValueError`` for a negative count.
+
+        >>> t = Task("t", "", "stdio", [{"stdin": str(i), "expected_stdout": ""} for i in range(3)])
+        >>> len(t.visible_tests(1)), len(t.visible_tests(5)), len(t.visible_tests(0))
+        (1, 2, 0)
+        """
+        if public_tests < 0:
+            raise ValueError(f"public_tests counts tests, so it cannot be {public_tests}")
+        marked = self.public_tests
+        if marked is not None:
+            return marked
+        return self.tests[: min(public_tests, max(len(self.tests) - 1, 1))]
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""

@@ -15,7 +15,8 @@ def repair_metrics(
     """The step's scalars, from each conversation's public tests passed after each of its turns.
 
     - ``repair/pass_rate/turn_K``: the share of conversations whose answer standing after turn K passes its
-      public tests (an answer that passed stands for the later turns: it is not asked again);
+      public tests (an answer that passed stands for the later turns: it is not asked again; a task that shows
+      no test has none to pass);
     - ``repair/turns``: turns used, on average;
     - ``repair/fixed``: of the answers asked again, the share whose next answer passes its public tests;
     - ``repair/broke``: of the answers asked again, the share whose next answer passes fewer public tests than
@@ -30,7 +31,9 @@ def repair_metrics(
     n = len(public_passed)
     metrics: dict[str, float] = {}
     for k in range(1, max_turns + 1):
-        standing = [p[min(k, len(p)) - 1] >= total for p, total in zip(public_passed, public_totals, strict=True) if p]
+        standing = [
+            0 < total <= p[min(k, len(p)) - 1] for p, total in zip(public_passed, public_totals, strict=True) if p
+        ]
         metrics[f"repair/pass_rate/turn_{k}"] = sum(standing) / n if n else 0.0
     metrics["repair/turns"] = sum(len(p) for p in public_passed) / n if n else 0.0
     asked = fixed = broke = 0

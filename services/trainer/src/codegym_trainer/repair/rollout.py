@@ -12,8 +12,10 @@ Each step, :class:`CodeRepairRollout`:
 
 A sample is one conversation: its completion is answer, feedback, answer...; its ``completion_mask`` is 1 on
 the policy's tokens and 0 on the feedback's, so only the policy's own tokens train. Public tests: the task's
-``Task.public_tests`` where its dataset has a split (CodeContests' and LiveCodeBench's public cases, the tests
-MBPP's prompt shows), else its first ``public_tests`` tests, always leaving one hidden when it has two or more.
+``Task.visible_tests(public_tests)``, the rule every front door shares (its dataset's public tests where it has a
+split: CodeContests' and LiveCodeBench's public cases, the tests MBPP's prompt shows; else its first
+``public_tests`` tests, always leaving one hidden when it has two or more). An answer whose task shows no test is
+not asked again.
 The sandbox is reached one way, as the reward is: a ``Scorer`` made by the run's factory.
 """
 
@@ -27,7 +29,7 @@ from typing import Any
 from codegym_evaluator.extract import extract_code
 from codegym_evaluator.feedback import test_feedback
 from codegym_evaluator.scoring import Score, Scorer, build_program, evaluate_body
-from codegym_evaluator.tasks import Task
+from codegym_evaluator.tasks import PUBLIC_TESTS, Task
 from codegym_sandbox.client import SandboxError
 from codegym_sandbox.models import ProgramOut, Test
 from codegym_sandbox.verdicts import Verdict
@@ -41,11 +43,8 @@ ASK_AGAIN = "Your program does not pass these tests. Write the corrected program
 
 
 def public_task(task: Task, public_tests: int) -> Task:
-    """``task`` with its public tests only (see the module's docstring for which tests those are)."""
-    marked = task.public_tests  # the dataset's split (MBPP's prompt shows all its tests: all are public)
-    if marked is not None:
-        return replace(task, tests=marked)
-    return replace(task, tests=task.tests[: max(min(public_tests, len(task.tests) - 1), 1)])
+    """``task`` with only the tests a model may see (``Task.visible_tests``); ``ValueError`` where it sees none."""
+    return replace(task, tests=task.visible_tests(public_tests))
 
 
 def feedback_message(tests: Sequence[dict[str, Any]], out: ProgramOut | None, budget: int) -> str:
@@ -104,15 +103,15 @@ class CodeRepairRollout:
     chat: bool
     max_turns: int = 2
     turn_discount: float = 1.0
-    public_tests: int = 1
+    public_tests: int = PUBLIC_TESTS
     partial_credit: bool = False
     feedback_budget: int = 2000
     last: list[_Conversation] = field(default_factory=list)  # the last step's, for a test or a reader
     _sampled: bool = field(default=True, repr=False)
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.public_tests < 1:
-            raise ValueError("code repair needs at least one turn and one public test")
+        if self.max_turns < 1 or self.public_tests < 0:
+            raise ValueError("code repair needs at least one turn, and public_tests counts tests (0 or more)")
         if not 0.0 < self.turn_discount <= 1.0:
             raise ValueError("the turn discount lies in (0, 1]")
 
@@ -157,7 +156,7 @@ class CodeRepairRollout:
         sequences = []
         for talk in again:
             out = outs[talks.index(talk)][2]
-            text = feedback_message(public_task(talk.task, self.public_tests).tests, out, self.feedback_budget)
+            text = feedback_message(talk.task.visible_tests(self.public_tests), out, self.feedback_budget)
             talk.told(self._feedback_ids(talk, text), text)
             sequences.append(talk.prompt_ids + talk.ids)
         generation = context.generate_ids(sequences or [talks[0].prompt_ids])
@@ -197,9 +196,10 @@ class CodeRepairRollout:
             return list(await asyncio.gather(*(self._public(scorer, t) for t in talks)))
 
     async def _public(self, scorer: Scorer, talk: _Conversation) -> tuple[int, int, ProgramOut | None]:
-        task = public_task(talk.task, self.public_tests)
-        if not talk.open:
-            return 0, len(task.tests), None
+        visible = talk.task.visible_tests(self.public_tests)
+        if not talk.open or not visible:  # a task that shows no test gives no feedback: the answer stands
+            return 0, len(visible), None
+        task = replace(talk.task, tests=visible)
         program = build_program(task, extract_code(talk.answer, task, which=scorer.which).code)
         body = evaluate_body(task, [program], timeout_s=scorer.timeout_per_test, cache=scorer.cache)
         try:

@@ -52,8 +52,9 @@ class Recorded(CodeEnvironment):
         return reward
 
 
-def tool_calling_model(directory: Path) -> Path:
-    """A 2-layer Llama with a BPE tokenizer and Qwen2.5's chat template, trained to answer ``ANSWER``."""
+def tool_calling_model(directory: Path, environment: CodeEnvironment | None = None, **row: Any) -> Path:
+    """A 2-layer Llama with a BPE tokenizer and Qwen2.5's chat template, trained to answer ``ANSWER`` to ``row``'s
+    prompt (``ROW``'s by default) as TRL renders it with ``environment``'s tools and the text its reset gives."""
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     bpe.decoder = decoders.ByteLevel()
@@ -81,9 +82,14 @@ def tool_calling_model(directory: Path) -> Path:
     )
     model = LlamaForCausalLM(config)
     # The prompt as TRL renders it: the tools' schemas, and the public tests reset appends to the last message.
-    env = CodeEnvironment("http://127.0.0.1:9", public_tests=1)
-    shown = env.reset(**ROW)
-    messages = [{**PROMPT[0], "content": PROMPT[0]["content"] + str(shown)}]
+    env = environment or CodeEnvironment("http://127.0.0.1:9", public_tests=1)
+    row = row or ROW
+    shown = env.reset(**row)
+    prompt_messages = row["prompt"]
+    messages = [
+        *prompt_messages[:-1],
+        {**prompt_messages[-1], "content": prompt_messages[-1]["content"] + (shown or "")},
+    ]
     tools = [env.run_python, env.run_tests, env.submit]
     prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
     ids = tokenizer(str(prompt) + ANSWER, return_tensors="pt").input_ids

@@ -44,7 +44,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -193,7 +193,7 @@ class CodeEnvironment:
                 _wait(_close_session(session), self.timeout_s + 5)
             except TimeoutError:
                 log.warning("could not delete session %s in time (its TTL ends it)", session.session_id)
-        task, public = split_row(row, self.public_tests, self.language)
+        task, public = self._split(row)
         self._task = task
         self._public = replace(task, tests=task.tests[:public]) if public else None
         self._program = None
@@ -205,6 +205,11 @@ class CodeEnvironment:
             "\n\nPublic tests (run your program on them with the run_tests tool; hidden tests also grade it):\n\n"
             + cut(shown, self.feedback_budget)
         )
+
+    def _split(self, row: Mapping[str, Any]) -> tuple[Task, int]:
+        """A row's task, all its tests with the visible ones first, and how many a model may see: a subclass whose
+        rows name tasks of its own reads them here (the trainer's ``--tools``, by ``task_id``)."""
+        return split_row(row, self.public_tests, self.language)
 
     async def run_python(self, code: str) -> str:
         """Run Python code in an interpreter of your own; variables, imports and functions persist between calls.

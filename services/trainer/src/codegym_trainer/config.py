@@ -128,6 +128,12 @@ class TrainConfig(BaseSettings):
         "always leaving one hidden (a dataset's own public tests where it has them; Task.visible_tests, as "
         "codegym-eval --public-tests); the reward judges all.",
     )
+    tools: bool = Field(
+        False,
+        description="--task code-repair through TRL's environment path, for a model whose chat template calls "
+        "tools: the policy calls run_python, run_tests and submit (codegym_evaluator.trl_env), up to --max-turns "
+        "tool rounds; the reward is the last program given to run_tests or submit, judged on all tests.",
+    )
     # SPIRAL self-play (--task spiral)
     game: Literal["tictactoe", "kuhn_poker"] = Field("tictactoe", description="The game of --task spiral.")
     selfplay_games_per_step: int = Field(

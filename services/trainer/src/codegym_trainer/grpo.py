@@ -4,7 +4,8 @@ Each step's samples come from a rollout function and their advantages from an ad
 (:mod:`codegym_trainer.rollout`); by default GRPO on code: TRL's generation, the sandbox reward and
 group-normalised advantages. This module is the only one that knows TRL's internals: ``TRLContext`` gives
 rollouts generation and scoring, and ``CodegymGRPOTrainer._generate_and_score_completions`` turns a rollout
-and its advantages into the batch TRL's loss reads. A TRL upgrade that moves those breaks here alone.
+and its advantages into the batch TRL's loss reads. A TRL upgrade that moves those breaks here alone (and in
+``environments.py``, which readies TRL's environments for the seam as TRL's own method would).
 
 The split of each step is logged (``time/generation``, ``time/scoring``, ``time/optimisation`` and
 ``time/scoring_share``: the share of the step spent waiting for rewards), and every ``completions_interval``
@@ -27,6 +28,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.grpo_trainer import GRPOTrainer
 from trl.trainer.utils import pad
 
+from .environments import ready_environments
 from .rollout import Generation, GroupAdvantage, Rollout, StepAdvantage, StepRollout, code_rollout, group_advantages
 
 __all__ = ["CodegymGRPOTrainer", "StepTiming", "TRLContext", "group_advantages"]
@@ -166,6 +168,9 @@ class CodegymGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         # TRL calls this once per generation batch (once per optimisation step here): the seam's one entry
+        if self.environment_factories is not None:
+            # TRL's environments (--tools): reset with their rows first, as TRL's own method does
+            inputs = ready_environments(self, inputs)
         rollout = self.step_rollout(self.context, inputs)
         if not len(rollout):
             raise ValueError("the rollout function returned no samples")

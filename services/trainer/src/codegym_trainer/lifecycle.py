@@ -147,6 +147,8 @@ def grpo_args(config: TrainConfig, platform: Platform, *, split: tuple[int, int]
         vllm_server_port=config.port,
         log_completions=False,
         dataloader_num_workers=0,
+        # --tools: TRL's tool loop runs up to --max-turns rounds of tool calls (read only where there are tools)
+        max_tool_calling_iterations=config.max_turns if config.tools else None,
     )
 
 
@@ -193,6 +195,7 @@ def train(
     step_advantage: StepAdvantage | None = None,
     after_training: Callable[[CodegymGRPOTrainer], None] | None = None,
     save_with_model: Callable[[Path], None] | None = None,
+    environment_factory: Callable[[], Any] | None = None,
 ) -> tuple[int, str | None]:
     """Train through the seam, evaluate at the end, save the final model.
 
@@ -201,6 +204,8 @@ def train(
     to GRPO on code. ``evaluation`` (None: none in this run or this process) evaluates the final step if it
     has not yet. ``after_training`` runs once training stops, however it stopped (a reward's client to close);
     ``save_with_model`` writes the task's own files into the final model's folder (the first process only).
+    ``environment_factory``: TRL's, whose environments' tools the policy calls in TRL's tool loop and whose
+    ``get_reward`` TRL adds to ``reward_funcs`` (``--tools``).
 
     Returns the last step and the final model's folder (None when Ctrl-C stopped the run: the last checkpoint
     is what it leaves).
@@ -218,6 +223,7 @@ def train(
         completions_interval=config.completions_interval,
         step_rollout=step_rollout,
         step_advantage=step_advantage,
+        environment_factory=environment_factory,
     )
     trainer.remove_callback(PrinterCallback)  # the live display and metrics.jsonl show the logs
     interrupt.install()

@@ -20,6 +20,7 @@ from .evaluation import HeldOutEvaluator
 from .grpo import CodegymGRPOTrainer
 from .platform import training_rank
 from .repair import CodeRepairRollout
+from .repair.tools import check_tools, environment_factory
 from .rewards import SandboxReward
 from .rollout import code_rollout
 from .sandbox import sandbox_urls, scorer_factory
@@ -63,6 +64,8 @@ def run(config: TrainConfig, console: Console | None = None) -> RunSummary:
 
 
 def _run(config: TrainConfig, console: Console) -> RunSummary:
+    if config.tools:
+        check_tools(config)  # before anything loads; the model's template once it has
     if config.task == "spiral":
         from .selfplay.spiral.run import run_spiral
 
@@ -78,7 +81,9 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
     """GRPO on code: train on the task's problems rewarded by the sandbox, evaluate held-out pass@1 before,
     every ``--eval-interval`` steps and at the end, save the model; the summary of the run. With ``--task
     code-repair`` the seam's rollout is :class:`~codegym_trainer.repair.CodeRepairRollout` (the reward below
-    then only names the part in the logs: the rollout rewards the final answer itself)."""
+    then only names the part in the logs: the rollout rewards the final answer itself); with ``--tools`` as
+    well, TRL's environment path (:mod:`codegym_trainer.repair.tools`): TRL's tool loop in ``code_rollout``'s
+    generation, the environments' ``get_reward`` the only reward."""
     run = lifecycle.start(config)
     train = training_tasks(config)
     # the first process evaluates while the others wait for it at the next step's first collective
@@ -91,6 +96,8 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
         config.eval_dataset,
     )
     tokenizer, model, chat = lifecycle.load_policy(run, "GRPO on code")
+    if config.tools:
+        check_tools(config, tokenizer)
     dataset = prompt_dataset(train, chat=chat)
 
     sink, display = lifecycle.open_logs(run, console)
@@ -122,9 +129,11 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
                     public_tests=config.public_tests,
                     partial_credit=config.partial_credit,
                 )
-                if config.task == "code-repair"
+                if config.task == "code-repair" and not config.tools
                 else None
             )
+            # --tools: TRL's environments call the sandbox and own the reward (TRL adds their get_reward)
+            environments = environment_factory(config, urls, reward.tasks) if config.tools else None
 
             def close_reward(trainer: CodegymGRPOTrainer) -> None:
                 # the reward's sandbox client lives on the trainer's event loop
@@ -134,12 +143,13 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
                 run,
                 (tokenizer, model),
                 dataset=dataset,
-                reward_funcs=[reward],
+                reward_funcs=[] if environments is not None else [reward],
                 callbacks=[callback],
                 evaluation=callback if evaluator is not None else None,
                 display=display,
                 after_training=close_reward,
                 step_rollout=repair if repair is not None else code_rollout,
+                environment_factory=environments,
             )
     finally:
         sink.close()

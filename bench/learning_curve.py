@@ -21,6 +21,11 @@ stopped when the same command is run again (another --out starts afresh).
     python bench/learning_curve.py --humaneval-limit 164   # and HumanEval: 10-20 min more a model on 2 cores
     python bench/learning_curve.py --quick      # 2 seeds x 2 steps, 4 problems: a smoke run of minutes
     python bench/learning_curve.py --seeds 0 1 2 3 4 --steps 60 --humaneval-samples 10   # a GPU
+    python bench/learning_curve.py --task code-repair --quick   # single-turn against code repair, by turn
+
+With ``--task code-repair`` (``bench/repair_curve.py``) two arms train per seed at the same generation budget,
+single-turn GRPO and code-repair GRPO (``--max-turns``), and held-out pass@1 is reported after each turn of
+execution feedback, for the base model and each arm's final one.
 """
 
 from __future__ import annotations
@@ -259,6 +264,18 @@ def plot(results: Sequence[SeedResult], path: Path) -> Path:
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 seeds x 2 steps, 4 problems per set")
+    parser.add_argument(
+        "--task",
+        choices=["code", "code-repair"],
+        default="code",
+        help="code (default): GRPO before and after; code-repair: single-turn GRPO against code-repair GRPO at the "
+        "same generation budget, held-out pass@1 by turn (bench/repair_curve.py)",
+    )
+    parser.add_argument("--max-turns", type=int, default=2, help="answers per conversation of code-repair (default 2)")
+    parser.add_argument("--turn-discount", type=float, default=1.0, help="code-repair's reward discount per turn")
+    parser.add_argument(
+        "--tools", action="store_true", help="code-repair's arm through TRL's environment path (codegym-train --tools)"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
     parser.add_argument("--steps", type=int, default=12, help="GRPO steps per seed (default 12)")
     parser.add_argument("--model", default=EMBEDDED_MODEL, help=f"policy model (default {EMBEDDED_MODEL})")
@@ -303,6 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import transformers
 
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    if args.task == "code-repair":
+        from repair_curve import main as repair_curve
+
+        return repair_curve(args)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -9,7 +9,9 @@ Two arms train on the trainer's own tasks from the same base model, seed by seed
 The budget rule: the same prompts and steps, and the same most answers generated per prompt and step (K x
 group size), each of at most ``--max-completion-length`` tokens. Single-turn spends it all; code repair spends
 at most that (an answer that passes is not asked again), so the rule never favours the repair arm; what each arm
-actually generated (answers and completion tokens a step, from its metrics) is reported beside the result.
+actually generated (answers and their tokens a step) is reported beside the result. With ``--tools`` the repair
+arm runs TRL's tool loop, which caps a whole conversation (tool results included) at the completion length:
+there its cap is K x ``--max-completion-length`` a conversation, the same most tokens per prompt and step.
 
 Both arms, and the base model once, are evaluated the same way after training: the 12 held-out problems through
 ``codegym-eval run --turns K`` (:func:`codegym_evaluator.runner.run_evaluation`, its repair rounds and
@@ -185,7 +187,8 @@ def arm_config(args: argparse.Namespace, arm: str, seed: int, out: Path, url: st
     else:
         update |= {"task": "code-repair", "max_turns": args.max_turns, "turn_discount": args.turn_discount}
         if args.tools:  # a model that calls tools: run_python, run_tests and submit in TRL's environments
-            update["tools"] = True
+            # TRL's tool loop caps a whole conversation, tool results included, at --max-completion-length
+            update |= {"tools": True, "max_completion_length": args.max_completion_length * args.max_turns}
     return TrainConfig.model_validate({**config.model_dump(), **update})
 
 

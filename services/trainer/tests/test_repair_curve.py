@@ -36,7 +36,8 @@ def repair(curve: ModuleType) -> ModuleType:
 def test_both_arms_get_the_same_most_answers_per_prompt_and_step(
     curve: ModuleType, repair: ModuleType, tmp_path: Path
 ) -> None:
-    args = curve.parse(["--task", "code-repair", "--max-turns", "3", "--group-size", "2", "--batch-size", "2"])
+    argv = ["--task", "code-repair", "--max-turns", "3", "--group-size", "2", "--batch-size", "2"]
+    args = curve.parse(argv)
     single = repair.arm_config(args, "single-turn", 0, tmp_path, "http://sandbox")
     repaired = repair.arm_config(args, "code-repair", 0, tmp_path, "http://sandbox")
     assert (single.task, single.group_size) == ("code", 6)  # K x group size completions
@@ -45,6 +46,9 @@ def test_both_arms_get_the_same_most_answers_per_prompt_and_step(
     assert single.max_completion_length == repaired.max_completion_length
     assert single.skip_eval and repaired.skip_eval  # both evaluated by turn afterwards, the same way
     assert single.output_dir != repaired.output_dir
+    tools = repair.arm_config(curve.parse([*argv, "--tools"]), "code-repair", 0, tmp_path, "http://sandbox")
+    # TRL's tool loop caps the whole conversation: K answers' worth of tokens
+    assert tools.tools and tools.max_completion_length == 3 * single.max_completion_length
 
 
 def _point(repair: ModuleType, turns: list[float]) -> object:

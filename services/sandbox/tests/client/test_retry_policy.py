@@ -202,3 +202,36 @@ def test_a_batch_refused_for_another_reason_is_each_groups_error() -> None:
     with SandboxClient("http://a", retry=FAST, transport=transport) as client:
         answers = client.evaluate_many([GROUP, GROUP])
     assert [type(a) for a in answers] == [SandboxRejected, SandboxRejected]
+
+
+def test_an_evaluate_may_take_as_long_as_judging_its_tests_can() -> None:
+    # A group of slow programs on many tests is still being judged past the client's own timeout: cut off there,
+    # its programs would come back as the sandbox's failure (which a reward masks), hanging ones included.
+    seen: list[float | None] = []
+    answer = {"results": [], "wall_s": 0.0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"]["read"])
+        if request.url.path == "/v1/execute":
+            return httpx.Response(200, json=EXECUTED)
+        batch = request.url.path.endswith("/batch")
+        return httpx.Response(200, json={"responses": [answer, answer], "wall_s": 0.0} if batch else answer)
+
+    tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(150)]
+    group = {"language": "python", "programs": ["a", "b"], "tests": tests, "limits": {"timeout_s": 1.0}}
+    per_group = 2 * (4 * 10.0 + 150 * (1.0 * 3 + 1.0))  # compile, then each test at its limit with the wait credit
+    with SandboxClient("http://s", retry=FAST, timeout=60.0, transport=httpx.MockTransport(handler)) as client:
+        client.evaluate(group)
+        client.execute(BODY)
+
+    small = {**group, "tests": tests[:20]}  # small enough to go in a batch (2 x 20 runs)
+
+    async def main() -> None:
+        transport = httpx.MockTransport(handler)
+        async with AsyncSandboxClient("http://s", retry=FAST, timeout=60.0, transport=transport) as client:
+            await client.evaluate(group)
+            await client.evaluate_many([small, small])  # one batch of the two: the sum of both
+
+    asyncio.run(main())
+    per_small = 2 * (4 * 10.0 + 20 * (1.0 * 3 + 1.0))
+    assert seen == [60.0 + per_group, 60.0, 60.0 + per_group, 60.0 + 2 * per_small], seen

@@ -48,6 +48,7 @@ class AsyncSandboxClient:
         # As many connections as requests in flight, kept alive: a larger pool only costs the client CPU
         # (httpcore looks at every pooled connection for every request).
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._timeout_s = timeout
         self._http = httpx.AsyncClient(
             headers=self._core.headers,
             timeout=httpx.Timeout(timeout, connect=10.0),
@@ -55,6 +56,9 @@ class AsyncSandboxClient:
             limits=limits,
             verify=self._core.verify,
         )
+
+    def _step_timeout(self, step: Send) -> httpx.Timeout | Any:
+        return _core.request_timeout(self._timeout_s, step.wait_s)
 
     @property
     def urls(self) -> list[str]:
@@ -88,7 +92,9 @@ class AsyncSandboxClient:
             if isinstance(step, Send):
                 try:
                     async with self._sem:
-                        outcome = await self._http.request(step.method, step.url, json=step.json)
+                        outcome = await self._http.request(
+                            step.method, step.url, json=step.json, timeout=self._step_timeout(step)
+                        )
                 except httpx.HTTPError as exc:
                     outcome = exc
             else:

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from ..agent.protocol import WAIT_CREDIT
 from .exceptions import (
     SandboxError,
     SandboxProtocolError,
@@ -67,11 +68,40 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Send:
-    """Send this request; the driver sends back the response or the transport's ``httpx.HTTPError``."""
+    """Send this request; the driver sends back the response or the transport's ``httpx.HTTPError``. ``wait_s``:
+    how long the answer may take beyond the client's own timeout (see :func:`judging_s`)."""
 
     method: str
     url: str
     json: Any
+    wait_s: float = 0.0
+
+
+DEFAULT_RUN_S = 10.0  # the server's default run time limit (LIMITS__RUN_TIMEOUT_S), for a body that names none
+RUN_GRACE_S = 1.0  # a run's start, its grace past the limit, its report
+
+
+def request_timeout(base: float | None, wait_s: float) -> httpx.Timeout | Any:
+    """The timeout of one request: the client's own (``base``; None: none), and ``wait_s`` more."""
+    if not wait_s or base is None:
+        return httpx.USE_CLIENT_DEFAULT
+    return httpx.Timeout(base + wait_s, connect=10.0)
+
+
+def judging_s(path: str, body: Any) -> float:
+    """How long an ``/v1/evaluate`` (or ``/batch``) body may take to judge at most: every program's every test
+    at its time limit stretched by the wait credit (``agent/protocol.WAIT_CREDIT``), one after another, and
+    its compile. A request that holds many slow tests is still being judged past any fixed timeout: cutting it
+    off would answer its honest (or its hanging) programs as the sandbox's failure, which rewards mask."""
+    if path == "/v1/evaluate/batch" and isinstance(body, Mapping):
+        return sum(judging_s("/v1/evaluate", b) for b in body.get("requests") or [])
+    if path != "/v1/evaluate" or not isinstance(body, Mapping):
+        return 0.0
+    limits = body.get("limits") or {}
+    run_s = float(limits.get("timeout_s") or DEFAULT_RUN_S) * (1 + WAIT_CREDIT) + RUN_GRACE_S
+    compile_s = float(limits.get("compile_timeout_s") or 4 * DEFAULT_RUN_S)
+    programs, tests = len(body.get("programs") or []), len(body.get("tests") or [])
+    return programs * (compile_s + tests * run_s)
 
 
 @dataclass(frozen=True)
@@ -140,7 +170,7 @@ class Core:
         last: SandboxError = SandboxUnavailable("no attempt made", path=path)
         for attempt in range(self.retry.retries + 1):
             at = url if url is not None else self.next_url()
-            outcome = yield Send(method, at + path, body)
+            outcome = yield Send(method, at + path, body, judging_s(path, body))
             retry_after: str | None = None
             if isinstance(outcome, httpx.HTTPError):
                 last = SandboxUnavailable(f"{at}{path}: {type(outcome).__name__}: {outcome}", url=at, path=path)

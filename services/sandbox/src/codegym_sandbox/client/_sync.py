@@ -36,12 +36,16 @@ class SandboxClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._core = Core(urls, token=token, retry=retry, batch_runs=batch_runs)
+        self._timeout_s = timeout
         self._http = httpx.Client(
             headers=self._core.headers,
             timeout=httpx.Timeout(timeout, connect=10.0),
             transport=transport,
             verify=self._core.verify,
         )
+
+    def _step_timeout(self, step: Send) -> httpx.Timeout | Any:
+        return _core.request_timeout(self._timeout_s, step.wait_s)
 
     @property
     def urls(self) -> list[str]:
@@ -74,7 +78,7 @@ class SandboxClient:
             outcome: _core.Outcome | None = None
             if isinstance(step, Send):
                 try:
-                    outcome = self._http.request(step.method, step.url, json=step.json)
+                    outcome = self._http.request(step.method, step.url, json=step.json, timeout=self._step_timeout(step))
                 except httpx.HTTPError as exc:
                     outcome = exc
             else:

@@ -156,3 +156,26 @@ def test_no_cell_reaches_another_rollouts_session(url: str) -> None:
     assert seen == "[]", seen
     assert "NameError" in asked or "fresh one" in asked, asked
     assert kept == repr(secret)
+
+
+def test_no_tool_argument_turns_a_wrong_answer_into_the_sandboxs_failure(url: str) -> None:
+    # A JSON tool argument may hold a lone surrogate, which no request body can carry: judged, it would fail as
+    # the sandbox's failure, and a reward of None is masked (a wrong answer that escapes its 0).
+    env = env_on(url, partial=False)
+
+    async def rollout() -> tuple[list[str], float | None]:
+        said = [await env.submit(WRONG + "# \ud800\n"), await env.run_tests("print('shown') # \udfff")]
+        said.append(await env.run_python("x = '\ud800'"))
+        return said, await env.get_reward()
+
+    said, reward = asyncio.run(rollout())
+    assert all("not text" in s for s in said), said
+    assert reward == 0.0  # no answer was kept: the rollout gave none
+    env.reset(**ROW)
+
+    async def after_an_answer() -> float | None:
+        await env.submit(RIGHT)
+        await env.submit("\ud800")  # refused: the answer before stays the answer
+        return await env.get_reward()
+
+    assert asyncio.run(after_an_answer()) == 1.0

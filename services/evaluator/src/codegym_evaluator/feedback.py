@@ -166,6 +166,20 @@ def shown_tests(tests: Sequence[Test], *, function: str | None = None, budget: i
     return cut("\n\n".join(parts), budget)
 
 
+NOT_TEXT = "Your code holds characters that are not text (a lone surrogate such as \\ud800): nothing was run or kept."
+
+
+def not_text(code: str) -> str | None:
+    """Why ``code``, a tool call's argument, cannot be run or kept (None when it can): a JSON argument may
+    carry lone surrogates, which no UTF-8 request body can hold. Refused where the model gave it, so that it
+    never reaches a reward's request (where it would fail as the sandbox's failure, which is masked)."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError:
+        return NOT_TEXT
+    return None
+
+
 def cell_feedback(cell: CellResult, *, budget: int = 2000) -> str:
     """A session cell's result as text: its output, its value, its traceback, and how it ended when it did
     not finish, within ``budget`` characters."""

@@ -54,7 +54,7 @@ from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
 
 from .extract import extract_code
-from .feedback import cell_feedback, cut, shown_tests, test_feedback
+from .feedback import cell_feedback, cut, not_text, shown_tests, test_feedback
 from .scoring import Scorer, build_program, evaluate_body
 from .tasks import PUBLIC_TESTS, Task
 from .trl_rows import split_row
@@ -220,6 +220,8 @@ class CodeEnvironment:
         Returns:
             What the code printed, the value of its last expression, or its traceback.
         """
+        if refused := not_text(code):
+            return refused
         return await _on_env_loop(self._run_python(code))
 
     async def run_tests(self, code: str) -> str:
@@ -235,6 +237,8 @@ class CodeEnvironment:
             Per test, passed or why not; for the first failing test its input, the expected and the actual output.
         """
         task, public = self._tests()
+        if refused := not_text(code):
+            return refused  # the answer given before stays the answer
         self._program = extract_code(code, task).code
         if public is None:
             return "This task shows no public tests; your program is kept as your answer."
@@ -259,6 +263,8 @@ class CodeEnvironment:
         Returns:
             A confirmation.
         """
+        if refused := not_text(code):
+            return refused
         self._program = extract_code(code, self._tests()[0]).code
         return "Your program is recorded as your answer."
 
@@ -276,6 +282,8 @@ class CodeEnvironment:
     async def _judge(self, task: Task, program: str) -> float | None:
         try:
             score = (await self._held.scorer.score_group(task, [program], extract=False))[0]
+        except UnicodeError:
+            return 0.0  # a program no request can carry is the program's doing (tools refuse them: see not_text)
         except ValueError:
             return None  # tests the sandbox would refuse: masked, as CodeReward does
         if score.sandbox_error or Verdict.SE in score.test_verdicts or score.total == 0:

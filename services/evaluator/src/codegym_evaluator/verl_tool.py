@@ -40,7 +40,7 @@ import httpx
 from codegym_sandbox.client import DEFAULT_URL, AsyncSandboxClient, AsyncSession, SandboxError, SessionGone
 from pydantic import BaseModel, ConfigDict, Field
 
-from .feedback import cell_feedback
+from .feedback import cell_feedback, not_text
 
 try:
     from verl.tools.base_tool import BaseTool
@@ -142,6 +142,8 @@ class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are
         if not isinstance(code, str) or not code.strip():
             text = "code_interpreter needs `code`: the Python code to run, as a string."
             return ToolResponse(text=text), 0.0, {"sandbox_error": False}
+        if refused := not_text(code):
+            return ToolResponse(text=refused), 0.0, {"sandbox_error": False}
         key = _trajectory_key(instance_id, kwargs.get("agent_data"))
         self._forget_idle()
         self._instances[instance_id] = key

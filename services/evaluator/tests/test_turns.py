@@ -13,6 +13,8 @@ from codegym_evaluator.cli import main
 from codegym_evaluator.config import RunConfig
 from codegym_evaluator.report import summary_table, write_report
 from codegym_evaluator.runner import run_evaluation
+from codegym_evaluator.tasks import Task
+from codegym_evaluator.turn_stats import turns_summary
 from fastapi import FastAPI
 
 from .fake_openai import fake_openai_app
@@ -177,3 +179,16 @@ async def test_turns_need_a_model_and_the_chat_api(tmp_path: Path, capsys: pytes
         assert "--public-tests must be at least 0" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--turns needs --api chat"):
         await run_evaluation(config(tmp_path, api="completion"))
+
+
+def test_a_sample_not_asked_again_stays_wrong_in_later_turns() -> None:
+    # Wrong answers whose task shows no test (or whose feedback could not run) are never asked again: they have
+    # no row at later turns, and must not drop out of pass@1 there (it would rise with no repair at all).
+    tests = [{"stdin": "1", "expected_stdout": "1"}, {"stdin": "2", "expected_stdout": "2"}]
+    tasks = [Task("t", "", "stdio", tests), Task("u", "", "stdio", tests)]
+    rows = {("t", 0, 1): {"verdict": "AC"}, ("u", 1, 1): {"verdict": "SE"}}
+    rows |= {("t", i, 1): {"verdict": "WA"} for i in (1, 2, 3)} | {("u", 0, 1): {"verdict": "WA"}}
+    rows |= {("t", 1, 2): {"verdict": "AC"}}  # one of t's was asked again, and fixed
+    by_turn = turns_summary(tasks, rows, 3).by_turn
+    assert [t.pass_at_1 for t in by_turn] == [0.125, 0.25, 0.25]  # t: 1/4 then 2/4; u: 0/1 (its SE left out)
+    assert [t.known for t in by_turn] == [5, 5, 5]

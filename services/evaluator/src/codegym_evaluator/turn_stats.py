@@ -1,10 +1,12 @@
 """pass@1 after each round of feedback (``--turns``), from every turn's results.
 
 A sample is *solved by turn t* when one of its answers of turns ``1..t`` passed every test; once solved it is
-not asked again. Its state at turn ``t`` is known when it was solved by then or its answer of turn ``t`` was
-judged wrong; a sample whose answer the sandbox could not judge (SE), or that a stopped run never asked, is
-left out of that turn, as SE samples are left out of pass@k. pass@1 after turn ``t`` is the mean over tasks of
-the share of their known samples solved by then (the unbiased pass@1, ``c / n``).
+not asked again. Its state at turn ``t`` is known when it was solved by then or one of its answers of turns
+``1..t`` was judged: a wrong answer stands until a later one is judged, so a sample not asked again (its task
+shows no test, its feedback could not be run, a stopped run never asked it) counts as wrong, never drops out.
+A sample none of whose answers the sandbox could judge (SE) is left out, as SE samples are left out of pass@k.
+pass@1 after turn ``t`` is the mean over tasks of the share of their known samples solved by then (the unbiased
+pass@1, ``c / n``).
 """
 
 from __future__ import annotations
@@ -74,7 +76,10 @@ def turns_summary(
             for verdicts in samples.get(task.task_id, {}).values():
                 done = any(verdicts.get(t) == Verdict.AC for t in range(1, turn + 1))
                 here = verdicts.get(turn)
-                known += done or (here is not None and here != Verdict.SE)
+                # A wrong answer stands until a later one is judged: a sample not asked again (its task shows no
+                # test, or its feedback could not be run) stays wrong, and out of the count only if none was judged.
+                judged = any(verdicts.get(t) not in (None, Verdict.SE) for t in range(1, turn + 1))
+                known += done or judged
                 solved += done
                 stats.sandbox_errors += here == Verdict.SE
                 if turn > 1 and here is not None and here != Verdict.SE:

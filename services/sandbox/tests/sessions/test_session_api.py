@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -392,6 +394,36 @@ def test_what_a_cell_leaves_running_is_stopped_until_the_next_cell(sessions: Tes
         sessions.delete(f"/v1/sessions/{sid}")
 
 
+# A process whose first thread exits alone (not the whole process): its leader reads Z, its other thread counts.
+_LEADERLESS = """import ctypes, threading, time
+count = [0]
+def spin():
+    while True:
+        count[0] += 1
+        if count[0] % 100000 == 0:
+            open("counted", "w").write(str(count[0]))
+threading.Thread(target=spin).start()
+time.sleep(0.05)
+ctypes.CDLL(None).syscall(60, 0)  # exit: this thread alone
+"""
+
+
+def test_a_process_whose_leader_exited_alone_is_stopped_too(sessions: TestClient) -> None:
+    sid = _new(sessions)
+    start = f"import subprocess, sys, time\nopen('leaderless.py', 'w').write({_LEADERLESS!r})\n"
+    start += "subprocess.Popen([sys.executable, 'leaderless.py'])\ntime.sleep(0.5)\nint(open('counted').read()) > 0"
+    try:
+        assert _cell(sessions, sid, start, timeout_s=10)["display"] == "True"
+        held = _cell(sessions, sid, "int(open('counted').read())")["display"]
+        time.sleep(1.5)  # idle: its thread must not count now
+        _nothing_runs_under_its_agent(sessions, sid)
+        after = _cell(sessions, sid, "int(open('counted').read())")["display"]
+        # what it counted between the two cells' reads: the hold's 50 ms and the reads themselves, not 1.5 s
+        assert int(after) - int(held) < 2_000_000, (held, after)
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
 def _nothing_runs_under_its_agent(client: TestClient, sid: str) -> None:
     """On the local backend, where the session's agent is the server's child: every process under it (its box,
     the box's maker, the supervisor, the kernel, what the cells left) is stopped while the session is idle."""
@@ -402,11 +434,13 @@ def _nothing_runs_under_its_agent(client: TestClient, sid: str) -> None:
 
     states = {}
     for pid in descendants(worker.pid):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                states[pid] = f.read().rsplit(")", 1)[1].split()[0]
+        try:  # a process is as stopped as its threads: a leader that exited alone reads Z while others run
+            tasks = os.listdir(f"/proc/{pid}/task")
+            threads = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0] for t in tasks]
         except OSError:
             continue
+        running = [st for st in threads if st not in ("T", "t", "Z", "X")]
+        states[pid] = running[0] if running else "T"
     box_and_under = {pid: st for pid, st in states.items() if st not in ("T", "t")}
     # The box's maker waits for the agent's requests to make a box, and sleeps: nothing else may run.
     assert len(box_and_under) <= 1 and all(st == "S" for st in box_and_under.values()), states

@@ -41,12 +41,22 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def _state(pid: int) -> str:
+def _state(path: str) -> str:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(f"{path}/stat", "rb") as f:
             return f.read().rsplit(b")", 1)[1].split()[0].decode()
     except (OSError, IndexError):
         return "X"  # gone
+
+
+def _stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (or gone). Its leader's state is not the process's: a leader
+    that exited alone reads ``Z`` while its other threads run on."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone
+    return all(_state(f"/proc/{pid}/task/{task}") in ("T", "t", "Z", "X") for task in tasks)
 
 
 def stop(root: int) -> bool:
@@ -54,7 +64,7 @@ def stop(root: int) -> bool:
     stopped processes do not change, and sampling it for every idle session would cost the CPUs that idle
     sessions must leave alone); False where some could not be seen stopped in time."""
     for _ in range(_ROUNDS):
-        running = [pid for pid in (root, *descendants(root)) if _state(pid) not in ("T", "t", "Z", "X")]
+        running = [pid for pid in (root, *descendants(root)) if not _stopped(pid)]
         if not running:
             return True
         for pid in running:

@@ -103,8 +103,11 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
 
     cell_timeout, ran = 0.0, 0
 
+    in_cell = False
+
     def on_alarm(signum: int, frame: object) -> None:
-        raise CellTimeout(f"the cell ran longer than its cell_timeout ({cell_timeout:g} s)")
+        if in_cell:  # one that comes after its cell (a thread of the cell's took it, unblocked) is dropped
+            raise CellTimeout(f"the cell ran longer than its cell_timeout ({cell_timeout:g} s)")
 
     # A session's agent interrupts a cell with SIGALRM too (see ``session.py``), where the kernel keeps no
     # timer of its own (``timer`` false): one handler, one error, whoever rings. It is blocked between cells, and
@@ -132,6 +135,7 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
                 try:
                     while signal.sigtimedwait(alarm, 0) is not None:
                         pass
+                    in_cell = True
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, alarm)
                     if cell_timeout > 0 and request["timer"]:
                         signal.setitimer(signal.ITIMER_REAL, cell_timeout)
@@ -143,6 +147,7 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
                     # An interruption that rings up to here is this cell's (the handler runs here at the latest).
                     signal.pthread_sigmask(signal.SIG_BLOCK, alarm)
                     signal.setitimer(signal.ITIMER_REAL, 0)
+                    in_cell = False
             except BaseException as exc:  # a cell's error is its result, as in a notebook
                 error.append(error_of(exc))
             sys.stdout, sys.stderr = out, err

@@ -235,3 +235,11 @@ def test_an_evaluate_may_take_as_long_as_judging_its_tests_can() -> None:
     asyncio.run(main())
     per_small = 2 * (4 * 10.0 + 20 * (1.0 * 3 + 1.0))
     assert seen == [60.0 + per_group, 60.0, 60.0 + per_group, 60.0 + 2 * per_small], seen
+
+
+def test_a_sessions_cell_may_take_its_limit_stretched_by_its_wait() -> None:
+    from codegym_sandbox.client._core import judging_s
+
+    assert judging_s("/v1/sessions/s-1/execute", {"code": "1", "timeout_s": 20}) == 20 * 3 + 10
+    assert judging_s("/v1/sessions/s-1/execute", {"code": "1"}) == 60 * 3 + 10  # the most a cell may ask
+    assert judging_s("/v1/sessions", {"language": "python"}) == 0.0

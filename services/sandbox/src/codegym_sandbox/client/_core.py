@@ -79,6 +79,8 @@ class Send:
 
 DEFAULT_RUN_S = 10.0  # the server's default run time limit (LIMITS__RUN_TIMEOUT_S), for a body that names none
 RUN_GRACE_S = 1.0  # a run's start, its grace past the limit, its report
+DEFAULT_CELL_S = 60.0  # the most a cell may ask (SESSIONS__MAX_CELL_TIMEOUT_S), for a body that names no limit
+CELL_GRACE_S = 10.0  # past a cell's interruption: its kernel's grace, and the agent taking its box down
 
 
 def request_timeout(base: float | None, wait_s: float) -> httpx.Timeout | Any:
@@ -89,12 +91,16 @@ def request_timeout(base: float | None, wait_s: float) -> httpx.Timeout | Any:
 
 
 def judging_s(path: str, body: Any) -> float:
-    """How long an ``/v1/evaluate`` (or ``/batch``) body may take to judge at most: every program's every test
-    at its time limit stretched by the wait credit (``agent/protocol.WAIT_CREDIT``), one after another, and
-    its compile. A request that holds many slow tests is still being judged past any fixed timeout: cutting it
-    off would answer its honest (or its hanging) programs as the sandbox's failure, which rewards mask."""
+    """How long an ``/v1/evaluate`` (or ``/batch``) body may take to judge at most, or a session's cell to run:
+    every program's every test at its time limit stretched by the wait credit (``agent/protocol.WAIT_CREDIT``),
+    one after another, and its compile. A request that holds many slow tests is still being judged past any
+    fixed timeout: cutting it off would answer its honest (or its hanging) programs as the sandbox's failure,
+    which rewards mask; a cell cut off ends its session."""
     if path == "/v1/evaluate/batch" and isinstance(body, Mapping):
         return sum(judging_s("/v1/evaluate", b) for b in body.get("requests") or [])
+    if path.startswith("/v1/sessions/") and path.endswith("/execute") and isinstance(body, Mapping):
+        # A cell is interrupted at its limit stretched by its wait for a CPU, and given a grace to answer.
+        return float(body.get("timeout_s") or DEFAULT_CELL_S) * (1 + WAIT_CREDIT) + CELL_GRACE_S
     if path != "/v1/evaluate" or not isinstance(body, Mapping):
         return 0.0
     limits = body.get("limits") or {}

@@ -78,7 +78,9 @@ class SandboxClient:
             outcome: _core.Outcome | None = None
             if isinstance(step, Send):
                 try:
-                    outcome = self._http.request(step.method, step.url, json=step.json, timeout=self._step_timeout(step))
+                    outcome = self._http.request(
+                        step.method, step.url, json=step.json, timeout=self._step_timeout(step)
+                    )
                 except httpx.HTTPError as exc:
                     outcome = exc
             else:

@@ -178,3 +178,23 @@ def test_tools_need_a_reset_first() -> None:
 def test_it_imports_without_the_ml_stack() -> None:
     code = "import sys, codegym_evaluator.trl_env; print(sorted({'torch', 'transformers', 'trl'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_calls_of_one_turn_at_once_share_one_session(url: str) -> None:
+    def listed() -> set[str]:
+        return {s["session_id"] for s in httpx.get(f"{url}/v1/sessions", timeout=10).json()["sessions"]}
+
+    async def turn(env: CodeEnvironment) -> list[str]:
+        # TRL gathers a turn's tool calls: each must not make a session of its own (the others left to their TTL)
+        return await asyncio.gather(*[env.run_python(f"import time\ntime.sleep(0.05)\nx{i} = {i}") for i in range(6)])
+
+    before = listed()
+    env = CodeEnvironment(url)
+    env.reset(**ROW)
+    answers = asyncio.run(turn(env))
+    assert answers == ["(the cell printed nothing and has no value)"] * 6  # none failed (a 409 or a full server)
+    assert env._held.session is not None
+    assert listed() - before == {env._held.session.session_id}
+    assert asyncio.run(env.run_python("x0 + x1 + x2 + x3 + x4 + x5")) == "15"  # one interpreter saw them all
+    env.reset(**ROW)
+    assert listed() - before == set()

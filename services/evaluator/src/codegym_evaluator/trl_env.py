@@ -15,7 +15,8 @@ the Google-style docstring, and awaits the ``async`` ones on its event loop (the
 one rollout after another):
 
 - ``run_python(code)``: a cell in the rollout's own session (``/v1/sessions``): state kept between calls,
-  output cut to ``feedback_budget``, errors as tracebacks, a time-out said plainly.
+  output cut to ``feedback_budget``, errors as tracebacks, a time-out said plainly. Calls of one turn, which
+  TRL makes at once, run one after another in that one session.
 - ``run_tests(code)``: the program on the public tests, stateless (``/v1/evaluate``), answered as
   :func:`~codegym_evaluator.feedback.test_feedback` writes it.
 - ``submit(code)``: takes a program as the answer without running it.
@@ -94,10 +95,12 @@ def _wait(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
 
 @dataclass
 class _Held:
-    """What an environment holds: its client, and the rollout's interpreter, made on its first run_python."""
+    """What an environment holds: its client, the rollout's interpreter, made on its first run_python, and the
+    lock its cells take (made on the environments' loop, where they run)."""
 
     scorer: Scorer
     session: AsyncSession | None = None
+    lock: asyncio.Lock | None = None
 
 
 async def _close_session(session: AsyncSession) -> None:
@@ -293,6 +296,15 @@ class CodeEnvironment:
         return float(score.passed == score.total)
 
     async def _run_python(self, code: str) -> str:
+        # TRL gathers a turn's tool calls: without the lock each call of one rollout would make a session of its
+        # own (all but one left to their TTL, holding the sessions' memory share from every other rollout), and
+        # a second cell at once in one session answers 409. So they run one after another in one session.
+        if self._held.lock is None:
+            self._held.lock = asyncio.Lock()
+        async with self._held.lock:
+            return await self._run_cell(code)
+
+    async def _run_cell(self, code: str) -> str:
         note = ""
         try:
             session = await self._open_session()

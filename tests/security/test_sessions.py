@@ -10,6 +10,8 @@ namespaces and memory cgroup, ended with the session.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -182,3 +184,33 @@ def test_limits_that_are_no_limits_are_refused(server: TestClient, limits: dict[
         "/v1/sessions", content=b'{"limits": {"cell_timeout_s": NaN}}', headers={"content-type": "application/json"}
     )
     assert r.status_code == 422, r.text
+
+
+def test_busy_cells_take_the_cpus_as_runs_do_and_no_neighbour_times_out(server: TestClient) -> None:
+    # Cells that compute at once, more of them than CPUs: each takes a slot of the pool as a run does, so they
+    # and a run beside them compute no more at once than the slots allow; none is stretched past its limit by
+    # the others, and the run that needs 0.6 s of its 1 s gets them (it was TLE when cells came in at will).
+    cpus = len(os.sched_getaffinity(0))
+    sids = [_new(server) for _ in range(min(2 * cpus + 1, 5))]
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass\n'spun'"
+    cells: list[dict[str, Any]] = [{}] * len(sids)
+
+    def cell(i: int) -> None:
+        cells[i] = _cell(server, sids[i], spin, timeout_s=3)
+
+    threads = [threading.Thread(target=cell, args=(i,)) for i in range(len(sids))]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        need = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6:\n    pass\nprint('done')"
+        run = server.post("/v1/execute", json={"language": "python", "code": need, "limits": {"timeout_s": 1}})
+        for t in threads:
+            t.join()
+        assert run.status_code == 200 and run.json()["verdict"] == "AC", run.text
+        for out in cells:
+            assert out["status"] == "finished" and out["display"] == "'spun'", out
+            assert out["execution_time"] < 3, out  # a cell's time is its own: its wait for a slot is not in it
+    finally:
+        for sid in sids:
+            server.delete(f"/v1/sessions/{sid}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -158,6 +159,10 @@ class Backend(Protocol):
 
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
+        ...
+
+    def computing(self) -> AbstractAsyncContextManager[None]:
+        """A slot of the pool held while a session's cell runs: cells and runs compute from one queue."""
         ...
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:

@@ -12,11 +12,12 @@ circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -171,6 +172,19 @@ class WorkerPool(LentSlots):
             raise Saturated(retry_after_s=5)
         self._last_session_slot = slot
         return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
+
+    @contextlib.asynccontextmanager
+    async def computing(self) -> AsyncIterator[None]:
+        """A slot held while a session's cell runs (its worker unused: the cell runs on the session's own), so
+        that cells take the CPUs as runs do, from the same queue: as many compute at once as there are slots."""
+        worker = await self._take(None, None)
+        try:
+            yield
+        finally:
+            if worker.replaced or not worker.alive:
+                self._replace(worker)
+            else:
+                self._release(worker)
 
     async def _on_worker(
         self,

@@ -259,19 +259,24 @@ class SessionStore:
             job = {"source": code, "cell_timeout": timeout, "output_bytes": cap, "stdin": stdin}
             message = json.dumps(job).encode()
             session.used = time.monotonic()
-            try:
-                done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
-            except BaseException as exc:
-                # Its caller went away (the request was cancelled) or its worker failed: the cell's answer may
-                # still come, and would be read as the next cell's. The session ends: nothing is read out of turn.
-                gone = session.session_id not in self.sessions
-                self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
-                self._spawn(session.lease.close(busy=True))
-                if gone and isinstance(exc, SandboxFault):
-                    raise SessionGone(session_id, self.ended.get(session_id)) from None  # deleted meanwhile
-                if isinstance(exc, SandboxFault):
-                    raise SessionGone(session_id, f"ended: its worker failed ({exc})") from None
-                raise
+            # A slot of the pool first, as a run takes one: the cell computes with runs and other cells from one
+            # queue, never beside as many as the CPUs can hold. A wait there (and its cancellation) is before the
+            # cell was sent: it ends nothing.
+            async with self.backend.computing():
+                try:
+                    done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
+                except BaseException as exc:
+                    # Its caller went away (the request was cancelled) or its worker failed: the cell's answer
+                    # may still come, and would be read as the next cell's. The session ends: nothing is read
+                    # out of turn.
+                    gone = session.session_id not in self.sessions
+                    self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
+                    self._spawn(session.lease.close(busy=True))
+                    if gone and isinstance(exc, SandboxFault):
+                        raise SessionGone(session_id, self.ended.get(session_id)) from None  # deleted meanwhile
+                    if isinstance(exc, SandboxFault):
+                        raise SessionGone(session_id, f"ended: its worker failed ({exc})") from None
+                    raise
             session.cells += 1
             session.used = time.monotonic()
             result = cell_result(done, read_record(record, 1), session.memory_mb, cap)

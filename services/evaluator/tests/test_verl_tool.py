@@ -7,6 +7,7 @@ runs them), so a session kept on the instance instead of the trajectory, or ende
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import subprocess
 import sys
@@ -55,7 +56,7 @@ class Rollout:
             tools={tool.name: tool}, max_tool_response_length=10_000, tool_response_truncate_side="middle"
         )
 
-    def trajectory(self) -> AgentData:
+    def trajectory(self, request_id: str | None = None) -> AgentData:
         return AgentData(
             messages=[],
             image_data=None,
@@ -63,7 +64,7 @@ class Rollout:
             audio_data=None,
             mm_processor_kwargs=None,
             metrics={},
-            request_id=uuid.uuid4().hex,
+            request_id=request_id or uuid.uuid4().hex,
             tools_kwargs={},
         )
 
@@ -115,11 +116,11 @@ def test_state_persists_across_the_calls_of_one_trajectory(url: str) -> None:
         assert await rollout.call(trajectory, "x = 1\nimport math") == "(the cell printed nothing and has no value)"
         assert (await rollout.call(trajectory, "print(x)")).strip() == "1"
         assert (await rollout.call(trajectory, "math.factorial(x + 4)")).strip() == "120"
-        sessions = rollout.tool.sessions()
-        assert list(sessions) == [trajectory.request_id]  # one session for three calls, each its own instance
-        assert session_status(url, sessions[trajectory.request_id]) == 200  # release ended none of them
+        ((sid, name),) = rollout.tool.sessions().items()  # one session for three calls, each its own instance
+        assert name == trajectory.request_id
+        assert session_status(url, sid) == 200  # release ended none of them
         await rollout.tool.aclose()
-        assert session_status(url, sessions[trajectory.request_id]) == 410
+        assert session_status(url, sid) == 410
 
     asyncio.run(main())
 
@@ -131,7 +132,34 @@ def test_two_trajectories_do_not_see_each_other(url: str) -> None:
         await rollout.call(a, "secret = 42")
         assert "NameError" in await rollout.call(b, "print(secret)")
         assert (await rollout.call(a, "secret")).strip() == "42"
-        assert len(set(rollout.tool.sessions().values())) == 2
+        assert len(rollout.tool.sessions()) == 2
+        await rollout.tool.aclose()
+
+    asyncio.run(main())
+
+
+def test_trajectories_of_one_name_do_not_share_a_session(url: str) -> None:
+    """verl's ``rollout.full_determinism`` names sample i of every step ``det-i``: the next step's trajectory
+    must not get the previous one's interpreter, and one that verl dropped has its session ended."""
+
+    async def main() -> None:
+        rollout = Rollout(tool_at(url))
+        step_1 = rollout.trajectory(ToolAgentLoop._make_request_id(0, True))
+        await rollout.call(step_1, "secret = 'step 1'\nimport builtins\nbuiltins.print = lambda *a, **k: None")
+        step_2 = rollout.trajectory(ToolAgentLoop._make_request_id(0, True))
+        assert step_1.request_id == step_2.request_id == "det-0"
+        seen = await rollout.call(step_2, "print('hi')\nsecret")
+        assert seen.startswith("hi\n") and "NameError" in seen
+        (first, second) = rollout.tool.sessions()  # both trajectories live, each in its own session
+        assert session_status(url, first) == session_status(url, second) == 200
+        del step_1  # verl drops a trajectory's data at its end: its session ends, the other's stays
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while session_status(url, first) != 410:
+            assert time.monotonic() < deadline, "the dropped trajectory's session was not ended"
+            await asyncio.sleep(0.1)
+        assert list(rollout.tool.sessions()) == [second] and session_status(url, second) == 200
+        assert (await rollout.call(step_2, "1 + 1")).strip() == "2"
         await rollout.tool.aclose()
 
     asyncio.run(main())
@@ -182,7 +210,7 @@ def test_calc_reward_ends_the_trajectorys_session(url: str) -> None:
         rollout = Rollout(tool_at(url))
         t = rollout.trajectory()
         await rollout.call(t, "x = 1")
-        (sid,) = rollout.tool.sessions().values()
+        (sid,) = rollout.tool.sessions()
         assert await rollout.tool.calc_reward("any instance", agent_data=t) == 0.0
         assert session_status(url, sid) == 410 and rollout.tool.sessions() == {}
         # a later call of the trajectory starts a fresh interpreter
@@ -199,7 +227,7 @@ def test_without_agent_data_the_instance_is_the_trajectory(url: str) -> None:
         await tool.execute(instance, {"code": "x = 5"})
         answer, _, metrics = await tool.execute(instance, {"code": "x * 2"})
         assert answer.text.strip() == "10" and metrics["status"] == "finished"
-        (sid,) = tool.sessions().values()
+        (sid,) = tool.sessions()
         await tool.release(instance)
         assert session_status(url, sid) == 410 and tool.sessions() == {}
         await tool.aclose()
@@ -212,7 +240,7 @@ def test_the_ttl_ends_a_session_the_tool_never_ended(url: str) -> None:
         rollout = Rollout(tool_at(url, ttl_s=1))
         t = rollout.trajectory()
         await rollout.call(t, "x = 1")
-        (sid,) = rollout.tool.sessions().values()
+        (sid,) = rollout.tool.sessions()
         deadline = time.monotonic() + 15
         while session_status(url, sid) != 410:  # the server's reaper runs each second
             assert time.monotonic() < deadline, "the leaked session was not ended by its TTL"
@@ -220,7 +248,7 @@ def test_the_ttl_ends_a_session_the_tool_never_ended(url: str) -> None:
         # the trajectory's next call says its interpreter ended, and runs in a fresh one
         text = await rollout.call(t, "print('x' in globals())")
         assert "had ended" in text and "expired" in text and text.rstrip().endswith("False")
-        assert rollout.tool.sessions()[t.request_id] != sid
+        assert list(rollout.tool.sessions().values()) == [t.request_id] and sid not in rollout.tool.sessions()
         await rollout.tool.aclose()
 
     asyncio.run(main())

@@ -12,11 +12,14 @@ time-out or end said in words (``feedback.cell_feedback``), within ``output_budg
 
 verl's ``ToolAgentLoop`` calls ``create``, ``execute`` and ``release`` around every single tool call, with a
 fresh instance id each time, so the instance is not the trajectory: the session is keyed on the trajectory's
-``agent_data.request_id`` (``execute``'s ``agent_data`` keyword), made on its first call, and ``release`` ends
-only the call. Nothing in verl tells a tool that a trajectory ended; its session is ended by the sandbox once
-unused for ``ttl_s`` (its lease), or at once by :meth:`CodeInterpreterTool.end_trajectory` or ``calc_reward``
-(a reward hook that a loop calls once a trajectory is over). Called without ``agent_data`` (verl's older
-per-trajectory instances, or by hand), the instance is the trajectory and ``release`` ends its session.
+``agent_data`` object itself (``execute``'s ``agent_data`` keyword), made on its first call, and ``release`` ends
+only the call. Not on its ``request_id``: with ``rollout.full_determinism`` verl names sample i of every step
+``det-i``, and a name would hand the next step's trajectory the previous one's interpreter. Nothing in verl tells
+a tool that a trajectory ended, but verl drops its ``agent_data`` then: the tool ends the session once that
+object is collected (best effort), else the sandbox ends it once unused for ``ttl_s`` (its lease); or at once
+:meth:`CodeInterpreterTool.end_trajectory` or ``calc_reward`` do (a reward hook that a loop calls once a
+trajectory is over). Called without ``agent_data`` (verl's older per-trajectory instances, or by hand), the instance is the
+trajectory and ``release`` ends its session.
 
 Calls of one trajectory run one after another (verl runs a turn's tool calls at once; a session runs one cell at
 a time). Nothing here raises to verl for a sandbox's failure: the model reads what happened (the session expired
@@ -33,6 +36,7 @@ import asyncio
 import os
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -100,10 +104,18 @@ class ToolSettings(BaseModel):
 class _Trajectory:
     """What the tool holds of one trajectory: its session (made on its first call) and the lock of its calls."""
 
+    key: int | str  # in the tool's table: its agent_data's id, or the instance's id
+    name: str  # its request id, or the instance's id: what sessions() shows, never what finds it
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     session_id: str | None = None
     url: str | None = None
     used: float = field(default_factory=time.monotonic)
+    ended: bool = False  # taken out of the table: a call waiting on its lock goes to a fresh one
+    ref: weakref.ref[Any] | None = None  # its agent_data, where that can be weak-referenced
+    held: Any = None  # else its agent_data itself, so that the id keying it is no other object's meanwhile
+
+    def of(self, agent_data: Any) -> bool:
+        return (self.ref() if self.ref is not None else self.held) is agent_data
 
 
 class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are not followed by mypy
@@ -122,8 +134,10 @@ class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are
         self._transport = transport
         self._client: AsyncSandboxClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._trajectories: dict[str, _Trajectory] = {}
-        self._instances: dict[str, str] = {}  # instance id -> the trajectory it called for
+        # A trajectory by its agent_data's id (checked to be that object: ids are reused), or a call's instance id.
+        self._trajectories: dict[int | str, _Trajectory] = {}
+        self._instances: dict[str, _Trajectory] = {}  # instance id -> the trajectory it called for
+        self._ending: set[asyncio.Task[None]] = set()  # sessions of collected trajectories being deleted
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
         # BaseTool.__init__ asks for it before it sets tool_schema, when the config gives none.
@@ -144,48 +158,102 @@ class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are
             return ToolResponse(text=text), 0.0, {"sandbox_error": False}
         if refused := not_text(code):
             return ToolResponse(text=refused), 0.0, {"sandbox_error": False}
-        key = _trajectory_key(instance_id, kwargs.get("agent_data"))
         self._forget_idle()
-        self._instances[instance_id] = key
-        trajectory = self._trajectories.setdefault(key, _Trajectory())
-        async with trajectory.lock:
-            trajectory.used = time.monotonic()
-            text, metrics = await self._run_cell(trajectory, code)
-            trajectory.used = time.monotonic()
-        return ToolResponse(text=text), 0.0, metrics
+        while True:
+            trajectory = self._trajectory(instance_id, kwargs.get("agent_data"))
+            self._instances[instance_id] = trajectory
+            async with trajectory.lock:
+                if trajectory.ended:
+                    continue  # ended while this call waited: its session is gone, the next entry makes one
+                trajectory.used = time.monotonic()
+                text, metrics = await self._run_cell(trajectory, code)
+                trajectory.used = time.monotonic()
+            return ToolResponse(text=text), 0.0, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """No reward of its own (the task's tests give that); a loop calls it once a trajectory is over, so it
         ends the trajectory's session."""
-        key = _trajectory_key(self._instances.get(instance_id, instance_id), kwargs.get("agent_data"))
-        await self.end_trajectory(key)
+        agent_data = kwargs.get("agent_data")
+        if agent_data is not None:
+            await self.end_trajectory(agent_data)
+        elif (trajectory := self._instances.get(instance_id)) is not None:
+            await self._end(trajectory)
         return 0.0
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """The end of one call. Where the instance was the trajectory (no ``agent_data``), its session ends too."""
-        key = self._instances.pop(instance_id, None)
-        if key == instance_id:
-            await self.end_trajectory(key)
+        trajectory = self._instances.pop(instance_id, None)
+        if trajectory is not None and trajectory.key == instance_id:
+            await self._end(trajectory)
 
-    async def end_trajectory(self, request_id: str) -> None:
-        """End the trajectory's session now (its TTL would end it later). Unknown or ended already: nothing."""
-        trajectory = self._trajectories.pop(request_id, None)
-        if trajectory is None or trajectory.session_id is None:
-            return
-        async with trajectory.lock:
-            await self._delete(trajectory)
+    async def end_trajectory(self, trajectory: Any) -> None:
+        """End a trajectory's session now (its TTL would end it later): given its ``agent_data``, that one; given
+        a string, every trajectory of that request id (or the instance of a call without ``agent_data``).
+        Unknown or ended already: nothing."""
+        if isinstance(trajectory, str):
+            ends = [t for k, t in self._trajectories.items() if trajectory in (k, t.name)]
+        else:
+            found = self._trajectories.get(id(trajectory))
+            ends = [found] if found is not None and found.of(trajectory) else []
+        for found in ends:
+            await self._end(found)
 
     async def aclose(self) -> None:
         """End every session the tool holds and close its client (at the end of training)."""
-        for key in list(self._trajectories):
-            await self.end_trajectory(key)
+        for trajectory in list(self._trajectories.values()):
+            await self._end(trajectory)
+        if self._ending:
+            await asyncio.gather(*self._ending)
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
     def sessions(self) -> dict[str, str]:
-        """The trajectories the tool holds a session for, and its id."""
-        return {k: t.session_id for k, t in self._trajectories.items() if t.session_id is not None}
+        """The sessions the tool holds, by id: the name of the trajectory of each (its request id, or instance)."""
+        return {t.session_id: t.name for t in self._trajectories.values() if t.session_id is not None}
+
+    def _trajectory(self, instance_id: str, agent_data: Any) -> _Trajectory:
+        """The trajectory of a call: its ``agent_data`` object (never its name: see the module), else the
+        instance itself; a new one holds nothing of any other's, whatever its name."""
+        if agent_data is None:
+            return self._trajectories.setdefault(instance_id, _Trajectory(instance_id, instance_id))
+        key = id(agent_data)
+        known = self._trajectories.get(key)
+        if known is not None and known.of(agent_data):
+            return known
+        if known is not None:  # a collected object's id, whose finalizer has not reached the loop yet
+            self._dropped(known)
+        trajectory = _Trajectory(key, str(getattr(agent_data, "request_id", None) or instance_id))
+        try:
+            trajectory.ref = weakref.ref(agent_data)
+            # The finalizer holds the tool, never the trajectory's object; it runs wherever verl drops it.
+            weakref.finalize(agent_data, self._collected, asyncio.get_running_loop(), trajectory).atexit = False
+        except TypeError:  # not weak-referenceable: held, until ended or idle for twice the TTL
+            trajectory.held = agent_data
+        self._trajectories[key] = trajectory
+        return trajectory
+
+    def _collected(self, loop: asyncio.AbstractEventLoop, trajectory: _Trajectory) -> None:
+        """verl dropped a trajectory's agent_data: end its session on the tool's loop (best effort: a closed loop
+        leaves it to its TTL). Run from a finalizer, so it only hands the work to the loop."""
+        if not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._dropped, trajectory)
+            except RuntimeError:
+                pass  # closed meanwhile
+
+    def _dropped(self, trajectory: _Trajectory) -> None:
+        task = asyncio.get_running_loop().create_task(self._end(trajectory))
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+
+    async def _end(self, trajectory: _Trajectory) -> None:
+        if self._trajectories.get(trajectory.key) is trajectory:
+            del self._trajectories[trajectory.key]
+        trajectory.ended = True
+        async with trajectory.lock:
+            if trajectory.session_id is not None:
+                await self._delete(trajectory)
 
     async def _run_cell(self, trajectory: _Trajectory, code: str) -> tuple[str, dict[str, Any]]:
         budget = self.settings.output_budget
@@ -245,16 +313,13 @@ class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are
         return self._client
 
     def _forget_idle(self) -> None:
-        """Drop what the tool holds of trajectories unused for twice the TTL: the sandbox ended their sessions,
-        and verl never says that a trajectory is over, so without this the table would grow for ever."""
+        """Drop what the tool holds of trajectories unused for twice the TTL whose end the tool cannot see (no
+        agent_data, or one that cannot be weak-referenced): the sandbox ended their sessions, and without this the
+        table would grow for ever. One whose agent_data lives on is kept, to say that its interpreter ended."""
         horizon = time.monotonic() - 2 * self.settings.ttl_s
-        for key in [k for k, t in self._trajectories.items() if t.used < horizon and not t.lock.locked()]:
-            del self._trajectories[key]
-        live = set(self._trajectories)
-        self._instances = {i: k for i, k in self._instances.items() if k in live}
-
-
-def _trajectory_key(instance_id: str, agent_data: Any) -> str:
-    """The trajectory of a call: verl's ``agent_data.request_id``, else the instance itself."""
-    request_id = getattr(agent_data, "request_id", None)
-    return str(request_id) if request_id else instance_id
+        idle = [t for t in self._trajectories.values() if t.used < horizon and not t.lock.locked()]
+        for trajectory in idle:
+            if trajectory.ref is None or trajectory.ref() is None:
+                del self._trajectories[trajectory.key]
+                trajectory.ended = True
+        self._instances = {i: t for i, t in self._instances.items() if not t.ended}

@@ -198,3 +198,16 @@ def test_calls_of_one_turn_at_once_share_one_session(url: str) -> None:
     assert asyncio.run(env.run_python("x0 + x1 + x2 + x3 + x4 + x5")) == "15"  # one interpreter saw them all
     env.reset(**ROW)
     assert listed() - before == set()
+
+
+def test_a_session_holds_a_quarter_gib_enough_for_numpy(url: str) -> None:
+    env = CodeEnvironment(url)
+    env.reset(**ROW)
+    code = "import numpy as np\nm = np.ones((1000, 1000))\nb = bytearray(60 * 2**20)\nint((m @ m)[0, 0])"
+    assert asyncio.run(env.run_python(code)) == "1000"
+    assert env._held.session is not None
+    # not the server's 512 MiB: every environment of TRL's pool holds its session until its next reset, and the
+    # sessions together may hold SESSIONS__MEMORY_SHARE of the server's memory, so twice the pool fits
+    info = httpx.get(f"{url}/v1/sessions/{env._held.session.session_id}", timeout=10).json()
+    assert info["memory_mb"] == 256
+    env.reset(**ROW)

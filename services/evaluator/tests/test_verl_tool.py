@@ -119,6 +119,8 @@ def test_state_persists_across_the_calls_of_one_trajectory(url: str) -> None:
         ((sid, name),) = rollout.tool.sessions().items()  # one session for three calls, each its own instance
         assert name == trajectory.request_id
         assert session_status(url, sid) == 200  # release ended none of them
+        # a quarter GiB, not the server's half: twice the trajectories fit in the sessions' share of its memory
+        assert httpx.get(f"{url}/v1/sessions/{sid}", timeout=10).json()["memory_mb"] == 256
         await rollout.tool.aclose()
         assert session_status(url, sid) == 410
 

@@ -67,6 +67,11 @@ TOKEN_ENV = "CODEGYM_SANDBOX_API_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 SANDBOX_FAILED = "The sandbox failed to run this (its failure, not your code's); try again."
+# A session holds its memory from its rollout's first run_python to the environment's next reset, and sessions
+# together may hold SESSIONS__MEMORY_SHARE of the sandbox's budget: at the server's 512 MiB a pool of 21
+# environments fills the share of a 21 GiB budget. 256 MiB still imports numpy and multiplies 1000 x 1000
+# matrices in a cell (at 128 MiB numpy does not import), and fits twice the rollouts.
+SESSION_MEMORY_MB = 256
 
 T = TypeVar("T")
 _loop: asyncio.AbstractEventLoop | None = None
@@ -135,7 +140,8 @@ class CodeEnvironment:
         timeout_s: Wall-clock limit of each test's run.
         cell_timeout_s: Wall-clock limit of each ``run_python`` cell.
         session_ttl_s: Idle time after which the server ends a session left behind.
-        session_memory_mb: Memory of each session (the server's default when None).
+        session_memory_mb: Memory of each session in MiB, held for its life (None: the server's
+            ``SESSIONS__MEMORY_MB``); the pool's sessions together must fit the sandbox's sessions' share.
         feedback_budget: Characters of each tool's answer, and of the public tests shown by ``reset``.
         retries: How often a failed request is sent again (with backoff) before it counts as the sandbox's failure.
     """
@@ -151,7 +157,7 @@ class CodeEnvironment:
         timeout_s: float = 10.0,
         cell_timeout_s: float = 10.0,
         session_ttl_s: float = 300.0,
-        session_memory_mb: int | None = None,
+        session_memory_mb: int | None = SESSION_MEMORY_MB,
         feedback_budget: int = 2000,
         retries: int = 3,
     ) -> None:

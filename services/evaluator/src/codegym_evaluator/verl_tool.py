@@ -18,8 +18,8 @@ only the call. Not on its ``request_id``: with ``rollout.full_determinism`` verl
 a tool that a trajectory ended, but verl drops its ``agent_data`` then: the tool ends the session once that
 object is collected (best effort), else the sandbox ends it once unused for ``ttl_s`` (its lease); or at once
 :meth:`CodeInterpreterTool.end_trajectory` or ``calc_reward`` do (a reward hook that a loop calls once a
-trajectory is over). Called without ``agent_data`` (verl's older per-trajectory instances, or by hand), the instance is the
-trajectory and ``release`` ends its session.
+trajectory is over). Called without ``agent_data`` (verl's older per-trajectory instances, or by hand), the
+instance is the trajectory and ``release`` ends its session.
 
 Calls of one trajectory run one after another (verl runs a turn's tool calls at once; a session runs one cell at
 a time). Nothing here raises to verl for a sandbox's failure: the model reads what happened (the session expired
@@ -88,7 +88,11 @@ class ToolSettings(BaseModel):
         300.0, gt=0, description="A trajectory's session unused this long is ended by the sandbox (its lease)."
     )
     cell_timeout_s: float = Field(10.0, gt=0, description="Wall-clock limit of one call's code.")
-    memory_mb: int | None = Field(None, gt=0, description="Memory of a session; else the sandbox's default.")
+    memory_mb: int | None = Field(
+        256,  # as trl_env.SESSION_MEMORY_MB: numpy works in it, and twice the trajectories fit as at 512
+        gt=0,
+        description="Memory of a session in MiB, held for its life; null: the sandbox's SESSIONS__MEMORY_MB.",
+    )
     output_budget: int = Field(2000, ge=100, description="Characters of the answer the model reads, at most.")
     concurrency: int = Field(64, ge=1, description="Requests to the sandbox in flight, over all trajectories.")
 

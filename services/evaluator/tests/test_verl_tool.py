@@ -167,6 +167,29 @@ def test_trajectories_of_one_name_do_not_share_a_session(url: str) -> None:
     asyncio.run(main())
 
 
+class SlottedData:
+    """A trajectory's data that cannot be weak-referenced: the tool holds it while it keys a session on it."""
+
+    __slots__ = ("request_id", "tools_kwargs")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.tools_kwargs: dict[str, Any] = {}
+
+
+def test_data_without_weak_references_still_keys_its_own_session(url: str) -> None:
+    async def main() -> None:
+        rollout = Rollout(tool_at(url))
+        first, second = SlottedData("det-0"), SlottedData("det-0")
+        await rollout.call(first, "secret = 1")
+        assert "NameError" in await rollout.call(second, "secret")
+        assert (await rollout.call(first, "secret")).strip() == "1"
+        assert sorted(rollout.tool.sessions().values()) == ["det-0", "det-0"]
+        await rollout.tool.aclose()
+
+    asyncio.run(main())
+
+
 def test_calls_of_one_turn_at_once_run_one_after_another(url: str) -> None:
     async def main() -> None:
         rollout = Rollout(tool_at(url))

@@ -277,3 +277,34 @@ def test_the_ttl_ends_a_session_the_tool_never_ended(url: str) -> None:
         await rollout.tool.aclose()
 
     asyncio.run(main())
+
+
+def test_after_a_failed_call_the_next_says_whether_its_interpreter_is_gone(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A call cut off on its way (the client gave up: the server ends an abandoned session) answers the sandbox's
+    # failure; the next call must not run in a fresh interpreter without saying so (a bare NameError).
+    from codegym_sandbox.client import SandboxUnavailable
+    from codegym_sandbox.client.sessions import AsyncSession
+
+    async def main() -> None:
+        rollout = Rollout(tool_at(url))
+        t = rollout.trajectory()
+        await rollout.call(t, "x = 1")
+        (sid,) = rollout.tool.sessions()
+        real = AsyncSession.execute
+
+        async def cut_off(
+            self: AsyncSession, code: str, timeout_s: float | None = None, stdin: str | None = None
+        ) -> Any:
+            httpx.delete(f"{url}/v1/sessions/{sid}")  # what the server does with a session whose call was abandoned
+            raise SandboxUnavailable("ReadTimeout")
+
+        monkeypatch.setattr(AsyncSession, "execute", cut_off)
+        assert (await rollout.call(t, "x")).startswith("The sandbox could not run the code")
+        monkeypatch.setattr(AsyncSession, "execute", real)
+        text = await rollout.call(t, "print('x' in globals())")
+        assert "had ended" in text and text.rstrip().endswith("False"), text
+        await rollout.tool.aclose()
+
+    asyncio.run(main())

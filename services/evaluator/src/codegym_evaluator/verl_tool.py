@@ -274,7 +274,8 @@ class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are
                 session = await self._session(trajectory)
                 cell = await session.execute(code)  # the session's cell_timeout_s
         except SandboxError as error:
-            trajectory.session_id = None  # a call that failed half-way may have ended it: the next makes a new one
+            # The session is kept: a call that failed half-way may have ended it, and then the next call is told
+            # so (SessionGone, above) before it runs in a fresh one; where it lives on, its state is still there.
             text = f"The sandbox could not run the code (a failure of the sandbox, not of the code): {error}"
             return text[:budget], {"sandbox_error": True}
         if not cell.alive:

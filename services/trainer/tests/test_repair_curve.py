@@ -70,8 +70,10 @@ def test_the_report_compares_the_arms_seed_by_seed(curve: ModuleType, repair: Mo
     text = "\n".join(repair.report(args, base, results, 1.0))
     assert "| code-repair | 0 | 0.500 | +0.000 | 0.800 | +0.200 | 1/4 | 16.0 | 700 |" in text
     assert "| code-repair | 2 | 0.850 +- 0.071 | +0.250 +- 0.071 | the gain holds over seeds |" in text
-    assert "pass@1 after turn 2: +0.250 +- 0.071 over 2 seed(s): the gain holds over seeds" in text
-    assert "pass@1 after turn 1: +0.000 +- 0.000 over 2 seed(s): no gain (a null result)" in text
+    assert "pass@1 after turn 2: +0.250 +- 0.071 over 2 seed(s): code repair ahead, over seeds" in text
+    assert "pass@1 after turn 1: +0.000 +- 0.000 over 2 seed(s): no difference beyond seed noise" in text
+    assert repair.ahead([-0.2, -0.1]) == "single-turn ahead, over seeds"
+    assert repair.ahead([-0.2, 0.1]).startswith("no difference")
 
 
 @pytest.mark.slow

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 import torch
-from codegym_evaluator.scoring import Scorer
-from codegym_evaluator.servers import LoopbackServer
+from codegym_evaluator.servers import LoopbackServer, free_port
 from codegym_evaluator.tasks import PUBLIC_TESTS, Task
 from codegym_trainer.grpo import CodegymGRPOTrainer
 from codegym_trainer.repair import CodeRepairRollout, public_task
 from codegym_trainer.repair.rollout import ASK_AGAIN
 from codegym_trainer.rollout import Generation
 from codegym_trainer.run import run
+from recording_sandbox import RecordingSandbox
 from rich.console import Console
 from test_train_tiny import tiny_config, train_rows
 from transformers import AutoTokenizer
@@ -37,10 +37,12 @@ PUBLIC_ONLY = "```python\ndef add(a, b):\n    return 3\n```"  # passes the publi
 
 
 class ScriptedContext:
-    """A TrainerContext whose policy gives the first answer of ``answers``, then the next after each feedback."""
+    """A TrainerContext whose policy gives the first answer of ``answers``, then the next after each feedback,
+    and whose ``sandbox`` (the only one a rollout may use) is at ``url`` and records the clients made from it."""
 
-    def __init__(self, tokenizer: Any, answers: Sequence[str]) -> None:
+    def __init__(self, tokenizer: Any, answers: Sequence[str], url: str) -> None:
         self.tokenizer = tokenizer
+        self.sandbox = RecordingSandbox((url,), retries=0)
         self.answers = list(answers)
         self.continued: list[list[int]] = []
         self.step = 0
@@ -76,8 +78,8 @@ class ScriptedContext:
         return flag
 
 
-def repair(tokenizer: Any, server: LoopbackServer, **kwargs: Any) -> CodeRepairRollout:
-    return CodeRepairRollout({"add": ADD}, lambda: Scorer(server.url, retries=0), tokenizer, True, **kwargs)
+def repair(tokenizer: Any, **kwargs: Any) -> CodeRepairRollout:
+    return CodeRepairRollout({"add": ADD}, tokenizer, True, **kwargs)
 
 
 def row() -> dict[str, Any]:
@@ -89,15 +91,15 @@ def test_the_feedback_shows_what_task_visible_tests_gives(
 ) -> None:
     # the rule every front door shares (its unit test: the evaluator's tests/tasks/test_adapters.py)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    assert CodeRepairRollout({}, lambda: Scorer("http://x"), tokenizer, True).public_tests == PUBLIC_TESTS
-    context = ScriptedContext(tokenizer, [WRONG, RIGHT])
-    repair(tokenizer, sandbox_process, public_tests=9)(context, [row()])  # type: ignore[arg-type]
+    assert CodeRepairRollout({}, tokenizer, True).public_tests == PUBLIC_TESTS
+    context = ScriptedContext(tokenizer, [WRONG, RIGHT], sandbox_process.url)
+    repair(tokenizer, public_tests=9)(context, [row()])  # type: ignore[arg-type]
     (continued,) = context.continued
     assert "0 of 2 tests passed" in tokenizer.decode(continued)  # more asked for than it has: one stays hidden
     # a dataset that marks none of its tests public shows none (never a hidden one): nothing to repair on
-    context = ScriptedContext(tokenizer, [WRONG])
+    context = ScriptedContext(tokenizer, [WRONG], sandbox_process.url)
     unshown = {"add": replace(ADD, metadata={"public_tests": 0})}
-    rollout = CodeRepairRollout(unshown, lambda: Scorer(sandbox_process.url, retries=0), tokenizer, True)(
+    rollout = CodeRepairRollout(unshown, tokenizer, True)(
         context,  # type: ignore[arg-type]
         [row()],
     )
@@ -110,8 +112,8 @@ def test_feedback_reaches_the_next_turn_and_is_masked_out(
     tiny_model_dir: Path, sandbox_process: LoopbackServer
 ) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    context = ScriptedContext(tokenizer, [WRONG, RIGHT])
-    rollout = repair(tokenizer, sandbox_process, max_turns=3, turn_discount=0.5)(context, [row()])  # type: ignore[arg-type]
+    context = ScriptedContext(tokenizer, [WRONG, RIGHT], sandbox_process.url)
+    rollout = repair(tokenizer, max_turns=3, turn_discount=0.5)(context, [row()])  # type: ignore[arg-type]
     # the second turn continued from the exact tokens: prompt, the first answer, the feedback
     (continued,) = context.continued
     shown = tokenizer.decode(continued)
@@ -133,11 +135,26 @@ def test_feedback_reaches_the_next_turn_and_is_masked_out(
 
 def test_the_reward_judges_all_tests(tiny_model_dir: Path, sandbox_process: LoopbackServer) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    context = ScriptedContext(tokenizer, [PUBLIC_ONLY])
-    rollout = repair(tokenizer, sandbox_process, max_turns=2)(context, [row()])  # type: ignore[arg-type]
+    context = ScriptedContext(tokenizer, [PUBLIC_ONLY], sandbox_process.url)
+    rollout = repair(tokenizer, max_turns=2)(context, [row()])  # type: ignore[arg-type]
     assert context.continued == []  # passing its public test, it is not asked again
     assert rollout.rewards == [pytest.approx(0.05)] and rollout.extra["tests"] == ["1/3"]  # the fence alone
     assert rollout.metrics["repair/pass_rate/turn_1"] == 1.0 and rollout.metrics["repair/final_pass_rate"] == 0.0
+
+
+def test_the_rollout_reaches_the_sandbox_through_the_context_alone(
+    tiny_model_dir: Path, sandbox_process: LoopbackServer
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    context = ScriptedContext(tokenizer, [WRONG, RIGHT], sandbox_process.url)
+    rollout = repair(tokenizer, max_turns=2)(context, [row()])  # type: ignore[arg-type]
+    # a scorer from the context's sandbox for each judging: the public tests after both turns, then all tests
+    assert context.sandbox.made == ["scorer"] * 3 and rollout.extra["tests"] == ["3/3"]
+    # the same rollout in a context whose sandbox is gone judges nothing: no feedback turn, the reward masked
+    gone = ScriptedContext(tokenizer, [WRONG], f"http://127.0.0.1:{free_port()}")
+    rollout = repair(tokenizer, max_turns=2)(gone, [row()])  # type: ignore[arg-type]
+    assert gone.sandbox.made == ["scorer"] * 2 and gone.continued == []
+    assert rollout.rewards == [None] and rollout.extra["verdict"] == ["SE"]
 
 
 def test_two_steps_on_the_tiny_model(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

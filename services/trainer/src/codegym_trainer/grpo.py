@@ -3,9 +3,9 @@
 Each step's samples come from a rollout function and their advantages from an advantage function
 (:mod:`codegym_trainer.rollout`); by default GRPO on code: TRL's generation, the sandbox reward and
 group-normalised advantages. This module is the only one that knows TRL's internals: ``TRLContext`` gives
-rollouts generation and scoring, and ``CodegymGRPOTrainer._generate_and_score_completions`` turns a rollout
-and its advantages into the batch TRL's loss reads. A TRL upgrade that moves those breaks here alone (and in
-``environments.py``, which readies TRL's environments for the seam as TRL's own method would).
+rollouts generation, scoring and the run's sandbox, and ``CodegymGRPOTrainer._generate_and_score_completions``
+turns a rollout and its advantages into the batch TRL's loss reads. A TRL upgrade that moves those breaks here
+alone (and in ``environments.py``, which readies TRL's environments for the seam as TRL's own method would).
 
 The split of each step is logged (``time/generation``, ``time/scoring``, ``time/optimisation`` and
 ``time/scoring_share``: the share of the step spent waiting for rewards), and every ``completions_interval``
@@ -30,6 +30,7 @@ from trl.trainer.utils import pad
 
 from .environments import ready_environments
 from .rollout import Generation, GroupAdvantage, Rollout, StepAdvantage, StepRollout, code_rollout, group_advantages
+from .sandbox import RunSandbox
 
 __all__ = ["CodegymGRPOTrainer", "StepTiming", "TRLContext", "group_advantages"]
 
@@ -79,6 +80,12 @@ class TRLContext:
     @property
     def tokenizer(self) -> Any:
         return self._trainer.processing_class
+
+    @property
+    def sandbox(self) -> RunSandbox:
+        if self._trainer.sandbox is None:
+            raise ValueError("this trainer was given no sandbox (CodegymGRPOTrainer(sandbox=...)) for its rollout")
+        return self._trainer.sandbox
 
     def generate(self, prompts: Sequence[Any], *, repeats: int | None = None) -> Generation:
         trainer = self._trainer
@@ -146,7 +153,7 @@ class TRLContext:
 class CodegymGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose samples and advantages come from ``step_rollout`` and ``step_advantage`` (the seam's
     functions; not TRL's own ``rollout_func``, which this trainer does not use); it times its phases and writes
-    a completions table every N steps."""
+    a completions table every N steps. ``sandbox``: the run's, which the seam gives rollouts that run programs."""
 
     def __init__(
         self,
@@ -154,9 +161,11 @@ class CodegymGRPOTrainer(GRPOTrainer):
         completions_interval: int = 5,
         step_rollout: StepRollout = code_rollout,
         step_advantage: StepAdvantage | None = None,
+        sandbox: RunSandbox | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.sandbox = sandbox
         self.completions_interval = completions_interval
         self.step_rollout = step_rollout
         self.step_advantage: StepAdvantage = step_advantage if step_advantage is not None else GroupAdvantage()

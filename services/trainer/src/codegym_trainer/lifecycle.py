@@ -35,6 +35,7 @@ from .platform import Platform, detect, per_device_batch
 from .policy_loading import load_model, load_tokenizer, resolve_source
 from .progress import CODE_COLUMNS, Column, ProgressDisplay
 from .rollout import StepAdvantage, StepRollout, code_rollout
+from .sandbox import RunSandbox
 from .summary import RunSummary, plot_rewards, rewards_from_metrics, time_split
 
 log = logging.getLogger("codegym.trainer")
@@ -196,6 +197,7 @@ def train(
     after_training: Callable[[CodegymGRPOTrainer], None] | None = None,
     save_with_model: Callable[[Path], None] | None = None,
     environment_factory: Callable[[], Any] | None = None,
+    sandbox: RunSandbox | None = None,
 ) -> tuple[int, str | None]:
     """Train through the seam, evaluate at the end, save the final model.
 
@@ -205,7 +207,8 @@ def train(
     has not yet. ``after_training`` runs once training stops, however it stopped (a reward's client to close);
     ``save_with_model`` writes the task's own files into the final model's folder (the first process only).
     ``environment_factory``: TRL's, whose environments' tools the policy calls in TRL's tool loop and whose
-    ``get_reward`` TRL adds to ``reward_funcs`` (``--tools``).
+    ``get_reward`` TRL adds to ``reward_funcs`` (``--tools``). ``sandbox``: the run's, which the seam gives a
+    rollout that runs programs (``TrainerContext.sandbox``).
 
     Returns the last step and the final model's folder (None when Ctrl-C stopped the run: the last checkpoint
     is what it leaves).
@@ -224,6 +227,7 @@ def train(
         step_rollout=step_rollout,
         step_advantage=step_advantage,
         environment_factory=environment_factory,
+        sandbox=sandbox,
     )
     trainer.remove_callback(PrinterCallback)  # the live display and metrics.jsonl show the logs
     interrupt.install()

@@ -10,7 +10,8 @@ and hands the samples and advantages to TRL's policy loss. GRPO on code is :func
 :class:`GroupAdvantage`; self-play swaps in a multi-turn rollout and role-conditioned advantages. A rollout
 reaches the model only through its :class:`TrainerContext` (generate, score with the reward functions,
 gather across processes), so TRL's internals are known to one class (``grpo.py``'s context and trainer),
-and a TRL upgrade breaks that one place.
+and a TRL upgrade breaks that one place; and the sandbox only through ``context.sandbox``, the run's
+:class:`~codegym_trainer.sandbox.RunSandbox`, so a client's URLs, timeouts and retries are decided once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from .sandbox import RunSandbox
 
 T = TypeVar("T")
 
@@ -140,6 +144,11 @@ class TrainerContext(Protocol):
     @property
     def tokenizer(self) -> Any:
         """The policy's tokenizer (its chat template formats self-play prompts)."""
+        ...
+
+    @property
+    def sandbox(self) -> RunSandbox:
+        """The run's sandbox: a rollout that runs programs makes its clients here (``scorer()``, ``client()``)."""
         ...
 
     def generate(self, prompts: Sequence[Any], *, repeats: int | None = None) -> Generation:

@@ -23,7 +23,7 @@ from .repair import CodeRepairRollout
 from .repair.tools import check_tools, environment_factory
 from .rewards import SandboxReward
 from .rollout import code_rollout
-from .sandbox import sandbox_urls, scorer_factory
+from .sandbox import RunSandbox, sandbox_urls
 from .summary import RunSummary
 from .tasks import heldout_tasks, prompt_dataset, training_tasks
 
@@ -104,16 +104,16 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
     try:
         with sandbox_urls(config) as urls:
             log.info("sandbox: %s", ", ".join(urls))
+            # every client of the run (reward, evaluation, rollouts, environments) reaches the sandbox through it
+            sandbox = RunSandbox.of(config, urls)
             reward = SandboxReward(
                 {t.task_id: t for t in train},
-                lambda: scorer_factory(config, urls),
+                sandbox.scorer,
                 scheme=config.reward_scheme,
                 partial_credit=config.partial_credit,
             )
             evaluator = (
-                HeldOutEvaluator.for_run(
-                    config, heldout, tokenizer, lambda: scorer_factory(config, urls), config.output_dir / "evaluations"
-                )
+                HeldOutEvaluator.for_run(config, heldout, tokenizer, sandbox.scorer, config.output_dir / "evaluations")
                 if heldout
                 else None
             )
@@ -121,7 +121,6 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
             repair = (
                 CodeRepairRollout(
                     reward.tasks,
-                    lambda: scorer_factory(config, urls),
                     tokenizer,
                     chat,
                     max_turns=config.max_turns,
@@ -133,7 +132,7 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
                 else None
             )
             # --tools: TRL's environments call the sandbox and own the reward (TRL adds their get_reward)
-            environments = environment_factory(config, urls, reward.tasks) if config.tools else None
+            environments = environment_factory(config, sandbox, reward.tasks) if config.tools else None
 
             def close_reward(trainer: CodegymGRPOTrainer) -> None:
                 # the reward's sandbox client lives on the trainer's event loop
@@ -150,6 +149,7 @@ def run_code(config: TrainConfig, console: Console) -> RunSummary:
                 after_training=close_reward,
                 step_rollout=repair if repair is not None else code_rollout,
                 environment_factory=environments,
+                sandbox=sandbox,
             )
     finally:
         sink.close()

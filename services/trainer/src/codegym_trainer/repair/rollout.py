@@ -16,13 +16,13 @@ the policy's tokens and 0 on the feedback's, so only the policy's own tokens tra
 split: CodeContests' and LiveCodeBench's public cases, the tests MBPP's prompt shows; else its first
 ``public_tests`` tests, always leaving one hidden when it has two or more). An answer whose task shows no test is
 not asked again.
-The sandbox is reached one way, as the reward is: a ``Scorer`` made by the run's factory.
+The sandbox is reached the seam's one way: a ``Scorer`` from ``context.sandbox`` (the run's ``RunSandbox``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,6 +37,7 @@ from codegym_sandbox.verdicts import Verdict
 from ..rewards.sandbox_reward import answer_text
 from ..rewards.schemes import tests_reward
 from ..rollout import Rollout, TrainerContext, joined_text
+from ..sandbox import RunSandbox
 from .metrics import repair_metrics
 
 ASK_AGAIN = "Your program does not pass these tests. Write the corrected program in one fenced code block."
@@ -92,13 +93,11 @@ class _Conversation:
 class CodeRepairRollout:
     """The seam's rollout function of ``--task code-repair`` (see the module's docstring).
 
-    ``tasks`` by ``task_id`` (the dataset's column); ``make_scorer`` builds the sandbox's ``Scorer`` (the run's
-    ``scorer_factory``: one client way for the reward, the evaluation and this rollout); ``tokenizer`` is the
-    policy's (its chat template formats the feedback turns); ``chat`` whether prompts are chat messages.
+    ``tasks`` by ``task_id`` (the dataset's column); ``tokenizer`` is the policy's (its chat template formats
+    the feedback turns); ``chat`` whether prompts are chat messages. Its sandbox is the context's.
     """
 
     tasks: Mapping[str, Task]
-    make_scorer: Callable[[], Scorer]
     tokenizer: Any
     chat: bool
     max_turns: int = 2
@@ -127,7 +126,7 @@ class CodeRepairRollout:
             logprobs = first.logprobs[i] if first.logprobs is not None else None
             talk.answered(first.completion_ids[i], first.texts[i], logprobs)
         for turn in range(1, self.max_turns + 1):
-            outs = asyncio.run(self._judge_public(talks))
+            outs = asyncio.run(self._judge_public(context.sandbox, talks))
             for talk, (passed, total, out) in zip(talks, outs, strict=True):
                 if talk.open:
                     talk.public_passed.append(passed)
@@ -141,7 +140,7 @@ class CodeRepairRollout:
             self._ask_again(context, again, outs, talks)
         for talk in talks:
             talk.open = False
-        scores = asyncio.run(self._judge_all(talks))
+        scores = asyncio.run(self._judge_all(context.sandbox, talks))
         self.last = talks
         # the sampler's logprobs (vLLM) for the loss's correction, where every turn's generation reported them
         return self._rollout(context, talks, scores, sampled=first.logprobs is not None and self._sampled)
@@ -191,8 +190,10 @@ class CodeRepairRollout:
             raise ValueError("the chat template does not render a conversation as a prefix of its continuation")
         return closing + full[len(prefix) :]
 
-    async def _judge_public(self, talks: list[_Conversation]) -> list[tuple[int, int, ProgramOut | None]]:
-        async with self.make_scorer() as scorer:
+    async def _judge_public(
+        self, sandbox: RunSandbox, talks: list[_Conversation]
+    ) -> list[tuple[int, int, ProgramOut | None]]:
+        async with sandbox.scorer() as scorer:
             return list(await asyncio.gather(*(self._public(scorer, t) for t in talks)))
 
     async def _public(self, scorer: Scorer, talk: _Conversation) -> tuple[int, int, ProgramOut | None]:
@@ -208,8 +209,8 @@ class CodeRepairRollout:
             return 0, len(task.tests), None
         return out.passed, len(task.tests), out
 
-    async def _judge_all(self, talks: list[_Conversation]) -> list[Score]:
-        async with self.make_scorer() as scorer:
+    async def _judge_all(self, sandbox: RunSandbox, talks: list[_Conversation]) -> list[Score]:
+        async with sandbox.scorer() as scorer:
             groups = await asyncio.gather(*(scorer.score_group(t.task, [answer_text(t.answer)]) for t in talks))
         return [g[0] for g in groups]
 

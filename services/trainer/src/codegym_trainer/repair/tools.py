@@ -15,13 +15,14 @@ the tests every front door shows (``Task.visible_tests`` with ``--public-tests``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from codegym_evaluator.tasks import Task
 from codegym_evaluator.trl_env import CodeEnvironment
 
 from ..config import EMBEDDED_MODEL, ConfigError, TrainConfig
+from ..sandbox import RunSandbox
 
 
 class TaskEnvironment(CodeEnvironment):
@@ -60,21 +61,23 @@ def check_tools(config: TrainConfig, tokenizer: Any = None) -> None:
 
 
 def environment_factory(
-    config: TrainConfig, urls: Sequence[str], tasks: Mapping[str, Task]
+    config: TrainConfig, sandbox: RunSandbox, tasks: Mapping[str, Task]
 ) -> Callable[[], TaskEnvironment]:
-    """TRL's ``environment_factory``: each environment on the next sandbox URL in turn, with the run's limits."""
-    next_url = itertools.cycle(urls).__next__
+    """TRL's ``environment_factory``: each environment on the run's sandbox's next URL in turn, with its token,
+    retries and run limit (TRL makes the environments, so they take the sandbox here, not from the seam's context),
+    and the run's public tests and partial credit."""
+    next_url = itertools.cycle(sandbox.urls).__next__
 
     def make() -> TaskEnvironment:
         return TaskEnvironment(
             next_url(),
             tasks=tasks,
-            token=config.sandbox_token,
+            token=sandbox.token,
             public_tests=config.public_tests,
             partial=config.partial_credit,
-            timeout_s=config.timeout_per_test,
-            cell_timeout_s=config.timeout_per_test,
-            retries=config.sandbox_retries,
+            timeout_s=sandbox.timeout_per_test,
+            cell_timeout_s=sandbox.timeout_per_test,
+            retries=sandbox.retries,
         )
 
     return make

@@ -34,6 +34,7 @@ from ..logs import MetricsSink
 from ..platform import Platform, per_device_batch
 from ..progress import ProgressDisplay
 from ..rollout import StepRollout
+from ..sandbox import RunSandbox
 from ..summary import RunSummary
 from .advantage import RoleAdvantage, RoleBaselines
 
@@ -86,13 +87,15 @@ def train(
     evaluation: Evaluation,
     sink: MetricsSink,
     display: ProgressDisplay,
+    sandbox: RunSandbox | None = None,
 ) -> tuple[int, str | None]:
     """Train through the seam with the game's rollout and advantages, evaluate at the end, save the model and
     its baselines (:func:`codegym_trainer.lifecycle.train`).
 
     ``reward`` is the trainer's reward function, which self-play never calls: its rollouts score their own
-    samples. Of several training processes the first evaluates (the others wait for it at the next step's
-    first collective) and writes the files.
+    samples (a game that runs programs reaches the run's ``sandbox`` through the seam's context). Of several
+    training processes the first evaluates (the others wait for it at the next step's first collective) and
+    writes the files.
     """
     config = run.config
     evaluates = not config.skip_eval and run.platform.main
@@ -117,6 +120,7 @@ def train(
         step_rollout=rollout,
         step_advantage=advantage,
         save_with_model=save_baselines,
+        sandbox=sandbox,
     )
 
 

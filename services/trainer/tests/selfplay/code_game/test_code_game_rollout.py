@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from codegym_evaluator.servers import LoopbackServer, sandbox_server
+from codegym_evaluator.servers import LoopbackServer, free_port, sandbox_server
 from codegym_trainer.grpo import CodegymGRPOTrainer
 from codegym_trainer.rollout import Generation, Rollout
-from codegym_trainer.selfplay.code_game.program_runner import ProgramRunner
 from codegym_trainer.selfplay.code_game.rollout import (
     FILLER_PROGRAM,
     PREDICTOR,
@@ -22,6 +21,7 @@ from codegym_trainer.selfplay.code_game.rollout import (
     writer_dataset,
 )
 from codegym_trainer.selfplay.code_game.rules import WRITER_INVALID, WRITER_PROMPT, predictor_prompt
+from recording_sandbox import RecordingSandbox
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig
 
@@ -38,11 +38,13 @@ def said(output: str) -> str:
 
 
 class ScriptedContext:
-    """A one-process trainer context whose policy answers from a script (the stand-in for a model)."""
+    """A one-process trainer context whose policy answers from a script (the stand-in for a model), and whose
+    ``sandbox`` (the only one a rollout may use) is at ``url`` and records the clients made from it."""
 
     step, group_size, process_index, num_processes, tokenizer = 0, 2, 0, 1, None
 
-    def __init__(self, answers: dict[str, list[str]], others_predict: bool = False) -> None:
+    def __init__(self, answers: dict[str, list[str]], others_predict: bool = False, url: str = "http://x") -> None:
+        self.sandbox = RecordingSandbox((url,), concurrency=4, retries=0)
         self.answers = {prompt: list(texts) for prompt, texts in answers.items()}
         self.others_predict = others_predict  # as if another process had programs to predict
         self.calls: list[tuple[list[Any], int | None]] = []
@@ -70,29 +72,29 @@ def sandbox() -> Iterator[LoopbackServer]:
 
 
 @pytest.fixture
-def runner(sandbox: LoopbackServer) -> Iterator[ProgramRunner]:
-    with ProgramRunner([sandbox.url], concurrency=4) as r:
-        yield r
+def url(sandbox: LoopbackServer) -> str:
+    return sandbox.url
 
 
-def game(runner: ProgramRunner, programs: int, m: int, opponent: Any = None) -> CodeGameRollout:
-    return CodeGameRollout(runner, programs_per_step=programs, predictions_per_program=m, chat=True, opponent=opponent)
+def game(programs: int, m: int, opponent: Any = None) -> CodeGameRollout:
+    return CodeGameRollout(programs_per_step=programs, predictions_per_program=m, chat=True, opponent=opponent)
 
 
 def rows(n: int) -> list[dict[str, Any]]:
     return writer_dataset(n, chat=True).to_list()
 
 
-def test_self_play_makes_writer_then_predictor_samples(runner: ProgramRunner) -> None:
+def test_self_play_makes_writer_then_predictor_samples(url: str) -> None:
     easy, hard = "print(7 * 6)", "print(sum(range(10)) % 7)"
     context = ScriptedContext(
         {
             WRITER_PROMPT: [writer(easy, "42"), "no program", writer(hard, "3"), writer("import os\nprint(1)", "1")],
             predictor_prompt(easy): [said("42"), said("42")],
             predictor_prompt(hard): [said("3"), said("5")],
-        }
+        },
+        url=url,
     )
-    rollout = game(runner, 4, 2)(context, rows(2))
+    rollout = game(4, 2)(context, rows(2))
 
     writers, predictors = context.calls
     assert writers == ([[{"role": "user", "content": WRITER_PROMPT}]] * 4, 4)  # the rows only pace TRL
@@ -110,30 +112,45 @@ def test_self_play_makes_writer_then_predictor_samples(runner: ProgramRunner) ->
     assert rollout.metrics["code_game/predictor_accuracy"] == 0.75
 
 
-def test_a_process_with_nothing_to_predict_still_generates_with_the_others(runner: ProgramRunner) -> None:
+def test_a_process_with_nothing_to_predict_still_generates_with_the_others(url: str) -> None:
     filler = {predictor_prompt(FILLER_PROGRAM): ["x"] * 3}
-    context = ScriptedContext({WRITER_PROMPT: ["nothing", "nothing"], **filler}, others_predict=True)
-    rollout = game(runner, 2, 3)(context, rows(2))
+    context = ScriptedContext({WRITER_PROMPT: ["nothing", "nothing"], **filler}, others_predict=True, url=url)
+    rollout = game(2, 3)(context, rows(2))
     assert len(context.calls) == 2 and context.calls[1][1] == 3  # the filler, M of them
     assert len(rollout) == 2 and rollout.rewards == [WRITER_INVALID] * 2  # its answers are thrown away
-    alone = ScriptedContext({WRITER_PROMPT: ["nothing", "nothing"]}, others_predict=False)
-    game(runner, 2, 3)(alone, rows(2))
+    alone = ScriptedContext({WRITER_PROMPT: ["nothing", "nothing"]}, others_predict=False, url=url)
+    game(2, 3)(alone, rows(2))
     assert len(alone.calls) == 1  # nobody predicts: no generation at all
 
 
-def test_against_a_frozen_opponent_only_writers_learn(runner: ProgramRunner) -> None:
+def test_against_a_frozen_opponent_only_writers_learn(url: str) -> None:
     program = "print('ab' * 2)"
-    context = ScriptedContext({WRITER_PROMPT: [writer(program, "abab"), writer(program, "abba")]})
+    context = ScriptedContext({WRITER_PROMPT: [writer(program, "abab"), writer(program, "abba")]}, url=url)
     asked: list[tuple[list[str], int]] = []
 
     def opponent(prompts: Sequence[str], m: int) -> list[list[str]]:
         asked.append((list(prompts), m))
         return [[said("abab"), said("?"), said("?")] for _ in prompts]
 
-    rollout = game(runner, 2, 3, opponent)(context, rows(2))
+    rollout = game(2, 3, opponent)(context, rows(2))
     assert asked == [([predictor_prompt(program)] * 2, 3)] and len(context.calls) == 1
     assert rollout.groups == [WRITER, WRITER]
     assert rollout.rewards == [pytest.approx(1 - 2 / 3), -1.25]  # the second mispredicted its own output
+
+
+def test_the_game_runs_its_programs_in_the_contexts_sandbox_alone(url: str) -> None:
+    program = "print(6 * 7)"
+
+    def opponent(prompts: Sequence[str], m: int) -> list[list[str]]:
+        return [[said("0")] * m for _ in prompts]
+
+    context = ScriptedContext({WRITER_PROMPT: [writer(program, "42")]}, url=url)
+    assert game(1, 1, opponent)(context, rows(1)).rewards == [1.0]
+    assert context.sandbox.made == ["client"]  # one client per step, from the context's sandbox
+    # the same game in a context whose sandbox is gone: the program is not judged, the writer's reward masked
+    gone = ScriptedContext({WRITER_PROMPT: [writer(program, "42")]}, url=f"http://127.0.0.1:{free_port()}")
+    rollout = game(1, 1, opponent)(gone, rows(1))
+    assert gone.sandbox.made == ["client"] and rollout.rewards == [None]
 
 
 def samples(groups: list[Any], rewards: list[float | None]) -> Rollout:
@@ -155,7 +172,7 @@ def test_each_role_has_its_own_baseline_and_masked_samples_have_no_advantage() -
         advantage(samples([("tictactoe", "X")], [1.0]), context)
 
 
-def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, runner: ProgramRunner) -> None:
+def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, url: str) -> None:
     # the untrained tiny model writes no program: every writer is invalid, and no predictor is asked
     args = GRPOConfig(
         output_dir=str(tmp_path),
@@ -173,7 +190,8 @@ def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, 
         seed=0,
     )
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    game = CodeGameRollout(runner, programs_per_step=3, predictions_per_program=2, chat=True)
+    game = CodeGameRollout(programs_per_step=3, predictions_per_program=2, chat=True)
+    sandbox = RecordingSandbox((url,))
     trainer = CodegymGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
         processing_class=tokenizer,
@@ -183,9 +201,11 @@ def test_a_real_training_step_of_the_game(tiny_model_dir: Path, tmp_path: Path, 
         completions_interval=1,
         step_rollout=game,
         step_advantage=CodeGameAdvantage(),
+        sandbox=sandbox,
     )
     trainer.train()
     assert [r.result.outcome for r in game.rounds] == ["unparsable"] * 3
+    assert sandbox.made == ["client"]  # the trainer's context gave the step's runs the run's sandbox
     table = [json.loads(line) for line in (tmp_path / "completions" / "step_00001.jsonl").read_text().splitlines()]
     assert [(row["role"], row["reward"], row["advantage"]) for row in table] == [("writer", -1.5, -1.5)] * 3
     logged = next(row for row in trainer.state.log_history if "code_game/invalid_rate" in row)

@@ -13,6 +13,7 @@ import pytest
 from codegym_evaluator.ask_again import AskAgain
 from codegym_evaluator.model_client import ModelError
 from codegym_evaluator.servers import LoopbackServer, free_port, sandbox_server
+from codegym_trainer.sandbox import RunSandbox
 from codegym_trainer.selfplay.code_game.program_runner import (
     HASH_SEEDS,
     PROGRAM_FILE,
@@ -50,7 +51,8 @@ def sandbox() -> Iterator[LoopbackServer]:
 
 @pytest.fixture
 def runner(sandbox: LoopbackServer) -> Iterator[ProgramRunner]:
-    with ProgramRunner([sandbox.url], limits=GameLimits(timeout_s=1.0, memory_mb=256), concurrency=4) as r:
+    limits = GameLimits(timeout_s=1.0, memory_mb=256)
+    with ProgramRunner(RunSandbox((sandbox.url,), concurrency=4), limits=limits) as r:
         yield r
 
 
@@ -82,7 +84,7 @@ def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner:
 
 
 def test_an_unreachable_sandbox_gives_sandbox_errors_after_the_retries() -> None:
-    with ProgramRunner([f"http://127.0.0.1:{free_port()}"], retries=1) as dead:
+    with ProgramRunner(RunSandbox((f"http://127.0.0.1:{free_port()}",), retries=1)) as dead:
         (a, b) = dead.run_twice(["print(1)"])[0]
     assert a.sandbox_error and b.sandbox_error and "unreachable" in (a.error or "")
 
@@ -108,7 +110,8 @@ def test_a_run_that_came_back_se_is_asked_again_by_the_evaluators_policy(
         step |= {"stdout": "1\n", "stderr": "", "output_truncated": False, "cached": False}
         return httpx.Response(200, json={"verdict": got, "compile": None, "run": step})
 
-    with ProgramRunner(["http://sandbox"], retries=1, transport=httpx.MockTransport(flaky)) as runner:
+    sandbox = RunSandbox(("http://sandbox",), retries=1)
+    with ProgramRunner(sandbox, transport=httpx.MockTransport(flaky)) as runner:
         out = runner.run_once("print(1)", HASH_SEEDS[0])
     assert out.verdict == verdict and sent == ["/v1/execute"] * runs and asked == list(range(runs))
 

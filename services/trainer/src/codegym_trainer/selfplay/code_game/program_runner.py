@@ -21,9 +21,11 @@ from dataclasses import dataclass
 import httpx
 from codegym_evaluator.ask_again import AskAgain
 from codegym_evaluator.scoring import RunOutput, run_output
-from codegym_sandbox.client import RetryPolicy, SandboxClient, SandboxError, SandboxUnavailable
+from codegym_sandbox.client import SandboxError, SandboxUnavailable
 from codegym_sandbox.models import ExecuteRequest, LimitsIn
 from codegym_sandbox.verdicts import Verdict
+
+from ...sandbox import RunSandbox
 
 PROGRAM_FILE = "game.py"
 HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders strings differently
@@ -54,37 +56,28 @@ def run_request(program: str, hash_seed: str, limits: GameLimits) -> ExecuteRequ
 
 
 class ProgramRunner:
-    """Runs programs twice through one or more sandboxes, ``concurrency`` runs at a time.
+    """Runs programs twice through the run's sandbox (its URLs, token, retries and request timeout: the seam's
+    ``context.sandbox``), ``sandbox.concurrency`` runs at a time.
 
     A request the sandbox could not answer (unreachable, an HTTP error) is retried by the client's retry policy,
-    ``retries`` times, moving on to the next URL; a run that came back SE is asked again as every route asks
-    (:class:`~codegym_evaluator.ask_again.AskAgain`, with the same ``retries``). A run still unjudged after that
+    ``sandbox.retries`` times, moving on to the next URL; a run that came back SE is asked again as every route
+    asks (:class:`~codegym_evaluator.ask_again.AskAgain`, with the same policy). A run still unjudged after that
     comes back with verdict ``SE``, which masks the round's rewards.
     ``transport`` lets a test put a transport under every URL's client.
     """
 
     def __init__(
         self,
-        urls: Sequence[str],
+        sandbox: RunSandbox,
         *,
-        token: str | None = None,
         limits: GameLimits = GameLimits(),
-        concurrency: int = 8,
-        retries: int = 2,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if not urls:
-            raise ValueError("ProgramRunner needs at least one sandbox URL")
-        if concurrency < 1 or retries < 0:
-            raise ValueError("concurrency must be >= 1 and retries >= 0")
+        self.sandbox = sandbox
         self.limits = limits
-        self.retries = retries
-        # A run costs the sandbox at most timeout_s; the request may wait in its queue behind others.
-        timeout = max(30.0, limits.timeout_s * 10)
-        retry = RetryPolicy(retries=retries)
-        self._client = SandboxClient(urls, token=token, timeout=timeout, retry=retry, transport=transport)
-        self._ask_again = AskAgain(retry)
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="code-game-run")
+        self._client = sandbox.client(limits.timeout_s, transport=transport)
+        self._ask_again = AskAgain(sandbox.retry)
+        self._pool = ThreadPoolExecutor(max_workers=sandbox.concurrency, thread_name_prefix="code-game-run")
 
     def __enter__(self) -> ProgramRunner:
         return self

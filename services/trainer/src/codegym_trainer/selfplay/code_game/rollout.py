@@ -3,9 +3,10 @@
 Each training step (``CodeGameRollout``):
 
 1. the policy writes ``programs_per_step`` programs (TRL's dataset rows only pace the steps);
-2. ``play_rounds`` judges them in the sandbox and asks for ``M`` predictions of each program with an output:
-   in self-play the policy answers the predictor prompts in the same step, and those answers become
-   predictor samples of the batch; against a frozen opponent the opponent answers and only writers learn;
+2. ``play_rounds`` judges them in the run's sandbox (the seam's ``context.sandbox``) and asks for ``M``
+   predictions of each program with an output: in self-play the policy answers the predictor prompts in the
+   same step, and those answers become predictor samples of the batch; against a frozen opponent the opponent
+   answers and only writers learn;
 3. the samples carry their role as their group, ``("code-game", "writer")`` or ``("code-game", "predictor")``,
    so ``CodeGameAdvantage`` gives each role its own baseline: a writer's reward lies in [-1.5, 1], a predictor's
    in {0, 1}, and one role's returns must not set the other's baseline.
@@ -23,7 +24,7 @@ from datasets import Dataset
 
 from ...rollout import Generation, Rollout, TrainerContext, as_prompt
 from ..advantage import RoleAdvantage, RoleKey
-from .program_runner import ProgramRunner
+from .program_runner import GameLimits, ProgramRunner
 from .rounds import PlayedRound, Predict, play_rounds
 from .rules import WRITER_PROMPT, predictor_prompt, round_metrics
 
@@ -44,20 +45,21 @@ class CodeGameRollout:
 
     ``chat``: the policy is prompted with chat messages (it has a chat template), else with the text.
     ``opponent``: a frozen predictor (``OpponentPredictor``); None means self-play, the policy predicting.
+    ``limits``: of each run of a program; the programs run in the context's sandbox, through a runner per step.
     """
 
     def __init__(
         self,
-        runner: ProgramRunner,
         *,
         programs_per_step: int,
         predictions_per_program: int,
         chat: bool,
         opponent: Predict | None = None,
+        limits: GameLimits = GameLimits(),
     ) -> None:
         if programs_per_step < 1 or predictions_per_program < 1:
             raise ValueError("a step needs at least one program, and a round at least one prediction")
-        self.runner = runner
+        self.limits = limits
         self.programs_per_step = programs_per_step
         self.chat = chat
         self.predictions_per_program = predictions_per_program
@@ -84,7 +86,9 @@ class CodeGameRollout:
             return [texts[i : i + m] for i in range(0, len(texts), m)]
 
         predict = self.opponent if self.opponent is not None else self_play
-        self.rounds = rounds = play_rounds(writers.texts, self.runner, predict, self.predictions_per_program)
+        with ProgramRunner(context.sandbox, limits=self.limits) as runner:
+            rounds = play_rounds(writers.texts, runner, predict, self.predictions_per_program)
+        self.rounds = rounds
         results = [r.result for r in rounds]
         # the predictor samples (self-play only) follow the writers': M per played round, in round order
         played = [r for r in rounds if r.prediction_prompt is not None] if answered else []

@@ -18,12 +18,11 @@ from ... import lifecycle
 from ...config import TrainConfig
 from ...platform import Platform
 from ...progress import TIMES, Column
-from ...sandbox import sandbox_urls
+from ...sandbox import RunSandbox, sandbox_urls
 from ...summary import RunSummary
 from .. import training
 from .evaluation import ACCURACY, OutputPredictionCallback, OutputPredictionEvaluator
 from .output_prediction import load_output_problems
-from .program_runner import ProgramRunner
 from .rollout import CodeGameAdvantage, CodeGameRollout, writer_dataset
 from .rounds import OpponentPredictor, Predict
 
@@ -78,15 +77,9 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
         display=display,
     )
     try:
-        with (
-            sandbox_urls(config) as urls,
-            ProgramRunner(
-                urls, token=config.sandbox_token, concurrency=config.concurrency, retries=config.sandbox_retries
-            ) as runner,
-        ):
+        with sandbox_urls(config) as urls:
             log.info("sandbox: %s", ", ".join(urls))
             rollout = CodeGameRollout(
-                runner,
                 programs_per_step=config.code_game_programs_per_step,
                 predictions_per_program=config.predictions_per_program,
                 chat=chat,
@@ -99,6 +92,7 @@ def run_code_game(config: TrainConfig, console: Console) -> RunSummary:
                 split=step_split(config, run.platform),
                 rollout=rollout,
                 advantage=advantage,
+                sandbox=RunSandbox.of(config, urls),
                 reward=game_reward,
                 evaluation=evaluation,
                 sink=sink,

@@ -18,8 +18,8 @@ Both arms, and the base model once, are evaluated the same way after training: t
 :mod:`~codegym_evaluator.turn_stats`), its model endpoint served from the policy in this process
 (:class:`PolicyEndpoint`). pass@1 after turn t: turn 1 is the first answer; turn t, after t-1 rounds of feedback
 on the tests a model may see (the evaluator's default choice of them), judged on all tests. ``--eval-samples`` sampled
-answers per problem at temperature 0.8 (greedy with 0). The feedback's wording is the evaluator's, not the
-trainer's: the repair arm is judged on a prompt it did not train on.
+answers per problem at temperature 0.8 (greedy with 0). The feedback is worded as in training (the trainer's
+code-repair rollout asks with the evaluator's ``prompts.repair_request``).
 """
 
 from __future__ import annotations

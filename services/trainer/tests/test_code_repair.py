@@ -16,13 +16,15 @@ from codegym_evaluator.servers import LoopbackServer, free_port
 from codegym_evaluator.tasks import PUBLIC_TESTS, Task
 from codegym_trainer.grpo import CodegymGRPOTrainer
 from codegym_trainer.repair import CodeRepairRollout, public_task
-from codegym_trainer.repair.rollout import ASK_AGAIN
 from codegym_trainer.rollout import Generation
 from codegym_trainer.run import run
 from recording_sandbox import RecordingSandbox
 from rich.console import Console
 from test_train_tiny import tiny_config, train_rows
 from transformers import AutoTokenizer
+
+# The request after the feedback, as the evaluator's --turns words it (prompts.repair_request): one wording.
+ASK_AGAIN = "Fix the program. Put the complete corrected code in one ```python block."
 
 ADD = Task(
     task_id="add",

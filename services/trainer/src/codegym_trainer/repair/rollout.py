@@ -28,6 +28,7 @@ from typing import Any
 
 from codegym_evaluator.extract import extract_code
 from codegym_evaluator.feedback import test_feedback
+from codegym_evaluator.prompts import repair_request
 from codegym_evaluator.scoring import Score, Scorer, build_program, evaluate_body
 from codegym_evaluator.tasks import PUBLIC_TESTS, Task
 from codegym_sandbox.client import SandboxError
@@ -40,17 +41,16 @@ from ..rollout import Rollout, TrainerContext, joined_text
 from ..sandbox import RunSandbox
 from .metrics import repair_metrics
 
-ASK_AGAIN = "Your program does not pass these tests. Write the corrected program in one fenced code block."
-
 
 def public_task(task: Task, public_tests: int) -> Task:
     """``task`` with only the tests a model may see (``Task.visible_tests``); ``ValueError`` where it sees none."""
     return replace(task, tests=task.visible_tests(public_tests))
 
 
-def feedback_message(tests: Sequence[dict[str, Any]], out: ProgramOut | None, budget: int) -> str:
-    """The next user message: what the public tests said, and the request to fix the program."""
-    return f"{test_feedback([Test.model_validate(t) for t in tests], out, budget=budget)}\n\n{ASK_AGAIN}"
+def feedback_message(task: Task, tests: Sequence[dict[str, Any]], out: ProgramOut | None, budget: int) -> str:
+    """The next user message: what the public tests said, and the request to fix the program, worded as the
+    evaluator's ``--turns`` asks it (``prompts.repair_request``): a model is evaluated on what it trained on."""
+    return repair_request(task, test_feedback([Test.model_validate(t) for t in tests], out, budget=budget))
 
 
 @dataclass
@@ -155,7 +155,7 @@ class CodeRepairRollout:
         sequences = []
         for talk in again:
             out = outs[talks.index(talk)][2]
-            text = feedback_message(talk.task.visible_tests(self.public_tests), out, self.feedback_budget)
+            text = feedback_message(talk.task, talk.task.visible_tests(self.public_tests), out, self.feedback_budget)
             talk.told(self._feedback_ids(talk, text), text)
             sequences.append(talk.prompt_ids + talk.ids)
         generation = context.generate_ids(sequences or [talks[0].prompt_ids])

@@ -251,9 +251,19 @@ def test_a_cell_answer_of_another_shape_ends_the_record() -> None:
 
 
 def test_the_kernels_answer_is_read_as_its_type() -> None:
-    answer = {"n": 0, "nonce": "ab", "source": None, "cell_timeout": 0.0, "stdin": None, "display": [], "error": []}
+    answer = {
+        "n": 0,
+        "nonce": "ab",
+        "source": None,
+        "cell_timeout": 0.0,
+        "timer": True,
+        "stdin": None,
+        "display": [],
+        "error": [],
+    }
     assert cell_frames.read_kernel_answer(answer) == answer
     bads = ({**answer, "extra": 1}, {**answer, "cell_timeout": "0"}, {**answer, "n": False}, {**answer, "stdin": 1})
+    bads += ({**answer, "timer": 1},)
     for bad in bads:
         with pytest.raises(Malformed):
             cell_frames.read_kernel_answer(bad)

@@ -148,7 +148,10 @@ class AgentWorker:
         try:
             self._write(encode_frame(header, blobs))
             await self._drain()
-            return await asyncio.wait_for(self._read(), answer_by)
+            # A timeout scope, not wait_for: wait_for runs the read as a task of its own, which costs every
+            # exchange (a trivial run's, a session's cell) a turn of the event loop.
+            async with asyncio.timeout(answer_by):
+                return await self._read()
         except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
             raise SandboxFault(f"worker {self.slot} did not answer") from exc
 

@@ -63,8 +63,28 @@ _UCRED = struct.Struct("3i")  # pid, uid, gid
 # --- the supervisor -----------------------------------------------------------------------------------
 
 
+_later = b""  # a frame that goes out with the next one (see frame_later)
+
+
 def frame(kind: bytes, cell: int, data: bytes) -> None:
-    write_all(1, b"%s %d %d\n" % (kind, cell, len(data)) + data)
+    global _later
+    out, _later = _later + b"%s %d %d\n" % (kind, cell, len(data)) + data, b""
+    write_all(1, out)
+
+
+def frame_later(kind: bytes, cell: int, data: bytes) -> None:
+    """A frame written with the next one, in one write: a cell's answer and the ``end`` (or the output after it)
+    behind it reach the reader at once, which a session's every cell waits for. Every record ends with a frame
+    (``end``, or why the kernel ended), and :func:`flush` writes it before a next cell could outlast the run."""
+    global _later
+    _later += b"%s %d %d\n" % (kind, cell, len(data)) + data
+
+
+def flush() -> None:
+    global _later
+    if _later:
+        out, _later = _later, b""
+        write_all(1, out)
 
 
 def _answer(answer: object, n: int, nonce: str) -> CellAnswer | None:
@@ -183,6 +203,7 @@ def _supervise(
             late = buffer or _receive(answers)[0]
             return _ended(n, pid, exited, "the kernel answered a cell it was not given" if late else "")
         try:
+            flush()  # the last cell's answer: this one may run until the run is stopped
             # The nonce: an answer written ahead (by an earlier cell) cannot be this cell's.
             nonce = os.urandom(16).hex()
             cell: KernelRequest = {
@@ -223,7 +244,7 @@ def _supervise(
         checked = _answer(answer, n, nonce)
         if checked is None or buffer:
             return _ended(n, pid, exited, "the kernel's answer is not one")
-        frame(CELL, n, json.dumps(checked).encode())
+        frame_later(CELL, n, json.dumps(checked).encode())
     relay.drain(len(cells))
     frame(END, len(cells), b"")
     return None

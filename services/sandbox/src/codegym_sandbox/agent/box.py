@@ -80,6 +80,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
     spare: Spare | None = _spare(programs)
     series: TestSeries | None = None
     _ready(ctl)
+    armed = False
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, MAX_FDS)
@@ -87,6 +88,13 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             msg, fds = b"", []
         if not msg:
             os._exit(0)  # the agent is gone; the kernel kills everything in this namespace with us
+        if not armed:
+            # A box stopped between a session's cells (session_pause) cannot read its channel's end when the
+            # agent dies (killed with its server): the kernel kills it then, and its namespace with it. Armed at
+            # the first command, which the agent sends only once the middle process that forked this box has
+            # exited (box_handle._fork_box): armed before, the signal would have come as that process exited.
+            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+            armed = True
         cmd = cast(BoxCommand, json.loads(msg))  # the agent's: trusted to be what it says
         if series is not None and cmd["op"] != "test":
             series.end()  # a test series ends with the first request that is not one of its tests

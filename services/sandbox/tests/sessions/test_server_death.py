@@ -1,0 +1,110 @@
+"""A server killed outright (``kill -9``, the OOM killer, a job's time limit) leaves no session behind.
+
+Between cells a session's processes are stopped (``agent/session_pause.py``), and a stopped box cannot see its
+agent go: before the box armed a parent-death signal, every held session of a killed server, and every kernel
+started ahead, stayed on the host for good, stopped, holding its memory. A server of the local backend runs
+here as its own process, so that it can be killed like that; the container backends' boxes end with their
+container, whose init is the agent.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+HOST = "127.0.0.1"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _processes_of(server: int) -> dict[int, str]:
+    """The processes of ``server``'s workers and their states: every one is forked from the zygote, whose argv
+    ends with the pid of its server (``backends/zygote.py``)."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0].decode()
+        except OSError:
+            continue
+        if b"codegym_sandbox.agent.worker_zygote" in argv and argv[-2:-1] == [str(server).encode()]:
+            found[int(entry)] = state
+    return found
+
+
+@contextmanager
+def _server() -> Iterator[tuple[subprocess.Popen[bytes], http.client.HTTPConnection]]:
+    port = _port()
+    argv = [sys.executable, "-m", "codegym_sandbox.cli", "serve", "--host", HOST, "--port", str(port)]
+    proc = subprocess.Popen(
+        [*argv, "--backend", "local", "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            conn = http.client.HTTPConnection(HOST, port, timeout=30)
+            try:
+                conn.request("GET", "/readyz")
+                ready = conn.getresponse()
+                ready.read()
+                if ready.status == 200:
+                    break
+            except OSError:
+                pass  # not listening yet
+            conn.close()
+            assert time.monotonic() < deadline and proc.poll() is None, "the server did not start"
+            time.sleep(0.2)
+        try:
+            yield proc, conn
+        finally:
+            conn.close()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _post(conn: http.client.HTTPConnection, path: str, body: dict[str, object], want: int) -> dict[str, object]:
+    conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    out: dict[str, object] = json.loads(r.read())
+    assert r.status == want, out
+    return out
+
+
+def test_a_killed_server_leaves_no_session_behind() -> None:
+    with _server() as (proc, conn):
+        for _ in range(3):
+            sid = _post(conn, "/v1/sessions", {"language": "python"}, 201)["session_id"]
+            _post(conn, f"/v1/sessions/{sid}/execute", {"code": "x = [0] * 1000"}, 200)
+        # Every session held (stopped) between cells, and the kernels started ahead behind them: three boxes at
+        # least, each with its supervisor and kernel, all stopped.
+        deadline = time.monotonic() + 30
+        while sum(state == "T" for state in _processes_of(proc.pid).values()) < 9:
+            assert time.monotonic() < deadline, _processes_of(proc.pid)
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while left := _processes_of(proc.pid):
+            assert time.monotonic() < deadline, f"left behind by the killed server: {left}"
+            time.sleep(0.1)

@@ -121,6 +121,7 @@ def test_a_cell_past_its_time_is_interrupted_and_the_session_lives(sessions: Tes
 # a twentieth of each second), after ``after`` seconds: a neighbour that computes, whatever cgroup each is in.
 _RT_HOG = """import os, sys, time
 os.sched_setaffinity(0, {cpus})
+print("ready", flush=True)
 time.sleep({after})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
 end = time.monotonic() + {hold}
@@ -134,14 +135,23 @@ def test_a_cell_that_waited_for_cpus_others_held_is_not_a_time_out(sessions: Tes
     # wall time passes the limit, its own time does not, and only its own time counts.
     sid = _new(sessions)
     try:
-        cpus = _cell(sessions, sid, "import os\nsorted(os.sched_getaffinity(0))")["display"]
-        hog = subprocess.Popen([sys.executable, "-c", _RT_HOG.format(cpus=cpus, after=0.2, hold=1.0)])
+        # One CPU for the kernel and the hog: on another, free one the cell would not wait at all.
+        pin = "import os\nos.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\nsorted(os.sched_getaffinity(0))"
+        cpus = _cell(sessions, sid, pin)["display"]
+        hog = subprocess.Popen(
+            [sys.executable, "-c", _RT_HOG.format(cpus=cpus, after=0.2, hold=1.0)], stdout=subprocess.PIPE
+        )
         try:
+            # Sent once the hog is about to hold the CPU (a loaded machine starts an interpreter in more than
+            # the cell's 0.3 s): the cell runs into the hold, or starts inside it.
+            assert hog.stdout is not None and hog.stdout.readline() == b"ready\n"
             code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n'spun'"
             out = _cell(sessions, sid, code, timeout_s=1)
         finally:
             hog.kill()
             hog.wait()
+            if hog.stdout is not None:
+                hog.stdout.close()
         assert out["execution_time"] > 1, out  # it did wait: the test shows what it means to
         assert out["status"] == "finished" and out["alive"] and out["display"] == "'spun'", out
         # Its own time is still limited: a cell that needs ten times its limit is interrupted at the limit.

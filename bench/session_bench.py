@@ -8,7 +8,8 @@ Each table is measured against a baseline in the same run, on the same server (r
 are what carries between machines):
 
 1. **Round trips**: a trivial cell (``1``) in a session against a cached ``/v1/execute`` (the same request
-   over and over: an answer from the cache, the HTTP floor), one keep-alive connection, sequentially; and
+   over and over: an answer from the cache, the HTTP floor), one keep-alive connection, sequentially, one of
+   each in turn (so that the machine's swings weigh on both alike); and
    making a session, from a kernel started ahead (``SESSIONS__WARM``, the default) and without one.
 2. **A 10-cell rollout**: the cells of a tool-using rollout (imports, data, a function, its tests, fixes)
    through one session, against the same rollout through stateless ``/v1/execute`` calls that each replay
@@ -137,15 +138,16 @@ def round_trips(n: int) -> None:
         c = Conn(port)
         floor_body = {"language": "python", "code": "print(1)"}
         c.ok("POST", "/v1/execute", floor_body)
-        floor = timed(lambda: c.ok("POST", "/v1/execute", floor_body), n)
         sid = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
         cell(c, sid, "1")
-        cells = timed(lambda: cell(c, sid, "1"), n)
+        # The floor and the cell call by call, in turn: whatever else the machine does meanwhile (a shared host
+        # swings both twofold over a minute) weighs on both alike, and their ratio is what it is at one moment.
+        floor: list[float] = []
+        cells: list[float] = []
+        for _ in range(n):
+            floor += timed(lambda: c.ok("POST", "/v1/execute", floor_body), 1)
+            cells += timed(lambda: cell(c, sid, "1"), 1)
         c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
-
-        def make() -> None:
-            made = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
-            c.ok("DELETE", f"/v1/sessions/{made}", want=204)
 
         warm = []
         for _ in range(min(n, 60)):
@@ -162,7 +164,6 @@ def round_trips(n: int) -> None:
             made = c.ok("POST", "/v1/sessions", {}, 201)["session_id"]
             cold.append(time.perf_counter() - t)
             c.ok("DELETE", f"/v1/sessions/{made}", want=204)
-    del make
     f, t = statistics.median(floor), statistics.median(cells)
     print("\n### Round trips (one keep-alive connection, sequential)\n")
     print("| what | median ms | p90 ms | vs the floor |\n|---|---:|---:|---:|")

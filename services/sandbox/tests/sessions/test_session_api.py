@@ -235,6 +235,24 @@ def test_unknown_deleted_and_expired_sessions_answer_what_happened(sessions: Tes
     assert sid not in [s["session_id"] for s in sessions.get("/v1/sessions").json()["sessions"]]
 
 
+def test_a_session_whose_cells_follow_each_other_still_ends_at_its_lifetime(sessions: TestClient) -> None:
+    # The reaper passes over a session mid-cell: back-to-back cells once kept a session alive for good.
+    store = sessions.app.state.sessions  # type: ignore[attr-defined]
+    lifetime = store.settings.max_lifetime_s
+    sid = _new(sessions)
+    try:
+        store.settings.max_lifetime_s = 1.5
+        deadline = time.monotonic() + 15
+        while (
+            r := sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "import time\ntime.sleep(0.4)"})
+        ).status_code == 200:
+            assert time.monotonic() < deadline, "the session outlived its lifetime"
+        assert r.status_code == 410 and r.json()["detail"].endswith("expired"), r.text
+    finally:
+        store.settings.max_lifetime_s = lifetime
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
 def test_past_the_caps_a_client_is_told_to_come_back(sessions: TestClient) -> None:
     made = [_new(sessions) for _ in range(3)]
     try:

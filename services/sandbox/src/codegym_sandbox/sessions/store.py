@@ -34,11 +34,13 @@ _REAP_EVERY_S = 1.0
 
 
 class SessionGone(Exception):
-    """The id names no session: never made (``ended`` None), or ended (why, in ``ended``)."""
+    """The id names no session: never made (``ended`` None), or ended (why, in ``ended``); ``ran``: it ended while
+    the cell of the call that says so ran (that cell was sent, and must not be sent again elsewhere)."""
 
-    def __init__(self, session_id: str, ended: str | None) -> None:
+    def __init__(self, session_id: str, ended: str | None, ran: bool = False) -> None:
         self.session_id = session_id
         self.ended = ended
+        self.ran = ran
         super().__init__(f"session {session_id!r} {ended}" if ended else f"no session {session_id!r}")
 
 
@@ -254,6 +256,11 @@ class SessionStore:
         if session.lock.locked():
             raise Busy(f"session {session_id!r} is running a cell: its cells run one at a time")
         async with session.lock:
+            if session.expires_in(self.settings.max_lifetime_s, time.monotonic()) <= 0:
+                # The reaper passes over a session mid-cell, and one whose cells follow each other is mid-cell
+                # whenever it looks: its lifetime ends here, at its next cell.
+                await self._end(session, "expired", "expired")
+                raise SessionGone(session_id, self.ended.get(session_id))
             timeout = min(timeout_s or session.cell_timeout_s, self.settings.max_cell_timeout_s)
             cap = self.executor.settings.limits.output_bytes
             job = {"source": code, "cell_timeout": timeout, "output_bytes": cap, "stdin": stdin}
@@ -273,9 +280,11 @@ class SessionStore:
                     self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
                     self._spawn(session.lease.close(busy=True))
                     if gone and isinstance(exc, SandboxFault):
-                        raise SessionGone(session_id, self.ended.get(session_id)) from None  # deleted meanwhile
+                        raise SessionGone(
+                            session_id, self.ended.get(session_id), ran=True
+                        ) from None  # deleted meanwhile
                     if isinstance(exc, SandboxFault):
-                        raise SessionGone(session_id, f"ended: its worker failed ({exc})") from None
+                        raise SessionGone(session_id, f"ended: its worker failed ({exc})", ran=True) from None
                     raise
             session.cells += 1
             session.used = time.monotonic()

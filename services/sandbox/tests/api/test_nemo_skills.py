@@ -3,6 +3,7 @@ backend: the answers their client and its callers read, as their server gives th
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -217,6 +218,20 @@ def test_calls_on_one_id_take_turns(client: TestClient, sid: str) -> None:
         answers = list(pool.map(lambda _: execute(client, "import time; time.sleep(0.2); n += 1", sid), range(4)))
     assert all(a["process_status"] == "completed" for a in answers), answers
     assert execute(client, "n", sid)["stdout"] == "4\n"
+
+
+def test_a_session_deleted_while_its_cell_runs_does_not_run_the_cell_again(client: TestClient, sid: str) -> None:
+    execute(client, "runs = 0", sid)
+    with ThreadPoolExecutor(1) as pool:
+        call = pool.submit(execute, client, "runs += 1\nimport time\ntime.sleep(4)\nruns", sid)
+        time.sleep(1.5)  # the cell runs
+        r = client.delete(f"/sessions/{sid}")
+        assert r.status_code == 200, r.text
+        answer = call.result()
+    # It ran once, in the session now deleted: not again in a new one made for the id (which held on, unasked).
+    assert answer["process_status"] == "error" and "deleted while the cell ran" in answer["stderr"], answer
+    assert answer["new_session_created"] is False, answer
+    assert sid not in client.get("/sessions").json()["sessions"]
 
 
 def test_health(client: TestClient) -> None:

@@ -168,7 +168,10 @@ async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONRespo
                 try:
                     result = await store.execute(key, req.generated_code, float(req.timeout), None)
                     break
-                except SessionGone:
+                except SessionGone as exc:
+                    if exc.ran:  # deleted, or its worker lost, while the cell ran: it ran once, and is not run again
+                        why = f"the session {exc.ended or 'ended'} while the cell ran\n"
+                        return _answer("error", "", why + _CONNECTION_CLOSED, limit, False)
                     continue
             else:
                 raise SessionGone(sid, "ended twice before its cell ran")

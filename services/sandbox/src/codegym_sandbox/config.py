@@ -55,7 +55,7 @@ class Sessions(BaseSettings):
         "on the common pid_max of 32768, every 100 sessions lower the runs in flight by about 7.",
     )
     max_sessions_per_client: int = Field(
-        64, ge=1, description="Sessions one client (its token, else its address) holds at most; past it: 429."
+        64, ge=1, description="Sessions one client (its address) holds at most; past it: 429."
     )
     memory_mb: int = Field(512, gt=0, description="Default memory of a session: everything it holds, files too.")
     max_memory_mb: int = Field(2048, gt=0, description="Largest session memory a request may ask for.")

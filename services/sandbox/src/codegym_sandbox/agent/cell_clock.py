@@ -47,12 +47,17 @@ class CellClock:
                 self.probe, self.stalled, grew = (now, ran, session, waited), 0.0, True
             else:
                 then, then_ran, then_session, base = self.probe
-                # What the session's other processes ran meanwhile may be why it waited: that buys nothing.
-                others = max(session - then_session - (ran - then_ran), 0.0)
-                stood = max((now - then) - (ran - then_ran) - others, 0.0)
-                self.stalled += stood
-                grew = stood > PROBE_S / 2
-                self.probe = (now, ran, session, base)
+                if now - then >= PROBE_S:
+                    # What the session's other processes ran meanwhile may be why it waited: that buys nothing.
+                    others = max(session - then_session - (ran - then_ran), 0.0)
+                    stood = max((now - then) - (ran - then_ran) - others, 0.0)
+                    self.stalled += stood
+                    grew = stood > (now - then) / 2  # it stood more than it ran: still waiting for a CPU
+                    self.probe = (now, ran, session, base)
+                else:
+                    # Too soon to tell (the loop woke for output, or at a limit the credit moved): over a few
+                    # milliseconds the counts' own grain decides, so the look waits for its whole interval.
+                    grew = True
                 credit = max(waited, base + self.stalled)
         else:
             self.probe = None
@@ -61,6 +66,7 @@ class CellClock:
         if now < self.interrupt_at:
             return False
         if grew and credit < cap:
-            self.interrupt_at = now + PROBE_S  # it is waiting for a CPU now: look again
+            assert self.probe is not None
+            self.interrupt_at = self.probe[0] + PROBE_S  # it is waiting for a CPU now: look again
             return False
         return True

@@ -170,15 +170,14 @@ def waited_for_others(
 
 def task_times(pid: int) -> tuple[float, float] | None:
     """A process's main thread: the seconds it waited runnable for a CPU (``schedstat``'s ``run_delay``) and the
-    CPU seconds it ran, so far; None where it is gone."""
+    CPU seconds it ran (its ``sum_exec_runtime``, to the nanosecond as the cgroups count), so far; None where it
+    is gone."""
     try:
         with open(f"/proc/{pid}/task/{pid}/schedstat", "rb") as f:
-            delay = int(f.read().split()[1]) / 1e9
-        with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
-            ran = sum(int(n) for n in f.read().rsplit(b")", 1)[1].split()[11:13]) / _CLOCK_TICKS
-    except (OSError, ValueError, IndexError):
+            ran, delay = f.read().split()[:2]
+    except (OSError, ValueError):
         return None
-    return delay, ran
+    return int(delay) / 1e9, int(ran) / 1e9
 
 
 def waited_since(pid: int, zero: tuple[float, float] | None, since: tuple[float, float], used_s: float | None) -> float:
@@ -203,10 +202,13 @@ def waited_since(pid: int, zero: tuple[float, float] | None, since: tuple[float,
 
 
 def task_state(pid: int) -> tuple[str, float] | None:
-    """A process's main thread: its state (``R``: running or waiting for a CPU) and the CPU seconds it ran."""
+    """A process's main thread: its state (``R``: running or waiting for a CPU) and the CPU seconds it ran (as
+    :func:`task_times`)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return fields[0].decode(), sum(int(n) for n in fields[11:13]) / _CLOCK_TICKS
+            state = f.read().rsplit(b")", 1)[1].split()[0].decode()
+        with open(f"/proc/{pid}/task/{pid}/schedstat", "rb") as f:
+            ran = int(f.read().split()[0]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
+    return state, ran

@@ -10,6 +10,7 @@ from ..agent.protocol import Limits
 
 if TYPE_CHECKING:
     from ..agent.session_frames import CellDone
+    from .lending import Measured
 
 
 class SandboxFault(Exception):
@@ -102,6 +103,10 @@ class SessionLease(Protocol):
 
     async def close(self, busy: bool = False) -> None: ...
 
+    def demand_s(self) -> float | None:
+        """What its processes have run or waited to run, in seconds (as a run's worker: lending measures it)."""
+        ...
+
 
 class MemoryShare(Protocol):
     """What the server sets on a backend's memory budget (``memory.MemoryBudget``)."""
@@ -161,8 +166,9 @@ class Backend(Protocol):
         """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
         ...
 
-    def computing(self) -> AbstractAsyncContextManager[None]:
-        """A slot of the pool held while a session's cell runs: cells and runs compute from one queue."""
+    def computing(self, cell: Measured) -> AbstractAsyncContextManager[None]:
+        """A slot of the pool held while a session's cell runs on ``cell`` (its worker): cells and runs compute
+        from one queue, and a cell that sleeps leaves the CPUs to runs as a run that sleeps does."""
         ...
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:

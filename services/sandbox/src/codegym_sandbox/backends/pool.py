@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from ..agent.protocol import WorkerConfig
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated, SessionLease
-from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
+from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
@@ -72,6 +72,7 @@ class WorkerPool(LentSlots):
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
         self._crowded: set[AgentWorker] = set()  # workers killed for their run to give way to the CPUs
+        self._cells: dict[AgentWorker, Measured] = {}  # a slot held by a session's cell -> what runs the cell
         self._meter, self._ticker, self._warming = DemandMeter(), Ticker(), Warming()
         self.lent = 0  # runs lending gave a worker, in all
         self.gave_way = 0  # runs lent a worker as sleepers that gave way to the CPUs when they computed, in all
@@ -174,13 +175,19 @@ class WorkerPool(LentSlots):
         return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
 
     @contextlib.asynccontextmanager
-    async def computing(self) -> AsyncIterator[None]:
-        """A slot held while a session's cell runs (its worker unused: the cell runs on the session's own), so
-        that cells take the CPUs as runs do, from the same queue: as many compute at once as there are slots."""
+    async def computing(self, cell: Measured) -> AsyncIterator[None]:
+        """A slot held while a session's cell runs (its worker unused: the cell runs on ``cell``, the session's
+        own), so that cells take the CPUs as runs do, from the same queue: as many compute at once as there
+        are slots. Lending measures ``cell`` in the slot's place: a cell that sleeps leaves the CPUs to runs."""
         worker = await self._take(None, None)
+        self._cells[worker] = cell
+        if self._waiters:
+            self._meter.started(cell, lending=self._idle_ticks > 0)
         try:
             yield
         finally:
+            del self._cells[worker]
+            self._meter.ended(cell)
             if worker.replaced or not worker.alive:
                 self._replace(worker)
             else:
@@ -290,7 +297,7 @@ class WorkerPool(LentSlots):
         busy = [w for w in self._busy if not w.replaced]  # a run whose worker is being killed wants nothing more
         lent = [w for w in busy if w.slot >= self.size]
         if self._waiters or lent:  # with neither, the runs go unmeasured (reading /proc for each costs)
-            own = [w for w in busy if w.slot < self.size]
+            own = [*(w for w in busy if w.slot < self.size), *self._cells.values()]  # a cell is never crowded out
             known, unknown, ticks = self._meter.wants(own, lent, now)
             for worker in self._meter.crowding(lent, known, self.cpus):  # lent as sleepers, they now compute
                 self._crowded.add(worker)
@@ -304,12 +311,13 @@ class WorkerPool(LentSlots):
                 known, ticks = self.cpus - idle_cpus, lending.LEND_IDLE_TICKS
             # A worker open but not busy while runs wait is about to take one (between runs, or in wait_for's hand-off,
             # off the queue a loop step before it counts busy): computing, or a tick in that gap lends beside runs.
-            known += sum(w is not None and w not in self._busy and w.slot not in self._parked for w in self._workers)
+            held = self._busy.union(self._cells)
+            known += sum(w is not None and w not in held and w.slot not in self._parked for w in self._workers)
             self._open = keep_open(self.cpus, known + unknown)
             self._idle_ticks = self._idle_ticks + 1 if keep_open(self.cpus, known) else 0
             waited = now - next(iter(self._waiters.values()))
             if self._idle_ticks >= ticks and waited >= lending.LEND_AFTER_S:
-                room = self.max_workers - len(self._busy) - self._idle.qsize()
+                room = self.max_workers - len(self._busy) - len(self._cells) - self._idle.qsize()
                 lend = lend_now(self.cpus, known, unknown, len(self._waiters), room)
                 for slot in sorted(self._parked)[:lend]:  # the lowest slots: they alternate between the CPUs
                     del self._parked[slot]

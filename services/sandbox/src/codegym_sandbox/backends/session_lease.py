@@ -42,6 +42,9 @@ class SessionLease:
     async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
         return await self.worker.cell(message, wall_s)
 
+    def demand_s(self) -> float | None:
+        return self.worker.demand_s()
+
     async def close(self, busy: bool = False) -> None:
         """End the session's worker. An idle one by closing its channel first: the agent then kills its box
         (whose pid namespace takes every process of the session with it, stopped ones too), removes its cgroups

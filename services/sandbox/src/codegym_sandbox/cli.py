@@ -43,6 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
         loop="auto",
         http=protocol_class(settings.header_timeout_s, waiting, lambda why: dropped.labels(reason=why).inc()),
         timeout_keep_alive=75,
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
     )
     return 0
 

@@ -1,4 +1,5 @@
-"""A server killed outright (``kill -9``, the OOM killer, a job's time limit) leaves no session behind.
+"""A server killed outright (``kill -9``, the OOM killer, a job's time limit) leaves no session behind, and one
+asked to stop (SIGTERM) stops within its grace, however long its cells would run.
 
 Between cells a session's processes are stopped (``agent/session_pause.py``), and a stopped box cannot see its
 agent go: before the box armed a parent-death signal, every held session of a killed server, and every kernel
@@ -16,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,7 +51,7 @@ def _processes_of(server: int) -> dict[int, str]:
 
 
 @contextmanager
-def _server() -> Iterator[tuple[subprocess.Popen[bytes], http.client.HTTPConnection]]:
+def _server(**env: str) -> Iterator[tuple[subprocess.Popen[bytes], http.client.HTTPConnection]]:
     port = _port()
     argv = [sys.executable, "-m", "codegym_sandbox.cli", "serve", "--host", HOST, "--port", str(port)]
     proc = subprocess.Popen(
@@ -57,6 +59,7 @@ def _server() -> Iterator[tuple[subprocess.Popen[bytes], http.client.HTTPConnect
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env={**os.environ, **env},
     )
     try:
         deadline = time.monotonic() + 60
@@ -107,4 +110,43 @@ def test_a_killed_server_leaves_no_session_behind() -> None:
         deadline = time.monotonic() + 10
         while left := _processes_of(proc.pid):
             assert time.monotonic() < deadline, f"left behind by the killed server: {left}"
+            time.sleep(0.1)
+
+
+def test_a_stopped_server_ends_its_cells_at_its_grace() -> None:
+    # A cell of a minute, and two more queued on the same NeMo-Skills id behind it: without a grace the server
+    # would serve all three, one after another, before it stopped.
+    with _server(CODEGYM_SANDBOX_SHUTDOWN_GRACE_S="2") as (proc, conn):
+        port = conn.port
+
+        def cell() -> None:
+            c = http.client.HTTPConnection(HOST, port, timeout=120)
+            body = {"generated_code": "import time\ntime.sleep(60)", "language": "ipython", "timeout": 60}
+            try:
+                c.request(
+                    "POST", "/execute", json.dumps(body), {"X-Session-ID": "long", "Content-Type": "application/json"}
+                )
+                c.getresponse().read()
+            except OSError:
+                pass  # the server went away: what a stop within its grace does to a cell still running
+            finally:
+                c.close()
+
+        cells = [threading.Thread(target=cell, daemon=True) for _ in range(3)]
+        for t in cells:
+            t.start()
+            time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while not any(state != "T" for state in _processes_of(proc.pid).values()):
+            assert time.monotonic() < deadline, "the cell never ran"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        stopped = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=40) is not None
+        took = time.monotonic() - stopped
+        assert took < 15, f"the server took {took:.1f} s to stop with a 2 s grace"
+        deadline = time.monotonic() + 10
+        while left := _processes_of(proc.pid):
+            assert time.monotonic() < deadline, f"left behind by the stopped server: {left}"
             time.sleep(0.1)

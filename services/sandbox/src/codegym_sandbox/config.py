@@ -160,9 +160,9 @@ class Settings(BaseSettings):
         description="Seconds a client has to send a request's whole head (request line and headers) from when it "
         "connects, or on a kept-alive connection from the head's first byte; then the connection is closed.",
     )
-    shutdown_grace_s: float = Field(
-        20.0,
-        gt=0,
+    shutdown_grace_s: int = Field(
+        20,
+        ge=1,
         description="On SIGTERM, how long requests in flight (cells and runs, and those queued behind them) have "
         "to finish; those still going then are cancelled and answered by no one, and every worker and session is "
         "ended. Below the orchestrator's own grace (Kubernetes' terminationGracePeriodSeconds, 30 s by default), so "

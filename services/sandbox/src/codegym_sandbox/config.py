@@ -10,6 +10,10 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The least memory a session has: an idle one holds about 12 MiB (its interpreter and the processes that keep it),
+# which its limit, and what it takes of the memory budget, must cover. A request for less gets this.
+SESSION_MIN_MEMORY_MB = 16
+
 
 class Limits(BaseSettings):
     """Per-run limits: the defaults a request gets, and the maxima it may ask for.
@@ -57,7 +61,9 @@ class Sessions(BaseSettings):
     max_sessions_per_client: int = Field(
         64, ge=1, description="Sessions one client (its address) holds at most; past it: 429."
     )
-    memory_mb: int = Field(512, gt=0, description="Default memory of a session: everything it holds, files too.")
+    memory_mb: int = Field(
+        512, ge=SESSION_MIN_MEMORY_MB, description="Default memory of a session: everything it holds, files too."
+    )
     max_memory_mb: int = Field(2048, gt=0, description="Largest session memory a request may ask for.")
     cell_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a cell.")
     max_cell_timeout_s: float = Field(60.0, gt=0, description="Largest cell limit a request may ask for.")

@@ -193,6 +193,16 @@ def test_an_allocation_past_the_limit_fails_and_the_session_lives(sessions: Test
         sessions.delete(f"/v1/sessions/{sid}")
 
 
+def test_a_session_has_at_least_what_an_idle_one_holds(sessions: TestClient) -> None:
+    # Asked for 1 MiB, it gets (and takes of the memory budget) what its own interpreter and processes hold.
+    sid = _new(sessions, limits={"memory_mb": 1})
+    try:
+        assert sessions.get(f"/v1/sessions/{sid}").json()["memory_mb"] == 16
+        assert _cell(sessions, sid, "sum(range(10))")["display"] == "45"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
 def test_files_past_the_memory_limit_end_the_session(sessions: TestClient) -> None:
     # Files are memory (a tmpfs): what a session holds in them counts against its limit with its processes.
     sid = _new(sessions, limits={"memory_mb": 128})

@@ -23,7 +23,7 @@ from typing import Any
 from ..agent.cell_frames import read_record
 from ..agent.session_main import SESSION_MAIN
 from ..backends.base import Backend, SandboxFault, Saturated, SessionLease
-from ..config import Sessions
+from ..config import SESSION_MIN_MEMORY_MB, Sessions
 from ..executor import Executor, RunLimits
 from .outcome import cell_result
 from .wire import CellResult
@@ -140,7 +140,7 @@ class SessionStore:
         if held >= s.max_sessions_per_client:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
-        memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), 1)
+        memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), SESSION_MIN_MEMORY_MB)
         from_warm = memory == s.memory_mb and bool(self.warm)
         self._check_share(0 if from_warm else memory)  # a kernel started ahead is counted already
         self.opening += 1

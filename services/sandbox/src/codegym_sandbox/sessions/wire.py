@@ -15,7 +15,11 @@ CellStatus = Literal["finished", "time_limit", "memory_limit", "killed"]
 class SessionLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    memory_mb: int | None = Field(None, gt=0, description="Memory of the whole session, files included.")
+    memory_mb: int | None = Field(
+        None,
+        gt=0,
+        description="Memory of the whole session, files included (MiB; within the server's bounds, 16 at least).",
+    )
     cell_timeout_s: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="Default wall-clock limit of each cell."
     )

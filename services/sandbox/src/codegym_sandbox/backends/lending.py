@@ -21,6 +21,10 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
   until a later tick lends it again. So what ran before never leaves open workers for the next burst of runs
   to crowd the CPUs with.
 
+A session's cell holds one of the pool's own slots while it runs on its session's worker, never a lent one
+(it cannot give way: it cannot be run again), and the meter measures that worker in the slot's place
+(``WorkerPool.computing``): cells that sleep are lent around as runs that sleep are.
+
 A run found asleep is looked at again only every ``REMEASURE_ASLEEP_S``: with a hundred of them, reading
 their processes every tick took a third of the server's event loop and slowed the lending it decides.
 

@@ -49,8 +49,7 @@ class WorkerPool(LentSlots):
         self.size = workers
         self.max_workers = workers  # set by the server: lent slots come on top of ``size`` up to this
         self.reserve_workers: int | None = None  # set by the server: parked workers to keep (None: see reserve)
-        self.queue_size = queue_size
-        self.config = config
+        self.queue_size, self.config = queue_size, config
         self.cpus = len(os.sched_getaffinity(0))
         self.memory = MemoryBudget(default_budget_mb())  # the server sets the configured budget
         # Charged to a run whose limits carry no memory bound of their own (a JVM's heap flag): set by the
@@ -63,6 +62,7 @@ class WorkerPool(LentSlots):
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
         self._waiters: dict[int, float] = {}  # id -> when it began to wait for a worker, oldest first
+        self._cell_waiters: dict[int, float] = {}  # the same for sessions' cells (lent workers are not theirs)
         self._ids = itertools.count()
         self._starting: set[int] = set()  # lent slots being started
         self._parked: dict[int, float] = {}  # lent slot -> since when its worker is parked
@@ -78,9 +78,7 @@ class WorkerPool(LentSlots):
         self.gave_way = 0  # runs lent a worker as sleepers that gave way to the CPUs when they computed, in all
         self.start_s = 0.0  # how long starting a worker takes here (a moving average)
         self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
-        self.restarts = 0
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._stopping = False
+        self.restarts, self._stopping, self._tasks = 0, False, set[asyncio.Task[None]]()
         self.breaker_cooldown_s = BREAKER_COOLDOWN_S
         self.session_slots: set[int] = set()  # the workers of sessions (session_lease.py), past max_workers
         self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
@@ -89,7 +87,7 @@ class WorkerPool(LentSlots):
     @property
     def waiting(self) -> int:
         """Runs that wait: for their share of the memory budget, or for a worker."""
-        return len(self._waiters) + self.memory.waiting
+        return len(self._waiters) + len(self._cell_waiters) + self.memory.waiting
 
     def make_worker(self, slot: int) -> AgentWorker:
         raise NotImplementedError
@@ -150,11 +148,8 @@ class WorkerPool(LentSlots):
 
     def admit(self, policy: RunPolicy) -> RunPolicy:
         """``policy`` for a request admitted with all of its runs (runs made with it skip the queue check), or
-        refuse it now.
-
-        The queue bound is checked once, here: an admitted group may take the queue past ``queue_size`` by
-        its own size (at most ``max_runs_per_request``), and the next request waits for it to drain.
-        """
+        refuse it now. The queue bound is checked once, here: an admitted group may take the queue past
+        ``queue_size`` by its own size (at most ``max_runs_per_request``), and the next request waits for it."""
         self._check_queue()
         return replace(policy, admitted=True)
 
@@ -176,10 +171,10 @@ class WorkerPool(LentSlots):
 
     @contextlib.asynccontextmanager
     async def computing(self, cell: Measured) -> AsyncIterator[None]:
-        """A slot held while a session's cell runs (its worker unused: the cell runs on ``cell``, the session's
-        own), so that cells take the CPUs as runs do, from the same queue: as many compute at once as there
-        are slots. Lending measures ``cell`` in the slot's place: a cell that sleeps leaves the CPUs to runs."""
-        worker = await self._take(None, None)
+        """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
+        and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
+        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs."""
+        worker = await self._take(None, None, cell=True)
         self._cells[worker] = cell
         if self._waiters:
             self._meter.started(cell, lending=self._idle_ticks > 0)
@@ -227,18 +222,18 @@ class WorkerPool(LentSlots):
             computes, wait_s = computes or crowded, None
             share = None if lease.evicted else share
 
-    async def _take(self, deadline: float | None, wait_s: float | None) -> AgentWorker:
-        me = next(self._ids)
-        self._waiters[me] = time.monotonic()
+    async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> AgentWorker:
+        me, waiters = next(self._ids), self._cell_waiters if cell else self._waiters  # lending lends for runs
+        waiters[me] = time.monotonic()
         self._ticker.wake()
         try:
-            worker = await self._next_idle(deadline, wait_s)
+            worker = await self._next_idle(deadline, wait_s, cell)
             while worker.replaced or not worker.alive:
                 self._replace(worker)  # died while idle (killed from outside): never hand it a run
-                worker = await self._next_idle(deadline, wait_s)
+                worker = await self._next_idle(deadline, wait_s, cell)
             return worker
         finally:
-            del self._waiters[me]
+            del waiters[me]
 
     async def _job(
         self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]], computes: bool
@@ -264,13 +259,25 @@ class WorkerPool(LentSlots):
             else:
                 self._replace(worker)
 
-    async def _next_idle(self, deadline: float | None, wait_s: float | None) -> AgentWorker:
+    async def _next_idle(self, deadline: float | None, wait_s: float | None, own: bool = False) -> AgentWorker:
+        if own:
+            return await self._next_own()
         if deadline is None or not self._idle.empty():
             return await self._idle.get()
         try:
             return await asyncio.wait_for(self._idle.get(), max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             raise Saturated(retry_after_s=1, waited_s=wait_s) from None
+
+    async def _next_own(self) -> AgentWorker:
+        """The next of the pool's own workers, for a cell: a lent one goes on to a run that waits, or is parked."""
+        while (worker := await self._idle.get()).slot >= self.size:
+            if not self._waiters:
+                self._parked[worker.slot] = time.monotonic()
+                continue
+            self._idle.put_nowait(worker)  # to the getter after this cell, in turn, up to a run that waits, ...
+            await asyncio.sleep(0)  # ... which takes it before this cell asks again
+        return worker
 
     def _release(self, worker: AgentWorker) -> None:
         """A worker whose run ended well: back to the queue; a lent one only while the CPUs are idle and a run
@@ -333,8 +340,7 @@ class WorkerPool(LentSlots):
         worker.replaced = True
         self._doomed.add(worker)
         # Take it out of the idle queue now, so that busy counts and the saturation check stay true.
-        idle = [self._idle.get_nowait() for _ in range(self._idle.qsize())]
-        for w in idle:
+        for w in [self._idle.get_nowait() for _ in range(self._idle.qsize())]:
             if w is not worker:
                 self._idle.put_nowait(w)
         if worker.slot >= self.size:  # a lent slot is not restarted: it is started again when lending needs it

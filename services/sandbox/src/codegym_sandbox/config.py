@@ -170,7 +170,7 @@ class Settings(BaseSettings):
         20,
         ge=1,
         description="On SIGTERM, how long requests in flight (cells and runs, and those queued behind them) have "
-        "to finish; those still going then are cancelled and answered by no one, and every worker and session is "
+        "to finish; those still going then are cancelled (their clients get a 500), and every worker and session is "
         "ended. Below the orchestrator's own grace (Kubernetes' terminationGracePeriodSeconds, 30 s by default), so "
         "that the server ends its workers itself.",
     )

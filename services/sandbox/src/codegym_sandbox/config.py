@@ -64,7 +64,9 @@ class Sessions(BaseSettings):
     memory_mb: int = Field(
         512, ge=SESSION_MIN_MEMORY_MB, description="Default memory of a session: everything it holds, files too."
     )
-    max_memory_mb: int = Field(2048, gt=0, description="Largest session memory a request may ask for.")
+    max_memory_mb: int = Field(
+        2048, ge=SESSION_MIN_MEMORY_MB, description="Largest session memory a request may ask for."
+    )
     cell_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a cell.")
     max_cell_timeout_s: float = Field(60.0, gt=0, description="Largest cell limit a request may ask for.")
     cpu_s: float = Field(600.0, gt=0, description="CPU time a session may use over its whole life.")

@@ -167,8 +167,8 @@ class Backend(Protocol):
         ...
 
     def computing(self, cell: Measured) -> AbstractAsyncContextManager[None]:
-        """A slot of the pool held while a session's cell runs on ``cell`` (its worker): cells and runs compute
-        from one queue, and a cell that sleeps leaves the CPUs to runs as a run that sleeps does."""
+        """One of the pool's own slots (never a lent one) held while a session's cell runs on ``cell`` (its
+        worker): cells and runs compute from one queue, and a cell that sleeps leaves the CPUs to runs."""
         ...
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:

@@ -86,7 +86,7 @@ class WorkerPool(LentSlots):
 
     @property
     def waiting(self) -> int:
-        """Runs that wait: for their share of the memory budget, or for a worker."""
+        """Runs and cells that wait: for their share of the memory budget, or for a worker."""
         return len(self._waiters) + len(self._cell_waiters) + self.memory.waiting
 
     def make_worker(self, slot: int) -> AgentWorker:

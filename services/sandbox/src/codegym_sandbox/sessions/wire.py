@@ -18,7 +18,8 @@ class SessionLimits(BaseModel):
     memory_mb: int | None = Field(
         None,
         gt=0,
-        description="Memory of the whole session, files included (MiB; within the server's bounds, 16 at least).",
+        description="Memory of the whole session, files included (MiB; within the server's bounds, and at least "
+        "what an idle session holds).",
     )
     cell_timeout_s: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="Default wall-clock limit of each cell."

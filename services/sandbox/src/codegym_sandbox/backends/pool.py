@@ -12,23 +12,22 @@ circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..agent.protocol import WorkerConfig
 from . import lending
-from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated, SessionLease
-from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open, lend_now
+from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
+from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
-from .session_lease import next_slot, open_lease
+from .session_slots import SessionSlots
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
 from .worker import AgentWorker
 
@@ -36,7 +35,7 @@ log = logging.getLogger("codegym.sandbox.pool")
 T = TypeVar("T")
 
 
-class WorkerPool(LentSlots):
+class WorkerPool(LentSlots, SessionSlots):
     """Slots of :class:`AgentWorker`; subclasses say how a worker is made (:meth:`make_worker`)."""
 
     # Whether parked workers are started ahead for lending: not for containers (each is a container a user
@@ -46,6 +45,7 @@ class WorkerPool(LentSlots):
     name = "pool"
 
     def __init__(self, workers: int, queue_size: int, config: WorkerConfig) -> None:
+        SessionSlots.__init__(self)
         self.size = workers
         self.max_workers = workers  # set by the server: lent slots come on top of ``size`` up to this
         self.reserve_workers: int | None = None  # set by the server: parked workers to keep (None: see reserve)
@@ -62,7 +62,6 @@ class WorkerPool(LentSlots):
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
         self._waiters: dict[int, float] = {}  # id -> when it began to wait for a worker, oldest first
-        self._cell_waiters: dict[int, float] = {}  # the same for sessions' cells (lent workers are not theirs)
         self._ids = itertools.count()
         self._starting: set[int] = set()  # lent slots being started
         self._parked: dict[int, float] = {}  # lent slot -> since when its worker is parked
@@ -72,7 +71,6 @@ class WorkerPool(LentSlots):
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
         self._crowded: set[AgentWorker] = set()  # workers killed for their run to give way to the CPUs
-        self._cells: dict[AgentWorker, Measured] = {}  # a slot held by a session's cell -> what runs the cell
         self._meter, self._ticker, self._warming = DemandMeter(), Ticker(), Warming()
         self.lent = 0  # runs lending gave a worker, in all
         self.gave_way = 0  # runs lent a worker as sleepers that gave way to the CPUs when they computed, in all
@@ -80,9 +78,6 @@ class WorkerPool(LentSlots):
         self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
         self.restarts, self._stopping, self._tasks = 0, False, set[asyncio.Task[None]]()
         self.breaker_cooldown_s = BREAKER_COOLDOWN_S
-        self.session_slots: set[int] = set()  # the workers of sessions (session_lease.py), past max_workers
-        self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
-        self._last_session_slot: int | None = None
 
     @property
     def waiting(self) -> int:
@@ -159,34 +154,6 @@ class WorkerPool(LentSlots):
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
         return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins), stdins)
-
-    async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
-        """A worker of its own holding ``request``'s kernel (see ``session_lease``), numbered past the pool's
-        slots: its programs' host user is the slot's."""
-        slot = next_slot(self.session_slots, self.max_workers, self.session_slot_count, self._last_session_slot)
-        if slot is None:
-            raise Saturated(retry_after_s=5)
-        self._last_session_slot = slot
-        return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
-
-    @contextlib.asynccontextmanager
-    async def computing(self, cell: Measured) -> AsyncIterator[None]:
-        """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
-        and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
-        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs."""
-        worker = await self._take(None, None, cell=True)
-        self._cells[worker] = cell
-        if self._waiters:
-            self._meter.started(cell, lending=self._idle_ticks > 0)
-        try:
-            yield
-        finally:
-            del self._cells[worker]
-            self._meter.ended(cell)
-            if worker.replaced or not worker.alive:
-                self._replace(worker)
-            else:
-                self._release(worker)
 
     async def _on_worker(
         self,
@@ -268,16 +235,6 @@ class WorkerPool(LentSlots):
             return await asyncio.wait_for(self._idle.get(), max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             raise Saturated(retry_after_s=1, waited_s=wait_s) from None
-
-    async def _next_own(self) -> AgentWorker:
-        """The next of the pool's own workers, for a cell: a lent one goes on to a run that waits, or is parked."""
-        while (worker := await self._idle.get()).slot >= self.size:
-            if not self._waiters:
-                self._parked[worker.slot] = time.monotonic()
-                continue
-            self._idle.put_nowait(worker)  # to the getter after this cell, in turn, up to a run that waits, ...
-            await asyncio.sleep(0)  # ... which takes it before this cell asks again
-        return worker
 
     def _release(self, worker: AgentWorker) -> None:
         """A worker whose run ended well: back to the queue; a lent one only while the CPUs are idle and a run

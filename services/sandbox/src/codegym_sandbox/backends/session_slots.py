@@ -1,0 +1,94 @@
+"""What of ``pool.WorkerPool`` serves sessions: each session's worker of its own, numbered past the pool's slots
+(``session_lease.py``), and one of the pool's own slots held while a session's cell computes. Mixed into
+``pool.WorkerPool``, as ``lent.LentSlots`` is.
+
+A cell takes only the pool's own workers and waits apart from runs (``_cell_waiters``), so lending, which
+lends for runs alone, never counts a cell as a run that can give way: a lent worker bets that its run may
+sleep, and a run that computes after all is run again; a cell cannot be."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from .base import Saturated, SessionLease
+from .lending import DemandMeter, Measured
+from .memory import MemoryBudget
+from .session_lease import next_slot, open_lease
+
+if TYPE_CHECKING:
+    from .base import RunRequest
+    from .worker import AgentWorker
+
+
+class SessionSlots:
+    """Sessions' workers and cells' slots; the pool's queue and lending are ``WorkerPool``'s."""
+
+    size: int
+    max_workers: int
+    memory: MemoryBudget
+    _idle: asyncio.Queue[AgentWorker]
+    _waiters: dict[int, float]
+    _parked: dict[int, float]
+    _meter: DemandMeter
+    _idle_ticks: int
+
+    def __init__(self) -> None:
+        self._cell_waiters: dict[int, float] = {}  # id -> when a cell began to wait for a slot, oldest first
+        self._cells: dict[AgentWorker, Measured] = {}  # a slot held by a session's cell -> what runs the cell
+        self.session_slots: set[int] = set()  # the workers of sessions, past max_workers
+        self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
+        self._last_session_slot: int | None = None
+
+    def make_worker(self, slot: int) -> AgentWorker:
+        raise NotImplementedError
+
+    async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> AgentWorker:
+        raise NotImplementedError
+
+    def _replace(self, worker: AgentWorker) -> None:
+        raise NotImplementedError
+
+    def _release(self, worker: AgentWorker) -> None:
+        raise NotImplementedError
+
+    async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
+        """A worker of its own holding ``request``'s kernel (see ``session_lease``), numbered past the pool's
+        slots: its programs' host user is the slot's."""
+        slot = next_slot(self.session_slots, self.max_workers, self.session_slot_count, self._last_session_slot)
+        if slot is None:
+            raise Saturated(retry_after_s=5)
+        self._last_session_slot = slot
+        return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
+
+    @contextlib.asynccontextmanager
+    async def computing(self, cell: Measured) -> AsyncIterator[None]:
+        """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
+        and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
+        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs."""
+        worker = await self._take(None, None, cell=True)
+        self._cells[worker] = cell
+        if self._waiters:
+            self._meter.started(cell, lending=self._idle_ticks > 0)
+        try:
+            yield
+        finally:
+            del self._cells[worker]
+            self._meter.ended(cell)
+            if worker.replaced or not worker.alive:
+                self._replace(worker)
+            else:
+                self._release(worker)
+
+    async def _next_own(self) -> AgentWorker:
+        """The next of the pool's own workers, for a cell: a lent one goes on to a run that waits, or is parked."""
+        while (worker := await self._idle.get()).slot >= self.size:
+            if not self._waiters:
+                self._parked[worker.slot] = time.monotonic()
+                continue
+            self._idle.put_nowait(worker)  # to the getter after this cell, in turn, up to a run that waits, ...
+            await asyncio.sleep(0)  # ... which takes it before this cell asks again
+        return worker

@@ -192,13 +192,14 @@ class WorkerPool(LentSlots, SessionSlots):
     async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> AgentWorker:
         me, waiters = next(self._ids), self._cell_waiters if cell else self._waiters  # lending lends for runs
         waiters[me] = time.monotonic()
-        self._ticker.wake()
         try:
-            worker = await self._next_idle(deadline, wait_s, cell)
-            while worker.replaced or not worker.alive:
-                self._replace(worker)  # died while idle (killed from outside): never hand it a run
+            while True:
+                if self._idle.empty():  # it waits: lending looks now (one that finds a worker pays for no tick)
+                    self._ticker.wake()
                 worker = await self._next_idle(deadline, wait_s, cell)
-            return worker
+                if not worker.replaced and worker.alive:
+                    return worker
+                self._replace(worker)  # died while idle (killed from outside): never hand it a run
         finally:
             del waiters[me]
 

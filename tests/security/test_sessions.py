@@ -136,6 +136,40 @@ def test_a_cell_that_signals_everything_reaches_only_its_own(server: TestClient,
         server.delete(f"/v1/sessions/{sid}")
 
 
+_FORGED = (
+    "import json, os, sys\nf = sys._getframe()\nwhile 'request' not in f.f_locals:\n    f = f.f_back\n"
+    "ask = f.f_locals['request']\nbody = json.dumps({**ask, 'source': None, 'stdin': None, 'display': "
+    "[{'text/plain': \"'forged'\"}], 'error': []}).encode()\n"
+)
+_FORGERIES = {
+    # A child of the kernel answers for it, with the cell's own nonce (read from the kernel's frame).
+    "a child's answer": (
+        _FORGED + "if os.fork() == 0:\n    os.write(4, b'%d\\n' % len(body) + body)\n"
+        "    os._exit(0)\nos.wait()\nimport time\ntime.sleep(1)\n'real'",
+        "another process",
+    ),
+    # An answer written after the cell's own, waiting for the next cell.
+    "an answer ahead": ("import os, threading\nthreading.Timer(0.01, os.write, (4, b'2\\n{}')).start()", "not given"),
+    "an answer too large": ("import os\nos.write(4, b'99999999999\\n')\nimport time\ntime.sleep(1)", "not one"),
+    "its channel closed": ("import os\nos.close(4)", ""),
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(_FORGERIES))
+def test_no_answer_but_the_kernels_own_for_its_cell_passes(server: TestClient, bystander: str, forgery: str) -> None:
+    """The agent records a cell; what the kernel's children, an earlier cell or a broken channel write is never
+    the cell's answer: the session ends, and says why."""
+    code, why = _FORGERIES[forgery]
+    sid = _new(server)
+    out = _cell(server, sid, code)
+    if out["alive"]:  # written after its own answer: the next cell finds it
+        time.sleep(0.2)
+        out = _cell(server, sid, "'next'")
+    assert not out["alive"] and out["display"] is None and out["status"] == "killed", out
+    assert out["error"]["type"] == "SessionEnded" and why in out["error"]["message"], out
+    _still_fine(server, bystander)
+
+
 def test_a_child_left_running_ends_with_its_session(server: TestClient) -> None:
     before = set(_session_processes())
     sid = _new(server)

@@ -1,16 +1,17 @@
 """A session's kernel, kept in the box of a worker that serves that session alone.
 
 A worker the server leases to a session gets one ``kernel`` frame: the agent writes the session's files and
-starts :data:`session_main.SESSION_MAIN` in the box as a run that does not end between calls; its limits are
-the session's (memory for everything it holds, files included; CPU for its whole life), enforced by the box
-as for any run. Each ``cell`` frame then sends one cell to that run's stdin and reads the cell's record from
-its stdout, up to the record's ``end``, within the cell's wall-clock bound. The agent never resets the box
-while the kernel lives: the box holds the session's state.
+starts :data:`session_main.SESSION_MAIN` in the box as a run that does not end between calls: the kernel itself.
+Its limits are the session's (memory for everything it holds, files included; CPU for its whole life),
+enforced by the box as for any run. The agent holds the other end of each of the kernel's channels: each
+``cell`` frame sends one cell on its requests pipe, and the agent records what the kernel writes and answers
+(``session_record.py``) within the cell's wall-clock bound. The agent never resets the box while the kernel
+lives: the box holds the session's state.
 
 The session ends, and the frame says so (``alive``: false), when the run ends (its kernel exited, or the box
-stopped it at a limit: ``report`` tells which), or when a cell passes its bound without an answer: then the
-agent takes the whole box down, kernel and every process it left. The server ends the worker with the
-session: nothing of it outlives that.
+stopped it at a limit: ``report`` tells which), when the record ends without an answer, or when a cell passes
+its bound without an answer: then the agent takes the whole box down, kernel and every process it left. The
+server ends the worker with the session: nothing of it outlives that.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ import selectors
 import signal
 import socket
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from . import isolation, run_cpu, session_pause
 from .box_protocol import RunCommand, read_run_report
 from .cell_clock import CellClock
+from .cell_frames import ERR, OUT, KernelRequest
+from .kernel import message as request_message
+from .kernel import take
 from .protocol import encode_frame
 from .scratch_files import write_files
-from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted, RecordScanner
+from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted
+from .session_record import CellRecord, receive
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
@@ -37,21 +42,24 @@ if TYPE_CHECKING:
 
 HOLD_AFTER_S = 0.05  # after a cell's answer, how long the session's processes run on before they are stopped
 GRACE_S = 2.0  # after a cell is interrupted, how long its kernel has to answer before the session is ended
-STDERR_KEPT = 1 << 16  # what the supervisor itself writes on stderr (its own failure), kept for the report
 
 
 class Kernel:
-    """The session's run: its stdin, stdout and stderr, and what it cost so far."""
+    """The session's run: the agent's ends of its channels, and what it cost so far."""
 
     def __init__(self, bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int) -> None:
         self.bx = bx
-        self.output_cap = header["limits"]["output_bytes"]
         bx.reset()
         write_files(bx, header.get("files", []), blobs, uid)
-        in_r, self.stdin = os.pipe()
+        null = os.open(os.devnull, os.O_RDONLY)
+        requests_r, self.requests = os.pipe()
         self.stdout, out_w = os.pipe()
         self.stderr, err_w = os.pipe()
-        for fd, mode in ((in_r, 0o444), (out_w, 0o222), (err_w, 0o222)):
+        self.answers, answers_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.answers.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before the kernel can write
+        # The kernel's ends: 0 to 4 in the run (``session_main``), each for the one way it goes.
+        theirs = [null, out_w, err_w, requests_r, answers_w.fileno()]
+        for fd, mode in ((requests_r, 0o444), (out_w, 0o222), (err_w, 0o222)):
             os.fchmod(fd, mode)
         cmd: RunCommand = {
             "argv": header["argv"],
@@ -65,46 +73,66 @@ class Kernel:
         bx.dirty = True
         memory = bx.config.get("memory_cgroup")
         self.kills = memory.oom_kills() if memory is not None else 0
-        socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], [in_r, out_w, err_w])
-        for fd in (in_r, out_w, err_w):
-            os.close(fd)
-        for fd in (self.stdout, self.stderr):
+        try:
+            socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], theirs)
+        finally:
+            for fd in (null, out_w, err_w, requests_r):
+                os.close(fd)
+            answers_w.close()
+        for fd in (self.requests, self.stdout, self.stderr):
             os.set_blocking(fd, False)
+        self.answers.setblocking(False)
         self.report: Report | None = None
-        self.errors = bytearray()
         self.held = self.unheld = False
+        self.closed = False  # the kernel's answers socket closed: it ended, or gave the socket up
         self.kernel_pid = 0  # found at a cell (see _find_kernel)
 
     def close(self) -> None:
-        for fd in (self.stdin, self.stdout, self.stderr):
+        for fd in (self.requests, self.stdout, self.stderr):
             if fd >= 0:
                 os.close(fd)
-        self.stdin = self.stdout = self.stderr = -1
+        self.requests = self.stdout = self.stderr = -1
+        self.answers.close()
 
     def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
-        """Send one cell and read its record: the answer frame and the record's bytes."""
+        """Send one cell and record it: the answer frame and the record's bytes."""
         bx = self.bx
         assert bx.ctl is not None
         if self.held:  # the session's processes, stopped since its last cell (see hold)
             session_pause.resume(bx.pid)
             self.held = False
+        taken = take(message)
+        job: dict[str, Any] = taken[0] if taken is not None else {}  # the server's: trusted to be what it says
+        nonce = os.urandom(16).hex()  # an answer written ahead (by an earlier cell) cannot be this cell's
+        stdin = job.get("stdin")
+        request: KernelRequest = {
+            "n": 0,
+            "nonce": nonce,
+            "source": str(job.get("source") or ""),
+            "cell_timeout": float(job.get("cell_timeout") or 0),
+            "timer": False,  # the agent interrupts it, past its limit and the time it waited for a CPU
+            "stdin": None if stdin is None else str(stdin),
+        }
         cell_clock = CellClock(self._find_kernel(), bx.config.get("run_cgroup"), bx.pid, wall_s)
         started = cell_clock.started
         used_zero = cell_clock.used_zero
+        record = CellRecord(self.kernel_pid, nonce, int(job.get("output_bytes") or 1 << 20))
         interrupted = False  # the agent interrupted the cell (its kernel's SIGALRM): it ran out of time
         deadline = cell_clock.interrupt_at + GRACE_S
-        scanner = RecordScanner(self.output_cap)
-        pending = memoryview(message)
         timed_out = False
+        pending = memoryview(request_message(request))
         sel = selectors.DefaultSelector()
-        os.set_blocking(self.stdin, False)
-        sel.register(self.stdin, selectors.EVENT_WRITE)
-        sel.register(self.stdout, selectors.EVENT_READ)
-        sel.register(self.stderr, selectors.EVENT_READ)
+        sel.register(self.stdout, selectors.EVENT_READ, OUT)
+        sel.register(self.stderr, selectors.EVENT_READ, ERR)
+        sel.register(self.answers, selectors.EVENT_READ)
         sel.register(bx.ctl, selectors.EVENT_READ)
-        ended = False  # the supervisor ended, or its record stopped being one
+        if select.select([self.answers], [], [], 0)[0]:
+            # Before this cell was sent: an answer written ahead, or the kernel's channel closed (it ended).
+            self._answer(record, sel, late=True)
+        else:
+            sel.register(self.requests, selectors.EVENT_WRITE)
         try:
-            while not scanner.ended and self.report is None and not ended:
+            while not record.ended and self.report is None and not self.closed:
                 now = time.monotonic()
                 if not interrupted and now >= cell_clock.interrupt_at:
                     # Its limit, moved on by the time its kernel waited for a CPU that others held (see
@@ -120,24 +148,20 @@ class Kernel:
                     break
                 wake = deadline if interrupted else cell_clock.interrupt_at
                 for key, _ in sel.select(max(wake - now, 0.0)):
-                    if key.fd == self.stdin:
+                    if key.fd == self.requests:
                         try:
-                            pending = pending[os.write(self.stdin, pending[: 1 << 16]) :]
+                            pending = pending[os.write(self.requests, pending[: 1 << 16]) :]
+                        except BlockingIOError:
+                            continue
                         except BrokenPipeError:
                             pending = pending[:0]
                         if not len(pending):
-                            sel.unregister(self.stdin)
-                    elif key.fd == self.stdout:
-                        data = self._read(self.stdout)
-                        if data is not None and (not data or not scanner.take(data)):
-                            ended = True
+                            sel.unregister(self.requests)
+                    elif key.fd in (self.stdout, self.stderr):
+                        self._output(record, key.fd, key.data, sel)
+                    elif key.fd == self.answers.fileno():
+                        if self._answer(record, sel):
                             break
-                    elif key.fd == self.stderr:
-                        data = self._read(self.stderr)
-                        if data:
-                            self.errors += data[: max(STDERR_KEPT - len(self.errors), 0)]
-                        elif data is not None:
-                            sel.unregister(self.stderr)
                     else:
                         raw = bx.ctl.recv(1 << 16)
                         if not raw:
@@ -146,9 +170,12 @@ class Kernel:
                         break
         finally:
             sel.close()
-        if ended and self.report is None:
-            self._await_report()
-        alive = self.report is None and not ended and not timed_out and scanner.ended and not scanner.dead
+        if not record.ended and (self.report is not None or self.closed):
+            if self.report is None:
+                self._await_report()  # its channel closed: how its run ended comes a moment later
+            self._drain(record)
+            record.end(_why(self.report))
+        alive = self.report is None and not timed_out and record.answered
         used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         memory = bx.config.get("memory_cgroup")
         oom = memory is not None and memory.oom_kills() > self.kills
@@ -168,20 +195,49 @@ class Kernel:
             "exit_code": None if report is None else report["exit_code"],
             "signal": None if report is None else report["signal"],
             "max_rss_kb": None if report is None else report["max_rss_kb"],
-            "blobs": [len(scanner.record)],
+            "blobs": [len(record.record)],
         }
-        return done, bytes(scanner.record)
+        return done, bytes(record.record)
+
+    def _output(self, record: CellRecord, fd: int, kind: bytes, sel: selectors.BaseSelector) -> None:
+        data = self._read(fd)
+        if data:
+            record.output(kind, data)
+        elif data is not None:
+            sel.unregister(fd)  # every writer closed it: the kernel and what it started
+
+    def _drain(self, record: CellRecord) -> None:
+        """What the kernel wrote before it answered (or ended) is in the pipes by now: record all of it."""
+        for fd, kind in ((self.stdout, OUT), (self.stderr, ERR)):
+            while data := self._read(fd):
+                record.output(kind, data)
+
+    def _answer(self, record: CellRecord, sel: selectors.BaseSelector, late: bool = False) -> bool:
+        """Read the answers socket into ``record``; True once the record has its answer or ended."""
+        try:
+            data, sender = receive(self.answers)
+        except BlockingIOError:
+            return False
+        if not data:
+            self.closed = True  # the kernel ended (its report follows), or it gave the socket up
+            return True
+        if late:
+            record.end("the kernel answered a cell it was not given")
+            return True
+        if sender == record.kernel:
+            self._drain(record)  # an answer comes after the output of its cell
+        return record.answer(data, sender)
 
     def _find_kernel(self) -> int:
-        """The pid of the session's kernel (0 while there is none yet): the child of the session's supervisor,
-        which is the box's oldest child (what a cell leaves behind comes to the box later, and the supervisor
-        forks nothing but its kernel)."""
-        if not self.kernel_pid:
-            box = self.bx.pid
-            by_age = sorted((_started(pid), pid) for pid in _children(box))
-            if by_age:
-                kernels = sorted((_started(pid), pid) for pid in _children(by_age[0][1]))
-                self.kernel_pid = kernels[0][1] if kernels else 0
+        """The pid of the session's kernel: the box's oldest child (what a cell leaves behind comes to the box
+        later)."""
+        waited = time.monotonic() + GRACE_S  # the box starts it as the session's first cell is sent, at worst
+        while not self.kernel_pid:
+            by_age = sorted((_started(pid), pid) for pid in _children(self.bx.pid))
+            self.kernel_pid = by_age[0][1] if by_age else 0
+            if self.kernel_pid or time.monotonic() > waited:
+                break
+            time.sleep(0.001)
         return self.kernel_pid
 
     def _interrupt(self) -> None:
@@ -194,7 +250,7 @@ class Kernel:
                 pass  # it ended: the record says so
 
     def _await_report(self) -> None:
-        """The supervisor's output ended: the box reports how its run ended (a limit, a kill) a moment later."""
+        """The kernel's channel closed: the box reports how its run ended (a limit, a kill) a moment later."""
         ctl = self.bx.ctl
         assert ctl is not None
         if select.select([ctl], [], [], GRACE_S)[0]:
@@ -207,7 +263,7 @@ class Kernel:
         ``HOLD_AFTER_S`` after its answer went (on ``requests``, the server's channel): a caller's next cell
         right behind its last then costs nothing, and what a cell leaves running computes that long at most.
         One that cannot be stopped ends the session at its next cell."""
-        if self.stdin < 0 or select.select([requests], [], [], HOLD_AFTER_S)[0]:
+        if self.requests < 0 or select.select([requests], [], [], HOLD_AFTER_S)[0]:
             return
         self.held = True
         if not session_pause.stop(self.bx.pid):
@@ -218,12 +274,23 @@ class Kernel:
             return os.read(fd, 1 << 16)
         except BlockingIOError:
             return None
+        except OSError:
+            return b""
 
     def _end(self) -> None:
-        """Take the box down: the kernel, the supervisor and everything they started."""
+        """Take the box down: the kernel and everything it started."""
         self.bx.respawn()
         self.bx.dirty = False  # a fresh box: nothing of the session is left in it
         self.close()
+
+
+def _why(report: Report | None) -> str:
+    """Why the kernel stopped answering, by how its run ended (``report``; None: it is still there)."""
+    if report is None:
+        return "the kernel closed its channel (it ran another program, or gave the channel away)"
+    if report["signal"] is not None:
+        return f"the kernel was killed by signal {report['signal']}"
+    return f"the kernel exited with status {report['exit_code']}"
 
 
 def _children(pid: int) -> list[int]:

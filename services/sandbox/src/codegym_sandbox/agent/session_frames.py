@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from .cell_frames import DEAD, END
 from .protocol import ErrorFrame, ExitCode, RssKb, Signal, _error
 from .wire_schema import Malformed, conform
 
-# What a cell's record may hold beyond its output: the frames' heads, the kernel's answer (a traceback, a
-# value's repr, each bounded by what the supervisor passes on), why the kernel ended.
-RECORD_OVERHEAD = 4 << 20
-
 
 class CellFrame(TypedDict):
-    """One cell: its blob is the message for the session's supervisor (``session_main.read_message``)."""
+    """One cell: its blob is a message (``kernel.message``) of ``{"source", "cell_timeout", "output_bytes",
+    "stdin"}``, which the agent sends on to the kernel as a ``cell_frames.KernelRequest``."""
 
     op: Literal["cell"]
     wall_s: float  # the cell's wall-clock limit: past it (and its wait for a CPU), the agent interrupts it
@@ -42,7 +38,8 @@ class KernelStarted(TypedDict):
 
 
 class CellDone(TypedDict):
-    """How a cell went: its record (the supervisor's frames, ``cell_frames.read_record``) is the one blob."""
+    """How a cell went: its record (``session_record.CellRecord``'s frames, read by ``cell_frames.read_record``) is
+    the one blob."""
 
     op: Literal["cell"]
     alive: bool  # the session's kernel lives on after the cell
@@ -73,35 +70,3 @@ def read_cell_done(header: object, blobs: int) -> CellDone | ErrorFrame:
     if blobs != 1:
         raise Malformed(f"a cell's answer of {blobs} blobs")
     return frame
-
-
-class RecordScanner:
-    """Reads a cell's record as it comes, frame by frame, to its ``end``; refuses one past ``cap``."""
-
-    def __init__(self, output_cap: int) -> None:
-        self.record = bytearray()
-        self.cap = output_cap + RECORD_OVERHEAD
-        self.ended = False
-        self.dead = False
-        self._at = 0  # where the next frame's head starts
-
-    def take(self, data: bytes) -> bool:
-        """Add ``data``; False when the record is no longer one (too large, or not frames)."""
-        self.record += data
-        if len(self.record) > self.cap:
-            return False
-        while not self.ended:
-            head_end = self.record.find(b"\n", self._at, self._at + 64)
-            if head_end < 0:
-                return len(self.record) - self._at < 64
-            try:
-                kind, _, size_text = bytes(self.record[self._at : head_end]).split(b" ")
-                size = int(size_text)
-            except ValueError:
-                return False
-            if size < 0 or len(self.record) < head_end + 1 + size:
-                return True
-            self._at = head_end + 1 + size
-            self.dead = self.dead or kind == DEAD
-            self.ended = kind == END
-        return self._at == len(self.record)  # nothing may follow the end of a cell's record

@@ -1,4 +1,4 @@
-"""A cell's result, from what the agent answered and the record the session's supervisor wrote: the one place
+"""A cell's result, from what the agent answered and the record the agent wrote of it: the one place
 that decides a cell's status."""
 
 from __future__ import annotations

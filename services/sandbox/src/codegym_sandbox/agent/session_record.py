@@ -1,0 +1,144 @@
+"""A session's cell as the agent records it: what the kernel wrote while the cell ran, and its answer.
+
+The kernel is the session's run (``session_main.py``); the agent holds the other end of its every channel and
+records each cell exactly as ``cells.py``'s supervisor records a one-cell notebook job (the frames of
+``cell_frames``: output, the kernel's answer or why it ended, then ``end``), so the server reads both alike.
+The agent is outside the box: no process of the session can reach what records it.
+
+What it guarantees, as ``cells.py`` does: the output is the bytes the kernel and its children wrote on the
+kernel's stdout and stderr, up to the cell's cap; an answer counts only when the kernel itself wrote it (each
+read of the answers socket names its writer: ``SO_PASSCRED``), for this cell (its nonce: an answer written
+ahead by an earlier cell is not this one's), and when it is exactly an answer (``cell_frames.KernelAnswer``, at
+most the output cap and :data:`ANSWER_OVERHEAD` bytes). Anything else ends the record, and the session with
+it: an answer before a cell was sent, from another process, or malformed; a kernel that ends or closes its
+channel. What it does not: the cells share one interpreter, so a cell can change what the kernel answers for
+later cells of its session.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+from .cell_frames import CELL, CUT, DEAD, END, CellAnswer, read_kernel_answer, representable
+from .kernel import take
+
+# An answer's bytes at most, past the cell's output cap (a value's repr, which counts against that cap, and a
+# traceback): past it, the answer is not one.
+ANSWER_OVERHEAD = 4 << 20
+_UCRED = struct.Struct("3i")  # pid, uid, gid
+_CHUNK = 1 << 16
+
+
+class CellRecord:
+    """One cell's record (``record``), as the frames of a one-cell notebook job."""
+
+    def __init__(self, kernel: int, nonce: str, cap: int) -> None:
+        self.kernel, self.nonce, self.left = kernel, nonce, cap
+        self.answer_max = cap + ANSWER_OVERHEAD
+        self.record = bytearray()
+        self.cut = False
+        self.answered = False  # the kernel's answer is recorded
+        self.dead = False  # the record says why the kernel stopped answering
+        self._buffer = b""
+
+    @property
+    def ended(self) -> bool:
+        return self.answered or self.dead
+
+    def _frame(self, kind: bytes, cell: int, data: bytes) -> None:
+        self.record += b"%s %d %d\n" % (kind, cell, len(data))
+        self.record += data
+
+    def output(self, kind: bytes, data: bytes) -> None:
+        """Bytes the kernel's stdout (``OUT``) or stderr (``ERR``) held, kept up to the cell's cap."""
+        if self.ended:
+            return  # the record is closed: nothing is added after its end
+        kept = data[: max(self.left, 0)]
+        self.left -= len(data)
+        if kept:
+            self._frame(kind, 0, kept)
+        if len(kept) < len(data) and not self.cut:
+            self.cut = True
+            self._frame(CUT, 0, b"")
+
+    def end(self, why: str) -> None:
+        """The kernel stopped answering (``why``): the record ends here, and the session with it."""
+        if not self.ended:
+            self.dead = True
+            self._frame(DEAD, 0, why.encode())
+            self._frame(END, 1, b"")
+
+    def answer(self, data: bytes, sender: int) -> bool:
+        """Bytes read from the answers socket, and who wrote them; True once the answer is whole (recorded, or
+        the record ended: see :attr:`answered`). The caller passes on the output still in the pipes first."""
+        if self.ended:
+            return True
+        if sender != self.kernel:
+            self.end("an answer came from another process than the kernel")
+            return True
+        self._buffer += data
+        if _incomplete(self._buffer, self.answer_max):
+            return False
+        try:
+            taken = take(self._buffer)
+        except (ValueError, RecursionError):
+            taken = None
+        if taken is None:
+            self.end("the kernel's answer is not one")
+            return True
+        answer, rest = taken
+        checked = _checked(answer, self.nonce)
+        if checked is None or rest:
+            self.end("the kernel's answer is not one")
+            return True
+        self._frame(CELL, 0, json.dumps(checked).encode())
+        self._frame(END, 1, b"")
+        self.answered = True
+        return True
+
+
+def _incomplete(buffer: bytes, most: int) -> bool:
+    """Whether ``buffer`` is the start of a message of at most ``most`` bytes (its body not all read yet)."""
+    head, newline, rest = buffer.partition(b"\n")
+    if not newline:
+        return len(head) <= 20
+    try:
+        size = int(head)
+    except ValueError:
+        return False
+    return 0 <= size <= most and len(rest) < size
+
+
+def _checked(answer: Any, nonce: str) -> CellAnswer | None:
+    """The kernel's answer for the cell sent with ``nonce``, as plain representable data; None if not one."""
+    try:
+        checked = read_kernel_answer(answer)  # exactly a KernelAnswer: its keys, each of its type
+    except (ValueError, RecursionError):
+        return None
+    if checked["n"] != 0 or checked["nonce"] != nonce:
+        return None
+    return {
+        "display": [{representable(k): representable(v) for k, v in d.items()} for d in checked["display"]],
+        "error": [
+            {
+                "ename": representable(e["ename"]),
+                "evalue": representable(e["evalue"]),
+                "traceback": [representable(line) for line in e["traceback"]],
+            }
+            for e in checked["error"]
+        ],
+    }
+
+
+def receive(answers: socket.socket) -> tuple[bytes, int]:
+    """What the next writer sent on ``answers`` and its pid, which the kernel vouches for (``SO_PASSCRED``): a
+    stream socket never joins the bytes of two senders in one read."""
+    data, ancillary, _, _ = answers.recvmsg(_CHUNK, socket.CMSG_SPACE(_UCRED.size))
+    pid = 0
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= _UCRED.size:
+            pid = _UCRED.unpack_from(payload)[0]
+    return data, pid

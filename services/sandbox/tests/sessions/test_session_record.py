@@ -1,0 +1,97 @@
+"""A cell's record as the agent writes it (``agent/session_record.py``), read back as the server reads it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codegym_sandbox.agent.cell_frames import ERR, OUT, read_record
+from codegym_sandbox.agent.kernel import message
+from codegym_sandbox.agent.session_record import ANSWER_OVERHEAD, CellRecord
+
+KERNEL, NONCE = 4242, "ab" * 16
+
+
+def _answer(**changes: Any) -> bytes:
+    answer = {"n": 0, "nonce": NONCE, "source": None, "cell_timeout": 5.0, "timer": False, "stdin": None}
+    answer |= {"display": [{"text/plain": "42"}], "error": []}
+    return message({**answer, **changes})
+
+
+def test_an_answer_in_pieces_after_the_output_is_the_cells() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=100)
+    record.output(OUT, b"hello\n")
+    record.output(ERR, b"warn\n")
+    whole = _answer()
+    assert not record.answer(whole[:3], KERNEL) and not record.answer(whole[3:-1], KERNEL)
+    assert record.answer(whole[-1:], KERNEL) and record.answered and not record.dead
+    read = read_record(bytes(record.record), 1)
+    assert read.finished and read.ended is None and not read.cut
+    assert read.cells[0].stdout == b"hello\n" and read.cells[0].stderr == b"warn\n"
+    assert read.cells[0].display == [{"text/plain": "42"}]
+
+
+def test_output_past_the_cap_is_cut() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=4)
+    record.output(OUT, b"abc")
+    record.output(OUT, b"defgh")
+    record.answer(_answer(), KERNEL)
+    read = read_record(bytes(record.record), 1)
+    assert read.cut and read.cells[0].stdout == b"abcd" and read.finished
+
+
+def _ended(record: CellRecord) -> str:
+    read = read_record(bytes(record.record), 1)
+    assert record.dead and not record.answered and not read.finished and not read.cells[0].answered
+    return read.ended or ""
+
+
+def test_an_answer_from_another_process_ends_the_record() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=100)
+    assert record.answer(_answer(display=[{"text/plain": "'forged'"}]), KERNEL + 1)
+    assert "another process" in _ended(record)
+    record.answer(_answer(), KERNEL)  # nothing after the end counts
+    assert not read_record(bytes(record.record), 1).cells[0].answered
+
+
+def test_what_is_not_exactly_this_cells_answer_ends_the_record() -> None:
+    for data in (
+        _answer(nonce="cd" * 16),  # an earlier cell's, written ahead
+        _answer(n=1),
+        _answer(extra=1),
+        _answer(display="42"),
+        _answer() + b"1\n",  # a second answer behind it
+        b"2\n{}",
+        b"x" * 21,  # no head
+        b"-1\n",
+        b"3\n[1,",
+        message([[[[]]]]),
+    ):
+        record = CellRecord(KERNEL, NONCE, cap=100)
+        assert record.answer(data, KERNEL), data
+        assert "not one" in _ended(record), data
+
+
+def test_an_answer_past_its_bound_is_refused_before_it_is_read() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=100)
+    assert record.answer(b"%d\n" % (100 + ANSWER_OVERHEAD + 1), KERNEL)
+    assert "not one" in _ended(record)
+    record = CellRecord(KERNEL, NONCE, cap=100)
+    assert not record.answer(b"%d\n" % (100 + ANSWER_OVERHEAD), KERNEL)  # within it: it may still come
+
+
+def test_a_deep_answer_ends_the_record_and_not_the_agent() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=1 << 20)
+    deep = b"[" * 200_000 + b"]" * 200_000
+    assert record.answer(b"%d\n" % len(deep) + deep, KERNEL)
+    assert "not one" in _ended(record)
+
+
+def test_a_kernel_that_ends_ends_the_record_once() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=100)
+    record.output(OUT, b"last words")
+    record.end("the kernel was killed by signal 9")
+    record.end("again")
+    read = read_record(bytes(record.record), 1)
+    assert read.ended == "the kernel was killed by signal 9" and read.cells[0].stdout == b"last words"
+    assert json.dumps(read.ended)

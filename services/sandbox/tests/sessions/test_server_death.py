@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 HOST = "127.0.0.1"
 
@@ -99,8 +100,8 @@ def test_a_killed_server_leaves_no_session_behind() -> None:
         for _ in range(3):
             sid = _post(conn, "/v1/sessions", {"language": "python"}, 201)["session_id"]
             _post(conn, f"/v1/sessions/{sid}/execute", {"code": "x = [0] * 1000"}, 200)
-        # Every session held (stopped) between cells, and the kernels started ahead behind them: three boxes at
-        # least, each with its supervisor and kernel, all stopped.
+        # Every session held (stopped) between cells, and the kernels started ahead behind them: five boxes, each
+        # with its kernel, all stopped.
         deadline = time.monotonic() + 30
         while sum(state == "T" for state in _processes_of(proc.pid).values()) < 9:
             assert time.monotonic() < deadline, _processes_of(proc.pid)
@@ -150,3 +151,40 @@ def test_a_stopped_server_ends_its_cells_at_its_grace() -> None:
         while left := _processes_of(proc.pid):
             assert time.monotonic() < deadline, f"left behind by the stopped server: {left}"
             time.sleep(0.1)
+
+
+def _cgroups() -> set[Path]:
+    """The agents' cgroups on this host: each worker's memory cgroup and its runs' (``agent/memory_cgroup.py``,
+    ``agent/run_cgroup.py``), under ``codegym-sandbox`` in each hierarchy."""
+    parents = [*Path("/sys/fs/cgroup").glob("codegym-sandbox"), *Path("/sys/fs/cgroup").glob("*/codegym-sandbox")]
+    return {child for parent in parents for child in parent.iterdir() if child.is_dir()}
+
+
+def _of_server(cgroups: set[Path], agents: set[int]) -> set[Path]:
+    """Those of ``cgroups`` that the server's processes (``agents``) made: a runs' cgroup on cgroup v1 is named
+    for its agent (``run-PID-...``); a worker's memory cgroup holds its box, and on v2 its runs' cgroup."""
+    mine = set()
+    for cgroup in cgroups:
+        pids = {int(cgroup.name.split("-")[1])} if cgroup.name.startswith("run-") else set()
+        for procs in (cgroup / "cgroup.procs", cgroup / "run" / "cgroup.procs"):
+            if procs.exists():
+                pids |= {int(pid) for pid in procs.read_text().split()}
+        if pids & agents:
+            mine.add(cgroup)
+    return mine
+
+
+def test_a_stopped_server_leaves_no_cgroup_behind() -> None:
+    # Workers started ahead and parked, besides the pool's slot and a session: a stop killed every agent, and
+    # every one of their cgroups stayed on the host (empty) until a later server swept them.
+    before = _cgroups()
+    with _server(CODEGYM_SANDBOX_RESERVE_WORKERS="4") as (proc, conn):
+        sid = _post(conn, "/v1/sessions", {"language": "python"}, 201)["session_id"]
+        _post(conn, f"/v1/sessions/{sid}/execute", {"code": "1"}, 200)
+        _post(conn, "/v1/execute", {"language": "python", "code": "print(1)"}, 200)
+        made = _of_server(_cgroups() - before, set(_processes_of(proc.pid)))
+        assert len(made) >= 6, made  # a memory cgroup and a runs' cgroup each, for six workers at least
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=40) is not None
+    left = made & _cgroups()
+    assert not left, f"left behind by the stopped server: {sorted(map(str, left))}"

@@ -33,6 +33,7 @@ from .worker import AgentWorker
 
 log = logging.getLogger("codegym.sandbox.pool")
 T = TypeVar("T")
+STOP_GRACE_S = 3.0  # at a stop, how long the agents have to end on their own (their cgroups go with them)
 
 
 class WorkerPool(LentSlots, SessionSlots):
@@ -130,11 +131,11 @@ class WorkerPool(LentSlots, SessionSlots):
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        # Let them end (a worker being started is killed on the way out), then kill what serves, and again
+        # Let them end (a worker being started is killed on the way out), then end what serves, and again
         # what was being replaced: a kill cancelled before it ran would leave its process and channel open.
         await asyncio.gather(*tasks, return_exceptions=True)
         workers = {w for w in self._workers if w is not None} | self._doomed
-        await asyncio.gather(*(w.kill() for w in workers), return_exceptions=True)
+        await asyncio.gather(*(w.end(STOP_GRACE_S) for w in workers), return_exceptions=True)
 
     def _check_queue(self) -> None:
         # Workers free but memory spent: the runs waiting for memory fill the queue as much.

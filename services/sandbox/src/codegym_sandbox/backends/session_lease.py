@@ -10,8 +10,6 @@ with it), and gives the memory back.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import TYPE_CHECKING
 
 from .base import RunRequest, SandboxFault
@@ -55,11 +53,7 @@ class SessionLease:
             return
         self.closed = True
         try:
-            if not busy and self.worker.writer is not None:
-                self.worker.writer.close()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self.worker.wait_exited(), _CLOSE_GRACE_S)
-            await self.worker.kill()
+            await (self.worker.kill() if busy else self.worker.end(_CLOSE_GRACE_S))
         finally:
             self.budget.release(self.memory)
             self.slots.discard(self.worker.slot)

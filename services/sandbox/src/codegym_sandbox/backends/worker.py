@@ -70,6 +70,16 @@ class AgentWorker:
     async def kill(self) -> None:
         raise NotImplementedError
 
+    async def end(self, grace_s: float) -> None:
+        """End the agent, by closing its channel first: an idle one then kills its box, removes its cgroups and
+        exits (``agent/loop.py``), which a kill would leave behind; one that has not within ``grace_s`` (busy
+        with a run, or stuck) is killed."""
+        if self.writer is not None and self.alive:
+            self.writer.close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.wait_exited(), grace_s)
+        await self.kill()
+
     def demand_s(self) -> float | None:
         """Seconds the agent and every process under it have run or waited to run (see
         :func:`tree_demand_s`); None where the server cannot see them (a container's processes)."""

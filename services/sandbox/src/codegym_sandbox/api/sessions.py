@@ -6,6 +6,7 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
 
 from ..sessions.store import Session, SessionStore
 from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionList
@@ -70,3 +71,20 @@ async def delete(session_id: str, store: StoreDep) -> Response:
 async def execute(session_id: str, req: ExecuteCell, store: StoreDep) -> CellResult:
     """Run one cell in the session: what it printed, its last expression's value, its error, its status."""
     return await store.execute(session_id, req.code, req.timeout_s, req.stdin)
+
+
+# Why a fork is refused, for the caller (SECURITY.md, "Sessions", says the same): an exact copy of a live
+# interpreter is its own fork(), which leaves the copy as its parent's host user in its parent's namespaces; moving
+# it into isolation of its own takes privileges in the process that forks, and that process runs the model's code.
+FORK_REFUSED = (
+    "forking a session is not offered by this server: a copy of a live interpreter would share its parent's host "
+    "user and namespaces, and so could change its parent and its siblings. Make a session per member of the group "
+    "and send each the same cells instead."
+)
+
+
+@router.post("/{session_id}/fork", status_code=501, responses={501: {"description": "Not offered (see detail)"}})
+async def fork(session_id: str, store: StoreDep) -> JSONResponse:
+    """Refused, with why (501): an unknown or ended session answers 404 or 410 first, as every call on one does."""
+    store.get(session_id)
+    return JSONResponse({"detail": FORK_REFUSED}, 501)

@@ -467,7 +467,7 @@ def test_a_process_whose_leader_exited_alone_is_stopped_too(sessions: TestClient
         time.sleep(1.5)  # idle: its thread must not count now
         _nothing_runs_under_its_agent(sessions, sid)
         after = _cell(sessions, sid, "int(open('counted').read())")["display"]
-        # what it counted between the two cells' reads: the hold's 50 ms and the reads themselves, not 1.5 s
+        # what it counted between the two cells' reads: the reads themselves, not 1.5 s
         assert int(after) - int(held) < 2_000_000, (held, after)
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
@@ -475,7 +475,7 @@ def test_a_process_whose_leader_exited_alone_is_stopped_too(sessions: TestClient
 
 def _nothing_runs_under_its_agent(client: TestClient, sid: str) -> None:
     """On the local backend, where the session's agent is the server's child: every process under it (its box,
-    the box's maker, the supervisor, the kernel, what the cells left) is stopped while the session is idle."""
+    the box's maker, the kernel, what the cells left) is stopped while the session is idle."""
     worker = client.app.state.sessions.sessions[sid].lease.worker  # type: ignore[attr-defined]
     if not hasattr(worker, "pid") or not worker.config.get("namespaces"):
         return  # a container's processes are not the server's to see

@@ -31,6 +31,13 @@ def test_an_answer_in_pieces_after_the_output_is_the_cells() -> None:
     assert read.cells[0].display == [{"text/plain": "42"}]
 
 
+def test_an_answer_a_byte_at_a_time_is_whole_at_its_last_byte() -> None:
+    record = CellRecord(KERNEL, NONCE, cap=100)
+    whole = _answer()
+    assert not any(record.answer(whole[i : i + 1], KERNEL) for i in range(len(whole) - 1))
+    assert record.answer(whole[-1:], KERNEL) and record.answered
+
+
 def test_output_past_the_cap_is_cut() -> None:
     record = CellRecord(KERNEL, NONCE, cap=4)
     record.output(OUT, b"abc")
@@ -64,6 +71,8 @@ def test_what_is_not_exactly_this_cells_answer_ends_the_record() -> None:
         b"2\n{}",
         b"x" * 21,  # no head
         b"-1\n",
+        b"0_5\n",  # int() takes it; a length is digits
+        b" 5\n",
         b"3\n[1,",
         message([[[[]]]]),
     ):

@@ -66,23 +66,27 @@ def run_memory_kb(budget_kb: int, held: Held) -> int:
     supervisors = {"1", str(os.getpid()), held.checker or "1"}
     pids = [name for name in os.listdir("/proc") if name.isdigit() and name not in supervisors]
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-    resident = 0
+    resident: dict[str, int] = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/statm", "rb") as f:
-                resident += int(f.read().split()[1]) * page_kb
+                resident[pid] = int(f.read().split()[1]) * page_kb
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
-    if resident + held_kb <= budget_kb:
-        return resident + held_kb
+    if sum(resident.values()) + held_kb <= budget_kb:
+        return sum(resident.values()) + held_kb
     total = held_kb
-    for pid in pids:
+    for pid, rss_kb in resident.items():
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
                 for line in f:
                     if line.startswith(b"Pss:"):
                         total += int(line.split()[1])
                         break
+        except PermissionError:
+            # Not dumpable (it asked, or a notebook's kernel): only a tracer may read its mappings, and the box is
+            # none. Its resident size counts instead, every page it shares too: hiding its memory gains nothing.
+            total += rss_kb
         except (OSError, ValueError):
             continue  # gone meanwhile, or a zombie
     return total

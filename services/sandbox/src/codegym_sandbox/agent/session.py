@@ -16,6 +16,7 @@ server ends the worker with the session: nothing of it outlives that.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
@@ -31,6 +32,7 @@ from .cell_clock import CellClock
 from .cell_frames import ERR, OUT, KernelRequest
 from .kernel import message as request_message
 from .kernel import take
+from .memory_cgroup import MemoryCgroup
 from .protocol import encode_frame
 from .scratch_files import write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
     from .box_handle import BoxHandle
     from .protocol import Report, RunFrame
 
-HOLD_AFTER_S = 0.05  # after a cell's answer, how long the session's processes run on before they are stopped
 GRACE_S = 2.0  # after a cell is interrupted, how long its kernel has to answer before the session is ended
 
 
@@ -71,8 +72,10 @@ class Kernel:
         }
         assert bx.ctl is not None
         bx.dirty = True
-        memory = bx.config.get("memory_cgroup")
-        self.kills = memory.oom_kills() if memory is not None else 0
+        # Where its processes are killed for memory: the worker's memory cgroup, or a container's own (one
+        # session's). A kill is the session's passing its limit, whichever process the kernel chose.
+        self.memory = bx.config.get("memory_cgroup") or MemoryCgroup.own()
+        self.kills = self.memory.oom_kills() if self.memory is not None else 0
         try:
             socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], theirs)
         finally:
@@ -177,10 +180,12 @@ class Kernel:
             record.end(_why(self.report))
         alive = self.report is None and not timed_out and record.answered
         used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
-        memory = bx.config.get("memory_cgroup")
-        oom = memory is not None and memory.oom_kills() > self.kills
+        kills = self.memory.oom_kills() if self.memory is not None else 0
+        oom, self.kills = kills > self.kills, kills  # since the last cell's end: between cells counts for this one
         if alive and self.unheld:
             alive = False  # its processes could not all be stopped after its last cell: it is ended now
+        if alive and oom:
+            alive = False  # a process of the session was killed for memory (a child, say): it passed its limit
         if not alive:
             self._end()
         report = self.report
@@ -207,10 +212,16 @@ class Kernel:
             sel.unregister(fd)  # every writer closed it: the kernel and what it started
 
     def _drain(self, record: CellRecord) -> None:
-        """What the kernel wrote before it answered (or ended) is in the pipes by now: record all of it."""
+        """What the kernel wrote before it answered (or ended) is in the pipes by now: record it, up to what a
+        pipe holds (children writing on meanwhile never keep the agent here)."""
         for fd, kind in ((self.stdout, OUT), (self.stderr, ERR)):
-            while data := self._read(fd):
+            try:
+                left = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+            except OSError:
+                continue  # closed
+            while left > 0 and (data := self._read(fd)):
                 record.output(kind, data)
+                left -= len(data)
 
     def _answer(self, record: CellRecord, sel: selectors.BaseSelector, late: bool = False) -> bool:
         """Read the answers socket into ``record``; True once the record has its answer or ended."""
@@ -259,11 +270,12 @@ class Kernel:
                 self.report = read_run_report(raw)
 
     def hold(self, requests: int) -> None:
-        """Stop the session's processes until its next cell (``session_pause``), once no cell came for
-        ``HOLD_AFTER_S`` after its answer went (on ``requests``, the server's channel): a caller's next cell
-        right behind its last then costs nothing, and what a cell leaves running computes that long at most.
-        One that cannot be stopped ends the session at its next cell."""
-        if self.requests < 0 or select.select([requests], [], [], HOLD_AFTER_S)[0]:
+        """Stop the session's processes until its next cell (``session_pause``), as soon as its answer went,
+        unless its next cell is already there (on ``requests``, the server's channel: it holds a slot of the pool
+        by now). Between cells nothing of the session runs, however close they follow each other: a session
+        computes only while it holds a slot, as a run does (a child a cell left, a thread, a timer's handler, a
+        kernel a cell rewrote). One that cannot be stopped ends the session at its next cell."""
+        if self.requests < 0 or select.select([requests], [], [], 0)[0]:
             return
         self.held = True
         if not session_pause.stop(self.bx.pid):

@@ -7,10 +7,11 @@ one sees. The agent holds the other end of each of its channels (``session_recor
 :data:`REQUESTS_FD`: one cell at a time) and its answers (a socket on :data:`ANSWERS_FD`, on which the agent
 learns which process wrote each answer). Its stdin is ``/dev/null``: a cell reads the stdin it was given.
 
-Like a notebook's kernel it is not dumpable (the programs a cell starts cannot read its memory) and imports
-nothing from where a program can write; its channels are close-on-exec, so a program a cell runs never holds
-them (a process the kernel forks does: nothing it writes passes for the kernel's answer, see
-``session_record.py``).
+Like a notebook's kernel it imports nothing from where a program can write, and its channels are close-on-exec,
+so a program a cell runs never holds them unless the cell hands them on (a process the kernel forks holds them:
+nothing it writes passes for the kernel's answer, see ``session_record.py``). Unlike a notebook's kernel, which
+holds a reward script's expected outputs, it stays dumpable: it holds nothing its own cells may not see, and the
+box reads what its processes share (their proportional set sizes) only from processes that are.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import socket
 from typing import NoReturn
 
-from . import import_path, kernel, linux
+from . import import_path, kernel
 
 SESSION_MAIN = "from codegym_sandbox.agent.session_main import main\n\nmain()\n"
 REQUESTS_FD = 3  # the cells, from the agent
@@ -28,7 +29,6 @@ ANSWERS_FD = 4  # the kernel's answers, to the agent
 
 def main() -> NoReturn:
     """The session's kernel: a cell per request, until the agent hangs up."""
-    linux.set_dumpable(False)
     import_path.isolate()
     for fd in (REQUESTS_FD, ANSWERS_FD):
         os.set_inheritable(fd, False)  # the box wires a run's descriptors inheritable: these are not a program's

@@ -23,11 +23,11 @@ import struct
 from typing import Any
 
 from .cell_frames import CELL, CUT, DEAD, END, CellAnswer, read_kernel_answer, representable
-from .kernel import take
 
 # An answer's bytes at most, past the cell's output cap (a value's repr, which counts against that cap, and a
 # traceback): past it, the answer is not one.
 ANSWER_OVERHEAD = 4 << 20
+_HEAD_MAX = 20  # an answer's head: its length in digits, at most
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 _CHUNK = 1 << 16
 
@@ -42,7 +42,9 @@ class CellRecord:
         self.cut = False
         self.answered = False  # the kernel's answer is recorded
         self.dead = False  # the record says why the kernel stopped answering
-        self._buffer = b""
+        self._buffer = bytearray()  # the answer read so far
+        self._size = -1  # its body's length, once its head is read
+        self._body = 0  # where its body starts
 
     @property
     def ended(self) -> bool:
@@ -73,43 +75,40 @@ class CellRecord:
 
     def answer(self, data: bytes, sender: int) -> bool:
         """Bytes read from the answers socket, and who wrote them; True once the answer is whole (recorded, or
-        the record ended: see :attr:`answered`). The caller passes on the output still in the pipes first."""
+        the record ended: see :attr:`answered`). The caller passes on the output still in the pipes first.
+        Each byte is looked at once: an answer sent a byte at a time costs the agent no more than one sent whole."""
         if self.ended:
             return True
         if sender != self.kernel:
             self.end("an answer came from another process than the kernel")
             return True
         self._buffer += data
-        if _incomplete(self._buffer, self.answer_max):
+        if self._size < 0:  # its head (``b"<length>\n"``, as ``kernel.message`` writes it) is not read yet
+            newline = self._buffer.find(b"\n", 0, _HEAD_MAX + 1)
+            if newline < 0:
+                if len(self._buffer) <= _HEAD_MAX:
+                    return False
+                self.end("the kernel's answer is not one")
+                return True
+            head = bytes(self._buffer[:newline])
+            if not head.isdigit() or int(head) > self.answer_max:
+                self.end("the kernel's answer is not one")
+                return True
+            self._size, self._body = int(head), newline + 1
+        if len(self._buffer) - self._body < self._size:
             return False
+        body = bytes(self._buffer[self._body : self._body + self._size])
         try:
-            taken = take(self._buffer)
+            checked = _checked(json.loads(body), self.nonce)
         except (ValueError, RecursionError):
-            taken = None
-        if taken is None:
-            self.end("the kernel's answer is not one")
-            return True
-        answer, rest = taken
-        checked = _checked(answer, self.nonce)
-        if checked is None or rest:
+            checked = None
+        if checked is None or len(self._buffer) > self._body + self._size:  # nothing may follow it
             self.end("the kernel's answer is not one")
             return True
         self._frame(CELL, 0, json.dumps(checked).encode())
         self._frame(END, 1, b"")
         self.answered = True
         return True
-
-
-def _incomplete(buffer: bytes, most: int) -> bool:
-    """Whether ``buffer`` is the start of a message of at most ``most`` bytes (its body not all read yet)."""
-    head, newline, rest = buffer.partition(b"\n")
-    if not newline:
-        return len(head) <= 20
-    try:
-        size = int(head)
-    except ValueError:
-        return False
-    return 0 <= size <= most and len(rest) < size
 
 
 def _checked(answer: Any, nonce: str) -> CellAnswer | None:

@@ -36,6 +36,8 @@ def cell_result(done: CellDone, record: Record, memory_mb: int, output_cap: int)
         error = CellErrorModel(type=e["ename"], message=e["evalue"], traceback=e["traceback"])
     elif not done["alive"]:
         why = record.ended or "the session's interpreter ended"
+        if status(done, memory_mb) == "memory_limit":
+            why = f"the session passed its memory limit of {memory_mb} MiB, files included ({why})"
         error = CellErrorModel(type="SessionEnded", message=why, traceback=[])
     display = next((d["text/plain"] for d in cell.display if "text/plain" in d), None)
     # The value's text counts against the output limit with what the cell printed.

@@ -76,19 +76,18 @@ def run_memory_kb(budget_kb: int, held: Held) -> int:
     if sum(resident.values()) + held_kb <= budget_kb:
         return sum(resident.values()) + held_kb
     total = held_kb
-    for pid, rss_kb in resident.items():
+    for pid in resident:
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
                 for line in f:
                     if line.startswith(b"Pss:"):
                         total += int(line.split()[1])
                         break
-        except PermissionError:
-            # Not dumpable (it asked, or a notebook's kernel): only a tracer may read its mappings, and the box is
-            # none. Its resident size counts instead, every page it shares too: hiding its memory gains nothing.
-            total += rss_kb
         except (OSError, ValueError):
-            continue  # gone meanwhile, or a zombie
+            # Gone meanwhile, a zombie, or not dumpable (a notebook's kernel and its children, or a process that
+            # asked): only a tracer may read its mappings. Its resident size would count every page it shares with
+            # its parent once more, and honest notebooks that fork would be MLE: the memory cgroup bounds it.
+            continue
     return total
 
 

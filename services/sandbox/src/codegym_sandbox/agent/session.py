@@ -88,6 +88,7 @@ class Kernel:
         self.report: Report | None = None
         self.held = self.unheld = False
         self.closed = False  # the kernel's answers socket closed: it ended, or gave the socket up
+        self.answered = False  # the kernel answered a cell: its box has taken its command, and can be stopped
         self.kernel_pid = 0  # found at a cell (see _find_kernel)
 
     def close(self) -> None:
@@ -179,6 +180,7 @@ class Kernel:
             self._drain(record)
             record.end(_why(self.report))
         alive = self.report is None and not timed_out and record.answered
+        self.answered = self.answered or record.answered
         used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         kills = self.memory.oom_kills() if self.memory is not None else 0
         oom, self.kills = kills > self.kills, kills  # since the last cell's end: between cells counts for this one
@@ -270,13 +272,14 @@ class Kernel:
                 self.report = read_run_report(raw)
 
     def hold(self, requests: int) -> None:
-        """Stop the session's processes until its next cell (``session_pause``), as soon as its answer went,
+        """Stop the session's processes until its next cell (``session_pause``), as soon as a cell's answer went,
         unless its next cell is already there (on ``requests``, the server's channel: it holds a slot of the pool
         by now). Between cells nothing of the session runs, however close they follow each other: a session
         computes only while it holds a slot, as a run does (a child a cell left, a thread, a timer's handler, a
-        kernel a cell rewrote). One that cannot be stopped ends the session at its next cell."""
-        if self.requests < 0 or select.select([requests], [], [], 0)[0]:
-            return
+        kernel a cell rewrote). A kernel that has answered no cell yet has run nothing of its caller's, and is
+        left waiting. One that cannot be stopped ends the session at its next cell."""
+        if not self.answered or self.requests < 0 or select.select([requests], [], [], 0)[0]:
+            return  # before its first answer the box may not have taken the kernel's command (see box.py's armed)
         self.held = True
         if not session_pause.stop(self.bx.pid):
             self.unheld = True

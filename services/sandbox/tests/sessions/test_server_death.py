@@ -100,8 +100,8 @@ def test_a_killed_server_leaves_no_session_behind() -> None:
         for _ in range(3):
             sid = _post(conn, "/v1/sessions", {"language": "python"}, 201)["session_id"]
             _post(conn, f"/v1/sessions/{sid}/execute", {"code": "x = [0] * 1000"}, 200)
-        # Every session held (stopped) between cells: three boxes, each with its kernel, all stopped (the kernels
-        # started ahead have run no cell: they wait unstopped, and go with the server all the same).
+        # Every session held (stopped) between cells, and the kernels started ahead once they run: three boxes at
+        # least, each with its kernel, all stopped.
         deadline = time.monotonic() + 30
         while sum(state == "T" for state in _processes_of(proc.pid).values()) < 6:
             assert time.monotonic() < deadline, _processes_of(proc.pid)

@@ -36,12 +36,14 @@ from .memory_cgroup import MemoryCgroup
 from .protocol import encode_frame
 from .scratch_files import write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted
+from .session_main import READY
 from .session_record import CellRecord, receive
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
     from .protocol import Report, RunFrame
 
+READY_S = 10.0  # how long a new kernel has to say it runs before its session is left unstopped until its first cell
 GRACE_S = 2.0  # after a cell is interrupted, how long its kernel has to answer before the session is ended
 
 
@@ -88,7 +90,8 @@ class Kernel:
         self.report: Report | None = None
         self.held = self.unheld = False
         self.closed = False  # the kernel's answers socket closed: it ended, or gave the socket up
-        self.answered = False  # the kernel answered a cell: its box has taken its command, and can be stopped
+        self.ready = False  # the kernel said it runs (session_main.READY): its box took its command
+        self.early = False  # it wrote something else before its first cell: an answer out of turn
         self.kernel_pid = 0  # found at a cell (see _find_kernel)
 
     def close(self) -> None:
@@ -105,6 +108,7 @@ class Kernel:
         if self.held:  # the session's processes, stopped since its last cell (see hold)
             session_pause.resume(bx.pid)
             self.held = False
+        self._await_ready(GRACE_S)
         taken = take(message)
         job: dict[str, Any] = taken[0] if taken is not None else {}  # the server's: trusted to be what it says
         nonce = os.urandom(16).hex()  # an answer written ahead (by an earlier cell) cannot be this cell's
@@ -130,7 +134,9 @@ class Kernel:
         sel.register(self.stderr, selectors.EVENT_READ, ERR)
         sel.register(self.answers, selectors.EVENT_READ)
         sel.register(bx.ctl, selectors.EVENT_READ)
-        if select.select([self.answers], [], [], 0)[0]:
+        if self.early:
+            record.end("the kernel answered a cell it was not given")
+        elif select.select([self.answers], [], [], 0)[0]:
             # Before this cell was sent: an answer written ahead, or the kernel's channel closed (it ended).
             self._answer(record, sel, late=True)
         else:
@@ -180,7 +186,6 @@ class Kernel:
             self._drain(record)
             record.end(_why(self.report))
         alive = self.report is None and not timed_out and record.answered
-        self.answered = self.answered or record.answered
         used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
         kills = self.memory.oom_kills() if self.memory is not None else 0
         oom, self.kills = kills > self.kills, kills  # since the last cell's end: between cells counts for this one
@@ -241,6 +246,25 @@ class Kernel:
             self._drain(record)  # an answer comes after the output of its cell
         return record.answer(data, sender)
 
+    def _await_ready(self, wait_s: float, requests: int | None = None) -> None:
+        """Take the kernel's first word (``session_main.READY``), waiting up to ``wait_s`` (or until the server's
+        next frame comes on ``requests``)."""
+        if self.ready or self.early or self.closed:
+            return
+        waits = [self.answers.fileno()] if requests is None else [self.answers.fileno(), requests]
+        if self.answers.fileno() not in select.select(waits, [], [], wait_s)[0]:
+            return
+        try:
+            data, sender = receive(self.answers)
+        except BlockingIOError:
+            return
+        if not data:
+            self.closed = True  # it ended before it ran: the cell says how
+        elif data == READY and sender == self._find_kernel():
+            self.ready = True
+        else:
+            self.early = True
+
     def _find_kernel(self) -> int:
         """The pid of the session's kernel: the box's oldest child (what a cell leaves behind comes to the box
         later)."""
@@ -276,10 +300,13 @@ class Kernel:
         unless its next cell is already there (on ``requests``, the server's channel: it holds a slot of the pool
         by now). Between cells nothing of the session runs, however close they follow each other: a session
         computes only while it holds a slot, as a run does (a child a cell left, a thread, a timer's handler, a
-        kernel a cell rewrote). A kernel that has answered no cell yet has run nothing of its caller's, and is
-        left waiting. One that cannot be stopped ends the session at its next cell."""
-        if not self.answered or self.requests < 0 or select.select([requests], [], [], 0)[0]:
-            return  # before its first answer the box may not have taken the kernel's command (see box.py's armed)
+        kernel a cell rewrote). A kernel is stopped once it said it runs (its box has then taken its command:
+        see ``box.py``'s ``armed``). One that cannot be stopped ends the session at its next cell."""
+        if self.requests < 0:
+            return
+        self._await_ready(READY_S, requests)  # stopped before, its box might not have armed its parent-death signal
+        if not self.ready or select.select([requests], [], [], 0)[0]:
+            return
         self.held = True
         if not session_pause.stop(self.bx.pid):
             self.unheld = True

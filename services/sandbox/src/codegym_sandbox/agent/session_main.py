@@ -25,6 +25,9 @@ from . import import_path, kernel
 SESSION_MAIN = "from codegym_sandbox.agent.session_main import main\n\nmain()\n"
 REQUESTS_FD = 3  # the cells, from the agent
 ANSWERS_FD = 4  # the kernel's answers, to the agent
+# The kernel's first word, before any cell: it runs, so its box has taken its command (and armed its parent-death
+# signal): the agent may stop the session's processes from then on.
+READY = b"ready\n"
 
 
 def main() -> NoReturn:
@@ -32,4 +35,5 @@ def main() -> NoReturn:
     import_path.isolate()
     for fd in (REQUESTS_FD, ANSWERS_FD):
         os.set_inheritable(fd, False)  # the box wires a run's descriptors inheritable: these are not a program's
+    os.write(ANSWERS_FD, READY)
     kernel.serve(REQUESTS_FD, socket.socket(fileno=ANSWERS_FD))

@@ -80,6 +80,32 @@ def test_a_node_run_within_its_limit_passes(hostile: TestClient) -> None:
     assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
 
 
+# Two children whose first thread exits alone while another holds 70 MiB: a process without its leader reads
+# empty in /proc/PID, and the box's sum passed over it (two of them held more than the limit, and passed).
+_LEADERLESS = """
+import ctypes, os, threading, time
+def hold():
+    data = bytearray(70 << 20)
+    for i in range(0, len(data), 4096):
+        data[i] = 1
+    time.sleep(1.5)
+    print("held", flush=True)
+    os._exit(0)
+for _ in range(2):
+    if os.fork() == 0:
+        threading.Thread(target=hold).start()
+        ctypes.CDLL(None).syscall(60, 0)  # exit: this thread alone
+for _ in range(2):
+    os.wait()
+"""
+
+
+def test_memory_of_a_process_without_its_first_thread_is_held_to_the_run_limit(hostile: TestClient) -> None:
+    body = {"language": "python", "code": _LEADERLESS, "limits": {"timeout_s": 10, "memory_mb": 128}, "cache": False}
+    r = hostile.post("/v1/execute", json=body)
+    assert r.status_code == 200 and r.json()["verdict"] == "MLE", r.text
+
+
 _PID = "import os\nprint(os.getpid())\n"
 # Moves the pid namespace's counter on by 137 (each child exits at once).
 _FORKS = """

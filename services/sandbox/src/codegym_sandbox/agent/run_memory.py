@@ -66,19 +66,23 @@ def run_memory_kb(budget_kb: int, held: Held) -> int:
     supervisors = {"1", str(os.getpid()), held.checker or "1"}
     pids = [name for name in os.listdir("/proc") if name.isdigit() and name not in supervisors]
     page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-    resident: dict[str, int] = {}
+    resident: dict[str, int] = {}  # where each process's memory is read -> its resident size
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as f:
-                resident[pid] = int(f.read().split()[1]) * page_kb
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
+        where = f"/proc/{pid}"
+        kb = _resident_kb(where, page_kb)
+        if kb == 0:
+            # A process whose first thread exited alone reads empty (and its mappings gone) while its other
+            # threads hold its memory: a live thread of it reads the whole process's.
+            where = _live_thread(pid) or where
+            kb = _resident_kb(where, page_kb)
+        if kb is not None:
+            resident[where] = kb
     if sum(resident.values()) + held_kb <= budget_kb:
         return sum(resident.values()) + held_kb
     total = held_kb
-    for pid in resident:
+    for where in resident:
         try:
-            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            with open(f"{where}/smaps_rollup", "rb") as f:
                 for line in f:
                     if line.startswith(b"Pss:"):
                         total += int(line.split()[1])
@@ -134,3 +138,21 @@ class MemoryWatch:
     def over(self) -> bool:
         """Whether the run went over its budget (and was killed for it)."""
         return self.peak_kb > self.budget_kb
+
+
+def _resident_kb(where: str, page_kb: int) -> int | None:
+    """The resident size of the process (or thread) at ``where`` (``/proc/PID``); None where it is gone."""
+    try:
+        with open(f"{where}/statm", "rb") as f:
+            return int(f.read().split()[1]) * page_kb
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _live_thread(pid: str) -> str | None:
+    """``/proc/PID/task/TID`` of a thread of ``pid`` other than its first, if it has one."""
+    try:
+        tids = [tid for tid in os.listdir(f"/proc/{pid}/task") if tid != pid]
+    except OSError:
+        return None
+    return f"/proc/{pid}/task/{tids[0]}" if tids else None

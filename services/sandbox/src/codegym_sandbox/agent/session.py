@@ -108,7 +108,9 @@ class Kernel:
         if self.held:  # the session's processes, stopped since its last cell (see hold)
             session_pause.resume(bx.pid)
             self.held = False
-        self._await_ready(GRACE_S)
+        # A kernel still starting (a busy machine) is waited for as long as the cell could run: its start is not
+        # the cell's time, and its first word is never read as the cell's answer.
+        self._await_ready(wall_s + GRACE_S)
         taken = take(message)
         job: dict[str, Any] = taken[0] if taken is not None else {}  # the server's: trusted to be what it says
         nonce = os.urandom(16).hex()  # an answer written ahead (by an earlier cell) cannot be this cell's

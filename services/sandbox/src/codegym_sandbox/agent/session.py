@@ -272,8 +272,7 @@ class Kernel:
         later)."""
         waited = time.monotonic() + GRACE_S  # the box starts it as the session's first cell is sent, at worst
         while not self.kernel_pid:
-            by_age = sorted((_started(pid), pid) for pid in _children(self.bx.pid))
-            self.kernel_pid = by_age[0][1] if by_age else 0
+            self.kernel_pid = session_pause.oldest_child(self.bx.pid)
             if self.kernel_pid or time.monotonic() > waited:
                 break
             time.sleep(0.001)
@@ -335,24 +334,6 @@ def _why(report: Report | None) -> str:
     if report["signal"] is not None:
         return f"the kernel was killed by signal {report['signal']}"
     return f"the kernel exited with status {report['exit_code']}"
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-            return [int(c) for c in f.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
-def _started(pid: int) -> int:
-    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s field 22); the latest there is
-    where it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return 1 << 62
 
 
 _open: Kernel | None = None

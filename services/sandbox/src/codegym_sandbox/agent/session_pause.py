@@ -6,7 +6,8 @@ and cells the CPUs are shared among. So once a cell's record is read, the agent 
 session's box, and the box (``SIGSTOP``, which no process can catch or ignore), and continues them
 (``SIGCONT``) as the next cell is sent. Every process of the session is under the box: the box is the init of
 its pid namespace, so an orphan comes back to it. A process may fork while the others are being stopped: the
-walk goes on until it finds no process that is not stopped.
+walk goes on until it finds no process that is not stopped. Among them the kernel is the box's oldest child
+(:func:`oldest_child`).
 """
 
 from __future__ import annotations
@@ -83,3 +84,28 @@ def resume(root: int) -> None:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
+
+
+def oldest_child(pid: int) -> int:
+    """The oldest living child of ``pid`` (a session's box: its kernel; what a cell leaves behind comes to the box
+    later); 0 where it has none."""
+    by_age = sorted((_started(child), child) for child in _children(pid))
+    return by_age[0][1] if by_age else 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _started(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s field 22); the latest there is
+    where it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 1 << 62

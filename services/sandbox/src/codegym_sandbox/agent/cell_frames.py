@@ -13,12 +13,16 @@ that is not of it ends the record there, as a kernel that stopped answering does
 from __future__ import annotations
 
 import json
+import socket
+import struct
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 from .wire_schema import conform
 
 OUT, ERR, CELL, CUT, DEAD, END = b"out", b"err", b"cell", b"cut", b"dead", b"end"
+_UCRED = struct.Struct("3i")  # pid, uid, gid
+_CHUNK = 1 << 16
 
 
 class CellError(TypedDict):
@@ -56,6 +60,40 @@ class KernelAnswer(KernelRequest, CellAnswer):
 def read_kernel_answer(answer: object) -> KernelAnswer:
     """The kernel's answer, if it is one; else :class:`~.wire_schema.Malformed`."""
     return conform(answer, KernelAnswer)
+
+
+def answer_for(answer: object, n: int, nonce: str) -> CellAnswer | None:
+    """The kernel's answer for cell ``n`` sent with ``nonce``, as plain representable data; None when it is not
+    one (what reads it, a notebook's supervisor or a session's agent, then ends the record)."""
+    try:
+        checked = read_kernel_answer(answer)  # exactly a KernelAnswer: its keys, each of its type
+    except ValueError:
+        return None
+    if checked["n"] != n or checked["nonce"] != nonce:
+        return None
+    return {
+        "display": [{representable(k): representable(v) for k, v in d.items()} for d in checked["display"]],
+        "error": [
+            {
+                "ename": representable(e["ename"]),
+                "evalue": representable(e["evalue"]),
+                "traceback": [representable(line) for line in e["traceback"]],
+            }
+            for e in checked["error"]
+        ],
+    }
+
+
+def receive_answer(answers: socket.socket) -> tuple[bytes, int]:
+    """What the next writer sent on the kernel's answers socket, and its pid, which the kernel vouches for
+    (``SO_PASSCRED``): a stream socket never joins the bytes of two senders in one read, so a process the kernel
+    forked (or any other that holds the socket) cannot pass its bytes off as the kernel's."""
+    data, ancillary, _, _ = answers.recvmsg(_CHUNK, socket.CMSG_SPACE(_UCRED.size))
+    pid = 0
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= _UCRED.size:
+            pid = _UCRED.unpack_from(payload)[0]
+    return data, pid
 
 
 def representable(text: str) -> str:

@@ -36,7 +36,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 from typing import Any, NoReturn
 
@@ -48,16 +47,14 @@ from .cell_frames import (
     END,
     ERR,
     OUT,
-    CellAnswer,
     KernelRequest,
-    read_kernel_answer,
-    representable,
+    answer_for,
+    receive_answer,
 )
 from .kernel import message, take, write_all
 
 CELLS_MAIN = "from codegym_sandbox.agent.cells import main\n\nmain()\n"
 _CHUNK = 1 << 16
-_UCRED = struct.Struct("3i")  # pid, uid, gid
 
 
 # --- the supervisor -----------------------------------------------------------------------------------
@@ -85,27 +82,6 @@ def flush() -> None:
     if _later:
         out, _later = _later, b""
         write_all(1, out)
-
-
-def _answer(answer: object, n: int, nonce: str) -> CellAnswer | None:
-    """The kernel's answer for cell ``n``, as plain representable data; None when it is not one."""
-    try:
-        checked = read_kernel_answer(answer)  # exactly a KernelAnswer: its keys, each of its type
-    except ValueError:
-        return None
-    if checked["n"] != n or checked["nonce"] != nonce:
-        return None
-    return {
-        "display": [{representable(k): representable(v) for k, v in d.items()} for d in checked["display"]],
-        "error": [
-            {
-                "ename": representable(e["ename"]),
-                "evalue": representable(e["evalue"]),
-                "traceback": [representable(line) for line in e["traceback"]],
-            }
-            for e in checked["error"]
-        ],
-    }
 
 
 class Relay:
@@ -141,18 +117,6 @@ class Relay:
         for fd in list(self.fds):
             while fd in self.fds and self.read(fd, cell):
                 pass
-
-
-def _receive(answers: socket.socket) -> tuple[bytes, int]:
-    """What the next writer sent on ``answers``, and its pid, which the kernel vouches for (``SO_PASSCRED``):
-    a stream socket never joins the bytes of two senders in one read, so a process the kernel forked (or any
-    other that holds the socket) cannot pass its bytes off as the kernel's."""
-    data, ancillary, _, _ = answers.recvmsg(_CHUNK, socket.CMSG_SPACE(_UCRED.size))
-    pid = 0
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= _UCRED.size:
-            pid = _UCRED.unpack_from(payload)[0]
-    return data, pid
 
 
 def _ended(cell: int, pid: int, exited: int, why: str = "") -> int | None:
@@ -200,7 +164,7 @@ def _supervise(
     cell_timeout = max(float(job.get("cell_timeout") or 0), 0.0)
     for n, source in enumerate(cells):
         if buffer or select.select([answers], [], [], 0)[0]:
-            late = buffer or _receive(answers)[0]
+            late = buffer or receive_answer(answers)[0]
             return _ended(n, pid, exited, "the kernel answered a cell it was not given" if late else "")
         try:
             flush()  # the last cell's answer: this one may run until the run is stopped
@@ -226,7 +190,7 @@ def _supervise(
                     if fd not in relay.fds:
                         poller.unregister(fd)
             if answers.fileno() in events:
-                part, sender = _receive(answers)
+                part, sender = receive_answer(answers)
                 if part and sender != pid:
                     return _ended(n, pid, exited, "an answer came from another process than the kernel")
                 buffer += part
@@ -241,7 +205,7 @@ def _supervise(
             elif exited in events:
                 return _ended(n, pid, exited)
         relay.drain(n)
-        checked = _answer(answer, n, nonce)
+        checked = answer_for(answer, n, nonce)
         if checked is None or buffer:
             return _ended(n, pid, exited, "the kernel's answer is not one")
         frame_later(CELL, n, json.dumps(checked).encode())

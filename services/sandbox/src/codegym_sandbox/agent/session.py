@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from . import isolation, run_cpu, session_pause
 from .box_protocol import RunCommand, read_run_report
 from .cell_clock import CellClock
-from .cell_frames import ERR, OUT, KernelRequest
+from .cell_frames import ERR, OUT, KernelRequest, receive_answer
 from .kernel import message as request_message
 from .kernel import take
 from .memory_cgroup import MemoryCgroup
@@ -37,7 +37,7 @@ from .protocol import encode_frame
 from .scratch_files import write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted
 from .session_main import READY
-from .session_record import CellRecord, receive
+from .session_record import CellRecord
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
@@ -235,7 +235,7 @@ class Kernel:
     def _answer(self, record: CellRecord, sel: selectors.BaseSelector, late: bool = False) -> bool:
         """Read the answers socket into ``record``; True once the record has its answer or ended."""
         try:
-            data, sender = receive(self.answers)
+            data, sender = receive_answer(self.answers)
         except BlockingIOError:
             return False
         if not data:
@@ -257,7 +257,7 @@ class Kernel:
         if self.answers.fileno() not in select.select(waits, [], [], wait_s)[0]:
             return
         try:
-            data, sender = receive(self.answers)
+            data, sender = receive_answer(self.answers)
         except BlockingIOError:
             return
         if not data:

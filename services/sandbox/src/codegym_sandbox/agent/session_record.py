@@ -18,18 +18,13 @@ later cells of its session.
 from __future__ import annotations
 
 import json
-import socket
-import struct
-from typing import Any
 
-from .cell_frames import CELL, CUT, DEAD, END, CellAnswer, read_kernel_answer, representable
+from .cell_frames import CELL, CUT, DEAD, END, answer_for
 
 # An answer's bytes at most, past the cell's output cap (a value's repr, which counts against that cap, and a
 # traceback): past it, the answer is not one.
 ANSWER_OVERHEAD = 4 << 20
 _HEAD_MAX = 20  # an answer's head: its length in digits, at most
-_UCRED = struct.Struct("3i")  # pid, uid, gid
-_CHUNK = 1 << 16
 
 
 class CellRecord:
@@ -99,7 +94,7 @@ class CellRecord:
             return False
         body = bytes(self._buffer[self._body : self._body + self._size])
         try:
-            checked = _checked(json.loads(body), self.nonce)
+            checked = answer_for(json.loads(body), 0, self.nonce)
         except (ValueError, RecursionError):
             checked = None
         if checked is None or len(self._buffer) > self._body + self._size:  # nothing may follow it
@@ -109,35 +104,3 @@ class CellRecord:
         self._frame(END, 1, b"")
         self.answered = True
         return True
-
-
-def _checked(answer: Any, nonce: str) -> CellAnswer | None:
-    """The kernel's answer for the cell sent with ``nonce``, as plain representable data; None if not one."""
-    try:
-        checked = read_kernel_answer(answer)  # exactly a KernelAnswer: its keys, each of its type
-    except (ValueError, RecursionError):
-        return None
-    if checked["n"] != 0 or checked["nonce"] != nonce:
-        return None
-    return {
-        "display": [{representable(k): representable(v) for k, v in d.items()} for d in checked["display"]],
-        "error": [
-            {
-                "ename": representable(e["ename"]),
-                "evalue": representable(e["evalue"]),
-                "traceback": [representable(line) for line in e["traceback"]],
-            }
-            for e in checked["error"]
-        ],
-    }
-
-
-def receive(answers: socket.socket) -> tuple[bytes, int]:
-    """What the next writer sent on ``answers`` and its pid, which the kernel vouches for (``SO_PASSCRED``): a
-    stream socket never joins the bytes of two senders in one read."""
-    data, ancillary, _, _ = answers.recvmsg(_CHUNK, socket.CMSG_SPACE(_UCRED.size))
-    pid = 0
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= _UCRED.size:
-            pid = _UCRED.unpack_from(payload)[0]
-    return data, pid

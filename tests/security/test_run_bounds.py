@@ -82,19 +82,25 @@ def test_a_node_run_within_its_limit_passes(hostile: TestClient) -> None:
 
 # Two children whose first thread exits alone while another holds 70 MiB: a process without its leader reads
 # empty in /proc/PID, and the box's sum passed over it (two of them held more than the limit, and passed).
+# The leader takes the memory before the thread starts, and one malloc arena keeps the thread from reserving
+# 64 MiB of its own: a Python whose address space is a little larger would otherwise fail the allocation
+# under the run's address-space limit, and the sum would go untested (CI saw that once).
 _LEADERLESS = """
 import ctypes, os, threading, time
-def hold():
-    data = bytearray(70 << 20)
-    for i in range(0, len(data), 4096):
-        data[i] = 1
+libc = ctypes.CDLL(None)
+def hold(data):
     time.sleep(1.5)
-    print("held", flush=True)
+    print("held", len(data), flush=True)
     os._exit(0)
 for _ in range(2):
     if os.fork() == 0:
-        threading.Thread(target=hold).start()
-        ctypes.CDLL(None).syscall(60, 0)  # exit: this thread alone
+        libc.mallopt(-8, 1)  # M_ARENA_MAX
+        data = bytearray(70 << 20)
+        for i in range(0, len(data), 4096):
+            data[i] = 1
+        threading.Thread(target=hold, args=(data,)).start()
+        del data
+        libc.syscall(60, 0)  # exit: this thread alone
 for _ in range(2):
     os.wait()
 """

@@ -104,8 +104,8 @@ READERS = {
 }
 _FORGED = (
     "import os, json\nforged = [b'1.0', b'cell 0 10\\n{\"x\": 1.0}', b'end 1 0\\n',\n"
-    "          b'out 0 3\\n1.0cell 0 48\\n'\n"
-    "          + json.dumps({'display': [{'text/plain': '1.0'}], 'error': []}).encode()]\n"
+    "          b'out 0 3\\n1.0cell 0 63\\n'\n"
+    "          + json.dumps({'display': [{'text/plain': '1.0'}], 'error': [], 'cut': False}).encode()]\n"
 )
 WRITERS = {
     "result-files-in-the-working-directory": "for name in ('.main_result', 'cell.py', 'main_result', 'output.json'):\n"
@@ -265,7 +265,8 @@ _FORGE = (
     f"open('.jupyter_output.json', 'w').write({_FORGED_CELLS!r})\n"
     "answers = [json.dumps({'n': n, 'display': [], 'error': []}).encode() for n in (0, 1)]\n"
     "frames = [b'%d\\n%s' % (len(a), a) for a in answers]\n"
-    'frames.append(b\'out 1 17\\nALL TESTS PASSED\\ncell 1 26\\n{"display": [], "error": []}end 2 0\\n\')\n'
+    "frames.append(b'out 1 17\\nALL TESTS PASSED\\ncell 1 42\\n'\n"
+    '              b\'{"display": [], "error": [], "cut": false}end 2 0\\n\')\n'
     "for fd in range(3, 256):\n    for frame in frames:\n        try:\n            os.write(fd, frame)\n"
     "        except OSError:\n            pass\n"
     "sys.stdout.write(frames[-1].decode())\nsys.stdout.flush()\n"
@@ -314,7 +315,8 @@ _SELF_ANSWER = (
     "import json, os, sys\n"
     "frame = sys._getframe()\n"
     "while not {'answers', 'request'} <= frame.f_locals.keys():\n    frame = frame.f_back\n"
-    "answer = {**frame.f_locals['request'], 'source': None, 'display': [{'text/plain': 'SELF'}], 'error': []}\n"
+    "answer = {**frame.f_locals['request'], 'source': None, 'display': [{'text/plain': 'SELF'}], 'error': [],\n"
+    "          'cut': False}\n"
     "{shape}\n"
     "body = json.dumps(answer).encode()\n"
     "frame.f_locals['answers'].sendall(b'%d\\n' % len(body) + body)\n"

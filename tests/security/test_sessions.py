@@ -176,7 +176,7 @@ def test_a_cell_that_signals_everything_reaches_only_its_own(server: TestClient,
 _FORGED = (
     "import json, os, sys\nf = sys._getframe()\nwhile 'request' not in f.f_locals:\n    f = f.f_back\n"
     "ask = f.f_locals['request']\nbody = json.dumps({**ask, 'source': None, 'stdin': None, 'display': "
-    "[{'text/plain': \"'forged'\"}], 'error': []}).encode()\n"
+    "[{'text/plain': \"'forged'\"}], 'error': [], 'cut': False}).encode()\n"
 )
 _FORGERIES = {
     # A child of the kernel answers for it, with the cell's own nonce (read from the kernel's frame).

@@ -235,15 +235,16 @@ def test_a_checker_outcome_of_another_shape_breaks_the_series() -> None:
 
 
 def test_a_cell_answer_of_another_shape_ends_the_record() -> None:
-    answer = {"display": [{"text/plain": "1"}], "error": []}
+    answer = {"display": [{"text/plain": "1"}], "error": [], "cut": False}
     body = json.dumps(answer).encode()
     record = cell_frames.read_record(b"cell 0 %d\n%s" % (len(body), body) + b"end 1 0\n", 1)
     assert record.finished and record.cells[0].display == [{"text/plain": "1"}]
     for bad in (
         {**answer, "n": 0},
-        {"display": [{"text/plain": 1}], "error": []},
-        {"display": [], "error": [{"ename": "E", "evalue": "v", "traceback": "t"}]},
-        {"display": []},
+        {"display": [{"text/plain": 1}], "error": [], "cut": False},
+        {"display": [], "error": [{"ename": "E", "evalue": "v", "traceback": "t"}], "cut": False},
+        {"display": [], "cut": False},
+        {"display": [], "error": [], "cut": 0},
     ):
         body = json.dumps(bad).encode()
         record = cell_frames.read_record(b"cell 0 %d\n%s" % (len(body), body) + b"end 1 0\n", 1)
@@ -258,12 +259,14 @@ def test_the_kernels_answer_is_read_as_its_type() -> None:
         "cell_timeout": 0.0,
         "timer": True,
         "stdin": None,
+        "answer_bytes": 100,
         "display": [],
         "error": [],
+        "cut": False,
     }
     assert cell_frames.read_kernel_answer(answer) == answer
     bads = ({**answer, "extra": 1}, {**answer, "cell_timeout": "0"}, {**answer, "n": False}, {**answer, "stdin": 1})
-    bads += ({**answer, "timer": 1},)
+    bads += ({**answer, "timer": 1}, {**answer, "cut": 1}, {**answer, "answer_bytes": 1.5})
     for bad in bads:
         with pytest.raises(Malformed):
             cell_frames.read_kernel_answer(bad)

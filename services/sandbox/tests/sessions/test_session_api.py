@@ -374,6 +374,24 @@ def test_a_value_counts_against_the_output_limit(sessions: TestClient) -> None:
         sessions.delete(f"/v1/sessions/{sid}")
 
 
+def test_a_value_or_error_past_the_answers_bound_is_cut_and_the_session_lives(sessions: TestClient) -> None:
+    # Past the output limit and the 4 MiB an answer may have beyond it: the kernel cuts them, as prints are cut.
+    sid = _new(sessions)
+    cap = sessions.app.state.settings.limits.output_bytes  # type: ignore[attr-defined]
+    try:
+        out = _cell(sessions, sid, f"'\\u00e9' * {cap + (5 << 20)}")
+        assert out["status"] == "finished" and out["alive"] and out["output_truncated"], out["error"]
+        assert out["display"].startswith("'\u00e9\u00e9") and len(out["display"]) <= cap
+        out = _cell(sessions, sid, f"print('x' * 100)\nraise ValueError('y' * {cap + (5 << 20)})")
+        assert out["alive"] and out["output_truncated"] and out["error"]["type"] == "ValueError", out["status"]
+        error = out["error"]
+        assert error["message"].startswith("yyy") and len(error["message"]) + len("".join(error["traceback"])) < cap
+        assert error["traceback"][0].startswith("Traceback") and error["traceback"][-1].startswith("ValueError: yyy")
+        assert _cell(sessions, sid, "1 + 1")["display"] == "2"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
 def test_an_abandoned_cell_ends_its_session_so_no_answer_comes_out_of_turn(sessions: TestClient) -> None:
     store = sessions.app.state.sessions  # type: ignore[attr-defined]
     sid = _new(sessions)

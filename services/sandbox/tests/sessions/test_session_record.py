@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codegym_sandbox.agent.cell_frames import ERR, OUT, read_record
+from codegym_sandbox.agent.cell_frames import CUT_LINE, ERR, OUT, CellError, read_record, within
 from codegym_sandbox.agent.kernel import message
 from codegym_sandbox.agent.session_record import ANSWER_OVERHEAD, CellRecord
 
@@ -14,7 +14,7 @@ KERNEL, NONCE = 4242, "ab" * 16
 
 def _answer(**changes: Any) -> bytes:
     answer = {"n": 0, "nonce": NONCE, "source": None, "cell_timeout": 5.0, "timer": False, "stdin": None}
-    answer |= {"display": [{"text/plain": "42"}], "error": []}
+    answer |= {"answer_bytes": 100, "display": [{"text/plain": "42"}], "error": [], "cut": False}
     return message({**answer, **changes})
 
 
@@ -104,3 +104,36 @@ def test_a_kernel_that_ends_ends_the_record_once() -> None:
     read = read_record(bytes(record.record), 1)
     assert read.ended == "the kernel was killed by signal 9" and read.cells[0].stdout == b"last words"
     assert json.dumps(read.ended)
+
+
+def _answer_size(answer: dict[str, Any]) -> int:
+    texts = [t for d in answer["display"] for t in d.values()]
+    for e in answer["error"]:
+        texts += [e["ename"], e["evalue"], *e["traceback"]]
+    return sum(len(json.dumps(t)) - 1 for t in texts)
+
+
+def test_a_value_is_cut_to_its_room_as_it_travels() -> None:
+    # Astral characters take 12 bytes each in an answer (two escapes): the room is the answer's, not a count.
+    for text in ("x" * 5000, "\U0001f600" * 5000, "\x00" * 5000):
+        answer = within([{"text/plain": text}], [], 1000)
+        kept = answer["display"][0]["text/plain"]
+        assert answer["cut"] and text.startswith(kept) and 900 < _answer_size(dict(answer)) <= 1000
+    assert within([{"text/plain": "small"}], [], 1000) == {
+        "display": [{"text/plain": "small"}],
+        "error": [],
+        "cut": False,
+    }
+
+
+def test_a_long_traceback_keeps_its_first_line_and_the_lines_nearest_the_error() -> None:
+    lines = ["Traceback (most recent call last):\n"] + [f'  File "<cell 1>", line {i}, in f\n' for i in range(500)]
+    error: CellError = {"ename": "ValueError", "evalue": "v" * 3000, "traceback": [*lines, "ValueError: " + "v" * 3000]}
+    answer = within([], [error], 2000)
+    kept = answer["error"][0]
+    assert answer["cut"] and _answer_size(dict(answer)) <= 2000
+    assert kept["evalue"].startswith("vvv") and len(kept["evalue"]) < 1000  # half of the room at most
+    assert kept["traceback"][0] == lines[0] and kept["traceback"][1] == CUT_LINE
+    assert kept["traceback"][-1].startswith("ValueError: vvv")  # the error's own line, its head
+    short: CellError = {"ename": "E", "evalue": "m", "traceback": lines[:3]}
+    assert within([], [short], 2000) == {"display": [], "error": [short], "cut": False}

@@ -34,10 +34,12 @@ class CellError(TypedDict):
 
 
 class CellAnswer(TypedDict):
-    """What a cell gave: the value of its last expression (by MIME type), and its error."""
+    """What a cell gave: the value of its last expression (by MIME type), and its error; whether they were cut to
+    the cell's output limit (:func:`within`)."""
 
     display: list[dict[str, str]]
     error: list[CellError]
+    cut: bool
 
 
 class KernelRequest(TypedDict):
@@ -51,6 +53,7 @@ class KernelRequest(TypedDict):
     # interrupted by its agent instead, which credits the time the cell waited for a CPU (``session.py``).
     timer: bool
     stdin: str | None  # what the cell reads on sys.stdin (a session's cell may have one); None: nothing
+    answer_bytes: int  # the most the value and error may take in the answer (:func:`within`): the output limit
 
 
 class KernelAnswer(KernelRequest, CellAnswer):
@@ -81,6 +84,7 @@ def answer_for(answer: object, n: int, nonce: str) -> CellAnswer | None:
             }
             for e in checked["error"]
         ],
+        "cut": checked["cut"],
     }
 
 
@@ -102,6 +106,68 @@ def representable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+CUT_LINE = "[... lines cut: past the output limit]\n"
+
+
+def _size(text: str) -> int:
+    """What ``text`` takes in an answer: its JSON (ASCII: a character takes up to 12 bytes), a separator."""
+    return len(json.dumps(text)) - 1
+
+
+def cut_to(text: str, room: int) -> str:
+    """The head of ``text`` that takes at most ``room`` bytes of an answer."""
+    if len(text) * 12 + 1 <= room:
+        return text
+    head = text[: max(room, 0)]
+    size = _size(head)
+    while head and size > room:
+        head = head[: len(head) * room // size - 1]  # shorter each time: size > room
+        size = _size(head)
+    return head
+
+
+class _Room:
+    def __init__(self, size: int) -> None:
+        self.left, self.cut = size, False
+
+    def take(self, text: str, share: float = 1.0) -> str:
+        kept = cut_to(text, int(self.left * share))
+        self.cut = self.cut or len(kept) < len(text)
+        self.left -= _size(kept)
+        return kept
+
+    def traceback(self, lines: list[str]) -> list[str]:
+        """The first line and the last ones that fit (those nearest the error), with :data:`CUT_LINE` between."""
+        if not lines:
+            return []
+        first = self.take(lines[0])
+        self.left -= _size(CUT_LINE)  # kept for the mark, whether it is needed or not
+        tail: list[str] = []
+        for line in reversed(lines[1:]):
+            if _size(line) > self.left:
+                if not tail:
+                    tail.append(self.take(line))  # the error's own line: its head
+                self.cut = True
+                break
+            tail.append(self.take(line))
+        tail.reverse()
+        return [first, CUT_LINE, *tail] if len(tail) < len(lines) - 1 else [first, *tail]
+
+
+def within(display: list[dict[str, str]], error: list[CellError], room: int) -> CellAnswer:
+    """A cell's value and error cut to ``room`` bytes of an answer in all: the value first, then the error's type
+    and message (half of what is left at most: the traceback's last line says them again), then its traceback.
+    A cell's value or error is its output: a large one is cut as its prints are, never the end of its session."""
+    left = _Room(room)
+    shown = [{mime: left.take(text) for mime, text in d.items()} for d in display]
+    errors: list[CellError] = []
+    for e in error:
+        ename = left.take(e["ename"], 0.5)
+        evalue = left.take(e["evalue"], 0.5)
+        errors.append({"ename": ename, "evalue": evalue, "traceback": left.traceback(e["traceback"])})
+    return {"display": shown, "error": errors, "cut": left.cut}
+
+
 @dataclass
 class CellRecord:
     """What one cell did, as the supervisor recorded it."""
@@ -111,6 +177,7 @@ class CellRecord:
     display: list[dict[str, str]] = field(default_factory=list)
     error: list[CellError] = field(default_factory=list)
     answered: bool = False
+    cut: bool = False  # the kernel cut its value or error to the output limit
 
 
 @dataclass
@@ -150,7 +217,8 @@ def read_record(data: bytes, cells: int) -> Record:
                 answer = conform(json.loads(body), CellAnswer)  # Malformed: a ValueError
             except (ValueError, RecursionError):
                 break
-            one.display, one.error, one.answered = answer["display"], answer["error"], True
+            one.display, one.error, one.answered, one.cut = answer["display"], answer["error"], True, answer["cut"]
+            record.cut = record.cut or one.cut
         elif kind == CUT:
             record.cut = True
         elif kind == DEAD:

@@ -177,6 +177,7 @@ def _supervise(
                 "cell_timeout": cell_timeout,
                 "timer": job.get("timer") is not False,
                 "stdin": job.get("stdin"),
+                "answer_bytes": int(job.get("output_bytes") or 1 << 20),
             }
             write_all(requests, message(cell))
         except OSError:

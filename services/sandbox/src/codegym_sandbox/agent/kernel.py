@@ -23,7 +23,7 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from .cell_frames import CellError, KernelRequest
+from .cell_frames import CellError, KernelRequest, within
 
 _CHUNK = 1 << 16
 
@@ -156,6 +156,7 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
                     stream.flush()
                 except BaseException:
                     pass
-            answers.sendall(message({**request, "source": None, "stdin": None, "display": display, "error": error}))
+            answer = within(display, error, int(request["answer_bytes"]))
+            answers.sendall(message({**request, "source": None, "stdin": None, **answer}))
         except BaseException:
             os._exit(1)  # the supervisor sees the kernel end

@@ -122,6 +122,7 @@ class Kernel:
             "cell_timeout": float(job.get("cell_timeout") or 0),
             "timer": False,  # the agent interrupts it, past its limit and the time it waited for a CPU
             "stdin": None if stdin is None else str(stdin),
+            "answer_bytes": int(job.get("output_bytes") or 1 << 20),
         }
         cell_clock = CellClock(self._find_kernel(), bx.config.get("run_cgroup"), bx.pid, wall_s)
         started = cell_clock.started

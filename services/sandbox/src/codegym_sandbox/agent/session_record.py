@@ -21,8 +21,8 @@ import json
 
 from .cell_frames import CELL, CUT, DEAD, END, answer_for
 
-# An answer's bytes at most, past the cell's output cap (a value's repr, which counts against that cap, and a
-# traceback): past it, the answer is not one.
+# An answer's bytes at most, past the cell's output cap, to which the kernel cuts the value and error it answers
+# (``cell_frames.within``): its request and the JSON around them. Past it, the answer is not one.
 ANSWER_OVERHEAD = 4 << 20
 _HEAD_MAX = 20  # an answer's head: its length in digits, at most
 

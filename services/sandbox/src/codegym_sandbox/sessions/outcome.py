@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 
-from ..agent.cell_frames import Record
+from ..agent.cell_frames import Record, within
 from ..agent.session_frames import CellDone
 from .wire import CellErrorModel, CellResult, CellStatus
 
@@ -30,27 +30,27 @@ def status(done: CellDone, memory_mb: int) -> CellStatus:
 
 def cell_result(done: CellDone, record: Record, memory_mb: int, output_cap: int) -> CellResult:
     cell = record.cells[0]
+    # The value and the error count against the output limit with what the cell printed: cut to what is left.
+    room = max(output_cap - len(cell.stdout) - len(cell.stderr), 0)
+    shown = within(cell.display, cell.error, room)
     error = None
-    if cell.error:
-        e = cell.error[0]
+    if shown["error"]:
+        e = shown["error"][0]
         error = CellErrorModel(type=e["ename"], message=e["evalue"], traceback=e["traceback"])
     elif not done["alive"]:
         why = record.ended or "the session's interpreter ended"
         if status(done, memory_mb) == "memory_limit":
             why = f"the session passed its memory limit of {memory_mb} MiB, files included ({why})"
         error = CellErrorModel(type="SessionEnded", message=why, traceback=[])
-    display = next((d["text/plain"] for d in cell.display if "text/plain" in d), None)
-    # The value's text counts against the output limit with what the cell printed.
-    room = max(output_cap - len(cell.stdout) - len(cell.stderr), 0)
-    cut = record.cut or (display is not None and len(display) > room)
+    display = next((d["text/plain"] for d in shown["display"] if "text/plain" in d), None)
     return CellResult(
         stdout=_text(cell.stdout),
         stderr=_text(cell.stderr),
-        display=None if display is None else display[:room],
+        display=display,
         error=error,
         status=status(done, memory_mb),
         execution_time=done["wall_s"],
         cpu_time=done["cpu_s"],
-        output_truncated=cut,
+        output_truncated=record.cut or shown["cut"],
         alive=done["alive"],
     )

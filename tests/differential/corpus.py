@@ -52,6 +52,8 @@ CALL_VARIANTS = {
     "always_equal",
     "stop_iteration",
     "names_answered",
+    "redefined_past_odd_line_ends",
+    "form_feed_comment",
 }
 ASSERT_VARIANTS = {
     "plain",
@@ -77,6 +79,8 @@ ASSERT_VARIANTS = {
     "read_tests",
     "helper_hack",
     "names_answered",
+    "redefined_past_odd_line_ends",
+    "form_feed_comment",
 }
 STDIO_VARIANTS = {
     "plain",

@@ -138,3 +138,27 @@ async def test_a_completion_the_reference_passes_passes_sanitised(tmp_path: Path
                 assert execution.check_correctness(problem, code, 10.0)["passed"] is passes, (name, code)
                 (score,) = await scorer.score_group(task, [f"```python\n{code}\n```\n"])
                 assert (score.verdict == "AC") is passes, (name, code, score)
+
+
+# Characters that ``str.splitlines`` takes for line ends and Python's tokenizer does not, in a comment or a string.
+_NOT_LINE_ENDS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", _NOT_LINE_ENDS)
+def test_a_cut_takes_the_lines_python_numbers(char: str) -> None:
+    # The second `add` is the one Python keeps: a cut that shifted by the characters above kept the first (right)
+    # one, and a wrong program passed where it fails as written; a right one with them in a comment became CE.
+    wrong = f"X = 1  # {char}{char}\ndef add(a, b):\n    return a + b\ndef add(a, b):\n    return a - b\nprint(add(1, 2))\n"
+    scope: dict[str, object] = {}
+    exec(sanitize(wrong, "add"), scope)
+    assert scope["add"](1, 2) == -1  # type: ignore[operator]
+    right = f"def add(a, b):\n    # the sum{char} (see notes)\n    return a + b\n\nprint(add(1, 2))\n"
+    assert sanitize(right, "add") == f"def add(a, b):\n    # the sum{char} (see notes)\n    return a + b"
+
+
+def test_a_statement_that_shares_a_line_with_one_that_goes_leaves_the_program_as_written() -> None:
+    code = "import os; print(f(1))\ndef f(x):\n    return x\n"
+    assert sanitize(code, "f") == code
+    assert sanitize("import os\r\ndef f(x):\r\n    return x\r\nprint(f(1))\r\n", "f") == (
+        "import os\ndef f(x):\n    return x"
+    )

@@ -14,6 +14,12 @@ reads: a top-level loop, ``with`` block or call that mutates a table the entry p
 from __future__ import annotations
 
 import ast
+import re
+
+# The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
+# ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
+# one would take the wrong lines.
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _defined_names(node: ast.stmt) -> set[str]:
@@ -224,11 +230,18 @@ def sanitize(code: str, entry_point: str) -> str:
             keep.add(i)
             needed |= _used_names(node)
             changed = True
-    lines = code.splitlines()
+    lines = _LINE_END.split(code)
     parts = []
     for i in sorted(keep):
         node = body[i]
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         end = node.end_lineno or node.lineno
         parts.append("\n".join(lines[start - 1 : end]))
-    return "\n".join(parts)
+    kept = "\n".join(parts)
+    # The cut must read back as exactly the statements chosen; where it does not (a statement that goes shares a
+    # line with one that stays: ``import os; print(f(1))``), the program is judged as it was written.
+    try:
+        same = [ast.dump(n) for n in ast.parse(kept).body] == [ast.dump(body[i]) for i in sorted(keep)]
+    except (SyntaxError, ValueError):
+        same = False
+    return kept if same else code

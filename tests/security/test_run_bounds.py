@@ -7,6 +7,7 @@ and what its child processes hold is still the run's memory, and a run past its 
 
 from __future__ import annotations
 
+import base64
 import shutil
 
 import pytest
@@ -134,3 +135,34 @@ def test_the_pid_counter_carries_nothing_to_the_next_run(hostile: TestClient, ba
     # A container's box may not set its pid namespace's count (no CAP_SYS_ADMIN there): SECURITY.md says so.
     if backend == "local":
         assert pids[2] == pids[0], pids
+
+
+# One sparse file of 4 MiB and seven links to it: they cost the program no memory, and every copy fetched back
+# was read by the agent and held by the server (a name listed 80 times, or `*` over links, held gigabytes).
+_LINKED = """
+import os
+fd = os.open("a", os.O_CREAT | os.O_WRONLY, 0o644)
+os.ftruncate(fd, 4 << 20)
+os.close(fd)
+for i in range(7):
+    os.link("a", "l%d" % i)
+"""
+
+
+def test_files_fetched_back_are_bounded_in_all_and_each_named_once(hostile: TestClient) -> None:
+    total = hostile.app.state.settings.limits.file_size_bytes  # type: ignore[attr-defined]
+    body = {"language": "python", "code": _LINKED, "fetch_files": ["a", "a", "a", "*"], "cache": False}
+    r = hostile.post("/v1/execute", json=body)
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text[:500]
+    files = r.json()["files"]
+    sizes = [len(base64.b64decode(data)) for data in files.values()]
+    assert files and sum(sizes) <= total and len(files) == total // (4 << 20), sorted(files)
+
+
+def test_a_pattern_over_many_files_fetches_a_bounded_number(hostile: TestClient) -> None:
+    # Names past the header's bound made the worker's answer unreadable: SE, and the worker replaced.
+    code = "for i in range(3000):\n    open('f%05d' % i + 'x' * 200, 'w').close()\n"
+    body = {"language": "python", "code": code, "fetch_files": ["*", "f*"], "cache": False}
+    r = hostile.post("/v1/execute", json=body)
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text[:500]
+    assert 0 < len(r.json()["files"]) <= 1024

@@ -294,6 +294,12 @@ def lookup(name: str) -> Language | None:
     return None
 
 
+def written_names(name: str) -> tuple[str, ...]:
+    """The names the sandbox writes beside a request's files for language ``name`` (none where it has none)."""
+    lang = lookup(name)
+    return () if lang is None else (lang.source, *lang.support)
+
+
 def metric_label(name: str) -> str:
     """The ``language`` label of ``name`` in the metrics: a language this server knows, or ``unknown``. A
     client's own name never becomes a label: each would be a Prometheus series for as long as the server runs."""

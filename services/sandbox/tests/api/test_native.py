@@ -62,6 +62,19 @@ def test_execute_rejects_bad_requests(client: TestClient) -> None:
     assert r["verdict"] == "SE" and "brainfuck" in r["run"]["error"]
 
 
+@pytest.mark.parametrize(
+    ("language", "files"),
+    [("python", {"a": "eA==", "a/b": "eQ=="}), ("python", {"a/b": "eQ==", "a": "eA=="}), ("python", {"main.py/x": ""}),
+     ("cpp", {"main.cpp/x": ""})],
+)  # fmt: skip
+def test_files_that_cannot_all_be_written_are_refused(client: TestClient, language: str, files: dict[str, str]) -> None:
+    # One name the directory of another, or under the program's own file: they were SE, the sandbox's fault.
+    r = client.post("/v1/execute", json={"language": language, "code": "1", "files": files})
+    assert r.status_code == 422 and "cannot be a directory" in r.text, r.text
+    r = client.post("/run_code", json={"language": language, "code": "1", "files": files})
+    assert r.status_code == 422 and "cannot be a directory" in r.text, r.text
+
+
 def test_evaluate_stdio(client: TestClient) -> None:
     tests = [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "5 5", "expected_stdout": "10\n"}]
     res = evaluate(client, programs=[SUM, "print(0)", "print(", "import sys; sys.exit(1)"], tests=tests)

@@ -428,6 +428,9 @@ def test_names_outside_the_sessions_directory_are_refused(sessions: TestClient) 
     for name in ("../x", "/etc/x", "a/../../x"):
         r = sessions.post("/v1/sessions", json={"files": {name: "x"}})
         assert r.status_code == 422 and "files" in r.text, r.text
+    for files in ({"a": "x", "a/b": "y"}, {"main.py/x": "y"}):
+        r = sessions.post("/v1/sessions", json={"files": files})
+        assert r.status_code == 422 and "cannot be a directory" in r.text, r.text
 
 
 def test_a_client_lists_its_own_sessions(sessions: TestClient) -> None:

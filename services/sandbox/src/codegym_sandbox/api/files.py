@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import posixpath
+from collections.abc import Collection, Iterable
 
 SCRATCH = "/tmp/box"
 MAX_NAME_BYTES = 1024
@@ -34,11 +35,28 @@ def scratch_name(name: str) -> str:
     return norm
 
 
-def request_files(files: dict[str, str | None], fetch_files: list[str]) -> tuple[dict[str, bytes], list[str]]:
-    """A request's files to write (decoded) and the names of those to fetch after the run, or :class:`BadFiles`."""
+def one_tree(names: Iterable[str], taken: Collection[str] = ()) -> None:
+    """Refuse names of which one would be the directory of another (``a`` and ``a/b``), or lie under a file the
+    sandbox writes itself (``taken``: the program's source, ``main.py``): they cannot all be written."""
+    names = list(names)
+    files = {*names, *taken}
+    for name in names:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            if (directory := "/".join(parts[:i])) in files:
+                what = "the program's own file" if directory in taken else "a file of the request too"
+                raise BadFiles(f"file {name!r}: {directory!r} is {what}, so it cannot be a directory")
+
+
+def request_files(
+    files: dict[str, str | None], fetch_files: list[str], taken: Collection[str] = ()
+) -> tuple[dict[str, bytes], list[str]]:
+    """A request's files to write (decoded) and the names of those to fetch after the run, or :class:`BadFiles`.
+    ``taken``: the names the sandbox writes beside them (the program's source)."""
     if len(files) + len(fetch_files) > MAX_FILES:
         raise BadFiles(f"{len(files)} files and {len(fetch_files)} to fetch: at most {MAX_FILES} in all")
     out, fetch = decode_files(files), [scratch_name(f) for f in fetch_files]
+    one_tree(out, taken)
     size = sum(len(json.dumps(name)) for name in [*out, *fetch])  # as the frame's header holds them
     if size > MAX_NAMES_JSON_BYTES:
         raise BadFiles(f"the file names take {size} bytes: at most {MAX_NAMES_JSON_BYTES} in all")

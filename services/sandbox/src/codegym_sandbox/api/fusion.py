@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ValidationError
 
+from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor
 from .convert import fetched, fusion_response
@@ -51,7 +52,7 @@ async def run_code(request: Request) -> Response:
         executor.metrics.cache.labels(result="hit").inc()
         return Response(hit, media_type="application/json")
     req = parse_body(RunCodeRequest, body)
-    files, fetch = request_files(req.files, req.fetch_files)
+    files, fetch = request_files(req.files, req.fetch_files, languages.written_names(req.language))
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
     ex = await executor.execute(
         req.language,

@@ -28,6 +28,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
+from .. import languages
 from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
@@ -77,7 +78,7 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     policy = RunPolicy(cache=False, queue_wait_s=executor.settings.fusion_queue_wait_s or None)
     if req.kernel != "python3":
         return RunJupyterResponse(status=RunStatus.SandboxError, message=f"kernel {req.kernel!r} is not supported")
-    files, fetch = request_files(req.files, req.fetch_files)
+    files, fetch = request_files(req.files, req.fetch_files, languages.written_names("python"))
     cap = executor.settings.limits.output_bytes // 2  # the rest for the frames and the cells' displays
     job = {"cells": req.cells, "cell_timeout": max(req.cell_timeout, 0.0), "output_bytes": cap}
     memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB

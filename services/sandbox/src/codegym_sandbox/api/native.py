@@ -32,7 +32,7 @@ router = APIRouter(prefix="/v1")
 @router.post("/execute", response_model=ExecuteResponse)
 async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse:
     """Run one program on one input. The verdict is AC when it ran and exited 0."""
-    files, fetch = request_files(req.files, req.fetch_files)
+    files, fetch = request_files(req.files, req.fetch_files, languages.written_names(req.language))
     ex = await executor.execute(
         req.language,
         req.code,

@@ -132,6 +132,47 @@ def test_cells_close_together_leave_nothing_computing_between_them(server: TestC
     server.delete(f"/v1/sessions/{sid}")
 
 
+# A child that asks for SIGCONT every 5 ms from a POSIX timer of its own (a handler keeps the timer armed), then
+# spins: the stop between cells held it for one tick; it computed through every idle second of its session.
+_WOKEN_BY_TIMER = """
+import ctypes, fcntl, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+class Event(ctypes.Structure):
+    _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                ("pad", ctypes.c_byte * 48)]
+class Spec(ctypes.Structure):
+    _fields_ = [("interval", ctypes.c_long * 2), ("value", ctypes.c_long * 2)]
+refused = []
+r, w = os.pipe()
+try:
+    fcntl.fcntl(r, 10, signal.SIGCONT)  # F_SETSIG: an I/O signal of SIGCONT
+except OSError:
+    refused.append("F_SETSIG")
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGCONT, lambda *a: None)
+    timer = ctypes.c_void_p()
+    if libc.timer_create(1, ctypes.byref(Event(None, signal.SIGCONT, 0)), ctypes.byref(timer)) == 0:
+        libc.timer_settime(timer, 0, ctypes.byref(Spec((0, 5_000_000), (0, 5_000_000))), None)
+    while True:
+        pass
+"""
+
+
+def test_an_idle_session_computes_nothing_even_woken_by_its_own_signals(server: TestClient) -> None:
+    sid = _new(server)
+    cpu = (
+        "def cpu():\n    f = open(f'/proc/{child}/stat').read().rsplit(')', 1)[1].split()\n"
+        "    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')\n"
+    )
+    out = _cell(server, sid, _WOKEN_BY_TIMER + cpu + "time.sleep(0.2)\nbefore = cpu()\nrefused")
+    assert out["display"] == "['F_SETSIG']", out
+    time.sleep(2)
+    ran = float(_cell(server, sid, "cpu() - before")["display"])
+    assert ran < 0.5, ran  # it ran during the last cell at most, not through the idle 2 s
+    server.delete(f"/v1/sessions/{sid}")
+
+
 def test_a_cell_that_kills_its_interpreter_ends_only_its_session(server: TestClient, bystander: str) -> None:
     sid = _new(server)
     out = _cell(server, sid, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")

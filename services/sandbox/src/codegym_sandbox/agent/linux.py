@@ -199,6 +199,9 @@ _ABSENT = [
     # Kernel AIO contexts are counted for the whole machine (fs.aio-max-nr): one run could take every one of
     # them, and their count (fs.aio-nr) is one every run can read. glibc's POSIX AIO uses threads, not these.
     "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+    # A timer that signals SIGCONT (and F_SETSIG's, below) wakes a process the agent stopped between a session's
+    # cells, which then computes outside any slot (as on a kernel without CONFIG_POSIX_TIMERS; setitimer stays).
+    "timer_create",
 ]  # fmt: skip
 # Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
 # priority, CPUs or memory placement of the processes that supervise it (or of any other).
@@ -222,7 +225,7 @@ _SYSCALLS = {
         "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "prlimit64": 302, "setpriority": 141,
         "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "inotify_init": 253,
         "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
-        "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72,
+        "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -241,7 +244,7 @@ _SYSCALLS = {
         "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
         "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
         "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
-        "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25,
+        "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107,
     },
 }  # fmt: skip
 AF_UNIX = 1
@@ -252,6 +255,7 @@ NETLINK_ROUTE = 0
 PRIO_PROCESS = 0
 IOPRIO_WHO_PROCESS = 1
 F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW = 36, 37, 38
+F_SETSIG, SIGCONT = 10, 18
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 _BPF_LD_W_ABS = 0x20
@@ -349,8 +353,10 @@ def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     # channel between runs of any worker, of any server on the machine. Refused as a kernel older than 3.15
     # refuses them (EINVAL); POSIX (fcntl F_SETLK) and BSD (flock) locks, which /proc/locks shows only to
     # their own pid namespace, still work.
+    # An I/O signal of SIGCONT is refused too (see timer_create).
     when("fcntl", _arg(1), (_BPF_JEQ_K, "deny", 0, F_OFD_GETLK), (_BPF_JEQ_K, "deny", 0, F_OFD_SETLK),
-         (_BPF_JEQ_K, "deny", 0, F_OFD_SETLKW), _ret(_RET_ALLOW), "deny", _ret(_EINVAL))  # fmt: skip
+         (_BPF_JEQ_K, "deny", 0, F_OFD_SETLKW), (_BPF_JEQ_K, 0, "allow", F_SETSIG), _arg(2),
+         (_BPF_JEQ_K, "deny", "allow", SIGCONT), "allow", _ret(_RET_ALLOW), "deny", _ret(_EINVAL))  # fmt: skip
     prog.append(_ret(_RET_ALLOW))
     return prog
 

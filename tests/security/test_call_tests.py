@@ -176,3 +176,26 @@ def _runtime_modules(client: TestClient) -> str:
     code = "try:\n    import numpy\n    print('numpy')\nexcept ImportError:\n    pass\n"
     r = client.post("/v1/execute", json={"language": "python", "code": code})
     return str(r.json()["run"]["stdout"])
+
+
+# Tests that rewrite their checker's own verdict code: the checker served every later run of its series, which
+# spans requests and clients, so every wrong program after them passed.
+PATCHING_TESTS = (
+    "import sys\nct = sys.modules['codegym_sandbox.agent.call_test']\n"
+    "ct.values_match = lambda *a, **k: True\nct.python_match = lambda *a, **k: True\n"
+    "ar = sys.modules['codegym_sandbox.agent.assert_runner']\nar._outcome_of = lambda exc: 'passed'\n"
+    "import builtins\nbuiltins.AssertionError = type('Never', (Exception,), {})\nassert True\n"
+)
+WRONG = "def f(x):\n    return 0\n"
+
+
+def test_tests_that_patch_their_checker_judge_no_later_run(hostile: TestClient) -> None:
+    calls = {"function": "f", "tests": [{"call": [2], "expected": 4}, {"call": [3], "expected": 6}]}
+    for _ in range(3):  # within a request's series, and in later requests' (one worker: the same series)
+        assert _batch(hostile, [("def g():\n    pass\n", PATCHING_TESTS)] * 2) == ["AC", "AC"]
+        assert _batch(hostile, [(WRONG, "assert f(2) == 4\n")]) == ["WA"]
+        body = {"language": "python", "programs": [WRONG], "cache": False, "limits": LIMITS, **calls}
+        r = hostile.post("/v1/evaluate", json=body)
+        assert r.status_code == 200 and r.json()["results"][0]["verdict"] == "WA", r.text
+    mixed = _batch(hostile, [("def g():\n    pass\n", PATCHING_TESTS), (WRONG, "assert f(2) == 4\n")])
+    assert mixed == ["AC", "WA"], mixed

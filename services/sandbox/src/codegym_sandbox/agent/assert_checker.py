@@ -1,8 +1,20 @@
-"""The checker of a test series: one process for the assert runs of all its tests (see ``test_series.py``)."""
+"""The checker of a test series: the assert runs of all its tests (see ``test_series.py``).
+
+No test runs in the checker itself. The runs of one set of tests (one text: the n samples of a task) are
+judged by a child of the checker that judges those tests alone (:func:`_judge_tests`; the children of the
+last :data:`JUDGES` sets are kept), and another text gets another child: what a run's tests change of the
+process that runs them (the checker's own functions, ``builtins``, the modules they import) stays with tests
+of their own text, which do the same in each of their runs, and never judges tests of another text, of this
+request or of another client's (tests that patched ``call_test.values_match`` once passed every later run of
+their worker). A fork per set of tests, not per run: a fork (and the pages a new process copies as it runs)
+per run cost HumanEval's samples 40% of their throughput.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sys
 from typing import NoReturn
@@ -10,7 +22,10 @@ from typing import NoReturn
 from .assert_runner import Checker, Tests, check_read, read_bytes, read_tests, split_stdin
 from .plain_data import Channel
 
-RETIRE_KB = 32 << 10  # how much more a series' checker may hold than it started with
+RETIRE_KB = 32 << 10  # how much more a checker of a set of tests may hold than it started with
+# Sets of tests whose children a checker keeps: the runs of a few tasks come to a worker by turns.
+JUDGES = 4
+_ANSWER = 64  # a child's answer: the outcome, its CPU seconds, whether it ends
 
 
 def _resident_kb() -> int:
@@ -21,35 +36,108 @@ def _resident_kb() -> int:
         return 0
 
 
-class _Compiled:
-    """The last tests read, by their text: n samples of a task share theirs (as do its programs)."""
+def _tests_text(stdin: bytes) -> str | None:
+    try:
+        return split_stdin(stdin)[1]
+    except ValueError:
+        return None  # no tests: the run's child says so, with its traceback
 
-    SIZE = 64
 
-    def __init__(self) -> None:
-        self.codes: dict[str, Tests] = {}
+class _Judge:
+    """A child of the checker that judges the runs of one set of tests, one at a time."""
 
-    def get(self, text: str) -> Tests:
-        code = self.codes.pop(text, None)
-        if code is None:
-            code = read_tests(text)
-        self.codes[text] = code  # the most recent last
-        while len(self.codes) > self.SIZE:
-            del self.codes[next(iter(self.codes))]
-        return code
+    def __init__(self, text: str | None, cwd: str, series: socket.socket, held: list[int]) -> None:
+        self.text = text
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        self.pid = os.fork()
+        if self.pid == 0:
+            series.close()  # the series' process hears the checker alone, never a run's tests
+            here.close()
+            for fd in held:  # the run's (it gets them again from the checker: a copy kept would keep the
+                os.close(fd)  # program's process waiting for the end of its channel) and other children's
+            _judge_tests(there, cwd)
+        there.close()
+        self.sock = here
+
+    def run(self, stdin: bytes, fds: list[int]) -> bytes:
+        """One run: its stdin through a pipe, its output and channel as descriptors; the child's answer."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGCONT)  # where programs share its uid, one may have stopped it
+        read_end, write_end = os.pipe()
+        try:
+            socket.send_fds(self.sock, [b"run"], [read_end, *fds])
+        except OSError:
+            return b""  # the child is gone: seen by the caller
+        finally:
+            os.close(read_end)
+        try:
+            view = memoryview(stdin)
+            while view:
+                view = view[os.write(write_end, view) :]
+        except OSError:
+            return b""
+        finally:
+            os.close(write_end)
+        try:
+            return self.sock.recv(_ANSWER)
+        except OSError:
+            return b""
+
+    def end(self) -> None:
+        self.sock.close()  # the child ends when its socket does
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
 
 
 def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
     """The checker of a test series, forked by the series' process before its first run, for all of them.
 
-    For each run the series' process sends the run's stdin, stdout and stderr and the checker's ends of
-    a channel to that run's program's process (which it forks); the checker reads the program and the
-    tests, sends the program with the names the tests want, runs the tests, answers the outcome of
-    :func:`check` and gives every descriptor of the run up. Each run's tests get a scope of their own, and
-    what they change of ``sys`` (streams, the recursion limit) is put back. They run in ``cwd``, the run's
-    scratch directory (a new one for every run), as they would beside the program.
+    For each run the series' process sends the run's stdin, stdout and stderr and the checker's ends of a
+    channel to that run's program's process (which it forks); the checker reads the program and the tests and
+    hands the run to the child that judges those tests (a new one when they are not the last run's), which
+    sends the program with the names the tests want, runs the tests and answers the outcome of :func:`check`.
     """
-    compiled = _Compiled()
+    judges: dict[str | None, _Judge] = {}  # by the text of their tests, the most recent last
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
+        except OSError:
+            os._exit(0)
+        if not msg or len(fds) != 5:
+            os._exit(0)  # the series' process went away
+        try:
+            stdin = read_bytes(fds[0])
+        finally:
+            os.close(fds[0])
+        text = _tests_text(stdin)
+        # A new child holds nothing but its own: a copy of another's socket would keep that one from its end.
+        held = [*fds[1:], *(j.sock.fileno() for j in judges.values() if j.text != text)]
+        judge = judges.pop(text, None) or _Judge(text, cwd, sock, held)
+        judges[text] = judge
+        while len(judges) > JUDGES:
+            judges.pop(next(iter(judges))).end()
+        answer = judge.run(stdin, fds[1:])
+        for fd in fds[1:]:
+            os.close(fd)  # the run's output ends with its processes: nothing of it stays open here
+        try:
+            outcome, cpu, ends = answer.decode().split()
+            float(cpu)
+        except ValueError:
+            os._exit(1)  # the child died before it answered: the series cannot go on
+        if ends == "ends":
+            judges.pop(text).end()
+        try:
+            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu},"retired":false}}'.encode())
+        except OSError:
+            os._exit(0)
+
+
+def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
+    """The child that judges one set of tests: each run's, until the checker hangs up. The tests are compiled
+    once; each run's get a scope of their own, and what they change of ``sys`` (streams, the recursion limit)
+    is put back. They run in ``cwd``, the run's scratch directory (a new one for every run), as they would
+    beside the program."""
+    compiled: list[Tests] = []  # the set's tests, compiled at its first run
     saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
     start_kb = _resident_kb()
     null = os.open(os.devnull, os.O_RDWR)
@@ -59,7 +147,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         except OSError:
             os._exit(0)
         if not msg or len(fds) != 5:
-            os._exit(0)  # the series' process went away
+            os._exit(0)  # the checker went away
         stdin, stdout, stderr, reads, writes = fds
         try:
             os.chdir(cwd)
@@ -72,13 +160,15 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         before = os.times()
         checker = Checker(Channel(reads, writes))
 
-        def tests(checker: Checker = checker, stdin: int = stdin) -> Tests:
+        def read(checker: Checker = checker, stdin: int = stdin) -> Tests:
             source, text = split_stdin(read_bytes(stdin))
             checker.take(source)
-            return compiled.get(text)
+            if not compiled:
+                compiled.append(read_tests(text))  # every run of this child has the same tests
+            return compiled[0]
 
         try:
-            outcome = check_read(checker, tests)
+            outcome = check_read(checker, read)
         finally:
             os.close(stdin)
         for stream in (sys.stdout, sys.stderr):
@@ -93,14 +183,14 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         os.chdir("/")  # nor its scratch directory
         after = os.times()
         cpu = after.user + after.system - before.user - before.system
-        # What the series' later runs would carry: the checker is no run's process (its memory counts
-        # against none), so once it holds much more than it started with (the tests imported a large
-        # package, a program sent it large values) it ends, and its series with it. So it does once a
-        # program made it import a module: no program may change how a later run is judged (nor how fast).
-        retired = checker.imported or _resident_kb() > start_kb + RETIRE_KB
+        # What the set's later runs would carry: once this child holds much more than it started with (the
+        # tests imported a large package, a program sent it large values) it ends, and the next run of its
+        # tests gets a new one. So it does once a program made it import a module: no program may change how
+        # a later run is judged (nor how fast).
+        ends = checker.imported or _resident_kb() > start_kb + RETIRE_KB
         try:
-            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu:.6f},"retired":{str(retired).lower()}}}'.encode())
+            sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'}".encode())
         except OSError:
             os._exit(0)
-        if retired:
+        if ends:
             os._exit(0)

@@ -145,12 +145,31 @@ class RunCgroup:
                 time.sleep(0.01)  # its last processes are still exiting
 
 
-def own_cpu_s(pid: str) -> float:
-    """The CPU time of process ``pid`` itself (all its threads, none of its children), in seconds; 0 if gone."""
+def checker_cpu_s(pid: str, meter: RunCgroup | None) -> float:
+    """A series' checker's CPU time (``assert_checker.py``: the tests run in children of it), its living
+    children's with it, and those it waited for but where they are in ``meter``'s count already (a container's
+    own, which counts every process, where the living ones are supervisors and taken off)."""
+    living = sum(own_cpu_s(child) for child in checker_children(pid))
+    return own_cpu_s(pid, reaped=meter is None or not meter.shared) + living
+
+
+def checker_children(pid: str) -> list[str]:
+    """The living children of a series' checker (it has one thread): the processes that judge its tests."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def own_cpu_s(pid: str, reaped: bool = False) -> float:
+    """The CPU time of process ``pid`` itself (all its threads; with ``reaped``, and the children it waited for),
+    in seconds; 0 if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
+        children = int(fields[13]) + int(fields[14]) if reaped else 0  # cutime, cstime
+        return (int(fields[11]) + int(fields[12]) + children) / _CLOCK_TICKS  # utime, stime
     except (OSError, ValueError, IndexError):
         return 0.0
 

@@ -141,7 +141,7 @@ class TestSeries:
         held = Held(self.memory, self.files_kb, str(self.checker) if self.checker else None)
         # The kernel's count of the run's cgroup (the test's processes, none yet) starts here; the checker's own.
         cpu = run_cpu.CpuWatch(self.limits, self.programs.cpus, self._supervisors(), self.programs.cgroup)
-        checker_s = run_cgroup.own_cpu_s(str(self.checker)) if self.checker else 0.0
+        checker_s = run_cgroup.checker_cpu_s(str(self.checker), self.programs.cgroup) if self.checker else 0.0
         start = time.monotonic()
         sock = self.process.sock
         try:
@@ -236,13 +236,13 @@ class TestSeries:
         if watch.meter is None:
             return reported + run_cpu.living_cpu_s(self._supervisors())[0]
         watch.supervisors = self._supervisors()  # with the checker, where the test started it
-        checker = run_cgroup.own_cpu_s(str(self.checker)) - checker_s if self.checker else 0.0
+        checker = run_cgroup.checker_cpu_s(str(self.checker), self.programs.cgroup) - checker_s if self.checker else 0.0
         return watch.used_at_end(reported) + max(0.0, checker)
 
     def _supervisors(self) -> set[str]:
-        """The processes in the box's namespace that are no test's: the box, the series' process, its checker
-        (and in a container, the agent)."""
-        return {"1", str(os.getpid()), str(self.process.pid), str(self.checker or 1)}
+        """The box's processes that are no test's: the box, the series', its checker and its children, an agent."""
+        checker = [str(self.checker), *run_cgroup.checker_children(str(self.checker))] if self.checker else []
+        return {"1", str(os.getpid()), str(self.process.pid), *checker}
 
     def _still_clean(self) -> bool:
         """Whether the test left no process behind; if so, the next test's scratch is put in place."""

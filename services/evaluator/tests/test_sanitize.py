@@ -148,7 +148,8 @@ _NOT_LINE_ENDS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2
 def test_a_cut_takes_the_lines_python_numbers(char: str) -> None:
     # The second `add` is the one Python keeps: a cut that shifted by the characters above kept the first (right)
     # one, and a wrong program passed where it fails as written; a right one with them in a comment became CE.
-    wrong = f"X = 1  # {char}{char}\ndef add(a, b):\n    return a + b\ndef add(a, b):\n    return a - b\nprint(add(1, 2))\n"
+    wrong = f"X = 1  # {char}{char}\ndef add(a, b):\n    return a + b\n"
+    wrong += "def add(a, b):\n    return a - b\nprint(add(1, 2))\n"
     scope: dict[str, object] = {}
     exec(sanitize(wrong, "add"), scope)
     assert scope["add"](1, 2) == -1  # type: ignore[operator]

@@ -199,3 +199,52 @@ def test_tests_that_patch_their_checker_judge_no_later_run(hostile: TestClient) 
         assert r.status_code == 200 and r.json()["results"][0]["verdict"] == "WA", r.text
     mixed = _batch(hostile, [("def g():\n    pass\n", PATCHING_TESTS), (WRONG, "assert f(2) == 4\n")])
     assert mixed == ["AC", "WA"], mixed
+
+
+def test_a_program_that_changes_its_arguments_changes_no_later_call(hostile: TestClient) -> None:
+    # The judge of a call test kept its arguments across runs: a program that sorted its input in place left it
+    # sorted, and the identity passed every later run, every client's.
+    tests = [{"call": [[3, 1, 2]], "expected": [3, 2, 1]}]
+    sorts = "def sort_desc(xs):\n    xs.sort(reverse=True)\n    return list(xs)\n"
+    for programs, verdict in (([sorts] * 3, "AC"), (["def sort_desc(xs):\n    return xs\n"] * 2, "WA")):
+        body = {"language": "python", "function": "sort_desc", "programs": programs, "tests": tests, "cache": False}
+        r = hostile.post("/v1/evaluate", json=body)
+        assert r.status_code == 200, r.text
+        assert [p["verdict"] for p in r.json()["results"]] == [verdict] * len(programs), r.text
+
+
+# Tests that leave a thread in the process that ran them: it computed on beside other tests' runs (charged to
+# them: TLE) and wrote a module into the scratch directory of whatever ran next (another client's program then
+# imported it).
+LEFT_RUNNING = (
+    "import threading\n"
+    "def _plant():\n"
+    "    import os, time\n"
+    "    while True:\n"
+    "        try:\n"
+    "            with open('/tmp/box/statistics.py.tmp', 'w') as f:\n"
+    "                f.write('def mean(xs):\\n    return 42\\n')\n"
+    "            os.rename('/tmp/box/statistics.py.tmp', '/tmp/box/statistics.py')\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "def _burn():\n"
+    "    while True:\n"
+    "        pass\n"
+    "threading.Thread(target=_plant, daemon=True).start()\n"
+    "threading.Thread(target=_burn, daemon=True).start()\n"
+    "assert f(1) == 1\n"
+)
+
+
+def test_what_tests_leave_running_reaches_no_later_run(hostile: TestClient) -> None:
+    mean = "def avg(xs):\n    import statistics\n    return statistics.mean(xs)\n"
+    idle = "def avg(xs):\n    import time\n    time.sleep(0.5)\n    return 2\n"
+    honest = "assert avg([1, 2, 3]) == 2, avg([1, 2, 3])\n"
+    assert _batch(hostile, [("def f(x):\n    return x\n", LEFT_RUNNING)] * 2) == ["AC", "AC"]
+    for program in (mean, idle):
+        body = {"language": "python", "programs": [program] * 2, "tests": [{"assert_code": honest}], "cache": False}
+        r = hostile.post("/v1/evaluate", json={**body, "limits": LIMITS})
+        assert r.status_code == 200, r.text
+        for result in r.json()["results"]:
+            test = result["tests"][0]
+            assert test["verdict"] == "AC" and (test["cpu_s"] or 0) < 0.3, test  # the sleeper computes nothing

@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import types
 from typing import NoReturn
 
 from .assert_runner import Checker, Tests, check_read, read_bytes, read_tests, split_stdin
@@ -132,6 +133,17 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
             os._exit(0)
 
 
+def _left_running() -> bool:
+    """Whether a run's tests left a thread, a process or an armed timer in this child."""
+    timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children") as f:
+            children = f.read().split()
+        return len(os.listdir("/proc/self/task")) > 1 or bool(children) or any(signal.getitimer(t)[0] for t in timers)
+    except OSError:
+        return True
+
+
 def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
     """The child that judges one set of tests: each run's, until the checker hangs up. The tests are compiled
     once; each run's get a scope of their own, and what they change of ``sys`` (streams, the recursion limit)
@@ -163,9 +175,12 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
         def read(checker: Checker = checker, stdin: int = stdin) -> Tests:
             source, text = split_stdin(read_bytes(stdin))
             checker.take(source)
-            if not compiled:
-                compiled.append(read_tests(text))  # every run of this child has the same tests
-            return compiled[0]
+            if compiled:
+                return compiled[0]  # every run of this child has the same tests
+            tests = read_tests(text)
+            if isinstance(tests, types.CodeType):
+                compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
+            return tests
 
         try:
             outcome = check_read(checker, read)
@@ -185,9 +200,11 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
         cpu = after.user + after.system - before.user - before.system
         # What the set's later runs would carry: once this child holds much more than it started with (the
         # tests imported a large package, a program sent it large values) it ends, and the next run of its
-        # tests gets a new one. So it does once a program made it import a module: no program may change how
-        # a later run is judged (nor how fast).
-        ends = checker.imported or _resident_kb() > start_kb + RETIRE_KB
+        # tests gets a new one. So it does once a program made it import a module (no program may change how
+        # a later run is judged, nor how fast), and once the tests left something running here: a thread, a
+        # process or a timer would run on beside other tests' runs (another client's), in their time and their
+        # scratch directory. The checker waits for its end before it answers.
+        ends = checker.imported or _resident_kb() > start_kb + RETIRE_KB or _left_running()
         try:
             sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'}".encode())
         except OSError:

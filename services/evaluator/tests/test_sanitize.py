@@ -8,6 +8,7 @@ without its set-up. The two agree, and the set-up is what makes the answer right
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import httpx
@@ -163,3 +164,31 @@ def test_a_statement_that_shares_a_line_with_one_that_goes_leaves_the_program_as
     assert sanitize("import os\r\ndef f(x):\r\n    return x\r\nprint(f(1))\r\n", "f") == (
         "import os\ndef f(x):\n    return x"
     )
+
+
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        "exec('def add(a, b):\\n    return a - b')",
+        "globals()['add'] = lambda a, b: a * b",
+        "del add",
+        "[add := (lambda a, b: 7)]",
+        "for add in [max]:\n    pass",
+        "def swap():\n    global add\n    add = min\n\n\nswap()",
+        "import sys\nsys.modules[__name__].add = max",
+    ],
+)
+def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebinding: str) -> None:
+    # Dropped, each of these once left the right `add` to the reward routes where the program as written has
+    # another: the routes that sanitise passed what the plain route fails.
+    code = f"import sys\n\n\ndef add(a, b):\n    return a + b\n\n\n{rebinding}\nprint('demo')\n"
+
+    def add_of(program: str) -> object:
+        scope: dict[str, object] = {"__name__": "solution"}
+        sys.modules["solution"] = type(sys)("solution")
+        sys.modules["solution"].__dict__.update(scope)
+        exec(program, sys.modules["solution"].__dict__)
+        add = sys.modules["solution"].__dict__.get("add")
+        return add(1, 2) if callable(add) else add  # type: ignore[operator]
+
+    assert add_of(sanitize(code, "add")) == add_of(code) != 3

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -177,6 +178,59 @@ def _is_import_block(node: ast.stmt) -> bool:
     return False
 
 
+# Names and attributes through which a statement may bind a module's names without naming them.
+_DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "__import__"}
+_DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__"}
+
+
+def _at_import(node: ast.AST) -> Iterator[ast.AST]:
+    """Every part of ``node`` that runs when it does: all of it but the bodies of the functions it defines."""
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        yield part
+        for field, value in ast.iter_fields(part):
+            if field == "body" and isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            stack.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, ast.AST))
+
+
+def _dynamic(part: ast.AST) -> bool:
+    return (isinstance(part, ast.Name) and part.id in _DYNAMIC) or (
+        isinstance(part, ast.Attribute) and part.attr in _DYNAMIC_ATTRS
+    )
+
+
+def _binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
+    """Whether ``node``, run at import, may bind one of ``names``: a store or a deletion, a definition, an
+    import, an exception's name, a walrus, a dynamic binding (``exec``, ``globals()``, ``sys.modules``), or a
+    call of one of the program's functions that does (``rebinders``)."""
+    for part in _at_import(node):
+        if _dynamic(part):
+            return True
+        if isinstance(part, ast.Name) and isinstance(part.ctx, (ast.Store, ast.Del)) and part.id in names:
+            return True
+        if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and part.name in names:
+            return True
+        if isinstance(part, ast.alias) and (part.asname or part.name).split(".")[0] in names:
+            return True
+        if isinstance(part, ast.ExceptHandler) and part.name in names:
+            return True
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in rebinders:
+            return True
+    return False
+
+
+def _rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
+    """The program's functions that bind one of ``names`` when called (``global``, or dynamically)."""
+    return {
+        n.name
+        for n in body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(_dynamic(p) or (isinstance(p, ast.Global) and set(p.names) & names) for p in ast.walk(n))
+    }
+
+
 def sanitize(code: str, entry_point: str) -> str:
     """``code`` without the top-level statements that ``entry_point`` does not need, and that set nothing up.
 
@@ -230,6 +284,12 @@ def sanitize(code: str, entry_point: str) -> str:
             keep.add(i)
             needed |= _used_names(node)
             changed = True
+    # A statement that goes must not have changed what stays: one that rebinds a name the kept code needs
+    # (``exec``, ``globals()[...] =``, ``del f``, a walrus) leaves the program as written.
+    rebinders = _rebinders(body, needed)
+    dropped = [n for i, n in enumerate(body) if i not in keep and not (isinstance(n, ast.If) and _is_main_guard(n))]
+    if any(_binds(n, needed, rebinders) for n in dropped):
+        return code
     lines = _LINE_END.split(code)
     parts = []
     for i in sorted(keep):

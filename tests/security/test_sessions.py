@@ -173,6 +173,45 @@ def test_an_idle_session_computes_nothing_even_woken_by_its_own_signals(server: 
     server.delete(f"/v1/sessions/{sid}")
 
 
+# A child whose parent ends, freeing 300 MB, just as the cell answers: the end continues the child (its
+# PR_SET_PDEATHSIG is SIGCONT) and moves it to the box between two reads of the tree, and the stop once saw every
+# process stopped while it ran (1 try in 4 to 10). The stop now reads the box's own /proc, and twice.
+_PARENT_ENDS = """
+import ctypes, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+ready_r, ready_w = os.pipe()
+go_r, go_w = os.pipe()
+if os.fork() == 0:
+    child = os.fork()
+    if child == 0:
+        libc.prctl(1, signal.SIGCONT, 0, 0, 0)  # PR_SET_PDEATHSIG
+        while True:
+            pass
+    big = b"x" * (300 << 20)
+    os.write(ready_w, b"%d\\n" % child)
+    os.read(go_r, 1)
+    os._exit(0)
+for _ in range(8):
+    if os.fork() == 0:
+        while True:
+            time.sleep(100)
+child = int(os.read(ready_r, 64))
+os.write(go_w, b"g")
+time.sleep(0.01)
+"""
+
+
+def test_an_idle_session_computes_nothing_when_a_parent_ends_as_it_stops(server: TestClient) -> None:
+    cpu = "f = open(f'/proc/{child}/stat').read().rsplit(')', 1)[1].split()\n(int(f[11]) + int(f[12])) / 100"
+    for _ in range(6):
+        sid = _new(server, limits={"memory_mb": 1024})
+        _cell(server, sid, _PARENT_ENDS)
+        time.sleep(2)
+        ran = float(_cell(server, sid, cpu)["display"])  # all its life: the first cell's time, and no idle second
+        server.delete(f"/v1/sessions/{sid}")
+        assert ran < 1.2, ran
+
+
 def test_a_cell_that_kills_its_interpreter_ends_only_its_session(server: TestClient, bystander: str) -> None:
     sid = _new(server)
     out = _cell(server, sid, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")

@@ -50,40 +50,75 @@ def _state(path: str) -> str:
         return "X"  # gone
 
 
-def _stopped(pid: int) -> bool:
-    """Whether every thread of ``pid`` is stopped (or gone). Its leader's state is not the process's: a leader
-    that exited alone reads ``Z`` while its other threads run on."""
+def _stopped(proc: str) -> bool:
+    """Whether every thread of the process at ``proc`` (its ``/proc`` directory) is stopped (or gone). Its
+    leader's state is not the process's: a leader that exited alone reads ``Z`` while its other threads run on."""
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        tasks = os.listdir(f"{proc}/task")
     except OSError:
         return True  # gone
-    return all(_state(f"/proc/{pid}/task/{task}") in ("T", "t", "Z", "X") for task in tasks)
+    return all(_state(f"{proc}/task/{task}") in ("T", "t", "Z", "X") for task in tasks)
+
+
+def _members(root: int) -> list[str]:
+    """The ``/proc`` directory of every process of the session: those of the box's own ``/proc`` (the box is the
+    init of the session's pid namespace, and its ``/proc`` lists by pid every process in it, however they move
+    between parents), or where the box has none, those of ``root`` and its descendants."""
+    proc = f"/proc/{root}/root/proc"
+    try:
+        # Only the /proc of the box's own pid namespace, the box its init: never the agent's (the whole machine's).
+        ns = os.readlink(f"/proc/{root}/ns/pid")
+        if ns != os.readlink("/proc/self/ns/pid") and os.readlink(f"{proc}/1/ns/pid") == ns:
+            return [f"{proc}/{name}" for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        pass
+    return [f"/proc/{pid}" for pid in (root, *descendants(root))]
+
+
+def _signal(proc: str, sig: int) -> None:
+    """Send ``sig`` to the process at ``proc`` (a ``/proc`` directory, perhaps of another pid namespace)."""
+    try:
+        fd = os.open(proc, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return  # gone
+    try:
+        signal.pidfd_send_signal(fd, sig)  # a /proc directory names its process, in any pid namespace
+    except OSError:
+        pass  # gone, or a zombie
+    finally:
+        os.close(fd)
 
 
 def stop(root: int) -> bool:
-    """Stop every process under ``root``, and ``root`` (the box: it watches the session's memory, which
+    """Stop every process of the session, and ``root`` (the box: it watches the session's memory, which
     stopped processes do not change, and sampling it for every idle session would cost the CPUs that idle
-    sessions must leave alone); False where some could not be seen stopped in time."""
+    sessions must leave alone); False where some could not be seen stopped in time.
+
+    Seen stopped twice running, with the same processes: a process that ends meanwhile continues others
+    (its children's ``PR_SET_PDEATHSIG``, an orphaned process group's ``SIGCONT``), possibly after they were
+    read stopped, and reads ``Z`` only once it has; it reads running until then, so once two rounds in a row
+    find every process stopped or ended, none can wake another."""
+    calm, seen = 0, None
     for _ in range(_ROUNDS):
-        running = [pid for pid in (root, *descendants(root)) if not _stopped(pid)]
+        members = sorted(_members(root))
+        running = [proc for proc in members if not _stopped(proc)]
         if not running:
-            return True
-        for pid in running:
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.0005)  # the stop is delivered as each process next runs
+            calm = calm + 1 if members == seen else 1
+            if calm >= 2:
+                return True
+        else:
+            calm = 0
+            for proc in running:
+                _signal(proc, signal.SIGSTOP)
+            time.sleep(0.0005)  # the stop is delivered as each process next runs
+        seen = members
     return False
 
 
 def resume(root: int) -> None:
-    """Continue ``root`` (first: it watches the others' memory) and every process under it."""
-    for pid in (root, *descendants(root)):
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
+    """Continue ``root`` (first: it watches the others' memory) and every process of the session."""
+    for proc in sorted(_members(root), key=lambda p: p != f"/proc/{root}/root/proc/1"):
+        _signal(proc, signal.SIGCONT)
 
 
 def oldest_child(pid: int) -> int:

@@ -1,0 +1,40 @@
+"""The stop between a session's cells (``agent/session_pause.py``): what it takes for every process stopped."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from codegym_sandbox.agent import session_pause
+
+
+def test_one_round_that_sees_every_process_stopped_is_not_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process that ends meanwhile continues its children (PR_SET_PDEATHSIG, an orphaned process group's
+    # SIGCONT) and moves them to the box between two reads of the tree: a round once saw every process stopped
+    # while such a child ran, and the idle session computed (3 CPU-s in 3 s).
+    state = {"A": True, "C": True}
+    rounds: list[list[str]] = [["A"], ["A", "C"]]  # the first round misses C, the next one finds it again
+
+    def members(root: int) -> list[str]:
+        if len(rounds) > 1:
+            if len(rounds) == 2:
+                state["C"] = False  # continued by its parent's end, after the first round read it stopped
+            return rounds.pop(0)
+        return rounds[0]
+
+    def send(proc: str, sig: int) -> None:
+        assert sig == signal.SIGSTOP
+        state[proc] = True
+
+    monkeypatch.setattr(session_pause, "_members", members)
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc: state[proc])
+    monkeypatch.setattr(session_pause, "_signal", send)
+    assert session_pause.stop(1) and state == {"A": True, "C": True}
+
+
+def test_a_process_that_cannot_be_stopped_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_pause, "_members", lambda root: ["A"])
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc: False)
+    monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
+    monkeypatch.setattr(session_pause.time, "sleep", lambda s: None)
+    assert not session_pause.stop(1)

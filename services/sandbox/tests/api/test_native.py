@@ -62,6 +62,15 @@ def test_execute_rejects_bad_requests(client: TestClient) -> None:
     assert r["verdict"] == "SE" and "brainfuck" in r["run"]["error"]
 
 
+def test_more_patterns_to_fetch_than_the_agent_matches_are_refused(client: TestClient) -> None:
+    # Each pattern is matched against every file the run made, in the agent's time, which no run is charged.
+    fetch = [f"[a{i:02d}]*" for i in range(17)]
+    r = client.post("/v1/execute", json={"language": "python", "code": "1", "fetch_files": fetch})
+    assert r.status_code == 422 and "patterns" in r.text, r.text
+    r = client.post("/v1/execute", json={"language": "python", "code": "1", "fetch_files": fetch[:16]})
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+
+
 @pytest.mark.parametrize(
     ("language", "files"),
     [("python", {"a": "eA==", "a/b": "eQ=="}), ("python", {"a/b": "eQ==", "a": "eA=="}), ("python", {"main.py/x": ""}),

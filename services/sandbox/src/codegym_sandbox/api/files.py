@@ -14,6 +14,7 @@ MAX_NAME_BYTES = 1024
 # rather than failing on the way there (which said SE, the sandbox's fault).
 MAX_FILES = 4096
 MAX_NAMES_JSON_BYTES = 512 << 10
+MAX_PATTERNS = 16  # fetched names with '*': each is matched against the run's files (agent/scratch_files.py)
 
 
 class BadFiles(ValueError):
@@ -56,6 +57,8 @@ def request_files(
     if len(files) + len(fetch_files) > MAX_FILES:
         raise BadFiles(f"{len(files)} files and {len(fetch_files)} to fetch: at most {MAX_FILES} in all")
     out, fetch = decode_files(files), [scratch_name(f) for f in fetch_files]
+    if len({f for f in fetch if "*" in f}) > MAX_PATTERNS:
+        raise BadFiles(f"at most {MAX_PATTERNS} patterns (names with '*') to fetch")
     one_tree(out, taken)
     size = sum(len(json.dumps(name)) for name in [*out, *fetch])  # as the frame's header holds them
     if size > MAX_NAMES_JSON_BYTES:

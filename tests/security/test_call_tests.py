@@ -236,11 +236,26 @@ LEFT_RUNNING = (
 )
 
 
-def test_what_tests_leave_running_reaches_no_later_run(hostile: TestClient) -> None:
+# The same burner made a child of the checker itself (clone's CLONE_PARENT), past the judge's own children.
+LEFT_BESIDE = (
+    "import ctypes, os, time\n"
+    "if ctypes.CDLL(None).syscall(56, 0x8000 | 17, 0, 0, 0, 0) == 0:\n"
+    "    os.closerange(0, 4096)\n"
+    "    time.sleep(0.5)  # after its run\n"
+    "    end = time.time() + 10\n"
+    "    while time.time() < end:\n"
+    "        pass\n"
+    "    os._exit(0)\n"
+    "assert f(1) == 1\n"
+)
+
+
+@pytest.mark.parametrize("left", [LEFT_RUNNING, LEFT_BESIDE], ids=["in-the-judge", "beside-the-judge"])
+def test_what_tests_leave_running_reaches_no_later_run(hostile: TestClient, left: str) -> None:
     mean = "def avg(xs):\n    import statistics\n    return statistics.mean(xs)\n"
     idle = "def avg(xs):\n    import time\n    time.sleep(0.5)\n    return 2\n"
     honest = "assert avg([1, 2, 3]) == 2, avg([1, 2, 3])\n"
-    assert _batch(hostile, [("def f(x):\n    return x\n", LEFT_RUNNING)] * 2) == ["AC", "AC"]
+    _batch(hostile, [("def f(x):\n    return x\n", left)] * 2)  # its own time: the burner's, beside the judge
     for program in (mean, idle):
         body = {"language": "python", "programs": [program] * 2, "tests": [{"assert_code": honest}], "cache": False}
         r = hostile.post("/v1/evaluate", json={**body, "limits": LIMITS})

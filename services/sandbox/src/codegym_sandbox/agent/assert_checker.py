@@ -127,21 +127,34 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
             os._exit(1)  # the child died before it answered: the series cannot go on
         if ends == "ends":
             judges.pop(text).end()
+        # A process the tests made a child of the checker itself (clone's CLONE_PARENT) is no judge: the series
+        # ends with this run, and everything of it with the series.
+        strays = set(_children()) - {str(j.pid) for j in judges.values()}
         try:
-            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu},"retired":false}}'.encode())
+            sock.send(f'{{"outcome":"{outcome}","cpu":{cpu},"retired":{"true" if strays else "false"}}}'.encode())
         except OSError:
             os._exit(0)
+        if strays:
+            os._exit(0)
+
+
+def _children() -> list[str]:
+    """The living children of this process (it has one thread)."""
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children") as f:
+            return f.read().split()
+    except OSError:
+        return []
 
 
 def _left_running() -> bool:
     """Whether a run's tests left a thread, a process or an armed timer in this child."""
     timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
     try:
-        with open(f"/proc/self/task/{os.getpid()}/children") as f:
-            children = f.read().split()
-        return len(os.listdir("/proc/self/task")) > 1 or bool(children) or any(signal.getitimer(t)[0] for t in timers)
+        threads = len(os.listdir("/proc/self/task"))
     except OSError:
         return True
+    return threads > 1 or bool(_children()) or any(signal.getitimer(t)[0] for t in timers)
 
 
 def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:

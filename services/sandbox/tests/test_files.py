@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import os
+from pathlib import Path
 
 import pytest
+from codegym_sandbox.agent import scratch_files
 from codegym_sandbox.api.files import BadFiles, decode_files, scratch_name
 
 
@@ -43,3 +46,27 @@ def test_decode_files() -> None:
 def test_bad_base64_names_the_file() -> None:
     with pytest.raises(BadFiles, match=r"'a.txt'.*base64"):
         decode_files({"a.txt": "not base64!"})
+
+
+class _Box:
+    """What ``collect`` reads of a box: its scratch directory's descriptor."""
+
+    def __init__(self, scratch: int) -> None:
+        self.scratch, self.config = scratch, {}
+
+
+def test_fetched_patterns_are_matched_for_a_bounded_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Patterns of many '*' and '?' over long names cost the agent 14 s after a 0.7 s run, charged to no run.
+    for i in range(300):
+        (tmp_path / f"{'a' * 200}{i:05d}").write_bytes(b"x")
+    clock = iter(range(10**6))
+    monkeypatch.setattr(scratch_files.time, "monotonic", lambda: float(next(clock)))  # a second a look
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        found, _ = scratch_files.collect(_Box(fd), ["*a*"], 1 << 20)  # type: ignore[arg-type]
+        assert 0 < len(found) < 300  # stopped at its deadline, not at the end of the directory
+        monkeypatch.setattr(scratch_files, "MATCH_S", 1e9)
+        found, _ = scratch_files.collect(_Box(fd), ["*a*", "b"], 1 << 20)  # type: ignore[arg-type]
+        assert len(found) == 300
+    finally:
+        os.close(fd)

@@ -11,6 +11,7 @@ import itertools
 import os
 import re
 import stat
+import time
 
 from .box_handle import BoxHandle
 from .protocol import FileEntry, write_all
@@ -61,6 +62,7 @@ MAX_COLLECTED = 1024
 # which no run is charged (4,000 patterns over 10,000 files once took 6 s and 326 MiB).
 MAX_PATTERNS = 16
 SCANNED = 1 << 16
+MATCH_S = 0.5  # and for so long at most: a pattern of many '*' and '?' costs a long name much more than a short one
 
 
 def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[FileEntry], list[bytes]]:
@@ -74,8 +76,13 @@ def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[FileEntry
     names = [n for n in names if "*" not in n]
     if patterns:  # they match entries at the top of the scratch directory, the first SCANNED of them
         matches = re.compile("|".join(fnmatch.translate(n) for n in patterns)).match
+        deadline = time.monotonic() + MATCH_S
         with os.scandir(bx.scratch) as entries:
-            names += [e.name for e in itertools.islice(entries, SCANNED) if matches(e.name)]
+            for i, entry in enumerate(itertools.islice(entries, SCANNED)):
+                if matches(entry.name):
+                    names.append(entry.name)
+                if len(names) >= MAX_COLLECTED or (i % 64 == 0 and time.monotonic() > deadline):
+                    break
     left = limit
     for name in dict.fromkeys(names):
         if len(found) >= MAX_COLLECTED:

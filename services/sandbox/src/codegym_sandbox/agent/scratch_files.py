@@ -14,7 +14,7 @@ import stat
 import time
 
 from .box_handle import BoxHandle
-from .protocol import FileEntry, write_all
+from .protocol import MAX_HEADER, FileEntry, write_all
 
 
 def open_in_scratch(bx: BoxHandle, name: str, flags: int, mode: int = 0o644, uid: int | None = None) -> int:
@@ -55,9 +55,11 @@ def write_files(bx: BoxHandle, files: list[FileEntry], blobs: list[bytearray], u
             os.close(fd)
 
 
-# Files one step gives back at most: their names travel in the header of the agent's answer, which the server
-# bounds (a program that made 70,000 files with long names for ``*`` broke it, and its worker was replaced).
-MAX_COLLECTED = 1024
+# What a step's files' names may take, listed in the header of the agent's answer, which the server bounds (a
+# program that made 70,000 files with long names for ``*`` broke it, and its worker was replaced). Past what a
+# run's own header lists (MAX_HEADER), one more is given back: a compile that made more than its runs can be
+# given is the server's to call a compile error (``languages.unrunnable``).
+LISTED_MAX = MAX_HEADER
 # Patterns (``*``) a step matches at most, against at most this many entries: each pair costs the agent's time,
 # which no run is charged (4,000 patterns over 10,000 files once took 6 s and 326 MiB).
 MAX_PATTERNS = 16
@@ -67,9 +69,9 @@ MATCH_S = 0.5  # and for so long at most: a pattern of many '*' and '?' costs a 
 
 def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[FileEntry], list[bytes]]:
     """The regular files of ``names`` (``*`` patterns match the top of the scratch directory: the names given
-    first, then the matches), each once, up to :data:`MAX_COLLECTED` of them and ``limit`` bytes in all: a
-    sparse file, or a thousand links to one, costs the program nothing, and every byte read here is held by the
-    agent and then the server."""
+    first, then the matches), each once, until their names take :data:`LISTED_MAX` bytes and ``limit`` bytes in
+    all: a sparse file, or a thousand links to one, costs the program nothing, and every byte read here is held
+    by the agent and then the server."""
     found: list[FileEntry] = []
     blobs: list[bytes] = []
     patterns = [n for n in dict.fromkeys(names) if "*" in n][:MAX_PATTERNS]
@@ -81,11 +83,11 @@ def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[FileEntry
             for i, entry in enumerate(itertools.islice(entries, SCANNED)):
                 if matches(entry.name):
                     names.append(entry.name)
-                if len(names) >= MAX_COLLECTED or (i % 64 == 0 and time.monotonic() > deadline):
+                if i % 64 == 0 and time.monotonic() > deadline:
                     break
-    left = limit
+    left, listed = limit, 0
     for name in dict.fromkeys(names):
-        if len(found) >= MAX_COLLECTED:
+        if listed > LISTED_MAX:
             break
         try:
             fd = open_in_scratch(bx, name, os.O_RDONLY | os.O_NONBLOCK)
@@ -100,6 +102,7 @@ def collect(bx: BoxHandle, names: list[str], limit: int) -> tuple[list[FileEntry
         finally:
             os.close(fd)
         left -= len(data)
+        listed += len(name.encode("utf-8", "surrogateescape")) + 16  # as a header lists it, about
         found.append((name, st.st_mode & 0o777, len(blobs)))
         blobs.append(data)
     return found, blobs

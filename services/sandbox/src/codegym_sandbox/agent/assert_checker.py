@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from .assert_runner import Checker, Tests, check_read, read_bytes, read_tests, split_stdin
 from .plain_data import Channel
+from .run_cgroup import checker_children
 
 RETIRE_KB = 32 << 10  # how much more a checker of a set of tests may hold than it started with
 # Sets of tests whose children a checker keeps: the runs of a few tasks come to a worker by turns.
@@ -100,12 +101,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
     """
     judges: dict[str | None, _Judge] = {}  # by the text of their tests, the most recent last
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
-        except OSError:
-            os._exit(0)
-        if not msg or len(fds) != 5:
-            os._exit(0)  # the series' process went away
+        fds = _next_run(sock)
         try:
             stdin = read_bytes(fds[0])
         finally:
@@ -138,13 +134,20 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
             os._exit(0)
 
 
-def _children() -> list[str]:
-    """The living children of this process (it has one thread)."""
+def _next_run(sock: socket.socket) -> list[int]:
+    """A run's five descriptors (stdin, stdout, stderr, the channel's two ends), from the process that sends runs
+    here (the series' process to the checker, the checker to a judge); this process ends when it went away."""
     try:
-        with open(f"/proc/self/task/{os.getpid()}/children") as f:
-            return f.read().split()
+        msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
     except OSError:
-        return []
+        os._exit(0)
+    if not msg or len(fds) != 5:
+        os._exit(0)
+    return fds
+
+
+def _children() -> list[str]:
+    return checker_children(str(os.getpid()))  # this process has one thread
 
 
 def _left_running() -> bool:
@@ -167,13 +170,7 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
     start_kb = _resident_kb()
     null = os.open(os.devnull, os.O_RDWR)
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
-        except OSError:
-            os._exit(0)
-        if not msg or len(fds) != 5:
-            os._exit(0)  # the checker went away
-        stdin, stdout, stderr, reads, writes = fds
+        stdin, stdout, stderr, reads, writes = _next_run(sock)
         try:
             os.chdir(cwd)
         except OSError:

@@ -154,7 +154,8 @@ def checker_cpu_s(pid: str, meter: RunCgroup | None) -> float:
 
 
 def checker_children(pid: str) -> list[str]:
-    """The living children of a series' checker (it has one thread): the processes that judge its tests."""
+    """The living children of a series' checker (the processes that judge its tests), or of a judge: from the
+    first thread's list, as each has one thread."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             return f.read().split()

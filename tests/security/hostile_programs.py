@@ -418,8 +418,7 @@ ATTACKS: list[Attack] = [
     Attack(
         "udp-broadcast",
         "network",
-        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-        + _refused("s.sendto(b'x', ('8.8.8.8', 53))"),
+        "import socket\n" + _refused("socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53))"),
         AC,
         stdout="refused\n",
     ),
@@ -587,6 +586,21 @@ ATTACKS: list[Attack] = [
         "            except OSError:\n                pass\n            pairs.append((a, b))\n"
         "        time.sleep(100)\ntime.sleep(1)\nprint('held')\n",
         MLE | RE | TLE,
+        timeout_s=3.0,
+        memory_mb=128,
+    ),
+    Attack(
+        # A container's loopback is up, and a cgroup v1 host's memory cgroup counts no TCP buffer: one process held
+        # 897 MiB of them under 128 MiB and passed. Internet sockets are refused where they would reach it.
+        "memory-in-loopback-tcp-buffers",
+        "memory",
+        "import socket, time\nlistener = socket.socket()\nlistener.bind(('127.0.0.1', 0))\nlistener.listen(200)\n"
+        "keep = []\nfor _ in range(120):\n    try:\n        c = socket.socket()\n    except OSError:\n        break\n"
+        "    c.connect(listener.getsockname())\n    s, _ = listener.accept()\n    for end in (c, s):\n"
+        "        end.setblocking(False)\n        try:\n            while True:\n"
+        "                end.send(b'x' * (4 << 20))\n        except (BlockingIOError, OSError):\n            pass\n"
+        "    keep.append((c, s))\ntime.sleep(1)\nprint('held')\n",
+        MLE | RE,
         timeout_s=3.0,
         memory_mb=128,
     ),

@@ -74,7 +74,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             memory = None
     scratch.reset(first=True)
     pyrun.warm_up()
-    linux.prepare_seccomp()
+    linux.prepare_seccomp(inet=not contained)  # a container's loopback is up: see linux._seccomp_program
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
     # Forked after every reset: it must see the new scratch mount and IPC namespace, and nothing older.
     spare: Spare | None = _spare(programs)

@@ -284,8 +284,9 @@ def test_no_answer_but_the_kernels_own_for_its_cell_passes(server: TestClient, b
     sid = _new(server)
     out = _cell(server, sid, code)
     if out["alive"]:  # written after its own answer: the next cell finds it
-        time.sleep(0.2)
-        out = _cell(server, sid, "'next'")
+        # The session is stopped between cells, so a write its first cell left pending may come only once the
+        # next cell runs: that cell waits long enough for it to come before its own answer.
+        out = _cell(server, sid, "import time\ntime.sleep(0.5)\n'next'")
     assert not out["alive"] and out["display"] is None and out["status"] == "killed", out
     assert out["error"]["type"] == "SessionEnded" and re.search(why, out["error"]["message"]), out
     _still_fine(server, bystander)

@@ -129,9 +129,53 @@ def test_the_expected_values_never_reach_a_stand_in(hostile: TestClient, injecti
         assert all("SAW" not in r["tests"][0]["stdout"] for r in results), (injection, results)
 
 
-def _evaluate(client: TestClient, programs: list[str]) -> list[dict[str, Any]]:
-    body = {"language": "python", "programs": programs, "tests": [{"assert_code": TESTS}], "limits": {"timeout_s": 3}}
+def _evaluate(client: TestClient, programs: list[str], tests: str = TESTS) -> list[dict[str, Any]]:
+    body = {"language": "python", "programs": programs, "tests": [{"assert_code": tests}], "limits": {"timeout_s": 3}}
     r = client.post("/v1/evaluate", json=body)
     assert r.status_code == 200, r.text
     results: list[dict[str, Any]] = r.json()["results"]
     return results
+
+
+# Tests that use a module without importing it rely on the program's ``import``: whatever else a program binds
+# to that name, the tests get the module (and a name the tests bind themselves, even where the binding fails,
+# is never the program's). ``volume(r)``, a sphere's volume.
+SPHERE = "assert math.isclose(volume(10), 4188.79, rel_tol=1e-3)\nassert math.isclose(volume(2), 33.51, rel_tol=1e-3)\n"
+ALIASED = "assert np.isclose(volume(1), 4.2)\n"
+GUARDED = "try:\n    import no_such_module_here as np\nexcept ImportError:\n    pass\n" + ALIASED
+FAKES = {
+    "a namespace": "import types\nmath = types.SimpleNamespace(isclose=lambda *a, **k: True)\n",
+    "a class": "class math:\n    @staticmethod\n    def isclose(*args, **kwargs):\n        return True\n",
+    "a value": "math = 0\n",
+}
+WRONG_VOLUME = "def volume(r):\n    return 0\n"
+
+
+@pytest.mark.parametrize("fake", sorted(FAKES))
+def test_a_module_the_tests_use_is_the_module(hostile: TestClient, fake: str) -> None:
+    right = "import math\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3\n"
+    results = _evaluate(hostile, [FAKES[fake] + WRONG_VOLUME, right], SPHERE)
+    assert [r["verdict"] for r in results] == ["WA", "AC"], results
+
+
+@pytest.mark.parametrize("tests", [GUARDED, ALIASED], ids=["guarded-import", "alias"])
+def test_no_fake_stands_for_an_alias_or_a_name_the_tests_bind(hostile: TestClient, tests: str) -> None:
+    fake_np = "class np:\n    @staticmethod\n    def isclose(*args, **kwargs):\n        return True\n"
+    (result,) = _evaluate(hostile, [fake_np + WRONG_VOLUME], tests)
+    assert result["verdict"] in ("WA", "RE"), result  # numpy's isclose (WA), or no numpy here (RE)
+
+
+def test_a_function_named_like_a_module_is_the_programs(hostile: TestClient) -> None:
+    """Called, not used as a module: ``copy`` is the task's function."""
+    tests = "assert copy([1]) == [1, 1]\nassert random(3) == 4\n"
+    program = "def copy(xs):\n    return xs * 2\ndef random(n):\n    return n + 1\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+
+
+def test_what_the_tests_import_is_theirs(hostile: TestClient) -> None:
+    """A star import (LeetCode's prelude, which the evaluator puts before the tests) binds what it binds there,
+    whatever the program binds to the same names."""
+    tests = "from collections import *\nassert Counter(count([1, 2, 2])) == Counter({2: 2, 1: 1})\n"
+    fake = "def Counter(*args, **kwargs):\n    return 7\ndef count(xs):\n    return []\n"
+    right = "def count(xs):\n    return xs\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [fake, right], tests)] == ["WA", "AC"]

@@ -87,6 +87,14 @@ def test_only_what_the_tests_use_goes_with_them(humaneval: dict[str, Task]) -> N
     # Tests that use nothing of the prompt, and text that does not parse, are left as they are.
     assert with_prompt_helpers("from typing import List\ndef f(x): pass\n", "f", "assert f(1)\n") == "assert f(1)\n"
     assert with_prompt_helpers("def (", "f", "assert f(1)\n") == "assert f(1)\n"
+    # An import goes with tests that use a name it binds; a star import, which may bind any, always does.
+    assert with_prompt_helpers("import math\ndef f(x): pass\n", "f", "assert math.isclose(f(1), 1)\n") == (
+        "import math\n\nassert math.isclose(f(1), 1)\n"
+    )
+    star = "from collections import *\nfrom typing import List\ndef f(x): pass\n"
+    assert with_prompt_helpers(star, "f", "assert Counter(f(1)) == {1: 1}\n") == (
+        "from collections import *\nassert Counter(f(1)) == {1: 1}\n"
+    )
     # A helper the helpers use comes too; a helper that calls the function to complete calls the program's.
     prompt = "K = 3\ndef g(x):\n    return x + K\ndef h(x):\n    return f(x)\ndef f(x):\n    pass\n"
     assert with_prompt_helpers(prompt, "f", "assert g(1) == 4\n").startswith("K = 3\n\ndef g(x):")

@@ -57,8 +57,9 @@ def _codegym_call(_codegym_function, /, *args, **kwargs):
 def with_prompt_helpers(prompt: str, entry_point: str | None, tests: str) -> str:
     """``tests`` preceded by the top-level definitions of ``prompt`` they use (not ``entry_point``).
 
-    Unchanged when the tests use none of them, or when either text does not parse (the sandbox then reports
-    the tests' own syntax error, as before).
+    The prompt's star imports alone (LeetCode's prelude) when the tests use nothing else of it. Unchanged
+    when the tests use none of it, or when either text does not parse (the sandbox then reports the tests' own
+    syntax error, as before).
     """
     return _with_prompt_helpers(prompt, entry_point or "", tests)
 
@@ -80,8 +81,9 @@ def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
         chosen += more
         for node in more:
             needed |= _names(node)
-    if not chosen:
-        return tests
+    if not chosen:  # a star import may bind what the tests use: the names it binds are known once it runs
+        stars = [ast.unparse(n) for n in imports if _star(n)]
+        return "\n".join([*stars, tests]) if stars else tests
     # Every import of the prompt (a star import binds names nobody can list) and the definitions, in its order.
     helpers = [n for n in prompt_tree.body if n in chosen or n in imports]
     head = "\n\n".join(ast.unparse(n) for n in helpers)
@@ -120,6 +122,11 @@ def _bound(node: ast.stmt) -> set[str]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return set()
+
+
+def _star(node: ast.stmt) -> bool:
+    """A star import: the names it binds are known only once it runs."""
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
 def _stub(node: ast.stmt) -> bool:

@@ -20,7 +20,8 @@ import sys
 import types
 from typing import NoReturn
 
-from .assert_runner import Checker, Tests, check_read, read_bytes, read_tests, split_stdin
+from .assert_runner import Checker, Tests, check_read, read_tests
+from .assert_stdin import read_bytes, split_stdin
 from .plain_data import Channel
 from .run_cgroup import checker_children
 

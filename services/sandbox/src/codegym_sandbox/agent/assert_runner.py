@@ -54,10 +54,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import call_test, checker_wire, linux, program_names
+from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
+from .assert_stdin import read_program, read_text
 from .plain_data import Channel, decode, encode
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
-ASSERT_MAIN = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
+_BUILTINS = frozenset(dir(builtins))
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
 # What a program's exception may not arrive as in the checker (see the module's docstring): those that end
 # a loop of the tests' arrive as a ProgramError, those that stop the interpreter as a ProgramInterrupt.
@@ -170,11 +172,17 @@ class Checker:
         for name, module in answer["modules"].items():
             if not program_names.importable(module):
                 raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
-            before = len(sys.modules)
-            found[name] = importlib.import_module(module)
-            self.imported = self.imported or len(sys.modules) != before
+            found[name] = self.load(module)
         found.update((name, self.decode(data)) for name, data in answer["values"].items())
         return found
+
+    def load(self, module: str) -> types.ModuleType:
+        """The module ``module``, imported here (its ``ImportError`` is the tests' error)."""
+        before = len(sys.modules)
+        try:
+            return importlib.import_module(module)
+        finally:
+            self.imported = self.imported or len(sys.modules) != before
 
     def _guard(self, read: Callable[..., R], *args: Any) -> R:
         try:
@@ -281,9 +289,11 @@ def check(checker: Checker, tests: Tests) -> str:
                 outcome = "failed"
         else:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
-            # tests') is the checker's own, whatever the program's process answers.
-            wanted = sorted(n for n in program_names.used_names(tests) & checker.defined if not hasattr(builtins, n))
+            # tests') is the checker's own, whatever the program's process answers; and a name they use as a
+            # module is the module, whatever the program bound to it.
+            wanted, modules = program_names.asked(tests, checker.defined, _BUILTINS)
             scope.update(checker.names(wanted))
+            scope.update((name, checker.load(module)) for name, module in modules.items())
             exec(tests, scope)
     except ProgramEnded:
         outcome = "ended"
@@ -320,45 +330,6 @@ def check_read(checker: Checker, tests: Callable[[], Tests]) -> str:
     return check(checker, code)
 
 
-def _read_exactly(fd: int, size: int) -> bytes:
-    parts = []
-    while size > 0:
-        part = os.read(fd, min(size, 1 << 20))
-        if not part:
-            raise EOFError("the program on stdin is cut short")
-        parts.append(part)
-        size -= len(part)
-    return b"".join(parts)
-
-
-def _read_program(fd: int) -> str:
-    """The program, read from ``fd`` exactly to its end: a buffered read would take the tests with it."""
-    size = b""
-    while not size.endswith(b"\n"):
-        byte = os.read(fd, 1)
-        if not byte:
-            raise EOFError("no program on stdin")
-        size += byte
-    return _read_exactly(fd, int(size)).decode("utf-8", "surrogatepass")
-
-
-def split_stdin(stdin: bytes) -> tuple[str, str]:
-    """The program and the tests, from a run's whole stdin (the program's length in bytes, a line first)."""
-    size, _, rest = stdin.partition(b"\n")
-    return rest[: int(size)].decode("utf-8", "surrogatepass"), rest[int(size) :].decode("utf-8", "surrogatepass")
-
-
-def read_bytes(fd: int) -> bytes:
-    parts = []
-    while part := os.read(fd, 1 << 20):
-        parts.append(part)
-    return b"".join(parts)
-
-
-def _read_all(fd: int) -> str:
-    return read_bytes(fd).decode("utf-8", "surrogatepass")
-
-
 def main() -> None:
     """The run on its own: this process is the checker, and forks the program's process."""
     linux.set_dumpable(False)
@@ -368,7 +339,7 @@ def main() -> None:
     sys.stderr.flush()
     # The program first (it is not secret from the program's process), and only after the fork the tests:
     # the program's process never holds them, and gives up stdin before it runs anything of the program's.
-    source = _read_program(0)
+    source = read_program(0)
     pid = os.fork()
     if pid == 0:
         os.close(checker_writes)
@@ -385,7 +356,7 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
     checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
-    outcome = check_read(checker, lambda: read_tests(_read_all(0)))
+    outcome = check_read(checker, lambda: read_tests(read_text(0)))
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)
     sys.stdout.flush()

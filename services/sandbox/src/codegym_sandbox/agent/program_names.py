@@ -5,11 +5,21 @@ tests use, and are no builtins): read here from the program's code, by the check
 program's process says it has. A name the program binds some other way (``globals()[...]``, ``exec``, a
 star import, ``builtins``) is not the program's for the tests: it resolves to the checker's own (a builtin,
 a helper of the tests) or is a ``NameError``, as it is for every name the program did not define.
+
+Two kinds of name are never the program's, whatever it binds to them (:func:`asked`): those the tests
+import themselves anywhere (a guarded ``try: import numpy as np`` among them), and those the tests use as a
+module (``math.isclose``) that name one (``math``, an installed package, or a conventional alias such as
+``np``). Tests that use ``math`` without importing it rely on the program's ``import math``: a program that
+binds ``math`` to an object of its own would otherwise decide the tests' ``math.isclose``. The checker
+imports such a module itself (:func:`module_of`).
 """
 
 from __future__ import annotations
 
 import dis
+import functools
+import importlib.util
+import sys
 import types
 import warnings
 
@@ -19,6 +29,12 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 # Modules that run code when imported (a program may name any module it bound): never imported by the
 # checker, which in a test series serves every later run too.
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
+# The names by which code refers to a module without its own name: a notebook's or a prompt's imports.
+_ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "nx": "networkx", "sp": "scipy"}
+_STORES = frozenset({"STORE_NAME", "STORE_GLOBAL"})
+_IMPORTS = frozenset({"IMPORT_NAME", "IMPORT_FROM"})
+_LOADS = frozenset({"LOAD_NAME", "LOAD_GLOBAL"})
+_ATTRIBUTES = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 
 
 def compiled(source: str) -> types.CodeType | str:
@@ -73,3 +89,60 @@ def importable(name: str) -> bool:
     """Whether the checker may import the module ``name`` that the program bound a name to."""
     parts = name.split(".")
     return bool(name) and parts[0] not in _NOT_IMPORTED and not any(p.startswith("__") for p in parts)
+
+
+def asked(tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str]) -> tuple[list[str], dict[str, str]]:
+    """What the checker takes from the program's process for ``tests``: the names to ask it for, and the
+    names it binds that the tests use as a module, with the module the checker imports for each instead.
+
+    ``defined``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
+    builtins' names, which are the checker's own.
+    """
+    theirs = (used_names(tests) & defined) - imported(tests) - builtin
+    modules = {name: module for name in namespaces(tests) & theirs if (module := module_of(name)) is not None}
+    return sorted(theirs - modules.keys()), modules
+
+
+def imported(code: types.CodeType) -> set[str]:
+    """The names an import of ``code`` binds (a name the tests define otherwise may be read from the program
+    first: the prompt's helpers take the program's own copies before they bind their names)."""
+    found: set[str] = set()
+    last = ""
+    for ins in dis.get_instructions(code):
+        if ins.opname in _STORES and last in _IMPORTS:
+            found.add(ins.argval)
+        last = ins.opname
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= imported(const)
+    return found
+
+
+def namespaces(code: types.CodeType) -> set[str]:
+    """The global names ``code`` reads an attribute of at once (``math.isclose``, ``np.pi``)."""
+    found: set[str] = set()
+    name = None
+    for ins in dis.get_instructions(code):
+        if name is not None and ins.opname in _ATTRIBUTES:
+            found.add(name)
+        name = ins.argval if ins.opname in _LOADS and isinstance(ins.argval, str) else None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= namespaces(const)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)  # the same few names, run after run of a series
+def module_of(name: str) -> str | None:
+    """The module that ``name`` names, as the tests use it: a module of the standard library or one installed
+    here (a top-level one, found without importing it), or the module of a conventional alias; else None."""
+    if name in _ALIASES:
+        return _ALIASES[name]
+    if not importable(name):
+        return None
+    if name in sys.stdlib_module_names:
+        return name
+    try:
+        return name if importlib.util.find_spec(name) is not None else None
+    except (ImportError, ValueError):
+        return None

@@ -55,6 +55,7 @@ MANY_CLASSES = (
     f"public class Main {{ {_LONG}{''.join(f'static class L{i} {{}}' for i in range(4500))}}}}}}}"
     ' public static void main(String[] a) { System.out.println("42"); } }\n'
 )
+PRINTS_SYNTAX_ERROR = "import sys\nsys.stderr.write('  File \"main.py\", line 1\\nSyntaxError: x\\n')\nsys.exit(1)\n"
 PROGRAMS = [
     # -- compiled to a library, not a program: the compiler succeeds, and its output cannot be executed --------
     Unrunnable("rust-lib", "rust", f'#![crate_type = "lib"]\npub {RUST_MAIN}', CE, "not executable"),
@@ -85,6 +86,9 @@ PROGRAMS = [
         "python-excepthook-raises", "python", "import sys\nsys.excepthook = lambda *a: 1 / 0\nraise ValueError\n", RE
     ),
     Unrunnable("python-closes-every-fd", "python", "import os\nos.closerange(0, 1 << 10)\nraise ValueError\n", RE),
+    # -- what a Python program prints is no verdict: its source is compiled to say CE ---------------------------
+    Unrunnable("python-prints-a-syntax-error", "python", PRINTS_SYNTAX_ERROR, RE),
+    Unrunnable("python-bad-line-names-memory", "python", "x = = 1  # MemoryError\n", CE, "SyntaxError"),
     Unrunnable("bash-exec-missing", "bash", "exec /nonexistent/program\n", RE),
     Unrunnable("bash-exec-itself", "bash", "exec ./main.sh\n", RE),  # not executable: the shell's 126
 ]
@@ -123,6 +127,17 @@ def test_a_program_that_cannot_run_earns_its_failure(hostile: TestClient, progra
     if program.language in FUSION_LANGUAGES:
         fusion = hostile.post("/run_code", json={"language": program.language, "code": program.code}).json()
         assert fusion["status"] == "Failed", fusion  # not SandboxError, nor Success for a compile that made nothing
+
+
+@pytest.mark.parametrize(
+    ("code", "verdict"), [(PRINTS_SYNTAX_ERROR, "RE"), ("x = = 1  # MemoryError\n", "CE")], ids=["printed", "bad-line"]
+)
+def test_an_assert_run_is_a_compile_error_only_where_its_program_does_not_compile(
+    hostile: TestClient, code: str, verdict: str
+) -> None:
+    group = {"language": "python", "programs": [code], "tests": [{"assert_code": "assert 1"}], "limits": LIMITS}
+    (judged,) = hostile.post("/v1/evaluate", json=group).json()["results"]
+    assert judged["verdict"] == verdict, judged
 
 
 def test_a_right_program_of_the_same_languages_still_passes(hostile: TestClient) -> None:

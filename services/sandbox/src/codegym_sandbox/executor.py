@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from . import languages
+from .agent.assert_stdin import python_program
 from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key
@@ -78,9 +79,7 @@ class StepResult:
     @property
     def return_code(self) -> int | None:
         """Exit code, or minus the signal number, as SandboxFusion reports it."""
-        if self.exit_code is not None:
-            return self.exit_code
-        return -self.signal if self.signal is not None else None
+        return self.exit_code if self.exit_code is not None else -self.signal if self.signal is not None else None
 
 
 # Only outcomes that would repeat are remembered: no fault (luck), no timeout (load), no run that used NEAR_LIMIT of
@@ -266,9 +265,10 @@ class Executor:
             request.shared = shared
             started = time.perf_counter()
             try:
-                outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo], policy)
+                outcomes = await self.backend.run_tests(request, ins := [stdins[i] for i in todo], policy)
                 self.metrics.forked_runs.inc(sum(out.forked for out in outcomes))
-                fresh = [_step_result(out, limits, request.argv, lang, sources, False) for out in outcomes]
+                runs = zip(outcomes, ins, strict=True)
+                fresh = [_step_result(out, stdin, limits, request.argv, lang, sources, False) for out, stdin in runs]
             except SandboxFault as exc:
                 fresh = [_sandbox_error(str(exc))] * len(todo)
             except asyncio.CancelledError:
@@ -340,7 +340,7 @@ class Executor:
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(request, policy)
-            result = _step_result(outcome, limits, request.argv, lang, files, compile_step)
+            result = _step_result(outcome, stdin, limits, request.argv, lang, files, compile_step)
         except SandboxFault as exc:
             result = _sandbox_error(str(exc))
         except asyncio.CancelledError:
@@ -362,6 +362,7 @@ def _clamp(value: float | None, default: float, maximum: float) -> float:
 
 def _step_result(
     out: RunOutcome,
+    stdin: bytes | None,
     limits: RunLimits,
     argv: list[str],
     lang: languages.Language,
@@ -373,8 +374,8 @@ def _step_result(
     own_file = argv[0].startswith(f"{SCRATCH}/")
     # What the source asked for (Rust's `#![crate_type = "lib"]`) may be no program: then it did not compile.
     unrunnable = languages.unrunnable(lang, out.collected, files) if compile_step and out.exit_code == 0 else None
-    end = run_end(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None,
-                  python=lang.in_process_python and not compile_step)  # fmt: skip
+    source = python_program(files.get(lang.source), stdin) if lang.in_process_python and not compile_step else None
+    end = run_end(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None, source=source)
     failed = out.launch_error if end is RunEnd.SANDBOX_ERROR else None
     stderr = out.stderr  # a program that could not start says why where its own errors go
     if out.launch_error and not failed:

@@ -54,6 +54,19 @@ def worker_cgroup(agent: int) -> str | None:
     return None
 
 
+def held_bytes(usage: str) -> int:
+    """What the cgroup whose usage file is ``usage`` holds: its count less the page cache of files on disk, which
+    the kernel takes back as soon as it is short (a file a run read, a runtime's binary: no run holds it, and
+    one run's reads would otherwise be charged to every later run of the worker). A tmpfs file is no such page."""
+    with open(usage, "rb") as f:
+        total = int(f.read())
+    v1 = usage.endswith(".usage_in_bytes")
+    keys = (b"total_inactive_file", b"total_active_file") if v1 else (b"inactive_file", b"active_file")
+    with open(os.path.join(os.path.dirname(usage), "memory.stat"), "rb") as f:
+        cache = sum(int(value) for key, value in (line.split() for line in f) if key in keys)
+    return max(0, total - cache)
+
+
 class MemoryUse:
     """The MiB that each agent's worker holds, from its memory cgroup (found once per agent)."""
 
@@ -68,8 +81,7 @@ class MemoryUse:
                 return None
             self._files[agent] = usage
         try:
-            with open(usage, "rb") as f:
-                return int(f.read()) >> 20
+            return held_bytes(usage) >> 20
         except (OSError, ValueError):
             self._files.pop(agent, None)  # the agent is gone, or its box is being replaced
             return None

@@ -103,6 +103,34 @@ def test_container_killed_mid_run_is_sandbox_error_and_heals(engine: str, server
         assert stdout(run_code(client, f"print({i}) # after the kill")) == f"{i}\n"
 
 
+# Looks up names that do not exist: the kernel keeps an entry for each, charged to the container's memory cgroup.
+LOOKUPS = """
+import os
+tag = os.urandom(4).hex()
+for i in range(300_000):
+    try:
+        os.stat(f"/usr/lib/{tag}_{i}")
+    except OSError:
+        pass
+print("looked")
+"""
+
+
+def test_a_worker_whose_runs_left_kernel_memory_is_replaced(server: tuple[TestClient, Settings]) -> None:
+    """What the lookups leave stays in the container's memory cgroup once the run is over, and the agent cannot give
+    it back there (the cgroup is the engine's): left, the next run would reclaim it on its own CPU time. The run's
+    answer stands, and its worker is replaced once it is sent; a run that leaves nothing keeps its worker."""
+    client, _ = server
+    _wait_alive(client, 2)
+    before = client.get("/readyz").json()["restarts"]
+    assert stdout(run_code(client, "print('nothing left')")) == "nothing left\n"
+    assert client.get("/readyz").json()["restarts"] == before
+    assert stdout(run_code(client, LOOKUPS, run_timeout=20)) == "looked\n"
+    _wait_alive(client, 2)
+    assert client.get("/readyz").json()["restarts"] == before + 1
+    assert stdout(run_code(client, "print('on a new worker')")) == "on a new worker\n"
+
+
 def test_killing_the_supervisor_is_the_programs_crash(server: tuple[TestClient, Settings]) -> None:
     # In a container the program shares its supervisor's uid: killing it must cost the program (RE),
     # never turn into a SandboxError, which a trainer would mask instead of penalise.

@@ -100,6 +100,18 @@ def test_runs_of_a_large_limit_that_hold_little_run_at_once() -> None:
 
 def _agents_held_mb(server: int) -> int:
     """What the memory cgroups of every worker under ``server`` hold (the kernel's count), in MiB."""
+    total = 0
+    for usage in _usage_files(server):
+        try:
+            with open(usage, "rb") as f:
+                total += int(f.read()) >> 20
+        except OSError:
+            pass
+    return total
+
+
+def _usage_files(server: int) -> set[str]:
+    """The usage files of the memory cgroups of every worker under ``server``."""
     files, stack = set(), []
     for task in os.listdir(f"/proc/{server}/task"):  # a child is its parent thread's (the server's event loop)
         try:
@@ -117,14 +129,7 @@ def _agents_held_mb(server: int) -> int:
                 stack.extend(int(c) for c in f.read().split())
         except OSError:
             pass
-    total = 0
-    for usage in files:
-        try:
-            with open(usage, "rb") as f:
-                total += int(f.read()) >> 20
-        except OSError:
-            pass
-    return total
+    return files
 
 
 @pytest.fixture
@@ -171,3 +176,61 @@ def test_runs_that_grow_past_the_budget_together_give_way_and_none_is_judged_for
         status = client.get("/readyz").json()
         assert status["memory_gave_way"] > 0 and status["restarts"] >= status["memory_gave_way"]
         assert client.post("/run_code", json={"language": "python", "code": "print(2)"}).json()["status"] == "Success"
+
+
+# Looks up names that do not exist: the kernel keeps an entry for each (about 200-400 bytes), charged to the
+# worker's memory cgroup, and left there once every process of the run is gone.
+LOOKUPS = """
+import os
+tag = os.urandom(4).hex()
+for i in range(300_000):
+    try:
+        os.stat(f"/usr/lib/{tag}_{i}")
+    except OSError:
+        pass
+print("looked")
+"""
+
+
+def _kernel_mb(usage: str) -> int:
+    """The kernel memory that the cgroup of the usage file ``usage`` holds, in MiB."""
+    folder = os.path.dirname(usage)
+    if usage.endswith(".usage_in_bytes"):
+        with open(f"{folder}/memory.kmem.usage_in_bytes") as f:
+            return int(f.read()) >> 20
+    with open(f"{folder}/memory.stat") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("kernel ")) >> 20
+
+
+def _sleeping(client: TestClient, usages: set[str]) -> tuple[int, int]:
+    """While a run sleeps: the kernel memory of the workers' cgroups, and what the server takes the runs to hold."""
+    sleeper = {"language": "python", "code": "import time; time.sleep(1.5)", "memory_limit_MB": 512}
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(client.post, "/run_code", json=sleeper)
+        time.sleep(0.8)
+        seen = sum(_kernel_mb(u) for u in usages), client.get("/readyz").json()["memory_held_mb"]
+        assert answer.result().json()["status"] == "Success"
+    return seen
+
+
+def test_what_a_run_left_in_the_kernel_is_no_later_runs() -> None:
+    """A run leaves the kernel's entries for the names it looked up charged to its worker's cgroup (a victim near
+    its limit once reclaimed them on its own CPU time, and was TLE; the server took them for the next runs'
+    memory): the box gives them back before the next run, and the server counts no page cache as a run's."""
+    with _server(4096, 1, 512) as client:
+        assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
+        usages = _usage_files(os.getpid())
+        kernel_before, held_before = _sleeping(client, usages)
+        run = {"language": "python", "code": LOOKUPS, "memory_limit_MB": 512, "run_timeout": 20}
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(client.post, "/run_code", json=run)
+            most = 0
+            while not answer.done():  # what the lookups hold as they end is given back before the answer
+                most = max(most, sum(_kernel_mb(u) for u in usages))
+                time.sleep(0.02)
+            assert answer.result().json()["run_result"]["stdout"] == "looked\n"
+        left = most - kernel_before
+        assert left >= 48, f"the lookups held {left} MiB: too little to tell"
+        kernel, held = _sleeping(client, usages)
+        assert kernel - kernel_before < left // 2, f"{left} MiB of kernel memory left, {kernel - kernel_before} kept"
+        assert held <= held_before + 16, f"the server took the sleeper to hold {held} MiB, {held_before} before"

@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 import time
-from typing import cast
+from typing import TypeVar, cast
 
 from . import isolation, linux, pyrun, run_cpu
 from .box_protocol import BoxCommand, BoxConfig, Broken, RunCommand, SeriesReport
@@ -27,6 +27,8 @@ from .protocol import Report
 from .run_cgroup import RunCgroup
 from .run_memory import Held, MemoryWatch, held_at_end
 from .test_series import Spare, TestSeries
+
+R = TypeVar("R", Report, SeriesReport | Broken)
 
 __all__ = ["reap_all", "serve"]
 
@@ -73,6 +75,8 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
         if memory is not None and not memory.join():
             memory = None
     scratch.reset(first=True)
+    if memory is not None:
+        memory.give_back()  # the first: what the supervisors hold of the kernel's memory, before any run
     pyrun.warm_up()
     linux.prepare_seccomp(inet=not contained)  # a container's loopback is up: see linux._seccomp_program
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
@@ -114,16 +118,16 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
                 discarded, spare = spare.pid, None
             rewind_pids()
             series = TestSeries(cmd, programs, scratch, memory, discarded)
-            report = series.test(fds, ctl)
+            report = _given_back(series.test(fds, ctl), memory)
             series = series if report["more"] else None
             _answer(ctl, report)
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
             report = _run(cmd, fds, ctl, spare or _spare(programs), memory, programs.cpus, programs.cgroup)
             spare = None
-            _answer(ctl, report)
+            _answer(ctl, _given_back(report, memory))
         elif cmd["op"] == "test" and series is not None:
-            report = series.test(fds, ctl)
+            report = _given_back(series.test(fds, ctl), memory)
             series = series if report["more"] else None
             _answer(ctl, report)
         elif cmd["op"] == "test":
@@ -134,6 +138,14 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
         else:
             for fd in fds:
                 os.close(fd)
+
+
+def _given_back(report: R, memory: MemoryCgroup | None) -> R:
+    """``report``, once what the run left in the kernel's memory (every process of it is gone) is given back, or
+    the worker is to be replaced where it cannot be (see ``MemoryCgroup.give_back``): never the next run's."""
+    if memory is not None and "broken" not in report and not memory.give_back():
+        cast(dict[str, object], report)["retire"] = True
+    return report
 
 
 def _spare(programs: Programs) -> Spare:

@@ -24,12 +24,16 @@ class MemoryCgroup:
 
     PARENT = "codegym-sandbox"
     SUPERVISORS_BYTES = 64 << 20
+    # Kernel memory that earlier runs may leave charged here before the box gives it back (see give_back):
+    # the supervisors' own, and what an honest run leaves (names it looked up), hold a few MiB.
+    LEFT_KB = 32 << 10
     STALE_S = 60  # an empty cgroup this old is left over from an agent that died (a box joins at once)
 
     def __init__(self, fd: int, parent_fd: int, name: str, version: int) -> None:
         self.fd, self.parent_fd, self.name, self.version = fd, parent_fd, name, version
         self.limit: int | None = None
         self.seen = 0
+        self.floor_kb: int | None = None  # the supervisors' kernel memory here, before any run (see give_back)
         self.files: dict[str, int] = {}  # descriptors of the files read at every run, read again from 0
 
     @classmethod
@@ -123,6 +127,31 @@ class MemoryCgroup:
             self.limit = limit
         except OSError:
             self.limit = None  # usage above the new limit, which cannot be reclaimed: tried again next run
+
+    def give_back(self) -> bool:
+        """Reclaim what earlier runs left charged here that no process holds (the kernel's entries of names they
+        looked up, the page cache of files they read) once their kernel memory passes :data:`LEFT_KB`: left
+        there, the next run's processes would reclaim it as they grow, on their own CPU time (slowly: a million
+        names looked up took a victim a second and a half, and a time limit), and the server, which reads this
+        cgroup's count, would take it for theirs. False where that much is left and cannot be given back here:
+        a container's cgroup is its engine's, and the worker must be replaced (its cgroup goes with it).
+        """
+        kernel_kb = self.kernel_kb()
+        if self.floor_kb is None:
+            self.floor_kb = kernel_kb  # the supervisors' own, before any run
+        if kernel_kb - self.floor_kb < self.LEFT_KB:
+            return True
+        if self.parent_fd < 0:
+            return False
+        # What live processes and files hold stays (the kernel says so, and gives back the rest): the run's
+        # files until the box is reset, which frees them. The floor stays the supervisors': a floor raised to
+        # what a run's files held would let the next run leave as much.
+        with contextlib.suppress(OSError):
+            if self.version == 2:
+                self._set("memory.reclaim", str(self._field("memory.current", b"")))
+            else:
+                self._set("memory.force_empty", "0")
+        return True
 
     def oom_kills(self) -> int:
         """How many processes the kernel has killed here for memory."""

@@ -153,11 +153,15 @@ class Ended(_Ended, total=False):
     error: LaunchError
 
 
-class Report(_Ended):
-    """How a run ended, as the box reports it (``box_protocol``)."""
-
+class _Report(_Ended):
     max_rss_kb: RssKb
     error: LaunchError
+
+
+class Report(_Report, total=False):
+    """How a run ended, as the box reports it (``box_protocol``)."""
+
+    retire: bool  # its worker holds what its runs left and cannot give it back: replace it (memory_cgroup)
 
 
 class _RunAnswer(Ended):
@@ -169,6 +173,7 @@ class RunAnswer(_RunAnswer, total=False):
     """A run's answer: how it ended, and whether the agent stopped it; its stdout and stderr are blobs."""
 
     forked: bool  # run in a test series
+    retire: bool  # the worker is to be replaced once this exchange is answered (see Report)
 
 
 class ResultFrame(RunAnswer):

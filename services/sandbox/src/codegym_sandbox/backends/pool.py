@@ -223,7 +223,7 @@ class WorkerPool(LentSlots, SessionSlots):
             self._meter.ended(worker)
             # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
             # (or of a run nobody waits for): killing it is the only way to free the slot and keep frames in step.
-            if healthy and not worker.replaced:
+            if healthy and not worker.replaced and not worker.retiring:
                 self._release(worker)
             else:
                 self._replace(worker)

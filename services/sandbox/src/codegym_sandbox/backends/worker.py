@@ -50,6 +50,9 @@ class AgentWorker:
         self.config = config
         self.runs = 0
         self.replaced = False  # set once a replacement is on its way: never hand this one a run again
+        # Its runs left kernel memory that its agent cannot give back (a container's cgroup is its engine's):
+        # replaced once the exchange is answered, so that no later run pays for it (agent/memory_cgroup.py).
+        self.retiring = False
         self.tools: dict[str, str | None] = {}
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
@@ -177,6 +180,7 @@ class AgentWorker:
         if result["op"] == "error":
             raise self._fault(result)
         collected = {name: (out[2 + i], mode) for name, mode, i in result["collected"]}
+        self.retiring = self.retiring or bool(result.get("retire"))
         return _outcome(result, out[0], out[1], collected)
 
     async def run_tests(self, req: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
@@ -198,6 +202,7 @@ class AgentWorker:
         results = self._answer(read_results, frame, len(stdins), len(out))
         if results["op"] == "error":
             raise self._fault(results)
+        self.retiring = self.retiring or any(r.get("retire") for r in results["results"])
         return [_outcome(r, out[2 * i], out[2 * i + 1], {}) for i, r in enumerate(results["results"])]
 
     # -- a session's kernel (agent/session.py): this worker serves that session alone ----------------------

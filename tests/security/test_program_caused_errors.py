@@ -87,7 +87,6 @@ PROGRAMS = [
     ),
     Unrunnable("python-closes-every-fd", "python", "import os\nos.closerange(0, 1 << 10)\nraise ValueError\n", RE),
     # -- what a Python program prints is no verdict: its source is compiled to say CE ---------------------------
-    Unrunnable("python-prints-a-syntax-error", "python", PRINTS_SYNTAX_ERROR, RE),
     Unrunnable("python-bad-line-names-memory", "python", "x = = 1  # MemoryError\n", CE, "SyntaxError"),
     Unrunnable("bash-exec-missing", "bash", "exec /nonexistent/program\n", RE),
     Unrunnable("bash-exec-itself", "bash", "exec ./main.sh\n", RE),  # not executable: the shell's 126
@@ -129,15 +128,28 @@ def test_a_program_that_cannot_run_earns_its_failure(hostile: TestClient, progra
         assert fusion["status"] == "Failed", fusion  # not SandboxError, nor Success for a compile that made nothing
 
 
+def test_a_run_on_its_own_is_a_compile_error_only_where_its_source_does_not_compile(hostile: TestClient) -> None:
+    """The run's process says so before any of the program runs: what the program prints never does (under the
+    execution reward a compile error earns -0.5, a runtime error -1.0)."""
+    for code, verdict in ((PRINTS_SYNTAX_ERROR, "RE"), ("x = = 1  # MemoryError\n", "CE")):
+        out = hostile.post("/v1/execute", json={"language": "python", "code": code, "limits": LIMITS}).json()
+        assert out["verdict"] == verdict and out["run"]["error"] is None, out
+        fusion = hostile.post("/run_code", json={"language": "python", "code": code}).json()
+        assert fusion["status"] == "Failed" and fusion["run_result"]["memory_exceeded"] is False, fusion
+
+
+# In a test series (assert tests, and stdio tests of a Python program) CE is read from Python's last line, which
+# a program could print: there CE earns less than any other failure (the tests reward's -0.1), so none gains.
 @pytest.mark.parametrize(
-    ("code", "verdict"), [(PRINTS_SYNTAX_ERROR, "RE"), ("x = = 1  # MemoryError\n", "CE")], ids=["printed", "bad-line"]
+    ("code", "verdicts"),
+    [(PRINTS_SYNTAX_ERROR, {"RE", "CE"}), ("x = = 1  # MemoryError\n", {"CE"})],
+    ids=["printed", "bad-line"],
 )
-def test_an_assert_run_is_a_compile_error_only_where_its_program_does_not_compile(
-    hostile: TestClient, code: str, verdict: str
-) -> None:
-    group = {"language": "python", "programs": [code], "tests": [{"assert_code": "assert 1"}], "limits": LIMITS}
-    (judged,) = hostile.post("/v1/evaluate", json=group).json()["results"]
-    assert judged["verdict"] == verdict, judged
+def test_a_test_series_never_takes_a_compile_error_for_less(hostile: TestClient, code: str, verdicts: set[str]) -> None:
+    for tests in ([{"assert_code": "assert 1"}] * 2, [{"stdin": "", "expected_stdout": "42\n"}] * 2):
+        group = {"language": "python", "programs": [code], "tests": tests, "limits": LIMITS}
+        (judged,) = hostile.post("/v1/evaluate", json=group).json()["results"]
+        assert judged["verdict"] in verdicts, judged
 
 
 def test_a_right_program_of_the_same_languages_still_passes(hostile: TestClient) -> None:

@@ -115,32 +115,31 @@ def test_a_compile_that_failed_is_a_compile_error(
     assert run_end(out, memory, False, compile_step=True, no_program=no_program).verdict is verdict
 
 
-BAD = b"def f(:\n    pass\n"
-
-
 @pytest.mark.parametrize("error", ["SyntaxError: invalid syntax", "IndentationError: unexpected indent", "TabError: x"])
 def test_a_python_source_that_does_not_parse_is_a_compile_error(error: str) -> None:
-    out = _outcome(exit_code=1, stderr=f'  File "/tmp/box/main.py", line 1\n{error}\n'.encode())
-    assert run_end(out, False, False, source=BAD).verdict is Verdict.CE
-    assert run_end(out, False, False).verdict is Verdict.RE  # another language's program printing it: its own error
+    stderr = f'  File "/tmp/box/main.py", line 1\n{error}\n'.encode()
+    # On its own, as the run's process found before any of the program ran; in a series, by Python's last line.
+    for fields in ({"unparsed": True}, {"forked": True}):
+        out = _outcome(exit_code=1, stderr=stderr, **fields)
+        assert run_end(out, False, False, python=True).verdict is Verdict.CE
+        assert run_end(out, False, False).verdict is Verdict.RE  # another language's program: its own error
     # Raised while it ran (an exec of bad text), the last line is another exception's: a runtime error.
-    raised = _outcome(exit_code=1, stderr=f"{error}\n\nDuring handling...\nValueError: x\n".encode())
-    assert run_end(raised, False, False, source=BAD).verdict is Verdict.RE
+    raised = _outcome(exit_code=1, stderr=f"{error}\n\nDuring handling...\nValueError: x\n".encode(), forked=True)
+    assert run_end(raised, False, False, python=True).verdict is Verdict.RE
     # A limit it hit stays that limit's verdict.
-    timed = _outcome(exit_code=None, signal=signal.SIGKILL, timed_out=True, stderr=f"{error}\n".encode())
-    assert run_end(timed, False, False, source=BAD).verdict is Verdict.TLE
+    timed = _outcome(exit_code=None, signal=signal.SIGKILL, timed_out=True, stderr=stderr, unparsed=True)
+    assert run_end(timed, False, False, python=True).verdict is Verdict.TLE
 
 
-def test_only_a_source_that_does_not_compile_is_a_compile_error() -> None:
-    """What a run printed never makes it CE: the source is compiled to decide."""
-    printed = _outcome(exit_code=1, stderr=b"SyntaxError: printed by the program\n")
-    assert run_end(printed, False, False, source=b"import sys\nsys.exit(1)\n").verdict is Verdict.RE
-    # A bad line that names an out-of-memory marker did not run out of memory: it never ran.
-    echoed = _outcome(exit_code=1, stderr=b'  File "main.py", line 1\n    x = = 1  # MemoryError\nSyntaxError: x\n')
-    memory = memory_exceeded(echoed.stderr, 1, None, None, 256)
-    assert memory and run_end(echoed, memory, False, source=b"x = = 1  # MemoryError\n").verdict is Verdict.CE
-    nul = _outcome(exit_code=1, stderr=b"SyntaxError: source code cannot contain null bytes\n")
-    assert run_end(nul, False, False, source=b"a\0b").verdict is Verdict.CE
+def test_what_a_run_on_its_own_printed_never_makes_it_a_compile_error() -> None:
+    printed = _outcome(exit_code=1, stderr=b'  File "/tmp/box/main.py", line 1\nSyntaxError: printed\n')
+    assert run_end(printed, False, False, python=True).verdict is Verdict.RE
+    # A bad line that names an out-of-memory marker did not run out of memory: nothing of it ran.
+    echoed = b'  File "main.py", line 1\n    x = = 1  # MemoryError\nSyntaxError: invalid syntax\n'
+    memory = memory_exceeded(echoed, 1, None, None, 256)
+    for fields in ({"unparsed": True}, {"forked": True}):
+        out = _outcome(exit_code=1, stderr=echoed, **fields)
+        assert memory and run_end(out, memory, False, python=True).verdict is Verdict.CE
 
 
 def test_a_verdict_reads_as_it_is_on_the_wire() -> None:

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field, replace
 
 from . import languages
-from .agent.assert_stdin import python_program
 from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key
@@ -79,7 +78,9 @@ class StepResult:
     @property
     def return_code(self) -> int | None:
         """Exit code, or minus the signal number, as SandboxFusion reports it."""
-        return self.exit_code if self.exit_code is not None else -self.signal if self.signal is not None else None
+        if self.exit_code is not None:
+            return self.exit_code
+        return -self.signal if self.signal is not None else None
 
 
 # Only outcomes that would repeat are remembered: no fault (luck), no timeout (load), no run that used NEAR_LIMIT of
@@ -265,10 +266,9 @@ class Executor:
             request.shared = shared
             started = time.perf_counter()
             try:
-                outcomes = await self.backend.run_tests(request, ins := [stdins[i] for i in todo], policy)
+                outcomes = await self.backend.run_tests(request, [stdins[i] for i in todo], policy)
                 self.metrics.forked_runs.inc(sum(out.forked for out in outcomes))
-                runs = zip(outcomes, ins, strict=True)
-                fresh = [_step_result(out, stdin, limits, request.argv, lang, sources, False) for out, stdin in runs]
+                fresh = [_step_result(out, limits, request.argv, lang, sources, False) for out in outcomes]
             except SandboxFault as exc:
                 fresh = [_sandbox_error(str(exc))] * len(todo)
             except asyncio.CancelledError:
@@ -340,7 +340,7 @@ class Executor:
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(request, policy)
-            result = _step_result(outcome, stdin, limits, request.argv, lang, files, compile_step)
+            result = _step_result(outcome, limits, request.argv, lang, files, compile_step)
         except SandboxFault as exc:
             result = _sandbox_error(str(exc))
         except asyncio.CancelledError:
@@ -362,7 +362,6 @@ def _clamp(value: float | None, default: float, maximum: float) -> float:
 
 def _step_result(
     out: RunOutcome,
-    stdin: bytes | None,
     limits: RunLimits,
     argv: list[str],
     lang: languages.Language,
@@ -374,8 +373,8 @@ def _step_result(
     own_file = argv[0].startswith(f"{SCRATCH}/")
     # What the source asked for (Rust's `#![crate_type = "lib"]`) may be no program: then it did not compile.
     unrunnable = languages.unrunnable(lang, out.collected, files) if compile_step and out.exit_code == 0 else None
-    source = python_program(files.get(lang.source), stdin) if lang.in_process_python and not compile_step else None
-    end = run_end(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None, source=source)
+    end = run_end(out, mem, own_file, compile_step=compile_step, no_program=unrunnable is not None,
+                  python=lang.in_process_python and not compile_step)  # fmt: skip
     failed = out.launch_error if end is RunEnd.SANDBOX_ERROR else None
     stderr = out.stderr  # a program that could not start says why where its own errors go
     if out.launch_error and not failed:
@@ -393,7 +392,7 @@ def _step_result(
         stderr=stderr,
         timed_out=out.timed_out or out.signal == 24,
         output_exceeded=out.output_exceeded,
-        memory_exceeded=mem,
+        memory_exceeded=mem and (compile_step or end is not RunEnd.COMPILE_ERROR),  # a source that never ran
         error=f"the program could not be started: {failed}" if failed else None,
         collected=out.collected,
         near_limit=max(out.wall_s, out.cpu_s or 0.0) >= NEAR_LIMIT * limits.wall_s,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import re
 import signal
-import warnings
 from enum import Enum
 
 from .agent.protocol import EXEC_FAILED
@@ -95,48 +94,37 @@ def run_end(
     *,
     compile_step: bool = False,
     no_program: bool = False,
-    source: bytes | None = None,
+    python: bool = False,
 ) -> RunEnd:
     """How one finished process ended, before any test judges its output.
 
     ``memory``: it ran out of memory (:func:`memory_exceeded`). ``own_file``: it executed a file of the
     program's own, its compiled executable, not a tool of the sandbox's (a compiler, an interpreter).
     ``compile_step``: it was a compile, which failed (CE) unless it ran out of time or the sandbox failed,
-    or exited 0 with ``no_program``: what it made cannot run (see ``languages.unrunnable``). ``source``: the
-    Python program it ran, whose SyntaxError is a compile error, not a runtime one: decided by compiling that
-    source here, never by what the run printed (a program that prints a SyntaxError and exits 1 is a runtime
-    error, and one whose bad line says ``MemoryError`` did not run out of memory).
+    or exited 0 with ``no_program``: what it made cannot run (see ``languages.unrunnable``). ``python``: it
+    ran a Python program's source, whose SyntaxError is a compile error, not a runtime one.
+
+    A run on its own is CE only where its process found, before any of the program ran, that the source does
+    not compile (``RunOutcome.unparsed``): a program that prints a SyntaxError and exits 1 is RE (under the
+    ``execution`` reward, -1.0 and not CE's -0.5). A test of a series (``RunOutcome.forked``) is read from
+    Python's last line, which a program could print too: there CE earns less than any other failure (the
+    ``tests`` reward's -0.1), so none gains by it. Either way a marker of memory in what it printed (a bad line
+    that says ``MemoryError``) never beats it.
     """
     end = _ended(out, memory, own_file)
     if compile_step:
         if end is RunEnd.EXITED and not no_program:
             return RunEnd.EXITED
         return end if end in (RunEnd.SANDBOX_ERROR, RunEnd.TIME_LIMIT) else RunEnd.COMPILE_ERROR
-    failed = end in (RunEnd.FAILED, RunEnd.MEMORY_LIMIT)  # the memory limit by what a run printed, too
-    if source is not None and failed and _is_syntax_error(out.stderr) and not compiles(source):
+    unparsed = out.unparsed or (out.forked and _is_syntax_error(out.stderr))
+    if python and unparsed and end in (RunEnd.FAILED, RunEnd.MEMORY_LIMIT):  # the memory limit by a marker too
         return RunEnd.COMPILE_ERROR
     return end
 
 
 def _is_syntax_error(stderr: bytes) -> bool:
-    """What Python prints last for a source that does not compile: a run that printed otherwise ran."""
     last = stderr.rstrip().rsplit(b"\n", 1)[-1]
     return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
-
-
-def compiles(source: bytes) -> bool:
-    """Whether Python compiles ``source`` (this process's Python: where a runtime's is older, a program written
-    for a newer one is a runtime error there). Only a syntax error says no: a compile that runs out of
-    recursion or memory is no verdict of this one's."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a SyntaxWarning of the program's is not this process's to show
-            compile(source, "<program>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):  # ValueError: a NUL byte, in the Pythons that say so
-        return False
-    except Exception:
-        return True
-    return True
 
 
 def _ended(out: RunOutcome, memory: bool, own_file: bool) -> RunEnd:

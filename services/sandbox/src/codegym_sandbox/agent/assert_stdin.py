@@ -2,9 +2,7 @@
 the tests.
 
 The program's process reads the program alone (:func:`read_program`, exactly to its end), and the checker
-the tests after it; a test series' checker gets a run's whole stdin at once (:func:`split_stdin`); the
-server reads the program back from it to decide whether a run's SyntaxError was the program's
-(:func:`python_program`).
+the tests after it; a test series' checker gets a run's whole stdin at once (:func:`split_stdin`).
 """
 
 from __future__ import annotations
@@ -12,18 +10,6 @@ from __future__ import annotations
 import os
 
 ASSERT_MAIN = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
-_ASSERT_MAIN = ASSERT_MAIN.encode()
-
-
-def python_program(main: tuple[bytes, int] | None, stdin: bytes | None) -> bytes | None:
-    """The Python program a run of the script ``main`` (its bytes and mode) executed: that script, or, where
-    it is :data:`ASSERT_MAIN`, the program ``stdin`` holds (None where there is none)."""
-    if main is None or main[0] != _ASSERT_MAIN:
-        return None if main is None else main[0]
-    try:
-        return split_stdin(stdin or b"")[0].encode("utf-8", "surrogatepass")
-    except ValueError:
-        return None
 
 
 def _read_exactly(fd: int, size: int) -> bytes:

@@ -23,7 +23,7 @@ from . import isolation, linux, pyrun, run_cpu
 from .box_protocol import BoxCommand, BoxConfig, Broken, RunCommand, SeriesReport
 from .memory_cgroup import MemoryCgroup
 from .programs import MAX_FDS, Programs, kill_all, reap_all, rewind_pids
-from .protocol import Report
+from .protocol import SOURCE_ERROR, Report
 from .run_cgroup import RunCgroup
 from .run_memory import Held, MemoryWatch, held_at_end
 from .test_series import Spare, TestSeries
@@ -244,11 +244,14 @@ def _run(
         error = ""
     spare.sock.close()
     code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
-    return {
+    report: Report = {
         "exit_code": code,
         "signal": sig,
         "wall": wall,
         "cpu": cpu,
         "max_rss_kb": max(usage.ru_maxrss, peak_kb),
-        "error": error or None,
+        "error": None if error == SOURCE_ERROR else error or None,
     }
+    if error == SOURCE_ERROR:
+        report["unparsed"] = True
+    return report

@@ -18,7 +18,7 @@ from typing import NamedTuple, NoReturn, cast
 
 from . import linux, pyrun
 from .box_protocol import RunCommand, TestStatus
-from .protocol import EXEC_FAILED, Limits
+from .protocol import EXEC_FAILED, SOURCE_ERROR, Limits
 from .run_cgroup import RunCgroup
 
 MAX_FDS = 16
@@ -181,8 +181,11 @@ def prepare(sock: socket.socket, programs: Programs) -> NoReturn:
             # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            code, unparsed = pyrun.load(python)  # before any of the program runs: so this is no program's word
+            if unparsed:
+                sock.send(SOURCE_ERROR.encode())
             sock.close()
-            os._exit(pyrun.run_script(python, cmd["argv"][1:]))
+            os._exit(pyrun.run_script(python, cmd["argv"][1:], code))
         try:
             os.execve(cmd["argv"][0], cmd["argv"], cmd["env"])
         except OSError as exc:  # tagged: the server tells a program that cannot start from the box's failure

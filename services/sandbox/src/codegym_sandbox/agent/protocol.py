@@ -34,6 +34,9 @@ WAIT_CREDIT = 2.0
 # are its own failures): where that file is the program's own (its compiled executable) and the kernel found
 # it no executable, the program's fault, not the sandbox's (see ``verdicts.run_end``).
 EXEC_FAILED = "exec failed: "
+# What a Python run's process tells the box when the program's source does not compile: sent before any of the
+# program could run (nothing of it ran then), so it is never the program's to send.
+SOURCE_ERROR = "source does not compile"
 
 
 # The longest launch error the box reports: what it reads of the program's process's socket, decoded.
@@ -162,6 +165,7 @@ class Report(_Report, total=False):
     """How a run ended, as the box reports it (``box_protocol``)."""
 
     retire: bool  # its worker holds what its runs left and cannot give it back: replace it (memory_cgroup)
+    unparsed: bool  # its Python source did not compile: nothing of it ran (SOURCE_ERROR)
 
 
 class _RunAnswer(Ended):
@@ -174,6 +178,7 @@ class RunAnswer(_RunAnswer, total=False):
 
     forked: bool  # run in a test series
     retire: bool  # the worker is to be replaced once this exchange is answered (see Report)
+    unparsed: bool  # the run's Python source did not compile (see Report)
 
 
 class ResultFrame(RunAnswer):

@@ -89,12 +89,14 @@ def _flush(code: int) -> int:
     return code
 
 
-def load(path: str, source: bytes | None = None) -> types.CodeType | None:
-    """Compile ``path`` (whose contents are ``source``, when given) ahead of its runs, or None where the
-    runs must compile it themselves.
+def load(path: str, source: bytes | None = None) -> tuple[types.CodeType | None, bool]:
+    """Compile ``path`` (whose contents are ``source``, when given) ahead of its runs: the code, or None where
+    the runs must compile it themselves; and whether the source does not compile at all.
 
     None when compiling fails or warns: a run then compiles it again, and its standard error shows the
-    error or warning exactly as ``python script.py`` would.
+    error or warning exactly as ``python script.py`` would. Only a syntax error (``ValueError``: a NUL byte,
+    in the Pythons that say so) is a source that does not compile: a compile that runs out of recursion or
+    memory is the run's to show.
     """
     try:
         if source is None:
@@ -103,9 +105,11 @@ def load(path: str, source: bytes | None = None) -> types.CodeType | None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
             code = compile(source, path, "exec", dont_inherit=True)  # not this module's __future__ flags
+    except (SyntaxError, ValueError):
+        return None, True
     except Exception:
-        return None
-    return None if caught else code
+        return None, False
+    return (None if caught else code), False
 
 
 def run_script(path: str, argv: list[str], code: types.CodeType | None = None, streams_made: bool = False) -> int:

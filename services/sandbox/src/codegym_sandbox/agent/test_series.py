@@ -334,7 +334,7 @@ def serve_test_series(
         if python is None:
             raise ValueError("a test series runs a Python program")
         name = os.path.relpath(python, cmd["cwd"])
-        code = pyrun.load(python, next((data for n, _, data in files if n == name), None))
+        code, _ = pyrun.load(python, next((data for n, _, data in files if n == name), None))
         here, there = os.pipe()
         for fd in (0, 1, 2):
             os.dup2(there if fd else here, fd)

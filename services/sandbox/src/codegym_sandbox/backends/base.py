@@ -92,6 +92,7 @@ class RunOutcome:
     launch_error: str | None = None
     collected: dict[str, tuple[bytes, int]] = field(default_factory=dict)
     forked: bool = False  # run in a test series: forked from the process that compiled the program
+    unparsed: bool = False  # its Python source did not compile, as the run's process found before any of it ran
 
 
 class SessionLease(Protocol):

@@ -251,6 +251,7 @@ def _outcome(result: RunAnswer, stdout: bytes, stderr: bytes, collected: dict[st
         launch_error=result.get("error"),
         collected=collected,
         forked=bool(result.get("forked")),
+        unparsed=bool(result.get("unparsed")),
     )
 
 

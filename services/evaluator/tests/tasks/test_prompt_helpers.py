@@ -92,9 +92,22 @@ def test_only_what_the_tests_use_goes_with_them(humaneval: dict[str, Task]) -> N
         "import math\n\nassert math.isclose(f(1), 1)\n"
     )
     star = "from collections import *\nfrom typing import List\ndef f(x): pass\n"
-    assert with_prompt_helpers(star, "f", "assert Counter(f(1)) == {1: 1}\n") == (
-        "from collections import *\nassert Counter(f(1)) == {1: 1}\n"
-    )
+    headed = with_prompt_helpers(star, "f", "assert Counter(f(1)) == {1: 1}\n")
+    assert "from collections import *" in headed and headed.endswith("\nassert Counter(f(1)) == {1: 1}\n")
+
+
+@pytest.mark.anyio
+async def test_a_star_import_of_the_prompt_rebinds_no_name_the_program_writes(sandbox: httpx.ASGITransport) -> None:
+    """``from math import *`` binds ``gcd``: the tests check the program's, and a prelude name stays the tests'."""
+    prompt = 'from math import *\n\ndef gcd(a, b):\n    """The greatest common divisor."""\n'
+    tests = with_prompt_helpers(prompt, "gcd", "assert gcd(4, 6) == 2\nassert gcd(9, 12) == 3 and floor(pi) == 3\n")
+    wrong = prompt + "    return 0\n"
+    right = prompt + "    return a if b == 0 else gcd(b, a % b)\n"
+    floor = "def floor(x):\n    return 3\n" + prompt + "    return 0\n"
+    body = {"language": "python", "programs": [wrong, right, floor], "tests": [{"assert_code": tests}]}
+    async with httpx.AsyncClient(transport=sandbox, base_url="http://sandbox") as client:
+        results = (await client.post("/v1/evaluate", json=body)).json()["results"]
+    assert [r["verdict"] for r in results] == ["WA", "AC", "WA"], results
     # A helper the helpers use comes too; a helper that calls the function to complete calls the program's.
     prompt = "K = 3\ndef g(x):\n    return x + K\ndef h(x):\n    return f(x)\ndef f(x):\n    pass\n"
     assert with_prompt_helpers(prompt, "f", "assert g(1) == 4\n").startswith("K = 3\n\ndef g(x):")

@@ -81,12 +81,17 @@ def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
         chosen += more
         for node in more:
             needed |= _names(node)
+    # The names the program is to write, which no star import of the prompt's may take for the tests.
+    declared = sorted(
+        {entry_point} - {""}
+        | {n.name for n in prompt_tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and _stub(n)}
+    )
     if not chosen:  # a star import may bind what the tests use: the names it binds are known once it runs
-        stars = [ast.unparse(n) for n in imports if _star(n)]
+        stars = [_source(n, declared) for n in imports if _star(n)]
         return "\n".join([*stars, tests]) if stars else tests
     # Every import of the prompt (a star import binds names nobody can list) and the definitions, in its order.
     helpers = [n for n in prompt_tree.body if n in chosen or n in imports]
-    head = "\n\n".join(ast.unparse(n) for n in helpers)
+    head = "\n\n".join(_source(n, declared) for n in helpers)
     classes = [n.name for n in chosen if isinstance(n, ast.ClassDef)]
     if not classes:
         return f"{head}\n\n{tests}"
@@ -122,6 +127,17 @@ def _bound(node: ast.stmt) -> set[str]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return set()
+
+
+def _source(node: ast.stmt, declared: list[str]) -> str:
+    """A statement of the prompt as the tests run it. A star import keeps the names the program is to write
+    (``declared``: the entry point, the prompt's stubs), which it would otherwise rebind to the module's: with
+    ``from math import *``, tests of the program's ``gcd`` would check ``math.gcd``."""
+    text = ast.unparse(node)
+    if not _star(node) or not declared:
+        return text
+    kept = f"_codegym_kept = {{n: v for n, v in globals().items() if n in ({', '.join(map(repr, declared))},)}}"
+    return f"{kept}\n{text}\nglobals().update(_codegym_kept)"
 
 
 def _star(node: ast.stmt) -> bool:

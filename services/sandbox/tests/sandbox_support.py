@@ -20,6 +20,18 @@ IMAGE = os.environ.get("CODEGYM_SANDBOX_IMAGE", "codegym-sandbox-runtime:latest"
 # cannot run on the runsc of Debian bookworm (see SECURITY.md, "gVisor").
 BACKENDS = [b for b in os.environ.get("CODEGYM_TEST_BACKENDS", "local,docker,podman").split(",") if b]
 GVISOR = "-gvisor"
+# Looks up names that do not exist: the kernel keeps an entry for each (about 200-400 bytes), charged to the
+# worker's memory cgroup (a container's, on the container backends) and left there once the run's processes are gone.
+LOOKUPS = """
+import os
+tag = os.urandom(4).hex()
+for i in range(300_000):
+    try:
+        os.stat(f"/usr/lib/{tag}_{i}")
+    except OSError:
+        pass
+print("looked")
+"""
 
 
 def backend_problem(backend: str) -> str | None:

@@ -19,7 +19,7 @@ from codegym_sandbox.backends.choose import choose_backend
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
-from sandbox_support import IMAGE, backend_problem, run_code, settings_for, stdout
+from sandbox_support import IMAGE, LOOKUPS, backend_problem, run_code, settings_for, stdout
 
 
 @pytest.fixture(scope="module", params=["docker", "podman"])
@@ -101,19 +101,6 @@ def test_container_killed_mid_run_is_sandbox_error_and_heals(engine: str, server
     assert client.get("/readyz").json()["restarts"] >= 2
     for i in range(3):
         assert stdout(run_code(client, f"print({i}) # after the kill")) == f"{i}\n"
-
-
-# Looks up names that do not exist: the kernel keeps an entry for each, charged to the container's memory cgroup.
-LOOKUPS = """
-import os
-tag = os.urandom(4).hex()
-for i in range(300_000):
-    try:
-        os.stat(f"/usr/lib/{tag}_{i}")
-    except OSError:
-        pass
-print("looked")
-"""
 
 
 def test_a_worker_whose_runs_left_kernel_memory_is_replaced(server: tuple[TestClient, Settings]) -> None:

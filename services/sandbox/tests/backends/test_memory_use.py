@@ -21,6 +21,7 @@ from codegym_sandbox.backends.memory_use import usage_file
 from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
+from sandbox_support import LOOKUPS
 
 
 def test_a_run_is_admitted_by_its_share_and_charged_what_it_holds() -> None:
@@ -176,20 +177,6 @@ def test_runs_that_grow_past_the_budget_together_give_way_and_none_is_judged_for
         status = client.get("/readyz").json()
         assert status["memory_gave_way"] > 0 and status["restarts"] >= status["memory_gave_way"]
         assert client.post("/run_code", json={"language": "python", "code": "print(2)"}).json()["status"] == "Success"
-
-
-# Looks up names that do not exist: the kernel keeps an entry for each (about 200-400 bytes), charged to the
-# worker's memory cgroup, and left there once every process of the run is gone.
-LOOKUPS = """
-import os
-tag = os.urandom(4).hex()
-for i in range(300_000):
-    try:
-        os.stat(f"/usr/lib/{tag}_{i}")
-    except OSError:
-        pass
-print("looked")
-"""
 
 
 def _kernel_mb(usage: str) -> int:

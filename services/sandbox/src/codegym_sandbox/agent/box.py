@@ -76,15 +76,16 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             memory = None
     scratch.reset(first=True)
     if memory is not None:
-        memory.give_back()  # the first: what the supervisors hold of the kernel's memory, before any run
+        memory.take_floor(config.get("memory_floor_kb"))
     pyrun.warm_up()
     linux.prepare_seccomp(inet=not contained)  # a container's loopback is up: see linux._seccomp_program
     gc.freeze()  # keep the collector from touching (and so copying) every inherited page in the child
     # Forked after every reset: it must see the new scratch mount and IPC namespace, and nothing older.
     spare: Spare | None = _spare(programs)
     series: TestSeries | None = None
-    _ready(ctl)
+    _ready(ctl, _hello(memory))
     armed = False
+    left = False  # a run left more of the kernel's memory here than may stay: see _given_back
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, MAX_FDS)
@@ -107,8 +108,12 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             if spare is not None:
                 spare.discard()
             scratch.reset()
+            # Asked again only once the run's files are gone: what is still held then (names it looked up,
+            # which a container's engine alone can give back) makes the worker go.
+            retire = left and memory is not None and not memory.give_back()
+            left = False
             spare = _spare(programs)
-            _ready(ctl)
+            _ready(ctl, {"retire": True} if retire else {})
             continue
         report: Report | SeriesReport | Broken
         if cmd["op"] == "run" and cmd.get("series"):
@@ -120,16 +125,16 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
             series = TestSeries(cmd, programs, scratch, memory, discarded)
             report = _given_back(series.test(fds, ctl), memory)
             series = series if report["more"] else None
-            _answer(ctl, report)
+            left = _answer(ctl, report) or left
         elif cmd["op"] == "run":
             # The agent resets the box between runs; a run without one still gets a fresh process.
             report = _run(cmd, fds, ctl, spare or _spare(programs), memory, programs.cpus, programs.cgroup)
             spare = None
-            _answer(ctl, _given_back(report, memory))
+            left = _answer(ctl, _given_back(report, memory)) or left
         elif cmd["op"] == "test" and series is not None:
             report = _given_back(series.test(fds, ctl), memory)
             series = series if report["more"] else None
-            _answer(ctl, report)
+            left = _answer(ctl, report) or left
         elif cmd["op"] == "test":
             for fd in fds:
                 os.close(fd)
@@ -141,10 +146,13 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
 
 
 def _given_back(report: R, memory: MemoryCgroup | None) -> R:
-    """``report``, once what the run left in the kernel's memory (every process of it is gone) is given back, or
-    the worker is to be replaced where it cannot be (see ``MemoryCgroup.give_back``): never the next run's."""
+    """``report``, once what the run left in the kernel's memory (every process of it is gone) is given back:
+    never the next run's. Where it cannot be given back here (see ``MemoryCgroup.give_back``), the report says
+    so (``left``): the agent resets the box before it answers, and the reset says whether the worker must be
+    replaced. Most of what a cheap run leaves is its files' (inodes, extended attributes), which the reset
+    frees: a worker replaced for them would cost the host half a second of CPU for a run of milliseconds."""
     if memory is not None and "broken" not in report and not memory.give_back():
-        cast(dict[str, object], report)["retire"] = True
+        cast(dict[str, object], report)["left"] = True
     return report
 
 
@@ -154,21 +162,33 @@ def _spare(programs: Programs) -> Spare:
     return Spare(programs)
 
 
-def _answer(ctl: socket.socket, report: Report | SeriesReport | Broken) -> None:
+def _hello(memory: MemoryCgroup | None) -> dict[str, object]:
+    """What the box says as it starts: the floor of its memory cgroup, for the worker's later boxes, and whether
+    the worker must go at once (a run that killed the last box left more there than may stay)."""
+    if memory is None or memory.floor_kb is None:
+        return {}
+    return {"floor_kb": memory.floor_kb, **({} if memory.give_back() else {"retire": True})}
+
+
+def _answer(ctl: socket.socket, report: Report | SeriesReport | Broken) -> bool:
     """Send a run's report to the agent, and keep nothing of it: every later program (and the spare and
-    test series' processes they run in) is forked from the box, and may walk up its stack to the box's frames."""
+    test series' processes they run in) is forked from the box, and may walk up its stack to the box's frames.
+    Whether the report said the run left more than may stay (``left``)."""
+    left = "left" in report
     try:
         ctl.sendall(json.dumps(report).encode())
     except OSError:
         os._exit(0)  # the agent went away (its worker was ended): nobody reads the report
     cast(dict[str, object], report).clear()
+    return left
 
 
-def _ready(ctl: socket.socket) -> None:
+def _ready(ctl: socket.socket, said: dict[str, object]) -> None:
+    """Tell the agent the box is ready (``box_protocol.Ready``)."""
     # The agent reaches the scratch directory through this descriptor, never through a path.
     scratch = os.open(isolation.SCRATCH, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        socket.send_fds(ctl, [b'{"op":"ready"}'], [scratch])
+        socket.send_fds(ctl, [json.dumps({"op": "ready", **said}).encode()], [scratch])
     except OSError:
         os._exit(0)  # the agent went away while the box was being reset
     os.close(scratch)

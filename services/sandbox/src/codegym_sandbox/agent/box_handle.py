@@ -33,6 +33,9 @@ class BoxHandle:
         self.ctl: socket.socket | None = None
         self.scratch = -1  # descriptor of the box's scratch directory, renewed with every reset
         self.dirty = False
+        # A run's report said it left more of the kernel's memory than may stay (box._given_back): the box is
+        # reset before the answer, and the reset says whether the worker must still be replaced (retire).
+        self.left = self.retire = False
         # What the series left open after the last exchange runs (files, argv, env, limits), or empty:
         # a later exchange that runs exactly the same goes on with it (see _run_tests).
         self.series = bytearray()
@@ -63,8 +66,12 @@ class BoxHandle:
         pid = hello.get("pid")  # box_protocol.Hello
         if type(pid) is not int or pid <= 0 or hello.get("op") != "ready" or self.scratch < 0:
             raise RuntimeError("the box did not start")
+        if type(floor := hello.get("floor_kb")) is int and "memory_floor_kb" not in self.config:
+            self.config["memory_floor_kb"] = floor  # every later box of the worker's (box_protocol.Ready)
         self.pid = pid
         self.dirty = False
+        # What an earlier box was to check again at its reset is now left unchecked: the worker goes.
+        self.retire, self.left = self.retire or self.left or hello.get("retire") is True, False
 
     def _set_scratch(self, fd: int) -> None:
         if self.scratch >= 0:
@@ -105,10 +112,12 @@ class BoxHandle:
             assert self.ctl is not None
             self.ctl.sendall(b'{"op":"reset"}')
             msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 16, 1)
-            if json.loads(msg or b"{}") != {"op": "ready"} or not fds:
+            ready = json.loads(msg or b"{}")
+            if type(ready) is not dict or ready.get("op") != "ready" or not fds:
                 raise OSError("box did not reset")
             self._set_scratch(fds[0])
-            self.dirty = False
+            self.dirty = self.left = False
+            self.retire = self.retire or ready.get("retire") is True
         except (OSError, ValueError):
             self.respawn()
 

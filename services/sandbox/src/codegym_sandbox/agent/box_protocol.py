@@ -36,6 +36,7 @@ class BoxConfig(WorkerConfig, total=False):
     run_cgroup: RunCgroup | None  # the cgroup of the runs' processes, or a container's own: see run_cgroup.py
     program_uid: int
     program_gid: int
+    memory_floor_kb: int  # the supervisors' kernel memory in a container, as the worker's first box found it
 
 
 # -- commands -------------------------------------------------------------------------------------------------
@@ -59,7 +60,7 @@ class RunCommand(_RunCommand, total=False):
 
 class OpCommand(TypedDict):
     """``test``: the series' next test (on the descriptors sent with it); ``reset``: fresh scratch space;
-    ``kill``: kill the run. The box's hello is ``{"op": "ready"}`` (with its scratch directory's descriptor)."""
+    ``kill``: kill the run. The box answers a reset with :class:`Ready`."""
 
     op: Literal["test", "reset", "kill", "ready"]
 
@@ -71,6 +72,19 @@ class Hello(TypedDict):
     """The middle process's message as the box starts: the box's pid."""
 
     pid: int
+
+
+class _Ready(TypedDict):
+    op: Literal["ready"]
+
+
+class Ready(_Ready, total=False):
+    """The box's message as it starts (with ``floor_kb``, where it reads a memory cgroup) and after every reset
+    (with ``retire``, where a run left more there than the reset could give back): with its scratch directory's
+    descriptor."""
+
+    floor_kb: int
+    retire: bool
 
 
 # -- reports --------------------------------------------------------------------------------------------------

@@ -21,12 +21,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, cast
 
-from . import assert_runner, cells, isolation, linux, run_cpu, runtime, session, session_main  # noqa: F401 - see main()
+from . import assert_runner, cells, isolation, linux, run_cpu, session, session_main, worker_start  # noqa: F401 - see main()
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
-from .memory_cgroup import MemoryCgroup
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
-from .run_cgroup import RunCgroup
 from .scratch_files import collect, write_files
 
 if TYPE_CHECKING:
@@ -194,7 +192,8 @@ def _run(
     if broken:
         return None, False, outputs
     # The report's fields in the report's order (a test series' says whether it goes on: returned apart).
-    result = cast("RunAnswer", {key: value for key, value in report.items() if key != "more"})
+    result = cast("RunAnswer", {key: value for key, value in report.items() if key not in ("more", "left")})
+    bx.left = bx.left or "left" in report
     result["timed_out"], result["output_exceeded"] = run.timed_out, run.output_exceeded
     if run.timed_out:
         result["wall"] = max(result["wall"], req["limits"]["wall_s"])
@@ -307,13 +306,13 @@ def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
             return session.answer(bx, frame, blobs, uid)  # a session's frame
         if "stdins" in header:
             results, outputs = _run_tests(bx, header, blobs, uid)
-            return encode_frame({"op": "results", "results": results}, outputs)
+            return encode_frame({"op": "results", "results": _settled(bx, results)}, outputs)
         bx.reset()
         write_files(bx, header.get("files", []), blobs, uid)
         result, _, outputs = _run(bx, header, blobs)
         assert result is not None  # only a series' test can be broken
         collected, files = collect(bx, header.get("collect", []), header["limits"]["collect_bytes"])
-        return encode_frame({"op": "result", **result, "collected": collected}, [*outputs, *files])
+        return encode_frame({"op": "result", **_settled(bx, [result])[0], "collected": collected}, [*outputs, *files])
     except (OSError, ValueError, RuntimeError) as exc:
         session.drop()  # a session whose frame failed is over
         if not bx.alive():
@@ -324,16 +323,14 @@ def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
             wipe(blob)
 
 
-def _resolve(tool: str, path: str) -> str | None:
-    """Where a run finds ``tool``, as seen from inside this worker (a container has its own toolchains)."""
-    if tool == "python3":
-        return sys.executable
-    # Not shutil.which: it loads bz2, lzma and zlib (mappings every program forked from the box would copy).
-    for directory in path.split(os.pathsep):
-        candidate = os.path.join(directory, tool)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+def _settled(bx: BoxHandle, answers: list[RunAnswer]) -> list[RunAnswer]:
+    """``answers``, the last saying whether the worker is to be replaced: where a run left more of the kernel's
+    memory than may stay, the box is reset now, before the server has the answer, and asked again."""
+    if bx.left:
+        bx.reset()
+    if bx.retire:
+        answers[-1]["retire"], bx.retire = True, False
+    return answers
 
 
 def main() -> None:
@@ -346,32 +343,12 @@ def main() -> None:
     frame, _ = read_frame(in_fd)
     config = cast(BoxConfig, frame)  # the server's: trusted to be what it says
     try:
-        if config.get("namespaces", True):
-            # Made before the worker's root, which shows nothing of /sys/fs/cgroup: the box joins it by descriptor.
-            config["memory_cgroup"] = MemoryCgroup.create()
-            config["run_cgroup"] = RunCgroup.create(config["memory_cgroup"])
-            uid = isolation.enter_worker_namespaces(config)
-            gid = uid  # mapped for both
-        else:
-            if os.getpid() != 1:
-                # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
-                raise RuntimeError("without namespaces the agent must be the init of its own container")
-            linux.set_dumpable(False)  # programs may share our uid: keep them out of /proc/1
-            config["run_cgroup"] = RunCgroup.own()  # the container's: one worker's, read only
-            uid, gid = isolation.container_program_ids(config)
-        # Every module the agent needs is loaded by now (programs import the assert runner from memory): the
-        # worker's root shows no source of the server's, and programs get the runtime's search path.
-        runtime.python_for_programs()
-        config["program_uid"], config["program_gid"] = uid, gid
-        config["namespaces"] = config.get("namespaces", True)
-        # Set after the namespace switch, which changes our credentials and so clears it.
-        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the server
-        bx = BoxHandle(config)
+        bx, uid = worker_start.start(config)
     except BaseException as exc:
         write_all(out_fd, encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}))
         raise SystemExit(1) from exc
-    tools = {tool: _resolve(tool, config.get("path", isolation.RUN_PATH)) for tool in config.get("tools", [])}
-    write_all(out_fd, encode_frame({"op": "ready", "pid": os.getpid(), "program_uid": uid, "tools": tools}))
+    hello = {"op": "ready", "pid": os.getpid(), "program_uid": uid, "tools": worker_start.tools(config)}
+    write_all(out_fd, encode_frame(hello))
     # The server's modules are not the program's business: drop the agent's own path entries.
     for entry in config.get("drop_sys_path", []):
         while entry in sys.path:

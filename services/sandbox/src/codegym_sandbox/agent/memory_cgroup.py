@@ -128,6 +128,16 @@ class MemoryCgroup:
         except OSError:
             self.limit = None  # usage above the new limit, which cannot be reclaimed: tried again next run
 
+    def take_floor(self, known: int | None) -> None:
+        """Take the supervisors' own kernel memory here, before any run, as the floor of :meth:`give_back`:
+        ``known`` where an earlier box of this worker measured it. A box that starts again after a run killed
+        the last one must not take what that run left for the supervisors' (a floor raised by it would let
+        every later run leave as much); where the cgroup is the worker's own, that is given back first."""
+        if known is None:
+            self._reclaim()
+            known = self.kernel_kb()
+        self.floor_kb = known
+
     def give_back(self) -> bool:
         """Reclaim what earlier runs left charged here that no process holds (the kernel's entries of names they
         looked up, the page cache of files they read) once their kernel memory passes :data:`LEFT_KB`: left
@@ -146,12 +156,18 @@ class MemoryCgroup:
         # What live processes and files hold stays (the kernel says so, and gives back the rest): the run's
         # files until the box is reset, which frees them. The floor stays the supervisors': a floor raised to
         # what a run's files held would let the next run leave as much.
+        self._reclaim()
+        return True
+
+    def _reclaim(self) -> None:
+        """Give back what no process or file holds here, where the cgroup is the worker's own to ask."""
+        if self.parent_fd < 0:
+            return
         with contextlib.suppress(OSError):
             if self.version == 2:
                 self._set("memory.reclaim", str(self._field("memory.current", b"")))
             else:
                 self._set("memory.force_empty", "0")
-        return True
 
     def oom_kills(self) -> int:
         """How many processes the kernel has killed here for memory."""

@@ -164,7 +164,7 @@ class _Report(_Ended):
 class Report(_Report, total=False):
     """How a run ended, as the box reports it (``box_protocol``)."""
 
-    retire: bool  # its worker holds what its runs left and cannot give it back: replace it (memory_cgroup)
+    left: bool  # it left more of the kernel's memory than may stay, and the box could not give it back (box.py)
     unparsed: bool  # its Python source did not compile: nothing of it ran (SOURCE_ERROR)
 
 
@@ -177,7 +177,7 @@ class RunAnswer(_RunAnswer, total=False):
     """A run's answer: how it ended, and whether the agent stopped it; its stdout and stderr are blobs."""
 
     forked: bool  # run in a test series
-    retire: bool  # the worker is to be replaced once this exchange is answered (see Report)
+    retire: bool  # the worker is to be replaced once this exchange is answered: its runs left too much (box.py)
     unparsed: bool  # the run's Python source did not compile (see Report)
 
 

@@ -98,6 +98,9 @@ class BoxHandle:
             box.reap_all()
         if self.ctl is not None:
             self.ctl.close()
+        # The box's scratch mount lives on while this descriptor does, and what its files hold in the kernel's
+        # memory (extended attributes, inodes) with it: the next box would take it for its supervisors' own.
+        self._set_scratch(-1)
 
     def respawn(self) -> None:
         self.kill()

@@ -84,6 +84,14 @@ def test_no_output_matches_by_overflow(hostile: TestClient) -> None:
         assert _verdicts(hostile, body) == ["AC", "WA", "WA", "AC"], expected
 
 
+def test_no_output_stops_the_judge(hostile: TestClient) -> None:
+    """A number past any decimal's exponent, or digits of another script, is a wrong answer of its program: once,
+    it was an error of the whole request (500), which took every other program's verdict with it."""
+    programs = ["print('1e9999999999999999999999999')\n", "print('\u0661.5')\n", "print(1.5)\n"]
+    body = {"language": "python", "programs": programs, "comparison": "float", "cache": False}
+    assert _verdicts(hostile, {**body, "tests": [{"stdin": "", "expected_stdout": "1.5\n"}]}) == ["WA", "WA", "AC"]
+
+
 # What APPS's and LiveCodeBench's harnesses accept for an expected value (Python's ==), and what they do not;
 # with the verdict of codegym's own rule (JSON values: a bool is no number, a Fraction no JSON value).
 PYTHON_EQUAL = {

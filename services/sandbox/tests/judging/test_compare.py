@@ -71,6 +71,11 @@ HUGE = "1" + "0" * 400
         ("1e999999999999999999", "1.5"),  # a product beyond any exponent: an overflow, never a match
         ("1.5", "1e999999999999999999"),
         (HUGE + "1", HUGE),
+        ("1e9999999999999999999999999", "1.5"),  # past any decimal's exponent: no number, and no error either
+        ("-1e-9999999999999999999999999", "1"),
+        ("1.5", "1e9999999999999999999999999"),
+        ("\u0661\u0662\u0663", "123"),  # digits of another script: float() reads them, no checker does
+        ("123", "\u0661\u0662\u0663"),
     ],
 )
 def test_float_never_matches_by_overflow(actual: str, expected: str) -> None:

@@ -179,3 +179,31 @@ def test_what_the_tests_import_is_theirs(hostile: TestClient) -> None:
     fake = "def Counter(*args, **kwargs):\n    return 7\ndef count(xs):\n    return []\n"
     right = "def count(xs):\n    return xs\n"
     assert [r["verdict"] for r in _evaluate(hostile, [fake, right], tests)] == ["WA", "AC"]
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert pow(2, 3) == 8\nassert pow(3, 2) == 9\n",
+        "def check(candidate):\n    assert candidate(2, 3) == 8\n\ncheck(pow)\n",
+    ],
+    ids=["called", "humaneval-check"],
+)
+def test_an_entry_point_named_like_a_builtin_is_the_programs(hostile: TestClient, tests: str) -> None:
+    """The task declares its entry point (``function``): the program's, though a builtin has its name. Without
+    the declaration, a builtin's name stays the checker's (a program's ``def len`` decides no test's ``len``)."""
+    wrong, right = "def pow(a, b):\n    return 0\n", "def pow(a, b):\n    return a ** b\n"
+    body = {"language": "python", "programs": [wrong, right], "tests": [{"assert_code": tests}], "function": "pow"}
+    r = hostile.post("/v1/evaluate", json={**body, "limits": {"timeout_s": 3}})
+    assert [p["verdict"] for p in r.json()["results"]] == ["WA", "AC"], r.text
+    assert [p["verdict"] for p in _evaluate(hostile, ["def len(xs):\n    return 5\n"], "assert len([1]) == 5\n")] == [
+        "WA"
+    ]
+
+
+def test_the_scorer_declares_an_assert_tasks_entry_point(hostile: TestClient) -> None:
+    tests = [{"assert_code": "assert sorted([3, 1, 2]) == [1, 2, 3]\n"}]
+    task = Task("own/sorted", "Write sorted(xs), without the builtin.", "assert", tests, "sorted")
+    right = "def sorted(xs):\n    return [min(xs)] + sorted([x for x in xs if x != min(xs)]) if xs else []\n"
+    got = scores(hostile, task, ["def sorted(xs):\n    return xs\n", right])
+    assert [s.verdict for s in got] == ["WA", "AC"], got

@@ -95,7 +95,11 @@ class EvaluateRequest(Strict):
     language: str
     programs: list[str] = Field(min_length=1)
     tests: list[Test] = Field(min_length=1)
-    function: str | None = Field(None, description="function called by `call` tests (Python)")
+    function: str | None = Field(
+        None,
+        description="function called by `call` tests; for `assert_code` tests, the task's entry point, which is "
+        "the program's even where a builtin has its name (`def sorted`) (Python)",
+    )
     comparison: Comparison = Field(Comparison.EXACT, description="how stdin tests' outputs are compared")
     call_comparison: CallComparison = Field(CallComparison.JSON, description="how call tests' values are compared")
     rel_tol: float = Field(1e-6, ge=0)

@@ -17,9 +17,9 @@ import os
 import signal
 import socket
 import sys
-import types
 from typing import NoReturn
 
+from . import call_test
 from .assert_runner import Checker, Tests, check_read, read_tests
 from .assert_stdin import read_bytes, split_stdin
 from .plain_data import Channel
@@ -189,7 +189,7 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
             if compiled:
                 return compiled[0]  # every run of this child has the same tests
             tests = read_tests(text)
-            if isinstance(tests, types.CodeType):
+            if not isinstance(tests, call_test.Call):
                 compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
             return tests
 

@@ -51,7 +51,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import call_test, checker_wire, linux, program_names
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
@@ -263,14 +263,27 @@ def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
     return (0, None) if outcome == "passed" and code == 0 else (code or WRONG_ANSWER, None)
 
 
-Tests = types.CodeType | call_test.Call
+class Asserts(NamedTuple):
+    """Assert tests, compiled, with the names the task declares the program's (its entry point): asked of the
+    program even where a builtin has that name (``def sorted``), as Python's own scope would take them."""
+
+    code: types.CodeType
+    declared: frozenset[str]
+
+
+Tests = Asserts | call_test.Call
 
 
 def read_tests(text: str) -> Tests:
-    """The tests a run's stdin holds after the program: a call test, or assert tests (compiled)."""
+    """The tests a run's stdin holds after the program: a call test, or assert tests (compiled), the task's
+    declared names first where it has any (``program_names.DECLARED``, a line of its own)."""
     if text.startswith(call_test.MARK):
         return call_test.parse(text)
-    return compile(text, "<tests>", "exec", dont_inherit=True)
+    declared = frozenset[str]()
+    if text.startswith(program_names.DECLARED):
+        names, _, text = text[len(program_names.DECLARED) :].partition("\n")
+        declared = frozenset(names.split())
+    return Asserts(compile(text, "<tests>", "exec", dont_inherit=True), declared)
 
 
 def check(checker: Checker, tests: Tests) -> str:
@@ -291,10 +304,10 @@ def check(checker: Checker, tests: Tests) -> str:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
             # tests') is the checker's own, whatever the program's process answers; and a name they use as a
             # module is the module, whatever the program bound to it.
-            wanted, modules = program_names.asked(tests, checker.defined, _BUILTINS)
+            wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS - tests.declared)
             scope.update(checker.names(wanted))
             scope.update((name, checker.load(module)) for name, module in modules.items())
-            exec(tests, scope)
+            exec(tests.code, scope)
     except ProgramEnded:
         outcome = "ended"
     except BaseException as exc:

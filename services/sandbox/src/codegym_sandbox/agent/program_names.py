@@ -24,6 +24,9 @@ import types
 import warnings
 from collections.abc import Iterator
 
+# Starts the tests' text where the task declares names the program's (``assert_runner.read_tests``): a line of
+# them. No Python source starts with it.
+DECLARED = "\x01"
 _STORE_NAME = dis.opmap["STORE_NAME"]  # in the module's own code: a top-level binding
 _STORE_GLOBAL = dis.opmap["STORE_GLOBAL"]  # anywhere (``global x`` in a function): one too
 _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
@@ -105,7 +108,7 @@ def asked(tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str
     names it binds that the tests use as a module, with the module the checker imports for each instead.
 
     ``defined``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
-    builtins' names, which are the checker's own.
+    builtins' names, which are the checker's own (but for those the task declares the program's).
     """
     theirs = (used_names(tests) & defined) - builtin
     if not theirs:

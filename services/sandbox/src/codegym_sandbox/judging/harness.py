@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..agent import call_test
+from ..agent import call_test, program_names
 
 # ASSERT_MAIN: one file for every program and every test: each run gets its program and tests on stdin, so
 # that the sandbox runs them all in one test series (one checker for all of them, see the runner), of any
@@ -51,7 +51,9 @@ def call_stdin(
 def runner_stdin(req: EvaluateRequest, code: str, test: Test) -> bytes:
     """The runner's stdin for a call or assert ``test`` of ``req``."""
     if test.assert_code is not None:
-        return assert_stdin(code, test.assert_code)
+        # The task's entry point is the program's for its assert tests, even where a builtin has its name.
+        declared = f"{program_names.DECLARED}{req.function}\n" if req.function else ""
+        return assert_stdin(code, declared + test.assert_code)
     if test.call is None or req.function is None:
         raise ValueError("only call and assert tests run with the runner")
     rule: call_test.Rule = "python" if req.call_comparison is CallComparison.PYTHON else "json"

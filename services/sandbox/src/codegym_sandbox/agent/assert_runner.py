@@ -53,7 +53,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from . import call_test, checker_wire, linux, program_names
+from . import call_test, checker_wire, linux, program_names, test_forms
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, decode, encode
@@ -112,6 +112,9 @@ class Checker:
         code = program_names.compiled(source) if not sent else source
         self.source = None if sent else code
         self.defined = program_names.top_level_names(code)
+        # The checker's own compile, not what the program's process says: a SyntaxError the tests raise, or the
+        # program raises as it runs, is no compile error of its source.
+        self.unparsed = isinstance(code, str) and not program_names.compiles(code)
 
     def close(self) -> None:
         """Hang up: the program's process ends (its threads, ``atexit``) when it sees the channel close."""
@@ -255,7 +258,7 @@ def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
     """
     if outcome == "failed":
         return WRONG_ANSWER, None
-    if outcome == "error":
+    if outcome in ("error", "unparsed"):
         return 1, None
     if os.WIFSIGNALED(status):
         return None, os.WTERMSIG(status)
@@ -293,7 +296,9 @@ def check(checker: Checker, tests: Tests) -> str:
     other exception: its traceback goes to stderr, from the tests' frame on) or ``ended`` (the program's
     process ended first). The channel is closed when it returns: the program's process ends then.
     """
-    scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    module = types.ModuleType("__main__")
+    scope: dict[str, Any] = module.__dict__
+    scope["__builtins__"] = builtins
     outcome = "passed"
     try:
         if isinstance(tests, call_test.Call):
@@ -307,9 +312,13 @@ def check(checker: Checker, tests: Tests) -> str:
             wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS - tests.declared)
             scope.update(checker.names(wanted))
             scope.update((name, checker.load(module)) for name, module in modules.items())
-            exec(tests.code, scope)
+            with test_forms.as_main(module):
+                exec(tests.code, scope)
+                test_forms.run_uncalled(tests.code, scope)
     except ProgramEnded:
         outcome = "ended"
+    except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process
+        outcome = "passed" if test_forms.ended_well(exc) else "failed"
     except BaseException as exc:
         outcome = _outcome_of(exc)
         kind, error, tb = sys.exc_info()
@@ -328,6 +337,8 @@ def check(checker: Checker, tests: Tests) -> str:
         checker.close()
     if checker.broken:  # the program's process answered what was not asked: whatever the tests caught
         return "error"
+    if checker.unparsed:  # as in `python main.py`, whose compile fails before any test runs
+        return "unparsed"
     return "ended" if outcome == "passed" and checker.ended else outcome
 
 

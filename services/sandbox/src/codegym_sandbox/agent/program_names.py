@@ -54,6 +54,19 @@ def compiled(source: str) -> types.CodeType | str:
         return source
 
 
+def compiles(source: str) -> bool:
+    """Whether ``source`` compiles at all (warnings aside): a SyntaxError is its compile error."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "<program>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    except BaseException:
+        return True  # out of recursion or memory: the run's to show, not a compile error
+    return True
+
+
 def top_level_names(program: types.CodeType | str) -> frozenset[str]:
     """The names ``program`` binds at top level (none where it does not compile)."""
     if isinstance(program, str):
@@ -94,6 +107,18 @@ def used_names(code: types.CodeType) -> set[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= used_names(const)
+    return names
+
+
+def loaded_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` reads (a call of one among them), in nested code too; not those it only binds."""
+    names: set[str] = set()
+    for op, arg in _ops(code):
+        if op in (_LOAD_NAME, _LOAD_GLOBAL):
+            names.add(code.co_names[arg >> _GLOBAL_SHIFT if op == _LOAD_GLOBAL else arg])
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= loaded_names(const)
     return names
 
 

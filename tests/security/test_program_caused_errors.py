@@ -138,18 +138,45 @@ def test_a_run_on_its_own_is_a_compile_error_only_where_its_source_does_not_comp
         assert fusion["status"] == "Failed" and fusion["run_result"]["memory_exceeded"] is False, fusion
 
 
-# In a test series (assert tests, and stdio tests of a Python program) CE is read from Python's last line, which
-# a program could print: there CE earns less than any other failure (the tests reward's -0.1), so none gains.
-@pytest.mark.parametrize(
-    ("code", "verdicts"),
-    [(PRINTS_SYNTAX_ERROR, {"RE", "CE"}), ("x = = 1  # MemoryError\n", {"CE"})],
-    ids=["printed", "bad-line"],
-)
-def test_a_test_series_never_takes_a_compile_error_for_less(hostile: TestClient, code: str, verdicts: set[str]) -> None:
-    for tests in ([{"assert_code": "assert 1"}] * 2, [{"stdin": "", "expected_stdout": "42\n"}] * 2):
-        group = {"language": "python", "programs": [code], "tests": tests, "limits": LIMITS}
-        (judged,) = hostile.post("/v1/evaluate", json=group).json()["results"]
-        assert judged["verdict"] in verdicts, judged
+# In a test series (assert tests, and stdio tests of a Python program) CE is the series' own compile's word (the
+# series' process's, or the assert checker's), never Python's last line: the tests' SyntaxError (ast.parse of what
+# the program returned) or the program's own (a parser that raises one) is RE, whatever the number of tests.
+EVAL_INPUT = "print(eval(input()))\n"
+SERIES = {
+    "printed": (PRINTS_SYNTAX_ERROR, [{"stdin": "", "expected_stdout": "42\n"}] * 3, ["RE"] * 3),
+    "bad-line-stdin": ("x = = 1  # MemoryError\n", [{"stdin": "", "expected_stdout": "42\n"}] * 3, ["CE"] * 3),
+    "bad-line-asserts": ("x = = 1  # MemoryError\n", [{"assert_code": "assert 1"}] * 2, ["CE"] * 2),
+    "eval-of-input": (
+        EVAL_INPUT,
+        [{"stdin": s, "expected_stdout": "6\n"} for s in ("2*3", "1+", "2*3")],
+        ["AC", "RE", "AC"],
+    ),
+    "tests-parse-output": (
+        "def expr(xs):\n    return '+'.join(map(str, xs))\n",
+        [
+            {"assert_code": "import ast\nast.parse(expr([]), mode='eval')\n"},
+            {"assert_code": "assert eval(expr([1, 2])) == 3\n"},
+        ],
+        ["RE", "AC"],
+    ),
+    "raises-syntax-error": (
+        "def f(x):\n    raise SyntaxError('bad token')\n",
+        [{"assert_code": "assert f(1) == 1\n"}, {"assert_code": "assert 1 == 1\n"}],
+        ["RE", "AC"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SERIES))
+def test_a_test_series_is_a_compile_error_only_where_its_source_does_not_compile(
+    hostile: TestClient, case: str
+) -> None:
+    code, tests, verdicts = SERIES[case]
+    # Two programs: assert tests run as a series of both; and each alone.
+    for programs in ([code, code], [code]):
+        group = {"language": "python", "programs": programs, "tests": tests, "limits": LIMITS, "cache": False}
+        for judged in hostile.post("/v1/evaluate", json=group).json()["results"]:
+            assert [t["verdict"] for t in judged["tests"]] == verdicts, (case, judged)
 
 
 def test_a_right_program_of_the_same_languages_still_passes(hostile: TestClient) -> None:

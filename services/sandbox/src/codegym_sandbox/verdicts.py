@@ -104,27 +104,20 @@ def run_end(
     or exited 0 with ``no_program``: what it made cannot run (see ``languages.unrunnable``). ``python``: it
     ran a Python program's source, whose SyntaxError is a compile error, not a runtime one.
 
-    A run on its own is CE only where its process found, before any of the program ran, that the source does
-    not compile (``RunOutcome.unparsed``): a program that prints a SyntaxError and exits 1 is RE (under the
-    ``execution`` reward, -1.0 and not CE's -0.5). A test of a series (``RunOutcome.forked``) is read from
-    Python's last line, which a program could print too: there CE earns less than any other failure (the
-    ``tests`` reward's -0.1), so none gains by it. Either way a marker of memory in what it printed (a bad line
-    that says ``MemoryError``) never beats it.
+    A run is CE only where the sandbox's side found, before any of the program ran, that the source does not
+    compile (``RunOutcome.unparsed``: the run's process, a test series' process, or an assert run's checker,
+    each by its own compile): a program that prints a SyntaxError and exits 1 is RE (under the ``execution``
+    reward, -1.0 and not CE's -0.5), and so is one whose tests raise a SyntaxError (``ast.parse`` of what it
+    returned). A marker of memory in what it printed (a bad line that says ``MemoryError``) never beats it.
     """
     end = _ended(out, memory, own_file)
     if compile_step:
         if end is RunEnd.EXITED and not no_program:
             return RunEnd.EXITED
         return end if end in (RunEnd.SANDBOX_ERROR, RunEnd.TIME_LIMIT) else RunEnd.COMPILE_ERROR
-    unparsed = out.unparsed or (out.forked and _is_syntax_error(out.stderr))
-    if python and unparsed and end in (RunEnd.FAILED, RunEnd.MEMORY_LIMIT):  # the memory limit by a marker too
+    if python and out.unparsed and end in (RunEnd.FAILED, RunEnd.MEMORY_LIMIT):  # the memory limit by a marker too
         return RunEnd.COMPILE_ERROR
     return end
-
-
-def _is_syntax_error(stderr: bytes) -> bool:
-    last = stderr.rstrip().rsplit(b"\n", 1)[-1]
-    return last.startswith((b"SyntaxError", b"IndentationError", b"TabError"))
 
 
 def _ended(out: RunOutcome, memory: bool, own_file: bool) -> RunEnd:

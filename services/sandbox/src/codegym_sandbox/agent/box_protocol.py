@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .run_cgroup import RunCgroup
 
 # An assert run's outcomes (``assert_runner.OUTCOMES``: see ``assert_runner.check``).
-Outcome = Literal["passed", "failed", "error", "ended"]
+Outcome = Literal["passed", "failed", "error", "ended", "unparsed"]  # unparsed: the program does not compile
 
 
 class BoxConfig(WorkerConfig, total=False):
@@ -112,8 +112,11 @@ class _Status(TypedDict):
 
 
 @final
-class TestStatus(_Status):
-    """How a test's process ended, as its series' process saw it (``programs.status_report``)."""
+class TestStatus(_Status, total=False):
+    """How a test's process ended, as its series' process saw it (``programs.status_report``); ``unparsed``
+    where the series' process found the program's source does not compile, before any of it ran."""
+
+    unparsed: bool
 
 
 @final
@@ -122,6 +125,7 @@ class AssertStatus(_Status):
 
     supervisor: int
     retired: bool
+    unparsed: bool  # the checker found the program's source does not compile (its own compile)
 
 
 @final

@@ -77,4 +77,12 @@ def assert_test(
         return {"broken": True}
     code, sig = assert_runner.outcome_status(answer["outcome"], status)
     ended = status_report(status, usage, answer["cpu"])
-    return {**ended, "exit_code": code, "signal": sig, "supervisor": checker.pid, "retired": answer["retired"]}
+    unparsed = answer["outcome"] == "unparsed"  # by the checker's own compile (assert_runner.Checker.take)
+    return {
+        **ended,
+        "exit_code": code,
+        "signal": sig,
+        "supervisor": checker.pid,
+        "retired": answer["retired"],
+        "unparsed": unparsed,
+    }

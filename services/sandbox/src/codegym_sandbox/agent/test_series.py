@@ -180,24 +180,14 @@ class TestSeries:
             # The kernel killed a process of the test (or the series' process) for its memory.
             killed = over_budget = True
             peak = max(peak, self.budget_kb)
-        if cpu.over and not over_budget:  # the box stopped it: its processes together ran out of CPU time
+        stopped = cpu.over and not over_budget  # the box stopped it: its processes together ran out of CPU time
+        if stopped or killed or over_budget:
             self.end()
             return {
                 "exit_code": None,
-                "signal": signal.SIGXCPU,
+                "signal": signal.SIGXCPU if stopped else signal.SIGKILL,
                 "wall": wall,
-                "cpu": float(cpu.limit),
-                "max_rss_kb": None,
-                "error": None,
-                "more": False,
-            }
-        if killed or over_budget:
-            self.end()
-            return {
-                "exit_code": None,
-                "signal": signal.SIGKILL,
-                "wall": wall,
-                "cpu": None,
+                "cpu": float(cpu.limit) if stopped else None,
                 "max_rss_kb": peak if over_budget else None,
                 "error": None,
                 "more": False,
@@ -225,6 +215,8 @@ class TestSeries:
             report["exit_code"], report["signal"] = None, signal.SIGXCPU
         if self.budget_kb and (held_kb := held_at_end(held, report["max_rss_kb"] or 0, self.budget_kb)):
             report["exit_code"], report["signal"], report["max_rss_kb"] = None, signal.SIGKILL, held_kb
+        if status.get("unparsed"):
+            report["unparsed"] = True
         report["more"] = not retired and self._still_clean()
         if not report["more"]:
             self.end()
@@ -334,7 +326,7 @@ def serve_test_series(
         if python is None:
             raise ValueError("a test series runs a Python program")
         name = os.path.relpath(python, cmd["cwd"])
-        code, _ = pyrun.load(python, next((data for n, _, data in files if n == name), None))
+        code, unparsed = pyrun.load(python, next((data for n, _, data in files if n == name), None))
         here, there = os.pipe()
         for fd in (0, 1, 2):
             os.dup2(there if fd else here, fd)
@@ -396,5 +388,7 @@ def serve_test_series(
             to_null()  # the test's output ends when its processes end, not when this one does
             _, status, usage = os.wait4(pid, 0)
             report = status_report(status, usage)
+            if unparsed:  # this process's compile, before any of the program ran (see pyrun.load)
+                report["unparsed"] = True
         restore = True
         sock.send(json.dumps(report).encode())

@@ -59,7 +59,9 @@ class Sessions(BaseSettings):
         "on the common pid_max of 32768, every 100 sessions lower the runs in flight by about 7.",
     )
     max_sessions_per_client: int = Field(
-        64, ge=1, description="Sessions one client (its address) holds at most; past it: 429."
+        64,
+        ge=1,
+        description="Sessions one client (its address) holds or is having started at most; past it: 429.",
     )
     memory_mb: int = Field(
         512, ge=SESSION_MIN_MEMORY_MB, description="Default memory of a session: everything it holds, files too."

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +284,29 @@ def test_past_the_caps_a_client_is_told_to_come_back(sessions: TestClient) -> No
         for sid in made:
             sessions.delete(f"/v1/sessions/{sid}")
     sessions.delete(f"/v1/sessions/{_new(sessions)}")  # room again once they ended
+
+
+def test_creates_that_come_together_hold_no_more_than_the_clients_cap(sessions: TestClient) -> None:
+    # Each create waits for its kernel (its files at least): those being opened count against the client's cap
+    # as well as those held, or six at once all pass a cap of two.
+    store = sessions.app.state.sessions  # type: ignore[attr-defined]
+    cap = store.settings.max_sessions_per_client
+    store.settings.max_sessions_per_client = 2
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda _: sessions.post("/v1/sessions", json={"files": {"f.txt": "x"}}), range(6)))
+    finally:
+        store.settings.max_sessions_per_client = cap
+    try:
+        assert sorted(r.status_code for r in answers) == [201, 201, 429, 429, 429, 429], [r.text for r in answers]
+        for r in answers:
+            if r.status_code == 429:
+                assert r.json()["detail"] == "testclient holds 2 sessions, the most one client may", r.text
+    finally:
+        for r in answers:
+            if r.status_code == 201:
+                sessions.delete(f"/v1/sessions/{r.json()['session_id']}")
+    assert not store.opening_by, store.opening_by
 
 
 def test_a_second_cell_while_one_runs_is_refused(sessions: TestClient) -> None:

@@ -98,6 +98,9 @@ class SessionStore:
         self.sessions: dict[str, Session] = {}
         self.ended: OrderedDict[str, str] = OrderedDict()
         self.opening = 0  # sessions being started: counted against the caps
+        # and per client: a kernel starts over seconds, and creates that come together would otherwise all
+        # pass the client's cap before any of them is held
+        self.opening_by: dict[str, int] = {}
         self.opening_mb = 0  # and the memory of those not taken from kernels started ahead
         self.warm: list[SessionLease] = []  # kernels started ahead, with the default limits (SESSIONS__WARM)
         self.warming = 0
@@ -136,7 +139,7 @@ class SessionStore:
             raise ValueError(f"session {session_id!r} exists")
         if len(self.sessions) + self.opening >= s.max_sessions:
             raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
-        held = sum(1 for x in self.sessions.values() if x.client == client)
+        held = sum(1 for x in self.sessions.values() if x.client == client) + self.opening_by.get(client, 0)
         if held >= s.max_sessions_per_client:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
@@ -144,6 +147,7 @@ class SessionStore:
         from_warm = memory == s.memory_mb and bool(self.warm)
         self._check_share(0 if from_warm else memory)  # a kernel started ahead is counted already
         self.opening += 1
+        self.opening_by[client] = self.opening_by.get(client, 0) + 1
         self.opening_mb += 0 if from_warm else memory
         try:
             # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
@@ -161,6 +165,7 @@ class SessionStore:
                 raise
         finally:
             self.opening -= 1
+            self._opened_by(client)
             self.opening_mb -= 0 if from_warm else memory
             self._refill()
         session = Session(
@@ -174,6 +179,12 @@ class SessionStore:
         self.sessions[session.session_id] = session
         self.metrics.sessions_created.inc()
         return session
+
+    def _opened_by(self, client: str) -> None:
+        # A client with nothing being opened leaves no entry: the map holds the clients of the moment only.
+        left = self.opening_by.pop(client) - 1
+        if left:
+            self.opening_by[client] = left
 
     def _check_share(self, memory_mb: int) -> None:
         """Sessions hold their memory for their whole life, idle or not: together (those started ahead too) they

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -210,6 +211,32 @@ def test_their_ids_never_reach_native_sessions(client: TestClient) -> None:
         assert client.post(f"/v1/sessions/{native}/execute", json={"code": "secret"}).json()["display"] == "1"
     finally:
         client.delete(f"/v1/sessions/{native}")
+
+
+def test_an_id_is_its_clients_own(client: TestClient, sid: str) -> None:
+    # Another address sending the same id (a guessed one, or one that leaked) gets a session of its own.
+    other = TestClient(client.app, client=("127.0.0.2", 50000))
+    other.portal = client.portal  # the server's event loop, which its workers' streams belong to
+    execute(client, "secret = 'A'", sid)
+    try:
+        r = other.delete(f"/sessions/{sid}")  # not its session: as for an id never used
+        assert r.status_code == 404 and r.json() == {"error": f"IPython session {sid} not found"}, r.text
+        theirs = execute(other, "'secret' in dir()", sid)
+        assert theirs["new_session_created"] is True and theirs["stdout"] == "False\n", theirs
+        execute(other, "secret = 'B'", sid)
+        assert list(other.get("/sessions").json()["sessions"]) == [sid]
+        assert other.delete(f"/sessions/{sid}").status_code == 200  # its own, not the first client's
+        assert execute(client, "secret", sid) == {
+            "new_session_created": False, "process_status": "completed", "stderr": "", "stdout": "'A'\n"}  # fmt: skip
+        # Nor does the native API reach it, by whatever name the store keeps it under.
+        store = client.app.state.sessions  # type: ignore[attr-defined]
+        (key,) = (k for k, s in store.sessions.items() if k.endswith(sid))
+        for name in (key, quote(key, safe="")):
+            assert client.post(f"/v1/sessions/{name}/execute", json={"code": "secret"}).status_code == 404
+            assert client.delete(f"/v1/sessions/{name}").status_code == 404
+        assert execute(client, "secret", sid)["stdout"] == "'A'\n"
+    finally:
+        other.delete(f"/sessions/{sid}")
 
 
 def test_calls_on_one_id_take_turns(client: TestClient, sid: str) -> None:

@@ -2,7 +2,8 @@
 ``DELETE /sessions/{id}``, ``GET /health``.
 
 Their client (``nemo_skills/code_execution/sandbox.py``, and NeMo-Gym's ``ns_tools``) needs only a host and a
-port. ``ipython`` cells run in a codegym session named by the ``X-Session-ID`` header; ``python``, ``python3``,
+port. ``ipython`` cells run in a codegym session named by the ``X-Session-ID`` header, the client's own (one
+per client address and id: another client sending the same id has a session of its own); ``python``, ``python3``,
 ``pypy3`` (run by CPython: codegym has no PyPy) and ``shell`` (bash) run as one stateless program each. Written
 from their wire contract: the fields and defaults, the statuses, the messages and the 400 and 404 bodies are
 theirs.
@@ -25,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
@@ -124,6 +126,16 @@ class _Ids:
             self.restarted.popitem(last=False)
 
 
+def _key(client: str, sid: str) -> str:
+    """The store's id of a client's session ``sid``: an id is its client's own, so another client sending the same
+    id gets a session of its own and never reaches this one.
+
+    The client's address is quoted, so the first ``/`` ends it: no (client, id) pair makes another's key. And a
+    key with a ``/`` in it is no path segment, so no ``/v1/sessions/{id}`` route can name it either.
+    """
+    return f"{_PREFIX}{quote(client, safe='')}/{sid}"
+
+
 def _ids(request: Request) -> _Ids:
     ids: _Ids | None = getattr(request.app.state, "nemo_skills_ids", None)
     if ids is None:
@@ -155,7 +167,7 @@ async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONRespo
         # Their shell dies of it and loses the session; here the cell does not run and the session stays.
         why = f"traceback_verbosity {req.traceback_verbosity!r} is not one of {', '.join(VERBOSITIES)}\n"
         return _answer("error", "", why, limit, False)
-    key = _PREFIX + sid
+    key = _key(client_of(request), sid)
     created = False
     ids = _ids(request)
     async with ids.turn(key):
@@ -229,18 +241,17 @@ async def list_sessions(request: Request) -> JSONResponse:
         return {"alive": True, "backend": "ipython", "created": now_wall - (now - s.created),
                 "last_used": now_wall - (now - s.used)}  # fmt: skip
 
-    caller = client_of(request)  # another client's ids are theirs to know
-    mine = {
-        k[len(_PREFIX) :]: entry(s) for k, s in store.sessions.items() if k.startswith(_PREFIX) and s.client == caller
-    }
+    own = _key(client_of(request), "")  # another client's ids are theirs to know
+    mine = {k[len(own) :]: entry(s) for k, s in store.sessions.items() if k.startswith(own)}
     return JSONResponse({"backend": "ipython", "sessions": mine})
 
 
 @router.delete("/sessions/{session_id}")
 async def delete_session(session_id: str, request: Request) -> JSONResponse:
-    """End the session: its interpreter, processes and files. The next call on the id starts a new one."""
+    """End the session: its interpreter, processes and files. The next call on the id starts a new one. An id the
+    caller holds no session under (another client's among them) is not found."""
     store: SessionStore = request.app.state.sessions
-    key, restarted = _PREFIX + session_id, _ids(request).restarted
+    key, restarted = _key(client_of(request), session_id), _ids(request).restarted
     try:
         await store.delete(key)
     except SessionGone:

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from codegym_sandbox.api.nemo_skills import MAX_ID_CHARS
 from fastapi.testclient import TestClient
 
 
@@ -185,6 +186,22 @@ def test_bad_requests_answer_their_400_and_clear_4xx(client: TestClient) -> None
         assert r.status_code == 422 and "detail" in r.json(), (body, r.text)
     r = client.post("/execute", content=b"generated_code=1", headers={"content-type": "text/plain"})
     assert r.status_code == 415
+
+
+def test_an_id_past_its_bound_is_refused_before_a_session_is_made(client: TestClient) -> None:
+    # Ids are remembered after their sessions end: a bound keeps that memory small. Theirs are uuid4s (36).
+    store = client.app.state.sessions  # type: ignore[attr-defined]
+    held = set(store.sessions)
+    body = {"generated_code": "1", "timeout": 10.0, "language": "ipython"}
+    r = client.post("/execute", json=body, headers={"X-Session-ID": "x" * (MAX_ID_CHARS + 1)})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": f"X-Session-ID is longer than {MAX_ID_CHARS} characters, the most this server takes"}
+    assert set(store.sessions) == held and not any("x" * MAX_ID_CHARS in k for k in store.ended)
+    longest = "y" * MAX_ID_CHARS
+    try:
+        assert execute(client, "2", longest)["stdout"] == "2\n"
+    finally:
+        assert client.delete(f"/sessions/{longest}").status_code == 200
 
 
 def test_sessions_are_listed_and_deleted_with_their_bodies(client: TestClient, sid: str) -> None:

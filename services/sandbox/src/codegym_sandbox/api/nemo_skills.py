@@ -45,8 +45,12 @@ router = APIRouter()
 # Their ids are the client's to choose: kept apart from native ids (the server's id, a dash, then letters,
 # digits, ``-`` and ``_``), so that no header can name a native session.
 _PREFIX = "nemo-skills:"
+# Their client sends a uuid4 (36 characters). An id is remembered after its session ends (why it ended, and
+# ``_Ids.restarted``), thousands of them: unbounded, ids up to a header's size would hold hundreds of MB.
+MAX_ID_CHARS = 256
 _STATELESS = {"python": "python", "python3": "python", "pypy3": "python", "shell": "bash"}
 _NO_HEADER = "X-Session-ID header required for ipython sessions"
+_LONG_ID = f"X-Session-ID is longer than {MAX_ID_CHARS} characters, the most this server takes"
 # Their worker's words when its shell died under a cell.
 _CONNECTION_CLOSED = "connection closed\n"
 _RESTARTED_KEPT = 4096
@@ -148,10 +152,13 @@ async def execute(
     req: ExecuteRequest, request: Request, x_session_id: Annotated[str | None, Header()] = None
 ) -> JSONResponse:
     """Run code as NeMo-Skills' sandbox does: HTTP 200 with ``process_status`` ``completed``, ``error`` or
-    ``timeout``; 400 for ipython without ``X-Session-ID``; 422 for a request without its required fields."""
+    ``timeout``; 400 for ipython without ``X-Session-ID`` or with one longer than :data:`MAX_ID_CHARS`; 422 for a
+    request without its required fields."""
     if req.language == "ipython":
         if not x_session_id:
             return JSONResponse({"error": _NO_HEADER}, 400)
+        if len(x_session_id) > MAX_ID_CHARS:
+            return JSONResponse({"error": _LONG_ID}, 400)
         return await _ipython(req, request, x_session_id)
     lang = _STATELESS.get(req.language)
     if lang is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import mmap
 import os
 import threading
 from typing import Any
@@ -95,3 +96,70 @@ def test_a_run_that_hoards_inotify_instances_leaves_the_host_its_own(hostile: Te
     assert answer["verdict"] == "AC", answer
     assert json.loads("[" + ",".join(answer["run"]["stdout"].split()) + "]") == [0] * 8, answer
     assert got == "made"
+
+
+# Locks a page of memory, then asks the kernel to drop the host's page cache of a file every run reads (PATH),
+# then flushes the host's file systems 2,000 times: what each got.
+_REACH = """
+import ctypes, errno, mmap, os, resource
+libc = ctypes.CDLL(None, use_errno=True)
+buf = mmap.mmap(-1, 4096)
+locked = libc.mlock(ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(buf))), ctypes.c_size_t(4096))
+got = "made" if locked == 0 else errno.errorcode[ctypes.get_errno()]
+print("mlock", got, resource.getrlimit(resource.RLIMIT_MEMLOCK))
+fd = os.open(PATH, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+print("fadvise answered")
+for _ in range(2000):
+    os.sync()
+print("synced")
+"""
+
+
+def _resident_pages(path: str) -> int:
+    """How many of ``path``'s pages are in the host's page cache (mincore, as the host's root sees it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = os.path.getsize(path)
+    pages = (size + 4095) // 4096
+    vec = (ctypes.c_ubyte * pages)()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as mapped:  # never written
+        address = ctypes.addressof(ctypes.c_char.from_buffer(mapped))
+        assert libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vec) == 0, ctypes.get_errno()
+    return sum(1 for v in vec if v & 1)
+
+
+def _disk_flushes() -> int:
+    """Flush requests the host's block devices completed (the 16th field of each /proc/diskstats line)."""
+    total = 0
+    with open("/proc/diskstats") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 20:
+                total += int(fields[18])
+    return total
+
+
+def test_a_run_locks_no_memory_and_reaches_neither_the_hosts_cache_nor_its_disks(
+    hostile: TestClient, backend: str
+) -> None:
+    """Locked pages of a file every run reads stayed in the memory of the worker that read it first (its honest
+    run: MLE); fadvise dropped the host's cache of any file a run can read; sync flushed the host's disks
+    thousands of times a second. A run gets no locked memory, and the other two do nothing."""
+    # A file of the runtime's that a run reads; on the local backend the host's own (the worker sees /usr).
+    where = {"language": "python", "code": "import os; print(os.__file__)", "cache": False}
+    path = hostile.post("/v1/execute", json=where).json()["run"]["stdout"].strip()
+    on_host = backend == "local" and os.path.isfile(path)
+    if on_host:
+        with open(path, "rb") as f:
+            f.read()
+    cached = _resident_pages(path) if on_host else 0
+    flushes = _disk_flushes()
+    code = _REACH.replace("PATH", repr(path))
+    answer = hostile.post("/v1/execute", json={**where, "code": code, "limits": {"timeout_s": 10}}).json()
+    assert answer["verdict"] == "AC", answer
+    lines = answer["run"]["stdout"].splitlines()
+    assert lines[0].startswith("mlock E") and lines[0].endswith("(0, 0)"), lines
+    assert lines[1:] == ["fadvise answered", "synced"], lines
+    assert _disk_flushes() - flushes < 500, "the run's syncs reached the host's disks"
+    if on_host:
+        assert _resident_pages(path) >= cached > 0, "the run dropped the host's page cache of a file"

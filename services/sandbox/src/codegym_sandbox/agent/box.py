@@ -73,7 +73,9 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
                 sys.stderr.write("box: kernel.sched_autogroup_enabled is 0: runs share the CPU per process\n")
         memory = config.get("memory_cgroup")
         if memory is not None and not memory.join():
-            memory = None
+            # Gone from under the worker: its runs would hold memory without a bound. The box does not start,
+            # and the server replaces the worker.
+            raise RuntimeError("the box could not join its worker's memory cgroup")
     scratch.reset(first=True)
     if memory is not None:
         memory.take_floor(config.get("memory_floor_kb"))

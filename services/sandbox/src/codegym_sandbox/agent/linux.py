@@ -203,6 +203,11 @@ _ABSENT = [
     # cells, which then computes outside any slot (as on a kernel without CONFIG_POSIX_TIMERS; setitimer stays).
     "timer_create",
 ]  # fmt: skip
+# Done as nothing (they answer 0): what they ask for reaches past the run. sync() and syncfs() flush the host's
+# file systems (a run's writable mounts are tmpfs: it has nothing to flush), thousands of times a second; and
+# fadvise() drops the host's page cache of any file the run can read (overlayfs passes it on to the real file),
+# which every neighbour then reads again from disk. Programs that call them lose nothing.
+_IGNORED = ["sync", "syncfs", "fadvise64"]
 # Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
 # priority, CPUs or memory placement of the processes that supervise it (or of any other).
 _SELF_ONLY = ["sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "migrate_pages",
@@ -225,7 +230,8 @@ _SYSCALLS = {
         "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "prlimit64": 302, "setpriority": 141,
         "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "inotify_init": 253,
         "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
-        "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222,
+        "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
+        "syncfs": 306, "fadvise64": 221,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -244,7 +250,8 @@ _SYSCALLS = {
         "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
         "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
         "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
-        "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107,
+        "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107, "sync": 81,
+        "syncfs": 267, "fadvise64": 223,
     },
 }  # fmt: skip
 AF_UNIX = 1
@@ -317,7 +324,7 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     if machine == "x86_64":
         # x32 syscalls alias the 64-bit ones with bit 30 set; a filter on numbers alone would miss them.
         prog += [(_BPF_JGE_K, 0, 1, 0x40000000), _ret(_EPERM)]
-    for names, action in ((_DENIED, _EPERM), (_ABSENT, _ENOSYS)):
+    for names, action in ((_DENIED, _EPERM), (_ABSENT, _ENOSYS), (_IGNORED, _RET_ERRNO)):
         for name in names:
             if name in table:  # some have no number on some machines (iopl, inotify_init on aarch64)
                 prog += [(_BPF_JEQ_K, 0, 1, table[name]), _ret(action)]

@@ -63,7 +63,7 @@ class MemoryCgroup:
                 cls._sweep(parent)
                 if version == 2:
                     _write(f"{parent}/cgroup.subtree_control", "+memory")
-                name = f"worker-{os.urandom(8).hex()}"
+                name = f"worker-{os.getpid()}-{os.urandom(8).hex()}"  # its agent's pid: see _sweep
                 os.mkdir(f"{parent}/{name}")
                 flags = os.O_RDONLY | os.O_DIRECTORY
                 return cls(os.open(f"{parent}/{name}", flags), os.open(parent, flags), name, version)
@@ -73,14 +73,19 @@ class MemoryCgroup:
 
     @classmethod
     def _sweep(cls, parent: str) -> None:
+        """Remove the cgroups of agents that died (of any server on the host: they share the parent). Only by
+        its agent's pid, gone: a live worker's cgroup is empty while its box starts again (a run may make that
+        happen), and one removed then left that worker's every later run without a memory bound."""
         now = time.time()
         with os.scandir(parent) as entries:
             for entry in entries:
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError, ValueError, IndexError, OverflowError):
                     if entry.name.startswith("worker-") and now - entry.stat().st_mtime > cls.STALE_S:
-                        with open(f"{entry.path}/cgroup.procs") as f:
-                            if f.read().strip():
-                                continue  # its box is in it: alive (its runs' cgroup is empty between runs)
+                        try:
+                            os.kill(int(entry.name.split("-")[1]), 0)
+                            continue  # its agent lives (or its pid was taken again: the cgroup waits)
+                        except ProcessLookupError:
+                            pass
                         with contextlib.suppress(OSError):
                             os.rmdir(f"{entry.path}/run")  # its runs' (see run_cgroup.py), first
                         os.rmdir(entry.path)  # refused while a process is in it

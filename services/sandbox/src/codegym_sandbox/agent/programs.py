@@ -87,6 +87,9 @@ def set_limits(limits: Limits, contained: bool, supervisors: int = 0, series: bo
     set_limit(resource.RLIMIT_CORE, 0)
     # POSIX message queues (which the seccomp filter refuses) are charged to the host user, not to the run.
     set_limit(resource.RLIMIT_MSGQUEUE, 0)
+    # No locked memory: a run that locked pages of a file every run reads (a toolchain's) held them in the memory
+    # cgroup of the worker that read them first, where its honest run could neither reclaim them nor grow (MLE).
+    set_limit(resource.RLIMIT_MEMLOCK, 0)
 
 
 def set_test_limits(limits: Limits) -> None:

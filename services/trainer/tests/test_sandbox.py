@@ -32,6 +32,9 @@ def test_every_client_of_a_run_takes_the_runs_settings() -> None:
     )
     scorer = sandbox.scorer()
     assert scorer.urls == ["http://a", "http://b"] and scorer.timeout_per_test == 2.0
+    # A reward is a fresh run of every program: a result cache would pay a lucky guess again for every later
+    # sample of the same text (and keep an unlucky honest one failed).
+    assert scorer.cache is False
     assert scorer.ask_again.retry == sandbox.retry == RetryPolicy(retries=1)
     asyncio.run(scorer.aclose())
     seen: list[tuple[str, str | None]] = []

@@ -99,7 +99,10 @@ class RunSandbox:
         return RetryPolicy(retries=self.retries)
 
     def scorer(self) -> Scorer:
-        """A new ``Scorer`` (async; judges completions of tasks), to use in one event loop and close."""
+        """A new ``Scorer`` (async; judges completions of tasks), to use in one event loop and close. It asks for a
+        fresh run of every program, as ``CodeReward`` does: from the sandbox's result cache, a program whose
+        answer was a lucky guess once (``os.urandom``, the time) would be paid again for every later sample of
+        the same text, with no variance to learn from."""
         return Scorer(
             list(self.urls),
             token=self.token,
@@ -107,6 +110,7 @@ class RunSandbox:
             retries=self.retries,
             timeout_per_test=self.timeout_per_test,
             request_timeout_s=request_timeout_s(self.timeout_per_test),
+            cache=False,
         )
 
     def client(self, run_timeout_s: float, *, transport: httpx.BaseTransport | None = None) -> SandboxClient:

@@ -21,7 +21,12 @@ def score(verdict: str, passed: int, total: int = 4, *, fenced: bool = False) ->
         (score("CE", 0), True, -0.1),
         (score("CE", 0, fenced=True), False, -0.05),
         (score("TLE", 0), False, -0.05),
-        (score("TLE", 3), True, -0.05),
+        # Partial credit is what passed, whatever the first failure: a time-out there gets what an exit on an
+        # alarm of the program's own (RE) would get, never less.
+        (score("TLE", 3), True, 0.75),
+        (score("RE", 3), True, 0.75),
+        (score("TLE", 3), False, -0.05),
+        (score("TLE", 0), True, -0.05),
         (score("RE", 1), True, 0.25),
         (score("MLE", 0), False, 0.0),
     ],

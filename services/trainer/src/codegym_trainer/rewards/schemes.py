@@ -42,10 +42,12 @@ def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
         base = COMPILE_ERROR
     elif score.total and score.passed == score.total:
         base = 1.0
+    elif partial_credit and score.passed:
+        # What passed, whatever the first failure was: a time-out there once cancelled the credit, which a
+        # program bought back by exiting on an alarm of its own before its limit (RE, not TLE).
+        base = score.passed / score.total
     elif score.verdict is Verdict.TLE:
         base = TIMEOUT
-    elif partial_credit and score.total:
-        base = score.passed / score.total
     else:
         base = 0.0
     return round(base + bonus, 6)

@@ -126,7 +126,7 @@ def json_value(data: Any) -> Any:
     tag, rest = data[0], data[1:]
     if tag in ("l", "t"):
         return [json_value(v) for v in rest]
-    if tag == "d":
+    if tag in ("d", "od", "ct"):  # every mapping is a JSON object
         return {_key(decode(k)): json_value(v) for k, v in rest}
     if tag == "np":
         return json_value(rest[0])

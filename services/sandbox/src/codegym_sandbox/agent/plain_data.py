@@ -1,8 +1,8 @@
 """Plain data between the two processes of an assert run: values as tagged JSON, handles, the channel.
 
 Arguments and return values cross as plain data (None, bool, int, float, complex, ``Fraction``, ``Decimal``,
-str, bytes, and lists, tuples, dicts, sets of them, exact types only: a subclass crosses as its base type,
-without its methods).
+str, bytes, and lists, tuples, dicts (an ``OrderedDict`` and a ``Counter`` as themselves: their equality is not a
+dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods).
 Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
 equals itself and passes what is done to it on to the program's process. No code of the program's ever
 runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).
@@ -16,6 +16,7 @@ import marshal
 import os
 import struct
 import types
+from collections import Counter, OrderedDict
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -106,7 +107,10 @@ def encode(value: Any, refs: list[Any] | None) -> Any:
     if isinstance(value, tuple):
         return ["t", *(encode(v, refs) for v in tuple(value))]
     if isinstance(value, dict):
-        return ["d", *([encode(k, refs), encode(v, refs)] for k, v in dict(value).items())]
+        # The mappings whose equality is not a dict's cross as themselves: an OrderedDict compares its order (a
+        # wrong order passed as a dict), a Counter takes a missing key for a zero (an honest one failed as a dict).
+        tag = "ct" if isinstance(value, Counter) else "od" if isinstance(value, OrderedDict) else "d"
+        return [tag, *([encode(k, refs), encode(v, refs)] for k, v in dict(value).items())]
     if isinstance(value, frozenset):
         return ["fs", *(encode(v, refs) for v in frozenset(value))]
     if isinstance(value, set):
@@ -134,6 +138,7 @@ def _repr(value: Any) -> str:
 
 _SCALARS = (type(None), bool, int, float, str)
 _SEQUENCES = ("l", "t", "s", "fs", "g")  # any number of values
+_MAPPINGS: dict[str, type[dict[Any, Any]]] = {"d": dict, "od": OrderedDict, "ct": Counter}  # pairs
 
 
 def check(data: Any) -> None:
@@ -150,7 +155,7 @@ def check(data: Any) -> None:
     if tag in _SEQUENCES or (tag == "np" and len(rest) == 1):
         for value in rest:
             check(value)
-    elif tag == "d":
+    elif tag in _MAPPINGS:
         for pair in rest:
             if type(pair) is not list or len(pair) != 2:
                 raise TypeError("a dict's item is not a pair")
@@ -194,8 +199,9 @@ def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any
         return [decode(v, refs, checker) for v in rest]
     if tag == "t":
         return tuple(decode(v, refs, checker) for v in rest)
-    if tag == "d":
-        return {decode(k, refs, checker): decode(v, refs, checker) for k, v in rest}
+    if tag in _MAPPINGS:
+        items = {decode(k, refs, checker): decode(v, refs, checker) for k, v in rest}
+        return items if tag == "d" else _MAPPINGS[tag](items)  # a Counter counts what an iterable holds: a mapping
     if tag == "s":
         return {decode(v, refs, checker) for v in rest}
     if tag == "fs":

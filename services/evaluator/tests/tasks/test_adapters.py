@@ -47,6 +47,26 @@ def test_visible_tests_the_one_rule_of_what_a_model_may_see() -> None:
     assert apps.visible_tests(99) == apps.tests[:-1]
 
 
+@pytest.mark.anyio
+async def test_one_assert_test_shows_its_first_asserts_and_hides_the_rest(sandbox: httpx.ASGITransport) -> None:
+    """HumanEval's one test holds every assert: shown whole, a repair could fit each one it is then judged by."""
+    check = "def check(candidate):\n    x = 1\n    assert candidate(x, 2) == 3\n    assert candidate(5, 7) == 12\n"
+    loop = "    for a in range(3):\n        assert candidate(a, a) == 2 * a\n"
+    task = Task("t", "Write add(a, b).", "assert", [{"assert_code": check + loop + "\ncheck(add)\n"}], "add")
+    (shown,) = task.visible_tests(1)
+    assert "candidate(x, 2) == 3" in shown["assert_code"] and "x = 1" in shown["assert_code"]
+    assert "candidate(5, 7)" not in shown["assert_code"] and "range(3)" not in shown["assert_code"]
+    assert task.visible_tests(2)[0]["assert_code"].count("assert") == 2
+    assert task.visible_tests(3) == task.visible_tests(0) == []  # none would stay hidden; none asked for
+    lone = Task("t", "", "assert", [{"assert_code": "assert add(1, 2) == 3\n"}], "add")
+    assert lone.visible_tests(1) == []
+    # What is shown runs: a program that fits it passes it, and fails the task.
+    fits = "def add(a, b):\n    return 3\n"
+    shown_task = Task("t", "", "assert", task.visible_tests(1), "add")
+    assert await verdicts(sandbox, shown_task, [fits]) == ["AC"]
+    assert await verdicts(sandbox, task, [fits]) == ["WA"]
+
+
 def test_mbpp_full_and_sanitized_from_their_parquet_files() -> None:
     (full,) = hub_tasks("mbpp")  # full/test-00000-of-00001.parquet
     assert full.task_id == "Mbpp/11" and full.entry_point == "remove_Occ" and len(full.tests) == 3

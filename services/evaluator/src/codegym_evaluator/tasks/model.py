@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from .shown_asserts import first_asserts
+
 TaskKind = Literal["stdio", "call", "assert"]
 KINDS: tuple[TaskKind, ...] = ("stdio", "call", "assert")
 PUBLIC_TESTS = 1
@@ -60,8 +62,10 @@ class Task:
 
         A dataset's own public tests where it splits them from hidden ones (:attr:`public_tests`), however many.
         Else the first ``public_tests`` of the tests, which also judge the answer, always leaving at least one
-        hidden where the task has two or more (a repair that saw every test could fit them all); a task with one
-        test shows it (with ``public_tests >= 1``), as LiveCodeBench's self-repair shows its failing test.
+        hidden where the task has two or more (a repair that saw every test could fit them all). A task with one
+        test shows it (with ``public_tests >= 1``), as LiveCodeBench's self-repair shows its failing test; but one
+        assert test (HumanEval's ``check``) shows only its first ``public_tests`` asserts, and none where that
+        would hide none (``shown_asserts``).
         ``public_tests=0`` shows none of a task without a split. The visible tests are always the first of
         ``tests``. ``ValueError`` for a negative count.
 
@@ -74,6 +78,9 @@ class Task:
         marked = self.public_tests
         if marked is not None:
             return marked
+        if len(self.tests) == 1 and "assert_code" in self.tests[0]:
+            shown = first_asserts(str(self.tests[0]["assert_code"]), public_tests)
+            return [] if shown is None else [{**self.tests[0], "assert_code": shown}]
         return self.tests[: min(public_tests, max(len(self.tests) - 1, 1))]
 
     def to_dict(self) -> dict[str, Any]:

@@ -77,6 +77,23 @@ CASES = {
         "def is_prime(n: int) -> bool:\n    return SIEVE[n]\n",
         ["_fill(10000)"],
     ),
+    "a-table-filled-by-a-call-it-is-passed-to": (
+        'def square(i: int) -> int:\n    """i squared, for i below 100, from a table."""\n',
+        "square",
+        "def check(candidate):\n    assert candidate(3) == 9\n    assert candidate(99) == 9801\n",
+        "def fill(n, out):\n    for i in range(n):\n        out.append(i * i)\n\n\nSQ = []\nfill(100, SQ)\n\n\n"
+        "def square(i: int) -> int:\n    return SQ[i]\n",
+        ["fill(100, SQ)"],
+    ),
+    "a-cache-warmed-by-a-loop": (
+        'def fib_mod(n: int) -> int:\n    """The n-th Fibonacci number modulo 10**9 + 7 (n up to 2500)."""\n',
+        "fib_mod",
+        "def check(candidate):\n    assert candidate(10) == 55\n    assert candidate(2500) == 145928855\n",
+        "import sys\nfrom functools import lru_cache\n\nsys.setrecursionlimit(1200)\n\n\n@lru_cache(None)\ndef g(n):\n"
+        "    return n if n < 2 else g(n - 1) + g(n - 2)\n\n\nfor i in range(2501):\n    g(i)\n\n\n"
+        "def fib_mod(n: int) -> int:\n    return g(n) % 1000000007\n",
+        ["    g(i)"],
+    ),
     "a-table-extended-by-a-method": (
         'def word(i: int) -> str:\n    """The i-th of the words one to three, counting from 0."""\n',
         "word",

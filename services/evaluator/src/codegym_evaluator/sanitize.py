@@ -8,7 +8,8 @@ assigns to a module the program imported (``sys.setrecursionlimit(10**6)``, ``de
 50``, ``sys.set_int_max_str_digits(0)``, ``mp.dps = 30``), with the names it reads, unless it calls a function
 of the program's own (a demo), ends the process, or runs tests. So does what fills a name the kept code
 reads: a top-level loop, ``with`` block or call that mutates a table the entry point uses (``FIB.append``,
-``TABLE[i] = ...``, ``_fill()`` where ``_fill`` does so), as it runs when a harness imports the completion.
+``TABLE[i] = ...``, ``_fill()`` where ``_fill`` does so, ``fill(N, TABLE)``), or a loop that warms the cache of a
+memoised function it calls, as it runs when a harness imports the completion.
 """
 
 from __future__ import annotations
@@ -140,18 +141,31 @@ def _root(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-def _fills(node: ast.stmt, needed: set[str], data: set[str], mutators: dict[str, set[str]]) -> bool:
+def _fills(node: ast.stmt, needed: set[str], data: set[str], mutators: dict[str, set[str]], cached: set[str]) -> bool:
     """Whether top-level ``node`` fills a name the kept code reads: a loop, ``with`` block, condition or call
-    that changes one of the program's own data (``data``: what its top-level assignments bind), directly or
-    through a function of the program's that does; not a demo, which only reads."""
+    that changes one of the program's own data (``data``: what its top-level assignments bind), directly, through
+    a function of the program's that does, or by passing it to one (``fill(100, TABLE)``); or a loop that warms
+    the cache of a function of the program's that the kept code calls (``cached``: ``lru_cache`` and the like,
+    called low to high so that a deep call later recurses little). Not a demo, which only reads."""
     if isinstance(node, ast.If) and _is_main_guard(node):
         return False
     if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Expr)):
         return False  # definitions and assignments are kept by what they define; asserts never
     if any(isinstance(n, ast.Call) and _calls_end(n) for n in ast.walk(node)):
         return False
-    changed = _mutated(node) | {g for f in _used_names(node) & set(mutators) for g in mutators[f]}
-    return bool(changed & needed & data)
+    own = {
+        (n.func.id, a.id)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in mutators
+        for a in [n.func, *n.args, *(k.value for k in n.keywords)]
+        if isinstance(a, ast.Name)
+    }
+    passed = {name for function, name in own if name != function}
+    changed = _mutated(node) | {g for f in _used_names(node) & set(mutators) for g in mutators[f]} | passed
+    if changed & needed & data:
+        return True
+    warms = {function for function, _ in own} & cached & needed
+    return bool(warms) and isinstance(node, (ast.For, ast.AsyncFor, ast.While))
 
 
 def _calls_end(call: ast.Call) -> bool:
@@ -267,6 +281,7 @@ def sanitize(code: str, entry_point: str) -> str:
     }
     defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     mutators = {name: _mutated(n) for name, n in defs.items()}
+    cached = {name for name, n in defs.items() if any("cache" in ast.unparse(d).lower() for d in n.decorator_list)}
     grown = True
     while grown:
         grown = False
@@ -279,7 +294,7 @@ def sanitize(code: str, entry_point: str) -> str:
     while changed:  # grow the set of needed definitions, and what fills them, until it is closed under use
         changed = False
         for i, node in enumerate(body):
-            if i in keep or not (_defined_names(node) & needed or _fills(node, needed, data, mutators)):
+            if i in keep or not (_defined_names(node) & needed or _fills(node, needed, data, mutators, cached)):
                 continue
             keep.add(i)
             needed |= _used_names(node)

@@ -8,9 +8,12 @@ and what its child processes hold is still the run's memory, and a run past its 
 from __future__ import annotations
 
 import base64
+import resource
 import shutil
 
 import pytest
+from codegym_sandbox.config import Settings
+from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 
 # Each holds 20 x 64 MiB (1.25 GiB), off its runtime's heap, touched page by page, at a limit of 128 MiB.
@@ -166,3 +169,22 @@ def test_a_pattern_over_many_files_fetches_a_bounded_number(hostile: TestClient)
     r = hostile.post("/v1/execute", json=body)
     assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text[:500]
     assert 4000 < len(r.json()["files"]) < 5000  # a megabyte of names
+
+
+_STACK = "import resource\nprint(*resource.getrlimit(resource.RLIMIT_STACK))\n"
+
+
+def test_every_run_has_the_same_stack_whatever_the_server_was_started_with(hostile: TestClient, backend: str) -> None:
+    """The stack is the run's own limit (8 MiB), not the server's: a shell's 8 MiB, or a cluster's "unlimited",
+    made the same deep recursion pass on one deployment and crash on another."""
+    body = {"language": "python", "code": _STACK, "cache": False}
+    assert hostile.post("/v1/execute", json=body).json()["run"]["stdout"] == f"{8 << 20} {8 << 20}\n"
+    if backend != "local":
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))  # a server started with `ulimit -s unlimited`
+    try:
+        with TestClient(create_app(Settings(backend="local", workers=1))) as fresh:
+            assert fresh.post("/v1/execute", json=body).json()["run"]["stdout"] == f"{8 << 20} {8 << 20}\n"
+    finally:
+        resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))

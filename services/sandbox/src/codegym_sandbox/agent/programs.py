@@ -65,6 +65,9 @@ class Programs(NamedTuple):
         return self.uid != os.geteuid()
 
 
+STACK_BYTES = 8 << 20
+
+
 def set_limits(limits: Limits, contained: bool, supervisors: int = 0, series: bool = False) -> None:
     """The run's limits on this process; ``supervisors``: processes of its uid that are not the run's.
 
@@ -85,6 +88,10 @@ def set_limits(limits: Limits, contained: bool, supervisors: int = 0, series: bo
         set_limit(resource.RLIMIT_NPROC, limits["processes"] + supervisors)
     set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
     set_limit(resource.RLIMIT_CORE, 0)
+    # The stack of every run, whatever the server was started with (a shell's 8 MiB, a cluster's "unlimited"):
+    # else the same deep recursion passed on one deployment and crashed on another. Not more: a thread's stack
+    # is as large by default, and counts in the address space of runs held to their memory by it.
+    set_limit(resource.RLIMIT_STACK, STACK_BYTES)
     # POSIX message queues (which the seccomp filter refuses) are charged to the host user, not to the run.
     set_limit(resource.RLIMIT_MSGQUEUE, 0)
     # No locked memory: a run that locked pages of a file every run reads (a toolchain's) held them in the memory

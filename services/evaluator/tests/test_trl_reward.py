@@ -193,3 +193,18 @@ def test_helpers_the_completion_redefines_are_not_the_tests(url: str, api: str, 
     # prompt is read (and why a row needs its entry_point).
     blind = reward(prompts=None, completions=completions[1:2], tests=tests[1:2], entry_point=entries[1:2])
     assert blind == [1.0]
+
+
+@pytest.mark.parametrize("api", ["native", "fusion"])
+def test_a_program_may_rely_on_the_prompts_standard_imports(url: str, api: str) -> None:
+    """LeetCode's prompts start ``from typing import *``, and a completion that writes ``List[int]`` relies on it, as
+    the library's tasks (whose starter code goes before the program) let it. Another module the prompt imports
+    (an example's ``pandas``) may not be installed where the program runs: never put before it."""
+    head = "class Solution:\n    def twoSum(self, nums: List[int]) -> int:\n"
+    stub = "from typing import *\nimport no_such_module_here\n\n" + head
+    prompt = [{"role": "user", "content": f"Complete it:\n```python\n{stub}```"}]
+    right, wrong = (f"```python\n{head}        return {body}\n```" for body in ("sum(nums)", "0"))
+    tests = "assert Solution().twoSum([1, 2]) == 3\n"
+    reward = CodeReward(url, api=api)  # type: ignore[arg-type]
+    got = reward(prompts=[prompt] * 2, completions=[right, wrong], tests=[tests] * 2, entry_point=["Solution"] * 2)
+    assert got == [1.0, 0.0]

@@ -258,7 +258,7 @@ class AsyncCodeReward(_Base):
 
             async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
                 nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
-                program, stdin = reward._fusion_program(codes[i], test, row, nonce)
+                program, stdin = reward._fusion_program(row.prelude + codes[i], test, row, nonce)
                 body = {
                     "code": program,
                     "language": row.language,

@@ -10,7 +10,9 @@ one row (``trl_env``'s ``reset``) with its public tests apart, where the data ha
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,13 +34,18 @@ class RowTests:
     tests: tuple[Mapping[str, Any], ...]
     function: str | None = None
     dataset: str = "codegym"  # whose rule its tests compare by (``tasks.rules``)
+    # The prompt's standard-library imports, which a program completing it may rely on (LeetCode's
+    # ``from typing import *``): put before every program, as the library's tasks put their starter code.
+    prelude: str = ""
+    entry_point: str | None = None  # the function an assert row's tests call (the ``entry_point`` column)
 
     @property
     def rule(self) -> JudgingRule:
         return rule(self.dataset)
 
     def key(self) -> str:
-        return json.dumps([self.language, self.tests, self.function, self.dataset], sort_keys=True, default=str)
+        fields = [self.language, self.tests, self.function, self.dataset, self.prelude, self.entry_point]
+        return json.dumps(fields, sort_keys=True, default=str)
 
     def task(self, name: str) -> Task:
         """The row as a task, for the scoring path evaluations and the trainer's reward share; ``ValueError``
@@ -47,9 +54,9 @@ class RowTests:
             "call" if self.function else "assert" if any("assert_code" in t for t in self.tests) else "stdio"
         )
         tests = [dict(t) for t in self.tests]
-        return Task(
-            name, "", kind, tests, entry_point=self.function, language=self.language, metadata=self.rule.metadata()
-        )
+        entry_point = self.function or self.entry_point
+        meta = self.rule.metadata()
+        return Task(name, "", kind, tests, entry_point, self.prelude, language=self.language, metadata=meta)
 
 
 def row_tests(
@@ -62,15 +69,43 @@ def row_tests(
     entry = columns.get("entry_point")
     entry_point = entry[i] if entry is not None and i < len(entry) else None
     code = prompt_code(prompt)
+    if not code or row.language not in ("python", "py", "python3"):
+        return row
+    prelude = standard_imports(code)
     # Without the entry point the function to complete cannot be told from a helper: no helpers then (a stub
     # is never taken for one either, see ``tasks.prompt_helpers``).
-    if not code or not entry_point or row.language not in ("python", "py", "python3"):
-        return row
+    if not entry_point:
+        return RowTests(row.language, row.tests, row.function, row.dataset, prelude)
     tests = tuple(
         {**t, "assert_code": with_prompt_helpers(code, entry_point, str(t["assert_code"]))} if "assert_code" in t else t
         for t in row.tests
     )
-    return RowTests(row.language, tests, row.function, row.dataset)
+    return RowTests(row.language, tests, row.function, row.dataset, prelude, str(entry_point))
+
+
+def standard_imports(code: str) -> str:
+    """The top-level imports of ``code`` (a prompt's) that name only standard-library modules, as source lines:
+    what a program completing the prompt may take to be there. Another module's may not be installed where the
+    program runs, and an example's ``import pandas`` would fail every program."""
+    try:
+        nodes = ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        nodes = []  # a stub without a body: its import lines one by one
+        for line in code.splitlines():
+            if line.startswith(("import ", "from ")):
+                with contextlib.suppress(SyntaxError, ValueError):
+                    nodes += ast.parse(line).body
+    kept = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module]
+        else:
+            continue
+        if all(m.split(".")[0] in sys.stdlib_module_names for m in modules):
+            kept.append(ast.unparse(node))
+    return "".join(f"{line}\n" for line in kept)
 
 
 def prompt_code(prompt: Any) -> str:

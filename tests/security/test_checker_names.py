@@ -207,3 +207,43 @@ def test_the_scorer_declares_an_assert_tasks_entry_point(hostile: TestClient) ->
     right = "def sorted(xs):\n    return [min(xs)] + sorted([x for x in xs if x != min(xs)]) if xs else []\n"
     got = scores(hostile, task, ["def sorted(xs):\n    return xs\n", right])
     assert [s.verdict for s in got] == ["WA", "AC"], got
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        'assert eval("add(1, 2)") == 3\n',
+        'name = "add"\nassert globals()[name](1, 2) == 3\n',
+        'import sys\nassert getattr(sys.modules[__name__], "add")(1, 2) == 3\n',
+        'for name, args, want in [("add", (1, 2), 3)]:\n    assert eval(name)(*args) == want\n',
+    ],
+    ids=["eval", "globals", "module", "table"],
+)
+def test_names_the_tests_look_up_as_they_run_are_the_programs(hostile: TestClient, tests: str) -> None:
+    right, wrong = "def add(a, b):\n    return a + b\n", "def add(a, b):\n    return 0\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [wrong, right], tests)] == ["WA", "AC"]
+    # A module's name is the module there too, whatever the program bound to it.
+    fake = "import types\nmath = types.SimpleNamespace(isclose=lambda *a, **k: True)\n" + WRONG_VOLUME
+    dynamic = 'assert eval("math.isclose(volume(10), 4188.79, rel_tol=1e-3)")\n'
+    assert [r["verdict"] for r in _evaluate(hostile, [fake], dynamic)] == ["WA"]
+
+
+@pytest.mark.parametrize(
+    ("raised", "caught"),
+    [
+        ("class InvalidInput(ValueError):\n    pass\n", "InvalidInput('bad')"),
+        ("import json\n", "json.JSONDecodeError('bad', '{', 0)"),
+        ("", "UnicodeDecodeError('utf-8', b'\\xff', 0, 1, 'bad')"),
+    ],
+    ids=["own-class", "stdlib-class", "many-arguments"],
+)
+def test_a_programs_exception_is_caught_as_its_builtin_base(hostile: TestClient, raised: str, caught: str) -> None:
+    program = f"{raised}def parse(s):\n    raise {caught}\n"
+    tests = "try:\n    parse('x')\n    raise AssertionError('no error')\nexcept ValueError:\n    pass\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+    # Never a way out of the tests: a program's StopIteration or SystemExit is no control flow of theirs.
+    for stop in ("class Done(StopIteration):\n    pass\n", "class Out(SystemExit):\n    pass\n"):
+        name = stop.split()[1].split("(")[0]
+        ended = f"{stop}def parse(s):\n    raise {name}()\n"
+        loop = "for x in map(parse, ['a']):\n    pass\nassert False\n"
+        assert [r["verdict"] for r in _evaluate(hostile, [ended], loop)] in (["RE"], ["WA"]), stop

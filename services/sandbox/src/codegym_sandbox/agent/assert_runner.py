@@ -223,9 +223,14 @@ def _local_exception(error: checker_wire.ErrorAnswer) -> BaseException:
     elif issubclass(kind, _INTERRUPTS):
         exc = ProgramInterrupt(f"{name}: {message}")
     else:
-        try:
-            exc = kind(message)
-        except BaseException:
+        # The first of its bases made of a message alone (UnicodeDecodeError takes five arguments: a ValueError).
+        for base in kind.__mro__:
+            try:
+                exc = base(message)
+                break
+            except BaseException:
+                continue
+        else:
             exc = ProgramError(f"{name}: {message}")
     if hasattr(exc, "add_note"):
         exc.add_note("In the program:\n" + text.rstrip())

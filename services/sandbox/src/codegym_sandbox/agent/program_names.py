@@ -35,6 +35,8 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 _NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
 # The names by which code refers to a module without its own name: a notebook's or a prompt's imports.
 _ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "nx": "networkx", "sp": "scipy"}
+# What reads names the tests' code does not name: each makes every name the program binds one the tests may use.
+_DYNAMIC = frozenset({"eval", "exec", "globals", "vars", "locals", "getattr", "modules", "__import__", "__dict__"})
 _IMPORTS = frozenset(dis.opmap[name] for name in ("IMPORT_NAME", "IMPORT_FROM"))
 _LOAD_NAME, _LOAD_GLOBAL = dis.opmap["LOAD_NAME"], dis.opmap["LOAD_GLOBAL"]
 _ATTRIBUTES = frozenset(dis.opmap[name] for name in ("LOAD_ATTR", "LOAD_METHOD") if name in dis.opmap)
@@ -135,12 +137,17 @@ def asked(tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str
     ``defined``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
     builtins' names, which are the checker's own (but for those the task declares the program's).
     """
-    theirs = (used_names(tests) & defined) - builtin
+    used = used_names(tests)
+    # Tests that look names up as they run (``eval("add(1, 2)")``, ``globals()[name]``) may use any of the
+    # program's names: every one is theirs then, each name of a module the module.
+    dynamic = not _DYNAMIC.isdisjoint(used)
+    theirs = (defined if dynamic else used & defined) - builtin
     if not theirs:
         return [], {}
     imports, namespaces = _uses(tests)
     theirs -= imports
-    modules = {name: module for name in namespaces & theirs if (module := module_of(name)) is not None}
+    named = theirs if dynamic else namespaces & theirs
+    modules = {name: module for name in named if (module := module_of(name)) is not None}
     return sorted(theirs - modules.keys()), modules
 
 

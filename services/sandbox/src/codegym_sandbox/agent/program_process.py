@@ -154,9 +154,12 @@ def _error(exc: BaseException) -> dict[str, ErrorAnswer]:
     while tb is not None and tb.tb_frame.f_code.co_filename == _error.__code__.co_filename:
         tb = tb.tb_next  # this file's frames: the traceback reads as the program's own
     text = "".join(traceback.format_exception(kind, exc, tb))
+    # As the nearest builtin type it is one of: the tests' ``except ValueError`` catches the program's own
+    # ``class InvalidInput(ValueError)`` and a ``json.JSONDecodeError``, as in Python (the traceback names it).
+    builtin = next(k for k in kind.__mro__ if k.__module__ == "builtins")
     error: ErrorAnswer = {
-        "module": kind.__module__,
-        "name": kind.__qualname__,
+        "module": "builtins",
+        "name": builtin.__qualname__,
         "message": _repr_message(exc),
         "traceback": text,
     }

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ctypes
 import os
 
+from . import syscall_table
+
 # The interpreter is linked against the C library, so its symbols are already here. (ctypes.util would
 # find it too, but imports subprocess, threading and random, whose fork hooks then slow every run's fork.)
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -84,7 +86,7 @@ def umount(target: str, flags: int = MNT_DETACH) -> None:
 
 def pivot_root(new_root: str, put_old: str) -> None:
     """Make ``new_root`` the root of this mount namespace, the old root going to ``put_old`` (no libc wrapper)."""
-    number = _SYSCALLS.get(os.uname().machine, {}).get("pivot_root")
+    number = syscall_table.SYSCALLS.get(os.uname().machine, {}).get("pivot_root")
     if number is None:
         raise OSError(f"pivot_root: no system call number known on {os.uname().machine}")
     _check(_libc.syscall(ctypes.c_long(number), new_root.encode(), put_old.encode()), "pivot_root")
@@ -170,90 +172,6 @@ def set_file_ids(uid: int, gid: int) -> None:
 
 
 # --- seccomp ---------------------------------------------------------------------------------------------
-# Refused (EPERM): syscalls a judged program never needs and that widen the kernel surface it can reach
-# (tracing, mounting, loading kernel code, keyrings, new namespaces, io_uring, clocks), or that reach into
-# another process.
-_DENIED = [
-    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
-    "swapon", "swapoff", "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
-    "unshare", "setns", "open_by_handle_at", "name_to_handle_at", "acct", "quotactl", "syslog",
-    "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount",
-    "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
-    "mq_open",  # POSIX message queues: memory that outlives the processes that made it
-    "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "get_robust_list",
-    # A new process session (setsid) is a new autogroup, and the scheduler shares the CPU between autogroups: a
-    # program that made many would take the CPU of every other run. Its process made the one it has before.
-    "setsid",
-]  # fmt: skip
-# Absent (ENOSYS, as on a kernel built without them): memory that no process maps, so that no limit on a
-# process and no sum over processes sees it, and that outlives the processes that made it. clone3 passes
-# its flags behind a pointer that BPF cannot read: libc falls back to clone(), whose flags are checked.
-_ABSENT = [
-    "memfd_create", "memfd_secret", "shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop",
-    "semctl", "msgget", "msgsnd", "msgrcv", "msgctl", "clone3",
-    # Counted per user of the host, not per run (every worker's namespace belongs to the server's user): one
-    # run that took them all (128 inotify instances by default) would leave none to the next run or the host.
-    "inotify_init", "inotify_init1", "fanotify_init",
-    # Kernel AIO contexts are counted for the whole machine (fs.aio-max-nr): one run could take every one of
-    # them, and their count (fs.aio-nr) is one every run can read. glibc's POSIX AIO uses threads, not these.
-    "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
-    # A timer that signals SIGCONT (and F_SETSIG's, below) wakes a process the agent stopped between a session's
-    # cells, which then computes outside any slot (as on a kernel without CONFIG_POSIX_TIMERS; setitimer stays).
-    "timer_create",
-]  # fmt: skip
-# Done as nothing (they answer 0): what they ask for reaches past the run. sync() and syncfs() flush the host's
-# file systems (a run's writable mounts are tmpfs: it has nothing to flush), thousands of times a second; and
-# fadvise() drops the host's page cache of any file the run can read (overlayfs passes it on to the real file),
-# which every neighbour then reads again from disk. Programs that call them lose nothing.
-_IGNORED = ["sync", "syncfs", "fadvise64"]
-# Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
-# priority, CPUs or memory placement of the processes that supervise it (or of any other).
-_SELF_ONLY = ["sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "migrate_pages",
-              "move_pages"]  # fmt: skip
-_SYSCALLS = {
-    "x86_64": {
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
-        "pivot_root": 155, "chroot": 161, "swapon": 167, "swapoff": 168, "reboot": 169, "kexec_load": 246,
-        "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176, "bpf": 321,
-        "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248, "request_key": 249,
-        "unshare": 272, "setns": 308, "open_by_handle_at": 304, "name_to_handle_at": 303, "acct": 163,
-        "quotactl": 179, "syslog": 103, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
-        "clock_adjtime": 305, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
-        "mount_setattr": 442, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173, "mq_open": 240,
-        "kcmp": 312, "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448, "get_robust_list": 274,
-        "setsid": 112, "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "shmat": 30, "shmdt": 67,
-        "shmctl": 31, "semget": 64, "semop": 65, "semtimedop": 220, "semctl": 66, "msgget": 68, "msgsnd": 69,
-        "msgrcv": 70, "msgctl": 71, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
-        "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "prlimit64": 302, "setpriority": 141,
-        "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "inotify_init": 253,
-        "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
-        "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
-        "syncfs": 306, "fadvise64": 221,
-    },
-    "aarch64": {
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
-        "pivot_root": 41, "chroot": 51, "swapon": 224, "swapoff": 225, "reboot": 142, "kexec_load": 104,
-        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106, "bpf": 280,
-        "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217, "request_key": 218,
-        "unshare": 97, "setns": 268, "open_by_handle_at": 265, "name_to_handle_at": 264, "acct": 89,
-        "quotactl": 60, "syslog": 116, "settimeofday": 170, "clock_settime": 112, "adjtimex": 171,
-        "clock_adjtime": 266, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
-        "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58, "mq_open": 180,
-        "kcmp": 272, "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448, "get_robust_list": 100,
-        "setsid": 157, "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "shmat": 196, "shmdt": 197,
-        "shmctl": 195, "semget": 190, "semop": 193, "semtimedop": 192, "semctl": 191, "msgget": 186,
-        "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "sched_setaffinity": 122, "sched_setscheduler": 119,
-        "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
-        "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
-        "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
-        "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107, "sync": 81,
-        "syncfs": 267, "fadvise64": 223,
-    },
-}  # fmt: skip
 AF_UNIX = 1
 AF_INET = 2
 AF_INET6 = 10
@@ -285,7 +203,7 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_supported() -> bool:
-    return os.uname().machine in _SYSCALLS
+    return os.uname().machine in syscall_table.SYSCALLS
 
 
 def _arg(n: int, high: bool = False) -> tuple[int, int, int, int]:
@@ -314,7 +232,7 @@ def _ret(action: int) -> tuple[int, int, int, int]:
 
 
 def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, int, int]]:
-    table = _SYSCALLS[machine]
+    table = syscall_table.SYSCALLS[machine]
     prog: list[tuple[int, int, int, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
@@ -324,7 +242,8 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     if machine == "x86_64":
         # x32 syscalls alias the 64-bit ones with bit 30 set; a filter on numbers alone would miss them.
         prog += [(_BPF_JGE_K, 0, 1, 0x40000000), _ret(_EPERM)]
-    for names, action in ((_DENIED, _EPERM), (_ABSENT, _ENOSYS), (_IGNORED, _RET_ERRNO)):
+    lists = ((syscall_table.DENIED, _EPERM), (syscall_table.ABSENT, _ENOSYS), (syscall_table.IGNORED, _RET_ERRNO))
+    for names, action in lists:
         for name in names:
             if name in table:  # some have no number on some machines (iopl, inotify_init on aarch64)
                 prog += [(_BPF_JEQ_K, 0, 1, table[name]), _ret(action)]
@@ -347,7 +266,7 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
          "allow", _ret(_RET_ALLOW), "unix", _ret(_EACCES), "family", _ret(_EAFNOSUPPORT))  # fmt: skip
     when("socketpair", _arg(0), (_BPF_JEQ_K, 0, 1, AF_UNIX), _ret(_RET_ALLOW), _ret(_EAFNOSUPPORT))
     when("clone", _arg(0), (_BPF_JSET_K, 0, 1, NAMESPACE_FLAGS), _ret(_EPERM), _ret(_RET_ALLOW))
-    for name in _SELF_ONLY:
+    for name in syscall_table.SELF_ONLY:
         when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
     # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own.
     when("prlimit64", _arg(0), (_BPF_JEQ_K, "allow", 0, 0),

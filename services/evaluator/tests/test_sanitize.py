@@ -209,3 +209,11 @@ def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebin
         return add(1, 2) if callable(add) else add  # type: ignore[operator]
 
     assert add_of(sanitize(code, "add")) == add_of(code) != 3
+
+
+def test_code_too_deep_for_the_parser_here_is_judged_as_written() -> None:
+    """A sum of a thousand terms compiles in Python, but made ``ast.parse`` here raise RecursionError, which
+    took the whole group's scores (and a /submit request) down with it."""
+    deep = "def f(x):\n    return " + "+".join(["0"] * 3000) + " + x\n"
+    assert sanitize(deep, "f") == deep
+    assert sanitize("print(1)\n" + deep, "f") == "print(1)\n" + deep

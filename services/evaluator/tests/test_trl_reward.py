@@ -208,3 +208,13 @@ def test_a_program_may_rely_on_the_prompts_standard_imports(url: str, api: str) 
     reward = CodeReward(url, api=api)  # type: ignore[arg-type]
     got = reward(prompts=[prompt] * 2, completions=[right, wrong], tests=[tests] * 2, entry_point=["Solution"] * 2)
     assert got == [1.0, 0.0]
+
+
+def test_a_call_runs_output_past_what_json_reads_is_a_wrong_answer() -> None:
+    """A number of 5,000 digits (past int's limit) or nesting past the stack raised out of the reward function
+    on a server that is not codegym, and the whole batch's rewards went with it."""
+    reward = CodeReward(api="fusion")
+    row = row_tests({"input_output": [json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[2]]})]}, 0)
+    for stdout in ("1" * 5000, "[" * 100_000, "not json"):
+        answer = {"status": "Success", "run_result": {"status": "Finished", "stdout": stdout}}
+        assert reward._fusion_passed(answer, row.tests[0], row) is False

@@ -246,6 +246,15 @@ def _rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
 
 
 def sanitize(code: str, entry_point: str) -> str:
+    """See :func:`_sanitize`; code too deep to read here (a sum of a thousand terms: Python's own parser compiles
+    it, this one's recursion does not) is judged as it was written, never an error of the whole group."""
+    try:
+        return _sanitize(code, entry_point)
+    except (RecursionError, MemoryError):
+        return code
+
+
+def _sanitize(code: str, entry_point: str) -> str:
     """``code`` without the top-level statements that ``entry_point`` does not need, and that set nothing up.
 
     Code that does not parse, or that does not define ``entry_point`` at top level (a function body to

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -167,3 +168,12 @@ def test_python_match(actual: object, expected: object, ok: bool) -> None:
 
 def test_python_match_takes_an_error_of_a_comparison_for_a_mismatch() -> None:
     assert python_match(Decimal("sNaN"), 0.5) is False
+
+
+def test_a_long_token_is_judged_in_linear_time() -> None:
+    """A run of digits that ends in no number was matched in quadratic time, on the server's event loop: 20,000
+    digits froze every client for 22 s, and a run may print 8 MiB."""
+    began = time.process_time()
+    assert not outputs_match("1" * 400_000 + "x", "1.5", Comparison.FLOAT)
+    assert not outputs_match("1" * 200_000 + "." + "1" * 200_000 + "e", "1.5", Comparison.FLOAT)
+    assert time.process_time() - began < 2.0  # quadratic: hours; linear: milliseconds on any machine

@@ -16,7 +16,7 @@ def first_asserts(code: str, count: int) -> str | None:
     fewer than ``count + 1`` such statements would leave none hidden, or the code does not parse."""
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     bodies = [tree.body] + [
         node.body for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))

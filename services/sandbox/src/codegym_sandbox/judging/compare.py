@@ -39,7 +39,11 @@ def outputs_match(
 
 # A number as a program prints it: digits, a point, an exponent; or an infinity or a NaN (as float() reads them).
 # ASCII digits only: float() and Decimal() read every script's digits ("١٢٣" is 123), which no checker takes.
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+# Each digit can be matched one way only: "[0-9]+\.?[0-9]*" split a run of digits between its two parts in every
+# way, and a long run that ends in no number ("1" * 20000 + "x") took seconds, on the server's event loop.
+_NUMBER = re.compile(
+    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE
+)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Wide enough that no difference of two printed numbers rounds to zero; a result beyond its range is an error
 # (never an infinity, which would be within any tolerance).

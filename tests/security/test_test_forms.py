@@ -23,6 +23,15 @@ FORMS = {
     "unittest-no-main": CASE,
     "exit-at-the-end": "import sys\nassert add(1, 2) == 3\nsys.exit(0)\n",
     "called-helper": "def test_helper(x):\n    assert add(x, 1) == x + 1\n\ntest_helper(2)\n",
+    "pytest-class": "class TestAdd:\n    def setup_method(self, method):\n        self.one = 1\n\n"
+    "    def test_add(self):\n        assert add(self.one, 2) == 3\n",
+    "functions-then-unittest-main": "import unittest\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
+    "if __name__ == '__main__':\n    unittest.main()\n",
+    "functions-then-exit": "import sys\n\ndef test_add():\n    assert add(1, 2) == 3\n\nsys.exit(0)\n",
+    "named-not-called": "def test_add():\n    assert add(1, 2) == 3\n\nALL = [test_add]\ntest_add.timeout = 5\n",
+    "expected-failure": "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.expectedFailure\n"
+    "    def test_add(self):\n        self.assertNotEqual(add(1, 2), 3)\n",
+    "file-of-main": "def test_add():\n    assert add(1, 2) == 3\n\nif __name__ == '__main__':\n    print(__file__)\n",
 }
 
 
@@ -43,6 +52,32 @@ def test_each_form_passes_the_right_program_only(hostile: TestClient, form: str)
 def test_a_test_function_that_needs_a_fixture_passes_nothing(hostile: TestClient) -> None:
     tests = "def test_add(numbers):\n    assert add(*numbers) == 3\n"
     assert _verdicts(hostile, tests, [RIGHT, WRONG]) == ["RE", "RE"]
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "def test_add():\n    assert add(1, 2) == 3\n    yield\n",  # a generator: calling it runs nothing
+        "async def test_add():\n    assert add(1, 2) == 3\n",
+        "import sys\nassert add(1, 2) == 3\nsys.exit(0.0)\n",  # Python prints 0.0 and exits 1
+    ],
+    ids=["generator", "coroutine", "exit-float"],
+)
+def test_tests_no_runner_can_run_or_that_exit_unwell_pass_nothing(hostile: TestClient, tests: str) -> None:
+    assert "AC" not in _verdicts(hostile, tests, [WRONG, RIGHT])
+
+
+def test_an_uncalled_check_is_called_with_the_declared_entry_point(hostile: TestClient) -> None:
+    """HumanEval's test text as published defines check(candidate) and calls nothing: with the task's entry point
+    declared, it is called on it, as HumanEval's harness does (it passed any program)."""
+    body: dict[str, Any] = {
+        "language": "python",
+        "programs": [WRONG, RIGHT],
+        "tests": [{"assert_code": "def check(candidate):\n    assert candidate(1, 2) == 3\n"}],
+        "function": "add",
+        "cache": False,
+    }
+    assert [p["verdict"] for p in hostile.post("/v1/evaluate", json=body).json()["results"]] == ["WA", "AC"]
 
 
 def test_a_program_that_exits_passes_nothing(hostile: TestClient) -> None:

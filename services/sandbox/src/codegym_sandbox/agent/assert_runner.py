@@ -57,39 +57,23 @@ from . import call_test, checker_wire, linux, program_names, test_forms
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, decode, encode
+from .program_errors import (
+    ProgramEnded,
+    ProgramError,
+    local_exception,
+    program_traceback,
+    undefined,
+)
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
 _BUILTINS = frozenset(dir(builtins))
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
-# What a program's exception may not arrive as in the checker (see the module's docstring): those that end
-# a loop of the tests' arrive as a ProgramError, those that stop the interpreter as a ProgramInterrupt.
-_ITERATION_ENDS = (StopIteration, StopAsyncIteration)
-_INTERRUPTS = (SystemExit, KeyboardInterrupt, GeneratorExit)
 OUTCOMES = ("passed", "failed", "error", "ended")
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 # --- the checker --------------------------------------------------------------------------------------
-
-
-class ProgramError(Exception):
-    """The program raised an exception of its own type while the tests called it."""
-
-
-class ProgramInterrupt(BaseException):
-    """The program raised ``KeyboardInterrupt`` or ``GeneratorExit`` while the tests called it.
-
-    Not an ``Exception``, as these are not: ``except Exception`` in the tests lets it through, as it would
-    let the program's own through beside the program.
-    """
-
-
-class ProgramEnded(BaseException):
-    """The program's process ended while the tests were still running.
-
-    Not an ``Exception``: tests that catch everything a call raises must not run on past it.
-    """
 
 
 class Checker:
@@ -130,7 +114,7 @@ class Checker:
         try:
             return checker_wire.read(reply, kind)
         except checker_wire.Raised as raised:
-            raise _local_exception(raised.error) from None
+            raise local_exception(raised.error) from None
         except checker_wire.Breach:
             self.broken = True
             raise
@@ -214,43 +198,10 @@ def _update(original: Any, changed: Any) -> None:
         original[:] = changed
 
 
-def _local_exception(error: checker_wire.ErrorAnswer) -> BaseException:
-    name, message, text = error["name"], error["message"], error["traceback"]
-    kind = getattr(builtins, name, None) if error["module"] == "builtins" else None
-    exc: BaseException
-    if not isinstance(kind, type) or not issubclass(kind, BaseException) or issubclass(kind, _ITERATION_ENDS):
-        exc = ProgramError(f"{name}: {message}")
-    elif issubclass(kind, _INTERRUPTS):
-        exc = ProgramInterrupt(f"{name}: {message}")
-    else:
-        # The first of its bases made of a message alone (UnicodeDecodeError takes five arguments: a ValueError).
-        for base in kind.__mro__:
-            try:
-                exc = base(message)
-                break
-            except BaseException:
-                continue
-        else:
-            exc = ProgramError(f"{name}: {message}")
-    if hasattr(exc, "add_note"):
-        exc.add_note("In the program:\n" + text.rstrip())
-    exc.__dict__[_FROM_PROGRAM] = text.rstrip()
-    return exc
-
-
-_FROM_PROGRAM = "_codegym_from_program"  # on every exception made from the program's: its traceback there
-
-
-def _program_traceback(exc: BaseException) -> str | None:
-    """The program's traceback of ``exc``, if the program raised it; else None."""
-    text = getattr(exc, "__dict__", {}).get(_FROM_PROGRAM)
-    return text if isinstance(text, str) else None
-
-
 def _outcome_of(exc: BaseException) -> str:
     """``failed`` for an assertion of the tests' that failed; ``error`` for any other exception, the
     program's own among them (an ``AssertionError`` of the program's too)."""
-    from_program = _program_traceback(exc) is not None
+    from_program = program_traceback(exc) is not None
     return "failed" if isinstance(exc, AssertionError) and not from_program else "error"
 
 
@@ -303,7 +254,7 @@ def check(checker: Checker, tests: Tests) -> str:
     """
     module = types.ModuleType("__main__")
     scope: dict[str, Any] = module.__dict__
-    scope["__builtins__"] = builtins
+    scope["__builtins__"], scope["__file__"] = builtins, "main.py"
     outcome = "passed"
     try:
         if isinstance(tests, call_test.Call):
@@ -314,12 +265,18 @@ def check(checker: Checker, tests: Tests) -> str:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
             # tests') is the checker's own, whatever the program's process answers; and a name they use as a
             # module is the module, whatever the program bound to it.
-            wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS - tests.declared)
-            scope.update(checker.names(wanted))
+            wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
+            found = checker.names(wanted)
+            # A declared entry point the program has not defined is its NameError, never a builtin of the name.
+            scope.update({name: undefined(name) for name in tests.declared}, **found)
             scope.update((name, checker.load(module)) for name, module in modules.items())
             with test_forms.as_main(module):
-                exec(tests.code, scope)
-                test_forms.run_uncalled(tests.code, scope)
+                try:
+                    exec(tests.code, scope)
+                except SystemExit as exc:  # the tests' own (see below): pytest would still run their functions
+                    if not test_forms.ended_well(exc):
+                        raise
+                test_forms.run_collected(tests.code, scope, tests.declared)
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process
@@ -331,7 +288,7 @@ def check(checker: Checker, tests: Tests) -> str:
             if isinstance(exc, checker_wire.Breach):  # not the tests' error, nor the program's: what it did
                 print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
             elif isinstance(tests, call_test.Call):  # no frame of the tests': the program's traceback, or the error
-                text = _program_traceback(exc) or "".join(traceback.format_exception_only(exc))
+                text = program_traceback(exc) or "".join(traceback.format_exception_only(exc))
                 print(text.rstrip(), file=sys.stderr)
             else:
                 traceback.print_exception(kind, error, tb.tb_next if tb is not None else None)

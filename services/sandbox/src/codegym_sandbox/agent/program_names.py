@@ -44,6 +44,12 @@ _CACHE = dis.opmap.get("CACHE", -1)  # an inline cache entry (Python 3.11 on): n
 _GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0  # LOAD_GLOBAL's low bit says whether it pushes a NULL
 
 
+def as_file(source: str) -> bytes:
+    """The program's text as ``python main.py`` reads it: its bytes, so that an encoding cookie and a leading
+    byte-order mark mean what they mean there (a text is compiled as it is, cookie and mark ignored)."""
+    return source.encode("utf-8", "surrogatepass")
+
+
 def compiled(source: str) -> types.CodeType | str:
     """The program compiled here, for the program's process to run as it is; or its source, where compiling
     it fails or warns: the program's process compiles it again, and shows the error or warning as
@@ -51,7 +57,7 @@ def compiled(source: str) -> types.CodeType | str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return compile(source, "<program>", "exec", dont_inherit=True)
+            return compile(as_file(source), "<program>", "exec", dont_inherit=True)
     except BaseException:
         return source
 
@@ -61,7 +67,7 @@ def compiles(source: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(source, "<program>", "exec", dont_inherit=True)
+            compile(as_file(source), "<program>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     except BaseException:
@@ -75,7 +81,7 @@ def top_level_names(program: types.CodeType | str) -> frozenset[str]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                program = compile(program, "<program>", "exec", dont_inherit=True)
+                program = compile(as_file(program), "<program>", "exec", dont_inherit=True)
         except BaseException:
             return frozenset()
     return frozenset(_stored(program, top=True))
@@ -130,18 +136,21 @@ def importable(name: str) -> bool:
     return bool(name) and parts[0] not in _NOT_IMPORTED and not any(p.startswith("__") for p in parts)
 
 
-def asked(tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str]) -> tuple[list[str], dict[str, str]]:
+def asked(
+    tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str] = frozenset()
+) -> tuple[list[str], dict[str, str]]:
     """What the checker takes from the program's process for ``tests``: the names to ask it for, and the
     names it binds that the tests use as a module, with the module the checker imports for each instead.
 
     ``defined``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
-    builtins' names, which are the checker's own (but for those the task declares the program's).
+    builtins' names, which are the checker's own; ``declared``: the task's entry point, always the program's
+    (asked whether the program seems to bind it or not, and whatever builtin has its name).
     """
     used = used_names(tests)
     # Tests that look names up as they run (``eval("add(1, 2)")``, ``globals()[name]``) may use any of the
     # program's names: every one is theirs then, each name of a module the module.
     dynamic = not _DYNAMIC.isdisjoint(used)
-    theirs = (defined if dynamic else used & defined) - builtin
+    theirs = ((defined if dynamic else used & defined) | declared) - (builtin - declared)
     if not theirs:
         return [], {}
     imports, namespaces = _uses(tests)

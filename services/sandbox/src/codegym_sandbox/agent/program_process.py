@@ -15,7 +15,7 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from . import pyrun
+from . import program_names, pyrun
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer
 from .plain_data import Channel, decode, encode
 
@@ -41,7 +41,17 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
 
     ``program`` is the program (its source, or its code), or None when the checker sends it first, with the
     names the tests want, whose description is the first answer. Standard input is ``/dev/null`` by now.
+    Never returns, nor raises: the process was forked from a supervisor, whose frames lie below this one (a
+    program that broke its own channel once went on there).
     """
+    try:
+        _serve(channel, program)
+    except BaseException:
+        pass
+    os._exit(1)
+
+
+def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
     wanted: list[str] | None = None
     if program is None:
         try:
@@ -52,7 +62,7 @@ def serve_program(channel: Channel, program: types.CodeType | str | None = None)
     scope = main.__dict__
     try:
         if not isinstance(program, types.CodeType):
-            program = compile(program, "<program>", "exec", dont_inherit=True)
+            program = compile(program_names.as_file(program), "<program>", "exec", dont_inherit=True)
         exec(program, scope)
     except SystemExit as exc:
         _finish(_exit_code(exc), main)

@@ -12,10 +12,14 @@ import contextlib
 import sys
 import types
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from . import program_names
 
 _TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
+# A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
+# not import: every program is forked from it).
+_NOT_RUNNABLE = 0x20 | 0x80 | 0x200
 
 
 @contextlib.contextmanager
@@ -32,27 +36,48 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
 
 
 def ended_well(exc: SystemExit) -> bool:
-    """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed."""
-    return exc.code is None or exc.code == 0 or exc.code is False
+    """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed: as Python's
+    exit status would, 0 only for ``None`` or an int 0 (``sys.exit(0.0)`` prints and exits 1)."""
+    return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
 
 
-def run_uncalled(code: types.CodeType, scope: dict[str, object]) -> None:
-    """Run what a test runner would find in the tests' scope once their code ran, and their code never ran
-    itself: pytest's ``test*`` functions that the code never names, then unittest's cases (again, where the
-    code ran them with ``unittest.main(exit=False)``, which fails nothing: a runner's own report is no verdict).
-    An assertion of theirs that fails raises, as it would have in the code. A test
-    function that takes arguments (pytest's fixtures) cannot be run here: its ``TypeError`` is the tests'
-    error, never a pass."""
+def run_collected(code: types.CodeType, scope: dict[str, object], declared: frozenset[str]) -> None:
+    """Run what a test runner would collect from the tests' scope once their code ran (or ended in an exit that
+    says it passed: pytest would still run the test functions). An assertion of theirs that fails raises, as it
+    would have in the code; a test that cannot be run here (it needs pytest's fixtures, or is a generator or a
+    coroutine) is the tests' error, never a pass.
+
+    - HumanEval's ``check`` that the code never calls: called with the task's declared entry point, as HumanEval's
+      harness does.
+    - pytest's ``test*`` functions, every one that needs no argument (called by the code too or not: pytest runs
+      them all), and one that needs arguments where the code never names it (no helper of the code's).
+    - pytest's ``Test*`` classes (no ``unittest.TestCase``, no ``__init__``): each ``test*`` method on a new
+      instance, between its ``setup_method`` and ``teardown_method``.
+    - unittest's cases (again, where the code ran them with ``unittest.main(exit=False)``, which fails nothing:
+      a runner's own report is no verdict).
+    """
     named = program_names.loaded_names(code)
-    uncalled = [
-        value
-        for name, value in scope.items()
-        if name.startswith("test") and name not in named and isinstance(value, types.FunctionType)
-    ]
-    for function in uncalled:
-        if function.__code__.co_filename == _TESTS_FILE:  # defined by the tests, not taken from the program
-            function()
+    check = scope.get("check")
+    if _theirs(check) and "check" not in named and len(declared) == 1:
+        (entry,) = declared
+        if entry in scope:
+            check(scope[entry])
     unittest = sys.modules.get("unittest")
+    for name, value in list(scope.items()):
+        if not name.startswith(("test", "Test")):
+            continue
+        if _theirs(value) and (not _needs_arguments(value) or name not in named):
+            _run(value)
+        elif _pytest_class(value, unittest):
+            for method in [m for m in vars(value) if m.startswith("test")]:
+                instance = value()  # type: ignore[operator]
+                test = getattr(instance, method)
+                for hook in ("setup_method", None, "teardown_method"):
+                    if hook is None:
+                        _run(test)
+                    elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
+                        step = getattr(instance, hook)
+                        step(test) if step.__code__.co_argcount > 1 else step()
     if unittest is None:
         return
     cases = [
@@ -66,5 +91,31 @@ def run_uncalled(code: types.CodeType, scope: dict[str, object]) -> None:
     result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)
     if result.errors:
         raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
-    if result.failures:
-        raise AssertionError(f"{len(result.failures)} of the tests' cases failed")
+    if not result.wasSuccessful():  # a failure, or an expected failure that passed
+        raise AssertionError("the tests' cases failed")
+
+
+def _theirs(value: object) -> TypeGuard[types.FunctionType]:
+    """Whether ``value`` is a function the tests defined (never one of the program's, which are stand-ins)."""
+    return isinstance(value, types.FunctionType) and value.__code__.co_filename == _TESTS_FILE
+
+
+def _needs_arguments(function: types.FunctionType) -> bool:
+    code = function.__code__
+    return code.co_argcount > len(function.__defaults__ or ()) or bool(
+        set(code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount])
+        - set(function.__kwdefaults__ or {})
+    )
+
+
+def _pytest_class(value: object, unittest: types.ModuleType | None) -> bool:
+    if not isinstance(value, type) or value.__module__ != "__main__" or "__init__" in vars(value):
+        return False
+    return unittest is None or not issubclass(value, unittest.TestCase)
+
+
+def _run(test: types.FunctionType | types.MethodType, *args: object) -> None:
+    code = test.__code__
+    if code.co_flags & _NOT_RUNNABLE:
+        raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
+    test(*args)

@@ -159,6 +159,12 @@ SERIES = {
         ],
         ["RE", "AC"],
     ),
+    "byte-order-mark": ("\ufeffdef f(x):\n    return x\n", [{"assert_code": "assert f(1) == 1\n"}] * 2, ["AC"] * 2),
+    "unknown-encoding": (
+        "# coding: foobar\ndef f(x):\n    return x\n",
+        [{"assert_code": "assert 1\n"}] * 2,
+        ["CE"] * 2,
+    ),
     "raises-syntax-error": (
         "def f(x):\n    raise SyntaxError('bad token')\n",
         [{"assert_code": "assert f(1) == 1\n"}, {"assert_code": "assert 1 == 1\n"}],

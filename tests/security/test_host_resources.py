@@ -8,6 +8,7 @@ way on every run.
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import errno
 import json
@@ -163,3 +164,52 @@ def test_a_run_locks_no_memory_and_reaches_neither_the_hosts_cache_nor_its_disks
     assert _disk_flushes() - flushes < 500, "the run's syncs reached the host's disks"
     if on_host:
         assert _resident_pages(path) >= cached > 0, "the run dropped the host's page cache of a file"
+
+
+# What a run gets when it tries to hold a file's page cache in a pipe or a socket (splice, sendfile, vmsplice,
+# tee), or to read a file past the cache (O_DIRECT, at open or later); and a copy of a file, which falls back.
+_PINS = """
+import ctypes, errno, fcntl, os, shutil, socket
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": {"tee": 276, "vmsplice": 278, "openat2": 437}, "aarch64": {"tee": 77, "vmsplice": 75, "openat2": 437}}
+nr = NR[os.uname().machine]
+def name(call):
+    try:
+        call()
+        return "made"
+    except OSError as exc:
+        return errno.errorcode[exc.errno]
+def raw(*args):
+    if libc.syscall(*args) < 0:
+        raise OSError(ctypes.get_errno(), "")
+src = os.open(os.__file__, os.O_RDONLY)
+r, w = os.pipe()
+a, b = socket.socketpair()
+direct = getattr(os, "O_DIRECT", 0o40000)
+got = {
+    "splice": name(lambda: os.splice(src, w, 1, offset_src=0)),
+    "sendfile-pipe": name(lambda: os.sendfile(w, src, 0, 1)),
+    "sendfile-socket": name(lambda: os.sendfile(a.fileno(), src, 0, 1)),
+    "tee": name(lambda: raw(nr["tee"], r, w, 1, 0)),
+    "vmsplice": name(lambda: raw(nr["vmsplice"], w, None, 0, 0)),
+    "openat2": name(lambda: raw(nr["openat2"], -100, b"/etc/hosts", None, 0)),
+    "o-direct": name(lambda: os.open(os.__file__, os.O_RDONLY | direct)),
+    "o-direct-later": name(lambda: fcntl.fcntl(src, fcntl.F_SETFL, direct)),
+}
+shutil.copyfile(os.__file__, "copy.py")
+got["copy"] = "made" if open("copy.py", "rb").read() == open(os.__file__, "rb").read() else "differs"
+print(sorted(got.items()))
+"""
+
+
+def test_a_run_holds_no_files_page_cache_and_reads_none_past_it(hostile: TestClient) -> None:
+    """One byte spliced or sent of each folio of a file every run reads pinned its whole cache, charged to the
+    worker that read it first (its honest run: MLE), for the run's life or a session's; O_DIRECT reads took the
+    host's disk at no CPU. They are absent (ENOSYS) or refused (EINVAL); a copy of a file still works."""
+    body = {"language": "python", "code": _PINS, "limits": {"timeout_s": 10}, "cache": False}
+    answer = hostile.post("/v1/execute", json=body).json()
+    assert answer["verdict"] == "AC", answer
+    got = dict(ast.literal_eval(answer["run"]["stdout"]))  # a list of pairs the run printed
+    absent = ("splice", "sendfile-pipe", "sendfile-socket", "tee", "vmsplice", "openat2")
+    assert {k: got[k] for k in absent} == dict.fromkeys(absent, "ENOSYS"), got
+    assert got["o-direct"] == got["o-direct-later"] == "EINVAL" and got["copy"] == "made", got

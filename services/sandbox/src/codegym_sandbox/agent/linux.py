@@ -180,7 +180,7 @@ NETLINK_ROUTE = 0
 PRIO_PROCESS = 0
 IOPRIO_WHO_PROCESS = 1
 F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW = 36, 37, 38
-F_SETSIG, SIGCONT = 10, 18
+F_SETFL, F_SETSIG, SIGCONT = 4, 10, 18
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 _BPF_LD_W_ABS = 0x20
@@ -282,9 +282,16 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     # refuses them (EINVAL); POSIX (fcntl F_SETLK) and BSD (flock) locks, which /proc/locks shows only to
     # their own pid namespace, still work.
     # An I/O signal of SIGCONT is refused too (see timer_create).
+    # O_DIRECT (at open, or set later) reads a shared file from the host's disk at every read, past the page cache:
+    # a run's readers took the disk's bandwidth at no CPU. Refused as a file system without it refuses it (EINVAL).
+    direct = syscall_table.O_DIRECT[machine]
     when("fcntl", _arg(1), (_BPF_JEQ_K, "deny", 0, F_OFD_GETLK), (_BPF_JEQ_K, "deny", 0, F_OFD_SETLK),
-         (_BPF_JEQ_K, "deny", 0, F_OFD_SETLKW), (_BPF_JEQ_K, 0, "allow", F_SETSIG), _arg(2),
-         (_BPF_JEQ_K, "deny", "allow", SIGCONT), "allow", _ret(_RET_ALLOW), "deny", _ret(_EINVAL))  # fmt: skip
+         (_BPF_JEQ_K, "deny", 0, F_OFD_SETLKW), (_BPF_JEQ_K, "setfl", 0, F_SETFL), (_BPF_JEQ_K, 0, "allow", F_SETSIG),
+         _arg(2), (_BPF_JEQ_K, "deny", "allow", SIGCONT), "setfl", _arg(2), (_BPF_JSET_K, "deny", "allow", direct),
+         "allow", _ret(_RET_ALLOW), "deny", _ret(_EINVAL))  # fmt: skip
+    for name, flags in (("open", 1), ("openat", 2)):
+        if name in table:  # no open() on aarch64
+            when(name, _arg(flags), (_BPF_JSET_K, 0, 1, direct), _ret(_EINVAL), _ret(_RET_ALLOW))
     prog.append(_ret(_RET_ALLOW))
     return prog
 

@@ -35,12 +35,20 @@ ABSENT = [
     # A timer that signals SIGCONT (and F_SETSIG's, below) wakes a process the agent stopped between a session's
     # cells, which then computes outside any slot (as on a kernel without CONFIG_POSIX_TIMERS; setitimer stays).
     "timer_create",
+    # Pipes and sockets that hold the page cache of a file itself, not a copy: one byte spliced or sent of each
+    # folio pins a whole file's cache, charged to whoever read it first (another worker, whose honest run then
+    # cannot grow: MLE), and no reclaim can take it. Copies fall back to read and write (shutil, Go, libuv).
+    "splice", "tee", "vmsplice", "sendfile",
+    # Its open flags are behind a pointer, where the filter cannot refuse O_DIRECT (see linux._seccomp_program).
+    "openat2",
 ]  # fmt: skip
 # Done as nothing (they answer 0): what they ask for reaches past the run. sync() and syncfs() flush the host's
 # file systems (a run's writable mounts are tmpfs: it has nothing to flush), thousands of times a second; and
 # fadvise() drops the host's page cache of any file the run can read (overlayfs passes it on to the real file),
 # which every neighbour then reads again from disk. Programs that call them lose nothing.
 IGNORED = ["sync", "syncfs", "fadvise64"]
+# O_DIRECT in each machine's open flags: reads past the page cache, from the host's disk every time.
+O_DIRECT = {"x86_64": 0o40000, "aarch64": 0o200000}
 # Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
 # priority, CPUs or memory placement of the processes that supervise it (or of any other).
 SELF_ONLY = ["sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "migrate_pages",
@@ -64,7 +72,8 @@ SYSCALLS = {
         "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "inotify_init": 253,
         "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
         "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
-        "syncfs": 306, "fadvise64": 221,
+        "syncfs": 306, "fadvise64": 221, "splice": 275, "tee": 276, "vmsplice": 278, "sendfile": 40,
+        "openat2": 437, "open": 2, "openat": 257,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -84,6 +93,7 @@ SYSCALLS = {
         "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
         "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
         "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107, "sync": 81,
-        "syncfs": 267, "fadvise64": 223,
+        "syncfs": 267, "fadvise64": 223, "splice": 76, "tee": 77, "vmsplice": 75, "sendfile": 71,
+        "openat2": 437, "openat": 56,
     },
 }  # fmt: skip

@@ -44,6 +44,9 @@ def _serve(args: argparse.Namespace) -> int:
         http=protocol_class(settings.header_timeout_s, waiting, lambda why: dropped.labels(reason=why).inc()),
         timeout_keep_alive=75,
         timeout_graceful_shutdown=settings.shutdown_grace_s,
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told not to: only the proxies the settings name.
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=settings.trusted_proxies or None,
     )
     return 0
 

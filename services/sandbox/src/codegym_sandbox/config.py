@@ -164,6 +164,13 @@ class Settings(BaseSettings):
         "cannot use it. Empty: those alone when bound to loopback, every host when bound beyond it (a token is "
         'required there); "*": every host.',
     )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses of the proxies in front of the server whose X-Forwarded-For names the client (the "
+        "client of the per-client session cap, and whose NeMo-Skills session ids are whose). Empty: no proxy is "
+        "trusted, and a client is the address it connects from (any local process could otherwise name itself "
+        "any client: read another client's sessions, pass the cap).",
+    )
     header_timeout_s: float = Field(
         10.0,
         gt=0,

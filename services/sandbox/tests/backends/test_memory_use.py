@@ -8,6 +8,7 @@ worker's memory in a cgroup of its own; ``reads_memory`` says so, and these test
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
@@ -221,3 +222,62 @@ def test_what_a_run_left_in_the_kernel_is_no_later_runs() -> None:
         kernel, held = _sleeping(client, usages)
         assert kernel - kernel_before < left // 2, f"{left} MiB of kernel memory left, {kernel - kernel_before} kept"
         assert held <= held_before + 16, f"the server took the sleeper to hold {held} MiB, {held_before} before"
+
+
+_READ_STDLIB = """
+import os
+folder = os.path.dirname(os.__file__)
+for name in sorted(os.listdir(folder)):
+    if name.endswith(".py"):
+        with open(os.path.join(folder, name), "rb") as f:
+            f.read()
+print(folder)
+"""
+_XATTRS = """
+import os
+value = b"x" * 60000
+for f in range(200):
+    open(f"x{f}", "w").close()
+    for i in range(10):
+        os.setxattr(f"x{f}", f"user.a{i}", value)
+print("set")
+"""
+
+
+def _resident_kb(folder: str) -> int:
+    """How much of the ``.py`` files of ``folder`` is in the host's page cache (mincore, as root sees it)."""
+    import ctypes
+    import mmap
+
+    libc, total = ctypes.CDLL(None, use_errno=True), 0
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if not name.endswith(".py") or not os.path.getsize(path):
+            continue
+        size = os.path.getsize(path)
+        vec = (ctypes.c_ubyte * ((size + 4095) // 4096))()
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as mapped:
+            libc.mincore(ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(mapped))), size, vec)
+        total += sum(4 for v in vec if v & 1)
+    return total
+
+
+def test_a_run_whose_kernel_memory_was_its_files_drops_no_page_cache() -> None:
+    """What a run's files hold in the kernel's memory (extended attributes: 114 MiB in 30 ms) goes with the box's
+    reset; a reclaim of the worker's cgroup for it dropped the host's page cache of every shared file its runs
+    had read first, which every neighbour then read again from disk."""
+    with _server(4096, 1, 512) as client:
+        assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
+        run = {"language": "python", "code": _READ_STDLIB, "memory_limit_MB": 512, "run_timeout": 20}
+        folder = client.post("/run_code", json=run).json()["run_result"]["stdout"].strip()
+        if not os.path.isdir(folder):
+            pytest.skip(f"the runtime's standard library ({folder}) is not the host's here")
+        for name in os.listdir(folder):  # out of the host's cache, so that the run's read charges its worker
+            with contextlib.suppress(OSError), open(os.path.join(folder, name), "rb") as f:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        assert client.post("/run_code", json=run).json()["run_result"]["stdout"].strip() == folder
+        cached = _resident_kb(folder)
+        assert cached > 1024, f"{cached} KiB of the standard library cached: too little to tell"
+        xattrs = {"language": "python", "code": _XATTRS, "memory_limit_MB": 512, "run_timeout": 20}
+        assert client.post("/run_code", json=xattrs).json()["run_result"]["stdout"] == "set\n"
+        assert _resident_kb(folder) > cached // 2, "the worker's reclaim dropped the host's page cache"

@@ -149,11 +149,13 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
 
 def _given_back(report: R, memory: MemoryCgroup | None) -> R:
     """``report``, once what the run left in the kernel's memory (every process of it is gone) is given back:
-    never the next run's. Where it cannot be given back here (see ``MemoryCgroup.give_back``), the report says
-    so (``left``): the agent resets the box before it answers, and the reset says whether the worker must be
-    replaced. Most of what a cheap run leaves is its files' (inodes, extended attributes), which the reset
-    frees: a worker replaced for them would cost the host half a second of CPU for a run of milliseconds."""
-    if memory is not None and "broken" not in report and not memory.give_back():
+    never the next run's. Where the run left too much (see ``MemoryCgroup.give_back``), the report says so
+    (``left``): the agent resets the box before it answers, and the reset gives back what is still held, or
+    says the worker must be replaced where it cannot (a container). Most of what a cheap run leaves is its files'
+    (inodes, extended attributes), which the reset frees: a worker replaced for them would cost the host half a
+    second of CPU for a run of milliseconds, and a reclaim of its cgroup drops the host's page cache of every
+    shared file its runs read first (a toolchain's), which every neighbour then reads again from disk."""
+    if memory is not None and "broken" not in report and memory.holds_left():
         cast(dict[str, object], report)["left"] = True
     return report
 

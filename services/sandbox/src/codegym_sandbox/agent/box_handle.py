@@ -111,6 +111,10 @@ class BoxHandle:
         self.end_series()  # the box ends a test series at any command that is not one of its tests
         if not self.dirty:
             return
+        # The old scratch goes now: held here, its mount (and what its files hold of the kernel's memory) would
+        # outlive the reset, and the box, which asks its memory cgroup after the reset, would give that back by a
+        # reclaim of the whole cgroup, the host's page cache of every shared file its runs read first with it.
+        self._set_scratch(-1)
         try:
             assert self.ctl is not None
             self.ctl.sendall(b'{"op":"reset"}')

@@ -143,6 +143,10 @@ class MemoryCgroup:
             known = self.kernel_kb()
         self.floor_kb = known
 
+    def holds_left(self) -> bool:
+        """Whether the kernel memory here passes the floor by :data:`LEFT_KB` (see :meth:`give_back`)."""
+        return self.floor_kb is not None and self.kernel_kb() - self.floor_kb >= self.LEFT_KB
+
     def give_back(self) -> bool:
         """Reclaim what earlier runs left charged here that no process holds (the kernel's entries of names they
         looked up, the page cache of files they read) once their kernel memory passes :data:`LEFT_KB`: left

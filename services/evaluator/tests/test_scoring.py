@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import json
 import ssl
 import subprocess
 import threading
@@ -291,3 +292,21 @@ async def test_the_verdict_of_a_program_is_the_servers(program: str, tests: list
     async with Scorer(SANDBOX, transport=httpx.MockTransport(answer)) as scorer:
         (score,) = await scorer.score_group(ADD, ["print(3)"])
     assert (score.verdict, score.test_verdicts) == (program, tests)  # never derived again from the tests
+
+
+async def test_every_program_runs_afresh_unless_the_cache_is_asked_for(sandbox: httpx.ASGITransport) -> None:
+    """A program whose answer was a lucky guess (os.urandom, the time) once was paid again from the sandbox's
+    result cache for every later sample of its text: a Scorer asks for fresh runs unless told otherwise."""
+    asked: list[bool] = []
+
+    class Recording(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            asked.append(bool(json.loads(request.read()).get("cache", True)))
+            return await sandbox.handle_async_request(request)
+
+    for cache in (False, True):
+        asked.clear()
+        scorer = Scorer(SANDBOX, transport=Recording(), batch_runs=0, cache=True) if cache else None
+        async with scorer or Scorer(SANDBOX, transport=Recording(), batch_runs=0) as used:
+            await used.score_group(ADD, ["a, b = map(int, input().split())\nprint(a + b)\n"], extract=False)
+        assert asked and set(asked) == {cache}

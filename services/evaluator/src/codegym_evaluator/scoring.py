@@ -127,8 +127,10 @@ class Scorer:
     sandbox app in-process. Programs that come back SE are asked again, ``retries`` times, as
     :class:`~codegym_evaluator.ask_again.AskAgain` decides for every route.
     ``early_stop`` stops a program at its first failing test (faster; partial credit is then lost);
-    ``which`` picks the first or last fenced block of a completion; ``cache=False`` asks the sandbox to run
-    every program even when it ran the same before.
+    ``which`` picks the first or last fenced block of a completion; ``cache=True`` lets the sandbox answer a
+    program it ran before from its result cache (to score the same completions again). Off by default: a reward,
+    or a pass@k, must judge every sample afresh, or a program whose answer was a lucky guess once (``os.urandom``,
+    the time) is paid again for every sample of its text.
     """
 
     def __init__(
@@ -145,7 +147,7 @@ class Scorer:
         request_timeout_s: float = 600.0,
         which: Literal["first", "last"] = "last",
         batch_runs: int = 64,
-        cache: bool = True,
+        cache: bool = False,
     ) -> None:
         if retries < 0:
             raise ValueError("retries must be >= 0")

@@ -34,9 +34,9 @@ def test_visible_tests_the_one_rule_of_what_a_model_may_see() -> None:
 
     three = task(3)
     assert PUBLIC_TESTS == 1 and three.visible_tests() == three.tests[:1]
-    # no split: the first N, always one hidden where there are two or more; a lone test is shown
+    # no split: the first N, always one hidden; a lone test is never shown (a later turn would fit it)
     assert [len(three.visible_tests(n)) for n in (0, 1, 2, 3, 9)] == [0, 1, 2, 2, 2]
-    assert [len(task(1).visible_tests(n)) for n in (0, 1, 9)] == [0, 1, 1]
+    assert [len(task(1).visible_tests(n)) for n in (0, 1, 9)] == [0, 0, 0]
     # a split: the dataset's public tests whatever the count, none where it marks none (never a hidden one)
     assert [len(task(3, public_tests=2).visible_tests(n)) for n in (0, 1, 9)] == [2, 2, 2]
     assert task(3, public_tests=0).visible_tests(9) == [] and task(3, public_tests=3).visible_tests(1) == three.tests

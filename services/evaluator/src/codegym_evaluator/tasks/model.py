@@ -62,10 +62,9 @@ class Task:
 
         A dataset's own public tests where it splits them from hidden ones (:attr:`public_tests`), however many.
         Else the first ``public_tests`` of the tests, which also judge the answer, always leaving at least one
-        hidden where the task has two or more (a repair that saw every test could fit them all). A task with one
-        test shows it (with ``public_tests >= 1``), as LiveCodeBench's self-repair shows its failing test; but one
-        assert test (HumanEval's ``check``) shows only its first ``public_tests`` asserts, and none where that
-        would hide none (``shown_asserts``).
+        hidden (a repair that saw every test could fit them all, and be paid for it): a task with one test shows
+        none of it, but where it is one assert test (HumanEval's ``check``) that holds more asserts than
+        ``public_tests``, its first ``public_tests`` asserts (``shown_asserts``).
         ``public_tests=0`` shows none of a task without a split. The visible tests are always the first of
         ``tests``. ``ValueError`` for a negative count.
 
@@ -78,10 +77,10 @@ class Task:
         marked = self.public_tests
         if marked is not None:
             return marked
-        if len(self.tests) == 1 and "assert_code" in self.tests[0]:
-            shown = first_asserts(str(self.tests[0]["assert_code"]), public_tests)
+        if len(self.tests) == 1:
+            shown = first_asserts(str(self.tests[0].get("assert_code", "")), public_tests)
             return [] if shown is None else [{**self.tests[0], "assert_code": shown}]
-        return self.tests[: min(public_tests, max(len(self.tests) - 1, 1))]
+        return self.tests[: min(public_tests, len(self.tests) - 1)]
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""

@@ -26,9 +26,45 @@ def first_asserts(code: str, count: int) -> str | None:
         return None
     for body, stmt in asserting[count:]:
         body.remove(stmt)
+    _prune(bodies)
+    for body in bodies:
         if not body:
             body.append(ast.Pass())
     return ast.unparse(tree) + "\n"
+
+
+def _prune(bodies: list[list[ast.stmt]]) -> None:
+    """Drop from ``bodies`` what binds names nothing kept reads: the data tables, expected values and reference
+    functions only the hidden asserts used, which would show them (every case's input and answer, the oracle)."""
+    binding = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    candidates = [(body, stmt) for body in bodies for stmt in body if isinstance(stmt, binding)]
+    kept = [stmt for body in bodies for stmt in body if not isinstance(stmt, binding)]
+    needed = {name for stmt in kept for name in _reads(stmt)}
+    chosen: set[int] = set()
+    grown = True
+    while grown:
+        grown = False
+        for _, stmt in candidates:
+            if id(stmt) not in chosen and _binds(stmt) & needed:
+                chosen.add(id(stmt))
+                needed |= _reads(stmt)
+                grown = True
+    for body, stmt in candidates:
+        if id(stmt) not in chosen:
+            body.remove(stmt)
+
+
+def _binds(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _reads(stmt: ast.stmt) -> set[str]:
+    """The names ``stmt`` reads (a function's: those its defaults and decorators read; its body's statements are
+    weighed one by one where they are in ``bodies``, and read whole where they are not)."""
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _asserts(stmt: ast.stmt) -> bool:

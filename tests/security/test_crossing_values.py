@@ -44,3 +44,22 @@ def _verdicts(client: TestClient, tests: str, programs: list[str]) -> list[str]:
 def test_a_mapping_crosses_with_its_own_equality(hostile: TestClient, case: str) -> None:
     tests, wrong, right = CASES[case]
     assert _verdicts(hostile, tests, [wrong, right]) == ["WA", "AC"]
+
+
+@pytest.mark.parametrize(
+    ("program", "tests"),
+    [
+        (
+            "def touch(d):\n    d.move_to_end('a')\n",
+            "from collections import OrderedDict\nd = OrderedDict([('a', 1), ('b', 2)])\ntouch(d)\n"
+            "assert list(d) == ['b', 'a']\n",
+        ),
+        (
+            "def count(c):\n    c['x'] += 1\n    return c['zz']\n",
+            "from collections import Counter\nc = Counter()\nassert count(c) == 0\nassert c['x'] == 1\n",
+        ),
+    ],
+    ids=["ordered", "counted"],
+)
+def test_a_mapping_changed_in_place_reaches_the_tests(hostile: TestClient, program: str, tests: str) -> None:
+    assert _verdicts(hostile, tests, [program]) == ["AC"]

@@ -191,8 +191,8 @@ def _update(original: Any, changed: Any) -> None:
         return
     if isinstance(original, list) and isinstance(changed, list):
         original[:] = changed
-    elif isinstance(original, (dict, set)) and type(changed) is type(original):
-        original.clear()
+    elif (isinstance(original, dict) and isinstance(changed, dict)) or type(changed) is type(original) is set:
+        original.clear()  # then filled in the changed order: an OrderedDict's move_to_end holds
         original.update(changed)
     elif isinstance(original, bytearray) and isinstance(changed, bytearray):
         original[:] = changed

@@ -154,7 +154,8 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> CallAns
     kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
     result = function(*args, **kwargs)
     # Arguments the program may have changed in place go back too, as a caller would see them.
-    after = {str(i): encode(a, refs) for i, a in enumerate(args) if type(a) in (list, dict, set, bytearray)}
+    # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
+    after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
     return {"value": encode(result, refs), "changed": after}
 
 

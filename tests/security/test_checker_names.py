@@ -247,3 +247,19 @@ def test_a_programs_exception_is_caught_as_its_builtin_base(hostile: TestClient,
         ended = f"{stop}def parse(s):\n    raise {name}()\n"
         loop = "for x in map(parse, ['a']):\n    pass\nassert False\n"
         assert [r["verdict"] for r in _evaluate(hostile, [ended], loop)] in (["RE"], ["WA"]), stop
+
+
+def test_a_programs_builtins_are_never_the_tests(hostile: TestClient) -> None:
+    """Tests that look names up as they run take every name the program binds, but never one of Python's own: a
+    program's ``__builtins__ = {"abs": ...}`` became the tests' builtins, and a wrong program passed."""
+    fake = "def f(x):\n    return 0.0\ndef _abs(v):\n    return 0.0\n__builtins__ = {'abs': _abs, 'eval': eval}\n"
+    tests = "def _show(s):\n    return eval(s)\n\nassert abs(f(2.0) - 4.0) < 1e-9\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [fake, "def f(x):\n    return x * x\n"], tests)] == ["WA", "AC"]
+
+
+def test_a_function_the_tests_name_stays_the_programs_beside_a_dynamic_lookup(hostile: TestClient) -> None:
+    """``chunk``, ``trace``, ``copy``: a module's name, and the task's function. Named by the tests, it is the
+    program's, though they also look names up as they run."""
+    program = "def chunk(xs, n):\n    return [xs[i:i + n] for i in range(0, len(xs), n)]\n"
+    tests = 'assert chunk([1, 2, 3], 2) == [[1, 2], [3]]\nassert callable(globals()["chunk"])\n'
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]

@@ -28,3 +28,11 @@ def test_defaults() -> None:
     assert s.limits.output_bytes == 8 << 20 and s.limits.run_timeout_s == 10.0
     # Programs see an allow-list of the host (agent/runtime.py): nothing needs hiding but what a site says.
     assert s.hide_paths == [] and s.runtime_packages is None
+
+
+def test_trusted_proxies_are_addresses() -> None:
+    """Every hop trusted ("*") would take whatever a client writes in X-Forwarded-For for its address."""
+    assert Settings(trusted_proxies=["10.0.0.5", "10.1.0.0/16"]).trusted_proxies == ["10.0.0.5", "10.1.0.0/16"]
+    for bad in ("*", "proxy.example.org"):
+        with pytest.raises(ValidationError, match="TRUSTED_PROXIES"):
+            Settings(trusted_proxies=[bad])

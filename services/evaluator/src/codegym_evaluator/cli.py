@@ -101,7 +101,8 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"codegym-eval: bad settings:\n{exc}", file=sys.stderr)
         return 2
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told not to: a client is where it connects from.
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info", proxy_headers=False)
     return 0
 
 

@@ -271,6 +271,14 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"binding {self.host} exposes the sandbox beyond this machine: set CODEGYM_SANDBOX_API_TOKEN"
             )
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy)
+            except ValueError:
+                # "*" would take whatever a client writes in X-Forwarded-For for its address: any client at all.
+                raise ValueError(
+                    f"TRUSTED_PROXIES: {proxy[:64]!r} is no address or network of a proxy in front of the server"
+                ) from None
         return self
 
 

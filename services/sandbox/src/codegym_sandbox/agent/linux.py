@@ -242,7 +242,12 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     if machine == "x86_64":
         # x32 syscalls alias the 64-bit ones with bit 30 set; a filter on numbers alone would miss them.
         prog += [(_BPF_JGE_K, 0, 1, 0x40000000), _ret(_EPERM)]
-    lists = ((syscall_table.DENIED, _EPERM), (syscall_table.ABSENT, _ENOSYS), (syscall_table.IGNORED, _RET_ERRNO))
+    lists = (
+        (syscall_table.DENIED, _EPERM),
+        (syscall_table.ABSENT, _ENOSYS),
+        (syscall_table.UNSUPPORTED, _EINVAL),
+        (syscall_table.IGNORED, _RET_ERRNO),
+    )
     for names, action in lists:
         for name in names:
             if name in table:  # some have no number on some machines (iopl, inotify_init on aarch64)

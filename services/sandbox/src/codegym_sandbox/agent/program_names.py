@@ -148,14 +148,17 @@ def asked(
     """
     used = used_names(tests)
     # Tests that look names up as they run (``eval("add(1, 2)")``, ``globals()[name]``) may use any of the
-    # program's names: every one is theirs then, each name of a module the module.
+    # program's names: every one is theirs then, and one of them they name nowhere that names a module is the
+    # module. Never a name of Python's own (``__builtins__``: bound at the tests' top level, a program's dict
+    # would be the tests' builtins).
     dynamic = not _DYNAMIC.isdisjoint(used)
-    theirs = ((defined if dynamic else used & defined) | declared) - (builtin - declared)
+    own = {name for name in (defined if dynamic else used & defined) if not (name[:2] == name[-2:] == "__")}
+    theirs = (own | declared) - (builtin - declared)
     if not theirs:
         return [], {}
     imports, namespaces = _uses(tests)
     theirs -= imports
-    named = theirs if dynamic else namespaces & theirs
+    named = (namespaces & theirs) | ((theirs - used - declared) if dynamic else set())
     modules = {name: module for name in named if (module := module_of(name)) is not None}
     return sorted(theirs - modules.keys()), modules
 

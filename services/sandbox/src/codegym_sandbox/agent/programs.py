@@ -91,7 +91,10 @@ def set_limits(limits: Limits, contained: bool, supervisors: int = 0, series: bo
     # The stack of every run, whatever the server was started with (a shell's 8 MiB, a cluster's "unlimited"):
     # else the same deep recursion passed on one deployment and crashed on another. Not more: a thread's stack
     # is as large by default, and counts in the address space of runs held to their memory by it.
-    set_limit(resource.RLIMIT_STACK, STACK_BYTES)
+    try:  # and as far as a program may raise it, as its own (`ulimit -s unlimited` in a solution's first lines)
+        set_limit(resource.RLIMIT_STACK, STACK_BYTES, resource.RLIM_INFINITY)
+    except (ValueError, OSError):  # a supervisor that may not raise its own hard limit: that limit, then
+        set_limit(resource.RLIMIT_STACK, STACK_BYTES, resource.getrlimit(resource.RLIMIT_STACK)[1])
     # POSIX message queues (which the seccomp filter refuses) are charged to the host user, not to the run.
     set_limit(resource.RLIMIT_MSGQUEUE, 0)
     # No locked memory: a run that locked pages of a file every run reads (a toolchain's) held them in the memory

@@ -35,13 +35,14 @@ ABSENT = [
     # A timer that signals SIGCONT (and F_SETSIG's, below) wakes a process the agent stopped between a session's
     # cells, which then computes outside any slot (as on a kernel without CONFIG_POSIX_TIMERS; setitimer stays).
     "timer_create",
-    # Pipes and sockets that hold the page cache of a file itself, not a copy: one byte spliced or sent of each
-    # folio pins a whole file's cache, charged to whoever read it first (another worker, whose honest run then
-    # cannot grow: MLE), and no reclaim can take it. Copies fall back to read and write (shutil, Go, libuv).
-    "splice", "tee", "vmsplice", "sendfile",
     # Its open flags are behind a pointer, where the filter cannot refuse O_DIRECT (see linux._seccomp_program).
     "openat2",
 ]  # fmt: skip
+# Refused as a file or socket that cannot do them refuses them (EINVAL), which every runtime reads as "copy it
+# yourself" (libuv and the JDK fall back on EINVAL, not on ENOSYS): pipes and sockets that hold the page cache
+# of a file itself, not a copy. One byte spliced or sent of each folio pins a whole file's cache, charged to
+# whoever read it first (another worker, whose honest run then cannot grow: MLE), and no reclaim can take it.
+UNSUPPORTED = ["splice", "tee", "vmsplice", "sendfile"]
 # Done as nothing (they answer 0): what they ask for reaches past the run. sync() and syncfs() flush the host's
 # file systems (a run's writable mounts are tmpfs: it has nothing to flush), thousands of times a second; and
 # fadvise() drops the host's page cache of any file the run can read (overlayfs passes it on to the real file),

@@ -28,7 +28,18 @@ FORMS = {
     "functions-then-unittest-main": "import unittest\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
     "if __name__ == '__main__':\n    unittest.main()\n",
     "functions-then-exit": "import sys\n\ndef test_add():\n    assert add(1, 2) == 3\n\nsys.exit(0)\n",
-    "named-not-called": "def test_add():\n    assert add(1, 2) == 3\n\nALL = [test_add]\ntest_add.timeout = 5\n",
+    "pytest-class-table-and-setup": "class TestAdd:\n    test_cases = [((1, 2), 3)]\n\n    @classmethod\n"
+    "    def setup_class(cls):\n        cls.want = 3\n\n    def test_all(self):\n"
+    "        for args, want in self.test_cases:\n            assert add(*args) == want == self.want\n",
+    "pytest-class-inherited": "class Base:\n    def test_add(self):\n        assert add(1, 2) == 3\n\n"
+    "class TestAdd(Base):\n    pass\n",
+    # A script that runs its own tests, with state they share: each runs once, as in `python main.py`.
+    "script-shared-state": "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\ntest_a()\n",
+    "unittest-main-shared-state": "import unittest\nlog = []\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+    "        log.append(add(1, 2))\n        self.assertEqual(log, [3])\n\n"
+    "if __name__ == '__main__':\n    unittest.main()\n",
+    "generator-the-code-drives": "def test_cases():\n    yield (1, 2), 3\n\nfor args, want in test_cases():\n"
+    "    assert add(*args) == want\n",
     "expected-failure": "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.expectedFailure\n"
     "    def test_add(self):\n        self.assertNotEqual(add(1, 2), 3)\n",
     "file-of-main": "def test_add():\n    assert add(1, 2) == 3\n\nif __name__ == '__main__':\n    print(__file__)\n",

@@ -271,12 +271,14 @@ def check(checker: Checker, tests: Tests) -> str:
             scope.update({name: undefined(name) for name in tests.declared}, **found)
             scope.update((name, checker.load(module)) for name, module in modules.items())
             with test_forms.as_main(module):
+                exited = False
                 try:
                     exec(tests.code, scope)
                 except SystemExit as exc:  # the tests' own (see below): pytest would still run their functions
                     if not test_forms.ended_well(exc):
                         raise
-                test_forms.run_collected(tests.code, scope, tests.declared)
+                    exited = True
+                test_forms.run_collected(tests.code, scope, tests.declared, exited)
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process

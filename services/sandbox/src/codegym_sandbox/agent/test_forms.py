@@ -41,20 +41,21 @@ def ended_well(exc: SystemExit) -> bool:
     return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
 
 
-def run_collected(code: types.CodeType, scope: dict[str, object], declared: frozenset[str]) -> None:
-    """Run what a test runner would collect from the tests' scope once their code ran (or ended in an exit that
-    says it passed: pytest would still run the test functions). An assertion of theirs that fails raises, as it
-    would have in the code; a test that cannot be run here (it needs pytest's fixtures, or is a generator or a
-    coroutine) is the tests' error, never a pass.
+def run_collected(code: types.CodeType, scope: dict[str, object], declared: frozenset[str], exited: bool) -> None:
+    """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
+    itself (``exited``: it ended in an exit that says it passed, which ``unittest.main()`` makes once it ran its
+    cases). An assertion of theirs that fails raises, as it would have in the code; a test that cannot be run here
+    (it needs pytest's fixtures, or is a generator or a coroutine) is the tests' error, never a pass. What the code
+    names it runs itself, as a script does: run again, a test that counts on state its first run left fails.
 
     - HumanEval's ``check`` that the code never calls: called with the task's declared entry point, as HumanEval's
       harness does.
-    - pytest's ``test*`` functions, every one that needs no argument (called by the code too or not: pytest runs
-      them all), and one that needs arguments where the code never names it (no helper of the code's).
-    - pytest's ``Test*`` classes (no ``unittest.TestCase``, no ``__init__``): each ``test*`` method on a new
-      instance, between its ``setup_method`` and ``teardown_method``.
-    - unittest's cases (again, where the code ran them with ``unittest.main(exit=False)``, which fails nothing:
-      a runner's own report is no verdict).
+    - pytest's ``test*`` functions the code never names.
+    - pytest's ``Test*`` classes the code never names (no ``unittest.TestCase``, no ``__init__`` of their own or
+      inherited): each ``test*`` method (inherited too) on a new instance, between ``setup_method`` and
+      ``teardown_method``, all of them between the class's ``setup_class`` and ``teardown_class``.
+    - unittest's cases, unless ``unittest.main()`` ran them (again, where it ran them with ``exit=False``, which
+      fails nothing: a runner's own report is no verdict).
     """
     named = program_names.loaded_names(code)
     check = scope.get("check")
@@ -64,21 +65,13 @@ def run_collected(code: types.CodeType, scope: dict[str, object], declared: froz
             check(scope[entry])
     unittest = sys.modules.get("unittest")
     for name, value in list(scope.items()):
-        if not name.startswith(("test", "Test")):
+        if not name.startswith(("test", "Test")) or name in named:
             continue
-        if _theirs(value) and (not _needs_arguments(value) or name not in named):
+        if _theirs(value):
             _run(value)
-        elif _pytest_class(value, unittest):
-            for method in [m for m in vars(value) if m.startswith("test")]:
-                instance = value()  # type: ignore[operator]
-                test = getattr(instance, method)
-                for hook in ("setup_method", None, "teardown_method"):
-                    if hook is None:
-                        _run(test)
-                    elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
-                        step = getattr(instance, hook)
-                        step(test) if step.__code__.co_argcount > 1 else step()
-    if unittest is None:
+        elif isinstance(value, type) and _pytest_class(value, unittest):
+            _run_class(value)
+    if unittest is None or exited:
         return
     cases = [
         value
@@ -95,21 +88,34 @@ def run_collected(code: types.CodeType, scope: dict[str, object], declared: froz
         raise AssertionError("the tests' cases failed")
 
 
+def _run_class(cls: type) -> None:
+    """A pytest class's tests, as pytest runs them."""
+    methods = [m for m in dir(cls) if m.startswith("test") and callable(getattr(cls, m))]
+    if hasattr(cls, "setup_class"):
+        cls.setup_class()
+    try:
+        for method in methods:
+            instance = cls()
+            test = getattr(instance, method)
+            for hook in ("setup_method", None, "teardown_method"):
+                if hook is None:
+                    _run(test)
+                elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
+                    step = getattr(instance, hook)
+                    step(test) if step.__code__.co_argcount > 1 else step()
+    finally:
+        if hasattr(cls, "teardown_class"):
+            cls.teardown_class()
+
+
 def _theirs(value: object) -> TypeGuard[types.FunctionType]:
     """Whether ``value`` is a function the tests defined (never one of the program's, which are stand-ins)."""
     return isinstance(value, types.FunctionType) and value.__code__.co_filename == _TESTS_FILE
 
 
-def _needs_arguments(function: types.FunctionType) -> bool:
-    code = function.__code__
-    return code.co_argcount > len(function.__defaults__ or ()) or bool(
-        set(code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount])
-        - set(function.__kwdefaults__ or {})
-    )
-
-
-def _pytest_class(value: object, unittest: types.ModuleType | None) -> bool:
-    if not isinstance(value, type) or value.__module__ != "__main__" or "__init__" in vars(value):
+def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
+    """A class of the tests' that pytest collects: none with an ``__init__`` (its own or a base's but object's)."""
+    if value.__module__ != "__main__" or value.__init__ is not object.__init__:  # type: ignore[misc]
         return False
     return unittest is None or not issubclass(value, unittest.TestCase)
 

@@ -310,3 +310,12 @@ async def test_every_program_runs_afresh_unless_the_cache_is_asked_for(sandbox: 
         async with scorer or Scorer(SANDBOX, transport=Recording(), batch_runs=0) as used:
             await used.score_group(ADD, ["a, b = map(int, input().split())\nprint(a + b)\n"], extract=False)
         assert asked and set(asked) == {cache}
+
+
+async def test_a_lone_surrogate_fails_no_request(sandbox: httpx.ASGITransport) -> None:
+    """A model can write a lone surrogate, which no UTF-8 file holds: sent as it was, it failed the request's
+    encoding, and the whole group's scores (its honest neighbours') with it."""
+    async with Scorer(SANDBOX, transport=sandbox, batch_runs=0) as scorer:
+        right = "a, b = map(int, input().split())\nprint(a + b)\n"
+        got = await scorer.score_group(ADD, [right, right + "# \ud800\n"], extract=False)
+    assert [s.verdict for s in got] == ["AC", "AC"]

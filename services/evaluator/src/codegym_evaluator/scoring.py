@@ -78,8 +78,15 @@ class Unavailable:
     verdict: Verdict = Verdict.SE
 
 
+def writable(text: str) -> str:
+    """``text`` as a file can hold it: a lone surrogate (a model can write one; no UTF-8 file holds it) becomes
+    U+FFFD. Sent as it was, it failed the request's encoding, and the whole group's scores with it."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def build_program(task: Task, code: str) -> str:
     """The program the sandbox runs: the task's starter code followed by the model's code."""
+    code = writable(code)
     if not task.starter_code:
         return code
     sep = "" if task.starter_code.endswith("\n") else "\n"

@@ -71,7 +71,7 @@ from codegym_sandbox.models import CallComparison
 from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
-from .scoring import Scorer
+from .scoring import Scorer, writable
 from .trl_rows import RowTests, row_tests
 
 Api = Literal["native", "fusion"]
@@ -213,7 +213,7 @@ def _codes(completions: Sequence[Any]) -> list[str]:
     out = []
     for c in completions:
         text = c if isinstance(c, str) else str(c[-1].get("content", "")) if isinstance(c, list) and c else ""
-        out.append(extract_code(text).code)
+        out.append(writable(extract_code(text).code))  # a lone surrogate fails no neighbour's request
     return out
 
 

@@ -218,3 +218,18 @@ def test_a_call_runs_output_past_what_json_reads_is_a_wrong_answer() -> None:
     for stdout in ("1" * 5000, "[" * 100_000, "not json"):
         answer = {"status": "Success", "run_result": {"status": "Finished", "stdout": stdout}}
         assert reward._fusion_passed(answer, row.tests[0], row) is False
+
+
+@pytest.mark.parametrize("api", ["native", "fusion"])
+def test_the_prompts_imports_leave_a_programs_future_imports_first(url: str, api: str) -> None:
+    """``from __future__`` must open a file: put after the prompt's imports, an honest completion did not compile."""
+    prompt = [
+        {
+            "role": "user",
+            "content": "Complete:\n```python\nfrom typing import List\n\ndef f(xs: List[int]) -> int:\n```",
+        }
+    ]
+    future = "```python\nfrom __future__ import annotations\n\ndef f(xs: list[int]) -> int:\n    return sum(xs)\n```"
+    reward = CodeReward(url, api=api)  # type: ignore[arg-type]
+    got = reward(prompts=[prompt], completions=[future], test_list=[["assert f([1, 2]) == 3"]], entry_point=["f"])
+    assert got == [1.0]

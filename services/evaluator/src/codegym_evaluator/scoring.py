@@ -6,6 +6,7 @@ verdict of its own, ``SE``: never an exception and never a wrong answer, so a tr
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -86,11 +87,37 @@ def writable(text: str) -> str:
 
 def build_program(task: Task, code: str) -> str:
     """The program the sandbox runs: the task's starter code followed by the model's code."""
-    code = writable(code)
-    if not task.starter_code:
+    return with_starter(task.starter_code, writable(code))
+
+
+def with_starter(starter: str, code: str) -> str:
+    """``starter`` followed by ``code``, whose ``from __future__`` imports go first: they must open the file, and
+    the starter put them out of place (an honest ``from __future__ import annotations`` was a SyntaxError)."""
+    if not starter:
         return code
-    sep = "" if task.starter_code.endswith("\n") else "\n"
-    return f"{task.starter_code}{sep}{code}"
+    futures, code = _futures(code)
+    sep = "" if starter.endswith("\n") else "\n"
+    return f"{futures}{starter}{sep}{code}"
+
+
+def _futures(code: str) -> tuple[str, str]:
+    """The ``from __future__`` imports that open ``code`` (after its docstring), and the rest of it."""
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "", code
+    first = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
+    leading = []
+    for node in body[first:]:
+        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            break
+        leading.append(node)
+    if not leading:
+        return "", code
+    lines = code.splitlines(keepends=True)
+    taken = {i for node in leading for i in range(node.lineno - 1, (node.end_lineno or node.lineno))}
+    futures = "".join(lines[i] if lines[i].endswith("\n") else lines[i] + "\n" for i in sorted(taken))
+    return futures, "".join(line for i, line in enumerate(lines) if i not in taken)
 
 
 def evaluate_body(

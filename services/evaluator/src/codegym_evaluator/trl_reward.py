@@ -71,7 +71,7 @@ from codegym_sandbox.models import CallComparison
 from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
-from .scoring import Scorer, writable
+from .scoring import Scorer, with_starter, writable
 from .trl_rows import RowTests, row_tests
 
 Api = Literal["native", "fusion"]
@@ -258,7 +258,7 @@ class AsyncCodeReward(_Base):
 
             async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
                 nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
-                program, stdin = reward._fusion_program(row.prelude + codes[i], test, row, nonce)
+                program, stdin = reward._fusion_program(with_starter(row.prelude, codes[i]), test, row, nonce)
                 body = {
                     "code": program,
                     "language": row.language,

@@ -66,6 +66,14 @@ async def test_one_assert_test_shows_its_first_asserts_and_hides_the_rest(sandbo
     )
     (cut,) = Task("t", "", "assert", [{"assert_code": hidden}], "add").visible_tests(1)
     assert "cases" not in cut["assert_code"] and "_ref" not in cut["assert_code"], cut["assert_code"]
+    # Nor what merely builds or shows them, nor checks written as a raise.
+    built = (
+        "def check(candidate):\n    assert candidate(1, 2) == 3\n    more = []\n    more.append(((5, 7), 12))\n"
+        "    print(more)\n    for args, want in more:\n        assert candidate(*args) == want\n"
+        "    if candidate(10, -3) != 7:\n        raise AssertionError\n\ncheck(add)\n"
+    )
+    (cut,) = Task("t", "", "assert", [{"assert_code": built}], "add").visible_tests(1)
+    assert "12" not in cut["assert_code"] and "10, -3" not in cut["assert_code"], cut["assert_code"]
     lone = Task("t", "", "assert", [{"assert_code": "assert add(1, 2) == 3\n"}], "add")
     assert lone.visible_tests(1) == []
     # What is shown runs: a program that fits it passes it, and fails the task.

@@ -26,49 +26,76 @@ def first_asserts(code: str, count: int) -> str | None:
         return None
     for body, stmt in asserting[count:]:
         body.remove(stmt)
-    _prune(bodies)
+    # A function that checks nothing (a helper) is kept or dropped whole; one that checks (``check``) is cut.
+    checking = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    checking = [node for node in checking if any(_asserts(stmt) for stmt in node.body)]
+    _prune([tree.body, *(node.body for node in checking)], {id(node) for node in checking})
     for body in bodies:
         if not body:
             body.append(ast.Pass())
     return ast.unparse(tree) + "\n"
 
 
-def _prune(bodies: list[list[ast.stmt]]) -> None:
-    """Drop from ``bodies`` what binds names nothing kept reads: the data tables, expected values and reference
-    functions only the hidden asserts used, which would show them (every case's input and answer, the oracle)."""
-    binding = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    candidates = [(body, stmt) for body in bodies for stmt in body if isinstance(stmt, binding)]
-    kept = [stmt for body in bodies for stmt in body if not isinstance(stmt, binding)]
-    needed = {name for stmt in kept for name in _reads(stmt)}
-    chosen: set[int] = set()
+def _prune(bodies: list[list[ast.stmt]], cut: set[int]) -> None:
+    """Keep in ``bodies`` only what the shown asserts need: themselves, the calls that run them (``check(add)``),
+    and what binds or changes a name they read, in turn. The rest goes: the tables, expected values and reference
+    functions only the hidden asserts read, and what merely shows them (``print(CASES)``, ``cases.append(...)``)."""
+    functions = {stmt.name for stmt in bodies[0] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    statements = [stmt for body in bodies for stmt in body]
+    kept = {id(stmt) for stmt in statements if _asserts(stmt) or _runs(stmt, functions)}
+    needed = {name for stmt in statements if id(stmt) in kept for name in _reads(stmt, cut)}
     grown = True
     while grown:
         grown = False
-        for _, stmt in candidates:
-            if id(stmt) not in chosen and _binds(stmt) & needed:
-                chosen.add(id(stmt))
-                needed |= _reads(stmt)
+        for stmt in statements:
+            if id(stmt) not in kept and _writes(stmt) & needed:
+                kept.add(id(stmt))
+                needed |= _reads(stmt, cut)
                 grown = True
-    for body, stmt in candidates:
-        if id(stmt) not in chosen:
-            body.remove(stmt)
+    for body in bodies:
+        body[:] = [stmt for stmt in body if id(stmt) in kept]
 
 
-def _binds(stmt: ast.stmt) -> set[str]:
+def _runs(stmt: ast.stmt, functions: set[str]) -> bool:
+    """Whether ``stmt`` is a call of one of the tests' own functions (HumanEval's ``check(candidate)``)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in functions
+
+
+def _writes(stmt: ast.stmt) -> set[str]:
+    """The names ``stmt`` binds, or changes in place (``cases.append(...)``, ``table[k] = v``)."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {stmt.name}
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    out: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            out |= _root(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            out |= _root(node.func.value)
+    return out
 
 
-def _reads(stmt: ast.stmt) -> set[str]:
-    """The names ``stmt`` reads (a function's: those its defaults and decorators read; its body's statements are
-    weighed one by one where they are in ``bodies``, and read whole where they are not)."""
-    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+def _root(expr: ast.expr) -> set[str]:
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return {expr.id} if isinstance(expr, ast.Name) else set()
+
+
+def _reads(stmt: ast.stmt, cut: set[int]) -> set[str]:
+    """The names ``stmt`` reads; a function's that is cut (``cut``), those its decorators and defaults read (its
+    body's statements are weighed one by one)."""
+    parts: list[ast.AST] = [stmt]
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(stmt) in cut:
+        parts = [*stmt.decorator_list, *stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d is not None)]
+    return {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _asserts(stmt: ast.stmt) -> bool:
-    """Whether ``stmt`` asserts anything (an ``assert``, or one inside it), not counting a function it defines."""
+    """Whether ``stmt`` checks anything (an ``assert``, or a ``raise``, in it), not counting a function it defines."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return False
-    return any(isinstance(node, ast.Assert) for node in ast.walk(stmt))
+    return any(isinstance(node, (ast.Assert, ast.Raise)) for node in ast.walk(stmt))

@@ -206,12 +206,16 @@ def test_the_agent_reads_the_boxs_reports_as_their_types() -> None:
 def test_a_series_report_of_another_shape_breaks_the_series() -> None:
     status = {"exit_code": 0, "signal": None, "cpu": 0.1, "max_rss_kb": 10}
     assert box_protocol.read_series_report(json.dumps(status).encode()) == status
-    asserted = {**status, "supervisor": 5, "retired": False}
+    asserted = {**status, "supervisor": 5, "retired": False, "unparsed": False}
     assert box_protocol.read_series_report(json.dumps(asserted).encode()) == asserted
+    unparsed = {**status, "unparsed": True}  # the series' process's own compile found the source does not compile
+    assert box_protocol.read_series_report(json.dumps(unparsed).encode()) == unparsed
     for bad in (
         {"broken": True},  # says so
         {**status, "wall": 1.0},
         {**status, "supervisor": 5},  # half an assert status
+        {**status, "supervisor": 5, "retired": False},  # one without the checker's word on the compile
+        {**status, "unparsed": 1},
         {**status, "cpu": None},
         {**status, "exit_code": 300},
     ):

@@ -68,7 +68,7 @@ from .program_process import serve_program as serve_program  # the box forks eac
 
 _BUILTINS = frozenset(dir(builtins))
 WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
-OUTCOMES = ("passed", "failed", "error", "ended")
+OUTCOMES = ("passed", "failed", "error", "ended", "unparsed")
 T = TypeVar("T")
 R = TypeVar("R")
 

@@ -155,10 +155,7 @@ class MemoryCgroup:
         cgroup's count, would take it for theirs. False where that much is left and cannot be given back here:
         a container's cgroup is its engine's, and the worker must be replaced (its cgroup goes with it).
         """
-        kernel_kb = self.kernel_kb()
-        if self.floor_kb is None:
-            self.floor_kb = kernel_kb  # the supervisors' own, before any run
-        if kernel_kb - self.floor_kb < self.LEFT_KB:
+        if not self.holds_left():  # the floor is the box's, taken as it starts (take_floor)
             return True
         if self.parent_fd < 0:
             return False

@@ -263,3 +263,76 @@ def test_a_function_the_tests_name_stays_the_programs_beside_a_dynamic_lookup(ho
     program = "def chunk(xs, n):\n    return [xs[i:i + n] for i in range(0, len(xs), n)]\n"
     tests = 'assert chunk([1, 2, 3], 2) == [[1, 2], [3]]\nassert callable(globals()["chunk"])\n'
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+
+
+# Tests that use a library's name without importing it (``Counter``, ``Fraction``, ``isclose``) rely on the
+# program's import of it. Where the task declares its entry point, such a name is the library's, whatever the
+# program defines by it; and a name the program binds by an import the checker imports itself.
+LIBRARY_NAMES = {  # the fake, an honest program's import and answer, and the tests
+    "counter": (
+        "def Counter(*a, **k):\n    return 7\n",
+        "from collections import Counter\n",
+        "xs",
+        "assert Counter(f([1, 2, 2])) == Counter({2: 2, 1: 1})\n",
+    ),
+    "fraction": (
+        "def Fraction(*a):\n    return 0\n",
+        "from fractions import Fraction\n",
+        "Fraction(len(xs), 1)",
+        "assert f([1, 2, 2]) == Fraction(3, 1)\n",
+    ),
+    "isclose": (
+        "def isclose(*a, **k):\n    return True\n",
+        "import math\nfrom math import isclose\n",
+        "math.sqrt(len(xs))",
+        "assert isclose(f([1, 2, 2]), 1.7320508075688772)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIBRARY_NAMES))
+def test_a_library_name_the_tests_do_not_import_is_the_librarys(hostile: TestClient, case: str) -> None:
+    fake, honest_import, answer, tests = LIBRARY_NAMES[case]
+    wrong, right = fake + "def f(xs):\n    return 0\n", honest_import + f"def f(xs):\n    return {answer}\n"
+    body = {"language": "python", "programs": [wrong, right], "tests": [{"assert_code": tests}], "function": "f"}
+    r = hostile.post("/v1/evaluate", json={**body, "limits": {"timeout_s": 3}})
+    wrong_verdict, right_verdict = (p["verdict"] for p in r.json()["results"])
+    assert wrong_verdict in ("WA", "RE") and right_verdict == "AC", r.text  # the library's Counter(0) raises
+
+
+def test_what_the_program_imports_the_checker_imports_itself(hostile: TestClient) -> None:
+    """The tests get the library's own class (``isinstance`` holds), not the program's process's, which the
+    program may have changed."""
+    patched = "import collections\ncollections.Counter.__eq__ = lambda *a: True\n"
+    tests = "c = Counter(f('abca'))\nassert isinstance(c, Counter) and c == Counter(a=2, b=1, c=1)\n"
+    honest = "from collections import Counter\ndef f(s):\n    return s\n"
+    wrong = patched + "from collections import Counter\ndef f(s):\n    return 'x'\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [wrong, honest], tests)] == ["WA", "AC"]
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert getattr(math, 'isclose')(volume(10), 4188.79, rel_tol=1e-3)\n",
+        "m = math\nassert m.isclose(volume(10), 4188.79, rel_tol=1e-3)\n",
+        "assert [math][0].isclose(volume(10), 4188.79, rel_tol=1e-3)\n",
+    ],
+    ids=["getattr", "alias", "list"],
+)
+def test_a_module_the_tests_use_other_than_by_attribute_is_the_module(hostile: TestClient, tests: str) -> None:
+    right = "import math\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3\n"
+    results = _evaluate(hostile, [FAKES["a namespace"] + WRONG_VOLUME, right], tests)
+    assert [r["verdict"] for r in results] == ["WA", "AC"], results
+
+
+def test_a_well_known_package_that_is_missing_is_no_programs_class(hostile: TestClient) -> None:
+    fake = "class sympy:\n    Rational = staticmethod(lambda *a: 0)\ndef f():\n    return 0\n"
+    (result,) = _evaluate(hostile, [fake], "assert f() == sympy.Rational(1, 3)\n")
+    assert result["verdict"] in ("WA", "RE"), result  # sympy's Rational (WA), or no sympy here (RE)
+
+
+def test_a_function_of_the_programs_passed_to_the_tests_is_the_programs(hostile: TestClient) -> None:
+    """``trace`` names a module, and the program's function: passed uncalled to the tests' ``check``."""
+    program = "def trace(m):\n    return sum(m[i][i] for i in range(len(m)))\n"
+    tests = "def check(candidate):\n    assert candidate([[1, 2], [3, 4]]) == 5\n\ncheck(trace)\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]

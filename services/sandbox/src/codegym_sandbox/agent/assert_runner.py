@@ -82,7 +82,7 @@ class Checker:
     def __init__(self, channel: Channel, source: str | None = None, sent: bool = False) -> None:
         self.channel = channel
         self.source: types.CodeType | str | None = None  # the program, while the program's process waits for it
-        self.defined: frozenset[str] = frozenset()  # what the program binds at top level: all the tests may ask
+        self.bound = program_names.Bound()  # what the program binds at top level: all the tests may ask
         if source is not None:
             self.take(source, sent)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
@@ -95,7 +95,7 @@ class Checker:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
         code = program_names.compiled(source) if not sent else source
         self.source = None if sent else code
-        self.defined = program_names.top_level_names(code)
+        self.bound = program_names.top_level_names(code)
         # The checker's own compile, not what the program's process says: a SyntaxError the tests raise, or the
         # program raises as it runs, is no compile error of its source.
         self.unparsed = isinstance(code, str) and not program_names.compiles(code)
@@ -163,11 +163,21 @@ class Checker:
         found.update((name, self.decode(data)) for name, data in answer["values"].items())
         return found
 
-    def load(self, module: str) -> types.ModuleType:
-        """The module ``module``, imported here (its ``ImportError`` is the tests' error)."""
+    def load(self, module: str, attr: str | None = None) -> Any:
+        """The module ``module`` (or its ``attr``, as ``from module import attr`` takes it), imported here (its
+        ``ImportError`` is the tests' error)."""
         before = len(sys.modules)
         try:
-            return importlib.import_module(module)
+            found = importlib.import_module(module)
+            if attr is None:
+                return found
+            try:
+                return getattr(found, attr)
+            except AttributeError:  # a submodule not imported yet, as ``from`` finds it
+                try:
+                    return importlib.import_module(f"{module}.{attr}")
+                except ImportError:
+                    raise ImportError(f"cannot import name {attr!r} from {module!r}", name=module) from None
         finally:
             self.imported = self.imported or len(sys.modules) != before
 
@@ -265,11 +275,11 @@ def check(checker: Checker, tests: Tests) -> str:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
             # tests') is the checker's own, whatever the program's process answers; and a name they use as a
             # module is the module, whatever the program bound to it.
-            wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
+            wanted, taken = program_names.asked(tests.code, checker.bound, _BUILTINS, tests.declared)
             found = checker.names(wanted)
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
-            scope.update((name, checker.load(module)) for name, module in modules.items())
+            scope.update((name, checker.load(*imported)) for name, imported in taken.items())
             with test_forms.as_main(module):
                 exited = False
                 try:

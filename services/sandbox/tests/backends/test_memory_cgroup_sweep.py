@@ -7,11 +7,13 @@ held memory without a bound (a run of 64 MiB held 1 GiB of socket buffers, and p
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from codegym_sandbox.agent.memory_cgroup import MemoryCgroup
 
 
@@ -27,3 +29,32 @@ def test_a_cgroup_is_swept_only_once_its_agent_is_gone(tmp_path: Path) -> None:
         os.utime(folder, (old, old))
     MemoryCgroup._sweep(str(tmp_path))
     assert live.exists() and young.exists() and not dead.exists()
+
+
+@pytest.mark.parametrize("refusal", [errno.ENOSPC, errno.ENOMEM])
+def test_a_worker_whose_memory_cgroup_the_kernel_refuses_does_not_start(
+    monkeypatch: pytest.MonkeyPatch, refusal: int
+) -> None:
+    """Where the host has a memory controller and refuses one more cgroup (its ids all taken), the worker does not
+    start: it started without one before, and its runs held kernel memory nothing bounded."""
+    made = MemoryCgroup.create()  # the tests run as root, on a host with a memory controller
+    assert made is not None
+    made.remove()
+
+    def refused(path: str, *args: object, **kwargs: object) -> None:
+        raise OSError(refusal, os.strerror(refusal), path)
+
+    monkeypatch.setattr(os, "mkdir", refused)
+    with pytest.raises(OSError, match="no memory cgroup for this worker"):
+        MemoryCgroup.create()
+
+
+def test_where_no_cgroup_may_be_written_the_worker_starts_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container's read-only cgroup tree: the container's own limit bounds the worker."""
+
+    def read_only(path: str, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+
+    monkeypatch.setattr(os, "mkdir", read_only)
+    monkeypatch.setattr(os, "makedirs", read_only)
+    assert MemoryCgroup.create() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 
@@ -49,7 +50,12 @@ class MemoryCgroup:
 
     @classmethod
     def create(cls) -> MemoryCgroup | None:
-        """A new cgroup for this worker (nobody in it yet); None where none can be made."""
+        """A new cgroup for this worker (nobody in it yet); None where none can be made here (no memory
+        controller, or none this process may write: a container's, whose own limit bounds it).
+
+        Where the host has one and refuses a cgroup for now (its 65,535 ids taken, no memory), the worker does
+        not start (``OSError``): without it, its runs would hold kernel memory that nothing counts or bounds.
+        """
         for root, version in (("/sys/fs/cgroup/memory", 1), ("/sys/fs/cgroup", 2)):
             try:
                 if version == 1 and not os.path.exists(f"{root}/memory.limit_in_bytes"):
@@ -67,7 +73,9 @@ class MemoryCgroup:
                 os.mkdir(f"{parent}/{name}")
                 flags = os.O_RDONLY | os.O_DIRECTORY
                 return cls(os.open(f"{parent}/{name}", flags), os.open(parent, flags), name, version)
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.ENOMEM):
+                    raise OSError(exc.errno, f"no memory cgroup for this worker: {exc.strerror}") from exc
                 continue
         return None
 

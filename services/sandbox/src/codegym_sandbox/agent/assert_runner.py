@@ -58,9 +58,11 @@ from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, decode, encode
 from .program_errors import (
+    ExceptionClasses,
     ProgramEnded,
     ProgramError,
     local_exception,
+    nearest_builtin,
     program_traceback,
     undefined,
 )
@@ -83,6 +85,7 @@ class Checker:
         self.channel = channel
         self.source: types.CodeType | str | None = None  # the program, while the program's process waits for it
         self.bound = program_names.Bound()  # what the program binds at top level: all the tests may ask
+        self.classes = ExceptionClasses()
         if source is not None:
             self.take(source, sent)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
@@ -96,6 +99,7 @@ class Checker:
         code = program_names.compiled(source) if not sent else source
         self.source = None if sent else code
         self.bound = program_names.top_level_names(code)
+        self.classes = ExceptionClasses()  # this program's exception types, as the tests see them
         # The checker's own compile, not what the program's process says: a SyntaxError the tests raise, or the
         # program raises as it runs, is no compile error of its source.
         self.unparsed = isinstance(code, str) and not program_names.compiles(code)
@@ -114,7 +118,7 @@ class Checker:
         try:
             return checker_wire.read(reply, kind)
         except checker_wire.Raised as raised:
-            raise local_exception(raised.error) from None
+            raise local_exception(raised.error, self.classes) from None
         except checker_wire.Breach:
             self.broken = True
             raise
@@ -160,6 +164,8 @@ class Checker:
             if not program_names.importable(module):
                 raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
             found[name] = self.load(module)
+        for name, lineage in answer["exceptions"].items():
+            found[name] = self.classes.of(lineage, nearest_builtin(lineage))
         found.update((name, self.decode(data)) for name, data in answer["values"].items())
         return found
 

@@ -28,6 +28,7 @@ class NamesAnswer(TypedDict):
 
     functions: list[str]
     modules: dict[str, str]  # name -> the module's name
+    exceptions: dict[str, list[list[str]]]  # name -> the exception class's lineage (see ErrorAnswer)
     values: dict[str, Data]
 
 
@@ -51,12 +52,17 @@ class SameAnswer(TypedDict):
 
 
 class ErrorAnswer(TypedDict):
-    """An exception the program raised: its type's module and name, its message, its traceback."""
+    """An exception the program raised: its nearest builtin type's module and name, its message, its traceback;
+    its type's lineage (the classes of its MRO before ``object``, each as its module and qualified name, itself
+    first), and its arguments and public attributes where they are plain scalars (else none)."""
 
     module: str
     name: str
     message: str
     traceback: str
+    lineage: list[list[str]]
+    args: list[Data]
+    attributes: dict[str, Data]
 
 
 class Breach(BaseException):
@@ -87,7 +93,7 @@ def read(answer: object, kind: type[T]) -> T:
 
 def names(answer: NamesAnswer, wanted: frozenset[str]) -> NamesAnswer:
     """``answer``, if it names nothing but names asked for, each once."""
-    given = [*answer["functions"], *answer["modules"], *answer["values"]]
+    given = [*answer["functions"], *answer["modules"], *answer["exceptions"], *answer["values"]]
     if len(given) != len(set(given)) or not wanted.issuperset(given):
         raise Breach(f"the program's process answered for names not asked for: {sorted(set(given) - wanted)!r}")
     return answer

@@ -1,10 +1,12 @@
 """The program's exceptions as the tests see them: made in the checker from what the program's process answered
-(the nearest builtin type, never one that drives the tests' control flow), marked as the program's, and the
+(a class of the checker's for each of the program's types, deriving from the nearest builtin type; never one
+that drives the tests' control flow), marked as the program's, and the
 exceptions that stand for the program's process ending or being interrupted while the tests ran."""
 
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -42,7 +44,7 @@ def undefined(name: str) -> Callable[..., NoReturn]:
     return undefined
 
 
-def local_exception(error: checker_wire.ErrorAnswer) -> BaseException:
+def local_exception(error: checker_wire.ErrorAnswer, classes: ExceptionClasses | None = None) -> BaseException:
     name, message, text = error["name"], error["message"], error["traceback"]
     kind = getattr(builtins, name, None) if error["module"] == "builtins" else None
     exc: BaseException
@@ -51,19 +53,108 @@ def local_exception(error: checker_wire.ErrorAnswer) -> BaseException:
     elif issubclass(kind, INTERRUPTS):
         exc = ProgramInterrupt(f"{name}: {message}")
     else:
-        # The first of its bases made of a message alone (UnicodeDecodeError takes five arguments: a ValueError).
-        for base in kind.__mro__:
-            try:
-                exc = base(message)
-                break
-            except BaseException:
-                continue
+        own = classes.of(error["lineage"], kind) if classes is not None else kind
+        args = tuple(error["args"]) if error["args"] or not message else (message,)
+        made = _made(own, args, error["attributes"]) if own is not kind else None
+        if made is not None:
+            exc = made
         else:
-            exc = ProgramError(f"{name}: {message}")
+            # With its arguments (``KeyError("k")``, not the text ``'k'``); else the first of its bases made of a
+            # message alone (UnicodeDecodeError takes five arguments: a ValueError).
+            for base, given in ((kind, args), *((b, (message,)) for b in kind.__mro__)):
+                try:
+                    exc = base(*given)
+                    break
+                except BaseException:
+                    continue
+            else:
+                exc = ProgramError(f"{name}: {message}")
     if hasattr(exc, "add_note"):
         exc.add_note("In the program:\n" + text.rstrip())
     exc.__dict__[FROM_PROGRAM] = text.rstrip()
     return exc
+
+
+def nearest_builtin(lineage: list[list[str]]) -> type[BaseException]:
+    """The builtin type the checker's class for a program's exception type derives from (see ``local_exception``):
+    its lineage's first builtin, but a ``ProgramError`` for what would end the tests' loop, a
+    ``ProgramInterrupt`` for what would stop the interpreter."""
+    for entry in lineage:
+        kind = getattr(builtins, entry[1], None) if len(entry) == 2 and entry[0] == "builtins" else None
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            if issubclass(kind, ITERATION_ENDS):
+                return ProgramError
+            return ProgramInterrupt if issubclass(kind, INTERRUPTS) else kind
+    return Exception
+
+
+def _made(kind: type[BaseException], args: tuple[Any, ...], attributes: dict[str, Any]) -> BaseException | None:
+    """An exception of ``kind`` with ``args`` and ``attributes``, made without running its ``__init__`` (a
+    library's class may want other arguments than its message); None where that fails."""
+    try:
+        exc = kind.__new__(kind, *args)
+        exc.args = args
+        for key, value in attributes.items():
+            if not key.startswith("_"):
+                setattr(exc, key, value)
+        return exc
+    except Exception:
+        return None
+
+
+# The standard library's modules whose exceptions drive a test runner, not a test: never one of the program's.
+_RUNNERS = frozenset({"unittest", "doctest", "bdb", "pdb", "__main__", "builtins"})
+
+
+class ExceptionClasses:
+    """The checker's classes for the program's exception types, one per class of the program's, so that the
+    tests' ``except InvalidInput`` (a name they take from the program) catches what the program raises, and
+    ``except json.JSONDecodeError`` the program's ``JSONDecodeError``.
+
+    Made from the lineage the program's process answers (``checker_wire.ErrorAnswer``): a class of the
+    standard library the checker has already imported stands for itself (none that drives a test runner); any
+    other is a new class of its name, each deriving from the next in the lineage, and the last from the
+    nearest builtin type. They are the program's word, and catch nothing of the tests' own.
+    """
+
+    def __init__(self) -> None:
+        self.made: dict[tuple[str, str], type[BaseException]] = {}
+
+    def of(self, lineage: list[list[str]], builtin: type[BaseException]) -> type[BaseException]:
+        """The class for the type whose lineage is ``lineage`` and whose nearest builtin type is ``builtin``."""
+        own = []
+        for entry in lineage:
+            if len(entry) != 2 or entry[0] == "builtins":
+                break
+            own.append((entry[0], entry[1]))
+        base = builtin
+        for key in reversed(own):
+            made = self.made.get(key)
+            if made is None or not issubclass(made, base):
+                made = _library_class(*key, base) or _new_class(*key, base)
+                self.made[key] = made
+            base = made
+        return base
+
+
+def _library_class(module: str, qualname: str, base: type[BaseException]) -> type[BaseException] | None:
+    """The standard library's class ``module.qualname``, where the checker has imported its module already and
+    it derives from ``base`` (and from ``Exception``); else None. Never an import: the name is the program's."""
+    if module.partition(".")[0] not in sys.stdlib_module_names or module.partition(".")[0] in _RUNNERS:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None) if found is not None and not part.startswith("__") else None
+    if isinstance(found, type) and issubclass(found, Exception) and issubclass(found, base):
+        return found
+    return None
+
+
+def _new_class(module: str, qualname: str, base: type[BaseException]) -> type[BaseException]:
+    name = qualname.rpartition(".")[2]
+    made = type(name if name.isidentifier() else "ProgramException", (base,), {"__module__": module})
+    made.__qualname__ = qualname
+    return made
 
 
 FROM_PROGRAM = "_codegym_from_program"  # on every exception made from the program's: its traceback there

@@ -3,7 +3,8 @@
 It runs the program as the module :data:`MODULE`, not ``__main__`` (a demo under ``if __name__ ==
 "__main__":`` does not run, as in the reference harnesses), with ``/dev/null`` as stdin, and answers calls,
 operations on its objects and comparisons with plain data (see ``plain_data``); an exception of the
-program's goes back as its type's name, message and traceback. It never holds the tests (see
+program's goes back as its nearest builtin type, message, traceback, its type's lineage, and its plain arguments
+and attributes. It never holds the tests (see
 ``assert_runner``).
 """
 
@@ -131,13 +132,15 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
 
 def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAnswer:
     """The program's values of the names ``wanted`` that it has (see ``checker_wire.NamesAnswer``)."""
-    answer: NamesAnswer = {"functions": [], "modules": {}, "values": {}}
+    answer: NamesAnswer = {"functions": [], "modules": {}, "exceptions": {}, "values": {}}
     for name in wanted:
         if name not in scope:
             continue
         value = scope[name]
         if isinstance(value, types.ModuleType):
             answer["modules"][name] = str(value.__name__)  # the checker imports its own copy
+        elif isinstance(value, type) and issubclass(value, BaseException):
+            answer["exceptions"][name] = _lineage(value)  # the checker makes a class of its own for it
         elif callable(value) and not isinstance(value, type):
             answer["functions"].append(name)
         else:
@@ -173,8 +176,42 @@ def _error(exc: BaseException) -> dict[str, ErrorAnswer]:
         "name": builtin.__qualname__,
         "message": _repr_message(exc),
         "traceback": text,
+        "lineage": _lineage(kind),
+        "args": _scalars(list(exc.args)) if isinstance(exc.args, tuple) else [],
+        "attributes": {},
     }
+    try:
+        attributes = {k: v for k, v in vars(exc).items() if isinstance(k, str) and not k.startswith("_")}
+        kept = _scalars(list(attributes.values()))
+        error["attributes"] = dict(zip(attributes, kept, strict=True)) if kept else {}
+    except BaseException:
+        pass
     return {"error": error}
+
+
+LINEAGE = 16  # the classes of an exception type's lineage that go to the checker, itself first
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _lineage(kind: type) -> list[list[str]]:
+    """Each class of ``kind``'s MRO before ``object`` (at most :data:`LINEAGE`), as its module and qualified name."""
+    out = []
+    for k in kind.__mro__[:LINEAGE]:
+        if k is object:
+            break
+        module, name = getattr(k, "__module__", "?"), getattr(k, "__qualname__", "?")
+        out.append([module[:200] if type(module) is str else "?", name[:200] if type(name) is str else "?"])
+    return out
+
+
+def _scalars(values: list[Any]) -> list[Any]:
+    """``values`` as wire data if each is a plain scalar (and there are few, and short); else none."""
+    if len(values) > 16 or any(type(v) not in _SCALARS or (type(v) is str and len(v) > 10_000) for v in values):
+        return []
+    try:
+        return [encode(v, None) for v in values]
+    except BaseException:
+        return []
 
 
 def _repr_message(exc: BaseException) -> str:

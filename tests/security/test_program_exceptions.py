@@ -1,0 +1,115 @@
+"""A program's exception reaches the tests as what it is: its own class, a library's, its arguments.
+
+The checker makes a class of its own for each exception type of the program's (``program_errors.ExceptionClasses``)
+from the lineage the program's process answers: the tests' ``except InvalidInput`` (a name they take from the
+program) catches the program's ``InvalidInput``, ``except json.JSONDecodeError`` a ``JSONDecodeError``, and
+``e.args`` and ``e.code`` are the program's. Each of these was an honest program's RE before. What the program
+answers is its word only: it never makes the tests' own exceptions, nor a test runner's (``unittest.SkipTest``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from .checker_names import FORGE
+
+
+def _verdicts(client: TestClient, programs: list[str], tests: str) -> list[str]:
+    body = {"language": "python", "programs": programs, "tests": [{"assert_code": tests}], "limits": {"timeout_s": 3}}
+    r = client.post("/v1/evaluate", json=body)
+    assert r.status_code == 200, r.text
+    results: list[dict[str, Any]] = r.json()["results"]
+    return [p["verdict"] for p in results]
+
+
+OWN = (
+    "class InvalidInput(ValueError):\n"
+    "    def __init__(self, value, code=3):\n"
+    "        super().__init__(f'bad input: {value!r}')\n"
+    "        self.code = code\n"
+)
+
+
+ERRORS = "class Error(Exception):\n    pass\nclass Specific(Error):\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("tests", "right", "wrong"),
+    [
+        (
+            "try:\n    parse('x')\n    assert False, 'no error'\nexcept InvalidInput as e:\n"
+            "    assert str(e) == \"bad input: 'x'\" and e.code == 3 and type(e).__name__ == 'InvalidInput'\n",
+            OWN + "def parse(s):\n    raise InvalidInput(s)\n",
+            OWN + "def parse(s):\n    raise ValueError(s)\n",
+        ),
+        (
+            "import json\ntry:\n    parse('{')\n    assert False, 'no error'\nexcept json.JSONDecodeError as e:\n"
+            "    assert e.pos == 1\n",
+            "import json\ndef parse(s):\n    return json.loads(s)\n",
+            "def parse(s):\n    raise ValueError('Expecting value: line 1 column 2 (char 1)')\n",
+        ),
+        (
+            "try:\n    parse({})\n    assert False, 'no error'\n"
+            "except KeyError as e:\n    assert e.args == ('name',)\n",
+            "def parse(d):\n    return d['name']\n",
+            "def parse(d):\n    raise KeyError('other')\n",
+        ),
+        (
+            "class Base(Exception):\n    pass\n\ntry:\n    parse(1)\nexcept Base:\n    pass\nexcept Error as e:\n"
+            "    assert isinstance(e, Error) and issubclass(Specific, Error)\n",
+            ERRORS + "def parse(x):\n    raise Specific(x)\n",
+            ERRORS + "def parse(x):\n    raise Exception(x)\n",
+        ),
+    ],
+    ids=["own-class", "library-class", "arguments", "subclass"],
+)
+def test_the_tests_catch_the_programs_exception_as_what_it_is(
+    hostile: TestClient, tests: str, right: str, wrong: str
+) -> None:
+    got = _verdicts(hostile, [right, wrong], tests)
+    assert got[0] == "AC" and got[1] in ("WA", "RE"), got
+
+
+def test_a_program_cannot_raise_the_tests_own_exception(hostile: TestClient) -> None:
+    """The tests' ``Signal`` is theirs: a program's class of that name (and module) is another class."""
+    tests = (
+        "class Signal(Exception):\n    pass\n\n"
+        "try:\n    parse(1)\n    raise Signal()\n"
+        "except Signal:\n    raise AssertionError('parse must raise its own error')\n"
+        "except Exception:\n    pass\n"
+    )
+    program = "class Signal(Exception):\n    pass\nSignal.__module__ = '__main__'\ndef parse(x):\n    raise Signal()\n"
+    assert _verdicts(hostile, [program], tests) == ["AC"]  # caught as the program's, not as the tests' Signal
+
+
+# A program that makes the agent in its process answer a unittest ``SkipTest`` for its error (``FORGE`` finds the
+# agent's modules; here the error's lineage is changed as it is written).
+SKIP = (
+    FORGE.split("\n\ndef _refs")[0]
+    + """
+_process = _sys.modules.get("codegym_sandbox.agent.program_process")
+if _process is not None:
+    _lineage = _process._lineage
+    _process._lineage = lambda kind: [["unittest.case", "SkipTest"], *_lineage(Exception)]
+
+
+def solve(x):
+    raise Exception("skip me")
+"""
+)
+
+
+@pytest.mark.parametrize("runner", ["unittest", "plain"])
+def test_a_programs_word_never_makes_a_test_runners_exception(hostile: TestClient, runner: str) -> None:
+    tests = {
+        "unittest": (
+            "import unittest\n\nclass T(unittest.TestCase):\n    def test_it(self):\n"
+            "        self.assertEqual(solve(1), 2)\n\nunittest.main()\n"
+        ),
+        "plain": "import unittest\ntry:\n    solve(1)\nexcept unittest.SkipTest:\n    pass\n",
+    }[runner]
+    (verdict,) = _verdicts(hostile, [SKIP], tests)
+    assert verdict in ("RE", "WA"), verdict

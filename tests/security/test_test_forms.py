@@ -43,6 +43,10 @@ FORMS = {
     "expected-failure": "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.expectedFailure\n"
     "    def test_add(self):\n        self.assertNotEqual(add(1, 2), 3)\n",
     "file-of-main": "def test_add():\n    assert add(1, 2) == 3\n\nif __name__ == '__main__':\n    print(__file__)\n",
+    # KodCode's pytest rows import the program by the name of its file.
+    "from-solution-import": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    "import-solution": "import solution\n\ndef test_add():\n    assert solution.add(1, 2) == 3\n",
+    "from-solution-import-star": "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n",
 }
 
 
@@ -96,3 +100,11 @@ def test_a_program_that_exits_passes_nothing(hostile: TestClient) -> None:
     exits = "import sys\ndef add(a, b):\n    sys.exit(0)\n"
     assert _verdicts(hostile, FORMS["unittest-main"], [exits]) != ["AC"]
     assert _verdicts(hostile, FORMS["pytest"], [exits]) != ["AC"]
+
+
+def test_a_name_the_program_lacks_cannot_be_imported_from_it(hostile: TestClient) -> None:
+    tests = "from solution import add, sub\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    assert _verdicts(hostile, tests, [RIGHT]) == ["RE"]
+    # Each run's own: one checker serves a series, and the next run's tests import the next program.
+    tests = "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    assert _verdicts(hostile, tests, [RIGHT, WRONG, RIGHT]) == ["AC", "WA", "AC"]

@@ -53,7 +53,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from . import call_test, checker_wire, linux, program_names, test_forms
+from . import call_test, checker_wire, linux, program_module, program_names, test_forms
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, decode, encode
@@ -187,6 +187,17 @@ class Checker:
         finally:
             self.imported = self.imported or len(sys.modules) != before
 
+    def attribute(self, name: str) -> Any:
+        """The program's top-level ``name``, as the tests' ``from solution import name`` takes it (by the rules of
+        :meth:`names`; what the program imported, the checker imports itself)."""
+        way = self.bound.imports.get(name)
+        if way is not None and program_names.module_of(top := way.module.partition(".")[0]) == top:
+            return self.load(*way)
+        found = self.names([name])
+        if name not in found:
+            raise AttributeError(f"module 'solution' has no attribute {name!r}")
+        return found[name]
+
     def _guard(self, read: Callable[..., R], *args: Any) -> R:
         try:
             return read(*args)
@@ -286,7 +297,7 @@ def check(checker: Checker, tests: Tests) -> str:
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
             scope.update((name, checker.load(*imported)) for name, imported in taken.items())
-            with test_forms.as_main(module):
+            with test_forms.as_main(module), program_module.importable(checker.attribute, checker.bound.names):
                 exited = False
                 try:
                     exec(tests.code, scope)

@@ -1,0 +1,51 @@
+"""The program as the module test files import it by: ``from solution import add`` (KodCode's pytest rows), ``import
+solution``.
+
+The program's process runs the program as the module ``solution`` (``program_process.MODULE``); in the checker
+that name is a module whose every attribute is asked of the program's process when the tests read it, by the
+checker's own rules (``Checker.names``: a stand-in for a function, the checker's own copy of a module or of what
+the program imported, a class of the checker's for an exception type, a copy of a value). So the tests get what
+they would from the program's file, and never anything the checker did not ask for. It is in ``sys.modules``
+only while one run's tests run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+NAME = "solution"
+
+
+class ProgramModule(types.ModuleType):
+    """The program's top-level names, each read from the program's process on first use (``resolve``)."""
+
+    def __init__(self, resolve: Callable[[str], Any], names: frozenset[str]) -> None:
+        super().__init__(NAME)
+        # ``from solution import *`` takes these: the public names the program binds at top level.
+        self.__all__ = sorted(n for n in names if not n.startswith("_"))
+        self._resolve = resolve
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_resolve",):
+            raise AttributeError(name)
+        value = self._resolve(name)
+        setattr(self, name, value)
+        return value
+
+
+@contextlib.contextmanager
+def importable(resolve: Callable[[str], Any], names: frozenset[str]) -> Iterator[None]:
+    """``import solution`` finds the program's module while the tests run (and nothing after)."""
+    saved = sys.modules.get(NAME)
+    sys.modules[NAME] = ProgramModule(resolve, names)
+    try:
+        yield
+    finally:
+        if saved is None:
+            sys.modules.pop(NAME, None)
+        else:
+            sys.modules[NAME] = saved

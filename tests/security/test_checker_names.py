@@ -265,49 +265,34 @@ def test_a_function_the_tests_name_stays_the_programs_beside_a_dynamic_lookup(ho
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
 
 
-# Tests that use a library's name without importing it (``Counter``, ``Fraction``, ``isclose``) rely on the
-# program's import of it. Where the task declares its entry point, such a name is the library's, whatever the
-# program defines by it; and a name the program binds by an import the checker imports itself.
-LIBRARY_NAMES = {  # the fake, an honest program's import and answer, and the tests
-    "counter": (
-        "def Counter(*a, **k):\n    return 7\n",
-        "from collections import Counter\n",
-        "xs",
-        "assert Counter(f([1, 2, 2])) == Counter({2: 2, 1: 1})\n",
+# What the program imports stays in the program's process: the checker never calls a library function the
+# program names (``os.getuid`` answers the checker's uid there, ``sys.exit`` ends the checker's tests).
+IMPORTED = {
+    "exit-as-the-function": ("from sys import exit as f\n", "assert f(0) == 1\n"),
+    "test-runner-as-the-function": ("from unittest import main as f\n", "assert f(5) == 1\n"),
+    "exit-as-the-class": (
+        "from sys import exit as Solution\n",
+        "assert Solution().twoSum([2, 7, 11], 9) == [0, 1]\n",
     ),
-    "fraction": (
-        "def Fraction(*a):\n    return 0\n",
-        "from fractions import Fraction\n",
-        "Fraction(len(xs), 1)",
-        "assert f([1, 2, 2]) == Fraction(3, 1)\n",
+    "exit-in-a-guarded-import": (
+        "try:\n    import no_such_module_zz\n    from sys import exit as f\nexcept BaseException:\n    pass\n",
+        "assert f(0) == 1\n",
     ),
-    "isclose": (
-        "def isclose(*a, **k):\n    return True\n",
-        "import math\nfrom math import isclose\n",
-        "math.sqrt(len(xs))",
-        "assert isclose(f([1, 2, 2]), 1.7320508075688772)\n",
-    ),
+    "the-checkers-uid": ("from os import getuid as helper\n", "assert helper() == 0\n"),
 }
 
 
-@pytest.mark.parametrize("case", sorted(LIBRARY_NAMES))
-def test_a_library_name_the_tests_do_not_import_is_the_librarys(hostile: TestClient, case: str) -> None:
-    fake, honest_import, answer, tests = LIBRARY_NAMES[case]
-    wrong, right = fake + "def f(xs):\n    return 0\n", honest_import + f"def f(xs):\n    return {answer}\n"
-    body = {"language": "python", "programs": [wrong, right], "tests": [{"assert_code": tests}], "function": "f"}
-    r = hostile.post("/v1/evaluate", json={**body, "limits": {"timeout_s": 3}})
-    wrong_verdict, right_verdict = (p["verdict"] for p in r.json()["results"])
-    assert wrong_verdict in ("WA", "RE") and right_verdict == "AC", r.text  # the library's Counter(0) raises
+@pytest.mark.parametrize("case", sorted(IMPORTED))
+def test_what_the_program_imports_runs_in_the_programs_process(hostile: TestClient, case: str) -> None:
+    program, tests = IMPORTED[case]
+    (result,) = _evaluate(hostile, [program], tests)
+    assert result["verdict"] in ("WA", "RE"), result
 
 
-def test_what_the_program_imports_the_checker_imports_itself(hostile: TestClient) -> None:
-    """The tests get the library's own class (``isinstance`` holds), not the program's process's, which the
-    program may have changed."""
-    patched = "import collections\ncollections.Counter.__eq__ = lambda *a: True\n"
-    tests = "c = Counter(f('abca'))\nassert isinstance(c, Counter) and c == Counter(a=2, b=1, c=1)\n"
-    honest = "from collections import Counter\ndef f(s):\n    return s\n"
-    wrong = patched + "from collections import Counter\ndef f(s):\n    return 'x'\n"
-    assert [r["verdict"] for r in _evaluate(hostile, [wrong, honest], tests)] == ["WA", "AC"]
+def test_plain_data_named_like_a_module_is_the_programs(hostile: TestClient) -> None:
+    program = "numbers = [1, 2, 3]\narray = (4, 5)\ndef total(xs):\n    return sum(xs)\n"
+    tests = "assert total(numbers) == 6\nassert total(array) == 9\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
 
 
 @pytest.mark.parametrize(

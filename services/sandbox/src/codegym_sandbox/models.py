@@ -98,8 +98,7 @@ class EvaluateRequest(Strict):
     function: str | None = Field(
         None,
         description="function called by `call` tests; for `assert_code` tests, the task's entry point, which is "
-        "the program's even where a builtin has its name (`def sorted`), while a library name the tests use without "
-        "importing it (`Counter`, `isclose`) is the library's (Python)",
+        "the program's even where a builtin has its name (`def sorted`) (Python)",
     )
     comparison: Comparison = Field(Comparison.EXACT, description="how stdin tests' outputs are compared")
     call_comparison: CallComparison = Field(CallComparison.JSON, description="how call tests' values are compared")

@@ -56,7 +56,7 @@ from typing import Any, NamedTuple, TypeVar
 from . import call_test, checker_wire, linux, program_module, program_names, test_forms
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
-from .plain_data import Channel, decode, encode
+from .plain_data import Channel, Handle, decode, encode
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -84,7 +84,7 @@ class Checker:
     def __init__(self, channel: Channel, source: str | None = None, sent: bool = False) -> None:
         self.channel = channel
         self.source: types.CodeType | str | None = None  # the program, while the program's process waits for it
-        self.bound = program_names.Bound()  # what the program binds at top level: all the tests may ask
+        self.defined: frozenset[str] = frozenset()  # what the program binds at top level: all the tests may ask
         self.classes = ExceptionClasses()
         if source is not None:
             self.take(source, sent)
@@ -98,7 +98,7 @@ class Checker:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
         code = program_names.compiled(source) if not sent else source
         self.source = None if sent else code
-        self.bound = program_names.top_level_names(code)
+        self.defined = program_names.top_level_names(code)
         self.classes = ExceptionClasses()  # this program's exception types, as the tests see them
         # The checker's own compile, not what the program's process says: a SyntaxError the tests raise, or the
         # program raises as it runs, is no compile error of its source.
@@ -169,30 +169,17 @@ class Checker:
         found.update((name, self.decode(data)) for name, data in answer["values"].items())
         return found
 
-    def load(self, module: str, attr: str | None = None) -> Any:
-        """The module ``module`` (or its ``attr``, as ``from module import attr`` takes it), imported here (its
-        ``ImportError`` is the tests' error)."""
+    def load(self, module: str) -> types.ModuleType:
+        """The module ``module``, imported here (its ``ImportError`` is the tests' error)."""
         before = len(sys.modules)
         try:
-            found = importlib.import_module(module)
-            if attr is None:
-                return found
-            try:
-                return getattr(found, attr)
-            except AttributeError:  # a submodule not imported yet, as ``from`` finds it
-                try:
-                    return importlib.import_module(f"{module}.{attr}")
-                except ImportError:
-                    raise ImportError(f"cannot import name {attr!r} from {module!r}", name=module) from None
+            return importlib.import_module(module)
         finally:
             self.imported = self.imported or len(sys.modules) != before
 
     def attribute(self, name: str) -> Any:
         """The program's top-level ``name``, as the tests' ``from solution import name`` takes it (by the rules of
-        :meth:`names`; what the program imported, the checker imports itself)."""
-        way = self.bound.imports.get(name)
-        if way is not None and program_names.module_of(top := way.module.partition(".")[0]) == top:
-            return self.load(*way)
+        :meth:`names`)."""
         found = self.names([name])
         if name not in found:
             raise AttributeError(f"module 'solution' has no attribute {name!r}")
@@ -292,12 +279,15 @@ def check(checker: Checker, tests: Tests) -> str:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
             # tests') is the checker's own, whatever the program's process answers; and a name they use as a
             # module is the module, whatever the program bound to it.
-            wanted, taken = program_names.asked(tests.code, checker.bound, _BUILTINS, tests.declared)
+            wanted, modules, objects = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
             found = checker.names(wanted)
+            # A module's name the tests use, bound by the program to an object of its own (which could answer
+            # for the module's functions): the module.
+            found.update((name, checker.load(objects[name])) for name in objects if isinstance(found.get(name), Handle))
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
-            scope.update((name, checker.load(*imported)) for name, imported in taken.items())
-            with test_forms.as_main(module), program_module.importable(checker.attribute, checker.bound.names):
+            scope.update((name, checker.load(module)) for name, module in modules.items())
+            with test_forms.as_main(module), program_module.importable(checker.attribute, checker.defined):
                 exited = False
                 try:
                     exec(tests.code, scope)

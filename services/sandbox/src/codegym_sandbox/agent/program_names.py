@@ -6,17 +6,18 @@ program's process says it has. A name the program binds some other way (``global
 star import, ``builtins``) is not the program's for the tests: it resolves to the checker's own (a builtin,
 a helper of the tests) or is a ``NameError``, as it is for every name the program did not define.
 
-Some names are never the program's, whatever it binds to them (:func:`asked`): those the tests import
-themselves anywhere (a guarded ``try: import numpy as np`` among them), and those the tests use other than by
-calling them that name a module (``math.isclose``, ``m = math``, ``getattr(math, "isclose")``: ``math``, an
-installed package, a well-known one that is not installed, or a conventional alias such as ``np``). Tests that
-use ``math`` without importing it rely on the program's ``import math``: a program that binds ``math`` to an
-object of its own would otherwise decide the tests' ``math.isclose``. The checker imports such a module itself
-(:func:`module_of`). For the same reason a name the program binds by an import alone (``from collections import
-Counter``) is imported by the checker itself, never taken from the program's process; and where the task
-declares its entry point, a name the tests use without binding it that a common module of the standard library
-exports (``Counter``, ``Fraction``, ``isclose``) is that module's, whatever the program defines by that name:
-the tests meant the library's, which an honest program imports (:func:`library_name`).
+Two kinds of name are never the program's, whatever it binds to them (:func:`asked`): those the tests
+import themselves anywhere (a guarded ``try: import numpy as np`` among them), and those the tests use as a
+module (``math.isclose``) that name one (``math``, an installed package, a well-known package that is not
+installed, or a conventional alias such as ``np``). Tests that use ``math`` without importing it rely on the
+program's ``import math``: a program that binds ``math`` to an object of its own would otherwise decide the
+tests' ``math.isclose``. The checker imports such a module itself (:func:`module_of`). Where the tests use such
+a name any other way but a call (``m = math``, ``getattr(math, "isclose")``), it is the module if the program
+bound an object of its own to it (one that stays in its process, and could answer for ``isclose``); plain data
+of the program's (``numbers = [1, 2, 3]``) and its functions (called, or passed as ``check(copy)``) stay its own.
+
+Nothing else the program binds is taken from anywhere but the program's process: the checker never calls what
+the program names (an import of ``os.system`` as ``helper`` would run in the checker).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ import importlib.util
 import sys
 import types
 import warnings
-from collections.abc import Iterator, Mapping
-from typing import NamedTuple
+from collections.abc import Iterator
 
 # Starts the tests' text where the task declares names the program's (``assert_runner.read_tests``): a line of
 # them. No Python source starts with it.
@@ -45,22 +45,14 @@ _ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "nx": "ne
 # no stand-in for it (an honest program cannot import it either).
 _PACKAGES = frozenset(
     {"numpy", "pandas", "scipy", "sympy", "torch", "sklearn", "networkx", "matplotlib", "tensorflow", "jax", "mpmath"}
-    | {"sortedcontainers", "more_itertools", "regex", "gmpy2", "numba", "polars", "PIL", "cv2", "yaml", "requests"}
-)
-# The modules whose names tests use without importing them, relying on the program's import (in this order where
-# two export a name): see :func:`library_name`.
-_LIBRARY = (
-    *("math", "collections", "fractions", "decimal", "itertools", "functools", "heapq", "bisect", "statistics"),
-    *("operator", "typing"),
+    | {"sortedcontainers", "more_itertools", "gmpy2", "numba", "polars", "PIL", "cv2"}
 )
 # What reads names the tests' code does not name: each makes every name the program binds one the tests may use.
 _DYNAMIC = frozenset({"eval", "exec", "globals", "vars", "locals", "getattr", "modules", "__import__", "__dict__"})
 _IMPORTS = frozenset(dis.opmap[name] for name in ("IMPORT_NAME", "IMPORT_FROM"))
-_IMPORT_NAME, _IMPORT_FROM, _LOAD_CONST = dis.opmap["IMPORT_NAME"], dis.opmap["IMPORT_FROM"], dis.opmap["LOAD_CONST"]
+_LOAD_NAME, _LOAD_GLOBAL = dis.opmap["LOAD_NAME"], dis.opmap["LOAD_GLOBAL"]
 _PUSH_NULL = dis.opmap.get("PUSH_NULL", -1)  # Python 3.11 on: a call's callable follows it (3.13: precedes it)
 _NULL_AFTER = sys.version_info >= (3, 13)
-_MAKES_FUNCTION = frozenset(dis.opmap[n] for n in ("MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE") if n in dis.opmap)
-_LOAD_NAME, _LOAD_GLOBAL = dis.opmap["LOAD_NAME"], dis.opmap["LOAD_GLOBAL"]
 _ATTRIBUTES = frozenset(dis.opmap[name] for name in ("LOAD_ATTR", "LOAD_METHOD") if name in dis.opmap)
 _CACHE = dis.opmap.get("CACHE", -1)  # an inline cache entry (Python 3.11 on): no instruction
 _GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0  # LOAD_GLOBAL's low bit says whether it pushes a NULL
@@ -97,83 +89,16 @@ def compiles(source: str) -> bool:
     return True
 
 
-class Imported(NamedTuple):
-    """What a name is bound to by an absolute import: ``module`` itself (``attr`` None), or its ``attr``."""
-
-    module: str
-    attr: str | None = None
-
-
-class Bound(NamedTuple):
-    """The names a program binds at top level, and how: ``imports``, those it binds by an absolute import alone
-    (each the same import every time); ``functions``, those it binds by ``def`` alone."""
-
-    names: frozenset[str] = frozenset()
-    imports: Mapping[str, Imported] = types.MappingProxyType({})
-    functions: frozenset[str] = frozenset()
-
-
-def top_level_names(program: types.CodeType | str) -> Bound:
-    """The names ``program`` binds at top level (none where it does not compile), and how."""
+def top_level_names(program: types.CodeType | str) -> frozenset[str]:
+    """The names ``program`` binds at top level (none where it does not compile)."""
     if isinstance(program, str):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 program = compile(as_file(program), "<program>", "exec", dont_inherit=True)
         except BaseException:
-            return Bound()
-    names = frozenset(_stored(program, top=True))
-    ways: dict[str, set[Imported | str]] = {name: set() for name in names}
-    for name, way in _bindings(program):
-        ways[name].add(way)
-    for name in _stored_globally(program):  # a function rebinds it (``global``): bound no one way
-        ways[name].add("global")
-    imports = {n: way for n, w in ways.items() if len(w) == 1 and isinstance(way := next(iter(w)), Imported)}
-    functions = frozenset(n for n, w in ways.items() if w == {"def"})
-    return Bound(names, types.MappingProxyType(imports), functions)
-
-
-def _bindings(code: types.CodeType) -> Iterator[tuple[str, Imported | str]]:
-    """Each top-level binding of the module's own code: the name, and what binds it (an absolute import,
-    ``"def"`` or ``"other"``)."""
-    ops = list(_ops(code))
-    module: tuple[str, bool] | None = None  # the import in progress: its module, and whether it has a fromlist
-    attr: str | None = None  # the name its last IMPORT_FROM took
-    for i, (op, arg) in enumerate(ops):
-        if op == _IMPORT_NAME:
-            level, fromlist = (_const(code, ops, i - k) for k in (2, 1))
-            module = (code.co_names[arg], fromlist is not None) if level == 0 else None  # a relative one: None
-        elif op == _IMPORT_FROM:
-            attr = code.co_names[arg]
-        elif op == _STORE_NAME:
-            name, last = code.co_names[arg], ops[i - 1][0] if i else -1
-            if last not in _IMPORTS:
-                yield name, "def" if last in _MAKES_FUNCTION else "other"
-            elif module is None:
-                yield name, "other"
-            elif last == _IMPORT_NAME:  # ``import a.b`` binds ``a``
-                yield name, Imported(module[0].partition(".")[0])
-            else:  # ``from a import b``: its attribute (or submodule) ``b``; ``import a.b as c``: ``a.b``
-                yield name, Imported(module[0], attr) if module[1] else Imported(module[0])
-
-
-def _const(code: types.CodeType, ops: list[tuple[int, int]], i: int) -> object:
-    """The constant that instruction ``i`` loads, or a marker where it loads none."""
-    if i < 0 or ops[i][0] != _LOAD_CONST:
-        return _NO_CONST
-    return code.co_consts[ops[i][1]]
-
-
-_NO_CONST = object()
-
-
-def _stored_globally(code: types.CodeType) -> set[str]:
-    """The names a function (or class body) in ``code`` binds with ``global``."""
-    names: set[str] = set()
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _stored(const, top=False)
-    return names
+            return frozenset()
+    return frozenset(_stored(program, top=True))
 
 
 def _stored(code: types.CodeType, top: bool) -> set[str]:
@@ -226,12 +151,14 @@ def importable(name: str) -> bool:
 
 
 def asked(
-    tests: types.CodeType, program: Bound, builtin: frozenset[str], declared: frozenset[str] = frozenset()
-) -> tuple[list[str], dict[str, Imported]]:
-    """What the checker takes from the program's process for ``tests``: the names to ask it for, and the
-    names it binds that the checker imports itself instead, with what it imports for each.
+    tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str] = frozenset()
+) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """What the checker takes from the program's process for ``tests``: the names to ask it for; the names it
+    binds that the tests use as a module, with the module the checker imports for each instead; and those the
+    tests use any other way but a call that name a module, with the module: the module if the program bound an
+    object of its own to the name (a handle), else the program's.
 
-    ``program``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
+    ``defined``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
     builtins' names, which are the checker's own; ``declared``: the task's entry point, always the program's
     (asked whether the program seems to bind it or not, and whatever builtin has its name).
     """
@@ -241,22 +168,17 @@ def asked(
     # module. Never a name of Python's own (``__builtins__``: bound at the tests' top level, a program's dict
     # would be the tests' builtins).
     dynamic = not _DYNAMIC.isdisjoint(used)
-    own = {name for name in (program.names if dynamic else used & program.names) if not (name[:2] == name[-2:] == "__")}
+    own = {name for name in (defined if dynamic else used & defined) if not (name[:2] == name[-2:] == "__")}
     theirs = (own | declared) - (builtin - declared)
     if not theirs:
-        return [], {}
+        return [], {}, {}
     imports, namespaces, called = _uses(tests)
     theirs -= imports
-    taken: dict[str, Imported] = {}
-    for name in theirs - declared:
-        way = program.imports.get(name)
-        if way is not None and module_of(top := way.module.partition(".")[0]) == top:
-            taken[name] = way  # the same import, here: never what the program's process made of it
-        elif (name in namespaces or name not in called | program.functions) and (module := module_of(name)):
-            taken[name] = Imported(module)  # a module's name, used as one (a function's, called, is the program's)
-        if declared and name not in taken and way is None and (library := library_name(name)) is not None:
-            taken[name] = library
-    return sorted(theirs - taken.keys()), taken
+    named = (namespaces & theirs) | ((theirs - used - declared) if dynamic else set())
+    modules = {name: module for name in named if (module := module_of(name)) is not None}
+    others = theirs - modules.keys() - called - declared
+    objects = {name: module for name in others if (module := module_of(name)) is not None}
+    return sorted(theirs - modules.keys()), modules, objects
 
 
 def _uses(code: types.CodeType) -> tuple[set[str], set[str], set[str]]:
@@ -276,13 +198,10 @@ def _uses(code: types.CodeType) -> tuple[set[str], set[str], set[str]]:
         elif op == _PUSH_NULL and loaded is not None and _NULL_AFTER:  # Python 3.13: the callable, then a NULL
             called.add(loaded)
         loaded = None
-        if op == _LOAD_GLOBAL:
-            loaded = code.co_names[arg >> _GLOBAL_SHIFT]
-            if arg & _GLOBAL_SHIFT or _PUSH_NULL == -1:  # it pushes a NULL: a call's callable
-                called.add(loaded)
-        elif op == _LOAD_NAME:
-            loaded = code.co_names[arg]
-            if last == _PUSH_NULL or _PUSH_NULL == -1:
+        if op in (_LOAD_NAME, _LOAD_GLOBAL):
+            loaded = code.co_names[arg >> _GLOBAL_SHIFT if op == _LOAD_GLOBAL else arg]
+            # LOAD_GLOBAL's low bit, or a NULL pushed just before LOAD_NAME (3.11, 3.12): a call's callable.
+            if (arg & 1 if op == _LOAD_GLOBAL else last == _PUSH_NULL) or _PUSH_NULL == -1:
                 called.add(loaded)
         last = op
     for const in code.co_consts:
@@ -292,17 +211,6 @@ def _uses(code: types.CodeType) -> tuple[set[str], set[str], set[str]]:
             namespaces |= more[1]
             called |= more[2]
     return imports, namespaces, called
-
-
-def library_name(name: str) -> Imported | None:
-    """The module of the standard library's that exports ``name`` among those tests rely on a program to
-    import (``Counter``, ``Fraction``, ``isclose``, ``reduce``), or None."""
-    if name.startswith("_"):
-        return None
-    for module in _LIBRARY:
-        if hasattr(importlib.import_module(module), name):
-            return Imported(module, name)
-    return None
 
 
 @functools.lru_cache(maxsize=1024)  # the same few names, run after run of a series

@@ -43,6 +43,13 @@ FORMS = {
     "expected-failure": "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.expectedFailure\n"
     "    def test_add(self):\n        self.assertNotEqual(add(1, 2), 3)\n",
     "file-of-main": "def test_add():\n    assert add(1, 2) == 3\n\nif __name__ == '__main__':\n    print(__file__)\n",
+    # Test functions the code names without running them (a list of them): a runner still collects each.
+    "named-never-called": "def test_add():\n    assert add(1, 2) == 3\n\nTESTS = [test_add]\n",
+    "named-in-a-block": 'if True:\n    def test_add():\n        "adds"\n        assert add(1, 2) == 3\n'
+    "    ALL = (test_add,)\n",
+    # ... and those it runs from a list, with state they share: each runs once, as in `python main.py`.
+    "listed-and-run-shared-state": "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\n"
+    "for t in [test_a]:\n    t()\n",
     # KodCode's pytest rows import the program by the name of its file.
     "from-solution-import": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
     "import-solution": "import solution\n\ndef test_add():\n    assert solution.add(1, 2) == 3\n",
@@ -82,13 +89,15 @@ def test_tests_no_runner_can_run_or_that_exit_unwell_pass_nothing(hostile: TestC
     assert "AC" not in _verdicts(hostile, tests, [WRONG, RIGHT])
 
 
-def test_an_uncalled_check_is_called_with_the_declared_entry_point(hostile: TestClient) -> None:
+@pytest.mark.parametrize("after", ["", "CHECKS = [check]\n"], ids=["alone", "named"])
+def test_an_uncalled_check_is_called_with_the_declared_entry_point(hostile: TestClient, after: str) -> None:
     """HumanEval's test text as published defines check(candidate) and calls nothing: with the task's entry point
-    declared, it is called on it, as HumanEval's harness does (it passed any program)."""
+    declared, it is called on it, as HumanEval's harness does (it passed any program). Named, never called:
+    the same."""
     body: dict[str, Any] = {
         "language": "python",
         "programs": [WRONG, RIGHT],
-        "tests": [{"assert_code": "def check(candidate):\n    assert candidate(1, 2) == 3\n"}],
+        "tests": [{"assert_code": "def check(candidate):\n    assert candidate(1, 2) == 3\n" + after}],
         "function": "add",
         "cache": False,
     }

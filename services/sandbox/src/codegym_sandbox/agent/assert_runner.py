@@ -256,7 +256,7 @@ def read_tests(text: str) -> Tests:
     if text.startswith(program_names.DECLARED):
         names, _, text = text[len(program_names.DECLARED) :].partition("\n")
         declared = frozenset(names.split())
-    return Asserts(compile(text, "<tests>", "exec", dont_inherit=True), declared)
+    return Asserts(test_forms.compiled(text), declared)
 
 
 def check(checker: Checker, tests: Tests) -> str:
@@ -286,6 +286,8 @@ def check(checker: Checker, tests: Tests) -> str:
             found.update((name, checker.load(objects[name])) for name in objects if isinstance(found.get(name), Handle))
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
+            ran: set[str] = set()
+            scope[test_forms.RAN] = ran.add
             scope.update((name, checker.load(module)) for name, module in modules.items())
             with test_forms.as_main(module), program_module.importable(checker.attribute, checker.defined):
                 exited = False
@@ -295,7 +297,7 @@ def check(checker: Checker, tests: Tests) -> str:
                     if not test_forms.ended_well(exc):
                         raise
                     exited = True
-                test_forms.run_collected(tests.code, scope, tests.declared, exited)
+                test_forms.run_collected(tests.code, scope, tests.declared, exited, ran)
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process

@@ -12,7 +12,7 @@ import contextlib
 import sys
 import types
 from collections.abc import Iterator
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from . import program_names
 
@@ -20,6 +20,44 @@ _TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
 # not import: every program is forked from it).
 _NOT_RUNNABLE = 0x20 | 0x80 | 0x200
+
+
+RAN = "__codegym_ran__"  # in the tests' scope: what records each test function of theirs that ran (see compiled)
+_COLLECTED = ("test", "check")
+
+
+def compiled(text: str) -> types.CodeType:
+    """The tests' code. Where it defines test functions (``def test_*``, ``def check``) outside functions and
+    classes, each records its name when called (:data:`RAN`), first thing: collection then runs those the code
+    never ran itself, whether it named them or not (a list of them, never called, ran nothing before)."""
+    if not any(f"def {prefix}" in text for prefix in _COLLECTED):
+        return compile(text, _TESTS_FILE, "exec", dont_inherit=True)
+    import ast  # only in the checker, never in the agent that programs are forked from
+
+    try:
+        tree = ast.parse(text, _TESTS_FILE)
+    except BaseException:
+        return compile(text, _TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
+    for node in _top_level_functions(tree.body):
+        first = node.body[0]
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(node.name)], []))
+        node.body.insert(1 if docstring and isinstance(first.value.value, str) else 0, ast.copy_location(record, first))
+    return compile(ast.fix_missing_locations(tree), _TESTS_FILE, "exec", dont_inherit=True)
+
+
+def _top_level_functions(body: list[Any]) -> Iterator[Any]:
+    """The functions named as runners collect them that ``body`` defines, in its blocks too (``if``, ``try``,
+    ``with``, loops), never in a function or a class."""
+    import ast
+
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name.startswith(_COLLECTED):
+                yield node
+        elif not isinstance(node, ast.ClassDef):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _top_level_functions(getattr(node, field, None) or [])
 
 
 @contextlib.contextmanager
@@ -41,16 +79,20 @@ def ended_well(exc: SystemExit) -> bool:
     return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
 
 
-def run_collected(code: types.CodeType, scope: dict[str, object], declared: frozenset[str], exited: bool) -> None:
+def run_collected(
+    code: types.CodeType, scope: dict[str, object], declared: frozenset[str], exited: bool, ran: set[str]
+) -> None:
     """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
     itself (``exited``: it ended in an exit that says it passed, which ``unittest.main()`` makes once it ran its
     cases). An assertion of theirs that fails raises, as it would have in the code; a test that cannot be run here
-    (it needs pytest's fixtures, or is a generator or a coroutine) is the tests' error, never a pass. What the code
-    names it runs itself, as a script does: run again, a test that counts on state its first run left fails.
+    (it needs pytest's fixtures, or is a generator or a coroutine) is the tests' error, never a pass. A test function
+    the code ran itself (it records so: :func:`compiled`) is not run again, as a script runs it once: run again, a
+    test that counts on state its first run left fails; one the code only names (a list of them) is run.
 
     - HumanEval's ``check`` that the code never calls: called with the task's declared entry point, as HumanEval's
       harness does.
-    - pytest's ``test*`` functions the code never names.
+    - pytest's ``test*`` functions the code never ran (where it defines them in a function of its own, never
+      named).
     - pytest's ``Test*`` classes the code never names (no ``unittest.TestCase``, no ``__init__`` of their own or
       inherited): each ``test*`` method (inherited too) on a new instance, between ``setup_method`` and
       ``teardown_method``, all of them between the class's ``setup_class`` and ``teardown_class``.
@@ -59,17 +101,18 @@ def run_collected(code: types.CodeType, scope: dict[str, object], declared: froz
     """
     named = program_names.loaded_names(code)
     check = scope.get("check")
-    if _theirs(check) and "check" not in named and len(declared) == 1:
+    if _theirs(check) and not _ran_by_the_code(check, named, ran) and len(declared) == 1:
         (entry,) = declared
         if entry in scope:
             check(scope[entry])
     unittest = sys.modules.get("unittest")
     for name, value in list(scope.items()):
-        if not name.startswith(("test", "Test")) or name in named:
+        if not name.startswith(("test", "Test")):
             continue
         if _theirs(value):
-            _run(value)
-        elif isinstance(value, type) and _pytest_class(value, unittest):
+            if not _ran_by_the_code(value, named, ran):
+                _run(value)
+        elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
             _run_class(value)
     if unittest is None or exited:
         return
@@ -86,6 +129,12 @@ def run_collected(code: types.CodeType, scope: dict[str, object], declared: froz
         raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
     if not result.wasSuccessful():  # a failure, or an expected failure that passed
         raise AssertionError("the tests' cases failed")
+
+
+def _ran_by_the_code(test: types.FunctionType, named: set[str], ran: set[str]) -> bool:
+    """Whether the tests' code ran ``test`` itself: it recorded so (:func:`compiled`), or, where it records
+    nothing (defined in a function of theirs), the code names it."""
+    return test.__name__ in ran if RAN in test.__code__.co_names else test.__name__ in named
 
 
 def _run_class(cls: type) -> None:

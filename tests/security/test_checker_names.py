@@ -321,3 +321,22 @@ def test_a_function_of_the_programs_passed_to_the_tests_is_the_programs(hostile:
     program = "def trace(m):\n    return sum(m[i][i] for i in range(len(m)))\n"
     tests = "def check(candidate):\n    assert candidate([[1, 2], [3, 4]]) == 5\n\ncheck(trace)\n"
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+
+
+@pytest.mark.parametrize(
+    ("program", "tests"),
+    [
+        (
+            "import xml.dom.minidom\ndef tag(s):\n    return xml.dom.minidom.parseString(s).documentElement.tagName\n",
+            "assert tag('<a/>') == xml.dom.minidom.parseString('<a/>').documentElement.tagName == 'a'\n",
+        ),
+        (
+            "import urllib.parse\ndef quote(s):\n    return urllib.parse.quote(s)\n",
+            "assert quote('a b') == urllib.parse.quote('a b') == 'a%20b'\n",
+        ),
+    ],
+    ids=["xml.dom.minidom", "urllib.parse"],
+)
+def test_a_submodule_the_program_imported_is_there_for_the_tests(hostile: TestClient, program: str, tests: str) -> None:
+    """``import a.b.c`` binds ``a``: the tests' ``a.b.c.f`` reads the submodule, as in ``python main.py``."""
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]

@@ -177,6 +177,22 @@ class Checker:
         finally:
             self.imported = self.imported or len(sys.modules) != before
 
+    def load_submodules(self, code: types.CodeType, scope: dict[str, Any]) -> None:
+        """The submodules ``code`` reads of the packages in ``scope`` (``xml.dom.minidom.parseString``, where
+        the program's ``import xml.dom.minidom`` bound ``xml``): imported here, as the program imported them."""
+        packages = [(n, v) for n, v in scope.items() if isinstance(v, types.ModuleType) and hasattr(v, "__path__")]
+        paths = program_names.attribute_paths(code) if packages else {}
+        for name, package in packages:
+            for path in paths.get(name, ()):
+                for depth in range(1, len(path) + 1):
+                    dotted = ".".join((package.__name__, *path[:depth]))
+                    if dotted not in sys.modules and not program_names.importable(dotted):
+                        break
+                    try:
+                        self.load(dotted)
+                    except ImportError:
+                        break
+
     def attribute(self, name: str) -> Any:
         """The program's top-level ``name``, as the tests' ``from solution import name`` takes it (by the rules of
         :meth:`names`)."""
@@ -289,6 +305,7 @@ def check(checker: Checker, tests: Tests) -> str:
             ran: set[str] = set()
             scope[test_forms.RAN] = ran.add
             scope.update((name, checker.load(module)) for name, module in modules.items())
+            checker.load_submodules(tests.code, scope)
             with test_forms.as_main(module), program_module.importable(checker.attribute, checker.defined):
                 exited = False
                 try:

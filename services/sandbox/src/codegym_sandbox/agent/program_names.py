@@ -53,6 +53,8 @@ _IMPORTS = frozenset(dis.opmap[name] for name in ("IMPORT_NAME", "IMPORT_FROM"))
 _LOAD_NAME, _LOAD_GLOBAL = dis.opmap["LOAD_NAME"], dis.opmap["LOAD_GLOBAL"]
 _PUSH_NULL = dis.opmap.get("PUSH_NULL", -1)  # Python 3.11 on: a call's callable follows it (3.13: precedes it)
 _NULL_AFTER = sys.version_info >= (3, 13)
+_LOAD_ATTR = dis.opmap["LOAD_ATTR"]
+_ATTRIBUTE_SHIFT = 1 if sys.version_info >= (3, 12) else 0  # LOAD_ATTR's low bit says whether it loads a method
 _ATTRIBUTES = frozenset(dis.opmap[name] for name in ("LOAD_ATTR", "LOAD_METHOD") if name in dis.opmap)
 _CACHE = dis.opmap.get("CACHE", -1)  # an inline cache entry (Python 3.11 on): no instruction
 _GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0  # LOAD_GLOBAL's low bit says whether it pushes a NULL
@@ -211,6 +213,28 @@ def _uses(code: types.CodeType) -> tuple[set[str], set[str], set[str]]:
             namespaces |= more[1]
             called |= more[2]
     return imports, namespaces, called
+
+
+def attribute_paths(code: types.CodeType) -> dict[str, set[tuple[str, ...]]]:
+    """For each global name ``code`` reads attributes of at once, the attribute paths it reads
+    (``xml.dom.minidom.parseString``: ``xml`` -> ``("dom", "minidom", "parseString")``), in nested code too."""
+    paths: dict[str, set[tuple[str, ...]]] = {}
+    name: str | None = None
+    path: list[str] = []
+    for op, arg in [*_ops(code), (-1, 0)]:
+        if op in _ATTRIBUTES and name is not None:
+            path.append(code.co_names[arg >> _ATTRIBUTE_SHIFT if op == _LOAD_ATTR else arg])
+            continue
+        if name is not None and path:
+            paths.setdefault(name, set()).add(tuple(path))
+        name, path = None, []
+        if op in (_LOAD_NAME, _LOAD_GLOBAL):
+            name = code.co_names[arg >> _GLOBAL_SHIFT if op == _LOAD_GLOBAL else arg]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            for key, more in attribute_paths(const).items():
+                paths.setdefault(key, set()).update(more)
+    return paths
 
 
 @functools.lru_cache(maxsize=1024)  # the same few names, run after run of a series

@@ -44,10 +44,12 @@ ABSENT = [
 # whoever read it first (another worker, whose honest run then cannot grow: MLE), and no reclaim can take it.
 UNSUPPORTED = ["splice", "tee", "vmsplice", "sendfile"]
 # Done as nothing (they answer 0): what they ask for reaches past the run. sync() and syncfs() flush the host's
-# file systems (a run's writable mounts are tmpfs: it has nothing to flush), thousands of times a second; and
-# fadvise() drops the host's page cache of any file the run can read (overlayfs passes it on to the real file),
-# which every neighbour then reads again from disk. Programs that call them lose nothing.
-IGNORED = ["sync", "syncfs", "fadvise64"]
+# file systems (a run's writable mounts are tmpfs: it has nothing to flush), thousands of times a second; fsync(),
+# fdatasync() and sync_file_range() of a host file the engine binds into a container (/etc/hosts) flush the host's
+# disk each, clean as it is; and fadvise() drops the host's page cache of any file the run can read (overlayfs
+# passes it on to the real file), which every neighbour then reads again from disk. Programs that call them lose
+# nothing: what they write lives only as long as their run.
+IGNORED = ["sync", "syncfs", "fsync", "fdatasync", "sync_file_range", "fadvise64"]
 # O_DIRECT in each machine's open flags: reads past the page cache, from the host's disk every time.
 O_DIRECT = {"x86_64": 0o40000, "aarch64": 0o200000}
 # Allowed on the calling process only (pid 0), never on another: a program may not change the limits,
@@ -73,6 +75,7 @@ SYSCALLS = {
         "ioprio_set": 251, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "inotify_init": 253,
         "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
         "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
+        "fsync": 74, "fdatasync": 75, "sync_file_range": 277,
         "syncfs": 306, "fadvise64": 221, "splice": 275, "tee": 276, "vmsplice": 278, "sendfile": 40,
         "openat2": 437, "open": 2, "openat": 257,
     },
@@ -94,6 +97,7 @@ SYSCALLS = {
         "setpriority": 140, "ioprio_set": 30, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
         "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
         "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107, "sync": 81,
+        "fsync": 82, "fdatasync": 83, "sync_file_range": 84,
         "syncfs": 267, "fadvise64": 223, "splice": 76, "tee": 77, "vmsplice": 75, "sendfile": 71,
         "openat2": 437, "openat": 56,
     },

@@ -50,6 +50,15 @@ FORMS = {
     # ... and those it runs from a list, with state they share: each runs once, as in `python main.py`.
     "listed-and-run-shared-state": "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\n"
     "for t in [test_a]:\n    t()\n",
+    # pytest's parametrize, on a function, stacked, with pytest.param, on a class; and pytest.raises.
+    "pytest-parametrize": "import pytest\n\n@pytest.mark.parametrize('a,b,want', [(1, 2, 3), (-1, -2, -3)])\n"
+    "def test_add(a, b, want):\n    assert add(a, b) == want\n",
+    "pytest-parametrize-stacked": "import pytest\n\n@pytest.mark.parametrize('a', [1, pytest.param(5)])\n"
+    "@pytest.mark.parametrize(argnames=['b'], argvalues=[2])\ndef test_add(a, b):\n    assert add(a, b) == a + b\n",
+    "pytest-parametrize-class": "import pytest\n\n@pytest.mark.parametrize('a', [1, 2])\nclass TestAdd:\n"
+    "    @pytest.mark.parametrize('b', [3])\n    def test_add(self, a, b):\n        assert add(a, b) == a + b\n",
+    "pytest-raises": "import pytest\n\ndef test_add():\n    with pytest.raises(TypeError):\n        add(1, None)\n"
+    "    assert add(1, 2) == 3\n",
     # KodCode's pytest rows import the program by the name of its file.
     "from-solution-import": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
     "import-solution": "import solution\n\ndef test_add():\n    assert solution.add(1, 2) == 3\n",
@@ -117,3 +126,16 @@ def test_a_name_the_program_lacks_cannot_be_imported_from_it(hostile: TestClient
     # Each run's own: one checker serves a series, and the next run's tests import the next program.
     tests = "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
     assert _verdicts(hostile, tests, [RIGHT, WRONG, RIGHT]) == ["AC", "WA", "AC"]
+
+
+def test_a_case_pytest_would_skip_runs_nothing_and_indirect_parameters_pass_nothing(hostile: TestClient) -> None:
+    skipped = (
+        "import pytest\n\n@pytest.mark.parametrize('a', [pytest.param(9, marks=pytest.mark.skip), 1])\n"
+        "def test_add(a):\n    assert add(a, 2) == a + 2\n"
+    )
+    assert _verdicts(hostile, skipped, [WRONG, RIGHT]) == ["WA", "AC"]
+    indirect = (
+        "import pytest\n\n@pytest.mark.parametrize('a', [1], indirect=True)\ndef test_add(a):\n"
+        "    assert add(a, 2) == a + 2\n"
+    )
+    assert "AC" not in _verdicts(hostile, indirect, [WRONG, RIGHT])

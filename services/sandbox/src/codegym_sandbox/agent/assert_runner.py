@@ -229,10 +229,14 @@ def _update(original: Any, changed: Any) -> None:
 
 
 def _outcome_of(exc: BaseException) -> str:
-    """``failed`` for an assertion of the tests' that failed; ``error`` for any other exception, the
-    program's own among them (an ``AssertionError`` of the program's too)."""
-    from_program = program_traceback(exc) is not None
-    return "failed" if isinstance(exc, AssertionError) and not from_program else "error"
+    """``failed`` for an assertion of the tests' that failed (pytest's ``fail``, ``pytest.raises`` that saw no
+    error: ``Failed``); ``error`` for any other exception, the program's own among them (an ``AssertionError``
+    of the program's too)."""
+    if program_traceback(exc) is not None:
+        return "error"
+    outcomes = sys.modules.get("_pytest.outcomes")  # imported by tests that use pytest, never by the program
+    failed = getattr(outcomes, "Failed", AssertionError)
+    return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
 
 
 def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeGuard
 
 from . import program_names
@@ -85,7 +85,8 @@ def run_collected(
     """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
     itself (``exited``: it ended in an exit that says it passed, which ``unittest.main()`` makes once it ran its
     cases). An assertion of theirs that fails raises, as it would have in the code; a test that cannot be run here
-    (it needs pytest's fixtures, or is a generator or a coroutine) is the tests' error, never a pass. A test function
+    (it needs pytest's fixtures, or is a generator or a coroutine) is the tests' error, never a pass; a test with
+    ``pytest.mark.parametrize`` marks (its own, its class's, the module's) runs once per case. A test function
     the code ran itself (it records so: :func:`compiled`) is not run again, as a script runs it once: run again, a
     test that counts on state its first run left fails; one the code only names (a list of them) is run.
 
@@ -111,9 +112,9 @@ def run_collected(
             continue
         if _theirs(value):
             if not _ran_by_the_code(value, named, ran):
-                _run(value)
+                _run(value, _marks(scope.get("pytestmark")))
         elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
-            _run_class(value)
+            _run_class(value, _marks(scope.get("pytestmark")))
     if unittest is None or exited:
         return
     cases = [
@@ -137,7 +138,12 @@ def _ran_by_the_code(test: types.FunctionType, named: set[str], ran: set[str]) -
     return test.__name__ in ran if RAN in test.__code__.co_names else test.__name__ in named
 
 
-def _run_class(cls: type) -> None:
+def _marks(value: object) -> list[object]:
+    """pytest's marks set as a module's or a class's ``pytestmark``: one mark, or a list of them."""
+    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+
+
+def _run_class(cls: type, marks: list[object]) -> None:
     """A pytest class's tests, as pytest runs them."""
     methods = [m for m in dir(cls) if m.startswith("test") and callable(getattr(cls, m))]
     if hasattr(cls, "setup_class"):
@@ -148,7 +154,7 @@ def _run_class(cls: type) -> None:
             test = getattr(instance, method)
             for hook in ("setup_method", None, "teardown_method"):
                 if hook is None:
-                    _run(test)
+                    _run(test, [*marks, *_marks(getattr(cls, "pytestmark", None))])
                 elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
                     step = getattr(instance, hook)
                     step(test) if step.__code__.co_argcount > 1 else step()
@@ -169,8 +175,35 @@ def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
     return unittest is None or not issubclass(value, unittest.TestCase)
 
 
-def _run(test: types.FunctionType | types.MethodType, *args: object) -> None:
+def _run(test: types.FunctionType | types.MethodType, marks: Sequence[object] = ()) -> None:
+    """``test`` run as pytest runs it: once, or once per case of its ``pytest.mark.parametrize`` marks (and its
+    class's, ``marks``); an argument no mark gives (a fixture) is its ``TypeError``."""
     code = test.__code__
     if code.co_flags & _NOT_RUNNABLE:
         raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
-    test(*args)
+    for arguments in _cases([*getattr(test, "pytestmark", ()), *marks]):
+        test(**arguments)
+
+
+def _cases(marks: Sequence[object]) -> list[dict[str, object]]:
+    """The arguments of each case the ``parametrize`` marks among ``marks`` make: every combination of theirs."""
+    cases: list[dict[str, object]] = [{}]
+    for mark in marks:
+        if getattr(mark, "name", None) != "parametrize":
+            continue
+        args, kwargs = getattr(mark, "args", ()), getattr(mark, "kwargs", {})
+        names, values = (*args, *(kwargs.get(k) for k in ("argnames", "argvalues")[len(args) :]))[:2]
+        if kwargs.get("indirect"):
+            raise TypeError("parametrize(indirect=...) needs pytest's fixtures: no runner here can run it")
+        names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+        rows = []
+        for value in values:
+            if type(value).__name__ == "ParameterSet":  # pytest.param(...): a skip or xfail mark runs nothing
+                if getattr(value, "marks", ()):
+                    continue
+                value = value.values
+            elif len(names) == 1:
+                value = (value,)
+            rows.append(dict(zip(names, value, strict=True)))
+        cases = [{**case, **row} for case in cases for row in rows]
+    return cases

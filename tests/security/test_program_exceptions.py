@@ -113,3 +113,30 @@ def test_a_programs_word_never_makes_a_test_runners_exception(hostile: TestClien
     }[runner]
     (verdict,) = _verdicts(hostile, [SKIP], tests)
     assert verdict in ("RE", "WA"), verdict
+
+
+@pytest.mark.parametrize(
+    ("program", "tests"),
+    [
+        ("def f(x):\n    raise ValueError(0.5, 2**60)\n", "assert e.args == (0.5, 2**60), e.args\n"),
+        (
+            "class Funds(Exception):\n    def __init__(self, balance, amount):\n"
+            "        super().__init__(f'{balance} < {amount}')\n        self.amount = amount\n"
+            "def f(x):\n    raise Funds(10.0, 20.5)\n",
+            "assert e.amount == 20.5 and str(e) == '10.0 < 20.5', (e.amount, str(e))\n",
+        ),
+        (
+            "class Coded(Exception):\n    def __init__(self, code):\n        self.code = code\n"
+            "    def __str__(self):\n        return f'error code {self.code}'\ndef f(x):\n    raise Coded(x)\n",
+            "assert str(e) == 'error code 1' and e.code == 1, str(e)\n",
+        ),
+    ],
+    ids=["numbers", "attributes", "own-str"],
+)
+def test_an_exceptions_values_and_text_are_the_programs(hostile: TestClient, program: str, tests: str) -> None:
+    caught = (
+        "try:\n    f(1)\n    raise AssertionError('no error')\nexcept Exception as e:\n    "
+        + tests.replace("\n", "\n    ").rstrip()
+        + "\n"
+    )
+    assert _verdicts(hostile, [program], caught) == ["AC"]

@@ -118,7 +118,10 @@ class Checker:
         try:
             return checker_wire.read(reply, kind)
         except checker_wire.Raised as raised:
-            raise local_exception(raised.error, self.classes) from None
+            error = raised.error  # its arguments and attributes as values here, as any of the program's
+            error["args"] = [self.decode(a) for a in error["args"]]
+            error["attributes"] = {k: self.decode(v) for k, v in error["attributes"].items()}
+            raise local_exception(error, self.classes) from None
         except checker_wire.Breach:
             self.broken = True
             raise
@@ -228,17 +231,6 @@ def _update(original: Any, changed: Any) -> None:
         original[:] = changed
 
 
-def _outcome_of(exc: BaseException) -> str:
-    """``failed`` for an assertion of the tests' that failed (pytest's ``fail``, ``pytest.raises`` that saw no
-    error: ``Failed``); ``error`` for any other exception, the program's own among them (an ``AssertionError``
-    of the program's too)."""
-    if program_traceback(exc) is not None:
-        return "error"
-    outcomes = sys.modules.get("_pytest.outcomes")  # imported by tests that use pytest, never by the program
-    failed = getattr(outcomes, "Failed", AssertionError)
-    return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
-
-
 def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
     """The run's exit code and signal, from the outcome of :func:`check` and the program process's wait status.
 
@@ -324,7 +316,7 @@ def check(checker: Checker, tests: Tests) -> str:
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process
         outcome = "passed" if test_forms.ended_well(exc) else "failed"
     except BaseException as exc:
-        outcome = _outcome_of(exc)
+        outcome = test_forms.outcome_of(exc)
         kind, error, tb = sys.exc_info()
         try:
             if isinstance(exc, checker_wire.Breach):  # not the tests' error, nor the program's: what it did

@@ -55,7 +55,7 @@ def local_exception(error: checker_wire.ErrorAnswer, classes: ExceptionClasses |
     else:
         own = classes.of(error["lineage"], kind) if classes is not None else kind
         args = tuple(error["args"]) if error["args"] or not message else (message,)
-        made = _made(own, args, error["attributes"]) if own is not kind else None
+        made = _made(own, args, error["attributes"], message) if own is not kind else None
         if made is not None:
             exc = made
         else:
@@ -88,12 +88,16 @@ def nearest_builtin(lineage: list[list[str]]) -> type[BaseException]:
     return Exception
 
 
-def _made(kind: type[BaseException], args: tuple[Any, ...], attributes: dict[str, Any]) -> BaseException | None:
+def _made(
+    kind: type[BaseException], args: tuple[Any, ...], attributes: dict[str, Any], message: str
+) -> BaseException | None:
     """An exception of ``kind`` with ``args`` and ``attributes``, made without running its ``__init__`` (a
-    library's class may want other arguments than its message); None where that fails."""
+    library's class may want other arguments than its message); None where that fails. Its text, where ``kind``
+    is a class made for one of the program's, is the program's ``message`` (its own ``__str__``'s)."""
     try:
         exc = kind.__new__(kind, *args)
         exc.args = args
+        exc.__dict__[_MESSAGE] = message
         for key, value in attributes.items():
             if not key.startswith("_"):
                 setattr(exc, key, value)
@@ -150,9 +154,18 @@ def _library_class(module: str, qualname: str, base: type[BaseException]) -> typ
     return None
 
 
+_MESSAGE = "_codegym_message"  # on an exception made for the program's: its text as the program gave it
+
+
+def _program_text(self: BaseException) -> str:
+    text = self.__dict__.get(_MESSAGE)
+    return text if isinstance(text, str) else BaseException.__str__(self)
+
+
 def _new_class(module: str, qualname: str, base: type[BaseException]) -> type[BaseException]:
     name = qualname.rpartition(".")[2]
-    made = type(name if name.isidentifier() else "ProgramException", (base,), {"__module__": module})
+    namespace = {"__module__": module, "__str__": _program_text}
+    made = type(name if name.isidentifier() else "ProgramException", (base,), namespace)
     made.__qualname__ = qualname
     return made
 

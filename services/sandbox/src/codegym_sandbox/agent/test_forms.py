@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TypeGuard
 
 from . import program_names
+from .program_errors import program_traceback
 
 _TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
@@ -77,6 +78,17 @@ def ended_well(exc: SystemExit) -> bool:
     """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed: as Python's
     exit status would, 0 only for ``None`` or an int 0 (``sys.exit(0.0)`` prints and exits 1)."""
     return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
+
+
+def outcome_of(exc: BaseException) -> str:
+    """``failed`` for an assertion of the tests' that failed (pytest's ``fail``, ``pytest.raises`` that saw no
+    error: ``Failed``); ``error`` for any other exception, the program's own among them (an ``AssertionError``
+    of the program's too)."""
+    if program_traceback(exc) is not None:
+        return "error"
+    outcomes = sys.modules.get("_pytest.outcomes")  # imported by tests that use pytest, never by the program
+    failed = getattr(outcomes, "Failed", AssertionError)
+    return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
 
 
 def run_collected(

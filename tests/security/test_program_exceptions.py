@@ -140,3 +140,17 @@ def test_an_exceptions_values_and_text_are_the_programs(hostile: TestClient, pro
         + "\n"
     )
     assert _verdicts(hostile, [program], caught) == ["AC"]
+
+
+def test_a_program_that_makes_a_type_per_raise_makes_few_classes_in_the_checker(hostile: TestClient) -> None:
+    """Each raise of a new type of the program's would be a class in the checker: past a few hundred, a type is
+    its nearest known class, still caught by its builtin base."""
+    program = (
+        "def f(i):\n    raise type(f'E{i}', (type(f'B{i}', (KeyError,), {}),), {})(i)\ndef made():\n    return 0\n"
+    )
+    tests = (
+        "import gc\nfor i in range(2000):\n    try:\n        f(i)\n"
+        "    except KeyError as e:\n        assert e.args == (i,)\n"
+        "assert len([k for k in gc.get_objects() if isinstance(k, type) and k.__module__ == 'solution']) <= 256\n"
+    )
+    assert _verdicts(hostile, [program], tests) == ["AC"]

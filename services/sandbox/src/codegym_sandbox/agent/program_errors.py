@@ -121,6 +121,8 @@ class ExceptionClasses:
     nearest builtin type. They are the program's word, and catch nothing of the tests' own.
     """
 
+    MOST = 256  # classes made for one run: past them, the program's types are their nearest known class
+
     def __init__(self) -> None:
         self.made: dict[tuple[str, str], type[BaseException]] = {}
 
@@ -135,6 +137,8 @@ class ExceptionClasses:
         for key in reversed(own):
             made = self.made.get(key)
             if made is None or not issubclass(made, base):
+                if len(self.made) >= self.MOST:  # a program that makes a type per raise: the checker's memory
+                    break
                 made = _library_class(*key, base) or _new_class(*key, base)
                 self.made[key] = made
             base = made

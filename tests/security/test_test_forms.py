@@ -139,3 +139,15 @@ def test_a_case_pytest_would_skip_runs_nothing_and_indirect_parameters_pass_noth
         "    assert add(a, 2) == a + 2\n"
     )
     assert "AC" not in _verdicts(hostile, indirect, [WRONG, RIGHT])
+
+
+def test_capsys_reads_what_the_program_printed(hostile: TestClient) -> None:
+    """pytest's ``capsys``, as KodCode's rows use it: the program prints in its own process."""
+    right, wrong = "def greet(n):\n    print(f'hi {n}')\n", "def greet(n):\n    print(f'ho {n}')\n"
+    tests = (
+        "import sys\n\ndef test_greet(capsys):\n    greet(1)\n    out, err = capsys.readouterr()\n"
+        "    assert out == 'hi 1\\n' and err == ''\n    greet(2)\n    assert capsys.readouterr().out == 'hi 2\\n'\n"
+    )
+    assert _verdicts(hostile, tests, [wrong, right]) == ["WA", "AC"]
+    silent = "def greet(n):\n    pass\n"  # what the fixture began with is no output of the program's
+    assert _verdicts(hostile, tests, [silent]) == ["WA"]

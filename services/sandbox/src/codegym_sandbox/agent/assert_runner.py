@@ -53,7 +53,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from . import call_test, checker_wire, linux, program_module, program_names, test_forms
+from . import call_test, checker_wire, linux, program_module, program_names, pytest_fixtures, test_forms
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, Handle, decode, encode
@@ -196,6 +196,11 @@ class Checker:
                     except ImportError:
                         break
 
+    def output(self, what: str) -> tuple[str, str]:
+        """What the program printed, for the tests' ``capsys`` (see ``program_process._output``)."""
+        answer = self.ask(["output", what], checker_wire.OutputAnswer)
+        return answer["out"], answer["err"]
+
     def attribute(self, name: str) -> Any:
         """The program's top-level ``name``, as the tests' ``from solution import name`` takes it (by the rules of
         :meth:`names`)."""
@@ -310,7 +315,8 @@ def check(checker: Checker, tests: Tests) -> str:
                     if not test_forms.ended_well(exc):
                         raise
                     exited = True
-                test_forms.run_collected(tests.code, scope, tests.declared, exited, ran)
+                fixtures = pytest_fixtures.fixtures(checker.output)
+                test_forms.run_collected(tests.code, scope, tests.declared, exited, ran, fixtures)
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process

@@ -51,6 +51,13 @@ class SameAnswer(TypedDict):
     same: bool
 
 
+class OutputAnswer(TypedDict):
+    """What the program printed since the tests' ``capsys`` began or last read it (see ``pytest_fixtures``)."""
+
+    out: str
+    err: str
+
+
 class ErrorAnswer(TypedDict):
     """An exception the program raised: its nearest builtin type's module and name, its message, its traceback;
     its type's lineage (the classes of its MRO before ``object``, each as its module and qualified name, itself

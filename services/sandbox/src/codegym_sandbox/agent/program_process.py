@@ -10,6 +10,7 @@ and attributes. It never holds the tests (see
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import traceback
@@ -17,7 +18,7 @@ import types
 from typing import Any, NoReturn
 
 from . import program_names, pyrun
-from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer
+from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer
 from .plain_data import Channel, decode, encode
 
 MODULE = "solution"  # the program's module name
@@ -90,6 +91,8 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
         try:
             if request[0] == "names":
                 reply: Any = _names(scope, request[1], refs)
+            elif request[0] == "output":
+                reply = _output(str(request[1]))
             elif request[0] == "same":
                 reply = {"same": bool(refs[request[1]] == refs[request[2]])}
             elif request[0] == "op":
@@ -111,6 +114,28 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
             channel.answer(reply)
         except BaseException as exc:  # a value that cannot be written (a huge int, a cycle): an error
             channel.answer(_error(exc))
+
+
+_CAPTURED: list[Any] = []  # while the tests' capsys holds the program's output: its streams, and the buffers
+OUTPUT_READ = 1 << 20  # the most of each stream one read answers
+
+
+def _output(what: str) -> OutputAnswer:
+    """What the program printed since the last read, for the tests' ``capsys`` (``pytest_fixtures``): ``capture``
+    starts holding it, ``read`` answers it, ``release`` lets the program's output go where it went before."""
+    if what == "capture" and not _CAPTURED:
+        _CAPTURED.extend([sys.stdout, sys.stderr, io.StringIO(), io.StringIO()])
+        sys.stdout, sys.stderr = _CAPTURED[2], _CAPTURED[3]
+    answer: OutputAnswer = {"out": "", "err": ""}
+    if _CAPTURED:
+        for key, buffer in (("out", _CAPTURED[2]), ("err", _CAPTURED[3])):
+            answer[key] = buffer.getvalue()[:OUTPUT_READ]  # type: ignore[literal-required]
+            buffer.seek(0)
+            buffer.truncate()
+    if what == "release" and _CAPTURED:
+        sys.stdout, sys.stderr = _CAPTURED[0], _CAPTURED[1]
+        _CAPTURED.clear()
+    return answer
 
 
 def _operate(value: Any, op: str, args: list[Any]) -> Any:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from types import MappingProxyType
 from typing import Any, TypeGuard
 
 from . import program_names
@@ -91,16 +93,24 @@ def outcome_of(exc: BaseException) -> str:
     return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
 
 
+Fixtures = Mapping[str, Callable[[], AbstractContextManager[object]]]  # pytest's fixtures made here, by name
+
+
 def run_collected(
-    code: types.CodeType, scope: dict[str, object], declared: frozenset[str], exited: bool, ran: set[str]
+    code: types.CodeType,
+    scope: dict[str, object],
+    declared: frozenset[str],
+    exited: bool,
+    ran: set[str],
+    fixtures: Fixtures = MappingProxyType({}),
 ) -> None:
     """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
     itself (``exited``: it ended in an exit that says it passed, which ``unittest.main()`` makes once it ran its
     cases). An assertion of theirs that fails raises, as it would have in the code; a test that cannot be run here
-    (it needs pytest's fixtures, or is a generator or a coroutine) is the tests' error, never a pass; a test with
-    ``pytest.mark.parametrize`` marks (its own, its class's, the module's) runs once per case. A test function
-    the code ran itself (it records so: :func:`compiled`) is not run again, as a script runs it once: run again, a
-    test that counts on state its first run left fails; one the code only names (a list of them) is run.
+    (it needs a fixture of pytest's but ``fixtures``, or is a generator or a coroutine) is the tests' error, never a
+    pass; a test with ``pytest.mark.parametrize`` marks (its own, its class's, the module's) runs once per case.
+    A test function the code ran itself (it records so: :func:`compiled`) is not run again, as a script runs it
+    once: run again, a test that counts on state its first run left fails; one the code only names is run.
 
     - HumanEval's ``check`` that the code never calls: called with the task's declared entry point, as HumanEval's
       harness does.
@@ -124,9 +134,9 @@ def run_collected(
             continue
         if _theirs(value):
             if not _ran_by_the_code(value, named, ran):
-                _run(value, _marks(scope.get("pytestmark")))
+                _run(value, _marks(scope.get("pytestmark")), fixtures)
         elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
-            _run_class(value, _marks(scope.get("pytestmark")))
+            _run_class(value, _marks(scope.get("pytestmark")), fixtures)
     if unittest is None or exited:
         return
     cases = [
@@ -155,7 +165,7 @@ def _marks(value: object) -> list[object]:
     return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
 
 
-def _run_class(cls: type, marks: list[object]) -> None:
+def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
     """A pytest class's tests, as pytest runs them."""
     methods = [m for m in dir(cls) if m.startswith("test") and callable(getattr(cls, m))]
     if hasattr(cls, "setup_class"):
@@ -166,7 +176,7 @@ def _run_class(cls: type, marks: list[object]) -> None:
             test = getattr(instance, method)
             for hook in ("setup_method", None, "teardown_method"):
                 if hook is None:
-                    _run(test, [*marks, *_marks(getattr(cls, "pytestmark", None))])
+                    _run(test, [*marks, *_marks(getattr(cls, "pytestmark", None))], fixtures)
                 elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
                     step = getattr(instance, hook)
                     step(test) if step.__code__.co_argcount > 1 else step()
@@ -187,14 +197,21 @@ def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
     return unittest is None or not issubclass(value, unittest.TestCase)
 
 
-def _run(test: types.FunctionType | types.MethodType, marks: Sequence[object] = ()) -> None:
+def _run(
+    test: types.FunctionType | types.MethodType, marks: Sequence[object] = (), fixtures: Fixtures = MappingProxyType({})
+) -> None:
     """``test`` run as pytest runs it: once, or once per case of its ``pytest.mark.parametrize`` marks (and its
-    class's, ``marks``); an argument no mark gives (a fixture) is its ``TypeError``."""
+    class's, ``marks``), each argument no mark gives from ``fixtures`` (made for that run, ended after it); one
+    that neither gives (another fixture) is its ``TypeError``."""
     code = test.__code__
     if code.co_flags & _NOT_RUNNABLE:
         raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
+    first = 1 if isinstance(test, types.MethodType) else 0  # a method's ``self``
+    wanted = code.co_varnames[first : code.co_argcount + code.co_kwonlyargcount]
     for arguments in _cases([*getattr(test, "pytestmark", ()), *marks]):
-        test(**arguments)
+        with contextlib.ExitStack() as made:
+            given = {n: made.enter_context(fixtures[n]()) for n in wanted if n not in arguments and n in fixtures}
+            test(**arguments, **given)
 
 
 def _cases(marks: Sequence[object]) -> list[dict[str, object]]:

@@ -289,25 +289,14 @@ def test_what_the_program_imports_runs_in_the_programs_process(hostile: TestClie
     assert result["verdict"] in ("WA", "RE"), result
 
 
-def test_plain_data_named_like_a_module_is_the_programs(hostile: TestClient) -> None:
-    program = "numbers = [1, 2, 3]\narray = (4, 5)\ndef total(xs):\n    return sum(xs)\n"
-    tests = "assert total(numbers) == 6\nassert total(array) == 9\n"
+def test_values_named_like_a_module_are_the_programs(hostile: TestClient) -> None:
+    """Data or an object of the program's that the tests pass to it, though a module has the name."""
+    program = (
+        "numbers = [1, 2, 3]\narray = (4, 5)\nclass Queue:\n    def __init__(self):\n        self.items = []\n"
+        "queue = Queue()\ndef total(xs):\n    return sum(xs)\ndef size(q):\n    return len(q.items)\n"
+    )
+    tests = "assert total(numbers) == 6\nassert total(array) == 9\nq = queue\nassert size(queue) == size(q) == 0\n"
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
-
-
-@pytest.mark.parametrize(
-    "tests",
-    [
-        "assert getattr(math, 'isclose')(volume(10), 4188.79, rel_tol=1e-3)\n",
-        "m = math\nassert m.isclose(volume(10), 4188.79, rel_tol=1e-3)\n",
-        "assert [math][0].isclose(volume(10), 4188.79, rel_tol=1e-3)\n",
-    ],
-    ids=["getattr", "alias", "list"],
-)
-def test_a_module_the_tests_use_other_than_by_attribute_is_the_module(hostile: TestClient, tests: str) -> None:
-    right = "import math\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3\n"
-    results = _evaluate(hostile, [FAKES["a namespace"] + WRONG_VOLUME, right], tests)
-    assert [r["verdict"] for r in results] == ["WA", "AC"], results
 
 
 def test_a_well_known_package_that_is_missing_is_no_programs_class(hostile: TestClient) -> None:
@@ -340,3 +329,29 @@ def test_a_function_of_the_programs_passed_to_the_tests_is_the_programs(hostile:
 def test_a_submodule_the_program_imported_is_there_for_the_tests(hostile: TestClient, program: str, tests: str) -> None:
     """``import a.b.c`` binds ``a``: the tests' ``a.b.c.f`` reads the submodule, as in ``python main.py``."""
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+
+
+STAR = (
+    "from solution import *\n\ndef test_group():\n"
+    "    assert sorted(group(['ab', 'ba', 'c'])) == [['ab', 'ba'], ['c']]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("fake", "tests"),
+    [
+        ("def sorted(x, key=None):\n    return [['ab', 'ba'], ['c']]\n", STAR),
+        (
+            "class _M:\n    def isclose(self, *a, **k):\n        return True\nmath = _M()\n",
+            "import math\nfrom solution import *\n\ndef test_area():\n    assert math.isclose(group(2), 12.566)\n",
+        ),
+    ],
+    ids=["a-builtin", "a-module"],
+)
+def test_a_star_import_of_the_program_takes_no_builtin_and_no_module(
+    hostile: TestClient, fake: str, tests: str
+) -> None:
+    (result,) = _evaluate(hostile, [fake + "def group(x):\n    return None\n"], tests)
+    assert result["verdict"] in ("WA", "RE"), result
+    right = "def group(words):\n    return [['ab', 'ba'], ['c']]\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [right], STAR)] == ["AC"]

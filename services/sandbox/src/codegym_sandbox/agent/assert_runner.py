@@ -56,7 +56,7 @@ from typing import Any, NamedTuple, TypeVar
 from . import call_test, checker_wire, linux, program_module, program_names, pytest_fixtures, test_forms
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
-from .plain_data import Channel, Handle, decode, encode
+from .plain_data import Channel, decode, encode
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -296,18 +296,20 @@ def check(checker: Checker, tests: Tests) -> str:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
             # tests') is the checker's own, whatever the program's process answers; and a name they use as a
             # module is the module, whatever the program bound to it.
-            wanted, modules, objects = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
+            wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
             found = checker.names(wanted)
-            # A module's name the tests use, bound by the program to an object of its own (which could answer
-            # for the module's functions): the module.
-            found.update((name, checker.load(objects[name])) for name in objects if isinstance(found.get(name), Handle))
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
             ran: set[str] = set()
             scope[test_forms.RAN] = ran.add
             scope.update((name, checker.load(module)) for name, module in modules.items())
             checker.load_submodules(tests.code, scope)
-            with test_forms.as_main(module), program_module.importable(checker.attribute, checker.defined):
+            with (
+                test_forms.as_main(module),
+                program_module.importable(
+                    checker.attribute, program_names.star_names(checker.defined, _BUILTINS, tests.declared)
+                ),
+            ):
                 exited = False
                 try:
                     exec(tests.code, scope)

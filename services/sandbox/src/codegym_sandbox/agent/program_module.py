@@ -23,10 +23,9 @@ NAME = "solution"
 class ProgramModule(types.ModuleType):
     """The program's top-level names, each read from the program's process on first use (``resolve``)."""
 
-    def __init__(self, resolve: Callable[[str], Any], names: frozenset[str]) -> None:
+    def __init__(self, resolve: Callable[[str], Any], star: list[str]) -> None:
         super().__init__(NAME)
-        # ``from solution import *`` takes these: the public names the program binds at top level.
-        self.__all__ = sorted(n for n in names if not n.startswith("_"))
+        self.__all__ = star  # what ``from solution import *`` takes (``program_names.star_names``)
         self._resolve = resolve
 
     def __getattr__(self, name: str) -> Any:
@@ -38,10 +37,10 @@ class ProgramModule(types.ModuleType):
 
 
 @contextlib.contextmanager
-def importable(resolve: Callable[[str], Any], names: frozenset[str]) -> Iterator[None]:
+def importable(resolve: Callable[[str], Any], star: list[str]) -> Iterator[None]:
     """``import solution`` finds the program's module while the tests run (and nothing after)."""
     saved = sys.modules.get(NAME)
-    sys.modules[NAME] = ProgramModule(resolve, names)
+    sys.modules[NAME] = ProgramModule(resolve, star)
     try:
         yield
     finally:

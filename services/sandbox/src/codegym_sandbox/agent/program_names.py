@@ -11,10 +11,7 @@ import themselves anywhere (a guarded ``try: import numpy as np`` among them), a
 module (``math.isclose``) that name one (``math``, an installed package, a well-known package that is not
 installed, or a conventional alias such as ``np``). Tests that use ``math`` without importing it rely on the
 program's ``import math``: a program that binds ``math`` to an object of its own would otherwise decide the
-tests' ``math.isclose``. The checker imports such a module itself (:func:`module_of`). Where the tests use such
-a name any other way but a call (``m = math``, ``getattr(math, "isclose")``), it is the module if the program
-bound an object of its own to it (one that stays in its process, and could answer for ``isclose``); plain data
-of the program's (``numbers = [1, 2, 3]``) and its functions (called, or passed as ``check(copy)``) stay its own.
+tests' ``math.isclose``. The checker imports such a module itself (:func:`module_of`).
 
 Nothing else the program binds is taken from anywhere but the program's process: the checker never calls what
 the program names (an import of ``os.system`` as ``helper`` would run in the checker).
@@ -51,8 +48,6 @@ _PACKAGES = frozenset(
 _DYNAMIC = frozenset({"eval", "exec", "globals", "vars", "locals", "getattr", "modules", "__import__", "__dict__"})
 _IMPORTS = frozenset(dis.opmap[name] for name in ("IMPORT_NAME", "IMPORT_FROM"))
 _LOAD_NAME, _LOAD_GLOBAL = dis.opmap["LOAD_NAME"], dis.opmap["LOAD_GLOBAL"]
-_PUSH_NULL = dis.opmap.get("PUSH_NULL", -1)  # Python 3.11 on: a call's callable follows it (3.13: precedes it)
-_NULL_AFTER = sys.version_info >= (3, 13)
 _LOAD_ATTR = dis.opmap["LOAD_ATTR"]
 _ATTRIBUTE_SHIFT = 1 if sys.version_info >= (3, 12) else 0  # LOAD_ATTR's low bit says whether it loads a method
 _ATTRIBUTES = frozenset(dis.opmap[name] for name in ("LOAD_ATTR", "LOAD_METHOD") if name in dis.opmap)
@@ -154,11 +149,9 @@ def importable(name: str) -> bool:
 
 def asked(
     tests: types.CodeType, defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str] = frozenset()
-) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """What the checker takes from the program's process for ``tests``: the names to ask it for; the names it
-    binds that the tests use as a module, with the module the checker imports for each instead; and those the
-    tests use any other way but a call that name a module, with the module: the module if the program bound an
-    object of its own to the name (a handle), else the program's.
+) -> tuple[list[str], dict[str, str]]:
+    """What the checker takes from the program's process for ``tests``: the names to ask it for, and the
+    names it binds that the tests use as a module, with the module the checker imports for each instead.
 
     ``defined``: the names the program binds at top level (:func:`top_level_names`); ``builtin``: the
     builtins' names, which are the checker's own; ``declared``: the task's entry point, always the program's
@@ -173,46 +166,44 @@ def asked(
     own = {name for name in (defined if dynamic else used & defined) if not (name[:2] == name[-2:] == "__")}
     theirs = (own | declared) - (builtin - declared)
     if not theirs:
-        return [], {}, {}
-    imports, namespaces, called = _uses(tests)
+        return [], {}
+    imports, namespaces = _uses(tests)
     theirs -= imports
     named = (namespaces & theirs) | ((theirs - used - declared) if dynamic else set())
     modules = {name: module for name in named if (module := module_of(name)) is not None}
-    others = theirs - modules.keys() - called - declared
-    objects = {name: module for name in others if (module := module_of(name)) is not None}
-    return sorted(theirs - modules.keys()), modules, objects
+    return sorted(theirs - modules.keys()), modules
 
 
-def _uses(code: types.CodeType) -> tuple[set[str], set[str], set[str]]:
+def star_names(defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str]) -> list[str]:
+    """What the tests' ``from solution import *`` takes from the program: its public top-level names, but never a
+    builtin's name or a module's (the task's declared entry point excepted), which no test takes from the program
+    by name either (:func:`asked`)."""
+    public = {name for name in defined if not name.startswith("_")}
+    return sorted(n for n in public if n in declared or (n not in builtin and module_of(n) is None))
+
+
+def _uses(code: types.CodeType) -> tuple[set[str], set[str]]:
     """The names an import in ``code`` binds (a name the tests define otherwise may be read from the program
-    first: the prompt's helpers take the program's own copies before they bind their names), the global
-    names ``code`` reads an attribute of at once (``math.isclose``, ``np.pi``), and those it calls (before
-    Python 3.11, which does not mark a call's callable: every name it reads); each in nested code too."""
+    first: the prompt's helpers take the program's own copies before they bind their names), and the global
+    names ``code`` reads an attribute of at once (``math.isclose``, ``np.pi``): each in nested code too."""
     imports: set[str] = set()
     namespaces: set[str] = set()
-    called: set[str] = set()
     last, loaded = -1, None
     for op, arg in _ops(code):
         if op in (_STORE_NAME, _STORE_GLOBAL) and last in _IMPORTS:
             imports.add(code.co_names[arg])
         elif op in _ATTRIBUTES and loaded is not None:
             namespaces.add(loaded)
-        elif op == _PUSH_NULL and loaded is not None and _NULL_AFTER:  # Python 3.13: the callable, then a NULL
-            called.add(loaded)
         loaded = None
         if op in (_LOAD_NAME, _LOAD_GLOBAL):
             loaded = code.co_names[arg >> _GLOBAL_SHIFT if op == _LOAD_GLOBAL else arg]
-            # LOAD_GLOBAL's low bit, or a NULL pushed just before LOAD_NAME (3.11, 3.12): a call's callable.
-            if (arg & 1 if op == _LOAD_GLOBAL else last == _PUSH_NULL) or _PUSH_NULL == -1:
-                called.add(loaded)
         last = op
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             more = _uses(const)
             imports |= more[0]
             namespaces |= more[1]
-            called |= more[2]
-    return imports, namespaces, called
+    return imports, namespaces
 
 
 def attribute_paths(code: types.CodeType) -> dict[str, set[tuple[str, ...]]]:

@@ -154,3 +154,35 @@ def test_a_program_that_makes_a_type_per_raise_makes_few_classes_in_the_checker(
         "assert len([k for k in gc.get_objects() if isinstance(k, type) and k.__module__ == 'solution']) <= 256\n"
     )
     assert _verdicts(hostile, [program], tests) == ["AC"]
+
+
+@pytest.mark.parametrize(
+    ("program", "tests"),
+    [
+        (
+            "class ConfigError(KeyError, ValueError):\n    pass\n",
+            "try:\n    get({}, 'a')\n    raise AssertionError('no error')\nexcept ValueError as e:\n"
+            "    assert isinstance(e, KeyError) and isinstance(e, ConfigError)\n",
+        ),
+        (
+            "class AppError(Exception):\n    pass\nclass ConfigError(AppError, KeyError):\n    pass\n",
+            "assert issubclass(ConfigError, AppError)\ntry:\n    get({}, 'a')\n    raise AssertionError('no error')\n"
+            "except AppError as e:\n    assert isinstance(e, KeyError)\n",
+        ),
+        (
+            "class ValidationError(ValueError):\n    def __init__(self, field, problems):\n"
+            "        super().__init__(f'{field}: {problems}')\n        self.field, self.problems = field, problems\n"
+            "        self.handler = print\n"
+            "class ConfigError(ValidationError):\n    pass\n",
+            "try:\n    get({}, ['age', {'x': (1, 2)}])\nexcept ValidationError as e:\n"
+            "    assert e.field == 'age' and e.problems == {'x': (1, 2)}, vars(e)\n",
+        ),
+    ],
+    ids=["two-builtin-bases", "own-and-builtin-bases", "plain-attributes"],
+)
+def test_an_exceptions_bases_and_attributes_are_all_there(hostile: TestClient, program: str, tests: str) -> None:
+    getter = (
+        "def get(d, k):\n    if isinstance(k, list):\n        raise ConfigError(*k)\n"
+        "    if k not in d:\n        raise ConfigError(k)\n    return d[k]\n"
+    )
+    assert _verdicts(hostile, [program + getter], tests) == ["AC"]

@@ -11,6 +11,7 @@ and attributes. It never holds the tests (see
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 import traceback
@@ -202,20 +203,22 @@ def _error(exc: BaseException) -> dict[str, ErrorAnswer]:
         "message": _repr_message(exc),
         "traceback": text,
         "lineage": _lineage(kind),
-        "args": _scalars(list(exc.args)) if isinstance(exc.args, tuple) else [],
+        "args": [],
         "attributes": {},
     }
     try:
-        attributes = {k: v for k, v in vars(exc).items() if isinstance(k, str) and not k.startswith("_")}
-        kept = _scalars(list(attributes.values()))
-        error["attributes"] = dict(zip(attributes, kept, strict=True)) if kept else {}
+        args = [_plain(a) for a in exc.args[:16]] if type(exc.args) is tuple and len(exc.args) <= 16 else [None]
+        error["args"] = [a[0] for a in args if a is not None] if None not in args else []  # all of them, or none
+        for key, value in list(vars(exc).items())[:64]:
+            if type(key) is str and not key.startswith("_") and (data := _plain(value)) is not None:
+                error["attributes"][key] = data[0]  # each that is plain data
     except BaseException:
         pass
     return {"error": error}
 
 
 LINEAGE = 16  # the classes of an exception type's lineage that go to the checker, itself first
-_SCALARS = (str, int, float, bool, type(None))
+PLAIN_MOST = 1 << 16  # an exception's argument or attribute that crosses as a value: at most this, encoded
 
 
 def _lineage(kind: type) -> list[list[str]]:
@@ -229,14 +232,14 @@ def _lineage(kind: type) -> list[list[str]]:
     return out
 
 
-def _scalars(values: list[Any]) -> list[Any]:
-    """``values`` as wire data if each is a plain scalar (and there are few, and short); else none."""
-    if len(values) > 16 or any(type(v) not in _SCALARS or (type(v) is str and len(v) > 10_000) for v in values):
-        return []
+def _plain(value: Any) -> tuple[Any] | None:
+    """``value`` as wire data (in a tuple), where it is plain data of at most :data:`PLAIN_MOST` characters on
+    the wire; else None."""
     try:
-        return [encode(v, None) for v in values]
+        data = encode(value, None)
+        return (data,) if len(json.dumps(data)) <= PLAIN_MOST else None
     except BaseException:
-        return []
+        return None
 
 
 def _repr_message(exc: BaseException) -> str:

@@ -355,3 +355,27 @@ def test_a_star_import_of_the_program_takes_no_builtin_and_no_module(
     assert result["verdict"] in ("WA", "RE"), result
     right = "def group(words):\n    return [['ab', 'ba'], ['c']]\n"
     assert [r["verdict"] for r in _evaluate(hostile, [right], STAR)] == ["AC"]
+
+
+def test_the_checker_imports_no_module_the_program_names_for_another_name(hostile: TestClient) -> None:
+    """A module's code runs when it is imported: the checker imports the module a name of the program's is only
+    where that name names it (``math``, ``np``) or the checker has it already, never one the program chose."""
+    program = (
+        "import types\ncheck = types.ModuleType('test.support')\nhelper = check\ndef add(a, b):\n    return a + b\n"
+    )
+    tests = (
+        "import sys\nassert 'test.support' not in sys.modules\n"
+        "def check(candidate):\n    assert candidate(1, 2) == 3\n\ncheck(add)\n"
+        "assert 'test.support' not in sys.modules, 'imported for the program'\n"
+    )
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+    (used,) = _evaluate(hostile, [program], "assert helper.main() == 0\n")
+    assert used["verdict"] == "RE" and "cannot import" in used["tests"][0]["stderr"], used
+    honest = "import math as m\ndef area(r):\n    return m.pi * r * r\n"
+    assert [r["verdict"] for r in _evaluate(hostile, [honest], "assert area(1) == m.pi\n")] == ["AC"]
+
+
+def test_no_name_of_the_programs_is_one_of_the_checkers_modules(hostile: TestClient) -> None:
+    program = "import types\nhelper = types.ModuleType('codegym_sandbox.agent.assert_runner')\n"
+    (result,) = _evaluate(hostile, [program], "assert helper.WRONG_ANSWER == 87\n")
+    assert result["verdict"] == "RE" and "cannot import" in result["tests"][0]["stderr"], result

@@ -60,11 +60,11 @@ from .plain_data import Channel, decode, encode
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
-    ProgramError,
     local_exception,
     nearest_builtin,
     program_traceback,
     undefined,
+    unimported,
 )
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
@@ -164,9 +164,14 @@ class Checker:
         answer = self._guard(checker_wire.names, self.ask(request, checker_wire.NamesAnswer), frozenset(wanted))
         found: dict[str, Any] = {name: self._function(name) for name in answer["functions"]}
         for name, module in answer["modules"].items():
-            if not program_names.importable(module):
-                raise ProgramError(f"{name} is the module {module}, which the tests cannot import")
-            found[name] = self.load(module)
+            # Only a module the checker has, or the one the tests' name names (``math``, ``np``, ``os`` of
+            # ``import os.path``): importing runs a module's code, which the program would choose otherwise.
+            top = module.partition(".")[0]
+            has = module in sys.modules and program_names.module_of(top) == top  # never the agent's own
+            if has or program_names.module_of(name) in (module, top):
+                found[name] = self.load(module)
+            else:
+                found[name] = unimported(name, module)
         for name, lineage in answer["exceptions"].items():
             found[name] = self.classes.of(lineage, nearest_builtin(lineage))
         found.update((name, self.decode(data)) for name, data in answer["values"].items())
@@ -177,24 +182,10 @@ class Checker:
         before = len(sys.modules)
         try:
             return importlib.import_module(module)
+        except SystemExit as exc:  # never the tests' own exit, which would say they passed
+            raise ImportError(f"importing {module} exited: {exc!r}") from None
         finally:
             self.imported = self.imported or len(sys.modules) != before
-
-    def load_submodules(self, code: types.CodeType, scope: dict[str, Any]) -> None:
-        """The submodules ``code`` reads of the packages in ``scope`` (``xml.dom.minidom.parseString``, where
-        the program's ``import xml.dom.minidom`` bound ``xml``): imported here, as the program imported them."""
-        packages = [(n, v) for n, v in scope.items() if isinstance(v, types.ModuleType) and hasattr(v, "__path__")]
-        paths = program_names.attribute_paths(code) if packages else {}
-        for name, package in packages:
-            for path in paths.get(name, ()):
-                for depth in range(1, len(path) + 1):
-                    dotted = ".".join((package.__name__, *path[:depth]))
-                    if dotted not in sys.modules and not program_names.importable(dotted):
-                        break
-                    try:
-                        self.load(dotted)
-                    except ImportError:
-                        break
 
     def output(self, what: str) -> tuple[str, str]:
         """What the program printed, for the tests' ``capsys`` (see ``program_process._output``)."""
@@ -303,7 +294,7 @@ def check(checker: Checker, tests: Tests) -> str:
             ran: set[str] = set()
             scope[test_forms.RAN] = ran.add
             scope.update((name, checker.load(module)) for name, module in modules.items())
-            checker.load_submodules(tests.code, scope)
+            program_names.load_submodules(tests.code, scope, checker.load)
             with (
                 test_forms.as_main(module),
                 program_module.importable(

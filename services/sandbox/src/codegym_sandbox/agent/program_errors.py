@@ -37,6 +37,24 @@ class ProgramEnded(BaseException):
     """
 
 
+class _Unimported:
+    """What the tests get for a name the program bound to a module the checker may not import: any use of it is
+    the program's error."""
+
+    def __init__(self, name: str, module: str) -> None:
+        self._why = f"{name} is the module {module}, which the tests cannot import"
+
+    def __getattr__(self, attribute: str) -> NoReturn:
+        raise ProgramError(self.__dict__.get("_why", "a module the tests cannot import"))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise ProgramError(self._why)
+
+
+def unimported(name: str, module: str) -> Any:
+    return _Unimported(name, module)
+
+
 def undefined(name: str) -> Callable[..., NoReturn]:
     def undefined(*args: Any, **kwargs: Any) -> NoReturn:
         raise NameError(f"name {name!r} is not defined")

@@ -25,7 +25,8 @@ import importlib.util
 import sys
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # Starts the tests' text where the task declares names the program's (``assert_runner.read_tests``): a line of
 # them. No Python source starts with it.
@@ -35,7 +36,11 @@ _STORE_GLOBAL = dis.opmap["STORE_GLOBAL"]  # anywhere (``global x`` in a functio
 _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 # Modules that run code when imported (a program may name any module it bound): never imported by the
 # checker, which in a test series serves every later run too.
-_NOT_IMPORTED = ("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser")
+# Nor the checker's own modules, which the program could name to have them stand for its names.
+_NOT_IMPORTED = (
+    *("this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle", "webbrowser"),
+    *("codegym_sandbox", "__main__", "solution"),
+)
 # The names by which code refers to a module without its own name: a notebook's or a prompt's imports.
 _ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "nx": "networkx", "sp": "scipy"}
 # Packages that tests use by name, installed here or not: where one is missing, a program's class of its name is
@@ -226,6 +231,24 @@ def attribute_paths(code: types.CodeType) -> dict[str, set[tuple[str, ...]]]:
             for key, more in attribute_paths(const).items():
                 paths.setdefault(key, set()).update(more)
     return paths
+
+
+def load_submodules(code: types.CodeType, scope: dict[str, Any], load: Callable[[str], Any]) -> None:
+    """Import (with ``load``) the submodules ``code`` reads of the packages in ``scope``
+    (``xml.dom.minidom.parseString``, where the program's ``import xml.dom.minidom`` bound ``xml``), as the
+    program imported them: paths the tests name, under packages the checker imports."""
+    packages = [(n, v) for n, v in scope.items() if isinstance(v, types.ModuleType) and hasattr(v, "__path__")]
+    paths = attribute_paths(code) if packages else {}
+    for name, package in packages:
+        for path in paths.get(name, ()):
+            for depth in range(1, len(path) + 1):
+                dotted = ".".join((package.__name__, *path[:depth]))
+                if dotted not in sys.modules and not importable(dotted):
+                    break
+                try:
+                    load(dotted)
+                except ImportError:
+                    break
 
 
 @functools.lru_cache(maxsize=1024)  # the same few names, run after run of a series

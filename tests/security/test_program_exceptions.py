@@ -186,3 +186,12 @@ def test_an_exceptions_bases_and_attributes_are_all_there(hostile: TestClient, p
         "    if k not in d:\n        raise ConfigError(k)\n    return d[k]\n"
     )
     assert _verdicts(hostile, [program + getter], tests) == ["AC"]
+
+
+def test_a_unicode_error_arrives_as_itself(hostile: TestClient) -> None:
+    program = "def dec(b):\n    return b.decode('utf-8')\n"
+    tests = (
+        "try:\n    dec(b'\\xff')\n    raise AssertionError('no error')\n"
+        "except UnicodeDecodeError as e:\n    assert e.start == 0\n"
+    )
+    assert _verdicts(hostile, [program], tests) == ["AC"]

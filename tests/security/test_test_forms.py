@@ -151,3 +151,24 @@ def test_capsys_reads_what_the_program_printed(hostile: TestClient) -> None:
     assert _verdicts(hostile, tests, [wrong, right]) == ["WA", "AC"]
     silent = "def greet(n):\n    pass\n"  # what the fixture began with is no output of the program's
     assert _verdicts(hostile, tests, [silent]) == ["WA"]
+
+
+def test_a_wrapped_test_the_code_ran_runs_once(hostile: TestClient) -> None:
+    tests = (
+        "def repeat(f):\n    def wrapper():\n        f()\n    return wrapper\n\ncalls = []\n\n@repeat\n"
+        "def test_once():\n    calls.append(add(1, 2))\n    assert calls == [3]\n\ntest_once()\n"
+    )
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == ["WA", "AC"]
+
+
+def test_the_programs_values_read_through_its_module_follow_it(hostile: TestClient) -> None:
+    program = (
+        "count = 0\nmemo = {}\ndef increment():\n    global count\n    count += 1\n"
+        "def fib(n):\n    if n not in memo:\n        memo[n] = n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "    return memo[n]\n"
+    )
+    tests = (
+        "import solution\nsolution.increment()\nassert solution.count == 1\nsolution.increment()\n"
+        "assert solution.count == 2\nassert solution.memo == {}\nsolution.fib(3)\nassert 3 in solution.memo\n"
+    )
+    assert _verdicts(hostile, tests, [program]) == ["AC"]

@@ -20,27 +20,31 @@ from typing import Any
 NAME = "solution"
 
 
-class ProgramModule(types.ModuleType):
-    """The program's top-level names, each read from the program's process on first use (``resolve``)."""
+def program_module(resolve: Callable[[str], Any], star: list[str]) -> types.ModuleType:
+    """The module: ``from solution import *`` takes ``star`` (``program_names.star_names``); every other
+    attribute is read from the program's process when the tests read it (``resolve``), nothing of the
+    checker's own among them. A function, a class or a module is kept once read; a value is read again each
+    time, so that it follows the program (``solution.count`` after ``solution.increment()``)."""
 
-    def __init__(self, resolve: Callable[[str], Any], star: list[str]) -> None:
-        super().__init__(NAME)
-        self.__all__ = star  # what ``from solution import *`` takes (``program_names.star_names``)
-        self._resolve = resolve
+    class Program(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            value = resolve(name)
+            if callable(value) or isinstance(value, types.ModuleType):
+                setattr(self, name, value)
+            return value
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_resolve",):
-            raise AttributeError(name)
-        value = self._resolve(name)
-        setattr(self, name, value)
-        return value
+    module = Program(NAME)
+    module.__dict__["__all__"] = star
+    return module
 
 
 @contextlib.contextmanager
 def importable(resolve: Callable[[str], Any], star: list[str]) -> Iterator[None]:
     """``import solution`` finds the program's module while the tests run (and nothing after)."""
     saved = sys.modules.get(NAME)
-    sys.modules[NAME] = ProgramModule(resolve, star)
+    sys.modules[NAME] = program_module(resolve, star)
     try:
         yield
     finally:

@@ -124,7 +124,7 @@ def run_collected(
     """
     named = program_names.loaded_names(code)
     check = scope.get("check")
-    if _theirs(check) and not _ran_by_the_code(check, named, ran) and len(declared) == 1:
+    if _theirs(check) and not _ran_by_the_code("check", check, named, ran) and len(declared) == 1:
         (entry,) = declared
         if entry in scope:
             check(scope[entry])
@@ -133,7 +133,7 @@ def run_collected(
         if not name.startswith(("test", "Test")):
             continue
         if _theirs(value):
-            if not _ran_by_the_code(value, named, ran):
+            if not _ran_by_the_code(name, value, named, ran):
                 _run(value, _marks(scope.get("pytestmark")), fixtures)
         elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
             _run_class(value, _marks(scope.get("pytestmark")), fixtures)
@@ -154,10 +154,11 @@ def run_collected(
         raise AssertionError("the tests' cases failed")
 
 
-def _ran_by_the_code(test: types.FunctionType, named: set[str], ran: set[str]) -> bool:
-    """Whether the tests' code ran ``test`` itself: it recorded so (:func:`compiled`), or, where it records
-    nothing (defined in a function of theirs), the code names it."""
-    return test.__name__ in ran if RAN in test.__code__.co_names else test.__name__ in named
+def _ran_by_the_code(name: str, test: types.FunctionType, named: set[str], ran: set[str]) -> bool:
+    """Whether the tests' code ran the test it bound to ``name`` itself: it recorded so (:func:`compiled`; a
+    decorator's wrapper runs the function it wraps, which records the name it was defined by), or, where it
+    records nothing (defined in a function of theirs, or wrapped), the code names it."""
+    return name in ran or (RAN not in test.__code__.co_names and name in named)
 
 
 def _marks(value: object) -> list[object]:

@@ -195,3 +195,22 @@ def test_a_unicode_error_arrives_as_itself(hostile: TestClient) -> None:
         "except UnicodeDecodeError as e:\n    assert e.start == 0\n"
     )
     assert _verdicts(hostile, [program], tests) == ["AC"]
+
+
+LONG = (
+    FORGE.split("\n\ndef _refs")[0]
+    + """
+_process = _sys.modules.get("codegym_sandbox.agent.program_process")
+if _process is not None:
+    _process._lineage = lambda kind: [["m", f"E{i}"] for i in range(3000)] + [["builtins", "ValueError"]] * 3000
+
+
+def solve(x):
+    raise ValueError("long")
+"""
+)
+
+
+def test_a_forged_lineage_costs_the_checker_little(hostile: TestClient) -> None:
+    tests = "for _ in range(3):\n    try:\n        solve(1)\n    except ValueError:\n        pass\n"
+    assert _verdicts(hostile, [LONG], tests) == ["AC"]

@@ -97,7 +97,7 @@ def nearest_builtin(lineage: list[list[str]]) -> type[BaseException]:
     """The builtin type the checker's class for a program's exception type derives from (see ``local_exception``):
     its lineage's first builtin, but a ``ProgramError`` for what would end the tests' loop, a
     ``ProgramInterrupt`` for what would stop the interpreter."""
-    for entry in lineage:
+    for entry in lineage[:LINEAGE]:
         kind = getattr(builtins, entry[1], None) if len(entry) == 2 and entry[0] == "builtins" else None
         if isinstance(kind, type) and issubclass(kind, BaseException):
             if issubclass(kind, ITERATION_ENDS):
@@ -147,6 +147,7 @@ class ExceptionClasses:
     def of(self, lineage: list[list[str]], builtin: type[BaseException]) -> type[BaseException]:
         """The class for the type whose lineage is ``lineage`` and whose nearest builtin type is ``builtin``: one
         of each of the lineage's builtin types too (``class ConfigError(KeyError, ValueError)``)."""
+        lineage = lineage[:LINEAGE]  # what the program's process sends (a forged answer may send more)
         own = [(e[0], e[1]) for e in lineage if len(e) == 2 and e[0] != "builtins"]
         needed = _builtin_leaves(lineage, builtin)
         base: type[BaseException] | None = None
@@ -217,6 +218,7 @@ def _new_class(module: str, qualname: str, bases: tuple[type[BaseException], ...
     return made
 
 
+LINEAGE = 16  # the classes of an exception type's lineage that count: its own first (``program_process`` sends them)
 FROM_PROGRAM = "_codegym_from_program"  # on every exception made from the program's: its traceback there
 
 

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from . import program_names, pyrun
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer
 from .plain_data import Channel, decode, encode
+from .program_errors import LINEAGE
 
 MODULE = "solution"  # the program's module name
 
@@ -217,7 +218,6 @@ def _error(exc: BaseException) -> dict[str, ErrorAnswer]:
     return {"error": error}
 
 
-LINEAGE = 16  # the classes of an exception type's lineage that go to the checker, itself first
 PLAIN_MOST = 1 << 16  # an exception's argument or attribute that crosses as a value: at most this, encoded
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -58,3 +59,37 @@ def test_where_no_cgroup_may_be_written_the_worker_starts_without_one(monkeypatc
     monkeypatch.setattr(os, "mkdir", read_only)
     monkeypatch.setattr(os, "makedirs", read_only)
     assert MemoryCgroup.create() is None
+
+
+def test_a_cgroup_gives_back_its_page_cache_before_it_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Page cache its runs read first stays charged to a removed cgroup, which then holds one of the kernel's
+    65,535 memory cgroup ids for as long as the pages stay: one more for every worker or session replaced."""
+    made = MemoryCgroup.create()
+    assert made is not None
+    root = "/sys/fs/cgroup/memory" if made.version == 1 else "/sys/fs/cgroup"
+    where = f"{root}/{MemoryCgroup.PARENT}/{made.name}"
+    usage = "memory.usage_in_bytes" if made.version == 1 else "memory.current"
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(16 << 20))
+    with open(data, "rb") as f:
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # read anew, by the child, into its cgroup
+    reader = f"open({where + '/cgroup.procs'!r}, 'w').write('0')\nopen({str(data)!r}, 'rb').read()\n"
+    subprocess.run([sys.executable, "-c", reader], check=True)
+    with open(f"{where}/{usage}") as f:
+        assert int(f.read()) >= 8 << 20  # the file's pages, charged here
+    at_removal = []
+    real_rmdir = os.rmdir
+
+    def rmdir(path: str, *args: object, **kwargs: object) -> None:
+        if path == made.name:
+            with open(f"{where}/{usage}") as f:
+                at_removal.append(int(f.read()))
+        real_rmdir(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    made.remove()
+    assert at_removal and at_removal[0] < 1 << 20, at_removal
+    assert not os.path.exists(where)

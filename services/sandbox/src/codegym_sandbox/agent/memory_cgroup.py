@@ -96,6 +96,7 @@ class MemoryCgroup:
                             pass
                         with contextlib.suppress(OSError):
                             os.rmdir(f"{entry.path}/run")  # its runs' (see run_cgroup.py), first
+                        _give_back(entry.path)
                         os.rmdir(entry.path)  # refused while a process is in it
 
     def join(self) -> bool:
@@ -110,7 +111,11 @@ class MemoryCgroup:
         return True
 
     def remove(self) -> None:
-        """Remove the cgroup, once the box and every process of its namespace are gone."""
+        """Remove the cgroup, once the box and every process of its namespace are gone: what its runs left in the
+        page cache given back first, which would otherwise keep it a dying cgroup, holding one of the kernel's
+        65,535 ids for as long as the pages stay (every worker or session replaced would hold one more, until no
+        worker of any server on the host could start)."""
+        self._reclaim()
         for _ in range(50):
             try:
                 os.rmdir(self.name, dir_fd=self.parent_fd)
@@ -220,6 +225,25 @@ class MemoryCgroup:
             os.write(fd, value.encode())
         finally:
             os.close(fd)
+
+
+def _give_back(path: str) -> None:
+    """Ask the cgroup at ``path`` (no process in it) to give back what it holds (see ``MemoryCgroup.remove``):
+    cgroup v1's ``memory.force_empty``, v2's ``memory.reclaim`` of all it holds. Never makes a file."""
+    for name in ("memory.force_empty", "memory.current"):
+        with contextlib.suppress(OSError, ValueError):
+            if name == "memory.current":
+                with open(f"{path}/memory.current") as f:
+                    held = f.read().strip()
+                name, value = "memory.reclaim", held
+            else:
+                value = "0"
+            fd = os.open(f"{path}/{name}", os.O_WRONLY)  # no O_CREAT: a file that is not there stays so
+            try:
+                os.write(fd, value.encode())
+                return
+            finally:
+                os.close(fd)
 
 
 def _write(path: str, value: str) -> None:

@@ -83,3 +83,19 @@ def test_a_run_reads_nothing_another_run_holds_in_machine_wide_tables(pair: Test
         return
     # Elsewhere the machine-wide files read empty: no count of the machine's, and no lock of the host's.
     assert shown == {"locks": [], "aio-nr": [""], "file-nr": [""]}, shown
+
+
+def test_a_run_reads_neither_the_kernels_command_line_nor_its_symbols(hostile: TestClient, backend: str) -> None:
+    """The host's kernel command line (a deployment may pass secrets there) and its symbol table."""
+    code = (
+        "import json, os\nshown = {}\nfor p in ('/proc/cmdline', '/proc/kallsyms'):\n"
+        "    try:\n        with open(p) as f:\n            shown[p] = f.read(64)\n"
+        "    except OSError as e:\n        shown[p] = 'unreadable'\nprint(json.dumps(shown))\n"
+    )
+    r = hostile.post("/v1/execute", json={"language": "python", "code": code, "cache": False})
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+    shown = json.loads(r.json()["run"]["stdout"])
+    if backend.startswith("docker"):  # docker masks no /proc file a server names (see above and SECURITY.md)
+        assert shown["/proc/cmdline"] not in ("", "unreadable"), shown
+        return
+    assert all(text in ("", "unreadable") for text in shown.values()), shown

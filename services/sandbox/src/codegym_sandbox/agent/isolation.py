@@ -41,7 +41,9 @@ BOX_MOUNTS = (SCRATCH, _STAGE, SHM, "/dev/pts", "/proc")
 # Files of /proc that show the whole machine, not the box: every open file description lock on it (those
 # show to every pid namespace), and its counts of open files and AIO contexts, which a run can change and
 # every other run read: channels between runs. An empty, read-only file stands in their place.
-MASKED = ("/proc/locks", "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr")
+# /proc files that show the whole machine: the kernel's command line (a deployment's secrets may be there) and
+# symbols too.
+MASKED = ("/proc/locks", "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr", "/proc/cmdline", "/proc/kallsyms")
 _EMPTY = f"{_STAGE}/empty"
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
 
@@ -127,7 +129,7 @@ def enter_box() -> None:
     for path in (*_NEXT.values(), _GRAVEYARD):
         os.mkdir(path, 0o700)
     os.close(os.open(_EMPTY, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444))
-    for path in MASKED:
+    for path in filter(os.path.exists, MASKED):  # a kernel built without symbols has no kallsyms
         linux.mount(_EMPTY, path, None, linux.MS_BIND)
         linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | flags)
     os.chmod(_STAGE, 0)  # on a read-only file system: not even its owner may change that

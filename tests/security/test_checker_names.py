@@ -379,3 +379,18 @@ def test_no_name_of_the_programs_is_one_of_the_checkers_modules(hostile: TestCli
     program = "import types\nhelper = types.ModuleType('codegym_sandbox.agent.assert_runner')\n"
     (result,) = _evaluate(hostile, [program], "assert helper.WRONG_ANSWER == 87\n")
     assert result["verdict"] == "RE" and "cannot import" in result["tests"][0]["stderr"], result
+
+
+def test_the_programs_library_types_are_the_librarys(hostile: TestClient) -> None:
+    """``from solution import *`` (or a name the program imported) gives the tests typing's ``List`` and
+    collections' ``defaultdict`` themselves: stand-ins that call into the program's process were no types."""
+    program = (
+        "from typing import List, Optional\nfrom collections import defaultdict, deque\n"
+        "def total(a: List[int]) -> int:\n    return sum(a)\n"
+    )
+    tests = (
+        "from solution import *\ndef helper(x: List[int]) -> Optional[int]:\n    return total(x)\n"
+        "assert helper([1, 2]) == 3\nd = defaultdict(int)\nd['a'] += 1\nassert d == {'a': 1}\n"
+        "assert isinstance(deque([1]), deque)\n"
+    )
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]

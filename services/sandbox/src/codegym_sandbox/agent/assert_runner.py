@@ -172,6 +172,9 @@ class Checker:
                 found[name] = self.load(module)
             else:
                 found[name] = unimported(name, module)
+        for name, where in answer["library"].items():
+            library = program_names.library_object(*where) if len(where) == 2 else None
+            found[name] = library if library is not None else unimported(name, str(where))
         for name, lineage in answer["exceptions"].items():
             found[name] = self.classes.of(lineage, nearest_builtin(lineage))
         found.update((name, self.decode(data)) for name, data in answer["values"].items())

@@ -29,6 +29,7 @@ class NamesAnswer(TypedDict):
     functions: list[str]
     modules: dict[str, str]  # name -> the module's name
     exceptions: dict[str, list[list[str]]]  # name -> the exception class's lineage (see ErrorAnswer)
+    library: dict[str, list[str]]  # name -> [module, name]: a type of ``program_names.LIBRARY_TYPES``
     values: dict[str, Data]
 
 
@@ -100,7 +101,7 @@ def read(answer: object, kind: type[T]) -> T:
 
 def names(answer: NamesAnswer, wanted: frozenset[str]) -> NamesAnswer:
     """``answer``, if it names nothing but names asked for, each once."""
-    given = [*answer["functions"], *answer["modules"], *answer["exceptions"], *answer["values"]]
+    given = [*answer["functions"], *answer["modules"], *answer["exceptions"], *answer["library"], *answer["values"]]
     if len(given) != len(set(given)) or not wanted.issuperset(given):
         raise Breach(f"the program's process answered for names not asked for: {sorted(set(given) - wanted)!r}")
     return answer

@@ -211,6 +211,32 @@ def _uses(code: types.CodeType) -> tuple[set[str], set[str]]:
     return imports, namespaces
 
 
+# Modules whose types (and typing's forms) the checker takes as its own where a name of the program's is one
+# (``List``, ``defaultdict``, ``Fraction``): made of data alone, a type of theirs runs nothing of the program's
+# and nothing outside the run, used in the checker as in the program's process.
+LIBRARY_TYPES = frozenset({"typing", "collections", "collections.abc", "fractions", "decimal", "dataclasses", "enum"})
+
+
+def library_type(value: Any) -> list[str] | None:
+    """Where ``value`` is a type of :data:`LIBRARY_TYPES` (or one of typing's forms): its module and name."""
+    module = getattr(value, "__module__", None)
+    if type(module) is not str or module not in LIBRARY_TYPES:
+        return None
+    name = getattr(value, "__qualname__" if isinstance(value, type) else "_name", None)
+    if type(name) is not str or not name.isidentifier() or getattr(sys.modules.get(module), name, None) is not value:
+        return None  # not the module's own (``List[int]`` is no ``List``)
+    return [module, name]
+
+
+def library_object(module: str, name: str) -> Any:
+    """The type ``module.name`` of :data:`LIBRARY_TYPES` (or a form of typing's), as the checker's own; None where
+    there is none (what the program's process answered is its word)."""
+    if module not in LIBRARY_TYPES or not name.isidentifier():
+        return None
+    found = getattr(importlib.import_module(module), name, None)
+    return found if library_type(found) == [module, name] else None
+
+
 def attribute_paths(code: types.CodeType) -> dict[str, set[tuple[str, ...]]]:
     """For each global name ``code`` reads attributes of at once, the attribute paths it reads
     (``xml.dom.minidom.parseString``: ``xml`` -> ``("dom", "minidom", "parseString")``), in nested code too."""

@@ -159,7 +159,7 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
 
 def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAnswer:
     """The program's values of the names ``wanted`` that it has (see ``checker_wire.NamesAnswer``)."""
-    answer: NamesAnswer = {"functions": [], "modules": {}, "exceptions": {}, "values": {}}
+    answer: NamesAnswer = {"functions": [], "modules": {}, "exceptions": {}, "library": {}, "values": {}}
     for name in wanted:
         if name not in scope:
             continue
@@ -168,6 +168,8 @@ def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAn
             answer["modules"][name] = str(value.__name__)  # the checker imports its own copy
         elif isinstance(value, type) and issubclass(value, BaseException):
             answer["exceptions"][name] = _lineage(value)  # the checker makes a class of its own for it
+        elif (where := program_names.library_type(value)) is not None:
+            answer["library"][name] = where  # a type of the standard library's: the checker takes its own
         elif callable(value) and not isinstance(value, type):
             answer["functions"].append(name)
         else:

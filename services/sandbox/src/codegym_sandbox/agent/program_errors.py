@@ -135,8 +135,9 @@ class ExceptionClasses:
 
     Made from the lineage the program's process answers (``checker_wire.ErrorAnswer``): a class of the
     standard library the checker has already imported stands for itself (none that drives a test runner); any
-    other is a new class of its name, each deriving from the next in the lineage, and the last from the
-    nearest builtin type. They are the program's word, and catch nothing of the tests' own.
+    other is a new class of its name, each deriving from the next in the lineage, and the last from every builtin
+    type of the lineage that no other derives from. They are the program's word, and catch nothing of the tests'
+    own.
     """
 
     MOST = 256  # classes made for one run: past them, the program's types are their nearest known class

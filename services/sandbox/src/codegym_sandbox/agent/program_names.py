@@ -13,8 +13,9 @@ installed, or a conventional alias such as ``np``). Tests that use ``math`` with
 program's ``import math``: a program that binds ``math`` to an object of its own would otherwise decide the
 tests' ``math.isclose``. The checker imports such a module itself (:func:`module_of`).
 
-Nothing else the program binds is taken from anywhere but the program's process: the checker never calls what
-the program names (an import of ``os.system`` as ``helper`` would run in the checker).
+Nothing else the program binds is taken from anywhere but the program's process (an import of ``os.system`` as
+``helper`` would otherwise run in the checker), but for the types of a few modules made of data alone
+(:data:`LIBRARY_TYPES`), which the checker takes as its own.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ solution``.
 
 The program's process runs the program as the module ``solution`` (``program_process.MODULE``); in the checker
 that name is a module whose every attribute is asked of the program's process when the tests read it, by the
-checker's own rules (``Checker.names``: a stand-in for a function, the checker's own copy of a module or of what
-the program imported, a class of the checker's for an exception type, a copy of a value). So the tests get what
+checker's own rules (``Checker.names``: a stand-in for a function, the checker's own copy of a module or of a
+library type, a class of the checker's for an exception type, a copy of a value). So the tests get what
 they would from the program's file, and never anything the checker did not ask for. It is in ``sys.modules``
 only while one run's tests run.
 """

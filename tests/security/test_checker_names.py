@@ -369,8 +369,8 @@ def test_the_checker_imports_no_module_the_program_names_for_another_name(hostil
         "assert 'test.support' not in sys.modules, 'imported for the program'\n"
     )
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
-    (used,) = _evaluate(hostile, [program], "assert helper.main() == 0\n")
-    assert used["verdict"] == "RE" and "cannot import" in used["tests"][0]["stderr"], used
+    (used,) = _evaluate(hostile, [program], "assert helper.main() == 0\n")  # the program's empty module
+    assert used["verdict"] == "RE" and "AttributeError" in used["tests"][0]["stderr"], used
     honest = "import math as m\ndef area(r):\n    return m.pi * r * r\n"
     assert [r["verdict"] for r in _evaluate(hostile, [honest], "assert area(1) == m.pi\n")] == ["AC"]
 
@@ -378,7 +378,7 @@ def test_the_checker_imports_no_module_the_program_names_for_another_name(hostil
 def test_no_name_of_the_programs_is_one_of_the_checkers_modules(hostile: TestClient) -> None:
     program = "import types\nhelper = types.ModuleType('codegym_sandbox.agent.assert_runner')\n"
     (result,) = _evaluate(hostile, [program], "assert helper.WRONG_ANSWER == 87\n")
-    assert result["verdict"] == "RE" and "cannot import" in result["tests"][0]["stderr"], result
+    assert result["verdict"] == "RE" and "AttributeError" in result["tests"][0]["stderr"], result
 
 
 def test_the_programs_library_types_are_the_librarys(hostile: TestClient) -> None:
@@ -394,3 +394,24 @@ def test_the_programs_library_types_are_the_librarys(hostile: TestClient) -> Non
         "assert isinstance(deque([1]), deque)\n"
     )
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
+
+
+@pytest.mark.parametrize(
+    ("program", "tests", "verdict"),
+    [
+        # A module the checker has (``_thread``), bound to a name the tests call a method of: its exit() would end
+        # the tests in the checker, which read as their own exit and passed.
+        ("import _thread as Menu\n", "assert Menu.exit() == 'bye'\n", "WA"),  # the program's process ends
+        # An honest alias the tests use: the program's module, used in its process.
+        (
+            "import statistics as st\nimport xml.etree.ElementTree as ET\ndef avg(xs):\n    return st.mean(xs)\n",
+            "assert avg([1, 3]) == st.mean([1, 3]) == 2\nassert ET.fromstring('<a/>').tag == 'a'\n",
+            "AC",
+        ),
+    ],
+    ids=["a-module-the-checker-has", "honest-aliases"],
+)
+def test_a_module_the_programs_name_is_bound_to_is_used_in_its_process(
+    hostile: TestClient, program: str, tests: str, verdict: str
+) -> None:
+    assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == [verdict]

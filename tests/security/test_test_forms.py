@@ -172,3 +172,69 @@ def test_the_programs_values_read_through_its_module_follow_it(hostile: TestClie
         "assert solution.count == 2\nassert solution.memo == {}\nsolution.fib(3)\nassert 3 in solution.memo\n"
     )
     assert _verdicts(hostile, tests, [program]) == ["AC"]
+
+
+# A program that writes a conftest.py where the checker runs: pytest.main() in the checker would load it.
+CONFTEST = (
+    "import os\nwith open('conftest.py', 'w') as f:\n"
+    "    f.write('import sys\\\\nm = sys.modules.get(\"codegym_sandbox.agent.test_forms\")\\\\n'\n"
+    '            \'if m is not None:\\\\n    m.outcome_of = lambda exc: "passed"\\\\nprint("CONFTEST RAN")\\\\n\')\n'
+)
+
+
+@pytest.mark.parametrize("main", ["pytest.main()", "sys.exit(pytest.main([__file__]))"])
+def test_pytest_main_in_the_tests_runs_nothing_of_the_programs(hostile: TestClient, main: str) -> None:
+    tests = (
+        "import sys\nimport pytest\nfrom solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
+        f"if __name__ == '__main__':\n    {main}\n"
+    )
+    wrong = _evaluate_all(hostile, tests, [CONFTEST + WRONG])
+    assert wrong[0]["verdict"] == "WA" and "CONFTEST" not in wrong[0]["tests"][0]["stdout"], wrong
+    assert _verdicts(hostile, tests, [RIGHT]) == ["AC"]
+
+
+def _evaluate_all(client: TestClient, tests: str, programs: list[str]) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"language": "python", "programs": programs, "tests": [{"assert_code": tests}]}
+    r = client.post("/v1/evaluate", json={**body, "cache": False, "limits": {"timeout_s": 5}})
+    assert r.status_code == 200, r.text
+    results: list[dict[str, Any]] = r.json()["results"]
+    return results
+
+
+def test_marks_are_the_tests_own_never_the_programs(hostile: TestClient) -> None:
+    """A program's object named ``pytestmark`` (through a star import) decided which cases ran: none."""
+    fake = "class _Mark:\n    name = 'parametrize'\n    args = ('unused', [])\n    kwargs = {}\npytestmark = _Mark()\n"
+    tests = "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    assert _verdicts(hostile, tests, [fake + WRONG, fake + RIGHT]) == ["WA", "AC"]
+
+
+def test_a_test_class_on_a_class_of_the_programs_is_no_pass(hostile: TestClient) -> None:
+    program = "class Base:\n    pass\n" + WRONG
+    tests = "class TestAdd(Base):\n    def test_add(self):\n        assert add(1, 2) == 3\n"
+    assert "AC" not in _verdicts(hostile, tests, [program])
+
+
+@pytest.mark.parametrize(
+    ("tests", "wrong"),
+    [
+        # A case with a mark of its own that skips nothing runs.
+        (
+            "import pytest\n\n@pytest.mark.parametrize('a', [pytest.param(1, marks=pytest.mark.slow), "
+            "pytest.param(2, marks=pytest.mark.skipif(False, reason='no'))])\ndef test_add(a):\n"
+            "    assert add(a, 2) == a + 2\n",
+            "WA",
+        ),
+        # skip, skipif that holds, xfail that fails, pytest.skip(): as pytest, no failure; the rest still judges.
+        (
+            "import pytest\n\n@pytest.mark.skip(reason='later')\ndef test_skipped():\n    assert False\n\n"
+            "@pytest.mark.skipif(True, reason='never here')\ndef test_not_here():\n    assert False\n\n"
+            "@pytest.mark.xfail\ndef test_known_bug():\n    assert add(1, 1) == 3\n\n"
+            "def test_skips_itself():\n    pytest.skip('not today')\n    assert False\n\n"
+            "def test_add():\n    assert add(1, 2) == 3\n",
+            "WA",
+        ),
+    ],
+    ids=["marked-cases-run", "skips-and-expected-failures"],
+)
+def test_pytest_marks_run_what_pytest_runs(hostile: TestClient, tests: str, wrong: str) -> None:
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == [wrong, "AC"]

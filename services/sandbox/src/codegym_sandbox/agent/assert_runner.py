@@ -163,15 +163,17 @@ class Checker:
         self.source = None
         answer = self._guard(checker_wire.names, self.ask(request, checker_wire.NamesAnswer), frozenset(wanted))
         found: dict[str, Any] = {name: self._function(name) for name in answer["functions"]}
-        for name, module in answer["modules"].items():
-            # Only a module the checker has, or the one the tests' name names (``math``, ``np``, ``os`` of
-            # ``import os.path``): importing runs a module's code, which the program would choose otherwise.
-            top = module.partition(".")[0]
-            has = module in sys.modules and program_names.module_of(top) == top  # never the agent's own
-            if has or program_names.module_of(name) in (module, top):
+        for name, pair in answer["modules"].items():
+            module, ref = (pair[0], pair[1:]) if pair else ("", [])
+            # The checker's own copy only of the module the tests' name names (``math``, ``np``, ``os`` of
+            # ``import os.path``); any other (``import statistics as st``) is the program's, used in its process:
+            # the checker would otherwise run the code of a module the program chose (``import _thread as Menu``,
+            # whose ``exit()`` ends the tests).
+            top = module.partition(".")[0] if type(module) is str else ""
+            if top and program_names.module_of(name) in (module, top):
                 found[name] = self.load(module)
             else:
-                found[name] = unimported(name, module)
+                found[name] = self.decode(ref[0]) if len(ref) == 1 else unimported(name, str(module))
         for name, where in answer["library"].items():
             library = program_names.library_object(*where) if len(where) == 2 else None
             found[name] = library if library is not None else unimported(name, str(where))
@@ -300,6 +302,7 @@ def check(checker: Checker, tests: Tests) -> str:
             program_names.load_submodules(tests.code, scope, checker.load)
             with (
                 test_forms.as_main(module),
+                test_forms.no_pytest_main(tests.code),
                 program_module.importable(
                     checker.attribute, program_names.star_names(checker.defined, _BUILTINS, tests.declared)
                 ),

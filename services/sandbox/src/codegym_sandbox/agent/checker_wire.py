@@ -27,7 +27,7 @@ class NamesAnswer(TypedDict):
     for each function, imports its own copy of each module, and decodes each value."""
 
     functions: list[str]
-    modules: dict[str, str]  # name -> the module's name
+    modules: dict[str, list[Data]]  # name -> [the module's name, the module as a handle]
     exceptions: dict[str, list[list[str]]]  # name -> the exception class's lineage (see ErrorAnswer)
     library: dict[str, list[str]]  # name -> [module, name]: a type of ``program_names.LIBRARY_TYPES``
     values: dict[str, Data]

@@ -47,6 +47,11 @@ class Handle:
     def __hash__(self) -> int:
         return hash(("handle", self._ref))
 
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        # ``class TestX(Base)`` on a class of the program's: no class here can have it as a base (the class
+        # statement would otherwise make a handle, and a runner would find no tests in it).
+        raise TypeError(f"{self._text}, of the program's, cannot be a base of a class of the tests")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._callable or self._checker is None:
             raise TypeError(f"{self._text} is not callable")

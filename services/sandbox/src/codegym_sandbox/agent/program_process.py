@@ -165,7 +165,8 @@ def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAn
             continue
         value = scope[name]
         if isinstance(value, types.ModuleType):
-            answer["modules"][name] = str(value.__name__)  # the checker imports its own copy
+            # The checker imports its own copy where the name names the module; else it uses the program's.
+            answer["modules"][name] = [str(value.__name__), encode(value, refs)]
         elif isinstance(value, type) and issubclass(value, BaseException):
             answer["exceptions"][name] = _lineage(value)  # the checker makes a class of its own for it
         elif (where := program_names.library_type(value)) is not None:

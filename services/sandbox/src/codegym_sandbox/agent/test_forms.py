@@ -162,8 +162,54 @@ def _ran_by_the_code(name: str, test: types.FunctionType, named: set[str], ran: 
 
 
 def _marks(value: object) -> list[object]:
-    """pytest's marks set as a module's or a class's ``pytestmark``: one mark, or a list of them."""
-    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+    """pytest's marks set as a test's, a module's or a class's ``pytestmark``: one mark, or a list of them; only
+    pytest's own ``Mark`` objects (a program's object of that name is no mark: it would choose what runs)."""
+    kind = getattr(sys.modules.get("_pytest.mark.structures"), "Mark", None)
+    values = list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+    return [mark for mark in values if kind is not None and type(mark) is kind]
+
+
+class _Absent(BaseException):
+    """Stands for a class of pytest's where the tests did not import pytest: never raised, never made."""
+
+
+def _pytest(name: str) -> Any:
+    """pytest's own class ``name`` (``ParameterSet``, ``Skipped``), where the tests imported pytest; else a class
+    that nothing is an instance of."""
+    for module in ("_pytest.mark.structures", "_pytest.outcomes"):
+        found = getattr(sys.modules.get(module), name, None)
+        if isinstance(found, type):
+            return found
+    return _Absent
+
+
+def _skipped(marks: Sequence[object]) -> bool:
+    """Whether pytest would skip a test with these marks: ``skip``, or ``skipif`` whose condition holds (one
+    written as a string is run: only pytest can evaluate it)."""
+    for mark in marks:
+        name, args, kwargs = getattr(mark, "name", ""), getattr(mark, "args", ()), getattr(mark, "kwargs", {})
+        condition = args[0] if args else kwargs.get("condition", False)
+        if name == "skip" or (name == "skipif" and not isinstance(condition, str) and bool(condition)):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def no_pytest_main(code: types.CodeType) -> Iterator[None]:
+    """``pytest.main()`` in the tests (``if __name__ == "__main__": pytest.main([__file__])``) answers 0 and runs
+    nothing: collection here runs their tests. pytest itself would read a ``conftest.py`` from the directory the
+    program writes to, and run it in the checker."""
+    if "pytest" not in program_names.used_names(code):
+        yield
+        return
+    import pytest
+
+    main = pytest.main
+    pytest.main = lambda *args, **kwargs: 0
+    try:
+        yield
+    finally:
+        pytest.main = main
 
 
 def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
@@ -209,15 +255,26 @@ def _run(
         raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
     first = 1 if isinstance(test, types.MethodType) else 0  # a method's ``self``
     wanted = code.co_varnames[first : code.co_argcount + code.co_kwonlyargcount]
-    for arguments in _cases([*getattr(test, "pytestmark", ()), *marks]):
+    marks = [*_marks(getattr(test, "pytestmark", None)), *marks]
+    if _skipped(marks):
+        return
+    for arguments, case_marks in _cases(marks):
+        expected_failure = any(getattr(m, "name", "") == "xfail" for m in (*marks, *case_marks))
         with contextlib.ExitStack() as made:
             given = {n: made.enter_context(fixtures[n]()) for n in wanted if n not in arguments and n in fixtures}
-            test(**arguments, **given)
+            try:
+                test(**arguments, **given)
+            except _pytest("Skipped"):  # pytest.skip() in the test
+                continue
+            except Exception:
+                if not expected_failure:  # an xfail test that fails passes, as pytest counts it
+                    raise
 
 
-def _cases(marks: Sequence[object]) -> list[dict[str, object]]:
-    """The arguments of each case the ``parametrize`` marks among ``marks`` make: every combination of theirs."""
-    cases: list[dict[str, object]] = [{}]
+def _cases(marks: Sequence[object]) -> list[tuple[dict[str, object], list[object]]]:
+    """The arguments of each case the ``parametrize`` marks among ``marks`` make (every combination of theirs),
+    each with the marks of its ``pytest.param``s; none that pytest would skip."""
+    cases: list[tuple[dict[str, object], list[object]]] = [({}, [])]
     for mark in marks:
         if getattr(mark, "name", None) != "parametrize":
             continue
@@ -228,12 +285,14 @@ def _cases(marks: Sequence[object]) -> list[dict[str, object]]:
         names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
         rows = []
         for value in values:
-            if type(value).__name__ == "ParameterSet":  # pytest.param(...): a skip or xfail mark runs nothing
-                if getattr(value, "marks", ()):
+            own: list[object] = []
+            if type(value) is _pytest("ParameterSet"):  # pytest.param(..., marks=...)
+                own = _marks(list(getattr(value, "marks", ())))
+                if _skipped(own):
                     continue
                 value = value.values
             elif len(names) == 1:
                 value = (value,)
-            rows.append(dict(zip(names, value, strict=True)))
-        cases = [{**case, **row} for case in cases for row in rows]
+            rows.append((dict(zip(names, value, strict=True)), own))
+        cases = [({**case, **row}, [*was, *own]) for case, was in cases for row, own in rows]
     return cases

@@ -382,16 +382,17 @@ def test_no_name_of_the_programs_is_one_of_the_checkers_modules(hostile: TestCli
 
 
 def test_the_programs_library_types_are_the_librarys(hostile: TestClient) -> None:
-    """``from solution import *`` (or a name the program imported) gives the tests typing's ``List`` and
-    collections' ``defaultdict`` themselves: stand-ins that call into the program's process were no types."""
+    """``from solution import *`` (or a name the program imported) gives the tests typing's ``List`` itself: a
+    stand-in that calls into the program's process was no type. collections' types stay the program's, so that
+    what the tests make of them can be passed to it."""
     program = (
-        "from typing import List, Optional\nfrom collections import defaultdict, deque\n"
+        "from typing import List, Optional\nfrom collections import deque\n"
         "def total(a: List[int]) -> int:\n    return sum(a)\n"
+        "def drain(q):\n    return [q.popleft() for _ in range(len(q))]\n"
     )
     tests = (
         "from solution import *\ndef helper(x: List[int]) -> Optional[int]:\n    return total(x)\n"
-        "assert helper([1, 2]) == 3\nd = defaultdict(int)\nd['a'] += 1\nassert d == {'a': 1}\n"
-        "assert isinstance(deque([1]), deque)\n"
+        "assert helper([1, 2]) == 3\nassert drain(deque([1, 2])) == [1, 2]\n"
     )
     assert [r["verdict"] for r in _evaluate(hostile, [program], tests)] == ["AC"]
 

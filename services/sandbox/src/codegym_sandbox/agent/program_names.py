@@ -213,9 +213,10 @@ def _uses(code: types.CodeType) -> tuple[set[str], set[str]]:
 
 
 # Modules whose types (and typing's forms) the checker takes as its own where a name of the program's is one
-# (``List``, ``defaultdict``, ``Fraction``): made of data alone, a type of theirs runs nothing of the program's
-# and nothing outside the run, used in the checker as in the program's process.
-LIBRARY_TYPES = frozenset({"typing", "collections", "collections.abc", "fractions", "decimal", "dataclasses", "enum"})
+# (``List``, ``Optional``, ``Iterable``): the tests use them in annotations and checks, and they run nothing of
+# the program's and nothing outside the run. Not types whose objects the tests pass to the program (a checker's
+# ``deque`` is no plain data: ``collections``' stay the program's, made in its process).
+LIBRARY_TYPES = frozenset({"typing", "collections.abc"})
 
 
 def library_type(value: Any) -> list[str] | None:

@@ -238,3 +238,15 @@ def test_a_test_class_on_a_class_of_the_programs_is_no_pass(hostile: TestClient)
 )
 def test_pytest_marks_run_what_pytest_runs(hostile: TestClient, tests: str, wrong: str) -> None:
     assert _verdicts(hostile, tests, [WRONG, RIGHT]) == [wrong, "AC"]
+
+
+def test_capsys_takes_what_the_program_writes_as_a_process_would(hostile: TestClient) -> None:
+    program = (
+        "import sys\ndef greet(n):\n    sys.stdout.buffer.write(f'hi {n}'.encode())\n    sys.stdout.flush()\n"
+        "    print('', sys.stdout.encoding)\n    print('x' * 3_000_000)\n"
+    )
+    tests = (
+        "def test_greet(capsys):\n    greet(1)\n    out = capsys.readouterr().out\n"
+        "    assert out.startswith('hi 1 utf-8\\n') and len(out) == len('hi 1 utf-8\\n') + 3_000_001\n"
+    )
+    assert _verdicts(hostile, tests, [program]) == ["AC"]

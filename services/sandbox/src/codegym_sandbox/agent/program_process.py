@@ -119,21 +119,25 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
 
 
 _CAPTURED: list[Any] = []  # while the tests' capsys holds the program's output: its streams, and the buffers
-OUTPUT_READ = 1 << 20  # the most of each stream one read answers
+OUTPUT_READ = 8 << 20  # the most of each stream one read answers: a run's output limit
 
 
 def _output(what: str) -> OutputAnswer:
     """What the program printed since the last read, for the tests' ``capsys`` (``pytest_fixtures``): ``capture``
     starts holding it, ``read`` answers it, ``release`` lets the program's output go where it went before."""
     if what == "capture" and not _CAPTURED:
-        _CAPTURED.extend([sys.stdout, sys.stderr, io.StringIO(), io.StringIO()])
-        sys.stdout, sys.stderr = _CAPTURED[2], _CAPTURED[3]
+        # Streams as a process's own are (``.buffer``, ``.encoding``), over bytes held here.
+        held = [io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="replace") for _ in range(2)]
+        _CAPTURED.extend([sys.stdout, sys.stderr, *held])
+        sys.stdout, sys.stderr = held
     answer: OutputAnswer = {"out": "", "err": ""}
     if _CAPTURED:
-        for key, buffer in (("out", _CAPTURED[2]), ("err", _CAPTURED[3])):
-            answer[key] = buffer.getvalue()[:OUTPUT_READ]  # type: ignore[literal-required]
-            buffer.seek(0)
-            buffer.truncate()
+        for key, stream in (("out", _CAPTURED[2]), ("err", _CAPTURED[3])):
+            stream.flush()
+            raw = stream.buffer
+            answer[key] = raw.getvalue()[:OUTPUT_READ].decode("utf-8", "replace")  # type: ignore[literal-required]
+            raw.seek(0)
+            raw.truncate()
     if what == "release" and _CAPTURED:
         sys.stdout, sys.stderr = _CAPTURED[0], _CAPTURED[1]
         _CAPTURED.clear()

@@ -250,3 +250,10 @@ def test_capsys_takes_what_the_program_writes_as_a_process_would(hostile: TestCl
         "    assert out.startswith('hi 1 utf-8\\n') and len(out) == len('hi 1 utf-8\\n') + 3_000_001\n"
     )
     assert _verdicts(hostile, tests, [program]) == ["AC"]
+
+
+def test_a_star_import_takes_what_the_program_has_as_it_runs(hostile: TestClient) -> None:
+    """Names the program bound and then let go (``del``, ``except ... as err``) are not in its module."""
+    program = "tmp = 1\ndel tmp\ntry:\n    int('x')\nexcept ValueError as err:\n    pass\n" + RIGHT
+    tests = "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    assert _verdicts(hostile, tests, [program]) == ["AC"]

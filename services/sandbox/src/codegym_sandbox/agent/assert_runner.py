@@ -197,14 +197,6 @@ class Checker:
         answer = self.ask(["output", what], checker_wire.OutputAnswer)
         return answer["out"], answer["err"]
 
-    def attribute(self, name: str) -> Any:
-        """The program's top-level ``name``, as the tests' ``from solution import name`` takes it (by the rules of
-        :meth:`names`)."""
-        found = self.names([name])
-        if name not in found:
-            raise AttributeError(f"module 'solution' has no attribute {name!r}")
-        return found[name]
-
     def _guard(self, read: Callable[..., R], *args: Any) -> R:
         try:
             return read(*args)
@@ -304,7 +296,7 @@ def check(checker: Checker, tests: Tests) -> str:
                 test_forms.as_main(module),
                 test_forms.no_pytest_main(tests.code),
                 program_module.importable(
-                    checker.attribute, program_names.star_names(checker.defined, _BUILTINS, tests.declared)
+                    checker.names, program_names.star_names(checker.defined, _BUILTINS, tests.declared)
                 ),
             ):
                 exited = False

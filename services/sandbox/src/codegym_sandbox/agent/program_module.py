@@ -20,31 +20,42 @@ from typing import Any
 NAME = "solution"
 
 
-def program_module(resolve: Callable[[str], Any], star: list[str]) -> types.ModuleType:
-    """The module: ``from solution import *`` takes ``star`` (``program_names.star_names``); every other
-    attribute is read from the program's process when the tests read it (``resolve``), nothing of the
-    checker's own among them. A function, a class or a module is kept once read; a value is read again each
-    time, so that it follows the program (``solution.count`` after ``solution.increment()``)."""
+Names = Callable[[list[str]], dict[str, Any]]  # the program's values of the names it has among those asked
+
+
+def program_module(names: Names, star: list[str]) -> types.ModuleType:
+    """The module: ``from solution import *`` takes those of ``star`` (``program_names.star_names``) the program
+    has as it runs (not one it deleted, ``del tmp``); every other attribute is read from the program's process
+    when the tests read it (``names``), nothing of the checker's own among them. A function, a class or a module
+    is kept once read; a value is read again each time, so that it follows the program (``solution.count`` after
+    ``solution.increment()``)."""
 
     class Program(types.ModuleType):
         def __getattr__(self, name: str) -> Any:
+            if name == "__all__":  # what a star import takes: asked once, all together
+                found = names(star)
+                for key, value in found.items():
+                    if callable(value) or isinstance(value, types.ModuleType):
+                        setattr(self, key, value)
+                self.__dict__["__all__"] = [n for n in star if n in found]
+                return self.__dict__["__all__"]
             if name.startswith("__"):
                 raise AttributeError(name)
-            value = resolve(name)
-            if callable(value) or isinstance(value, types.ModuleType):
-                setattr(self, name, value)
-            return value
+            found = names([name])
+            if name not in found:
+                raise AttributeError(f"module {NAME!r} has no attribute {name!r}")
+            if callable(found[name]) or isinstance(found[name], types.ModuleType):
+                setattr(self, name, found[name])
+            return found[name]
 
-    module = Program(NAME)
-    module.__dict__["__all__"] = star
-    return module
+    return Program(NAME)
 
 
 @contextlib.contextmanager
-def importable(resolve: Callable[[str], Any], star: list[str]) -> Iterator[None]:
+def importable(names: Names, star: list[str]) -> Iterator[None]:
     """``import solution`` finds the program's module while the tests run (and nothing after)."""
     saved = sys.modules.get(NAME)
-    sys.modules[NAME] = program_module(resolve, star)
+    sys.modules[NAME] = program_module(names, star)
     try:
         yield
     finally:

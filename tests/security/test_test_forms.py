@@ -257,3 +257,12 @@ def test_a_star_import_takes_what_the_program_has_as_it_runs(hostile: TestClient
     program = "tmp = 1\ndel tmp\ntry:\n    int('x')\nexcept ValueError as err:\n    pass\n" + RIGHT
     tests = "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n"
     assert _verdicts(hostile, tests, [program]) == ["AC"]
+
+
+def test_the_tests_set_the_programs_globals_through_its_module(hostile: TestClient) -> None:
+    program = "LIMIT = 10\ndef under(x):\n    return x < LIMIT\n"
+    tests = (
+        "import solution\n\ndef test_limit():\n    assert solution.under(5)\n    solution.LIMIT = 3\n"
+        "    assert solution.LIMIT == 3 and solution.under(5) is False\n"
+    )
+    assert _verdicts(hostile, tests, [program]) == ["AC"]

@@ -192,6 +192,10 @@ class Checker:
         finally:
             self.imported = self.imported or len(sys.modules) != before
 
+    def set_name(self, name: str, value: Any) -> None:
+        """Bind the program's top-level ``name`` to ``value`` (plain data, or a handle of the program's)."""
+        self.ask(["set", name, encode(value, None)], checker_wire.ValueAnswer)
+
     def output(self, what: str) -> tuple[str, str]:
         """What the program printed, for the tests' ``capsys`` (see ``program_process._output``)."""
         answer = self.ask(["output", what], checker_wire.OutputAnswer)
@@ -296,7 +300,9 @@ def check(checker: Checker, tests: Tests) -> str:
                 test_forms.as_main(module),
                 test_forms.no_pytest_main(tests.code),
                 program_module.importable(
-                    checker.names, program_names.star_names(checker.defined, _BUILTINS, tests.declared)
+                    checker.names,
+                    checker.set_name,
+                    program_names.star_names(checker.defined, _BUILTINS, tests.declared),
                 ),
             ):
                 exited = False

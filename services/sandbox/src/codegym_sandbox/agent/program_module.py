@@ -21,16 +21,29 @@ NAME = "solution"
 
 
 Names = Callable[[list[str]], dict[str, Any]]  # the program's values of the names it has among those asked
+Bind = Callable[[str, Any], None]  # binds one of the program's names to a value of the tests'
 
 
-def program_module(names: Names, star: list[str]) -> types.ModuleType:
+def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleType:
     """The module: ``from solution import *`` takes those of ``star`` (``program_names.star_names``) the program
     has as it runs (not one it deleted, ``del tmp``); every other attribute is read from the program's process
     when the tests read it (``names``), nothing of the checker's own among them. A function, a class or a module
     is kept once read; a value is read again each time, so that it follows the program (``solution.count`` after
-    ``solution.increment()``)."""
+    ``solution.increment()``). The tests' ``solution.LIMIT = 3`` binds the program's own name, where the value
+    crosses (plain data); any other (``mock.patch("solution.f", ...)``) stays the checker's copy."""
 
     class Program(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if not name.startswith("__") and not callable(value) and not isinstance(value, types.ModuleType):
+                try:
+                    bind(name, value)
+                except (TypeError, ValueError, RecursionError):  # not plain data: the checker's copy alone
+                    pass
+                else:
+                    self.__dict__.pop(name, None)
+                    return
+            super().__setattr__(name, value)
+
         def __getattr__(self, name: str) -> Any:
             if name == "__all__":  # what a star import takes: asked once, all together
                 found = names(star)
@@ -52,10 +65,10 @@ def program_module(names: Names, star: list[str]) -> types.ModuleType:
 
 
 @contextlib.contextmanager
-def importable(names: Names, star: list[str]) -> Iterator[None]:
+def importable(names: Names, bind: Bind, star: list[str]) -> Iterator[None]:
     """``import solution`` finds the program's module while the tests run (and nothing after)."""
     saved = sys.modules.get(NAME)
-    sys.modules[NAME] = program_module(names, star)
+    sys.modules[NAME] = program_module(names, bind, star)
     try:
         yield
     finally:

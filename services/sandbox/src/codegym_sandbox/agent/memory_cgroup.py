@@ -96,7 +96,12 @@ class MemoryCgroup:
                             pass
                         with contextlib.suppress(OSError):
                             os.rmdir(f"{entry.path}/run")  # its runs' (see run_cgroup.py), first
-                        _give_back(entry.path)
+                        with contextlib.suppress(OSError):  # its page cache given back first (see remove)
+                            fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY)
+                            try:
+                                _give_back(fd)
+                            finally:
+                                os.close(fd)
                         os.rmdir(entry.path)  # refused while a process is in it
 
     def join(self) -> bool:
@@ -180,13 +185,8 @@ class MemoryCgroup:
 
     def _reclaim(self) -> None:
         """Give back what no process or file holds here, where the cgroup is the worker's own to ask."""
-        if self.parent_fd < 0:
-            return
-        with contextlib.suppress(OSError):
-            if self.version == 2:
-                self._set("memory.reclaim", str(self._field("memory.current", b"")))
-            else:
-                self._set("memory.force_empty", "0")
+        if self.parent_fd >= 0:
+            _give_back(self.fd)
 
     def oom_kills(self) -> int:
         """How many processes the kernel has killed here for memory."""
@@ -227,23 +227,28 @@ class MemoryCgroup:
             os.close(fd)
 
 
-def _give_back(path: str) -> None:
-    """Ask the cgroup at ``path`` (no process in it) to give back what it holds (see ``MemoryCgroup.remove``):
-    cgroup v1's ``memory.force_empty``, v2's ``memory.reclaim`` of all it holds. Never makes a file."""
-    for name in ("memory.force_empty", "memory.current"):
-        with contextlib.suppress(OSError, ValueError):
-            if name == "memory.current":
-                with open(f"{path}/memory.current") as f:
-                    held = f.read().strip()
-                name, value = "memory.reclaim", held
-            else:
-                value = "0"
-            fd = os.open(f"{path}/{name}", os.O_WRONLY)  # no O_CREAT: a file that is not there stays so
+def _give_back(cgroup: int) -> None:
+    """Ask the cgroup open at ``cgroup`` to give back what no process or file holds there: cgroup v1's
+    ``memory.force_empty``, v2's ``memory.reclaim`` of all it holds. Opens no file it does not find (a
+    directory that is no cgroup is left as it is)."""
+
+    def write(name: str, value: bytes) -> None:
+        fd = os.open(name, os.O_WRONLY, dir_fd=cgroup)
+        try:
+            os.write(fd, value)
+        finally:
+            os.close(fd)
+
+    with contextlib.suppress(OSError, ValueError):
+        try:
+            write("memory.force_empty", b"0")
+        except FileNotFoundError:  # cgroup v2
+            fd = os.open("memory.current", os.O_RDONLY, dir_fd=cgroup)
             try:
-                os.write(fd, value.encode())
-                return
+                held = int(os.read(fd, 64))
             finally:
                 os.close(fd)
+            write("memory.reclaim", str(held).encode())
 
 
 def _write(path: str, value: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from . import checker_wire
@@ -97,13 +97,19 @@ def nearest_builtin(lineage: list[list[str]]) -> type[BaseException]:
     """The builtin type the checker's class for a program's exception type derives from (see ``local_exception``):
     its lineage's first builtin, but a ``ProgramError`` for what would end the tests' loop, a
     ``ProgramInterrupt`` for what would stop the interpreter."""
+    for kind in _builtins_of(lineage):
+        if issubclass(kind, ITERATION_ENDS):
+            return ProgramError
+        return ProgramInterrupt if issubclass(kind, INTERRUPTS) else kind
+    return Exception
+
+
+def _builtins_of(lineage: list[list[str]]) -> Iterator[type[BaseException]]:
+    """The builtin exception types a lineage names, in its order (its first :data:`LINEAGE` entries)."""
     for entry in lineage[:LINEAGE]:
         kind = getattr(builtins, entry[1], None) if len(entry) == 2 and entry[0] == "builtins" else None
         if isinstance(kind, type) and issubclass(kind, BaseException):
-            if issubclass(kind, ITERATION_ENDS):
-                return ProgramError
-            return ProgramInterrupt if issubclass(kind, INTERRUPTS) else kind
-    return Exception
+            yield kind
 
 
 def _made(
@@ -196,11 +202,7 @@ def _program_text(self: BaseException) -> str:
 def _builtin_leaves(lineage: list[list[str]], builtin: type[BaseException]) -> tuple[type[BaseException], ...]:
     """The builtin types of ``lineage`` that none other of them derives from, ``builtin`` first (none that would
     drive the tests' control flow)."""
-    kinds = [builtin]
-    for entry in lineage:
-        kind = getattr(builtins, entry[1], None) if len(entry) == 2 and entry[0] == "builtins" else None
-        if isinstance(kind, type) and issubclass(kind, BaseException) and not issubclass(kind, _CONTROL):
-            kinds.append(kind)
+    kinds = [builtin, *(kind for kind in _builtins_of(lineage) if not issubclass(kind, _CONTROL))]
     unique = list(dict.fromkeys(kinds))
     return tuple(k for k in unique if not any(o is not k and issubclass(o, k) for o in unique))
 
@@ -210,11 +212,12 @@ _CONTROL = (*ITERATION_ENDS, *INTERRUPTS)
 
 def _new_class(module: str, qualname: str, bases: tuple[type[BaseException], ...]) -> type[BaseException]:
     name = qualname.rpartition(".")[2]
+    name = name if name.isidentifier() else "ProgramException"
     namespace = {"__module__": module, "__str__": _program_text}
     try:
-        made = type(name if name.isidentifier() else "ProgramException", bases, namespace)
+        made = type(name, bases, namespace)
     except TypeError:  # builtin types that cannot be bases together (their layouts differ): the first alone
-        made = type(name if name.isidentifier() else "ProgramException", bases[:1], namespace)
+        made = type(name, bases[:1], namespace)
     made.__qualname__ = qualname
     return made
 

@@ -9,6 +9,7 @@ and ends with ``SystemExit``: judged in a scope of its own, it found no case and
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -199,11 +200,12 @@ def no_pytest_main(code: types.CodeType) -> Iterator[None]:
     """``pytest.main()`` in the tests (``if __name__ == "__main__": pytest.main([__file__])``) answers 0 and runs
     nothing: collection here runs their tests. pytest itself would read a ``conftest.py`` from the directory the
     program writes to, and run it in the checker."""
-    try:
-        if "pytest" not in program_names.used_names(code):
-            raise ImportError("the tests use no pytest")
-        import pytest
-    except ImportError:  # none here: the tests' own import of it fails as it would in Python, if they make one
+    pytest: Any = None
+    if "pytest" in program_names.used_names(code):
+        # None here: the tests' own import of it fails as it would in Python, if they make one.
+        with contextlib.suppress(ImportError):
+            pytest = importlib.import_module("pytest")
+    if pytest is None:
         yield
         return
     main = pytest.main

@@ -63,6 +63,26 @@ FORMS = {
     "from-solution-import": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
     "import-solution": "import solution\n\ndef test_add():\n    assert solution.add(1, 2) == 3\n",
     "from-solution-import-star": "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    # The tests' own pytest fixtures: plain, yield with a teardown, named, asking for others, of a wider scope,
+    # autouse, parametrized, a class's own, by usefixtures, with a finalizer.
+    "pytest-fixture": "import pytest\n\n@pytest.fixture\ndef numbers():\n    return (1, 2)\n\n"
+    "def test_add(numbers):\n    assert add(*numbers) == 3\n",
+    "pytest-fixture-yield-named-chain": "import pytest\nlog = []\n\n@pytest.fixture\ndef one():\n"
+    "    log.append('up')\n    yield 1\n    log.append('down')\n\n@pytest.fixture(name='pair')\n"
+    "def make_pair(one):\n    return (one, 2)\n\ndef test_add(pair):\n    assert add(*pair) == 3\n\n"
+    "def test_torn_down():\n    assert log == ['up', 'down']\n",
+    "pytest-fixture-scopes-autouse": "import pytest\nmade = []\n\n@pytest.fixture(autouse=True)\ndef each():\n"
+    "    made.append('t')\n\n@pytest.fixture(scope='module')\ndef base():\n    made.append(1)\n    return 1\n\n"
+    "def test_a(base):\n    assert add(base, 2) == 3\n\ndef test_b(base):\n    assert made == [1, 't', 't']\n",
+    "pytest-fixture-params": "import pytest\n\n@pytest.fixture(params=[(1, 2, 3), (-1, -2, -3)])\n"
+    "def case(request):\n    return request.param\n\nseen = []\n\ndef test_add(case):\n    seen.append(case)\n"
+    "    assert add(case[0], case[1]) == case[2]\n\ndef test_each_param():\n    assert len(seen) == 2\n",
+    "pytest-class-fixture": "import pytest\n\nclass TestAdd:\n    @pytest.fixture\n    def one(self):\n"
+    "        return self.base\n\n    def setup_method(self):\n        self.base = 1\n\n"
+    "    def test_add(self, one):\n        assert add(one, 2) == 3\n",
+    "pytest-usefixtures-finalizer": "import pytest\nstate = {}\n\n@pytest.fixture\ndef setup(request):\n"
+    "    state['a'] = 1\n    request.addfinalizer(state.clear)\n\n@pytest.mark.usefixtures('setup')\n"
+    "def test_add():\n    assert add(state['a'], 2) == 3\n\ndef test_cleared():\n    assert state == {}\n",
 }
 
 
@@ -83,6 +103,57 @@ def test_each_form_passes_the_right_program_only(hostile: TestClient, form: str)
 def test_a_test_function_that_needs_a_fixture_passes_nothing(hostile: TestClient) -> None:
     tests = "def test_add(numbers):\n    assert add(*numbers) == 3\n"
     assert _verdicts(hostile, tests, [RIGHT, WRONG]) == ["RE", "RE"]
+    # No value of the program's is a fixture, though it marks one with pytest's own decorator.
+    faker = "import pytest\n\n@pytest.fixture\ndef numbers():\n    return (1, 2)\n\n" + WRONG
+    for form in (tests, "from solution import *\n\n" + tests):
+        assert _verdicts(hostile, form, [faker, RIGHT]) == ["RE", "RE"]
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "@pytest.fixture\ndef numbers():\n    raise ValueError('no numbers')\n",
+        "@pytest.fixture\ndef numbers(more):\n    return (1, 2)\n\n@pytest.fixture\ndef more(numbers):\n    return 1\n",
+        "@pytest.fixture\ndef numbers():\n    yield (1, 2)\n    yield (3, 4)\n",
+        "@pytest.fixture\nasync def numbers():\n    return (1, 2)\n",
+        "@pytest.fixture\ndef numbers():\n    yield (1, 2)\n    assert False, 'teardown'\n",
+        "@pytest.fixture\ndef numbers(request):\n    return request.param\n",  # no params: pytest's error too
+    ],
+    ids=["raises", "cycle", "yields-twice", "coroutine", "teardown-fails", "param-without-params"],
+)
+def test_a_fixture_that_fails_or_cannot_be_made_passes_nothing(hostile: TestClient, fixture: str) -> None:
+    tests = "import pytest\n\n" + fixture + "\ndef test_add(numbers):\n    assert add(*numbers) == 3\n"
+    assert "AC" not in _verdicts(hostile, tests, [WRONG, RIGHT])
+
+
+def test_tmp_path_is_a_directory_the_program_reads(hostile: TestClient) -> None:
+    right = "def total(path):\n    with open(path) as f:\n        return sum(map(int, f.read().split()))\n"
+    wrong = "def total(path):\n    return 6\n"
+    tests = (
+        "def test_total(tmp_path):\n    path = tmp_path / 'numbers.txt'\n    path.write_text('1 2 4')\n"
+        "    assert total(str(path)) == 7\n\ndef test_fresh(tmp_path, tmpdir):\n"
+        "    assert list(tmp_path.iterdir()) == []\n"
+        "    assert str(tmpdir) != str(tmp_path)\n"
+    )
+    assert _verdicts(hostile, tests, [wrong, right]) == ["WA", "AC"]
+
+
+def test_monkeypatch_binds_the_programs_global_and_undoes_it(hostile: TestClient) -> None:
+    program = "LIMIT = 10\ndef under(x):\n    return x < LIMIT\n"
+    tests = (
+        "import solution\n\ndef test_lowered(monkeypatch):\n    monkeypatch.setattr(solution, 'LIMIT', 3)\n"
+        "    assert solution.under(5) is False\n\ndef test_undone():\n    assert solution.under(5)\n"
+    )
+    assert _verdicts(hostile, tests, [program]) == ["AC"]
+
+
+def test_capsys_reads_the_tests_prints_and_the_programs_in_their_order(hostile: TestClient) -> None:
+    right, wrong = "def greet(n):\n    print(f'hi {n}')\n", "def greet(n):\n    print(f'ho {n}')\n"
+    tests = (
+        "import sys\n\ndef test_greet(capsys):\n    print('a')\n    greet(1)\n    print('c', file=sys.stderr)\n"
+        "    print('d')\n    out, err = capsys.readouterr()\n    assert (out, err) == ('a\\nhi 1\\nd\\n', 'c\\n')\n"
+    )
+    assert _verdicts(hostile, tests, [wrong, right]) == ["WA", "AC"]
 
 
 @pytest.mark.parametrize(

@@ -32,17 +32,32 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
     ``solution.increment()``). The tests' ``solution.LIMIT = 3`` binds the program's own name, where the value
     crosses (plain data); any other (``mock.patch("solution.f", ...)``) stays the checker's copy."""
 
+    originals: dict[str, Any] = {}  # the program's own values of the names the tests bound, as they were
+
     class Program(types.ModuleType):
         def __setattr__(self, name: str, value: Any) -> None:
             if not name.startswith("__") and not callable(value) and not isinstance(value, types.ModuleType):
+                was = names([name]) if name not in originals else {}
                 try:
                     bind(name, value)
                 except (TypeError, ValueError, RecursionError):  # not plain data: the checker's copy alone
                     pass
                 else:
+                    if name in was:
+                        originals[name] = was[name]
                     self.__dict__.pop(name, None)
                     return
             super().__setattr__(name, value)
+
+        def __delattr__(self, name: str) -> None:
+            # What the tests bound goes, and the program's own value comes back (pytest's ``monkeypatch`` undoes
+            # a ``setattr`` so where the module's ``__dict__`` did not hold the name, as here it never does).
+            if name in self.__dict__:
+                super().__delattr__(name)
+            elif name in originals:
+                bind(name, originals[name])
+            else:
+                raise AttributeError(f"module {NAME!r} has no attribute {name!r} that the tests bound")
 
         def __getattr__(self, name: str) -> Any:
             if name == "__all__":  # what a star import takes: asked once, all together

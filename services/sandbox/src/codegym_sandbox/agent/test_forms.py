@@ -12,12 +12,12 @@ import contextlib
 import importlib
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
 from . import program_names
+from .fixture_requests import Builtin, Fixtures, requested
 from .program_errors import program_traceback
 
 _TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
@@ -94,16 +94,13 @@ def outcome_of(exc: BaseException) -> str:
     return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
 
 
-Fixtures = Mapping[str, Callable[[], AbstractContextManager[object]]]  # pytest's fixtures made here, by name
-
-
 def run_collected(
     code: types.CodeType,
     scope: dict[str, object],
     declared: frozenset[str],
     exited: bool,
     ran: set[str],
-    fixtures: Fixtures = MappingProxyType({}),
+    builtin: Builtin = MappingProxyType({}),
 ) -> None:
     """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
     itself (``exited``: it ended in an exit that says it passed, which ``unittest.main()`` makes once it ran its
@@ -130,14 +127,19 @@ def run_collected(
         if entry in scope:
             check(scope[entry])
     unittest = sys.modules.get("unittest")
-    for name, value in list(scope.items()):
-        if not name.startswith(("test", "Test")):
-            continue
-        if _theirs(value):
-            if not _ran_by_the_code(name, value, named, ran):
-                _run(value, _marks(scope.get("pytestmark")), fixtures)
-        elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
-            _run_class(value, _marks(scope.get("pytestmark")), fixtures)
+    fixtures = Fixtures.of(scope, builtin)
+    try:
+        for name, value in list(scope.items()):
+            if not name.startswith(("test", "Test")):
+                continue
+            if _theirs(value):
+                if not _ran_by_the_code(name, value, named, ran):
+                    _run(value, _marks(scope.get("pytestmark")), fixtures)
+            elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
+                with fixtures.of_class(value) as of_class:
+                    _run_class(value, _marks(scope.get("pytestmark")), of_class)
+    finally:
+        fixtures.close()
     if unittest is None or exited:
         return
     cases = [
@@ -227,7 +229,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
             test = getattr(instance, method)
             for hook in ("setup_method", None, "teardown_method"):
                 if hook is None:
-                    _run(test, [*marks, *_marks(getattr(cls, "pytestmark", None))], fixtures)
+                    _run(test, [*marks, *_marks(getattr(cls, "pytestmark", None))], fixtures, instance)
                 elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
                     step = getattr(instance, hook)
                     step(test) if step.__code__.co_argcount > 1 else step()
@@ -249,30 +251,38 @@ def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
 
 
 def _run(
-    test: types.FunctionType | types.MethodType, marks: Sequence[object] = (), fixtures: Fixtures = MappingProxyType({})
+    test: types.FunctionType | types.MethodType,
+    marks: Sequence[object],
+    fixtures: Fixtures,
+    instance: object = None,
 ) -> None:
     """``test`` run as pytest runs it: once, or once per case of its ``pytest.mark.parametrize`` marks (and its
-    class's, ``marks``), each argument no mark gives from ``fixtures`` (made for that run, ended after it); one
-    that neither gives (another fixture) is its ``TypeError``."""
+    class's, ``marks``) and per param of the parametrized fixtures it takes; each argument no mark gives is a
+    fixture (``fixtures``: made for that run, ended after it, or kept for its scope); one that none gives is the
+    tests' ``TypeError``."""
     code = test.__code__
     if code.co_flags & _NOT_RUNNABLE:
         raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
-    first = 1 if isinstance(test, types.MethodType) else 0  # a method's ``self``
-    wanted = code.co_varnames[first : code.co_argcount + code.co_kwonlyargcount]
+    method = isinstance(test, types.MethodType)
+    function = test.__func__ if isinstance(test, types.MethodType) else test
+    wanted = requested(function, method)  # type: ignore[arg-type]
+    accepted = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
     marks = [*_marks(getattr(test, "pytestmark", None)), *marks]
     if _skipped(marks):
         return
     for arguments, case_marks in _cases(marks):
         expected_failure = any(getattr(m, "name", "") == "xfail" for m in (*marks, *case_marks))
-        with contextlib.ExitStack() as made:
-            given = {n: made.enter_context(fixtures[n]()) for n in wanted if n not in arguments and n in fixtures}
-            try:
-                test(**arguments, **given)
-            except _pytest("Skipped"):  # pytest.skip() in the test
-                continue
-            except Exception:
-                if not expected_failure:  # an xfail test that fails passes, as pytest counts it
-                    raise
+        for picks in fixtures.cases(wanted, list(arguments), marks):
+            with contextlib.ExitStack() as made:
+                try:
+                    given = fixtures.arguments(wanted, arguments, marks, picks, made, instance)
+                    given.update((n, v) for n, v in arguments.items() if n in accepted)
+                    test(**given)
+                except _pytest("Skipped"):  # pytest.skip() in the test or a fixture
+                    continue
+                except Exception:
+                    if not expected_failure:  # an xfail test that fails passes, as pytest counts it
+                        raise
 
 
 def _cases(marks: Sequence[object]) -> list[tuple[dict[str, object], list[object]]]:

@@ -1,0 +1,282 @@
+"""What a pytest test function asks for by its arguments, made as pytest makes it: the tests' own fixtures
+(``@pytest.fixture`` in their module or their test class, with the fixtures they ask for in turn, ``yield``
+fixtures ended after their test, ``autouse``, ``params``, the scopes), and pytest's own that the checker makes
+(``pytest_fixtures``).
+
+A fixture is only ever a function of the tests' own code, marked by pytest's own decorator: nothing the program
+answers is one (its values are stand-ins and copies), so no program decides what a test is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, TypeGuard
+
+_TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
+_NOT_RUNNABLE = 0x80 | 0x200  # a coroutine's and an async generator's code flags: no runner here awaits them
+_GENERATOR = 0x20
+_WIDER = ("class", "module", "package", "session")  # scopes made once for more than one test
+
+Builtin = Mapping[str, Callable[[], AbstractContextManager[object]]]  # pytest's fixtures made here, by name
+
+
+class Definition(NamedTuple):
+    """One fixture of the tests': its function (a method of a test class's, unbound), what pytest's decorator
+    said of it."""
+
+    name: str
+    function: Any  # a types.FunctionType of the tests' (typed so, mypy would read it as a method)
+    scope: str
+    params: tuple[object, ...] | None
+    autouse: bool
+    method: bool
+
+
+def definition(value: object, method: bool = False) -> Definition | None:
+    """``value`` as a fixture of the tests': pytest's own mark on a function of their code, else None."""
+    fixtures = sys.modules.get("_pytest.fixtures")  # imported by tests that use pytest's decorator, and only then
+    if fixtures is None:
+        return None
+    wrapper = getattr(fixtures, "FixtureFunctionDefinition", None)  # pytest 8.4 on
+    if wrapper is not None and type(value) is wrapper:
+        function, marker = vars(value).get("_fixture_function"), vars(value).get("_fixture_function_marker")
+    elif isinstance(value, types.FunctionType):  # pytest before 8.4 marks a wrapper of the function
+        marker = vars(value).get("_pytestfixturefunction")
+        wrapped = vars(value).get("__pytest_wrapped__")
+        kind = getattr(sys.modules.get("_pytest.compat"), "_PytestWrapper", None)
+        function = getattr(wrapped, "obj", None) if kind is not None and type(wrapped) is kind else value
+    else:
+        return None
+    if marker is None or type(marker) is not getattr(fixtures, "FixtureFunctionMarker", None) or not _theirs(function):
+        return None
+    params = marker.params
+    return Definition(
+        name=marker.name or function.__name__,
+        function=function,
+        scope=marker.scope if isinstance(marker.scope, str) else "function",
+        params=tuple(params) if params is not None else None,
+        autouse=bool(marker.autouse),
+        method=method,
+    )
+
+
+def _theirs(value: object) -> TypeGuard[types.FunctionType]:
+    return isinstance(value, types.FunctionType) and value.__code__.co_filename == _TESTS_FILE
+
+
+def requested(function: types.FunctionType, skip_self: bool) -> list[str]:
+    """The names a function asks for as pytest reads them: its arguments without a default (a method's first
+    skipped)."""
+    code = function.__code__
+    positional = list(code.co_varnames[: code.co_argcount])
+    if skip_self:
+        positional = positional[1:]
+    defaults = len(function.__defaults__ or ())
+    if defaults:
+        positional = positional[: len(positional) - defaults]
+    keyword = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    given = function.__kwdefaults__ or {}
+    return [*positional, *(name for name in keyword if name not in given)]
+
+
+class Request:
+    """What a fixture gets for ``request``: its ``param`` (a parametrized fixture's), ``addfinalizer``."""
+
+    def __init__(self, stack: contextlib.ExitStack, param: object = None, has_param: bool = False) -> None:
+        self._stack = stack
+        if has_param:
+            self.param = param
+
+    def addfinalizer(self, finalizer: Callable[[], object]) -> None:
+        self._stack.callback(finalizer)
+
+
+class Made:
+    """Fixtures of a scope wider than a test's, made once for it: their values, and the stack that ends them."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
+        self.stack = contextlib.ExitStack()
+
+
+class Fixtures:
+    """The fixtures of one run's tests, and those of a wider scope made so far: the module's (ended by
+    :meth:`close`), and while a test class runs, the class's (ended with it)."""
+
+    def __init__(
+        self,
+        defined: dict[str, Definition],
+        builtin: Builtin,
+        module: Made | None = None,
+        test_class: Made | None = None,
+    ) -> None:
+        self.defined, self.builtin = defined, builtin
+        self.module = module if module is not None else Made()
+        self.test_class = test_class
+
+    @classmethod
+    def of(cls, scope: Mapping[str, object], builtin: Builtin) -> Fixtures:
+        defined = {}
+        for value in list(scope.values()):
+            found = definition(value)
+            if found is not None:
+                defined[found.name] = found
+        return cls(defined, builtin)
+
+    @contextlib.contextmanager
+    def of_class(self, test_class: type) -> Iterator[Fixtures]:
+        """The fixtures a test class's methods see: the module's and the class's own (a base's too, the nearest
+        first); those of the class's scope, and the class's own of any wider one, made once for its tests."""
+        defined = dict(self.defined)
+        for base in reversed(test_class.__mro__):
+            for value in list(vars(base).values()):
+                found = definition(value, method=True)
+                if found is not None:
+                    defined[found.name] = found
+        inner = Fixtures(defined, self.builtin, self.module, Made())
+        try:
+            yield inner
+        finally:
+            inner.test_class.stack.close()  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        self.module.stack.close()
+
+    def cases(self, wanted: Sequence[str], given: Sequence[str], marks: Sequence[object]) -> list[dict[str, int]]:
+        """Which of each parametrized fixture's ``params`` each run of a test takes: every combination, as pytest
+        runs it (none: one run)."""
+        chosen: list[tuple[str, int]] = []
+        for name in self._closure(wanted, given, marks):
+            found = self.defined.get(name)
+            if found is not None and found.params is not None:
+                chosen.append((name, len(found.params)))
+        return [
+            dict(zip((n for n, _ in chosen), picks, strict=True))
+            for picks in itertools.product(*(range(count) for _, count in chosen))
+        ]
+
+    def arguments(
+        self,
+        wanted: Sequence[str],
+        given: Mapping[str, object],
+        marks: Sequence[object],
+        picks: Mapping[str, int],
+        made: contextlib.ExitStack,
+        instance: object,
+    ) -> dict[str, object]:
+        """The values of ``wanted`` that ``given`` (a ``parametrize`` case) does not give, each fixture made once
+        for this run (autouse ones and ``usefixtures`` too, first), ended by ``made`` or with its scope."""
+        values: dict[str, object] = dict(given)
+        # As pytest orders them: those of a wider scope first, then autouse ones, then in the order asked.
+        first = [*self._autouse(), *_used(marks), *wanted]
+        for name in sorted(first, key=self._rank):
+            self._make(name, values, picks, made, instance, ())
+        return {name: values[name] for name in wanted}
+
+    def _rank(self, name: str) -> int:
+        found = self.defined.get(name)
+        scope = found.scope if found is not None and found.params is None else "function"
+        return -_WIDER.index(scope) - 1 if scope in _WIDER else 0
+
+    def _autouse(self) -> list[str]:
+        return [name for name, found in self.defined.items() if found.autouse]
+
+    def _closure(self, wanted: Sequence[str], given: Sequence[str], marks: Sequence[object]) -> list[str]:
+        seen: list[str] = []
+        todo = [*self._autouse(), *_used(marks), *wanted]
+        while todo:
+            name = todo.pop()
+            if name in seen or name in given:
+                continue
+            seen.append(name)
+            found = self.defined.get(name)
+            if found is not None:
+                todo.extend(requested(found.function, found.method))
+        return seen
+
+    def _make(
+        self,
+        name: str,
+        values: dict[str, object],
+        picks: Mapping[str, int],
+        made: contextlib.ExitStack,
+        instance: object,
+        chain: tuple[str, ...],
+    ) -> None:
+        if name in values:
+            return
+        if name in chain:
+            raise TypeError(f"fixtures ask for each other: {' -> '.join((*chain, name))}")
+        found = self.defined.get(name)
+        if found is None:
+            if name in self.builtin:
+                values[name] = made.enter_context(self.builtin[name]())
+            elif name == "request":
+                values[name] = Request(made)
+            else:
+                raise TypeError(f"fixture {name!r} not found: no fixture of the tests' nor of pytest's made here")
+            return
+        kept = self._kept(found)
+        if kept is not None and name in kept.values:
+            values[name] = kept.values[name]
+            return
+        stack = kept.stack if kept is not None else made
+        inner: dict[str, object] = {}
+        for asked in requested(found.function, found.method):
+            if asked == "request":
+                has = found.params is not None
+                inner[asked] = Request(stack, found.params[picks[name]] if has else None, has)  # type: ignore[index]
+            else:
+                self._make(asked, values, picks, made, instance, (*chain, name))
+                inner[asked] = values[asked]
+        values[name] = _value(found, inner, stack, instance)
+        if kept is not None:
+            kept.values[name] = values[name]
+
+    def _kept(self, found: Definition) -> Made | None:
+        """Where a fixture made for more than one test is kept: a class's own, or one of the class's scope, with
+        the class (a test outside classes makes the latter for itself); any other of a wider scope with the
+        module. None for a test's own (a parametrized fixture is made for each test that takes a param)."""
+        if found.scope not in _WIDER or found.params is not None:
+            return None
+        if found.method or found.scope == "class":
+            return self.test_class
+        return self.module
+
+
+def _used(marks: Sequence[object]) -> list[str]:
+    """The fixtures ``pytest.mark.usefixtures`` marks name."""
+    names: list[str] = []
+    for mark in marks:
+        if getattr(mark, "name", None) == "usefixtures":
+            names.extend(str(n) for n in getattr(mark, "args", ()))
+    return names
+
+
+def _value(found: Definition, arguments: dict[str, object], stack: contextlib.ExitStack, instance: object) -> Any:
+    """What the fixture's function gives: its return, or its ``yield``, whose rest runs when ``stack`` ends."""
+    function: Callable[..., Any] = found.function
+    if found.method:
+        function = types.MethodType(found.function, instance)
+    flags = found.function.__code__.co_flags
+    if flags & _NOT_RUNNABLE:
+        raise TypeError(f"fixture {found.name!r} is a coroutine: no runner here awaits it")
+    if not flags & _GENERATOR:
+        return function(**arguments)
+    steps = function(**arguments)
+    value = next(steps)
+
+    def finish() -> None:
+        try:
+            next(steps)
+        except StopIteration:
+            return
+        raise TypeError(f"fixture {found.name!r} yields more than once")
+
+    stack.callback(finish)
+    return value

@@ -337,3 +337,18 @@ def test_the_tests_set_the_programs_globals_through_its_module(hostile: TestClie
         "    assert solution.LIMIT == 3 and solution.under(5) is False\n"
     )
     assert _verdicts(hostile, tests, [program]) == ["AC"]
+
+
+def test_tests_that_import_the_program_see_nothing_else_of_it(hostile: TestClient) -> None:
+    """A test file that imports the program by name has its own names, as beside the program's file: a name it
+    uses without importing it is no name of the program's, which could rig it (``Counter`` that answers what the
+    program's function answers)."""
+    honest = "from collections import Counter\n\ndef count_chars(s):\n    return Counter(s)\n"
+    rigged = "def Counter(*args):\n    return 0\n\ndef count_chars(s):\n    return 0\n"
+    free = "def test_count():\n    assert count_chars('aab') == Counter('aab')\n"
+    for head in ("from solution import count_chars\n\n", "import solution\ncount_chars = solution.count_chars\n\n"):
+        assert _verdicts(hostile, head + free, [rigged, honest]) == ["RE", "RE"]  # pytest's NameError too
+        imported = head + "from collections import Counter\n\n" + free
+        assert _verdicts(hostile, imported, [rigged, honest]) == ["WA", "AC"]
+    # A star import takes the program's names, as Python's does.
+    assert _verdicts(hostile, "from solution import *\n\n" + free, [honest]) == ["AC"]

@@ -13,6 +13,10 @@ installed, or a conventional alias such as ``np``). Tests that use ``math`` with
 program's ``import math``: a program that binds ``math`` to an object of its own would otherwise decide the
 tests' ``math.isclose``. The checker imports such a module itself (:func:`module_of`).
 
+Tests that import the program as a module by name (``from solution import add``: a test file beside the program's,
+as KodCode's rows are) take nothing else of its names, as a file of their own would not: only what they import,
+through ``program_module``.
+
 Nothing else the program binds is taken from anywhere but the program's process (an import of ``os.system`` as
 ``helper`` would otherwise run in the checker), but for the types of a few modules made of data alone
 (:data:`LIBRARY_TYPES`), which the checker takes as its own.
@@ -170,6 +174,11 @@ def asked(
     # would be the tests' builtins).
     dynamic = not _DYNAMIC.isdisjoint(used)
     own = {name for name in (defined if dynamic else used & defined) if not (name[:2] == name[-2:] == "__")}
+    if imports_program(tests) == "names":
+        # Tests that import the program as a module by name (``from solution import add``, ``import solution``),
+        # as a test file beside it does, see nothing else of it: a file's names are its own (a ``Counter`` the
+        # tests use without importing it is the program's only in one scope, where the program can rig it).
+        own = set()
     theirs = (own | declared) - (builtin - declared)
     if not theirs:
         return [], {}
@@ -178,6 +187,32 @@ def asked(
     named = (namespaces & theirs) | ((theirs - used - declared) if dynamic else set())
     modules = {name: module for name in named if (module := module_of(name)) is not None}
     return sorted(theirs - modules.keys()), modules
+
+
+_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
+# What follows ``from solution import *``'s IMPORT_NAME: IMPORT_STAR (Python 3.11), or CALL_INTRINSIC_1 (3.12 on).
+_STAR = frozenset(dis.opmap[name] for name in ("IMPORT_STAR", "CALL_INTRINSIC_1") if name in dis.opmap)
+
+
+def imports_program(code: types.CodeType) -> str | None:
+    """How the tests import the program as the module ``solution`` (``program_module``), anywhere in their code:
+    ``"star"`` where one import takes all its names, ``"names"`` where they import it (or names of it) alone,
+    else None."""
+    found: str | None = None
+    last = ""
+    for op, arg in _ops(code):
+        if last and op in _STAR:
+            return "star"
+        last = ""
+        if op == _IMPORT_NAME and code.co_names[arg].partition(".")[0] == "solution":
+            found, last = "names", code.co_names[arg]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            inner = imports_program(const)
+            if inner == "star":
+                return inner
+            found = found or inner
+    return found
 
 
 def star_names(defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str]) -> list[str]:

@@ -65,6 +65,12 @@ FORMS = {
     "from-solution-import-star": "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n",
     # The tests' own pytest fixtures: plain, yield with a teardown, named, asking for others, of a wider scope,
     # autouse, parametrized, a class's own, by usefixtures, with a finalizer.
+    # Tests that a library's decorator wraps (mock.patch's): they ran nothing, and every program passed.
+    "mock-patch-decorator": "from unittest.mock import patch\n\n@patch('builtins.print')\n"
+    "def test_add(mock_print):\n    assert add(1, 2) == 3\n",
+    "mock-patch-parametrize-fixture": "import pytest\nfrom unittest.mock import patch\n\n"
+    "@pytest.mark.parametrize('b', [2])\n@patch('builtins.print')\ndef test_add(mock_print, b, tmp_path):\n"
+    "    assert add(1, b) == 3 and tmp_path.is_dir()\n",
     "pytest-fixture": "import pytest\n\n@pytest.fixture\ndef numbers():\n    return (1, 2)\n\n"
     "def test_add(numbers):\n    assert add(*numbers) == 3\n",
     "pytest-fixture-yield-named-chain": "import pytest\nlog = []\n\n@pytest.fixture\ndef one():\n"
@@ -161,9 +167,11 @@ def test_capsys_reads_the_tests_prints_and_the_programs_in_their_order(hostile: 
     [
         "def test_add():\n    assert add(1, 2) == 3\n    yield\n",  # a generator: calling it runs nothing
         "async def test_add():\n    assert add(1, 2) == 3\n",
+        "from unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(m):\n    assert add(1, 2) == 3\n"
+        "    yield\n",  # a wrapper that makes a generator: nothing of it ran
         "import sys\nassert add(1, 2) == 3\nsys.exit(0.0)\n",  # Python prints 0.0 and exits 1
     ],
-    ids=["generator", "coroutine", "exit-float"],
+    ids=["generator", "coroutine", "wrapped-generator", "exit-float"],
 )
 def test_tests_no_runner_can_run_or_that_exit_unwell_pass_nothing(hostile: TestClient, tests: str) -> None:
     assert "AC" not in _verdicts(hostile, tests, [WRONG, RIGHT])

@@ -71,7 +71,32 @@ def _theirs(value: object) -> TypeGuard[types.FunctionType]:
 
 def requested(function: types.FunctionType, skip_self: bool) -> list[str]:
     """The names a function asks for as pytest reads them: its arguments without a default (a method's first
-    skipped)."""
+    skipped); of a decorator's wrapper, those of the function it wraps, less those ``mock.patch`` gives."""
+    return _arguments(innermost(function), skip_self)[_patched(function) :]
+
+
+def innermost(function: types.FunctionType) -> types.FunctionType:
+    """The function that decorators' wrappers of ``function`` wrap, as far as each says (``functools.wraps``)."""
+    for _ in range(32):
+        inner = vars(function).get("__wrapped__")
+        if not isinstance(inner, types.FunctionType):
+            break
+        function = inner
+    return function
+
+
+def _patched(function: types.FunctionType) -> int:
+    """How many arguments ``mock.patch`` decorators give ``function`` (a mock each: those of ``new=DEFAULT``), as
+    pytest counts them."""
+    patchings = vars(function).get("patchings")
+    mock = sys.modules.get("unittest.mock")
+    if type(patchings) is not list or mock is None:
+        return 0
+    default = getattr(mock, "DEFAULT", None)
+    return sum(1 for p in patchings if not getattr(p, "attribute_name", None) and getattr(p, "new", None) is default)
+
+
+def _arguments(function: types.FunctionType, skip_self: bool) -> list[str]:
     code = function.__code__
     positional = list(code.co_varnames[: code.co_argcount])
     if skip_self:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import types
 from collections.abc import Iterator, Sequence
@@ -17,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, TypeGuard
 
 from . import program_names
-from .fixture_requests import Builtin, Fixtures, requested
+from .fixture_requests import Builtin, Fixtures, innermost, requested
 from .program_errors import program_traceback
 
 _TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
@@ -132,7 +133,7 @@ def run_collected(
         for name, value in list(scope.items()):
             if not name.startswith(("test", "Test")):
                 continue
-            if _theirs(value):
+            if _collected(value):
                 if not _ran_by_the_code(name, value, named, ran):
                     _run(value, _marks(scope.get("pytestmark")), fixtures)
             elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
@@ -160,8 +161,33 @@ def run_collected(
 def _ran_by_the_code(name: str, test: types.FunctionType, named: set[str], ran: set[str]) -> bool:
     """Whether the tests' code ran the test it bound to ``name`` itself: it recorded so (:func:`compiled`; a
     decorator's wrapper runs the function it wraps, which records the name it was defined by), or, where it
-    records nothing (defined in a function of theirs, or wrapped), the code names it."""
-    return name in ran or (RAN not in test.__code__.co_names and name in named)
+    records nothing (defined in a function of theirs, or wrapped by a wrapper that does not say what it wraps),
+    the code names it."""
+    return name in ran or (RAN not in wrapped(test).__code__.co_names and name in named)
+
+
+_AGENT = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the checker's own code: stand-ins, fixtures
+
+
+def _collected(value: object) -> TypeGuard[types.FunctionType]:
+    """Whether pytest collects ``value``, bound to a ``test*`` name: any function, the tests' own and a library
+    decorator's wrapper of one (``mock.patch``'s: left out, a test so decorated passed any program), but the
+    checker's own (a stand-in for a function of the program's)."""
+    return isinstance(value, types.FunctionType) and not value.__code__.co_filename.startswith(_AGENT)
+
+
+def wrapped(function: types.FunctionType) -> types.FunctionType:
+    """The function that decorators' wrappers of ``function`` wrap (``functools.wraps`` says which), the tests'
+    own where one is: ``function`` itself where none says."""
+    found = function
+    for _ in range(32):
+        inner = vars(found).get("__wrapped__")
+        if not isinstance(inner, types.FunctionType):
+            break
+        found = inner
+        if _theirs(found):
+            break
+    return found
 
 
 def _marks(value: object) -> list[object]:
@@ -264,9 +290,10 @@ def _run(
     if code.co_flags & _NOT_RUNNABLE:
         raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
     method = isinstance(test, types.MethodType)
-    function = test.__func__ if isinstance(test, types.MethodType) else test
-    wanted = requested(function, method)  # type: ignore[arg-type]
-    accepted = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    function: Any = test.__func__ if isinstance(test, types.MethodType) else test
+    wanted = requested(function, method)
+    inner = innermost(function).__code__  # a decorator's wrapper takes what the function it wraps takes
+    accepted = set(inner.co_varnames[: inner.co_argcount + inner.co_kwonlyargcount])
     marks = [*_marks(getattr(test, "pytestmark", None)), *marks]
     if _skipped(marks):
         return
@@ -277,7 +304,12 @@ def _run(
                 try:
                     given = fixtures.arguments(wanted, arguments, marks, picks, made, instance)
                     given.update((n, v) for n, v in arguments.items() if n in accepted)
-                    test(**given)
+                    result = test(**given)
+                    if isinstance(result, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+                        # It ran nothing (a decorator's wrapper of a generator or a coroutine made it).
+                        if not isinstance(result, types.AsyncGeneratorType):
+                            result.close()
+                        raise TypeError(f"{test.__name__} gave a generator or a coroutine: nothing of it ran")
                 except _pytest("Skipped"):  # pytest.skip() in the test or a fixture
                     continue
                 except Exception:

@@ -360,3 +360,52 @@ def test_tests_that_import_the_program_see_nothing_else_of_it(hostile: TestClien
         assert _verdicts(hostile, imported, [rigged, honest]) == ["WA", "AC"]
     # A star import takes the program's names, as Python's does.
     assert _verdicts(hostile, "from solution import *\n\n" + free, [honest]) == ["AC"]
+
+
+INPUTS = (
+    "import sys\n\ndef double():\n    return int(input('n? ')) * 2\n\n"
+    "def total():\n    return sum(int(line) for line in sys.stdin)\n\n"
+    "def greet():\n    print('hello', 'world', sep='-')\n"
+)
+INPUT_TESTS = (
+    "import io\nimport pytest\nfrom unittest.mock import patch\nfrom solution import double, total, greet\n\n"
+    "def test_input(monkeypatch):\n    monkeypatch.setattr('builtins.input', lambda prompt: '3')\n"
+    "    assert double() == 6\n\n"
+    "@patch('builtins.input', side_effect=['4', '5'])\ndef test_side_effect(mock_input):\n"
+    "    assert double() == 8\n    assert double() == 10\n    mock_input.assert_called_with('n? ')\n\n"
+    "def test_stdin(monkeypatch, capsys):\n    monkeypatch.setattr('sys.stdin', io.StringIO('1\\n2\\n3\\n'))\n"
+    "    assert total() == 6\n    monkeypatch.setattr('sys.stdin', io.StringIO('7\\n'))\n"
+    "    assert double() == 14\n    assert capsys.readouterr().out == 'n? '\n\n"
+    "@patch('builtins.print')\ndef test_print(mock_print):\n    greet()\n"
+    "    mock_print.assert_called_once_with('hello', 'world', sep='-')\n\n"
+    "def test_exhausted():\n    with patch('builtins.input', side_effect=['1']):\n        double()\n"
+    "        with pytest.raises(Exception):\n            double()\n"
+)
+
+
+def test_builtins_the_tests_patch_are_the_programs_too(hostile: TestClient) -> None:
+    """``input``, ``sys.stdin`` and ``print`` that the tests patch (``monkeypatch``, ``mock.patch``), as pytest's
+    one process has them: the program reads what the tests give it, and prints to their mock."""
+    wrong = INPUTS.replace("* 2", "* 3").replace("sep='-'", "sep='+'")
+    assert _verdicts(hostile, INPUT_TESTS, [INPUTS, wrong]) == ["AC", "WA"]
+
+
+# The program's process asks the checker for a builtin in the middle of a call: only one the tests patched.
+FORGED_CALLBACK = (
+    "import sys\n\ndef add(a, b):\n    frame = sys._getframe()\n"
+    "    while frame is not None and 'channel' not in frame.f_locals:\n        frame = frame.f_back\n"
+    "    channel = frame.f_locals['channel']\n"
+    "    channel.answer({'callback': {'op': OP, 'args': [], 'kwargs': {}, 'file': ''}})\n"
+    "    channel.request()\n    return a + b\n"
+)
+
+
+@pytest.mark.parametrize("op", ["input", "readline", "print", "exec"])
+def test_a_callback_for_what_the_tests_did_not_patch_passes_nothing(hostile: TestClient, op: str) -> None:
+    program = f"OP = {op!r}\n" + FORGED_CALLBACK
+    plain = "def test_add():\n    assert add(1, 2) == 3\n"
+    printing = (
+        "from unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(p):\n    assert add(1, 2) == 3\n"
+    )
+    for tests in (plain, printing if op != "print" else plain):
+        assert _verdicts(hostile, tests, [program]) == ["RE"]

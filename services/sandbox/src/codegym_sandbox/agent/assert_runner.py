@@ -53,10 +53,19 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from . import call_test, checker_wire, linux, program_module, program_names, pytest_fixtures, test_forms
+from . import (
+    call_test,
+    checker_wire,
+    linux,
+    patched_builtins,
+    program_module,
+    program_names,
+    pytest_fixtures,
+    test_forms,
+)
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
-from .plain_data import Channel, decode, encode
+from .plain_data import Channel, decode, encode, update_in_place
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -93,6 +102,8 @@ class Checker:
         # Whether the program made this process import a module (one it named, a numpy array it returned):
         # a series' checker then serves no later run (see serve_checker).
         self.imported = False
+        self.stdin = sys.stdin  # the checker's own: one the tests put in its place is what the program reads
+        self.serving = False  # while a builtin the tests patched runs for the program (``patched_builtins``)
 
     def take(self, source: str, sent: bool = False) -> None:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
@@ -108,10 +119,20 @@ class Checker:
         """Hang up: the program's process ends (its threads, ``atexit``) when it sees the channel close."""
         self.channel.close()
 
-    def ask(self, request: list[Any], kind: type[T]) -> T:
-        """The program's answer to ``request``, read as ``kind`` (see ``checker_wire.read``)."""
+    def ask(self, request: list[Any], kind: type[T], patched: patched_builtins.Flags = patched_builtins.NONE) -> T:
+        """The program's answer to ``request``, read as ``kind`` (see ``checker_wire.read``); before it, in a call,
+        what the program asks of the builtins the tests ``patched`` (``patched_builtins``)."""
+        if self.serving:  # the tests' patched input calls the program, which waits for it
+            raise RuntimeError("the tests called the program while the program waited for them")
         try:
             reply = self.channel.ask(request)
+            while patched != patched_builtins.NONE and (callback := self._guard(checker_wire.callback, reply)):
+                self.serving = True
+                try:
+                    self.channel.tell(self._guard(patched_builtins.serve, callback, patched, self.decode))
+                finally:
+                    self.serving = False
+                reply = self.channel.receive()
         except (OSError, EOFError, ValueError) as exc:
             self.ended = True
             raise ProgramEnded("the program ended before the tests did") from exc
@@ -129,10 +150,11 @@ class Checker:
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         sent = [encode(a, None) for a in args]
-        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}]
-        answer = self.ask(request, checker_wire.CallAnswer)
+        patched = patched_builtins.patched(self.stdin)
+        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
+        answer = self.ask(request, checker_wire.CallAnswer, patched)
         for index, changed in self._guard(checker_wire.changed, answer, args).items():
-            _update(args[index], self.decode(changed))
+            update_in_place(args[index], self.decode(changed))
         return answer["value"] if data else self.decode(answer["value"])
 
     def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -197,7 +219,10 @@ class Checker:
         self.ask(["set", name, encode(value, None)], checker_wire.ValueAnswer)
 
     def output(self, what: str) -> tuple[str, str]:
-        """What the program printed, for the tests' ``capsys`` (see ``program_process._output``)."""
+        """What the program printed, for the tests' ``capsys`` (see ``program_process._output``); nothing yet while
+        the program waits for a builtin the tests patched (it prints before it asks, and is read after)."""
+        if self.serving:
+            return "", ""
         answer = self.ask(["output", what], checker_wire.OutputAnswer)
         return answer["out"], answer["err"]
 
@@ -214,18 +239,6 @@ class Checker:
 
         stand_in.__name__ = stand_in.__qualname__ = name
         return stand_in
-
-
-def _update(original: Any, changed: Any) -> None:
-    if original == changed:
-        return
-    if isinstance(original, list) and isinstance(changed, list):
-        original[:] = changed
-    elif (isinstance(original, dict) and isinstance(changed, dict)) or type(changed) is type(original) is set:
-        original.clear()  # then filled in the changed order: an OrderedDict's move_to_end holds
-        original.update(changed)
-    elif isinstance(original, bytearray) and isinstance(changed, bytearray):
-        original[:] = changed
 
 
 def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:

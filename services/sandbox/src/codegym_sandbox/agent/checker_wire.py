@@ -59,6 +59,17 @@ class OutputAnswer(TypedDict):
     err: str
 
 
+class Callback(TypedDict):
+    """What the program's process asks the checker for in a call, where the tests patched builtins it uses (see
+    ``patched_builtins``): ``op`` (``input``, ``print``, or one of ``sys.stdin``'s reads), with the arguments the
+    program passed (``file`` for ``print``: ``""``, ``stdout`` or ``stderr``)."""
+
+    op: str
+    args: list[Data]
+    kwargs: dict[str, Data]
+    file: str
+
+
 class ErrorAnswer(TypedDict):
     """An exception the program raised: its nearest builtin type's module and name, its message, its traceback;
     its type's lineage (the classes of its MRO before ``object``, each as its module and qualified name, itself
@@ -96,6 +107,15 @@ def read(answer: object, kind: type[T]) -> T:
     if type(answer) is dict and answer.keys() == {"error"}:
         raise Raised(_typed(answer["error"], ErrorAnswer, "error"))
     typed: T = _typed(answer, kind, kind.__name__)
+    return typed
+
+
+def callback(answer: object) -> Callback | None:
+    """``answer`` as the program's process's callback (see :class:`Callback`), None where it is none: a
+    ``{"callback": ...}`` object that is not one exactly is a :class:`Breach`."""
+    if type(answer) is not dict or answer.keys() != {"callback"}:
+        return None
+    typed: Callback = _typed(answer["callback"], Callback, "callback")
     return typed
 
 

@@ -312,6 +312,10 @@ class Channel:
     def ask(self, message: Any) -> Any:
         """In the checker: send a message, and read the answer (which nothing in it can make run code)."""
         self.tell(message)
+        return self.receive()
+
+    def receive(self) -> Any:
+        """In the checker: the program's process's next answer."""
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:
@@ -324,3 +328,17 @@ class Channel:
             if fd >= 0:
                 os.close(fd)
         self.read_fd = self.write_fd = -1
+
+
+def update_in_place(original: Any, changed: Any) -> None:
+    """An argument the program's function changed in place (a list, a dict, a set, a bytearray), changed so in the
+    checker's copy too, as the tests' own object would be."""
+    if original == changed:
+        return
+    if isinstance(original, list) and isinstance(changed, list):
+        original[:] = changed
+    elif (isinstance(original, dict) and isinstance(changed, dict)) or type(changed) is type(original) is set:
+        original.clear()  # then filled in the changed order: an OrderedDict's move_to_end holds
+        original.update(changed)
+    elif isinstance(original, bytearray) and isinstance(changed, bytearray):
+        original[:] = changed

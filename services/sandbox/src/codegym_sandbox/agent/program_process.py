@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from . import program_names, pyrun
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer
+from .patched_builtins import forwarding
 from .plain_data import Channel, decode, encode
 from .program_errors import LINEAGE
 
@@ -104,7 +105,7 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
                 value = _operate(refs[request[2]], request[1], [decode(a, refs) for a in request[3:]])
                 reply = {"value": encode(value, refs)}
             else:
-                reply = _call(request, scope, refs)
+                reply = _call(request, scope, refs, channel)
         except SystemExit as exc:  # the program exits in the middle of the tests: the checker sees it end
             _finish(_exit_code(exc), main)
         except BaseException as exc:
@@ -185,14 +186,15 @@ def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAn
     return answer
 
 
-def _call(request: list[Any], scope: dict[str, Any], refs: list[Any]) -> CallAnswer:
-    _, target, args_data, kwargs_data = request
+def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: Channel) -> CallAnswer:
+    _, target, args_data, kwargs_data, patched = request
     if target[0] == "name" and target[1] not in scope:
         raise NameError(f"name {target[1]!r} is not defined")
     function = scope[target[1]] if target[0] == "name" else refs[target[1]]
     args = [decode(a, refs) for a in args_data]
     kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
-    result = function(*args, **kwargs)
+    with forwarding(channel, refs, patched):  # builtins the tests patched ask them (``patched_builtins``)
+        result = function(*args, **kwargs)
     # Arguments the program may have changed in place go back too, as a caller would see them.
     # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
     after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from .host_state import HostState
 from .suite import PROGRAM_HOST_UID, SERVER_SECRET, hostile_settings
@@ -331,6 +332,32 @@ def test_sessions_hold_no_more_than_their_share_of_the_budget(backend: str, host
         assert client.post("/v1/execute", json=body).json()["verdict"] == "AC"
         for sid in held:
             client.delete(f"/v1/sessions/{sid}")
+
+
+def test_one_client_holds_no_more_than_its_share_of_the_sessions_memory(backend: str, host: HostState) -> None:
+    """Where clients of several tenants share a server, one of them does not hold every session's memory (for an
+    hour, the sessions' lifetime): its sessions hold SESSIONS__CLIENT_MEMORY_SHARE of the sessions' at most."""
+    settings = hostile_settings(backend, memory_budget_mb=1000)
+    settings.sessions.memory_mb, settings.sessions.warm, settings.sessions.memory_share = 200, 0, 1.0
+    settings.sessions.client_memory_share = 0.5
+    greedy, other = {"X-Forwarded-For": "10.0.0.1"}, {"X-Forwarded-For": "10.0.0.2"}
+    app = create_app(settings)
+    # A proxy in front names each client, as `codegym-sandbox serve` with TRUSTED_PROXIES takes its word.
+    served: Any = ProxyHeadersMiddleware(app, trusted_hosts=["127.0.0.1"])  # type: ignore[arg-type]
+    with TestClient(served, raise_server_exceptions=False, client=("127.0.0.1", 5000)) as client:
+
+        def new(headers: dict[str, str], memory_mb: int = 200) -> Any:
+            return client.post("/v1/sessions", json={"limits": {"memory_mb": memory_mb}}, headers=headers)
+
+        held = [new(greedy).json()["session_id"], new(greedy).json()["session_id"]]
+        r = new(greedy)
+        assert r.status_code == 429 and "SESSIONS__CLIENT_MEMORY_SHARE" in r.json()["detail"], r.text
+        assert new(greedy, 700).status_code == 429
+        r = new(other)  # another client's session still has room
+        assert r.status_code == 201, r.text
+        for headers, sid in [(greedy, held[0]), (greedy, held[1]), (other, r.json()["session_id"])]:
+            assert client.delete(f"/v1/sessions/{sid}", headers=headers).status_code == 204
+        assert not app.state.sessions.opening_mb_by
 
 
 @pytest.mark.parametrize("limits", [{"memory_mb": -20000}, {"memory_mb": 0}, {"cell_timeout_s": -1}])

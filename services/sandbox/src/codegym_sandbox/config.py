@@ -79,6 +79,14 @@ class Sessions(BaseSettings):
         description="Of MEMORY_BUDGET_MB, what sessions may hold together (each its memory limit, for its life, "
         "those started ahead too); past it: 429. The rest is the runs', whatever sessions wait idle.",
     )
+    client_memory_share: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="Of what sessions may hold together (MEMORY_SHARE of the budget), what the sessions of one client "
+        "(its address) may hold; past it: 429. 1: one client may hold it all, for MAX_LIFETIME_S, as one trainer "
+        "that is the server's only client wants; lower where clients of several tenants share a server.",
+    )
     warm: int = Field(
         2,
         ge=0,

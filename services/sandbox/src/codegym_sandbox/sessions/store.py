@@ -101,6 +101,7 @@ class SessionStore:
         # and per client: a kernel starts over seconds, and creates that come together would otherwise all
         # pass the client's cap before any of them is held
         self.opening_by: dict[str, int] = {}
+        self.opening_mb_by: dict[str, int] = {}  # the memory of those, by client
         self.opening_mb = 0  # and the memory of those not taken from kernels started ahead
         self.warm: list[SessionLease] = []  # kernels started ahead, with the default limits (SESSIONS__WARM)
         self.warming = 0
@@ -146,8 +147,10 @@ class SessionStore:
         memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), SESSION_MIN_MEMORY_MB)
         from_warm = memory == s.memory_mb and bool(self.warm)
         self._check_share(0 if from_warm else memory)  # a kernel started ahead is counted already
+        self._check_client_share(client, memory)
         self.opening += 1
         self.opening_by[client] = self.opening_by.get(client, 0) + 1
+        self.opening_mb_by[client] = self.opening_mb_by.get(client, 0) + memory
         self.opening_mb += 0 if from_warm else memory
         try:
             # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
@@ -165,7 +168,7 @@ class SessionStore:
                 raise
         finally:
             self.opening -= 1
-            self._opened_by(client)
+            self._opened_by(client, memory)
             self.opening_mb -= 0 if from_warm else memory
             self._refill()
         session = Session(
@@ -180,8 +183,11 @@ class SessionStore:
         self.metrics.sessions_created.inc()
         return session
 
-    def _opened_by(self, client: str) -> None:
-        # A client with nothing being opened leaves no entry: the map holds the clients of the moment only.
+    def _opened_by(self, client: str, memory_mb: int) -> None:
+        # A client with nothing being opened leaves no entry: the maps hold the clients of the moment only.
+        left_mb = self.opening_mb_by.pop(client) - memory_mb
+        if left_mb > 0:
+            self.opening_mb_by[client] = left_mb
         left = self.opening_by.pop(client) - 1
         if left:
             self.opening_by[client] = left
@@ -197,6 +203,18 @@ class SessionStore:
             raise TooManySessions(
                 f"the sessions hold {held} MiB of memory and this one asks for {memory_mb}: sessions may hold "
                 f"{most} MiB, {self.settings.memory_share:g} of the memory budget (SESSIONS__MEMORY_SHARE)"
+            )
+
+    def _check_client_share(self, client: str, memory_mb: int) -> None:
+        """One client's sessions (those being opened too) hold ``SESSIONS__CLIENT_MEMORY_SHARE`` of what sessions
+        may hold together, at most."""
+        held = sum(x.memory_mb for x in self.sessions.values() if x.client == client)
+        held += self.opening_mb_by.get(client, 0)
+        most = int(self.backend.memory.total_mb * self.settings.memory_share * self.settings.client_memory_share)
+        if held + memory_mb > most:
+            raise TooManySessions(
+                f"{client}'s sessions hold {held} MiB of memory and this one asks for {memory_mb}: one client's may "
+                f"hold {most} MiB (SESSIONS__CLIENT_MEMORY_SHARE)"
             )
 
     async def _opened(self, memory_mb: int) -> SessionLease:

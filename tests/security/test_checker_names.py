@@ -377,7 +377,7 @@ def test_the_checker_imports_no_module_the_program_names_for_another_name(hostil
 
 def test_no_name_of_the_programs_is_one_of_the_checkers_modules(hostile: TestClient) -> None:
     program = "import types\nhelper = types.ModuleType('codegym_sandbox.agent.assert_runner')\n"
-    (result,) = _evaluate(hostile, [program], "assert helper.WRONG_ANSWER == 87\n")
+    (result,) = _evaluate(hostile, [program], "assert helper.Checker.__name__ == 'Checker'\n")
     assert result["verdict"] == "RE" and "AttributeError" in result["tests"][0]["stderr"], result
 
 

@@ -409,3 +409,25 @@ def test_a_callback_for_what_the_tests_did_not_patch_passes_nothing(hostile: Tes
     )
     for tests in (plain, printing if op != "print" else plain):
         assert _verdicts(hostile, tests, [program]) == ["RE"]
+
+
+def test_the_interpreter_state_the_tests_set_is_the_programs_too(hostile: TestClient) -> None:
+    """``random.seed`` and ``sys.setrecursionlimit`` in the tests reach the program, as in pytest's one process;
+    a program's own seed holds where the tests leave ``random`` alone."""
+    program = (
+        "import random\n\ndef roll():\n    return random.randint(1, 1000)\n\n"
+        "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
+    )
+    tests = (
+        "import random\nimport sys\nfrom solution import roll, depth\n\ndef test_seeded():\n    random.seed(42)\n"
+        "    expected = [random.randint(1, 1000) for _ in range(3)]\n    random.seed(42)\n"
+        "    assert [roll() for _ in range(3)] == expected\n\n"
+        "def test_deep():\n    sys.setrecursionlimit(10000)\n    assert depth(5000) == 5000\n"
+    )
+    assert _verdicts(hostile, tests, [program, program.replace("1, 1000", "1, 999")]) == ["AC", "WA"]
+    seeded = "import random\nrandom.seed(7)\n\ndef roll():\n    return random.randint(1, 10**9)\n"
+    own = (
+        "import random\nexpected = random.Random(7).randint(1, 10**9)\nfrom solution import roll\n\n"
+        "def test_roll():\n    assert roll() == expected\n"
+    )
+    assert _verdicts(hostile, own, [seeded]) == ["AC"]

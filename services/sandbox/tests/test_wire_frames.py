@@ -11,7 +11,7 @@ import typing
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from codegym_sandbox.agent import assert_runner, box_protocol, cell_frames, protocol
+from codegym_sandbox.agent import assert_outcome, box_protocol, cell_frames, protocol
 from codegym_sandbox.agent.protocol import encode_frame
 from codegym_sandbox.agent.wire_schema import Malformed, Max, Range, conform
 from codegym_sandbox.backends.base import RunRequest, SandboxFault
@@ -225,7 +225,7 @@ def test_a_series_report_of_another_shape_breaks_the_series() -> None:
 
 
 def test_a_checker_outcome_of_another_shape_breaks_the_series() -> None:
-    assert typing.get_args(box_protocol.Outcome) == assert_runner.OUTCOMES
+    assert typing.get_args(box_protocol.Outcome) == assert_outcome.OUTCOMES
     outcome = b'{"outcome":"passed","cpu":0.001000,"retired":false}'  # as the checker writes it
     assert box_protocol.read_outcome(outcome) == {"outcome": "passed", "cpu": 0.001, "retired": False}
     for bad in (

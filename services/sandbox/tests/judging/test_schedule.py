@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox import languages
-from codegym_sandbox.agent.assert_runner import WRONG_ANSWER
+from codegym_sandbox.agent.assert_outcome import WRONG_ANSWER
 from codegym_sandbox.backends.base import RunPolicy
 from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.executor import RunLimits, StepResult

@@ -30,8 +30,8 @@ a :class:`ProgramInterrupt`, which ``except Exception`` does not catch either (a
 program's process). One the tests let through is the program's runtime error, an ``AssertionError``
 included: only the tests' own assertions make a wrong answer.
 
-The verdict (:func:`outcome_status`) is the checker's, which the program cannot set: 0 when the tests ran
-to their end and the program's process then ended cleanly, :data:`WRONG_ANSWER` when an assertion failed
+The verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran
+to their end and the program's process then ended cleanly, :data:`assert_outcome.WRONG_ANSWER` when an assertion failed
 or the program ended before the tests did, and otherwise what the program's own failure was (its exit
 code, or its signal, so that a CPU limit still reads as one).
 
@@ -61,8 +61,10 @@ from . import (
     program_module,
     program_names,
     pytest_fixtures,
+    shared_state,
     test_forms,
 )
+from .assert_outcome import outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, decode, encode, update_in_place
@@ -78,8 +80,6 @@ from .program_errors import (
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 
 _BUILTINS = frozenset(dir(builtins))
-WRONG_ANSWER = 87  # the checks ran and an assertion failed, or the program ended before they did
-OUTCOMES = ("passed", "failed", "error", "ended", "unparsed")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -104,6 +104,7 @@ class Checker:
         self.imported = False
         self.stdin = sys.stdin  # the checker's own: one the tests put in its place is what the program reads
         self.serving = False  # while a builtin the tests patched runs for the program (``patched_builtins``)
+        self.state = shared_state.Sent()
 
     def take(self, source: str, sent: bool = False) -> None:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
@@ -151,7 +152,8 @@ class Checker:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         sent = [encode(a, None) for a in args]
         patched = patched_builtins.patched(self.stdin)
-        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
+        state = self.state.changed()  # what the tests set of the interpreter's state since (``shared_state``)
+        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched, state]
         answer = self.ask(request, checker_wire.CallAnswer, patched)
         for index, changed in self._guard(checker_wire.changed, answer, args).items():
             update_in_place(args[index], self.decode(changed))
@@ -239,23 +241,6 @@ class Checker:
 
         stand_in.__name__ = stand_in.__qualname__ = name
         return stand_in
-
-
-def outcome_status(outcome: str, status: int) -> tuple[int | None, int | None]:
-    """The run's exit code and signal, from the outcome of :func:`check` and the program process's wait status.
-
-    Only tests that ran to their end, followed by a clean end of the program's process (its threads and
-    ``atexit`` handlers done, exit status 0), pass. Otherwise the program's own failure shows (an exit code
-    or a signal, so that a CPU limit reads as one), and an early exit with status 0 is a wrong answer.
-    """
-    if outcome == "failed":
-        return WRONG_ANSWER, None
-    if outcome in ("error", "unparsed"):
-        return 1, None
-    if os.WIFSIGNALED(status):
-        return None, os.WTERMSIG(status)
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
-    return (0, None) if outcome == "passed" and code == 0 else (code or WRONG_ANSWER, None)
 
 
 class Asserts(NamedTuple):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .memory_cgroup import MemoryCgroup
     from .run_cgroup import RunCgroup
 
-# An assert run's outcomes (``assert_runner.OUTCOMES``: see ``assert_runner.check``).
+# An assert run's outcomes (``assert_outcome.OUTCOMES``: see ``assert_runner.check``).
 Outcome = Literal["passed", "failed", "error", "ended", "unparsed"]  # unparsed: the program does not compile
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from . import assert_checker, assert_runner, linux
+from .assert_outcome import outcome_status
 from .box_protocol import AssertStatus, BrokenStatus, read_outcome
 from .plain_data import Channel
 from .programs import status_report, to_null, wire
@@ -42,7 +43,7 @@ def assert_test(
     checker: CheckerProcess, fds: list[int], main: str, start_test: Callable[[], None]
 ) -> AssertStatus | BrokenStatus:
     """One assert run of the series: the checker gets its stdin and output, and a channel to the program's
-    process, forked here; the verdict is theirs together (``assert_runner.outcome_status``)."""
+    process, forked here; the verdict is theirs together (``assert_outcome.outcome_status``)."""
     stdin, stdout, stderr = fds[:3]
     for fd in fds[3:]:
         os.close(fd)
@@ -75,7 +76,7 @@ def assert_test(
     if answer is None:
         # The program took the checker down (where it shares its uid): the agent runs this test again alone.
         return {"broken": True}
-    code, sig = assert_runner.outcome_status(answer["outcome"], status)
+    code, sig = outcome_status(answer["outcome"], status)
     ended = status_report(status, usage, answer["cpu"])
     unparsed = answer["outcome"] == "unparsed"  # by the checker's own compile (assert_runner.Checker.take)
     return {

@@ -18,7 +18,7 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from . import program_names, pyrun
+from . import program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer
 from .patched_builtins import forwarding
 from .plain_data import Channel, decode, encode
@@ -187,7 +187,8 @@ def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAn
 
 
 def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: Channel) -> CallAnswer:
-    _, target, args_data, kwargs_data, patched = request
+    _, target, args_data, kwargs_data, patched, state = request
+    shared_state.take(state)  # what the tests set of the interpreter's state, as in one process
     if target[0] == "name" and target[1] not in scope:
         raise NameError(f"name {target[1]!r} is not defined")
     function = scope[target[1]] if target[0] == "name" else refs[target[1]]

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..agent import call_test, program_names
+from ..agent.assert_outcome import WRONG_ANSWER
 
 # ASSERT_MAIN: one file for every program and every test: each run gets its program and tests on stdin, so
 # that the sandbox runs them all in one test series (one checker for all of them, see the runner), of any
 # task. The runner itself is part of the agent, loaded in the box before any fork.
 from ..agent.assert_runner import ASSERT_MAIN as ASSERT_MAIN
-from ..agent.assert_runner import WRONG_ANSWER
 from ..models import CallComparison
 
 if TYPE_CHECKING:

@@ -1,0 +1,53 @@
+"""State of the interpreter that the tests set and, in pytest's one process, the program shares: the recursion
+limit (``sys.setrecursionlimit(10**4)`` before a deep recursion of the program's) and the state of ``random``
+(``random.seed(42)`` before a call of the program's that shuffles). Here the program runs in another process; each
+call carries what of it the tests changed since the last call, and the program's process takes it before the call.
+
+Only from the tests to the program: nothing the program's process does changes the checker's own (a program that
+chose the tests' next random numbers would choose their inputs).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+State = dict[str, Any]  # "recursion": the limit; "random": random.getstate()
+
+
+class Sent:
+    """In the checker, for one run: the state as the run began, and as it was last sent to the program."""
+
+    def __init__(self) -> None:
+        import random  # here, so that a seed the tests set before their first call is a change of its state
+
+        del random
+        self.last: State = _now()
+
+    def changed(self) -> State:
+        """What of the state the tests changed since it was last sent (or the run began): to send with a call."""
+        now = _now()
+        changed = {key: value for key, value in now.items() if self.last.get(key) != value}
+        self.last.update(changed)
+        return changed
+
+
+def _now() -> State:
+    state: State = {"recursion": sys.getrecursionlimit()}
+    random = sys.modules.get("random")
+    if random is not None:
+        state["random"] = random.getstate()
+    return state
+
+
+def take(state: object) -> None:
+    """In the program's process, before a call: the state the tests changed."""
+    if not isinstance(state, dict):
+        return
+    limit = state.get("recursion")
+    if type(limit) is int and limit > 0:
+        sys.setrecursionlimit(limit)
+    if "random" in state:
+        import random  # the program's own, as the tests' is theirs
+
+        random.setstate(state["random"])

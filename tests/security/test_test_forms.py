@@ -395,20 +395,46 @@ FORGED_CALLBACK = (
     "import sys\n\ndef add(a, b):\n    frame = sys._getframe()\n"
     "    while frame is not None and 'channel' not in frame.f_locals:\n        frame = frame.f_back\n"
     "    channel = frame.f_locals['channel']\n"
-    "    channel.answer({'callback': {'op': OP, 'args': [], 'kwargs': {}, 'file': ''}})\n"
+    "    channel.answer({'callback': {'op': OP, 'name': NAME, 'args': [], 'kwargs': {}, 'file': ''}})\n"
     "    channel.request()\n    return a + b\n"
 )
 
 
-@pytest.mark.parametrize("op", ["input", "readline", "print", "exec"])
-def test_a_callback_for_what_the_tests_did_not_patch_passes_nothing(hostile: TestClient, op: str) -> None:
-    program = f"OP = {op!r}\n" + FORGED_CALLBACK
+@pytest.mark.parametrize(
+    ("op", "name"), [("input", ""), ("readline", ""), ("print", ""), ("exec", ""), ("call", "add"), ("call", "log")]
+)
+def test_a_callback_for_what_the_tests_did_not_patch_passes_nothing(hostile: TestClient, op: str, name: str) -> None:
+    program = f"OP, NAME = {op!r}, {name!r}\n\ndef helper():\n    pass\n\n" + FORGED_CALLBACK
     plain = "def test_add():\n    assert add(1, 2) == 3\n"
-    printing = (
-        "from unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(p):\n    assert add(1, 2) == 3\n"
+    patching = (  # builtins.print, and the program's helper: bound to functions of the tests'
+        "import solution\nfrom unittest.mock import patch\n\n@patch('builtins.print')\n@patch('solution.helper')\n"
+        "def test_add(h, p):\n    assert add(1, 2) == 3\n"
     )
-    for tests in (plain, printing if op != "print" else plain):
+    for tests in (plain, patching if op != "print" else plain):
         assert _verdicts(hostile, tests, [program]) == ["RE"]
+
+
+def test_the_programs_functions_the_tests_patch_are_patched_for_the_program(hostile: TestClient) -> None:
+    """``mock.patch("solution.fetch")`` and ``monkeypatch.setattr(solution, "fetch", ...)``: the program's own calls
+    of ``fetch`` call the tests' function, as in one process, until the patch is undone."""
+    program = (
+        "def fetch(url):\n    raise RuntimeError('no network here')\n\n"
+        "def total(urls):\n    return sum(fetch(u)['n'] for u in urls)\n"
+    )
+    tests = (
+        "import pytest\nimport solution\nfrom unittest.mock import patch\nfrom solution import total\n\n"
+        "@patch('solution.fetch')\ndef test_total(mock_fetch):\n    mock_fetch.return_value = {'n': 2}\n"
+        "    assert total(['a', 'b']) == 4\n    assert mock_fetch.call_count == 2\n"
+        "    mock_fetch.assert_called_with('b')\n\n"
+        "def test_undone():\n    with pytest.raises(RuntimeError):\n        total(['a'])\n\n"
+        "def test_monkeypatch(monkeypatch):\n    monkeypatch.setattr(solution, 'fetch', lambda url: {'n': len(url)})\n"
+        "    assert total(['abc', 'de']) == 5\n\n"
+        "def test_undone_again():\n    with pytest.raises(RuntimeError):\n        total(['a'])\n"
+    )
+    assert _verdicts(hostile, tests, [program, program.replace("for u in urls)", "for u in urls) + 1")]) == [
+        "AC",
+        "WA",
+    ]
 
 
 def test_the_interpreter_state_the_tests_set_is_the_programs_too(hostile: TestClient) -> None:

@@ -67,7 +67,7 @@ from . import (
 from .assert_outcome import outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
-from .plain_data import Channel, decode, encode, update_in_place
+from .plain_data import Channel, Handle, decode, encode, update_in_place
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -85,8 +85,6 @@ R = TypeVar("R")
 
 
 # --- the checker --------------------------------------------------------------------------------------
-
-
 class Checker:
     """The tests' side of the channel to the program's process: it reads only what it asked for (``checker_wire``)."""
 
@@ -102,9 +100,11 @@ class Checker:
         # Whether the program made this process import a module (one it named, a numpy array it returned):
         # a series' checker then serves no later run (see serve_checker).
         self.imported = False
-        self.stdin = sys.stdin  # the checker's own: one the tests put in its place is what the program reads
-        self.serving = False  # while a builtin the tests patched runs for the program (``patched_builtins``)
+        # What the tests patch that the program uses (``patched_builtins``): the checker's own stdin, the program's
+        # names bound to functions of the tests' (``set_name``), and while one of those runs for the program.
+        self.stdin, self.bound, self.serving = sys.stdin, dict[str, Any](), False
         self.state = shared_state.Sent()
+        self.functions: dict[str, Any] = {}  # the stand-ins of the program's functions, by name
 
     def take(self, source: str, sent: bool = False) -> None:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
@@ -127,10 +127,13 @@ class Checker:
             raise RuntimeError("the tests called the program while the program waited for them")
         try:
             reply = self.channel.ask(request)
-            while patched != patched_builtins.NONE and (callback := self._guard(checker_wire.callback, reply)):
+            while (patched != patched_builtins.NONE or self.bound) and (
+                callback := self._guard(checker_wire.callback, reply)
+            ):
                 self.serving = True
                 try:
-                    self.channel.tell(self._guard(patched_builtins.serve, callback, patched, self.decode))
+                    answer = self._guard(patched_builtins.serve, callback, patched, self.bound, self.decode)
+                    self.channel.tell(answer)
                 finally:
                     self.serving = False
                 reply = self.channel.receive()
@@ -217,8 +220,17 @@ class Checker:
             self.imported = self.imported or len(sys.modules) != before
 
     def set_name(self, name: str, value: Any) -> None:
-        """Bind the program's top-level ``name`` to ``value`` (plain data, or a handle of the program's)."""
-        self.ask(["set", name, encode(value, None)], checker_wire.ValueAnswer)
+        """Bind the program's top-level ``name`` to ``value``: plain data, a handle of the program's, or a function
+        of the tests' (a mock), which the program's calls of ``name`` then call here; its own function again (or
+        ``program_module.PUT_BACK``) puts the program's back."""
+        if value is self.functions.get(name) or value is program_module.PUT_BACK:
+            self.ask(["restore", name], checker_wire.ValueAnswer)
+            self.bound.pop(name, None)
+        elif isinstance(value, Handle) or not callable(value):
+            self.ask(["set", name, encode(value, None)], checker_wire.ValueAnswer)
+        else:
+            self.ask(["stub", name], checker_wire.ValueAnswer)
+            self.bound[name] = value
 
     def output(self, what: str) -> tuple[str, str]:
         """What the program printed, for the tests' ``capsys`` (see ``program_process._output``); nothing yet while
@@ -240,7 +252,7 @@ class Checker:
             return self.call(["name", name], args, kwargs)
 
         stand_in.__name__ = stand_in.__qualname__ = name
-        return stand_in
+        return self.functions.setdefault(name, stand_in)
 
 
 class Asserts(NamedTuple):

@@ -60,11 +60,13 @@ class OutputAnswer(TypedDict):
 
 
 class Callback(TypedDict):
-    """What the program's process asks the checker for in a call, where the tests patched builtins it uses (see
-    ``patched_builtins``): ``op`` (``input``, ``print``, or one of ``sys.stdin``'s reads), with the arguments the
-    program passed (``file`` for ``print``: ``""``, ``stdout`` or ``stderr``)."""
+    """What the program's process asks the checker for, where the tests patched what it uses (see
+    ``patched_builtins``): ``op`` (``input``, ``print``, one of ``sys.stdin``'s reads, or ``call``: the function
+    of the tests' bound to the program's ``name``), with the arguments the program passed (``file`` for ``print``:
+    ``""``, ``stdout`` or ``stderr``)."""
 
     op: str
+    name: str
     args: list[Data]
     kwargs: dict[str, Data]
     file: str

@@ -40,21 +40,27 @@ def patched(stdin: object) -> Flags:
     return [builtins.input is not _INPUT, sys.stdin is not stdin, builtins.print is not _PRINT]
 
 
-def serve(callback: Callback, flags: Flags, decode_value: Callable[[Any], Any]) -> list[Any]:
-    """The checker's reply to a callback (read as ``checker_wire.Callback``), within ``flags``: what the tests'
-    patched builtin gave, as wire data, or the exception it raised, by its nearest builtin type."""
-    op, file = callback["op"], callback["file"]
+def serve(
+    callback: Callback, flags: Flags, bound: dict[str, Callable[..., Any]], decode_value: Callable[[Any], Any]
+) -> list[Any]:
+    """The checker's reply to a callback (read as ``checker_wire.Callback``), within ``flags`` and the program's
+    names ``bound`` to functions of the tests': what the tests' patch gave, as wire data, or the exception it
+    raised, by its nearest builtin type."""
+    op, file, name = callback["op"], callback["file"], callback["name"]
     allowed = (op == "input" and flags[0]) or (op in _STREAM_OPS and flags[1]) or (op == "print" and flags[2])
+    allowed = (allowed and not name) or (op == "call" and name in bound)
     if not allowed or file not in ("", "stdout", "stderr") or (file and op != "print"):
-        raise Breach(f"the program's process asked for what the tests did not patch: {op!r}")
+        raise Breach(f"the program's process asked for what the tests did not patch: {op!r} {name[:64]!r}")
     keywords = callback["kwargs"]
-    if not keywords.keys() <= (_PRINT_KEYWORDS if op == "print" else frozenset()):
+    if op != "call" and not keywords.keys() <= (_PRINT_KEYWORDS if op == "print" else frozenset()):
         raise Breach(f"the program's process passed {op} what it does not take: {sorted(keywords)!r}")
     try:
         args = [decode_value(a) for a in callback["args"]]
         kwargs = {key: decode_value(value) for key, value in keywords.items()}
-        if op == "input":
-            value: Any = builtins.input(*args)
+        if op == "call":
+            value: Any = bound[name](*args, **kwargs)
+        elif op == "input":
+            value = builtins.input(*args)
         elif op == "print":
             if file:
                 kwargs["file"] = sys.stdout if file == "stdout" else sys.stderr
@@ -85,10 +91,10 @@ class _Caller:
     def __init__(self, channel: Channel, refs: list[Any]) -> None:
         self.channel, self.refs = channel, refs
 
-    def ask(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], file: str = "") -> Any:
+    def ask(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], file: str = "", name: str = "") -> Any:
         sent = [encode(a, self.refs) for a in args]
-        keywords = {key: encode(value, self.refs) for key, value in kwargs.items()}
-        self.channel.answer({"callback": {"op": op, "args": sent, "kwargs": keywords, "file": file}})
+        keywords = {str(key): encode(value, self.refs) for key, value in kwargs.items()}
+        self.channel.answer({"callback": {"op": op, "name": name, "args": sent, "kwargs": keywords, "file": file}})
         reply = self.channel.request()
         if reply[0] == "callback":
             return decode(reply[1], self.refs)
@@ -146,3 +152,33 @@ def forwarding(channel: Channel, refs: list[Any], flags: object) -> Iterator[Non
         yield
     finally:
         builtins.input, builtins.print, sys.stdin = saved
+
+
+class Stubs:
+    """In the program's process: its names the tests bound to functions of theirs (``mock.patch("solution.f")``,
+    ``monkeypatch.setattr(solution, "f", fake)``), each a stub that calls the tests' function in the checker, as the
+    program's other functions would call it in one process; and what each name held before, until put back."""
+
+    _MISSING = object()
+
+    def __init__(self, channel: Channel, refs: list[Any]) -> None:
+        self.caller = _Caller(channel, refs)
+        self.saved: dict[str, Any] = {}
+
+    def rebind(self, scope: dict[str, Any], what: str, name: str) -> None:
+        if what == "restore":
+            if name in self.saved:
+                was = self.saved.pop(name)
+                if was is self._MISSING:
+                    scope.pop(name, None)
+                else:
+                    scope[name] = was
+            return
+        self.saved.setdefault(name, scope.get(name, self._MISSING))
+        caller = self.caller
+
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            return caller.ask("call", args, kwargs, name=name)
+
+        stub.__name__ = stub.__qualname__ = name
+        scope[name] = stub

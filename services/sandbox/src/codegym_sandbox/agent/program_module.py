@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 NAME = "solution"
+PUT_BACK = object()  # bound to a name of the program's: its own value comes back (see ``Checker.set_name``)
 
 
 Names = Callable[[list[str]], dict[str, Any]]  # the program's values of the names it has among those asked
@@ -30,13 +31,19 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
     when the tests read it (``names``), nothing of the checker's own among them. A function, a class or a module
     is kept once read; a value is read again each time, so that it follows the program (``solution.count`` after
     ``solution.increment()``). The tests' ``solution.LIMIT = 3`` binds the program's own name, where the value
-    crosses (plain data); any other (``mock.patch("solution.f", ...)``) stays the checker's copy."""
+    crosses (plain data); a function of the tests' (``mock.patch("solution.f", ...)``) binds it to a stub that calls
+    theirs (``Checker.set_name``), and the program's own function, set back, puts the program's back."""
 
     originals: dict[str, Any] = {}  # the program's own values of the names the tests bound, as they were
 
     class Program(types.ModuleType):
         def __setattr__(self, name: str, value: Any) -> None:
-            if not name.startswith("__") and not callable(value) and not isinstance(value, types.ModuleType):
+            if not name.startswith("__") and callable(value) and not isinstance(value, types.ModuleType):
+                # A function of the tests' (``mock.patch("solution.f")``): the program's calls of ``f`` call it; the
+                # tests read it back here (``solution.f.assert_called_once()``).
+                with contextlib.suppress(TypeError, ValueError, RecursionError):
+                    bind(name, value)
+            elif not name.startswith("__") and not isinstance(value, types.ModuleType):
                 was = names([name]) if name not in originals else {}
                 try:
                     bind(name, value)
@@ -53,7 +60,9 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
             # What the tests bound goes, and the program's own value comes back (pytest's ``monkeypatch`` undoes
             # a ``setattr`` so where the module's ``__dict__`` did not hold the name, as here it never does).
             if name in self.__dict__:
-                super().__delattr__(name)
+                value = self.__dict__.pop(name)
+                if callable(value) and not isinstance(value, types.ModuleType) and not name.startswith("__"):
+                    bind(name, PUT_BACK)  # a function of the tests' (a mock.patch that ends): the program's again
             elif name in originals:
                 bind(name, originals[name])
             else:
@@ -64,7 +73,7 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
                 found = names(star)
                 for key, value in found.items():
                     if callable(value) or isinstance(value, types.ModuleType):
-                        setattr(self, key, value)
+                        self.__dict__[key] = value  # kept as read, binding nothing of the program's
                 self.__dict__["__all__"] = [n for n in star if n in found]
                 return self.__dict__["__all__"]
             if name.startswith("__"):
@@ -73,7 +82,7 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
             if name not in found:
                 raise AttributeError(f"module {NAME!r} has no attribute {name!r}")
             if callable(found[name]) or isinstance(found[name], types.ModuleType):
-                setattr(self, name, found[name])
+                self.__dict__[name] = found[name]  # kept as read, binding nothing of the program's
             return found[name]
 
     return Program(NAME)

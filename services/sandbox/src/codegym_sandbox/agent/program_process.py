@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from . import program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer
-from .patched_builtins import forwarding
+from .patched_builtins import Stubs, forwarding
 from .plain_data import Channel, decode, encode
 from .program_errors import LINEAGE
 
@@ -84,6 +84,7 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
         del kind, error, tb
         _finish(1, main)
     refs: list[Any] = []
+    stubs = Stubs(channel, refs)
     request: Any = ["names", wanted] if wanted is not None else None
     while True:
         if request is None:
@@ -98,6 +99,9 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
                 reply = _output(str(request[1]))
             elif request[0] == "set":  # the tests' ``solution.LIMIT = 3``: the program's global, as in Python
                 scope[str(request[1])] = decode(request[2], refs)
+                reply = {"value": None}
+            elif request[0] in ("stub", "restore"):  # the tests' mock.patch("solution.f"): a function of theirs
+                stubs.rebind(scope, request[0], str(request[1]))
                 reply = {"value": None}
             elif request[0] == "same":
                 reply = {"same": bool(refs[request[1]] == refs[request[2]])}

@@ -457,3 +457,19 @@ def test_the_interpreter_state_the_tests_set_is_the_programs_too(hostile: TestCl
         "def test_roll():\n    assert roll() == expected\n"
     )
     assert _verdicts(hostile, own, [seeded]) == ["AC"]
+
+
+def test_the_programs_warnings_reach_the_tests_filters(hostile: TestClient) -> None:
+    """``pytest.warns`` sees a warning the program issues, of its own category too, as in one process."""
+    program = (
+        "import warnings\n\nclass OldApi(UserWarning):\n    pass\n\ndef old(x):\n"
+        "    warnings.warn('old is deprecated', DeprecationWarning)\n    return x\n\n"
+        "def older(x):\n    warnings.warn('older', OldApi)\n    return x\n"
+    )
+    tests = (
+        "import pytest\nfrom solution import old, older, OldApi\n\ndef test_warns():\n"
+        "    with pytest.warns(DeprecationWarning, match='deprecated'):\n        assert old(1) == 1\n\n"
+        "def test_own_category():\n    with pytest.warns(OldApi):\n        older(2)\n"
+    )
+    silent = program.replace("warnings.warn('old is deprecated', DeprecationWarning)", "pass")
+    assert _verdicts(hostile, tests, [program, silent]) == ["AC", "WA"]

@@ -153,11 +153,11 @@ class Checker:
 
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
-        sent = [encode(a, None) for a in args]
-        patched = patched_builtins.patched(self.stdin)
-        state = self.state.changed()  # what the tests set of the interpreter's state since (``shared_state``)
-        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched, state]
-        answer = self.ask(request, checker_wire.CallAnswer, patched)
+        # With what the tests patched, and what they set of the interpreter's state since (``shared_state``).
+        sent, patched = [encode(a, None) for a in args], patched_builtins.patched(self.stdin)
+        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
+        answer = self.ask([*request, self.state.changed()], checker_wire.CallAnswer, patched)
+        self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
         for index, changed in self._guard(checker_wire.changed, answer, args).items():
             update_in_place(args[index], self.decode(changed))
         return answer["value"] if data else self.decode(answer["value"])

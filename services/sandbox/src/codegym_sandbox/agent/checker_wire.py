@@ -33,11 +33,23 @@ class NamesAnswer(TypedDict):
     values: dict[str, Data]
 
 
+class ProgramWarning(TypedDict):
+    """A warning the program issued in a call: its category's lineage (as an :class:`ErrorAnswer`'s), its message,
+    and where."""
+
+    lineage: list[list[str]]
+    message: str
+    filename: str
+    lineno: int
+
+
 class CallAnswer(TypedDict):
-    """What a call returned, and the arguments the call changed in place (by their index, as a string)."""
+    """What a call returned, the arguments the call changed in place (by their index, as a string), and the warnings
+    it issued."""
 
     value: Data
     changed: dict[str, Data]
+    warnings: list[ProgramWarning]
 
 
 class ValueAnswer(TypedDict):

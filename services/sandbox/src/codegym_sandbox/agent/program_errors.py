@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import builtins
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from . import checker_wire
+from .checker_wire import ProgramWarning
 
 # What a program's exception may not arrive as in the checker (see the module's docstring): those that end
 # a loop of the tests' arrive as a ProgramError, those that stop the interpreter as a ProgramInterrupt.
@@ -149,7 +151,18 @@ class ExceptionClasses:
     MOST = 256  # classes made for one run: past them, the program's types are their nearest known class
 
     def __init__(self) -> None:
+        self.warned: dict[Any, Any] = {}  # the registry of the warnings issued here, as a module's
         self.made: dict[tuple[str, str], type[BaseException]] = {}
+
+    def reissue(self, issued: list[ProgramWarning]) -> None:
+        """The warnings the program issued in a call, issued here, where the tests' filters see them as they would
+        in one process (``pytest.warns``), each of its category's class (a category that is no warning: none)."""
+        for warning in issued[:64]:
+            category = self.of(warning["lineage"], nearest_builtin(warning["lineage"]))
+            if issubclass(category, Warning):
+                warnings.warn_explicit(
+                    warning["message"], category, warning["filename"], warning["lineno"], "solution", self.warned
+                )
 
     def of(self, lineage: list[list[str]], builtin: type[BaseException]) -> type[BaseException]:
         """The class for the type whose lineage is ``lineage`` and whose nearest builtin type is ``builtin``: one

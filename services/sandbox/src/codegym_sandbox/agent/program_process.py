@@ -16,10 +16,11 @@ import os
 import sys
 import traceback
 import types
+import warnings
 from typing import Any, NoReturn
 
 from . import program_names, pyrun, shared_state
-from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer
+from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .patched_builtins import Stubs, forwarding
 from .plain_data import Channel, decode, encode
 from .program_errors import LINEAGE
@@ -198,12 +199,28 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: C
     function = scope[target[1]] if target[0] == "name" else refs[target[1]]
     args = [decode(a, refs) for a in args_data]
     kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
-    with forwarding(channel, refs, patched):  # builtins the tests patched ask them (``patched_builtins``)
+    # Builtins the tests patched ask them (``patched_builtins``); every warning is kept for the tests' filters,
+    # pytest.warns among them, which the checker's are (in one process, they would see each).
+    with forwarding(channel, refs, patched), warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
         result = function(*args, **kwargs)
     # Arguments the program may have changed in place go back too, as a caller would see them.
     # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
     after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
-    return {"value": encode(result, refs), "changed": after}
+    return {"value": encode(result, refs), "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
+
+
+WARNINGS = 64  # the most warnings of one call that reach the tests
+
+
+def _warning(issued: warnings.WarningMessage) -> ProgramWarning:
+    try:
+        message = str(issued.message)[:PLAIN_MOST]
+    except BaseException:
+        message = "?"
+    where = issued.filename if type(issued.filename) is str else "?"
+    line = issued.lineno if type(issued.lineno) is int else 0
+    return {"lineage": _lineage(issued.category), "message": message, "filename": where[:200], "lineno": line}
 
 
 def _error(exc: BaseException) -> dict[str, ErrorAnswer]:

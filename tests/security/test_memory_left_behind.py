@@ -46,3 +46,24 @@ def test_files_a_run_left_count_against_no_later_run(hostile: TestClient) -> Non
     honest = {"language": "python", "programs": [NEAR_LIMIT], "tests": tests, "limits": limits}
     results = _batch(hostile, [*leavers, honest])
     assert [r["verdict"] for r in results] == ["AC"] * 31, results
+
+
+# Values a program's function returns that the tests hold: the checker's judge of those tests decodes them, and
+# frees them after the run, where the C heap keeps most of them resident.
+INFLATER = 'def f():\n    return ["x" * 7000000, "y" * 4000000]\n'
+NEAR_LIMIT_CALL = "import time\ndef f():\n    held = bytes([1]) * (78 << 20)\n    time.sleep(0.3)\n    return 0\n"
+
+
+def test_what_a_program_left_in_the_checker_counts_against_no_later_run(hostile: TestClient) -> None:
+    # The checker keeps the judges of the last few tests texts (other tasks' too, other clients'); each judge
+    # held what the program sent it, and they all live in the worker's memory cgroup beside the next run. An
+    # honest program near its limit, of another task, ran out of memory beside them (MLE, where alone it is AC).
+    limits = {"memory_mb": 100, "timeout_s": 10}
+
+    def group(program: str, k: int) -> dict[str, Any]:
+        tests = f"def test_a():\n    r = f()\n    assert r == 0, len(r)\n# text {k}\n"
+        return {"language": "python", "programs": [program], "tests": [{"assert_code": tests}], "limits": limits}
+
+    inflaters = [group(INFLATER, k) for k in range(4)]
+    results = _batch(hostile, [*inflaters, group(NEAR_LIMIT_CALL, 4), group(NEAR_LIMIT_CALL, 5)])
+    assert [r["verdict"] for r in results] == ["WA"] * 4 + ["AC", "AC"], [r["verdict"] for r in results]

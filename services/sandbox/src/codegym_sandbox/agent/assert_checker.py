@@ -13,6 +13,7 @@ per run cost HumanEval's samples 40% of their throughput.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -25,18 +26,41 @@ from .assert_stdin import read_bytes, split_stdin
 from .plain_data import Channel
 from .run_cgroup import checker_children
 
-RETIRE_KB = 32 << 10  # how much more a checker of a set of tests may hold than it started with
+# How much more memory of its own (anonymous: the tests' values, what programs sent it, not the files of modules it
+# shares) a judge may hold after a run than it started with, and all the judges a checker keeps together: they live
+# in the worker's memory cgroup, whose margin above the runs' budget (64 MiB) is the box's and the series' too, so
+# what idle judges keep is bounded within half of it. Past it, a judge ends: what a program left in one is never
+# the memory of a later run (another client's) of the same worker.
+RETIRE_KB = 16 << 10
+KEPT_KB = 32 << 10
+_TRIM_KB = 2 << 10  # a judge that grew past this gives back what it freed before it is measured
 # Sets of tests whose children a checker keeps: the runs of a few tasks come to a worker by turns.
 JUDGES = 4
-_ANSWER = 64  # a child's answer: the outcome, its CPU seconds, whether it ends
+_ANSWER = 64  # a child's answer: the outcome, its CPU seconds, whether it ends, how much it grew (kB)
 
 
-def _resident_kb() -> int:
+def _own_kb() -> int:
+    """This process's anonymous resident memory, in kB (0 where the kernel does not say)."""
     try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"RssAnon:"):
+                    return int(line.split()[1])
     except (OSError, ValueError, IndexError):
-        return 0
+        pass
+    return 0
+
+
+def _give_back() -> None:
+    """What the judge freed, back to the system: cycles collected, and the free pages of the C heap (glibc's
+    ``malloc_trim``), where a program's large values, once freed, otherwise stay resident."""
+    gc.collect()
+    try:
+        import ctypes  # in a judge alone, never in the agent that programs are forked from
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (ImportError, OSError, AttributeError):  # no glibc (musl has no malloc_trim): what gc gave back
+        pass
 
 
 def _tests_text(stdin: bytes) -> str | None:
@@ -61,6 +85,7 @@ class _Judge:
             _judge_tests(there, cwd)
         there.close()
         self.sock = here
+        self.grown = 0  # kB more than it started with, after its last run
 
     def run(self, stdin: bytes, fds: list[int]) -> bytes:
         """One run: its stdin through a pipe, its output and channel as descriptors; the child's answer."""
@@ -118,12 +143,15 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
         for fd in fds[1:]:
             os.close(fd)  # the run's output ends with its processes: nothing of it stays open here
         try:
-            outcome, cpu, ends = answer.decode().split()
+            outcome, cpu, ends, grown = answer.decode().split()
             float(cpu)
+            judge.grown = int(grown)
         except ValueError:
             os._exit(1)  # the child died before it answered: the series cannot go on
         if ends == "ends":
             judges.pop(text).end()
+        while sum(j.grown for j in judges.values()) > KEPT_KB:  # the judges kept hold no more than that together
+            judges.pop(max(judges, key=lambda t: judges[t].grown)).end()
         # A process the tests made a child of the checker itself (clone's CLONE_PARENT) is no judge: the series
         # ends with this run, and everything of it with the series.
         strays = set(_children()) - {str(j.pid) for j in judges.values()}
@@ -168,7 +196,7 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
     beside the program."""
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
     saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
-    start_kb = _resident_kb()
+    start_kb = _own_kb()
     null = os.open(os.devnull, os.O_RDWR)
     while True:
         stdin, stdout, stderr, reads, writes = _next_run(sock)
@@ -215,9 +243,13 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
         # a later run is judged, nor how fast), and once the tests left something running here: a thread, a
         # process or a timer would run on beside other tests' runs (another client's), in their time and their
         # scratch directory. The checker waits for its end before it answers.
-        ends = checker.imported or _resident_kb() > start_kb + RETIRE_KB or _left_running()
+        grown = _own_kb() - start_kb
+        if grown > _TRIM_KB:
+            _give_back()
+            grown = _own_kb() - start_kb
+        ends = checker.imported or grown > RETIRE_KB or _left_running()
         try:
-            sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'}".encode())
+            sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'} {max(grown, 0)}".encode())
         except OSError:
             os._exit(0)
         if ends:

@@ -284,11 +284,14 @@ class Channel:
         while data:
             data = data[os.write(self.write_fd, data) :]
 
-    def _fill(self) -> None:
+    def _read(self) -> bytes:
         part = os.read(self.read_fd, 1 << 16) if self.read_fd >= 0 else b""
         if not part:
             raise EOFError
-        self.buffer += part
+        return part
+
+    def _fill(self) -> None:
+        self.buffer += self._read()
 
     def tell(self, message: Any) -> None:
         """In the checker: send a message (plain data, or code) to the program's process."""
@@ -316,12 +319,16 @@ class Channel:
 
     def receive(self) -> Any:
         """In the checker: the program's process's next answer."""
-        while True:
-            end = self.buffer.find(b"\n")
-            if end >= 0:
-                line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
-                return _decode(line.decode("utf-8", "surrogatepass"))
-            self._fill()
+        end = self.buffer.find(b"\n")
+        if end < 0:  # read on to the line's end, each part searched once and all joined once (a long line: linear)
+            parts, at = [self.buffer], -1
+            while at < 0:
+                parts.append(self._read())
+                at = parts[-1].find(b"\n")
+            self.buffer = b"".join(parts)
+            end = len(self.buffer) - len(parts[-1]) + at
+        line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
+        return _decode(line.decode("utf-8", "surrogatepass"))
 
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):

@@ -63,6 +63,26 @@ FORMS = {
     "from-solution-import": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
     "import-solution": "import solution\n\ndef test_add():\n    assert solution.add(1, 2) == 3\n",
     "from-solution-import-star": "from solution import *\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    # xfail as pytest reads it: its condition, strict, raises; marks of a pytest.param, pytest.xfail(), a module's
+    # pytestmark decorator.
+    "xfail-condition-false": "import sys, pytest\n\n@pytest.mark.xfail(sys.platform == 'none', reason='x')\n"
+    "def test_a():\n    assert add(1, 2) == 3\n",
+    "xfail-strict": "import pytest\n\n@pytest.mark.xfail(strict=True)\ndef test_a():\n    assert add(1, 2) != 3\n",
+    "xfail-raises": "import pytest\n\n@pytest.mark.xfail(raises=ZeroDivisionError)\ndef test_a():\n"
+    "    assert add(1, 2) == 3\n    1 / 0\n",
+    "param-marks": "import pytest\n\n@pytest.mark.parametrize('a,b,e', [(1, 2, 3), pytest.param(1, 1, 3, "
+    "marks=pytest.mark.xfail(reason='k')), pytest.param(9, 9, 0, marks=pytest.mark.skip)])\n"
+    "def test_a(a, b, e):\n    assert add(a, b) == e\n",
+    "imperative-xfail": "import pytest\n\ndef test_a():\n    assert add(1, 2) == 3\n\n"
+    "def test_b():\n    pytest.xfail('not yet')\n",
+    "module-pytestmark-decorator": "import pytest\npytestmark = pytest.mark.parametrize('a', [1, 2])\n\n"
+    "def test_a(a):\n    assert add(a, 0) == a\n",
+    # Tests wrapped by what is no function: lru_cache's wrapper, a class's instance.
+    "wrapped-lru-cache": "import functools\n\n@functools.lru_cache(maxsize=None)\ndef test_a():\n"
+    "    assert add(1, 2) == 3\n",
+    "wrapped-by-an-object": "import functools\n\nclass Deco:\n    def __init__(self, f):\n"
+    "        functools.update_wrapper(self, f)\n        self.f = f\n\n    def __call__(self, *a, **k):\n"
+    "        return self.f(*a, **k)\n\n@Deco\ndef test_a():\n    assert add(1, 2) == 3\n",
     # The tests' own pytest fixtures: plain, yield with a teardown, named, asking for others, of a wider scope,
     # autouse, parametrized, a class's own, by usefixtures, with a finalizer.
     # Tests that a library's decorator wraps (mock.patch's): they ran nothing, and every program passed.
@@ -169,9 +189,11 @@ def test_capsys_reads_the_tests_prints_and_the_programs_in_their_order(hostile: 
         "async def test_add():\n    assert add(1, 2) == 3\n",
         "from unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(m):\n    assert add(1, 2) == 3\n"
         "    yield\n",  # a wrapper that makes a generator: nothing of it ran
+        "import functools\n\ndef _check(a, b, e):\n    assert add(a, b) == e\n\n"
+        "test_a = functools.partial(_check, 1, 2, 3)\n",  # a callable that is no function: pytest runs none
         "import sys\nassert add(1, 2) == 3\nsys.exit(0.0)\n",  # Python prints 0.0 and exits 1
     ],
-    ids=["generator", "coroutine", "wrapped-generator", "exit-float"],
+    ids=["generator", "coroutine", "wrapped-generator", "partial", "exit-float"],
 )
 def test_tests_no_runner_can_run_or_that_exit_unwell_pass_nothing(hostile: TestClient, tests: str) -> None:
     assert "AC" not in _verdicts(hostile, tests, [WRONG, RIGHT])

@@ -69,26 +69,26 @@ def _theirs(value: object) -> TypeGuard[types.FunctionType]:
     return isinstance(value, types.FunctionType) and value.__code__.co_filename == _TESTS_FILE
 
 
-def requested(function: types.FunctionType, skip_self: bool) -> list[str]:
+def requested(function: Any, skip_self: bool) -> list[str]:
     """The names a function asks for as pytest reads them: its arguments without a default (a method's first
     skipped); of a decorator's wrapper, those of the function it wraps, less those ``mock.patch`` gives."""
     return _arguments(innermost(function), skip_self)[_patched(function) :]
 
 
-def innermost(function: types.FunctionType) -> types.FunctionType:
+def innermost(function: Any) -> Any:
     """The function that decorators' wrappers of ``function`` wrap, as far as each says (``functools.wraps``)."""
     for _ in range(32):
-        inner = vars(function).get("__wrapped__")
+        inner = getattr(function, "__dict__", {}).get("__wrapped__")
         if not isinstance(inner, types.FunctionType):
             break
         function = inner
     return function
 
 
-def _patched(function: types.FunctionType) -> int:
+def _patched(function: Any) -> int:
     """How many arguments ``mock.patch`` decorators give ``function`` (a mock each: those of ``new=DEFAULT``), as
     pytest counts them."""
-    patchings = vars(function).get("patchings")
+    patchings = getattr(function, "__dict__", {}).get("patchings")
     mock = sys.modules.get("unittest.mock")
     if type(patchings) is not list or mock is None:
         return 0

@@ -17,8 +17,9 @@ from collections.abc import Iterator, Sequence
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
-from . import program_names
+from . import program_names, pytest_marks
 from .fixture_requests import Builtin, Fixtures, innermost, requested
+from .plain_data import Handle
 from .program_errors import program_traceback
 
 _TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
@@ -133,12 +134,12 @@ def run_collected(
         for name, value in list(scope.items()):
             if not name.startswith(("test", "Test")):
                 continue
-            if _collected(value):
+            if _collected(name, value):
                 if not _ran_by_the_code(name, value, named, ran):
-                    _run(value, _marks(scope.get("pytestmark")), fixtures)
+                    _run(value, pytest_marks.marks_of(scope.get("pytestmark")), fixtures)
             elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
                 with fixtures.of_class(value) as of_class:
-                    _run_class(value, _marks(scope.get("pytestmark")), of_class)
+                    _run_class(value, pytest_marks.marks_of(scope.get("pytestmark")), of_class)
     finally:
         fixtures.close()
     if unittest is None or exited:
@@ -158,7 +159,7 @@ def run_collected(
         raise AssertionError("the tests' cases failed")
 
 
-def _ran_by_the_code(name: str, test: types.FunctionType, named: set[str], ran: set[str]) -> bool:
+def _ran_by_the_code(name: str, test: Any, named: set[str], ran: set[str]) -> bool:
     """Whether the tests' code ran the test it bound to ``name`` itself: it recorded so (:func:`compiled`; a
     decorator's wrapper runs the function it wraps, which records the name it was defined by), or, where it
     records nothing (defined in a function of theirs, or wrapped by a wrapper that does not say what it wraps),
@@ -169,58 +170,32 @@ def _ran_by_the_code(name: str, test: types.FunctionType, named: set[str], ran: 
 _AGENT = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the checker's own code: stand-ins, fixtures
 
 
-def _collected(value: object) -> TypeGuard[types.FunctionType]:
-    """Whether pytest collects ``value``, bound to a ``test*`` name: any function, the tests' own and a library
-    decorator's wrapper of one (``mock.patch``'s: left out, a test so decorated passed any program), but the
-    checker's own (a stand-in for a function of the program's)."""
-    return isinstance(value, types.FunctionType) and not value.__code__.co_filename.startswith(_AGENT)
+def _collected(name: str, value: object) -> bool:
+    """Whether pytest collects ``value``, bound to a ``test*`` name: a function, the tests' own and a library
+    decorator's wrapper of one (``mock.patch``'s, ``lru_cache``'s, a class's whose instance wraps one: each says
+    which, as ``functools.wraps`` does; left out, a test so decorated passed any program); never the checker's own (a
+    stand-in for a function of the program's), nor the program's object. A callable of the tests' that wraps no
+    function (a ``functools.partial``) pytest does not run either: here it is the tests' error, never a pass."""
+    if isinstance(value, (type, Handle)) or not callable(value):
+        return False
+    function = wrapped(value)
+    if not isinstance(function, types.FunctionType):
+        raise TypeError(f"{name} is a callable that runs no function: no runner collects it as a test")
+    return not function.__code__.co_filename.startswith(_AGENT)
 
 
-def wrapped(function: types.FunctionType) -> types.FunctionType:
-    """The function that decorators' wrappers of ``function`` wrap (``functools.wraps`` says which), the tests'
-    own where one is: ``function`` itself where none says."""
-    found = function
+def wrapped(value: Any) -> Any:
+    """The function that decorators' wrappers of ``value`` wrap (``functools.wraps`` and ``update_wrapper`` say
+    which), the tests' own where one is: ``value`` itself where none says."""
+    found = value
     for _ in range(32):
-        inner = vars(found).get("__wrapped__")
-        if not isinstance(inner, types.FunctionType):
+        inner = getattr(found, "__dict__", {}).get("__wrapped__")
+        if not callable(inner) or isinstance(inner, Handle):
             break
         found = inner
         if _theirs(found):
             break
     return found
-
-
-def _marks(value: object) -> list[object]:
-    """pytest's marks set as a test's, a module's or a class's ``pytestmark``: one mark, or a list of them; only
-    pytest's own ``Mark`` objects (a program's object of that name is no mark: it would choose what runs)."""
-    kind = getattr(sys.modules.get("_pytest.mark.structures"), "Mark", None)
-    values = list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
-    return [mark for mark in values if kind is not None and type(mark) is kind]
-
-
-class _Absent(BaseException):
-    """Stands for a class of pytest's where the tests did not import pytest: never raised, never made."""
-
-
-def _pytest(name: str) -> Any:
-    """pytest's own class ``name`` (``ParameterSet``, ``Skipped``), where the tests imported pytest; else a class
-    that nothing is an instance of."""
-    for module in ("_pytest.mark.structures", "_pytest.outcomes"):
-        found = getattr(sys.modules.get(module), name, None)
-        if isinstance(found, type):
-            return found
-    return _Absent
-
-
-def _skipped(marks: Sequence[object]) -> bool:
-    """Whether pytest would skip a test with these marks: ``skip``, or ``skipif`` whose condition holds (one
-    written as a string is run: only pytest can evaluate it)."""
-    for mark in marks:
-        name, args, kwargs = getattr(mark, "name", ""), getattr(mark, "args", ()), getattr(mark, "kwargs", {})
-        condition = args[0] if args else kwargs.get("condition", False)
-        if name == "skip" or (name == "skipif" and not isinstance(condition, str) and bool(condition)):
-            return True
-    return False
 
 
 @contextlib.contextmanager
@@ -255,7 +230,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
             test = getattr(instance, method)
             for hook in ("setup_method", None, "teardown_method"):
                 if hook is None:
-                    _run(test, [*marks, *_marks(getattr(cls, "pytestmark", None))], fixtures, instance)
+                    _run(test, [*marks, *pytest_marks.marks_of(getattr(cls, "pytestmark", None))], fixtures, instance)
                 elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
                     step = getattr(instance, hook)
                     step(test) if step.__code__.co_argcount > 1 else step()
@@ -277,7 +252,7 @@ def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
 
 
 def _run(
-    test: types.FunctionType | types.MethodType,
+    test: Any,
     marks: Sequence[object],
     fixtures: Fixtures,
     instance: object = None,
@@ -286,19 +261,24 @@ def _run(
     class's, ``marks``) and per param of the parametrized fixtures it takes; each argument no mark gives is a
     fixture (``fixtures``: made for that run, ended after it, or kept for its scope); one that none gives is the
     tests' ``TypeError``."""
-    code = test.__code__
-    if code.co_flags & _NOT_RUNNABLE:
-        raise TypeError(f"{test.__name__} is a generator or a coroutine: no runner here can run it")
     method = isinstance(test, types.MethodType)
     function: Any = test.__func__ if isinstance(test, types.MethodType) else test
+    name = str(getattr(function, "__name__", "test"))
+    real = wrapped(function)
+    if not isinstance(real, types.FunctionType):
+        raise TypeError(f"{name} is a callable that runs no function: no runner collects it as a test")
+    if real.__code__.co_flags & _NOT_RUNNABLE or getattr(function, "__code__", real.__code__).co_flags & _NOT_RUNNABLE:
+        raise TypeError(f"{name} is a generator or a coroutine: no runner here can run it")
     wanted = requested(function, method)
     inner = innermost(function).__code__  # a decorator's wrapper takes what the function it wraps takes
     accepted = set(inner.co_varnames[: inner.co_argcount + inner.co_kwonlyargcount])
-    marks = [*_marks(getattr(test, "pytestmark", None)), *marks]
-    if _skipped(marks):
+    marks = [*pytest_marks.marks_of(getattr(test, "pytestmark", None)), *marks]
+    if pytest_marks.skipped(marks):
         return
-    for arguments, case_marks in _cases(marks):
-        expected_failure = any(getattr(m, "name", "") == "xfail" for m in (*marks, *case_marks))
+    for arguments, case_marks in pytest_marks.cases(marks):
+        expected = pytest_marks.xfail([*marks, *case_marks])
+        if expected is not None and not expected.run:
+            continue  # xfail(run=False): pytest reports it xfailed, unrun
         for picks in fixtures.cases(wanted, list(arguments), marks):
             with contextlib.ExitStack() as made:
                 try:
@@ -309,36 +289,14 @@ def _run(
                         # It ran nothing (a decorator's wrapper of a generator or a coroutine made it).
                         if not isinstance(result, types.AsyncGeneratorType):
                             result.close()
-                        raise TypeError(f"{test.__name__} gave a generator or a coroutine: nothing of it ran")
-                except _pytest("Skipped"):  # pytest.skip() in the test or a fixture
+                        raise TypeError(f"{name} gave a generator or a coroutine: nothing of it ran")
+                except pytest_marks.pytest_class("Skipped"):  # pytest.skip() in the test or a fixture
                     continue
-                except Exception:
-                    if not expected_failure:  # an xfail test that fails passes, as pytest counts it
+                except pytest_marks.pytest_class("XFailed"):  # pytest.xfail() in the test: xfailed, as pytest
+                    continue
+                except Exception as exc:
+                    if expected is None or not expected.catches(exc):  # an xfail test that fails as it says passes
                         raise
-
-
-def _cases(marks: Sequence[object]) -> list[tuple[dict[str, object], list[object]]]:
-    """The arguments of each case the ``parametrize`` marks among ``marks`` make (every combination of theirs),
-    each with the marks of its ``pytest.param``s; none that pytest would skip."""
-    cases: list[tuple[dict[str, object], list[object]]] = [({}, [])]
-    for mark in marks:
-        if getattr(mark, "name", None) != "parametrize":
-            continue
-        args, kwargs = getattr(mark, "args", ()), getattr(mark, "kwargs", {})
-        names, values = (*args, *(kwargs.get(k) for k in ("argnames", "argvalues")[len(args) :]))[:2]
-        if kwargs.get("indirect"):
-            raise TypeError("parametrize(indirect=...) needs pytest's fixtures: no runner here can run it")
-        names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
-        rows = []
-        for value in values:
-            own: list[object] = []
-            if type(value) is _pytest("ParameterSet"):  # pytest.param(..., marks=...)
-                own = _marks(list(getattr(value, "marks", ())))
-                if _skipped(own):
-                    continue
-                value = value.values
-            elif len(names) == 1:
-                value = (value,)
-            rows.append((dict(zip(names, value, strict=True)), own))
-        cases = [({**case, **row}, [*was, *own]) for case, was in cases for row, own in rows]
-    return cases
+                else:
+                    if expected is not None and expected.strict:
+                        raise AssertionError(f"{name} passed, and its xfail(strict=True) says it must not")

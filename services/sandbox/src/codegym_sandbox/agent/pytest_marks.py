@@ -1,0 +1,112 @@
+"""pytest's marks as the checker's runner reads them (``test_forms``): which tests pytest skips, which it expects to
+fail and how (``xfail``), and the cases ``parametrize`` makes. Only pytest's own mark objects count: a program's
+object of a mark's name would otherwise choose what runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+
+def marks_of(value: object) -> list[object]:
+    """pytest's marks set as a test's, a module's or a class's ``pytestmark``, or given to a ``pytest.param``: one
+    mark or a list of them, each pytest's own ``Mark`` or ``MarkDecorator`` (``pytest.mark.xfail``)."""
+    structures = sys.modules.get("_pytest.mark.structures")
+    mark, decorator = getattr(structures, "Mark", None), getattr(structures, "MarkDecorator", None)
+    values = list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+    found = []
+    for item in values:
+        if decorator is not None and type(item) is decorator:
+            item = vars(item).get("mark")
+        if mark is not None and type(item) is mark:
+            found.append(item)
+    return found
+
+
+class _Absent(BaseException):
+    """Stands for a class of pytest's where the tests did not import pytest: never raised, never made."""
+
+
+def pytest_class(name: str) -> Any:
+    """pytest's own class ``name`` (``ParameterSet``, ``Skipped``, ``XFailed``), where the tests imported pytest;
+    else a class that nothing is an instance of."""
+    for module in ("_pytest.mark.structures", "_pytest.outcomes"):
+        found = getattr(sys.modules.get(module), name, None)
+        if isinstance(found, type):
+            return found
+    return _Absent
+
+
+def _parts(mark: object) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    return getattr(mark, "name", ""), getattr(mark, "args", ()), getattr(mark, "kwargs", {})
+
+
+def _holds(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a ``skipif``'s or an ``xfail``'s conditions hold: none given, or any of them true (one written as a
+    string does not: only pytest can evaluate it, and a test run is the stricter reading)."""
+    conditions = list(args) if args else [kwargs["condition"]] if "condition" in kwargs else []
+    return not conditions or any(not isinstance(c, str) and bool(c) for c in conditions)
+
+
+def skipped(marks: Sequence[object]) -> bool:
+    """Whether pytest would skip a test with these marks: ``skip``, or ``skipif`` whose condition holds."""
+    for mark in marks:
+        name, args, kwargs = _parts(mark)
+        if name == "skip" or (name == "skipif" and (args or "condition" in kwargs) and _holds(args, kwargs)):
+            return True
+    return False
+
+
+class Expected(NamedTuple):
+    """A test's ``xfail`` mark whose condition holds: pytest passes it where it fails as the mark says (of one of
+    ``raises``' types, where given), fails it where it passes under ``strict``, and does not run it without ``run``."""
+
+    raises: tuple[type, ...] | None
+    strict: bool
+    run: bool
+
+    def catches(self, exc: BaseException) -> bool:
+        return self.raises is None or isinstance(exc, self.raises)
+
+
+def xfail(marks: Sequence[object]) -> Expected | None:
+    """The first ``xfail`` mark among ``marks`` whose condition holds, as pytest reads it; None where none does."""
+    for mark in marks:
+        name, args, kwargs = _parts(mark)
+        if name != "xfail" or not _holds(args, kwargs):
+            continue
+        raises = kwargs.get("raises")
+        kinds = raises if isinstance(raises, tuple) else (raises,) if raises is not None else None
+        if kinds is not None and not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
+            raise TypeError(f"xfail(raises={raises!r}) names no exception type")
+        return Expected(kinds, bool(kwargs.get("strict", False)), bool(kwargs.get("run", True)))
+    return None
+
+
+def cases(marks: Sequence[object]) -> list[tuple[dict[str, object], list[object]]]:
+    """The arguments of each case the ``parametrize`` marks among ``marks`` make (every combination of theirs),
+    each with the marks of its ``pytest.param``s; none that pytest would skip."""
+    made: list[tuple[dict[str, object], list[object]]] = [({}, [])]
+    for mark in marks:
+        if getattr(mark, "name", None) != "parametrize":
+            continue
+        args, kwargs = getattr(mark, "args", ()), getattr(mark, "kwargs", {})
+        names, values = (*args, *(kwargs.get(k) for k in ("argnames", "argvalues")[len(args) :]))[:2]
+        if kwargs.get("indirect"):
+            raise TypeError("parametrize(indirect=...) needs pytest's fixtures: no runner here can run it")
+        names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+        rows = []
+        for value in values:
+            own: list[object] = []
+            if type(value) is pytest_class("ParameterSet"):  # pytest.param(..., marks=...)
+                own = marks_of(list(getattr(value, "marks", ())))
+                if skipped(own):
+                    continue
+                value = value.values
+            elif len(names) == 1:
+                value = (value,)
+            rows.append((dict(zip(names, value, strict=True)), own))
+        made = [({**case, **row}, [*was, *own]) for case, was in made for row, own in rows]
+    return made

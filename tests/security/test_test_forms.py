@@ -495,3 +495,34 @@ def test_the_programs_warnings_reach_the_tests_filters(hostile: TestClient) -> N
     )
     silent = program.replace("warnings.warn('old is deprecated', DeprecationWarning)", "pass")
     assert _verdicts(hostile, tests, [program, silent]) == ["AC", "WA"]
+
+
+# What the program returns, run as code by the tests (eval, exec, a pickle), or a file it wrote that they import:
+# an exit from it is no end of the tests, and no file the program writes runs in the checker.
+CODE_OF_THE_PROGRAMS = [
+    ("def expr(a, b):\n    return 'exit()'\n", "assert eval(expr(2, 3)) == 5\n"),
+    (
+        "def gen():\n    return 'raise SystemExit(0)'\n",
+        "def test_a():\n    ns = {}\n    exec(gen(), ns)\n    assert ns['x'] == 5\n",
+    ),
+    (
+        "import pickle\n\nclass _E:\n    def __reduce__(self):\n        return (exec, ('raise SystemExit(0)',))\n\n"
+        "def serialize(d):\n    return pickle.dumps(_E())\n",
+        "import pickle\nassert pickle.loads(serialize({'a': 1})) == {'a': 1}\n",
+    ),
+    (
+        "import os\n\ndef prepare(d):\n    with open(os.path.join(d, 'shapes.py'), 'w') as f:\n"
+        "        f.write('raise SystemExit(0)\\n')\n    return 0\n\ndef area(r):\n    return 0\n",
+        "from solution import prepare, area\n\ndef test_a(tmp_path, monkeypatch):\n"
+        "    (tmp_path / 'shapes.py').write_text('def area(r):\\n    return 3.14159 * r * r\\n')\n"
+        "    monkeypatch.syspath_prepend(str(tmp_path))\n    prepare(str(tmp_path))\n    import shapes\n"
+        "    assert abs(area(1) - shapes.area(1)) < 1e-6\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("program", "tests"), CODE_OF_THE_PROGRAMS, ids=["eval", "exec", "pickle", "module-file"])
+def test_the_programs_code_the_tests_run_ends_nothing_and_passes_nothing(
+    hostile: TestClient, program: str, tests: str
+) -> None:
+    assert _verdicts(hostile, tests, [program]) != ["AC"]

@@ -20,7 +20,7 @@ import socket
 import sys
 from typing import NoReturn
 
-from . import call_test
+from . import call_test, import_path
 from .assert_runner import Checker, Tests, check_read, read_tests
 from .assert_stdin import read_bytes, split_stdin
 from .plain_data import Channel
@@ -194,6 +194,7 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
     once; each run's get a scope of their own, and what they change of ``sys`` (streams, the recursion limit)
     is put back. They run in ``cwd``, the run's scratch directory (a new one for every run), as they would
     beside the program."""
+    import_path.guard(cwd)  # nothing the programs of its runs write runs here
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
     saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
     start_kb = _own_kb()

@@ -56,6 +56,7 @@ from typing import Any, NamedTuple, TypeVar
 from . import (
     call_test,
     checker_wire,
+    import_path,
     linux,
     patched_builtins,
     program_module,
@@ -384,10 +385,9 @@ def main() -> None:
         serve_program(Channel(program_reads, program_writes), source)
     os.close(program_reads)
     os.close(program_writes)
-    # The program can write files beside this script: nothing there may be imported here, by the tests or
-    # by a module the program names.
-    here = os.path.dirname(os.path.abspath(sys.argv[0]))
+    here = os.path.dirname(os.path.abspath(sys.argv[0]))  # the program writes there: nothing of it runs here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
+    import_path.guard(os.getcwd())
     checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
     outcome = check_read(checker, lambda: read_tests(read_text(0)))
     status = os.waitpid(pid, 0)[1]

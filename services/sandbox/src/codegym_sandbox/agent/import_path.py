@@ -35,3 +35,26 @@ def isolate() -> None:
     sys.path[:] = [entry for entry in sys.path if not _writable(entry)]
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
+
+
+def guard(place: str) -> None:
+    """From now on, this process runs no code of a file under ``place`` (its run's directory, which the program
+    writes): an import of one is refused, whatever put its directory on the path (the tests'
+    ``monkeypatch.syspath_prepend(tmp_path)``), and so is a file the tests load themselves
+    (``spec_from_file_location``). An audit hook, which nothing this process runs later can take away."""
+    root = os.path.abspath(place) + os.sep
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event == "exec" and args:
+            where = getattr(args[0], "co_filename", "")
+        elif event == "compile" and len(args) > 1:
+            where = args[1]
+        else:
+            return
+        if isinstance(where, bytes):
+            where = os.fsdecode(where)
+        # A name in brackets is no file (``<tests>``, ``<string>``); any other, relative too, is one.
+        if isinstance(where, str) and not where.startswith("<") and os.path.abspath(where).startswith(root):
+            raise ImportError(f"{where} is in the run's directory, which the program writes: none of it runs here")
+
+    sys.addaudithook(hook)

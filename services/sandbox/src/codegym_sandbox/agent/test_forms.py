@@ -80,9 +80,28 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
 
 
 def ended_well(exc: SystemExit) -> bool:
-    """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed: as Python's
-    exit status would, 0 only for ``None`` or an int 0 (``sys.exit(0.0)`` prints and exits 1)."""
+    """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed: as Python's exit
+    status would, 0 only for ``None`` or an int 0 (``sys.exit(0.0)`` prints and exits 1); and only one the tests'
+    code raised, never one of code run from a string (``eval`` of what the program returned: ``exit()``, a pickle
+    of the program's) or from a file the program could write (see :func:`foreign`)."""
+    if foreign(exc):
+        return False
     return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
+
+
+def foreign(exc: BaseException) -> bool:
+    """Whether code that is not the tests' own, nor a library's, raised ``exc`` or passed it on: code compiled from a
+    string (``<string>``), or from a file under the run's directory, which the program can write."""
+    here = os.getcwd() + os.sep
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name.startswith("<") and name != _TESTS_FILE and not name.startswith("<frozen "):
+            return True
+        if name.startswith(here):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def outcome_of(exc: BaseException) -> str:
@@ -290,6 +309,8 @@ def _run(
                         if not isinstance(result, types.AsyncGeneratorType):
                             result.close()
                         raise TypeError(f"{name} gave a generator or a coroutine: nothing of it ran")
+                except SystemExit as exc:  # no end of the tests in a test of theirs: pytest fails it too
+                    raise RuntimeError(f"{name} exited ({exc.code!r}): a test that exits did not pass") from None
                 except pytest_marks.pytest_class("Skipped"):  # pytest.skip() in the test or a fixture
                     continue
                 except pytest_marks.pytest_class("XFailed"):  # pytest.xfail() in the test: xfailed, as pytest

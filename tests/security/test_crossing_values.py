@@ -63,3 +63,44 @@ def test_a_mapping_crosses_with_its_own_equality(hostile: TestClient, case: str)
 )
 def test_a_mapping_changed_in_place_reaches_the_tests(hostile: TestClient, program: str, tests: str) -> None:
     assert _verdicts(hostile, tests, [program]) == ["AC"]
+
+
+MONEY = (
+    "class Money:\n    def __init__(self, v):\n        self.v = v\n\n    def __add__(self, other):\n"
+    "        if not isinstance(other, Money):\n            raise TypeError('money only')\n"
+    "        return Money(self.v + other.v)\n\n    def __lt__(self, other):\n        return self.v < other.v\n\n"
+    "    def __eq__(self, other):\n        return isinstance(other, Money) and self.v == other.v\n\n"
+    "    def __str__(self):\n        return f'${self.v}'\n\n    def __format__(self, spec):\n"
+    "        return format(str(self), spec)\n"
+)
+
+
+def test_the_programs_objects_act_as_in_one_process(hostile: TestClient) -> None:
+    """``V(1) + V(2)``, ``sorted`` of its objects, ``str()`` and f-strings of one, ``obj.x = 5``: the program's
+    own operators, ``__str__`` and attributes, as in one process (they failed honest programs)."""
+    tests = (
+        "from solution import Money\n\ndef test_ops():\n    assert Money(1) + Money(2) == Money(3)\n"
+        "    assert sorted([Money(3), Money(1)]) == [Money(1), Money(3)] and Money(1) < Money(2)\n"
+        "    assert str(Money(5)) == '$5' and f'{Money(5):>4}' == '  $5'\n"
+        "    m = Money(1)\n    m.v = 7\n    assert m.v == 7\n"
+    )
+    wrong = MONEY.replace("f'${self.v}'", "f'{self.v}$'")
+    assert _verdicts(hostile, tests, [MONEY, wrong]) == ["AC", "WA"]
+
+
+def test_no_operator_of_the_programs_decides_with_the_tests_values(hostile: TestClient) -> None:
+    """``abs(result - expected) < 1e-6``, ``money < 3``: the program would see the tests' expected value and answer
+    what passes. No operator runs between the program's object and a value of the tests', and what it raises is no
+    ``TypeError`` of the tests' ``pytest.raises`` (which any program met)."""
+    rigged = (
+        "class Anything:\n    def __sub__(self, other):\n        return self\n\n    def __rsub__(self, other):\n"
+        "        return self\n\n    def __abs__(self):\n        return self\n\n    def __lt__(self, other):\n"
+        "        return True\n\n    def __add__(self, other):\n        return self\n\n"
+        "def area(r):\n    return Anything()\n\ndef add(a, b):\n    return Anything()\n"
+    )
+    for tests in (
+        "assert abs(area(1) - 3.14159) < 1e-4\n",
+        "assert area(1) < 4 and not area(1) < 3\n",
+        "import pytest\n\ndef test_a():\n    with pytest.raises(TypeError):\n        add(1, 2) + 'abc'\n",
+    ):
+        assert _verdicts(hostile, tests, [rigged]) == ["RE"], tests

@@ -17,6 +17,7 @@ import os
 import struct
 import types
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -82,10 +83,63 @@ class Handle:
     def __bool__(self) -> bool:
         return self._ask("bool") is True
 
+    def __str__(self) -> str:
+        text = self._ask("str")
+        if type(text) is not str:
+            raise TypeError(f"str() of {self._text} is not a str")
+        return text
+
+    def __format__(self, spec: str) -> str:
+        text = self._ask("format", spec)
+        if type(text) is not str:
+            raise TypeError(f"format() of {self._text} is not a str")
+        return text
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _OWN:
+            object.__setattr__(self, name, value)
+        else:
+            self._ask("setattr", name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._ask("delattr", name)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._ask("setitem", key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._ask("delitem", key)
+
     def _ask(self, op: str, *args: Any) -> Any:
         if self._checker is None:
             raise TypeError(f"{self._text} does not support {op}")
         return self._checker.operate(op, self._ref, *args)
+
+
+_OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own attributes; any other is the object's
+
+
+class Crossing(BaseException):
+    """An operator between an object of the program's and a value of the tests' (``result - expected``,
+    ``money < 3``): never the program's to decide, which would see the tests' value and answer what passes them.
+    Not an ``Exception``: no ``pytest.raises(TypeError)`` of the tests' is met by it, whatever the program does."""
+
+
+def _operator(op: str) -> Callable[..., Any]:
+    def method(self: Handle, *other: Any) -> Any:
+        if other and not isinstance(other[0], Handle):
+            raise Crossing(f"{op}: an object of the program's ({self._text}) with a value of the tests'")
+        return self._ask(op, *other)
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+# Operators between objects of the program's (``V(1) + V(2)``, ``sorted`` of its objects), done by the program.
+_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")
+OPERATORS = (*_BINARY, *(f"r{op}" for op in _BINARY), "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert")
+for _op in OPERATORS:
+    setattr(Handle, f"__{_op}__", _operator(_op))
 
 
 def encode(value: Any, refs: list[Any] | None) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 import os
 import sys
 import traceback
@@ -22,7 +23,7 @@ from typing import Any, NoReturn
 from . import program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .patched_builtins import Stubs, forwarding
-from .plain_data import Channel, decode, encode
+from .plain_data import OPERATORS, Channel, decode, encode
 from .program_errors import LINEAGE
 
 MODULE = "solution"  # the program's module name
@@ -167,6 +168,24 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return bool(args[0] in value)
     if op == "bool":
         return bool(value)
+    if op == "str":
+        return str(value)
+    if op == "format":
+        return format(value, str(args[0]))
+    if op == "setattr":
+        setattr(value, str(args[0]), args[1])
+    elif op == "delattr":
+        delattr(value, str(args[0]))
+    elif op == "setitem":
+        value[args[0]] = args[1]
+    elif op == "delitem":
+        del value[args[0]]
+    if op in ("setattr", "delattr", "setitem", "delitem"):
+        return None
+    if op in OPERATORS:  # between objects of the program's alone (``plain_data.Handle``)
+        name = op[1:] if op.startswith("r") and op[1:] in OPERATORS else op
+        operands = (args[0], value) if name != op else (value, *args[:1])
+        return getattr(operator, "and_" if name == "and" else "or_" if name == "or" else name)(*operands)
     raise TypeError(f"unknown operation {op!r}")
 
 

@@ -380,6 +380,14 @@ def test_tests_that_import_the_program_see_nothing_else_of_it(hostile: TestClien
         assert _verdicts(hostile, head + free, [rigged, honest]) == ["RE", "RE"]  # pytest's NameError too
         imported = head + "from collections import Counter\n\n" + free
         assert _verdicts(hostile, imported, [rigged, honest]) == ["WA", "AC"]
+    # So do tests that import it by name as they run.
+    for head in (
+        "import importlib\nsol = importlib.import_module('solution')\n",
+        "sol = __import__('solution')\n",
+        "import sys\nimport solution\nsol = sys.modules['solution']\n",
+        "import pytest\nsol = pytest.importorskip('solution')\n",
+    ):
+        assert _verdicts(hostile, head + "count_chars = sol.count_chars\n\n" + free, [rigged]) == ["RE"], head
     # A star import takes the program's names, as Python's does.
     assert _verdicts(hostile, "from solution import *\n\n" + free, [honest]) == ["AC"]
 

@@ -190,6 +190,7 @@ def asked(
 
 
 _IMPORT_NAME = dis.opmap["IMPORT_NAME"]
+_IMPORTERS = frozenset({"import_module", "__import__", "importorskip", "modules"})
 # What follows ``from solution import *``'s IMPORT_NAME: IMPORT_STAR (Python 3.11), or CALL_INTRINSIC_1 (3.12 on).
 _STAR = frozenset(dis.opmap[name] for name in ("IMPORT_STAR", "CALL_INTRINSIC_1") if name in dis.opmap)
 
@@ -198,7 +199,10 @@ def imports_program(code: types.CodeType) -> str | None:
     """How the tests import the program as the module ``solution`` (``program_module``), anywhere in their code:
     ``"star"`` where one import takes all its names, ``"names"`` where they import it (or names of it) alone,
     else None."""
-    found: str | None = None
+    # A dynamic import of it by name (``importlib.import_module("solution")``, ``__import__``,
+    # ``pytest.importorskip``, ``sys.modules["solution"]``) is one by name too.
+    dynamic = "solution" in code.co_consts and not _IMPORTERS.isdisjoint(code.co_names)
+    found: str | None = "names" if dynamic else None
     last = ""
     for op, arg in _ops(code):
         if last and op in _STAR:

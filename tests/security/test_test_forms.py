@@ -420,6 +420,38 @@ def test_builtins_the_tests_patch_are_the_programs_too(hostile: TestClient) -> N
     assert _verdicts(hostile, INPUT_TESTS, [INPUTS, wrong]) == ["AC", "WA"]
 
 
+def test_streams_the_tests_put_in_place_are_the_programs_too(hostile: TestClient) -> None:
+    """``patch("sys.stdout", new_callable=StringIO)`` and ``contextlib.redirect_stdout``: what the program prints
+    goes where the tests put the stream, as in one process; capsys still reads it as before."""
+    program = "import sys\n\ndef main():\n    print(5)\n    print('e', file=sys.stderr)\n"
+    tests = (
+        "import io, contextlib\nfrom unittest.mock import patch\nfrom solution import main\n\n"
+        "def test_patch():\n    with patch('sys.stdout', new_callable=io.StringIO) as out:\n        main()\n"
+        "    assert out.getvalue() == '5\\n'\n\n"
+        "def test_redirect():\n    buf, err = io.StringIO(), io.StringIO()\n"
+        "    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):\n        main()\n"
+        "    assert buf.getvalue() == '5\\n' and err.getvalue() == 'e\\n'\n\n"
+        "def test_capsys(capsys):\n    main()\n    assert capsys.readouterr() == ('5\\n', 'e\\n')\n"
+    )
+    assert _verdicts(hostile, tests, [program, program.replace("print(5)", "print(6)")]) == ["AC", "WA"]
+
+
+def test_patched_builtins_reach_a_returned_generator_and_an_interrupt_reaches_the_program(hostile: TestClient) -> None:
+    program = (
+        "def read_numbers():\n    while True:\n        line = input()\n        if not line:\n            break\n"
+        "        yield int(line)\n\ndef main():\n    total = 0\n    try:\n        while True:\n"
+        "            total += int(input())\n    except KeyboardInterrupt:\n        return total\n"
+    )
+    tests = (
+        "from unittest.mock import patch\nfrom solution import read_numbers, main\n\ndef test_gen():\n"
+        "    with patch('builtins.input', side_effect=['1', '2', '']):\n"
+        "        assert list(read_numbers()) == [1, 2]\n\n"
+        "def test_interrupt():\n    with patch('builtins.input', side_effect=['1', '2', KeyboardInterrupt]):\n"
+        "        assert main() == 3\n"
+    )
+    assert _verdicts(hostile, tests, [program, program.replace("return total", "return total + 1")]) == ["AC", "WA"]
+
+
 # The program's process asks the checker for a builtin in the middle of a call: only one the tests patched.
 FORGED_CALLBACK = (
     "import sys\n\ndef add(a, b):\n    frame = sys._getframe()\n"

@@ -101,9 +101,9 @@ class Checker:
         # Whether the program made this process import a module (one it named, a numpy array it returned):
         # a series' checker then serves no later run (see serve_checker).
         self.imported = False
-        # What the tests patch that the program uses (``patched_builtins``): the checker's own stdin, the program's
+        # What the tests patch that the program uses (``patched_builtins``): the checker's own streams, the program's
         # names bound to functions of the tests' (``set_name``), and while one of those runs for the program.
-        self.stdin, self.bound, self.serving = sys.stdin, dict[str, Any](), False
+        self.streams, self.bound, self.serving = patched_builtins.streams(), dict[str, Any](), False
         self.state = shared_state.Sent()
         self.functions: dict[str, Any] = {}  # the stand-ins of the program's functions, by name
 
@@ -155,7 +155,7 @@ class Checker:
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         # With what the tests patched, and what they set of the interpreter's state since (``shared_state``).
-        sent, patched = [encode(a, None) for a in args], patched_builtins.patched(self.stdin)
+        sent, patched = [encode(a, None) for a in args], patched_builtins.patched(self.streams)
         request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
         answer = self.ask([*request, self.state.changed()], checker_wire.CallAnswer, patched)
         self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters

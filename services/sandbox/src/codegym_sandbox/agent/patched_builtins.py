@@ -22,10 +22,12 @@ from typing import Any
 
 from .checker_wire import Breach, Callback
 from .plain_data import Channel, decode, encode
+from .pytest_fixtures import TestsStream
 
 _INPUT, _PRINT = builtins.input, builtins.print  # Python's own, as every process of the agent starts with them
-Flags = list[bool]  # what the tests patched: builtins.input, sys.stdin, builtins.print
-NONE: Flags = [False, False, False]
+Flags = list[bool]  # what the tests patched: builtins.input, sys.stdin, builtins.print, sys.stdout, sys.stderr
+NONE: Flags = [False] * 5
+_STREAMS = ("stdin", "stdout", "stderr")
 _STREAM_OPS = ("read", "readline", "readlines")
 _PRINT_KEYWORDS = frozenset({"sep", "end", "flush"})
 
@@ -33,11 +35,19 @@ _PRINT_KEYWORDS = frozenset({"sep", "end", "flush"})
 # --- in the checker -----------------------------------------------------------------------------------
 
 
-def patched(stdin: object) -> Flags:
-    """Which of the builtins the tests patched, now (``stdin``: the checker's ``sys.stdin`` as the run began)."""
+def streams() -> tuple[object, ...]:
+    """The checker's own standard streams, as a run begins: one the tests put in their place is the program's."""
+    return tuple(getattr(sys, name) for name in _STREAMS)
+
+
+def patched(own: tuple[object, ...]) -> Flags:
+    """Which of the builtins and streams the tests patched, now (``own``: :func:`streams` as the run began).
+    ``capsys``' streams are none: the program's process holds what it prints for them."""
     # Where the tests patched sys.stdin alone, the program's own input() reads it (through its sys.stdin, and
     # writes the prompt to its own sys.stdout, which capsys reads in order).
-    return [builtins.input is not _INPUT, sys.stdin is not stdin, builtins.print is not _PRINT]
+    swapped = [getattr(sys, name) is not was and not isinstance(getattr(sys, name), TestsStream) for name, was in
+               zip(_STREAMS, own, strict=True)]  # fmt: skip
+    return [builtins.input is not _INPUT, swapped[0], builtins.print is not _PRINT, swapped[1], swapped[2]]
 
 
 def serve(
@@ -48,8 +58,9 @@ def serve(
     raised, by its nearest builtin type."""
     op, file, name = callback["op"], callback["file"], callback["name"]
     allowed = (op == "input" and flags[0]) or (op in _STREAM_OPS and flags[1]) or (op == "print" and flags[2])
+    allowed = allowed or (op == "write" and ((file == "stdout" and flags[3]) or (file == "stderr" and flags[4])))
     allowed = (allowed and not name) or (op == "call" and name in bound)
-    if not allowed or file not in ("", "stdout", "stderr") or (file and op != "print"):
+    if not allowed or file not in ("", "stdout", "stderr") or (file and op not in ("print", "write")):
         raise Breach(f"the program's process asked for what the tests did not patch: {op!r} {name[:64]!r}")
     keywords = callback["kwargs"]
     if op != "call" and not keywords.keys() <= (_PRINT_KEYWORDS if op == "print" else frozenset()):
@@ -66,6 +77,8 @@ def serve(
                 kwargs["file"] = sys.stdout if file == "stdout" else sys.stderr
             builtins.print(*args, **kwargs)
             value = None  # what a mock of it returns is no plain data, and no program reads it
+        elif op == "write":
+            value = getattr(sys, file).write(*args)
         else:
             value = getattr(sys.stdin, op)(*args)
         return ["callback", encode(value, None)]
@@ -73,7 +86,7 @@ def serve(
         raise
     except BaseException as exc:  # the tests' mock that ran out (StopIteration), an EOFError: the program's
         kind = next(k for k in type(exc).__mro__ if k.__module__ == "builtins")
-        name = kind.__name__ if issubclass(kind, Exception) else "RuntimeError"
+        name = kind.__name__ if issubclass(kind, (Exception, KeyboardInterrupt)) else "RuntimeError"
         return ["raise", name, _message(exc)]
 
 
@@ -99,8 +112,8 @@ class _Caller:
         if reply[0] == "callback":
             return decode(reply[1], self.refs)
         kind = getattr(builtins, str(reply[1]), None)
-        if not (isinstance(kind, type) and issubclass(kind, Exception)):
-            kind = RuntimeError
+        if not (isinstance(kind, type) and issubclass(kind, (Exception, KeyboardInterrupt))):
+            kind = RuntimeError  # a mock's KeyboardInterrupt reaches the program as itself (a loop's end)
         raise kind(str(reply[2]))
 
     def input(self, *args: Any) -> Any:
@@ -134,6 +147,21 @@ class _Stdin(io.TextIOBase):
         return self._caller.ask("readlines", args, {})
 
 
+class _Out(io.TextIOBase):
+    """The program's ``sys.stdout`` or ``sys.stderr`` while the tests' own is where it writes
+    (``patch("sys.stdout", new_callable=StringIO)``, ``contextlib.redirect_stdout``)."""
+
+    def __init__(self, caller: _Caller, which: str) -> None:
+        super().__init__()
+        self._caller, self._which = caller, which
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: Any) -> Any:
+        return self._caller.ask("write", (text,), {}, self._which)
+
+
 @contextlib.contextmanager
 def forwarding(channel: Channel, refs: list[Any], flags: object) -> Iterator[None]:
     """In the program's process, for one call: the builtins the tests patched (``flags``) ask the checker."""
@@ -141,17 +169,21 @@ def forwarding(channel: Channel, refs: list[Any], flags: object) -> Iterator[Non
         yield
         return
     caller = _Caller(channel, refs)
-    saved = builtins.input, builtins.print, sys.stdin
+    saved = builtins.input, builtins.print, sys.stdin, sys.stdout, sys.stderr
     if flags[0]:
         builtins.input = caller.input
     if flags[1]:
         sys.stdin = _Stdin(caller)
     if flags[2]:
         builtins.print = caller.print
+    if flags[3]:
+        sys.stdout = _Out(caller, "stdout")
+    if flags[4]:
+        sys.stderr = _Out(caller, "stderr")
     try:
         yield
     finally:
-        builtins.input, builtins.print, sys.stdin = saved
+        builtins.input, builtins.print, sys.stdin, sys.stdout, sys.stderr = saved
 
 
 class Stubs:

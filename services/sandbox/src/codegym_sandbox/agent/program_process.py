@@ -220,13 +220,14 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: C
     kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
     # Builtins the tests patched ask them (``patched_builtins``); every warning is kept for the tests' filters,
     # pytest.warns among them, which the checker's are (in one process, they would see each).
+    # What crosses back is made under them too: a generator the call returned runs as it is encoded.
     with forwarding(channel, refs, patched), warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
-        result = function(*args, **kwargs)
-    # Arguments the program may have changed in place go back too, as a caller would see them.
-    # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
-    after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
-    return {"value": encode(result, refs), "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
+        value = encode(function(*args, **kwargs), refs)
+        # Arguments the program may have changed in place go back too, as a caller would see them.
+        # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
+        after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
+    return {"value": value, "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
 
 
 WARNINGS = 64  # the most warnings of one call that reach the tests

@@ -61,7 +61,7 @@ class CaptureFixture:
         self._parts["err"].append(err)
 
 
-class _TestsStream(io.TextIOBase):
+class TestsStream(io.TextIOBase):
     """The checker's ``sys.stdout`` or ``sys.stderr`` while ``capsys`` holds them."""
 
     def __init__(self, fixture: CaptureFixture, key: str) -> None:
@@ -87,7 +87,7 @@ def _capsys(output: Output) -> Iterator[CaptureFixture]:
     output("capture")
     fixture = CaptureFixture(output)
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _TestsStream(fixture, "out"), _TestsStream(fixture, "err")
+    sys.stdout, sys.stderr = TestsStream(fixture, "out"), TestsStream(fixture, "err")
     try:
         yield fixture
     finally:

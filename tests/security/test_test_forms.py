@@ -513,6 +513,18 @@ def test_the_interpreter_state_the_tests_set_is_the_programs_too(hostile: TestCl
         "def test_deep():\n    sys.setrecursionlimit(10000)\n    assert depth(5000) == 5000\n"
     )
     assert _verdicts(hostile, tests, [program, program.replace("1, 1000", "1, 999")]) == ["AC", "WA"]
+    process = (
+        "import os, sys\n\ndef mode():\n    return os.environ.get('MODE', 'dev')\n\ndef first():\n"
+        "    return sys.argv[1]\n\ndef save(t):\n    with open('out.txt', 'w') as f:\n        f.write(t)\n"
+    )
+    tests = (  # the environment, sys.argv and the working directory, as monkeypatch sets them
+        "import sys\nfrom solution import mode, first, save\n\ndef test_env(monkeypatch):\n"
+        "    monkeypatch.setenv('MODE', 'prod')\n    assert mode() == 'prod'\n\ndef test_env_undone():\n"
+        "    assert mode() == 'dev'\n\ndef test_argv(monkeypatch):\n    monkeypatch.setattr(sys, 'argv', ['p', 'x'])\n"
+        "    assert first() == 'x'\n\ndef test_chdir(monkeypatch, tmp_path):\n    monkeypatch.chdir(tmp_path)\n"
+        "    save('hi')\n    assert (tmp_path / 'out.txt').read_text() == 'hi'\n"
+    )
+    assert _verdicts(hostile, tests, [process, process.replace("'dev'", "'prod'")]) == ["AC", "WA"]
     seeded = "import random\nrandom.seed(7)\n\ndef roll():\n    return random.randint(1, 10**9)\n"
     own = (
         "import random\nexpected = random.Random(7).randint(1, 10**9)\nfrom solution import roll\n\n"

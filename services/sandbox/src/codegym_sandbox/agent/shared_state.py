@@ -1,7 +1,8 @@
 """State of the interpreter that the tests set and, in pytest's one process, the program shares: the recursion
-limit (``sys.setrecursionlimit(10**4)`` before a deep recursion of the program's) and the state of ``random``
-(``random.seed(42)`` before a call of the program's that shuffles). Here the program runs in another process; each
-call carries what of it the tests changed since the last call, and the program's process takes it before the call.
+limit (``sys.setrecursionlimit(10**4)`` before a deep recursion of the program's), the state of ``random``
+(``random.seed(42)`` before a call of the program's that shuffles), the environment (``monkeypatch.setenv``),
+``sys.argv`` and the working directory (``monkeypatch.chdir(tmp_path)``). Here the program runs in another process;
+each call carries what of it the tests changed since the last call, and the program's process takes it first.
 
 Only from the tests to the program: nothing the program's process does changes the checker's own (a program that
 chose the tests' next random numbers would choose their inputs).
@@ -9,6 +10,7 @@ chose the tests' next random numbers would choose their inputs).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -23,17 +25,28 @@ class Sent:
 
         del random
         self.last: State = _now()
+        self.environ = self.last["environ"]  # as the run began: what goes is the tests' change to it, no more
 
     def changed(self) -> State:
         """What of the state the tests changed since it was last sent (or the run began): to send with a call."""
         now = _now()
         changed = {key: value for key, value in now.items() if self.last.get(key) != value}
         self.last.update(changed)
+        if "environ" in changed:
+            environ, base = changed["environ"], self.environ
+            changed["environ"] = [
+                {k: v for k, v in environ.items() if base.get(k) != v},
+                [k for k in base if k not in environ],
+            ]
         return changed
 
 
 def _now() -> State:
-    state: State = {"recursion": sys.getrecursionlimit()}
+    state: State = {"recursion": sys.getrecursionlimit(), "environ": dict(os.environ), "argv": list(sys.argv)}
+    try:
+        state["cwd"] = os.getcwd()
+    except OSError:
+        pass
     random = sys.modules.get("random")
     if random is not None:
         state["random"] = random.getstate()
@@ -51,3 +64,26 @@ def take(state: object) -> None:
         import random  # the program's own, as the tests' is theirs
 
         random.setstate(state["random"])
+    if "environ" in state:
+        _environ(*state["environ"])
+    if "argv" in state:
+        sys.argv = [str(a) for a in state["argv"]]
+    if "cwd" in state:
+        try:
+            os.chdir(state["cwd"])
+        except OSError:
+            pass
+
+
+_BASE: dict[str, str] = {}  # the program's environment before the tests' first change reached it
+
+
+def _environ(given: dict[str, str], gone: list[str]) -> None:
+    """The environment as the run's began, with the tests' change to it: what they set, less what they unset."""
+    if not _BASE:
+        _BASE.update(os.environ)
+    wanted = {k: v for k, v in _BASE.items() if k not in gone}
+    wanted.update(given)
+    for key in [k for k in os.environ if k not in wanted]:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in wanted.items() if os.environ.get(k) != v})

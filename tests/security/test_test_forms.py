@@ -77,6 +77,13 @@ FORMS = {
     "def test_b():\n    pytest.xfail('not yet')\n",
     "module-pytestmark-decorator": "import pytest\npytestmark = pytest.mark.parametrize('a', [1, 2])\n\n"
     "def test_a(a):\n    assert add(a, 0) == a\n",
+    # request.getfixturevalue, tmp_path_factory in a fixture of the module's scope.
+    "getfixturevalue-and-factory": "import pytest\n\n@pytest.fixture\ndef one():\n    return 1\n\n"
+    "@pytest.fixture\ndef two():\n    return 2\n\n@pytest.mark.parametrize('name,val', [('one', 1), ('two', 2)])\n"
+    "def test_a(request, name, val):\n    assert add(request.getfixturevalue(name), 0) == val\n\n"
+    "@pytest.fixture(scope='module')\ndef data_dir(tmp_path_factory):\n    d = tmp_path_factory.mktemp('data')\n"
+    "    (d / 'n.txt').write_text('3')\n    return d\n\n"
+    "def test_b(data_dir):\n    assert add(int((data_dir / 'n.txt').read_text()), 1) == 4\n",
     # Tests wrapped by what is no function: lru_cache's wrapper, a class's instance.
     "wrapped-lru-cache": "import functools\n\n@functools.lru_cache(maxsize=None)\ndef test_a():\n"
     "    assert add(1, 2) == 3\n",

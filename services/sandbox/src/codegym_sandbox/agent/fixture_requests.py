@@ -110,15 +110,25 @@ def _arguments(function: types.FunctionType, skip_self: bool) -> list[str]:
 
 
 class Request:
-    """What a fixture gets for ``request``: its ``param`` (a parametrized fixture's), ``addfinalizer``."""
+    """What a test or a fixture gets for ``request``: its ``param`` (a parametrized fixture's), ``addfinalizer``,
+    ``getfixturevalue`` (a fixture by its name, made as if asked for)."""
 
-    def __init__(self, stack: contextlib.ExitStack, param: object = None, has_param: bool = False) -> None:
-        self._stack = stack
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        lookup: Callable[[str], object],
+        param: object = None,
+        has_param: bool = False,
+    ) -> None:
+        self._stack, self._lookup = stack, lookup
         if has_param:
             self.param = param
 
     def addfinalizer(self, finalizer: Callable[[], object]) -> None:
         self._stack.callback(finalizer)
+
+    def getfixturevalue(self, name: str) -> object:
+        return self._lookup(str(name))
 
 
 class Made:
@@ -242,7 +252,7 @@ class Fixtures:
             if name in self.builtin:
                 values[name] = made.enter_context(self.builtin[name]())
             elif name == "request":
-                values[name] = Request(made)
+                values[name] = Request(made, self._lookup(values, picks, made, instance, chain))
             else:
                 raise TypeError(f"fixture {name!r} not found: no fixture of the tests' nor of pytest's made here")
             return
@@ -255,13 +265,28 @@ class Fixtures:
         for asked in requested(found.function, found.method):
             if asked == "request":
                 has = found.params is not None
-                inner[asked] = Request(stack, found.params[picks[name]] if has else None, has)  # type: ignore[index]
+                param = found.params[picks[name]] if has else None  # type: ignore[index]
+                inner[asked] = Request(stack, self._lookup(values, picks, made, instance, (*chain, name)), param, has)
             else:
                 self._make(asked, values, picks, made, instance, (*chain, name))
                 inner[asked] = values[asked]
         values[name] = _value(found, inner, stack, instance)
         if kept is not None:
             kept.values[name] = values[name]
+
+    def _lookup(
+        self,
+        values: dict[str, object],
+        picks: Mapping[str, int],
+        made: contextlib.ExitStack,
+        instance: object,
+        chain: tuple[str, ...],
+    ) -> Callable[[str], object]:
+        def lookup(name: str) -> object:
+            self._make(name, values, picks, made, instance, chain)
+            return values[name]
+
+        return lookup
 
     def _kept(self, found: Definition) -> Made | None:
         """Where a fixture made for more than one test is kept: a class's own, or one of the class's scope, with

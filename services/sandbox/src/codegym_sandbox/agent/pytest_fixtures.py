@@ -105,6 +105,26 @@ def _tmp_path() -> Iterator[pathlib.Path]:
     yield pathlib.Path(tempfile.mkdtemp(prefix="pytest-", dir=os.getcwd()))
 
 
+class TempPathFactory:
+    """What a test gets for ``tmp_path_factory``: new directories in the run's directory, as ``tmp_path`` is."""
+
+    def mktemp(self, basename: str, numbered: bool = True) -> pathlib.Path:
+        import pathlib
+        import tempfile
+
+        return pathlib.Path(tempfile.mkdtemp(prefix=f"{basename}-", dir=os.getcwd()))
+
+    def getbasetemp(self) -> pathlib.Path:
+        import pathlib
+
+        return pathlib.Path(os.getcwd())
+
+
+@contextlib.contextmanager
+def _tmp_path_factory() -> Iterator[TempPathFactory]:
+    yield TempPathFactory()
+
+
 @contextlib.contextmanager
 def _tmpdir() -> Iterator[object]:
     from _pytest._py.path import LocalPath  # pytest's own, where the tests use its fixtures
@@ -132,6 +152,7 @@ def fixtures(output: Output) -> Builtin:
         "capsys": lambda: _capsys(output),
         "capfd": lambda: _capsys(output),
         "tmp_path": _tmp_path,
+        "tmp_path_factory": _tmp_path_factory,
         "tmpdir": _tmpdir,
         "monkeypatch": _monkeypatch,
     }

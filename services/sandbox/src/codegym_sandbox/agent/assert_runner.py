@@ -303,8 +303,8 @@ def check(checker: Checker, tests: Tests) -> str:
             found = checker.names(wanted)
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
-            ran: set[str] = set()
-            scope[test_forms.RAN] = ran.add
+            ran = test_forms.recorder(scope)
+            checker.state.random = "random" in program_names.used_names(tests.code)  # a state theirs to send
             scope.update((name, checker.load(module)) for name, module in modules.items())
             program_names.load_submodules(tests.code, scope, checker.load)
             with (

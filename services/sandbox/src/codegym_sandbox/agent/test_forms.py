@@ -52,6 +52,13 @@ def compiled(text: str) -> types.CodeType:
     return compile(ast.fix_missing_locations(tree), _TESTS_FILE, "exec", dont_inherit=True)
 
 
+def recorder(scope: dict[str, object]) -> set[str]:
+    """The names of the test functions that ran, as :data:`RAN` in the tests' ``scope`` records them."""
+    ran: set[str] = set()
+    scope[RAN] = ran.add
+    return ran
+
+
 def _top_level_functions(body: list[Any]) -> Iterator[Any]:
     """The functions named as runners collect them that ``body`` defines, in its blocks too (``if``, ``try``,
     ``with``, loops), never in a function or a class."""

@@ -519,7 +519,9 @@ def test_the_interpreter_state_the_tests_set_is_the_programs_too(hostile: TestCl
         "    assert [roll() for _ in range(3)] == expected\n\n"
         "def test_deep():\n    sys.setrecursionlimit(10000)\n    assert depth(5000) == 5000\n"
     )
-    assert _verdicts(hostile, tests, [program, program.replace("1, 1000", "1, 999")]) == ["AC", "WA"]
+    # The same program twice in one test series: one judge, whose random state the first run's tests left seeded.
+    wrong = program.replace("randint(1, 1000)", "randint(1, 1000) + 1")
+    assert _verdicts(hostile, tests, [program, program + "# again\n", wrong]) == ["AC", "AC", "WA"]
     process = (
         "import os, sys\n\ndef mode():\n    return os.environ.get('MODE', 'dev')\n\ndef first():\n"
         "    return sys.argv[1]\n\ndef save(t):\n    with open('out.txt', 'w') as f:\n        f.write(t)\n"
@@ -585,3 +587,41 @@ def test_the_programs_code_the_tests_run_ends_nothing_and_passes_nothing(
     hostile: TestClient, program: str, tests: str
 ) -> None:
     assert _verdicts(hostile, tests, [program]) != ["AC"]
+
+
+# Code of the program's the tests run (a pickle's, loaded in a test) that patches the checker's own runner: the run
+# it ran in is the program's to decide (left open), but no later run is judged in that process.
+POISONER = (
+    "import pickle\n\nclass _E:\n    def __reduce__(self):\n        return (eval, (\"__import__('sys').modules["
+    "'codegym_sandbox.agent.test_forms'].__dict__.__setitem__('_run', lambda *a, **k: None) or [1]\",))\n\n"
+    "def serialize(obj):\n    return pickle.dumps(_E())\n"
+)
+UNPICKLING = (
+    "import pickle\nfrom solution import serialize\n\ndef test_a():\n    assert pickle.loads(serialize([1])) == [1]\n\n"
+    "def test_b():\n    assert pickle.loads(serialize([3])) == [3]\n"
+)
+
+
+def test_a_judge_where_the_programs_code_ran_judges_no_later_run(hostile: TestClient) -> None:
+    wrong = "def serialize(obj):\n    return b'garbage'\n"
+    honest = "import pickle\n\ndef serialize(obj):\n    return pickle.dumps(obj)\n"
+    assert _verdicts(hostile, UNPICKLING, [POISONER, wrong, honest, wrong + "# again\n"])[1:] == ["RE", "AC", "RE"]
+
+
+def test_no_module_the_program_wrote_is_imported_by_the_checker(hostile: TestClient) -> None:
+    """A sourceless ``.pyc`` (whose code names any file it likes) in a directory the tests put on the path."""
+    program = (
+        "import os, marshal, importlib.util\n\ndef prepare(d):\n"
+        "    code = compile('def area(r):\\n    return 0\\n', '/usr/lib/python3/dist-packages/shapes.py', 'exec')\n"
+        "    os.remove(os.path.join(d, 'shapes.py'))\n"
+        "    with open(os.path.join(d, 'shapes.pyc'), 'wb') as f:\n"
+        "        f.write(importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code))\n    return 0\n\n"
+        "def area(r):\n    return 0\n"
+    )
+    tests = (
+        "from solution import prepare, area\n\ndef test_a(tmp_path, monkeypatch):\n"
+        "    (tmp_path / 'shapes.py').write_text('def area(r):\\n    return 3.14159 * r * r\\n')\n"
+        "    monkeypatch.syspath_prepend(str(tmp_path))\n    prepare(str(tmp_path))\n    import shapes\n"
+        "    assert abs(area(1) - shapes.area(1)) < 1e-6\n"
+    )
+    assert _verdicts(hostile, tests, [program]) == ["RE"]

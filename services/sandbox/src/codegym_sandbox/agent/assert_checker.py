@@ -20,7 +20,7 @@ import socket
 import sys
 from typing import NoReturn
 
-from . import call_test, import_path
+from . import call_test, checker_wire, import_path
 from .assert_runner import Checker, Tests, check_read, read_tests
 from .assert_stdin import read_bytes, split_stdin
 from .plain_data import Channel
@@ -76,16 +76,28 @@ class _Judge:
     def __init__(self, text: str | None, cwd: str, series: socket.socket, held: list[int]) -> None:
         self.text = text
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        self.taint, taint_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)  # see import_path.Guard
         self.pid = os.fork()
         if self.pid == 0:
             series.close()  # the series' process hears the checker alone, never a run's tests
             here.close()
+            os.close(self.taint)
             for fd in held:  # the run's (it gets them again from the checker: a copy kept would keep the
                 os.close(fd)  # program's process waiting for the end of its channel) and other children's
-            _judge_tests(there, cwd)
+            _judge_tests(there, cwd, taint_w)
         there.close()
+        os.close(taint_w)
         self.sock = here
         self.grown = 0  # kB more than it started with, after its last run
+
+    def tainted(self) -> bool:
+        """Whether code of the program's ran in the judge (a byte it cannot take back: ``import_path.Guard``)."""
+        try:
+            return bool(os.read(self.taint, 64))
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def run(self, stdin: bytes, fds: list[int]) -> bytes:
         """One run: its stdin through a pipe, its output and channel as descriptors; the child's answer."""
@@ -113,6 +125,7 @@ class _Judge:
 
     def end(self) -> None:
         self.sock.close()  # the child ends when its socket does
+        os.close(self.taint)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
@@ -125,6 +138,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
     hands the run to the child that judges those tests (a new one when they are not the last run's), which
     sends the program with the names the tests want, runs the tests and answers the outcome of :func:`check`.
     """
+    checker_wire.warm()  # before any judge is forked
     judges: dict[str | None, _Judge] = {}  # by the text of their tests, the most recent last
     while True:
         fds = _next_run(sock)
@@ -134,7 +148,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
             os.close(fds[0])
         text = _tests_text(stdin)
         # A new child holds nothing but its own: a copy of another's socket would keep that one from its end.
-        held = [*fds[1:], *(j.sock.fileno() for j in judges.values() if j.text != text)]
+        held = [*fds[1:], *(fd for j in judges.values() if j.text != text for fd in (j.sock.fileno(), j.taint))]
         judge = judges.pop(text, None) or _Judge(text, cwd, sock, held)
         judges[text] = judge
         while len(judges) > JUDGES:
@@ -148,7 +162,7 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
             judge.grown = int(grown)
         except ValueError:
             os._exit(1)  # the child died before it answered: the series cannot go on
-        if ends == "ends":
+        if ends == "ends" or judge.tainted():  # a judge where the program's code ran judges no later run
             judges.pop(text).end()
         while sum(j.grown for j in judges.values()) > KEPT_KB:  # the judges kept hold no more than that together
             judges.pop(max(judges, key=lambda t: judges[t].grown)).end()
@@ -189,12 +203,12 @@ def _left_running() -> bool:
     return threads > 1 or bool(_children()) or any(signal.getitimer(t)[0] for t in timers)
 
 
-def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
+def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     """The child that judges one set of tests: each run's, until the checker hangs up. The tests are compiled
     once; each run's get a scope of their own, and what they change of ``sys`` (streams, the recursion limit)
     is put back. They run in ``cwd``, the run's scratch directory (a new one for every run), as they would
     beside the program."""
-    import_path.guard(cwd)  # nothing the programs of its runs write runs here
+    guard = import_path.Guard(cwd, taint_fd)  # nothing the programs of its runs write runs here
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
     saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
     start_kb = _own_kb()
@@ -220,6 +234,7 @@ def _judge_tests(sock: socket.socket, cwd: str) -> NoReturn:
             tests = read_tests(text)
             if not isinstance(tests, call_test.Call):
                 compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
+            guard.arm(getattr(tests, "code", None))  # from here on, code that is not the tests' taints
             return tests
 
         try:

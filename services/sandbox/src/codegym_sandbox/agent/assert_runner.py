@@ -387,7 +387,7 @@ def main() -> None:
     os.close(program_writes)
     here = os.path.dirname(os.path.abspath(sys.argv[0]))  # the program writes there: nothing of it runs here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
-    import_path.guard(os.getcwd())
+    import_path.Guard(os.getcwd())
     checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
     outcome = check_read(checker, lambda: read_tests(read_text(0)))
     status = os.waitpid(pid, 0)[1]

@@ -185,3 +185,11 @@ def _typed(value: object, kind: Any, where: str) -> Any:
 @functools.cache
 def _hints(kind: Any) -> dict[str, Any]:
     return typing.get_type_hints(kind, include_extras=True)
+
+
+def warm() -> None:
+    """Read every answer's type hints now (``typing`` evaluates them as code): a judge forked after has them, and
+    runs no code of its own that is not its tests' (``import_path.Guard``)."""
+    for value in list(globals().values()):
+        if typing.is_typeddict(value):
+            _hints(value)

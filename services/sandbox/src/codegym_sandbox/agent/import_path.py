@@ -37,24 +37,103 @@ def isolate() -> None:
     importlib.invalidate_caches()
 
 
-def guard(place: str) -> None:
-    """From now on, this process runs no code of a file under ``place`` (its run's directory, which the program
-    writes): an import of one is refused, whatever put its directory on the path (the tests'
-    ``monkeypatch.syspath_prepend(tmp_path)``), and so is a file the tests load themselves
-    (``spec_from_file_location``). An audit hook, which nothing this process runs later can take away."""
-    root = os.path.abspath(place) + os.sep
+class Guard:
+    """What a judge of a run's tests (a checker's child, kept for later runs of the same tests) lets run, from when
+    it is made: never a file under ``place`` (its run's directory, which the program writes), nor a module found
+    anywhere but on its path as it began (``monkeypatch.syspath_prepend(tmp_path)`` adds a directory the program
+    writes: a module there, a ``.pyc`` or an extension too, is refused). Once :meth:`arm` ed (the tests compiled),
+    any code run that is neither the tests' nor a module's it imports (code the tests ``eval`` or ``exec`` from what
+    the program returned, a pickle of the program's they load) *taints* it: a byte on ``taint_fd``, written before
+    that code runs, so that nothing it does can take it back, tells the checker to end the judge after the run: no
+    later run (of another program, another client) is judged where a program's code ran.
 
-    def hook(event: str, args: tuple[object, ...]) -> None:
-        if event == "exec" and args:
-            where = getattr(args[0], "co_filename", "")
-        elif event == "compile" and len(args) > 1:
-            where = args[1]
-        else:
-            return
+    An audit hook, which nothing this process runs later can take away, and a finder first on ``sys.meta_path``.
+    """
+
+    def __init__(self, place: str, taint_fd: int = -1) -> None:
+        self.root = os.path.realpath(place) + os.sep
+        self.taint_fd, self.armed, self.codes = taint_fd, False, frozenset[object]()
+        trusted = [os.path.realpath(e) + os.sep for e in sys.path if e and os.path.isdir(e)]
+        self.trusted = tuple(t for t in trusted if not t.startswith(self.root))
+        import collections
+        import dataclasses
+
+        external = sys.modules.get("importlib._bootstrap_external")
+        bootstrap = sys.modules.get("importlib._bootstrap")
+        # The frames through which an import unmarshals and runs a module's code, and the standard library makes
+        # code of the tests' own definitions (a dataclass's methods, a namedtuple's ``__new__``: names it checks).
+        self.importing = frozenset(
+            getattr(getattr(m, n, None), "__code__", None)
+            for m, n in (
+                (bootstrap, "_call_with_frames_removed"),
+                (external, "_compile_bytecode"),
+                (dataclasses, "_create_fn"),
+                (collections, "namedtuple"),
+            )
+        )
+        sys.addaudithook(self._hook)
+        sys.meta_path.insert(0, _Finder(self))
+
+    def arm(self, code: object) -> None:
+        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints."""
+        found: set[object] = set()
+        todo = [code]
+        while todo:
+            item = todo.pop()
+            found.add(item)
+            todo.extend(c for c in getattr(item, "co_consts", ()) if hasattr(c, "co_code") and c not in found)
+        self.codes, self.armed = frozenset(found), True
+
+    def refused(self, where: object) -> bool:
+        """Whether ``where`` (a file name) is under the run's directory."""
         if isinstance(where, bytes):
             where = os.fsdecode(where)
         # A name in brackets is no file (``<tests>``, ``<string>``); any other, relative too, is one.
-        if isinstance(where, str) and not where.startswith("<") and os.path.abspath(where).startswith(root):
-            raise ImportError(f"{where} is in the run's directory, which the program writes: none of it runs here")
+        return isinstance(where, str) and not where.startswith("<") and os.path.realpath(where).startswith(self.root)
 
-    sys.addaudithook(hook)
+    def _hook(self, event: str, args: tuple[object, ...]) -> None:
+        if event == "exec" and args:
+            if self.refused(getattr(args[0], "co_filename", "")):
+                raise ImportError(f"{getattr(args[0], 'co_filename', '')}: the run's directory runs nothing here")
+            if self.armed and args[0] not in self.codes and not self._importing():
+                self._taint()
+        elif event == "compile" and len(args) > 1:
+            if self.refused(args[1]):
+                raise ImportError(
+                    f"{args[1]!r} is in the run's directory, which the program writes: none of it runs here"
+                )
+        elif self.armed and (
+            (event in ("marshal.loads", "marshal.load") and not self._importing()) or event == "pickle.find_class"
+        ):
+            self._taint()
+
+    def _importing(self) -> bool:
+        caller = sys._getframe(2)  # the hook's own, then the code that called the audited function
+        return caller is not None and caller.f_code in self.importing
+
+    def _taint(self) -> None:
+        if self.taint_fd >= 0:
+            try:
+                os.write(self.taint_fd, b"t")
+            except OSError:
+                pass
+            self.taint_fd = -1  # once said is enough: the byte cannot be taken back
+
+
+class _Finder:
+    """First on ``sys.meta_path``: a module found anywhere but on the path as the judge began is refused."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)  # type: ignore[arg-type]
+        origin = getattr(spec, "origin", None)
+        if spec is None or not isinstance(origin, str) or not os.path.isabs(origin):
+            return None  # built in, frozen, a namespace package, or none: the machinery goes on
+        real = os.path.realpath(origin)
+        if self.guard.refused(real) or not real.startswith(self.guard.trusted):
+            raise ImportError(f"{name} is found at {origin}, off the checker's own path: a program may write there")
+        return None  # where the machinery finds it too

@@ -21,9 +21,11 @@ class Sent:
     """In the checker, for one run: the state as the run began, and as it was last sent to the program."""
 
     def __init__(self) -> None:
-        import random  # here, so that a seed the tests set before their first call is a change of its state
+        import random
 
-        del random
+        # Seeded afresh, as a new process's is: so that any seed the tests set (before their first call too) is a
+        # change of its state, whatever an earlier run of the same judge left it at.
+        random.seed()
         self.random = True  # whether the tests use random (its state is read at each call only then)
         self.last: State = _now(True)
         self.environ = self.last["environ"]  # as the run began: what goes is the tests' change to it, no more

@@ -582,7 +582,44 @@ CODE_OF_THE_PROGRAMS = [
 ]
 
 
-@pytest.mark.parametrize(("program", "tests"), CODE_OF_THE_PROGRAMS, ids=["eval", "exec", "pickle", "module-file"])
+EXITING_PICKLE = (
+    "import pickle, sys\n\nclass _E:\n    def __reduce__(self):\n        return (sys.exit, (0,))\n\n"
+    "def serialize(obj):\n    return pickle.dumps(_E())\n"
+)
+FORGED_NAME_PICKLE = (
+    "import pickle\n\nclass _C:\n    def __reduce__(self):\n"
+    "        return (compile, ('raise SystemExit(0)', '<tests>', 'exec'))\n\n"
+    "class _E:\n    def __reduce__(self):\n        return (exec, (_C(),))\n\n"
+    "def serialize(obj):\n    return pickle.dumps(_E())\n"
+)
+UNPICKLE_AT_TOP = "import pickle\nfrom solution import serialize\nassert pickle.loads(serialize([1])) == [1]\n"
+CODE_OF_THE_PROGRAMS += [
+    (EXITING_PICKLE, UNPICKLE_AT_TOP),  # sys.exit, a C function: no frame of a string's code
+    (FORGED_NAME_PICKLE, UNPICKLE_AT_TOP),  # code named as the tests are
+    (
+        EXITING_PICKLE,
+        "import pickle, pytest\nfrom solution import serialize\n\n@pytest.fixture(scope='module')\ndef m():\n"
+        "    yield 1\n    pickle.loads(serialize([1]))\n\ndef test_a(m):\n    assert serialize([1]) == b'x'\n",
+    ),  # a fixture's teardown, after a failed test
+    (
+        EXITING_PICKLE,
+        "import pickle\nfrom solution import serialize\n\nclass TestA:\n    def setup_method(self):\n"
+        "        pickle.loads(serialize([1]))\n\n    def test_a(self):\n        assert serialize([1]) == b'x'\n",
+    ),  # a test class's hook
+    (
+        "def main():\n    try:\n        print('Wrong')\n    except Exception:\n        pass\n",
+        "import pytest\nfrom solution import main\n\ndef test_a(monkeypatch):\n    def fake(*args, **kwargs):\n"
+        "        if args != ('Hello',):\n            pytest.fail('wrong output')\n\n"
+        "    monkeypatch.setattr('builtins.print', fake)\n    main()\n",
+    ),  # the tests' pytest.fail() in their patch, which the program's except Exception would swallow
+]
+
+
+@pytest.mark.parametrize(
+    ("program", "tests"),
+    CODE_OF_THE_PROGRAMS,
+    ids=["eval", "exec", "pickle", "module-file", "c-exit", "forged-name", "teardown", "class-hook", "fail-in-patch"],
+)
 def test_the_programs_code_the_tests_run_ends_nothing_and_passes_nothing(
     hostile: TestClient, program: str, tests: str
 ) -> None:

@@ -21,10 +21,11 @@ import sys
 from typing import NoReturn
 
 from . import call_test, checker_wire, import_path
-from .assert_runner import Checker, Tests, check_read, read_tests
+from .assert_runner import Checker, check_read
 from .assert_stdin import read_bytes, split_stdin
 from .plain_data import Channel
 from .run_cgroup import checker_children
+from .test_forms import Tests, read_tests
 
 # How much more memory of its own (anonymous: the tests' values, what programs sent it, not the files of modules it
 # shares) a judge may hold after a run than it started with, and all the judges a checker keeps together: they live
@@ -215,6 +216,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     null = os.open(os.devnull, os.O_RDWR)
     while True:
         stdin, stdout, stderr, reads, writes = _next_run(sock)
+        guard.begin_run()
         try:
             os.chdir(cwd)
         except OSError:

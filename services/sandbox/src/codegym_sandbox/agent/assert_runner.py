@@ -51,7 +51,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from . import (
     call_test,
@@ -79,6 +79,7 @@ from .program_errors import (
     unimported,
 )
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
+from .test_forms import Tests, read_tests
 
 _BUILTINS = frozenset(dir(builtins))
 T = TypeVar("T")
@@ -126,6 +127,8 @@ class Checker:
         what the program asks of the builtins the tests ``patched`` (``patched_builtins``)."""
         if self.serving:  # the tests' patched input calls the program, which waits for it
             raise RuntimeError("the tests called the program while the program waited for them")
+        if self.ended:  # its process is gone, or waits for an answer to a callback it never got
+            raise ProgramEnded("the program ended before the tests did")
         try:
             reply = self.channel.ask(request)
             while (patched != patched_builtins.NONE or self.bound) and (
@@ -135,6 +138,9 @@ class Checker:
                 try:
                     answer = self._guard(patched_builtins.serve, callback, patched, self.bound, self.decode)
                     self.channel.tell(answer)
+                except BaseException:
+                    self.ended = True  # the program waits for an answer it will never get: no more calls
+                    raise
                 finally:
                     self.serving = False
                 reply = self.channel.receive()
@@ -256,29 +262,6 @@ class Checker:
         return self.functions.setdefault(name, stand_in)
 
 
-class Asserts(NamedTuple):
-    """Assert tests, compiled, with the names the task declares the program's (its entry point): asked of the
-    program even where a builtin has that name (``def sorted``), as Python's own scope would take them."""
-
-    code: types.CodeType
-    declared: frozenset[str]
-
-
-Tests = Asserts | call_test.Call
-
-
-def read_tests(text: str) -> Tests:
-    """The tests a run's stdin holds after the program: a call test, or assert tests (compiled), the task's
-    declared names first where it has any (``program_names.DECLARED``, a line of its own)."""
-    if text.startswith(call_test.MARK):
-        return call_test.parse(text)
-    declared = frozenset[str]()
-    if text.startswith(program_names.DECLARED):
-        names, _, text = text[len(program_names.DECLARED) :].partition("\n")
-        declared = frozenset(names.split())
-    return Asserts(test_forms.compiled(text), declared)
-
-
 def check(checker: Checker, tests: Tests) -> str:
     """Run ``tests`` (compiled, or a call test) against the program behind ``checker``, in a scope of their own.
 
@@ -320,7 +303,7 @@ def check(checker: Checker, tests: Tests) -> str:
                 try:
                     exec(tests.code, scope)
                 except SystemExit as exc:  # the tests' own (see below): pytest would still run their functions
-                    if not test_forms.ended_well(exc):
+                    if not test_forms.ended_well(exc, getattr(tests, "code", None)):
                         raise
                     exited = True
                 fixtures = pytest_fixtures.fixtures(checker.output)
@@ -328,7 +311,7 @@ def check(checker: Checker, tests: Tests) -> str:
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process
-        outcome = "passed" if test_forms.ended_well(exc) else "failed"
+        outcome = "passed" if test_forms.ended_well(exc, getattr(tests, "code", None)) else "failed"
     except BaseException as exc:
         outcome = test_forms.outcome_of(exc)
         kind, error, tb = sys.exc_info()

@@ -52,7 +52,7 @@ class Guard:
 
     def __init__(self, place: str, taint_fd: int = -1) -> None:
         self.root = os.path.realpath(place) + os.sep
-        self.taint_fd, self.armed, self.codes = taint_fd, False, frozenset[object]()
+        self.taint_fd, self.armed, self.codes, self.tainted_run = taint_fd, False, frozenset[object](), False
         trusted = [os.path.realpath(e) + os.sep for e in sys.path if e and os.path.isdir(e)]
         self.trusted = tuple(t for t in trusted if not t.startswith(self.root))
         import collections
@@ -71,8 +71,10 @@ class Guard:
                 (collections, "namedtuple"),
             )
         )
+        self.module_exec = getattr(getattr(bootstrap, "_call_with_frames_removed", None), "__code__", None)
         sys.addaudithook(self._hook)
         sys.meta_path.insert(0, _Finder(self))
+        _GUARDS.append(self)
 
     def arm(self, code: object) -> None:
         """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints."""
@@ -108,10 +110,25 @@ class Guard:
             self._taint()
 
     def _importing(self) -> bool:
+        """Whether the code that called the audited function is an import's (a module of the judge's own path,
+        run as it is imported: what it makes of code there, pytest's plugins' and attrs' classes among it, is the
+        library's), or one of the standard library's makers of code from the tests' own definitions."""
         caller = sys._getframe(2)  # the hook's own, then the code that called the audited function
-        return caller is not None and caller.f_code in self.importing
+        if caller.f_code in self.importing:
+            return True
+        frame = caller.f_back
+        while frame is not None:
+            if frame.f_code is self.module_exec:
+                return True
+            frame = frame.f_back
+        return False
+
+    def begin_run(self) -> None:
+        """A run of the judge begins: whether code of the program's ran is asked of this run alone."""
+        self.tainted_run = False
 
     def _taint(self) -> None:
+        self.tainted_run = True
         if self.taint_fd >= 0:
             try:
                 os.write(self.taint_fd, b"t")
@@ -137,3 +154,11 @@ class _Finder:
         if self.guard.refused(real) or not real.startswith(self.guard.trusted):
             raise ImportError(f"{name} is found at {origin}, off the checker's own path: a program may write there")
         return None  # where the machinery finds it too
+
+
+_GUARDS: list[Guard] = []  # this process's guard, where it has one
+
+
+def ran_foreign_code() -> bool:
+    """Whether code that is not the tests' ran in this run of the judge (see :class:`Guard`)."""
+    return any(guard.tainted_run for guard in _GUARDS)

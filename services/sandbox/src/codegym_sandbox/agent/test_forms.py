@@ -15,14 +15,14 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
-from . import program_names, pytest_marks
+from . import call_test, import_path, program_names, pytest_marks
 from .fixture_requests import Builtin, Fixtures, innermost, requested
 from .plain_data import Handle
 from .program_errors import program_traceback
 
-_TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
+_TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (read_tests)
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
 # not import: every program is forked from it).
 _NOT_RUNNABLE = 0x20 | 0x80 | 0x200
@@ -59,6 +59,29 @@ def recorder(scope: dict[str, object]) -> set[str]:
     return ran
 
 
+class Asserts(NamedTuple):
+    """Assert tests, compiled, with the names the task declares the program's (its entry point): asked of the
+    program even where a builtin has that name (``def sorted``), as Python's own scope would take them."""
+
+    code: types.CodeType
+    declared: frozenset[str]
+
+
+Tests = Asserts | call_test.Call
+
+
+def read_tests(text: str) -> Tests:
+    """The tests a run's stdin holds after the program: a call test, or assert tests (compiled), the task's
+    declared names first where it has any (``program_names.DECLARED``, a line of its own)."""
+    if text.startswith(call_test.MARK):
+        return call_test.parse(text)
+    declared = frozenset[str]()
+    if text.startswith(program_names.DECLARED):
+        names, _, text = text[len(program_names.DECLARED) :].partition("\n")
+        declared = frozenset(names.split())
+    return Asserts(compiled(text), declared)
+
+
 def _top_level_functions(body: list[Any]) -> Iterator[Any]:
     """The functions named as runners collect them that ``body`` defines, in its blocks too (``if``, ``try``,
     ``with``, loops), never in a function or a class."""
@@ -86,29 +109,41 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
         sys.argv = argv
 
 
-def ended_well(exc: SystemExit) -> bool:
+def ended_well(exc: SystemExit, code: types.CodeType | None = None) -> bool:
     """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed: as Python's exit
     status would, 0 only for ``None`` or an int 0 (``sys.exit(0.0)`` prints and exits 1); and only one the tests'
     code raised, never one of code run from a string (``eval`` of what the program returned: ``exit()``, a pickle
     of the program's) or from a file the program could write (see :func:`foreign`)."""
-    if foreign(exc):
+    if foreign(exc, code) or import_path.ran_foreign_code():
         return False
     return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
 
 
-def foreign(exc: BaseException) -> bool:
+def foreign(exc: BaseException, code: types.CodeType | None = None) -> bool:
     """Whether code that is not the tests' own, nor a library's, raised ``exc`` or passed it on: code compiled from a
-    string (``<string>``), or from a file under the run's directory, which the program can write."""
-    here = os.getcwd() + os.sep
+    string (``<string>``, or named as the tests are, but not theirs: ``code``'s), or from a file under the run's
+    directory, which the program can write."""
+    here, theirs = os.getcwd() + os.sep, _codes(code)
     tb = exc.__traceback__
     while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if name.startswith("<") and name != _TESTS_FILE and not name.startswith("<frozen "):
+        frame_code = tb.tb_frame.f_code
+        name = frame_code.co_filename
+        if name.startswith("<") and not (name == _TESTS_FILE and (code is None or frame_code in theirs)):
             return True
         if name.startswith(here):
             return True
         tb = tb.tb_next
     return False
+
+
+def _codes(code: types.CodeType | None) -> set[types.CodeType]:
+    found: set[types.CodeType] = set()
+    todo = [code] if code is not None else []
+    while todo:
+        item = todo.pop()
+        found.add(item)
+        todo.extend(c for c in item.co_consts if isinstance(c, types.CodeType) and c not in found)
+    return found
 
 
 def outcome_of(exc: BaseException) -> str:
@@ -122,7 +157,16 @@ def outcome_of(exc: BaseException) -> str:
     return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
 
 
-def run_collected(
+def run_collected(code: types.CodeType, *args: Any) -> None:
+    """:func:`collect_and_run`, where an exit is no end of the tests: nothing it runs (a test, a fixture's setup or
+    teardown, a class's hook) ends them as passed, as pytest fails an exit there."""
+    try:
+        collect_and_run(code, *args)
+    except SystemExit as exc:
+        raise RuntimeError(f"the tests' collected tests exited ({exc.code!r}): no exit there is a pass") from None
+
+
+def collect_and_run(
     code: types.CodeType,
     scope: dict[str, object],
     declared: frozenset[str],

@@ -98,9 +98,25 @@ def test_no_operator_of_the_programs_decides_with_the_tests_values(hostile: Test
         "        return True\n\n    def __add__(self, other):\n        return self\n\n"
         "def area(r):\n    return Anything()\n\ndef add(a, b):\n    return Anything()\n"
     )
-    for tests in (
-        "assert abs(area(1) - 3.14159) < 1e-4\n",
-        "assert area(1) < 4 and not area(1) < 3\n",
-        "import pytest\n\ndef test_a():\n    with pytest.raises(TypeError):\n        add(1, 2) + 'abc'\n",
-    ):
+    for tests in ("assert abs(area(1) - 3.14159) < 1e-4\n", "assert area(1) < 4 and not area(1) < 3\n"):
         assert _verdicts(hostile, tests, [rigged]) == ["RE"], tests
+    # Arithmetic with the tests' value is the program's own (it raises TypeError or not, as in one process).
+    raises = "import pytest\n\ndef test_a():\n    with pytest.raises(TypeError):\n        add(1, 2) + 'abc'\n"
+    assert _verdicts(hostile, raises, [rigged]) == ["WA"]
+
+
+def test_the_programs_arithmetic_and_numbers_are_its_own(hostile: TestClient) -> None:
+    """``V(2) * 3``, ``sum`` of its objects, ``math.isclose`` of one with ``__float__``, ``round``, ``int``."""
+    program = (
+        "class V:\n    def __init__(self, x):\n        self.x = x\n\n    def __mul__(self, k):\n"
+        "        return V(self.x * k)\n\n    def __add__(self, o):\n"
+        "        return V(self.x + (o.x if isinstance(o, V) else o))\n\n"
+        "    __radd__ = __add__\n\n    def __float__(self):\n        return float(self.x)\n\n    def __int__(self):\n"
+        "        return int(self.x)\n\n    def __round__(self, n=None):\n        return round(self.x, n)\n"
+    )
+    tests = (
+        "import math\nfrom solution import V\n\ndef test_a():\n    assert (V(2) * 3).x == 6\n"
+        "    assert sum([V(1), V(2)]).x == 3\n"
+        "    assert math.isclose(V(2), 2.0) and round(V(2.26), 1) == 2.3 and int(V(7)) == 7\n"
+    )
+    assert _verdicts(hostile, tests, [program, program.replace("self.x * k", "self.x * k + 1")]) == ["AC", "WA"]

@@ -120,26 +120,44 @@ _OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own a
 
 
 class Crossing(BaseException):
-    """An operator between an object of the program's and a value of the tests' (``result - expected``,
-    ``money < 3``): never the program's to decide, which would see the tests' value and answer what passes them.
-    Not an ``Exception``: no ``pytest.raises(TypeError)`` of the tests' is met by it, whatever the program does."""
+    """A comparison between an object of the program's and a value of the tests' (``money < 3``,
+    ``abs(result - expected) < 1e-6``): never the program's to decide, which would answer what passes them. Not an
+    ``Exception``: no ``except Exception`` of the tests' meets it, whatever the program does."""
 
 
 def _operator(op: str) -> Callable[..., Any]:
     def method(self: Handle, *other: Any) -> Any:
-        if other and not isinstance(other[0], Handle):
-            raise Crossing(f"{op}: an object of the program's ({self._text}) with a value of the tests'")
+        if op in _COMPARISONS and other and not isinstance(other[0], Handle):
+            raise Crossing(f"{op}: an object of the program's ({self._text}) compared with a value of the tests'")
         return self._ask(op, *other)
 
     method.__name__ = f"__{op}__"
     return method
 
 
-# Operators between objects of the program's (``V(1) + V(2)``, ``sorted`` of its objects), done by the program.
+def _conversion(op: str, kinds: tuple[type, ...]) -> Callable[..., Any]:
+    def method(self: Handle) -> Any:
+        value = self._ask(op)
+        if type(value) not in kinds:  # plain data, exactly: the program's own number for its object
+            raise TypeError(f"{op}() of {self._text} is not a {kinds[0].__name__}")
+        return value
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+# The program's operators on its objects, done in its process: between two of them (``V(1) + V(2)``, ``sorted``),
+# and arithmetic with a value of the tests' (``V(2) * 3``, ``sum``, ``Money(5) + 'abc'`` that raises TypeError): what
+# comes back is the program's object or number, which the tests compare themselves. Comparisons with a value of the
+# tests' never (a Crossing), nor equality (a handle equals no plain data).
 _BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")
-OPERATORS = (*_BINARY, *(f"r{op}" for op in _BINARY), "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert")
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
+OPERATORS = (*_BINARY, *(f"r{op}" for op in _BINARY), *sorted(_COMPARISONS), "neg", "pos", "abs", "invert", "round")
+NUMBERS = {"float": (float,), "int": (int,), "index": (int,), "complex": (complex,)}
 for _op in OPERATORS:
     setattr(Handle, f"__{_op}__", _operator(_op))
+for _op, _kinds in NUMBERS.items():
+    setattr(Handle, f"__{_op}__", _conversion(_op, _kinds))
 
 
 def encode(value: Any, refs: list[Any] | None) -> Any:

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from . import program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .patched_builtins import Stubs, forwarding
-from .plain_data import OPERATORS, Channel, decode, encode
+from .plain_data import NUMBERS, OPERATORS, Channel, decode, encode
 from .program_errors import LINEAGE
 
 MODULE = "solution"  # the program's module name
@@ -182,7 +182,12 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         del value[args[0]]
     if op in ("setattr", "delattr", "setitem", "delitem"):
         return None
-    if op in OPERATORS:  # between objects of the program's alone (``plain_data.Handle``)
+    if op == "round":
+        return round(value, *args[:1])
+    if op in NUMBERS:
+        convert: Any = {"float": float, "int": int, "index": operator.index, "complex": complex}[op]
+        return convert(value)
+    if op in OPERATORS:  # the program's operators on its object (``plain_data.Handle``)
         name = op[1:] if op.startswith("r") and op[1:] in OPERATORS else op
         operands = (args[0], value) if name != op else (value, *args[:1])
         return getattr(operator, "and_" if name == "and" else "or_" if name == "or" else name)(*operands)

@@ -84,6 +84,11 @@ FORMS = {
     "@pytest.fixture(scope='module')\ndef data_dir(tmp_path_factory):\n    d = tmp_path_factory.mktemp('data')\n"
     "    (d / 'n.txt').write_text('3')\n    return d\n\n"
     "def test_b(data_dir):\n    assert add(int((data_dir / 'n.txt').read_text()), 1) == 4\n",
+    # pytest's module and function hooks.
+    "setup-module-and-function": "state = {}\n\ndef setup_module(module):\n    state['base'] = 1\n\n"
+    "def setup_function(function):\n    state['n'] = state.get('n', 0) + 1\n\ndef teardown_function():\n"
+    "    state['down'] = True\n\ndef test_a():\n    assert add(state['base'], 2) == 3 and state['n'] == 1\n\n"
+    "def test_b():\n    assert state['n'] == 2 and state['down']\n",
     # Tests wrapped by what is no function: lru_cache's wrapper, a class's instance.
     "wrapped-lru-cache": "import functools\n\n@functools.lru_cache(maxsize=None)\ndef test_a():\n"
     "    assert add(1, 2) == 3\n",

@@ -159,10 +159,10 @@ class ExceptionClasses:
         in one process (``pytest.warns``), each of its category's class (a category that is no warning: none)."""
         for warning in issued[:64]:
             category = self.of(warning["lineage"], nearest_builtin(warning["lineage"]))
+            # A file name in brackets: what the warning shows is no line the checker reads (``/proc/self/status``).
+            where = warning["filename"] if warning["filename"].startswith("<") else f"<{warning['filename']}>"
             if issubclass(category, Warning):
-                warnings.warn_explicit(
-                    warning["message"], category, warning["filename"], warning["lineno"], "solution", self.warned
-                )
+                warnings.warn_explicit(warning["message"], category, where, warning["lineno"], "solution", self.warned)
 
     def of(self, lineage: list[list[str]], builtin: type[BaseException]) -> type[BaseException]:
         """The class for the type whose lineage is ``lineage`` and whose nearest builtin type is ``builtin``: one

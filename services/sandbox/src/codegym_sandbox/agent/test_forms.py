@@ -200,16 +200,31 @@ def collect_and_run(
             check(scope[entry])
     unittest = sys.modules.get("unittest")
     fixtures = Fixtures.of(scope, builtin)
+    module = sys.modules.get("__main__")
+    collected = [
+        (name, value)
+        for name, value in list(scope.items())
+        if name.startswith(("test", "Test"))
+        and (
+            (_collected(name, value) and not _ran_by_the_code(name, value, named, ran))
+            or (isinstance(value, type) and _pytest_class(value, unittest) and name not in named)
+        )
+    ]
     try:
-        for name, value in list(scope.items()):
-            if not name.startswith(("test", "Test")):
-                continue
-            if _collected(name, value):
-                if not _ran_by_the_code(name, value, named, ran):
-                    _run(value, pytest_marks.marks_of(scope.get("pytestmark")), fixtures)
-            elif isinstance(value, type) and _pytest_class(value, unittest) and name not in named:
+        if collected:
+            _hook(scope, "setup_module", module)  # pytest's module hooks, around what it collects
+        for _, value in collected:
+            if isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
                     _run_class(value, pytest_marks.marks_of(scope.get("pytestmark")), of_class)
+                continue
+            _hook(scope, "setup_function", value)
+            try:
+                _run(value, pytest_marks.marks_of(scope.get("pytestmark")), fixtures)
+            finally:
+                _hook(scope, "teardown_function", value)
+        if collected:
+            _hook(scope, "teardown_module", module)
     finally:
         fixtures.close()
     if unittest is None or exited:
@@ -227,6 +242,14 @@ def collect_and_run(
         raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
     if not result.wasSuccessful():  # a failure, or an expected failure that passed
         raise AssertionError("the tests' cases failed")
+
+
+def _hook(scope: dict[str, Any], name: str, subject: object) -> None:
+    """The tests' own ``setup_module``/``setup_function`` (and teardowns), if they define one: given its subject
+    where it takes one, as pytest gives it."""
+    hook = scope.get(name)
+    if _theirs(hook):
+        hook(subject) if hook.__code__.co_argcount else hook()
 
 
 def _ran_by_the_code(name: str, test: Any, named: set[str], ran: set[str]) -> bool:

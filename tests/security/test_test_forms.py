@@ -667,3 +667,19 @@ def test_no_module_the_program_wrote_is_imported_by_the_checker(hostile: TestCli
         "    assert abs(area(1) - shapes.area(1)) < 1e-6\n"
     )
     assert _verdicts(hostile, tests, [program]) == ["RE"]
+
+
+def test_a_warning_of_the_programs_shows_no_line_of_a_file_it_names(hostile: TestClient) -> None:
+    program = (
+        "import warnings\n\ndef f():\n    warnings.warn_explicit('look', UserWarning, '/proc/self/status', 1)\n"
+        "    return 1\n"
+    )
+    body: dict[str, Any] = {
+        "language": "python",
+        "programs": [program],
+        "tests": [{"assert_code": "assert f() == 1\n"}],
+    }
+    r = hostile.post("/v1/evaluate", json={**body, "cache": False})
+    (result,) = r.json()["results"]
+    assert result["verdict"] == "AC" and "look" in result["tests"][0]["stderr"], result
+    assert "Name:" not in result["tests"][0]["stderr"], result  # the checker's own /proc/self/status

@@ -617,13 +617,25 @@ CODE_OF_THE_PROGRAMS += [
         "        if args != ('Hello',):\n            pytest.fail('wrong output')\n\n"
         "    monkeypatch.setattr('builtins.print', fake)\n    main()\n",
     ),  # the tests' pytest.fail() in their patch, which the program's except Exception would swallow
+    (
+        "def expr(a, b):\n    return \"__import__('os')._exit(0)\"\n",
+        "def test_a():\n    assert eval(expr(2, 3)) == 5\n",
+    ),  # the checker's process ends with status 0: the series' judge, then the run alone
+    (
+        "import os, pickle\n\nclass _E:\n    def __reduce__(self):\n        return (os._exit, (0,))\n\n"
+        "def serialize(obj):\n    return pickle.dumps(_E())\n",
+        UNPICKLE_AT_TOP,
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     ("program", "tests"),
     CODE_OF_THE_PROGRAMS,
-    ids=["eval", "exec", "pickle", "module-file", "c-exit", "forged-name", "teardown", "class-hook", "fail-in-patch"],
+    ids=[
+        *("eval", "exec", "pickle", "module-file", "c-exit", "forged-name", "teardown", "class-hook", "fail-in-patch"),
+        *("os-exit-eval", "os-exit-pickle"),
+    ],
 )
 def test_the_programs_code_the_tests_run_ends_nothing_and_passes_nothing(
     hostile: TestClient, program: str, tests: str

@@ -65,7 +65,7 @@ from . import (
     shared_state,
     test_forms,
 )
-from .assert_outcome import outcome_status
+from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
 from .plain_data import Channel, Handle, decode, encode, update_in_place
@@ -371,8 +371,25 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(sys.argv[0]))  # the program writes there: nothing of it runs here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
     import_path.Guard(os.getcwd())
-    checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
-    outcome = check_read(checker, lambda: read_tests(read_text(0)))
+    # The tests run in a child that says its outcome: an exit of it (the program's code they ran) is an error.
+    said, say = os.pipe2(os.O_NONBLOCK)
+    judge = os.fork()
+    if judge == 0:
+        os.close(said)
+        checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
+        outcome = check_read(checker, lambda: read_tests(read_text(0)))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(say, outcome.encode())
+        os._exit(0)
+    for fd in (say, checker_reads, checker_writes):
+        os.close(fd)
+    os.waitpid(judge, 0)
+    try:
+        outcome = os.read(said, 64).decode("ascii", "replace")
+    except BlockingIOError:
+        outcome = "error"
+    outcome = outcome if outcome in OUTCOMES else "error"
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)
     sys.stdout.flush()

@@ -20,7 +20,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .fixture_requests import Builtin
 
@@ -125,21 +125,27 @@ def _tmp_path_factory() -> Iterator[TempPathFactory]:
     yield TempPathFactory()
 
 
+def _pytests(module: str, name: str) -> Any:
+    """pytest's own ``module.name``, imported by name (the agent imports nothing but the standard library, and this
+    only where the tests ask for one of pytest's fixtures): the tests' error where the runtime has no pytest."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise TypeError(f"{module}.{name} is pytest's, and this runtime's pytest has none") from None
+
+
 @contextlib.contextmanager
 def _tmpdir() -> Iterator[object]:
-    from _pytest._py.path import LocalPath  # pytest's own, where the tests use its fixtures
-
+    local_path = _pytests("_pytest._py.path", "LocalPath")
     with _tmp_path() as path:
-        yield LocalPath(str(path))  # type: ignore[no-untyped-call]
+        yield local_path(str(path))
 
 
 @contextlib.contextmanager
 def _monkeypatch() -> Iterator[object]:
-    try:
-        from _pytest.monkeypatch import MonkeyPatch
-    except ImportError:
-        raise TypeError("fixture 'monkeypatch' is pytest's, and this runtime has no pytest") from None
-    patch = MonkeyPatch()
+    patch = _pytests("_pytest.monkeypatch", "MonkeyPatch")()
     try:
         yield patch
     finally:

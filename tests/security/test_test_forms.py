@@ -695,3 +695,31 @@ def test_a_warning_of_the_programs_shows_no_line_of_a_file_it_names(hostile: Tes
     (result,) = r.json()["results"]
     assert result["verdict"] == "AC" and "look" in result["tests"][0]["stderr"], result
     assert "Name:" not in result["tests"][0]["stderr"], result  # the checker's own /proc/self/status
+
+
+# logging.config.dictConfig of the program's dict calls what the dict names by dotted path: no code of a string, no
+# pickle. A later run of the same tests must not be judged where that changed the checker's own modules, and an
+# exit it calls is no end of the tests.
+LOGGING_TESTS = (
+    "import logging\nimport logging.config\nfrom solution import get_config\n\ndef test_config():\n"
+    "    logging.config.dictConfig(get_config())\n    assert logging.getLogger('app').level == logging.DEBUG\n"
+)
+REBINDING_CONFIG = (
+    "def get_config():\n    return {'version': 1, 'disable_existing_loggers': False, 'formatters': {'f': {'()': "
+    "'codegym_sandbox.agent.test_forms.__dict__.update', '_run': 'ext://builtins.print'}},\n"
+    "            'loggers': {'app': {'level': 'DEBUG'}}}\n"
+)
+
+
+def test_a_judge_whose_own_modules_changed_judges_no_later_run(hostile: TestClient) -> None:
+    wrong = "def get_config():\n    return {}\n"
+    assert _verdicts(hostile, LOGGING_TESTS, [REBINDING_CONFIG, wrong, wrong + "# again\n"])[1:] == ["RE", "RE"]
+
+
+def test_an_exit_a_library_of_the_tests_calls_is_no_end_of_them(hostile: TestClient) -> None:
+    tests = (
+        "import logging\nimport logging.config\nfrom solution import get_config\n"
+        "logging.config.dictConfig(get_config())\nassert logging.getLogger('app').level == logging.DEBUG\n"
+    )
+    exiting = "def get_config():\n    return {'version': 1, 'formatters': {'f': {'()': 'sys.exit'}}}\n"
+    assert _verdicts(hostile, tests, [exiting]) != ["AC"]

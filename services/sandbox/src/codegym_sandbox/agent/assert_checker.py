@@ -265,7 +265,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
         if grown > _TRIM_KB:
             _give_back()
             grown = _own_kb() - start_kb
-        ends = checker.imported or grown > RETIRE_KB or _left_running()
+        ends = checker.imported or grown > RETIRE_KB or _left_running() or not guard.intact()
         try:
             sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'} {max(grown, 0)}".encode())
         except OSError:

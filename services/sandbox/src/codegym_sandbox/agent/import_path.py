@@ -53,6 +53,7 @@ class Guard:
     def __init__(self, place: str, taint_fd: int = -1) -> None:
         self.root = os.path.realpath(place) + os.sep
         self.taint_fd, self.armed, self.codes, self.tainted_run = taint_fd, False, frozenset[object](), False
+        self.baseline: dict[str, dict[str, int]] = {}
         trusted = [os.path.realpath(e) + os.sep for e in sys.path if e and os.path.isdir(e)]
         self.trusted = tuple(t for t in trusted if not t.startswith(self.root))
         import collections
@@ -77,7 +78,9 @@ class Guard:
         _GUARDS.append(self)
 
     def arm(self, code: object) -> None:
-        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints."""
+        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints; and so
+        does a change of what the judge's own modules hold (:meth:`intact`)."""
+        self.baseline = _watched()
         found: set[object] = set()
         todo = [code]
         while todo:
@@ -105,9 +108,13 @@ class Guard:
                     f"{args[1]!r} is in the run's directory, which the program writes: none of it runs here"
                 )
         elif self.armed and (
-            (event in ("marshal.loads", "marshal.load") and not self._importing()) or event == "pickle.find_class"
+            (
+                event in ("marshal.loads", "marshal.load", "object.__setattr__", "object.__delattr__")
+                and not self._importing()
+            )
+            or event == "pickle.find_class"
         ):
-            self._taint()
+            self._taint()  # a class's attribute rebound too (``object.__setattr__`` on a type): nothing an import did
 
     def _importing(self) -> bool:
         """Whether the code that called the audited function is an import's (a module of the judge's own path,
@@ -122,6 +129,18 @@ class Guard:
                 return True
             frame = frame.f_back
         return False
+
+    def intact(self) -> bool:
+        """Whether every name the judge's own modules (and those it judges by: builtins, sys, json, unittest,
+        pytest's) bound when it was armed is bound to the same object: no call of the tests' on the program's data
+        (``logging.config.dictConfig`` resolves dotted names and calls them) rebound one. A module the run imported
+        adds names, and changes nothing."""
+        now = _watched()
+        for module, names in self.baseline.items():
+            held = now.get(module)
+            if held is None or any(held.get(name) != value for name, value in names.items()):
+                return False
+        return True
 
     def begin_run(self) -> None:
         """A run of the judge begins: whether code of the program's ran is asked of this run alone."""
@@ -162,3 +181,20 @@ _GUARDS: list[Guard] = []  # this process's guard, where it has one
 def ran_foreign_code() -> bool:
     """Whether code that is not the tests' ran in this run of the judge (see :class:`Guard`)."""
     return any(guard.tainted_run for guard in _GUARDS)
+
+
+# The modules whose names a judge's verdict depends on: its own, and those its code calls by module name.
+_WATCHED: tuple[str, ...] = (
+    *("codegym_sandbox", "builtins", "sys", "os", "posix", "socket", "json", "unittest", "_pytest", "pytest"),
+    *("functools", "contextlib", "types", "traceback", "warnings", "operator", "marshal", "importlib", "io"),
+)
+
+
+def _watched() -> dict[str, dict[str, int]]:
+    """What each watched module binds, by name, as the objects' ids."""
+    found: dict[str, dict[str, int]] = {}
+    for name, module in list(sys.modules.items()):
+        names = getattr(module, "__dict__", None) if name.startswith(_WATCHED) else None
+        if isinstance(names, dict):
+            found[name] = {key: id(value) for key, value in list(names.items()) if isinstance(key, str)}
+    return found

@@ -124,6 +124,7 @@ def foreign(exc: BaseException, code: types.CodeType | None = None) -> bool:
     string (``<string>``, or named as the tests are, but not theirs: ``code``'s), or from a file under the run's
     directory, which the program can write."""
     here, theirs = os.getcwd() + os.sep, _codes(code)
+    runner = getattr(sys.modules.get("unittest.main"), "__file__", None)  # unittest.main() ends with its exit
     tb = exc.__traceback__
     while tb is not None:
         frame_code = tb.tb_frame.f_code
@@ -132,6 +133,8 @@ def foreign(exc: BaseException, code: types.CodeType | None = None) -> bool:
             return True
         if name.startswith(here):
             return True
+        if code is not None and not name.startswith(("<", _AGENT)) and name != runner:
+            return True  # a library the tests called exited (``logging.config`` calling what the program named)
         tb = tb.tb_next
     return False
 

@@ -98,8 +98,19 @@ def test_no_operator_of_the_programs_decides_with_the_tests_values(hostile: Test
         "        return True\n\n    def __add__(self, other):\n        return self\n\n"
         "def area(r):\n    return Anything()\n\ndef add(a, b):\n    return Anything()\n"
     )
-    for tests in ("assert abs(area(1) - 3.14159) < 1e-4\n", "assert area(1) < 4 and not area(1) < 3\n"):
-        assert _verdicts(hostile, tests, [rigged]) == ["RE"], tests
+    zero = (  # a difference that answers 0: the program would see the expected value and decide the check
+        "class Zero:\n    def __sub__(self, other):\n        return 0\n\n    __rsub__ = __sub__\n\n"
+        "    def __truediv__(self, other):\n        return 1.0\n\ndef area(r):\n    return Zero()\n"
+    )
+    for tests in (
+        "assert abs(area(1) - 3.14159) < 1e-4\n",
+        "assert area(1) < 4 and not area(1) < 3\n",
+        "assert abs(3.14159 - area(1)) < 1e-6\n",
+        "import math\nassert math.isclose(area(1) / 3.14159, 1.0)\n",
+        "import unittest\nunittest.TestCase().assertAlmostEqual(area(1), 3.14159)\n",
+    ):
+        for program in (rigged, zero):
+            assert _verdicts(hostile, tests, [program]) == ["RE"], (tests, program)
     # Arithmetic with the tests' value is the program's own (it raises TypeError or not, as in one process).
     raises = "import pytest\n\ndef test_a():\n    with pytest.raises(TypeError):\n        add(1, 2) + 'abc'\n"
     assert _verdicts(hostile, raises, [rigged]) == ["WA"]

@@ -120,15 +120,15 @@ _OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own a
 
 
 class Crossing(BaseException):
-    """A comparison between an object of the program's and a value of the tests' (``money < 3``,
-    ``abs(result - expected) < 1e-6``): never the program's to decide, which would answer what passes them. Not an
+    """An operator between an object of the program's and a value of the tests' but a sum or a product (``money <
+    3``, ``result - expected``): never the program's to decide, which would answer what passes them. Not an
     ``Exception``: no ``except Exception`` of the tests' meets it, whatever the program does."""
 
 
 def _operator(op: str) -> Callable[..., Any]:
     def method(self: Handle, *other: Any) -> Any:
-        if op in _COMPARISONS and other and not isinstance(other[0], Handle):
-            raise Crossing(f"{op}: an object of the program's ({self._text}) compared with a value of the tests'")
+        if op not in _WITH_THE_TESTS and other and not isinstance(other[0], Handle):
+            raise Crossing(f"{op}: an object of the program's ({self._text}) with a value of the tests'")
         return self._ask(op, *other)
 
     method.__name__ = f"__{op}__"
@@ -147,11 +147,13 @@ def _conversion(op: str, kinds: tuple[type, ...]) -> Callable[..., Any]:
 
 
 # The program's operators on its objects, done in its process: between two of them (``V(1) + V(2)``, ``sorted``),
-# and arithmetic with a value of the tests' (``V(2) * 3``, ``sum``, ``Money(5) + 'abc'`` that raises TypeError): what
-# comes back is the program's object or number, which the tests compare themselves. Comparisons with a value of the
-# tests' never (a Crossing), nor equality (a handle equals no plain data).
+# and sums and products with a value of the tests' (``V(2) * 3``, ``sum``, ``Money(5) + 'abc'`` that raises
+# TypeError). Never a difference, a quotient or a comparison with one (a Crossing): ``abs(result - expected) < tol``,
+# ``assertAlmostEqual``, ``np.isclose`` would show the program the expected value, and take its answer (a 0).
+# A handle equals no plain data.
 _BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
+_WITH_THE_TESTS = frozenset({"add", "radd", "mul", "rmul", "round"})  # round: its digits
 OPERATORS = (*_BINARY, *(f"r{op}" for op in _BINARY), *sorted(_COMPARISONS), "neg", "pos", "abs", "invert", "round")
 NUMBERS = {"float": (float,), "int": (int,), "index": (int,), "complex": (complex,)}
 for _op in OPERATORS:

@@ -723,3 +723,32 @@ def test_an_exit_a_library_of_the_tests_calls_is_no_end_of_them(hostile: TestCli
     )
     exiting = "def get_config():\n    return {'version': 1, 'formatters': {'f': {'()': 'sys.exit'}}}\n"
     assert _verdicts(hostile, tests, [exiting]) != ["AC"]
+
+
+def test_what_a_run_of_the_tests_set_in_the_checker_is_gone_for_the_next(hostile: TestClient) -> None:
+    """The environment the tests set from a program's values (``os.environ.setdefault``) is the next run's no more
+    than in a new pytest process: a later wrong program met the right one's values (round 12's R6)."""
+    tests = (
+        "import os\nfrom solution import default_env\n\ndef test_env():\n"
+        "    for key, value in default_env().items():\n        os.environ.setdefault(key, value)\n"
+        "    assert os.environ['APP_MODE'] == 'production'\n"
+    )
+    right = "def default_env():\n    return {'APP_MODE': 'production'}\n"
+    wrong = "def default_env():\n    return {'APP_MODE': 'debug'}\n"
+    assert _verdicts(hostile, tests, [right, wrong, right + "# again\n"]) == ["AC", "WA", "AC"]
+
+
+def test_a_run_alone_judges_by_the_same_rules(hostile: TestClient) -> None:
+    """The program's code kills the series' checker, and its run goes again alone, where the guard must be armed
+    too: a pickle's sys.exit is no pass there either (round 12's R5)."""
+    guards = "s.modules['codegym_sandbox.agent.import_path']._GUARDS[0].armed"
+    expr = f"(lambda s: s.exit if not {guards} else (lambda c: __import__('os').kill(__import__('os').getppid(), 9)))"
+    program = (
+        f"import pickle\nEXPR = \"{expr}(__import__('sys'))\"\n\n"
+        "class _F:\n    def __call__(self, *a):\n        pass\n\n"
+        "    def __reduce__(self):\n        return (eval, (EXPR,))\n\n"
+        "class _E:\n    def __reduce__(self):\n        return (_F(), (0,))\n\n"
+        "def serialize(obj):\n    return pickle.dumps(_E())\n"
+    )
+    tests = UNPICKLE_AT_TOP.replace("[1]) == [1]", "{'a': [1, 2]}) == {'a': [1, 2]}")
+    assert _verdicts(hostile, tests, [program]) != ["AC"]

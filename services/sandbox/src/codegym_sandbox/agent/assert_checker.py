@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import warnings
 from typing import NoReturn
 
 from . import call_test, checker_wire, import_path
@@ -212,6 +213,8 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     guard = import_path.Guard(cwd, taint_fd)  # nothing the programs of its runs write runs here
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
     saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
+    # What else of the process a run's tests may set (from the program's values too) and a later run would find.
+    environ, filters, path = dict(os.environ), list(warnings.filters), list(sys.path)
     start_kb = _own_kb()
     null = os.open(os.devnull, os.O_RDWR)
     while True:
@@ -236,8 +239,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
             tests = read_tests(text)
             if not isinstance(tests, call_test.Call):
                 compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
-            guard.arm(getattr(tests, "code", None))  # from here on, code that is not the tests' taints
-            return tests
+            return guard.armed_for(tests)  # from here on, code that is not the tests' taints
 
         try:
             outcome = check_read(checker, read)
@@ -250,6 +252,11 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
                 pass
         sys.stdin, sys.stdout, sys.stderr = saved[:3]
         sys.setrecursionlimit(saved[3])
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        warnings.filters[:] = filters  # type: ignore[index]  # a list, which typeshed calls a Sequence
+        sys.path[:] = path
         os.dup2(null, 1)  # the run's output ends with its processes: nothing of it stays open here
         os.dup2(null, 2)
         os.chdir("/")  # nor its scratch directory

@@ -370,14 +370,14 @@ def main() -> None:
     os.close(program_writes)
     here = os.path.dirname(os.path.abspath(sys.argv[0]))  # the program writes there: nothing of it runs here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", here, os.getcwd())]
-    import_path.Guard(os.getcwd())
+    guard = import_path.Guard(os.getcwd())
     # The tests run in a child that says its outcome: an exit of it (the program's code they ran) is an error.
     said, say = os.pipe2(os.O_NONBLOCK)
     judge = os.fork()
     if judge == 0:
         os.close(said)
         checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
-        outcome = check_read(checker, lambda: read_tests(read_text(0)))
+        outcome = check_read(checker, lambda: guard.armed_for(read_tests(read_text(0))))
         sys.stdout.flush()
         sys.stderr.flush()
         os.write(say, outcome.encode())

@@ -14,6 +14,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def _writable(entry: str) -> bool:
@@ -129,6 +132,11 @@ class Guard:
                 return True
             frame = frame.f_back
         return False
+
+    def armed_for(self, tests: T) -> T:
+        """``tests`` (read and compiled), with this guard armed for their code."""
+        self.arm(getattr(tests, "code", None))
+        return tests
 
     def intact(self) -> bool:
         """Whether every name the judge's own modules (and those it judges by: builtins, sys, json, unittest,

@@ -17,10 +17,11 @@ import os
 import struct
 import types
 from collections import Counter, OrderedDict
-from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
+
+from . import handle_operators
 
 # --- plain data on the wire ---------------------------------------------------------------------------
 # JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
@@ -119,47 +120,7 @@ class Handle:
 _OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own attributes; any other is the object's
 
 
-class Crossing(BaseException):
-    """An operator between an object of the program's and a value of the tests' but a sum or a product (``money <
-    3``, ``result - expected``): never the program's to decide, which would answer what passes them. Not an
-    ``Exception``: no ``except Exception`` of the tests' meets it, whatever the program does."""
-
-
-def _operator(op: str) -> Callable[..., Any]:
-    def method(self: Handle, *other: Any) -> Any:
-        if op not in _WITH_THE_TESTS and other and not isinstance(other[0], Handle):
-            raise Crossing(f"{op}: an object of the program's ({self._text}) with a value of the tests'")
-        return self._ask(op, *other)
-
-    method.__name__ = f"__{op}__"
-    return method
-
-
-def _conversion(op: str, kinds: tuple[type, ...]) -> Callable[..., Any]:
-    def method(self: Handle) -> Any:
-        value = self._ask(op)
-        if type(value) not in kinds:  # plain data, exactly: the program's own number for its object
-            raise TypeError(f"{op}() of {self._text} is not a {kinds[0].__name__}")
-        return value
-
-    method.__name__ = f"__{op}__"
-    return method
-
-
-# The program's operators on its objects, done in its process: between two of them (``V(1) + V(2)``, ``sorted``),
-# and sums and products with a value of the tests' (``V(2) * 3``, ``sum``, ``Money(5) + 'abc'`` that raises
-# TypeError). Never a difference, a quotient or a comparison with one (a Crossing): ``abs(result - expected) < tol``,
-# ``assertAlmostEqual``, ``np.isclose`` would show the program the expected value, and take its answer (a 0).
-# A handle equals no plain data.
-_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")
-_COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
-_WITH_THE_TESTS = frozenset({"add", "radd", "mul", "rmul", "round"})  # round: its digits
-OPERATORS = (*_BINARY, *(f"r{op}" for op in _BINARY), *sorted(_COMPARISONS), "neg", "pos", "abs", "invert", "round")
-NUMBERS = {"float": (float,), "int": (int,), "index": (int,), "complex": (complex,)}
-for _op in OPERATORS:
-    setattr(Handle, f"__{_op}__", _operator(_op))
-for _op, _kinds in NUMBERS.items():
-    setattr(Handle, f"__{_op}__", _conversion(_op, _kinds))
+handle_operators.install(Handle)  # its operators: the program's, never with a comparison of the tests' values
 
 
 def encode(value: Any, refs: list[Any] | None) -> Any:

@@ -22,8 +22,9 @@ from typing import Any, NoReturn
 
 from . import program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
+from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
-from .plain_data import NUMBERS, OPERATORS, Channel, decode, encode
+from .plain_data import Channel, decode, encode
 from .program_errors import LINEAGE
 
 MODULE = "solution"  # the program's module name

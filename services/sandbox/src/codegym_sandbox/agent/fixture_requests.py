@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, TypeGuard
 
-_TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (assert_runner.read_tests)
+from .plain_data import Handle
+
+TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (test_forms.read_tests)
 _NOT_RUNNABLE = 0x80 | 0x200  # a coroutine's and an async generator's code flags: no runner here awaits them
 _GENERATOR = 0x20
 _WIDER = ("class", "module", "package", "session")  # scopes made once for more than one test
@@ -52,7 +54,7 @@ def definition(value: object, method: bool = False) -> Definition | None:
         function = getattr(wrapped, "obj", None) if kind is not None and type(wrapped) is kind else value
     else:
         return None
-    if marker is None or type(marker) is not getattr(fixtures, "FixtureFunctionMarker", None) or not _theirs(function):
+    if marker is None or type(marker) is not getattr(fixtures, "FixtureFunctionMarker", None) or not theirs(function):
         return None
     params = marker.params
     return Definition(
@@ -65,24 +67,29 @@ def definition(value: object, method: bool = False) -> Definition | None:
     )
 
 
-def _theirs(value: object) -> TypeGuard[types.FunctionType]:
-    return isinstance(value, types.FunctionType) and value.__code__.co_filename == _TESTS_FILE
+def theirs(value: object) -> TypeGuard[types.FunctionType]:
+    """Whether ``value`` is a function the tests defined (never one of the program's, which are stand-ins)."""
+    return isinstance(value, types.FunctionType) and value.__code__.co_filename == TESTS_FILE
 
 
 def requested(function: Any, skip_self: bool) -> list[str]:
     """The names a function asks for as pytest reads them: its arguments without a default (a method's first
     skipped); of a decorator's wrapper, those of the function it wraps, less those ``mock.patch`` gives."""
-    return _arguments(innermost(function), skip_self)[_patched(function) :]
+    return _arguments(wrapped(function), skip_self)[_patched(function) :]
 
 
-def innermost(function: Any) -> Any:
-    """The function that decorators' wrappers of ``function`` wrap, as far as each says (``functools.wraps``)."""
+def wrapped(value: Any) -> Any:
+    """The function that decorators' wrappers of ``value`` wrap (``functools.wraps`` and ``update_wrapper`` say
+    which), the tests' own where one is: ``value`` itself where none says."""
+    found = value
     for _ in range(32):
-        inner = getattr(function, "__dict__", {}).get("__wrapped__")
-        if not isinstance(inner, types.FunctionType):
+        inner = getattr(found, "__dict__", {}).get("__wrapped__")
+        if not callable(inner) or isinstance(inner, Handle):
             break
-        function = inner
-    return function
+        found = inner
+        if theirs(found):
+            break
+    return found
 
 
 def _patched(function: Any) -> int:

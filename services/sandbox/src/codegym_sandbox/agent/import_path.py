@@ -84,13 +84,7 @@ class Guard:
         """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints; and so
         does a change of what the judge's own modules hold (:meth:`intact`)."""
         self.baseline = _watched()
-        found: set[object] = set()
-        todo = [code]
-        while todo:
-            item = todo.pop()
-            found.add(item)
-            todo.extend(c for c in getattr(item, "co_consts", ()) if hasattr(c, "co_code") and c not in found)
-        self.codes, self.armed = frozenset(found), True
+        self.codes, self.armed = frozenset(code_objects(code)), True
 
     def refused(self, where: object) -> bool:
         """Whether ``where`` (a file name) is under the run's directory."""
@@ -205,4 +199,15 @@ def _watched() -> dict[str, dict[str, int]]:
         names = getattr(module, "__dict__", None) if name.startswith(_WATCHED) else None
         if isinstance(names, dict):
             found[name] = {key: id(value) for key, value in list(names.items()) if isinstance(key, str)}
+    return found
+
+
+def code_objects(code: object) -> set[object]:
+    """``code`` (a code object, or None for none) and every code object in it, its functions' and classes'."""
+    found: set[object] = set()
+    todo = [code] if code is not None else []
+    while todo:
+        item = todo.pop()
+        found.add(item)
+        todo.extend(c for c in getattr(item, "co_consts", ()) if hasattr(c, "co_code") and c not in found)
     return found

@@ -15,14 +15,13 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 from . import call_test, import_path, program_names, pytest_marks
-from .fixture_requests import Builtin, Fixtures, innermost, requested
+from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, theirs, wrapped
 from .plain_data import Handle
 from .program_errors import program_traceback
 
-_TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (read_tests)
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
 # not import: every program is forked from it).
 _NOT_RUNNABLE = 0x20 | 0x80 | 0x200
@@ -37,19 +36,19 @@ def compiled(text: str) -> types.CodeType:
     classes, each records its name when called (:data:`RAN`), first thing: collection then runs those the code
     never ran itself, whether it named them or not (a list of them, never called, ran nothing before)."""
     if not any(f"def {prefix}" in text for prefix in _COLLECTED):
-        return compile(text, _TESTS_FILE, "exec", dont_inherit=True)
+        return compile(text, TESTS_FILE, "exec", dont_inherit=True)
     import ast  # only in the checker, never in the agent that programs are forked from
 
     try:
-        tree = ast.parse(text, _TESTS_FILE)
+        tree = ast.parse(text, TESTS_FILE)
     except BaseException:
-        return compile(text, _TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
+        return compile(text, TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
     for node in _top_level_functions(tree.body):
         first = node.body[0]
         docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
         record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(node.name)], []))
         node.body.insert(1 if docstring and isinstance(first.value.value, str) else 0, ast.copy_location(record, first))
-    return compile(ast.fix_missing_locations(tree), _TESTS_FILE, "exec", dont_inherit=True)
+    return compile(ast.fix_missing_locations(tree), TESTS_FILE, "exec", dont_inherit=True)
 
 
 def recorder(scope: dict[str, object]) -> set[str]:
@@ -123,13 +122,13 @@ def foreign(exc: BaseException, code: types.CodeType | None = None) -> bool:
     """Whether code that is not the tests' own, nor a library's, raised ``exc`` or passed it on: code compiled from a
     string (``<string>``, or named as the tests are, but not theirs: ``code``'s), or from a file under the run's
     directory, which the program can write."""
-    here, theirs = os.getcwd() + os.sep, _codes(code)
+    here, own = os.getcwd() + os.sep, import_path.code_objects(code)
     runner = getattr(sys.modules.get("unittest.main"), "__file__", None)  # unittest.main() ends with its exit
     tb = exc.__traceback__
     while tb is not None:
         frame_code = tb.tb_frame.f_code
         name = frame_code.co_filename
-        if name.startswith("<") and not (name == _TESTS_FILE and (code is None or frame_code in theirs)):
+        if name.startswith("<") and not (name == TESTS_FILE and (code is None or frame_code in own)):
             return True
         if name.startswith(here):
             return True
@@ -137,16 +136,6 @@ def foreign(exc: BaseException, code: types.CodeType | None = None) -> bool:
             return True  # a library the tests called exited (``logging.config`` calling what the program named)
         tb = tb.tb_next
     return False
-
-
-def _codes(code: types.CodeType | None) -> set[types.CodeType]:
-    found: set[types.CodeType] = set()
-    todo = [code] if code is not None else []
-    while todo:
-        item = todo.pop()
-        found.add(item)
-        todo.extend(c for c in item.co_consts if isinstance(c, types.CodeType) and c not in found)
-    return found
 
 
 def outcome_of(exc: BaseException) -> str:
@@ -197,7 +186,7 @@ def collect_and_run(
     """
     named = program_names.loaded_names(code)
     check = scope.get("check")
-    if _theirs(check) and not _ran_by_the_code("check", check, named, ran) and len(declared) == 1:
+    if theirs(check) and not _ran_by_the_code("check", check, named, ran) and len(declared) == 1:
         (entry,) = declared
         if entry in scope:
             check(scope[entry])
@@ -251,7 +240,7 @@ def _hook(scope: dict[str, Any], name: str, subject: object) -> None:
     """The tests' own ``setup_module``/``setup_function`` (and teardowns), if they define one: given its subject
     where it takes one, as pytest gives it."""
     hook = scope.get(name)
-    if _theirs(hook):
+    if theirs(hook):
         hook(subject) if hook.__code__.co_argcount else hook()
 
 
@@ -278,20 +267,6 @@ def _collected(name: str, value: object) -> bool:
     if not isinstance(function, types.FunctionType):
         raise TypeError(f"{name} is a callable that runs no function: no runner collects it as a test")
     return not function.__code__.co_filename.startswith(_AGENT)
-
-
-def wrapped(value: Any) -> Any:
-    """The function that decorators' wrappers of ``value`` wrap (``functools.wraps`` and ``update_wrapper`` say
-    which), the tests' own where one is: ``value`` itself where none says."""
-    found = value
-    for _ in range(32):
-        inner = getattr(found, "__dict__", {}).get("__wrapped__")
-        if not callable(inner) or isinstance(inner, Handle):
-            break
-        found = inner
-        if _theirs(found):
-            break
-    return found
 
 
 @contextlib.contextmanager
@@ -335,11 +310,6 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
             cls.teardown_class()
 
 
-def _theirs(value: object) -> TypeGuard[types.FunctionType]:
-    """Whether ``value`` is a function the tests defined (never one of the program's, which are stand-ins)."""
-    return isinstance(value, types.FunctionType) and value.__code__.co_filename == _TESTS_FILE
-
-
 def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
     """A class of the tests' that pytest collects: none with an ``__init__`` (its own or a base's but object's)."""
     if value.__module__ != "__main__" or value.__init__ is not object.__init__:  # type: ignore[misc]
@@ -366,7 +336,7 @@ def _run(
     if real.__code__.co_flags & _NOT_RUNNABLE or getattr(function, "__code__", real.__code__).co_flags & _NOT_RUNNABLE:
         raise TypeError(f"{name} is a generator or a coroutine: no runner here can run it")
     wanted = requested(function, method)
-    inner = innermost(function).__code__  # a decorator's wrapper takes what the function it wraps takes
+    inner = real.__code__  # a decorator's wrapper takes what the function it wraps takes
     accepted = set(inner.co_varnames[: inner.co_argcount + inner.co_kwonlyargcount])
     marks = [*pytest_marks.marks_of(getattr(test, "pytestmark", None)), *marks]
     if pytest_marks.skipped(marks):

@@ -21,7 +21,7 @@ import socket
 import sys
 import traceback
 import types
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from .cell_frames import CellError, KernelRequest, within
 
@@ -90,6 +90,17 @@ def error_of(exc: BaseException) -> CellError:
     return {"ename": type(exc).__name__, "evalue": _text(exc), "traceback": [_text(line) for line in lines]}
 
 
+def _reseed() -> None:
+    """Random state of this process's own, from the system's randomness: for ``random`` and, where the cells
+    imported it, numpy's global generator (a fork's copies would otherwise draw what their parent would)."""
+    for name, call in (("random", "seed"), ("numpy.random", "seed")):
+        module = sys.modules.get(name)
+        try:
+            getattr(module, call)()
+        except BaseException:
+            pass  # not imported, or replaced by a cell: its state stays the cells' business
+
+
 def serve(requests: int, answers: socket.socket) -> NoReturn:
     """Run the cells the supervisor sends, one at a time, and answer each; end when it hangs up."""
     out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), "utf-8", "backslashreplace")
@@ -129,6 +140,8 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
             buffer = taken[1]
             cell_timeout = float(request["cell_timeout"])
             sys.stdin = io.StringIO(request["stdin"]) if request["stdin"] is not None else stdin
+            if cast("dict[str, object]", request).pop("reseed", False):  # a fork's copy's first cell
+                _reseed()
             display: list[dict[str, str]] = []
             error: list[CellError] = []
             try:

@@ -16,6 +16,7 @@ server ends the worker with the session: nothing of it outlives that.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -26,13 +27,13 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-from . import isolation, run_cpu, session_pause
-from .box_protocol import RunCommand, read_run_report
+from . import isolation, run_cpu
+from .box_protocol import RunCommand
 from .cell_clock import CellClock
 from .cell_frames import ERR, OUT, KernelRequest, receive_answer
 from .kernel import message as request_message
 from .kernel import take
-from .memory_cgroup import MemoryCgroup
+from .kernel_place import BoxPlace, why_ended
 from .protocol import encode_frame
 from .scratch_files import write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted
@@ -41,6 +42,7 @@ from .session_record import CellRecord
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
+    from .kernel_place import KernelPlace
     from .protocol import Report, RunFrame
 
 READY_S = 10.0  # how long a new kernel has to say it runs before its session is left unstopped until its first cell
@@ -50,16 +52,37 @@ GRACE_S = 2.0  # after a cell is interrupted, how long its kernel has to answer 
 class Kernel:
     """The session's run: the agent's ends of its channels, and what it cost so far."""
 
-    def __init__(self, bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int) -> None:
-        self.bx = bx
+    def __init__(
+        self, place: KernelPlace, requests: int, stdout: int, stderr: int, answers: socket.socket, copied: bool
+    ) -> None:
+        self.place = place
+        self.requests, self.stdout, self.stderr, self.answers = requests, stdout, stderr, answers
+        for fd in (self.requests, self.stdout, self.stderr):
+            os.set_blocking(fd, False)
+        self.answers.setblocking(False)
+        self.memory = place.memory
+        self.kills = self.memory.oom_kills() if self.memory is not None else 0
+        self.report: Report | None = None
+        self.held = copied  # a copy starts stopped, until its first cell (kernel_copy.py)
+        self.unheld = False
+        self.closed = False  # the kernel's answers socket closed: it ended, or gave the socket up
+        # The kernel said it runs (session_main.READY): its box took its command. A copy never says it: it ran.
+        self.ready = copied
+        self.early = False  # it wrote something else before its first cell: an answer out of turn
+        self.kernel_pid = 0  # found at a cell (see _find_kernel)
+        self.reseed = False  # the next cell asks the kernel for random state of its own first (a fork's copy)
+
+    @classmethod
+    def started(cls, bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int) -> Kernel:
+        """Start the kernel as the run of the worker's box."""
         bx.reset()
         write_files(bx, header.get("files", []), blobs, uid)
         null = os.open(os.devnull, os.O_RDONLY)
-        requests_r, self.requests = os.pipe()
-        self.stdout, out_w = os.pipe()
-        self.stderr, err_w = os.pipe()
-        self.answers, answers_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.answers.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before the kernel can write
+        requests_r, requests = os.pipe()
+        stdout, out_w = os.pipe()
+        stderr, err_w = os.pipe()
+        answers, answers_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        answers.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before the kernel can write
         # The kernel's ends: 0 to 4 in the run (``session_main``), each for the one way it goes.
         theirs = [null, out_w, err_w, requests_r, answers_w.fileno()]
         for fd, mode in ((requests_r, 0o444), (out_w, 0o222), (err_w, 0o222)):
@@ -74,25 +97,14 @@ class Kernel:
         }
         assert bx.ctl is not None
         bx.dirty = True
-        # Where its processes are killed for memory: the worker's memory cgroup, or a container's own (one
-        # session's). A kill is the session's passing its limit, whichever process the kernel chose.
-        self.memory = bx.config.get("memory_cgroup") or MemoryCgroup.own()
-        self.kills = self.memory.oom_kills() if self.memory is not None else 0
+        kernel = cls(BoxPlace(bx), requests, stdout, stderr, answers, copied=False)
         try:
             socket.send_fds(bx.ctl, [json.dumps(cmd).encode()], theirs)
         finally:
             for fd in (null, out_w, err_w, requests_r):
                 os.close(fd)
             answers_w.close()
-        for fd in (self.requests, self.stdout, self.stderr):
-            os.set_blocking(fd, False)
-        self.answers.setblocking(False)
-        self.report: Report | None = None
-        self.held = self.unheld = False
-        self.closed = False  # the kernel's answers socket closed: it ended, or gave the socket up
-        self.ready = False  # the kernel said it runs (session_main.READY): its box took its command
-        self.early = False  # it wrote something else before its first cell: an answer out of turn
-        self.kernel_pid = 0  # found at a cell (see _find_kernel)
+        return kernel
 
     def close(self) -> None:
         for fd in (self.requests, self.stdout, self.stderr):
@@ -103,10 +115,9 @@ class Kernel:
 
     def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
         """Send one cell and record it: the answer frame and the record's bytes."""
-        bx = self.bx
-        assert bx.ctl is not None
+        place = self.place
         if self.held:  # the session's processes, stopped since its last cell (see hold)
-            session_pause.resume(bx.pid)
+            place.resume()
             self.held = False
         # A kernel still starting (a busy machine) is waited for as long as the cell could run: its start is not
         # the cell's time, and its first word is never read as the cell's answer.
@@ -124,7 +135,9 @@ class Kernel:
             "stdin": None if stdin is None else str(stdin),
             "answer_bytes": int(job.get("output_bytes") or 1 << 20),
         }
-        cell_clock = CellClock(self._find_kernel(), bx.config.get("run_cgroup"), bx.pid, wall_s)
+        if self.reseed:  # before the cell, random state of its own (kernel._reseed); not echoed in the answer
+            cast("dict[str, object]", request)["reseed"], self.reseed = True, False
+        cell_clock = CellClock(self._find_kernel(), place.meter, place.root, wall_s)
         started = cell_clock.started
         used_zero = cell_clock.used_zero
         record = CellRecord(self.kernel_pid, nonce, int(job.get("output_bytes") or 1 << 20))
@@ -136,7 +149,7 @@ class Kernel:
         sel.register(self.stdout, selectors.EVENT_READ, OUT)
         sel.register(self.stderr, selectors.EVENT_READ, ERR)
         sel.register(self.answers, selectors.EVENT_READ)
-        sel.register(bx.ctl, selectors.EVENT_READ)
+        sel.register(place.reports(), selectors.EVENT_READ)
         if self.early:
             record.end("the kernel answered a cell it was not given")
         elif select.select([self.answers], [], [], 0)[0]:
@@ -176,10 +189,7 @@ class Kernel:
                         if self._answer(record, sel):
                             break
                     else:
-                        raw = bx.ctl.recv(1 << 16)
-                        if not raw:
-                            raise OSError("the box went away")
-                        self.report = read_run_report(raw)  # the session's run ended
+                        self.report = place.read_report()  # the session's run ended
                         break
         finally:
             sel.close()
@@ -187,9 +197,9 @@ class Kernel:
             if self.report is None:
                 self._await_report()  # its channel closed: how its run ended comes a moment later
             self._drain(record)
-            record.end(_why(self.report))
+            record.end(why_ended(self.report))
         alive = self.report is None and not timed_out and record.answered
-        used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
+        used = run_cpu.runs_used_s(place.meter, place.root)
         kills = self.memory.oom_kills() if self.memory is not None else 0
         oom, self.kills = kills > self.kills, kills  # since the last cell's end: between cells counts for this one
         if alive and self.unheld:
@@ -269,14 +279,8 @@ class Kernel:
             self.early = True
 
     def _find_kernel(self) -> int:
-        """The pid of the session's kernel: the box's oldest child (what a cell leaves behind comes to the box
-        later)."""
-        waited = time.monotonic() + GRACE_S  # the box starts it as the session's first cell is sent, at worst
-        while not self.kernel_pid:
-            self.kernel_pid = session_pause.oldest_child(self.bx.pid)
-            if self.kernel_pid or time.monotonic() > waited:
-                break
-            time.sleep(0.001)
+        """The pid of the session's kernel, once found."""
+        self.kernel_pid = self.kernel_pid or self.place.find_kernel()
         return self.kernel_pid
 
     def _interrupt(self) -> None:
@@ -290,12 +294,9 @@ class Kernel:
 
     def _await_report(self) -> None:
         """The kernel's channel closed: the box reports how its run ended (a limit, a kill) a moment later."""
-        ctl = self.bx.ctl
-        assert ctl is not None
-        if select.select([ctl], [], [], GRACE_S)[0]:
-            raw = ctl.recv(1 << 16)
-            if raw:
-                self.report = read_run_report(raw)
+        if select.select([self.place.reports()], [], [], GRACE_S)[0]:
+            with contextlib.suppress(OSError):
+                self.report = self.place.read_report()
 
     def hold(self, requests: int) -> None:
         """Stop the session's processes until its next cell (``session_pause``), as soon as a cell's answer went,
@@ -310,7 +311,7 @@ class Kernel:
         if not self.ready or select.select([requests], [], [], 0)[0]:
             return
         self.held = True
-        if not session_pause.stop(self.bx.pid):
+        if not self.place.stop():
             self.unheld = True
 
     def _read(self, fd: int) -> bytes | None:
@@ -322,19 +323,9 @@ class Kernel:
             return b""
 
     def _end(self) -> None:
-        """Take the box down: the kernel and everything it started."""
-        self.bx.respawn()
-        self.bx.dirty = False  # a fresh box: nothing of the session is left in it
+        """Take the kernel down, and everything it started."""
+        self.place.end()
         self.close()
-
-
-def _why(report: Report | None) -> str:
-    """Why the kernel stopped answering, by how its run ended (``report``; None: it is still there)."""
-    if report is None:
-        return "the kernel closed its channel (it ran another program, or gave the channel away)"
-    if report["signal"] is not None:
-        return f"the kernel was killed by signal {report['signal']}"
-    return f"the kernel exited with status {report['exit_code']}"
 
 
 _open: Kernel | None = None
@@ -350,12 +341,24 @@ def is_open() -> bool:
     return _open is not None
 
 
+def open_kernel() -> Kernel | None:
+    return _open
+
+
+def hand_over() -> None:
+    """Forget the open session's kernel, copied for good (``session_family.py``): its box stays as it is."""
+    global _open
+    if _open is not None:
+        _open.close()
+        _open = None
+
+
 def start(bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int) -> KernelStarted:
     """Start the session's kernel (a worker holds one session, once)."""
     global _open
     if _open is not None:
         raise RuntimeError("this worker holds a session already")
-    _open = Kernel(bx, header, blobs, uid)
+    _open = Kernel.started(bx, header, blobs, uid)
     return {"op": "kernel", "started": True, "blobs": []}
 
 

@@ -1,0 +1,147 @@
+"""Where a session's kernel lives, as its agent (``session.py``) watches it: a box, or a copy of its own.
+
+A session's first kernel is the run of a box (:class:`BoxPlace`): the box reports how the run ended, its
+processes are those of the box's pid namespace, and ending the session takes the box down. A kernel copied
+from another (``kernel_copy.py``) is the init of a pid namespace of its own, outside any box's run
+(:class:`CopyPlace`): it is watched through a pidfd, its processes are those under it, its memory and CPU are
+counted in cgroups of its own, and ending it kills it (its namespace, and so every process of it, goes too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import time
+from typing import TYPE_CHECKING, Protocol
+
+from . import session_pause
+from .box_protocol import read_run_report
+from .memory_cgroup import MemoryCgroup
+
+if TYPE_CHECKING:
+    from .box_handle import BoxHandle
+    from .protocol import Report
+    from .run_cgroup import RunCgroup
+
+_FOUND_S = 2.0  # how long a box has to start its kernel once the first cell is sent, at worst
+_END_S = 5.0  # how long a copy killed has to be seen gone
+
+
+class KernelPlace(Protocol):
+    root: int  # the process whose namespace's processes are the session's (stopped between cells)
+    meter: RunCgroup | None  # the count of the session's CPU time
+    memory: MemoryCgroup | None  # where the kernel kills the session's processes for memory
+
+    def reports(self) -> int:
+        """A descriptor that is readable once the kernel's run has ended."""
+        ...
+
+    def read_report(self) -> Report:
+        """How it ended (once :meth:`reports` is readable)."""
+        ...
+
+    def find_kernel(self) -> int: ...
+
+    def stop(self) -> bool: ...
+
+    def resume(self) -> None: ...
+
+    def end(self) -> None:
+        """Take down the kernel and every process of the session."""
+        ...
+
+
+class BoxPlace:
+    """A kernel that is its box's run."""
+
+    def __init__(self, bx: BoxHandle) -> None:
+        self.bx = bx
+        self.root = bx.pid
+        self.meter = bx.config.get("run_cgroup")
+        # Where its processes are killed for memory: the worker's memory cgroup, or a container's own (one
+        # session's). A kill is the session's passing its limit, whichever process the kernel chose.
+        self.memory = bx.config.get("memory_cgroup") or MemoryCgroup.own()
+        self.kernel = 0
+
+    def reports(self) -> int:
+        assert self.bx.ctl is not None
+        return self.bx.ctl.fileno()
+
+    def read_report(self) -> Report:
+        assert self.bx.ctl is not None
+        raw = self.bx.ctl.recv(1 << 16)
+        if not raw:
+            raise OSError("the box went away")
+        return read_run_report(raw)
+
+    def find_kernel(self) -> int:
+        """The box's oldest child (what a cell leaves behind comes to the box later)."""
+        waited = time.monotonic() + _FOUND_S
+        while not self.kernel:
+            self.kernel = session_pause.oldest_child(self.bx.pid)
+            if self.kernel or time.monotonic() > waited:
+                break
+            time.sleep(0.001)
+        return self.kernel
+
+    def stop(self) -> bool:
+        return session_pause.stop(self.root)
+
+    def resume(self) -> None:
+        session_pause.resume(self.root)
+
+    def end(self) -> None:
+        self.bx.respawn()
+        self.bx.dirty = False  # a fresh box: nothing of the session is left in it
+
+
+class CopyPlace:
+    """A kernel copied from another: the init of its own pid namespace, in cgroups of its own."""
+
+    def __init__(self, pid: int, memory: MemoryCgroup | None, meter: RunCgroup | None) -> None:
+        self.root = self.kernel = pid
+        self.memory, self.meter = memory, meter
+        self.pidfd = os.pidfd_open(pid)
+
+    def reports(self) -> int:
+        return self.pidfd
+
+    def read_report(self) -> Report:
+        """Its wait status, as its parent (stopped for good: see ``kernel_copy.py``) would have it: the zombie's."""
+        status = int(signal.SIGKILL)
+        with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{self.kernel}/stat", "rb") as f:
+            status = int(f.read().rsplit(b")", 1)[1].split()[49])  # exit_code, the 52nd field
+        code, sig = (None, os.WTERMSIG(status)) if os.WIFSIGNALED(status) else (os.WEXITSTATUS(status), None)
+        return {"exit_code": code, "signal": sig, "wall": 0.0, "cpu": None, "max_rss_kb": None, "error": None}
+
+    def find_kernel(self) -> int:
+        return self.kernel
+
+    def stop(self) -> bool:
+        return session_pause.stop(self.root)
+
+    def resume(self) -> None:
+        session_pause.resume(self.root)
+
+    def end(self) -> None:
+        """Kill it: its pid namespace ends with it, every process of the session with it. Its cgroups go once
+        they are empty."""
+        with contextlib.suppress(OSError):
+            os.kill(self.kernel, signal.SIGKILL)
+        select.select([self.pidfd], [], [], _END_S)
+        os.close(self.pidfd)
+        self.pidfd = -1
+        for group in (self.meter, self.memory):
+            if group is not None:
+                group.remove()
+
+
+def why_ended(report: Report | None) -> str:
+    """Why the kernel stopped answering, by how its run ended (``report``; None: it is still there)."""
+    if report is None:
+        return "the kernel closed its channel (it ran another program, or gave the channel away)"
+    if report["signal"] is not None:
+        return f"the kernel was killed by signal {report['signal']}"
+    return f"the kernel exited with status {report['exit_code']}"

@@ -468,6 +468,15 @@ ATTACKS: list[Attack] = [
         stdout="denied\n" * 6,
     ),
     Attack(
+        # clone() into new namespaces is the agent's alone (a session's fork): without a tracer it fails.
+        "clone-into-namespaces",
+        "privileges",
+        SYSCALL + "for flags in (0x10000000, 0x20000000, 0x00020000, 0x30020000):\n"
+        "    print(sys_call(56, flags | 17, 0, 0, 0, 0), ctypes.get_errno())\n",
+        AC,
+        stdout="denied 38\n" * 4,
+    ),
+    Attack(
         "kernel-surface-syscalls",
         "privileges",
         SYSCALL + "for nr, args in ((250, (0, 0)), (321, (0, 0, 0)), (425, (8, 0)), (298, (0, 0, -1, -1, 0)),"

@@ -18,17 +18,42 @@ from __future__ import annotations
 
 import os
 import resource
+from collections.abc import Callable
 
 from . import linux
 from .protocol import WorkerConfig
 
 # A program runs as this uid inside a worker's user namespace; it maps to the worker's host uid.
 PROGRAM_UID = 1000
+# In a session's worker, the ids by which the host users of the other sessions' slots are known there, each
+# FORK_BASE plus the slot's place among the sessions': what a copy of its kernel may be given (kernel_copy.py).
+FORK_BASE = 10000
 
 
 def host_ids(first: int | None, slot: int) -> int | None:
     """The host uid (and gid) of the programs of worker ``slot``, in the range that begins at ``first``."""
     return None if first is None else first + slot
+
+
+def fork_pool(config: WorkerConfig) -> list[int]:
+    """The ids (in the worker's namespace) a session's copies may be given: each session slot's but the worker's
+    own; none for a worker of runs, or one whose programs have no host user of their own."""
+    first, count = config.get("session_slots", (0, 0))
+    slot = config.get("slot", 0)
+    if config.get("host_uid") is None or os.geteuid() != 0 or not first <= slot < first + count:
+        return []
+    return [FORK_BASE + j for j in range(count) if first + j != slot]
+
+
+def pool_lines(pool: list[int], outside: Callable[[int], int]) -> str:
+    """``uid_map`` lines mapping each id of ``pool`` to ``outside(id)``, in runs of consecutive ids."""
+    lines, ids = [], sorted(pool)
+    start = 0
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[i - 1] + 1 or outside(ids[i]) != outside(ids[i - 1]) + 1:
+            lines.append(f"{ids[start]} {outside(ids[start])} {i - start}\n")
+            start = i
+    return "".join(lines)
 
 
 def bound_user_counts(config: WorkerConfig) -> None:
@@ -49,7 +74,10 @@ def bound_user_counts(config: WorkerConfig) -> None:
             resource.setrlimit(resource.RLIMIT_SIGPENDING, (signals, signals))
 
 
-def unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None) -> None:
+def unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int | None, pool: str = "") -> None:
+    """Enter a new user namespace (and ``flags``' others): root there is ``uid``/``gid``; with ``privileged``,
+    programs are :data:`PROGRAM_UID` there and ``host_uid`` outside, and ``pool`` (``uid_map`` lines) maps the
+    ids of a session's copies too."""
     if not privileged or host_uid is None:
         linux.unshare(flags)
         linux.write_id_maps("self", f"0 {uid} 1\n", f"0 {gid} 1\n", deny_setgroups=True)
@@ -68,8 +96,8 @@ def unshare_user(flags: int, privileged: bool, uid: int, gid: int, host_uid: int
             os.read(ready_r, 1)
             linux.write_id_maps(
                 parent,
-                f"0 {uid} 1\n{PROGRAM_UID} {host_uid} 1\n",
-                f"0 {gid} 1\n{PROGRAM_UID} {host_uid} 1\n",
+                f"0 {uid} 1\n{PROGRAM_UID} {host_uid} 1\n{pool}",
+                f"0 {gid} 1\n{PROGRAM_UID} {host_uid} 1\n{pool}",
                 deny_setgroups=False,
             )
         except BaseException:

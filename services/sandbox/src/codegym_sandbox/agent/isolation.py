@@ -62,7 +62,10 @@ def enter_worker_namespaces(config: WorkerConfig) -> int:
     flags = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | (0 if config.get("network") else linux.CLONE_NEWNET)
     if privileged:
         devices.make_own()
-    host_users.unshare_user(flags, privileged, uid, gid, host_uid)
+    first = config.get("session_slots", (0, 0))[0]
+    base = (config.get("host_uid") or 0) + first - host_users.FORK_BASE
+    pool = host_users.pool_lines(host_users.fork_pool(config), lambda inside: base + inside)
+    host_users.unshare_user(flags, privileged, uid, gid, host_uid, pool)
     host_users.bound_user_counts(config)  # after: a new namespace records its maker's limits
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)

@@ -130,10 +130,32 @@ class MemoryCgroup:
             except OSError:
                 time.sleep(0.01)  # its last processes are still exiting
 
+    def sibling(self) -> MemoryCgroup | None:
+        """A new cgroup beside this one, empty and without a limit (a session's copy's own: see
+        ``kernel_copy.py``); None where this one is not the agent's to make beside (a container's)."""
+        if self.parent_fd < 0:
+            return None
+        name = f"worker-{os.getpid()}-{os.urandom(8).hex()}"  # removed with the agent, as this one: see _sweep
+        os.mkdir(name, dir_fd=self.parent_fd)
+        flags = os.O_RDONLY | os.O_DIRECTORY
+        return MemoryCgroup(os.open(name, flags, dir_fd=self.parent_fd), self.parent_fd, name, self.version)
+
+    def add(self, pid: int) -> None:
+        """Put process ``pid`` in it (what it holds from now on is charged here)."""
+        self._set("cgroup.procs", str(pid))
+
+    def procs(self) -> int:
+        """A descriptor of its ``cgroup.procs``, to write into (``0``: the writer) once its writer can no longer
+        open it."""
+        return os.open("cgroup.procs", os.O_WRONLY | os.O_CLOEXEC, dir_fd=self.fd)
+
     def apply(self, budget_bytes: int) -> None:
         """The limit for the next run: its budget (every run has one, whatever its language) and the
         supervisors' share."""
-        limit: int | None = budget_bytes + self.SUPERVISORS_BYTES
+        self.hold_to(budget_bytes + self.SUPERVISORS_BYTES)
+
+    def hold_to(self, limit: int | None) -> None:
+        """Set the cgroup's limit to ``limit`` bytes."""
         if limit == self.limit or self.parent_fd < 0:  # the same, or a container's: not ours to set
             return
         try:

@@ -96,6 +96,25 @@ class RunCgroup:
                     return cgroup
         return None
 
+    def sibling(self, memory: MemoryCgroup | None) -> RunCgroup | None:
+        """A new cgroup for a session's copy (``kernel_copy.py``): beside this one on cgroup v1, under
+        ``memory`` (the copy's own memory cgroup) on v2; None where none can be made."""
+        if memory is not None and memory.version == 2:
+            return RunCgroup.create(memory)
+        if self.parent < 0:
+            return None
+        name = f"run-{os.getpid()}-{os.urandom(8).hex()}"  # the agent's pid: see _sweep
+        try:
+            os.mkdir(name, dir_fd=self.parent)
+        except OSError:
+            return None
+        directory = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.parent)
+        return RunCgroup._open(directory, self.version, self.parent, name)
+
+    def add(self, pid: int) -> None:
+        """Put process ``pid`` in it."""
+        os.write(self.procs, str(pid).encode())
+
     @property
     def shared(self) -> bool:
         """Whether supervisors are in it too (a container's own): their own time is then taken off."""

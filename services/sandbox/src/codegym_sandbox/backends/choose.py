@@ -238,7 +238,12 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
         if refused is not None:
             raise CannotIsolate(refused)
         log.info("%s", startup_lines(checks))
-        local = LocalBackend(workers, settings.queue_size, agent_config(settings, True, slots_in_all), settings.python)
+        config = agent_config(settings, True, slots_in_all)
+        config["session_slots"] = [
+            max(bound.workers, bound.most),
+            session_workers(settings),
+        ]  # their users: a session's copies'
+        local = LocalBackend(workers, settings.queue_size, config, settings.python)
         return local, reason, bound.most
     if bound.lowered:
         log.warning("host's task table: %s", bound.describe())  # the local backend says so in its host checks

@@ -1,0 +1,189 @@
+"""System calls made in another process, by its tracer: what copies a session's kernel (``kernel_copy.py``).
+
+The agent traces a process only while it copies a kernel. The process is stopped in a system call (a kernel
+waits for its next cell in ``read``), so there is a ``syscall`` instruction just before where it stopped: the
+agent points the process at it with the call's number and arguments in its registers, lets it run to the
+call's end (``PTRACE_SYSCALL`` twice), reads the result, and puts the registers back. A call it was stopped in
+(``read``, interrupted by the stop: ``-ERESTARTSYS``) is made again when it goes on, as the kernel's own
+restart would. Only x86_64's registers are known here (:data:`SUPPORTED`): elsewhere a kernel is not copied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import platform
+from collections.abc import Callable
+
+SUPPORTED = platform.machine() == "x86_64"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.ptrace.restype = ctypes.c_long
+_libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+
+_GETREGS, _SETREGS, _DETACH, _SYSCALL, _SETOPTIONS, _GETEVENTMSG, _SEIZE, _INTERRUPT = (
+    12, 13, 17, 24, 0x4200, 0x4201, 0x4206, 0x4207)  # fmt: skip
+_O_TRACESYSGOOD, _O_TRACEFORK, _O_TRACESECCOMP, _O_EXITKILL = 1, 2, 0x80, 0x100000
+EVENT_FORK, EVENT_SECCOMP, EVENT_STOP = 1, 7, 128
+_SYSCALL_STOP = 0x80 | 5  # SIGTRAP | 0x80: a stop at a system call's entry or exit (TRACESYSGOOD)
+_WALL = 0x40000000
+_SIGSTOP = 19
+_NONE = (1 << 64) - 1  # orig_rax of a process not in a system call
+# -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK: a call to be made again
+_RESTARTS = {512, 513, 514, 516}
+_ENOSYS = 38  # what a call's register holds at its entry
+_REACH = 400  # stops (a call's entry or exit each) a process may take to come to the wait it is copied in
+
+NR = {
+    "read": 0, "close": 3, "mmap": 9, "munmap": 11, "recvmsg": 47, "clone": 56, "fcntl": 72, "chdir": 80,
+    "setresuid": 117, "setresgid": 119, "capset": 126, "prctl": 157, "restart_syscall": 219, "dup3": 292,
+    "close_range": 436,
+}  # fmt: skip
+_FIELDS = "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base"
+_FIELDS += " ds es fs gs"
+
+
+class Regs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_ulonglong) for name in _FIELDS.split()]
+
+
+class TraceFailed(OSError):
+    """The traced process could not be made to do what was asked: it ended, or stopped where it may not."""
+
+
+def _ptrace(request: int, pid: int, addr: int = 0, data: int | ctypes.c_void_p = 0) -> int:
+    ctypes.set_errno(0)
+    arg = data if isinstance(data, ctypes.c_void_p) else ctypes.c_void_p(data)
+    result = int(_libc.ptrace(request, pid, ctypes.c_void_p(addr), arg))
+    if result == -1 and (err := ctypes.get_errno()):
+        raise TraceFailed(err, f"ptrace {request} of {pid}: {os.strerror(err)}")
+    return result
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _registers(pid: int) -> Regs:
+    regs = Regs()
+    _ptrace(_GETREGS, pid, 0, ctypes.cast(ctypes.byref(regs), ctypes.c_void_p))
+    return regs
+
+
+def _set_registers(pid: int, regs: Regs) -> None:
+    _ptrace(_SETREGS, pid, 0, ctypes.cast(ctypes.byref(regs), ctypes.c_void_p))
+
+
+def wait_stop(pid: int) -> tuple[int, int]:
+    """The signal and ptrace event of ``pid``'s next stop."""
+    _, status = os.waitpid(pid, _WALL)
+    if not os.WIFSTOPPED(status):
+        raise TraceFailed(0, f"process {pid} ended while traced")
+    return os.WSTOPSIG(status), status >> 16
+
+
+def read_memory(pid: int, address: int, size: int) -> bytes:
+    fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.pread(fd, size, address)
+    finally:
+        os.close(fd)
+
+
+def write_memory(pid: int, address: int, data: bytes) -> None:
+    fd = os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        if os.pwrite(fd, data, address) != len(data):
+            raise TraceFailed(0, f"a short write into process {pid}")
+    finally:
+        os.close(fd)
+
+
+class Tracee:
+    """A process stopped under this tracer in a system call, and where it stopped (:attr:`saved`)."""
+
+    def __init__(self, pid: int, saved: Regs | None = None) -> None:
+        self.pid = pid
+        self.saved = saved if saved is not None else self.registers()
+        if self.saved.orig_rax == _NONE:
+            raise TraceFailed(0, f"process {pid} is not stopped in a system call")
+        self.at = self.saved.rip - 2
+        if read_memory(pid, self.at, 2) != b"\x0f\x05":
+            raise TraceFailed(0, f"process {pid} stopped past no syscall instruction")
+
+    @classmethod
+    def seize(cls, pid: int, waiting: Callable[[Regs], bool]) -> Tracee:
+        """Trace ``pid`` (its forks too, and its calls the filter sends to a tracer) and stop it in the call
+        ``waiting`` tells (one it was making, or the next it makes, within :data:`_REACH` calls)."""
+        options = _O_TRACESYSGOOD | _O_TRACEFORK | _O_TRACESECCOMP | _O_EXITKILL
+        _ptrace(_SEIZE, pid, 0, options)
+        _ptrace(_INTERRUPT, pid)
+        wait_stop(pid)
+        regs = _registers(pid)
+        if regs.orig_rax != _NONE and waiting(regs):
+            return cls(pid, regs)
+        for _ in range(_REACH):  # it was between calls (it had not reached its wait yet): on to its next ones
+            _ptrace(_SYSCALL, pid)
+            sig, event = wait_stop(pid)
+            regs = _registers(pid)
+            if event == EVENT_SECCOMP:  # a call only its tracer may let through: not this one
+                regs.orig_rax = _NONE
+                _set_registers(pid, regs)
+            elif sig == _SYSCALL_STOP and _signed(regs.rax) == -_ENOSYS and waiting(regs):
+                # At the entry of the call it waits in: made as though it had been interrupted there.
+                entry = Regs.from_buffer_copy(regs)
+                regs.orig_rax = _NONE  # not made now
+                _set_registers(pid, regs)
+                _ptrace(_SYSCALL, pid)
+                wait_stop(pid)
+                entry.rax = (-512) & _NONE  # -ERESTARTSYS: made again once it goes on (see release)
+                return cls(pid, entry)
+        with contextlib.suppress(OSError):
+            _ptrace(_DETACH, pid, 0, _SIGSTOP)  # left stopped, as it was held
+        raise TraceFailed(0, f"process {pid} did not come to its wait")
+
+    def registers(self) -> Regs:
+        return _registers(self.pid)
+
+    def _set(self, regs: Regs) -> None:
+        _set_registers(self.pid, regs)
+
+    def call(self, name: str, *args: int, on_event: Callable[[int], None] | None = None) -> int:
+        """Make the process call ``name(*args)``; its result (a negative errno on failure)."""
+        regs = Regs.from_buffer_copy(self.saved)
+        regs.rip, regs.rax, regs.orig_rax = self.at, NR[name], _NONE
+        for field, value in zip(("rdi", "rsi", "rdx", "r10", "r8", "r9"), args, strict=False):
+            setattr(regs, field, value & _NONE)
+        self._set(regs)
+        for _ in range(2):  # to the call's entry, then to its exit; the events on the way (a fork's) are told
+            while True:
+                _ptrace(_SYSCALL, self.pid)
+                sig, event = wait_stop(self.pid)
+                if sig == _SYSCALL_STOP:
+                    break
+                if event and on_event is not None:
+                    on_event(event)
+        return _signed(self.registers().rax)
+
+    def checked(self, name: str, *args: int) -> int:
+        result = self.call(name, *args)
+        if result < 0:
+            raise TraceFailed(-result, f"{name} in process {self.pid}: {os.strerror(-result)}")
+        return result
+
+    def fork_event(self) -> int:
+        message = ctypes.c_ulong()
+        _ptrace(_GETEVENTMSG, self.pid, 0, ctypes.cast(ctypes.byref(message), ctypes.c_void_p))
+        return int(message.value)
+
+    def release(self, stopped: bool) -> None:
+        """Put the registers back as they were at the stop (a call interrupted there is made again) and let the
+        process go: stopped (``SIGSTOP`` pending, as between a session's cells), or running."""
+        regs = Regs.from_buffer_copy(self.saved)
+        if -_signed(regs.rax) in _RESTARTS:
+            restart = -_signed(regs.rax) == 516
+            regs.rip, regs.orig_rax = self.at, _NONE
+            regs.rax = NR["restart_syscall"] if restart else self.saved.orig_rax
+        self._set(regs)
+        _ptrace(_DETACH, self.pid, 0, _SIGSTOP if stopped else 0)

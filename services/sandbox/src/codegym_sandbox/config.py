@@ -94,6 +94,13 @@ class Sessions(BaseSettings):
         "MAX_SESSIONS, their memory taken from the budget): making a session takes one, and one starts behind it. "
         "0: a session's kernel starts when it is made.",
     )
+    max_fork: int = Field(
+        64,
+        ge=1,
+        le=1024,
+        description="Copies one fork of a session may make at most (each is a session: MAX_SESSIONS and the memory "
+        "share count them); past it: 422.",
+    )
     processes: int = Field(
         16,
         gt=0,

@@ -22,6 +22,7 @@ from .backends.choose import choose_backend
 from .config import Settings, get_settings
 from .executor import Executor
 from .metrics import Metrics
+from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
 from .sessions.store import Busy, SessionGone, SessionStore, TooManySessions
 
 log = logging.getLogger("codegym.sandbox")
@@ -76,6 +77,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(SessionGone)
     async def session_gone(_: Request, exc: SessionGone) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, 410 if exc.ended else 404)
+
+    @app.exception_handler(ForkNotOffered)
+    async def fork_not_offered(_: Request, exc: ForkNotOffered) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, 501)
+
+    @app.exception_handler(ForkRefused)
+    async def fork_refused(_: Request, exc: ForkRefused) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, 409)
+
+    @app.exception_handler(TooManyCopies)
+    async def too_many_copies(_: Request, exc: TooManyCopies) -> JSONResponse:
+        return JSONResponse({"detail": [{"type": "value_error", "loc": ["body", "n"], "msg": str(exc)}]}, 422)
 
     @app.exception_handler(Busy)
     async def session_busy(_: Request, exc: Busy) -> JSONResponse:

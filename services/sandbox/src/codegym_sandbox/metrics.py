@@ -72,7 +72,10 @@ class Metrics:
             "codegym_sandbox_sessions_memory_mb", "Memory the sessions held now may use (their limits)", registry=r
         )
         self.sessions_warm = Gauge("codegym_sandbox_sessions_warm", "Session kernels started ahead", registry=r)
-        self.sessions_created = Counter("codegym_sandbox_sessions_created", "Sessions made", registry=r)
+        self.sessions_created = Counter(
+            "codegym_sandbox_sessions_created", "Sessions made (a fork's copies too)", registry=r
+        )
+        self.session_forks = Counter("codegym_sandbox_session_forks", "Sessions forked", registry=r)
         self.sessions_ended = Counter(
             "codegym_sandbox_sessions_ended",
             "Sessions ended, by cause: deleted, expired, time_limit, memory_limit, killed (their interpreter ended "

@@ -91,6 +91,42 @@ def test_each_session_is_pinned_to_the_server_that_made_it(servers: Hosts) -> No
     assert len(calls) == 4 * 4 and all(host == named for host, named in calls), calls
 
 
+def test_a_sessions_copies_are_pinned_to_its_server(servers: Hosts) -> None:
+    servers.seen.clear()
+    with SandboxClient(URLS, transport=servers) as client:
+        client.session().close()  # the next session is made on the second URL
+        with client.session() as s:
+            s.execute("import random\nrandom.seed(3)\nx = 41")
+            copies = s.fork(2)
+            try:
+                assert [c.url for c in copies] == [s.url] * 2 == [URLS[1]] * 2
+                draws = {c.execute("x + 1, random.random()").display for c in (s, *copies)}
+                assert len(draws) == 1 and draws.pop().startswith("(42, 0."), draws
+                assert len({c.execute("random.random()").display for c in s.fork(2, reseed=True)}) == 2
+            finally:
+                for c in copies:
+                    c.close()
+    calls = pinned(servers.seen)
+    assert calls and all(host == named for host, named in calls), calls
+
+
+def test_the_async_handle_forks_too() -> None:
+    async def go() -> str | None:
+        app = create_app(settings("alpha"))
+        async with (
+            app.router.lifespan_context(app),
+            AsyncSandboxClient(URLS[:1], transport=AsyncHosts({"a": app})) as client,
+            client.session() as s,
+        ):
+            await s.execute("y = 7")
+            (copy,) = await s.fork()
+            display = (await copy.execute("y * 6")).display
+            await copy.close()
+            return display
+
+    assert asyncio.run(go()) == "42"
+
+
 def test_leaving_the_block_deletes_the_session_and_a_gone_one_raises(servers: Hosts) -> None:
     with SandboxClient(URLS, transport=servers) as client:
         with client.session(cell_timeout_s=5) as s:

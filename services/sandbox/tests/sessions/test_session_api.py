@@ -246,16 +246,6 @@ def test_unknown_deleted_and_expired_sessions_answer_what_happened(sessions: Tes
     assert sid not in [s["session_id"] for s in sessions.get("/v1/sessions").json()["sessions"]]
 
 
-def test_a_fork_is_refused_with_why_and_the_session_goes_on(sessions: TestClient) -> None:
-    assert sessions.post("/v1/sessions/nope/fork", json={"n": 2}).status_code == 404
-    sid = _new(sessions)
-    _cell(sessions, sid, "x = 41")
-    r = sessions.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
-    assert r.status_code == 501 and "not offered" in r.json()["detail"], r.text
-    assert _cell(sessions, sid, "x + 1")["display"] == "42"
-    sessions.delete(f"/v1/sessions/{sid}")
-
-
 def test_a_session_whose_cells_follow_each_other_still_ends_at_its_lifetime(sessions: TestClient) -> None:
     # The reaper passes over a session mid-cell: back-to-back cells once kept a session alive for good.
     store = sessions.app.state.sessions  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, cast
 
-from . import assert_runner, cells, isolation, linux, run_cpu, session, session_main, worker_start  # noqa: F401 - see main()
+from . import assert_runner, cells, isolation, linux, run_cpu, session, session_family, session_main, worker_start  # noqa: F401 - see main()
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
@@ -357,13 +357,22 @@ def main() -> None:
         try:
             header, blobs = read_frame(in_fd)
         except ProtocolError:
+            header, blobs = {"op": "end"}, []
+        if header.get("op") == "fork":  # its session's first fork: from now on, the members' agents serve it
+            answer, members = session_family.first(bx, header)
+            write_all(out_fd, answer)
+            if members:
+                session_family.serve(in_fd, out_fd, members)
+                header = {"op": "end"}
+        if header.get("op") == "end":
             bx.kill()
             if (runs := config.get("run_cgroup")) is not None:
                 runs.remove()  # before the memory cgroup, which may hold it
             if (memory := config.get("memory_cgroup")) is not None:
                 memory.remove()
             return
-        write_all(out_fd, handle(bx, header, blobs, uid))
+        if header.get("op") != "fork":
+            write_all(out_fd, handle(bx, header, blobs, uid))
         # While the server reads the answer: a session's processes stop until its next cell; else the box's
         # scratch space is renewed, unless a test series is left open for the next exchange (which resets first).
         if session.is_open():

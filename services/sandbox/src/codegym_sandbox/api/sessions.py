@@ -6,11 +6,20 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse
 
 from .. import languages
+from ..sessions import forks
 from ..sessions.store import Session, SessionStore
-from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionList
+from ..sessions.wire import (
+    CellResult,
+    CreateSession,
+    ExecuteCell,
+    ForkSession,
+    SessionCreated,
+    SessionInfo,
+    SessionList,
+    SessionsForked,
+)
 from .files import one_tree, scratch_name
 
 router = APIRouter(prefix="/v1/sessions")
@@ -75,18 +84,17 @@ async def execute(session_id: str, req: ExecuteCell, store: StoreDep) -> CellRes
     return await store.execute(session_id, req.code, req.timeout_s, req.stdin)
 
 
-# Why a fork is refused, for the caller (SECURITY.md, "Sessions", says the same): an exact copy of a live
-# interpreter is its own fork(), which leaves the copy as its parent's host user in its parent's namespaces; moving
-# it into isolation of its own takes privileges in the process that forks, and that process runs the model's code.
-FORK_REFUSED = (
-    "forking a session is not offered by this server: a copy of a live interpreter would share its parent's host "
-    "user and namespaces, and so could change its parent and its siblings. Make a session per member of the group "
-    "and send each the same cells instead."
+@router.post(
+    "/{session_id}/fork",
+    response_model=SessionsForked,
+    responses={
+        409: {"description": "A cell runs, or the session runs threads or processes beside its interpreter"},
+        429: {"description": "A cap on sessions or their memory is reached"},
+        501: {"description": "This server forks no session (see detail)"},
+    },
 )
-
-
-@router.post("/{session_id}/fork", status_code=501, responses={501: {"description": "Not offered (see detail)"}})
-async def fork(session_id: str, store: StoreDep) -> JSONResponse:
-    """Refused, with why (501): an unknown or ended session answers 404 or 410 first, as every call on one does."""
-    store.get(session_id)
-    return JSONResponse({"detail": FORK_REFUSED}, 501)
+async def fork(session_id: str, req: ForkSession, store: StoreDep) -> SessionsForked:
+    """Copies of the session as it is between cells, each a session of its own: its memory and files, random
+    state included (``reseed``: each its own), isolated from the session and from each other."""
+    copies = await forks.fork(store, session_id, req.n, req.reseed)
+    return SessionsForked(session_ids=[copy.session_id for copy in copies])

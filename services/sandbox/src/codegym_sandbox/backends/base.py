@@ -177,4 +177,13 @@ class Backend(Protocol):
         ``memory_mb`` of the memory budget for its life (:class:`Saturated` when the budget has no room)."""
         ...
 
+    @property
+    def fork_refusal(self) -> str | None:
+        """Why this backend forks no session; None where it does."""
+        ...
+
+    async def fork_session(self, lease: SessionLease, n: int, reseed: bool, memory_mb: int) -> list[SessionLease]:
+        """Fork ``lease``'s session into ``n`` copies: its own next lease, then the copies' (``session_family``)."""
+        ...
+
     def status(self) -> dict[str, Any]: ...

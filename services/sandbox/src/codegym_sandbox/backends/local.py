@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import platform
 import shutil
 import sys
 from pathlib import Path
@@ -164,6 +165,16 @@ class LocalBackend(WorkerPool):
         if worker is not None:
             log.info("local backend: a run of worker %d gives way to the memory its neighbours hold", worker.slot)
             self._replace(worker)
+
+    @property
+    def fork_refusal(self) -> str | None:
+        if self.config.get("host_uid") is None or not self.config.get("session_slots"):
+            return (
+                "forking a session needs the server to run as root: each copy's programs are a host user of their own"
+            )
+        if platform.machine() != "x86_64":
+            return "forking a session is offered on x86_64 only"
+        return None
 
     async def stop(self) -> None:
         await super().stop()

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from .base import Saturated, SessionLease
 from .lending import DemandMeter, Measured
-from .memory import MemoryBudget
+from .memory import Lease, MemoryBudget
+from .session_family import fork_lease
 from .session_lease import next_slot, open_lease
 
 if TYPE_CHECKING:
@@ -63,6 +64,40 @@ class SessionSlots:
             raise Saturated(retry_after_s=5)
         self._last_session_slot = slot
         return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
+
+    @property
+    def fork_refusal(self) -> str | None:
+        """Why this backend forks no session (None: it does). A container's agent cannot make the namespaces a
+        copy needs: the engine's seccomp profile and capabilities refuse them."""
+        return "forking a session is offered on the local backend (run as root, on x86_64) only"
+
+    async def fork_session(self, lease: SessionLease, n: int, reseed: bool, memory_mb: int) -> list[SessionLease]:
+        """Fork ``lease``'s session into ``n`` copies (``session_family.py``): the session's next lease, then the
+        copies'. Each copy takes a sessions' slot (its host user) and ``memory_mb`` of the budget, and the session
+        as much again (what it held stays held, shared with its copies); :class:`Saturated` where there is no
+        room, and :class:`~.session_family.ForkRefused` where the agent refuses."""
+        memories: list[Lease] = []
+        slots: list[int] = []
+        try:
+            for _ in range(n + 1):
+                memories.append(await self.memory.acquire(memory_mb, 0.0))
+            for _ in range(n):
+                slot = next_slot(self.session_slots, self.max_workers, self.session_slot_count, self._last_session_slot)
+                if slot is None:
+                    raise Saturated(retry_after_s=5)
+                self._last_session_slot = slot
+                self.session_slots.add(slot)
+                slots.append(slot)
+            copies = list(zip(slots, memories[1:], strict=True))
+            made = await fork_lease(
+                lease, copies, memories[0], self.memory, self.session_slots, self.max_workers, reseed, memory_mb
+            )
+        except BaseException:
+            for memory in memories:
+                self.memory.release(memory)
+            self.session_slots.difference_update(slots)
+            raise
+        return list(made)
 
     @contextlib.asynccontextmanager
     async def computing(self, cell: Measured) -> AsyncIterator[None]:

@@ -3,10 +3,11 @@
 ``client.session(...)`` makes a session (``POST /v1/sessions``) on the next of the client's URLs, retried
 like any request (a 429 of a full server, a server that cannot be reached: to the next URL). From then on
 the handle is pinned: every call of the session goes to the URL that made it, retries too, because that
-server alone holds its interpreter (another answers 404). Its calls are retried only where that cannot do
-anything twice: ``info`` and ``delete`` on any failure the retry policy retries; ``execute``
-only when the request never left the client (the connection was refused), since a cell run twice is not
-the cell run once. A session's 404/410 raises ``SessionGone``, its 409 ``SessionBusy``.
+server alone holds its interpreter (another answers 404); so do its copies (``fork``), which live beside it.
+Its calls are retried only where that cannot do anything twice: ``info`` and ``delete`` on any failure the
+retry policy retries; ``execute`` and ``fork`` only when the request never left the client (the connection
+was refused), since a cell run twice is not the cell run once. A session's 404/410 raises ``SessionGone``,
+its 409 ``SessionBusy``.
 
 Leaving ``with client.session() as s:`` (``async with`` for :class:`AsyncSandboxClient`) deletes the session;
 one already gone (expired, ended by its interpreter) is no error there. ``client.attach(session_id)`` takes
@@ -21,7 +22,16 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
-from ..sessions.wire import CellResult, CreateSession, ExecuteCell, SessionCreated, SessionInfo, SessionLimits
+from ..sessions.wire import (
+    CellResult,
+    CreateSession,
+    ExecuteCell,
+    ForkSession,
+    SessionCreated,
+    SessionInfo,
+    SessionLimits,
+    SessionsForked,
+)
 from . import _core
 from ._core import Call, Core, Exchange
 from .exceptions import SandboxError, SandboxUnavailable, SessionGone
@@ -89,6 +99,11 @@ class _Calls:
         data = yield from self._call("GET", "", None, resend=True)
         return _core.parse(SessionInfo, data, self.path)
 
+    def fork(self, n: int, reseed: bool) -> Exchange:
+        # Never sent twice: a fork done twice is twice the copies.
+        data = yield from self._call("POST", "/fork", _core.wire(ForkSession(n=n, reseed=reseed)), resend=False)
+        return _core.parse(SessionsForked, data, self.path + "/fork").session_ids
+
     def delete(self) -> Exchange:
         # Sent again after a lost answer, a delete that was done answers 410: close() takes that as done.
         yield from self._call("DELETE", "", None, resend=True)
@@ -114,6 +129,14 @@ class Session:
         """The server's view of the session: age, idle time, cells run, memory, expiry, busy."""
         info: SessionInfo = self._run(self._calls.info())
         return info
+
+    def fork(self, n: int = 1, reseed: bool = False) -> list[Session]:
+        """``n`` copies of the session as it is now (memory, files, random state; ``reseed``: each its own),
+        each a session of its own on the same server, isolated from this one and from each other. A 409
+        (``SessionBusy``) says why it cannot be forked now (a cell runs; threads or processes beside the
+        interpreter); a server that forks no session answers 501 (``SandboxError``)."""
+        ids: list[str] = self._run(self._calls.fork(n, reseed))
+        return [Session(self._run, self._calls.core, self.url, sid) for sid in ids]
 
     def delete(self) -> None:
         """End the session now; raises ``SessionGone`` if it was gone already."""
@@ -161,6 +184,11 @@ class AsyncSession:
         """The server's view of the session: age, idle time, cells run, memory, expiry, busy."""
         info: SessionInfo = await self._run(self._calls.info())
         return info
+
+    async def fork(self, n: int = 1, reseed: bool = False) -> list[AsyncSession]:
+        """``n`` copies of the session (see :meth:`Session.fork`)."""
+        ids: list[str] = await self._run(self._calls.fork(n, reseed))
+        return [AsyncSession(self._run, self._calls.core, self.url, sid) for sid in ids]
 
     async def delete(self) -> None:
         """End the session now; raises ``SessionGone`` if it was gone already."""

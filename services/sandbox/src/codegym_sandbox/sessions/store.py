@@ -82,6 +82,11 @@ class Session:
     used: float = field(default_factory=time.monotonic)
     cells: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    held_mb: int = 0  # what the kernels its forks stopped hold (kernel_copy.py), while it lives
+
+    @property
+    def holds_mb(self) -> int:
+        return self.memory_mb + self.held_mb
 
     def expires_in(self, lifetime_s: float, now: float) -> float:
         return min(self.used + self.idle_ttl_s, self.created + lifetime_s) - now
@@ -110,7 +115,7 @@ class SessionStore:
         self._reaper: asyncio.Task[None] | None = None
         self.metrics = executor.metrics
         self.metrics.track_sessions(
-            lambda: len(self.sessions), lambda: sum(x.memory_mb for x in self.sessions.values()), lambda: len(self.warm)
+            lambda: len(self.sessions), lambda: sum(x.holds_mb for x in self.sessions.values()), lambda: len(self.warm)
         )
 
     # -- life ---------------------------------------------------------------------------------------------
@@ -128,7 +133,7 @@ class SessionStore:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
-        ending = [self._end(s, "ended: the server stopped", "stopped") for s in list(self.sessions.values())]
+        ending = [self.end(s, "ended: the server stopped", "stopped") for s in list(self.sessions.values())]
         await asyncio.gather(*ending)
 
     async def create(self, client: str, ttl_s: float | None, memory_mb: int | None, cell_timeout_s: float | None,
@@ -197,7 +202,7 @@ class SessionStore:
         may hold ``SESSIONS__MEMORY_SHARE`` of the memory budget at most, the rest is the runs'."""
         budget = self.backend.memory.total_mb
         ahead = self.settings.memory_mb * (len(self.warm) + self.warming)
-        held = sum(x.memory_mb for x in self.sessions.values()) + ahead + self.opening_mb
+        held = sum(x.holds_mb for x in self.sessions.values()) + ahead + self.opening_mb
         most = int(budget * self.settings.memory_share)
         if held + memory_mb > most:
             raise TooManySessions(
@@ -208,7 +213,7 @@ class SessionStore:
     def _check_client_share(self, client: str, memory_mb: int) -> None:
         """One client's sessions (those being opened too) hold ``SESSIONS__CLIENT_MEMORY_SHARE`` of what sessions
         may hold together, at most."""
-        held = sum(x.memory_mb for x in self.sessions.values() if x.client == client)
+        held = sum(x.holds_mb for x in self.sessions.values() if x.client == client)
         held += self.opening_mb_by.get(client, 0)
         most = int(self.backend.memory.total_mb * self.settings.memory_share * self.settings.client_memory_share)
         if held + memory_mb > most:
@@ -216,6 +221,17 @@ class SessionStore:
                 f"{client}'s sessions hold {held} MiB of memory and this one asks for {memory_mb}: one client's may "
                 f"hold {most} MiB (SESSIONS__CLIENT_MEMORY_SHARE)"
             )
+
+    def check_caps(self, client: str, sessions: int, memory_mb: int) -> None:
+        """Refuse (:class:`TooManySessions`) ``sessions`` more of ``client``'s, holding ``memory_mb``, past a cap."""
+        s = self.settings
+        if len(self.sessions) + self.opening + sessions > s.max_sessions:
+            raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
+        held = sum(1 for x in self.sessions.values() if x.client == client) + self.opening_by.get(client, 0)
+        if held + sessions > s.max_sessions_per_client:
+            raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
+        self._check_share(memory_mb)
+        self._check_client_share(client, memory_mb)
 
     async def _opened(self, memory_mb: int) -> SessionLease:
         """:meth:`_open`, carried to its end even when its caller goes away (a worker's start is not to be cut
@@ -276,7 +292,7 @@ class SessionStore:
         return session
 
     async def delete(self, session_id: str) -> None:
-        await self._end(self.get(session_id), "was deleted", "deleted")
+        await self.end(self.get(session_id), "was deleted", "deleted")
 
     async def execute(
         self, session_id: str, code: str, timeout_s: float | None, stdin: str | None = None
@@ -288,7 +304,7 @@ class SessionStore:
             if session.expires_in(self.settings.max_lifetime_s, time.monotonic()) <= 0:
                 # The reaper passes over a session mid-cell, and one whose cells follow each other is mid-cell
                 # whenever it looks: its lifetime ends here, at its next cell.
-                await self._end(session, "expired", "expired")
+                await self.end(session, "expired", "expired")
                 raise SessionGone(session_id, self.ended.get(session_id))
             timeout = min(timeout_s or session.cell_timeout_s, self.settings.max_cell_timeout_s)
             cap = self.executor.settings.limits.output_bytes
@@ -321,14 +337,14 @@ class SessionStore:
             self.metrics.session_cells.labels(status=result.status).inc()
         if not result.alive:
             cause = "killed" if result.status == "finished" else result.status
-            await self._end(session, f"ended: its interpreter ended ({result.status})", cause)
+            await self.end(session, f"ended: its interpreter ended ({result.status})", cause)
         return result
 
     def expires_at(self, session: Session) -> float:
         return time.time() + session.expires_in(self.settings.max_lifetime_s, time.monotonic())
 
     # -- ends ---------------------------------------------------------------------------------------------
-    async def _end(self, session: Session, why: str, cause: str) -> None:
+    async def end(self, session: Session, why: str, cause: str) -> None:
         if self._forget(session, why, cause):
             await session.lease.close(busy=session.lock.locked())
 
@@ -353,4 +369,4 @@ class SessionStore:
             now = time.monotonic()
             for session in list(self.sessions.values()):
                 if not session.lock.locked() and session.expires_in(self.settings.max_lifetime_s, now) <= 0:
-                    await self._end(session, "expired", "expired")
+                    await self.end(session, "expired", "expired")

@@ -48,6 +48,21 @@ class ExecuteCell(BaseModel):
     stdin: str | None = Field(None, description="What the cell reads on sys.stdin (input()); none: end of file.")
 
 
+class ForkSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(1, ge=1, description="Copies to make (at most the server's SESSIONS__MAX_FORK).")
+    reseed: bool = Field(
+        False,
+        description="Give each copy random state of its own (Python's random, and numpy's where imported); "
+        "otherwise every copy draws what the session would.",
+    )
+
+
+class SessionsForked(BaseModel):
+    session_ids: list[str]  # the copies, each a session of its own (the session forked goes on as it was)
+
+
 class CellErrorModel(BaseModel):
     type: str
     message: str

@@ -1,0 +1,268 @@
+"""A session's copies (``POST /v1/sessions/{id}/fork``), served by the worker that holds the session.
+
+A ``fork`` frame names the *members* the copies become (the session itself first: its kernel is copied too,
+and the copy takes its place, see ``kernel_copy.py``) and the host user each copy's programs are, by its id in
+the worker's namespace (0: the session's own). The copies are made (:func:`fork`), and each gets an agent process
+of its own, forked from the one that made it, that serves its cells as a session's agent does (``session.py``,
+on a :class:`~.kernel_place.CopyPlace`): the copies' cells run side by side, and one copy's cell never waits for
+another's. From the first fork on, the worker's agent only passes frames on (:func:`serve`): each frame names
+its member, and each answer too. A member's own fork is made by its agent, which hands the new members' agents
+(their channels) to the worker's agent with its answer, and then ends: its kernel stays stopped, as the first
+one does, and the members carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import struct
+from typing import TYPE_CHECKING, Any, cast
+
+from . import host_users, isolation, kernel_copy, ptrace_calls, session
+from .kernel_copy import Mounts, Refused, Target
+from .kernel_place import CopyPlace
+from .protocol import ProtocolError, _read_exact, decode_header, encode_frame, read_frame, wipe, write_all
+
+if TYPE_CHECKING:
+    from .box_handle import BoxHandle
+    from .memory_cgroup import MemoryCgroup
+    from .run_cgroup import RunCgroup
+
+_MAX_FDS = 1024  # the most members one fork hands on (the server asks for fewer)
+
+
+class Lineage:
+    """What a kernel's copies are made with: the ids its namespace maps (``host_users.fork_pool``), the mounts
+    of its files, and the cgroups its copies' own are made beside."""
+
+    def __init__(self, pool: list[int], mounts: Mounts, memory: MemoryCgroup | None, meter: RunCgroup | None) -> None:
+        self.pool, self.mounts, self.memory, self.meter = pool, mounts, memory, meter
+
+    @classmethod
+    def of_worker(cls, bx: BoxHandle) -> Lineage:
+        config = bx.config
+        size = config.get("tmp_bytes", 64 << 20)
+        mounts = Mounts(
+            isolation.SCRATCH,
+            f"mode=0755,size={size}",
+            isolation.SHM,
+            f"mode=1777,size={min(size, isolation.SHM_BYTES)}",
+            f"newinstance,ptmxmode=0666,mode=0620,max={isolation.PTYS}",
+        )
+        return cls(host_users.fork_pool(config), mounts, config.get("memory_cgroup"), config.get("run_cgroup"))
+
+
+def refusal(lineage: Lineage) -> str | None:
+    """Why no kernel of this worker can be copied, or None."""
+    if not ptrace_calls.SUPPORTED:
+        return "forking a session needs an x86_64 machine"
+    if not lineage.pool or lineage.memory is None:
+        return (
+            "forking a session needs the local backend run as root (each copy's programs are a host user of their "
+            "own, in a memory cgroup of their own)"
+        )
+    return None
+
+
+def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> list[tuple[int, socket.socket]]:
+    """Copy ``kernel`` for each member the frame names, each served by an agent process of its own: the members
+    and the sockets to their agents (the session's own first, which takes the place of ``kernel``)."""
+    if (why := refusal(lineage)) is not None:
+        raise Refused(why)
+    members: list[int] = frame["members"]
+    users: list[int] = frame["users"]
+    targets, lineages = [], []
+    for user in users:
+        if user and user not in lineage.pool:
+            raise Refused(f"no host user {user} to give a copy")  # the server's slots and the pool disagree
+        inside = user or host_users.PROGRAM_UID
+        pool = [x for x in lineage.pool if x != user]
+        lines = f"{host_users.PROGRAM_UID} {inside} 1\n" + host_users.pool_lines(pool, lambda x: x)
+        assert lineage.memory is not None
+        memory = lineage.memory.sibling()
+        if memory is not None:
+            memory.hold_to(int(frame["memory_bytes"]))
+        meter = lineage.meter.sibling(memory) if lineage.meter is not None else None
+        uid = host_users.PROGRAM_UID
+        targets.append(Target(lines, lines, uid, uid, inside, memory, meter, keeps=not user))
+        lineages.append(Lineage(pool, lineage.mounts, memory, meter))
+    try:
+        place = kernel.place
+        copies = kernel_copy.copy_kernel(place.find_kernel(), place.root, kernel.answers, targets, lineage.mounts)
+    except BaseException:
+        for target in targets:
+            for group in (target.meter, target.memory):
+                if group is not None:
+                    group.remove()
+        raise
+    agents = []
+    for member, copy, own in zip(members, copies, lineages, strict=True):
+        place = CopyPlace(copy.pid, own.memory, own.meter)
+        served = session.Kernel(place, copy.requests, copy.stdout, copy.stderr, copy.answers, copied=True)
+        served.reseed = bool(frame.get("reseed")) and member != members[0]
+        agents.append((member, _spawn(member, served, own)))
+        served.close()
+        os.close(place.pidfd)
+    return agents
+
+
+def _spawn(member: int, kernel: session.Kernel, lineage: Lineage) -> socket.socket:
+    """An agent process for ``member``'s kernel; the socket to it."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.fork() == 0:
+        code = 1
+        try:
+            keep = {2, theirs.fileno(), kernel.requests, kernel.stdout, kernel.stderr, kernel.answers.fileno()}
+            keep.add(cast("CopyPlace", kernel.place).pidfd)
+            for group in (lineage.memory, lineage.meter):
+                keep |= _descriptors(group)
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) not in keep:
+                    with contextlib.suppress(OSError):
+                        os.close(int(name))
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            _serve_member(member, theirs, kernel, lineage)
+            code = 0
+        finally:
+            os._exit(code)
+    theirs.close()
+    return ours
+
+
+def _descriptors(group: object) -> set[int]:
+    if group is None:
+        return set()
+    fds = {value for key, value in vars(group).items() if key in ("fd", "parent_fd", "usage", "procs", "parent")}
+    fds |= set(getattr(group, "files", {}).values())
+    return {fd for fd in fds if isinstance(fd, int) and fd >= 0}
+
+
+def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, lineage: Lineage) -> None:
+    """One member's agent: its cells, its forks and its end, frame by frame, until the worker's agent hangs up."""
+    fd = sock.fileno()
+    while True:
+        try:
+            header, blobs = read_frame(fd)
+        except (ProtocolError, OSError):
+            break  # the worker's agent is gone
+        op = header.get("op")
+        try:
+            if op == "cell":
+                done, record = kernel.cell(bytes(blobs[0]), float(cast("float", header["wall_s"])))
+                write_all(fd, encode_frame({**done, "member": member}, [record]))
+                if not done["alive"]:
+                    return  # its kernel is gone, and the worker's agent hears of it as this one ends
+                kernel.hold(fd)
+            elif op == "fork":
+                agents = fork(kernel, header, lineage)
+                answer = encode_frame({"op": "forked", "members": [m for m, _ in agents], "member": member})
+                socket.send_fds(sock, [answer], [s.fileno() for _, s in agents])
+                return  # its kernel is stopped for good; its copies' agents carry on
+            else:
+                kernel.place.end()
+                write_all(fd, encode_frame({"op": "ended", "member": member}))
+                return
+        except Refused as exc:
+            kernel.hold(fd)
+            write_all(fd, encode_frame({"op": "error", "error": str(exc), "refused": True, "member": member}))
+        except (OSError, ValueError, RuntimeError) as exc:
+            write_all(fd, encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}", "member": member}))
+            kernel.place.end()
+            return
+        finally:
+            for blob in blobs:
+                wipe(blob)
+    kernel.place.end()
+
+
+def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket]) -> None:
+    """The worker's agent once its session has forked: each frame of the server's to the agent of the member it
+    names, each answer back, until the server hangs up (its caller then takes the box, and every member, down)."""
+    pending: set[int] = set()  # members with a frame sent and no answer yet
+    while True:
+        by_fd = {s.fileno(): m for m, s in members.items()}
+        ready, _, _ = select.select([in_fd, *by_fd], [], [])
+        if in_fd in ready:
+            try:
+                header, blobs = read_frame(in_fd)
+            except ProtocolError:
+                return
+            member = header.get("member")
+            if isinstance(member, int) and member in members:
+                pending.add(member)
+                try:
+                    write_all(members[member].fileno(), encode_frame(header, cast("list[bytes]", blobs)))
+                except OSError:
+                    pass  # its agent ended: answered below, as it is seen gone
+            else:
+                write_all(out_fd, encode_frame({"op": "error", "error": f"no member {member!r}", "member": member}))
+            for blob in blobs:
+                wipe(blob)
+        for fd in ready:
+            if fd == in_fd or fd not in by_fd:
+                continue
+            member = by_fd[fd]
+            frame, fds = _read_member(members[member])
+            if frame is None:  # its agent ended: a frame sent to it is answered here
+                members.pop(member).close()
+                if member in pending:
+                    pending.discard(member)
+                    error = {"op": "error", "error": "the session's agent ended", "member": member}
+                    write_all(out_fd, encode_frame(error))
+                continue
+            header = decode_header(frame[4 : 4 + struct.unpack(">I", frame[:4])[0]])
+            if header.get("op") == "forked":
+                forked = cast("list[int]", header["members"])
+                members.pop(member).close()  # its agent ends: the members' own carry on
+                for new, sock_fd in zip(forked, fds, strict=True):
+                    members[new] = socket.socket(fileno=sock_fd)
+            else:
+                for extra in fds:
+                    os.close(extra)
+            pending.discard(member)
+            write_all(out_fd, frame)
+
+
+def _read_member(sock: socket.socket) -> tuple[bytes | None, list[int]]:
+    """One whole frame from a member's agent, and the descriptors sent with it (with its first bytes)."""
+    try:
+        head, fds, _, _ = socket.recv_fds(sock, 4, _MAX_FDS)
+    except OSError:
+        return None, []
+    if not head:
+        return None, fds
+    try:
+        head += bytes(_read_exact(sock.fileno(), 4 - len(head)))
+        (size,) = struct.unpack(">I", head)
+        raw = bytes(_read_exact(sock.fileno(), size))
+        sizes = cast("list[int]", decode_header(raw).get("blobs", []))
+        body = b"".join(bytes(_read_exact(sock.fileno(), n)) for n in sizes)
+    except (ProtocolError, OSError, ValueError):
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return head + raw + body, fds
+
+
+def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socket.socket]]:
+    """The first fork of the worker's session: the answer, and the members' agents (none where it failed)."""
+    kernel = session.open_kernel()
+    if kernel is None:
+        return encode_frame({"op": "error", "error": "no session is open on this worker"}), {}
+    try:
+        agents = fork(kernel, header, Lineage.of_worker(bx))
+    except Refused as exc:
+        return encode_frame({"op": "error", "error": str(exc), "refused": True}), {}
+    except (OSError, ValueError, RuntimeError) as exc:
+        session.drop()  # the kernel may be anywhere now: the session is over
+        bx.respawn()
+        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}), {}
+    session.hand_over()  # its kernel is stopped for good: the members' agents carry the session on
+    # And its box stops too: it watches its run's memory and CPU time as every process of its pid namespace's,
+    # the copies' among them, each of which has limits of its own now (a copy that grew would have the box
+    # kill every member). Taken down (killed, stopped or not) as the worker ends.
+    os.kill(bx.pid, signal.SIGSTOP)
+    return encode_frame({"op": "forked", "members": [m for m, _ in agents]}), dict(agents)

@@ -1,0 +1,206 @@
+"""A session's copies on the server: one worker serving the session and every copy forked from it.
+
+A fork (``agent/session_family.py``) leaves the session's worker serving several sessions, its *members*, each a
+copy of the kernel with an agent process of its own: from then on every frame to that worker names its
+member, and every answer too, and the members' cells run side by side. :class:`Family` is that worker: one
+task reads its answers and hands each to the call that waits for it; a member's session is a
+:class:`MemberLease`. A member that ends is killed in the worker (its pid namespace goes with it); the
+worker ends with its last member.
+
+What a family holds: every member's memory limit, and the memory of each kernel a fork stopped for good (its
+copies share its pages, charged to it: see ``agent/kernel_copy.py``), until the family ends; and the host user of
+each member (a sessions' slot), until the family ends too, since a stopped kernel keeps its user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, cast
+
+from ..agent.protocol import WAIT_CREDIT, RunFrame, encode_frame
+from ..agent.session_frames import CellDone, CellFrame, read_cell_done
+from .base import SandboxFault
+
+if TYPE_CHECKING:
+    from .memory import Lease, MemoryBudget
+    from .worker import AgentWorker
+
+_KERNEL_GRACE_S = 10.0  # beyond a cell's bound: the agent's own grace, and taking the member down
+_FORK_S = 60.0  # how long a fork may take to answer (the copies' files are copied)
+_END_GRACE_S = 5.0
+
+
+class ForkRefused(Exception):
+    """The session cannot be forked now (the agent's reason: it runs threads or other processes, say)."""
+
+
+class Family:
+    """A worker whose session was forked, and its members."""
+
+    def __init__(self, worker: AgentWorker, budget: MemoryBudget, slots: set[int], held: list[Lease]) -> None:
+        self.worker, self.budget, self.slots = worker, budget, slots
+        self.own_slots = {worker.slot}  # the host users of the family, given back as the family ends
+        self.held = held  # the memory of the kernels stopped for good
+        self.live: set[int] = set()
+        self.next_member = 1
+        self.pending: dict[int, asyncio.Future[tuple[dict[str, object], list[bytes]]]] = {}
+        self.closed = False
+        self.reader: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Read the worker's answers from now on (after the answer to its first fork, read as any other)."""
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                header, blobs = await self.worker._read()
+                waiter = self.pending.pop(cast("int", header.get("member")), None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result((header, blobs))
+                # else: the answer to an end, or to a call its caller gave up
+        except SandboxFault as exc:
+            for waiter in self.pending.values():
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            self.pending.clear()
+
+    async def ask(
+        self, member: int, header: dict[str, object], blobs: list[bytes], answer_by: float
+    ) -> tuple[dict[str, object], list[bytes]]:
+        if self.reader is None or self.reader.done():
+            raise SandboxFault(f"worker {self.worker.slot} went away")
+        waiter = asyncio.get_running_loop().create_future()
+        self.pending[member] = waiter
+        try:
+            self.worker._write(encode_frame({**header, "member": member}, blobs))
+            await self.worker._drain()
+            async with asyncio.timeout(answer_by):
+                answer: tuple[dict[str, object], list[bytes]] = await waiter
+            return answer
+        except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
+            raise SandboxFault(f"worker {self.worker.slot} did not answer") from exc
+        finally:
+            if self.pending.get(member) is waiter:
+                del self.pending[member]
+
+    async def fork(self, member: int, request: dict[str, object], members: list[int]) -> None:
+        """Fork ``member`` (whose agent answers for the copies in ``members``, its own first)."""
+        header, _ = await self.ask(member, {**request, "members": members}, [], _FORK_S)
+        _forked(header, members)
+
+    async def end_member(self, member: int, busy: bool) -> None:
+        """End one member (its copy is killed in the worker), and the worker with the last."""
+        self.live.discard(member)
+        if self.live:
+            with contextlib.suppress(SandboxFault, OSError, ConnectionError):
+                self.worker._write(encode_frame({"op": "end", "member": member}))
+                await self.worker._drain()
+            return
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            await (self.worker.kill() if busy else self.worker.end(_END_GRACE_S))
+        finally:
+            if self.reader is not None:
+                self.reader.cancel()
+            for lease in self.held:
+                self.budget.release(lease)
+            self.held.clear()
+            self.slots.difference_update(self.own_slots)
+
+
+def _forked(header: dict[str, object], members: list[int]) -> None:
+    """Read a fork's answer: the members it made, or why it was refused."""
+    if header.get("op") == "forked" and header.get("members") == members:
+        return
+    error = str(header.get("error", "an answer that is not a fork's"))
+    if header.get("refused"):
+        raise ForkRefused(error)
+    raise SandboxFault(f"the fork failed: {error}")
+
+
+class MemberLease:
+    """One member of a family: a session's lease (``base.SessionLease``)."""
+
+    def __init__(self, family: Family, member: int, memory: Lease) -> None:
+        self.family, self.member, self.memory = family, member, memory
+        self.closed = False
+        family.live.add(member)
+
+    @property
+    def worker(self) -> AgentWorker:
+        return self.family.worker
+
+    async def put_files(self, files: dict[str, tuple[bytes, int]]) -> None:
+        raise SandboxFault("a session's copy takes no files but its parent's")
+
+    async def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
+        header: CellFrame = {"op": "cell", "wall_s": wall_s, "blobs": [len(message)]}
+        answer_by = wall_s * (1 + WAIT_CREDIT) + _KERNEL_GRACE_S
+        frame, out = await self.family.ask(self.member, cast("dict[str, object]", header), [message], answer_by)
+        done = self.worker._answer(read_cell_done, {k: v for k, v in frame.items() if k != "member"}, len(out))
+        if done["op"] == "error":
+            raise self.worker._fault(done)
+        return done, out[0]
+
+    def demand_s(self) -> float | None:
+        return self.worker.demand_s()
+
+    async def close(self, busy: bool = False) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            await self.family.end_member(self.member, busy)
+        finally:
+            self.family.budget.release(self.memory)
+
+
+async def fork_lease(
+    lease: object,
+    copies: list[tuple[int, Lease]],
+    parent_memory: Lease,
+    budget: MemoryBudget,
+    slots: set[int],
+    first_slot: int,
+    reseed: bool,
+    memory_mb: int,
+) -> list[MemberLease]:
+    """Fork the session of ``lease`` (a worker's first session, or a family's member) into ``copies`` (each a
+    sessions' slot, which gives its host user, and its memory); its own next lease (``parent_memory``) first.
+    The lease forked is retired, its memory held by the family; a refusal leaves it as it was."""
+    from ..agent.host_users import FORK_BASE
+    from .session_lease import SessionLease
+
+    request: dict[str, object] = {
+        "op": "fork",
+        "users": [0] + [FORK_BASE + slot - first_slot for slot, _ in copies],
+        "reseed": reseed,
+        "memory_bytes": memory_mb << 20,
+    }
+    if isinstance(lease, SessionLease):
+        family = Family(lease.worker, budget, slots, [])
+        members = [0, *range(1, len(copies) + 1)]
+        frame, _ = await lease.worker._ask(cast("RunFrame", {**request, "members": members}), [], _FORK_S)
+        _forked(frame, members)
+        family.start()
+        family.held.append(lease.memory)
+        lease.closed = True  # its worker and memory are the family's now
+        parent = 0
+    elif isinstance(lease, MemberLease):
+        family, parent = lease.family, lease.member
+        members = [parent, *range(family.next_member, family.next_member + len(copies))]
+        await family.fork(parent, request, members)
+        family.held.append(lease.memory)
+        lease.closed = True
+        family.live.discard(parent)
+    else:
+        raise TypeError(f"not a session's lease: {lease!r}")
+    family.next_member = max(family.next_member, members[-1] + 1)
+    family.own_slots.update(slot for slot, _ in copies)
+    made = [MemberLease(family, parent, parent_memory)]
+    made += [MemberLease(family, member, memory) for member, (_, memory) in zip(members[1:], copies, strict=True)]
+    return made

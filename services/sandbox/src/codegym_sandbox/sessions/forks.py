@@ -1,0 +1,77 @@
+"""A session's fork (``POST /v1/sessions/{id}/fork``): copies of its interpreter, each a session of its own.
+
+A fork copies the session's kernel as it waits between cells (``agent/kernel_copy.py``): the copies' memory
+and files are the session's at that moment, random state included (``reseed`` gives each its own), and each
+copy is isolated from the session and from the others as two sessions are. The store's caps count the copies
+as the sessions they are; the memory budget holds each copy's limit, and the session's once more (what it
+held at the fork stays held, its copies sharing it, until the last of them ends).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import TYPE_CHECKING
+
+from ..backends.base import SandboxFault
+from ..backends.session_family import ForkRefused
+from .store import Busy, Session, SessionGone
+
+if TYPE_CHECKING:
+    from .store import SessionStore
+
+__all__ = ["ForkNotOffered", "ForkRefused", "TooManyCopies", "fork"]
+
+
+class ForkNotOffered(Exception):
+    """This server forks no session (its backend's reason)."""
+
+
+class TooManyCopies(ValueError):
+    """A fork asked for more copies than one fork may make."""
+
+
+async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> list[Session]:
+    """``n`` copies of session ``session_id``, made sessions of the store (the session goes on as it was)."""
+    s = store.settings
+    session = store.get(session_id)
+    if (why := store.backend.fork_refusal) is not None:
+        raise ForkNotOffered(why)
+    if n > s.max_fork:
+        raise TooManyCopies(f"a fork makes {s.max_fork} copies at most (SESSIONS__MAX_FORK), not {n}")
+    if session.lock.locked():
+        raise Busy(f"session {session_id!r} is running a cell: it is forked between cells")
+    store.check_caps(session.client, n, (n + 1) * session.memory_mb)
+    async with session.lock:
+        if session.expires_in(s.max_lifetime_s, time.monotonic()) <= 0:
+            await store.end(session, "expired", "expired")
+            raise SessionGone(session_id, store.ended.get(session_id))
+        store.check_caps(session.client, n, (n + 1) * session.memory_mb)  # others may have come meanwhile
+        # A slot of the pool while the copies are made, as a cell takes one: the copying is CPU the session uses.
+        async with store.backend.computing(session.lease):
+            try:
+                leases = await store.backend.fork_session(session.lease, n, reseed, session.memory_mb)
+            except SandboxFault as exc:
+                # The agent could not make the copies and may have left the kernel anywhere: the session ends.
+                await store.end(session, f"ended: its fork failed ({exc})", "killed")
+                raise SessionGone(session_id, store.ended.get(session_id), ran=True) from None
+        session.lease = leases[0]
+        session.held_mb += session.memory_mb
+        session.used = time.monotonic()
+        copies = [
+            Session(
+                session_id=store.prefix + secrets.token_urlsafe(16),
+                client=session.client,
+                lease=lease,
+                memory_mb=session.memory_mb,
+                cell_timeout_s=session.cell_timeout_s,
+                idle_ttl_s=session.idle_ttl_s,
+                cells=session.cells,
+            )
+            for lease in leases[1:]
+        ]
+        for copy in copies:
+            store.sessions[copy.session_id] = copy
+            store.metrics.sessions_created.inc()
+        store.metrics.session_forks.inc()
+    return copies

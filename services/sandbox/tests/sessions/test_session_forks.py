@@ -1,0 +1,212 @@
+"""A session's fork through the native API on a real server: exact copies (memory, files, random state),
+each a session of its own that goes its own way, the session itself unchanged, and clear answers for what
+cannot be forked. The container backends answer 501 with why, and their session goes on."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+from sandbox_support import settings_for
+
+
+@pytest.fixture(scope="module")
+def sessions(backend: str) -> Iterator[TestClient]:
+    settings = settings_for(backend)
+    settings.sessions.memory_mb = 128
+    settings.sessions.max_sessions = 8
+    settings.sessions.max_fork = 4
+    settings.sessions.warm = 0
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+
+
+def _new(client: TestClient, **body: Any) -> str:
+    r = client.post("/v1/sessions", json={"language": "python", **body})
+    assert r.status_code == 201, r.text
+    session_id: str = r.json()["session_id"]
+    return session_id
+
+
+def _cell(client: TestClient, sid: str, code: str, **body: Any) -> dict[str, Any]:
+    r = client.post(f"/v1/sessions/{sid}/execute", json={"code": code, **body})
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = r.json()
+    return answer
+
+
+def _fork(client: TestClient, sid: str, n: int, **body: Any) -> list[str]:
+    r = client.post(f"/v1/sessions/{sid}/fork", json={"n": n, **body})
+    assert r.status_code == 200, r.text
+    ids: list[str] = r.json()["session_ids"]
+    assert len(ids) == n and sid not in ids and len(set(ids)) == n
+    return ids
+
+
+def _forks(backend: str) -> bool:
+    return backend == "local" and os.geteuid() == 0
+
+
+@pytest.fixture
+def forking(backend: str, sessions: TestClient) -> TestClient:
+    if not _forks(backend):
+        pytest.skip("forks are the local backend's, as root (the container backends' refusal is tested below)")
+    return sessions
+
+
+STATE = (
+    "import random, os\nrandom.seed(7)\nrandom.random()\nx = 41\nopen('made.txt', 'w').write('by a cell')\n"
+    "os.makedirs('sub/deeper')\nopen('/dev/shm/shared.bin', 'wb').write(b'shm')\nhandle = open('data.txt')\n"
+)
+LOOK = (
+    "(x, random.random(), open('data.txt').read(), open('made.txt').read(), open('sub/deeper/../../made.txt').read(),"
+    " open('/dev/shm/shared.bin', 'rb').read(), os.getcwd(), os.getuid())"
+)
+
+
+def test_copies_hold_the_sessions_memory_files_and_random_state(forking: TestClient) -> None:
+    sid = _new(forking, files={"data.txt": "seven"})
+    ids: list[str] = []
+    try:
+        assert _cell(forking, sid, STATE)["error"] is None
+        ids = _fork(forking, sid, 3)
+        expected = _cell(forking, sid, LOOK)["display"]
+        assert expected.startswith("(41, 0."), expected
+        assert expected.endswith("'seven', 'by a cell', 'by a cell', b'shm', '/tmp/box', 1000)"), expected
+        for copy in ids:
+            assert _cell(forking, copy, LOOK)["display"] == expected  # every copy draws what the session draws
+            info = forking.get(f"/v1/sessions/{copy}").json()
+            assert info["cells"] == 2 and info["memory_mb"] == 128, info
+        # A copy's descriptors are not the session's (it shares nothing with it): reading one is an error. The
+        # session keeps its own.
+        out = _cell(forking, ids[0], "handle.read()")
+        assert out["error"]["type"] in ("OSError", "ValueError"), out
+        assert _cell(forking, sid, "handle.read()")["display"] == "'seven'"
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
+def test_a_copy_goes_its_own_way_and_changes_nothing_of_the_session_or_its_siblings(forking: TestClient) -> None:
+    sid = _new(forking)
+    ids: list[str] = []
+    try:
+        _cell(forking, sid, "x = [1]\nopen('f.txt', 'w').write('session')\nimport os")
+        ids = _fork(forking, sid, 2)
+        _cell(forking, ids[0], "x.append(2)\nopen('f.txt', 'w').write('copy 0')\nopen('/dev/shm/z', 'w').write('0')")
+        _cell(forking, ids[1], "del x\nos.remove('f.txt')")
+        assert _cell(forking, sid, "x, open('f.txt').read(), os.path.exists('/dev/shm/z')")["display"] == (
+            "([1], 'session', False)"
+        )
+        assert _cell(forking, ids[0], "x, open('f.txt').read()")["display"] == "([1, 2], 'copy 0')"
+        out = _cell(forking, ids[1], "os.path.exists('f.txt'), os.path.exists('/dev/shm/z'), 'x' in dir()")
+        assert out["display"] == "(False, False, False)", out
+        # None sees another's processes, or can signal one: each is its own pid namespace's first process.
+        for s in (sid, *ids):
+            out = _cell(forking, s, "os.getpid(), [os.kill(p, 0) is None for p in range(2, 64) if p != os.getpid()]")
+            assert out["display"] in ("(1, [])",) or "ProcessLookupError" in str(out["error"]), out
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
+def test_reseed_gives_each_copy_random_state_of_its_own(forking: TestClient) -> None:
+    sid = _new(forking)
+    ids: list[str] = []
+    try:
+        _cell(forking, sid, "import random\nrandom.seed(1)")
+        ids = _fork(forking, sid, 3, reseed=True)
+        draws = {_cell(forking, s, "random.random()")["display"] for s in (sid, *ids)}
+        assert len(draws) == 4, draws
+        assert _cell(forking, sid, "random.seed(1); random.random()")["display"] in {
+            _cell(forking, s, "random.seed(1); random.random()")["display"] for s in ids
+        }
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
+def test_a_copy_can_be_forked_and_every_member_ends_on_its_own(forking: TestClient) -> None:
+    sid = _new(forking)
+    first: list[str] = []
+    second: list[str] = []
+    try:
+        _cell(forking, sid, "depth = 0")
+        first = _fork(forking, sid, 1)
+        _cell(forking, first[0], "depth += 1")
+        second = _fork(forking, first[0], 2)
+        for s in second:
+            assert _cell(forking, s, "depth += 1; depth")["display"] == "2"
+        assert _cell(forking, first[0], "depth")["display"] == "1"
+        again = _fork(forking, sid, 1)  # the session forks again, after its first fork
+        second += again
+        assert _cell(forking, again[0], "depth")["display"] == "0"
+        assert forking.delete(f"/v1/sessions/{sid}").status_code == 204  # the session ends: its copies live on
+        assert forking.delete(f"/v1/sessions/{first[0]}").status_code == 204
+        for s in second:
+            assert _cell(forking, s, "depth")["display"] in ("2", "0")
+    finally:
+        for s in (sid, *first, *second):
+            forking.delete(f"/v1/sessions/{s}")
+
+
+def test_what_cannot_be_forked_is_told_and_the_session_goes_on(forking: TestClient) -> None:
+    assert forking.post("/v1/sessions/nope/fork", json={"n": 1}).status_code == 404
+    sid = _new(forking)
+    try:
+        _cell(forking, sid, "import threading, time, subprocess\nx = 41")
+        for n in (0, -1, 5):  # max_fork is 4 here
+            r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": n})
+            assert r.status_code == 422, r.text
+        _cell(forking, sid, "t = threading.Thread(target=time.sleep, args=(1,), daemon=True); t.start()")
+        r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
+        assert r.status_code == 409 and "thread" in r.json()["detail"], r.text
+        assert _cell(forking, sid, "t.join(); x + 1")["display"] == "42"  # once it ended, the session forks
+        other = _new(forking)
+        _cell(forking, other, "import subprocess\np = subprocess.Popen(['sleep', '30'])")
+        r = forking.post(f"/v1/sessions/{other}/fork", json={"n": 1})
+        assert r.status_code == 409 and "process" in r.json()["detail"], r.text
+        # A daemon a cell left (its parent gone: an orphan of the session's box) is a process beside it too.
+        lone = _new(forking)
+        _cell(forking, lone, "import subprocess\nsubprocess.run(['sh', '-c', 'sleep 30 > /dev/null 2>&1 &'])")
+        r = forking.post(f"/v1/sessions/{lone}/fork", json={"n": 1})
+        assert r.status_code == 409 and "process" in r.json()["detail"], r.text
+        forking.delete(f"/v1/sessions/{lone}")
+        # While a cell runs: 409, as a second cell would be.
+        slow = threading.Thread(target=_cell, args=(forking, other, "time.sleep(1.5)"))
+        slow.start()
+        time.sleep(0.5)
+        r = forking.post(f"/v1/sessions/{other}/fork", json={"n": 1})
+        slow.join()
+        assert r.status_code == 409, r.text
+        forking.delete(f"/v1/sessions/{other}")
+        assert forking.post(f"/v1/sessions/{other}/fork", json={"n": 1}).status_code == 410
+        # Past the server's sessions (8 here): 429, and nothing is made.
+        made = _fork(forking, sid, 4)
+        r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": 4})
+        assert r.status_code == 429 and r.headers["retry-after"], r.text
+        assert len(forking.get("/v1/sessions").json()["sessions"]) == 5
+        assert _cell(forking, sid, "x + 2")["display"] == "43"
+        for s in made:
+            forking.delete(f"/v1/sessions/{s}")
+    finally:
+        forking.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_container_backend_says_it_forks_no_session(backend: str, sessions: TestClient) -> None:
+    if _forks(backend):
+        pytest.skip("this backend forks (tested above)")
+    sid = _new(sessions)
+    try:
+        _cell(sessions, sid, "x = 41")
+        r = sessions.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 501 and "local backend" in r.json()["detail"], r.text
+        assert _cell(sessions, sid, "x + 1")["display"] == "42"
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")

@@ -10,7 +10,8 @@ are what carries between machines):
 1. **Round trips**: a trivial cell (``1``) in a session against a cached ``/v1/execute`` (the same request
    over and over: an answer from the cache, the HTTP floor), one keep-alive connection, sequentially, one of
    each in turn (so that the machine's swings weigh on both alike); and
-   making a session, from a kernel started ahead (``SESSIONS__WARM``, the default) and without one.
+   making a session, from a kernel started ahead (``SESSIONS__WARM``, the default) and without one; and
+   forking a warm session into 16 (``POST /v1/sessions/{id}/fork``), against a trivial cell.
 2. **A 10-cell rollout**: the cells of a tool-using rollout (imports, data, a function, its tests, fixes)
    through one session, against the same rollout through stateless ``/v1/execute`` calls that each replay
    every earlier cell (what a sandbox without sessions forces on the client), uncached.
@@ -149,6 +150,20 @@ def round_trips(n: int) -> None:
             cells += timed(lambda: cell(c, sid, "1"), 1)
         c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
 
+        forks = []
+        for _ in range(min(n, 20)):
+            # A warm session with some state (a 100k list, imports), forked into 16; then every member ended,
+            # so that the next fork starts from the same server (a family holds its users until it ends).
+            parent = c.ok("POST", "/v1/sessions", {"limits": {"memory_mb": 128}}, 201)["session_id"]
+            cell(c, parent, "import json, random\ndata = list(range(100_000))\nrandom.seed(1)")
+            t = time.perf_counter()
+            copies = c.ok("POST", f"/v1/sessions/{parent}/fork", {"n": 16})["session_ids"]
+            forks.append(time.perf_counter() - t)
+            if cell(c, copies[-1], "len(data)")["display"] != "100000":
+                raise SystemExit("a copy does not hold its parent's state")
+            for made in (parent, *copies):
+                c.ok("DELETE", f"/v1/sessions/{made}", want=204)
+
         warm = []
         for _ in range(min(n, 60)):
             time.sleep(0.25)  # a kernel starts behind the one taken
@@ -171,7 +186,8 @@ def round_trips(n: int) -> None:
     print(f"| a trivial cell in a session | {ms(cells)} | {ms(cells, 0.9)} | {t / f:.2f}x |")
     print(f"| make a session (a kernel started ahead) | {ms(warm)} | {ms(warm, 0.9)} | - |")
     print(f"| make a session (SESSIONS__WARM=0) | {ms(cold)} | {ms(cold, 0.9)} | - |")
-    print("| fork a session into 16 | not offered yet | | |")
+    k = statistics.median(forks)
+    print(f"| fork a warm session into 16 | {ms(forks)} | {ms(forks, 0.9)} | {k / t:.1f}x a trivial cell |")
 
 
 def rollout(rounds: int) -> None:

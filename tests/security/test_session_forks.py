@@ -166,6 +166,10 @@ def test_a_copys_fork_bomb_and_its_exit_stay_its_own(server: TestClient) -> None
         )
         out = _cell(server, one, bomb)
         assert out["alive"] and int(out["display"]) < 32, out
+        # Its processes are its own count: a sibling (and the session) still start theirs.
+        for s in (two, sid):
+            out = _cell(server, s, "import subprocess\nsubprocess.run(['true']).returncode")
+            assert out["display"] == "0", out
         out = _cell(server, two, "os._exit(3)")
         assert not out["alive"], out
         assert _cell(server, sid, "'alive'")["display"] == "'alive'"

@@ -6,7 +6,7 @@ signal its siblings, write their files, or meet them in a pipe or shared mapping
 copy is made by the agent, as the kernel's tracer (``ptrace_calls.py``), while the kernel waits between cells,
 and each copy is made over before any instruction of it runs:
 
-* **Namespaces and a host user of its own.** The kernel clones itself into a new user, mount, pid, IPC and UTS
+* **Namespaces and a host user of its own.** The kernel clones itself into a new user, mount and pid
   namespace (the seccomp filter lets a namespace through only to a process its tracer lets through: the
   agent's). The agent maps the copy's program uid to a host user no other session has (a copy kept as the
   parent's continuation keeps the parent's), sets its ids, and takes every capability the new namespace gave it,
@@ -27,6 +27,7 @@ thread of one process; anything else of the session would be lost, or left to th
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import socket
 import stat
@@ -39,7 +40,10 @@ from .ptrace_calls import EVENT_FORK, NR, Tracee, TraceFailed, read_memory, wait
 from .run_cgroup import RunCgroup
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
-CLONE_FLAGS = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS
+# A user namespace (its ids), a mount namespace (its files), a pid namespace (its processes, ended with it). Its
+# box's IPC and UTS namespaces it shares: no program may make System V or POSIX IPC objects (the seccomp filter)
+# or change the host name (no capability).
+CLONE_FLAGS = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID
 _SIGCHLD = 17
 _CAP_VERSION_3 = 0x20080522
 _MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
@@ -115,8 +119,19 @@ def copy_kernel(kernel: int, root: int, answers: socket.socket, targets: list[Ta
     try:
         check_alone(kernel, root)  # again, now that it is stopped: nothing of it can start anything more
         cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
-        for target in targets:
-            made.append((_clone(parent), target))
+        # A user namespace counts its processes against its maker's user too, up to the process limit its
+        # maker had as it was made: made under the session's, every copy's processes would share one count with
+        # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
+        # program's to change: linux.py), each copy counts its own, under the session's limit, set again below.
+        soft, hard = resource.prlimit(kernel, resource.RLIMIT_NPROC)
+        try:
+            resource.prlimit(kernel, resource.RLIMIT_NPROC, (hard, hard))
+            for target in targets:
+                made.append((_clone(parent), target))
+        finally:
+            resource.prlimit(kernel, resource.RLIMIT_NPROC, (soft, hard))
+        for child, _ in made:
+            resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
         _prepare(made, kernel, mounts)
         copies = [_make_over(child, target, answers, cwd) for child, target in made]
         for child, target in made:

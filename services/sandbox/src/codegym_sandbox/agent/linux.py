@@ -182,6 +182,7 @@ AF_INET6 = 10
 AF_NETLINK = 16
 NETLINK_ROUTE = 0
 PRIO_PROCESS = 0
+RLIMIT_NPROC = 6
 IOPRIO_WHO_PROCESS = 1
 F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW = 36, 37, 38
 F_SETFL, F_SETSIG, SIGCONT = 4, 10, 18
@@ -280,10 +281,15 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     when("clone", _arg(0), (_BPF_JSET_K, 0, 1, NAMESPACE_FLAGS), _ret(_RET_TRACE), _ret(_RET_ALLOW))
     for name in syscall_table.SELF_ONLY:
         when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
-    # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own.
-    when("prlimit64", _arg(0), (_BPF_JEQ_K, "allow", 0, 0),
+    # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own, and never its
+    # process limit: its hard limit is left high, so that a session's copies each count their own processes
+    # (kernel_copy.py), and the soft one is the run's bound.
+    when("prlimit64", _arg(1), (_BPF_JEQ_K, 0, "own", RLIMIT_NPROC),
+         _arg(2), (_BPF_JEQ_K, 0, "deny", 0), _arg(2, high=True), (_BPF_JEQ_K, "allow", "deny", 0),
+         "own", _arg(0), (_BPF_JEQ_K, "allow", 0, 0),
          _arg(2), (_BPF_JEQ_K, 0, "deny", 0), _arg(2, high=True), (_BPF_JEQ_K, "allow", "deny", 0),
          "allow", _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
+    when("setrlimit", _arg(0), (_BPF_JEQ_K, 0, 1, RLIMIT_NPROC), _ret(_EPERM), _ret(_RET_ALLOW))
     # setpriority(which, who, nice) and ioprio_set(which, who, prio): the calling process only; a group or
     # a user (who 0 is the caller's own) would reach its supervisors too.
     for name, which in (("setpriority", PRIO_PROCESS), ("ioprio_set", IOPRIO_WHO_PROCESS)):

@@ -85,7 +85,11 @@ def set_limits(limits: Limits, contained: bool, supervisors: int = 0, series: bo
     if not contained:
         # In a container, RLIMIT_NPROC would count this uid's processes in every container on the host;
         # the container's pids limit bounds processes there.
-        set_limit(resource.RLIMIT_NPROC, limits["processes"] + supervisors)
+        # The hard limit is left as it is (high): no program may change its process limit (the seccomp filter),
+        # and a session's copies are made under it (kernel_copy.py).
+        set_limit(
+            resource.RLIMIT_NPROC, limits["processes"] + supervisors, resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        )
     set_limit(resource.RLIMIT_NOFILE, limits["open_files"])
     set_limit(resource.RLIMIT_CORE, 0)
     # The stack of every run, whatever the server was started with (a shell's 8 MiB, a cluster's "unlimited"):
@@ -177,19 +181,20 @@ def prepare(sock: socket.socket, programs: Programs) -> NoReturn:
         detach(sock)
         on_own_cpu(programs)
         become_program(programs)
-        if programs.seccomp:
-            linux.install_seccomp()
-        else:
-            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
         msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, MAX_FDS)
         if not msg:
             os._exit(0)  # the box went away
         cmd = cast(RunCommand, json.loads(msg))  # the box's: trusted to be what it says
         wire(fds)
+        # Its limits before the filter, which refuses a program any change of its process limit.
+        set_limits(cmd["limits"], programs.contained)
+        if programs.seccomp:
+            linux.install_seccomp()
+        else:
+            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
         os.chdir(cmd["cwd"])
         os.environ.clear()
         os.environ.update(cmd["env"])
-        set_limits(cmd["limits"], programs.contained)
         if python := cmd["python"]:
             # As the interpreter does at start-up: a closed pipe is an EPIPE error, not a signal.
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)

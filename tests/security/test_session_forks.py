@@ -10,6 +10,7 @@ session's own continuation can see), and its memory beside its siblings'. Each c
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,8 +29,9 @@ def server(backend: str, host: HostState) -> Iterator[TestClient]:
     settings = hostile_settings(backend)
     settings.sessions.memory_mb = 128
     settings.sessions.warm = 0
-    settings.sessions.max_sessions = 12
-    settings.sessions.max_sessions_per_client = 12
+    settings.sessions.max_sessions = 24
+    settings.sessions.max_sessions_per_client = 24
+    settings.sessions.cpu_s = 2.5
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         yield c
     assert host.problems() == []
@@ -96,7 +98,13 @@ def test_a_copy_reaches_no_process_but_its_own(server: TestClient, family: tuple
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 me = os.readlink('/proc/self')
-seen = [p for p in os.listdir('/proc') if p.isdigit() and p != me]
+def live(p):
+    try:
+        with open(f'/proc/{p}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+seen = [p for p in os.listdir('/proc') if p.isdigit() and p != me and live(p)]
 hit = []
 for p in seen:
     for sig in (0, signal.SIGKILL):
@@ -107,7 +115,9 @@ for p in seen:
         if libc.syscall(424, fd, sig, None, 0) == 0:  # pidfd_send_signal, by its /proc directory
             hit.append(p)
         os.close(fd)
-for p in range(2, 400):  # 1 is itself (the init of its pid namespace)
+for p in range(2, 4096):  # the box's pid namespace: its own and the zombie of the session's kernel aside
+    if str(p) == me or not live(p):
+        continue
     try:
         os.kill(p, signal.SIGKILL)
         hit.append(p)
@@ -177,3 +187,163 @@ def test_a_copys_fork_bomb_and_its_exit_stay_its_own(server: TestClient) -> None
     finally:
         for s in (sid, one, two):
             server.delete(f"/v1/sessions/{s}")
+
+
+def _alive(client: TestClient, *sids: str) -> None:
+    for s in sids:
+        out = _cell(client, s, "'alive'")
+        assert out["display"] == "'alive'", (s, out)
+
+
+def test_no_terminal_process_group_or_parent_reaches_a_copy(server: TestClient) -> None:
+    # Before the fork the session's kernel took a terminal, and a handler that kills whatever it can on SIGHUP.
+    sid = _new(server)
+    prefix = (
+        "import os, signal, fcntl\nm, s = os.openpty()\ntty = os.open(os.ttyname(s), os.O_RDWR)\n"
+        "def kill_all(*_):\n    for p in range(2, 4096):\n        try:\n            os.kill(p, 9)\n"
+        "        except OSError:\n            pass\nsignal.signal(signal.SIGHUP, kill_all)\n"
+    )
+    assert _cell(server, sid, prefix)["error"] is None
+    one, two = _fork(server, sid, 2)
+    try:
+        # A copy has no terminal of the session's; the session's own one signals nobody but its own group.
+        out = _cell(server, one, "open('/dev/tty')")
+        assert out["error"] is not None and out["error"]["type"] == "OSError", out
+        _cell(server, sid, "fcntl.ioctl(m, 0x40045436, b'\\x02\\x00\\x00\\x00')")  # TIOCSIG SIGINT
+        # An orphaned process group's SIGHUP and SIGCONT (a child that leaves its parent's group, then ends).
+        trigger = (
+            "pid = os.fork()\nif pid == 0:\n    os.setpgid(0, 0)\n    os._exit(0)\nos.waitpid(pid, 0)\nos.close(m)"
+        )
+        _cell(server, sid, trigger)
+        _cell(server, two, trigger.replace("os.close(m)", "None"))
+        _alive(server, one, two)
+    finally:
+        for s in (sid, one, two):
+            server.delete(f"/v1/sessions/{s}")
+
+
+def test_a_copys_own_files_and_mappings_follow_no_one_else(server: TestClient) -> None:
+    sid = _new(server)
+    deep = "d/" * 1100  # a working directory deeper than any path a call takes, on the session's files
+    prefix = (
+        "import mmap, os, socket\nopen('f.bin', 'wb').write(b'A' * 8192)\nmapped = mmap.mmap(os.open('f.bin', "
+        f"os.O_RDONLY), 0, prot=mmap.PROT_READ)\nfor part in {deep!r}.split('/')[:-1]:\n"
+        "    os.mkdir(part)\n    os.chdir(part)\n"
+    )
+    assert _cell(server, sid, prefix)["error"] is None
+    one, two = _fork(server, sid, 2)
+    try:
+        # Its working directory is on its own files, however deep; what one copy writes there no other sees.
+        for s in (one, two):
+            out = _cell(server, s, "os.stat('.').st_dev == os.stat('/tmp/box').st_dev, os.listdir('.')")
+            assert out["display"] == "(True, [])", out
+        _cell(server, one, "open('mine', 'w').write('one')")
+        assert _cell(server, two, "os.listdir('.')")["display"] == "[]"
+        assert _cell(server, sid, "os.listdir('.')")["display"] == "[]"
+        # A mapping of the session's file: what the session writes to that file no copy's mapping shows.
+        _cell(server, sid, "os.chdir('/tmp/box')\nwith open('f.bin', 'r+b') as f:\n    f.write(b'HACK')")
+        for s in (one, two):
+            assert _cell(server, s, "mapped[:4]")["display"] == "b'AAAA'"
+        # Ports are each copy's own.
+        bind = "b = socket.socket()\nb.bind(('127.0.0.1', 5000))\nb.listen()\n'bound'"
+        for s in (one, two):
+            assert _cell(server, s, bind)["display"] == "'bound'"
+    finally:
+        for s in (sid, one, two):
+            server.delete(f"/v1/sessions/{s}")
+
+
+def test_a_copy_ends_as_the_session_would(server: TestClient) -> None:
+    sid = _new(server)
+    _cell(server, sid, "import os, signal, time")
+    one, two, three = _fork(server, sid, 3)
+    try:
+        out = _cell(server, one, "os.kill(os.getpid(), signal.SIGTERM)\n'after'")
+        assert out["status"] == "killed" and not out["alive"], out
+        # The session's CPU time over its life (2.5 s here) holds for a copy, from what the session had used.
+        spin = "t = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass"
+        _cell(server, two, spin)
+        out = _cell(server, two, spin)
+        assert out["status"] == "time_limit" and not out["alive"], out
+        _alive(server, sid, three)
+    finally:
+        for s in (sid, one, two, three):
+            server.delete(f"/v1/sessions/{s}")
+
+
+def test_a_member_deleted_while_its_cell_runs_is_ended_at_once(server: TestClient) -> None:
+    import threading
+
+    sid = _new(server)
+    _cell(server, sid, "import time")
+    (one,) = _fork(server, sid, 1)
+    answers: list[int] = []
+    slow = threading.Thread(
+        target=lambda: answers.append(
+            server.post(f"/v1/sessions/{one}/execute", json={"code": "time.sleep(4)", "timeout_s": 10}).status_code
+        )
+    )
+    slow.start()
+    time.sleep(0.7)
+    began = time.monotonic()
+    assert server.delete(f"/v1/sessions/{one}").status_code == 204
+    slow.join()
+    assert answers == [410] and time.monotonic() - began < 3, answers
+    _alive(server, sid)
+    server.delete(f"/v1/sessions/{sid}")
+
+
+def test_forks_of_two_members_at_once_keep_their_copies_apart(server: TestClient) -> None:
+    import threading
+
+    sid = _new(server)
+    _cell(server, sid, "who = 's'")
+    (other,) = _fork(server, sid, 1)
+    _cell(server, other, "who = 't'")
+    got: dict[str, list[str]] = {}
+    forks = [threading.Thread(target=lambda s=s: got.__setitem__(s, _fork(server, s, 2))) for s in (sid, other)]
+    for f in forks:
+        f.start()
+    for f in forks:
+        f.join()
+    try:
+        for parent, copies in got.items():
+            for copy in copies:
+                assert _cell(server, copy, "who")["display"] == ("'s'" if parent == sid else "'t'"), (parent, copy)
+    finally:
+        for s in (sid, other, *got.get(sid, []), *got.get(other, [])):
+            server.delete(f"/v1/sessions/{s}")
+
+
+def test_what_a_family_holds_is_counted_and_given_back(server: TestClient) -> None:
+    store = server.app.state.sessions  # type: ignore[attr-defined]
+    sid = _new(server)
+    _cell(server, sid, "x = 1")
+    copies = _fork(server, sid, 16)  # a GRPO group's worth
+    try:
+        assert _cell(server, copies[-1], "x")["display"] == "1"
+        # The session's kernel's memory stays held while the family lives: counted on a member once it is deleted.
+        held = sum(x.holds_mb for x in store.sessions.values())
+        server.delete(f"/v1/sessions/{sid}")
+        assert sum(x.holds_mb for x in store.sessions.values()) == held - 128
+        # A deleted copy's host user serves other sessions again: made and deleted past the sessions' slots.
+        for _ in range(30):
+            (made,) = _fork(server, copies[0], 1)
+            assert server.delete(f"/v1/sessions/{made}").status_code == 204
+        assert server.post("/v1/sessions", json={"language": "python"}).status_code == 201
+    finally:
+        for s in copies:
+            server.delete(f"/v1/sessions/{s}")
+        for s in list(store.sessions):
+            server.delete(f"/v1/sessions/{s}")
+
+
+def test_what_cannot_be_copied_is_refused_and_the_session_goes_on(server: TestClient) -> None:
+    sid = _new(server)
+    try:
+        _cell(server, sid, "import os\nfor i in range(10_001):\n    open(f'f{i}', 'w').close()\nx = 1", timeout_s=20)
+        r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
+        assert r.status_code == 409 and "too many" in r.json()["detail"], r.text
+        assert _cell(server, sid, "x + 1")["display"] == "2"
+    finally:
+        server.delete(f"/v1/sessions/{sid}")

@@ -15,7 +15,7 @@ def test_one_round_that_sees_every_process_stopped_is_not_enough(monkeypatch: py
     state = {"A": True, "C": True}
     rounds: list[list[str]] = [["A"], ["A", "C"]]  # the first round misses C, the next one finds it again
 
-    def members(root: int) -> list[str]:
+    def members(root: int, tree: bool = False) -> list[str]:
         if len(rounds) > 1:
             if len(rounds) == 2:
                 state["C"] = False  # continued by its parent's end, after the first round read it stopped
@@ -33,7 +33,7 @@ def test_one_round_that_sees_every_process_stopped_is_not_enough(monkeypatch: py
 
 
 def test_a_process_that_cannot_be_stopped_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session_pause, "_members", lambda root: ["A"])
+    monkeypatch.setattr(session_pause, "_members", lambda root, tree=False: ["A"])
     monkeypatch.setattr(session_pause, "_stopped", lambda proc: False)
     monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
     monkeypatch.setattr(session_pause.time, "sleep", lambda s: None)

@@ -1,31 +1,36 @@
 """Copies of a session's kernel: a fork that is as isolated from its parent and its siblings as two sessions are.
 
 A kernel's state is its process's memory, which only the kernel's own ``fork`` copies exactly (random state,
-objects, everything a cell left). But a fork shares its parent's user, namespaces and open files: it could
-signal its siblings, write their files, or meet them in a pipe or shared mapping they all inherited. So the
-copy is made by the agent, as the kernel's tracer (``ptrace_calls.py``), while the kernel waits between cells,
-and each copy is made over before any instruction of it runs:
+objects, everything a cell left). But a fork shares its parent's user, namespaces, session and open files: it
+could signal its siblings, write their files, or meet them in a pipe, a terminal or a shared mapping they all
+inherited. So the copy is made by the agent, as the kernel's tracer (``ptrace_calls.py``), while the kernel
+waits between cells, and each copy is made over before any instruction of it runs:
 
-* **Namespaces and a host user of its own.** The kernel clones itself into a new user, mount and pid
+* **Namespaces and a host user of its own.** The kernel clones itself into a new user, mount and network
   namespace (the seccomp filter lets a namespace through only to a process its tracer lets through: the
-  agent's). The agent maps the copy's program uid to a host user no other session has (a copy kept as the
-  parent's continuation keeps the parent's), sets its ids, and takes every capability the new namespace gave it,
-  before it runs. Being the init of its own pid namespace, it and everything it starts end together.
+  agent's). The agent maps the copy's program uid to a host user no other session has (the copy that continues
+  the session keeps the session's), sets its ids, gives it a process session of its own and takes every
+  capability the new namespace gave it, before it runs. It stays in its box's pid namespace, where a process's
+  own signals act on it as on any process (the first process of a namespace ignores them), and is the reaper of
+  what it starts (its orphans stay under it, to be stopped and ended with it).
 * **Nothing shared.** Every descriptor it inherited is closed; it gets new standard streams and channels to the
-  agent. Every shared mapping is made a private one with the same contents. Its scratch directory and
+  agent, made in it and taken by the agent (nothing the kernel holds is trusted). Every shared mapping, and every
+  mapping of a file of the parent's, is made a private one with the same contents. Its scratch directory and
   ``/dev/shm`` are new tmpfs mounts holding a copy of the parent's files, owned by its user, and it has a devpts
   instance of its own.
-* **The parent is kept, stopped.** The copies' namespaces belong to the parent's host user: were the parent
-  ever to run again, it could act in them. So the parent never does: a copy made at the same time takes its
-  place as the session's kernel (:func:`copy_kernel`'s first target), and the parent stays stopped, holding the
-  memory its copies share with it, until the worker ends.
+* **The parent is gone.** The copies' user namespaces belong to the parent's host user: a process of that user
+  left in the worker's namespace would hold every capability in them. So the parent is killed once its copies
+  are made: a copy made at the same time takes its place as the session's kernel (:func:`copy_kernel`'s first
+  target).
 
 A kernel is copied only as it waits for its next cell, alone: one thread, no other process (a copy holds one
-thread of one process; anything else of the session would be lost, or left to the copies to share).
+thread of one process; anything else of the session would be lost, or left to the copies to share). What cannot
+be copied (a file system too large to copy, a process limit reached) is refused, and the session goes on.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import shutil
@@ -40,16 +45,23 @@ from .ptrace_calls import EVENT_FORK, NR, Tracee, TraceFailed, read_memory, wait
 from .run_cgroup import RunCgroup
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
-# A user namespace (its ids), a mount namespace (its files), a pid namespace (its processes, ended with it). Its
-# box's IPC and UTS namespaces it shares: no program may make System V or POSIX IPC objects (the seccomp filter)
-# or change the host name (no capability).
-CLONE_FLAGS = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID
+# A user namespace (its ids), a mount namespace (its files), a network namespace (its ports). Its box's IPC and
+# UTS namespaces it shares (no program may make System V or POSIX IPC objects, or change the host name), and its
+# pid namespace: the first process of a namespace of its own would ignore its own signals.
+CLONE_FLAGS = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWNET
 _SIGCHLD = 17
 _CAP_VERSION_3 = 0x20080522
 _MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
 _PAGE = 4096
 _PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+_MAX_FILES = 10_000  # files and directories a copy may be given (copying them is the agent's time)
 _F_DUPFD_CLOEXEC = 1030
+_O_CLOEXEC = 0o2000000
+_AT_FDCWD = -100
+_PIDFD_GETFD = 438
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
 
 
 class Refused(Exception):
@@ -106,10 +118,10 @@ def check_alone(kernel: int, root: int) -> None:
         raise Refused("the session runs other processes beside its interpreter: a copy would lack them")
 
 
-def copy_kernel(kernel: int, root: int, answers: socket.socket, targets: list[Target], mounts: Mounts) -> list[Copy]:
-    """Copies of ``kernel`` (waiting for a cell on its requests pipe; ``answers`` the agent's end of its answers
-    socket; ``root`` the process its session's orphans go to), one per target, each stopped until it is
-    continued; ``kernel`` is left stopped for good."""
+def copy_kernel(kernel: int, root: int, targets: list[Target], mounts: Mounts) -> list[Copy]:
+    """Copies of ``kernel`` (waiting for a cell on its requests pipe; ``root`` the process its session's orphans go
+    to), one per target, each stopped until it is continued; ``kernel`` is killed (:class:`Refused`, and
+    ``kernel`` as it was, where they cannot be made)."""
     check_alone(kernel, root)
     try:
         parent = Tracee.seize(kernel, lambda regs: regs.orig_rax == NR["read"] and regs.rdi == REQUESTS_FD)
@@ -119,6 +131,8 @@ def copy_kernel(kernel: int, root: int, answers: socket.socket, targets: list[Ta
     try:
         check_alone(kernel, root)  # again, now that it is stopped: nothing of it can start anything more
         cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
+        # Its files' file systems: a copy maps nothing of them (its own are copies).
+        writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
@@ -130,22 +144,30 @@ def copy_kernel(kernel: int, root: int, answers: socket.socket, targets: list[Ta
                 made.append((_clone(parent), target))
         finally:
             resource.prlimit(kernel, resource.RLIMIT_NPROC, (soft, hard))
-        for child, _ in made:
-            resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
-        _prepare(made, kernel, mounts)
-        copies = [_make_over(child, target, answers, cwd) for child, target in made]
         for child, target in made:
-            for group in (target.memory, target.meter):
+            resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
+            for group in (target.memory, target.meter):  # what it holds from now on (pages it copies too) is its own
                 if group is not None:
                     group.add(child.pid)
-            child.release(stopped=True)
-    except BaseException:
+        _prepare(made, kernel, mounts)
+        copies = [_make_over(child, target, cwd, mounts.scratch, writable) for child, target in made]
+    except BaseException as exc:
         for child, _ in made:
             _kill(child.pid)
+        parent.release(stopped=True)  # the session goes on as it was
+        if isinstance(exc, Refused | TraceFailed | OSError):
+            raise Refused(f"the session could not be copied: {exc}") from exc
         raise
-    finally:
-        parent.release(stopped=True)
+    for child, _ in made:
+        child.release(stopped=True)
+    _kill(kernel)  # its copies are its children no more (its box's, stopped); its user has no process left here
     return copies
+
+
+def _device(path: str) -> str:
+    """The device of the file system at ``path``, as ``/proc/PID/maps`` writes it."""
+    dev = os.stat(path).st_dev
+    return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
 def _clone(parent: Tracee) -> Tracee:
@@ -165,48 +187,55 @@ def _clone(parent: Tracee) -> Tracee:
     return Tracee(pid, parent.saved)
 
 
-def _make_over(child: Tracee, target: Target, answers: socket.socket, cwd: bytes) -> Copy:
-    """Give the copy its channels, its working directory and its ids, and nothing it shares, before it runs.
-    Its ids last: a process whose ids changed is no longer dumpable, and its memory is not the agent's to write."""
+def _make_over(child: Tracee, target: Target, cwd: bytes, scratch: str, writable: set[str]) -> Copy:
+    """Give the copy its channels, its working directory, a session of its own and its ids, and nothing it shares,
+    before it runs. Its ids last: a process whose ids changed is no longer dumpable, and its memory is not the
+    agent's to write."""
     pid = child.pid
-    page = child.checked("mmap", 0, _PAGE, 3, 0x22, -1, 0)  # a page of its own to pass arguments in
-    iovec, data, control, caps, path = page + 64, page + 128, page + 256, page + 512, page + 1024
-    control_len = 16 + 4 * 5 + 4  # CMSG_SPACE of five descriptors
-    write_memory(pid, page, struct.pack("<QIiQQQQi4x", 0, 0, 0, iovec, 1, control, control_len, 0))  # msghdr
-    write_memory(pid, iovec, struct.pack("<QQ", data, 1))
+    size = (len(cwd) + len(scratch) + 2 * _PAGE) // _PAGE * _PAGE
+    page = child.checked("mmap", 0, size, 3, 0x22, -1, 0)  # memory of its own to pass arguments in
+    pairs, caps, null, home, path = page, page + 64, page + 128, page + 256, page + _PAGE
     write_memory(pid, caps, struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24))  # no capability at all
-    write_memory(pid, path, cwd[: _PAGE - 1024])
+    write_memory(pid, null, os.devnull.encode() + b"\0")
+    write_memory(pid, home, scratch.encode() + b"\0")
+    write_memory(pid, path, cwd)
     if not target.keeps:
-        _private_mappings(child)
+        _private_mappings(child, writable)
         child.checked("close_range", ANSWERS_FD + 1, 0xFFFFFFFF, 0)
-    # Its own channels: sent on the parent's answers socket (nobody else reads it: the session is stopped),
-    # received by the copy, put where the kernel keeps them (session_main).
-    null = os.open(os.devnull, os.O_RDONLY)
-    requests_r, requests = os.pipe()
-    stdout, out_w = os.pipe()
-    stderr, err_w = os.pipe()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    for fd, mode in ((requests_r, 0o444), (out_w, 0o222), (err_w, 0o222)):
-        os.fchmod(fd, mode)
-    given = [null, out_w, err_w, requests_r, theirs.fileno()]
+    # Its own channels, made in it (its pipes and socket pair); the agent takes its ends out of the copy by the
+    # copy's pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted.
+    for i in range(3):
+        child.checked("pipe2", pairs + 8 * i, _O_CLOEXEC)
+    child.checked("socketpair", socket.AF_UNIX, socket.SOCK_STREAM | _O_CLOEXEC, 0, pairs + 24)
+    ends = struct.unpack("<8i", read_memory(pid, pairs, 32))
+    requests_r, requests_w, out_r, out_w, err_r, err_w, answers_ours, answers_theirs = ends
+    theirs = [child.checked("openat", _AT_FDCWD, null, os.O_RDONLY | _O_CLOEXEC), out_w, err_w, requests_r]
+    theirs.append(answers_theirs)
+    pidfd = os.pidfd_open(pid)
     try:
-        socket.send_fds(answers, [b"c"], given)
+        taken = [_take(pidfd, fd) for fd in (requests_w, out_r, err_r, answers_ours)]
     finally:
-        for fd in (null, out_w, err_w, requests_r):
-            os.close(fd)
-        theirs.close()
-    if child.call("recvmsg", ANSWERS_FD, page, 0x40000000) != 1:  # MSG_CMSG_CLOEXEC
-        raise TraceFailed(0, "the copy did not take its channels")
-    received = list(struct.unpack("<5i", read_memory(pid, control + 16, 20)))
-    for i, fd in enumerate(received):
-        if fd <= ANSWERS_FD:  # in a place the kernel had closed: moved past the five, where no dup3 lands
-            received[i] = child.checked("fcntl", fd, _F_DUPFD_CLOEXEC, ANSWERS_FD + 1)
-            child.checked("close", fd)
-    for number, fd in enumerate(received):
-        child.checked("dup3", fd, number, 0x80000 if number in (REQUESTS_FD, ANSWERS_FD) else 0)
+        os.close(pidfd)
+    for fd in (requests_w, out_r, err_r, answers_ours):
         child.checked("close", fd)
-    child.call("chdir", path)  # on its own mounts now; one it cannot enter leaves it where it is
+    for i, fd in enumerate(theirs):
+        if fd <= ANSWERS_FD:  # in a place the kernel had closed: moved past the five, where no dup3 lands
+            theirs[i] = child.checked("fcntl", fd, _F_DUPFD_CLOEXEC, ANSWERS_FD + 1)
+            child.checked("close", fd)
+    for number, fd in enumerate(theirs):
+        child.checked("dup3", fd, number, _O_CLOEXEC if number in (REQUESTS_FD, ANSWERS_FD) else 0)
+        child.checked("close", fd)
+    requests, stdout, stderr, answers_fd = taken
+    for fd, mode in ((requests, 0o444), (stdout, 0o222), (stderr, 0o222)):
+        os.fchmod(fd, mode)  # the mode the box gives a kernel's channels: none opens again by path
+    answers = socket.socket(fileno=answers_fd)
+    answers.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before it can write
+    if child.call("chdir", path) < 0:  # one it cannot enter: its own scratch directory, never the parent's
+        child.checked("chdir", home)
+    # A session of its own: nothing of its parent's (a terminal, a process group the kernel may signal as a
+    # whole, an orphaned group's SIGCONT) reaches it.
+    child.checked("setsid")
+    child.checked("prctl", _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # its orphans stay its own
     child.checked("setresgid", target.gid, target.gid, target.gid)
     child.checked("setresuid", target.uid, target.uid, target.uid)
     child.checked("capset", caps, caps + 8)  # every capability its namespace gave it, gone
@@ -214,15 +243,27 @@ def _make_over(child: Tracee, target: Target, answers: socket.socket, cwd: bytes
     # capabilities are in the worker's namespace, not in that of the memory it inherited (the server's: a
     # session's kernel is forked from the agent's process, not executed), where a process not dumpable would ask.
     child.checked("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)
-    child.checked("munmap", page, _PAGE)
-    return Copy(pid, requests, stdout, stderr, ours)
+    child.checked("munmap", page, size)
+    return Copy(pid, requests, stdout, stderr, answers)
 
 
-def _private_mappings(child: Tracee) -> None:
-    """Every shared mapping of the copy (a file's, an anonymous one) made a private one holding what it held:
-    a mapping its parent or a sibling shares would be a channel between them."""
+def _take(pidfd: int, fd: int) -> int:
+    """Descriptor ``fd`` of the process of ``pidfd``, duplicated here (``pidfd_getfd``)."""
+    got = int(_libc.syscall(_PIDFD_GETFD, pidfd, fd, 0))
+    if got < 0:
+        err = ctypes.get_errno()
+        raise TraceFailed(err, f"a copy's channel could not be taken: {os.strerror(err)}")
+    os.set_inheritable(got, False)
+    return got
+
+
+def _private_mappings(child: Tracee, writable: set[str]) -> None:
+    """Every shared mapping of the copy (a file's, an anonymous one), and every mapping of a file of its parent's
+    (on the ``writable`` file systems: the pages it never wrote follow the file), made an anonymous private one
+    holding what it held: a mapping its parent or a sibling shares would be a channel between them."""
     with open(f"/proc/{child.pid}/maps") as f:
-        shared = [line.split() for line in f if line.split()[1][3] == "s"]
+        maps = [line.split() for line in f]
+    shared = [fields for fields in maps if fields[1][3] == "s" or fields[3] in writable]
     for fields in shared:
         start, end = (int(x, 16) for x in fields[0].split("-"))
         perms = fields[1]
@@ -258,6 +299,8 @@ def _prepare(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> 
                 # files it makes are the kernel's user's (a file system of that namespace takes no unmapped owner).
                 linux.setns(user, linux.CLONE_NEWUSER)
                 linux.set_file_ids(made[0][1].uid, made[0][1].gid)
+            nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # a descriptor per directory level
             for proc, join, (_, target) in zip(procs, joins, made, strict=True):
                 for name, lines in (("setgroups", "deny"), ("uid_map", target.uid_map), ("gid_map", target.gid_map)):
                     fd = os.open(name, os.O_WRONLY | os.O_CLOEXEC, dir_fd=proc)
@@ -272,55 +315,74 @@ def _prepare(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> 
                 os.close(ns)
                 if join >= 0:
                     os.write(join, b"0")
-                owner = target.owner
+                owner, count = target.owner, [0]
                 for point, options in ((mounts.scratch, mounts.scratch_options), (mounts.shm, mounts.shm_options)):
                     old = os.open(point, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
                     owned = f"{options},uid={owner},gid={owner}" if point == mounts.scratch else options
                     linux.mount("tmpfs", point, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, owned)
-                    _copy_tree(old, point, owner)
+                    _copy_tree(old, point, owner, count)
                     os.close(old)
                 linux.mount("devpts", "/dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC, mounts.devpts_options)
             code = 0
+        except _TooMany:
+            code = 3
         finally:
             os._exit(code)
     for fd in (*procs, *joins, user):
         if fd >= 0:
             os.close(fd)
     _, status = os.waitpid(helper, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    code = os.waitstatus_to_exitcode(status)
+    if code == 3:
+        raise Refused(f"the session holds more than {_MAX_FILES} files and directories: too many to copy")
+    if code != 0:
         raise TraceFailed(0, "the copies' namespaces could not be made")
 
 
-def _copy_tree(source: int, into: str, owner: int) -> None:
-    """Copy the tree under the directory ``source`` (a descriptor) into ``into``: directories, files,
-    links and fifos, with their modes and times, owned by ``owner``; nothing is followed."""
-    for name in os.listdir(source):
-        info = os.stat(name, dir_fd=source, follow_symlinks=False)
-        path = f"{into}/{name}"
-        if stat.S_ISDIR(info.st_mode):
-            os.mkdir(path, 0o700)
-            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=source)
-            try:
-                _copy_tree(inner, path, owner)
-            finally:
-                os.close(inner)
-        elif stat.S_ISREG(info.st_mode):
-            src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=source)
-            try:
-                with open(src, "rb", closefd=False) as reader, open(path, "xb") as writer:
-                    shutil.copyfileobj(reader, writer, 1 << 20)
-            finally:
-                os.close(src)
-        elif stat.S_ISLNK(info.st_mode):
-            os.symlink(os.readlink(name, dir_fd=source), path)
-        elif stat.S_ISFIFO(info.st_mode):
-            os.mkfifo(path)
-        else:
-            continue  # a socket or a device node: nothing a copy can hold
-        os.chown(path, owner, owner, follow_symlinks=False)
-        if not stat.S_ISLNK(info.st_mode):
-            os.chmod(path, stat.S_IMODE(info.st_mode))
-        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
+class _TooMany(Exception):
+    pass
+
+
+def _copy_tree(source: int, into: str, owner: int, count: list[int]) -> None:
+    """Copy the tree under the directory ``source`` (a descriptor) into the directory ``into``: directories,
+    files, links and fifos, with their modes and times, owned by ``owner``; nothing is followed. Directory by
+    directory, each reached by a descriptor (no path grows with the tree's depth); ``count`` counts what was
+    copied, at most :data:`_MAX_FILES`."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    pending = [(os.dup(source), os.open(into, flags))]
+    while pending:
+        src, dst = pending.pop()
+        try:
+            for name in os.listdir(src):
+                count[0] += 1
+                if count[0] > _MAX_FILES:
+                    raise _TooMany
+                info = os.stat(name, dir_fd=src, follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    os.mkdir(name, 0o700, dir_fd=dst)
+                    pending.append((os.open(name, flags, dir_fd=src), os.open(name, flags, dir_fd=dst)))
+                elif stat.S_ISREG(info.st_mode):
+                    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src)
+                    writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dst)
+                    try:
+                        with open(reader, "rb", closefd=False) as r, open(writer, "wb", closefd=False) as w:
+                            shutil.copyfileobj(r, w, 1 << 20)
+                    finally:
+                        os.close(reader)
+                        os.close(writer)
+                elif stat.S_ISLNK(info.st_mode):
+                    os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
+                elif stat.S_ISFIFO(info.st_mode):
+                    os.mkfifo(name, dir_fd=dst)
+                else:
+                    continue  # a socket or a device node: nothing a copy can hold
+                os.chown(name, owner, owner, dir_fd=dst, follow_symlinks=False)
+                if not stat.S_ISLNK(info.st_mode):
+                    os.chmod(name, stat.S_IMODE(info.st_mode), dir_fd=dst)
+                os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=dst, follow_symlinks=False)
+        finally:
+            os.close(src)
+            os.close(dst)
 
 
 def _kill(pid: int) -> None:

@@ -16,7 +16,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from . import session_pause
+from . import run_cpu, session_pause
 from .box_protocol import read_run_report
 from .memory_cgroup import MemoryCgroup
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 _FOUND_S = 2.0  # how long a box has to start its kernel once the first cell is sent, at worst
 _END_S = 5.0  # how long a copy killed has to be seen gone
+_END_ROUNDS = 5
 
 
 class KernelPlace(Protocol):
@@ -43,6 +44,15 @@ class KernelPlace(Protocol):
         ...
 
     def find_kernel(self) -> int: ...
+
+    def used_s(self) -> float:
+        """The CPU time of the session so far (its copies' lives go on from it)."""
+        ...
+
+    def ran_out(self) -> Report | None:
+        """How it ended where the session's CPU time over its life ran out and nothing else ended it (None: it
+        did not, or its box ends it)."""
+        ...
 
     def stop(self) -> bool: ...
 
@@ -86,6 +96,12 @@ class BoxPlace:
             time.sleep(0.001)
         return self.kernel
 
+    def used_s(self) -> float:
+        return run_cpu.runs_used_s(self.meter, self.root) or 0.0
+
+    def ran_out(self) -> Report | None:
+        return None  # the box stops a run past its CPU time, and reports it
+
     def stop(self) -> bool:
         return session_pause.stop(self.root)
 
@@ -98,11 +114,15 @@ class BoxPlace:
 
 
 class CopyPlace:
-    """A kernel copied from another: the init of its own pid namespace, in cgroups of its own."""
+    """A kernel copied from another: the reaper of its own processes, in cgroups of its own, with the CPU time of
+    the session's life (``limit_s``) of which its parent had used ``spent_s``."""
 
-    def __init__(self, pid: int, memory: MemoryCgroup | None, meter: RunCgroup | None) -> None:
+    def __init__(
+        self, pid: int, memory: MemoryCgroup | None, meter: RunCgroup | None, limit_s: float, spent_s: float
+    ) -> None:
         self.root = self.kernel = pid
         self.memory, self.meter = memory, meter
+        self.limit_s, self.spent_s = limit_s, spent_s
         self.pidfd = os.pidfd_open(pid)
 
     def reports(self) -> int:
@@ -119,18 +139,38 @@ class CopyPlace:
     def find_kernel(self) -> int:
         return self.kernel
 
+    def used_s(self) -> float:
+        return self.spent_s + (self.meter.cpu_s() if self.meter is not None else 0.0)
+
+    def ran_out(self) -> Report | None:
+        if self.meter is None or self.used_s() <= self.limit_s:
+            return None
+        return {
+            "exit_code": None,
+            "signal": signal.SIGXCPU,
+            "wall": 0.0,
+            "cpu": None,
+            "max_rss_kb": None,
+            "error": None,
+        }
+
     def stop(self) -> bool:
-        return session_pause.stop(self.root)
+        return session_pause.stop(self.root, tree=True)
 
     def resume(self) -> None:
-        session_pause.resume(self.root)
+        session_pause.resume(self.root, tree=True)
 
     def end(self) -> None:
-        """Kill it: its pid namespace ends with it, every process of the session with it. Its cgroups go once
-        they are empty."""
-        with contextlib.suppress(OSError):
-            os.kill(self.kernel, signal.SIGKILL)
-        select.select([self.pidfd], [], [], _END_S)
+        """Kill it and every process under it (each stopped first, so that none forks on meanwhile: its orphans
+        come to it, not to its box). Its cgroups go once they are empty."""
+        for _ in range(_END_ROUNDS):
+            session_pause.stop(self.root, tree=True)
+            left = [self.kernel, *session_pause.descendants(self.kernel)]
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if select.select([self.pidfd], [], [], _END_S)[0] and not session_pause.descendants(self.kernel):
+                break
         os.close(self.pidfd)
         self.pidfd = -1
         for group in (self.meter, self.memory):

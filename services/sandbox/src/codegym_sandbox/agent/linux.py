@@ -279,6 +279,13 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     # A clone into new namespaces is the agent's, as it copies a session's kernel (kernel_copy.py): only a
     # process traced (by the agent: no program may trace) is let through, by its tracer.
     when("clone", _arg(0), (_BPF_JSET_K, 0, 1, NAMESPACE_FLAGS), _ret(_RET_TRACE), _ret(_RET_ALLOW))
+    # A new process session (setsid) is a new autogroup, and the scheduler shares the CPU between autogroups: a
+    # program that made many would take the CPU of every other run. Its process made the one it has before. The
+    # agent gives a session's copy one of its own, as its tracer (ENOSYS without one).
+    when("setsid", _ret(_RET_TRACE))
+    # A copy of a session's kernel is the reaper of its own processes (set by the agent, as its tracer): a program
+    # that gave that up would send its orphans to its box, out of reach of its session's stop and end.
+    when("prctl", _arg(0), (_BPF_JEQ_K, 0, 1, PR_SET_CHILD_SUBREAPER), _ret(_RET_TRACE), _ret(_RET_ALLOW))
     for name in syscall_table.SELF_ONLY:
         when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
     # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own, and never its

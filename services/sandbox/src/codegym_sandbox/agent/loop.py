@@ -359,10 +359,10 @@ def main() -> None:
         except ProtocolError:
             header, blobs = {"op": "end"}, []
         if header.get("op") == "fork":  # its session's first fork: from now on, the members' agents serve it
-            answer, members = session_family.first(bx, header)
+            answer, members, kernels = session_family.first(bx, header)
             write_all(out_fd, answer)
             if members:
-                session_family.serve(in_fd, out_fd, members)
+                session_family.serve(in_fd, out_fd, members, kernels)
                 header = {"op": "end"}
         if header.get("op") == "end":
             bx.kill()

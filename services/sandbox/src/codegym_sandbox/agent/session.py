@@ -206,6 +206,8 @@ class Kernel:
             alive = False  # its processes could not all be stopped after its last cell: it is ended now
         if alive and oom:
             alive = False  # a process of the session was killed for memory (a child, say): it passed its limit
+        if alive and (out := self.place.ran_out()) is not None:
+            alive, self.report = False, out  # the session's CPU time over its life ran out
         if not alive:
             self._end()
         report = self.report

@@ -67,9 +67,10 @@ def refusal(lineage: Lineage) -> str | None:
     return None
 
 
-def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> list[tuple[int, socket.socket]]:
-    """Copy ``kernel`` for each member the frame names, each served by an agent process of its own: the members
-    and the sockets to their agents (the session's own first, which takes the place of ``kernel``)."""
+def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> list[tuple[int, socket.socket, int]]:
+    """Copy ``kernel`` for each member the frame names, each served by an agent process of its own: the members,
+    the sockets to their agents and their kernels' pids (the session's own first, which takes the place of
+    ``kernel``)."""
     if (why := refusal(lineage)) is not None:
         raise Refused(why)
     members: list[int] = frame["members"]
@@ -91,7 +92,8 @@ def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> lis
         lineages.append(Lineage(pool, lineage.mounts, memory, meter))
     try:
         place = kernel.place
-        copies = kernel_copy.copy_kernel(place.find_kernel(), place.root, kernel.answers, targets, lineage.mounts)
+        spent = place.used_s()  # the session's CPU time so far: its copies' lives go on from it
+        copies = kernel_copy.copy_kernel(place.find_kernel(), place.root, targets, lineage.mounts)
     except BaseException:
         for target in targets:
             for group in (target.meter, target.memory):
@@ -100,10 +102,10 @@ def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> lis
         raise
     agents = []
     for member, copy, own in zip(members, copies, lineages, strict=True):
-        place = CopyPlace(copy.pid, own.memory, own.meter)
+        place = CopyPlace(copy.pid, own.memory, own.meter, float(frame["cpu_s"]), spent)
         served = session.Kernel(place, copy.requests, copy.stdout, copy.stderr, copy.answers, copied=True)
         served.reseed = bool(frame.get("reseed")) and member != members[0]
-        agents.append((member, _spawn(member, served, own)))
+        agents.append((member, _spawn(member, served, own), copy.pid))
         served.close()
         os.close(place.pidfd)
     return agents
@@ -158,9 +160,9 @@ def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, line
                 kernel.hold(fd)
             elif op == "fork":
                 agents = fork(kernel, header, lineage)
-                answer = encode_frame({"op": "forked", "members": [m for m, _ in agents], "member": member})
-                socket.send_fds(sock, [answer], [s.fileno() for _, s in agents])
-                return  # its kernel is stopped for good; its copies' agents carry on
+                forked = {"op": "forked", "members": [a[0] for a in agents], "pids": [a[2] for a in agents]}
+                socket.send_fds(sock, [encode_frame({**forked, "member": member})], [a[1].fileno() for a in agents])
+                return  # its kernel is gone (kernel_copy.py); its copies' agents carry on
             else:
                 kernel.place.end()
                 write_all(fd, encode_frame({"op": "ended", "member": member}))
@@ -178,9 +180,11 @@ def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, line
     kernel.place.end()
 
 
-def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket]) -> None:
+def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: dict[int, int]) -> None:
     """The worker's agent once its session has forked: each frame of the server's to the agent of the member it
-    names, each answer back, until the server hangs up (its caller then takes the box, and every member, down)."""
+    names, each answer back, until the server hangs up (its caller then takes the box, and every member, down).
+    ``kernels``: each member's kernel, by a pidfd: a member ended while its cell runs is killed at once (its agent
+    reads the end only after the cell)."""
     pending: set[int] = set()  # members with a frame sent and no answer yet
     while True:
         by_fd = {s.fileno(): m for m, s in members.items()}
@@ -192,6 +196,9 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket]) -> None:
                 return
             member = header.get("member")
             if isinstance(member, int) and member in members:
+                if header.get("op") == "end" and member in pending and member in kernels:
+                    with contextlib.suppress(OSError):
+                        signal.pidfd_send_signal(kernels.pop(member), signal.SIGKILL)
                 pending.add(member)
                 try:
                     write_all(members[member].fileno(), encode_frame(header, cast("list[bytes]", blobs)))
@@ -217,8 +224,15 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket]) -> None:
             if header.get("op") == "forked":
                 forked = cast("list[int]", header["members"])
                 members.pop(member).close()  # its agent ends: the members' own carry on
-                for new, sock_fd in zip(forked, fds, strict=True):
+                with contextlib.suppress(KeyError, OSError):
+                    os.close(kernels.pop(member))
+                for new, sock_fd, pid in zip(forked, fds, cast("list[int]", header["pids"]), strict=True):
+                    if new in members and new != member:  # a member it already has: the answer is not trusted
+                        os.close(sock_fd)
+                        continue
                     members[new] = socket.socket(fileno=sock_fd)
+                    with contextlib.suppress(OSError):
+                        kernels[new] = os.pidfd_open(pid)
             else:
                 for extra in fds:
                     os.close(extra)
@@ -247,22 +261,31 @@ def _read_member(sock: socket.socket) -> tuple[bytes | None, list[int]]:
     return head + raw + body, fds
 
 
-def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socket.socket]]:
+def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socket.socket], dict[int, int]]:
     """The first fork of the worker's session: the answer, and the members' agents (none where it failed)."""
     kernel = session.open_kernel()
     if kernel is None:
-        return encode_frame({"op": "error", "error": "no session is open on this worker"}), {}
+        return encode_frame({"op": "error", "error": "no session is open on this worker"}), {}, {}
     try:
+        # Stopped, its box with it, from now on: the box watches its run (the kernel) and ends every process of it
+        # when the kernel ends, as the kernel does once copied; its copies are no longer its run's.
+        if not kernel.held:
+            if not kernel.place.stop():
+                raise Refused("the session's processes could not be stopped")
+            kernel.held = True
         agents = fork(kernel, header, Lineage.of_worker(bx))
     except Refused as exc:
-        return encode_frame({"op": "error", "error": str(exc), "refused": True}), {}
+        return encode_frame({"op": "error", "error": str(exc), "refused": True}), {}, {}
     except (OSError, ValueError, RuntimeError) as exc:
         session.drop()  # the kernel may be anywhere now: the session is over
         bx.respawn()
-        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}), {}
-    session.hand_over()  # its kernel is stopped for good: the members' agents carry the session on
-    # And its box stops too: it watches its run's memory and CPU time as every process of its pid namespace's,
-    # the copies' among them, each of which has limits of its own now (a copy that grew would have the box
-    # kill every member). Taken down (killed, stopped or not) as the worker ends.
-    os.kill(bx.pid, signal.SIGSTOP)
-    return encode_frame({"op": "forked", "members": [m for m, _ in agents]}), dict(agents)
+        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}), {}, {}
+    session.hand_over()  # its kernel is gone: the members' agents carry the session on
+    # Its box stays stopped: it would watch every member's memory and CPU time as its run's (each has limits of
+    # its own now), and take them all down. Taken down (killed, stopped or not) as the worker ends.
+    kernels = {}
+    for member, _, pid in agents:
+        with contextlib.suppress(OSError):
+            kernels[member] = os.pidfd_open(pid)
+    answer = encode_frame({"op": "forked", "members": [a[0] for a in agents]})
+    return answer, {a[0]: a[1] for a in agents}, kernels

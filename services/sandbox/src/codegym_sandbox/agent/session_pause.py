@@ -60,11 +60,14 @@ def _stopped(proc: str) -> bool:
     return all(_state(f"{proc}/task/{task}") in ("T", "t", "Z", "X") for task in tasks)
 
 
-def _members(root: int) -> list[str]:
+def _members(root: int, tree: bool = False) -> list[str]:
     """The ``/proc`` directory of every process of the session: those of the box's own ``/proc`` (the box is the
     init of the session's pid namespace, and its ``/proc`` lists by pid every process in it, however they move
-    between parents), or where the box has none, those of ``root`` and its descendants."""
+    between parents), or where the box has none (or ``tree``: a copy of a session's kernel, the reaper of its own
+    processes), those of ``root`` and its descendants."""
     proc = f"/proc/{root}/root/proc"
+    if tree:
+        return [f"/proc/{pid}" for pid in (root, *descendants(root))]
     try:
         # Only the /proc of the box's own pid namespace, the box its init: never the agent's (the whole machine's).
         ns = os.readlink(f"/proc/{root}/ns/pid")
@@ -89,7 +92,7 @@ def _signal(proc: str, sig: int) -> None:
         os.close(fd)
 
 
-def stop(root: int) -> bool:
+def stop(root: int, tree: bool = False) -> bool:
     """Stop every process of the session, and ``root`` (the box: it watches the session's memory, which
     stopped processes do not change, and sampling it for every idle session would cost the CPUs that idle
     sessions must leave alone); False where some could not be seen stopped in time.
@@ -100,7 +103,7 @@ def stop(root: int) -> bool:
     find every process stopped or ended, none can wake another."""
     calm, seen = 0, None
     for _ in range(_ROUNDS):
-        members = sorted(_members(root))
+        members = sorted(_members(root, tree))
         running = [proc for proc in members if not _stopped(proc)]
         if not running:
             calm = calm + 1 if members == seen else 1
@@ -115,9 +118,9 @@ def stop(root: int) -> bool:
     return False
 
 
-def resume(root: int) -> None:
+def resume(root: int, tree: bool = False) -> None:
     """Continue ``root`` (first: it watches the others' memory) and every process of the session."""
-    for proc in sorted(_members(root), key=lambda p: p != f"/proc/{root}/root/proc/1"):
+    for proc in sorted(_members(root, tree), key=lambda p: p != f"/proc/{root}/root/proc/1"):
         _signal(proc, signal.SIGCONT)
 
 

@@ -16,9 +16,6 @@ DENIED = [
     "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
     "mq_open",  # POSIX message queues: memory that outlives the processes that made it
     "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "get_robust_list",
-    # A new process session (setsid) is a new autogroup, and the scheduler shares the CPU between autogroups: a
-    # program that made many would take the CPU of every other run. Its process made the one it has before.
-    "setsid",
 ]  # fmt: skip
 # Absent (ENOSYS, as on a kernel built without them): memory that no process maps, so that no limit on a
 # process and no sum over processes sees it, and that outlives the processes that made it. clone3 passes
@@ -72,7 +69,7 @@ SYSCALLS = {
         "shmctl": 31, "semget": 64, "semop": 65, "semtimedop": 220, "semctl": 66, "msgget": 68, "msgsnd": 69,
         "msgrcv": 70, "msgctl": 71, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
         "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "prlimit64": 302, "setpriority": 141,
-        "ioprio_set": 251, "setrlimit": 160, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53,
+        "ioprio_set": 251, "setrlimit": 160, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "prctl": 157,
         "inotify_init": 253,
         "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206, "io_destroy": 207, "io_getevents": 208,
         "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
@@ -96,7 +93,7 @@ SYSCALLS = {
         "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "sched_setaffinity": 122, "sched_setscheduler": 119,
         "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
         "setpriority": 140, "ioprio_set": 30, "setrlimit": 164, "clone": 220, "clone3": 435, "socket": 198,
-        "socketpair": 199,
+        "prctl": 167, "socketpair": 199,
         "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
         "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107, "sync": 81,
         "fsync": 82, "fdatasync": 83, "sync_file_range": 84,

@@ -182,8 +182,11 @@ class Backend(Protocol):
         """Why this backend forks no session; None where it does."""
         ...
 
-    async def fork_session(self, lease: SessionLease, n: int, reseed: bool, memory_mb: int) -> list[SessionLease]:
-        """Fork ``lease``'s session into ``n`` copies: its own next lease, then the copies' (``session_family``)."""
+    async def fork_session(
+        self, lease: SessionLease, n: int, reseed: bool, memory_mb: int, cpu_s: float
+    ) -> list[SessionLease]:
+        """Fork ``lease``'s session into ``n`` copies: its own next lease, then the copies' (``session_family``);
+        ``cpu_s``: the CPU time of the session's life, which its copies' lives go on with."""
         ...
 
     def status(self) -> dict[str, Any]: ...

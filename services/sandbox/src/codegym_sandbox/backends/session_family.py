@@ -123,10 +123,11 @@ def _forked(header: dict[str, object], members: list[int]) -> None:
 
 
 class MemberLease:
-    """One member of a family: a session's lease (``base.SessionLease``)."""
+    """One member of a family: a session's lease (``base.SessionLease``), its memory and its sessions' slot (its
+    programs' host user; the worker's own is the family's, given back as the family ends)."""
 
-    def __init__(self, family: Family, member: int, memory: Lease) -> None:
-        self.family, self.member, self.memory = family, member, memory
+    def __init__(self, family: Family, member: int, memory: Lease, slot: int) -> None:
+        self.family, self.member, self.memory, self.slot = family, member, memory, slot
         self.closed = False
         family.live.add(member)
 
@@ -157,6 +158,11 @@ class MemberLease:
             await self.family.end_member(self.member, busy)
         finally:
             self.family.budget.release(self.memory)
+            # Its processes are gone (killed with it, its agent's end: agent/kernel_place.py): its user may serve
+            # another session.
+            if self.slot != self.family.worker.slot:
+                self.family.own_slots.discard(self.slot)
+                self.family.slots.discard(self.slot)
 
 
 async def fork_lease(
@@ -168,6 +174,7 @@ async def fork_lease(
     first_slot: int,
     reseed: bool,
     memory_mb: int,
+    cpu_s: float,
 ) -> list[MemberLease]:
     """Fork the session of ``lease`` (a worker's first session, or a family's member) into ``copies`` (each a
     sessions' slot, which gives its host user, and its memory); its own next lease (``parent_memory``) first.
@@ -180,6 +187,7 @@ async def fork_lease(
         "users": [0] + [FORK_BASE + slot - first_slot for slot, _ in copies],
         "reseed": reseed,
         "memory_bytes": memory_mb << 20,
+        "cpu_s": cpu_s,
     }
     if isinstance(lease, SessionLease):
         family = Family(lease.worker, budget, slots, [])
@@ -189,18 +197,21 @@ async def fork_lease(
         family.start()
         family.held.append(lease.memory)
         lease.closed = True  # its worker and memory are the family's now
-        parent = 0
+        parent, slot = 0, lease.worker.slot
+        family.next_member = len(members)
     elif isinstance(lease, MemberLease):
-        family, parent = lease.family, lease.member
+        family, parent, slot = lease.family, lease.member, lease.slot
+        # Numbered before the fork is sent: another member's fork meanwhile takes the next numbers.
         members = [parent, *range(family.next_member, family.next_member + len(copies))]
+        family.next_member += len(copies)
         await family.fork(parent, request, members)
         family.held.append(lease.memory)
         lease.closed = True
         family.live.discard(parent)
     else:
         raise TypeError(f"not a session's lease: {lease!r}")
-    family.next_member = max(family.next_member, members[-1] + 1)
     family.own_slots.update(slot for slot, _ in copies)
-    made = [MemberLease(family, parent, parent_memory)]
-    made += [MemberLease(family, member, memory) for member, (_, memory) in zip(members[1:], copies, strict=True)]
+    made = [MemberLease(family, parent, parent_memory, slot)]
+    pairs = zip(members[1:], copies, strict=True)
+    made += [MemberLease(family, member, memory, copy_slot) for member, (copy_slot, memory) in pairs]
     return made

@@ -71,7 +71,9 @@ class SessionSlots:
         copy needs: the engine's seccomp profile and capabilities refuse them."""
         return "forking a session is offered on the local backend (run as root, on x86_64) only"
 
-    async def fork_session(self, lease: SessionLease, n: int, reseed: bool, memory_mb: int) -> list[SessionLease]:
+    async def fork_session(
+        self, lease: SessionLease, n: int, reseed: bool, memory_mb: int, cpu_s: float
+    ) -> list[SessionLease]:
         """Fork ``lease``'s session into ``n`` copies (``session_family.py``): the session's next lease, then the
         copies'. Each copy takes a sessions' slot (its host user) and ``memory_mb`` of the budget, and the session
         as much again (what it held stays held, shared with its copies); :class:`Saturated` where there is no
@@ -90,7 +92,7 @@ class SessionSlots:
                 slots.append(slot)
             copies = list(zip(slots, memories[1:], strict=True))
             made = await fork_lease(
-                lease, copies, memories[0], self.memory, self.session_slots, self.max_workers, reseed, memory_mb
+                lease, copies, memories[0], self.memory, self.session_slots, self.max_workers, reseed, memory_mb, cpu_s
             )
         except BaseException:
             for memory in memories:

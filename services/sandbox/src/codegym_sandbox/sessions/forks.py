@@ -9,11 +9,12 @@ held at the fork stays held, its copies sharing it, until the last of them ends)
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from typing import TYPE_CHECKING
 
-from ..backends.base import SandboxFault
+from ..backends.base import SandboxFault, SessionLease
 from ..backends.session_family import ForkRefused
 from .store import Busy, Session, SessionGone
 
@@ -29,6 +30,16 @@ class ForkNotOffered(Exception):
 
 class TooManyCopies(ValueError):
     """A fork asked for more copies than one fork may make."""
+
+
+async def _taken(made: asyncio.Future[list[SessionLease]]) -> list[SessionLease]:
+    """The leases of a fork whose caller went away, once it is done (none where it failed)."""
+    try:
+        return await asyncio.shield(made)
+    except asyncio.CancelledError:
+        return await made
+    except Exception:
+        return []
 
 
 async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> list[Session]:
@@ -49,12 +60,26 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
         store.check_caps(session.client, n, (n + 1) * session.memory_mb)  # others may have come meanwhile
         # A slot of the pool while the copies are made, as a cell takes one: the copying is CPU the session uses.
         async with store.backend.computing(session.lease):
+            made = asyncio.ensure_future(
+                store.backend.fork_session(session.lease, n, reseed, session.memory_mb, s.cpu_s)
+            )
             try:
-                leases = await store.backend.fork_session(session.lease, n, reseed, session.memory_mb)
+                leases = await asyncio.shield(made)
+            except asyncio.CancelledError:
+                # Its caller went away: the agent makes the copies (or not) all the same, and the session is its
+                # copy now. Taken to its end: the session goes on with it, its copies, never seen, end.
+                leases = await _taken(made)
+                if leases:
+                    session.lease = leases[0]
+                    await asyncio.gather(*(lease.close() for lease in leases[1:]))
+                raise
             except SandboxFault as exc:
                 # The agent could not make the copies and may have left the kernel anywhere: the session ends.
                 await store.end(session, f"ended: its fork failed ({exc})", "killed")
                 raise SessionGone(session_id, store.ended.get(session_id), ran=True) from None
+        if session_id not in store.sessions:  # deleted while it was forked: its copies go with it
+            await asyncio.gather(*(lease.close() for lease in leases))
+            raise SessionGone(session_id, store.ended.get(session_id), ran=True)
         session.lease = leases[0]
         session.held_mb += session.memory_mb
         session.used = time.monotonic()
@@ -66,6 +91,7 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
                 memory_mb=session.memory_mb,
                 cell_timeout_s=session.cell_timeout_s,
                 idle_ttl_s=session.idle_ttl_s,
+                created=session.created,  # its lifetime is the state's: a fork does not renew it
                 cells=session.cells,
             )
             for lease in leases[1:]

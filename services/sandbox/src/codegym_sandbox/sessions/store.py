@@ -331,6 +331,8 @@ class SessionStore:
                     if isinstance(exc, SandboxFault):
                         raise SessionGone(session_id, f"ended: its worker failed ({exc})", ran=True) from None
                     raise
+            if session.session_id not in self.sessions:  # ended while its cell ran (a copy's cell runs to its end)
+                raise SessionGone(session_id, self.ended.get(session_id), ran=True)
             session.cells += 1
             session.used = time.monotonic()
             result = cell_result(done, read_record(record, 1), session.memory_mb, cap)
@@ -352,6 +354,13 @@ class SessionStore:
         """Take ``session`` out of the store (why it ended kept); False where it was out already."""
         if self.sessions.pop(session.session_id, None) is None:
             return False
+        if session.held_mb:  # what its forks' kernels held stays held while its family lives: counted on a member
+            family = getattr(session.lease, "family", None)
+            heirs = [
+                x for x in self.sessions.values() if family is not None and getattr(x.lease, "family", 0) is family
+            ]
+            if heirs:
+                heirs[0].held_mb += session.held_mb
         self.metrics.sessions_ended.labels(cause=cause).inc()
         self.ended[session.session_id] = why
         while len(self.ended) > _ENDED_KEPT:

@@ -477,6 +477,14 @@ ATTACKS: list[Attack] = [
         stdout="denied 38\n" * 4,
     ),
     Attack(
+        # A child of its parent's parent would leave a session copy's process tree (stopped and ended by it).
+        "clone-parent",
+        "privileges",
+        SYSCALL + "print(sys_call(56, 0x8000 | 17, 0, 0, 0, 0), ctypes.get_errno())\n",
+        AC,
+        stdout="denied 1\n",
+    ),
+    Attack(
         "kernel-surface-syscalls",
         "privileges",
         SYSCALL + "for nr, args in ((250, (0, 0)), (321, (0, 0, 0)), (425, (8, 0)), (298, (0, 0, -1, -1, 0)),"

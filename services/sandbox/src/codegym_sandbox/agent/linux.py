@@ -14,6 +14,7 @@ from . import syscall_table
 # find it too, but imports subprocess, threading and random, whose fork hooks then slow every run's fork.)
 _libc = ctypes.CDLL(None, use_errno=True)
 
+CLONE_PARENT = 0x00008000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
@@ -278,7 +279,10 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     when("socketpair", _arg(0), (_BPF_JEQ_K, 0, 1, AF_UNIX), _ret(_RET_ALLOW), _ret(_EAFNOSUPPORT))
     # A clone into new namespaces is the agent's, as it copies a session's kernel (kernel_copy.py): only a
     # process traced (by the agent: no program may trace) is let through, by its tracer.
-    when("clone", _arg(0), (_BPF_JSET_K, 0, 1, NAMESPACE_FLAGS), _ret(_RET_TRACE), _ret(_RET_ALLOW))
+    # And CLONE_PARENT: a child of its parent's parent would leave the tree of a session's copy (the reaper of its
+    # own processes, stopped and ended by its tree).
+    when("clone", _arg(0), (_BPF_JSET_K, "trace", 0, NAMESPACE_FLAGS), (_BPF_JSET_K, "deny", "allow", CLONE_PARENT),
+         "trace", _ret(_RET_TRACE), "deny", _ret(_EPERM), "allow", _ret(_RET_ALLOW))  # fmt: skip
     # A new process session (setsid) is a new autogroup, and the scheduler shares the CPU between autogroups: a
     # program that made many would take the CPU of every other run. Its process made the one it has before. The
     # agent gives a session's copy one of its own, as its tracer (ENOSYS without one).

@@ -347,3 +347,41 @@ def test_what_cannot_be_copied_is_refused_and_the_session_goes_on(server: TestCl
         assert _cell(server, sid, "x + 1")["display"] == "2"
     finally:
         server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_copys_processes_end_with_it_however_it_ends(server: TestClient) -> None:
+    # Its kernel killed (by itself, or by a delete while a cell runs): what it started was its box's orphans,
+    # out of its tree, and ran on after it, as its host user, given to the next copy.
+    before = _session_uids()
+    sid = _new(server)
+    _cell(server, sid, "import os, signal, subprocess, time")
+    one, two = _fork(server, sid, 2)
+    child = "subprocess.Popen(['sleep', '30'])\n"
+    out = _cell(server, one, child + "os.kill(os.getpid(), signal.SIGKILL)")
+    assert out["status"] == "killed" and not out["alive"], out
+    import threading
+
+    body = {"code": child + "time.sleep(5)", "timeout_s": 10}
+    slow = threading.Thread(target=server.post, args=(f"/v1/sessions/{two}/execute",), kwargs={"json": body})
+    slow.start()
+    time.sleep(1)
+    server.delete(f"/v1/sessions/{two}")
+    slow.join()
+    time.sleep(1.5)  # the box reaps what they left
+    family = _session_uids() - before
+    assert len(family) == 1, family  # the session's own user alone: nothing of the copies, not even a zombie
+    assert len(HostState.program_processes_of(family.pop())) == 1  # and of it, its kernel alone
+    server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_copys_cpu_time_over_its_life_holds_within_a_cell(server: TestClient) -> None:
+    sid = _new(server)
+    _cell(server, sid, "import subprocess, sys")
+    (one,) = _fork(server, sid, 1)
+    spread = (
+        "code = 'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.4: pass'\n"
+        "ps = [subprocess.Popen([sys.executable, '-c', code]) for _ in range(3)]\n[p.wait() for p in ps]"
+    )
+    out = _cell(server, one, spread, timeout_s=20)
+    assert out["status"] == "time_limit" and not out["alive"] and out["cpu_time"] < 3.3, out  # 2.5 s, and a look
+    server.delete(f"/v1/sessions/{sid}")

@@ -17,10 +17,10 @@ import signal
 import socket
 import sys
 import time
-from typing import TypeVar, cast
+from typing import NoReturn, TypeVar, cast
 
 from . import isolation, linux, pyrun, run_cpu
-from .box_protocol import BoxCommand, BoxConfig, Broken, RunCommand, SeriesReport
+from .box_protocol import RELEASE, RELEASED, BoxCommand, BoxConfig, Broken, RunCommand, SeriesReport
 from .memory_cgroup import MemoryCgroup
 from .programs import MAX_FDS, Programs, kill_all, reap_all, rewind_pids
 from .protocol import SOURCE_ERROR, Report
@@ -147,6 +147,20 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
                 os.close(fd)
 
 
+def _reap_only(ctl: socket.socket) -> NoReturn:
+    """A session's kernel, the run, was copied (``agent/session_family.py``): its copies, processes of this
+    namespace with limits of their own, are no longer the run's to watch or end. The box only reaps what they
+    leave (as the namespace's init, every orphan comes to it) until the agent goes away."""
+    ctl.send(RELEASED)
+    while True:
+        readable = select.select([ctl], [], [], 0.5)[0]
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        if readable and not ctl.recv(1 << 16):
+            os._exit(0)
+
+
 def _given_back(report: R, memory: MemoryCgroup | None) -> R:
     """``report``, once what the run left in the kernel's memory (every process of it is gone) is given back:
     never the next run's. Where the run left too much (see ``MemoryCgroup.give_back``), the report says so
@@ -241,6 +255,8 @@ def _run(
             break
         if ctl.fileno() in events:
             msg = ctl.recv(1 << 16)
+            if msg == RELEASE:
+                _reap_only(ctl)
             kill_all()
             if not msg:  # the agent is gone: nobody will read a result
                 os._exit(0)

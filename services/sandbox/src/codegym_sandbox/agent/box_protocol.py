@@ -39,6 +39,10 @@ class BoxConfig(WorkerConfig, total=False):
     memory_floor_kb: int  # the supervisors' kernel memory in a container, as the worker's first box found it
 
 
+# A session's kernel was copied (agent/session_family.py): the box lets its run go, and only reaps from then on.
+RELEASE = b"release"
+RELEASED = b"released"
+
 # -- commands -------------------------------------------------------------------------------------------------
 
 

@@ -33,13 +33,12 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import shutil
 import socket
-import stat
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import linux, session_pause
+from . import copy_files, linux
 from .memory_cgroup import MemoryCgroup
 from .ptrace_calls import EVENT_FORK, NR, Tracee, TraceFailed, read_memory, wait_stop, write_memory
 from .run_cgroup import RunCgroup
@@ -55,7 +54,6 @@ _MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
 _PAGE = 4096
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
-_MAX_FILES = 10_000  # files and directories a copy may be given (copying them is the agent's time)
 _F_DUPFD_CLOEXEC = 1030
 _O_CLOEXEC = 0o2000000
 _AT_FDCWD = -100
@@ -107,29 +105,32 @@ class Mounts:
     devpts_options: str
 
 
-def check_alone(kernel: int, root: int) -> None:
-    """Refuse a kernel that is not a single thread with no other process of its session (every process under
-    ``root``, where its orphans go). A process of the kernel's user left beside it would hold every capability
-    in its copies' user namespaces, which that user owns: it must not be there."""
+def check_alone(kernel: int, others: Callable[[], set[int]]) -> None:
+    """Refuse a kernel that is not a single thread with no other process of its session (``others``). A process
+    of the kernel's user left beside it would hold every capability in its copies' user namespaces, which that
+    user owns: it must not be there."""
     threads = os.listdir(f"/proc/{kernel}/task")
     if len(threads) != 1:
         raise Refused(f"the session runs {len(threads) - 1} thread(s) beside its interpreter: a copy would lack them")
-    if session_pause.descendants(root) - {kernel}:
+    if others():
         raise Refused("the session runs other processes beside its interpreter: a copy would lack them")
 
 
-def copy_kernel(kernel: int, root: int, targets: list[Target], mounts: Mounts) -> list[Copy]:
-    """Copies of ``kernel`` (waiting for a cell on its requests pipe; ``root`` the process its session's orphans go
-    to), one per target, each stopped until it is continued; ``kernel`` is killed (:class:`Refused`, and
-    ``kernel`` as it was, where they cannot be made)."""
-    check_alone(kernel, root)
+def copy_kernel(
+    kernel: int, others: Callable[[], set[int]], targets: list[Target], mounts: Mounts
+) -> tuple[list[Copy], Tracee]:
+    """Copies of ``kernel`` (waiting for a cell on its requests pipe; ``others`` the other processes of its
+    session), one per target, each stopped until it is continued; and ``kernel``, stopped under this process's
+    trace, for its caller to end (:func:`end`) once nothing would take its end for its copies' (:class:`Refused`,
+    and ``kernel`` as it was, where they cannot be made)."""
+    check_alone(kernel, others)
     try:
         parent = Tracee.seize(kernel, lambda regs: regs.orig_rax == NR["read"] and regs.rdi == REQUESTS_FD)
     except TraceFailed as exc:
         raise Refused("the session's interpreter is not waiting for a cell") from exc
     made: list[tuple[Tracee, Target]] = []
     try:
-        check_alone(kernel, root)  # again, now that it is stopped: nothing of it can start anything more
+        check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
         cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
@@ -149,19 +150,24 @@ def copy_kernel(kernel: int, root: int, targets: list[Target], mounts: Mounts) -
             for group in (target.memory, target.meter):  # what it holds from now on (pages it copies too) is its own
                 if group is not None:
                     group.add(child.pid)
-        _prepare(made, kernel, mounts)
+        copy_files.prepare(made, kernel, mounts)
         copies = [_make_over(child, target, cwd, mounts.scratch, writable) for child, target in made]
     except BaseException as exc:
         for child, _ in made:
             _kill(child.pid)
         parent.release(stopped=True)  # the session goes on as it was
-        if isinstance(exc, Refused | TraceFailed | OSError):
+        if isinstance(exc, Refused | TraceFailed | OSError | copy_files.TooMany):
             raise Refused(f"the session could not be copied: {exc}") from exc
         raise
     for child, _ in made:
         child.release(stopped=True)
-    _kill(kernel)  # its copies are its children no more (its box's, stopped); its user has no process left here
-    return copies
+    return copies, parent
+
+
+def end(parent: Tracee) -> None:
+    """Kill a kernel once copied: its user has no process left in its namespace, where it would hold every
+    capability in its copies'. Its copies go to its box (the reaper of their namespace)."""
+    _kill(parent.pid)
 
 
 def _device(path: str) -> str:
@@ -276,113 +282,6 @@ def _private_mappings(child: Tracee, writable: set[str]) -> None:
         prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
         child.checked("mmap", start, end - start, prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)
         write_memory(child.pid, start, bytes(held))
-
-
-def _prepare(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> None:
-    """Each copy's id maps, and in its mount namespace new tmpfs mounts for its scratch directory and
-    ``/dev/shm`` holding a copy of the kernel's (owned by the copy's user), and a devpts instance of its own.
-    Done by a helper process, in the kernel's user namespace (where the copies' namespaces begin, and where a
-    map's ids are read), entering each copy's mount namespace in turn: the agent's own stay as they are."""
-    # Every process's /proc entry opened first: once in a copy's mount namespace, /proc is its box's (another
-    # pid namespace's numbers).
-    procs = [os.open(f"/proc/{child.pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) for child, _ in made]
-    # The files each copy is given are its memory: written from its own memory cgroup (joined by a descriptor
-    # opened here, before the helper's ids change).
-    joins = [target.memory.procs() if target.memory is not None else -1 for _, target in made]
-    user = os.open(f"/proc/{kernel}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    helper = os.fork()
-    if helper == 0:
-        code = 1
-        try:
-            if os.readlink(f"/proc/{kernel}/ns/user") != os.readlink("/proc/self/ns/user"):
-                # A copy's copy: its maps are read in its parent's namespace, where the agent's root has no id: the
-                # files it makes are the kernel's user's (a file system of that namespace takes no unmapped owner).
-                linux.setns(user, linux.CLONE_NEWUSER)
-                linux.set_file_ids(made[0][1].uid, made[0][1].gid)
-            nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # a descriptor per directory level
-            for proc, join, (_, target) in zip(procs, joins, made, strict=True):
-                for name, lines in (("setgroups", "deny"), ("uid_map", target.uid_map), ("gid_map", target.gid_map)):
-                    fd = os.open(name, os.O_WRONLY | os.O_CLOEXEC, dir_fd=proc)
-                    try:
-                        os.write(fd, lines.encode())
-                    finally:
-                        os.close(fd)
-                if target.keeps:
-                    continue
-                ns = os.open("ns/mnt", os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
-                linux.setns(ns, linux.CLONE_NEWNS)
-                os.close(ns)
-                if join >= 0:
-                    os.write(join, b"0")
-                owner, count = target.owner, [0]
-                for point, options in ((mounts.scratch, mounts.scratch_options), (mounts.shm, mounts.shm_options)):
-                    old = os.open(point, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                    owned = f"{options},uid={owner},gid={owner}" if point == mounts.scratch else options
-                    linux.mount("tmpfs", point, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, owned)
-                    _copy_tree(old, point, owner, count)
-                    os.close(old)
-                linux.mount("devpts", "/dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC, mounts.devpts_options)
-            code = 0
-        except _TooMany:
-            code = 3
-        finally:
-            os._exit(code)
-    for fd in (*procs, *joins, user):
-        if fd >= 0:
-            os.close(fd)
-    _, status = os.waitpid(helper, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code == 3:
-        raise Refused(f"the session holds more than {_MAX_FILES} files and directories: too many to copy")
-    if code != 0:
-        raise TraceFailed(0, "the copies' namespaces could not be made")
-
-
-class _TooMany(Exception):
-    pass
-
-
-def _copy_tree(source: int, into: str, owner: int, count: list[int]) -> None:
-    """Copy the tree under the directory ``source`` (a descriptor) into the directory ``into``: directories,
-    files, links and fifos, with their modes and times, owned by ``owner``; nothing is followed. Directory by
-    directory, each reached by a descriptor (no path grows with the tree's depth); ``count`` counts what was
-    copied, at most :data:`_MAX_FILES`."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    pending = [(os.dup(source), os.open(into, flags))]
-    while pending:
-        src, dst = pending.pop()
-        try:
-            for name in os.listdir(src):
-                count[0] += 1
-                if count[0] > _MAX_FILES:
-                    raise _TooMany
-                info = os.stat(name, dir_fd=src, follow_symlinks=False)
-                if stat.S_ISDIR(info.st_mode):
-                    os.mkdir(name, 0o700, dir_fd=dst)
-                    pending.append((os.open(name, flags, dir_fd=src), os.open(name, flags, dir_fd=dst)))
-                elif stat.S_ISREG(info.st_mode):
-                    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src)
-                    writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dst)
-                    try:
-                        with open(reader, "rb", closefd=False) as r, open(writer, "wb", closefd=False) as w:
-                            shutil.copyfileobj(r, w, 1 << 20)
-                    finally:
-                        os.close(reader)
-                        os.close(writer)
-                elif stat.S_ISLNK(info.st_mode):
-                    os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
-                elif stat.S_ISFIFO(info.st_mode):
-                    os.mkfifo(name, dir_fd=dst)
-                else:
-                    continue  # a socket or a device node: nothing a copy can hold
-                os.chown(name, owner, owner, dir_fd=dst, follow_symlinks=False)
-                if not stat.S_ISLNK(info.st_mode):
-                    os.chmod(name, stat.S_IMODE(info.st_mode), dir_fd=dst)
-                os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=dst, follow_symlinks=False)
-        finally:
-            os.close(src)
-            os.close(dst)
 
 
 def _kill(pid: int) -> None:

@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 _FOUND_S = 2.0  # how long a box has to start its kernel once the first cell is sent, at worst
 _END_S = 5.0  # how long a copy killed has to be seen gone
 _END_ROUNDS = 5
+_CPU_POLL_S = 0.05  # as often as a box sums its run's
 
 
 class KernelPlace(Protocol):
     root: int  # the process whose namespace's processes are the session's (stopped between cells)
+    poll_s: float  # how often a cell's supervision looks at :meth:`ran_out`
     meter: RunCgroup | None  # the count of the session's CPU time
     memory: MemoryCgroup | None  # where the kernel kills the session's processes for memory
 
@@ -44,6 +46,10 @@ class KernelPlace(Protocol):
         ...
 
     def find_kernel(self) -> int: ...
+
+    def others(self) -> set[int]:
+        """Every process of the session but its kernel."""
+        ...
 
     def used_s(self) -> float:
         """The CPU time of the session so far (its copies' lives go on from it)."""
@@ -69,6 +75,7 @@ class BoxPlace:
     def __init__(self, bx: BoxHandle) -> None:
         self.bx = bx
         self.root = bx.pid
+        self.poll_s = float("inf")
         self.meter = bx.config.get("run_cgroup")
         # Where its processes are killed for memory: the worker's memory cgroup, or a container's own (one
         # session's). A kill is the session's passing its limit, whichever process the kernel chose.
@@ -95,6 +102,9 @@ class BoxPlace:
                 break
             time.sleep(0.001)
         return self.kernel
+
+    def others(self) -> set[int]:
+        return session_pause.descendants(self.root) - {self.find_kernel()}  # its orphans come to the box
 
     def used_s(self) -> float:
         return run_cpu.runs_used_s(self.meter, self.root) or 0.0
@@ -123,6 +133,7 @@ class CopyPlace:
         self.root = self.kernel = pid
         self.memory, self.meter = memory, meter
         self.limit_s, self.spent_s = limit_s, spent_s
+        self.poll_s = _CPU_POLL_S
         self.pidfd = os.pidfd_open(pid)
 
     def reports(self) -> int:
@@ -138,6 +149,16 @@ class CopyPlace:
 
     def find_kernel(self) -> int:
         return self.kernel
+
+    def members(self) -> set[int]:
+        """Every process of it: its memory cgroup's (which every process it starts is in, and none may leave),
+        wherever a process's parent ends (its kernel gone, its orphans go to its box); its tree without one."""
+        if self.memory is None:
+            return {self.kernel, *session_pause.descendants(self.kernel)}
+        return self.memory.pids()
+
+    def others(self) -> set[int]:
+        return self.members() - {self.kernel}
 
     def used_s(self) -> float:
         return self.spent_s + (self.meter.cpu_s() if self.meter is not None else 0.0)
@@ -155,21 +176,24 @@ class CopyPlace:
         }
 
     def stop(self) -> bool:
-        return session_pause.stop(self.root, tree=True)
+        return session_pause.stop(self.root, self.members)
 
     def resume(self) -> None:
-        session_pause.resume(self.root, tree=True)
+        session_pause.resume(self.root, self.members)
 
     def end(self) -> None:
-        """Kill it and every process under it (each stopped first, so that none forks on meanwhile: its orphans
-        come to it, not to its box). Its cgroups go once they are empty."""
+        """Kill it and every process of it (each stopped first, so that none forks on meanwhile), until none is
+        left. Its cgroups go once they are empty."""
+        select.select([self.pidfd], [], [], 0)
         for _ in range(_END_ROUNDS):
-            session_pause.stop(self.root, tree=True)
-            left = [self.kernel, *session_pause.descendants(self.kernel)]
-            for pid in left:
+            session_pause.stop(self.root, self.members)
+            for pid in self.members():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            if select.select([self.pidfd], [], [], _END_S)[0] and not session_pause.descendants(self.kernel):
+            waited = time.monotonic() + _END_S
+            while self.members() and time.monotonic() < waited:
+                time.sleep(0.005)
+            if not self.members():
                 break
         os.close(self.pidfd)
         self.pidfd = -1

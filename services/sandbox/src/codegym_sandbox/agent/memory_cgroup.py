@@ -144,6 +144,20 @@ class MemoryCgroup:
         """Put process ``pid`` in it (what it holds from now on is charged here)."""
         self._set("cgroup.procs", str(pid))
 
+    def pids(self) -> set[int]:
+        """The processes in it now (every process of a session's copy: none can leave, see ``kernel_place.py``)."""
+        try:
+            fd = os.open("cgroup.procs", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.fd)
+        except OSError:
+            return set()
+        try:
+            data = b""
+            while chunk := os.read(fd, 1 << 16):
+                data += chunk
+        finally:
+            os.close(fd)
+        return {int(pid) for pid in data.split()}
+
     def procs(self) -> int:
         """A descriptor of its ``cgroup.procs``, to write into (``0``: the writer) once its writer can no longer
         open it."""

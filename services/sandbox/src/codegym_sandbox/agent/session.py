@@ -1,17 +1,14 @@
-"""A session's kernel, kept in the box of a worker that serves that session alone.
-
-A worker the server leases to a session gets one ``kernel`` frame: the agent writes the session's files and
-starts :data:`session_main.SESSION_MAIN` in the box as a run that does not end between calls: the kernel itself.
-Its limits are the session's (memory for everything it holds, files included; CPU for its whole life),
-enforced by the box as for any run. The agent holds the other end of each of the kernel's channels: each
-``cell`` frame sends one cell on its requests pipe, and the agent records what the kernel writes and answers
-(``session_record.py``) within the cell's wall-clock bound. The agent never resets the box while the kernel
-lives: the box holds the session's state.
+"""A session's kernel, kept in the box of a worker that serves that session alone (a fork's copies: see
+``kernel_place.py``). A worker the server leases to a session gets one ``kernel`` frame: the agent writes the
+session's files and starts :data:`session_main.SESSION_MAIN` in the box as a run that does not end between calls.
+Its limits are the session's (memory for everything it holds, files included; CPU for its whole life), enforced
+by the box as for any run. The agent holds the other end of each of the kernel's channels: each ``cell`` frame
+sends one cell on its requests pipe, and the agent records what the kernel writes and answers
+(``session_record.py``) within the cell's wall-clock bound. The agent never resets the box while the kernel lives.
 
 The session ends, and the frame says so (``alive``: false), when the run ends (its kernel exited, or the box
 stopped it at a limit: ``report`` tells which), when the record ends without an answer, or when a cell passes
-its bound without an answer: then the agent takes the whole box down, kernel and every process it left. The
-server ends the worker with the session: nothing of it outlives that.
+its bound without an answer: then the agent takes the whole box down, kernel and every process it left.
 """
 
 from __future__ import annotations
@@ -172,7 +169,10 @@ class Kernel:
                 if now >= deadline:
                     timed_out = True
                     break
-                wake = deadline if interrupted else cell_clock.interrupt_at
+                wake = min(deadline if interrupted else cell_clock.interrupt_at, now + place.poll_s)
+                if self.report is None and (out := place.ran_out()) is not None:
+                    self.report = out  # the session's CPU time over its life ran out: it ends with this cell
+                    break
                 for key, _ in sel.select(max(wake - now, 0.0)):
                     if key.fd == self.requests:
                         try:

@@ -19,9 +19,10 @@ import select
 import signal
 import socket
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import host_users, isolation, kernel_copy, ptrace_calls, session
+from . import box_protocol, host_users, isolation, kernel_copy, ptrace_calls, session
 from .kernel_copy import Mounts, Refused, Target
 from .kernel_place import CopyPlace
 from .protocol import ProtocolError, _read_exact, decode_header, encode_frame, read_frame, wipe, write_all
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from .run_cgroup import RunCgroup
 
 _MAX_FDS = 1024  # the most members one fork hands on (the server asks for fewer)
+_RELEASE_S = 10.0
 
 
 class Lineage:
@@ -67,10 +69,12 @@ def refusal(lineage: Lineage) -> str | None:
     return None
 
 
-def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> list[tuple[int, socket.socket, int]]:
+def fork(
+    kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage, release: Callable[[], None] | None = None
+) -> list[tuple[int, socket.socket, int]]:
     """Copy ``kernel`` for each member the frame names, each served by an agent process of its own: the members,
     the sockets to their agents and their kernels' pids (the session's own first, which takes the place of
-    ``kernel``)."""
+    ``kernel``). ``release`` is called once the copies are made, before ``kernel`` ends."""
     if (why := refusal(lineage)) is not None:
         raise Refused(why)
     members: list[int] = frame["members"]
@@ -93,7 +97,10 @@ def fork(kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage) -> lis
     try:
         place = kernel.place
         spent = place.used_s()  # the session's CPU time so far: its copies' lives go on from it
-        copies = kernel_copy.copy_kernel(place.find_kernel(), place.root, targets, lineage.mounts)
+        copies, parent = kernel_copy.copy_kernel(place.find_kernel(), place.others, targets, lineage.mounts)
+        if release is not None:
+            release()  # its box no longer takes its run's end for its copies' (see first)
+        kernel_copy.end(parent)
     except BaseException:
         for target in targets:
             for group in (target.meter, target.memory):
@@ -273,7 +280,7 @@ def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socke
             if not kernel.place.stop():
                 raise Refused("the session's processes could not be stopped")
             kernel.held = True
-        agents = fork(kernel, header, Lineage.of_worker(bx))
+        agents = fork(kernel, header, Lineage.of_worker(bx), lambda: _release(bx))
     except Refused as exc:
         return encode_frame({"op": "error", "error": str(exc), "refused": True}), {}, {}
     except (OSError, ValueError, RuntimeError) as exc:
@@ -281,11 +288,25 @@ def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socke
         bx.respawn()
         return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}), {}, {}
     session.hand_over()  # its kernel is gone: the members' agents carry the session on
-    # Its box stays stopped: it would watch every member's memory and CPU time as its run's (each has limits of
-    # its own now), and take them all down. Taken down (killed, stopped or not) as the worker ends.
     kernels = {}
     for member, _, pid in agents:
         with contextlib.suppress(OSError):
             kernels[member] = os.pidfd_open(pid)
     answer = encode_frame({"op": "forked", "members": [a[0] for a in agents]})
     return answer, {a[0]: a[1] for a in agents}, kernels
+
+
+def _release(bx: BoxHandle) -> None:
+    """Have the box let go of its run (the session's kernel, stopped now, and copied): it would take the run's
+    end as every one of its processes' (the copies are, of its pid namespace) and watch their memory and CPU time
+    as its run's (each has limits of its own). From now on it only reaps what the members leave (it is their
+    namespace's init), until the worker ends. Told before it runs again: the message is there as it wakes."""
+    assert bx.ctl is not None
+    bx.ctl.send(box_protocol.RELEASE)
+    os.kill(bx.pid, signal.SIGCONT)
+    bx.ctl.settimeout(_RELEASE_S)
+    try:
+        if bx.ctl.recv(64) != box_protocol.RELEASED:
+            raise OSError("the box did not let its run go")
+    finally:
+        bx.ctl.settimeout(None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 
 _ROUNDS = 200  # walks of the tree at most: a session's processes are bounded (SESSIONS__PROCESSES)
 
@@ -60,14 +61,17 @@ def _stopped(proc: str) -> bool:
     return all(_state(f"{proc}/task/{task}") in ("T", "t", "Z", "X") for task in tasks)
 
 
-def _members(root: int, tree: bool = False) -> list[str]:
-    """The ``/proc`` directory of every process of the session: those of the box's own ``/proc`` (the box is the
+Listed = Callable[[], set[int]]
+
+
+def _members(root: int, listed: Listed | None = None) -> list[str]:
+    """The ``/proc`` directory of every process of the session: those ``listed`` (a copy of a session's kernel:
+    every process in its cgroup, wherever its parent ends), else those of the box's own ``/proc`` (the box is the
     init of the session's pid namespace, and its ``/proc`` lists by pid every process in it, however they move
-    between parents), or where the box has none (or ``tree``: a copy of a session's kernel, the reaper of its own
-    processes), those of ``root`` and its descendants."""
+    between parents), or where the box has none, those of ``root`` and its descendants."""
     proc = f"/proc/{root}/root/proc"
-    if tree:
-        return [f"/proc/{pid}" for pid in (root, *descendants(root))]
+    if listed is not None:
+        return [f"/proc/{pid}" for pid in listed()]
     try:
         # Only the /proc of the box's own pid namespace, the box its init: never the agent's (the whole machine's).
         ns = os.readlink(f"/proc/{root}/ns/pid")
@@ -92,7 +96,7 @@ def _signal(proc: str, sig: int) -> None:
         os.close(fd)
 
 
-def stop(root: int, tree: bool = False) -> bool:
+def stop(root: int, listed: Listed | None = None) -> bool:
     """Stop every process of the session, and ``root`` (the box: it watches the session's memory, which
     stopped processes do not change, and sampling it for every idle session would cost the CPUs that idle
     sessions must leave alone); False where some could not be seen stopped in time.
@@ -103,7 +107,7 @@ def stop(root: int, tree: bool = False) -> bool:
     find every process stopped or ended, none can wake another."""
     calm, seen = 0, None
     for _ in range(_ROUNDS):
-        members = sorted(_members(root, tree))
+        members = sorted(_members(root, listed))
         running = [proc for proc in members if not _stopped(proc)]
         if not running:
             calm = calm + 1 if members == seen else 1
@@ -118,9 +122,9 @@ def stop(root: int, tree: bool = False) -> bool:
     return False
 
 
-def resume(root: int, tree: bool = False) -> None:
+def resume(root: int, listed: Listed | None = None) -> None:
     """Continue ``root`` (first: it watches the others' memory) and every process of the session."""
-    for proc in sorted(_members(root, tree), key=lambda p: p != f"/proc/{root}/root/proc/1"):
+    for proc in sorted(_members(root, listed), key=lambda p: p != f"/proc/{root}/root/proc/1"):
         _signal(proc, signal.SIGCONT)
 
 

@@ -9,16 +9,46 @@ import os
 import resource
 import shutil
 import stat
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import linux
 from .ptrace_calls import TraceFailed
 
 if TYPE_CHECKING:
-    from .kernel_copy import Mounts, Target
+    from .memory_cgroup import MemoryCgroup
     from .ptrace_calls import Tracee
+    from .run_cgroup import RunCgroup
 
 MAX_FILES = 10_000  # files and directories a copy may be given (copying them is the agent's time)
+
+
+@dataclass
+class Target:
+    """One copy to make: its id maps (lines of ``uid_map`` in the agent's namespace's ids), the uid and gid its
+    programs have inside, and the cgroups it is put in."""
+
+    uid_map: str
+    gid_map: str
+    uid: int
+    gid: int
+    owner: int  # the copy's files' owner, as the agent sees it
+    memory: MemoryCgroup | None
+    meter: RunCgroup | None
+    # The session's own continuation: it keeps its files, descriptors and mappings, which it shares with nothing
+    # but the kernel it continues (stopped for good); every other copy gets its own.
+    keeps: bool = False
+
+
+@dataclass
+class Mounts:
+    """Where a kernel's files are, and how the copies' own mounts are made."""
+
+    scratch: str
+    scratch_options: str  # tmpfs options, less the owner (each copy's own)
+    shm: str
+    shm_options: str
+    devpts_options: str
 
 
 class TooMany(Exception):

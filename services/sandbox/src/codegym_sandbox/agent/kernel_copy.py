@@ -39,9 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import copy_files, linux
-from .memory_cgroup import MemoryCgroup
+from .copy_files import Mounts, Target
 from .ptrace_calls import EVENT_FORK, NR, Tracee, TraceFailed, read_memory, wait_stop, write_memory
-from .run_cgroup import RunCgroup
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
 # A user namespace (its ids), a mount namespace (its files), a network namespace (its ports). Its box's IPC and
@@ -67,23 +66,6 @@ class Refused(Exception):
 
 
 @dataclass
-class Target:
-    """One copy to make: its id maps (lines of ``uid_map`` in the agent's namespace's ids), the uid and gid its
-    programs have inside, and the cgroups it is put in."""
-
-    uid_map: str
-    gid_map: str
-    uid: int
-    gid: int
-    owner: int  # the copy's files' owner, as the agent sees it
-    memory: MemoryCgroup | None
-    meter: RunCgroup | None
-    # The session's own continuation: it keeps its files, descriptors and mappings, which it shares with nothing
-    # but the kernel it continues (stopped for good); every other copy gets its own.
-    keeps: bool = False
-
-
-@dataclass
 class Copy:
     """A copy, running (stopped until its first cell), and the agent's ends of its channels."""
 
@@ -92,17 +74,6 @@ class Copy:
     stdout: int
     stderr: int
     answers: socket.socket
-
-
-@dataclass
-class Mounts:
-    """Where a kernel's files are, and how the copies' own mounts are made."""
-
-    scratch: str
-    scratch_options: str  # tmpfs options, less the owner (each copy's own)
-    shm: str
-    shm_options: str
-    devpts_options: str
 
 
 def check_alone(kernel: int, others: Callable[[], set[int]]) -> None:

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from . import box_protocol, host_users, isolation, kernel_copy, ptrace_calls, session
-from .kernel_copy import Mounts, Refused, Target
+from .copy_files import Mounts, Target
+from .kernel_copy import Refused
 from .kernel_place import CopyPlace
 from .protocol import ProtocolError, _read_exact, decode_header, encode_frame, read_frame, wipe, write_all
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 _KERNEL_GRACE_S = 10.0  # beyond a cell's bound: the agent's own grace, and taking the member down
 _FORK_S = 60.0  # how long a fork may take to answer (the copies' files are copied)
 _END_GRACE_S = 5.0
+_SLOT_BACK_S = 10.0  # after a member's end, when its sessions' slot (its programs' host user) serves again
 
 
 class ForkRefused(Exception):
@@ -158,11 +159,14 @@ class MemberLease:
             await self.family.end_member(self.member, busy)
         finally:
             self.family.budget.release(self.memory)
-            # Its processes are gone (killed with it, its agent's end: agent/kernel_place.py): its user may serve
-            # another session.
+            # Its user may serve another session once its processes are gone: its agent kills them as it reads the
+            # end (agent/kernel_place.py), within moments of it; given back well after that.
             if self.slot != self.family.worker.slot:
-                self.family.own_slots.discard(self.slot)
-                self.family.slots.discard(self.slot)
+                asyncio.get_running_loop().call_later(_SLOT_BACK_S, self._give_back_slot)
+
+    def _give_back_slot(self) -> None:
+        self.family.own_slots.discard(self.slot)
+        self.family.slots.discard(self.slot)
 
 
 async def fork_lease(

@@ -36,7 +36,7 @@ class Target:
     memory: MemoryCgroup | None
     meter: RunCgroup | None
     # The session's own continuation: it keeps its files, descriptors and mappings, which it shares with nothing
-    # but the kernel it continues (stopped for good); every other copy gets its own.
+    # but the kernel it continues (killed once copied); every other copy gets its own.
     keeps: bool = False
 
 

@@ -2,9 +2,9 @@
 
 A session's first kernel is the run of a box (:class:`BoxPlace`): the box reports how the run ended, its
 processes are those of the box's pid namespace, and ending the session takes the box down. A kernel copied
-from another (``kernel_copy.py``) is the init of a pid namespace of its own, outside any box's run
-(:class:`CopyPlace`): it is watched through a pidfd, its processes are those under it, its memory and CPU are
-counted in cgroups of its own, and ending it kills it (its namespace, and so every process of it, goes too).
+from another (``kernel_copy.py``) is no box's run (:class:`CopyPlace`): it is watched through a pidfd, its
+processes are those of its memory cgroup (which none may leave), its memory and CPU are counted in cgroups of
+its own, and ending it kills every process of that cgroup.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class CopyPlace:
         return self.pidfd
 
     def read_report(self) -> Report:
-        """Its wait status, as its parent (stopped for good: see ``kernel_copy.py``) would have it: the zombie's."""
+        """Its wait status, its zombie's (read as it ends, before its box reaps it; a kill where it is gone)."""
         status = int(signal.SIGKILL)
         with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{self.kernel}/stat", "rb") as f:
             status = int(f.read().rsplit(b")", 1)[1].split()[49])  # exit_code, the 52nd field

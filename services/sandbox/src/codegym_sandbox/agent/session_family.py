@@ -7,8 +7,8 @@ of its own, forked from the one that made it, that serves its cells as a session
 on a :class:`~.kernel_place.CopyPlace`): the copies' cells run side by side, and one copy's cell never waits for
 another's. From the first fork on, the worker's agent only passes frames on (:func:`serve`): each frame names
 its member, and each answer too. A member's own fork is made by its agent, which hands the new members' agents
-(their channels) to the worker's agent with its answer, and then ends: its kernel stays stopped, as the first
-one does, and the members carry on.
+(their channels) to the worker's agent with its answer, and then ends, its kernel killed once copied (as the
+first one is: ``kernel_copy.end``); the members carry on.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ task reads its answers and hands each to the call that waits for it; a member's 
 :class:`MemberLease`. A member that ends is killed in the worker (its pid namespace goes with it); the
 worker ends with its last member.
 
-What a family holds: every member's memory limit, and the memory of each kernel a fork stopped for good (its
-copies share its pages, charged to it: see ``agent/kernel_copy.py``), until the family ends; and the host user of
-each member (a sessions' slot), until the family ends too, since a stopped kernel keeps its user.
+What a family holds: every member's memory limit, and the memory of each kernel a fork copied (its copies share
+its pages, charged to its cgroup: see ``agent/kernel_copy.py``), until the family ends; and the host user of each
+member (a sessions' slot): a copy's until a while after it ends, the worker's own until the family ends.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Family:
     def __init__(self, worker: AgentWorker, budget: MemoryBudget, slots: set[int], held: list[Lease]) -> None:
         self.worker, self.budget, self.slots = worker, budget, slots
         self.own_slots = {worker.slot}  # the host users of the family, given back as the family ends
-        self.held = held  # the memory of the kernels stopped for good
+        self.held = held  # the memory of the kernels copied (their pages, shared with their copies)
         self.live: set[int] = set()
         self.next_member = 1
         self.pending: dict[int, asyncio.Future[tuple[dict[str, object], list[bytes]]]] = {}

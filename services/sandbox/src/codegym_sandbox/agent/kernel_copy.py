@@ -241,18 +241,32 @@ def _private_mappings(child: Tracee, writable: set[str]) -> None:
     with open(f"/proc/{child.pid}/maps") as f:
         maps = [line.split() for line in f]
     shared = [fields for fields in maps if fields[1][3] == "s" or fields[3] in writable]
-    for fields in shared:
-        start, end = (int(x, 16) for x in fields[0].split("-"))
-        perms = fields[1]
-        held = bytearray()
-        for address in range(start, end, _PAGE):
-            try:
-                held += read_memory(child.pid, address, _PAGE)
+    if not shared:
+        return
+    memory = os.open(f"/proc/{child.pid}/mem", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for fields in shared:
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            perms = fields[1]
+            try:  # at once; from where a page cannot be read (past a file's end: nothing there), page by page
+                held = os.pread(memory, end - start, start)
             except OSError:
-                held += bytes(_PAGE)  # past a file's end: nothing there
-        prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
-        child.checked("mmap", start, end - start, prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)
-        write_memory(child.pid, start, bytes(held))
+                held = b""
+            done = start + len(held) // _PAGE * _PAGE
+            held = held[: done - start] + b"".join(_page(memory, address) for address in range(done, end, _PAGE))
+            prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
+            child.checked("mmap", start, end - start, prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)
+            if os.pwrite(memory, held, start) != end - start:
+                raise TraceFailed(0, f"a short write into process {child.pid}")
+    finally:
+        os.close(memory)
+
+
+def _page(memory: int, address: int) -> bytes:
+    try:
+        return os.pread(memory, _PAGE, address)
+    except OSError:
+        return bytes(_PAGE)
 
 
 def _kill(pid: int) -> None:

@@ -144,6 +144,10 @@ class MemoryCgroup:
         """Put process ``pid`` in it (what it holds from now on is charged here)."""
         self._set("cgroup.procs", str(pid))
 
+    def descriptors(self) -> set[int]:
+        """The descriptors it holds open (what a process that keeps it must keep)."""
+        return {fd for fd in (self.fd, self.parent_fd, *self.files.values()) if fd >= 0}
+
     def pids(self) -> set[int]:
         """The processes in it now (every process of a session's copy: none can leave, see ``kernel_place.py``)."""
         try:

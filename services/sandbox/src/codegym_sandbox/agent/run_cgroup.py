@@ -111,6 +111,10 @@ class RunCgroup:
         directory = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.parent)
         return RunCgroup._open(directory, self.version, self.parent, name)
 
+    def descriptors(self) -> set[int]:
+        """The descriptors it holds open (what a process that keeps it must keep)."""
+        return {fd for fd in (self.usage, self.procs, self.parent) if fd >= 0}
+
     def add(self, pid: int) -> None:
         """Put process ``pid`` in it."""
         os.write(self.procs, str(pid).encode())

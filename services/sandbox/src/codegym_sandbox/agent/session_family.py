@@ -128,7 +128,7 @@ def _spawn(member: int, kernel: session.Kernel, lineage: Lineage) -> socket.sock
             keep = {2, theirs.fileno(), kernel.requests, kernel.stdout, kernel.stderr, kernel.answers.fileno()}
             keep.add(cast("CopyPlace", kernel.place).pidfd)
             for group in (lineage.memory, lineage.meter):
-                keep |= _descriptors(group)
+                keep |= group.descriptors() if group is not None else set()
             for name in os.listdir("/proc/self/fd"):
                 if int(name) not in keep:
                     with contextlib.suppress(OSError):
@@ -140,14 +140,6 @@ def _spawn(member: int, kernel: session.Kernel, lineage: Lineage) -> socket.sock
             os._exit(code)
     theirs.close()
     return ours
-
-
-def _descriptors(group: object) -> set[int]:
-    if group is None:
-        return set()
-    fds = {value for key, value in vars(group).items() if key in ("fd", "parent_fd", "usage", "procs", "parent")}
-    fds |= set(getattr(group, "files", {}).values())
-    return {fd for fd in fds if isinstance(fd, int) and fd >= 0}
 
 
 def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, lineage: Lineage) -> None:

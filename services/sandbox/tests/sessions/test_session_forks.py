@@ -115,6 +115,24 @@ def test_copies_hold_the_sessions_memory_files_and_random_state(forking: TestCli
             forking.delete(f"/v1/sessions/{s}")
 
 
+def test_copies_get_their_own_streams_whatever_the_session_closed(forking: TestClient) -> None:
+    # A kernel that closed its standard streams: a copy's new channels land where they were, and are moved past
+    # them before they are put in place. Its print, input and next cells work as a new session's would.
+    sid = _new(forking)
+    ids: list[str] = []
+    try:
+        assert _cell(forking, sid, "import os, sys\nos.close(0)\nos.close(2)\nx = 5")["error"] is None
+        ids = _fork(forking, sid, 2)
+        for copy in ids:
+            out = _cell(forking, copy, "print('out', x)\nprint('err', file=sys.stderr)\ninput()", stdin="typed\n")
+            assert out["stdout"] == "out 5\n" and "err" in out["stderr"], out
+            assert out["display"] == "'typed'" and out["error"] is None, out
+            assert _cell(forking, copy, "x + 1")["display"] == "6"
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
 def test_a_copy_goes_its_own_way_and_changes_nothing_of_the_session_or_its_siblings(forking: TestClient) -> None:
     sid = _new(forking)
     ids: list[str] = []

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from . import copy_files, linux
 from .copy_files import Mounts, Target
-from .ptrace_calls import EVENT_FORK, NR, Tracee, TraceFailed, read_memory, wait_stop, write_memory
+from .ptrace_calls import EVENT_FORK, NR, Call, Tracee, TraceFailed, read_memory, wait_stop
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
 # A user namespace (its ids), a mount namespace (its files), a network namespace (its ports). Its box's IPC and
@@ -51,6 +51,8 @@ _SIGCHLD = 17
 _CAP_VERSION_3 = 0x20080522
 _MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
 _PAGE = 4096
+_CODE = 2 * _PAGE  # room for the programs a kernel is copied and its copies made over with (``Tracee.run``)
+_MOST = 100  # copies made at once: their clones' program (72 bytes each) fits in ``_CODE``
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _F_DUPFD_CLOEXEC = 1030
@@ -59,6 +61,15 @@ _AT_FDCWD = -100
 _PIDFD_GETFD = 438
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+
+
+@dataclass
+class Shared:
+    """A mapping a copy must not share: where it starts, its protection, what it holds."""
+
+    start: int
+    prot: int
+    held: bytes
 
 
 class Refused(Exception):
@@ -94,17 +105,24 @@ def copy_kernel(
     session), one per target, each stopped until it is continued; and ``kernel``, stopped under this process's
     trace, for its caller to end (:func:`end`) once nothing would take its end for its copies' (:class:`Refused`,
     and ``kernel`` as it was, where they cannot be made)."""
+    if len(targets) > _MOST:
+        raise Refused(f"a kernel is copied at most {_MOST} times at once")
     check_alone(kernel, others)
     try:
         parent = Tracee.seize(kernel, lambda regs: regs.orig_rax == NR["read"] and regs.rdi == REQUESTS_FD)
     except TraceFailed as exc:
         raise Refused("the session's interpreter is not waiting for a cell") from exc
-    made: list[tuple[Tracee, Target]] = []
+    children: list[Tracee] = []
+    size = page = 0
     try:
         check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
         cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
+        shared = _shared_mappings(kernel, writable)  # read once: every copy holds what the kernel holds
+        # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
+        size = _CODE + (len(cwd) + len(mounts.scratch) + 2 * _PAGE) // _PAGE * _PAGE
+        page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
@@ -112,25 +130,27 @@ def copy_kernel(
         soft, hard = resource.prlimit(kernel, resource.RLIMIT_NPROC)
         try:
             resource.prlimit(kernel, resource.RLIMIT_NPROC, (hard, hard))
-            for target in targets:
-                made.append((_clone(parent), target))
+            _clones(parent, len(targets), page, children)
         finally:
             resource.prlimit(kernel, resource.RLIMIT_NPROC, (soft, hard))
+        made = list(zip(children, targets, strict=True))
         for child, target in made:
             resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
             for group in (target.memory, target.meter):  # what it holds from now on (pages it copies too) is its own
                 if group is not None:
                     group.add(child.pid)
         copy_files.prepare(made, kernel, mounts)
-        copies = [_make_over(child, target, cwd, mounts.scratch, writable) for child, target in made]
+        copies = [_make_over(child, target, cwd, mounts.scratch, shared, (page, size)) for child, target in made]
     except BaseException as exc:
-        for child, _ in made:
+        for child in children:
             _kill(child.pid)
+        if page:
+            parent.call("munmap", page, size)
         parent.release(stopped=True)  # the session goes on as it was
         if isinstance(exc, Refused | TraceFailed | OSError | copy_files.TooMany):
             raise Refused(f"the session could not be copied: {exc}") from exc
         raise
-    for child, _ in made:
+    for child in children:
         child.release(stopped=True)
     return copies, parent
 
@@ -147,79 +167,91 @@ def _device(path: str) -> str:
     return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
-def _clone(parent: Tracee) -> Tracee:
-    children: list[int] = []
+def _clones(parent: Tracee, n: int, page: int, into: list[Tracee]) -> None:
+    """``n`` copies of ``parent``, each stopped before its first instruction, into ``into`` as each is seen: its
+    clones are made as one program (each copy starts in it, and is pointed back at the parent's wait)."""
 
     def event(kind: int) -> None:
-        if kind == EVENT_FORK:
-            children.append(parent.fork_event())
+        if kind == EVENT_FORK:  # its pid as the agent sees it (the kernel's own is of the box's pid namespace)
+            pid = parent.fork_event()
+            wait_stop(pid)  # stopped before its first instruction
+            into.append(Tracee(pid, parent.saved))
 
-    made = parent.call("clone", CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0, on_event=event)
-    if made < 0:
-        raise TraceFailed(-made, f"the interpreter could not be copied: {os.strerror(-made)}")
-    if len(children) != 1:  # its pid as the agent sees it (the kernel's own is of the box's pid namespace)
-        raise TraceFailed(0, "the interpreter's copy was not seen starting")
-    pid = children[0]
-    wait_stop(pid)  # stopped before its first instruction
-    return Tracee(pid, parent.saved)
+    made = parent.run(page, page + _CODE, [("clone", (CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0))] * n, on_event=event)
+    for result in made:
+        if result < 0:
+            raise TraceFailed(-result, f"the interpreter could not be copied: {os.strerror(-result)}")
+    if len(into) != n:
+        raise TraceFailed(0, "the interpreter's copies were not all seen starting")
 
 
-def _make_over(child: Tracee, target: Target, cwd: bytes, scratch: str, writable: set[str]) -> Copy:
+def _make_over(
+    child: Tracee, target: Target, cwd: bytes, scratch: str, shared: list[Shared], memory: tuple[int, int]
+) -> Copy:
     """Give the copy its channels, its working directory, a session of its own and its ids, and nothing it shares,
     before it runs. Its ids last: a process whose ids changed is no longer dumpable, and its memory is not the
-    agent's to write."""
+    agent's to write. The calls are made as a few programs in ``memory`` (its own: its parent's, copied), which
+    it then gives back."""
     pid = child.pid
-    size = (len(cwd) + len(scratch) + 2 * _PAGE) // _PAGE * _PAGE
-    page = child.checked("mmap", 0, size, 3, 0x22, -1, 0)  # memory of its own to pass arguments in
-    pairs, caps, null, home, path = page, page + 64, page + 128, page + 256, page + _PAGE
-    write_memory(pid, caps, struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24))  # no capability at all
-    write_memory(pid, null, os.devnull.encode() + b"\0")
-    write_memory(pid, home, scratch.encode() + b"\0")
-    write_memory(pid, path, cwd)
+    page, size = memory
+    results = page + _CODE
+    pairs, caps, null, home, path = results + 512, results + 576, results + 640, results + 768, results + _PAGE
+    data = bytearray(_PAGE - 512)
+    data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
+    data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
+    data[256 : 256 + len(scratch) + 1] = scratch.encode() + b"\0"
+
+    def run(calls: list[Call], checked: int, written: bytes = b"") -> list[int]:
+        assert len(calls) <= 64  # a result each in the 512 bytes before ``pairs``
+        got = child.run(page, results, calls, written, pairs)
+        for (name, _), result in zip(calls[:checked], got, strict=False):
+            if result < 0:
+                raise TraceFailed(-result, f"{name} in process {pid}: {os.strerror(-result)}")
+        return got
+
     if not target.keeps:
-        _private_mappings(child, writable)
-        child.checked("close_range", ANSWERS_FD + 1, 0xFFFFFFFF, 0)
+        _private_mappings(child, shared, run)
     # Its own channels, made in it (its pipes and socket pair); the agent takes its ends out of the copy by the
     # copy's pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted.
-    for i in range(3):
-        child.checked("pipe2", pairs + 8 * i, _O_CLOEXEC)
-    child.checked("socketpair", socket.AF_UNIX, socket.SOCK_STREAM | _O_CLOEXEC, 0, pairs + 24)
+    made: list[Call] = [] if target.keeps else [("close_range", (ANSWERS_FD + 1, 0xFFFFFFFF, 0))]
+    made += [("pipe2", (pairs + 8 * i, _O_CLOEXEC)) for i in range(3)]
+    made += [("socketpair", (socket.AF_UNIX, socket.SOCK_STREAM | _O_CLOEXEC, 0, pairs + 24))]
+    made += [("openat", (_AT_FDCWD, null, os.O_RDONLY | _O_CLOEXEC)), ("chdir", (path,))]
+    got = run(made, len(made) - 1, bytes(data) + cwd)
+    # One it cannot enter: its own scratch directory, never the parent's.
+    enter = [("chdir", (home,))] if got[-1] < 0 else []
     ends = struct.unpack("<8i", read_memory(pid, pairs, 32))
     requests_r, requests_w, out_r, out_w, err_r, err_w, answers_ours, answers_theirs = ends
-    theirs = [child.checked("openat", _AT_FDCWD, null, os.O_RDONLY | _O_CLOEXEC), out_w, err_w, requests_r]
-    theirs.append(answers_theirs)
+    theirs = [got[-2], out_w, err_w, requests_r, answers_theirs]
     pidfd = os.pidfd_open(pid)
     try:
         taken = [_take(pidfd, fd) for fd in (requests_w, out_r, err_r, answers_ours)]
     finally:
         os.close(pidfd)
-    for fd in (requests_w, out_r, err_r, answers_ours):
-        child.checked("close", fd)
-    for i, fd in enumerate(theirs):
-        if fd <= ANSWERS_FD:  # in a place the kernel had closed: moved past the five, where no dup3 lands
-            theirs[i] = child.checked("fcntl", fd, _F_DUPFD_CLOEXEC, ANSWERS_FD + 1)
-            child.checked("close", fd)
+    closes: list[Call] = [("close", (fd,)) for fd in (requests_w, out_r, err_r, answers_ours)]
+    low = [fd for fd in theirs if fd <= ANSWERS_FD]
+    if low:  # in a place the kernel had closed: moved past the five, where no dup3 lands
+        moves: list[Call] = [("fcntl", (fd, _F_DUPFD_CLOEXEC, ANSWERS_FD + 1)) for fd in low]
+        moved = dict(zip(low, run(moves, len(low)), strict=True))
+        closes += [("close", (fd,)) for fd in low]
+        theirs = [moved.get(fd, fd) for fd in theirs]
     for number, fd in enumerate(theirs):
-        child.checked("dup3", fd, number, _O_CLOEXEC if number in (REQUESTS_FD, ANSWERS_FD) else 0)
-        child.checked("close", fd)
+        closes += [("dup3", (fd, number, _O_CLOEXEC if number in (REQUESTS_FD, ANSWERS_FD) else 0)), ("close", (fd,))]
+    # A session of its own: nothing of its parent's (a terminal, a process group the kernel may signal as a
+    # whole, an orphaned group's SIGCONT) reaches it. Its orphans stay its own (a subreaper). Then its ids, and
+    # every capability its namespace gave it taken. Dumpable again, as the kernel was (a change of ids clears
+    # it): its tracer for a fork of it is the agent, whose capabilities are in the worker's namespace, not in
+    # that of the memory it inherited (the server's: a session's kernel is forked from the agent's process, not
+    # executed), where a process not dumpable would ask.
+    closes += [*enter, ("setsid", ()), ("prctl", (_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))]
+    closes += [("setresgid", (target.gid,) * 3), ("setresuid", (target.uid,) * 3), ("capset", (caps, caps + 8))]
+    closes += [("prctl", (_PR_SET_DUMPABLE, 1, 0, 0, 0))]
     requests, stdout, stderr, answers_fd = taken
     for fd, mode in ((requests, 0o444), (stdout, 0o222), (stderr, 0o222)):
         os.fchmod(fd, mode)  # the mode the box gives a kernel's channels: none opens again by path
     answers = socket.socket(fileno=answers_fd)
     answers.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before it can write
-    if child.call("chdir", path) < 0:  # one it cannot enter: its own scratch directory, never the parent's
-        child.checked("chdir", home)
-    # A session of its own: nothing of its parent's (a terminal, a process group the kernel may signal as a
-    # whole, an orphaned group's SIGCONT) reaches it.
-    child.checked("setsid")
-    child.checked("prctl", _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # its orphans stay its own
-    child.checked("setresgid", target.gid, target.gid, target.gid)
-    child.checked("setresuid", target.uid, target.uid, target.uid)
-    child.checked("capset", caps, caps + 8)  # every capability its namespace gave it, gone
-    # Dumpable again, as the kernel was (a change of ids clears it): its tracer for a fork of it is the agent, whose
-    # capabilities are in the worker's namespace, not in that of the memory it inherited (the server's: a
-    # session's kernel is forked from the agent's process, not executed), where a process not dumpable would ask.
-    child.checked("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)
+    run(closes, len(closes))
     child.checked("munmap", page, size)
     return Copy(pid, requests, stdout, stderr, answers)
 
@@ -234,18 +266,20 @@ def _take(pidfd: int, fd: int) -> int:
     return got
 
 
-def _private_mappings(child: Tracee, writable: set[str]) -> None:
-    """Every shared mapping of the copy (a file's, an anonymous one), and every mapping of a file of its parent's
-    (on the ``writable`` file systems: the pages it never wrote follow the file), made an anonymous private one
-    holding what it held: a mapping its parent or a sibling shares would be a channel between them."""
-    with open(f"/proc/{child.pid}/maps") as f:
+def _shared_mappings(kernel: int, writable: set[str]) -> list[Shared]:
+    """Every shared mapping of ``kernel`` (a file's, an anonymous one), and every mapping of a file of its own
+    (on the ``writable`` file systems: the pages it never wrote follow the file), and what each holds: a copy
+    makes each an anonymous private one holding the same (a mapping its parent or a sibling shares would be a
+    channel between them)."""
+    with open(f"/proc/{kernel}/maps") as f:
         maps = [line.split() for line in f]
-    shared = [fields for fields in maps if fields[1][3] == "s" or fields[3] in writable]
-    if not shared:
-        return
-    memory = os.open(f"/proc/{child.pid}/mem", os.O_RDWR | os.O_CLOEXEC)
+    chosen = [fields for fields in maps if fields[1][3] == "s" or fields[3] in writable]
+    if not chosen:
+        return []
+    shared = []
+    memory = os.open(f"/proc/{kernel}/mem", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        for fields in shared:
+        for fields in chosen:
             start, end = (int(x, 16) for x in fields[0].split("-"))
             perms = fields[1]
             try:  # at once; from where a page cannot be read (past a file's end: nothing there), page by page
@@ -255,8 +289,23 @@ def _private_mappings(child: Tracee, writable: set[str]) -> None:
             done = start + len(held) // _PAGE * _PAGE
             held = held[: done - start] + b"".join(_page(memory, address) for address in range(done, end, _PAGE))
             prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
-            child.checked("mmap", start, end - start, prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)
-            if os.pwrite(memory, held, start) != end - start:
+            shared.append(Shared(start, prot, held))
+    finally:
+        os.close(memory)
+    return shared
+
+
+def _private_mappings(child: Tracee, shared: list[Shared], run: Callable[[list[Call], int], list[int]]) -> None:
+    """``shared`` (:func:`_shared_mappings`) made private mappings of ``child``'s own, holding what they held."""
+    for at in range(0, len(shared), 48):
+        batch = shared[at : at + 48]
+        run([("mmap", (m.start, len(m.held), m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in batch], len(batch))
+    if not shared:
+        return
+    memory = os.open(f"/proc/{child.pid}/mem", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for m in shared:
+            if os.pwrite(memory, m.held, m.start) != len(m.held):
                 raise TraceFailed(0, f"a short write into process {child.pid}")
     finally:
         os.close(memory)

@@ -359,8 +359,9 @@ def main() -> None:
         except ProtocolError:
             header, blobs = {"op": "end"}, []
         if header.get("op") == "fork":  # its session's first fork: from now on, the members' agents serve it
-            answer, members, kernels = session_family.first(bx, header)
+            answer, members, kernels, start = session_family.first(bx, header)
             write_all(out_fd, answer)
+            start()  # the members' agents, once the answer is on its way
             if members:
                 session_family.serve(in_fd, out_fd, members, kernels)
                 header = {"op": "end"}

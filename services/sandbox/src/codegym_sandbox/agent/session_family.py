@@ -72,10 +72,11 @@ def refusal(lineage: Lineage) -> str | None:
 
 def fork(
     kernel: session.Kernel, frame: dict[str, Any], lineage: Lineage, release: Callable[[], None] | None = None
-) -> list[tuple[int, socket.socket, int]]:
-    """Copy ``kernel`` for each member the frame names, each served by an agent process of its own: the members,
-    the sockets to their agents and their kernels' pids (the session's own first, which takes the place of
-    ``kernel``). ``release`` is called once the copies are made, before ``kernel`` ends."""
+) -> tuple[list[tuple[int, socket.socket, int]], Callable[[], None]]:
+    """Copy ``kernel`` for each member the frame names: the members, the sockets to their agents and their
+    kernels' pids (the session's own first, which takes the place of ``kernel``), and what starts those agents,
+    a process each, to be called once the answer is sent (the answer need not wait for them: what is sent to a
+    member waits in its socket). ``release`` is called once the copies are made, before ``kernel`` ends."""
     if (why := refusal(lineage)) is not None:
         raise Refused(why)
     members: list[int] = frame["members"]
@@ -108,20 +109,30 @@ def fork(
                 if group is not None:
                     group.remove()
         raise
-    agents = []
+    agents, served = [], []
     for member, copy, own in zip(members, copies, lineages, strict=True):
         place = CopyPlace(copy.pid, own.memory, own.meter, float(frame["cpu_s"]), spent)
-        served = session.Kernel(place, copy.requests, copy.stdout, copy.stderr, copy.answers, copied=True)
-        served.reseed = bool(frame.get("reseed")) and member != members[0]
-        agents.append((member, _spawn(member, served, own), copy.pid))
-        served.close()
-        os.close(place.pidfd)
-    return agents
+        copied = session.Kernel(place, copy.requests, copy.stdout, copy.stderr, copy.answers, copied=True)
+        copied.reseed = bool(frame.get("reseed")) and member != members[0]
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        agents.append((member, ours, copy.pid))
+        served.append((member, copied, own, theirs))
+
+    def start() -> None:
+        for member, copied, own, theirs in served:
+            try:
+                _spawn(member, copied, own, theirs)
+            except OSError:  # no agent for it (the machine's processes): its kernel ends, and the member with it
+                copied.place.end()
+            theirs.close()
+            copied.close()
+            os.close(cast("CopyPlace", copied.place).pidfd)
+
+    return agents, start
 
 
-def _spawn(member: int, kernel: session.Kernel, lineage: Lineage) -> socket.socket:
-    """An agent process for ``member``'s kernel; the socket to it."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+def _spawn(member: int, kernel: session.Kernel, lineage: Lineage, theirs: socket.socket) -> None:
+    """An agent process for ``member``'s kernel, served on ``theirs``."""
     if os.fork() == 0:
         code = 1
         try:
@@ -138,8 +149,6 @@ def _spawn(member: int, kernel: session.Kernel, lineage: Lineage) -> socket.sock
             code = 0
         finally:
             os._exit(code)
-    theirs.close()
-    return ours
 
 
 def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, lineage: Lineage) -> None:
@@ -159,9 +168,12 @@ def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, line
                     return  # its kernel is gone, and the worker's agent hears of it as this one ends
                 kernel.hold(fd)
             elif op == "fork":
-                agents = fork(kernel, header, lineage)
+                agents, start = fork(kernel, header, lineage)
                 forked = {"op": "forked", "members": [a[0] for a in agents], "pids": [a[2] for a in agents]}
                 socket.send_fds(sock, [encode_frame({**forked, "member": member})], [a[1].fileno() for a in agents])
+                for agent in agents:
+                    agent[1].close()
+                start()
                 return  # its kernel is gone (kernel_copy.py); its copies' agents carry on
             else:
                 kernel.place.end()
@@ -261,11 +273,18 @@ def _read_member(sock: socket.socket) -> tuple[bytes | None, list[int]]:
     return head + raw + body, fds
 
 
-def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socket.socket], dict[int, int]]:
-    """The first fork of the worker's session: the answer, and the members' agents (none where it failed)."""
+def _nothing() -> None:
+    pass
+
+
+def first(
+    bx: BoxHandle, header: dict[str, Any]
+) -> tuple[bytes, dict[int, socket.socket], dict[int, int], Callable[[], None]]:
+    """The first fork of the worker's session: the answer, the members' agents (none where it failed), and what
+    starts them (called once the answer is sent)."""
     kernel = session.open_kernel()
     if kernel is None:
-        return encode_frame({"op": "error", "error": "no session is open on this worker"}), {}, {}
+        return encode_frame({"op": "error", "error": "no session is open on this worker"}), {}, {}, _nothing
     try:
         # Stopped, its box with it, from now on: the box watches its run (the kernel) and ends every process of it
         # when the kernel ends, as the kernel does once copied; its copies are no longer its run's.
@@ -273,20 +292,20 @@ def first(bx: BoxHandle, header: dict[str, Any]) -> tuple[bytes, dict[int, socke
             if not kernel.place.stop():
                 raise Refused("the session's processes could not be stopped")
             kernel.held = True
-        agents = fork(kernel, header, Lineage.of_worker(bx), lambda: _release(bx))
+        agents, start = fork(kernel, header, Lineage.of_worker(bx), lambda: _release(bx))
     except Refused as exc:
-        return encode_frame({"op": "error", "error": str(exc), "refused": True}), {}, {}
+        return encode_frame({"op": "error", "error": str(exc), "refused": True}), {}, {}, _nothing
     except (OSError, ValueError, RuntimeError) as exc:
         session.drop()  # the kernel may be anywhere now: the session is over
         bx.respawn()
-        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}), {}, {}
+        return encode_frame({"op": "error", "error": f"{type(exc).__name__}: {exc}"}), {}, {}, _nothing
     session.hand_over()  # its kernel is gone: the members' agents carry the session on
     kernels = {}
     for member, _, pid in agents:
         with contextlib.suppress(OSError):
             kernels[member] = os.pidfd_open(pid)
     answer = encode_frame({"op": "forked", "members": [a[0] for a in agents]})
-    return answer, {a[0]: a[1] for a in agents}, kernels
+    return answer, {a[0]: a[1] for a in agents}, kernels, start
 
 
 def _release(bx: BoxHandle) -> None:

@@ -99,12 +99,12 @@ def check_alone(kernel: int, others: Callable[[], set[int]]) -> None:
 
 
 def copy_kernel(
-    kernel: int, others: Callable[[], set[int]], targets: list[Target], mounts: Mounts
+    kernel: int, others: Callable[[], set[int]], targets: list[Target], mounts: Mounts, memory_bytes: int
 ) -> tuple[list[Copy], Tracee]:
     """Copies of ``kernel`` (waiting for a cell on its requests pipe; ``others`` the other processes of its
     session), one per target, each stopped until it is continued; and ``kernel``, stopped under this process's
     trace, for its caller to end (:func:`end`) once nothing would take its end for its copies' (:class:`Refused`,
-    and ``kernel`` as it was, where they cannot be made)."""
+    and ``kernel`` as it was, where they cannot be made). ``memory_bytes``: the memory each copy may hold."""
     if len(targets) > _MOST:
         raise Refused(f"a kernel is copied at most {_MOST} times at once")
     check_alone(kernel, others)
@@ -119,7 +119,7 @@ def copy_kernel(
         cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
-        shared = _shared_mappings(kernel, writable)  # read once: every copy holds what the kernel holds
+        shared = _shared_mappings(kernel, writable, memory_bytes)  # read once: each copy holds what the kernel does
         # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
         size = _CODE + (len(cwd) + len(mounts.scratch) + 2 * _PAGE) // _PAGE * _PAGE
         page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
@@ -266,21 +266,25 @@ def _take(pidfd: int, fd: int) -> int:
     return got
 
 
-def _shared_mappings(kernel: int, writable: set[str]) -> list[Shared]:
+def _shared_mappings(kernel: int, writable: set[str], most: int) -> list[Shared]:
     """Every shared mapping of ``kernel`` (a file's, an anonymous one), and every mapping of a file of its own
     (on the ``writable`` file systems: the pages it never wrote follow the file), and what each holds: a copy
     makes each an anonymous private one holding the same (a mapping its parent or a sibling shares would be a
-    channel between them)."""
+    channel between them). More than ``most`` bytes of them is refused: a copy could not hold them in its
+    memory (they are its own there), and the agent, which holds them all as it copies, must not either (a file
+    mapped many times over is charged to no one)."""
     with open(f"/proc/{kernel}/maps") as f:
         maps = [line.split() for line in f]
     chosen = [fields for fields in maps if fields[1][3] == "s" or fields[3] in writable]
     if not chosen:
         return []
+    spans = [[int(x, 16) for x in fields[0].split("-")] for fields in chosen]
+    if sum(end - start for start, end in spans) > most:
+        raise Refused(f"the session's shared mappings hold more than a copy's memory ({most >> 20} MiB)")
     shared = []
     memory = os.open(f"/proc/{kernel}/mem", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        for fields in chosen:
-            start, end = (int(x, 16) for x in fields[0].split("-"))
+        for fields, (start, end) in zip(chosen, spans, strict=True):
             perms = fields[1]
             try:  # at once; from where a page cannot be read (past a file's end: nothing there), page by page
                 held = os.pread(memory, end - start, start)

@@ -99,7 +99,8 @@ def fork(
     try:
         place = kernel.place
         spent = place.used_s()  # the session's CPU time so far: its copies' lives go on from it
-        copies, parent = kernel_copy.copy_kernel(place.find_kernel(), place.others, targets, lineage.mounts)
+        kernel_pid, limit = place.find_kernel(), int(frame["memory_bytes"])
+        copies, parent = kernel_copy.copy_kernel(kernel_pid, place.others, targets, lineage.mounts, limit)
         if release is not None:
             release()  # its box no longer takes its run's end for its copies' (see first)
         kernel_copy.end(parent)

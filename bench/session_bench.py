@@ -11,7 +11,9 @@ are what carries between machines):
    over and over: an answer from the cache, the HTTP floor), one keep-alive connection, sequentially, one of
    each in turn (so that the machine's swings weigh on both alike); and
    making a session, from a kernel started ahead (``SESSIONS__WARM``, the default) and without one; and
-   forking a warm session into 16 (``POST /v1/sessions/{id}/fork``), against a trivial cell.
+   forking a warm session into 16 (``POST /v1/sessions/{id}/fork``), against a trivial cell; the fork and a cell in
+   each member after it (what a group's rollout does next), against making 16 sessions and replaying the
+   session's cells in each (what a sandbox without forks forces).
 2. **A 10-cell rollout**: the cells of a tool-using rollout (imports, data, a function, its tests, fixes)
    through one session, against the same rollout through stateless ``/v1/execute`` calls that each replay
    every earlier cell (what a sandbox without sessions forces on the client), uncached.
@@ -150,19 +152,32 @@ def round_trips(n: int) -> None:
             cells += timed(lambda: cell(c, sid, "1"), 1)
         c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
 
-        forks = []
-        for _ in range(min(n, 20)):
+        forks, grouped, replayed = [], [], []
+        prefix = "import json, random\ndata = list(range(100_000))\nrandom.seed(1)"
+        for i in range(min(n, 20)):
             # A warm session with some state (a 100k list, imports), forked into 16; then every member ended,
             # so that the next fork starts from the same server (a family holds its users until it ends).
             parent = c.ok("POST", "/v1/sessions", {"limits": {"memory_mb": 128}}, 201)["session_id"]
-            cell(c, parent, "import json, random\ndata = list(range(100_000))\nrandom.seed(1)")
+            cell(c, parent, prefix)
             t = time.perf_counter()
             copies = c.ok("POST", f"/v1/sessions/{parent}/fork", {"n": 16})["session_ids"]
             forks.append(time.perf_counter() - t)
-            if cell(c, copies[-1], "len(data)")["display"] != "100000":
+            # What a group's rollout then does: a cell in every member (the members' agents start after the
+            # fork's answer, so their start is counted here).
+            if any(cell(c, copy, "len(data)")["display"] != "100000" for copy in copies):
                 raise SystemExit("a copy does not hold its parent's state")
+            grouped.append(time.perf_counter() - t)
             for made in (parent, *copies):
                 c.ok("DELETE", f"/v1/sessions/{made}", want=204)
+            if i < 3:  # without a fork: 16 sessions, each made and given the prefix again, then the same cell
+                t = time.perf_counter()
+                made = [c.ok("POST", "/v1/sessions", {"limits": {"memory_mb": 128}}, 201)["session_id"] for _ in copies]
+                for sid in made:
+                    cell(c, sid, prefix)
+                    cell(c, sid, "len(data)")
+                replayed.append(time.perf_counter() - t)
+                for sid in made:
+                    c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
 
         warm = []
         for _ in range(min(n, 60)):
@@ -188,6 +203,12 @@ def round_trips(n: int) -> None:
     print(f"| make a session (SESSIONS__WARM=0) | {ms(cold)} | {ms(cold, 0.9)} | - |")
     k = statistics.median(forks)
     print(f"| fork a warm session into 16 | {ms(forks)} | {ms(forks, 0.9)} | {k / t:.1f}x a trivial cell |")
+    g = statistics.median(grouped)
+    then = "fork into 16, then a cell in each member"
+    print(f"| {then} | {ms(grouped)} | {ms(grouped, 0.9)} | {g / t:.1f}x a trivial cell |")
+    r = statistics.median(replayed)
+    without = "no fork: 16 sessions made, the prefix replayed in each, then the cell"
+    print(f"| {without} | {ms(replayed)} | {ms(replayed, 0.9)} | {r / g:.1f}x the fork and cells |")
 
 
 def rollout(rounds: int) -> None:

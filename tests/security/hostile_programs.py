@@ -485,6 +485,20 @@ ATTACKS: list[Attack] = [
         AC,
         stdout="denied 1\n",
     ),
+    Attack(  # a filter of its own would answer for calls the agent has a session's copy make (its ids)
+        "own-seccomp-filter",
+        "privileges",
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "class F(ctypes.Structure):\n    _fields_ = [('code', ctypes.c_uint16), ('jt', ctypes.c_uint8),"
+        " ('jf', ctypes.c_uint8), ('k', ctypes.c_uint32)]\n"
+        "class P(ctypes.Structure):\n    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.POINTER(F))]\n"
+        "prog = P(1, (F * 1)(F(6, 0, 0, 0x7FFF0000)))\n"
+        "r1 = libc.syscall(ctypes.c_long(317), ctypes.c_long(1), ctypes.c_long(0), ctypes.byref(prog))\n"
+        "e1 = ctypes.get_errno()\nr2 = libc.prctl(22, 2, ctypes.byref(prog), 0, 0)\n"
+        "print(r1, e1, r2, ctypes.get_errno())\n",
+        AC,
+        stdout="-1 1 -1 1\n",
+    ),
     Attack(
         "kernel-surface-syscalls",
         "privileges",

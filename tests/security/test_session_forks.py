@@ -353,6 +353,15 @@ def test_what_cannot_be_copied_is_refused_and_the_session_goes_on(server: TestCl
         r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
         assert r.status_code == 409 and "too many" in r.json()["detail"], r.text
         assert _cell(server, sid, "x + 1")["display"] == "2"
+        # Nothing of the copies it began is left: no zombie of its kernel's, and the next fork is made.
+        zombies = (
+            "import glob\n"
+            "sum(open(p).read().rsplit(')', 1)[1].split()[0] == 'Z' for p in glob.glob('/proc/[0-9]*/stat'))"
+        )
+        assert _cell(server, sid, zombies)["display"] == "0"
+        _cell(server, sid, "for i in range(10_001):\n    os.remove(f'f{i}')", timeout_s=20)
+        for copy in _fork(server, sid, 2):
+            server.delete(f"/v1/sessions/{copy}")
     finally:
         server.delete(f"/v1/sessions/{sid}")
 

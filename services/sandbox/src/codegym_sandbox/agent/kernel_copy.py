@@ -59,6 +59,7 @@ _F_DUPFD_CLOEXEC = 1030
 _O_CLOEXEC = 0o2000000
 _AT_FDCWD = -100
 _PIDFD_GETFD = 438
+_WALL = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
@@ -85,6 +86,11 @@ class Copy:
     stdout: int
     stderr: int
     answers: socket.socket
+
+    def close(self) -> None:
+        for fd in (self.requests, self.stdout, self.stderr):
+            os.close(fd)
+        self.answers.close()
 
 
 def check_alone(kernel: int, others: Callable[[], set[int]]) -> None:
@@ -113,6 +119,7 @@ def copy_kernel(
     except TraceFailed as exc:
         raise Refused("the session's interpreter is not waiting for a cell") from exc
     children: list[Tracee] = []
+    copies: list[Copy] = []
     size = page = 0
     try:
         check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
@@ -140,10 +147,18 @@ def copy_kernel(
                 if group is not None:
                     group.add(child.pid)
         copy_files.prepare(made, kernel, mounts)
-        copies = [_make_over(child, target, cwd, mounts.scratch, shared, (page, size)) for child, target in made]
+        for child, target in made:
+            copies.append(_make_over(child, target, cwd, mounts.scratch, shared, (page, size)))
+            _check(child.pid, target)
     except BaseException as exc:
+        inner = [_inner_pid(child.pid) for child in children]
         for child in children:
             _kill(child.pid)
+        for pid in inner:  # the kernel is its copies' parent: their ends are its to take, or they stay its zombies
+            if pid:
+                parent.call("wait4", pid, 0, _WALL, 0)
+        for copy in copies:
+            copy.close()
         if page:
             parent.call("munmap", page, size)
         parent.release(stopped=True)  # the session goes on as it was
@@ -254,6 +269,29 @@ def _make_over(
     run(closes, len(closes))
     child.checked("munmap", page, size)
     return Copy(pid, requests, stdout, stderr, answers)
+
+
+def _check(pid: int, target: Target) -> None:
+    """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids, no
+    capability, a process session of its own, and only its five descriptors (the session's continuation keeps
+    its own)."""
+    with open(f"/proc/{pid}/status") as f:
+        status = dict(line.split(":", 1) for line in f if ":" in line)
+    ids = {int(x) for x in status["Uid"].split() + status["Gid"].split()}
+    caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
+    if ids != {target.owner} or any(caps) or os.getsid(pid) != pid:
+        raise TraceFailed(0, f"process {pid} was not made what it was asked to be")
+    if not target.keeps and sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
+        raise TraceFailed(0, f"process {pid} holds descriptors it was not given")
+
+
+def _inner_pid(pid: int) -> int:
+    """``pid``'s number in its own pid namespace (its parent's), or 0 where it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[-1]) for line in f if line.startswith("NSpid:"))
+    except (OSError, StopIteration, ValueError):
+        return 0
 
 
 def _take(pidfd: int, fd: int) -> int:

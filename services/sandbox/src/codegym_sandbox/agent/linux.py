@@ -288,8 +288,11 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     # agent gives a session's copy one of its own, as its tracer (ENOSYS without one).
     when("setsid", _ret(_RET_TRACE))
     # A copy of a session's kernel is the reaper of its own processes (set by the agent, as its tracer): a program
-    # that gave that up would send its orphans to its box, out of reach of its session's stop and end.
-    when("prctl", _arg(0), (_BPF_JEQ_K, 0, 1, PR_SET_CHILD_SUBREAPER), _ret(_RET_TRACE), _ret(_RET_ALLOW))
+    # that gave that up would send its orphans to its box, out of reach of its session's stop and end. A filter of
+    # its own (PR_SET_SECCOMP, as the seccomp call) is refused: see syscall_table.DENIED.
+    when("prctl", _arg(0), (_BPF_JEQ_K, "trace", 0, PR_SET_CHILD_SUBREAPER),
+         (_BPF_JEQ_K, "deny", "allow", PR_SET_SECCOMP),
+         "trace", _ret(_RET_TRACE), "deny", _ret(_EPERM), "allow", _ret(_RET_ALLOW))  # fmt: skip
     for name in syscall_table.SELF_ONLY:
         when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
     # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own, and never its

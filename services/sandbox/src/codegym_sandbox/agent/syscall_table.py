@@ -16,6 +16,9 @@ DENIED = [
     "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
     "mq_open",  # POSIX message queues: memory that outlives the processes that made it
     "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "get_robust_list",
+    # A filter of a program's own could answer for calls it never made: those the agent has a session's copy
+    # make as it makes it over (kernel_copy.py), its ids among them. prctl(PR_SET_SECCOMP) too (linux.py).
+    "seccomp",
 ]  # fmt: skip
 # Absent (ENOSYS, as on a kernel built without them): memory that no process maps, so that no limit on a
 # process and no sum over processes sees it, and that outlives the processes that made it. clone3 passes
@@ -65,6 +68,7 @@ SYSCALLS = {
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
         "mount_setattr": 442, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173, "mq_open": 240,
         "kcmp": 312, "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448, "get_robust_list": 274,
+        "seccomp": 317,
         "setsid": 112, "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "shmat": 30, "shmdt": 67,
         "shmctl": 31, "semget": 64, "semop": 65, "semtimedop": 220, "semctl": 66, "msgget": 68, "msgsnd": 69,
         "msgrcv": 70, "msgctl": 71, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
@@ -88,6 +92,7 @@ SYSCALLS = {
         "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "move_mount": 429,
         "mount_setattr": 442, "lookup_dcookie": 18, "vhangup": 58, "mq_open": 180,
         "kcmp": 272, "pidfd_getfd": 438, "process_madvise": 440, "process_mrelease": 448, "get_robust_list": 100,
+        "seccomp": 277,
         "setsid": 157, "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "shmat": 196, "shmdt": 197,
         "shmctl": 195, "semget": 190, "semop": 193, "semtimedop": 192, "semctl": 191, "msgget": 186,
         "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "sched_setaffinity": 122, "sched_setscheduler": 119,

@@ -366,6 +366,27 @@ def test_what_cannot_be_copied_is_refused_and_the_session_goes_on(server: TestCl
         server.delete(f"/v1/sessions/{sid}")
 
 
+def test_a_fork_makes_no_one_hold_what_a_mapping_never_touched(server: TestClient) -> None:
+    # 64 MiB of shared memory, two pages of it written: the session holds two pages of it, and so does each copy
+    # (it was once read whole, which made the session and every copy hold all of it).
+    sid = _new(server)
+    ids: list[str] = []
+    rss = "int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS:')).split()[1])"
+    try:
+        made = "import mmap\nbig = mmap.mmap(-1, 64 << 20, mmap.MAP_SHARED)\nbig[0] = big[5 << 20] = 7\n" + rss
+        before = int(_cell(server, sid, made)["display"])
+        ids = _fork(server, sid, 2)
+        assert int(_cell(server, sid, rss)["display"]) - before < 8 << 10, "the session holds what it never touched"
+        for copy in ids:
+            assert int(_cell(server, copy, rss)["display"]) < before + (8 << 10)
+            assert _cell(server, copy, "(big[0], big[5 << 20], big[1], big[63 << 20])")["display"] == "(7, 7, 0, 0)"
+            _cell(server, copy, "big[1] = 1")  # its own: no one else's
+        assert _cell(server, sid, "big[1]")["display"] == "0"
+    finally:
+        for s in (sid, *ids):
+            server.delete(f"/v1/sessions/{s}")
+
+
 def test_a_copys_processes_end_with_it_however_it_ends(server: TestClient) -> None:
     # Its kernel killed (by itself, or by a delete while a cell runs): what it started was its box's orphans,
     # out of its tree, and ran on after it, as its host user, given to the next copy.

@@ -1,5 +1,6 @@
 """What copies a session's kernel, on a real process: calls made in it as one program (``Tracee.run``), its
-clones, and the shared mappings a copy is given its own of, bounded by a copy's memory.
+clones, and the mappings a copy is given its own of (with the pages the kernel holds in them, and no more),
+bounded by a copy's memory.
 
 The process stands in for a kernel: it waits in ``read``, as a kernel waits for a cell, and goes on as it was
 once let go.
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from codegym_sandbox.agent import kernel_copy, ptrace_calls
+from codegym_sandbox.agent import copy_mappings, kernel_copy, ptrace_calls
 
 pytestmark = pytest.mark.skipif(not ptrace_calls.SUPPORTED, reason="a kernel is copied on x86_64 only")
 
@@ -24,6 +25,8 @@ WAITER = """
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
 maps = [mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ) for _ in range(3)]
+big = mmap.mmap(-1, 64 << 20, mmap.MAP_SHARED)  # shared memory, two pages of it touched
+big[0] = big[10 * 4096] = 7
 print('ready', flush=True)
 got = os.read(int(sys.argv[2]), 16)
 print('read', got.decode(), flush=True)
@@ -103,19 +106,36 @@ def _collect(parent: ptrace_calls.Tracee, into: list[ptrace_calls.Tracee]) -> Ca
     return event
 
 
-def test_shared_mappings_are_read_once_and_bounded_by_a_copys_memory(
+def test_shared_mappings_are_found_with_the_pages_held_and_bounded_by_a_copys_memory(
     waiting: tuple[subprocess.Popen[str], int, Path],
 ) -> None:
     proc, w, mapped = waiting
     tracee = _seize(proc.pid)
+    page = tracee.checked("mmap", 0, 4 * mmap.PAGESIZE, 7, 0x22, -1, 0)
+
+    def run(calls: list[ptrace_calls.Call]) -> list[int]:
+        return tracee.run(page, page + 2 * mmap.PAGESIZE, calls)
+
+    before = _rss_kb(proc.pid)
     try:
-        shared = kernel_copy._shared_mappings(proc.pid, set(), 1 << 20)
-        mine = [m for m in shared if m.held == mapped.read_bytes()]
-        assert len(mine) == 3 and all(m.prot == mmap.PROT_READ for m in mine)
-        # Three mappings of four pages each: past a copy's memory of 8 pages, no copy is made.
-        with pytest.raises(kernel_copy.Refused, match="shared mappings"):
-            kernel_copy._shared_mappings(proc.pid, set(), 8 * mmap.PAGESIZE)
+        found = copy_mappings.find(tracee, set(), run, 1 << 20)
+        # The file's three mappings (on a writable file system), whole; the shared memory, only its two pages.
+        files = [m for m in found if m.size == 4 * mmap.PAGESIZE and m.prot == mmap.PROT_READ]
+        assert len(files) == 3 and all(m.held == [(m.start, m.size)] for m in files), found
+        assert all(ptrace_calls.read_memory(proc.pid, m.start, m.size) == mapped.read_bytes() for m in files)
+        (big,) = [m for m in found if m.size == 64 << 20]
+        assert big.held == [(big.start, mmap.PAGESIZE), (big.start + 10 * mmap.PAGESIZE, mmap.PAGESIZE)]
+        assert _rss_kb(proc.pid) - before < 1024  # nothing untouched was made the kernel's memory
+        # Three mappings of four pages and two pages: past a copy's memory of 8 pages, no copy is made.
+        with pytest.raises(copy_mappings.TooLarge, match="shared mappings"):
+            copy_mappings.find(tracee, set(), run, 8 * mmap.PAGESIZE)
     finally:
+        tracee.checked("munmap", page, 4 * mmap.PAGESIZE)
         tracee.release(stopped=False)
     os.write(w, b"y")
     assert proc.stdout is not None and proc.stdout.readline() == "read y\n"
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))

@@ -38,7 +38,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import copy_files, linux
+from . import copy_files, copy_mappings, linux
 from .copy_files import Mounts, Target
 from .ptrace_calls import EVENT_FORK, NR, Call, Tracee, TraceFailed, read_memory, wait_stop
 from .session_main import ANSWERS_FD, REQUESTS_FD
@@ -49,7 +49,6 @@ from .session_main import ANSWERS_FD, REQUESTS_FD
 CLONE_FLAGS = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWNET
 _SIGCHLD = 17
 _CAP_VERSION_3 = 0x20080522
-_MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
 _PAGE = 4096
 _CODE = 2 * _PAGE  # room for the programs a kernel is copied and its copies made over with (``Tracee.run``)
 _MOST = 100  # copies made at once: their clones' program (72 bytes each) fits in ``_CODE``
@@ -62,15 +61,6 @@ _PIDFD_GETFD = 438
 _WALL = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
-
-
-@dataclass
-class Shared:
-    """A mapping a copy must not share: where it starts, its protection, what it holds."""
-
-    start: int
-    prot: int
-    held: bytes
 
 
 class Refused(Exception):
@@ -124,12 +114,16 @@ def copy_kernel(
     try:
         check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
         cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
+        kernel_ids = _ids(_status(kernel))
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
-        shared = _shared_mappings(kernel, writable, memory_bytes)  # read once: each copy holds what the kernel does
         # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
         size = _CODE + (len(cwd) + len(mounts.scratch) + 2 * _PAGE) // _PAGE * _PAGE
         page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
+        # What no copy may share, and what the kernel holds in it: found once, for every copy.
+        mappings = copy_mappings.find(
+            parent, writable, lambda calls: parent.run(page, page + _CODE, calls), memory_bytes
+        )
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
@@ -148,8 +142,9 @@ def copy_kernel(
                     group.add(child.pid)
         copy_files.prepare(made, kernel, mounts)
         for child, target in made:
-            copies.append(_make_over(child, target, cwd, mounts.scratch, shared, (page, size)))
-            _check(child.pid, target)
+            copies.append(_make_over(child, target, cwd, mounts.scratch, mappings, (page, size)))
+            _check(child.pid, target, kernel_ids)
+        copy_mappings.fill(kernel, [child.pid for child, target in made if not target.keeps], mappings)
     except BaseException as exc:
         inner = [_inner_pid(child.pid) for child in children]
         for child in children:
@@ -162,7 +157,7 @@ def copy_kernel(
         if page:
             parent.call("munmap", page, size)
         parent.release(stopped=True)  # the session goes on as it was
-        if isinstance(exc, Refused | TraceFailed | OSError | copy_files.TooMany):
+        if isinstance(exc, Refused | TraceFailed | OSError | copy_files.TooMany | copy_mappings.TooLarge):
             raise Refused(f"the session could not be copied: {exc}") from exc
         raise
     for child in children:
@@ -201,7 +196,12 @@ def _clones(parent: Tracee, n: int, page: int, into: list[Tracee]) -> None:
 
 
 def _make_over(
-    child: Tracee, target: Target, cwd: bytes, scratch: str, shared: list[Shared], memory: tuple[int, int]
+    child: Tracee,
+    target: Target,
+    cwd: bytes,
+    scratch: str,
+    mappings: list[copy_mappings.Mapping],
+    memory: tuple[int, int],
 ) -> Copy:
     """Give the copy its channels, its working directory, a session of its own and its ids, and nothing it shares,
     before it runs. Its ids last: a process whose ids changed is no longer dumpable, and its memory is not the
@@ -225,7 +225,7 @@ def _make_over(
         return got
 
     if not target.keeps:
-        _private_mappings(child, shared, run)
+        copy_mappings.make(run, mappings)  # what they hold is written once every copy has them (fill)
     # Its own channels, made in it (its pipes and socket pair); the agent takes its ends out of the copy by the
     # copy's pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted.
     made: list[Call] = [] if target.keeps else [("close_range", (ANSWERS_FD + 1, 0xFFFFFFFF, 0))]
@@ -271,15 +271,23 @@ def _make_over(
     return Copy(pid, requests, stdout, stderr, answers)
 
 
-def _check(pid: int, target: Target) -> None:
-    """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids, no
-    capability, a process session of its own, and only its five descriptors (the session's continuation keeps
-    its own)."""
+def _status(pid: int) -> dict[str, str]:
     with open(f"/proc/{pid}/status") as f:
-        status = dict(line.split(":", 1) for line in f if ":" in line)
-    ids = {int(x) for x in status["Uid"].split() + status["Gid"].split()}
+        return dict(line.split(":", 1) for line in f if ":" in line)
+
+
+def _ids(status: dict[str, str]) -> set[int]:
+    """Every uid and gid of a process, as the agent sees them."""
+    return {int(x) for x in status["Uid"].split() + status["Gid"].split()}
+
+
+def _check(pid: int, target: Target, kernel_ids: set[int]) -> None:
+    """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids (the
+    kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, and
+    only its five descriptors (the continuation keeps its own)."""
+    status = _status(pid)
     caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
-    if ids != {target.owner} or any(caps) or os.getsid(pid) != pid:
+    if _ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
         raise TraceFailed(0, f"process {pid} was not made what it was asked to be")
     if not target.keeps and sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
         raise TraceFailed(0, f"process {pid} holds descriptors it was not given")
@@ -302,62 +310,6 @@ def _take(pidfd: int, fd: int) -> int:
         raise TraceFailed(err, f"a copy's channel could not be taken: {os.strerror(err)}")
     os.set_inheritable(got, False)
     return got
-
-
-def _shared_mappings(kernel: int, writable: set[str], most: int) -> list[Shared]:
-    """Every shared mapping of ``kernel`` (a file's, an anonymous one), and every mapping of a file of its own
-    (on the ``writable`` file systems: the pages it never wrote follow the file), and what each holds: a copy
-    makes each an anonymous private one holding the same (a mapping its parent or a sibling shares would be a
-    channel between them). More than ``most`` bytes of them is refused: a copy could not hold them in its
-    memory (they are its own there), and the agent, which holds them all as it copies, must not either (a file
-    mapped many times over is charged to no one)."""
-    with open(f"/proc/{kernel}/maps") as f:
-        maps = [line.split() for line in f]
-    chosen = [fields for fields in maps if fields[1][3] == "s" or fields[3] in writable]
-    if not chosen:
-        return []
-    spans = [[int(x, 16) for x in fields[0].split("-")] for fields in chosen]
-    if sum(end - start for start, end in spans) > most:
-        raise Refused(f"the session's shared mappings hold more than a copy's memory ({most >> 20} MiB)")
-    shared = []
-    memory = os.open(f"/proc/{kernel}/mem", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        for fields, (start, end) in zip(chosen, spans, strict=True):
-            perms = fields[1]
-            try:  # at once; from where a page cannot be read (past a file's end: nothing there), page by page
-                held = os.pread(memory, end - start, start)
-            except OSError:
-                held = b""
-            done = start + len(held) // _PAGE * _PAGE
-            held = held[: done - start] + b"".join(_page(memory, address) for address in range(done, end, _PAGE))
-            prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
-            shared.append(Shared(start, prot, held))
-    finally:
-        os.close(memory)
-    return shared
-
-
-def _private_mappings(child: Tracee, shared: list[Shared], run: Callable[[list[Call], int], list[int]]) -> None:
-    """``shared`` (:func:`_shared_mappings`) made private mappings of ``child``'s own, holding what they held."""
-    for at in range(0, len(shared), 48):
-        batch = shared[at : at + 48]
-        run([("mmap", (m.start, len(m.held), m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in batch], len(batch))
-    if not shared:
-        return
-    memory = os.open(f"/proc/{child.pid}/mem", os.O_RDWR | os.O_CLOEXEC)
-    try:
-        for m in shared:
-            if os.pwrite(memory, m.held, m.start) != len(m.held):
-                raise TraceFailed(0, f"a short write into process {child.pid}")
-    finally:
-        os.close(memory)
-
-
-def _page(memory: int, address: int) -> bytes:
-    try:
-        return os.pread(memory, _PAGE, address)
-    except OSError:
-        return bytes(_PAGE)
 
 
 def _kill(pid: int) -> None:

@@ -41,7 +41,7 @@ _REACH = 400  # stops (a call's entry or exit each) a process may take to come t
 
 NR = {
     "read": 0, "close": 3, "mmap": 9, "munmap": 11, "socketpair": 53, "clone": 56, "fcntl": 72, "chdir": 80,
-    "setsid": 112, "openat": 257, "pipe2": 293, "wait4": 61,
+    "setsid": 112, "openat": 257, "pipe2": 293, "wait4": 61, "mincore": 27,
     "setresuid": 117, "setresgid": 119, "capset": 126, "prctl": 157, "restart_syscall": 219, "dup3": 292,
     "close_range": 436,
 }  # fmt: skip

@@ -1,0 +1,138 @@
+"""A fork's copies' mappings (``kernel_copy.py``): every mapping of the kernel's that a copy must not share, made
+a private one of the copy's own holding the same bytes.
+
+Which: every shared mapping a process of the session could write (an anonymous one; a file's on a file system
+mounted writable anywhere in its namespace), and every mapping of a file of its own (on its ``writable`` file
+systems, its scratch directory and ``/dev/shm``: the pages a private mapping never wrote follow the file, which
+its session's continuation may change). A shared mapping of a file no mount lets anyone write (the interpreter's
+libraries, read-only) is no channel, and stays as it is.
+
+What they hold is read from the kernel once, for every copy, and only where the kernel holds a page (its page
+table or its file's cache, as ``mincore`` tells, asked in the kernel): reading the rest would make the kernel
+hold it (a mapping never touched would become its memory, and each copy's). The rest reads as zeros in the copy,
+as it does in the kernel (holes of a shared memory file, past the end of a file). The pages held are bounded by a
+copy's memory, and are passed on in pieces: the agent holds one at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .ptrace_calls import Call, Tracee, TraceFailed, read_memory
+
+_PAGE = 4096
+_PIECE = 1 << 20  # bytes the agent holds at once as it passes them on
+_MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
+_BATCH = 48  # calls in one program (kernel_copy's room for them)
+
+
+class TooLarge(Exception):
+    """More pages held in mappings a copy must have its own of than a copy's memory."""
+
+
+@dataclass
+class Mapping:
+    """A mapping a copy gets its own of: where, how large, its protection, and the runs (address, length) of the
+    pages the kernel holds in it."""
+
+    start: int
+    size: int
+    prot: int
+    held: list[tuple[int, int]] = field(default_factory=list)
+
+
+def find(parent: Tracee, writable: set[str], run: Callable[[list[Call]], list[int]], most: int) -> list[Mapping]:
+    """The mappings of the kernel ``parent`` (traced, stopped) a copy must have its own of, and which of their
+    pages it holds (``mincore``, made in it by ``run``, as ``Tracee.run``). More than ``most`` bytes held is
+    :class:`TooLarge`."""
+    kernel = parent.pid
+    fixed = _read_only_devices(kernel)
+    chosen = []
+    with open(f"/proc/{kernel}/maps") as f:
+        for line in f:
+            fields = line.split()
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            perms, device = fields[1], fields[3]
+            if (perms[3] == "s" and device not in fixed) or device in writable:
+                prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
+                chosen.append(Mapping(start, end - start, prot))
+    if not chosen:
+        return []
+    pages = sum(m.size for m in chosen) // _PAGE
+    size = (pages + _PAGE - 1) // _PAGE * _PAGE
+    vector = parent.checked("mmap", 0, size, 3, 0x22, -1, 0)  # a byte a page: what mincore answers in
+    try:
+        calls: list[Call] = []
+        at = vector
+        for m in chosen:
+            calls.append(("mincore", (m.start, m.size, at)))
+            at += m.size // _PAGE
+        for i in range(0, len(calls), _BATCH):
+            for result in run(calls[i : i + _BATCH]):
+                if result < 0:
+                    raise TraceFailed(-result, f"mincore in process {kernel}: {os.strerror(-result)}")
+        resident = read_memory(kernel, vector, pages)
+    finally:
+        parent.call("munmap", vector, size)
+    at, total = 0, 0
+    for m in chosen:
+        count = m.size // _PAGE
+        bits = resident[at : at + count]
+        at += count
+        i = 0
+        while i < count:
+            if not bits[i] & 1:
+                i += 1
+                continue
+            j = i
+            while j < count and bits[j] & 1:
+                j += 1
+            m.held.append((m.start + i * _PAGE, (j - i) * _PAGE))
+            total += (j - i) * _PAGE
+            i = j
+    if total > most:
+        raise TooLarge(f"the session's shared mappings hold more than a copy's memory ({most >> 20} MiB)")
+    return chosen
+
+
+def make(run: Callable[[list[Call], int], list[int]], mappings: list[Mapping]) -> None:
+    """``mappings`` made anonymous private ones of the copy ``run`` makes calls in (empty until :func:`fill`)."""
+    for i in range(0, len(mappings), _BATCH):
+        batch = mappings[i : i + _BATCH]
+        run([("mmap", (m.start, m.size, m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in batch], len(batch))
+
+
+def fill(kernel: int, copies: list[int], mappings: list[Mapping]) -> None:
+    """Write what ``kernel`` holds in ``mappings`` into each of ``copies`` (made by :func:`make`), a piece at a
+    time."""
+    if not mappings or not copies:
+        return
+    source = os.open(f"/proc/{kernel}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    targets = [os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC) for pid in copies]
+    try:
+        for m in mappings:
+            for address, length in m.held:
+                for at in range(address, address + length, _PIECE):
+                    piece = os.pread(source, min(_PIECE, address + length - at), at)
+                    for pid, target in zip(copies, targets, strict=True):
+                        if os.pwrite(target, piece, at) != len(piece):
+                            raise TraceFailed(0, f"a short write into process {pid}")
+    finally:
+        for fd in (source, *targets):
+            os.close(fd)
+
+
+def _read_only_devices(kernel: int) -> set[str]:
+    """The devices (as ``/proc/PID/maps`` writes them) every mount of which in ``kernel``'s namespace is
+    read-only."""
+    ro: set[str] = set()
+    rw: set[str] = set()
+    with open(f"/proc/{kernel}/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            major, minor = (int(x) for x in fields[2].split(":"))
+            device = f"{major:02x}:{minor:02x}"
+            (ro if "ro" in fields[5].split(",") else rw).add(device)
+    return ro - rw

@@ -346,6 +346,66 @@ def test_what_a_family_holds_is_counted_and_given_back(server: TestClient) -> No
             server.delete(f"/v1/sessions/{s}")
 
 
+def _zombies_under(root: int) -> list[int]:
+    """Zombies among ``root``'s descendants."""
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    found.append(pid)
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                stack += [int(x) for x in f.read().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def test_ended_members_leave_no_process_behind_them(server: TestClient) -> None:
+    # Each member is served by an agent process of its own, which ends with it: the worker's agent takes its
+    # end as it passes on the next frame (rounds of forks and deletes once left four zombies each).
+    store = server.app.state.sessions  # type: ignore[attr-defined]
+    sid = _new(server)
+    try:
+        _cell(server, sid, "x = 1")
+        worker = store.sessions[sid].lease.worker.pid
+        for _ in range(4):
+            for copy in _fork(server, sid, 3):
+                server.delete(f"/v1/sessions/{copy}")
+        time.sleep(0.5)
+        assert _cell(server, sid, "x")["display"] == "1"
+        assert _zombies_under(worker) == []
+    finally:
+        server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_signal_sent_while_a_copy_is_made_is_no_program_of_the_agents(server: TestClient) -> None:
+    # A write lease on a file of the session's, breaking with SIGTRAP to the kernel's process group as the agent
+    # copies the files: a trap that is not the end of the agent's program, and a lease that would hold the fork
+    # for its break time (45 s). Refused at once; nothing of the session's is changed (the agent once took its
+    # fd 0 for the copy's channels, and changed /dev/null's mode as root).
+    sid = _new(server)
+    try:
+        lease = (
+            "import os, fcntl, signal, stat\nsignal.signal(signal.SIGTRAP, signal.SIG_IGN)\n"
+            "fd = os.open('L', os.O_RDWR | os.O_CREAT, 0o644)\nfcntl.fcntl(fd, 1024, fcntl.F_WRLCK)\n"
+            "fcntl.fcntl(fd, 10, signal.SIGTRAP)\nfcntl.fcntl(fd, fcntl.F_SETOWN, -os.getpgrp())\n"
+            "oct(os.stat('/dev/null').st_mode)"
+        )
+        mode = _cell(server, sid, lease)["display"]
+        started = time.monotonic()
+        r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
+        assert r.status_code == 409 and time.monotonic() - started < 10, r.text
+        assert _cell(server, sid, "oct(os.stat('/dev/null').st_mode)")["display"] == mode
+        assert _cell(server, sid, "len(open('/dev/null').read())")["display"] == "0"
+        _cell(server, sid, "fcntl.fcntl(fd, 1024, fcntl.F_UNLCK)\nos.close(fd)")
+        for copy in _fork(server, sid, 1):
+            server.delete(f"/v1/sessions/{copy}")
+    finally:
+        server.delete(f"/v1/sessions/{sid}")
+
+
 def test_what_cannot_be_copied_is_refused_and_the_session_goes_on(server: TestClient) -> None:
     sid = _new(server)
     try:

@@ -135,7 +135,9 @@ def _copy_tree(source: int, into: str, owner: int, count: list[int]) -> None:
                     os.mkdir(name, 0o700, dir_fd=dst)
                     pending.append((os.open(name, flags, dir_fd=src), os.open(name, flags, dir_fd=dst)))
                 elif stat.S_ISREG(info.st_mode):
-                    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src)
+                    # Without waiting: a lease a program holds on it would hold the fork (and the worker) for
+                    # the lease's break time; it fails at once instead, and the fork is refused.
+                    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=src)
                     writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dst)
                     try:
                         with open(reader, "rb", closefd=False) as r, open(writer, "wb", closefd=False) as w:

@@ -34,6 +34,7 @@ import ctypes
 import os
 import resource
 import socket
+import stat
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -262,6 +263,13 @@ def _make_over(
     closes += [("setresgid", (target.gid,) * 3), ("setresuid", (target.uid,) * 3), ("capset", (caps, caps + 8))]
     closes += [("prctl", (_PR_SET_DUMPABLE, 1, 0, 0, 0))]
     requests, stdout, stderr, answers_fd = taken
+    # What was taken is what was made (pipes and a socket), whatever the copy's memory said their numbers were:
+    # never a file of its own (the agent, root, changes the modes of these).
+    kinds = [stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (requests, stdout, stderr)]
+    if not all(kinds) or not stat.S_ISSOCK(os.fstat(answers_fd).st_mode):
+        for fd in taken:
+            os.close(fd)
+        raise TraceFailed(0, f"process {pid} did not make the channels it was asked to")
     for fd, mode in ((requests, 0o444), (stdout, 0o222), (stderr, 0o222)):
         os.fchmod(fd, mode)  # the mode the box gives a kernel's channels: none opens again by path
     answers = socket.socket(fileno=answers_fd)

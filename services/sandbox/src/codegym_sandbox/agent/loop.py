@@ -363,7 +363,7 @@ def main() -> None:
             write_all(out_fd, answer)
             start()  # the members' agents, once the answer is on its way
             if members:
-                session_family.serve(in_fd, out_fd, members, kernels)
+                session_family.serve(in_fd, out_fd, members, kernels, bx.pid)
                 header = {"op": "end"}
         if header.get("op") == "end":
             bx.kill()

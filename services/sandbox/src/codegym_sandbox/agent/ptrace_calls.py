@@ -206,7 +206,9 @@ class Tracee:
         other events (a fork's) are told to ``on_event``."""
         if data:
             write_memory(self.pid, at, data)
-        write_memory(self.pid, code, program(calls, results))
+        code_bytes = program(calls, results)
+        write_memory(self.pid, results, bytes(8 * len(calls)))  # nothing an earlier program left is read as a result
+        write_memory(self.pid, code, code_bytes)
         regs = Regs.from_buffer_copy(self.saved)
         regs.rip, regs.orig_rax = code, _NONE
         self._set(regs)
@@ -218,7 +220,10 @@ class Tracee:
             if event and on_event is not None:
                 on_event(event)
                 continue
-            if sig == _SIGTRAP and not event:  # its trap: done (the signal is not passed on as it goes on)
+            # Its own trap, just past the program's last byte: done (the signal is not passed on as it goes on).
+            # Any other stop is a signal from elsewhere (a SIGTRAP a file lease sends looks the same, but stops
+            # anywhere): the program did not run as written.
+            if sig == _SIGTRAP and not event and self.registers().rip == code + len(code_bytes):
                 break
             raise TraceFailed(0, f"process {self.pid} stopped (signal {sig}, event {event}) in a program")
         return list(struct.unpack(f"<{len(calls)}q", read_memory(self.pid, results, 8 * len(calls))))

@@ -193,15 +193,18 @@ def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, line
     kernel.place.end()
 
 
-def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: dict[int, int]) -> None:
+def serve(
+    in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: dict[int, int], box: int = 0
+) -> None:
     """The worker's agent once its session has forked: each frame of the server's to the agent of the member it
     names, each answer back, until the server hangs up (its caller then takes the box, and every member, down).
     ``kernels``: each member's kernel, by a pidfd: a member ended while its cell runs is killed at once (its agent
-    reads the end only after the cell)."""
+    reads the end only after the cell). ``box``: the box's pid (a child of this process, not a member's agent)."""
     pending: set[int] = set()  # members with a frame sent and no answer yet
     while True:
         by_fd = {s.fileno(): m for m, s in members.items()}
         ready, _, _ = select.select([in_fd, *by_fd], [], [])
+        _reap(box)
         if in_fd in ready:
             try:
                 header, blobs = read_frame(in_fd)
@@ -251,6 +254,21 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: d
                     os.close(extra)
             pending.discard(member)
             write_all(out_fd, frame)
+
+
+def _reap(box: int) -> None:
+    """Take the ends of the members' agents that ended (this process's children, or its orphans': it is their
+    reaper), so that none stays a zombie until the family ends. The box is left to its own handle."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            children = [int(pid) for pid in f.read().split()]
+    except OSError:
+        return
+    for pid in children:
+        if pid != box:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
 
 
 def _read_member(sock: socket.socket) -> tuple[bytes | None, list[int]]:

@@ -494,10 +494,12 @@ ATTACKS: list[Attack] = [
         "class P(ctypes.Structure):\n    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.POINTER(F))]\n"
         "prog = P(1, (F * 1)(F(6, 0, 0, 0x7FFF0000)))\n"
         "r1 = libc.syscall(ctypes.c_long(317), ctypes.c_long(1), ctypes.c_long(0), ctypes.byref(prog))\n"
-        "e1 = ctypes.get_errno()\nr2 = libc.prctl(22, 2, ctypes.byref(prog), 0, 0)\n"
-        "print(r1, e1, r2, ctypes.get_errno())\n",
+        "e1 = ctypes.get_errno()\nr2 = libc.prctl(22, 2, ctypes.byref(prog), 0, 0)\ne2 = ctypes.get_errno()\n"
+        "action = ctypes.c_uint(0x7FFF0000)\n"  # may it ask what a filter could do? yes
+        "r3 = libc.syscall(ctypes.c_long(317), ctypes.c_long(2), ctypes.c_long(0), ctypes.byref(action))\n"
+        "print(r1, e1, r2, e2, r3 == 0 or ctypes.get_errno() != 1)\n",  # not refused (a kernel may not know it)
         AC,
-        stdout="-1 1 -1 1\n",
+        stdout="-1 1 -1 1 True\n",
     ),
     Attack(
         "kernel-surface-syscalls",

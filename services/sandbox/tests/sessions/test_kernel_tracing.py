@@ -13,6 +13,7 @@ import mmap
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -118,7 +119,8 @@ def test_shared_mappings_are_found_with_the_pages_held_and_bounded_by_a_copys_me
 
     before = _rss_kb(proc.pid)
     try:
-        found = copy_mappings.find(tracee, set(), run, 1 << 20)
+        found = copy_mappings.choose(proc.pid, set())
+        copy_mappings.find_held(proc.pid, found, run, _mmap(tracee), 1 << 20)
         # The file's three mappings (on a writable file system), whole; the shared memory, only its two pages.
         files = [m for m in found if m.size == 4 * mmap.PAGESIZE and m.prot == mmap.PROT_READ]
         assert len(files) == 3 and all(m.held == [(m.start, m.size)] for m in files), found
@@ -128,12 +130,60 @@ def test_shared_mappings_are_found_with_the_pages_held_and_bounded_by_a_copys_me
         assert _rss_kb(proc.pid) - before < 1024  # nothing untouched was made the kernel's memory
         # Three mappings of four pages and two pages: past a copy's memory of 8 pages, no copy is made.
         with pytest.raises(copy_mappings.TooLarge, match="shared mappings"):
-            copy_mappings.find(tracee, set(), run, 8 * mmap.PAGESIZE)
+            copy_mappings.find_held(proc.pid, copy_mappings.choose(proc.pid, set()), run, _mmap(tracee), 8 << 12)
     finally:
         tracee.checked("munmap", page, 4 * mmap.PAGESIZE)
         tracee.release(stopped=False)
     os.write(w, b"y")
     assert proc.stdout is not None and proc.stdout.readline() == "read y\n"
+
+
+def _mmap(tracee: ptrace_calls.Tracee) -> Callable[[int], int]:
+    return lambda size: tracee.checked("mmap", 0, size, 3, 0x22, -1, 0)
+
+
+ARMED = """
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fs = ctypes.c_ulong()
+libc.syscall(ctypes.c_long(158), ctypes.c_long(0x1003), ctypes.byref(fs))  # arch_prctl(ARCH_GET_FS)
+area = fs.value + ctypes.c_long.in_dll(libc, '__rseq_offset').value
+cs = mmap.mmap(-1, 4096)  # a critical section far from anything the agent runs: start, 1 byte, abort past it
+base = ctypes.addressof(ctypes.c_char.from_buffer(cs))
+words = (0, base, 1, base + 64)  # version and flags, start_ip, post_commit_offset, abort_ip
+cs[:32] = b''.join(x.to_bytes(8, 'little') for x in words)
+print('ready', area, flush=True)
+ctypes.c_uint64.from_address(area + 8).value = base  # armed, as a program in a sequence would have it
+got = os.read(int(sys.argv[1]), 16)
+print('read', got.decode(), flush=True)
+"""
+
+
+def test_a_restartable_sequence_armed_by_the_program_is_cleared_before_the_agent_runs_anything() -> None:
+    # Armed over the agent's programs, the kernel would send the process to the program's own code as it goes on;
+    # the agent clears it as it seizes the process (and its copies inherit it cleared).
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", ARMED, str(r)], stdout=subprocess.PIPE, text=True, pass_fds=(r,))
+    os.close(r)
+    try:
+        assert proc.stdout is not None
+        words = proc.stdout.readline().split()
+        if len(words) != 2 or words[0] != "ready":
+            pytest.skip("this C library registers no restartable sequences area")
+        area = int(words[1])
+        time.sleep(0.2)  # in its read, the sequence armed
+        assert int.from_bytes(ptrace_calls.read_memory(proc.pid, area + 8, 8), "little") != 0
+        tracee = _seize(proc.pid)
+        assert int.from_bytes(ptrace_calls.read_memory(proc.pid, area + 8, 8), "little") == 0
+        tracee.release(stopped=False)
+        os.write(w, b"z")
+        assert proc.stdout.readline() == "read z\n"
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        os.close(w)
 
 
 def _rss_kb(pid: int) -> int:

@@ -7,11 +7,13 @@ systems, its scratch directory and ``/dev/shm``: the pages a private mapping nev
 its session's continuation may change). A shared mapping of a file no mount lets anyone write (the interpreter's
 libraries, read-only) is no channel, and stays as it is.
 
-What they hold is read from the kernel once, for every copy, and only where the kernel holds a page (its page
-table or its file's cache, as ``mincore`` tells, asked in the kernel): reading the rest would make the kernel
-hold it (a mapping never touched would become its memory, and each copy's). The rest reads as zeros in the copy,
-as it does in the kernel (holes of a shared memory file, past the end of a file). The pages held are bounded by a
-copy's memory, and are passed on in pieces: the agent holds one at a time.
+What they hold is read once, for every copy, and only where the kernel holds a page (its page table or its file's
+cache, as ``mincore`` tells): reading the rest would make someone hold it (a mapping never touched would become
+each copy's memory). The rest reads as zeros in the copy, as it does in the kernel (holes of a shared memory
+file, past the end of a file). It is read through a plain clone of the kernel, not the kernel itself: a page the
+kernel holds only in a file's cache would be put in its page table, and counted as its memory from then on (a
+fork refused after that left the session over its limit). The pages held are bounded by a copy's memory, and
+are passed on in pieces: the agent holds one at a time.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .ptrace_calls import Call, Tracee, TraceFailed, read_memory
+from .ptrace_calls import Call, TraceFailed, read_memory
 
 _PAGE = 4096
 _PIECE = 1 << 20  # bytes the agent holds at once as it passes them on
@@ -43,11 +45,8 @@ class Mapping:
     held: list[tuple[int, int]] = field(default_factory=list)
 
 
-def find(parent: Tracee, writable: set[str], run: Callable[[list[Call]], list[int]], most: int) -> list[Mapping]:
-    """The mappings of the kernel ``parent`` (traced, stopped) a copy must have its own of, and which of their
-    pages it holds (``mincore``, made in it by ``run``, as ``Tracee.run``). More than ``most`` bytes held is
-    :class:`TooLarge`."""
-    kernel = parent.pid
+def choose(kernel: int, writable: set[str]) -> list[Mapping]:
+    """The mappings of ``kernel`` a copy must have its own of."""
     fixed = _read_only_devices(kernel)
     chosen = []
     with open(f"/proc/{kernel}/maps") as f:
@@ -58,24 +57,31 @@ def find(parent: Tracee, writable: set[str], run: Callable[[list[Call]], list[in
             if (perms[3] == "s" and device not in fixed) or device in writable:
                 prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
                 chosen.append(Mapping(start, end - start, prot))
-    if not chosen:
-        return []
+    return chosen
+
+
+def find_held(
+    reader: int,
+    chosen: list[Mapping],
+    run: Callable[[list[Call]], list[int]],
+    mmap: Callable[[int], int],
+    most: int,
+) -> None:
+    """Which pages of ``chosen`` the kernel holds, asked (``mincore``, made by ``run`` into memory ``mmap`` makes)
+    in ``reader``, a clone of it that shares them: into each mapping's ``held``. More than ``most`` bytes held is
+    :class:`TooLarge`."""
     pages = sum(m.size for m in chosen) // _PAGE
-    size = (pages + _PAGE - 1) // _PAGE * _PAGE
-    vector = parent.checked("mmap", 0, size, 3, 0x22, -1, 0)  # a byte a page: what mincore answers in
-    try:
-        calls: list[Call] = []
-        at = vector
-        for m in chosen:
-            calls.append(("mincore", (m.start, m.size, at)))
-            at += m.size // _PAGE
-        for i in range(0, len(calls), _BATCH):
-            for result in run(calls[i : i + _BATCH]):
-                if result < 0:
-                    raise TraceFailed(-result, f"mincore in process {kernel}: {os.strerror(-result)}")
-        resident = read_memory(kernel, vector, pages)
-    finally:
-        parent.call("munmap", vector, size)
+    vector = mmap((pages + _PAGE - 1) // _PAGE * _PAGE)  # a byte a page: what mincore answers in (the reader's)
+    calls: list[Call] = []
+    at = vector
+    for m in chosen:
+        calls.append(("mincore", (m.start, m.size, at)))
+        at += m.size // _PAGE
+    for i in range(0, len(calls), _BATCH):
+        for result in run(calls[i : i + _BATCH]):
+            if result < 0:
+                raise TraceFailed(-result, f"mincore in process {reader}: {os.strerror(-result)}")
+    resident = read_memory(reader, vector, pages)
     at, total = 0, 0
     for m in chosen:
         count = m.size // _PAGE
@@ -94,22 +100,23 @@ def find(parent: Tracee, writable: set[str], run: Callable[[list[Call]], list[in
             i = j
     if total > most:
         raise TooLarge(f"the session's shared mappings hold more than a copy's memory ({most >> 20} MiB)")
-    return chosen
 
 
 def make(run: Callable[[list[Call], int], list[int]], mappings: list[Mapping]) -> None:
     """``mappings`` made anonymous private ones of the copy ``run`` makes calls in (empty until :func:`fill`)."""
     for i in range(0, len(mappings), _BATCH):
         batch = mappings[i : i + _BATCH]
-        run([("mmap", (m.start, m.size, m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in batch], len(batch))
+        got = run([("mmap", (m.start, m.size, m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in batch], len(batch))
+        if [m.start for m in batch] != got:
+            raise TraceFailed(0, "a mapping was not made where it was asked")
 
 
-def fill(kernel: int, copies: list[int], mappings: list[Mapping]) -> None:
-    """Write what ``kernel`` holds in ``mappings`` into each of ``copies`` (made by :func:`make`), a piece at a
-    time."""
+def fill(reader: int, copies: list[int], mappings: list[Mapping]) -> None:
+    """Write what the kernel holds in ``mappings``, read through ``reader`` (a clone of it that shares them), into
+    each of ``copies`` (made by :func:`make`), a piece at a time."""
     if not mappings or not copies:
         return
-    source = os.open(f"/proc/{kernel}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    source = os.open(f"/proc/{reader}/mem", os.O_RDONLY | os.O_CLOEXEC)
     targets = [os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC) for pid in copies]
     try:
         for m in mappings:

@@ -30,6 +30,7 @@ be copied (a file system too large to copy, a process limit reached) is refused,
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -121,10 +122,8 @@ def copy_kernel(
         # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
         size = _CODE + (len(cwd) + len(mounts.scratch) + 2 * _PAGE) // _PAGE * _PAGE
         page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
-        # What no copy may share, and what the kernel holds in it: found once, for every copy.
-        mappings = copy_mappings.find(
-            parent, writable, lambda calls: parent.run(page, page + _CODE, calls), memory_bytes
-        )
+        # What no copy may share: found once, for every copy.
+        mappings = copy_mappings.choose(kernel, writable)
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
@@ -132,10 +131,15 @@ def copy_kernel(
         soft, hard = resource.prlimit(kernel, resource.RLIMIT_NPROC)
         try:
             resource.prlimit(kernel, resource.RLIMIT_NPROC, (hard, hard))
-            _clones(parent, len(targets), page, children)
+            # And, where there are such mappings, a plain clone to read them through: reading the kernel's own
+            # would put the pages it holds only in a file's cache into its page table, its memory from then on.
+            _clones(parent, len(targets), bool(mappings), page, children)
         finally:
             resource.prlimit(kernel, resource.RLIMIT_NPROC, (soft, hard))
-        made = list(zip(children, targets, strict=True))
+        reader = children[len(targets)] if mappings else None
+        if reader is not None:  # which pages the kernel holds in them, asked in the reader (mincore)
+            _find_held(reader, mappings, page, memory_bytes)
+        made = list(zip(children[: len(targets)], targets, strict=True))
         for child, target in made:
             resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
             for group in (target.memory, target.meter):  # what it holds from now on (pages it copies too) is its own
@@ -145,25 +149,51 @@ def copy_kernel(
         for child, target in made:
             copies.append(_make_over(child, target, cwd, mounts.scratch, mappings, (page, size)))
             _check(child.pid, target, kernel_ids)
-        copy_mappings.fill(kernel, [child.pid for child, target in made if not target.keeps], mappings)
+        if reader is not None:
+            copy_mappings.fill(reader.pid, [child.pid for child, target in made if not target.keeps], mappings)
+            _end_reader(parent, reader)
+            children.remove(reader)
     except BaseException as exc:
-        inner = [_inner_pid(child.pid) for child in children]
-        for child in children:
-            _kill(child.pid)
-        for pid in inner:  # the kernel is its copies' parent: their ends are its to take, or they stay its zombies
-            if pid:
-                parent.call("wait4", pid, 0, _WALL, 0)
-        for copy in copies:
-            copy.close()
-        if page:
-            parent.call("munmap", page, size)
-        parent.release(stopped=True)  # the session goes on as it was
+        try:
+            inner = [_inner_pid(child.pid) for child in children]
+            for child in children:
+                _kill(child.pid)
+            for pid in inner:  # the kernel is its copies' parent: their ends are its to take, or stay its zombies
+                if pid:
+                    parent.call("wait4", pid, 0, _WALL, 0)
+            for copy in copies:
+                copy.close()
+            if page:
+                parent.call("munmap", page, size)
+        finally:
+            # The session goes on as it was; and whatever happened, its kernel is no longer traced (its end would
+            # wait for this process to take it).
+            with contextlib.suppress(OSError):
+                parent.release(stopped=True)
         if isinstance(exc, Refused | TraceFailed | OSError | copy_files.TooMany | copy_mappings.TooLarge):
             raise Refused(f"the session could not be copied: {exc}") from exc
         raise
     for child in children:
         child.release(stopped=True)
     return copies, parent
+
+
+def _find_held(reader: Tracee, mappings: list[copy_mappings.Mapping], page: int, most: int) -> None:
+    copy_mappings.find_held(
+        reader.pid,
+        mappings,
+        lambda calls: reader.run(page, page + _CODE, calls),
+        lambda size: reader.checked("mmap", 0, size, 3, 0x22, -1, 0),
+        most,
+    )
+
+
+def _end_reader(parent: Tracee, reader: Tracee) -> None:
+    """The reader's end, taken by its parent (the kernel), whose child it is."""
+    inner = _inner_pid(reader.pid)
+    _kill(reader.pid)
+    if inner:
+        parent.call("wait4", inner, 0, _WALL, 0)
 
 
 def end(parent: Tracee) -> None:
@@ -178,9 +208,10 @@ def _device(path: str) -> str:
     return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
-def _clones(parent: Tracee, n: int, page: int, into: list[Tracee]) -> None:
-    """``n`` copies of ``parent``, each stopped before its first instruction, into ``into`` as each is seen: its
-    clones are made as one program (each copy starts in it, and is pointed back at the parent's wait)."""
+def _clones(parent: Tracee, n: int, reader: bool, page: int, into: list[Tracee]) -> None:
+    """``n`` copies of ``parent`` (and, with ``reader``, a plain clone after them, in its namespaces), each stopped
+    before its first instruction, into ``into`` as each is seen: its clones are made as one program (each copy
+    starts in it, and is pointed back at the parent's wait)."""
 
     def event(kind: int) -> None:
         if kind == EVENT_FORK:  # its pid as the agent sees it (the kernel's own is of the box's pid namespace)
@@ -188,11 +219,13 @@ def _clones(parent: Tracee, n: int, page: int, into: list[Tracee]) -> None:
             wait_stop(pid)  # stopped before its first instruction
             into.append(Tracee(pid, parent.saved))
 
-    made = parent.run(page, page + _CODE, [("clone", (CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0))] * n, on_event=event)
+    calls: list[Call] = [("clone", (CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0))] * n
+    calls += [("clone", (_SIGCHLD, 0, 0, 0, 0))] if reader else []
+    made = parent.run(page, page + _CODE, calls, on_event=event)
     for result in made:
         if result < 0:
             raise TraceFailed(-result, f"the interpreter could not be copied: {os.strerror(-result)}")
-    if len(into) != n:
+    if len(into) != len(calls):
         raise TraceFailed(0, "the interpreter's copies were not all seen starting")
 
 

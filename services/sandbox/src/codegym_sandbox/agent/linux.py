@@ -54,7 +54,9 @@ PR_CAPBSET_DROP = 24
 PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_SYSCALL_USER_DISPATCH = 59
 SECCOMP_MODE_FILTER = 2
+SECCOMP_GET_ACTION_AVAIL = 2  # seccomp()'s operations from here on only ask
 
 CAP_SETGID = 6
 CAP_SETUID = 7
@@ -289,10 +291,15 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     when("setsid", _ret(_RET_TRACE))
     # A copy of a session's kernel is the reaper of its own processes (set by the agent, as its tracer): a program
     # that gave that up would send its orphans to its box, out of reach of its session's stop and end. A filter of
-    # its own (PR_SET_SECCOMP, as the seccomp call) is refused: see syscall_table.DENIED.
+    # its own (PR_SET_SECCOMP, as the seccomp call) is refused: see below. And syscall user
+    # dispatch: it would turn a call the agent has a copy make into a signal, and the copy's own code run on.
     when("prctl", _arg(0), (_BPF_JEQ_K, "trace", 0, PR_SET_CHILD_SUBREAPER),
-         (_BPF_JEQ_K, "deny", "allow", PR_SET_SECCOMP),
+         (_BPF_JEQ_K, "deny", 0, PR_SET_SECCOMP), (_BPF_JEQ_K, "deny", "allow", PR_SET_SYSCALL_USER_DISPATCH),
          "trace", _ret(_RET_TRACE), "deny", _ret(_EPERM), "allow", _ret(_RET_ALLOW))  # fmt: skip
+    # A filter of a program's own could answer for calls it never made: those the agent has a session's copy make
+    # as it makes it over (kernel_copy.py), its ids among them. seccomp() may ask (what a filter could do), not set
+    # a mode; prctl(PR_SET_SECCOMP) is refused above.
+    when("seccomp", _arg(0), (_BPF_JGE_K, 0, 1, SECCOMP_GET_ACTION_AVAIL), _ret(_RET_ALLOW), _ret(_EPERM))
     for name in syscall_table.SELF_ONLY:
         when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
     # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own, and never its

@@ -27,6 +27,8 @@ _libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c
 
 _CONT, _GETREGS, _SETREGS, _DETACH, _SYSCALL, _SETOPTIONS, _GETEVENTMSG, _SEIZE, _INTERRUPT = (
     7, 12, 13, 17, 24, 0x4200, 0x4201, 0x4206, 0x4207)  # fmt: skip
+_GET_RSEQ_CONFIGURATION = 0x420F
+_TRAP_FLAG = 0x100  # eflags' single-step bit
 _O_TRACESYSGOOD, _O_TRACEFORK, _O_TRACESECCOMP, _O_EXITKILL = 1, 2, 0x80, 0x100000
 EVENT_FORK, EVENT_SECCOMP, EVENT_STOP = 1, 7, 128
 _SYSCALL_STOP = 0x80 | 5  # SIGTRAP | 0x80: a stop at a system call's entry or exit (TRACESYSGOOD)
@@ -71,6 +73,16 @@ def program(calls: Sequence[Call], results: int) -> bytes:
 
 class Regs(ctypes.Structure):
     _fields_ = [(name, ctypes.c_ulonglong) for name in _FIELDS.split()]
+
+
+class _RseqConfiguration(ctypes.Structure):
+    _fields_ = [
+        ("rseq_abi_pointer", ctypes.c_uint64),
+        ("rseq_abi_size", ctypes.c_uint32),
+        ("signature", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
+    ]
 
 
 class TraceFailed(OSError):
@@ -147,7 +159,7 @@ class Tracee:
         wait_stop(pid)
         regs = _registers(pid)
         if regs.orig_rax != _NONE and waiting(regs):
-            return cls(pid, regs)
+            return cls(pid, regs)._steered_by_nothing()
         for _ in range(_REACH):  # it was between calls (it had not reached its wait yet): on to its next ones
             _ptrace(_SYSCALL, pid)
             sig, event = wait_stop(pid)
@@ -163,15 +175,33 @@ class Tracee:
                 _ptrace(_SYSCALL, pid)
                 wait_stop(pid)
                 entry.rax = (-512) & _NONE  # -ERESTARTSYS: made again once it goes on (see release)
-                return cls(pid, entry)
+                return cls(pid, entry)._steered_by_nothing()
         with contextlib.suppress(OSError):
             _ptrace(_DETACH, pid, 0, _SIGSTOP)  # left stopped, as it was held
         raise TraceFailed(0, f"process {pid} did not come to its wait")
+
+    def _steered_by_nothing(self) -> Tracee:
+        """Take from the process what would run code of its own instead of the agent's as it goes on: a restartable
+        sequence armed in its rseq area (on a return to user space inside it, the kernel sends it to the program's
+        abort handler). Cleared where the kernel reads it (the area's ``rseq_cs``), as the kernel clears it itself
+        once outside: nothing of the program's own is lost (it is stopped in a system call, in no sequence). Its
+        copies inherit it cleared. A single-step flag is dropped from the registers of each call (see ``_set``);
+        a filter of its own, or syscall user dispatch, no program may set (linux.py)."""
+        conf = _RseqConfiguration()
+        try:
+            size = ctypes.sizeof(conf)
+            _ptrace(_GET_RSEQ_CONFIGURATION, self.pid, size, ctypes.cast(ctypes.byref(conf), ctypes.c_void_p))
+        except TraceFailed as exc:  # no such request (Linux before 5.13): where its rseq area is, no one can say
+            raise TraceFailed(exc.errno, "copying a session needs Linux 5.13 or newer (restartable sequences)") from exc
+        if conf.rseq_abi_pointer:
+            write_memory(self.pid, conf.rseq_abi_pointer + 8, bytes(8))
+        return self
 
     def registers(self) -> Regs:
         return _registers(self.pid)
 
     def _set(self, regs: Regs) -> None:
+        regs.eflags &= ~_TRAP_FLAG & _NONE  # no single step: a trap after each instruction would end a program
         _set_registers(self.pid, regs)
 
     def call(self, name: str, *args: int, on_event: Callable[[int], None] | None = None) -> int:
@@ -187,6 +217,8 @@ class Tracee:
                 sig, event = wait_stop(self.pid)
                 if sig == _SYSCALL_STOP:
                     break
+                # A signal (of its copies' ends, SIGCHLD; one a file lease sends) is not passed on: the call is
+                # made as asked all the same (nothing of the program's can send it elsewhere, _steered_by_nothing).
                 if event and on_event is not None:
                     on_event(event)
         return _signed(self.registers().rax)
@@ -247,5 +279,5 @@ class Tracee:
             restart = -_signed(regs.rax) == 516
             regs.rip, regs.orig_rax = self.at, _NONE
             regs.rax = NR["restart_syscall"] if restart else self.saved.orig_rax
-        self._set(regs)
+        _set_registers(self.pid, regs)  # as they were, its flags too
         _ptrace(_DETACH, self.pid, 0, _SIGSTOP if stopped else 0)

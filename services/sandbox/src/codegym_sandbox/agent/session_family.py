@@ -193,9 +193,7 @@ def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, line
     kernel.place.end()
 
 
-def serve(
-    in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: dict[int, int], box: int = 0
-) -> None:
+def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: dict[int, int], box: int = 0) -> None:
     """The worker's agent once its session has forked: each frame of the server's to the agent of the member it
     names, each answer back, until the server hangs up (its caller then takes the box, and every member, down).
     ``kernels``: each member's kernel, by a pidfd: a member ended while its cell runs is killed at once (its agent

@@ -16,9 +16,6 @@ DENIED = [
     "mount_setattr", "lookup_dcookie", "vhangup", "iopl", "ioperm",
     "mq_open",  # POSIX message queues: memory that outlives the processes that made it
     "kcmp", "pidfd_getfd", "process_madvise", "process_mrelease", "get_robust_list",
-    # A filter of a program's own could answer for calls it never made: those the agent has a session's copy
-    # make as it makes it over (kernel_copy.py), its ids among them. prctl(PR_SET_SECCOMP) too (linux.py).
-    "seccomp",
 ]  # fmt: skip
 # Absent (ENOSYS, as on a kernel built without them): memory that no process maps, so that no limit on a
 # process and no sum over processes sees it, and that outlives the processes that made it. clone3 passes

@@ -133,6 +133,33 @@ def test_copies_get_their_own_streams_whatever_the_session_closed(forking: TestC
             forking.delete(f"/v1/sessions/{s}")
 
 
+def test_a_copys_files_are_the_sessions_holes_links_and_times_included(forking: TestClient) -> None:
+    # A sparse file costs a copy what it costs the session (a dense copy once held its holes as memory); two names
+    # of one file stay one file; a directory keeps its times (once set again by the entries copied into it).
+    sid = _new(forking)
+    ids: list[str] = []
+    files = (
+        "import os\nwith open('sparse', 'wb') as f:\n    f.truncate(48 << 20)\n    f.write(b'head')\n"
+        "os.makedirs('d')\nopen('d/one', 'w').write('1')\nos.link('d/one', 'two')\nos.utime('d', (1e9, 1e9))\n"
+    )
+    look = (
+        "(os.stat('sparse').st_size, os.stat('sparse').st_blocks < 64, open('sparse', 'rb').read(4),"
+        " os.stat('two').st_nlink, int(os.stat('d').st_mtime))"
+    )
+    try:
+        assert _cell(forking, sid, files)["error"] is None
+        ids = _fork(forking, sid, 2)
+        expected = "(50331648, True, b'head', 2, 1000000000)"
+        for member in (sid, *ids):
+            assert _cell(forking, member, look)["display"] == expected
+        _cell(forking, ids[0], "open('two', 'w').write('changed')")
+        assert _cell(forking, ids[0], "open('d/one').read()")["display"] == "'changed'"
+        assert _cell(forking, ids[1], "open('d/one').read()")["display"] == "'1'"
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
 def test_a_copy_goes_its_own_way_and_changes_nothing_of_the_session_or_its_siblings(forking: TestClient) -> None:
     sid = _new(forking)
     ids: list[str] = []

@@ -5,9 +5,9 @@ ids stay as they are."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
-import shutil
 import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -118,43 +118,95 @@ def prepare(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> N
 
 def _copy_tree(source: int, into: str, owner: int, count: list[int]) -> None:
     """Copy the tree under the directory ``source`` (a descriptor) into the directory ``into``: directories,
-    files, links and fifos, with their modes and times, owned by ``owner``; nothing is followed. Directory by
-    directory, each reached by a descriptor (no path grows with the tree's depth); ``count`` counts what was
-    copied, at most :data:`MAX_FILES`."""
+    files (their holes as holes, their hard links as links), links and fifos, with their modes and times (a
+    directory's once its entries are made), owned by ``owner``; nothing is followed. Directory by directory,
+    each reached by a descriptor (no path grows with the tree's depth, but those of a hard link's first name and
+    of a directory whose times are set at the end: where one is too long, the link is a copy, the times are the
+    copy's); ``count`` counts what was copied, at most :data:`MAX_FILES`."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    pending = [(os.dup(source), os.open(into, flags))]
-    while pending:
-        src, dst = pending.pop()
+    root = os.open(into, flags)
+    pending = [(os.dup(source), os.dup(root), "")]
+    walk = _Walk(root, flags, pending, {}, [])
+    try:
+        while pending:
+            src, dst, path = pending.pop()
+            try:
+                for name in os.listdir(src):
+                    count[0] += 1
+                    if count[0] > MAX_FILES:
+                        raise TooMany
+                    _copy_entry(src, dst, name, path, owner, walk)
+            finally:
+                os.close(src)
+                os.close(dst)
+        for path, atime, mtime in reversed(walk.times):  # the deepest first: setting one changes no other
+            with contextlib.suppress(OSError):
+                os.utime(path, ns=(atime, mtime), dir_fd=root, follow_symlinks=False)
+    finally:
+        os.close(root)
+
+
+@dataclass
+class _Walk:
+    root: int  # the copy's top directory
+    flags: int
+    pending: list[tuple[int, int, str]]  # directories to copy: source, copy, the copy's path under the root
+    linked: dict[int, str]  # a file's inode (of more than one name): the path its first name was copied to
+    times: list[tuple[str, int, int]]  # directories' times, set last (their entries change them)
+
+
+def _copy_entry(src: int, dst: int, name: str, path: str, owner: int, walk: _Walk) -> None:
+    """One entry of a directory (see :func:`_copy_tree`)."""
+    info = os.stat(name, dir_fd=src, follow_symlinks=False)
+    here = f"{path}/{name}" if path else name
+    if stat.S_ISREG(info.st_mode) and info.st_ino in walk.linked:
         try:
-            for name in os.listdir(src):
-                count[0] += 1
-                if count[0] > MAX_FILES:
-                    raise TooMany
-                info = os.stat(name, dir_fd=src, follow_symlinks=False)
-                if stat.S_ISDIR(info.st_mode):
-                    os.mkdir(name, 0o700, dir_fd=dst)
-                    pending.append((os.open(name, flags, dir_fd=src), os.open(name, flags, dir_fd=dst)))
-                elif stat.S_ISREG(info.st_mode):
-                    # Without waiting: a lease a program holds on it would hold the fork (and the worker) for
-                    # the lease's break time; it fails at once instead, and the fork is refused.
-                    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=src)
-                    writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dst)
-                    try:
-                        with open(reader, "rb", closefd=False) as r, open(writer, "wb", closefd=False) as w:
-                            shutil.copyfileobj(r, w, 1 << 20)
-                    finally:
-                        os.close(reader)
-                        os.close(writer)
-                elif stat.S_ISLNK(info.st_mode):
-                    os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
-                elif stat.S_ISFIFO(info.st_mode):
-                    os.mkfifo(name, dir_fd=dst)
-                else:
-                    continue  # a socket or a device node: nothing a copy can hold
-                os.chown(name, owner, owner, dir_fd=dst, follow_symlinks=False)
-                if not stat.S_ISLNK(info.st_mode):
-                    os.chmod(name, stat.S_IMODE(info.st_mode), dir_fd=dst)
-                os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=dst, follow_symlinks=False)
-        finally:
-            os.close(src)
-            os.close(dst)
+            os.link(walk.linked[info.st_ino], name, src_dir_fd=walk.root, dst_dir_fd=dst, follow_symlinks=False)
+            return
+        except OSError:  # a path too long: a copy of its own instead
+            pass
+    if stat.S_ISDIR(info.st_mode):
+        os.mkdir(name, 0o700, dir_fd=dst)
+        walk.pending.append((os.open(name, walk.flags, dir_fd=src), os.open(name, walk.flags, dir_fd=dst), here))
+        walk.times.append((here, info.st_atime_ns, info.st_mtime_ns))
+    elif stat.S_ISREG(info.st_mode):
+        _copy_file(src, dst, name)
+        if info.st_nlink > 1:
+            walk.linked[info.st_ino] = here
+    elif stat.S_ISLNK(info.st_mode):
+        os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
+    elif stat.S_ISFIFO(info.st_mode):
+        os.mkfifo(name, dir_fd=dst)
+    else:
+        return  # a socket or a device node: nothing a copy can hold
+    os.chown(name, owner, owner, dir_fd=dst, follow_symlinks=False)
+    if not stat.S_ISLNK(info.st_mode):
+        os.chmod(name, stat.S_IMODE(info.st_mode), dir_fd=dst)
+    os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=dst, follow_symlinks=False)
+
+
+def _copy_file(src: int, dst: int, name: str) -> None:
+    """A file's bytes, its holes left holes (a sparse file costs its copy what it costs the session)."""
+    # Without waiting: a lease a program holds on it would hold the fork (and the worker) for the lease's break
+    # time; it fails at once instead, and the fork is refused.
+    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=src)
+    writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dst)
+    try:
+        size = os.fstat(reader).st_size
+        at = 0
+        while at < size:
+            try:
+                at = os.lseek(reader, at, os.SEEK_DATA)
+            except OSError:  # no data past here (ENXIO): a hole to the end
+                break
+            end = os.lseek(reader, at, os.SEEK_HOLE)
+            while at < end:
+                piece = os.pread(reader, min(1 << 20, end - at), at)
+                if not piece:
+                    break
+                os.pwrite(writer, piece, at)
+                at += len(piece)
+        os.ftruncate(writer, size)
+    finally:
+        os.close(reader)
+        os.close(writer)

@@ -159,7 +159,7 @@ class Tracee:
         wait_stop(pid)
         regs = _registers(pid)
         if regs.orig_rax != _NONE and waiting(regs):
-            return cls(pid, regs)._steered_by_nothing()
+            return cls._held(pid, regs)
         for _ in range(_REACH):  # it was between calls (it had not reached its wait yet): on to its next ones
             _ptrace(_SYSCALL, pid)
             sig, event = wait_stop(pid)
@@ -175,10 +175,21 @@ class Tracee:
                 _ptrace(_SYSCALL, pid)
                 wait_stop(pid)
                 entry.rax = (-512) & _NONE  # -ERESTARTSYS: made again once it goes on (see release)
-                return cls(pid, entry)._steered_by_nothing()
+                return cls._held(pid, entry)
         with contextlib.suppress(OSError):
             _ptrace(_DETACH, pid, 0, _SIGSTOP)  # left stopped, as it was held
         raise TraceFailed(0, f"process {pid} did not come to its wait")
+
+    @classmethod
+    def _held(cls, pid: int, regs: Regs) -> Tracee:
+        """The process, stopped in its wait and held; or, where it cannot be, let go (stopped, as it was held)
+        before the failure is told: a process left traced would wait for this one to take its end."""
+        try:
+            return cls(pid, regs)._steered_by_nothing()
+        except TraceFailed:
+            with contextlib.suppress(OSError):
+                _ptrace(_DETACH, pid, 0, _SIGSTOP)
+            raise
 
     def _steered_by_nothing(self) -> Tracee:
         """Take from the process what would run code of its own instead of the agent's as it goes on: a restartable

@@ -151,16 +151,11 @@ def copy_kernel(
             _check(child.pid, target, kernel_ids)
         if reader is not None:
             copy_mappings.fill(reader.pid, [child.pid for child, target in made if not target.keeps], mappings)
-            _end_reader(parent, reader)
+            _end_children(parent, [reader])
             children.remove(reader)
     except BaseException as exc:
         try:
-            inner = [_inner_pid(child.pid) for child in children]
-            for child in children:
-                _kill(child.pid)
-            for pid in inner:  # the kernel is its copies' parent: their ends are its to take, or stay its zombies
-                if pid:
-                    parent.call("wait4", pid, 0, _WALL, 0)
+            _end_children(parent, children)
             for copy in copies:
                 copy.close()
             if page:
@@ -188,12 +183,15 @@ def _find_held(reader: Tracee, mappings: list[copy_mappings.Mapping], page: int,
     )
 
 
-def _end_reader(parent: Tracee, reader: Tracee) -> None:
-    """The reader's end, taken by its parent (the kernel), whose child it is."""
-    inner = _inner_pid(reader.pid)
-    _kill(reader.pid)
-    if inner:
-        parent.call("wait4", inner, 0, _WALL, 0)
+def _end_children(parent: Tracee, children: list[Tracee]) -> None:
+    """Kill clones of ``parent`` (copies, a reader), and have it take their ends: it is their parent, and they
+    would stay its zombies (a session with them runs other processes, and is copied no more)."""
+    inner = [_inner_pid(child.pid) for child in children]
+    for child in children:
+        _kill(child.pid)
+    for pid in inner:
+        if pid:
+            parent.call("wait4", pid, 0, _WALL, 0)
 
 
 def end(parent: Tracee) -> None:
@@ -337,9 +335,8 @@ def _check(pid: int, target: Target, kernel_ids: set[int]) -> None:
 def _inner_pid(pid: int) -> int:
     """``pid``'s number in its own pid namespace (its parent's), or 0 where it is gone."""
     try:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[-1]) for line in f if line.startswith("NSpid:"))
-    except (OSError, StopIteration, ValueError):
+        return int(_status(pid)["NSpid"].split()[-1])
+    except (OSError, KeyError, ValueError, IndexError):
         return 0
 
 
@@ -359,7 +356,7 @@ def _kill(pid: int) -> None:
     try:
         os.kill(pid, 9)
         while True:
-            _, status = os.waitpid(pid, 0x40000000)  # __WALL
+            _, status = os.waitpid(pid, _WALL)
             if os.WIFEXITED(status) or os.WIFSIGNALED(status):
                 break
     except OSError:

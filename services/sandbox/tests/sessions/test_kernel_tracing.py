@@ -107,6 +107,46 @@ def test_clones_made_as_one_program_are_each_seen_stopped(waiting: tuple[subproc
     assert proc.stdout is not None and proc.stdout.readline() == "read x\n"
 
 
+def test_programs_run_in_several_clones_at_once_each_answer_their_own(
+    waiting: tuple[subprocess.Popen[str], int, Path],
+) -> None:
+    proc, w, _ = waiting
+    tracee = _seize(proc.pid)
+    page = tracee.checked("mmap", 0, 4 * mmap.PAGESIZE, 7, 0x22, -1, 0)
+    results = page + 2 * mmap.PAGESIZE
+    seen: list[int] = []
+
+    def event(kind: int) -> None:  # each clone's pid taken as it is made; each seen stopped later
+        if kind == ptrace_calls.EVENT_FORK:
+            seen.append(tracee.fork_event())
+
+    tracee.run(page, results, [("clone", (17, 0, 0, 0, 0))] * 3, on_event=event)
+    children = [ptrace_calls.Tracee.clone_of(tracee, pid) for pid in seen]
+    try:
+        for child in children:
+            child.started()
+        programs = [
+            (child, page, results, [("dup3", (1, 60 + i, 0)), ("close", (999,))], b"", 0)
+            for i, child in enumerate(children[:2])
+        ]
+        assert ptrace_calls.run_each(programs) == [[60, -errno.EBADF], [61, -errno.EBADF]]
+        assert "61" not in os.listdir(f"/proc/{children[0].pid}/fd")  # each made its own calls
+        assert "61" in os.listdir(f"/proc/{children[1].pid}/fd")
+        # One that cannot run its program is told, once every other has run its own to the end.
+        kernel_copy._kill(children[2].pid)
+        programs = [(child, page, results, [("dup3", (1, 70, 0))], b"", 0) for child in children]
+        with pytest.raises(OSError):
+            ptrace_calls.run_each(programs)
+        assert all("70" in os.listdir(f"/proc/{child.pid}/fd") for child in children[:2])
+    finally:
+        for child in children:
+            kernel_copy._kill(child.pid)
+    tracee.checked("munmap", page, 4 * mmap.PAGESIZE)
+    tracee.release(stopped=False)
+    os.write(w, b"y")
+    assert proc.stdout is not None and proc.stdout.readline() == "read y\n"
+
+
 def _collect(parent: ptrace_calls.Tracee, into: list[ptrace_calls.Tracee]) -> Callable[[int], None]:
     def event(kind: int) -> None:
         if kind == ptrace_calls.EVENT_FORK:

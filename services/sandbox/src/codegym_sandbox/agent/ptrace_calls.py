@@ -59,6 +59,51 @@ _MOV_ARGS = (b"\x48\xbf", b"\x48\xbe", b"\x48\xba", b"\x49\xba", b"\x49\xb8", b"
 Call = tuple[str, Sequence[int]]
 
 
+class Running:
+    """A program started in a traced process (:meth:`Tracee.start`), to its trap at ``end``."""
+
+    def __init__(self, pid: int, end: int, results: int, count: int) -> None:
+        self.pid, self.end, self.results, self.count = pid, end, results, count
+
+    def finish(self, on_event: Callable[[int], None] | None = None) -> list[int]:
+        """Wait for the program's end: the results of its calls."""
+        while True:
+            sig, event = wait_stop(self.pid)
+            if event == EVENT_SECCOMP or (event and on_event is not None):
+                if event != EVENT_SECCOMP and on_event is not None:
+                    on_event(event)
+                _ptrace(_CONT, self.pid)
+                continue
+            # Its own trap, just past the program's last byte: done (the signal is not passed on as it goes on).
+            # Any other stop is a signal from elsewhere (a SIGTRAP a file lease sends looks the same, but stops
+            # anywhere): the program did not run as written.
+            if sig == _SIGTRAP and not event and _registers(self.pid).rip == self.end:
+                return list(struct.unpack(f"<{self.count}q", read_memory(self.pid, self.results, 8 * self.count)))
+            raise TraceFailed(0, f"process {self.pid} stopped (signal {sig}, event {event}) in a program")
+
+
+def run_each(programs: Sequence[tuple[Tracee, int, int, Sequence[Call], bytes, int]]) -> list[list[int]]:
+    """Run a program in each of several processes (each as :meth:`Tracee.run`'s arguments), all at once: the
+    results of each. Where one fails, every other is still waited for (none is left running the agent's code)."""
+    started: list[Running] = []
+    failed: OSError | None = None
+    for tracee, code, results, calls, data, at in programs:
+        try:
+            started.append(tracee.start(code, results, calls, data, at))
+        except OSError as exc:  # it ended (its memory is gone), say
+            failed = failed or exc
+            break
+    got: list[list[int]] = []
+    for running in started:
+        try:
+            got.append(running.finish())
+        except OSError as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+    return got
+
+
 def program(calls: Sequence[Call], results: int) -> bytes:
     """Code that makes ``calls`` (each a name and its arguments) one after another, stores each one's result at
     ``results`` + 8 x its place, and then traps."""
@@ -148,6 +193,19 @@ class Tracee:
         self.at = self.saved.rip - 2
         if read_memory(pid, self.at, 2) != b"\x0f\x05":
             raise TraceFailed(0, f"process {pid} stopped past no syscall instruction")
+
+    @classmethod
+    def clone_of(cls, parent: Tracee, pid: int) -> Tracee:
+        """A clone ``parent`` made in a system call (its fork event's), to be seen stopped (:meth:`started`)."""
+        tracee = cls.__new__(cls)
+        tracee.pid, tracee.saved, tracee.at = pid, parent.saved, parent.at
+        return tracee
+
+    def started(self) -> None:
+        """Wait for a clone to stop before its first instruction, in its parent's call (:meth:`clone_of`)."""
+        wait_stop(self.pid)
+        if read_memory(self.pid, self.at, 2) != b"\x0f\x05":
+            raise TraceFailed(0, f"process {self.pid} stopped past no syscall instruction")
 
     @classmethod
     def seize(cls, pid: int, waiting: Callable[[Regs], bool]) -> Tracee:
@@ -247,6 +305,11 @@ class Tracee:
         ``data`` written at ``at`` first, and room for a result each at ``results``): their results, a negative
         errno for each that failed. A call the filter sends to a tracer is let through (they are this tracer's);
         other events (a fork's) are told to ``on_event``."""
+        return self.start(code, results, calls, data, at).finish(on_event)
+
+    def start(self, code: int, results: int, calls: Sequence[Call], data: bytes = b"", at: int = 0) -> Running:
+        """Start ``calls`` as one program (see :meth:`run`), to be finished (:meth:`Running.finish`): processes
+        started one after another then run at once."""
         if data:
             write_memory(self.pid, at, data)
         code_bytes = program(calls, results)
@@ -255,21 +318,8 @@ class Tracee:
         regs = Regs.from_buffer_copy(self.saved)
         regs.rip, regs.orig_rax = code, _NONE
         self._set(regs)
-        while True:
-            _ptrace(_CONT, self.pid)
-            sig, event = wait_stop(self.pid)
-            if event == EVENT_SECCOMP:
-                continue
-            if event and on_event is not None:
-                on_event(event)
-                continue
-            # Its own trap, just past the program's last byte: done (the signal is not passed on as it goes on).
-            # Any other stop is a signal from elsewhere (a SIGTRAP a file lease sends looks the same, but stops
-            # anywhere): the program did not run as written.
-            if sig == _SIGTRAP and not event and self.registers().rip == code + len(code_bytes):
-                break
-            raise TraceFailed(0, f"process {self.pid} stopped (signal {sig}, event {event}) in a program")
-        return list(struct.unpack(f"<{len(calls)}q", read_memory(self.pid, results, 8 * len(calls))))
+        _ptrace(_CONT, self.pid)
+        return Running(self.pid, code + len(code_bytes), results, len(calls))
 
     def checked(self, name: str, *args: int) -> int:
         result = self.call(name, *args)

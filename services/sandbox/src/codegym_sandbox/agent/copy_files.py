@@ -55,11 +55,12 @@ class TooMany(Exception):
     """More files than a copy may be given."""
 
 
-def prepare(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> None:
-    """Each copy's id maps, and in its mount namespace new tmpfs mounts for its scratch directory and
-    ``/dev/shm`` holding a copy of the kernel's (owned by the copy's user), and a devpts instance of its own.
+def start(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> Helper:
+    """Start making each copy's id maps, and in its mount namespace new tmpfs mounts for its scratch directory
+    and ``/dev/shm`` holding a copy of the kernel's (owned by the copy's user), and a devpts instance of its own.
     Done by a helper process, in the kernel's user namespace (where the copies' namespaces begin, and where a
-    map's ids are read), entering each copy's mount namespace in turn: the agent's own stay as they are."""
+    map's ids are read), entering each copy's mount namespace in turn: the agent's own stay as they are, and it
+    goes on with the copies meanwhile (:meth:`Helper.wait`)."""
     # Every process's /proc entry opened first: once in a copy's mount namespace, /proc is its box's (another
     # pid namespace's numbers).
     procs = [os.open(f"/proc/{child.pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) for child, _ in made]
@@ -108,12 +109,34 @@ def prepare(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> N
     for fd in (*procs, *joins, user):
         if fd >= 0:
             os.close(fd)
-    _, status = os.waitpid(helper, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code == 3:
-        raise TooMany(f"the session holds more than {MAX_FILES} files and directories: too many to copy")
-    if code != 0:
-        raise TraceFailed(0, "the copies' namespaces could not be made")
+    return Helper(helper)
+
+
+class Helper:
+    """The process making the copies' files (:func:`start`)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def wait(self) -> None:
+        """Once it is done: what it could not do is raised."""
+        if not self.pid:
+            return
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        code = os.waitstatus_to_exitcode(status)
+        if code == 3:
+            raise TooMany(f"the session holds more than {MAX_FILES} files and directories: too many to copy")
+        if code != 0:
+            raise TraceFailed(0, "the copies' namespaces could not be made")
+
+    def stop(self) -> None:
+        """End it where it still runs (the fork is refused), and take its end."""
+        if self.pid:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            self.pid = 0
 
 
 def _copy_tree(source: int, into: str, owner: int, count: list[int]) -> None:

@@ -27,7 +27,7 @@ from .ptrace_calls import Call, TraceFailed, read_memory
 _PAGE = 4096
 _PIECE = 1 << 20  # bytes the agent holds at once as it passes them on
 _MAP_PRIVATE_ANONYMOUS_FIXED = 0x02 | 0x20 | 0x10
-_BATCH = 48  # calls in one program (kernel_copy's room for them)
+BATCH = 48  # calls in one program (room is left for a copy's channels: copy_making.py)
 
 
 class TooLarge(Exception):
@@ -77,8 +77,8 @@ def find_held(
     for m in chosen:
         calls.append(("mincore", (m.start, m.size, at)))
         at += m.size // _PAGE
-    for i in range(0, len(calls), _BATCH):
-        for result in run(calls[i : i + _BATCH]):
+    for i in range(0, len(calls), BATCH):
+        for result in run(calls[i : i + BATCH]):
             if result < 0:
                 raise TraceFailed(-result, f"mincore in process {reader}: {os.strerror(-result)}")
     resident = read_memory(reader, vector, pages)
@@ -102,13 +102,22 @@ def find_held(
         raise TooLarge(f"the session's shared mappings hold more than a copy's memory ({most >> 20} MiB)")
 
 
+def mmap_calls(mappings: list[Mapping]) -> list[Call]:
+    """The calls that make ``mappings`` anonymous private ones (empty until :func:`fill`), in one program."""
+    return [("mmap", (m.start, m.size, m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in mappings]
+
+
+def check_made(mappings: list[Mapping], got: list[int]) -> None:
+    """Refuse what :func:`mmap_calls` made anywhere but where it asked."""
+    if [m.start for m in mappings] != got:
+        raise TraceFailed(0, "a mapping was not made where it was asked")
+
+
 def make(run: Callable[[list[Call], int], list[int]], mappings: list[Mapping]) -> None:
-    """``mappings`` made anonymous private ones of the copy ``run`` makes calls in (empty until :func:`fill`)."""
-    for i in range(0, len(mappings), _BATCH):
-        batch = mappings[i : i + _BATCH]
-        got = run([("mmap", (m.start, m.size, m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in batch], len(batch))
-        if [m.start for m in batch] != got:
-            raise TraceFailed(0, "a mapping was not made where it was asked")
+    """``mappings`` made anonymous private ones of the copy ``run`` makes calls in, :data:`BATCH` at a time."""
+    for i in range(0, len(mappings), BATCH):
+        batch = mappings[i : i + BATCH]
+        check_made(batch, run(mmap_calls(batch), len(batch)))
 
 
 def fill(reader: int, copies: list[int], mappings: list[Mapping]) -> None:

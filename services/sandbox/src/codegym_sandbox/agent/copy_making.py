@@ -1,0 +1,227 @@
+"""A fork's copies made over (``kernel_copy.py``): channels, a working directory, a process session, ids and no
+capability of their own, and nothing they share, before any instruction of theirs runs.
+
+Each copy's calls are two programs (``ptrace_calls.run_each``), run in every copy at once: the first makes its
+private mappings and its channels while the helper still makes its files (``copy_files.start``); the second,
+once they are there, moves its channels into place, enters its working directory and takes its session and
+ids. Its ids come last: a process whose ids changed is no longer dumpable, and its memory is not the agent's
+to write. What each copy was made into is then read back from outside it (:func:`check`), not taken from its
+calls' answers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+import stat
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import copy_mappings
+from .copy_files import Target
+from .ptrace_calls import Call, Tracee, TraceFailed, read_memory, run_each
+from .session_main import ANSWERS_FD, REQUESTS_FD
+
+_PAGE = 4096
+CODE = 2 * _PAGE  # room for a program in the memory a copy is made over with (its results and data after it)
+_CAP_VERSION_3 = 0x20080522
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+_F_DUPFD_CLOEXEC = 1030
+_O_CLOEXEC = 0o2000000
+_AT_FDCWD = -100
+_PIDFD_GETFD = 438
+_RESULTS = 64  # a result each in the 512 bytes before the data
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+@dataclass
+class Copy:
+    """A copy, running (stopped until its first cell), and the agent's ends of its channels."""
+
+    pid: int
+    requests: int
+    stdout: int
+    stderr: int
+    answers: socket.socket
+
+    def close(self) -> None:
+        for fd in (self.requests, self.stdout, self.stderr):
+            os.close(fd)
+        self.answers.close()
+
+
+Program = tuple[Tracee, int, int, list[Call], bytes, int]
+
+
+class _Making:
+    """One copy as it is made over, in ``memory`` (``page``, ``size``: its own, its parent's copied), which it
+    gives back at the end."""
+
+    def __init__(self, child: Tracee, target: Target, mappings: list[copy_mappings.Mapping], memory: tuple[int, int]):
+        self.child, self.target, self.pid = child, target, child.pid
+        self.page, self.size = memory
+        self.results = self.page + CODE
+        self.pairs, self.caps = self.results + 512, self.results + 576
+        self.null, self.home, self.path = self.results + 640, self.results + 768, self.results + _PAGE
+        self.mappings = [] if target.keeps else mappings
+        self.taken: list[int] = []
+        self.calls: list[Call] = []
+        self.closes: list[Call] = []
+        self.head = 0
+
+    def program(self, calls: list[Call], data: bytes = b"") -> Program:
+        assert len(calls) <= _RESULTS
+        return (self.child, self.page, self.results, calls, data, self.pairs)
+
+    def run(self, calls: list[Call], data: bytes = b"") -> list[int]:
+        return _checked(self.pid, calls, self.child.run(*self.program(calls, data)[1:]), len(calls))
+
+    def first(self, data: bytes) -> Program:
+        """Its private mappings (the first program's worth: the rest are made before, one program each), and its
+        own channels, made in it (its pipes and socket pair): the agent takes its ends out of the copy by its
+        pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted."""
+        head, rest = self.mappings[: copy_mappings.BATCH], self.mappings[copy_mappings.BATCH :]
+        copy_mappings.make(lambda calls, checked: self.run(calls), rest)  # what they hold is written by fill
+        calls = copy_mappings.mmap_calls(head)
+        calls += [] if self.target.keeps else [("close_range", (ANSWERS_FD + 1, 0xFFFFFFFF, 0))]
+        calls += [("pipe2", (self.pairs + 8 * i, _O_CLOEXEC)) for i in range(3)]
+        calls += [("socketpair", (socket.AF_UNIX, socket.SOCK_STREAM | _O_CLOEXEC, 0, self.pairs + 24))]
+        calls += [("openat", (_AT_FDCWD, self.null, os.O_RDONLY | _O_CLOEXEC))]
+        self.head, self.calls = len(head), calls
+        return self.program(calls, data)
+
+    def took(self, got: list[int]) -> None:
+        """Take its channels' ends, and write the second program: its descriptors in place, its directory, its
+        session and ids."""
+        copy_mappings.check_made(self.mappings[: self.head], got[: self.head])
+        _checked(self.pid, self.calls, got, len(got))
+        ends = struct.unpack("<8i", read_memory(self.pid, self.pairs, 32))
+        requests_r, requests_w, out_r, out_w, err_r, err_w, answers_ours, answers_theirs = ends
+        theirs = [got[-1], out_w, err_w, requests_r, answers_theirs]
+        pidfd = os.pidfd_open(self.pid)
+        try:
+            for fd in (requests_w, out_r, err_r, answers_ours):
+                self.taken.append(_take(pidfd, fd))
+        finally:
+            os.close(pidfd)
+        # What was taken is what was made (pipes and a socket), whatever the copy's memory said their numbers
+        # were: never a file of its own (the agent, root, changes the modes of these).
+        requests, stdout, stderr, answers = self.taken
+        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (requests, stdout, stderr)) or not stat.S_ISSOCK(
+            os.fstat(answers).st_mode
+        ):
+            raise TraceFailed(0, f"process {self.pid} did not make the channels it was asked to")
+        for fd, mode in ((requests, 0o444), (stdout, 0o222), (stderr, 0o222)):
+            os.fchmod(fd, mode)  # the mode the box gives a kernel's channels: none opens again by path
+        closes: list[Call] = [("close", (fd,)) for fd in (requests_w, out_r, err_r, answers_ours)]
+        low = [fd for fd in theirs if fd <= ANSWERS_FD]
+        if low:  # in a place the kernel had closed: moved past the five, where no dup3 lands
+            moves: list[Call] = [("fcntl", (fd, _F_DUPFD_CLOEXEC, ANSWERS_FD + 1)) for fd in low]
+            moved = dict(zip(low, self.run(moves), strict=True))
+            closes += [("close", (fd,)) for fd in low]
+            theirs = [moved.get(fd, fd) for fd in theirs]
+        for number, fd in enumerate(theirs):
+            flags = _O_CLOEXEC if number in (REQUESTS_FD, ANSWERS_FD) else 0
+            closes += [("dup3", (fd, number, flags)), ("close", (fd,))]
+        self.closes = closes
+
+    def last(self) -> Program:
+        """Its working directory (the kernel's, in its own files; its own scratch directory where it cannot enter
+        that), a session of its own (nothing of its parent's, a terminal, a process group the kernel may signal
+        as a whole, an orphaned group's SIGCONT, reaches it) whose orphans stay its own (a subreaper), its ids,
+        and every capability its namespace gave it taken. Dumpable again, as the kernel was (a change of ids
+        clears it): its tracer for a fork of it is the agent, whose capabilities are in the worker's namespace,
+        not in that of the memory it inherited (the server's: a session's kernel is forked from the agent's
+        process, not executed), where a process not dumpable would ask."""
+        calls = [*self.closes, ("chdir", (self.home,)), ("chdir", (self.path,)), ("setsid", ())]
+        calls += [("prctl", (_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))]
+        calls += [("setresgid", (self.target.gid,) * 3), ("setresuid", (self.target.uid,) * 3)]
+        calls += [("capset", (self.caps, self.caps + 8)), ("prctl", (_PR_SET_DUMPABLE, 1, 0, 0, 0))]
+        return self.program(calls)
+
+    def done(self, calls: list[Call], got: list[int]) -> Copy:
+        entering = len(self.closes) + 1  # the kernel's directory: where it cannot be entered, the home stays
+        _checked(self.pid, calls[:entering] + calls[entering + 1 :], got[:entering] + got[entering + 1 :], len(got))
+        self.child.checked("munmap", self.page, self.size)
+        requests, stdout, stderr, answers = self.taken
+        self.taken = []
+        socket_ = socket.socket(fileno=answers)
+        socket_.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before it can write
+        return Copy(self.pid, requests, stdout, stderr, socket_)
+
+    def close(self) -> None:
+        for fd in self.taken:
+            os.close(fd)
+        self.taken = []
+
+
+def make_over(
+    made: list[tuple[Tracee, Target]],
+    cwd: bytes,
+    scratch: str,
+    mappings: list[copy_mappings.Mapping],
+    memory: tuple[int, int],
+    files: Callable[[], None],
+) -> list[Copy]:
+    """Make each copy of ``made`` over, in ``memory`` of its own; ``files`` returns once every copy's files and id
+    maps are made (the second programs need them)."""
+    data = bytearray(_PAGE - 512)
+    data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
+    data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
+    data[256 : 256 + len(scratch) + 1] = scratch.encode() + b"\0"
+    written = bytes(data) + cwd
+    makings = [_Making(child, target, mappings, memory) for child, target in made]
+    try:
+        firsts = [making.first(written) for making in makings]
+        for making, got in zip(makings, run_each(firsts), strict=True):
+            making.took(got)
+        files()
+        lasts = [making.last() for making in makings]
+        return [making.done(last[3], got) for making, last, got in zip(makings, lasts, run_each(lasts), strict=True)]
+    except BaseException:
+        for making in makings:
+            making.close()
+        raise
+
+
+def check(pid: int, target: Target, kernel_ids: set[int]) -> None:
+    """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids (the
+    kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, and
+    only its five descriptors (the continuation keeps its own)."""
+    status = status_of(pid)
+    caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
+    if ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
+        raise TraceFailed(0, f"process {pid} was not made what it was asked to be")
+    if not target.keeps and sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
+        raise TraceFailed(0, f"process {pid} holds descriptors it was not given")
+
+
+def status_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.split(":", 1) for line in f if ":" in line)
+
+
+def ids(status: dict[str, str]) -> set[int]:
+    """Every uid and gid of a process, as the agent sees them."""
+    return {int(x) for x in status["Uid"].split() + status["Gid"].split()}
+
+
+def _checked(pid: int, calls: list[Call], got: list[int], count: int) -> list[int]:
+    for (name, _), result in zip(calls[:count], got, strict=False):
+        if result < 0:
+            raise TraceFailed(-result, f"{name} in process {pid}: {os.strerror(-result)}")
+    return got
+
+
+def _take(pidfd: int, fd: int) -> int:
+    """Descriptor ``fd`` of the process of ``pidfd``, duplicated here (``pidfd_getfd``)."""
+    got = int(_libc.syscall(_PIDFD_GETFD, pidfd, fd, 0))
+    if got < 0:
+        err = ctypes.get_errno()
+        raise TraceFailed(err, f"a copy's channel could not be taken: {os.strerror(err)}")
+    os.set_inheritable(got, False)
+    return got

@@ -75,9 +75,12 @@ def test_calls_made_as_one_program_answer_each_and_the_process_goes_on(
     proc, w, _ = waiting
     tracee = _seize(proc.pid)
     page = tracee.checked("mmap", 0, 4 * mmap.PAGESIZE, 7, 0x22, -1, 0)
-    calls: list[ptrace_calls.Call] = [("close", (999,)), ("dup3", (1, 57, 0)), ("close", (57,))]
+    # The last call's argument is the second's result: the descriptor it made, closed.
+    calls: list[ptrace_calls.Call] = [("close", (999,)), ("dup3", (1, 57, 0)), ("close", (ptrace_calls.Earlier(1),))]
     got = tracee.run(page, page + 2 * mmap.PAGESIZE, calls)
-    assert got == [-errno.EBADF, 57, 0]
+    assert got == [-errno.EBADF, 57, 0] and "57" not in os.listdir(f"/proc/{proc.pid}/fd")
+    calls = [("dup3", (1, 58, 0)), ("close", (999,)), ("dup3", (ptrace_calls.Earlier(0), 59, 0))]
+    assert tracee.run(page, page + 2 * mmap.PAGESIZE, calls) == [58, -errno.EBADF, 59]
     assert tracee.checked("munmap", page, 4 * mmap.PAGESIZE) == 0
     tracee.release(stopped=False)
     os.write(w, b"cell")  # its wait, made again as it goes on, reads what comes
@@ -169,7 +172,7 @@ def test_shared_mappings_are_found_with_the_pages_held_and_bounded_by_a_copys_me
 
     before = _rss_kb(proc.pid)
     try:
-        found = copy_mappings.choose(proc.pid, set())
+        found = copy_mappings.choose(proc.pid, set(), ())
         copy_mappings.find_held(proc.pid, found, run, _mmap(tracee), 1 << 20)
         # The file's three mappings (on a writable file system), whole; the shared memory, only its two pages.
         files = [m for m in found if m.size == 4 * mmap.PAGESIZE and m.prot == mmap.PROT_READ]
@@ -180,7 +183,7 @@ def test_shared_mappings_are_found_with_the_pages_held_and_bounded_by_a_copys_me
         assert _rss_kb(proc.pid) - before < 1024  # nothing untouched was made the kernel's memory
         # Three mappings of four pages and two pages: past a copy's memory of 8 pages, no copy is made.
         with pytest.raises(copy_mappings.TooLarge, match="shared mappings"):
-            copy_mappings.find_held(proc.pid, copy_mappings.choose(proc.pid, set()), run, _mmap(tracee), 8 << 12)
+            copy_mappings.find_held(proc.pid, copy_mappings.choose(proc.pid, set(), ()), run, _mmap(tracee), 8 << 12)
     finally:
         tracee.checked("munmap", page, 4 * mmap.PAGESIZE)
         tracee.release(stopped=False)

@@ -52,9 +52,15 @@ _FIELDS += " ds es fs gs"
 
 
 # x86_64: movabs of a 64-bit value into rax, and into the argument registers in order (rdi rsi rdx r10 r8 r9);
-# movabs of rax to an address; syscall; int3.
-_MOV_RAX, _STORE_RAX, _SYSCALL_OP, _TRAP = b"\x48\xb8", b"\x48\xa3", b"\x0f\x05", b"\xcc"
+# movabs of rax to an address, and from one; mov of rax into each argument register; syscall; int3.
+_MOV_RAX, _STORE_RAX, _LOAD_RAX, _SYSCALL_OP, _TRAP = b"\x48\xb8", b"\x48\xa3", b"\x48\xa1", b"\x0f\x05", b"\xcc"
 _MOV_ARGS = (b"\x48\xbf", b"\x48\xbe", b"\x48\xba", b"\x49\xba", b"\x49\xb8", b"\x49\xb9")
+_FROM_RAX = (b"\x48\x89\xc7", b"\x48\x89\xc6", b"\x48\x89\xc2", b"\x49\x89\xc2", b"\x49\x89\xc0", b"\x49\x89\xc1")
+
+
+class Earlier(int):
+    """An argument that is the result of an earlier call of the same program (its place): a descriptor it opened."""
+
 
 Call = tuple[str, Sequence[int]]
 
@@ -109,9 +115,13 @@ def program(calls: Sequence[Call], results: int) -> bytes:
     ``results`` + 8 x its place, and then traps."""
     code = bytearray()
     for i, (name, args) in enumerate(calls):
+        for op, move, value in zip(_MOV_ARGS, _FROM_RAX, args, strict=False):
+            if isinstance(value, Earlier):
+                assert 0 <= value < i
+                code += _LOAD_RAX + struct.pack("<Q", results + 8 * value) + move
+            else:
+                code += op + struct.pack("<Q", value & _NONE)
         code += _MOV_RAX + struct.pack("<Q", NR[name])
-        for op, value in zip(_MOV_ARGS, args, strict=False):
-            code += op + struct.pack("<Q", value & _NONE)
         code += _SYSCALL_OP + _STORE_RAX + struct.pack("<Q", results + 8 * i)
     return bytes(code + _TRAP)
 

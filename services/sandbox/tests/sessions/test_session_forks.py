@@ -160,6 +160,43 @@ def test_a_copys_files_are_the_sessions_holes_links_and_times_included(forking: 
             forking.delete(f"/v1/sessions/{s}")
 
 
+MAPPED = (
+    "import mmap, os\nf = open('data.bin', 'w+b')\nf.write(b'a' * 8192)\nf.flush()\n"
+    "shared = mmap.mmap(f.fileno(), 8192)\ntwin = mmap.mmap(f.fileno(), 8192)\n"
+    "private = mmap.mmap(f.fileno(), 8192, mmap.MAP_PRIVATE)\nprivate[0:1] = b'P'\nshared[4096:4097] = b'S'\n"
+    "g = open('/dev/shm/m', 'w+b')\ng.write(b'z' * 4096)\ng.flush()\nshm = mmap.mmap(g.fileno(), 4096)\n"
+    "h = open('short.bin', 'w+b')\nh.write(b'q' * 8192)\nh.flush()\ntail = mmap.mmap(h.fileno(), 8192)\n"
+    "h.truncate(100)\n"
+)
+
+
+def test_a_copys_mappings_of_the_sessions_files_are_of_its_own_files(forking: TestClient) -> None:
+    # A shared mapping of a file of the session's writes the copy's own file, two of one file share, a private one
+    # keeps what it wrote and follows its file elsewhere, and past the file's end is SIGBUS, as in the session
+    # (a private copy of the bytes once did none of these); and no copy's write reaches another's file.
+    sid = _new(forking)
+    ids: list[str] = []
+    write = (
+        "shared[0:1] = b'%s'\nshm[0:1] = b'%s'\n(open('data.bin', 'rb').read(1), twin[0:1], private[0:1],"
+        " private[4096:4097], open('/dev/shm/m', 'rb').read(1))"
+    )
+    try:
+        assert _cell(forking, sid, MAPPED)["error"] is None
+        ids = _fork(forking, sid, 2)
+        for member, mark in ((ids[0], "1"), (ids[1], "2"), (sid, "0")):
+            out = _cell(forking, member, write % (mark, mark))
+            assert out["display"] == f"(b'{mark}', b'{mark}', b'P', b'S', b'{mark}')", out
+        for member, mark in ((ids[0], "1"), (ids[1], "2"), (sid, "0")):  # each wrote only its own files
+            look = "open('data.bin', 'rb').read(1), open('/dev/shm/m', 'rb').read(1)"
+            assert _cell(forking, member, look)["display"] == f"(b'{mark}', b'{mark}')"
+        out = _cell(forking, ids[1], "tail[5000]")
+        assert not out["alive"], out
+        assert _cell(forking, ids[0], "tail[50]")["display"] == str(ord("q"))
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
 def test_a_copy_goes_its_own_way_and_changes_nothing_of_the_session_or_its_siblings(forking: TestClient) -> None:
     sid = _new(forking)
     ids: list[str] = []

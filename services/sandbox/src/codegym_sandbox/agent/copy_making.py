@@ -34,6 +34,7 @@ _O_CLOEXEC = 0o2000000
 _AT_FDCWD = -100
 _PIDFD_GETFD = 438
 _RESULTS = 64  # a result each in the 512 bytes before the data
+_FILES = 14  # mappings of files made in one program (three calls each)
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
@@ -67,11 +68,12 @@ class _Making:
         self.results = self.page + CODE
         self.pairs, self.caps = self.results + 512, self.results + 576
         self.null, self.home, self.path = self.results + 640, self.results + 768, self.results + _PAGE
-        self.mappings = [] if target.keeps else mappings
+        # Anonymous ones made first (the kernel's scratch files are still there); a file's once its copy is made.
+        self.anonymous = [] if target.keeps else [m for m in mappings if not m.path]
+        self.files = [] if target.keeps else [m for m in mappings if m.path]
         self.taken: list[int] = []
         self.calls: list[Call] = []
         self.closes: list[Call] = []
-        self.head = 0
 
     def program(self, calls: list[Call], data: bytes = b"") -> Program:
         assert len(calls) <= _RESULTS
@@ -81,23 +83,24 @@ class _Making:
         return _checked(self.pid, calls, self.child.run(*self.program(calls, data)[1:]), len(calls))
 
     def first(self, data: bytes) -> Program:
-        """Its private mappings (the first program's worth: the rest are made before, one program each), and its
-        own channels, made in it (its pipes and socket pair): the agent takes its ends out of the copy by its
-        pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted."""
-        head, rest = self.mappings[: copy_mappings.BATCH], self.mappings[copy_mappings.BATCH :]
+        """Its anonymous private mappings (the first program's worth: the rest are made before, one program each),
+        and its own channels, made in it (its pipes and socket pair): the agent takes its ends out of the copy by
+        its pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted."""
+        head, rest = self.anonymous[: copy_mappings.BATCH], self.anonymous[copy_mappings.BATCH :]
         copy_mappings.make(lambda calls, checked: self.run(calls), rest)  # what they hold is written by fill
         calls = copy_mappings.mmap_calls(head)
         calls += [] if self.target.keeps else [("close_range", (ANSWERS_FD + 1, 0xFFFFFFFF, 0))]
         calls += [("pipe2", (self.pairs + 8 * i, _O_CLOEXEC)) for i in range(3)]
         calls += [("socketpair", (socket.AF_UNIX, socket.SOCK_STREAM | _O_CLOEXEC, 0, self.pairs + 24))]
         calls += [("openat", (_AT_FDCWD, self.null, os.O_RDONLY | _O_CLOEXEC))]
-        self.head, self.calls = len(head), calls
+        self.calls = calls
         return self.program(calls, data)
 
     def took(self, got: list[int]) -> None:
         """Take its channels' ends, and write the second program: its descriptors in place, its directory, its
         session and ids."""
-        copy_mappings.check_made(self.mappings[: self.head], got[: self.head])
+        head = min(len(self.anonymous), copy_mappings.BATCH)
+        copy_mappings.check_made(self.anonymous[:head], got[:head])
         _checked(self.pid, self.calls, got, len(got))
         ends = struct.unpack("<8i", read_memory(self.pid, self.pairs, 32))
         requests_r, requests_w, out_r, out_w, err_r, err_w, answers_ours, answers_theirs = ends
@@ -129,23 +132,38 @@ class _Making:
             closes += [("dup3", (fd, number, flags)), ("close", (fd,))]
         self.closes = closes
 
-    def last(self) -> Program:
-        """Its working directory (the kernel's, in its own files; its own scratch directory where it cannot enter
-        that), a session of its own (nothing of its parent's, a terminal, a process group the kernel may signal
-        as a whole, an orphaned group's SIGCONT, reaches it) whose orphans stay its own (a subreaper), its ids,
-        and every capability its namespace gave it taken. Dumpable again, as the kernel was (a change of ids
-        clears it): its tracer for a fork of it is the agent, whose capabilities are in the worker's namespace,
-        not in that of the memory it inherited (the server's: a session's kernel is forked from the agent's
-        process, not executed), where a process not dumpable would ask."""
-        calls = [*self.closes, ("chdir", (self.home,)), ("chdir", (self.path,)), ("setsid", ())]
-        calls += [("prctl", (_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))]
-        calls += [("setresgid", (self.target.gid,) * 3), ("setresuid", (self.target.uid,) * 3)]
-        calls += [("capset", (self.caps, self.caps + 8)), ("prctl", (_PR_SET_DUMPABLE, 1, 0, 0, 0))]
-        return self.program(calls)
+    def lasts(self, paths: dict[int, int]) -> list[list[Call]]:
+        """The programs that follow, once its files are made: its descriptors in place and its working directory
+        (the kernel's, in its own files; its own scratch directory where it cannot enter that); its mappings of
+        files of the session's own, made of its own files (their paths written at ``paths``, by mapping); then a
+        session of its own (nothing of its parent's, a terminal, a process group the kernel may signal as a
+        whole, an orphaned group's SIGCONT, reaches it) whose orphans stay its own (a subreaper), its ids, and
+        every capability its namespace gave it taken. Dumpable again, as the kernel was (a change of ids clears
+        it): its tracer for a fork of it is the agent, whose capabilities are in the worker's namespace, not in
+        that of the memory it inherited (the server's: a session's kernel is forked from the agent's process,
+        not executed), where a process not dumpable would ask."""
+        steps = [[*self.closes, ("chdir", (self.home,)), ("chdir", (self.path,))]]
+        for i in range(0, len(self.files), _FILES):
+            steps.append(
+                [call for m in self.files[i : i + _FILES] for call in copy_mappings.file_calls(m, paths[m.start])]
+            )
+        tail: list[Call] = [("setsid", ()), ("prctl", (_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))]
+        tail += [("setresgid", (self.target.gid,) * 3), ("setresuid", (self.target.uid,) * 3)]
+        tail += [("capset", (self.caps, self.caps + 8)), ("prctl", (_PR_SET_DUMPABLE, 1, 0, 0, 0))]
+        steps[-1] += tail
+        return steps
 
-    def done(self, calls: list[Call], got: list[int]) -> Copy:
-        entering = len(self.closes) + 1  # the kernel's directory: where it cannot be entered, the home stays
-        _checked(self.pid, calls[:entering] + calls[entering + 1 :], got[:entering] + got[entering + 1 :], len(got))
+    def ran(self, step: int, calls: list[Call], got: list[int]) -> None:
+        """Check what the program ``step`` of :meth:`lasts` did."""
+        if step == 0:  # the kernel's directory: where it cannot be entered, the home stays
+            entering = len(self.closes) + 1
+            calls, got = calls[:entering] + calls[entering + 1 :], got[:entering] + got[entering + 1 :]
+        _checked(self.pid, calls, got, len(got))
+        for i, (name, args) in enumerate(calls):
+            if name == "mmap" and got[i] != args[0]:
+                raise TraceFailed(0, "a mapping was not made where it was asked")
+
+    def done(self) -> Copy:
         self.child.checked("munmap", self.page, self.size)
         requests, stdout, stderr, answers = self.taken
         self.taken = []
@@ -167,37 +185,60 @@ def make_over(
     memory: tuple[int, int],
     files: Callable[[], None],
 ) -> list[Copy]:
-    """Make each copy of ``made`` over, in ``memory`` of its own; ``files`` returns once every copy's files and id
-    maps are made (the second programs need them)."""
+    """Make each copy of ``made`` over, in ``memory`` of its own (:func:`room`); ``files`` returns once every
+    copy's files and id maps are made (the programs after the first need them)."""
     data = bytearray(_PAGE - 512)
     data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
     data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
     data[256 : 256 + len(scratch) + 1] = scratch.encode() + b"\0"
-    written = bytes(data) + cwd
+    paths: dict[int, int] = {}  # a mapping's start: where the path of its file is written
+    blob = b""
+    for m in mappings:
+        if m.path:  # after the working directory's
+            paths[m.start] = memory[0] + CODE + _PAGE + len(cwd) + len(blob)
+            blob += m.path.encode() + b"\0"
+    written = bytes(data) + cwd + blob
     makings = [_Making(child, target, mappings, memory) for child, target in made]
     try:
         firsts = [making.first(written) for making in makings]
         for making, got in zip(makings, run_each(firsts), strict=True):
             making.took(got)
         files()
-        lasts = [making.last() for making in makings]
-        return [making.done(last[3], got) for making, last, got in zip(makings, lasts, run_each(lasts), strict=True)]
+        steps = [making.lasts(paths) for making in makings]
+        for step in range(max(len(s) for s in steps)):
+            doing = [(making, s[step]) for making, s in zip(makings, steps, strict=True) if step < len(s)]
+            ran = run_each([making.program(calls) for making, calls in doing])
+            for (making, calls), got in zip(doing, ran, strict=True):
+                making.ran(step, calls, got)
+        return [making.done() for making in makings]
     except BaseException:
         for making in makings:
             making.close()
         raise
 
 
-def check(pid: int, target: Target, kernel_ids: set[int]) -> None:
+def room(cwd: bytes, scratch: str, mappings: list[copy_mappings.Mapping]) -> int:
+    """The memory a copy is made over in: its programs, their results and what they are given."""
+    given = len(cwd) + len(scratch) + sum(len(m.path) + 1 for m in mappings if m.path)
+    return CODE + (given + 2 * _PAGE) // _PAGE * _PAGE
+
+
+def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str]) -> None:
     """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids (the
     kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, and
-    only its five descriptors (the continuation keeps its own)."""
+    only its five descriptors and no mapping of a file on ``theirs`` (the devices of the kernel's files; the
+    continuation keeps its own)."""
     status = status_of(pid)
     caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
     if ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
         raise TraceFailed(0, f"process {pid} was not made what it was asked to be")
-    if not target.keeps and sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
+    if target.keeps:
+        return
+    if sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
         raise TraceFailed(0, f"process {pid} holds descriptors it was not given")
+    with open(f"/proc/{pid}/maps") as f:
+        if any(line.split(maxsplit=4)[3] in theirs for line in f):
+            raise TraceFailed(0, f"process {pid} maps a file of the session it was copied from")
 
 
 def status_of(pid: int) -> dict[str, str]:

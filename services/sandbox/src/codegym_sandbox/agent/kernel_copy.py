@@ -14,8 +14,9 @@ waits between cells, and each copy is made over before any instruction of it run
   own signals act on it as on any process (the first process of a namespace ignores them), and is the reaper of
   what it starts (its orphans stay under it, to be stopped and ended with it).
 * **Nothing shared.** Every descriptor it inherited is closed; it gets new standard streams and channels to the
-  agent, made in it and taken by the agent (nothing the kernel holds is trusted). Every shared mapping, and every
-  mapping of a file of the parent's, is made a private one with the same contents. Its scratch directory and
+  agent, made in it and taken by the agent (nothing the kernel holds is trusted). A mapping of a file of the
+  parent's is made one of its own copy of that file; every other shared mapping a private one with the same
+  contents (``copy_mappings.py``). Its scratch directory and
   ``/dev/shm`` are new tmpfs mounts holding a copy of the parent's files, owned by its user, and it has a devpts
   instance of its own.
 * **The parent is gone.** The copies' user namespaces belong to the parent's host user: a process of that user
@@ -93,11 +94,11 @@ def copy_kernel(
         kernel_ids = copy_making.ids(copy_making.status_of(kernel))
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
-        # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
-        size = _CODE + (len(cwd) + len(mounts.scratch) + 2 * _PAGE) // _PAGE * _PAGE
-        page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
         # What no copy may share: found once, for every copy.
-        mappings = copy_mappings.choose(kernel, writable)
+        mappings = copy_mappings.choose(kernel, writable, (mounts.scratch, mounts.shm))
+        # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
+        size = copy_making.room(cwd, mounts.scratch, mappings)
+        page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
@@ -119,7 +120,7 @@ def copy_kernel(
         helper = copy_files.start(made, kernel, mounts)  # their files, made as they are made over
         copies = copy_making.make_over(made, cwd, mounts.scratch, mappings, (page, size), helper.wait)
         for copy, target in zip(copies, targets, strict=True):
-            copy_making.check(copy.pid, target, kernel_ids)
+            copy_making.check(copy.pid, target, kernel_ids, writable)
         if reader is not None:
             copy_mappings.fill(reader.pid, [child.pid for child, target in made if not target.keeps], mappings)
             _end_children(parent, [reader])

@@ -141,15 +141,17 @@ def test_a_copys_files_are_the_sessions_holes_links_and_times_included(forking: 
     files = (
         "import os\nwith open('sparse', 'wb') as f:\n    f.truncate(48 << 20)\n    f.write(b'head')\n"
         "os.makedirs('d')\nopen('d/one', 'w').write('1')\nos.link('d/one', 'two')\nos.utime('d', (1e9, 1e9))\n"
+        "os.chmod('/tmp/box', 0o710)\nos.utime('/tmp/box', (2e9, 2e9))\n"
     )
     look = (
         "(os.stat('sparse').st_size, os.stat('sparse').st_blocks < 64, open('sparse', 'rb').read(4),"
-        " os.stat('two').st_nlink, int(os.stat('d').st_mtime))"
+        " os.stat('two').st_nlink, int(os.stat('d').st_mtime), oct(os.stat('/tmp/box').st_mode & 0o7777),"
+        " int(os.stat('/tmp/box').st_mtime))"
     )
     try:
         assert _cell(forking, sid, files)["error"] is None
         ids = _fork(forking, sid, 2)
-        expected = "(50331648, True, b'head', 2, 1000000000)"
+        expected = "(50331648, True, b'head', 2, 1000000000, '0o710', 2000000000)"  # the scratch directory's own too
         for member in (sid, *ids):
             assert _cell(forking, member, look)["display"] == expected
         _cell(forking, ids[0], "open('two', 'w').write('changed')")
@@ -195,6 +197,85 @@ def test_a_copys_mappings_of_the_sessions_files_are_of_its_own_files(forking: Te
     finally:
         for s in (sid, *ids):
             forking.delete(f"/v1/sessions/{s}")
+
+
+NAMED = (
+    "import ctypes, mmap, os\nos.chdir('/tmp/box')\nmaps = {}\n"
+    "for name in ('plain', 'new\\nline', 'back\\\\slash', '\\udcff-not-text', 'gone'):\n"
+    "    with open(name, 'wb') as f:\n        f.write(b'a' * 4096)\n"
+    "    fd = os.open(name, os.O_RDWR)\n    maps[name] = mmap.mmap(fd, 4096)\n    os.close(fd)\n"
+    "os.link('gone', 'kept')\nos.unlink('gone')\nnames = {'gone': 'kept'}\n"
+    "fd = os.open('plain', os.O_RDONLY)\nread_only = mmap.mmap(fd, 4096, prot=mmap.PROT_READ)\nos.close(fd)\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "os.makedirs(b'/tmp/box/\\xff')\nos.chdir(b'/tmp/box/\\xff')\n"
+)
+TOUCH = (
+    "for name, m in maps.items():\n    m[0:1] = b'%s'\n"
+    "[open(os.path.join('/tmp/box', names.get(n, n)), 'rb').read(1) for n in maps], os.getcwdb()"
+)
+
+
+def test_a_copy_maps_its_own_file_whatever_its_name_and_as_the_session_opened_it(forking: TestClient) -> None:
+    # Names maps escapes or cannot write (a newline, a backslash, no text), and a file whose mapped name is gone
+    # but which lives on under another: each copy's mapping is of its own file. The directory is kept, no text
+    # either. A file opened for reading only and mapped shared stays unwritable in the copy (as in the session).
+    sid = _new(forking)
+    ids: list[str] = []
+    protect = (
+        "line = [x for x in open('/proc/self/maps', 'rb')\n"
+        "        if x.rstrip().endswith(b' /tmp/box/plain') and b'r--s' in x]\n"
+        "libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]\n"
+        "(libc.mprotect(int(line[0].split(b'-')[0], 16), 4096, 3), ctypes.get_errno())"
+    )
+    try:
+        assert _cell(forking, sid, NAMED)["error"] is None
+        ids = _fork(forking, sid, 2)
+        for member, mark in ((ids[0], "1"), (ids[1], "2"), (sid, "0")):
+            out = _cell(forking, member, TOUCH % mark)
+            assert out["display"] == f"([b'{mark}', b'{mark}', b'{mark}', b'{mark}', b'{mark}'], b'/tmp/box/\\xff')", (
+                out
+            )
+        for member in (sid, *ids):  # read-only as the session opened it: EACCES
+            out = _cell(forking, member, protect)
+            assert out["display"] == "(-1, 13)", out
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
+def test_memory_no_copy_could_have_as_the_session_has_it_is_refused(forking: TestClient) -> None:
+    # Memory marked not to be carried into a fork (MADV_DONTFORK) would be missing in every copy (the session's
+    # continuation too), and a private mapping of a file given the file's bytes where the session wrote its own;
+    # guard pages (MADV_GUARD_INSTALL, Linux 6.13) would be readable memory. Refused, and the session goes on.
+    sid = _new(forking)
+    marked = (
+        "import mmap\nf = open('p.bin', 'w+b')\nf.write(b'P' * 8192)\nf.flush()\n"
+        "mp = mmap.mmap(f.fileno(), 8192, mmap.MAP_PRIVATE)\nmp[:5] = b'WRITE'\nmp.madvise(mmap.MADV_DONTFORK)\n"
+    )
+    guarded = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]\n"
+        "sh = mmap.mmap(-1, 3 * 4096)\nsh[0] = sh[8192] = 1\n"
+        "at = ctypes.addressof((ctypes.c_char * 1).from_buffer(sh))\n"
+        "libc.madvise(at + 4096, 4096, 102)"
+    )
+    try:
+        assert _cell(forking, sid, marked)["error"] is None
+        r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 409 and "MADV_DONTFORK" in r.text, r.text
+        assert _cell(forking, sid, "del mp\nbytes(open('p.bin', 'rb').read(5))")["display"] == "b'PPPPP'"
+        installed = _cell(forking, sid, guarded)["display"] == "0"
+        print("guard pages installed:", installed)
+        r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        if installed:
+            assert r.status_code == 409 and "MADV_GUARD_INSTALL" in r.text, r.text
+        else:  # a kernel without guard pages: nothing to refuse
+            assert r.status_code == 200, r.text
+            for member in r.json()["session_ids"]:
+                forking.delete(f"/v1/sessions/{member}")
+        assert _cell(forking, sid, "1 + 1")["display"] == "2"
+    finally:
+        forking.delete(f"/v1/sessions/{sid}")
 
 
 def test_a_copy_goes_its_own_way_and_changes_nothing_of_the_session_or_its_siblings(forking: TestClient) -> None:

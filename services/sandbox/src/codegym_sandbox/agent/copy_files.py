@@ -99,6 +99,9 @@ def start(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> Hel
                     owned = f"{options},uid={owner},gid={owner}" if point == mounts.scratch else options
                     linux.mount("tmpfs", point, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, owned)
                     _copy_tree(old, point, owner, count)
+                    top = os.fstat(old)  # the mount's own mode and times, as the session's (its entries' are set)
+                    os.chmod(point, stat.S_IMODE(top.st_mode))
+                    os.utime(point, ns=(top.st_atime_ns, top.st_mtime_ns))
                     os.close(old)
                 linux.mount("devpts", "/dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC, mounts.devpts_options)
             code = 0

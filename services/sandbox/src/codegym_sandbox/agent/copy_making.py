@@ -144,9 +144,8 @@ class _Making:
         not executed), where a process not dumpable would ask."""
         steps = [[*self.closes, ("chdir", (self.home,)), ("chdir", (self.path,))]]
         for i in range(0, len(self.files), _FILES):
-            steps.append(
-                [call for m in self.files[i : i + _FILES] for call in copy_mappings.file_calls(m, paths[m.start])]
-            )
+            batch = self.files[i : i + _FILES]  # each mapping's calls, three, from its place in the program
+            steps.append([c for k, m in enumerate(batch) for c in copy_mappings.file_calls(m, paths[m.start], 3 * k)])
         tail: list[Call] = [("setsid", ()), ("prctl", (_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))]
         tail += [("setresgid", (self.target.gid,) * 3), ("setresuid", (self.target.uid,) * 3)]
         tail += [("capset", (self.caps, self.caps + 8)), ("prctl", (_PR_SET_DUMPABLE, 1, 0, 0, 0))]
@@ -196,7 +195,7 @@ def make_over(
     for m in mappings:
         if m.path:  # after the working directory's
             paths[m.start] = memory[0] + CODE + _PAGE + len(cwd) + len(blob)
-            blob += m.path.encode() + b"\0"
+            blob += m.path + b"\0"
     written = bytes(data) + cwd + blob
     makings = [_Making(child, target, mappings, memory) for child, target in made]
     try:
@@ -236,8 +235,8 @@ def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str]) -> N
         return
     if sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
         raise TraceFailed(0, f"process {pid} holds descriptors it was not given")
-    with open(f"/proc/{pid}/maps") as f:
-        if any(line.split(maxsplit=4)[3] in theirs for line in f):
+    with open(f"/proc/{pid}/maps", "rb") as f:
+        if any(line.split(maxsplit=4)[3].decode() in theirs for line in f):
             raise TraceFailed(0, f"process {pid} maps a file of the session it was copied from")
 
 

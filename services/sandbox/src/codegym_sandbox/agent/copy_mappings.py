@@ -39,12 +39,31 @@ _PIECE = 1 << 20  # bytes the agent holds at once as it passes them on
 _MAP_SHARED, _MAP_PRIVATE, _MAP_FIXED = 0x01, 0x02, 0x10
 _MAP_PRIVATE_ANONYMOUS_FIXED = _MAP_PRIVATE | 0x20 | _MAP_FIXED
 _AT_FDCWD = -100
+_PATH_MAX = 4096
+_GUARDED = bytes(1 if b & 0x04 else 0 for b in range(256))  # pagemap's bit 58 (a guard page), in its byte 7
+_MOST_FILES = 10_000  # entries looked at for a mapped file's other name (as many as a copy may be given)
 _O_CLOEXEC = 0o2000000
 BATCH = 48  # calls in one program (room is left for a copy's channels: copy_making.py)
 
 
 class TooLarge(Exception):
     """More pages held in mappings a copy must have its own of than a copy's memory."""
+
+
+class Uncopyable(Exception):
+    """Memory a copy could not have as the kernel has it."""
+
+
+def check_carried(kernel: int, clone: int) -> None:
+    """Refuse where a clone of ``kernel`` lacks a mapping of it: memory the session marked not to be carried into
+    a fork (``MADV_DONTFORK``), which no copy (the session's continuation among them) would have."""
+    if _ranges(kernel) - _ranges(clone):
+        raise Uncopyable("the session marked memory not to be carried into forks (MADV_DONTFORK): copies would lack it")
+
+
+def _ranges(pid: int) -> set[bytes]:
+    with open(f"/proc/{pid}/maps", "rb") as f:
+        return {line.split(b" ", 1)[0] for line in f}
 
 
 @dataclass
@@ -57,9 +76,10 @@ class Mapping:
     size: int
     prot: int
     held: list[tuple[int, int]] = field(default_factory=list)
-    path: str = ""
+    path: bytes = b""
     offset: int = 0
     shared: bool = False
+    writes: bool = False  # a shared one whose file was opened for writing (it may be made writable: mprotect)
 
 
 def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Mapping]:
@@ -67,32 +87,91 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
     files, mounted at ``points`` in its namespace (and the copy's)."""
     fixed = _read_only_devices(kernel)
     chosen = []
-    with open(f"/proc/{kernel}/maps") as f:
+    files: dict[tuple[str, int], list[Mapping]] = {}  # by device and inode: mappings of the session's own files
+    with open(f"/proc/{kernel}/maps", "rb") as f:
         for line in f:
-            fields = line.rstrip("\n").split(maxsplit=5)
-            start, end = (int(x, 16) for x in fields[0].split("-"))
-            perms, device = fields[1], fields[3]
+            fields = line.rstrip(b"\n").split(maxsplit=5)
+            start, end = (int(x, 16) for x in fields[0].split(b"-"))
+            perms, device = fields[1].decode(), fields[3].decode()
             if (perms[3] == "s" and device not in fixed) or device in writable:
                 prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
-                mapping = Mapping(start, end - start, prot, shared=perms[3] == "s")
-                if device in writable and len(fields) == 6:
-                    mapping.path = _own_file(kernel, fields[5], device, int(fields[4]), points)
-                    mapping.offset = int(fields[2], 16) if mapping.path else 0
+                mapping = Mapping(start, end - start, prot, offset=int(fields[2], 16), shared=perms[3] == "s")
+                if device in writable and int(fields[4]):
+                    files.setdefault((device, int(fields[4])), []).append(mapping)
+                    name = fields[5] if len(fields) == 6 else b""
+                    mapping.path = _named(kernel, name, device, int(fields[4]), points)
                 chosen.append(mapping)
+    # A name that is not the file's (unlinked, one ``maps`` escapes): found by its inode (another link of it).
+    unnamed = {key for key, mappings in files.items() if not all(m.path for m in mappings)}
+    for key, path in _find(kernel, points, unnamed).items():
+        for m in files[key]:
+            m.path = path
+    if any(len(m.path) >= _PATH_MAX for m in chosen):
+        raise TooLarge("a file the session maps has a path longer than a path may be: it cannot be mapped again")
+    if any(m.path and m.shared for m in chosen):
+        _writes(kernel, [m for m in chosen if m.path and m.shared])
     return chosen
 
 
-def _own_file(kernel: int, name: str, device: str, inode: int, points: tuple[str, ...]) -> str:
+def _named(kernel: int, name: bytes, device: str, inode: int, points: tuple[str, ...]) -> bytes:
     """``name`` (as ``maps`` writes it) where it is the file mapped (its device and inode), under one of ``points``;
-    "" where it is not (deleted, renamed, a name ``maps`` escapes)."""
-    if "\\" in name or not any(name.startswith(f"{point}/") for point in points):
-        return ""
+    empty where it is not (deleted, renamed, a name ``maps`` escapes)."""
+    if b"\\" in name or not any(name.startswith(os.fsencode(point) + b"/") for point in points):
+        return b""
     try:
-        info = os.stat(f"/proc/{kernel}/root{name}", follow_symlinks=False)
+        info = os.stat(b"/proc/%d/root" % kernel + name, follow_symlinks=False)
     except OSError:
-        return ""
-    found = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}"
-    return name if stat.S_ISREG(info.st_mode) and info.st_ino == inode and found == device else ""
+        return b""
+    return name if stat.S_ISREG(info.st_mode) and (_device(info.st_dev), info.st_ino) == (device, inode) else b""
+
+
+def _find(kernel: int, points: tuple[str, ...], wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
+    """A path, under ``points`` in ``kernel``'s namespace, of each file of ``wanted`` (device and inode) that has
+    one: walked directory by directory, nothing followed."""
+    found: dict[tuple[str, int], bytes] = {}
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    pending: list[tuple[int, bytes]] = []
+    try:
+        for point in points if wanted else ():
+            pending.append((os.open(f"/proc/{kernel}/root{point}", flags), os.fsencode(point)))
+        seen = 0
+        while pending and len(found) < len(wanted):
+            fd, path = pending.pop()
+            try:
+                for name in os.listdir(fd):
+                    seen += 1
+                    if seen > _MOST_FILES:
+                        return found
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    here = path + b"/" + os.fsencode(name)
+                    if stat.S_ISDIR(info.st_mode):
+                        pending.append((os.open(name, flags, dir_fd=fd), here))
+                    elif stat.S_ISREG(info.st_mode) and (_device(info.st_dev), info.st_ino) in wanted:
+                        found.setdefault((_device(info.st_dev), info.st_ino), here)
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _ in pending:
+            os.close(fd)
+    return found
+
+
+def _writes(kernel: int, shared: list[Mapping]) -> None:
+    """Which of ``shared`` (mappings of the session's files) may be made writable: their files were opened for
+    writing (``smaps``' ``mw``). The copy's file is opened as the kernel's was, no more."""
+    by_start = {m.start: m for m in shared}
+    at = None
+    with open(f"/proc/{kernel}/smaps", "rb") as f:
+        for line in f:
+            if line[:1] in b"0123456789abcdef" and b"-" in line.split(maxsplit=1)[0]:
+                at = by_start.get(int(line.split(b"-", 1)[0], 16))
+            elif at is not None and line.startswith(b"VmFlags:"):
+                at.writes = b"mw" in line.split()[1:]
+                at = None
+
+
+def _device(dev: int) -> str:
+    return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
 def find_held(
@@ -125,13 +204,13 @@ def find_held(
             count = m.size // _PAGE
             m.held = _runs(m.start, [bool(bit & 1) for bit in resident[at : at + count]])
             at += count
-    written = [m for m in chosen if m.path and not m.shared]
-    if written:
-        with open(f"/proc/{reader}/pagemap", "rb", buffering=0) as f:
-            for m in written:
-                entries = struct.unpack(
-                    f"<{m.size // _PAGE}Q", os.pread(f.fileno(), m.size // _PAGE * 8, m.start // _PAGE * 8)
-                )
+    with open(f"/proc/{reader}/pagemap", "rb", buffering=0) as f:
+        for m in chosen:
+            raw = os.pread(f.fileno(), m.size // _PAGE * 8, m.start // _PAGE * 8)
+            if b"\x01" in raw[7::8].translate(_GUARDED):
+                raise Uncopyable("the session guards pages (MADV_GUARD_INSTALL) of memory a copy is given its own of")
+            if m.path and not m.shared:
+                entries = struct.unpack(f"<{len(raw) // 8}Q", raw)
                 # Present and not the file's (an anonymous page: written), or swapped out (only those are).
                 m.held = _runs(m.start, [bool((e >> 63 & 1 and not e >> 61 & 1) or e >> 62 & 1) for e in entries])
     total = sum(length for m in chosen for _, length in m.held)
@@ -161,15 +240,16 @@ def mmap_calls(mappings: list[Mapping]) -> list[Call]:
     return [("mmap", (m.start, m.size, m.prot, _MAP_PRIVATE_ANONYMOUS_FIXED, -1, 0)) for m in mappings]
 
 
-def file_calls(m: Mapping, path: int) -> list[Call]:
+def file_calls(m: Mapping, path: int, first: int) -> list[Call]:
     """The calls that map a file of the session's own (the copy's, its path written at ``path``) as ``m`` mapped
-    the kernel's: opened, mapped over ``m`` at its offset (the second call's result must be ``m.start``), closed."""
-    opened = os.O_RDWR if m.shared else os.O_RDONLY  # what a shared mapping may write (mprotect), a private never
+    the kernel's: opened, mapped over ``m`` at its offset (the second call's result must be ``m.start``), closed;
+    the first of them call ``first`` of its program."""
+    opened = os.O_RDWR if m.writes else os.O_RDONLY  # a private one writes its own pages, never the file
     flags = (_MAP_SHARED if m.shared else _MAP_PRIVATE) | _MAP_FIXED
     return [
         ("openat", (_AT_FDCWD, path, opened | os.O_NOFOLLOW | _O_CLOEXEC)),
-        ("mmap", (m.start, m.size, m.prot, flags, Earlier(0), m.offset)),
-        ("close", (Earlier(0),)),
+        ("mmap", (m.start, m.size, m.prot, flags, Earlier(first), m.offset)),
+        ("close", (Earlier(first),)),
     ]
 
 

@@ -90,7 +90,7 @@ def copy_kernel(
     size = page = 0
     try:
         check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
-        cwd = os.readlink(f"/proc/{kernel}/cwd").encode() + b"\0"
+        cwd = os.readlink(f"/proc/{kernel}/cwd".encode()) + b"\0"
         kernel_ids = copy_making.ids(copy_making.status_of(kernel))
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
@@ -111,6 +111,7 @@ def copy_kernel(
             _clones(parent, targets, bool(mappings), page, children)
         finally:
             resource.prlimit(kernel, resource.RLIMIT_NPROC, (soft, hard))
+        copy_mappings.check_carried(kernel, children[0].pid)
         reader = children[len(targets)] if mappings else None
         if reader is not None:  # which pages the kernel holds in them, asked in the reader (mincore)
             _find_held(reader, mappings, page, memory_bytes)
@@ -139,7 +140,9 @@ def copy_kernel(
             # wait for this process to take it).
             with contextlib.suppress(OSError):
                 parent.release(stopped=True)
-        if isinstance(exc, Refused | TraceFailed | OSError | copy_files.TooMany | copy_mappings.TooLarge):
+        # A ValueError: a name or directory that is no text, say (what the session holds is its own to name).
+        refusals = (Refused, OSError, ValueError, copy_files.TooMany, copy_mappings.TooLarge, copy_mappings.Uncopyable)
+        if isinstance(exc, refusals):
             raise Refused(f"the session could not be copied: {exc}") from exc
         raise
     for child in children:

@@ -238,3 +238,21 @@ def test_a_restartable_sequence_armed_by_the_program_is_cleared_before_the_agent
 def _rss_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_a_mapped_files_path_is_followed_through_no_link(tmp_path: Path) -> None:
+    # The agent (root) looks a session's mapped file up in the session's namespace: a directory a program made a
+    # link (to anywhere: its own file, through /proc, a fifo) is never followed, nor the file if it is a link.
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "f").write_bytes(b"x")
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "f")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "g").symlink_to(tmp_path / "real" / "f")
+    info = (tmp_path / "real" / "f").stat()
+    found = (f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}", info.st_ino)
+    point = (str(tmp_path),)
+    assert copy_mappings.identity(b"", os.fsencode(tmp_path / "real" / "f"), point) == found
+    for other in ("link/f", "real/g", "fifo/f", "real/../real/f", "nothing/f"):
+        assert copy_mappings.identity(b"", os.fsencode(tmp_path / other), point) is None, other
+    assert copy_mappings.identity(b"", os.fsencode(tmp_path / "real" / "f"), ("/elsewhere",)) is None

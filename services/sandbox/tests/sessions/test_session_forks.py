@@ -243,6 +243,43 @@ def test_a_copy_maps_its_own_file_whatever_its_name_and_as_the_session_opened_it
             forking.delete(f"/v1/sessions/{s}")
 
 
+STALE = (
+    "import mmap, os\nos.makedirs('/tmp/box/a')\nos.makedirs('/tmp/box/c')\n"
+    "with open('/tmp/box/a/f', 'wb') as f:\n    f.write(b'a' * 4096)\n"
+    "fd = os.open('/tmp/box/a/f', os.O_RDWR)\nm = mmap.mmap(fd, 4096)\nos.close(fd)\n"
+    "os.link('/tmp/box/a/f', '/tmp/box/c/f')\nos.unlink('/tmp/box/a/f')\nos.rmdir('/tmp/box/a')\n"
+    # maps now names '/tmp/box/a/f (deleted)': a link where its directory was, a fifo by that very name
+    "os.symlink('/proc/1/root/tmp/box/c', '/tmp/box/a')\nos.mkfifo('/tmp/box/c/f (deleted)')\n"
+    "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.mmap.restype = ctypes.c_void_p\n"
+    "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
+    "libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]\n"
+    "def more(n):\n    fd = os.open('/tmp/box/c/f', os.O_RDWR)\n"
+    "    got = [libc.mmap(None, 4096, 3, 1, fd, 0) for _ in range(n)]\n    os.close(fd)\n    return got\n"
+    "many = more(200)\n"
+)
+
+
+def test_a_mapped_file_is_found_with_no_link_followed_and_no_name_trusted(forking: TestClient) -> None:
+    # The name maps gives a file whose name is gone is not followed (a link a program put where its directory
+    # was, a fifo it named as maps would): the file is found by its inode, and each copy maps its own. A file
+    # mapped over and over is mapped again as often, up to a bound; more is refused, and the session goes on.
+    sid = _new(forking)
+    ids: list[str] = []
+    try:
+        assert _cell(forking, sid, STALE)["error"] is None
+        ids = _fork(forking, sid, 2)
+        for member, mark in ((ids[0], "1"), (ids[1], "2"), (sid, "0")):
+            look = f"m[0:1] = b'{mark}'\nctypes.memmove(many[-1] + 1, b'{mark}', 1)\nopen('/tmp/box/c/f', 'rb').read(2)"
+            assert _cell(forking, member, look)["display"] == f"b'{mark}{mark}'"
+        assert _cell(forking, sid, "many += more(900)\nlen(many)")["display"] == "1100"
+        r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
+        assert r.status_code == 409 and "more than 1000 times" in r.text, r.text
+        assert _cell(forking, sid, "[libc.munmap(at, 4096) for at in many[200:]]\nm[0:1]")["display"] == "b'0'"
+    finally:
+        for s in (sid, *ids):
+            forking.delete(f"/v1/sessions/{s}")
+
+
 def test_memory_no_copy_could_have_as_the_session_has_it_is_refused(forking: TestClient) -> None:
     # Memory marked not to be carried into a fork (MADV_DONTFORK) would be missing in every copy (the session's
     # continuation too), and a private mapping of a file given the file's bytes where the session wrote its own;

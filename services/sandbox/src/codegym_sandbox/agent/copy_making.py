@@ -56,6 +56,7 @@ class Copy:
 
 
 Program = tuple[Tracee, int, int, list[Call], bytes, int]
+Files = tuple[list[copy_mappings.Mapping], tuple[str, ...]]  # the mappings a fork chose, and its files' mount points
 
 
 class _Making:
@@ -190,13 +191,15 @@ def make_over(
     data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
     data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
     data[256 : 256 + len(scratch) + 1] = scratch.encode() + b"\0"
-    paths: dict[int, int] = {}  # a mapping's start: where the path of its file is written
-    blob = b""
-    for m in mappings:
-        if m.path:  # after the working directory's
-            paths[m.start] = memory[0] + CODE + _PAGE + len(cwd) + len(blob)
-            blob += m.path + b"\0"
-    written = bytes(data) + cwd + blob
+    # Each file's path once (a file mapped many times is one path), after the working directory's: where each
+    # mapping's is written, by its start.
+    where: dict[bytes, int] = {}
+    size = 0
+    for path in dict.fromkeys(m.path for m in mappings if m.path):
+        where[path], size = size, size + len(path) + 1
+    base = memory[0] + CODE + _PAGE + len(cwd)
+    paths = {m.start: base + where[m.path] for m in mappings if m.path}
+    written = bytes(data) + cwd + b"".join(path + b"\0" for path in where)
     makings = [_Making(child, target, mappings, memory) for child, target in made]
     try:
         firsts = [making.first(written) for making in makings]
@@ -218,15 +221,15 @@ def make_over(
 
 def room(cwd: bytes, scratch: str, mappings: list[copy_mappings.Mapping]) -> int:
     """The memory a copy is made over in: its programs, their results and what they are given."""
-    given = len(cwd) + len(scratch) + sum(len(m.path) + 1 for m in mappings if m.path)
+    given = len(cwd) + len(scratch) + sum(len(path) + 1 for path in {m.path for m in mappings if m.path})
     return CODE + (given + 2 * _PAGE) // _PAGE * _PAGE
 
 
-def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str]) -> None:
+def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], files: Files) -> None:
     """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids (the
     kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, and
-    only its five descriptors and no mapping of a file on ``theirs`` (the devices of the kernel's files; the
-    continuation keeps its own)."""
+    only its five descriptors, no mapping of a file on ``theirs`` (the devices of the kernel's files), and each
+    mapping of a file of ``files`` one of the copy's file at its path (the continuation keeps its own)."""
     status = status_of(pid)
     caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
     if ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
@@ -235,9 +238,18 @@ def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str]) -> N
         return
     if sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:
         raise TraceFailed(0, f"process {pid} holds descriptors it was not given")
+    mapped: dict[int, tuple[str, int]] = {}
     with open(f"/proc/{pid}/maps", "rb") as f:
-        if any(line.split(maxsplit=4)[3].decode() in theirs for line in f):
-            raise TraceFailed(0, f"process {pid} maps a file of the session it was copied from")
+        for line in f:
+            fields = line.split(maxsplit=5)
+            mapped[int(fields[0].split(b"-")[0], 16)] = (fields[3].decode(), int(fields[4]))
+    if any(device in theirs for device, _ in mapped.values()):
+        raise TraceFailed(0, f"process {pid} maps a file of the session it was copied from")
+    mappings, points = files
+    root = b"/proc/%d/root" % pid
+    for m in mappings:
+        if m.path and mapped.get(m.start) != copy_mappings.identity(root, m.path, points):
+            raise TraceFailed(0, f"process {pid} maps something else than its own file where the session mapped one")
 
 
 def status_of(pid: int) -> dict[str, str]:

@@ -40,6 +40,7 @@ _MAP_SHARED, _MAP_PRIVATE, _MAP_FIXED = 0x01, 0x02, 0x10
 _MAP_PRIVATE_ANONYMOUS_FIXED = _MAP_PRIVATE | 0x20 | _MAP_FIXED
 _AT_FDCWD = -100
 _PATH_MAX = 4096
+MOST_FILE_MAPPINGS = 1000  # mappings of the session's own files a fork makes again (each a copy's three calls)
 _GUARDED = bytes(1 if b & 0x04 else 0 for b in range(256))  # pagemap's bit 58 (a guard page), in its byte 7
 _MOST_FILES = 10_000  # entries looked at for a mapped file's other name (as many as a copy may be given)
 _O_CLOEXEC = 0o2000000
@@ -88,6 +89,7 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
     fixed = _read_only_devices(kernel)
     chosen = []
     files: dict[tuple[str, int], list[Mapping]] = {}  # by device and inode: mappings of the session's own files
+    named: dict[tuple[tuple[str, int], bytes], bytes] = {}
     with open(f"/proc/{kernel}/maps", "rb") as f:
         for line in f:
             fields = line.rstrip(b"\n").split(maxsplit=5)
@@ -97,10 +99,14 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
                 prot = (1 if perms[0] == "r" else 0) | (2 if perms[1] == "w" else 0) | (4 if perms[2] == "x" else 0)
                 mapping = Mapping(start, end - start, prot, offset=int(fields[2], 16), shared=perms[3] == "s")
                 if device in writable and int(fields[4]):
-                    files.setdefault((device, int(fields[4])), []).append(mapping)
-                    name = fields[5] if len(fields) == 6 else b""
-                    mapping.path = _named(kernel, name, device, int(fields[4]), points)
+                    key, name = (device, int(fields[4])), fields[5] if len(fields) == 6 else b""
+                    files.setdefault(key, []).append(mapping)
+                    if (key, name) not in named:  # a file mapped again and again is looked for once
+                        named[key, name] = _named(kernel, name, device, key[1], points)
+                    mapping.path = named[key, name]
                 chosen.append(mapping)
+    if sum(len(mappings) for mappings in files.values()) > MOST_FILE_MAPPINGS:
+        raise TooLarge(f"the session maps its own files more than {MOST_FILE_MAPPINGS} times: too many to map again")
     # A name that is not the file's (unlinked, one ``maps`` escapes): found by its inode (another link of it).
     unnamed = {key for key, mappings in files.items() if not all(m.path for m in mappings)}
     for key, path in _find(kernel, points, unnamed).items():
@@ -114,15 +120,39 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
 
 
 def _named(kernel: int, name: bytes, device: str, inode: int, points: tuple[str, ...]) -> bytes:
-    """``name`` (as ``maps`` writes it) where it is the file mapped (its device and inode), under one of ``points``;
-    empty where it is not (deleted, renamed, a name ``maps`` escapes)."""
-    if b"\\" in name or not any(name.startswith(os.fsencode(point) + b"/") for point in points):
+    """``name`` (as ``maps`` writes it) where it is the file mapped (its device and inode), under one of ``points``,
+    reached with no link followed; empty where it is not (deleted, renamed, a name ``maps`` escapes)."""
+    if b"\\" in name or name.endswith(b" (deleted)"):
         return b""
+    return name if identity(b"/proc/%d/root" % kernel, name, points) == (device, inode) else b""
+
+
+def identity(root: bytes, name: bytes, points: tuple[str, ...]) -> tuple[str, int] | None:
+    """The device and inode of the regular file ``name`` (absolute, under one of ``points``) in the namespace
+    whose root is ``root``: each directory below the mount point opened with no link followed, as the file
+    itself (a name a program made a link would reach elsewhere); None where it is not one."""
+    point = next((os.fsencode(p) for p in points if name.startswith(os.fsencode(p) + b"/")), None)
+    if point is None:
+        return None
+    *directories, last = parts = name[len(point) + 1 :].split(b"/")
+    if any(part in (b"", b".", b"..") for part in parts):  # a name maps writes has none: it would leave the mount
+        return None
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        info = os.stat(b"/proc/%d/root" % kernel + name, follow_symlinks=False)
+        fd = os.open(root + point, flags)
     except OSError:
-        return b""
-    return name if stat.S_ISREG(info.st_mode) and (_device(info.st_dev), info.st_ino) == (device, inode) else b""
+        return None
+    try:
+        for directory in directories:
+            inner = os.open(directory, flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        info = os.stat(last, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (_device(info.st_dev), info.st_ino) if stat.S_ISREG(info.st_mode) else None
 
 
 def _find(kernel: int, points: tuple[str, ...], wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
@@ -247,7 +277,8 @@ def file_calls(m: Mapping, path: int, first: int) -> list[Call]:
     opened = os.O_RDWR if m.writes else os.O_RDONLY  # a private one writes its own pages, never the file
     flags = (_MAP_SHARED if m.shared else _MAP_PRIVATE) | _MAP_FIXED
     return [
-        ("openat", (_AT_FDCWD, path, opened | os.O_NOFOLLOW | _O_CLOEXEC)),
+        # Its path is one with no link (:func:`identity`), in a tree copied from the kernel's; and never waited on.
+        ("openat", (_AT_FDCWD, path, opened | os.O_NOFOLLOW | os.O_NONBLOCK | _O_CLOEXEC)),
         ("mmap", (m.start, m.size, m.prot, flags, Earlier(first), m.offset)),
         ("close", (Earlier(first),)),
     ]

@@ -121,7 +121,7 @@ def copy_kernel(
         helper = copy_files.start(made, kernel, mounts)  # their files, made as they are made over
         copies = copy_making.make_over(made, cwd, mounts.scratch, mappings, (page, size), helper.wait)
         for copy, target in zip(copies, targets, strict=True):
-            copy_making.check(copy.pid, target, kernel_ids, writable)
+            copy_making.check(copy.pid, target, kernel_ids, writable, (mappings, (mounts.scratch, mounts.shm)))
         if reader is not None:
             copy_mappings.fill(reader.pid, [child.pid for child, target in made if not target.keeps], mappings)
             _end_children(parent, [reader])

@@ -141,17 +141,19 @@ def test_a_copys_files_are_the_sessions_holes_links_and_times_included(forking: 
     files = (
         "import os\nwith open('sparse', 'wb') as f:\n    f.truncate(48 << 20)\n    f.write(b'head')\n"
         "os.makedirs('d')\nopen('d/one', 'w').write('1')\nos.link('d/one', 'two')\nos.utime('d', (1e9, 1e9))\n"
+        "os.makedirs('order')\nfor name in 'ybqam':\n    open(f'order/{name}', 'w').close()\n"
         "os.chmod('/tmp/box', 0o710)\nos.utime('/tmp/box', (2e9, 2e9))\n"
     )
     look = (
         "(os.stat('sparse').st_size, os.stat('sparse').st_blocks < 64, open('sparse', 'rb').read(4),"
         " os.stat('two').st_nlink, int(os.stat('d').st_mtime), oct(os.stat('/tmp/box').st_mode & 0o7777),"
-        " int(os.stat('/tmp/box').st_mtime))"
+        " int(os.stat('/tmp/box').st_mtime), ''.join(os.listdir('order')))"
     )
     try:
         assert _cell(forking, sid, files)["error"] is None
         ids = _fork(forking, sid, 2)
-        expected = "(50331648, True, b'head', 2, 1000000000, '0o710', 2000000000)"  # the scratch directory's own too
+        # The scratch directory's own mode and times too, and the order a directory lists its entries in.
+        expected = "(50331648, True, b'head', 2, 1000000000, '0o710', 2000000000, 'maqby')"
         for member in (sid, *ids):
             assert _cell(forking, member, look)["display"] == expected
         _cell(forking, ids[0], "open('two', 'w').write('changed')")
@@ -280,6 +282,27 @@ def test_a_mapped_file_is_found_with_no_link_followed_and_no_name_trusted(forkin
             forking.delete(f"/v1/sessions/{s}")
 
 
+def test_a_deleted_working_directory_is_refused_and_the_session_goes_on(forking: TestClient) -> None:
+    # Its name (as the kernel gives it, with " (deleted)") is any directory a program makes by that name: no copy
+    # may be put in it, and none can be in the deleted one.
+    sid = _new(forking)
+    gone = (
+        "import os\nos.makedirs('/tmp/box/D')\nos.chdir('/tmp/box/D')\nos.rmdir('/tmp/box/D')\n"
+        "os.makedirs('/tmp/box/D (deleted)')\nopen('/tmp/box/D (deleted)/f', 'w').write('X')\n"
+    )
+    try:
+        assert _cell(forking, sid, gone)["error"] is None
+        r = forking.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 409 and "working directory was deleted" in r.text, r.text
+        assert _cell(forking, sid, "os.path.exists('f')")["display"] == "False"
+        assert _cell(forking, sid, "os.chdir('/tmp/box/D (deleted)')\nos.getcwd()")["error"] is None
+        ids = _fork(forking, sid, 1)
+        assert _cell(forking, ids[0], "open('f').read()")["display"] == "'X'"
+        forking.delete(f"/v1/sessions/{ids[0]}")
+    finally:
+        forking.delete(f"/v1/sessions/{sid}")
+
+
 def test_memory_no_copy_could_have_as_the_session_has_it_is_refused(forking: TestClient) -> None:
     # Memory marked not to be carried into a fork (MADV_DONTFORK) would be missing in every copy (the session's
     # continuation too), and a private mapping of a file given the file's bytes where the session wrote its own;
@@ -350,6 +373,15 @@ def test_reseed_gives_each_copy_random_state_of_its_own(forking: TestClient) -> 
         assert _cell(forking, sid, "random.seed(1); random.random()")["display"] in {
             _cell(forking, s, "random.seed(1); random.random()")["display"] for s in ids
         }
+        # A copy forked before its first cell: the random state it was still to be given is given to each of its
+        # members, not left as the state it was copied from.
+        _cell(forking, sid, "random.seed(2)")
+        (copy,) = _fork(forking, sid, 1, reseed=True)
+        ids.append(copy)
+        grand = _fork(forking, copy, 2)
+        ids += grand
+        draws = [_cell(forking, s, "random.random()")["display"] for s in (sid, copy, *grand)]
+        assert len(set(draws)) == 4, draws
     finally:
         for s in (sid, *ids):
             forking.delete(f"/v1/sessions/{s}")

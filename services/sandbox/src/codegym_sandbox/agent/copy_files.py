@@ -157,7 +157,9 @@ def _copy_tree(source: int, into: str, owner: int, count: list[int]) -> None:
         while pending:
             src, dst, path = pending.pop()
             try:
-                for name in os.listdir(src):
+                # tmpfs lists a directory's newest entry first: made in the reverse of the order listed, the copy
+                # lists its entries as the session's does.
+                for name in reversed(os.listdir(src)):
                     count[0] += 1
                     if count[0] > MAX_FILES:
                         raise TooMany

@@ -68,7 +68,7 @@ class _Making:
         self.page, self.size = memory
         self.results = self.page + CODE
         self.pairs, self.caps = self.results + 512, self.results + 576
-        self.null, self.home, self.path = self.results + 640, self.results + 768, self.results + _PAGE
+        self.null, self.path = self.results + 640, self.results + _PAGE
         # Anonymous ones made first (the kernel's scratch files are still there); a file's once its copy is made.
         self.anonymous = [] if target.keeps else [m for m in mappings if not m.path]
         self.files = [] if target.keeps else [m for m in mappings if m.path]
@@ -135,7 +135,7 @@ class _Making:
 
     def lasts(self, paths: dict[int, int]) -> list[list[Call]]:
         """The programs that follow, once its files are made: its descriptors in place and its working directory
-        (the kernel's, in its own files; its own scratch directory where it cannot enter that); its mappings of
+        (the kernel's, in its own files: see ``kernel_copy._working_directory``); its mappings of
         files of the session's own, made of its own files (their paths written at ``paths``, by mapping); then a
         session of its own (nothing of its parent's, a terminal, a process group the kernel may signal as a
         whole, an orphaned group's SIGCONT, reaches it) whose orphans stay its own (a subreaper), its ids, and
@@ -143,7 +143,8 @@ class _Making:
         it): its tracer for a fork of it is the agent, whose capabilities are in the worker's namespace, not in
         that of the memory it inherited (the server's: a session's kernel is forked from the agent's process,
         not executed), where a process not dumpable would ask."""
-        steps = [[*self.closes, ("chdir", (self.home,)), ("chdir", (self.path,))]]
+        # The continuation is in the kernel's directory already (a clone); a copy enters its own copy of it.
+        steps = [[*self.closes, *([] if self.target.keeps else [("chdir", (self.path,))])]]
         for i in range(0, len(self.files), _FILES):
             batch = self.files[i : i + _FILES]  # each mapping's calls, three, from its place in the program
             steps.append([c for k, m in enumerate(batch) for c in copy_mappings.file_calls(m, paths[m.start], 3 * k)])
@@ -155,9 +156,6 @@ class _Making:
 
     def ran(self, step: int, calls: list[Call], got: list[int]) -> None:
         """Check what the program ``step`` of :meth:`lasts` did."""
-        if step == 0:  # the kernel's directory: where it cannot be entered, the home stays
-            entering = len(self.closes) + 1
-            calls, got = calls[:entering] + calls[entering + 1 :], got[:entering] + got[entering + 1 :]
         _checked(self.pid, calls, got, len(got))
         for i, (name, args) in enumerate(calls):
             if name == "mmap" and got[i] != args[0]:
@@ -180,7 +178,6 @@ class _Making:
 def make_over(
     made: list[tuple[Tracee, Target]],
     cwd: bytes,
-    scratch: str,
     mappings: list[copy_mappings.Mapping],
     memory: tuple[int, int],
     files: Callable[[], None],
@@ -190,7 +187,6 @@ def make_over(
     data = bytearray(_PAGE - 512)
     data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
     data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
-    data[256 : 256 + len(scratch) + 1] = scratch.encode() + b"\0"
     # Each file's path once (a file mapped many times is one path), after the working directory's: where each
     # mapping's is written, by its start.
     where: dict[bytes, int] = {}
@@ -219,9 +215,9 @@ def make_over(
         raise
 
 
-def room(cwd: bytes, scratch: str, mappings: list[copy_mappings.Mapping]) -> int:
+def room(cwd: bytes, mappings: list[copy_mappings.Mapping]) -> int:
     """The memory a copy is made over in: its programs, their results and what they are given."""
-    given = len(cwd) + len(scratch) + sum(len(path) + 1 for path in {m.path for m in mappings if m.path})
+    given = len(cwd) + sum(len(path) + 1 for path in {m.path for m in mappings if m.path})
     return CODE + (given + 2 * _PAGE) // _PAGE * _PAGE
 
 
@@ -229,7 +225,7 @@ def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], file
     """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids (the
     kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, and
     only its five descriptors, no mapping of a file on ``theirs`` (the devices of the kernel's files), and each
-    mapping of a file of ``files`` one of the copy's file at its path (the continuation keeps its own)."""
+    mapping of a file of ``files`` one of the copy's own files (the continuation keeps its own)."""
     status = status_of(pid)
     caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
     if ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
@@ -245,11 +241,17 @@ def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], file
             mapped[int(fields[0].split(b"-")[0], 16)] = (fields[3].decode(), int(fields[4]))
     if any(device in theirs for device, _ in mapped.values()):
         raise TraceFailed(0, f"process {pid} maps a file of the session it was copied from")
+    # Each mapping made again of a file is of one of the copy's own files: on its own file systems (which hold
+    # nothing else), at the start the kernel's was.
     mappings, points = files
-    root = b"/proc/%d/root" % pid
+    own = {_device(os.stat(b"/proc/%d/root%s" % (pid, os.fsencode(point))).st_dev) for point in points}
     for m in mappings:
-        if m.path and mapped.get(m.start) != copy_mappings.identity(root, m.path, points):
+        if m.path and (m.start not in mapped or mapped[m.start][0] not in own):
             raise TraceFailed(0, f"process {pid} maps something else than its own file where the session mapped one")
+
+
+def _device(dev: int) -> str:
+    return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
 def status_of(pid: int) -> dict[str, str]:

@@ -40,6 +40,7 @@ _MAP_SHARED, _MAP_PRIVATE, _MAP_FIXED = 0x01, 0x02, 0x10
 _MAP_PRIVATE_ANONYMOUS_FIXED = _MAP_PRIVATE | 0x20 | _MAP_FIXED
 _AT_FDCWD = -100
 _PATH_MAX = 4096
+MOST_DIRECTORIES = 10_000  # directories opened in all to look the mapped files' names up (microseconds each)
 MOST_FILE_MAPPINGS = 1000  # mappings of the session's own files a fork makes again (each a copy's three calls)
 _GUARDED = bytes(1 if b & 0x04 else 0 for b in range(256))  # pagemap's bit 58 (a guard page), in its byte 7
 _MOST_FILES = 10_000  # entries looked at for a mapped file's other name (as many as a copy may be given)
@@ -90,6 +91,7 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
     chosen = []
     files: dict[tuple[str, int], list[Mapping]] = {}  # by device and inode: mappings of the session's own files
     named: dict[tuple[tuple[str, int], bytes], bytes] = {}
+    walked = 0  # directories opened to look the names up, in all
     with open(f"/proc/{kernel}/maps", "rb") as f:
         for line in f:
             fields = line.rstrip(b"\n").split(maxsplit=5)
@@ -102,6 +104,9 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
                     key, name = (device, int(fields[4])), fields[5] if len(fields) == 6 else b""
                     files.setdefault(key, []).append(mapping)
                     if (key, name) not in named:  # a file mapped again and again is looked for once
+                        walked += name.count(b"/")
+                        if walked > MOST_DIRECTORIES:
+                            raise TooLarge("the session's mapped files lie too deep to be looked up for a copy")
                         named[key, name] = _named(kernel, name, device, key[1], points)
                     mapping.path = named[key, name]
                 chosen.append(mapping)
@@ -127,10 +132,10 @@ def _named(kernel: int, name: bytes, device: str, inode: int, points: tuple[str,
     return name if identity(b"/proc/%d/root" % kernel, name, points) == (device, inode) else b""
 
 
-def identity(root: bytes, name: bytes, points: tuple[str, ...]) -> tuple[str, int] | None:
-    """The device and inode of the regular file ``name`` (absolute, under one of ``points``) in the namespace
-    whose root is ``root``: each directory below the mount point opened with no link followed, as the file
-    itself (a name a program made a link would reach elsewhere); None where it is not one."""
+def identity(root: bytes, name: bytes, points: tuple[str, ...], kind: int = stat.S_IFREG) -> tuple[str, int] | None:
+    """The device and inode of the regular file (or other ``kind``) ``name`` (absolute, under one of ``points``)
+    in the namespace whose root is ``root``: each directory below the mount point opened with no link followed,
+    as the file itself (a name a program made a link would reach elsewhere); None where it is not one."""
     point = next((os.fsencode(p) for p in points if name.startswith(os.fsencode(p) + b"/")), None)
     if point is None:
         return None
@@ -152,7 +157,7 @@ def identity(root: bytes, name: bytes, points: tuple[str, ...]) -> tuple[str, in
         return None
     finally:
         os.close(fd)
-    return (_device(info.st_dev), info.st_ino) if stat.S_ISREG(info.st_mode) else None
+    return (_device(info.st_dev), info.st_ino) if stat.S_IFMT(info.st_mode) == kind else None
 
 
 def _find(kernel: int, points: tuple[str, ...], wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:

@@ -35,6 +35,7 @@ import contextlib
 import os
 import queue
 import resource
+import stat
 import threading
 from collections.abc import Callable
 
@@ -90,14 +91,14 @@ def copy_kernel(
     size = page = 0
     try:
         check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
-        cwd = os.readlink(f"/proc/{kernel}/cwd".encode()) + b"\0"
+        cwd = _working_directory(kernel, (mounts.scratch, mounts.shm)) + b"\0"
         kernel_ids = copy_making.ids(copy_making.status_of(kernel))
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
         # What no copy may share: found once, for every copy.
         mappings = copy_mappings.choose(kernel, writable, (mounts.scratch, mounts.shm))
         # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
-        size = copy_making.room(cwd, mounts.scratch, mappings)
+        size = copy_making.room(cwd, mappings)
         page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
@@ -119,7 +120,7 @@ def copy_kernel(
         for child, _ in made:
             resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
         helper = copy_files.start(made, kernel, mounts)  # their files, made as they are made over
-        copies = copy_making.make_over(made, cwd, mounts.scratch, mappings, (page, size), helper.wait)
+        copies = copy_making.make_over(made, cwd, mappings, (page, size), helper.wait)
         for copy, target in zip(copies, targets, strict=True):
             copy_making.check(copy.pid, target, kernel_ids, writable, (mappings, (mounts.scratch, mounts.shm)))
         if reader is not None:
@@ -148,6 +149,20 @@ def copy_kernel(
     for child in children:
         child.release(stopped=True)
     return copies, parent
+
+
+def _working_directory(kernel: int, points: tuple[str, ...]) -> bytes:
+    """The kernel's working directory, as its copies enter theirs: its path, where that path (walked with no link
+    followed, in the session's own files) is the directory; a deleted one (its name a program may have made
+    anything) is refused."""
+    path = os.readlink(f"/proc/{kernel}/cwd".encode())
+    if not any(path.startswith(os.fsencode(point) + b"/") for point in points):
+        return path  # a mount point itself, or a directory no program can make a link in (the box's root)
+    info = os.stat(f"/proc/{kernel}/cwd")
+    found = copy_mappings.identity(b"/proc/%d/root" % kernel, path, points, stat.S_IFDIR)
+    if found != (_device_of(info.st_dev), info.st_ino):
+        raise Refused("the session's working directory was deleted: no copy could be in it")
+    return path
 
 
 def _find_held(reader: Tracee, mappings: list[copy_mappings.Mapping], page: int, most: int) -> None:
@@ -179,7 +194,10 @@ def end(parent: Tracee) -> None:
 
 def _device(path: str) -> str:
     """The device of the file system at ``path``, as ``/proc/PID/maps`` writes it."""
-    dev = os.stat(path).st_dev
+    return _device_of(os.stat(path).st_dev)
+
+
+def _device_of(dev: int) -> str:
     return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 

@@ -114,7 +114,9 @@ def fork(
     for member, copy, own in zip(members, copies, lineages, strict=True):
         place = CopyPlace(copy.pid, own.memory, own.meter, float(frame["cpu_s"]), spent)
         copied = session.Kernel(place, copy.requests, copy.stdout, copy.stderr, copy.answers, copied=True)
-        copied.reseed = bool(frame.get("reseed")) and member != members[0]
+        # Random state of its own where asked, and where the kernel's own was still to be given it (a copy forked
+        # before its first cell): its copies, the continuation among them, share the state it was to leave.
+        copied.reseed = kernel.reseed or (bool(frame.get("reseed")) and member != members[0])
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         agents.append((member, ours, copy.pid))
         served.append((member, copied, own, theirs))

@@ -1,10 +1,11 @@
 """A fork's copies made over (``kernel_copy.py``): channels, a working directory, a process session, ids and no
 capability of their own, and nothing they share, before any instruction of theirs runs.
 
-Each copy's calls are two programs (``ptrace_calls.run_each``), run in every copy at once: the first makes its
-private mappings and its channels while the helper still makes its files (``copy_files.start``); the second,
-once they are there, moves its channels into place, enters its working directory and takes its session and
-ids. Its ids come last: a process whose ids changed is no longer dumpable, and its memory is not the agent's
+Each copy's calls are a few programs (``ptrace_calls.run_each``), each run in every copy at once: the first
+makes its anonymous private mappings and its channels while the helper still makes its files
+(``copy_files.start``); the next, once they are there, move its channels into place, enter its working
+directory, map its own files where the kernel mapped the session's, and take its session and ids. Its ids
+come last: a process whose ids changed is no longer dumpable, and its memory is not the agent's
 to write. What each copy was made into is then read back from outside it (:func:`check`), not taken from its
 calls' answers.
 """

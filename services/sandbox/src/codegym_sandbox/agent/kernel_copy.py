@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import resource
 import stat
-import threading
 from collections.abc import Callable
 
 from . import copy_files, copy_making, copy_mappings, linux
@@ -239,6 +237,11 @@ class _Placer:
     made here, the clones that follow go on meanwhile."""
 
     def __init__(self, targets: list[Target]) -> None:
+        # Imported here: a container's agent, which copies no kernel, holds none of it (every byte of its memory
+        # is its runs' limit's). The local backend's agents have it from their zygote.
+        import queue
+        import threading
+
         self.targets = targets
         self.queue: queue.SimpleQueue[tuple[int, int] | None] = queue.SimpleQueue()
         self.failed: OSError | None = None

@@ -31,6 +31,8 @@ be copied (a file system too large to copy, a process limit reached) is refused,
 
 from __future__ import annotations
 
+import _thread
+import collections
 import contextlib
 import os
 import resource
@@ -210,7 +212,7 @@ def _clones(parent: Tracee, targets: list[Target], reader: bool, page: int, into
     def event(kind: int) -> None:
         if kind == EVENT_FORK:  # its pid as the agent sees it (the kernel's own is of the box's pid namespace)
             pid = parent.fork_event()
-            placer.put(len(seen), pid)
+            placer.put((len(seen), pid))
             seen.append(pid)
 
     calls: list[Call] = [("clone", (CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0))] * len(targets)
@@ -234,40 +236,51 @@ class _Placer:
     """Puts each copy in its target's cgroups as it is made (what it holds from then on, the pages it is given
     too, is its own), from a thread of its own. The first move of a process from one cgroup to another waits
     for a grace period of the kernel's (some milliseconds, while the kernel makes every later move cheap):
-    made here, the clones that follow go on meanwhile."""
+    made here, the clones that follow go on meanwhile. A thread of ``_thread``'s, built in: every byte an agent
+    loads is in its runs' memory (a container's agent's, or pages its children write), and ``threading`` is not
+    loaded for this."""
 
     def __init__(self, targets: list[Target]) -> None:
-        # Imported here: a container's agent, which copies no kernel, holds none of it (every byte of its memory
-        # is its runs' limit's). The local backend's agents have it from their zygote.
-        import queue
-        import threading
-
         self.targets = targets
-        self.queue: queue.SimpleQueue[tuple[int, int] | None] = queue.SimpleQueue()
+        self.items: collections.deque[tuple[int, int] | None] = collections.deque()
         self.failed: OSError | None = None
-        self.thread = threading.Thread(target=self._place, name="copy-placer", daemon=True)
-        self.thread.start()
+        self.waiting, self.ended = _thread.allocate_lock(), _thread.allocate_lock()
+        self.waiting.acquire()  # released after each item is put: the thread drains what is there
+        self.ended.acquire()  # released as the thread ends
+        _thread.start_new_thread(self._place, ())
 
-    def put(self, index: int, pid: int) -> None:
-        self.queue.put((index, pid))
+    def put(self, item: tuple[int, int] | None) -> None:
+        self.items.append(item)
+        with contextlib.suppress(RuntimeError):  # released already: the thread drains this one too
+            self.waiting.release()
 
     def _place(self) -> None:
-        while (item := self.queue.get()) is not None:
-            index, pid = item
-            if index >= len(self.targets) or self.failed is not None:
-                continue  # a reader stays where the kernel is
-            target = self.targets[index]
-            try:
-                for group in (target.memory, target.meter):
-                    if group is not None:
-                        group.add(pid)
-            except OSError as exc:
-                self.failed = exc
+        try:
+            while True:
+                self.waiting.acquire()
+                while self.items:
+                    item = self.items.popleft()
+                    if item is None:
+                        return
+                    self._one(*item)
+        finally:
+            self.ended.release()
+
+    def _one(self, index: int, pid: int) -> None:
+        if index >= len(self.targets) or self.failed is not None:
+            return  # a reader stays where the kernel is
+        target = self.targets[index]
+        try:
+            for group in (target.memory, target.meter):
+                if group is not None:
+                    group.add(pid)
+        except OSError as exc:
+            self.failed = exc
 
     def join(self) -> None:
         """Once every copy seen is placed: a copy that could not be is raised."""
-        self.queue.put(None)
-        self.thread.join()
+        self.put(None)
+        self.ended.acquire()
         if self.failed is not None:
             raise self.failed
 

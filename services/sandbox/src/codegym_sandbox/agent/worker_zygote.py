@@ -17,12 +17,10 @@ then see end-of-file on their channel (or are killed the same way).
 from __future__ import annotations
 
 import os
-import queue  # noqa: F401 - with threading: what a fork of a session loads, once here for every agent
 import signal
 import socket
 import struct
 import sys
-import threading  # noqa: F401 - (kernel_copy's placer): a container's agent, started alone, loads neither
 
 from . import devices, linux, loop
 

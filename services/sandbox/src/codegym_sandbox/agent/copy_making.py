@@ -245,14 +245,10 @@ def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], file
     # Each mapping made again of a file is of one of the copy's own files: on its own file systems (which hold
     # nothing else), at the start the kernel's was.
     mappings, points = files
-    own = {_device(os.stat(b"/proc/%d/root%s" % (pid, os.fsencode(point))).st_dev) for point in points}
+    own = {copy_mappings.device(os.stat(b"/proc/%d/root%s" % (pid, os.fsencode(point))).st_dev) for point in points}
     for m in mappings:
         if m.path and (m.start not in mapped or mapped[m.start][0] not in own):
             raise TraceFailed(0, f"process {pid} maps something else than its own file where the session mapped one")
-
-
-def _device(dev: int) -> str:
-    return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
 def status_of(pid: int) -> dict[str, str]:

@@ -157,7 +157,7 @@ def identity(root: bytes, name: bytes, points: tuple[str, ...], kind: int = stat
         return None
     finally:
         os.close(fd)
-    return (_device(info.st_dev), info.st_ino) if stat.S_IFMT(info.st_mode) == kind else None
+    return (device(info.st_dev), info.st_ino) if stat.S_IFMT(info.st_mode) == kind else None
 
 
 def _find(kernel: int, points: tuple[str, ...], wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
@@ -181,8 +181,8 @@ def _find(kernel: int, points: tuple[str, ...], wanted: set[tuple[str, int]]) ->
                     here = path + b"/" + os.fsencode(name)
                     if stat.S_ISDIR(info.st_mode):
                         pending.append((os.open(name, flags, dir_fd=fd), here))
-                    elif stat.S_ISREG(info.st_mode) and (_device(info.st_dev), info.st_ino) in wanted:
-                        found.setdefault((_device(info.st_dev), info.st_ino), here)
+                    elif stat.S_ISREG(info.st_mode) and (device(info.st_dev), info.st_ino) in wanted:
+                        found.setdefault((device(info.st_dev), info.st_ino), here)
             finally:
                 os.close(fd)
     finally:
@@ -205,7 +205,8 @@ def _writes(kernel: int, shared: list[Mapping]) -> None:
                 at = None
 
 
-def _device(dev: int) -> str:
+def device(dev: int) -> str:
+    """A device number as ``/proc/PID/maps`` writes it."""
     return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 

@@ -94,9 +94,10 @@ def copy_kernel(
         cwd = _working_directory(kernel, (mounts.scratch, mounts.shm)) + b"\0"
         kernel_ids = copy_making.ids(copy_making.status_of(kernel))
         # Its files' file systems: a copy maps nothing of them (its own are copies).
-        writable = {_device(f"/proc/{kernel}/root{point}") for point in (mounts.scratch, mounts.shm)}
+        points = (mounts.scratch, mounts.shm)
+        writable = {copy_mappings.device(os.stat(f"/proc/{kernel}/root{point}").st_dev) for point in points}
         # What no copy may share: found once, for every copy.
-        mappings = copy_mappings.choose(kernel, writable, (mounts.scratch, mounts.shm))
+        mappings = copy_mappings.choose(kernel, writable, points)
         # Memory for the programs the copies are made with, and their arguments: each copy has its own (private).
         size = copy_making.room(cwd, mappings)
         page = parent.checked("mmap", 0, size, 7, 0x22, -1, 0)
@@ -160,7 +161,7 @@ def _working_directory(kernel: int, points: tuple[str, ...]) -> bytes:
         return path  # a mount point itself, or a directory no program can make a link in (the box's root)
     info = os.stat(f"/proc/{kernel}/cwd")
     found = copy_mappings.identity(b"/proc/%d/root" % kernel, path, points, stat.S_IFDIR)
-    if found != (_device_of(info.st_dev), info.st_ino):
+    if found != (copy_mappings.device(info.st_dev), info.st_ino):
         raise Refused("the session's working directory was deleted: no copy could be in it")
     return path
 
@@ -190,15 +191,6 @@ def end(parent: Tracee) -> None:
     """Kill a kernel once copied: its user has no process left in its namespace, where it would hold every
     capability in its copies'. Its copies go to its box (the reaper of their namespace)."""
     _kill(parent.pid)
-
-
-def _device(path: str) -> str:
-    """The device of the file system at ``path``, as ``/proc/PID/maps`` writes it."""
-    return _device_of(os.stat(path).st_dev)
-
-
-def _device_of(dev: int) -> str:
-    return f"{os.major(dev):02x}:{os.minor(dev):02x}"
 
 
 def _clones(parent: Tracee, targets: list[Target], reader: bool, page: int, into: list[Tracee]) -> None:

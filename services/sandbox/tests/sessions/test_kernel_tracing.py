@@ -18,9 +18,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
-from codegym_sandbox.agent import copy_mappings, kernel_copy, ptrace_calls
+from codegym_sandbox.agent import copy_making, copy_mappings, kernel_copy, ptrace_calls
+from codegym_sandbox.agent.copy_files import Target
 
 pytestmark = pytest.mark.skipif(not ptrace_calls.SUPPORTED, reason="a kernel is copied on x86_64 only")
 
@@ -256,3 +258,27 @@ def test_a_mapped_files_path_is_followed_through_no_link(tmp_path: Path) -> None
     for other in ("link/f", "real/g", "fifo/f", "real/../real/f", "nothing/f"):
         assert copy_mappings.identity(b"", os.fsencode(tmp_path / other), point) is None, other
     assert copy_mappings.identity(b"", os.fsencode(tmp_path / "real" / "f"), ("/elsewhere",)) is None
+
+
+class _Group:
+    """Stands in for a copy's memory cgroup: the processes in it."""
+
+    def __init__(self, pids: set[int]) -> None:
+        self.held = pids
+
+    def pids(self) -> set[int]:
+        return self.held
+
+
+def test_a_copy_is_read_back_in_the_memory_cgroup_made_for_it() -> None:
+    nobody = 65534
+    proc = subprocess.Popen(["sleep", "30"], user=nobody, group=nobody, extra_groups=[], start_new_session=True)
+    try:  # Popen returns once it runs ``sleep``: its ids changed, and no capability left
+        given = Target("", "", 0, 0, nobody, cast(Any, _Group({proc.pid})), None, keeps=True)
+        copy_making.check(proc.pid, given, {nobody}, set(), ([], ()))
+        elsewhere = Target("", "", 0, 0, nobody, cast(Any, _Group({proc.pid + 1})), None, keeps=True)
+        with pytest.raises(ptrace_calls.TraceFailed, match="not in the memory cgroup made for it"):
+            copy_making.check(proc.pid, elsewhere, {nobody}, set(), ([], ()))
+    finally:
+        proc.kill()
+        proc.wait()

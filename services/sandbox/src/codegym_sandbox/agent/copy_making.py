@@ -224,13 +224,16 @@ def room(cwd: bytes, mappings: list[copy_mappings.Mapping]) -> int:
 
 def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], files: Files) -> None:
     """What the copy was made into, read back from outside it, not taken from its calls' answers: its ids (the
-    kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, and
-    only its five descriptors, no mapping of a file on ``theirs`` (the devices of the kernel's files), and each
-    mapping of a file of ``files`` one of the copy's own files (the continuation keeps its own)."""
+    kernel's, ``kernel_ids``, for the session's continuation), no capability, a process session of its own, its
+    own memory cgroup, and only its five descriptors, no mapping of a file on ``theirs`` (the devices of the
+    kernel's files), and each mapping of a file of ``files`` one of the copy's own files (the continuation keeps
+    its own)."""
     status = status_of(pid)
     caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
     if ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
         raise TraceFailed(0, f"process {pid} was not made what it was asked to be")
+    if target.memory is None or pid not in target.memory.pids():
+        raise TraceFailed(0, f"process {pid} is not in the memory cgroup made for it")
     if target.keeps:
         return
     if sorted(os.listdir(f"/proc/{pid}/fd")) != ["0", "1", "2", "3", "4"]:

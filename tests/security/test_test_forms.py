@@ -752,3 +752,44 @@ def test_a_run_alone_judges_by_the_same_rules(hostile: TestClient) -> None:
     )
     tests = UNPICKLE_AT_TOP.replace("[1]) == [1]", "{'a': [1, 2]}) == {'a': [1, 2]}")
     assert _verdicts(hostile, tests, [program]) != ["AC"]
+
+
+# What a run's tests set in the process that judges them, from a program's values alone (a logger configured from its
+# dict: no code of the program's runs, no binding of a module changes), is gone for the next run, as it would be in a
+# new pytest process: each run is judged in a fork of its own.
+CONFIGURED = (
+    "import logging\nimport logging.config\nfrom solution import get_config\n\ndef test_config():\n"
+    "    logging.config.dictConfig(get_config())\n    assert logging.getLogger('app').level == logging.DEBUG\n"
+    "    assert logging.getLogger('app').propagate is False\n"
+)
+CONFIG = (
+    "def get_config():\n    return {'version': 1, 'disable_existing_loggers': False,\n"
+    "            'loggers': {'app': {'level': 'DEBUG', 'propagate': False}}}\n"
+)
+
+
+def test_a_logger_a_right_program_configured_passes_no_later_wrong_one(hostile: TestClient) -> None:
+    wrong = "def get_config():\n    return {'version': 1}\n"
+    assert _verdicts(hostile, CONFIGURED, [CONFIG, wrong]) == ["AC", "WA"]
+    levelled = (
+        "import logging\nfrom solution import get_level\nlogging.basicConfig(level=get_level())\n"
+        "assert logging.getLogger().level == logging.INFO\n"
+    )
+    below = "import logging\n\ndef get_level():\n    return logging.DEBUG\n"
+    right = "import logging\n\ndef get_level():\n    return logging.INFO\n"
+    assert _verdicts(hostile, levelled, [below, right]) == ["WA", "AC"]
+
+
+def test_what_a_programs_dict_changed_in_place_judges_no_later_run(hostile: TestClient) -> None:
+    """A dotted name the dict gives ``dictConfig`` calls a method of the checker's own table (its bindings all as
+    they were), or rebinds a module no watch covers: the next runs are judged as in a new process."""
+    clearing = CONFIG.replace(
+        "'loggers'", "'formatters': {'f': {'()': 'codegym_sandbox.agent.plain_data._MAPPINGS.clear'}},\n'loggers'"
+    )
+    rebinding = CONFIG.replace(
+        "'loggers'",
+        "'formatters': {'f': {'()': 'logging.config.__dict__.update', 'dictConfig': 'ext://builtins.len'}},\n'loggers'",
+    )
+    empty = "def get_config():\n    return {}\n"
+    assert _verdicts(hostile, CONFIGURED, [clearing, CONFIG + "# again\n"])[1:] == ["AC"]
+    assert _verdicts(hostile, CONFIGURED + "# 2\n", [rebinding, empty])[1:] != ["AC"]

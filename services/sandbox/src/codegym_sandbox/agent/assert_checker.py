@@ -1,13 +1,13 @@
 """The checker of a test series: the assert runs of all its tests (see ``test_series.py``).
 
-No test runs in the checker itself. The runs of one set of tests (one text: the n samples of a task) are
-judged by a child of the checker that judges those tests alone (:func:`_judge_tests`; the children of the
-last :data:`JUDGES` sets are kept), and another text gets another child: what a run's tests change of the
-process that runs them (the checker's own functions, ``builtins``, the modules they import) stays with tests
-of their own text, which do the same in each of their runs, and never judges tests of another text, of this
-request or of another client's (tests that patched ``call_test.values_match`` once passed every later run of
-their worker). A fork per set of tests, not per run: a fork (and the pages a new process copies as it runs)
-per run cost HumanEval's samples 40% of their throughput.
+No test runs in the checker itself. The runs of one set of tests (one text: the n samples of a task) go to a
+child of the checker that holds those tests compiled (:func:`_judge_tests`; the children of the last
+:data:`JUDGES` sets are kept), and each run is judged in a fork of that child made for the run alone, which ends
+with it. What a run's tests change of the process that runs them (the checker's own functions, ``builtins``, the
+modules they import and their state, set from the program's values or by its code) ends with the run: it never
+judges a later run, of the same tests or of others, of this request or of another client's. (A judge kept from
+run to run, with watches of what a run could change, was tried first: a logger configured from one program's
+dict made every later wrong program of those tests pass, through no watch.)
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 import sys
-import warnings
 from typing import NoReturn
 
 from . import call_test, checker_wire, import_path
@@ -28,17 +27,14 @@ from .plain_data import Channel
 from .run_cgroup import checker_children
 from .test_forms import Tests, read_tests
 
-# How much more memory of its own (anonymous: the tests' values, what programs sent it, not the files of modules it
-# shares) a judge may hold after a run than it started with, and all the judges a checker keeps together: they live
-# in the worker's memory cgroup, whose margin above the runs' budget (64 MiB) is the box's and the series' too, so
-# what idle judges keep is bounded within half of it. Past it, a judge ends: what a program left in one is never
-# the memory of a later run (another client's) of the same worker.
-RETIRE_KB = 16 << 10
+# The memory of its own (anonymous: the tests compiled, what their imports made) the children a checker keeps may
+# hold together: they live in the worker's memory cgroup, whose margin above the runs' budget (64 MiB) is the box's
+# and the series' too, so what idle children keep is bounded within half of it.
 KEPT_KB = 32 << 10
-_TRIM_KB = 2 << 10  # a judge that grew past this gives back what it freed before it is measured
 # Sets of tests whose children a checker keeps: the runs of a few tasks come to a worker by turns.
 JUDGES = 4
 _ANSWER = 64  # a child's answer: the outcome, its CPU seconds, whether it ends, how much it grew (kB)
+_STAYS = 0  # a run's fork's exit status: its judge goes on to the set's next run
 
 
 def _own_kb() -> int:
@@ -51,18 +47,6 @@ def _own_kb() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
-
-
-def _give_back() -> None:
-    """What the judge freed, back to the system: cycles collected, and the free pages of the C heap (glibc's
-    ``malloc_trim``), where a program's large values, once freed, otherwise stay resident."""
-    gc.collect()
-    try:
-        import ctypes  # in a judge alone, never in the agent that programs are forked from
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (ImportError, OSError, AttributeError):  # no glibc (musl has no malloc_trim): what gc gave back
-        pass
 
 
 def _tests_text(stdin: bytes) -> str | None:
@@ -207,23 +191,52 @@ def _left_running() -> bool:
 
 def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     """The child that judges one set of tests: each run's, until the checker hangs up. The tests are compiled
-    once; each run's get a scope of their own, and what they change of ``sys`` (streams, the recursion limit)
-    is put back. They run in ``cwd``, the run's scratch directory (a new one for every run), as they would
-    beside the program."""
+    once, at the first run, here; each run is judged in a fork of this process made for it alone
+    (:func:`_judge_run`), which ends with the run. So nothing a run's tests change of the process (a module's
+    state, a logger set from the program's dict, the judge's own tables, whether the program's values or its
+    code did it) judges a later run: keeping that state between runs was the reason, whatever the example
+    (``logging.config.dictConfig`` of one program's dict made every later wrong program of those tests pass)."""
     guard = import_path.Guard(cwd, taint_fd)  # nothing the programs of its runs write runs here
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
-    saved = (sys.stdin, sys.stdout, sys.stderr, sys.getrecursionlimit())
-    # What else of the process a run's tests may set (from the program's values too) and a later run would find.
-    environ, filters, path = dict(os.environ), list(warnings.filters), list(sys.path)
     start_kb = _own_kb()
-    null = os.open(os.devnull, os.O_RDWR)
     while True:
-        stdin, stdout, stderr, reads, writes = _next_run(sock)
-        guard.begin_run()
+        stdin, *fds = _next_run(sock)
         try:
-            os.chdir(cwd)
-        except OSError:
-            os._exit(1)  # no scratch directory: the series cannot go on
+            data = read_bytes(stdin)
+        finally:
+            os.close(stdin)
+        if not compiled:
+            with contextlib.suppress(Exception):  # what fails here fails again in the run's fork, which says so
+                tests = read_tests(split_stdin(data)[1])
+                if not isinstance(tests, call_test.Call):
+                    compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
+        grown = max(_own_kb() - start_kb, 0)  # what the set's later runs carry: its compiled tests
+        # Every object here out of the collector's reach in the fork: a collection there would write to each one,
+        # and the fork copy every page of this process (a fork per run cost about half the throughput so).
+        gc.freeze()
+        pid = os.fork()
+        if pid == 0:
+            _judge_run(sock, cwd, guard, (compiled, data, grown), fds)
+        for fd in fds:
+            os.close(fd)  # the run's output ends with its processes: nothing of it stays open here
+        _, status = os.waitpid(pid, 0)
+        # A run that answered nothing (its fork killed) ends the set; so does one that left a process here.
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != _STAYS or _children():
+            os._exit(0)
+
+
+def _judge_run(
+    sock: socket.socket, cwd: str, guard: import_path.Guard, run: tuple[list[Tests], bytes, int], fds: list[int]
+) -> NoReturn:
+    """One run of the set's tests (``run``: the tests compiled, the run's stdin, what the judge grew), in a fork of
+    its judge that ends with it: the answer to the checker, and an exit that tells the judge whether the set's later
+    runs may go on (:data:`_STAYS`)."""
+    compiled, data, grown = run
+    code = 1
+    try:
+        stdout, stderr, reads, writes = fds
+        guard.begin_run()
+        os.chdir(cwd)  # no scratch directory (OSError): the series cannot go on
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.close(stdout)
@@ -231,51 +244,24 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
         before = os.times()
         checker = Checker(Channel(reads, writes))
 
-        def read(checker: Checker = checker, stdin: int = stdin) -> Tests:
-            source, text = split_stdin(read_bytes(stdin))
+        def read() -> Tests:
+            source, text = split_stdin(data)
             checker.take(source)
-            if compiled:
-                return compiled[0]  # every run of this child has the same tests
-            tests = read_tests(text)
-            if not isinstance(tests, call_test.Call):
-                compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
-            return guard.armed_for(tests)  # from here on, code that is not the tests' taints
+            return guard.armed_for(compiled[0] if compiled else read_tests(text))  # from here, other code taints
 
-        try:
-            outcome = check_read(checker, read)
-        finally:
-            os.close(stdin)
+        outcome = check_read(checker, read)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except BaseException:
                 pass
-        sys.stdin, sys.stdout, sys.stderr = saved[:3]
-        sys.setrecursionlimit(saved[3])
-        if dict(os.environ) != environ:
-            os.environ.clear()
-            os.environ.update(environ)
-        warnings.filters[:] = filters  # type: ignore[index]  # a list, which typeshed calls a Sequence
-        sys.path[:] = path
-        os.dup2(null, 1)  # the run's output ends with its processes: nothing of it stays open here
-        os.dup2(null, 2)
-        os.chdir("/")  # nor its scratch directory
         after = os.times()
         cpu = after.user + after.system - before.user - before.system
-        # What the set's later runs would carry: once this child holds much more than it started with (the
-        # tests imported a large package, a program sent it large values) it ends, and the next run of its
-        # tests gets a new one. So it does once a program made it import a module (no program may change how
-        # a later run is judged, nor how fast), and once the tests left something running here: a thread, a
-        # process or a timer would run on beside other tests' runs (another client's), in their time and their
-        # scratch directory. The checker waits for its end before it answers.
-        grown = _own_kb() - start_kb
-        if grown > _TRIM_KB:
-            _give_back()
-            grown = _own_kb() - start_kb
-        ends = checker.imported or grown > RETIRE_KB or _left_running() or not guard.intact()
-        try:
-            sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'} {max(grown, 0)}".encode())
-        except OSError:
-            os._exit(0)
-        if ends:
-            os._exit(0)
+        # Whether the set's later runs go on in new forks of the judge: not once a program made it import a module
+        # (no program may change how a later run is judged, nor how fast), nor where the tests left something
+        # running (a thread or a timer would end with this fork; a process would not).
+        ends = checker.imported or _left_running()
+        sock.send(f"{outcome} {cpu:.6f} {'ends' if ends else 'stays'} {grown}".encode())
+        code = 1 if ends else _STAYS
+    finally:
+        os._exit(code)

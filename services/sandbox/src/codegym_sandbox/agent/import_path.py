@@ -41,8 +41,8 @@ def isolate() -> None:
 
 
 class Guard:
-    """What a judge of a run's tests (a checker's child, kept for later runs of the same tests) lets run, from when
-    it is made: never a file under ``place`` (its run's directory, which the program writes), nor a module found
+    """What a judge of a set of tests (a checker's child, and the fork of it each run is judged in) lets run, from
+    when it is made: never a file under ``place`` (its run's directory, which the program writes), nor a module found
     anywhere but on its path as it began (``monkeypatch.syspath_prepend(tmp_path)`` adds a directory the program
     writes: a module there, a ``.pyc`` or an extension too, is refused). Once :meth:`arm` ed (the tests compiled),
     any code run that is neither the tests' nor a module's it imports (code the tests ``eval`` or ``exec`` from what
@@ -56,7 +56,6 @@ class Guard:
     def __init__(self, place: str, taint_fd: int = -1) -> None:
         self.root = os.path.realpath(place) + os.sep
         self.taint_fd, self.armed, self.codes, self.tainted_run = taint_fd, False, frozenset[object](), False
-        self.baseline: dict[str, dict[str, int]] = {}
         trusted = [os.path.realpath(e) + os.sep for e in sys.path if e and os.path.isdir(e)]
         self.trusted = tuple(t for t in trusted if not t.startswith(self.root))
         import collections
@@ -81,9 +80,7 @@ class Guard:
         _GUARDS.append(self)
 
     def arm(self, code: object) -> None:
-        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints; and so
-        does a change of what the judge's own modules hold (:meth:`intact`)."""
-        self.baseline = _watched()
+        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints."""
         self.codes, self.armed = frozenset(code_objects(code)), True
 
     def refused(self, where: object) -> bool:
@@ -132,18 +129,6 @@ class Guard:
         self.arm(getattr(tests, "code", None))
         return tests
 
-    def intact(self) -> bool:
-        """Whether every name the judge's own modules (and those it judges by: builtins, sys, json, unittest,
-        pytest's) bound when it was armed is bound to the same object: no call of the tests' on the program's data
-        (``logging.config.dictConfig`` resolves dotted names and calls them) rebound one. A module the run imported
-        adds names, and changes nothing."""
-        now = _watched()
-        for module, names in self.baseline.items():
-            held = now.get(module)
-            if held is None or any(held.get(name) != value for name, value in names.items()):
-                return False
-        return True
-
     def begin_run(self) -> None:
         """A run of the judge begins: whether code of the program's ran is asked of this run alone."""
         self.tainted_run = False
@@ -183,23 +168,6 @@ _GUARDS: list[Guard] = []  # this process's guard, where it has one
 def ran_foreign_code() -> bool:
     """Whether code that is not the tests' ran in this run of the judge (see :class:`Guard`)."""
     return any(guard.tainted_run for guard in _GUARDS)
-
-
-# The modules whose names a judge's verdict depends on: its own, and those its code calls by module name.
-_WATCHED: tuple[str, ...] = (
-    *("codegym_sandbox", "builtins", "sys", "os", "posix", "socket", "json", "unittest", "_pytest", "pytest"),
-    *("functools", "contextlib", "types", "traceback", "warnings", "operator", "marshal", "importlib", "io"),
-)
-
-
-def _watched() -> dict[str, dict[str, int]]:
-    """What each watched module binds, by name, as the objects' ids."""
-    found: dict[str, dict[str, int]] = {}
-    for name, module in list(sys.modules.items()):
-        names = getattr(module, "__dict__", None) if name.startswith(_WATCHED) else None
-        if isinstance(names, dict):
-            found[name] = {key: id(value) for key, value in list(names.items()) if isinstance(key, str)}
-    return found
 
 
 def code_objects(code: object) -> set[object]:

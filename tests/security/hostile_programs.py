@@ -416,6 +416,19 @@ ATTACKS: list[Attack] = [
         stdout="raw refused\npacket refused\n",
     ),
     Attack(
+        "socket-memory-no-cgroup-counts",  # answers a netlink socket queues unread, TCP's signature keys
+        "memory",
+        "import socket\n"
+        + _refused("socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)", "route netlink ")
+        + _refused(
+            "socket.socket(socket.AF_INET6, socket.SOCK_STREAM).setsockopt(socket.IPPROTO_TCP, 14, bytes(216))",
+            "md5 key ",
+        )
+        + "print(socket.getaddrinfo('localhost', 80, flags=socket.AI_ADDRCONFIG)[0][4][0])\n",
+        AC,
+        stdout="route netlink refused\nmd5 key refused\n127.0.0.1\n",
+    ),
+    Attack(
         "udp-broadcast",
         "network",
         "import socket\n" + _refused("socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53))"),
@@ -592,7 +605,7 @@ ATTACKS: list[Attack] = [
         "import socket\nopened = []\n"
         "for family, kind, proto in ((40, 1, 0), (38, 5, 0), (17, 3, 0), (30, 4, 0), (31, 1, 0), (29, 3, 1),"
         " (44, 3, 0), (42, 2, 0), (43, 1, 0), (21, 5, 0), (4, 2, 0), (5, 2, 0), (9, 5, 0), (3, 2, 0), (15, 3, 2),"
-        " (24, 1, 0), (16, 3, 9), (16, 3, 15), (16, 3, 4)):\n    try:\n"
+        " (24, 1, 0), (16, 3, 0), (16, 3, 9), (16, 3, 15), (16, 3, 4)):\n    try:\n"
         "        socket.socket(family, kind, proto).close()\n        opened.append((family, proto))\n"
         "    except OSError:\n        pass\nprint(opened)\n",
         AC,

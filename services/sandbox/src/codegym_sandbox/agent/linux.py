@@ -182,8 +182,9 @@ def set_file_ids(uid: int, gid: int) -> None:
 AF_UNIX = 1
 AF_INET = 2
 AF_INET6 = 10
-AF_NETLINK = 16
-NETLINK_ROUTE = 0
+IPPROTO_TCP = 6
+# TCP_MD5SIG, TCP_MD5SIG_EXT, and TCP-AO's TCP_AO_ADD_KEY, TCP_AO_DEL_KEY, TCP_AO_INFO, TCP_AO_GET_KEYS, TCP_AO_REPAIR
+TCP_KEY_OPTIONS = (14, 32, 38, 39, 40, 41, 42)
 PRIO_PROCESS = 0
 RLIMIT_NPROC = 6
 IOPRIO_WHO_PROCESS = 1
@@ -268,16 +269,21 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
         prog.extend([(_BPF_JEQ_K, 0, len(code), table[name]), *code])
 
     # Sockets of the internet families only with ``inet`` (no interface is up: they reach nothing; a container's
-    # loopback is up, and on cgroup v1 its TCP buffers count in no memory: 897 MiB under a 128 MiB run) and route
-    # netlink, which libc asks about addresses; no other family. A unix socket reaches any listening socket file the
-    # program can see (sockets ignore read-only mounts): a database or a container engine on the host.
-    # Pipes and socketpair() still work. The rest (vsock, packet, crypto, bluetooth, ...) is kernel surface.
+    # loopback is up, and on cgroup v1 its TCP buffers count in no memory: 897 MiB under a 128 MiB run); no other
+    # family. A unix socket reaches any listening socket file the program can see (sockets ignore read-only mounts):
+    # a database or a container engine on the host. A netlink socket queues the kernel's answers in memory no cgroup
+    # counts (route netlink: 8 MiB a socket where rmem_max is 4 MiB, a 64 MiB run held 800 MiB); libc, refused one,
+    # takes every address family to be there, as it does without a netlink answer. Pipes and socketpair() still
+    # work. The rest (vsock, packet, crypto, bluetooth, ...) is kernel surface.
     net = "allow" if inet else "family"
     when("socket", _arg(0),
-         (_BPF_JEQ_K, net, 0, AF_INET), (_BPF_JEQ_K, net, 0, AF_INET6),
-         (_BPF_JEQ_K, "unix", 0, AF_UNIX), (_BPF_JEQ_K, 0, "family", AF_NETLINK),
-         _arg(2), (_BPF_JEQ_K, "allow", "family", NETLINK_ROUTE),
+         (_BPF_JEQ_K, net, 0, AF_INET), (_BPF_JEQ_K, net, 0, AF_INET6), (_BPF_JEQ_K, "unix", "family", AF_UNIX),
          "allow", _ret(_RET_ALLOW), "unix", _ret(_EACCES), "family", _ret(_EAFNOSUPPORT))  # fmt: skip
+    # TCP's signature keys (MD5 and TCP-AO) are kernel memory of the socket's, bounded per socket only (about 180 KiB
+    # each), in no cgroup: a run has no peer to sign for.
+    when("setsockopt", _arg(1), (_BPF_JEQ_K, 0, "allow", IPPROTO_TCP), _arg(2),
+         *((_BPF_JEQ_K, "deny", 0, option) for option in TCP_KEY_OPTIONS),
+         "allow", _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
     when("socketpair", _arg(0), (_BPF_JEQ_K, 0, 1, AF_UNIX), _ret(_RET_ALLOW), _ret(_EAFNOSUPPORT))
     # A clone into new namespaces is the agent's, as it copies a session's kernel (kernel_copy.py): only a
     # process traced (by the agent: no program may trace) is let through, by its tracer.

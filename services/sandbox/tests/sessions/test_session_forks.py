@@ -465,3 +465,32 @@ def test_a_container_backend_says_it_forks_no_session(backend: str, sessions: Te
         assert _cell(sessions, sid, "x + 1")["display"] == "42"
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
+
+
+def test_forks_at_once_are_each_counted_against_the_caps_of_the_other(backend: str) -> None:
+    """A fork's copies count against a client's cap from the check until they are sessions: two forks of one
+    client's sessions at once each see the other's, and the later one is refused (429)."""
+    if not _forks(backend):
+        pytest.skip("forks are the local backend's, as root")
+    settings = settings_for(backend)
+    settings.sessions.memory_mb = 64
+    settings.sessions.max_sessions = 12
+    settings.sessions.max_sessions_per_client = 4
+    settings.sessions.warm = 0
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        made = [_new(client), _new(client)]
+        for sid in made:
+            _cell(client, sid, "x = 1")
+        start, answers = threading.Barrier(2), []
+
+        def fork(sid: str) -> None:
+            start.wait()
+            answers.append(client.post(f"/v1/sessions/{sid}/fork", json={"n": 2}))
+
+        threads = [threading.Thread(target=fork, args=(sid,)) for sid in made]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(r.status_code for r in answers) == [200, 429], [r.text for r in answers]
+        assert len(client.get("/v1/sessions").json()["sessions"]) == 4

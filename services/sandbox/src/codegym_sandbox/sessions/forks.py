@@ -57,47 +57,48 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
         if session.expires_in(s.max_lifetime_s, time.monotonic()) <= 0:
             await store.end(session, "expired", "expired")
             raise SessionGone(session_id, store.ended.get(session_id))
-        store.check_caps(session.client, n, (n + 1) * session.memory_mb)  # others may have come meanwhile
-        # A slot of the pool while the copies are made, as a cell takes one: the copying is CPU the session uses.
-        async with store.backend.computing(session.lease):
-            made = asyncio.ensure_future(
-                store.backend.fork_session(session.lease, n, reseed, session.memory_mb, s.cpu_s)
-            )
-            try:
-                leases = await asyncio.shield(made)
-            except asyncio.CancelledError:
-                # Its caller went away: the agent makes the copies (or not) all the same, and the session is its
-                # copy now. Taken to its end: the session goes on with it, its copies, never seen, end.
-                leases = await _taken(made)
-                if leases:
-                    session.lease = leases[0]
-                    await asyncio.gather(*(lease.close() for lease in leases[1:]))
-                raise
-            except SandboxFault as exc:
-                # The agent could not make the copies and may have left the kernel anywhere: the session ends.
-                await store.end(session, f"ended: its fork failed ({exc})", "killed")
-                raise SessionGone(session_id, store.ended.get(session_id), ran=True) from None
-        if session_id not in store.sessions:  # deleted while it was forked: its copies go with it
-            await asyncio.gather(*(lease.close() for lease in leases))
-            raise SessionGone(session_id, store.ended.get(session_id), ran=True)
-        session.lease = leases[0]
-        session.held_mb += session.memory_mb
-        session.used = time.monotonic()
-        copies = [
-            Session(
-                session_id=store.prefix + secrets.token_urlsafe(16),
-                client=session.client,
-                lease=lease,
-                memory_mb=session.memory_mb,
-                cell_timeout_s=session.cell_timeout_s,
-                idle_ttl_s=session.idle_ttl_s,
-                created=session.created,  # its lifetime is the state's: a fork does not renew it
-                cells=session.cells,
-            )
-            for lease in leases[1:]
-        ]
-        for copy in copies:
-            store.sessions[copy.session_id] = copy
-            store.metrics.sessions_created.inc()
-        store.metrics.session_forks.inc()
+        # Counted against the caps until they are sessions (a fork of another session meanwhile sees them).
+        with store.reserving(session.client, n, (n + 1) * session.memory_mb):
+            # A slot of the pool while the copies are made, as a cell takes one: the copying is CPU the session uses.
+            async with store.backend.computing(session.lease):
+                made = asyncio.ensure_future(
+                    store.backend.fork_session(session.lease, n, reseed, session.memory_mb, s.cpu_s)
+                )
+                try:
+                    leases = await asyncio.shield(made)
+                except asyncio.CancelledError:
+                    # Its caller went away: the agent makes the copies (or not) all the same, and the session is its
+                    # copy now. Taken to its end: the session goes on with it, its copies, never seen, end.
+                    leases = await _taken(made)
+                    if leases:
+                        session.lease = leases[0]
+                        await asyncio.gather(*(lease.close() for lease in leases[1:]))
+                    raise
+                except SandboxFault as exc:
+                    # The agent could not make the copies and may have left the kernel anywhere: the session ends.
+                    await store.end(session, f"ended: its fork failed ({exc})", "killed")
+                    raise SessionGone(session_id, store.ended.get(session_id), ran=True) from None
+            if session_id not in store.sessions:  # deleted while it was forked: its copies go with it
+                await asyncio.gather(*(lease.close() for lease in leases))
+                raise SessionGone(session_id, store.ended.get(session_id), ran=True)
+            session.lease = leases[0]
+            session.held_mb += session.memory_mb
+            session.used = time.monotonic()
+            copies = [
+                Session(
+                    session_id=store.prefix + secrets.token_urlsafe(16),
+                    client=session.client,
+                    lease=lease,
+                    memory_mb=session.memory_mb,
+                    cell_timeout_s=session.cell_timeout_s,
+                    idle_ttl_s=session.idle_ttl_s,
+                    created=session.created,  # its lifetime is the state's: a fork does not renew it
+                    cells=session.cells,
+                )
+                for lease in leases[1:]
+            ]
+            for copy in copies:
+                store.sessions[copy.session_id] = copy
+                store.metrics.sessions_created.inc()
+            store.metrics.session_forks.inc()
     return copies

@@ -16,7 +16,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,12 +188,28 @@ class SessionStore:
         self.metrics.sessions_created.inc()
         return session
 
-    def _opened_by(self, client: str, memory_mb: int) -> None:
+    @contextlib.contextmanager
+    def reserving(self, client: str, sessions: int, memory_mb: int) -> Iterator[None]:
+        """``sessions`` more of ``client``'s, holding ``memory_mb``, refused past a cap (:meth:`check_caps`) and
+        counted against the caps while they are made (a fork's copies): two forks at once each see the other's."""
+        self.check_caps(client, sessions, memory_mb)
+        self.opening += sessions
+        self.opening_by[client] = self.opening_by.get(client, 0) + sessions
+        self.opening_mb_by[client] = self.opening_mb_by.get(client, 0) + memory_mb
+        self.opening_mb += memory_mb
+        try:
+            yield
+        finally:
+            self.opening -= sessions
+            self.opening_mb -= memory_mb
+            self._opened_by(client, memory_mb, sessions)
+
+    def _opened_by(self, client: str, memory_mb: int, sessions: int = 1) -> None:
         # A client with nothing being opened leaves no entry: the maps hold the clients of the moment only.
         left_mb = self.opening_mb_by.pop(client) - memory_mb
         if left_mb > 0:
             self.opening_mb_by[client] = left_mb
-        left = self.opening_by.pop(client) - 1
+        left = self.opening_by.pop(client) - sessions
         if left:
             self.opening_by[client] = left
 

@@ -793,3 +793,20 @@ def test_what_a_programs_dict_changed_in_place_judges_no_later_run(hostile: Test
     empty = "def get_config():\n    return {}\n"
     assert _verdicts(hostile, CONFIGURED, [clearing, CONFIG + "# again\n"])[1:] == ["AC"]
     assert _verdicts(hostile, CONFIGURED + "# 2\n", [rebinding, empty])[1:] != ["AC"]
+
+
+def test_tests_that_call_the_program_from_many_threads_get_each_call_its_own_answer(hostile: TestClient) -> None:
+    """The tests' threads call the program at once (a thread-safety test): each waits for its own answer, none
+    reads another's (pytest runs them in one process, where each call returns its own)."""
+    threads = (
+        "import threading\nfrom concurrent.futures import ThreadPoolExecutor\nout = {}\n\ndef work(i):\n"
+        "    out[i] = f(i)\n\nts = [threading.Thread(target=work, args=(i,)) for i in range(8)]\nfor t in ts:\n"
+        "    t.start()\nfor t in ts:\n    t.join()\nassert all(out[i] == 2 * i for i in range(8)), out\n"
+        "with ThreadPoolExecutor(8) as ex:\n    assert list(ex.map(f, range(100))) == [2 * i for i in range(100)]\n"
+    )
+    slow = "import random, time\n\ndef f(x):\n    time.sleep(random.random() / 200)\n    return 2 * x\n"
+    assert _verdicts(hostile, threads, ["def f(x):\n    return 2 * x\n", slow, "def f(x):\n    return x\n"]) == [
+        "AC",
+        "AC",
+        "WA",
+    ]

@@ -1,48 +1,46 @@
 """Runs a program against assert tests so that nothing the program does can produce a pass.
 
-The main script of every assert-test run is :data:`ASSERT_MAIN`, two lines that call :func:`main`: this module
-is part of the agent, loaded by the box before it forks, so a run compiles nothing of it. A run reads, on
-stdin, the program's length, the program, then the tests.
+The main script of every assert-test run is :data:`ASSERT_MAIN`, two lines that call :func:`main`: this module is part
+of the agent, loaded by the box before it forks, so a run compiles nothing of it. A run reads, on stdin, the program's
+length, the program, then the tests.
 
 Two processes, so that the pass signal never depends on anything the program can reach:
 
-* the **checker** runs the tests (:func:`check`) with every name they take from the program
-  (``candidate``, helpers such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the
-  program's process. It asks only for names the program binds at top level (``program_names``, read from the
-  program's code) that are no builtins, and reads only answers of the shape it asked for (``checker_wire``):
-  every other name the tests use is its own. No process of the program's may read its memory or descriptors
-  (it is not dumpable, and in a test series it keeps the supervisors' uid), and the program's process never
-  holds the tests;
-* the **program's process** (``program_process``) has ``/dev/null`` as stdin, runs the program as a
-  module that is not ``__main__`` (a demo under ``if __name__ == "__main__":`` does not run, as in the
-  reference harnesses), then answers calls with plain data (see ``plain_data``). A value's own ``__eq__``
-  never runs in the checker, so an object that equals everything is a wrong answer, and the tests'
-  expected values never reach the program.
+* the **checker** runs the tests (:func:`check`) with every name they take from the program (``candidate``, helpers
+  such as HumanEval's ``poly``, constants) replaced by a stand-in that asks the program's process. It asks only for
+  names the program binds at top level (``program_names``, read from the program's code) that are no builtins, and
+  reads only answers of the shape it asked for (``checker_wire``): every other name the tests use is its own. No
+  process of the program's may read its memory or descriptors (it is not dumpable, and in a test series it keeps the
+  supervisors' uid), and the program's process never holds the tests;
+* the **program's process** (``program_process``) has ``/dev/null`` as stdin, runs the program as a module that is not
+  ``__main__`` (a demo under ``if __name__ == "__main__":`` does not run, as in the reference harnesses), then answers
+  calls with plain data (see ``plain_data``). A value's own ``__eq__`` never runs in the checker, so an object that
+  equals everything is a wrong answer, and the tests' expected values never reach the program.
 
-Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code: the
-checker calls the function and compares what it returned (see ``call_test``).
+Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code: the checker calls the
+function and compares what it returned (see ``call_test``).
 
-An exception the program raises reaches the tests as the same builtin type (so that tests may expect a
-``ValueError``), but never as one that drives the tests' control flow: a ``StopIteration`` would end a
-``map`` or a ``zip`` of the tests' as if it were exhausted, so it (and ``StopAsyncIteration``) arrives as
-a :class:`ProgramError`, and what would stop the interpreter (``KeyboardInterrupt``, ``GeneratorExit``) as
-a :class:`ProgramInterrupt`, which ``except Exception`` does not catch either (a ``SystemExit`` ends the
-program's process). One the tests let through is the program's runtime error, an ``AssertionError``
-included: only the tests' own assertions make a wrong answer.
+An exception the program raises reaches the tests as the same builtin type (so that tests may expect a ``ValueError``),
+but never as one that drives the tests' control flow: a ``StopIteration`` would end a ``map`` or a ``zip`` of the
+tests' as if it were exhausted, so it (and ``StopAsyncIteration``) arrives as a :class:`ProgramError`, and what would
+stop the interpreter (``KeyboardInterrupt``, ``GeneratorExit``) as a :class:`ProgramInterrupt`, which ``except
+Exception`` does not catch either (a ``SystemExit`` ends the program's process). One the tests let through is the
+program's runtime error, an ``AssertionError`` included: only the tests' own assertions make a wrong answer.
 
-The verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran
-to their end and the program's process then ended cleanly, :data:`assert_outcome.WRONG_ANSWER` when an assertion failed
-or the program ended before the tests did, and otherwise what the program's own failure was (its exit
-code, or its signal, so that a CPU limit still reads as one).
+The verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran to
+their end and the program's process then ended cleanly, :data:`assert_outcome.WRONG_ANSWER` when an assertion failed or
+the program ended before the tests did, and otherwise what the program's own failure was (its exit code, or its signal,
+so that a CPU limit still reads as one).
 
-Run on its own (:func:`main`), the checker is the run's process and forks the program's process. In a
-series of the box (many assert runs, one after another, see ``test_series.TestSeries``) the checker is one
-process for the whole series (:func:`assert_checker.serve_checker`): the box forks each run's program's process
-(:func:`serve_program`) and the checker runs that run's tests, so a run pays for one process, not two.
+Run on its own (:func:`main`), the checker is the run's process and forks the program's process. In a series of the box
+(many assert runs, one after another, see ``test_series.TestSeries``) the checker is one process for the whole series
+(:func:`assert_checker.serve_checker`): the box forks each run's program's process (:func:`serve_program`) and the
+checker runs that run's tests, so a run pays for one process, not two.
 """
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import importlib
 import os
@@ -107,6 +105,8 @@ class Checker:
         self.streams, self.bound, self.serving = patched_builtins.streams(), dict[str, Any](), False
         self.state = shared_state.Sent()
         self.functions: dict[str, Any] = {}  # the stand-ins of the program's functions, by name
+        # One exchange with the program's process at a time: answers carry no id (the tests' threads would swap them).
+        self.exchange = _thread.RLock()
 
     def take(self, source: str, sent: bool = False) -> None:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
@@ -125,49 +125,51 @@ class Checker:
     def ask(self, request: list[Any], kind: type[T], patched: patched_builtins.Flags = patched_builtins.NONE) -> T:
         """The program's answer to ``request``, read as ``kind`` (see ``checker_wire.read``); before it, in a call,
         what the program asks of the builtins the tests ``patched`` (``patched_builtins``)."""
-        if self.serving:  # the tests' patched input calls the program, which waits for it
-            raise RuntimeError("the tests called the program while the program waited for them")
-        if self.ended:  # its process is gone, or waits for an answer to a callback it never got
-            raise ProgramEnded("the program ended before the tests did")
-        try:
-            reply = self.channel.ask(request)
-            while (patched != patched_builtins.NONE or self.bound) and (
-                callback := self._guard(checker_wire.callback, reply)
-            ):
-                self.serving = True
-                try:
-                    answer = self._guard(patched_builtins.serve, callback, patched, self.bound, self.decode)
-                    self.channel.tell(answer)
-                except BaseException:
-                    self.ended = True  # the program waits for an answer it will never get: no more calls
-                    raise
-                finally:
-                    self.serving = False
-                reply = self.channel.receive()
-        except (OSError, EOFError, ValueError) as exc:
-            self.ended = True
-            raise ProgramEnded("the program ended before the tests did") from exc
-        try:
-            return checker_wire.read(reply, kind)
-        except checker_wire.Raised as raised:
-            error = raised.error  # its arguments and attributes as values here, as any of the program's
-            error["args"] = [self.decode(a) for a in error["args"]]
-            error["attributes"] = {k: self.decode(v) for k, v in error["attributes"].items()}
-            raise local_exception(error, self.classes) from None
-        except checker_wire.Breach:
-            self.broken = True
-            raise
+        with self.exchange:
+            if self.serving:  # the tests' patched input calls the program, which waits for it
+                raise RuntimeError("the tests called the program while the program waited for them")
+            if self.ended:  # its process is gone, or waits for an answer to a callback it never got
+                raise ProgramEnded("the program ended before the tests did")
+            try:
+                reply = self.channel.ask(request)
+                while (patched != patched_builtins.NONE or self.bound) and (
+                    callback := self._guard(checker_wire.callback, reply)
+                ):
+                    self.serving = True
+                    try:
+                        answer = self._guard(patched_builtins.serve, callback, patched, self.bound, self.decode)
+                        self.channel.tell(answer)
+                    except BaseException:
+                        self.ended = True  # the program waits for an answer it will never get: no more calls
+                        raise
+                    finally:
+                        self.serving = False
+                    reply = self.channel.receive()
+            except (OSError, EOFError, ValueError) as exc:
+                self.ended = True
+                raise ProgramEnded("the program ended before the tests did") from exc
+            try:
+                return checker_wire.read(reply, kind)
+            except checker_wire.Raised as raised:
+                error = raised.error  # its arguments and attributes as values here, as any of the program's
+                error["args"] = [self.decode(a) for a in error["args"]]
+                error["attributes"] = {k: self.decode(v) for k, v in error["attributes"].items()}
+                raise local_exception(error, self.classes) from None
+            except checker_wire.Breach:
+                self.broken = True
+                raise
 
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
-        # With what the tests patched, and what they set of the interpreter's state since (``shared_state``).
-        sent, patched = [encode(a, None) for a in args], patched_builtins.patched(self.streams)
-        request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
-        answer = self.ask([*request, self.state.changed()], checker_wire.CallAnswer, patched)
-        self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
-        for index, changed in self._guard(checker_wire.changed, answer, args).items():
-            update_in_place(args[index], self.decode(changed))
-        return answer["value"] if data else self.decode(answer["value"])
+        with self.exchange:  # what it sends of the state is what this call's answer changes
+            # With what the tests patched, and what they set of the interpreter's state since (``shared_state``).
+            sent, patched = [encode(a, None) for a in args], patched_builtins.patched(self.streams)
+            request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
+            answer = self.ask([*request, self.state.changed()], checker_wire.CallAnswer, patched)
+            self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
+            for index, changed in self._guard(checker_wire.changed, answer, args).items():
+                update_in_place(args[index], self.decode(changed))
+            return answer["value"] if data else self.decode(answer["value"])
 
     def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """What the program's function ``name`` returned (wire data), for a call test."""
@@ -352,8 +354,7 @@ def main() -> None:
     linux.set_dumpable(False)
     program_reads, checker_writes = os.pipe()
     checker_reads, program_writes = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    sys.stdout.flush(), sys.stderr.flush()
     # The program first (it is not secret from the program's process), and only after the fork the tests:
     # the program's process never holds them, and gives up stdin before it runs anything of the program's.
     source = read_program(0)
@@ -378,8 +379,7 @@ def main() -> None:
         os.close(said)
         checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
         outcome = check_read(checker, lambda: guard.armed_for(read_tests(read_text(0))))
-        sys.stdout.flush()
-        sys.stderr.flush()
+        sys.stdout.flush(), sys.stderr.flush()
         os.write(say, outcome.encode())
         os._exit(0)
     for fd in (say, checker_reads, checker_writes):
@@ -392,8 +392,7 @@ def main() -> None:
     outcome = outcome if outcome in OUTCOMES else "error"
     status = os.waitpid(pid, 0)[1]
     code, sig = outcome_status(outcome, status)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    sys.stdout.flush(), sys.stderr.flush()
     if sig is not None:
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)

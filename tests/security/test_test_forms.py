@@ -33,6 +33,17 @@ FORMS = {
     "        for args, want in self.test_cases:\n            assert add(*args) == want == self.want\n",
     "pytest-class-inherited": "class Base:\n    def test_add(self):\n        assert add(1, 2) == 3\n\n"
     "class TestAdd(Base):\n    pass\n",
+    # What pytest collects in a class (its Test* classes, unittest's cases), and by __test__ rather than a name.
+    "pytest-nested-class": "class TestOuter:\n    def test_ok(self):\n        assert True\n\n"
+    "    class TestInner:\n        def test_add(self):\n            assert add(1, 2) == 3\n",
+    "pytest-nested-deep": "class TestA:\n    class TestB:\n        class TestC:\n            def test_add(self):\n"
+    "                assert add(1, 2) == 3\n",
+    "dunder-test-class": "class Checks:\n    __test__ = True\n\n    def test_add(self):\n"
+    "        assert add(1, 2) == 3\n",
+    "case-in-a-pytest-class": "import unittest\n\nclass TestOuter:\n    class Inner(unittest.TestCase):\n"
+    "        def test_add(self):\n            self.assertEqual(add(1, 2), 3)\n",
+    "helper-said-no-test": "def test_helper(x):\n    return add(x, 1)\n\ntest_helper.__test__ = False\n\n"
+    "def test_add():\n    assert test_helper(2) == 3\n",
     # A script that runs its own tests, with state they share: each runs once, as in `python main.py`.
     "script-shared-state": "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\ntest_a()\n",
     "unittest-main-shared-state": "import unittest\nlog = []\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"

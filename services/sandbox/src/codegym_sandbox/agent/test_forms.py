@@ -196,7 +196,7 @@ def collect_and_run(
     collected = [
         (name, value)
         for name, value in list(scope.items())
-        if name.startswith(("test", "Test"))
+        if _pytest_name(name, value, ("test", "Test"))
         and (
             (_collected(name, value) and not _ran_by_the_code(name, value, named, ran))
             or (isinstance(value, type) and _pytest_class(value, unittest) and name not in named)
@@ -226,14 +226,27 @@ def collect_and_run(
         for value in scope.values()
         if isinstance(value, type) and issubclass(value, unittest.TestCase) and value.__module__ == "__main__"
     ]
-    if not cases:
-        return
+    if cases:
+        _run_cases(cases, unittest)
+
+
+def _run_cases(cases: list[type], unittest: types.ModuleType) -> None:
     suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(case) for case in cases)
     result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)
     if result.errors:
         raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
     if not result.wasSuccessful():  # a failure, or an expected failure that passed
         raise AssertionError("the tests' cases failed")
+
+
+def _pytest_name(name: str, value: object, prefixes: str | tuple[str, ...]) -> bool:
+    """Whether pytest looks at ``value`` by its name: one of ``prefixes``, or ``__test__ = True`` whatever the name;
+    never where it says ``__test__ = False`` (a stand-in for the program's object says nothing)."""
+    try:
+        said = None if isinstance(value, Handle) else getattr(value, "__test__", None)
+    except Exception:
+        said = None
+    return said is not False and (name.startswith(prefixes) or said is True)
 
 
 def _hook(scope: dict[str, Any], name: str, subject: object) -> None:
@@ -291,8 +304,9 @@ def no_pytest_main(code: types.CodeType) -> Iterator[None]:
 
 
 def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
-    """A pytest class's tests, as pytest runs them."""
-    methods = [m for m in dir(cls) if m.startswith("test") and callable(getattr(cls, m))]
+    """A pytest class's tests, as pytest runs them, and those of the classes pytest collects in it (its ``Test*``
+    classes, and unittest's cases)."""
+    methods = [m for m in dir(cls) if _pytest_name(m, getattr(cls, m), "test") and callable(getattr(cls, m))]
     if hasattr(cls, "setup_class"):
         cls.setup_class()
     try:
@@ -308,6 +322,16 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
     finally:
         if hasattr(cls, "teardown_class"):
             cls.teardown_class()
+    unittest, own = sys.modules.get("unittest"), [*marks, *pytest_marks.marks_of(getattr(cls, "pytestmark", None))]
+    for name in dir(cls):
+        inner = getattr(cls, name)
+        if not isinstance(inner, type) or inner is cls or inner.__module__ != "__main__" or name.startswith("__"):
+            continue
+        if unittest is not None and issubclass(inner, unittest.TestCase):
+            _run_cases([inner], unittest)
+        elif _pytest_name(name, inner, "Test") and _pytest_class(inner, unittest):
+            with fixtures.of_class(inner) as of_inner:
+                _run_class(inner, own, of_inner)
 
 
 def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:

@@ -201,6 +201,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     start_kb = _own_kb()
     while True:
         stdin, *fds = _next_run(sock)
+        before = os.times()
         try:
             data = read_bytes(stdin)
         finally:
@@ -211,12 +212,14 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
                 if not isinstance(tests, call_test.Call):
                     compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
         grown = max(_own_kb() - start_kb, 0)  # what the set's later runs carry: its compiled tests
+        after = os.times()
+        read_s = after.user + after.system - before.user - before.system  # the run's too: the tests read, compiled
         # Every object here out of the collector's reach in the fork: a collection there would write to each one,
-        # and the fork copy every page of this process (a fork per run cost about half the throughput so).
+        # and the fork copy every page of this process.
         gc.freeze()
         pid = os.fork()
         if pid == 0:
-            _judge_run(sock, cwd, guard, (compiled, data, grown), fds)
+            _judge_run(sock, cwd, guard, (compiled, data, grown, read_s), fds)
         for fd in fds:
             os.close(fd)  # the run's output ends with its processes: nothing of it stays open here
         _, status = os.waitpid(pid, 0)
@@ -226,12 +229,12 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
 
 
 def _judge_run(
-    sock: socket.socket, cwd: str, guard: import_path.Guard, run: tuple[list[Tests], bytes, int], fds: list[int]
+    sock: socket.socket, cwd: str, guard: import_path.Guard, run: tuple[list[Tests], bytes, int, float], fds: list[int]
 ) -> NoReturn:
     """One run of the set's tests (``run``: the tests compiled, the run's stdin, what the judge grew), in a fork of
     its judge that ends with it: the answer to the checker, and an exit that tells the judge whether the set's later
     runs may go on (:data:`_STAYS`)."""
-    compiled, data, grown = run
+    compiled, data, grown, read_s = run
     code = 1
     try:
         stdout, stderr, reads, writes = fds
@@ -241,7 +244,6 @@ def _judge_run(
         os.dup2(stderr, 2)
         os.close(stdout)
         os.close(stderr)
-        before = os.times()
         checker = Checker(Channel(reads, writes))
 
         def read() -> Tests:
@@ -256,7 +258,7 @@ def _judge_run(
             except BaseException:
                 pass
         after = os.times()
-        cpu = after.user + after.system - before.user - before.system
+        cpu = read_s + after.user + after.system  # this fork's whole life: the checker's time, not the program's
         # Whether the set's later runs go on in new forks of the judge: not once a program made it import a module
         # (no program may change how a later run is judged, nor how fast), nor where the tests left something
         # running (a thread or a timer would end with this fork; a process would not).

@@ -424,9 +424,9 @@ ATTACKS: list[Attack] = [
             "socket.socket(socket.AF_INET6, socket.SOCK_STREAM).setsockopt(socket.IPPROTO_TCP, 14, bytes(216))",
             "md5 key ",
         )
-        + "print(socket.getaddrinfo('localhost', 80, flags=socket.AI_ADDRCONFIG)[0][4][0])\n",
+        + "print(bool(socket.getaddrinfo('localhost', 80, flags=socket.AI_ADDRCONFIG)))\n",
         AC,
-        stdout="route netlink refused\nmd5 key refused\n127.0.0.1\n",
+        stdout="route netlink refused\nmd5 key refused\nTrue\n",
     ),
     Attack(
         "udp-broadcast",

@@ -821,3 +821,17 @@ def test_tests_that_call_the_program_from_many_threads_get_each_call_its_own_ans
         "AC",
         "WA",
     ]
+
+
+def test_the_tests_process_writes_no_setting_of_the_machine(hostile: TestClient) -> None:
+    """The tests' process is the box's uid 0, the host's root where the server runs as root: a path the program names
+    (a logging handler's file, from its dict) must reach no sysctl and no sysrq trigger."""
+    tests = (
+        "import os\nfor path in ('/proc/sys/kernel/core_uses_pid', '/proc/sys/vm/drop_caches',\n"
+        "             '/proc/sysrq-trigger'):\n"
+        "    try:\n        os.close(os.open(path, os.O_WRONLY))\n        print('opened', path)\n    except OSError:\n"
+        "        pass\nassert f(1) == 1\n"
+    )
+    body = {"language": "python", "programs": ["def f(x):\n    return x\n"], "tests": [{"assert_code": tests}]}
+    (result,) = hostile.post("/v1/evaluate", json={**body, "cache": False}).json()["results"]
+    assert result["verdict"] == "AC" and "opened" not in result["tests"][0]["stdout"], result

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from . import devices, host_users, linux, runtime
+from . import devices, host_users, linux, programs, runtime
 from .protocol import WorkerConfig
 
 BOX_ROOT = "/tmp"
@@ -44,6 +44,10 @@ BOX_MOUNTS = (SCRATCH, _STAGE, SHM, "/dev/pts", "/proc")
 # /proc files that show the whole machine: the kernel's command line (a deployment's secrets may be there) and
 # symbols too.
 MASKED = ("/proc/locks", "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr", "/proc/cmdline", "/proc/kallsyms")
+# /proc files that act on the whole machine, read-only in the box, as container runtimes make them: the box's uid 0
+# (a checker's, the tests' process's) is the host's root where the server runs as root, and the kernel lets the
+# host's root write a sysctl (core_pattern, pid_max, drop_caches) or sysrq-trigger with no capability at all.
+READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 _EMPTY = f"{_STAGE}/empty"
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"  # where runs look for tools unless the server says otherwise
 
@@ -132,6 +136,10 @@ def enter_box() -> None:
     for path in (*_NEXT.values(), _GRAVEYARD):
         os.mkdir(path, 0o700)
     os.close(os.open(_EMPTY, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444))
+    programs.hold_pid_counter()  # the one sysctl the box writes, opened before /proc/sys is read-only
+    for path in filter(os.path.exists, READ_ONLY):
+        linux.mount(path, path, None, linux.MS_BIND | linux.MS_REC)
+        linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | flags)
     for path in filter(os.path.exists, MASKED):  # a kernel built without symbols has no kallsyms
         linux.mount(_EMPTY, path, None, linux.MS_BIND)
         linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | flags)

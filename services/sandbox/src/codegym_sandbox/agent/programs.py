@@ -44,8 +44,26 @@ def rewind_pids() -> None:
     (``getpid()``, ``/proc/sys/kernel/ns_last_pid``), a channel between runs. Every process of the last run is
     gone, so the run's first process gets the same pid every time. The box may write it: it is root in the
     worker's user namespace, which owns the pid namespace (a container's box is not, and leaves it)."""
-    with contextlib.suppress(OSError), open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write("1")
+    with contextlib.suppress(OSError):
+        if _pid_counter:
+            os.pwrite(_pid_counter[0], b"1", 0)
+        else:  # a box that made /proc/sys no read-only (a container's, which may not write it anyway)
+            _write("/proc/sys/kernel/ns_last_pid", "1")
+
+
+_pid_counter: list[int] = []  # the box's descriptor of ns_last_pid, where it holds one
+
+
+def hold_pid_counter() -> None:
+    """Open ``ns_last_pid`` for :func:`rewind_pids` before the box makes ``/proc/sys`` read-only (a write through a
+    descriptor opened before is checked against the writer's ids and capabilities alone; a program has neither)."""
+    with contextlib.suppress(OSError):
+        _pid_counter.append(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY | os.O_CLOEXEC))
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
 
 
 class Programs(NamedTuple):

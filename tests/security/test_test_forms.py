@@ -42,6 +42,14 @@ FORMS = {
     "        assert add(1, 2) == 3\n",
     "case-in-a-pytest-class": "import unittest\n\nclass TestOuter:\n    class Inner(unittest.TestCase):\n"
     "        def test_add(self):\n            self.assertEqual(add(1, 2), 3)\n",
+    # A Test class its own methods name (a constant of its, super(), isinstance): pytest collects it all the same.
+    "class-named-in-its-methods": "class TestF:\n    K = 1\n\n    def test_a(self):\n"
+    "        assert add(TestF.K, 2) == 3\n",
+    "class-named-by-super": "class Base:\n    def setup_method(self):\n        self.v = 1\n\nclass TestF(Base):\n"
+    "    def setup_method(self):\n        super(TestF, self).setup_method()\n\n    def test_a(self):\n"
+    "        assert add(self.v, 2) == 3\n",
+    "class-attribute-set-after": "class TestF:\n    def test_a(self):\n        assert add(self.K, 2) == 3\n\n"
+    "TestF.K = 1\n",
     "helper-said-no-test": "def test_helper(x):\n    return add(x, 1)\n\ntest_helper.__test__ = False\n\n"
     "def test_add():\n    assert test_helper(2) == 3\n",
     # A script that runs its own tests, with state they share: each runs once, as in `python main.py`.

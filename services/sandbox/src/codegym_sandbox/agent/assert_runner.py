@@ -62,6 +62,7 @@ from . import (
     pytest_fixtures,
     shared_state,
     test_forms,
+    test_scope,
 )
 from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
@@ -293,8 +294,8 @@ def check(checker: Checker, tests: Tests) -> str:
             scope.update((name, checker.load(module)) for name, module in modules.items())
             program_names.load_submodules(tests.code, scope, checker.load)
             with (
-                test_forms.as_main(module),
-                test_forms.no_pytest_main(tests.code),
+                test_scope.as_main(module),
+                test_scope.no_pytest_main(tests.code),
                 program_module.importable(
                     checker.names,
                     checker.set_name,

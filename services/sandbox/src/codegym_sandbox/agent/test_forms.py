@@ -9,7 +9,6 @@ and ends with ``SystemExit``: judged in a scope of its own, it found no case and
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import sys
 import types
@@ -29,6 +28,7 @@ _NOT_RUNNABLE = 0x20 | 0x80 | 0x200
 
 RAN = "__codegym_ran__"  # in the tests' scope: what records each test function of theirs that ran (see compiled)
 _COLLECTED = ("test", "check")
+_CLASS = "class "  # what a test method records, before its class's name
 
 
 def compiled(text: str) -> types.CodeType:
@@ -43,10 +43,16 @@ def compiled(text: str) -> types.CodeType:
         tree = ast.parse(text, TESTS_FILE)
     except BaseException:
         return compile(text, TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
-    for node in _top_level_functions(tree.body):
+    # And each test method of a class defined there records its class (a class whose tests the code ran itself is
+    # not collected again; one the code only names, in its own methods too, is).
+    marked = [(node, node.name) for node in _top_level_functions(tree.body)]
+    for cls in _top_level_functions(tree.body, classes=True):
+        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        marked += [(method, _CLASS + cls.name) for method in methods if method.name.startswith("test")]
+    for node, name in marked:
         first = node.body[0]
         docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(node.name)], []))
+        record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(name)], []))
         node.body.insert(1 if docstring and isinstance(first.value.value, str) else 0, ast.copy_location(record, first))
     return compile(ast.fix_missing_locations(tree), TESTS_FILE, "exec", dont_inherit=True)
 
@@ -81,31 +87,21 @@ def read_tests(text: str) -> Tests:
     return Asserts(compiled(text), declared)
 
 
-def _top_level_functions(body: list[Any]) -> Iterator[Any]:
-    """The functions named as runners collect them that ``body`` defines, in its blocks too (``if``, ``try``,
-    ``with``, loops), never in a function or a class."""
+def _top_level_functions(body: list[Any], classes: bool = False) -> Iterator[Any]:
+    """The functions named as runners collect them that ``body`` defines (or its classes), in its blocks too
+    (``if``, ``try``, ``with``, loops), never in a function or a class."""
     import ast
 
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.name.startswith(_COLLECTED):
+            if node.name.startswith(_COLLECTED) and not classes:
                 yield node
-        elif not isinstance(node, ast.ClassDef):
+        elif isinstance(node, ast.ClassDef):
+            if classes:
+                yield node
+        else:
             for field in ("body", "orelse", "finalbody", "handlers"):
-                yield from _top_level_functions(getattr(node, field, None) or [])
-
-
-@contextlib.contextmanager
-def as_main(module: types.ModuleType) -> Iterator[None]:
-    """The tests' module as Python's ``__main__``, with the arguments ``python main.py`` has, while they run."""
-    saved, argv = sys.modules.get("__main__"), sys.argv
-    sys.modules["__main__"], sys.argv = module, ["main.py"]
-    try:
-        yield
-    finally:
-        if saved is not None:
-            sys.modules["__main__"] = saved
-        sys.argv = argv
+                yield from _top_level_functions(getattr(node, field, None) or [], classes)
 
 
 def ended_well(exc: SystemExit, code: types.CodeType | None = None) -> bool:
@@ -199,7 +195,7 @@ def collect_and_run(
         if _pytest_name(name, value, ("test", "Test"))
         and (
             (_collected(name, value) and not _ran_by_the_code(name, value, named, ran))
-            or (isinstance(value, type) and _pytest_class(value, unittest) and name not in named)
+            or (isinstance(value, type) and _pytest_class(value, unittest) and not _ran_class(value, ran))
         )
     ]
     try:
@@ -257,6 +253,11 @@ def _hook(scope: dict[str, Any], name: str, subject: object) -> None:
         hook(subject) if hook.__code__.co_argcount else hook()
 
 
+def _ran_class(cls: type, ran: set[str]) -> bool:
+    """Whether the tests' code ran a test method of ``cls`` (or of a class of theirs it inherits from) itself."""
+    return any(_CLASS + c.__name__ in ran for c in cls.__mro__ if c.__module__ == "__main__")
+
+
 def _ran_by_the_code(name: str, test: Any, named: set[str], ran: set[str]) -> bool:
     """Whether the tests' code ran the test it bound to ``name`` itself: it recorded so (:func:`compiled`; a
     decorator's wrapper runs the function it wraps, which records the name it was defined by), or, where it
@@ -280,27 +281,6 @@ def _collected(name: str, value: object) -> bool:
     if not isinstance(function, types.FunctionType):
         raise TypeError(f"{name} is a callable that runs no function: no runner collects it as a test")
     return not function.__code__.co_filename.startswith(_AGENT)
-
-
-@contextlib.contextmanager
-def no_pytest_main(code: types.CodeType) -> Iterator[None]:
-    """``pytest.main()`` in the tests (``if __name__ == "__main__": pytest.main([__file__])``) answers 0 and runs
-    nothing: collection here runs their tests. pytest itself would read a ``conftest.py`` from the directory the
-    program writes to, and run it in the checker."""
-    pytest: Any = None
-    if "pytest" in program_names.used_names(code):
-        # None here: the tests' own import of it fails as it would in Python, if they make one.
-        with contextlib.suppress(ImportError):
-            pytest = importlib.import_module("pytest")
-    if pytest is None:
-        yield
-        return
-    main = pytest.main
-    pytest.main = lambda *args, **kwargs: 0
-    try:
-        yield
-    finally:
-        pytest.main = main
 
 
 def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:

@@ -1,0 +1,48 @@
+"""The scope assert tests run in, as ``python main.py`` would give it: their module as Python's ``__main__``, with
+that command's arguments, and ``pytest.main()`` answering that it passed, running nothing (the checker collects the
+tests itself: ``test_forms.py``)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+from . import program_names
+
+
+@contextlib.contextmanager
+def as_main(module: types.ModuleType) -> Iterator[None]:
+    """The tests' module as Python's ``__main__``, with the arguments ``python main.py`` has, while they run."""
+    saved, argv = sys.modules.get("__main__"), sys.argv
+    sys.modules["__main__"], sys.argv = module, ["main.py"]
+    try:
+        yield
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+        sys.argv = argv
+
+
+@contextlib.contextmanager
+def no_pytest_main(code: types.CodeType) -> Iterator[None]:
+    """``pytest.main()`` in the tests (``if __name__ == "__main__": pytest.main([__file__])``) answers 0 and runs
+    nothing: collection here runs their tests. pytest itself would read a ``conftest.py`` from the directory the
+    program writes to, and run it in the checker."""
+    pytest: Any = None
+    if "pytest" in program_names.used_names(code):
+        # None here: the tests' own import of it fails as it would in Python, if they make one.
+        with contextlib.suppress(ImportError):
+            pytest = importlib.import_module("pytest")
+    if pytest is None:
+        yield
+        return
+    main = pytest.main
+    pytest.main = lambda *args, **kwargs: 0
+    try:
+        yield
+    finally:
+        pytest.main = main

@@ -843,3 +843,17 @@ def test_the_tests_process_writes_no_setting_of_the_machine(hostile: TestClient)
     body = {"language": "python", "programs": ["def f(x):\n    return x\n"], "tests": [{"assert_code": tests}]}
     (result,) = hostile.post("/v1/evaluate", json={**body, "cache": False}).json()["results"]
     assert result["verdict"] == "AC" and "opened" not in result["tests"][0]["stdout"], result
+
+
+def test_a_call_the_tests_interrupted_leaves_no_answer_for_the_next(hostile: TestClient) -> None:
+    """The tests' own signal handler raised while a call of theirs waited: its answer, late, is no later call's (a
+    wrong program returned from the interrupted call what the next assert wanted)."""
+    tests = (
+        "import signal\n\nclass Timeout(Exception):\n    pass\n\ndef handler(signum, frame):\n    raise Timeout()\n\n"
+        "signal.signal(signal.SIGALRM, handler)\nsignal.setitimer(signal.ITIMER_REAL, 0.2)\ntry:\n    slow()\n"
+        "    timed_out = False\nexcept Timeout:\n    timed_out = True\nfinally:\n"
+        "    signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "assert timed_out\nassert f(1) == 1\n"
+    )
+    wrong = "import time\n\ndef slow():\n    time.sleep(0.5)\n    return 1\n\ndef f(x):\n    return 0\n"
+    assert "AC" not in _verdicts(hostile, tests, [wrong, wrong + "# again\n"])

@@ -98,8 +98,7 @@ class Checker:
             self.take(source, sent)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
         self.broken = False  # once it answered what was not asked, neither
-        # Whether the program made this process import a module (one it named, a numpy array it returned):
-        # a series' checker then serves no later run (see serve_checker).
+        # Whether the program made this process import a module (one it named, a numpy array it returned).
         self.imported = False
         # What the tests patch that the program uses (``patched_builtins``): the checker's own streams, the program's
         # names bound to functions of the tests' (``set_name``), and while one of those runs for the program.
@@ -115,8 +114,7 @@ class Checker:
         self.source = None if sent else code
         self.defined = program_names.top_level_names(code)
         self.classes = ExceptionClasses()  # this program's exception types, as the tests see them
-        # The checker's own compile, not what the program's process says: a SyntaxError the tests raise, or the
-        # program raises as it runs, is no compile error of its source.
+        # The checker's own compile: a SyntaxError the tests raise, or the program raises running, is not its own.
         self.unparsed = isinstance(code, str) and not program_names.compiles(code)
 
     def close(self) -> None:
@@ -124,8 +122,8 @@ class Checker:
         self.channel.close()
 
     def ask(self, request: list[Any], kind: type[T], patched: patched_builtins.Flags = patched_builtins.NONE) -> T:
-        """The program's answer to ``request``, read as ``kind`` (see ``checker_wire.read``); before it, in a call,
-        what the program asks of the builtins the tests ``patched`` (``patched_builtins``)."""
+        """The program's answer to ``request``, read as ``kind``; first, in a call, what it asks of the builtins the
+        tests ``patched`` (``patched_builtins``). Any answer that does not follow is none (``checker_wire.read``)."""
         with self.exchange:
             if self.serving:  # the tests' patched input calls the program, which waits for it
                 raise RuntimeError("the tests called the program while the program waited for them")
@@ -146,9 +144,11 @@ class Checker:
                     finally:
                         self.serving = False
                     reply = self.channel.receive()
-            except (OSError, EOFError, ValueError) as exc:
-                self.ended = True
-                raise ProgramEnded("the program ended before the tests did") from exc
+            except BaseException as exc:  # one left unfinished (a signal handler of the tests'): no more calls
+                self.ended = True  # its late answer would be read as the next call's
+                if isinstance(exc, (OSError, EOFError, ValueError)):
+                    raise ProgramEnded("the program ended before the tests did") from exc
+                raise
             try:
                 return checker_wire.read(reply, kind)
             except checker_wire.Raised as raised:

@@ -50,6 +50,8 @@ FORMS = {
     "        assert add(self.v, 2) == 3\n",
     "class-attribute-set-after": "class TestF:\n    def test_a(self):\n        assert add(self.K, 2) == 3\n\n"
     "TestF.K = 1\n",
+    "data-class-named-test": "class TestA:\n    class test_data:\n        x = 1\n\n    def test_a(self):\n"
+    "        assert add(self.test_data.x, 2) == 3\n",
     "helper-said-no-test": "def test_helper(x):\n    return add(x, 1)\n\ntest_helper.__test__ = False\n\n"
     "def test_add():\n    assert test_helper(2) == 3\n",
     # A script that runs its own tests, with state they share: each runs once, as in `python main.py`.

@@ -286,7 +286,9 @@ def _collected(name: str, value: object) -> bool:
 def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
     """A pytest class's tests, as pytest runs them, and those of the classes pytest collects in it (its ``Test*``
     classes, and unittest's cases)."""
-    methods = [m for m in dir(cls) if _pytest_name(m, getattr(cls, m), "test") and callable(getattr(cls, m))]
+    # A class bound to a test* name in it is no test of pytest's (its classes are collected by Test*, below).
+    found = {m: getattr(cls, m) for m in dir(cls)}
+    methods = [m for m, v in found.items() if _pytest_name(m, v, "test") and callable(v) and not isinstance(v, type)]
     if hasattr(cls, "setup_class"):
         cls.setup_class()
     try:

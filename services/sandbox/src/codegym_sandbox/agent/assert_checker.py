@@ -13,7 +13,6 @@ dict made every later wrong program of those tests pass, through no watch.)
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import signal
 import socket
@@ -198,7 +197,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     (``logging.config.dictConfig`` of one program's dict made every later wrong program of those tests pass)."""
     guard = import_path.Guard(cwd, taint_fd)  # nothing the programs of its runs write runs here
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
-    start_kb = _own_kb()
+    start_kb, grown = _own_kb(), 0
     while True:
         stdin, *fds = _next_run(sock)
         before = os.times()
@@ -211,12 +210,9 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
                 tests = read_tests(split_stdin(data)[1])
                 if not isinstance(tests, call_test.Call):
                     compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
-        grown = max(_own_kb() - start_kb, 0)  # what the set's later runs carry: its compiled tests
+            grown = max(_own_kb() - start_kb, 0)  # what the set's later runs carry: its compiled tests
         after = os.times()
         read_s = after.user + after.system - before.user - before.system  # the run's too: the tests read, compiled
-        # Every object here out of the collector's reach in the fork: a collection there would write to each one,
-        # and the fork copy every page of this process.
-        gc.freeze()
         pid = os.fork()
         if pid == 0:
             _judge_run(sock, cwd, guard, (compiled, data, grown, read_s), fds)

@@ -4,6 +4,7 @@ cannot be forked. The container backends answer 501 with why, and their session 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -16,14 +17,20 @@ from fastapi.testclient import TestClient
 from sandbox_support import settings_for
 
 
+@contextlib.contextmanager
+def _server(backend: str, **limits: int) -> Iterator[TestClient]:
+    """A server on ``backend`` that starts no kernel ahead, with these sessions' settings."""
+    settings = settings_for(backend)
+    settings.sessions.warm = 0
+    for name, value in limits.items():
+        setattr(settings.sessions, name, value)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+
+
 @pytest.fixture(scope="module")
 def sessions(backend: str) -> Iterator[TestClient]:
-    settings = settings_for(backend)
-    settings.sessions.memory_mb = 128
-    settings.sessions.max_sessions = 8
-    settings.sessions.max_fork = 4
-    settings.sessions.warm = 0
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+    with _server(backend, memory_mb=128, max_sessions=8, max_fork=4) as c:
         yield c
 
 
@@ -472,12 +479,7 @@ def test_forks_at_once_are_each_counted_against_the_caps_of_the_other(backend: s
     client's sessions at once each see the other's, and the later one is refused (429)."""
     if not _forks(backend):
         pytest.skip("forks are the local backend's, as root")
-    settings = settings_for(backend)
-    settings.sessions.memory_mb = 64
-    settings.sessions.max_sessions = 12
-    settings.sessions.max_sessions_per_client = 4
-    settings.sessions.warm = 0
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with _server(backend, memory_mb=64, max_sessions=12, max_sessions_per_client=4) as client:
         made = [_new(client), _new(client)]
         for sid in made:
             _cell(client, sid, "x = 1")

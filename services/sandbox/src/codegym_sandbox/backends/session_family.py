@@ -111,6 +111,7 @@ class Family:
                 self.budget.release(lease)
             self.held.clear()
             self.slots.difference_update(self.own_slots)
+            self.own_slots.clear()  # given back: a member's late give-back (MemberLease) must not take one again
 
 
 def _forked(header: dict[str, object], members: list[int]) -> None:
@@ -165,8 +166,11 @@ class MemberLease:
                 asyncio.get_running_loop().call_later(_SLOT_BACK_S, self._give_back_slot)
 
     def _give_back_slot(self) -> None:
-        self.family.own_slots.discard(self.slot)
-        self.family.slots.discard(self.slot)
+        # Only while the family holds it: once the family ended, the slot was given back and may be another
+        # session's now, whose own it would take from the slots in use (a copy of another could then be given it).
+        if self.slot in self.family.own_slots:
+            self.family.own_slots.discard(self.slot)
+            self.family.slots.discard(self.slot)
 
 
 async def fork_lease(

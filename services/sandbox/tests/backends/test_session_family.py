@@ -1,0 +1,54 @@
+"""A forked session's host users (sessions' slots) on the server: each serves one session or copy at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from codegym_sandbox.backends.session_family import Family, MemberLease
+
+
+class _Worker:
+    """What a family asks of its worker: its slot, frames to its agent, and its end."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.ended = False
+
+    def _write(self, data: bytes) -> None:
+        pass
+
+    async def _drain(self) -> None:
+        pass
+
+    async def end(self, grace_s: float) -> None:
+        self.ended = True
+
+    async def kill(self) -> None:
+        self.ended = True
+
+
+class _Budget:
+    def release(self, lease: Any) -> None:
+        pass
+
+
+def test_a_copys_slot_given_back_late_is_not_taken_from_the_session_that_has_it_now() -> None:
+    # A copy's slot is given back a while after the copy ends; the family's end gives back every slot of it at
+    # once. Given back again later, it was taken from whichever session had it by then, and the server could give
+    # that session's own host user to a copy of another (the copy would be that session's user).
+    async def main() -> None:
+        slots = {100, 101}
+        family = Family(_Worker(100), _Budget(), slots, [])  # type: ignore[arg-type]
+        family.own_slots.add(101)
+        family.live = {0, 1}
+        copy = MemberLease(family, 1, None, 101)  # type: ignore[arg-type]
+        session = MemberLease(family, 0, None, 100)  # type: ignore[arg-type]
+        await copy.close()
+        await session.close()  # the family's last member: it ends, and gives its slots back
+        assert family.worker.ended and slots == set()  # type: ignore[attr-defined]
+        slots.add(101)  # a new session's worker takes the slot
+        copy._give_back_slot()  # the copy's give-back, due now
+        assert slots == {101}
+
+    asyncio.run(main())

@@ -142,6 +142,24 @@ FORMS = {
     "pytest-usefixtures-finalizer": "import pytest\nstate = {}\n\n@pytest.fixture\ndef setup(request):\n"
     "    state['a'] = 1\n    request.addfinalizer(state.clear)\n\n@pytest.mark.usefixtures('setup')\n"
     "def test_add():\n    assert add(state['a'], 2) == 3\n\ndef test_cleared():\n    assert state == {}\n",
+    # pytest's marks around unittest's cases (the module's, an outer test class's) and on them, as pytest applies
+    # them: skip, skipif that holds, xfail (its raises, run=False).
+    "module-xfail-on-a-case": "import pytest, unittest\npytestmark = pytest.mark.xfail(raises=ZeroDivisionError)\n\n"
+    "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n        1 / 0\n",
+    "class-marks-on-nested-cases": "import sys, pytest, unittest\n\n@pytest.mark.skip(reason='later')\n"
+    "class TestLater:\n    class Case(unittest.TestCase):\n        def test_later(self):\n"
+    "            self.assertEqual(add(1, 2), 4)\n\n"
+    "@pytest.mark.skipif(sys.version_info > (3,), reason='py3')\nclass TestOld:\n"
+    "    class Case(unittest.TestCase):\n        def test_old(self):\n            self.assertEqual(add(1, 2), 4)\n\n"
+    "@pytest.mark.xfail(reason='known')\nclass TestKnown:\n    class Case(unittest.TestCase):\n"
+    "        def test_known(self):\n            self.assertEqual(add(1, 2), 4)\n\n"
+    "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+    "marks-on-a-case": "import pytest, unittest\n\n@pytest.mark.skip\nclass Later(unittest.TestCase):\n"
+    "    @classmethod\n    def setUpClass(cls):\n        raise RuntimeError('not yet')\n\n"
+    "    def test_later(self):\n        pass\n\nclass T(unittest.TestCase):\n"
+    "    @pytest.mark.xfail(run=False)\n    def test_hangs(self):\n        while True:\n            pass\n\n"
+    "    @pytest.mark.xfail(raises=ZeroDivisionError)\n    def test_zero(self):\n        1 / 0\n\n"
+    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
 }
 
 
@@ -372,6 +390,38 @@ def test_a_test_class_on_a_class_of_the_programs_is_no_pass(hostile: TestClient)
 )
 def test_pytest_marks_run_what_pytest_runs(hostile: TestClient, tests: str, wrong: str) -> None:
     assert _verdicts(hostile, tests, [WRONG, RIGHT]) == [wrong, "AC"]
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdicts"),
+    [
+        # A module's skip reaches its cases and those in its test classes: every program passes, as in pytest.
+        (
+            "import pytest, unittest\npytestmark = pytest.mark.skip(reason='later')\n\n"
+            "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 4)\n\n"
+            "class TestOuter:\n    class Case(unittest.TestCase):\n        def test_add(self):\n"
+            "            self.assertEqual(add(1, 2), 4)\n",
+            ["AC", "AC"],
+        ),
+        # An outer class's strict xfail: a case that passes fails (the right program), one that fails passes.
+        (
+            "import pytest, unittest\n\n@pytest.mark.xfail(strict=True)\n"
+            "class TestOuter:\n    class Case(unittest.TestCase):\n        def test_add(self):\n"
+            "            self.assertEqual(add(1, 2), 3)\n",
+            ["AC", "WA"],
+        ),
+        # xfail(raises=...) passes no failure of another kind.
+        (
+            "import pytest, unittest\n\nclass T(unittest.TestCase):\n"
+            "    @pytest.mark.xfail(raises=ZeroDivisionError)\n    def test_add(self):\n"
+            "        self.assertEqual(add(1, 2), 4)\n",
+            ["WA", "WA"],
+        ),
+    ],
+    ids=["module-skip-on-cases", "strict-xfail-on-a-case-that-passes", "xfail-raises-another-error"],
+)
+def test_pytest_marks_reach_unittest_cases_as_in_pytest(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
 
 
 def test_capsys_takes_what_the_program_writes_as_a_process_would(hostile: TestClient) -> None:

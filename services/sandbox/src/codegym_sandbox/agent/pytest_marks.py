@@ -25,6 +25,12 @@ def marks_of(value: object) -> list[object]:
     return found
 
 
+def of_class(cls: type) -> list[object]:
+    """pytest's marks of a test class: its own ``pytestmark`` and its bases' (pytest reads a class's through its
+    MRO, the bases' first; a decorated class's attribute holds its own only)."""
+    return [mark for c in reversed(cls.__mro__) for mark in marks_of(vars(c).get("pytestmark"))]
+
+
 class _Absent(BaseException):
     """Stands for a class of pytest's where the tests did not import pytest: never raised, never made."""
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from . import call_test, import_path, program_names, pytest_marks
+from . import call_test, import_path, program_names, pytest_marks, unittest_cases
 from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, theirs, wrapped
 from .plain_data import Handle
 from .program_errors import program_traceback
@@ -178,7 +178,8 @@ def collect_and_run(
       inherited): each ``test*`` method (inherited too) on a new instance, between ``setup_method`` and
       ``teardown_method``, all of them between the class's ``setup_class`` and ``teardown_class``.
     - unittest's cases, unless ``unittest.main()`` ran them (again, where it ran them with ``exit=False``, which
-      fails nothing: a runner's own report is no verdict).
+      fails nothing: a runner's own report is no verdict), under pytest's marks (``unittest_cases``): the module's,
+      and those of the test classes they are in.
     """
     named = program_names.loaded_names(code)
     check = scope.get("check")
@@ -223,16 +224,7 @@ def collect_and_run(
         if isinstance(value, type) and issubclass(value, unittest.TestCase) and value.__module__ == "__main__"
     ]
     if cases:
-        _run_cases(cases, unittest)
-
-
-def _run_cases(cases: list[type], unittest: types.ModuleType) -> None:
-    suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(case) for case in cases)
-    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)
-    if result.errors:
-        raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
-    if not result.wasSuccessful():  # a failure, or an expected failure that passed
-        raise AssertionError("the tests' cases failed")
+        unittest_cases.run(cases, unittest, pytest_marks.marks_of(scope.get("pytestmark")))
 
 
 def _pytest_name(name: str, value: object, prefixes: str | tuple[str, ...]) -> bool:
@@ -287,6 +279,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
     """A pytest class's tests, as pytest runs them, and those of the classes pytest collects in it (its ``Test*``
     classes, and unittest's cases)."""
     # A class bound to a test* name in it is no test of pytest's (its classes are collected by Test*, below).
+    own = [*marks, *pytest_marks.of_class(cls)]
     found = {m: getattr(cls, m) for m in dir(cls)}
     methods = [m for m, v in found.items() if _pytest_name(m, v, "test") and callable(v) and not isinstance(v, type)]
     if hasattr(cls, "setup_class"):
@@ -297,20 +290,20 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
             test = getattr(instance, method)
             for hook in ("setup_method", None, "teardown_method"):
                 if hook is None:
-                    _run(test, [*marks, *pytest_marks.marks_of(getattr(cls, "pytestmark", None))], fixtures, instance)
+                    _run(test, own, fixtures, instance)
                 elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
                     step = getattr(instance, hook)
                     step(test) if step.__code__.co_argcount > 1 else step()
     finally:
         if hasattr(cls, "teardown_class"):
             cls.teardown_class()
-    unittest, own = sys.modules.get("unittest"), [*marks, *pytest_marks.marks_of(getattr(cls, "pytestmark", None))]
+    unittest = sys.modules.get("unittest")
     for name in dir(cls):
         inner = getattr(cls, name)
         if not isinstance(inner, type) or inner is cls or inner.__module__ != "__main__" or name.startswith("__"):
             continue
         if unittest is not None and issubclass(inner, unittest.TestCase):
-            _run_cases([inner], unittest)
+            unittest_cases.run([inner], unittest, own)
         elif _pytest_name(name, inner, "Test") and _pytest_class(inner, unittest):
             with fixtures.of_class(inner) as of_inner:
                 _run_class(inner, own, of_inner)

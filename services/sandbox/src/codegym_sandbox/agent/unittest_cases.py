@@ -1,0 +1,87 @@
+"""unittest's cases that the checker collects (``test_forms``), run as pytest runs them: in unittest's own suite and
+runner (``setUpClass`` and its teardowns, unittest's ``skip`` and ``expectedFailure``, ``subTest``), under pytest's
+marks on the case's method, on its class, and around it (an outer test class's, the module's ``pytestmark``).
+
+pytest applies ``skip``, ``skipif`` and ``xfail`` to a case's methods as to its own test functions: a case it skips
+is not run (nor a class's ``setUpClass`` where it skips all of the class's), one it expects to fail passes where it
+fails as the mark says, and fails where it passes under ``strict``. Left out, an honest program failed a case that
+pytest skips.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from . import pytest_marks
+
+
+def run(cases: list[type], unittest: types.ModuleType, marks: list[object]) -> None:
+    """Run ``cases`` in one suite, each test under its marks and ``marks`` (those around the cases): an error of
+    theirs raises ``RuntimeError``, a failure ``AssertionError``."""
+    suite, expected = unittest.TestSuite(), _Expected()
+    for case in cases:
+        for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
+            method = getattr(case, str(getattr(test, "_testMethodName", "")), None)
+            own = [*pytest_marks.marks_of(getattr(method, "pytestmark", None)), *pytest_marks.of_class(case), *marks]
+            if pytest_marks.skipped(own):
+                continue
+            xfail = pytest_marks.xfail(own)
+            if xfail is not None and not xfail.run:
+                continue  # xfail(run=False): pytest reports it xfailed, unrun
+            if xfail is not None:
+                expected[id(test)] = (test, xfail)
+            suite.addTest(test)
+    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=_result_class(unittest, expected))
+    result = runner.run(suite)
+    if result.errors:
+        raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
+    if not result.wasSuccessful():  # a failure, or an expected failure that passed
+        raise AssertionError("the tests' cases failed")
+
+
+class _Expected(dict[int, tuple[object, pytest_marks.Expected]]):
+    """The ``xfail`` marks of tests, by their ids: each kept with its test, which unittest's suite lets go of once
+    run (an object made later, a class's error, could take its id)."""
+
+    def of(self, test: object) -> pytest_marks.Expected | None:
+        found = self.get(id(test))
+        return found[1] if found is not None and found[0] is test else None
+
+
+def _result_class(unittest: types.ModuleType, expected: _Expected) -> type:
+    """unittest's result, where a test that ``expected`` holds an ``xfail`` of is judged as pytest judges it."""
+
+    # The tests' own unittest module, never imported here: its classes are untyped to mypy.
+    class Result(unittest.TextTestResult):  # type: ignore[name-defined,misc]
+        def addError(self, test: Any, err: Any) -> None:
+            if not self._failed_as_expected(test, err):
+                super().addError(test, err)
+
+        def addFailure(self, test: Any, err: Any) -> None:
+            if not self._failed_as_expected(test, err):
+                super().addFailure(test, err)
+
+        def addSubTest(self, test: Any, subtest: Any, err: Any) -> None:
+            if err is None or not self._failed_as_expected(test, err):
+                super().addSubTest(test, subtest, err)
+
+        def addSuccess(self, test: Any) -> None:
+            xfail = expected.of(test)
+            if xfail is None or not xfail.strict:
+                super().addSuccess(test)  # an xfail test that passes passes, as pytest's XPASS
+                return
+            try:
+                raise AssertionError(f"{test} passed, and its xfail(strict=True) says it must not")
+            except AssertionError:
+                super().addFailure(test, sys.exc_info())
+
+        def _failed_as_expected(self, test: Any, err: Any) -> bool:
+            xfail = expected.of(test)
+            if xfail is None or not xfail.catches(err[1]):
+                return False
+            self.addExpectedFailure(test, err)
+            return True
+
+    return Result

@@ -160,6 +160,15 @@ FORMS = {
     "    @pytest.mark.xfail(run=False)\n    def test_hangs(self):\n        while True:\n            pass\n\n"
     "    @pytest.mark.xfail(raises=ZeroDivisionError)\n    def test_zero(self):\n        1 / 0\n\n"
     "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+    # An outer test class's fixture method is its own class's, never the nested class's: pytest binds it to an
+    # instance of the outer class; and one of the class's scope to an instance of the class, never a test's.
+    "outer-autouse-fixture-in-a-nested-class": "import pytest\n\nclass TestOuter:\n    base = 1\n\n"
+    "    @pytest.fixture(autouse=True)\n    def start(self):\n        self.one = self.base\n\n"
+    "    def test_outer(self):\n        assert add(self.one, 2) == 3\n\n    class TestInner:\n"
+    "        def test_add(self):\n            assert not hasattr(self, 'one')\n            assert add(1, 2) == 3\n",
+    "class-scope-fixture-method": "import pytest\n\nclass TestAdd:\n    @pytest.fixture(scope='class')\n"
+    "    def one(self):\n        self.made = True\n        return 1\n\n    def test_add(self, one):\n"
+    "        assert not hasattr(self, 'made')\n        assert add(one, 2) == 3\n",
 }
 
 

@@ -29,17 +29,24 @@ Builtin = Mapping[str, Callable[[], AbstractContextManager[object]]]  # pytest's
 
 class Definition(NamedTuple):
     """One fixture of the tests': its function (a method of a test class's, unbound), what pytest's decorator
-    said of it."""
+    said of it; a method's ``holder``, an instance of the class it was found in, made once for the class's tests.
+    As pytest binds a method fixture: to the test's own instance where the fixture is of a test's scope and that
+    instance is one of the holder's class, else to the holder (an outer class's fixture, run for a nested class's
+    test, is never bound to the nested class's instance; one of the class's scope is never a test's)."""
 
     name: str
     function: Any  # a types.FunctionType of the tests' (typed so, mypy would read it as a method)
     scope: str
     params: tuple[object, ...] | None
     autouse: bool
-    method: bool
+    holder: object = None
+
+    @property
+    def method(self) -> bool:
+        return self.holder is not None
 
 
-def definition(value: object, method: bool = False) -> Definition | None:
+def definition(value: object) -> Definition | None:
     """``value`` as a fixture of the tests': pytest's own mark on a function of their code, else None."""
     fixtures = sys.modules.get("_pytest.fixtures")  # imported by tests that use pytest's decorator, and only then
     if fixtures is None:
@@ -63,7 +70,6 @@ def definition(value: object, method: bool = False) -> Definition | None:
         scope=marker.scope if isinstance(marker.scope, str) else "function",
         params=tuple(params) if params is not None else None,
         autouse=bool(marker.autouse),
-        method=method,
     )
 
 
@@ -175,11 +181,15 @@ class Fixtures:
         """The fixtures a test class's methods see: the module's and the class's own (a base's too, the nearest
         first); those of the class's scope, and the class's own of any wider one, made once for its tests."""
         defined = dict(self.defined)
-        for base in reversed(test_class.__mro__):
-            for value in list(vars(base).values()):
-                found = definition(value, method=True)
-                if found is not None:
-                    defined[found.name] = found
+        own = [
+            found
+            for base in reversed(test_class.__mro__)
+            for v in list(vars(base).values())
+            if (found := definition(v))
+        ]
+        if own:
+            holder = test_class()  # as pytest's collection makes one, to bind the class's fixtures to
+            defined.update((found.name, found._replace(holder=holder)) for found in own)
         inner = Fixtures(defined, self.builtin, self.module, Made())
         try:
             yield inner
@@ -319,7 +329,8 @@ def _value(found: Definition, arguments: dict[str, object], stack: contextlib.Ex
     """What the fixture's function gives: its return, or its ``yield``, whose rest runs when ``stack`` ends."""
     function: Callable[..., Any] = found.function
     if found.method:
-        function = types.MethodType(found.function, instance)
+        own = found.scope == "function" and isinstance(instance, type(found.holder))
+        function = types.MethodType(found.function, instance if own else found.holder)
     flags = found.function.__code__.co_flags
     if flags & _NOT_RUNNABLE:
         raise TypeError(f"fixture {found.name!r} is a coroutine: no runner here awaits it")

@@ -160,6 +160,11 @@ FORMS = {
     "    @pytest.mark.xfail(run=False)\n    def test_hangs(self):\n        while True:\n            pass\n\n"
     "    @pytest.mark.xfail(raises=ZeroDivisionError)\n    def test_zero(self):\n        1 / 0\n\n"
     "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+    # pytest.skip(), xfail() and fail() in a unittest case (its setUp too): its outcomes, as in pytest.
+    "pytest-outcomes-in-a-case": "import pytest, unittest\n\nclass Later(unittest.TestCase):\n    def setUp(self):\n"
+    "        pytest.skip('later')\n\n    def test_later(self):\n        self.assertEqual(add(1, 2), 4)\n\n"
+    "class T(unittest.TestCase):\n    def test_known(self):\n        pytest.xfail('known')\n\n"
+    "    def test_add(self):\n        if add(1, 2) != 3:\n            pytest.fail('1 + 2')\n",
     # An outer test class's fixture method is its own class's, never the nested class's: pytest binds it to an
     # instance of the outer class; and one of the class's scope to an instance of the class, never a test's.
     "outer-autouse-fixture-in-a-nested-class": "import pytest\n\nclass TestOuter:\n    base = 1\n\n"

@@ -36,8 +36,8 @@ class _Absent(BaseException):
 
 
 def pytest_class(name: str) -> Any:
-    """pytest's own class ``name`` (``ParameterSet``, ``Skipped``, ``XFailed``), where the tests imported pytest;
-    else a class that nothing is an instance of."""
+    """pytest's own class ``name`` (``ParameterSet``, ``Skipped``, ``XFailed``, ``Failed``), where the tests imported
+    pytest; else a class that nothing is an instance of."""
     for module in ("_pytest.mark.structures", "_pytest.outcomes"):
         found = getattr(sys.modules.get(module), name, None)
         if isinstance(found, type):

@@ -4,8 +4,8 @@ marks on the case's method, on its class, and around it (an outer test class's, 
 
 pytest applies ``skip``, ``skipif`` and ``xfail`` to a case's methods as to its own test functions: a case it skips
 is not run (nor a class's ``setUpClass`` where it skips all of the class's), one it expects to fail passes where it
-fails as the mark says, and fails where it passes under ``strict``. Left out, an honest program failed a case that
-pytest skips.
+fails as the mark says, and fails where it passes under ``strict``; ``pytest.skip()``, ``xfail()`` and ``fail()`` in a
+case are its outcomes, as in a test function. Left out, an honest program failed a case that pytest skips.
 """
 
 from __future__ import annotations
@@ -56,7 +56,14 @@ def _result_class(unittest: types.ModuleType, expected: _Expected) -> type:
     # The tests' own unittest module, never imported here: its classes are untyped to mypy.
     class Result(unittest.TextTestResult):  # type: ignore[name-defined,misc]
         def addError(self, test: Any, err: Any) -> None:
-            if not self._failed_as_expected(test, err):
+            # pytest's outcomes that a case, its setUp or its class's raise: skipped, xfailed, failed, as in pytest.
+            if issubclass(err[0], pytest_marks.pytest_class("Skipped")):
+                self.addSkip(test, str(err[1]))
+            elif issubclass(err[0], pytest_marks.pytest_class("XFailed")):
+                self.addExpectedFailure(test, err)
+            elif issubclass(err[0], pytest_marks.pytest_class("Failed")):
+                self.addFailure(test, err)
+            elif not self._failed_as_expected(test, err):
                 super().addError(test, err)
 
         def addFailure(self, test: Any, err: Any) -> None:

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import copy_mappings
+from . import acting_ids, copy_mappings
 from .copy_files import Target
 from .ptrace_calls import Call, Tracee, TraceFailed, read_memory, run_each
 from .session_main import ANSWERS_FD, REQUESTS_FD
@@ -121,7 +121,7 @@ class _Making:
         ):
             raise TraceFailed(0, f"process {self.pid} did not make the channels it was asked to")
         for fd, mode in ((requests, 0o444), (stdout, 0o222), (stderr, 0o222)):
-            os.fchmod(fd, mode)  # the mode the box gives a kernel's channels: none opens again by path
+            _chmod(fd, mode)  # the mode the box gives a kernel's channels: none opens again by path
         closes: list[Call] = [("close", (fd,)) for fd in (requests_w, out_r, err_r, answers_ours)]
         low = [fd for fd in theirs if fd <= ANSWERS_FD]
         if low:  # in a place the kernel had closed: moved past the five, where no dup3 lands
@@ -228,9 +228,15 @@ def check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], file
     own memory cgroup, and only its five descriptors, no mapping of a file on ``theirs`` (the devices of the
     kernel's files), and each mapping of a file of ``files`` one of the copy's own files (the continuation keeps
     its own)."""
+    info = os.stat(f"/proc/{pid}")
+    with acting_ids.files_as(info.st_uid, info.st_gid):  # its entries' owner's: a container's agent passes no mode by
+        _check(pid, target, kernel_ids, theirs, files)
+
+
+def _check(pid: int, target: Target, kernel_ids: set[int], theirs: set[str], files: Files) -> None:
     status = status_of(pid)
     caps = [int(status[name], 16) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")]
-    if ids(status) != (kernel_ids if target.keeps else {target.owner}) or any(caps) or os.getsid(pid) != pid:
+    if ids(status) != (kernel_ids if target.keeps else set(target.owner)) or any(caps) or os.getsid(pid) != pid:
         raise TraceFailed(0, f"process {pid} was not made what it was asked to be")
     if target.memory is None or pid not in target.memory.pids():
         raise TraceFailed(0, f"process {pid} is not in the memory cgroup made for it")
@@ -269,6 +275,17 @@ def _checked(pid: int, calls: list[Call], got: list[int], count: int) -> list[in
         if result < 0:
             raise TraceFailed(-result, f"{name} in process {pid}: {os.strerror(-result)}")
     return got
+
+
+def _chmod(fd: int, mode: int) -> None:
+    """Change the mode of a copy's pipe: as its owner, the copy's user, where the agent passes no file's mode
+    (a container's, whose file ids are its programs' and which has no ``CAP_FOWNER``)."""
+    try:
+        os.fchmod(fd, mode)
+    except PermissionError:
+        info = os.fstat(fd)
+        with acting_ids.files_as(info.st_uid, info.st_gid):
+            os.fchmod(fd, mode)
 
 
 def _take(pidfd: int, fd: int) -> int:

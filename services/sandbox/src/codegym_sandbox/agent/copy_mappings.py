@@ -32,6 +32,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import ptrace_calls
 from .ptrace_calls import Call, Earlier, TraceFailed, read_memory
 
 _PAGE = 4096
@@ -308,8 +309,8 @@ def fill(reader: int, copies: list[int], mappings: list[Mapping]) -> None:
     each of ``copies`` (made by :func:`make`), a piece at a time."""
     if not mappings or not copies:
         return
-    source = os.open(f"/proc/{reader}/mem", os.O_RDONLY | os.O_CLOEXEC)
-    targets = [os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC) for pid in copies]
+    source = ptrace_calls.open_memory(reader, os.O_RDONLY)
+    targets = [ptrace_calls.open_memory(pid, os.O_RDWR) for pid in copies]
     try:
         for m in mappings:
             for address, length in m.held:

@@ -37,12 +37,37 @@ def host_ids(first: int | None, slot: int) -> int | None:
 
 def fork_pool(config: WorkerConfig) -> list[int]:
     """The ids (in the worker's namespace) a session's copies may be given: each session slot's but the worker's
-    own; none for a worker of runs, or one whose programs have no host user of their own."""
+    own; none for a worker of runs, or one whose programs have no host user of their own. In a container (no
+    namespace of the worker's own) they are the host's uids of those slots' programs, as its own programs' are."""
     first, count = config.get("session_slots", (0, 0))
     slot = config.get("slot", 0)
-    if config.get("host_uid") is None or os.geteuid() != 0 or not first <= slot < first + count:
+    if os.geteuid() != 0 or not first <= slot < first + count:
         return []
-    return [FORK_BASE + j for j in range(count) if first + j != slot]
+    base = first_fork_id(config)
+    if base is None:
+        return []
+    return [base + j for j in range(count) if first + j != slot]
+
+
+def first_fork_id(config: WorkerConfig) -> int | None:
+    """The id of the first session slot's programs in the worker's namespace (the server names a copy's user
+    :data:`FORK_BASE` plus its slot's place among the sessions'), or None where copies have no host user of their
+    own: without root, or in a container whose cgroups for copies the server did not bind."""
+    if config.get("namespaces", True):
+        return FORK_BASE if config.get("host_uid") is not None else None
+    run_as = config.get("run_as")
+    if not run_as or not config.get("copies"):
+        return None
+    return int(run_as.partition(":")[0]) + config.get("session_slots", (0, 0))[0]
+
+
+def container_gid_shift(config: WorkerConfig) -> int:
+    """What a program's gid is more than its uid in a container (``run_as``'s gid less its uid); 0 elsewhere."""
+    run_as = config.get("run_as")
+    if config.get("namespaces", True) or not run_as:
+        return 0
+    user, _, group = run_as.partition(":")
+    return int(group or user) - int(user)
 
 
 def pool_lines(pool: list[int], outside: Callable[[int], int]) -> str:

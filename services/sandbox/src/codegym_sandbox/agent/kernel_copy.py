@@ -92,7 +92,8 @@ def copy_kernel(
     try:
         check_alone(kernel, others)  # again, now that it is stopped: nothing of it can start anything more
         cwd = _working_directory(kernel, (mounts.scratch, mounts.shm)) + b"\0"
-        kernel_ids = copy_making.ids(copy_making.status_of(kernel))
+        status = copy_making.status_of(kernel)
+        kernel_ids = copy_making.ids(status)
         # Its files' file systems: a copy maps nothing of them (its own are copies).
         points = (mounts.scratch, mounts.shm)
         writable = {copy_mappings.device(os.stat(f"/proc/{kernel}/root{point}").st_dev) for point in points}
@@ -105,21 +106,22 @@ def copy_kernel(
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
         # program's to change: linux.py), each copy counts its own, under the session's limit, set again below.
-        soft, hard = resource.prlimit(kernel, resource.RLIMIT_NPROC)
+        soft, hard = _process_limit_of(kernel)
+        # In a container: the kernel's own host ids (a copy's are its own), whose processes' limits it may set.
+        owner = _real_ids(status) if mounts.contained else None
         try:
-            resource.prlimit(kernel, resource.RLIMIT_NPROC, (hard, hard))
+            _process_limit([kernel], (hard, hard), owner)
             # And, where there are such mappings, a plain clone to read them through: reading the kernel's own
             # would put the pages it holds only in a file's cache into its page table, its memory from then on.
             _clones(parent, targets, bool(mappings), page, children)
         finally:
-            resource.prlimit(kernel, resource.RLIMIT_NPROC, (soft, hard))
+            _process_limit([kernel], (soft, hard), owner)
         copy_mappings.check_carried(kernel, children[0].pid)
         reader = children[len(targets)] if mappings else None
         if reader is not None:  # which pages the kernel holds in them, asked in the reader (mincore)
             _find_held(reader, mappings, page, memory_bytes)
         made = list(zip(children[: len(targets)], targets, strict=True))
-        for child, _ in made:
-            resource.prlimit(child.pid, resource.RLIMIT_NPROC, (soft, hard))
+        _process_limit([child.pid for child, _ in made], (soft, hard), owner)
         helper = copy_files.start(made, kernel, mounts)  # their files, made as they are made over
         copies = copy_making.make_over(made, cwd, mappings, (page, size), helper.wait)
         for copy, target in zip(copies, targets, strict=True):
@@ -150,6 +152,44 @@ def copy_kernel(
     for child in children:
         child.release(stopped=True)
     return copies, parent
+
+
+def _real_ids(status: dict[str, str]) -> tuple[int, int]:
+    return int(status["Uid"].split()[0]), int(status["Gid"].split()[0])
+
+
+def _process_limit_of(pid: int) -> tuple[int, int]:
+    """``pid``'s process limit, as ``/proc`` shows it to anyone (``prlimit`` asks what setting it would)."""
+    with open(f"/proc/{pid}/limits") as f:
+        for line in f:
+            if line.startswith("Max processes"):
+                soft, hard = line.split()[2:4]
+                return tuple(resource.RLIM_INFINITY if v == "unlimited" else int(v) for v in (soft, hard))  # type: ignore[return-value]
+    raise OSError(f"no process limit of process {pid} to read")
+
+
+def _process_limit(pids: list[int], limits: tuple[int, int], contained: tuple[int, int] | None) -> None:
+    """Set the process limit of ``pids`` (the kernel and its copies, all of the programs' user). In a container,
+    whose root has no ``CAP_SYS_RESOURCE``, from a process whose real ids are that user's (the kernel lets a
+    process set the limits of another of its real user), root's effective ids kept."""
+    if contained is None:
+        for pid in pids:
+            resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
+        return
+    helper = os.fork()
+    if helper == 0:
+        code = 1
+        try:
+            os.setresgid(contained[1], -1, -1)
+            os.setresuid(contained[0], -1, -1)
+            for pid in pids:
+                resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(helper, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError("the process limit of the session's interpreter could not be set")
 
 
 def _working_directory(kernel: int, points: tuple[str, ...]) -> bytes:
@@ -263,7 +303,7 @@ class _Placer:
             return  # a reader stays where the kernel is
         target = self.targets[index]
         try:
-            for group in (target.memory, target.meter):
+            for group in (target.memory, target.meter, target.pids):
                 if group is not None:
                     group.add(pid)
         except OSError as exc:

@@ -22,6 +22,7 @@ from .memory_cgroup import MemoryCgroup
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
+    from .pids_cgroup import PidsCgroup
     from .protocol import Report
     from .run_cgroup import RunCgroup
 
@@ -128,10 +129,16 @@ class CopyPlace:
     the session's life (``limit_s``) of which its parent had used ``spent_s``."""
 
     def __init__(
-        self, pid: int, memory: MemoryCgroup | None, meter: RunCgroup | None, limit_s: float, spent_s: float
+        self,
+        pid: int,
+        memory: MemoryCgroup | None,
+        meter: RunCgroup | None,
+        limit_s: float,
+        spent_s: float,
+        pids: PidsCgroup | None = None,
     ) -> None:
         self.root = self.kernel = pid
-        self.memory, self.meter = memory, meter
+        self.memory, self.meter, self.pids = memory, meter, pids
         self.limit_s, self.spent_s = limit_s, spent_s
         self.poll_s = _CPU_POLL_S
         self.pidfd = os.pidfd_open(pid)
@@ -197,7 +204,7 @@ class CopyPlace:
                 break
         os.close(self.pidfd)
         self.pidfd = -1
-        for group in (self.meter, self.memory):
+        for group in (self.meter, self.pids, self.memory):
             if group is not None:
                 group.remove()
 

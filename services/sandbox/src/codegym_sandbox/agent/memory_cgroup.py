@@ -7,6 +7,8 @@ import errno
 import os
 import time
 
+from . import acting_ids
+
 
 class MemoryCgroup:
     """A memory cgroup of the worker's own, where the host lets the agent make one (cgroup v1 or v2, as root).
@@ -115,6 +117,7 @@ class MemoryCgroup:
         self.seen = self.oom_kills()
         return True
 
+    @acting_ids.root_files
     def remove(self) -> None:
         """Remove the cgroup, once the box and every process of its namespace are gone: what its runs left in the
         page cache given back first, which would otherwise keep it a dying cgroup, holding one of the kernel's
@@ -130,6 +133,18 @@ class MemoryCgroup:
             except OSError:
                 time.sleep(0.01)  # its last processes are still exiting
 
+    @classmethod
+    @acting_ids.root_files
+    def beside(cls, path: str) -> MemoryCgroup | None:
+        """Where a container's session's copies' memory cgroups are made (:meth:`sibling`): ``path``, a directory of
+        the host's bound into the container by the server (the container's own cgroups are read-only)."""
+        try:
+            parent = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        return cls(-1, parent, "", 1 if os.path.exists(f"{path}/memory.limit_in_bytes") else 2)
+
+    @acting_ids.root_files
     def sibling(self) -> MemoryCgroup | None:
         """A new cgroup beside this one, empty and without a limit (a session's copy's own: see
         ``kernel_copy.py``); None where this one is not the agent's to make beside (a container's)."""
@@ -148,6 +163,7 @@ class MemoryCgroup:
         """The descriptors it holds open (what a process that keeps it must keep)."""
         return {fd for fd in (self.fd, self.parent_fd, *self.files.values()) if fd >= 0}
 
+    @acting_ids.root_files
     def pids(self) -> set[int]:
         """The processes in it now (every process of a session's copy: none can leave, see ``kernel_place.py``)."""
         try:
@@ -162,6 +178,7 @@ class MemoryCgroup:
             os.close(fd)
         return {int(pid) for pid in data.split()}
 
+    @acting_ids.root_files
     def procs(self) -> int:
         """A descriptor of its ``cgroup.procs``, to write into (``0``: the writer) once its writer can no longer
         open it."""
@@ -238,6 +255,7 @@ class MemoryCgroup:
             return self._field("memory.stat", b"kernel") // 1024
         return self._field("memory.kmem.usage_in_bytes", b"") // 1024
 
+    @acting_ids.root_files
     def _field(self, name: str, key: bytes) -> int:
         """The number after ``key`` in file ``name`` (the file's only number with an empty key); 0 if none."""
         try:
@@ -259,6 +277,7 @@ class MemoryCgroup:
         over, self.seen = kills > self.seen, kills
         return over
 
+    @acting_ids.root_files
     def _set(self, name: str, value: str) -> None:
         fd = os.open(name, os.O_WRONLY, dir_fd=self.fd)
         try:
@@ -267,6 +286,7 @@ class MemoryCgroup:
             os.close(fd)
 
 
+@acting_ids.root_files
 def _give_back(cgroup: int) -> None:
     """Ask the cgroup open at ``cgroup`` to give back what no process or file holds there: cgroup v1's
     ``memory.force_empty``, v2's ``memory.reclaim`` of all it holds. Opens no file it does not find (a

@@ -101,6 +101,8 @@ class WorkerConfig(TypedDict, total=False):
     run_as: str | None  # in a container, "uid:gid" of programs
     host_uid: int | None  # the first host uid of the range programs map to, by slot (a root server)
     session_slots: list[int]  # the first of the sessions' slots and their number (a session's copies' users)
+    copies: list[str]  # in a session's container: where its copies' memory, CPU and pids cgroups are made
+    copy_processes: int  # and the most processes each copy may have (one session's)
     queued_signals: int  # RLIMIT_SIGPENDING of the worker's processes (see host_users.bound_user_counts)
     keep: list[str]  # what the worker's root shows of the host's, and what it hides (see runtime.py)
     hide: list[str]

@@ -19,6 +19,8 @@ import platform
 import struct
 from collections.abc import Callable, Sequence
 
+from . import acting_ids
+
 SUPPORTED = platform.machine() == "x86_64"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -175,8 +177,23 @@ def wait_stop(pid: int) -> tuple[int, int]:
     return os.WSTOPSIG(status), status >> 16
 
 
+def open_memory(pid: int, flags: int) -> int:
+    """``pid``'s memory, opened (``/proc/PID/mem``). A container's agent, root with its programs' file ids and
+    no capability to pass over a file's mode, opens it with the file ids of its owner (the tracer's capability to
+    trace is what the kernel asks of the rest)."""
+    path = f"/proc/{pid}/mem"
+    try:
+        return os.open(path, flags | os.O_CLOEXEC)
+    except PermissionError:
+        if os.geteuid() != 0:
+            raise
+        info = os.stat(path)
+        with acting_ids.files_as(info.st_uid, info.st_gid):
+            return os.open(path, flags | os.O_CLOEXEC)
+
+
 def read_memory(pid: int, address: int, size: int) -> bytes:
-    fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_memory(pid, os.O_RDONLY)
     try:
         return os.pread(fd, size, address)
     finally:
@@ -184,7 +201,7 @@ def read_memory(pid: int, address: int, size: int) -> bytes:
 
 
 def write_memory(pid: int, address: int, data: bytes) -> None:
-    fd = os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC)
+    fd = open_memory(pid, os.O_RDWR)
     try:
         if os.pwrite(fd, data, address) != len(data):
             raise TraceFailed(0, f"a short write into process {pid}")

@@ -21,6 +21,7 @@ import contextlib
 import os
 import time
 
+from . import acting_ids
 from .memory_cgroup import MemoryCgroup
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -67,6 +68,7 @@ class RunCgroup:
         return None
 
     @classmethod
+    @acting_ids.root_files
     def _open(cls, directory: int, version: int, parent: int, name: str) -> RunCgroup | None:
         try:
             usage = os.open("cpuacct.usage" if version == 1 else "cpu.stat", os.O_RDONLY, dir_fd=directory)
@@ -96,6 +98,19 @@ class RunCgroup:
                     return cgroup
         return None
 
+    @classmethod
+    @acting_ids.root_files
+    def beside(cls, path: str, memory: MemoryCgroup | None) -> RunCgroup | None:
+        """Where a container's session's copies' cgroups are made: ``path``, a directory of the host's bound into the
+        container by the server (the container's own cgroups are read-only); the memory cgroup's on v2."""
+        if memory is not None and memory.version == 2:
+            return cls(-1, -1, 2)
+        try:
+            return cls(-1, -1, 1, os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        except OSError:
+            return None
+
+    @acting_ids.root_files
     def sibling(self, memory: MemoryCgroup | None) -> RunCgroup | None:
         """A new cgroup for a session's copy (``kernel_copy.py``): beside this one on cgroup v1, under
         ``memory`` (the copy's own memory cgroup) on v2; None where none can be made."""
@@ -154,6 +169,7 @@ class RunCgroup:
             used -= sum(own_cpu_s(pid) for pid in supervisors)
         return used
 
+    @acting_ids.root_files
     def remove(self) -> None:
         """Remove it, once every process in it is gone."""
         if self.parent < 0:

@@ -20,33 +20,80 @@ import signal
 import socket
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from . import box_protocol, host_users, isolation, kernel_copy, ptrace_calls, session
 from .copy_files import Mounts, Target
 from .kernel_copy import Refused
 from .kernel_place import CopyPlace
+from .memory_cgroup import MemoryCgroup
+from .pids_cgroup import PidsCgroup
 from .protocol import ProtocolError, _read_exact, decode_header, encode_frame, read_frame, wipe, write_all
+from .run_cgroup import RunCgroup
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
-    from .memory_cgroup import MemoryCgroup
-    from .run_cgroup import RunCgroup
 
 _MAX_FDS = 1024  # the most members one fork hands on (the server asks for fewer)
 _RELEASE_S = 10.0
+
+
+@dataclass(frozen=True)
+class Ids:
+    """Who a lineage's kernels are in their own namespaces, and how the server's names of users (``FORK_BASE``
+    plus a sessions' slot's place) are found among the ids of the worker's namespace."""
+
+    program: int  # the kernel's uid in its namespace: PROGRAM_UID, or a container's programs' uid
+    program_gid: int
+    first: int  # the first sessions' slot's user (``host_users.first_fork_id``)
+    gid_shift: int  # a user's gid less its uid
+
+    def of(self, user: int) -> int:
+        return self.first + user - host_users.FORK_BASE
 
 
 class Lineage:
     """What a kernel's copies are made with: the ids its namespace maps (``host_users.fork_pool``), the mounts
     of its files, and the cgroups its copies' own are made beside."""
 
-    def __init__(self, pool: list[int], mounts: Mounts, memory: MemoryCgroup | None, meter: RunCgroup | None) -> None:
-        self.pool, self.mounts, self.memory, self.meter = pool, mounts, memory, meter
+    def __init__(
+        self,
+        pool: list[int],
+        mounts: Mounts,
+        memory: MemoryCgroup | None,
+        meter: RunCgroup | None,
+        ids: Ids,
+        pids: PidsCgroup | None = None,
+    ) -> None:
+        self.pool, self.mounts, self.memory, self.meter, self.ids = pool, mounts, memory, meter, ids
+        self.pids = pids  # in a container: its copies' counts of processes are made beside it
 
     @classmethod
     def of_worker(cls, bx: BoxHandle) -> Lineage:
         config = bx.config
+        first = host_users.first_fork_id(config) or 0
+        if not config.get("namespaces", True):
+            # A container: its programs are host users (no namespace of the worker's own), its scratch space and
+            # /dev/shm its engine's, and the cgroups of its copies made where the server bound them.
+            uid, gid = config["program_uid"], config.get("program_gid", config["program_uid"])
+            scratch, shm = (os.statvfs(p) for p in (isolation.SCRATCH, isolation.SHM))
+            mounts = Mounts(
+                isolation.SCRATCH,
+                f"mode=0755,size={scratch.f_blocks * scratch.f_frsize}",
+                isolation.SHM,
+                f"mode=1777,size={shm.f_blocks * shm.f_frsize}",
+                "",  # its /dev/pts is the container's, empty and read-only: nothing to make again
+                (uid, gid),
+            )
+            paths = config.get("copies", [])
+            memory = MemoryCgroup.beside(paths[0]) if len(paths) == 3 else None
+            meter = RunCgroup.beside(paths[1], memory) if memory is not None else None
+            pids = PidsCgroup.beside(paths[2], config.get("copy_processes", 0)) if memory is not None else None
+            ids = Ids(uid, gid, first, host_users.container_gid_shift(config))
+            if memory is None or pids is None:
+                return cls([], mounts, None, None, ids)
+            return cls(host_users.fork_pool(config), mounts, memory, meter, ids, pids)
         size = config.get("tmp_bytes", 64 << 20)
         mounts = Mounts(
             isolation.SCRATCH,
@@ -55,7 +102,8 @@ class Lineage:
             f"mode=1777,size={min(size, isolation.SHM_BYTES)}",
             f"newinstance,ptmxmode=0666,mode=0620,max={isolation.PTYS}",
         )
-        return cls(host_users.fork_pool(config), mounts, config.get("memory_cgroup"), config.get("run_cgroup"))
+        ids = Ids(host_users.PROGRAM_UID, host_users.PROGRAM_UID, first, 0)
+        return cls(host_users.fork_pool(config), mounts, config.get("memory_cgroup"), config.get("run_cgroup"), ids)
 
 
 def refusal(lineage: Lineage) -> str | None:
@@ -64,8 +112,8 @@ def refusal(lineage: Lineage) -> str | None:
         return "forking a session needs an x86_64 machine"
     if not lineage.pool or lineage.memory is None:
         return (
-            "forking a session needs the local backend run as root (each copy's programs are a host user of their "
-            "own, in a memory cgroup of their own)"
+            "forking a session needs each copy's programs to be a host user of their own, in a memory cgroup of "
+            "their own: a server run as root (and, on a container backend, the cgroups it binds for copies)"
         )
     return None
 
@@ -82,20 +130,26 @@ def fork(
     members: list[int] = frame["members"]
     users: list[int] = frame["users"]
     targets, lineages = [], []
+    ids = lineage.ids
     for user in users:
-        if user and user not in lineage.pool:
+        given = ids.of(user) if user else 0
+        if user and given not in lineage.pool:
             raise Refused(f"no host user {user} to give a copy")  # the server's slots and the pool disagree
-        inside = user or host_users.PROGRAM_UID
-        pool = [x for x in lineage.pool if x != user]
-        lines = f"{host_users.PROGRAM_UID} {inside} 1\n" + host_users.pool_lines(pool, lambda x: x)
+        inside = given or ids.program
+        pool = [x for x in lineage.pool if x != given]
+        uid_lines = f"{ids.program} {inside} 1\n" + host_users.pool_lines(pool, lambda x: x)
+        shifted = [x + ids.gid_shift for x in pool]
+        gid_lines = f"{ids.program_gid} {inside + ids.gid_shift} 1\n" + host_users.pool_lines(shifted, lambda x: x)
         assert lineage.memory is not None
         memory = lineage.memory.sibling()
         if memory is not None:
             memory.hold_to(int(frame["memory_bytes"]))
         meter = lineage.meter.sibling(memory) if lineage.meter is not None else None
-        uid = host_users.PROGRAM_UID
-        targets.append(Target(lines, lines, uid, uid, inside, memory, meter, keeps=not user))
-        lineages.append(Lineage(pool, lineage.mounts, memory, meter))
+        pids = lineage.pids.sibling() if lineage.pids is not None else None
+        owner = (inside, inside + ids.gid_shift)
+        target = Target(uid_lines, gid_lines, ids.program, ids.program_gid, owner, memory, meter, not user, pids)
+        targets.append(target)
+        lineages.append(Lineage(pool, lineage.mounts, memory, meter, ids, pids))
     try:
         place = kernel.place
         spent = place.used_s()  # the session's CPU time so far: its copies' lives go on from it
@@ -106,13 +160,13 @@ def fork(
         kernel_copy.end(parent)
     except BaseException:
         for target in targets:
-            for group in (target.meter, target.memory):
+            for group in (target.meter, target.pids, target.memory):
                 if group is not None:
                     group.remove()
         raise
     agents, served = [], []
     for member, copy, own in zip(members, copies, lineages, strict=True):
-        place = CopyPlace(copy.pid, own.memory, own.meter, float(frame["cpu_s"]), spent)
+        place = CopyPlace(copy.pid, own.memory, own.meter, float(frame["cpu_s"]), spent, own.pids)
         copied = session.Kernel(place, copy.requests, copy.stdout, copy.stderr, copy.answers, copied=True)
         # Random state of its own where asked, and where the kernel's own was still to be given it (a copy forked
         # before its first cell): its copies, the continuation among them, share the state it was to leave.
@@ -141,7 +195,7 @@ def _spawn(member: int, kernel: session.Kernel, lineage: Lineage, theirs: socket
         try:
             keep = {2, theirs.fileno(), kernel.requests, kernel.stdout, kernel.stderr, kernel.answers.fileno()}
             keep.add(cast("CopyPlace", kernel.place).pidfd)
-            for group in (lineage.memory, lineage.meter):
+            for group in (lineage.memory, lineage.meter, lineage.pids):
                 keep |= group.descriptors() if group is not None else set()
             for name in os.listdir("/proc/self/fd"):
                 if int(name) not in keep:

@@ -248,6 +248,7 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
     if bound.lowered:
         log.warning("host's task table: %s", bound.describe())  # the local backend says so in its host checks
     config = agent_config(settings, False, slots_in_all)
+    config["session_slots"] = [max(bound.workers, bound.most), session_workers(settings)]
     if kind == "docker":
         return DockerBackend(workers, settings.queue_size, config, container_spec(settings)), reason, bound.most
     binary = settings.podman_binary or kind

@@ -10,14 +10,20 @@ stdin and stdout, so a run never pays for a ``docker exec`` or a new interpreter
 
 from __future__ import annotations
 
+import contextlib
 import os
+import platform
 import socket
+import time
 from dataclasses import dataclass
 
 LABEL = "codegym.sandbox"  # every container a server makes carries it, with the owner's identity below
 AGENT_USER = "0:0"
 # What the agent and the box need as root: to run programs under another uid, and to signal them.
 CAPABILITIES = ("SETUID", "SETGID", "KILL")
+# And in a session's container, where the agent copies a session's interpreter for a fork: to trace it, another
+# user's process (``agent/kernel_copy.py``).
+SESSION_CAPABILITIES = ("SYS_PTRACE",)
 
 
 @dataclass(frozen=True)
@@ -87,3 +93,76 @@ def is_stale(labels: dict[str, str]) -> bool:
     except PermissionError:
         return False  # alive, another user's
     return False
+
+
+class CopyCgroups:
+    """The cgroups of a session's copies in a container (``agent/kernel_copy.py``): each copy is a memory cgroup,
+    a CPU count and a count of processes of its own, which the container's read-only cgroups cannot hold. The
+    server (root on the host) makes a directory in the host's memory, cpuacct and pids hierarchies for each
+    session's container, binds them into it read-write at :data:`INSIDE` (root's alone: no program of the
+    container may enter), where the agent makes each copy's, and removes them with the container. cgroup v1
+    only: on v2, moving a process out of a container's cgroup namespace is refused."""
+
+    INSIDE = ("/run/codegym-copies/memory", "/run/codegym-copies/cpuacct", "/run/codegym-copies/pids")
+    PARENT = "codegym-sandbox-copies"
+    ROOTS = (
+        ("/sys/fs/cgroup/memory",),
+        ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct"),
+        ("/sys/fs/cgroup/pids",),
+    )
+
+    def __init__(self, roots: tuple[str, ...]) -> None:
+        self.roots = roots
+
+    @classmethod
+    def refusal(cls, runtime: str) -> str | None:
+        """Why a container of this host can hold no session's copies, or None."""
+        if platform.machine() != "x86_64":
+            return "forking a session is offered on x86_64 only"
+        if os.geteuid() != 0:
+            return "forking a session in a container needs the server run as root (it makes the copies' cgroups)"
+        if os.path.basename(runtime) == "runsc":
+            return "forking a session is not offered on gVisor's runtime"
+        if cls.find() is None:
+            return "forking a session in a container needs the host's cgroup v1 memory, cpuacct and pids hierarchies"
+        return None
+
+    @classmethod
+    def find(cls) -> CopyCgroups | None:
+        """The host's memory and cpuacct hierarchies (v1), or None."""
+        found = []
+        for roots in cls.ROOTS:
+            root = next((r for r in roots if os.path.exists(f"{r}/cgroup.procs")), None)
+            if root is None:
+                return None
+            found.append(root)
+        return cls(tuple(found)) if os.path.exists(f"{found[0]}/memory.limit_in_bytes") else None
+
+    def paths(self, name: str) -> list[str]:
+        return [f"{root}/{self.PARENT}/{name}" for root in self.roots]
+
+    def make(self, name: str) -> list[str]:
+        """The directories for container ``name`` (anything left of an earlier one removed first): the host's paths,
+        in the order of :data:`INSIDE`."""
+        self.remove(name)
+        paths = self.paths(name)
+        for path in paths:
+            os.makedirs(path, exist_ok=True)
+            os.chmod(path, 0o700)  # the agent's (root's) alone: no program of the container may enter it
+        return paths
+
+    def remove(self, name: str) -> None:
+        """Remove container ``name``'s directories and the copies' cgroups in them, once the container is gone (its
+        processes were the only ones in them; the last may still be exiting)."""
+        for path in self.paths(name):
+            if not os.path.isdir(path):
+                continue
+            for _ in range(50):
+                with contextlib.suppress(OSError):
+                    for entry in os.scandir(path):
+                        if entry.is_dir(follow_symlinks=False):
+                            with contextlib.suppress(OSError):
+                                os.rmdir(entry.path)
+                    os.rmdir(path)
+                    break
+                time.sleep(0.02)

@@ -20,7 +20,7 @@ import tempfile
 from ..agent.isolation import MASKED
 from ..agent.protocol import WorkerConfig
 from .base import SandboxFault
-from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
+from .containers import AGENT_USER, CAPABILITIES, LABEL, SESSION_CAPABILITIES, ContainerSpec, CopyCgroups, is_stale
 from .pool import WorkerPool
 from .worker import AgentWorker, ProcessWorker
 
@@ -57,19 +57,33 @@ def runtime_flags(runtime: str) -> list[str]:
 
 
 class PodmanWorker(ProcessWorker):
-    def __init__(self, slot: int, config: WorkerConfig, argv: list[str], binary: str, name: str, cwd: str) -> None:
+    def __init__(
+        self,
+        slot: int,
+        config: WorkerConfig,
+        argv: list[str],
+        binary: str,
+        name: str,
+        cwd: str,
+        copies: CopyCgroups | None = None,
+    ) -> None:
         super().__init__(slot, config, argv, None, cwd)
         self.binary = binary
         self.name = name
+        self.copies = copies  # a session's container: its copies' cgroups, made before it starts
 
     async def _open(self) -> None:
         await _podman(self.binary, "rm", "-f", self.name)  # a leftover of this slot from an earlier life
+        if self.copies is not None:
+            await asyncio.to_thread(self.copies.make, self.name)
         await super()._open()
 
     async def kill(self) -> None:
         # Killing the attached client does not stop the container: remove it by name.
         await _podman(self.binary, "rm", "-f", "-t", "0", self.name)
         await super().kill()
+        if self.copies is not None:
+            await asyncio.to_thread(self.copies.remove, self.name)
 
 
 class PodmanBackend(WorkerPool):
@@ -94,6 +108,11 @@ class PodmanBackend(WorkerPool):
         # The attached clients' working directory: conmon drops files there (an "oom" marker when a
         # container hits its memory limit), which must not land wherever the server was started.
         self.workdir = ""
+        self.copies = None if CopyCgroups.refusal(spec.runtime) else CopyCgroups.find()
+
+    @property
+    def fork_refusal(self) -> str | None:
+        return CopyCgroups.refusal(self.spec.runtime)
 
     @property
     def runtime_id(self) -> str:
@@ -105,6 +124,10 @@ class PodmanBackend(WorkerPool):
         # have and fail to start; 32768 (the usual pid_max) is as many processes as a host has anyway.
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
         nproc = 32768 if hard == resource.RLIM_INFINITY else min(32768, hard)
+        # A session's container that may fork holds its copies' agents too, one each (their kernels and what those
+        # start are each in a pids cgroup of its own: agent/pids_cgroup.py).
+        forks = self.copies is not None and slot >= self.max_workers
+        pids = spec.pids_of(slot, self.max_workers) + (self.session_slot_count if forks else 0)
         argv = [self.binary, *runtime_flags(spec.runtime), "run", "-i", "--rm", "--name", spec.name(slot)]
         argv += ["--hostname", "sandbox"]
         for key, value in spec.labels().items():
@@ -119,7 +142,7 @@ class PodmanBackend(WorkerPool):
             "--read-only",
             "--read-only-tmpfs=false",  # podman would add writable /tmp, /var/tmp and /run otherwise
             "--pids-limit",
-            str(spec.pids_of(slot, self.max_workers)),
+            str(pids),
             "--memory",
             f"{spec.memory_mb}m",
             "--cpus",
@@ -134,8 +157,14 @@ class PodmanBackend(WorkerPool):
             "--log-driver",
             "none",
         ]
-        for cap in CAPABILITIES:
+        for cap in CAPABILITIES + (SESSION_CAPABILITIES if forks else ()):
             argv += ["--cap-add", cap]
+        if self.copies is not None and forks:
+            for outside, inside in zip(self.copies.paths(spec.name(slot)), CopyCgroups.INSIDE, strict=True):
+                argv += ["--volume", f"{outside}:{inside}:rw"]
+            # Its processes see their own user's alone in /proc, as in the local backend's box: a copy is another
+            # user than its siblings and its session, and sees none of theirs.
+            argv += ["--security-opt", "proc-opts=hidepid=invisible"]
         for path, options in spec.tmpfs.items():
             argv += ["--tmpfs", f"{path}:{options}"]
         # What the local backend's box masks too: /proc files that show the whole machine (see isolation.MASKED).
@@ -143,7 +172,16 @@ class PodmanBackend(WorkerPool):
         return [*argv, *self.extra_args, spec.image]
 
     def make_worker(self, slot: int) -> AgentWorker:
-        return PodmanWorker(slot, self.config, self.run_argv(slot), self.binary, self.spec.name(slot), self.workdir)
+        name, argv = self.spec.name(slot), self.run_argv(slot)
+        if self.copies is None or slot < self.max_workers:
+            return PodmanWorker(slot, self.config, argv, self.binary, name, self.workdir)
+        copies = list(CopyCgroups.INSIDE)
+        config: WorkerConfig = {
+            **self.config,
+            "copies": copies,
+            "copy_processes": self.spec.pids_of(slot, self.max_workers),
+        }
+        return PodmanWorker(slot, config, argv, self.binary, name, self.workdir, self.copies)
 
     async def start(self) -> None:
         if shutil.which(self.binary) is None:
@@ -175,3 +213,5 @@ class PodmanBackend(WorkerPool):
                     name = (container.get("Names") or [container.get("Id", "")])[0]
                     log.warning("%s: removing %s, left behind by a server that is gone", self.name, name)
                     await _podman(self.binary, "rm", "-f", "-t", "0", name)
+                    if self.copies is not None:
+                        await asyncio.to_thread(self.copies.remove, name.lstrip("/"))

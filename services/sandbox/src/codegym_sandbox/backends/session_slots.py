@@ -67,9 +67,12 @@ class SessionSlots:
 
     @property
     def fork_refusal(self) -> str | None:
-        """Why this backend forks no session (None: it does). A container's agent cannot make the namespaces a
-        copy needs: the engine's seccomp profile and capabilities refuse them."""
-        return "forking a session is offered on the local backend (run as root, on x86_64) only"
+        """Why this backend forks no session (None: it does): docker's, whose containers' /proc shows every process
+        to every user (a copy would see its siblings'), and whose seccomp profile refuses a copy's namespaces."""
+        return (
+            "forking a session is offered on the local and podman backends (a server run as root, on x86_64) only: "
+            "docker cannot hide a container's processes from each other's users in /proc"
+        )
 
     async def fork_session(
         self, lease: SessionLease, n: int, reseed: bool, memory_mb: int, cpu_s: float

@@ -61,13 +61,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+BACKEND = "local"  # --backend
+
+
 @contextmanager
 def server(**env: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """A codegym sandbox on loopback with ``CODEGYM_SANDBOX_<key>`` settings; its port and process."""
     port = free_port()
     environ = dict(os.environ, **{f"CODEGYM_SANDBOX_{k}": v for k, v in env.items()})
     cmd = [sys.executable, "-m", "codegym_sandbox.cli", "serve", "--host", HOST, "--port", str(port)]
-    cmd += ["--backend", "local", "--workers", "2", "--log-level", "warning"]
+    cmd += ["--backend", BACKEND, "--workers", "2", "--log-level", "warning"]
     log = open(f"/tmp/session_bench_{port}.log", "wb")  # noqa: SIM115 - the server's log, closed in finally
     proc = subprocess.Popen(cmd, env=environ, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -311,8 +314,16 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=1000, help="idle sessions in table 3 (0: skip it)")
     parser.add_argument("--idle-memory-mb", type=int, default=48, help="each idle session's memory limit")
     parser.add_argument("--runs", type=int, default=100, help="runs timed without and beside the idle sessions")
+    parser.add_argument(
+        "--backend",
+        choices=("local", "podman"),
+        default="local",
+        help="the server's backend (podman: its runtime image built, `scripts/runtime-image podman`)",
+    )
     args = parser.parse_args()
-    print(f"# session_bench: {os.cpu_count()} CPUs, local backend")
+    global BACKEND
+    BACKEND = args.backend
+    print(f"# session_bench: {os.cpu_count()} CPUs, {BACKEND} backend")
     round_trips(args.requests)
     rollout(args.rounds)
     if args.idle:

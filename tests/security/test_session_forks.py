@@ -4,7 +4,7 @@ and what it holds counts against its own limits.
 The families a copy adds to a session's: what it inherited (a shared mapping, a pipe or socket, open files, the
 working directory), its siblings' processes and files, the stopped kernel it was copied from (which its
 session's own continuation can see), and its memory beside its siblings'. Each copy is a host user of its own
-(``agent/kernel_copy.py``); the container backends fork nothing (501).
+(``agent/kernel_copy.py``), on the local and podman backends; docker forks nothing (501).
 """
 
 from __future__ import annotations

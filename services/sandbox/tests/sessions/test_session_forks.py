@@ -1,6 +1,6 @@
 """A session's fork through the native API on a real server: exact copies (memory, files, random state),
 each a session of its own that goes its own way, the session itself unchanged, and clear answers for what
-cannot be forked. The container backends answer 501 with why, and their session goes on."""
+cannot be forked, on the local and podman backends. Docker answers 501 with why, and its session goes on."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _forks(backend: str) -> bool:
 @pytest.fixture
 def forking(backend: str, sessions: TestClient) -> TestClient:
     if not _forks(backend):
-        pytest.skip("forks are the local backend's, as root (the container backends' refusal is tested below)")
+        pytest.skip("forks are the local and podman backends', as root (docker's refusal is tested below)")
     return sessions
 
 
@@ -484,7 +484,7 @@ def test_forks_at_once_are_each_counted_against_the_caps_of_the_other(backend: s
     """A fork's copies count against a client's cap from the check until they are sessions: two forks of one
     client's sessions at once each see the other's, and the later one is refused (429)."""
     if not _forks(backend):
-        pytest.skip("forks are the local backend's, as root")
+        pytest.skip("forks are the local and podman backends', as root")
     with _server(backend, memory_mb=64, max_sessions=12, max_sessions_per_client=4) as client:
         made = [_new(client), _new(client)]
         for sid in made:

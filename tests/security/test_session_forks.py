@@ -198,6 +198,36 @@ def test_a_copys_fork_bomb_and_its_exit_stay_its_own(server: TestClient) -> None
             server.delete(f"/v1/sessions/{s}")
 
 
+def test_a_session_that_may_fork_holds_no_more_processes_than_any(server: TestClient) -> None:
+    # A session's container that may fork holds its members' agents too: none of that room is its programs'.
+    sid = _new(server)
+    try:
+        bomb = (
+            "import os\nmade = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"
+            "            time.sleep(60)\n            os._exit(0)\n        made += 1\nexcept OSError:\n    pass\nmade"
+        )
+        out = _cell(server, sid, bomb)
+        assert out["alive"] and int(out["display"]) < 32, out
+    finally:
+        server.delete(f"/v1/sessions/{sid}")
+
+
+def test_copies_forked_and_deleted_in_a_loop_leave_room_for_other_clients(server: TestClient) -> None:
+    # Each copy's user (a sessions' slot) served no one for a while after the copy ended, counted by no cap: a
+    # client forking and deleting copies in a loop held every slot, and others' new sessions were refused.
+    sid = _new(server)
+    try:
+        _cell(server, sid, "x = 1")
+        for _ in range(30):  # more than the server's sessions (24 here), within the while
+            (copy,) = _fork(server, sid, 1)
+            assert server.delete(f"/v1/sessions/{copy}").status_code == 204
+        r = server.post("/v1/sessions", json={"language": "python"})  # a slot of its own: one is free
+        assert r.status_code == 201, r.text
+        server.delete(f"/v1/sessions/{r.json()['session_id']}")
+    finally:
+        server.delete(f"/v1/sessions/{sid}")
+
+
 def _alive(client: TestClient, *sids: str) -> None:
     for s in sids:
         out = _cell(client, s, "'alive'")

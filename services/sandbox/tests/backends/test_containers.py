@@ -7,6 +7,7 @@ suite (``client`` fixture) already runs the same API tests on them for identical
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from codegym_sandbox.backends.base import SandboxFault
 from codegym_sandbox.backends.choose import choose_backend
+from codegym_sandbox.backends.containers import CopyCgroups
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -165,8 +167,14 @@ def test_containers_removed_on_shutdown_and_stale_ones_at_start(engine: str) -> 
         argv += ["--label", f"{key}={value}"]
     subprocess.run([*argv, IMAGE], capture_output=True, check=True)
     assert len(_containers(engine, "tstale")) == 1
+    # And the cgroups a forking session's container had on the host (podman, as root), its container gone.
+    cgroups = CopyCgroups.find() if engine == "podman" and CopyCgroups.refusal("") is None else None
+    left = cgroups.make("codegym-sandbox-local-tdied-70", 1.0) if cgroups is not None else []
+    for path in left:
+        os.mkdir(f"{path}/worker-1-copy")
     with TestClient(create_app(settings_for(engine, server_id="tfresh", workers=1))):
         assert _containers(engine, "tstale") == []
+        assert [path for path in left if os.path.exists(path)] == []
 
 
 def test_missing_image_is_a_clear_start_up_error(engine: str) -> None:

@@ -41,6 +41,7 @@ def test_a_copys_slot_given_back_late_is_not_taken_from_the_session_that_has_it_
         slots = {100, 101}
         family = Family(_Worker(100), _Budget(), slots, [])  # type: ignore[arg-type]
         family.own_slots.add(101)
+        family.slot_of[1] = 101
         family.live = {0, 1}
         copy = MemberLease(family, 1, None, 101)  # type: ignore[arg-type]
         session = MemberLease(family, 0, None, 100)  # type: ignore[arg-type]
@@ -50,5 +51,31 @@ def test_a_copys_slot_given_back_late_is_not_taken_from_the_session_that_has_it_
         slots.add(101)  # a new session's worker takes the slot
         copy._give_back_slot()  # the copy's give-back, due now
         assert slots == {101}
+
+    asyncio.run(main())
+
+
+def test_a_copys_slot_serves_again_once_its_agent_says_no_process_of_it_is_left() -> None:
+    # Held for a while after the copy ended, a slot no session counted: a client forking and deleting copies in
+    # a loop held every slot, and every other client's new session was refused.
+    async def main() -> None:
+        slots = {100, 101, 102}
+        family = Family(_Worker(100), _Budget(), slots, [])  # type: ignore[arg-type]
+        family.own_slots.update({101, 102})
+        family.slot_of.update({1: 101, 2: 102})
+        family.live = {0, 1, 2}
+        one, two = MemberLease(family, 1, None, 101), MemberLease(family, 2, None, 102)  # type: ignore[arg-type]
+        await one.close()
+        await two.close()
+        family.give_back(1)  # the agent's answer: its processes are gone
+        assert slots == {100, 102}
+        # Taken again at once by a new copy of the same family; the first copy's late give-back leaves it.
+        slots.add(101)
+        family.own_slots.add(101)
+        family.slot_of[3] = 101
+        one._give_back_slot()
+        assert slots == {100, 101, 102}
+        two._give_back_slot()  # a copy whose agent said nothing: given back after the while
+        assert slots == {100, 101}
 
     asyncio.run(main())

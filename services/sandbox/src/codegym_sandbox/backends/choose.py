@@ -94,6 +94,7 @@ def container_spec(settings: Settings) -> ContainerSpec:
         tmp_mb=max(lim.scratch_bytes >> 20, 16),
         runtime=settings.container_runtime,
         session_pids=settings.sessions.processes + SESSION_EXTRA,
+        session_processes=settings.sessions.processes,
     )
 
 

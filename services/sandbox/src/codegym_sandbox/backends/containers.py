@@ -39,6 +39,7 @@ class ContainerSpec:
     tmp_mb: int
     runtime: str = ""  # the engine's OCI runtime (runsc: gVisor); empty: the engine's default
     session_pids: int = 0  # a session's container (its slot past the runs'): its processes; 0: ``pids``
+    session_processes: int = 0  # a session's own processes (its kernel's and what it starts): a copy's bound too
 
     def pids_of(self, slot: int, first_session_slot: int) -> int:
         """The pids limit of slot ``slot``'s container: a session's holds its own process limit."""
@@ -141,23 +142,38 @@ class CopyCgroups:
     def paths(self, name: str) -> list[str]:
         return [f"{root}/{self.PARENT}/{name}" for root in self.roots]
 
-    def make(self, name: str) -> list[str]:
+    def make(self, name: str, cpus: float) -> list[str]:
         """The directories for container ``name`` (anything left of an earlier one removed first): the host's paths,
-        in the order of :data:`INSIDE`."""
+        in the order of :data:`INSIDE`. Where the host's cpuacct hierarchy is its cpu controller's too, a copy
+        moved into a cgroup there leaves the container's CPU quota: the copies together get ``cpus`` there."""
         self.remove(name)
         paths = self.paths(name)
         for path in paths:
             os.makedirs(path, exist_ok=True)
             os.chmod(path, 0o700)  # the agent's (root's) alone: no program of the container may enter it
+        if os.path.exists(f"{paths[1]}/cpu.cfs_quota_us"):
+            with open(f"{paths[1]}/cpu.cfs_period_us", "w") as f:
+                f.write("100000")
+            with open(f"{paths[1]}/cpu.cfs_quota_us", "w") as f:
+                f.write(str(max(1000, int(cpus * 100000))))
         return paths
 
-    def remove(self, name: str) -> None:
+    def sweep(self, alive: set[str]) -> None:
+        """Remove what servers that died left: the directories of containers that are not ``alive`` (none of them
+        can hold a process: a cgroup that does is not removed)."""
+        for root in self.roots:
+            with contextlib.suppress(OSError), os.scandir(f"{root}/{self.PARENT}") as entries:
+                names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+            for name in set(names) - alive:
+                self.remove(name, tries=1)
+
+    def remove(self, name: str, tries: int = 50) -> None:
         """Remove container ``name``'s directories and the copies' cgroups in them, once the container is gone (its
         processes were the only ones in them; the last may still be exiting)."""
         for path in self.paths(name):
             if not os.path.isdir(path):
                 continue
-            for _ in range(50):
+            for _ in range(tries):
                 with contextlib.suppress(OSError):
                     for entry in os.scandir(path):
                         if entry.is_dir(follow_symlinks=False):

@@ -66,16 +66,17 @@ class PodmanWorker(ProcessWorker):
         name: str,
         cwd: str,
         copies: CopyCgroups | None = None,
+        cpus: float = 1.0,
     ) -> None:
         super().__init__(slot, config, argv, None, cwd)
         self.binary = binary
         self.name = name
-        self.copies = copies  # a session's container: its copies' cgroups, made before it starts
+        self.copies, self.cpus = copies, cpus  # a session's container: its copies' cgroups, made before it starts
 
     async def _open(self) -> None:
         await _podman(self.binary, "rm", "-f", self.name)  # a leftover of this slot from an earlier life
         if self.copies is not None:
-            await asyncio.to_thread(self.copies.make, self.name)
+            await asyncio.to_thread(self.copies.make, self.name, self.cpus)
         await super()._open()
 
     async def kill(self) -> None:
@@ -124,10 +125,8 @@ class PodmanBackend(WorkerPool):
         # have and fail to start; 32768 (the usual pid_max) is as many processes as a host has anyway.
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
         nproc = 32768 if hard == resource.RLIM_INFINITY else min(32768, hard)
-        # A session's container that may fork holds its copies' agents too, one each (their kernels and what those
-        # start are each in a pids cgroup of its own: agent/pids_cgroup.py).
-        forks = self.copies is not None and slot >= self.max_workers
-        pids = spec.pids_of(slot, self.max_workers) + (self.session_slot_count if forks else 0)
+        forks = self.copies is not None and slot >= self.max_workers  # a session's container, which may fork
+        pids = spec.pids_of(slot, self.max_workers)
         argv = [self.binary, *runtime_flags(spec.runtime), "run", "-i", "--rm", "--name", spec.name(slot)]
         argv += ["--hostname", "sandbox"]
         for key, value in spec.labels().items():
@@ -175,13 +174,10 @@ class PodmanBackend(WorkerPool):
         name, argv = self.spec.name(slot), self.run_argv(slot)
         if self.copies is None or slot < self.max_workers:
             return PodmanWorker(slot, self.config, argv, self.binary, name, self.workdir)
-        copies = list(CopyCgroups.INSIDE)
-        config: WorkerConfig = {
-            **self.config,
-            "copies": copies,
-            "copy_processes": self.spec.pids_of(slot, self.max_workers),
-        }
-        return PodmanWorker(slot, config, argv, self.binary, name, self.workdir, self.copies)
+        # A copy's processes: a session's, and its agent's (each member's is moved into its copy's pids cgroup).
+        most = (self.spec.session_processes or self.spec.pids_of(slot, self.max_workers)) + 1
+        config: WorkerConfig = {**self.config, "copies": list(CopyCgroups.INSIDE), "copy_processes": most}
+        return PodmanWorker(slot, config, argv, self.binary, name, self.workdir, self.copies, self.spec.cpus)
 
     async def start(self) -> None:
         if shutil.which(self.binary) is None:
@@ -208,7 +204,13 @@ class PodmanBackend(WorkerPool):
         if code != 0:
             return
         with contextlib.suppress(ValueError):
-            for container in json.loads(out or b"[]"):
+            containers = json.loads(out or b"[]")
+            if self.copies is not None:  # copies' cgroups of containers gone (a server killed: no --rm ran it)
+                alive = {
+                    (c.get("Names") or [""])[0].lstrip("/") for c in containers if not is_stale(c.get("Labels") or {})
+                }
+                await asyncio.to_thread(self.copies.sweep, alive)
+            for container in containers:
                 if is_stale(container.get("Labels") or {}):
                     name = (container.get("Names") or [container.get("Id", "")])[0]
                     log.warning("%s: removing %s, left behind by a server that is gone", self.name, name)

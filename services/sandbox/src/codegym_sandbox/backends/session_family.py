@@ -42,6 +42,7 @@ class Family:
     def __init__(self, worker: AgentWorker, budget: MemoryBudget, slots: set[int], held: list[Lease]) -> None:
         self.worker, self.budget, self.slots = worker, budget, slots
         self.own_slots = {worker.slot}  # the host users of the family, given back as the family ends
+        self.slot_of: dict[int, int] = {}  # each member's sessions' slot, until given back
         self.held = held  # the memory of the kernels copied (their pages, shared with their copies)
         self.live: set[int] = set()
         self.next_member = 1
@@ -57,7 +58,10 @@ class Family:
         try:
             while True:
                 header, blobs = await self.worker._read()
-                waiter = self.pending.pop(cast("int", header.get("member")), None)
+                member = cast("int", header.get("member"))
+                if header.get("op") == "ended" and header.get("gone") is True:
+                    self.give_back(member)  # no process of it is left: its user may serve another at once
+                waiter = self.pending.pop(member, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result((header, blobs))
                 # else: the answer to an end, or to a call its caller gave up
@@ -66,6 +70,14 @@ class Family:
                 if not waiter.done():
                     waiter.set_exception(exc)
             self.pending.clear()
+
+    def give_back(self, member: int) -> None:
+        """Give ``member``'s sessions' slot back (the family's own, its worker's, stays until the family ends);
+        once only, and never one the family no longer holds (it may be another session's by then)."""
+        slot = self.slot_of.pop(member, None)
+        if slot is not None and slot != self.worker.slot and slot in self.own_slots:
+            self.own_slots.discard(slot)
+            self.slots.discard(slot)
 
     async def ask(
         self, member: int, header: dict[str, object], blobs: list[bytes], answer_by: float
@@ -112,6 +124,7 @@ class Family:
             self.held.clear()
             self.slots.difference_update(self.own_slots)
             self.own_slots.clear()  # given back: a member's late give-back (MemberLease) must not take one again
+            self.slot_of.clear()
 
 
 def _forked(header: dict[str, object], members: list[int]) -> None:
@@ -161,16 +174,12 @@ class MemberLease:
         finally:
             self.family.budget.release(self.memory)
             # Its user may serve another session once its processes are gone: its agent kills them as it reads the
-            # end (agent/kernel_place.py), within moments of it; given back well after that.
+            # end (agent/kernel_place.py), and says so (Family.give_back); where it does not, given back well after.
             if self.slot != self.family.worker.slot:
                 asyncio.get_running_loop().call_later(_SLOT_BACK_S, self._give_back_slot)
 
     def _give_back_slot(self) -> None:
-        # Only while the family holds it: once the family ended, the slot was given back and may be another
-        # session's now, whose own it would take from the slots in use (a copy of another could then be given it).
-        if self.slot in self.family.own_slots:
-            self.family.own_slots.discard(self.slot)
-            self.family.slots.discard(self.slot)
+        self.family.give_back(self.member)
 
 
 async def fork_lease(
@@ -219,6 +228,7 @@ async def fork_lease(
     else:
         raise TypeError(f"not a session's lease: {lease!r}")
     family.own_slots.update(slot for slot, _ in copies)
+    family.slot_of.update({member: slot for member, (slot, _) in zip(members[1:], copies, strict=True)})
     made = [MemberLease(family, parent, parent_memory, slot)]
     pairs = zip(members[1:], copies, strict=True)
     made += [MemberLease(family, member, memory, copy_slot) for member, (copy_slot, memory) in pairs]

@@ -1,0 +1,96 @@
+"""What a session's kernel is copied with (``session_family.py``): the host users its copies may be given, the
+mounts of its files, and where its copies' cgroups are made, on the local backend and in a container."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import host_users, isolation, ptrace_calls
+from .copy_files import Mounts
+from .memory_cgroup import MemoryCgroup
+from .pids_cgroup import PidsCgroup
+from .run_cgroup import RunCgroup
+
+if TYPE_CHECKING:
+    from .box_handle import BoxHandle
+
+
+@dataclass(frozen=True)
+class Ids:
+    """Who a lineage's kernels are in their own namespaces, and how the server's names of users (``FORK_BASE``
+    plus a sessions' slot's place) are found among the ids of the worker's namespace."""
+
+    program: int  # the kernel's uid in its namespace: PROGRAM_UID, or a container's programs' uid
+    program_gid: int
+    first: int  # the first sessions' slot's user (``host_users.first_fork_id``)
+    gid_shift: int  # a user's gid less its uid
+
+    def of(self, user: int) -> int:
+        return self.first + user - host_users.FORK_BASE
+
+
+class Lineage:
+    """What a kernel's copies are made with: the ids its namespace maps (``host_users.fork_pool``), the mounts
+    of its files, and the cgroups its copies' own are made beside."""
+
+    def __init__(
+        self,
+        pool: list[int],
+        mounts: Mounts,
+        memory: MemoryCgroup | None,
+        meter: RunCgroup | None,
+        ids: Ids,
+        pids: PidsCgroup | None = None,
+    ) -> None:
+        self.pool, self.mounts, self.memory, self.meter, self.ids = pool, mounts, memory, meter, ids
+        self.pids = pids  # in a container: its copies' counts of processes are made beside it
+
+    @classmethod
+    def of_worker(cls, bx: BoxHandle) -> Lineage:
+        config = bx.config
+        first = host_users.first_fork_id(config) or 0
+        if not config.get("namespaces", True):
+            # A container: its programs are host users (no namespace of the worker's own), its scratch space and
+            # /dev/shm its engine's, and the cgroups of its copies made where the server bound them.
+            uid, gid = config["program_uid"], config.get("program_gid", config["program_uid"])
+            scratch, shm = (os.statvfs(p) for p in (isolation.SCRATCH, isolation.SHM))
+            mounts = Mounts(
+                isolation.SCRATCH,
+                f"mode=0755,size={scratch.f_blocks * scratch.f_frsize}",
+                isolation.SHM,
+                f"mode=1777,size={shm.f_blocks * shm.f_frsize}",
+                "",  # its /dev/pts is the container's, empty and read-only: nothing to make again
+                (uid, gid),
+            )
+            paths = config.get("copies", [])
+            memory = MemoryCgroup.beside(paths[0]) if len(paths) == 3 else None
+            meter = RunCgroup.beside(paths[1], memory) if memory is not None else None
+            pids = PidsCgroup.beside(paths[2], config.get("copy_processes", 0)) if memory is not None else None
+            ids = Ids(uid, gid, first, host_users.container_gid_shift(config))
+            if memory is None or pids is None:
+                return cls([], mounts, None, None, ids)
+            return cls(host_users.fork_pool(config), mounts, memory, meter, ids, pids)
+        size = config.get("tmp_bytes", 64 << 20)
+        mounts = Mounts(
+            isolation.SCRATCH,
+            f"mode=0755,size={size}",
+            isolation.SHM,
+            f"mode=1777,size={min(size, isolation.SHM_BYTES)}",
+            f"newinstance,ptmxmode=0666,mode=0620,max={isolation.PTYS}",
+        )
+        ids = Ids(host_users.PROGRAM_UID, host_users.PROGRAM_UID, first, 0)
+        return cls(host_users.fork_pool(config), mounts, config.get("memory_cgroup"), config.get("run_cgroup"), ids)
+
+
+def refusal(lineage: Lineage) -> str | None:
+    """Why no kernel of this worker can be copied, or None."""
+    if not ptrace_calls.SUPPORTED:
+        return "forking a session needs an x86_64 machine"
+    if not lineage.pool or lineage.memory is None:
+        return (
+            "forking a session needs each copy's programs to be a host user of their own, in a memory cgroup of "
+            "their own: a server run as root (and, on a container backend, the cgroups it binds for copies)"
+        )
+    return None

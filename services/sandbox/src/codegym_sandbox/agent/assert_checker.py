@@ -19,12 +19,13 @@ import socket
 import sys
 from typing import NoReturn
 
-from . import call_test, checker_wire, import_path
+from . import call_test, checker_wire, import_path, program_names
 from .assert_runner import Checker, check_read
 from .assert_stdin import read_bytes, split_stdin
+from .kernel import reseed
 from .plain_data import Channel
 from .run_cgroup import checker_children
-from .test_forms import Tests, read_tests
+from .test_forms import Asserts, Tests, read_tests
 
 # The memory of its own (anonymous: the tests compiled, what their imports made) the children a checker keeps may
 # hold together: they live in the worker's memory cgroup, whose margin above the runs' budget (64 MiB) is the box's
@@ -210,9 +211,12 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
                 tests = read_tests(split_stdin(data)[1])
                 if not isinstance(tests, call_test.Call):
                     compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
-            grown = max(_own_kb() - start_kb, 0)  # what the set's later runs carry: its compiled tests
+                    _import_ahead(tests)
+            # What the set's later runs carry: its compiled tests, and the modules they import first.
+            grown = max(_own_kb() - start_kb, 0)
         after = os.times()
-        read_s = after.user + after.system - before.user - before.system  # the run's too: the tests read, compiled
+        # The run's too: the tests read, compiled, and their first imports made (each later run's fork has them).
+        read_s = after.user + after.system - before.user - before.system
         pid = os.fork()
         if pid == 0:
             _judge_run(sock, cwd, guard, (compiled, data, grown, read_s), fds)
@@ -222,6 +226,29 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
         # A run that answered nothing (its fork killed) ends the set; so does one that left a process here.
         if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != _STAYS or _children():
             os._exit(0)
+
+
+def _import_ahead(tests: Asserts) -> None:
+    """Import here, once for the set's runs, the modules the tests import before anything else of theirs runs
+    (``program_names.leading_imports``): each run's fork finds them imported, and its time no longer pays for them
+    (``import scipy.stats`` took most of a 1 s limit, in every run). Never the program's module, nor one off the
+    judge's own path (this process's ``import_path.Guard`` refuses it); nothing of any run's is read: in the root
+    directory, whose files no run writes, with the output of what they print dropped. They are imported in the
+    tests' order, as the tests would import them with nothing of theirs run before; where one fails (and the tests'
+    import then fails too), what it left is forgotten, and the run's fork imports it again and fails as it did."""
+    with contextlib.suppress(OSError):
+        os.chdir("/")
+    for name, names in program_names.leading_imports(tests.code):
+        before = set(sys.modules)
+        try:
+            __import__(name, None, None, names, 0)
+        except BaseException:
+            for added in sys.modules.keys() - before:
+                del sys.modules[added]
+            break
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
 
 
 def _judge_run(
@@ -235,6 +262,7 @@ def _judge_run(
     try:
         stdout, stderr, reads, writes = fds
         guard.begin_run()
+        reseed()  # numpy's generator, where the tests' first imports made it here: each run draws its own
         os.chdir(cwd)  # no scratch directory (OSError): the series cannot go on
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)

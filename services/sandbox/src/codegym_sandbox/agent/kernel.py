@@ -90,9 +90,10 @@ def error_of(exc: BaseException) -> CellError:
     return {"ename": type(exc).__name__, "evalue": _text(exc), "traceback": [_text(line) for line in lines]}
 
 
-def _reseed() -> None:
-    """Random state of this process's own, from the system's randomness: for ``random`` and, where the cells
-    imported it, numpy's global generator (a fork's copies would otherwise draw what their parent would)."""
+def reseed() -> None:
+    """Random state of this process's own, from the system's randomness: for ``random`` and, where it was imported,
+    numpy's global generator (a fork's copies, and a run's fork of its judge, would otherwise draw what their parent
+    would: numpy, unlike ``random``, does not seed again in a fork)."""
     for name, call in (("random", "seed"), ("numpy.random", "seed")):
         module = sys.modules.get(name)
         try:
@@ -141,7 +142,7 @@ def serve(requests: int, answers: socket.socket) -> NoReturn:
             cell_timeout = float(request["cell_timeout"])
             sys.stdin = io.StringIO(request["stdin"]) if request["stdin"] is not None else stdin
             if cast("dict[str, object]", request).pop("reseed", False):  # a fork's copy's first cell
-                _reseed()
+                reseed()
             display: list[dict[str, str]] = []
             error: list[CellError] = []
             try:

@@ -219,6 +219,42 @@ def imports_program(code: types.CodeType) -> str | None:
     return found
 
 
+# What a module's code does before its first statement that runs code: a docstring bound, imports and the names
+# they bind, functions made (never called: a decorator, or an annotation to evaluate, is a name loaded). ``try``
+# (a NOP), a jump, a call, a name loaded end it: an import after one of them may be one the tests never reach.
+_RUNS_NOTHING = frozenset(
+    dis.opmap[name]
+    for name in ("RESUME", "LOAD_CONST", "STORE_NAME", "POP_TOP", "IMPORT_NAME", "IMPORT_FROM", "MAKE_FUNCTION")
+    if name in dis.opmap
+)
+_LOAD_CONST = dis.opmap["LOAD_CONST"]
+_LOAD_SMALL_INT = dis.opmap.get("LOAD_SMALL_INT", -1)  # an import's level, from Python 3.14 on
+
+
+def leading_imports(tests: types.CodeType) -> list[tuple[str, tuple[str, ...]]]:
+    """The modules the tests' code imports first, before it runs anything else of its own, in order, each with what
+    its ``from`` takes (``from xml.dom import minidom`` imports ``xml.dom.minidom`` too): the tests import every one
+    of them, whatever the program, or fail at the first that fails. Absolute imports of modules a checker may import
+    only (:func:`importable`): never the program's (``solution``)."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    consts: list[object] = []  # the last constants loaded: an import's level and names
+    last = -1
+    for op, arg in _ops(tests):
+        if op in _STAR and last == _IMPORT_NAME:
+            last = op
+            continue
+        if op not in _RUNS_NOTHING and op != _LOAD_SMALL_INT:
+            break
+        if op in (_LOAD_CONST, _LOAD_SMALL_INT):
+            consts = [*consts[-1:], tests.co_consts[arg] if op == _LOAD_CONST else arg]
+        elif op == _IMPORT_NAME:
+            name, (level, names) = tests.co_names[arg], ([None, None, *consts])[-2:]
+            if level == 0 and importable(name) and (names is None or isinstance(names, tuple)):
+                found.append((name, tuple(str(n) for n in names or ())))
+        last = op
+    return found
+
+
 def star_names(defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str]) -> list[str]:
     """What the tests' ``from solution import *`` takes from the program: its public top-level names, but never a
     builtin's name or a module's (the task's declared entry point excepted), which no test takes from the program

@@ -132,7 +132,7 @@ class Kernel:
             "stdin": None if stdin is None else str(stdin),
             "answer_bytes": int(job.get("output_bytes") or 1 << 20),
         }
-        if self.reseed:  # before the cell, random state of its own (kernel._reseed); not echoed in the answer
+        if self.reseed:  # before the cell, random state of its own (kernel.reseed); not echoed in the answer
             cast("dict[str, object]", request)["reseed"], self.reseed = True, False
         cell_clock = CellClock(self._find_kernel(), place.meter, place.root, wall_s)
         started = cell_clock.started

@@ -18,9 +18,10 @@ from fastapi.testclient import TestClient
 from .suite import BACKENDS, hostile_settings
 
 RIGHT = "def add(a, b):\n    return a + b\n"
-# Modules of the judge's own path: one that records the process its body ran in, one whose import fails halfway.
+# Modules of the judge's own path: one that records the process its body ran in and a mark of each time it ran, one
+# whose import fails halfway.
 MODULES = {
-    "counted.py": "import os\n\nRAN_IN = os.getpid()\n",
+    "counted.py": "import os\n\nRAN_IN = os.getpid()\nMARK = os.urandom(8).hex()\n",
     "half_imported.py": "import counted\n\nraise ValueError('half imported')\n",
 }
 
@@ -55,6 +56,16 @@ def test_the_tests_first_imports_run_in_no_runs_process(judged: TestClient) -> N
     # After an import of the program's too (asked of the program's process, as the tests run).
     for first in ("", "from solution import add\n", "from solution import *\n"):
         assert [r["verdict"] for r in _results(judged, first + tests, [RIGHT] * 3)] == ["AC"] * 3, first
+
+
+def test_the_tests_first_imports_run_once_for_the_runs_of_a_series(judged: TestClient) -> None:
+    """One judge for the runs of one set of tests in a series, so one import: the box ended the series where the
+    run's fork of the judge was still exiting as the checker answered, and the next run's new checker imported the
+    tests' modules again (as often as every other run)."""
+    tests = "import counted\nimport sys\n\nprint(counted.MARK, file=sys.stderr)\nassert add(1, 2) == 3\n"
+    results = _results(judged, tests, [RIGHT] * 6)
+    assert [r["verdict"] for r in results] == ["AC"] * 6, results
+    assert len({r["tests"][0]["stderr"] for r in results}) == 1, [r["tests"][0]["stderr"] for r in results]
 
 
 def test_an_import_after_the_tests_own_code_is_theirs_to_make(judged: TestClient) -> None:

@@ -217,14 +217,29 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
         after = os.times()
         # The run's too: the tests read, compiled, and their first imports made (each later run's fork has them).
         read_s = after.user + after.system - before.user - before.system
+        said, say = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         pid = os.fork()
         if pid == 0:
-            _judge_run(sock, cwd, guard, (compiled, data, grown, read_s), fds)
+            sock.close()  # the fork answers this process, which answers the checker once the fork is gone
+            said.close()
+            _judge_run(say, cwd, guard, (compiled, data, grown, read_s), fds)
+        say.close()
         for fd in fds:
             os.close(fd)  # the run's output ends with its processes: nothing of it stays open here
         _, status = os.waitpid(pid, 0)
+        # The answer only once the fork is reaped: the box ends a series where a process of the run is still there as
+        # it ends (a fork still exiting was one, and the next run had a new checker, which compiled and imported the
+        # tests again).
+        try:
+            answer = said.recv(_ANSWER, socket.MSG_DONTWAIT)
+        except OSError:
+            answer = b""
+        said.close()
+        if answer:
+            with contextlib.suppress(OSError):
+                sock.send(answer)
         # A run that answered nothing (its fork killed) ends the set; so does one that left a process here.
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != _STAYS or _children():
+        if not answer or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != _STAYS or _children():
             os._exit(0)
 
 
@@ -255,8 +270,8 @@ def _judge_run(
     sock: socket.socket, cwd: str, guard: import_path.Guard, run: tuple[list[Tests], bytes, int, float], fds: list[int]
 ) -> NoReturn:
     """One run of the set's tests (``run``: the tests compiled, the run's stdin, what the judge grew), in a fork of
-    its judge that ends with it: the answer to the checker, and an exit that tells the judge whether the set's later
-    runs may go on (:data:`_STAYS`)."""
+    its judge that ends with it: the answer to the checker (on ``sock``, through the judge), and an exit that tells
+    the judge whether the set's later runs may go on (:data:`_STAYS`)."""
     compiled, data, grown, read_s = run
     code = 1
     try:

@@ -211,3 +211,26 @@ def test_waits_a_run_makes_itself_buy_no_time(hostile: TestClient, how: str) -> 
     out = _execute(hostile, code)
     assert out["verdict"] == "TLE", out
     assert _tests(hostile, code, 2) == ["TLE", "TLE"]
+
+
+# Assert tests that spend 0.15 s of CPU time in the checker themselves; where the program's add(0, 0) is 7 they leave
+# a thread running, and their judge ends with that run.
+_CHECKER_SPENDS = (
+    "import threading, time\nt = time.process_time()\nwhile time.process_time() - t < 0.15:\n    pass\n"
+    "if add(0, 0) == 7:\n    threading.Thread(target=time.sleep, args=(0.05,)).start()\nassert add(1, 2) == 3\n"
+)
+
+
+def test_a_run_is_charged_its_own_tests_time_never_earlier_runs(hostile: TestClient) -> None:
+    """Each run of a set of tests is judged in a fork of their judge, which waits for it. Where the kernel counts a
+    run's time, the judge's forks were counted only once the judge ended, all of them in the run it ended in: an
+    honest program was TLE there (9 runs' 0.15 s in a 1 s limit)."""
+    right = "def add(a, b):\n    return a + b\n"
+    ending = "def add(a, b):\n    return 7 if a == b == 0 else a + b\n"
+    body = {"language": "python", "programs": [right] * 8 + [ending], "tests": [{"assert_code": _CHECKER_SPENDS}]}
+    r = hostile.post("/v1/evaluate", json={**body, "cache": False, "limits": {"timeout_s": 1}})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert [p["verdict"] for p in results] == ["AC"] * 9, results
+    # Each charged its own tests' time (and its program's), where the kernel counts it or they report it.
+    assert all(0.15 <= p["tests"][0]["cpu_s"] < 0.6 for p in results), [p["tests"][0]["cpu_s"] for p in results]

@@ -431,8 +431,33 @@ def test_pytest_marks_run_what_pytest_runs(hostile: TestClient, tests: str, wron
             "        self.assertEqual(add(1, 2), 4)\n",
             ["WA", "WA"],
         ),
+        # The closest xfail is the one read (the test's, a param's, its class's, an outer class's, the module's):
+        # here the outer class's raises=, which a failed assertion is not, in a case, a method and a param.
+        (
+            "import pytest, unittest\npytestmark = pytest.mark.xfail()\n\n"
+            "@pytest.mark.xfail(raises=ZeroDivisionError)\nclass TestOuter:\n"
+            "    class Case(unittest.TestCase):\n        def test_add(self):\n"
+            "            self.assertEqual(add(1, 2), 3)\n\n"
+            "    def test_method(self):\n        assert add(1, 2) == 3\n\n"
+            "@pytest.mark.parametrize('a', [pytest.param(1, marks=pytest.mark.xfail(raises=ZeroDivisionError))])\n"
+            "def test_param(a):\n    assert add(a, 2) == 3\n",
+            ["WA", "AC"],
+        ),
+        # A strict xfail's case that runs subtests fails, whatever its subtests do (pytest 9).
+        (
+            "import pytest, unittest\n\nclass T(unittest.TestCase):\n    @pytest.mark.xfail(strict=True)\n"
+            "    def test_add(self):\n        for a in (1, 2):\n            with self.subTest(a=a):\n"
+            "                self.assertEqual(add(a, 2), a + 2)\n",
+            ["WA", "WA"],
+        ),
     ],
-    ids=["module-skip-on-cases", "strict-xfail-on-a-case-that-passes", "xfail-raises-another-error"],
+    ids=[
+        "module-skip-on-cases",
+        "strict-xfail-on-a-case-that-passes",
+        "xfail-raises-another-error",
+        "closest-xfail-first",
+        "strict-xfail-with-subtests",
+    ],
 )
 def test_pytest_marks_reach_unittest_cases_as_in_pytest(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
     assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts

@@ -279,7 +279,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
     """A pytest class's tests, as pytest runs them, and those of the classes pytest collects in it (its ``Test*``
     classes, and unittest's cases)."""
     # A class bound to a test* name in it is no test of pytest's (its classes are collected by Test*, below).
-    own = [*marks, *pytest_marks.of_class(cls)]
+    own = [*pytest_marks.of_class(cls), *marks]  # the closest first: this class's, then what is around it
     found = {m: getattr(cls, m) for m in dir(cls)}
     methods = [m for m, v in found.items() if _pytest_name(m, v, "test") and callable(v) and not isinstance(v, type)]
     if hasattr(cls, "setup_class"):
@@ -337,11 +337,12 @@ def _run(
     wanted = requested(function, method)
     inner = real.__code__  # a decorator's wrapper takes what the function it wraps takes
     accepted = set(inner.co_varnames[: inner.co_argcount + inner.co_kwonlyargcount])
-    marks = [*pytest_marks.marks_of(getattr(test, "pytestmark", None)), *marks]
+    own = pytest_marks.marks_of(getattr(test, "pytestmark", None))
+    marks = [*own, *marks]  # the closest first, as pytest reads them: the test's, its class's, outer, the module's
     if pytest_marks.skipped(marks):
         return
     for arguments, case_marks in pytest_marks.cases(marks):
-        expected = pytest_marks.xfail([*marks, *case_marks])
+        expected = pytest_marks.xfail([*own, *case_marks, *marks[len(own) :]])  # a param's right after the test's
         if expected is not None and not expected.run:
             continue  # xfail(run=False): pytest reports it xfailed, unrun
         for picks in fixtures.cases(wanted, list(arguments), marks):

@@ -71,7 +71,14 @@ def _result_class(unittest: types.ModuleType, expected: _Expected) -> type:
                 super().addFailure(test, err)
 
         def addSubTest(self, test: Any, subtest: Any, err: Any) -> None:
-            if err is None or not self._failed_as_expected(test, err):
+            xfail = expected.of(test)
+            if xfail is not None and xfail.strict:
+                # pytest fails a strict xfail's test that runs subtests, whatever each of them does.
+                try:
+                    raise AssertionError(f"{test} runs subtests under xfail(strict=True)")
+                except AssertionError:
+                    super().addSubTest(test, subtest, err or sys.exc_info())
+            elif err is None or not self._failed_as_expected(test, err):
                 super().addSubTest(test, subtest, err)
 
         def addSuccess(self, test: Any) -> None:

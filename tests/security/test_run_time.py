@@ -232,5 +232,7 @@ def test_a_run_is_charged_its_own_tests_time_never_earlier_runs(hostile: TestCli
     assert r.status_code == 200, r.text
     results = r.json()["results"]
     assert [p["verdict"] for p in results] == ["AC"] * 9, results
-    # Each charged its own tests' time (and its program's), where the kernel counts it or they report it.
-    assert all(0.15 <= p["tests"][0]["cpu_s"] < 0.6 for p in results), [p["tests"][0]["cpu_s"] for p in results]
+    # Each charged its own tests' time (and its program's), where the kernel counts it or they report it: the 0.15 s
+    # the tests spend by their own clock, give or take what the container's count less the supervisors' own leaves
+    # (a few ms); never none, never earlier runs' too.
+    assert all(0.1 <= p["tests"][0]["cpu_s"] < 0.6 for p in results), [p["tests"][0]["cpu_s"] for p in results]

@@ -450,6 +450,24 @@ def test_pytest_marks_run_what_pytest_runs(hostile: TestClient, tests: str, wron
             "                self.assertEqual(add(a, 2), a + 2)\n",
             ["WA", "WA"],
         ),
+        # pytest's outcomes in a case's class hooks, as pytest takes them: a skip (or xfail) in setUpClass skips
+        # the class's tests; in tearDownClass it changes no test's outcome; pytest.fail() there is the class's
+        # error, for every program (before, pytest's outcomes left unittest's suite: RE or WA, whatever the tests).
+        (
+            "import pytest, unittest\n\nclass T(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+            "        pytest.skip('later')\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+            ["AC", "AC"],
+        ),
+        (
+            "import pytest, unittest\n\nclass T(unittest.TestCase):\n    @classmethod\n    def tearDownClass(cls):\n"
+            "        pytest.xfail('later')\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+            ["WA", "AC"],
+        ),
+        (
+            "import pytest, unittest\n\nclass T(unittest.TestCase):\n    @classmethod\n    def tearDownClass(cls):\n"
+            "        pytest.fail('never')\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+            ["RE", "RE"],  # pytest: an error, as a case's error is here
+        ),
     ],
     ids=[
         "module-skip-on-cases",
@@ -457,6 +475,9 @@ def test_pytest_marks_run_what_pytest_runs(hostile: TestClient, tests: str, wron
         "xfail-raises-another-error",
         "closest-xfail-first",
         "strict-xfail-with-subtests",
+        "skip-in-set-up-class",
+        "skip-in-tear-down-class",
+        "fail-in-tear-down-class",
     ],
 )
 def test_pytest_marks_reach_unittest_cases_as_in_pytest(hostile: TestClient, tests: str, verdicts: list[str]) -> None:

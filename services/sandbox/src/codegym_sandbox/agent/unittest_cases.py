@@ -22,6 +22,8 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object]) -> N
     theirs raises ``RuntimeError``, a failure ``AssertionError``."""
     suite, expected = unittest.TestSuite(), _Expected()
     for case in cases:
+        for hook in ("setUpClass", "tearDownClass"):
+            _class_outcomes(case, hook, unittest)
         for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
             method = getattr(case, str(getattr(test, "_testMethodName", "")), None)
             own = [*pytest_marks.marks_of(getattr(method, "pytestmark", None)), *pytest_marks.of_class(case), *marks]
@@ -39,6 +41,25 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object]) -> N
         raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
     if not result.wasSuccessful():  # a failure, or an expected failure that passed
         raise AssertionError("the tests' cases failed")
+
+
+def _class_outcomes(case: type, name: str, unittest: types.ModuleType) -> None:
+    """pytest's outcomes that a case's ``setUpClass`` or ``tearDownClass`` raises, as pytest takes them: a skip or
+    an xfail in ``setUpClass`` skips the class's tests (xfailed, they pass), one in ``tearDownClass`` changes no
+    test's outcome, and ``pytest.fail()`` in either is the class's error. unittest's suite catches ``Exception``
+    alone, and pytest's outcomes are not: they left the suite, and an honest program was the tests' error."""
+    hook = getattr(case, name)
+
+    def outcome(cls: type) -> None:
+        try:
+            hook()
+        except (pytest_marks.pytest_class("Skipped"), pytest_marks.pytest_class("XFailed")) as exc:
+            if name == "setUpClass":
+                raise unittest.SkipTest(str(exc)) from None
+        except pytest_marks.pytest_class("Failed") as exc:
+            raise AssertionError(str(exc)) from None
+
+    setattr(case, name, classmethod(outcome))
 
 
 class _Expected(dict[int, tuple[object, pytest_marks.Expected]]):

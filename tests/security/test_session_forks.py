@@ -174,16 +174,19 @@ def test_each_copy_holds_its_own_memory_limit(server: TestClient) -> None:
             server.delete(f"/v1/sessions/{s}")
 
 
+# Processes that sleep, made until a fork fails: how many were made.
+BOMB = (
+    "import os\nmade = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"
+    "            time.sleep(60)\n            os._exit(0)\n        made += 1\nexcept OSError:\n    pass\nmade"
+)
+
+
 def test_a_copys_fork_bomb_and_its_exit_stay_its_own(server: TestClient) -> None:
     sid = _new(server)
     _cell(server, sid, "import os")
     one, two = _fork(server, sid, 2)
     try:
-        bomb = (
-            "made = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"
-            "            time.sleep(60)\n            os._exit(0)\n        made += 1\nexcept OSError:\n    pass\nmade"
-        )
-        out = _cell(server, one, bomb)
+        out = _cell(server, one, BOMB)
         assert out["alive"] and int(out["display"]) < 32, out
         # Its processes are its own count: a sibling (and the session) still start theirs.
         for s in (two, sid):
@@ -202,11 +205,7 @@ def test_a_session_that_may_fork_holds_no_more_processes_than_any(server: TestCl
     # A session's container that may fork holds its members' agents too: none of that room is its programs'.
     sid = _new(server)
     try:
-        bomb = (
-            "import os\nmade = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"
-            "            time.sleep(60)\n            os._exit(0)\n        made += 1\nexcept OSError:\n    pass\nmade"
-        )
-        out = _cell(server, sid, bomb)
+        out = _cell(server, sid, BOMB)
         assert out["alive"] and int(out["display"]) < 32, out
     finally:
         server.delete(f"/v1/sessions/{sid}")

@@ -73,6 +73,22 @@ def root_files(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return as_root
 
 
+def in_child(work: Callable[[], None], failed: str) -> None:
+    """Do ``work`` in a child process, and wait for it: what it takes there (ids, a namespace joined, which cannot be
+    left) stays there. ``OSError(failed)`` where it did not end well."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError(failed)
+
+
 def _checked(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()

@@ -6,6 +6,7 @@ ids stay as they are."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import stat
@@ -151,24 +152,20 @@ def _contained(
     finally:
         os.close(status)
     reading = (int(lines["Uid"].split()[1]), int(lines["Gid"].split()[1]))  # the kernel's, as this process sees them
-    maker = os.fork()
-    if maker == 0:
-        code = 1
-        try:
-            acting_ids.act_as(*mounts.contained, (linux.CAP_SETUID, linux.CAP_SETGID))
-            if os.readlink(f"/proc/self/fd/{user}") != os.readlink("/proc/self/ns/user"):
-                linux.setns(user, linux.CLONE_NEWUSER)  # a copy's copy: from its kernel's namespace
-            for proc, (_, target) in zip(procs, made, strict=True):
-                _write_maps(proc, target)
-            for proc, (_, target) in zip(procs, made, strict=True):
-                if not target.keeps:
-                    _mount_in(proc, target, mounts)
-            code = 0
-        finally:
-            os._exit(code)
-    _, status_code = os.waitpid(maker, 0)
-    if os.waitstatus_to_exitcode(status_code) != 0:
-        raise OSError("the copies' id maps and mounts could not be made")
+    contained = mounts.contained
+
+    def maps_and_mounts() -> None:
+        acting_ids.act_as(*contained, (linux.CAP_SETUID, linux.CAP_SETGID))
+        if os.readlink(f"/proc/self/fd/{user}") != os.readlink("/proc/self/ns/user"):
+            linux.setns(user, linux.CLONE_NEWUSER)  # a copy's copy: from its kernel's namespace
+        for proc, (_, target) in zip(procs, made, strict=True):
+            _write_maps(proc, target)
+        for proc, (_, target) in zip(procs, made, strict=True):
+            if not target.keeps:
+                mount = functools.partial(_mount_in, proc, target, mounts)
+                acting_ids.in_child(mount, "a copy's files could not be mounted")
+
+    acting_ids.in_child(maps_and_mounts, "the copies' id maps and mounts could not be made")
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     for proc, join, (_, target) in zip(procs, joins, made, strict=True):
         if target.keeps:
@@ -185,26 +182,17 @@ def _contained(
 
 
 def _mount_in(proc: int, target: Target, mounts: Mounts) -> None:
-    """A copy's own scratch directory and ``/dev/shm``, mounted in its namespaces by a process that joins them."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            for name, kind in (("ns/user", linux.CLONE_NEWUSER), ("ns/mnt", linux.CLONE_NEWNS)):
-                ns = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
-                linux.setns(ns, kind)
-                os.close(ns)
-            # Both the copy's (a container's /dev/shm is root's, whom the copy's namespace does not map: its times
-            # and mode could not be set as the session's).
-            for point, options in ((mounts.scratch, mounts.scratch_options), (mounts.shm, mounts.shm_options)):
-                owned = f"{options},uid={target.uid},gid={target.gid}"
-                linux.mount("tmpfs", point, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, owned)
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise OSError("a copy's files could not be mounted")
+    """A copy's own scratch directory and ``/dev/shm``, mounted in its namespaces, which this process joins (a
+    process of its own: see :func:`acting_ids.in_child`)."""
+    for name, kind in (("ns/user", linux.CLONE_NEWUSER), ("ns/mnt", linux.CLONE_NEWNS)):
+        ns = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
+        linux.setns(ns, kind)
+        os.close(ns)
+    # Both the copy's (a container's /dev/shm is root's, whom the copy's namespace does not map: its times and mode
+    # could not be set as the session's).
+    for point, options in ((mounts.scratch, mounts.scratch_options), (mounts.shm, mounts.shm_options)):
+        owned = f"{options},uid={target.uid},gid={target.gid}"
+        linux.mount("tmpfs", point, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, owned)
 
 
 class Helper:

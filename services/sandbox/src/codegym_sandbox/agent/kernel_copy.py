@@ -39,7 +39,7 @@ import resource
 import stat
 from collections.abc import Callable
 
-from . import copy_files, copy_making, copy_mappings, linux
+from . import acting_ids, copy_files, copy_making, copy_mappings, linux
 from .copy_files import Mounts, Target
 from .copy_making import Copy
 from .ptrace_calls import EVENT_FORK, NR, Call, Tracee, TraceFailed
@@ -176,20 +176,14 @@ def _process_limit(pids: list[int], limits: tuple[int, int], contained: tuple[in
         for pid in pids:
             resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
         return
-    helper = os.fork()
-    if helper == 0:
-        code = 1
-        try:
-            os.setresgid(contained[1], -1, -1)
-            os.setresuid(contained[0], -1, -1)
-            for pid in pids:
-                resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(helper, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise OSError("the process limit of the session's interpreter could not be set")
+
+    def as_their_user() -> None:
+        os.setresgid(contained[1], -1, -1)
+        os.setresuid(contained[0], -1, -1)
+        for pid in pids:
+            resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
+
+    acting_ids.in_child(as_their_user, "the process limit of the session's interpreter could not be set")
 
 
 def _working_directory(kernel: int, points: tuple[str, ...]) -> bytes:

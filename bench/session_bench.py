@@ -316,9 +316,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100, help="runs timed without and beside the idle sessions")
     parser.add_argument(
         "--backend",
-        choices=("local", "podman"),
+        choices=("local", "podman", "docker"),
         default="local",
-        help="the server's backend (podman: its runtime image built, `scripts/runtime-image podman`)",
+        help="the server's backend (podman, docker: its runtime image built, `scripts/runtime-image podman|docker`)",
     )
     args = parser.parse_args()
     global BACKEND

@@ -1,6 +1,6 @@
 """A session's fork through the native API on a real server: exact copies (memory, files, random state),
 each a session of its own that goes its own way, the session itself unchanged, and clear answers for what
-cannot be forked, on the local and podman backends. Docker answers 501 with why, and its session goes on."""
+cannot be forked, on the local, podman and docker backends (as root)."""
 
 from __future__ import annotations
 
@@ -57,13 +57,13 @@ def _fork(client: TestClient, sid: str, n: int, **body: Any) -> list[str]:
 
 
 def _forks(backend: str) -> bool:
-    return backend in ("local", "podman") and os.geteuid() == 0
+    return backend in ("local", "podman", "docker") and os.geteuid() == 0
 
 
 @pytest.fixture
 def forking(backend: str, sessions: TestClient) -> TestClient:
     if not _forks(backend):
-        pytest.skip("forks are the local and podman backends', as root (docker's refusal is tested below)")
+        pytest.skip("forks are the local, podman and docker backends', as root")
     return sessions
 
 
@@ -467,24 +467,45 @@ def test_what_cannot_be_forked_is_told_and_the_session_goes_on(forking: TestClie
         forking.delete(f"/v1/sessions/{sid}")
 
 
-def test_a_container_backend_says_it_forks_no_session(backend: str, sessions: TestClient) -> None:
-    if _forks(backend):
-        pytest.skip("this backend forks (tested above)")
-    sid = _new(sessions)
-    try:
-        _cell(sessions, sid, "x = 41")
-        r = sessions.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
-        assert r.status_code == 501 and "local and podman backends" in r.json()["detail"], r.text
-        assert _cell(sessions, sid, "x + 1")["display"] == "42"
-    finally:
-        sessions.delete(f"/v1/sessions/{sid}")
+def test_a_container_whose_proc_shows_every_user_forks_no_session(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent forks in a container only where its /proc shows each user's processes to that user alone (a copy
+    would see its siblings' otherwise): a session's container whose /proc could not be remounted so (docker) or
+    made without podman's ``proc-opts`` answers why, and its session goes on."""
+    if backend not in ("docker", "podman") or not _forks(backend):
+        pytest.skip("the agent's own check of a container's /proc (the local backend's box mounts its own)")
+    if backend == "docker":
+        # Its agent's remount of /proc refused, as a host's AppArmor profile that denies mount refuses it: the
+        # container starts, its sessions work, and a fork says why it cannot be.
+        monkeypatch.setattr("codegym_sandbox.backends.docker.PROC_CAPABILITIES", ())
+    else:
+        from codegym_sandbox.backends.podman import PodmanBackend
+
+        argv = PodmanBackend.run_argv
+
+        def shown(self: PodmanBackend, slot: int) -> list[str]:
+            made = argv(self, slot)
+            if "proc-opts=hidepid=invisible" not in made:
+                return made  # a container of runs
+            at = made.index("proc-opts=hidepid=invisible")
+            return made[: at - 1] + made[at + 1 :]  # less the option and its flag
+
+        monkeypatch.setattr(PodmanBackend, "run_argv", shown)
+    with _server(backend, memory_mb=128, max_sessions=4) as client:
+        sid = _new(client)
+        _cell(client, sid, "x = 41")
+        r = client.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 409 and "hide each user's processes" in r.json()["detail"], r.text
+        assert _cell(client, sid, "x + 1")["display"] == "42"
+        assert len(client.get("/v1/sessions").json()["sessions"]) == 1
 
 
 def test_forks_at_once_are_each_counted_against_the_caps_of_the_other(backend: str) -> None:
     """A fork's copies count against a client's cap from the check until they are sessions: two forks of one
     client's sessions at once each see the other's, and the later one is refused (429)."""
     if not _forks(backend):
-        pytest.skip("forks are the local and podman backends', as root")
+        pytest.skip("forks are the local, podman and docker backends', as root")
     with _server(backend, memory_mb=64, max_sessions=12, max_sessions_per_client=4) as client:
         made = [_new(client), _new(client)]
         for sid in made:

@@ -44,6 +44,19 @@ def act_as(uid: int, gid: int, keep: tuple[int, ...]) -> None:
     _checked(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
+def give_up(cap: int) -> None:
+    """Drop capability ``cap`` from this process's effective, permitted and inheritable sets, for good: what the
+    agent held for its start alone (with ``no-new-privileges`` no exec gives it back, even to root's ids)."""
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    _checked(_libc.capget(ctypes.byref(header), ctypes.byref(data)), "capget")
+    bit = ~(1 << (cap % 32)) & 0xFFFFFFFF
+    data[cap // 32].effective &= bit
+    data[cap // 32].permitted &= bit
+    data[cap // 32].inheritable &= bit
+    _checked(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
 @contextlib.contextmanager
 def files_as(uid: int, gid: int) -> Iterator[None]:
     """Within: file ids ``uid``/``gid``, where the caller is root with others (a container's agent, whose file ids

@@ -93,4 +93,23 @@ def refusal(lineage: Lineage) -> str | None:
             "forking a session needs each copy's programs to be a host user of their own, in a memory cgroup of "
             "their own: a server run as root (and, on a container backend, the cgroups it binds for copies)"
         )
+    if lineage.mounts.contained is not None and not _proc_hides_others():
+        # Its copies are users of their own, each of whom must see no sibling's processes (their command lines,
+        # their CPU times: a channel between the members of a group).
+        return "forking a session in a container needs its /proc to hide each user's processes from the others"
     return None
+
+
+def _proc_hides_others() -> bool:
+    """Whether this process's /proc shows each user's processes to that user alone (``hidepid=invisible``): the
+    options of the last mount at /proc, the one on top."""
+    options: list[str] = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and fields[4] == "/proc":
+                    options = fields[-1].split(",")
+    except OSError:
+        pass
+    return "hidepid=invisible" in options or "hidepid=2" in options

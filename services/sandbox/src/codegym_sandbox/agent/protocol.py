@@ -103,6 +103,7 @@ class WorkerConfig(TypedDict, total=False):
     session_slots: list[int]  # the first of the sessions' slots and their number (a session's copies' users)
     copies: list[str]  # in a session's container: where its copies' memory, CPU and pids cgroups are made
     copy_processes: int  # and the most processes each copy may have (one session's)
+    hide_processes: bool  # a session's container whose /proc the agent remounts hidepid=invisible (docker's)
     queued_signals: int  # RLIMIT_SIGPENDING of the worker's processes (see host_users.bound_user_counts)
     keep: list[str]  # what the worker's root shows of the host's, and what it hides (see runtime.py)
     hide: list[str]

@@ -11,11 +11,13 @@ import os
 import signal
 import sys
 
-from . import isolation, linux, runtime
+from . import acting_ids, isolation, linux, runtime
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig
 from .memory_cgroup import MemoryCgroup
 from .run_cgroup import RunCgroup
+
+CAP_SYS_ADMIN = 21
 
 
 def start(config: BoxConfig) -> tuple[BoxHandle, int]:
@@ -30,6 +32,8 @@ def start(config: BoxConfig) -> tuple[BoxHandle, int]:
         if os.getpid() != 1:
             # Without a pid namespace, kill(-1) after each run would reach every process of this uid.
             raise RuntimeError("without namespaces the agent must be the init of its own container")
+        if config.get("hide_processes"):
+            _hide_processes()
         linux.set_dumpable(False)  # programs may share our uid: keep them out of /proc/1
         config["run_cgroup"] = RunCgroup.own()  # the container's: one worker's, read only
         uid, gid = isolation.container_program_ids(config)
@@ -41,6 +45,22 @@ def start(config: BoxConfig) -> tuple[BoxHandle, int]:
     # Set after the namespace switch, which changes our credentials and so clears it.
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # never outlive the server
     return BoxHandle(config), uid
+
+
+def _hide_processes() -> None:
+    """A session's container on an engine that cannot mount its /proc so (docker): the container's /proc made to
+    show each user's processes to that user alone, as the local backend's box and podman's ``proc-opts`` do (a
+    session's copies are users of their own, and see none of their siblings'). The agent was given
+    ``CAP_SYS_ADMIN`` for this alone, and gives it up before anything else runs. Where the host refuses the
+    remount (an AppArmor profile that denies ``mount``), the session works as any other and its fork is refused
+    with why (``copy_lineage.refusal``)."""
+    flags = linux.MS_REMOUNT | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC
+    try:
+        linux.mount("proc", "/proc", "proc", flags, "hidepid=2")  # "invisible" since Linux 5.8; 2 before too
+    except OSError as exc:
+        print(f"agent: /proc could not be remounted to hide each user's processes ({exc}): no fork", file=sys.stderr)
+    finally:
+        acting_ids.give_up(CAP_SYS_ADMIN)
 
 
 def tools(config: BoxConfig) -> dict[str, str | None]:

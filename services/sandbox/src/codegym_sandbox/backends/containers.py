@@ -24,6 +24,10 @@ CAPABILITIES = ("SETUID", "SETGID", "KILL")
 # And in a session's container, where the agent copies a session's interpreter for a fork: to trace it, another
 # user's process (``agent/kernel_copy.py``).
 SESSION_CAPABILITIES = ("SYS_PTRACE",)
+# And on docker, which cannot mount a container's /proc with ``hidepid`` as podman does: for the agent to remount it
+# so at its start (``agent/worker_start.py``), which gives it up at once, before any program runs. With it in the
+# container's set, docker's seccomp profile lets the programs' user make a copy's namespaces too.
+PROC_CAPABILITIES = ("SYS_ADMIN",)
 
 
 @dataclass(frozen=True)
@@ -125,16 +129,20 @@ class CopyCgroups:
         if os.path.basename(runtime) == "runsc":
             return "forking a session is not offered on gVisor's runtime"
         if cls.find() is None:
-            return "forking a session in a container needs the host's cgroup v1 memory, cpuacct and pids hierarchies"
+            return (
+                "forking a session in a container needs the host's cgroup v1 memory, cpuacct and pids hierarchies, "
+                "writable by the server (run on the host)"
+            )
         return None
 
     @classmethod
     def find(cls) -> CopyCgroups | None:
-        """The host's memory and cpuacct hierarchies (v1), or None."""
+        """The host's memory, cpuacct and pids hierarchies (v1), where this server may make cgroups; or None (a
+        server in a container, whose cgroups are its own and read-only: the paths it would bind are not the host's)."""
         found = []
         for roots in cls.ROOTS:
             root = next((r for r in roots if os.path.exists(f"{r}/cgroup.procs")), None)
-            if root is None:
+            if root is None or not os.access(root, os.W_OK):
                 return None
             found.append(root)
         return cls(tuple(found)) if os.path.exists(f"{found[0]}/memory.limit_in_bytes") else None

@@ -16,7 +16,16 @@ from typing import Any
 
 from ..agent.protocol import WorkerConfig
 from .base import SandboxFault
-from .containers import AGENT_USER, CAPABILITIES, LABEL, ContainerSpec, is_stale
+from .containers import (
+    AGENT_USER,
+    CAPABILITIES,
+    LABEL,
+    PROC_CAPABILITIES,
+    SESSION_CAPABILITIES,
+    ContainerSpec,
+    CopyCgroups,
+    is_stale,
+)
 from .pool import WorkerPool
 from .worker import AgentWorker
 
@@ -39,9 +48,12 @@ def _own_socket(attached: Any) -> socket.socket:
 
 
 class DockerWorker(AgentWorker):
-    def __init__(self, slot: int, config: WorkerConfig, backend: DockerBackend) -> None:
+    def __init__(
+        self, slot: int, config: WorkerConfig, backend: DockerBackend, copies: CopyCgroups | None = None
+    ) -> None:
         super().__init__(slot, config)
         self.backend = backend
+        self.copies = copies  # a session's container: its copies' cgroups, made before it starts
         self.container: Any = None
         self._pump: asyncio.Task[None] | None = None
         self._raw: socket.socket | None = None
@@ -55,6 +67,12 @@ class DockerWorker(AgentWorker):
         name = spec.name(self.slot)
         with contextlib.suppress(Exception):  # a leftover of this slot from an earlier life
             client.containers.get(name).remove(force=True)
+        caps, volumes = list(CAPABILITIES), {}
+        if self.copies is not None:  # a session's container, which may fork: see PodmanBackend.run_argv
+            caps += [*SESSION_CAPABILITIES, *PROC_CAPABILITIES]
+            outside = self.copies.make(name, spec.cpus)
+            pairs = zip(outside, CopyCgroups.INSIDE, strict=True)
+            volumes = {path: {"bind": inside, "mode": "rw"} for path, inside in pairs}
         container = client.containers.create(
             spec.image,
             name=name,
@@ -67,7 +85,8 @@ class DockerWorker(AgentWorker):
             network_mode="none",
             runtime=spec.runtime or None,  # None: the daemon's default
             cap_drop=["ALL"],
-            cap_add=list(CAPABILITIES),
+            cap_add=caps,
+            volumes=volumes,
             security_opt=["no-new-privileges"],
             read_only=True,
             tmpfs=spec.tmpfs,
@@ -148,6 +167,8 @@ class DockerWorker(AgentWorker):
         if container is not None:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(container.remove, force=True)
+        if self.copies is not None:
+            await asyncio.to_thread(self.copies.remove, self.backend.spec.name(self.slot))
         if self._pump is not None:
             await asyncio.gather(self._pump, return_exceptions=True)
 
@@ -161,13 +182,28 @@ class DockerBackend(WorkerPool):
         self.spec = spec
         self.client: Any = None
         self.image_id = ""
+        self.copies = None if CopyCgroups.refusal(spec.runtime) else CopyCgroups.find()
+
+    @property
+    def fork_refusal(self) -> str | None:
+        return CopyCgroups.refusal(self.spec.runtime)
 
     @property
     def runtime_id(self) -> str:
         return f"docker:{self.image_id}"
 
     def make_worker(self, slot: int) -> AgentWorker:
-        return DockerWorker(slot, self.config, self)
+        if self.copies is None or slot < self.max_workers:
+            return DockerWorker(slot, self.config, self)
+        # As PodmanBackend's, and the agent remounts its /proc to hide each user's processes from the others.
+        most = (self.spec.session_processes or self.spec.pids_of(slot, self.max_workers)) + 1
+        config: WorkerConfig = {
+            **self.config,
+            "copies": list(CopyCgroups.INSIDE),
+            "copy_processes": most,
+            "hide_processes": True,
+        }
+        return DockerWorker(slot, config, self, self.copies)
 
     def _connect(self) -> None:
         import docker
@@ -181,11 +217,16 @@ class DockerBackend(WorkerPool):
                 f"docker: image {self.spec.image!r} not found; build it with "
                 f"`docker build -f services/sandbox/runtime/Dockerfile -t {self.spec.image} services/sandbox`"
             ) from None
-        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
+        containers = self.client.containers.list(all=True, filters={"label": LABEL})
+        if self.copies is not None:  # copies' cgroups of containers gone (a server killed before it removed them)
+            self.copies.sweep({c.name for c in containers if not is_stale(c.labels)})
+        for container in containers:
             if is_stale(container.labels):
                 log.warning("docker: removing %s, left behind by a server that is gone", container.name)
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
+                if self.copies is not None:
+                    self.copies.remove(container.name)
 
     async def start(self) -> None:
         await asyncio.to_thread(self._connect)

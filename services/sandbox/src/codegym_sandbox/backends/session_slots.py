@@ -67,12 +67,9 @@ class SessionSlots:
 
     @property
     def fork_refusal(self) -> str | None:
-        """Why this backend forks no session (None: it does): docker's, whose containers' /proc shows every process
-        to every user (a copy would see its siblings'), and whose seccomp profile refuses a copy's namespaces."""
-        return (
-            "forking a session is offered on the local and podman backends (a server run as root, on x86_64) only: "
-            "docker cannot hide a container's processes from each other's users in /proc"
-        )
+        """Why this backend forks no session (None: it does): each backend that forks says so itself (local,
+        podman and docker: a copy is a host user of its own, which takes what each of them sets up)."""
+        return "this backend forks no session: forks are the local, podman and docker backends' (as root, x86_64)"
 
     async def fork_session(
         self, lease: SessionLease, n: int, reseed: bool, memory_mb: int, cpu_s: float

@@ -167,8 +167,8 @@ def test_containers_removed_on_shutdown_and_stale_ones_at_start(engine: str) -> 
         argv += ["--label", f"{key}={value}"]
     subprocess.run([*argv, IMAGE], capture_output=True, check=True)
     assert len(_containers(engine, "tstale")) == 1
-    # And the cgroups a forking session's container had on the host (podman, as root), its container gone.
-    cgroups = CopyCgroups.find() if engine == "podman" and CopyCgroups.refusal("") is None else None
+    # And the cgroups a forking session's container had on the host (as root), its container gone.
+    cgroups = CopyCgroups.find() if CopyCgroups.refusal("") is None else None
     left = cgroups.make("codegym-sandbox-local-tdied-70", 1.0) if cgroups is not None else []
     for path in left:
         os.mkdir(f"{path}/worker-1-copy")

@@ -167,14 +167,37 @@ def test_containers_removed_on_shutdown_and_stale_ones_at_start(engine: str) -> 
         argv += ["--label", f"{key}={value}"]
     subprocess.run([*argv, IMAGE], capture_output=True, check=True)
     assert len(_containers(engine, "tstale")) == 1
-    # And the cgroups a forking session's container had on the host (as root), its container gone.
+    # And the cgroups a forking session's container had on the host (as root), its server gone (named with its pid).
     cgroups = CopyCgroups.find() if CopyCgroups.refusal("") is None else None
-    left = cgroups.make("codegym-sandbox-local-tdied-70", 1.0) if cgroups is not None else []
+    roots = cgroups.roots if cgroups is not None else ()
+    left = [f"{root}/{CopyCgroups.PARENT}/codegym-sandbox-local-tdied-70@{dead.pid}" for root in roots]
     for path in left:
-        os.mkdir(f"{path}/worker-1-copy")
+        os.makedirs(f"{path}/worker-1-copy")
     with TestClient(create_app(settings_for(engine, server_id="tfresh", workers=1))):
         assert _containers(engine, "tstale") == []
         assert [path for path in left if os.path.exists(path)] == []
+
+
+def test_a_server_starting_keeps_the_copies_cgroups_of_a_live_server_of_the_other_engine(engine: str) -> None:
+    """The copies' cgroups of a live server's session (docker's or podman's: one directory on the host for both)
+    are no leftover of another server starting beside it on the other engine, which lists only its own
+    containers: removed, the live session's fork failed and ended it (410)."""
+    other = "podman" if engine == "docker" else "docker"
+    if os.geteuid() != 0 or CopyCgroups.refusal("") is not None or backend_problem(other) is not None:
+        pytest.skip("forks on both engines, as root, on a cgroup v1 host")
+    settings = settings_for(engine, server_id="tlive", workers=1, reserve_workers=0)
+    settings.sessions.warm = 0
+    with TestClient(create_app(settings)) as client:
+        r = client.post("/v1/sessions", json={"language": "python"})
+        assert r.status_code == 201, r.text
+        sid = r.json()["session_id"]
+        assert client.post(f"/v1/sessions/{sid}/execute", json={"code": "x = 41"}).status_code == 200
+        with TestClient(create_app(settings_for(other, server_id="tbeside", workers=1))):
+            pass
+        r = client.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
+        assert r.status_code == 200, r.text
+        for made in (sid, *r.json()["session_ids"]):
+            client.delete(f"/v1/sessions/{made}")
 
 
 def test_missing_image_is_a_clear_start_up_error(engine: str) -> None:

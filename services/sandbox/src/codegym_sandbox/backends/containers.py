@@ -148,7 +148,9 @@ class CopyCgroups:
         return cls(tuple(found)) if os.path.exists(f"{found[0]}/memory.limit_in_bytes") else None
 
     def paths(self, name: str) -> list[str]:
-        return [f"{root}/{self.PARENT}/{name}" for root in self.roots]
+        """Container ``name``'s directories, named with this server's pid too: every server on the host shares the
+        parent (docker's and podman's), and one starting removes only what servers that are gone left there."""
+        return [f"{root}/{self.PARENT}/{name}@{os.getpid()}" for root in self.roots]
 
     def make(self, name: str, cpus: float) -> list[str]:
         """The directories for container ``name`` (anything left of an earlier one removed first): the host's paths,
@@ -166,27 +168,45 @@ class CopyCgroups:
                 f.write(str(max(1000, int(cpus * 100000))))
         return paths
 
-    def sweep(self, alive: set[str]) -> None:
-        """Remove what servers that died left: the directories of containers that are not ``alive`` (none of them
-        can hold a process: a cgroup that does is not removed)."""
+    def sweep(self) -> None:
+        """Remove what servers that are gone left (a server killed removes nothing): the directories named with the
+        pid of a process this host no longer runs (a cgroup that holds a process is not removed). Not by the
+        containers an engine lists: a live server's container of the other engine, or one not made yet, is none."""
         for root in self.roots:
             with contextlib.suppress(OSError), os.scandir(f"{root}/{self.PARENT}") as entries:
                 names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
-            for name in set(names) - alive:
-                self.remove(name, tries=1)
+            for name in names:
+                owner, _, pid = name.rpartition("@")
+                if owner and pid.isdigit() and not _runs(int(pid)):
+                    self._remove(f"{root}/{self.PARENT}/{name}", tries=1)
 
     def remove(self, name: str, tries: int = 50) -> None:
         """Remove container ``name``'s directories and the copies' cgroups in them, once the container is gone (its
         processes were the only ones in them; the last may still be exiting)."""
         for path in self.paths(name):
-            if not os.path.isdir(path):
-                continue
-            for _ in range(tries):
-                with contextlib.suppress(OSError):
-                    for entry in os.scandir(path):
-                        if entry.is_dir(follow_symlinks=False):
-                            with contextlib.suppress(OSError):
-                                os.rmdir(entry.path)
-                    os.rmdir(path)
-                    break
-                time.sleep(0.02)
+            self._remove(path, tries)
+
+    @staticmethod
+    def _remove(path: str, tries: int) -> None:
+        if not os.path.isdir(path):
+            return
+        for _ in range(tries):
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(path):
+                    if entry.is_dir(follow_symlinks=False):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(entry.path)
+                os.rmdir(path)
+                return
+            time.sleep(0.02)
+
+
+def _runs(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True

@@ -217,16 +217,13 @@ class DockerBackend(WorkerPool):
                 f"docker: image {self.spec.image!r} not found; build it with "
                 f"`docker build -f services/sandbox/runtime/Dockerfile -t {self.spec.image} services/sandbox`"
             ) from None
-        containers = self.client.containers.list(all=True, filters={"label": LABEL})
-        if self.copies is not None:  # copies' cgroups of containers gone (a server killed before it removed them)
-            self.copies.sweep({c.name for c in containers if not is_stale(c.labels)})
-        for container in containers:
+        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
             if is_stale(container.labels):
                 log.warning("docker: removing %s, left behind by a server that is gone", container.name)
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
-                if self.copies is not None:
-                    self.copies.remove(container.name)
+        if self.copies is not None:  # copies' cgroups of servers gone (killed before they removed them)
+            self.copies.sweep()
 
     async def start(self) -> None:
         await asyncio.to_thread(self._connect)

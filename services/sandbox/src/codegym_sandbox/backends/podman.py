@@ -201,19 +201,11 @@ class PodmanBackend(WorkerPool):
 
     async def _remove_stale(self) -> None:
         code, out, _ = await _podman(self.binary, "ps", "-a", "--filter", f"label={LABEL}", "--format", "json")
-        if code != 0:
-            return
         with contextlib.suppress(ValueError):
-            containers = json.loads(out or b"[]")
-            if self.copies is not None:  # copies' cgroups of containers gone (a server killed: no --rm ran it)
-                alive = {
-                    (c.get("Names") or [""])[0].lstrip("/") for c in containers if not is_stale(c.get("Labels") or {})
-                }
-                await asyncio.to_thread(self.copies.sweep, alive)
-            for container in containers:
+            for container in json.loads(out or b"[]") if code == 0 else []:
                 if is_stale(container.get("Labels") or {}):
                     name = (container.get("Names") or [container.get("Id", "")])[0]
                     log.warning("%s: removing %s, left behind by a server that is gone", self.name, name)
                     await _podman(self.binary, "rm", "-f", "-t", "0", name)
-                    if self.copies is not None:
-                        await asyncio.to_thread(self.copies.remove, name.lstrip("/"))
+        if self.copies is not None:  # copies' cgroups of servers gone (killed before they removed them)
+            await asyncio.to_thread(self.copies.sweep)

@@ -141,6 +141,32 @@ len(hit), len(seen)
         assert _cell(server, s, "'alive'")["display"] == "'alive'"
 
 
+def test_a_copy_learns_nothing_of_its_siblings_through_a_pidfd(
+    server: TestClient, family: tuple[str, list[str]]
+) -> None:
+    # pidfd_open takes any pid of the namespace, hidepid or not; pidfs's PIDFD_GET_INFO (Linux 6.13) then answered a
+    # sibling's parent and host ids, whatever size its request said.
+    sid, ids = family
+    probe = """
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+me, told = os.getpid(), []
+for p in range(1, 4096):
+    fd = libc.syscall(434, p, 0)  # pidfd_open
+    if fd < 0:
+        continue
+    for size in (0x40, 0x50, 0x60):
+        buf = ctypes.create_string_buffer(size)
+        struct.pack_into('Q', buf, 0, 7)
+        if libc.ioctl(fd, 0xC000FF0B | size << 16, buf) == 0:
+            told.append((p, size))
+    os.close(fd)
+told
+"""
+    for s in (sid, *ids):
+        assert _cell(server, s, probe)["display"] == "[]", s
+
+
 def test_each_copy_is_a_host_user_of_its_own_and_nothing_is_left(server: TestClient) -> None:
     before = _session_uids()
     sid = _new(server)

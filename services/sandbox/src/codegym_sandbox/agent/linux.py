@@ -197,6 +197,7 @@ _BPF_JEQ_K = 0x15
 _BPF_JSET_K = 0x45
 _BPF_JGE_K = 0x35
 _BPF_RET_K = 0x06
+_BPF_AND_K = 0x54
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_TRACE = 0x7FF00000  # to the tracer, which may let it through; without one, ENOSYS
@@ -285,6 +286,9 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
          *((_BPF_JEQ_K, "deny", 0, option) for option in TCP_KEY_OPTIONS),
          "allow", _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
     when("socketpair", _arg(0), (_BPF_JEQ_K, 0, 1, AF_UNIX), _ret(_RET_ALLOW), _ret(_EAFNOSUPPORT))
+    # PIDFD_GET_INFO (pidfs, Linux 6.13; its size bits vary) answers any process's parent and ids through a pidfd,
+    # which /proc's hidepid does not stand in the way of: a session's copy would learn its siblings'.
+    when("ioctl", _arg(1), (_BPF_AND_K, 0, 0, 0xFFFF), (_BPF_JEQ_K, 0, 1, 0xFF0B), _ret(_EPERM), _ret(_RET_ALLOW))
     # A clone into new namespaces is the agent's, as it copies a session's kernel (kernel_copy.py): only a
     # process traced (by the agent: no program may trace) is let through, by its tracer.
     # And CLONE_PARENT: a child of its parent's parent would leave the tree of a session's copy (the reaper of its

@@ -77,7 +77,7 @@ SYSCALLS = {
         "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277,
         "syncfs": 306, "fadvise64": 221, "splice": 275, "tee": 276, "vmsplice": 278, "sendfile": 40,
-        "openat2": 437, "open": 2, "openat": 257,
+        "openat2": 437, "open": 2, "openat": 257, "ioctl": 16,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
@@ -96,7 +96,7 @@ SYSCALLS = {
         "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "sched_setaffinity": 122, "sched_setscheduler": 119,
         "sched_setparam": 118, "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "prlimit64": 261,
         "setpriority": 140, "ioprio_set": 30, "setrlimit": 164, "clone": 220, "clone3": 435, "socket": 198,
-        "prctl": 167, "socketpair": 199, "setsockopt": 208,
+        "prctl": 167, "socketpair": 199, "setsockopt": 208, "ioctl": 29,
         "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0, "io_destroy": 1, "io_submit": 2,
         "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "fcntl": 25, "timer_create": 107, "sync": 81,
         "fsync": 82, "fdatasync": 83, "sync_file_range": 84,

@@ -484,6 +484,31 @@ def test_pytest_marks_reach_unittest_cases_as_in_pytest(hostile: TestClient, tes
     assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
 
 
+_NOOP = "class T(unittest.TestCase):\n    def test_noop(self):\n        pass\n"
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdicts"),
+    [
+        ("def setUpModule():\n    assert add(2, 2) == 4\n\ndef test_noop():\n    pass\n", ["RE", "AC"]),
+        ("def tearDownModule():\n    assert add(2, 2) == 4\n\ndef test_noop():\n    pass\n", ["RE", "AC"]),
+        ("import unittest\n\ndef teardown_module():\n    assert add(2, 2) == 4\n\n" + _NOOP, ["RE", "AC"]),
+        (
+            "import unittest\nn = []\n\ndef setUpModule():\n    n.append(1)\n\ndef setup_module():\n    n.append(2)\n\n"
+            "def test_f():\n    assert n == [1]\n\nclass TestO:\n    class C(unittest.TestCase):\n"
+            "        def test_c(self):\n            self.assertEqual(n, [1])\n\nclass T(unittest.TestCase):\n"
+            "    def test_c(self):\n        self.assertEqual(n, [1])\n        self.assertEqual(add(1, 2), 3)\n",
+            ["WA", "AC"],
+        ),
+    ],
+    ids=["setUpModule-beside-functions", "tearDownModule-beside-functions", "teardown_module-beside-cases", "once"],
+)
+def test_pytest_module_hooks_run_once_around_all_tests(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
+    """pytest's module hooks, by either name (``setup_module`` or unittest's ``setUpModule``), once around all of a
+    module's tests, its functions' and its cases' (in its test classes too); an assertion there is an error."""
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
+
+
 def test_capsys_takes_what_the_program_writes_as_a_process_would(hostile: TestClient) -> None:
     program = (
         "import sys\ndef greet(n):\n    sys.stdout.buffer.write(f'hi {n}'.encode())\n    sys.stdout.flush()\n"

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, TypeGuard
 
+from . import pytest_marks
 from .plain_data import Handle
 
 TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (test_forms.read_tests)
@@ -76,6 +77,18 @@ def definition(value: object) -> Definition | None:
 def theirs(value: object) -> TypeGuard[types.FunctionType]:
     """Whether ``value`` is a function the tests defined (never one of the program's, which are stand-ins)."""
     return isinstance(value, types.FunctionType) and value.__code__.co_filename == TESTS_FILE
+
+
+@contextlib.contextmanager
+def setup_error(what: str) -> Iterator[None]:
+    """An assertion that fails in ``what`` (a fixture, a module's or a test's hook), or ``pytest.fail()`` there, as
+    pytest takes it: the error of the tests it runs around, never their failure (``pytest.xfail()`` is no error)."""
+    try:
+        yield
+    except pytest_marks.pytest_class("XFailed"):
+        raise
+    except (AssertionError, pytest_marks.pytest_class("Failed")) as exc:
+        raise RuntimeError(f"{what} failed: pytest errors the tests it runs around") from exc
 
 
 def requested(function: Any, skip_self: bool) -> list[str]:

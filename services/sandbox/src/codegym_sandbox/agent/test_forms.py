@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from . import call_test, import_path, program_names, pytest_marks, unittest_cases
-from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, theirs, wrapped
+from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, setup_error, theirs, wrapped
 from .plain_data import Handle
 from .program_errors import program_traceback
 
@@ -180,6 +180,9 @@ def collect_and_run(
     - unittest's cases, unless ``unittest.main()`` ran them (again, where it ran them with ``exit=False``, which
       fails nothing: a runner's own report is no verdict), under pytest's marks (``unittest_cases``): the module's,
       and those of the test classes they are in.
+
+    And pytest's module hooks (``setup_module`` or unittest's ``setUpModule``, and their teardowns) once around all
+    of them.
     """
     named = program_names.loaded_names(code)
     check = scope.get("check")
@@ -199,32 +202,38 @@ def collect_and_run(
             or (isinstance(value, type) and _pytest_class(value, unittest) and not _ran_class(value, ran))
         )
     ]
+    cases = _cases(scope, None if exited else unittest)
+    marks = pytest_marks.marks_of(scope.get("pytestmark"))
     try:
-        if collected:
-            _hook(scope, "setup_module", module)  # pytest's module hooks, around what it collects
+        if collected or cases:  # pytest's module hooks, once around all it collects (unittest's cases too)
+            _hook(scope, ("setUpModule", "setup_module"), module)
         for _, value in collected:
             if isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
-                    _run_class(value, pytest_marks.marks_of(scope.get("pytestmark")), of_class)
+                    _run_class(value, marks, of_class)
                 continue
-            _hook(scope, "setup_function", value)
+            _hook(scope, ("setup_function",), value)
             try:
-                _run(value, pytest_marks.marks_of(scope.get("pytestmark")), fixtures)
+                _run(value, marks, fixtures)
             finally:
-                _hook(scope, "teardown_function", value)
-        if collected:
-            _hook(scope, "teardown_module", module)
+                _hook(scope, ("teardown_function",), value)
+        if cases and unittest is not None:
+            unittest_cases.run(cases, unittest, marks)
     finally:
         fixtures.close()
-    if unittest is None or exited:
-        return
-    cases = [
+    if collected or cases:
+        _hook(scope, ("tearDownModule", "teardown_module"), module)
+
+
+def _cases(scope: dict[str, object], unittest: types.ModuleType | None) -> list[type]:
+    """unittest's cases the tests define at top level."""
+    if unittest is None:
+        return []
+    return [
         value
         for value in scope.values()
         if isinstance(value, type) and issubclass(value, unittest.TestCase) and value.__module__ == "__main__"
     ]
-    if cases:
-        unittest_cases.run(cases, unittest, pytest_marks.marks_of(scope.get("pytestmark")))
 
 
 def _pytest_name(name: str, value: object, prefixes: str | tuple[str, ...]) -> bool:
@@ -237,12 +246,14 @@ def _pytest_name(name: str, value: object, prefixes: str | tuple[str, ...]) -> b
     return said is not False and (name.startswith(prefixes) or said is True)
 
 
-def _hook(scope: dict[str, Any], name: str, subject: object) -> None:
-    """The tests' own ``setup_module``/``setup_function`` (and teardowns), if they define one: given its subject
-    where it takes one, as pytest gives it."""
-    hook = scope.get(name)
+def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object) -> None:
+    """The tests' own ``setup_module``/``setup_function`` (and teardowns; the first of ``names`` they bind, as
+    pytest takes unittest's ``setUpModule`` for its ``setup_module``), if they define one: given its subject where
+    it takes one, as pytest gives it."""
+    hook = next((found for name in names if (found := scope.get(name)) is not None), None)
     if theirs(hook):
-        hook(subject) if hook.__code__.co_argcount else hook()
+        with setup_error(hook.__name__):
+            hook(subject) if hook.__code__.co_argcount else hook()
 
 
 def _ran_class(cls: type, ran: set[str]) -> bool:

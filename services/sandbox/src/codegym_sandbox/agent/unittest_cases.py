@@ -20,7 +20,7 @@ from . import pytest_marks
 def run(cases: list[type], unittest: types.ModuleType, marks: list[object]) -> None:
     """Run ``cases`` in one suite, each test under its marks and ``marks`` (those around the cases): an error of
     theirs raises ``RuntimeError``, a failure ``AssertionError``."""
-    suite, expected = unittest.TestSuite(), _Expected()
+    suite, expected = _suite_class(unittest)(), _Expected()
     for case in cases:
         for hook in ("setUpClass", "tearDownClass"):
             _class_outcomes(case, hook, unittest)
@@ -60,6 +60,20 @@ def _class_outcomes(case: type, name: str, unittest: types.ModuleType) -> None:
             raise AssertionError(str(exc)) from None
 
     setattr(case, name, classmethod(outcome))
+
+
+def _suite_class(unittest: types.ModuleType) -> type:
+    """unittest's suite, less its module's ``setUpModule`` and ``tearDownModule``: pytest runs those itself, once
+    around all of the module's tests (``test_forms``); the suite ran them again around its cases."""
+
+    class Suite(unittest.TestSuite):  # type: ignore[name-defined,misc]
+        def _handleModuleFixture(self, test: Any, result: Any) -> None:
+            pass
+
+        def _handleModuleTearDown(self, result: Any) -> None:
+            pass
+
+    return Suite
 
 
 class _Expected(dict[int, tuple[object, pytest_marks.Expected]]):

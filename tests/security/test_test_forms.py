@@ -484,7 +484,93 @@ def test_pytest_marks_reach_unittest_cases_as_in_pytest(hostile: TestClient, tes
     assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
 
 
+_P = "import pytest, unittest\n"
 _NOOP = "class T(unittest.TestCase):\n    def test_noop(self):\n        pass\n"
+_CHECK_AFTER = "    yield\n    assert add(2, 2) == 4\n"  # a fixture's body, whose teardown checks the program
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdicts"),
+    [
+        # An assertion after a fixture's yield is its teardown's: pytest errors the case it ran around (before,
+        # no fixture ran around a unittest case: every program passed); one before it errors the case unrun.
+        (_P + "@pytest.fixture(autouse=True)\ndef check():\n" + _CHECK_AFTER + "\n" + _NOOP, ["RE", "AC"]),
+        (_P + "@pytest.fixture(autouse=True)\ndef check():\n    assert add(2, 2) == 4\n\n" + _NOOP, ["RE", "AC"]),
+        (
+            _P + "@pytest.fixture(scope='class')\ndef check():\n" + _CHECK_AFTER + "\n"
+            "@pytest.mark.usefixtures('check')\n" + _NOOP,
+            ["RE", "AC"],
+        ),
+        (
+            _P
+            + "@pytest.fixture\ndef check():\n"
+            + _CHECK_AFTER
+            + "\npytestmark = pytest.mark.usefixtures('check')\n\n"
+            "class T(unittest.TestCase):\n    @unittest.skip('unittest runs pytest fixtures around it all the same')\n"
+            "    def test_noop(self):\n        pass\n",
+            ["RE", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    @pytest.fixture(autouse=True)\n    def check(self):\n"
+            "        yield\n        assert add(2, 2) == 4\n\n    def test_noop(self):\n        pass\n",
+            ["RE", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    @pytest.fixture(autouse=True)\n    def start(self, tmp_path):\n"
+            "        self.one = 1\n\n    def test_add(self):\n        self.assertEqual(add(self.one, 2), 3)\n",
+            ["WA", "AC"],
+        ),
+        (
+            _P + "class TestOuter:\n    @pytest.fixture(autouse=True)\n    def check(self):\n"
+            "        yield\n        assert add(2, 2) == 4\n\n    class Case(unittest.TestCase):\n"
+            "        def test_noop(self):\n            pass\n",
+            ["RE", "AC"],
+        ),
+        # pytest's order: the module's fixtures, setUpClass, the class's, the test's (autouse first), setUp; and
+        # back, the class's fixtures before tearDownClass.
+        (
+            _P + "log = []\n\n@pytest.fixture(scope='module', autouse=True)\ndef mod():\n    log.append('mod')\n\n"
+            "@pytest.fixture(autouse=True)\ndef each():\n    log.append('fix')\n    yield\n    log.append('/fix')\n\n"
+            "@pytest.fixture(scope='class')\ndef cls_fix():\n    log.append('cls')\n    yield\n"
+            "    log.append('/cls')\n\n"
+            "@pytest.mark.usefixtures('cls_fix')\nclass A(unittest.TestCase):\n    @classmethod\n"
+            "    def setUpClass(cls):\n        log.append('setUpClass')\n\n    @classmethod\n"
+            "    def tearDownClass(cls):\n        log.append('tearDownClass')\n\n    @pytest.fixture(autouse=True)\n"
+            "    def own(self):\n        log.append('own')\n        yield\n        log.append('/own')\n\n"
+            "    def setUp(self):\n        log.append('setUp')\n\n"
+            "    def tearDown(self):\n        log.append('tearDown')\n\n"
+            "    def test_a(self):\n        log.append(add(1, 2))\n\n"
+            "class B(unittest.TestCase):\n    def test_b(self):\n"
+            "        assert log == ['mod', 'setUpClass', 'cls', 'fix', 'own', 'setUp', 3, 'tearDown', '/own', '/fix',"
+            " '/cls', 'tearDownClass', 'fix']\n",
+            ["WA", "AC"],
+        ),
+        # A skip in a fixture skips the case; a parametrized fixture cannot be given to one: pytest errors it.
+        (
+            _P + "@pytest.fixture(autouse=True)\ndef later():\n    pytest.skip('later')\n\n"
+            "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 4)\n",
+            ["AC", "AC"],
+        ),
+        (
+            _P + "@pytest.fixture(autouse=True, params=[1, 2])\ndef p(request):\n    return request.param\n\n" + _NOOP,
+            ["RE", "RE"],
+        ),
+    ],
+    ids=[
+        "autouse-teardown",
+        "autouse-setup",
+        "usefixtures-of-the-class-scope",
+        "module-usefixtures-on-a-unittest-skip",
+        "autouse-method-of-a-case",
+        "autouse-method-sets-the-case",
+        "outer-class-autouse-on-a-nested-case",
+        "order",
+        "skip-in-a-fixture",
+        "parametrized-fixture",
+    ],
+)
+def test_pytest_fixtures_run_around_unittest_cases(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
 
 
 @pytest.mark.parametrize(

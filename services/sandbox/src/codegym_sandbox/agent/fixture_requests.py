@@ -243,9 +243,39 @@ class Fixtures:
             self._make(name, values, picks, made, instance, ())
         return {name: values[name] for name in wanted}
 
-    def _rank(self, name: str) -> int:
+    def used(self, marks: Sequence[object], made: contextlib.ExitStack, instance: object) -> None:
+        """Make the fixtures a test that asks for none by its arguments uses (a unittest case's: autouse ones, those
+        of ``usefixtures`` marks), for ``instance``. A parametrized one is the tests' error, as pytest's: no case of
+        unittest's takes a param."""
+        self._make_used(marks, made, instance, ("function", "class", "module", "package", "session"))
+
+    def before_class(self, marks: Sequence[object]) -> None:
+        """Make those of :meth:`used` of a scope wider than a class's, as pytest makes them before a unittest case's
+        ``setUpClass``."""
+        kept = self.test_class if self.test_class is not None else self.module
+        self._make_used(marks, kept.stack, None, ("module", "package", "session"))
+
+    def close_class(self) -> None:
+        """End the fixtures made for the test class's scope (a unittest case's, before its ``tearDownClass``)."""
+        if self.test_class is not None:
+            self.test_class.stack.close()
+
+    def _make_used(
+        self, marks: Sequence[object], made: contextlib.ExitStack, instance: object, scopes: tuple[str, ...]
+    ) -> None:
+        if self.cases([], [], marks) != [{}]:
+            raise TypeError("a parametrized fixture around a unittest case: pytest gives it none of its params")
+        values: dict[str, object] = {}
+        for name in sorted([*self._autouse(), *_used(marks)], key=self._rank):
+            if self._scope(name) in scopes:
+                self._make(name, values, {}, made, instance, ())
+
+    def _scope(self, name: str) -> str:
         found = self.defined.get(name)
-        scope = found.scope if found is not None and found.params is None else "function"
+        return found.scope if found is not None and found.params is None else "function"
+
+    def _rank(self, name: str) -> int:
+        scope = self._scope(name)
         return -_WIDER.index(scope) - 1 if scope in _WIDER else 0
 
     def _autouse(self) -> list[str]:

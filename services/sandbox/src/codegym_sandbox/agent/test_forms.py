@@ -179,7 +179,7 @@ def collect_and_run(
       ``teardown_method``, all of them between the class's ``setup_class`` and ``teardown_class``.
     - unittest's cases, unless ``unittest.main()`` ran them (again, where it ran them with ``exit=False``, which
       fails nothing: a runner's own report is no verdict), under pytest's marks (``unittest_cases``): the module's,
-      and those of the test classes they are in.
+      and those of the test classes they are in; in pytest's fixtures, as those of the test classes' methods.
 
     And pytest's module hooks (``setup_module`` or unittest's ``setUpModule``, and their teardowns) once around all
     of them.
@@ -218,7 +218,7 @@ def collect_and_run(
             finally:
                 _hook(scope, ("teardown_function",), value)
         if cases and unittest is not None:
-            unittest_cases.run(cases, unittest, marks)
+            unittest_cases.run(cases, unittest, marks, fixtures)
     finally:
         fixtures.close()
     if collected or cases:
@@ -314,7 +314,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
         if not isinstance(inner, type) or inner is cls or inner.__module__ != "__main__" or name.startswith("__"):
             continue
         if unittest is not None and issubclass(inner, unittest.TestCase):
-            unittest_cases.run([inner], unittest, own)
+            unittest_cases.run([inner], unittest, own, fixtures)
         elif _pytest_name(name, inner, "Test") and _pytest_class(inner, unittest):
             with fixtures.of_class(inner) as of_inner:
                 _run_class(inner, own, of_inner)

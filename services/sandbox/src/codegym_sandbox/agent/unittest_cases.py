@@ -1,6 +1,8 @@
 """unittest's cases that the checker collects (``test_forms``), run as pytest runs them: in unittest's own suite and
 runner (``setUpClass`` and its teardowns, unittest's ``skip`` and ``expectedFailure``, ``subTest``), under pytest's
-marks on the case's method, on its class, and around it (an outer test class's, the module's ``pytestmark``).
+marks on the case's method, on its class, and around it (an outer test class's, the module's ``pytestmark``), and in
+the pytest fixtures each test uses (autouse ones, the module's, an outer class's and its own, those ``usefixtures``
+names): an error in one is the test's, as pytest's; left out, a fixture whose teardown checks the program passed any.
 
 pytest applies ``skip``, ``skipif`` and ``xfail`` to a case's methods as to its own test functions: a case it skips
 is not run (nor a class's ``setUpClass`` where it skips all of the class's), one it expects to fail passes where it
@@ -10,49 +12,68 @@ case are its outcomes, as in a test function. Left out, an honest program failed
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 from typing import Any
 
 from . import pytest_marks
+from .fixture_requests import Fixtures, setup_error
 
 
-def run(cases: list[type], unittest: types.ModuleType, marks: list[object]) -> None:
-    """Run ``cases`` in one suite, each test under its marks and ``marks`` (those around the cases): an error of
-    theirs raises ``RuntimeError``, a failure ``AssertionError``."""
+def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixtures: Fixtures) -> None:
+    """Run ``cases`` in one suite, each test under its marks and ``marks`` (those around the cases), in the pytest
+    fixtures it uses of ``fixtures`` (those around the cases) and of its class's own: an error of theirs raises
+    ``RuntimeError``, a failure ``AssertionError``."""
     suite, expected = _suite_class(unittest)(), _Expected()
-    for case in cases:
-        for hook in ("setUpClass", "tearDownClass"):
-            _class_outcomes(case, hook, unittest)
-        for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
-            method = getattr(case, str(getattr(test, "_testMethodName", "")), None)
-            own = [*pytest_marks.marks_of(getattr(method, "pytestmark", None)), *pytest_marks.of_class(case), *marks]
-            if pytest_marks.skipped(own):
-                continue
-            xfail = pytest_marks.xfail(own)
-            if xfail is not None and not xfail.run:
-                continue  # xfail(run=False): pytest reports it xfailed, unrun
-            if xfail is not None:
-                expected[id(test)] = (test, xfail)
-            suite.addTest(test)
-    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=_result_class(unittest, expected))
-    result = runner.run(suite)
+    with contextlib.ExitStack() as classes:
+        for case in cases:
+            of_case = classes.enter_context(fixtures.of_class(case))
+            for hook in ("setUpClass", "tearDownClass"):
+                _class_outcomes(case, hook, unittest, of_case, [*pytest_marks.of_class(case), *marks])
+            for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
+                method = getattr(case, str(getattr(test, "_testMethodName", "")), None)
+                own = [*pytest_marks.marks_of(getattr(method, "pytestmark", None)), *pytest_marks.of_class(case)]
+                own += marks
+                if pytest_marks.skipped(own):
+                    continue
+                xfail = pytest_marks.xfail(own)
+                if xfail is not None and not xfail.run:
+                    continue  # xfail(run=False): pytest reports it xfailed, unrun
+                if xfail is not None:
+                    expected[id(test)] = (test, xfail)
+                _in_fixtures(test, of_case, own)
+                suite.addTest(test)
+        resultclass = _result_class(unittest, expected)
+        result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=resultclass).run(suite)
     if result.errors:
         raise RuntimeError(f"{len(result.errors)} of the tests' cases raised an error")
     if not result.wasSuccessful():  # a failure, or an expected failure that passed
         raise AssertionError("the tests' cases failed")
 
 
-def _class_outcomes(case: type, name: str, unittest: types.ModuleType) -> None:
+def _class_outcomes(case: type, name: str, unittest: types.ModuleType, fixtures: Fixtures, marks: list[object]) -> None:
     """pytest's outcomes that a case's ``setUpClass`` or ``tearDownClass`` raises, as pytest takes them: a skip or
     an xfail in ``setUpClass`` skips the class's tests (xfailed, they pass), one in ``tearDownClass`` changes no
     test's outcome, and ``pytest.fail()`` in either is the class's error. unittest's suite catches ``Exception``
-    alone, and pytest's outcomes are not: they left the suite, and an honest program was the tests' error."""
+    alone, and pytest's outcomes are not: they left the suite, and an honest program was the tests' error.
+
+    And pytest's order around them: the fixtures of a scope wider than the class's (``marks``' and autouse ones)
+    made before ``setUpClass``, the class's own ended before ``tearDownClass``."""
     hook = getattr(case, name)
 
     def outcome(cls: type) -> None:
         try:
-            hook()
+            if name == "setUpClass":
+                with setup_error("a fixture"):
+                    fixtures.before_class(marks)
+                hook()
+                return
+            try:
+                with setup_error("a fixture's teardown"):
+                    fixtures.close_class()
+            finally:
+                hook()
         except (pytest_marks.pytest_class("Skipped"), pytest_marks.pytest_class("XFailed")) as exc:
             if name == "setUpClass":
                 raise unittest.SkipTest(str(exc)) from None
@@ -60,6 +81,36 @@ def _class_outcomes(case: type, name: str, unittest: types.ModuleType) -> None:
             raise AssertionError(str(exc)) from None
 
     setattr(case, name, classmethod(outcome))
+
+
+def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object]) -> None:
+    """``test`` run as pytest runs a case's test: in the fixtures it uses (autouse ones, those of ``usefixtures``
+    ``marks``), made before its ``setUp`` and ended after its ``tearDown``. An error in one is the test's error
+    (a skip there skips it), before the test where a fixture's setup raised, after it where a teardown did."""
+    if getattr(type(test), "__unittest_skip__", False):
+        return  # pytest skips a class unittest skips before it makes any fixture of a test's
+    run = test.run
+
+    def in_fixtures(result: Any) -> None:
+        caught = (Exception, pytest_marks.pytest_class("OutcomeException"))  # what pytest makes a test's outcome
+        made = contextlib.ExitStack()
+        try:
+            with setup_error("a fixture"):
+                fixtures.used(marks, made, test)
+        except caught:
+            result.startTest(test)
+            result.addError(test, sys.exc_info())
+            result.stopTest(test)
+        else:
+            run(result)
+        finally:
+            try:
+                with setup_error("a fixture's teardown"):
+                    made.close()
+            except caught:
+                result.addError(test, sys.exc_info())
+
+    test.run = in_fixtures
 
 
 def _suite_class(unittest: types.ModuleType) -> type:

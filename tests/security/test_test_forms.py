@@ -217,6 +217,20 @@ def test_a_fixture_that_fails_or_cannot_be_made_passes_nothing(hostile: TestClie
     assert "AC" not in _verdicts(hostile, tests, [WRONG, RIGHT])
 
 
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "@pytest.fixture\ndef one():\n    assert add(2, 2) == 4\n    return 1\n",
+        "@pytest.fixture\ndef one():\n    yield 1\n    assert add(2, 2) == 4\n",
+        "@pytest.fixture\ndef one():\n    if add(2, 2) != 4:\n        pytest.fail('2 + 2')\n    return 1\n",
+    ],
+    ids=["in-its-setup", "in-its-teardown", "fail-in-its-setup"],
+)
+def test_an_assertion_in_a_fixture_errors_its_test_as_in_pytest(hostile: TestClient, fixture: str) -> None:
+    tests = "import pytest\n\n" + fixture + "\ndef test_one(one):\n    assert one == 1\n"
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == ["RE", "AC"]
+
+
 def test_tmp_path_is_a_directory_the_program_reads(hostile: TestClient) -> None:
     right = "def total(path):\n    with open(path) as f:\n        return sum(map(int, f.read().split()))\n"
     wrong = "def total(path):\n    return 6\n"

@@ -369,7 +369,8 @@ def _used(marks: Sequence[object]) -> list[str]:
 
 
 def _value(found: Definition, arguments: dict[str, object], stack: contextlib.ExitStack, instance: object) -> Any:
-    """What the fixture's function gives: its return, or its ``yield``, whose rest runs when ``stack`` ends."""
+    """What the fixture's function gives: its return, or its ``yield``, whose rest runs when ``stack`` ends. An
+    assertion that fails in either is the error of the tests it runs around (:func:`setup_error`)."""
     function: Callable[..., Any] = found.function
     if found.method:
         own = found.scope == "function" and isinstance(instance, type(found.holder))
@@ -378,13 +379,16 @@ def _value(found: Definition, arguments: dict[str, object], stack: contextlib.Ex
     if flags & _NOT_RUNNABLE:
         raise TypeError(f"fixture {found.name!r} is a coroutine: no runner here awaits it")
     if not flags & _GENERATOR:
-        return function(**arguments)
+        with setup_error(f"fixture {found.name!r}"):
+            return function(**arguments)
     steps = function(**arguments)
-    value = next(steps)
+    with setup_error(f"fixture {found.name!r}"):
+        value = next(steps)
 
     def finish() -> None:
         try:
-            next(steps)
+            with setup_error(f"fixture {found.name!r}'s teardown"):
+                next(steps)
         except StopIteration:
             return
         raise TypeError(f"fixture {found.name!r} yields more than once")

@@ -18,7 +18,7 @@ import types
 from typing import Any
 
 from . import pytest_marks
-from .fixture_requests import Fixtures, setup_error
+from .fixture_requests import Fixtures
 
 
 def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixtures: Fixtures) -> None:
@@ -65,13 +65,11 @@ def _class_outcomes(case: type, name: str, unittest: types.ModuleType, fixtures:
     def outcome(cls: type) -> None:
         try:
             if name == "setUpClass":
-                with setup_error("a fixture"):
-                    fixtures.before_class(marks)
+                fixtures.before_class(marks)
                 hook()
                 return
             try:
-                with setup_error("a fixture's teardown"):
-                    fixtures.close_class()
+                fixtures.close_class()
             finally:
                 hook()
         except (pytest_marks.pytest_class("Skipped"), pytest_marks.pytest_class("XFailed")) as exc:
@@ -95,8 +93,7 @@ def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object]) -> None:
         caught = (Exception, pytest_marks.pytest_class("OutcomeException"))  # what pytest makes a test's outcome
         made = contextlib.ExitStack()
         try:
-            with setup_error("a fixture"):
-                fixtures.used(marks, made, test)
+            fixtures.used(marks, made, test)
         except caught:
             result.startTest(test)
             result.addError(test, sys.exc_info())
@@ -105,8 +102,7 @@ def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object]) -> None:
             run(result)
         finally:
             try:
-                with setup_error("a fixture's teardown"):
-                    made.close()
+                made.close()
             except caught:
                 result.addError(test, sys.exc_info())
 

@@ -590,6 +590,29 @@ def test_pytest_fixtures_run_around_unittest_cases(hostile: TestClient, tests: s
 @pytest.mark.parametrize(
     ("tests", "verdicts"),
     [
+        (
+            _P + "@pytest.fixture(autouse=True)\ndef check():\n" + _CHECK_AFTER + "\n" + _NOOP + "\n"
+            "if __name__ == '__main__':\n    unittest.main()\n",
+            ["RE", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    @pytest.mark.xfail(reason='later')\n    def test_later(self):\n"
+            "        self.assertEqual(add(1, 2), 4)\n\n    def test_add(self):\n"
+            "        self.assertEqual(add(1, 2), 3)\n\nif __name__ == '__main__':\n    unittest.main()\n",
+            ["WA", "AC"],
+        ),
+    ],
+    ids=["fixture-teardown", "xfail-mark"],
+)
+def test_unittest_main_in_tests_of_pytests_runs_nothing(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
+    """Tests that import pytest are its: it never runs their ``unittest.main()`` (their module is no ``__main__``
+    there), and runs their cases in its fixtures and under its marks, as collection here does."""
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdicts"),
+    [
         ("def setUpModule():\n    assert add(2, 2) == 4\n\ndef test_noop():\n    pass\n", ["RE", "AC"]),
         ("def tearDownModule():\n    assert add(2, 2) == 4\n\ndef test_noop():\n    pass\n", ["RE", "AC"]),
         ("import unittest\n\ndef teardown_module():\n    assert add(2, 2) == 4\n\n" + _NOOP, ["RE", "AC"]),

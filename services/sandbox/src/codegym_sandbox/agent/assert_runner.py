@@ -295,7 +295,7 @@ def check(checker: Checker, tests: Tests) -> str:
             program_names.load_submodules(tests.code, scope, checker.load)
             with (
                 test_scope.as_main(module),
-                test_scope.no_pytest_main(tests.code),
+                test_scope.no_runner_main(tests.code),
                 program_module.importable(
                     checker.names,
                     checker.set_name,

@@ -1,6 +1,6 @@
 """The scope assert tests run in, as ``python main.py`` would give it: their module as Python's ``__main__``, with
-that command's arguments, and ``pytest.main()`` answering that it passed, running nothing (the checker collects the
-tests itself: ``test_forms.py``)."""
+that command's arguments; and in tests that use pytest, ``pytest.main()`` answering that it passed, running nothing,
+and ``unittest.main()`` running nothing (the checker collects the tests itself, as pytest: ``test_forms.py``)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,12 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def no_pytest_main(code: types.CodeType) -> Iterator[None]:
-    """``pytest.main()`` in the tests (``if __name__ == "__main__": pytest.main([__file__])``) answers 0 and runs
-    nothing: collection here runs their tests. pytest itself would read a ``conftest.py`` from the directory the
-    program writes to, and run it in the checker."""
+def no_runner_main(code: types.CodeType) -> Iterator[None]:
+    """In tests that use pytest, ``pytest.main()`` (``if __name__ == "__main__": pytest.main([__file__])``) answers
+    0 and runs nothing, and so does ``unittest.main()``: collection here runs their tests, as pytest, whose tests
+    they are. pytest itself would read a ``conftest.py`` from the directory the program writes to, and run it in the
+    checker; and it never runs their ``unittest.main()`` (their module is no ``__main__`` there), but their cases, in
+    its fixtures and under its marks, which unittest's own runner knows nothing of."""
     pytest: Any = None
     if "pytest" in program_names.used_names(code):
         # None here: the tests' own import of it fails as it would in Python, if they make one.
@@ -40,9 +42,10 @@ def no_pytest_main(code: types.CodeType) -> Iterator[None]:
     if pytest is None:
         yield
         return
-    main = pytest.main
-    pytest.main = lambda *args, **kwargs: 0
+    unittest: Any = importlib.import_module("unittest")
+    mains = pytest.main, unittest.main
+    pytest.main, unittest.main = (lambda *args, **kwargs: 0), (lambda *args, **kwargs: None)
     try:
         yield
     finally:
-        pytest.main = main
+        pytest.main, unittest.main = mains

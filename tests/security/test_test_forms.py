@@ -623,8 +623,21 @@ def test_unittest_main_in_tests_of_pytests_runs_nothing(hostile: TestClient, tes
             "    def test_c(self):\n        self.assertEqual(n, [1])\n        self.assertEqual(add(1, 2), 3)\n",
             ["WA", "AC"],
         ),
+        # unittest.main() ran the cases, in setUpModule: collection runs the functions, and no setUpModule again.
+        (
+            "import unittest\nn = []\n\ndef setUpModule():\n    n.append(1)\n\ndef test_f():\n    assert n == [1]\n\n"
+            "class T(unittest.TestCase):\n    def test_c(self):\n        self.assertEqual(add(1, 2), 3)\n\n"
+            "if __name__ == '__main__':\n    unittest.main()\n",
+            ["WA", "AC"],
+        ),
     ],
-    ids=["setUpModule-beside-functions", "tearDownModule-beside-functions", "teardown_module-beside-cases", "once"],
+    ids=[
+        "setUpModule-beside-functions",
+        "tearDownModule-beside-functions",
+        "teardown_module-beside-cases",
+        "once",
+        "once-with-unittest-main",
+    ],
 )
 def test_pytest_module_hooks_run_once_around_all_tests(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
     """pytest's module hooks, by either name (``setup_module`` or unittest's ``setUpModule``), once around all of a

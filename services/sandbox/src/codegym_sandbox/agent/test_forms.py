@@ -204,9 +204,12 @@ def collect_and_run(
     ]
     cases = _cases(scope, None if exited else unittest)
     marks = pytest_marks.marks_of(scope.get("pytestmark"))
+    # pytest's module hooks, once around all it collects (unittest's cases too); unittest.main() that ran the cases
+    # ran unittest's setUpModule and tearDownModule around them.
+    by_unittest = ("setUpModule", "tearDownModule") if exited and _cases(scope, unittest) else ()
     try:
-        if collected or cases:  # pytest's module hooks, once around all it collects (unittest's cases too)
-            _hook(scope, ("setUpModule", "setup_module"), module)
+        if collected or cases:
+            _hook(scope, ("setUpModule", "setup_module"), module, by_unittest)
         for _, value in collected:
             if isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
@@ -222,7 +225,7 @@ def collect_and_run(
     finally:
         fixtures.close()
     if collected or cases:
-        _hook(scope, ("tearDownModule", "teardown_module"), module)
+        _hook(scope, ("tearDownModule", "teardown_module"), module, by_unittest)
 
 
 def _cases(scope: dict[str, object], unittest: types.ModuleType | None) -> list[type]:
@@ -246,12 +249,12 @@ def _pytest_name(name: str, value: object, prefixes: str | tuple[str, ...]) -> b
     return said is not False and (name.startswith(prefixes) or said is True)
 
 
-def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object) -> None:
+def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object, ran: tuple[str, ...] = ()) -> None:
     """The tests' own ``setup_module``/``setup_function`` (and teardowns; the first of ``names`` they bind, as
-    pytest takes unittest's ``setUpModule`` for its ``setup_module``), if they define one: given its subject where
-    it takes one, as pytest gives it."""
-    hook = next((found for name in names if (found := scope.get(name)) is not None), None)
-    if theirs(hook):
+    pytest takes unittest's ``setUpModule`` for its ``setup_module``), if they define one and it is none of those
+    that ``ran``: given its subject where it takes one, as pytest gives it."""
+    name, hook = next(((name, found) for name in names if (found := scope.get(name)) is not None), ("", None))
+    if theirs(hook) and name not in ran:
         with setup_error(hook.__name__):
             hook(subject) if hook.__code__.co_argcount else hook()
 

@@ -630,6 +630,18 @@ def test_unittest_main_in_tests_of_pytests_runs_nothing(hostile: TestClient, tes
             "if __name__ == '__main__':\n    unittest.main()\n",
             ["WA", "AC"],
         ),
+        # A skip in the setup hook skips all of the module's tests.
+        (
+            "import unittest\n\ndef setUpModule():\n    raise unittest.SkipTest('later')\n\n"
+            "def test_f():\n    assert add(1, 2) == 4\n\nclass T(unittest.TestCase):\n    def test_c(self):\n"
+            "        self.assertEqual(add(1, 2), 4)\n",
+            ["AC", "AC"],
+        ),
+        (
+            "import pytest\n\ndef setup_module():\n    pytest.skip('later')\n\ndef test_f():\n"
+            "    assert add(1, 2) == 4\n",
+            ["AC", "AC"],
+        ),
     ],
     ids=[
         "setUpModule-beside-functions",
@@ -637,6 +649,8 @@ def test_unittest_main_in_tests_of_pytests_runs_nothing(hostile: TestClient, tes
         "teardown_module-beside-cases",
         "once",
         "once-with-unittest-main",
+        "unittest-skip-in-setUpModule",
+        "pytest-skip-in-setup_module",
     ],
 )
 def test_pytest_module_hooks_run_once_around_all_tests(hostile: TestClient, tests: str, verdicts: list[str]) -> None:

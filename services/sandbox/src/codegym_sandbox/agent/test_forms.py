@@ -209,7 +209,10 @@ def collect_and_run(
     by_unittest = ("setUpModule", "tearDownModule") if exited and _cases(scope, unittest) else ()
     try:
         if collected or cases:
-            _hook(scope, ("setUpModule", "setup_module"), module, by_unittest)
+            try:
+                _hook(scope, ("setUpModule", "setup_module"), module, by_unittest)
+            except _skips(unittest):  # pytest skips all of the module's tests, and runs no teardown hook
+                return
         for _, value in collected:
             if isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
@@ -226,6 +229,12 @@ def collect_and_run(
         fixtures.close()
     if collected or cases:
         _hook(scope, ("tearDownModule", "teardown_module"), module, by_unittest)
+
+
+def _skips(unittest: types.ModuleType | None) -> tuple[type[BaseException], ...]:
+    """What a module's setup hook raises to skip its tests: pytest's skip and xfail, unittest's ``SkipTest``."""
+    found = [pytest_marks.pytest_class("Skipped"), pytest_marks.pytest_class("XFailed")]
+    return (*found, unittest.SkipTest) if unittest is not None else tuple(found)
 
 
 def _cases(scope: dict[str, object], unittest: types.ModuleType | None) -> list[type]:

@@ -282,3 +282,34 @@ def test_a_copy_is_read_back_in_the_memory_cgroup_made_for_it() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="no interpreter another user may run")
+def test_a_copy_mapping_a_file_of_the_sessions_file_systems_is_refused() -> None:
+    nobody = 65534
+    # Only its five descriptors (its standard streams and two more), in a session of its own, with no capability.
+    script = "import os, sys, time\nos.open(os.devnull, os.O_RDONLY)\nos.open(os.devnull, os.O_RDONLY)\n"
+    script += "print('ready', flush=True)\ntime.sleep(30)"
+    python = os.path.realpath("/usr/bin/python3")  # one that user may run
+    proc = subprocess.Popen(
+        [python, "-c", script],
+        user=nobody,
+        group=nobody,
+        extra_groups=[],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        copy = Target("", "", 0, 0, (nobody, nobody), cast(Any, _Group({proc.pid})), None)
+        copy_making.check(proc.pid, copy, {nobody}, {"ff:ff"}, ([], ()))
+        # It maps its interpreter: were that file the session's, the copy would share it.
+        interpreter = copy_mappings.device(os.stat(python).st_dev)
+        with pytest.raises(ptrace_calls.TraceFailed, match="maps a file of the session it was copied from"):
+            copy_making.check(proc.pid, copy, {nobody}, {interpreter}, ([], ()))
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

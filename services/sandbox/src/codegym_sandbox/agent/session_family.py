@@ -49,15 +49,17 @@ def fork(
     users: list[int] = frame["users"]
     targets, lineages = [], []
     ids = lineage.ids
+    runs = host_users.id_runs(lineage.pool)
     for user in users:
         given = ids.of(user) if user else 0
         if user and given not in lineage.pool:
             raise Refused(f"no host user {user} to give a copy")  # the server's slots and the pool disagree
         inside = given or ids.program
         pool = [x for x in lineage.pool if x != given]
-        uid_lines = f"{ids.program} {inside} 1\n" + host_users.pool_lines(pool, lambda x: x)
-        shifted = [x + ids.gid_shift for x in pool]
-        gid_lines = f"{ids.program_gid} {inside + ids.gid_shift} 1\n" + host_users.pool_lines(shifted, lambda x: x)
+        uid_lines = f"{ids.program} {inside} 1\n" + host_users.lines_less(runs, given)
+        gid_lines = f"{ids.program_gid} {inside + ids.gid_shift} 1\n" + host_users.lines_less(
+            runs, given, ids.gid_shift
+        )
         assert lineage.memory is not None
         memory = lineage.memory.sibling()
         if memory is not None:

@@ -39,7 +39,7 @@ import resource
 import stat
 from collections.abc import Callable
 
-from . import acting_ids, copy_files, copy_making, copy_mappings, linux
+from . import acting_ids, copy_files, copy_making, copy_mappings, copy_tree, linux
 from .copy_files import Mounts, Target
 from .copy_making import Copy
 from .ptrace_calls import EVENT_FORK, NR, Call, Tracee, TraceFailed
@@ -145,7 +145,7 @@ def copy_kernel(
             with contextlib.suppress(OSError):
                 parent.release(stopped=True)
         # A ValueError: a name or directory that is no text, say (what the session holds is its own to name).
-        refusals = (Refused, OSError, ValueError, copy_files.TooMany, copy_mappings.TooLarge, copy_mappings.Uncopyable)
+        refusals = (Refused, OSError, ValueError, copy_tree.TooMany, copy_mappings.TooLarge, copy_mappings.Uncopyable)
         if isinstance(exc, refusals):
             raise Refused(f"the session could not be copied: {exc}") from exc
         raise

@@ -308,7 +308,7 @@ def check(checker: Checker, tests: Tests) -> str:
                 except SystemExit as exc:  # the tests' own (see below): pytest would still run their functions
                     if not test_forms.ended_well(exc, getattr(tests, "code", None)):
                         raise
-                    exited = True
+                    exited = test_scope.ran_main(exc)  # unittest.main()'s own, which ran the cases: not again
                 fixtures = pytest_fixtures.fixtures(checker.output)
                 test_forms.run_collected(tests.code, scope, tests.declared, exited, ran, fixtures)
     except ProgramEnded:

@@ -88,7 +88,7 @@ def setup_error(what: str) -> Iterator[None]:
     except pytest_marks.pytest_class("XFailed"):
         raise
     except (AssertionError, pytest_marks.pytest_class("Failed")) as exc:
-        raise RuntimeError(f"{what} failed: pytest errors the tests it runs around") from exc
+        raise pytest_marks.SetupFailed(f"{what} failed: pytest errors the tests it runs around") from exc
 
 
 def requested(function: Any, skip_self: bool) -> list[str]:

@@ -65,6 +65,11 @@ def skipped(marks: Sequence[object]) -> bool:
     return False
 
 
+class SetupFailed(RuntimeError):
+    """An assertion that failed around a test (in a fixture or a hook): the test's error, as pytest takes it; an
+    ``xfail`` mark's ``raises`` is matched against the assertion it wraps, never against this."""
+
+
 class Expected(NamedTuple):
     """A test's ``xfail`` mark whose condition holds: pytest passes it where it fails as the mark says (of one of
     ``raises``' types, where given), fails it where it passes under ``strict``, and does not run it without ``run``."""
@@ -74,6 +79,8 @@ class Expected(NamedTuple):
     run: bool
 
     def catches(self, exc: BaseException) -> bool:
+        if isinstance(exc, SetupFailed) and exc.__cause__ is not None:
+            exc = exc.__cause__
         return self.raises is None or isinstance(exc, self.raises)
 
 

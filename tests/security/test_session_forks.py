@@ -428,17 +428,11 @@ def _agent_pid(worker: Any) -> int:
 
 def _zombies_under(root: int) -> list[int]:
     """Zombies among ``root``'s descendants."""
-    found, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    found.append(pid)
-            with open(f"/proc/{pid}/task/{pid}/children") as f:
-                stack += [int(x) for x in f.read().split()]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
+    found = []
+    for pid in _descendants(root):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError), open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                found.append(pid)
     return found
 
 
@@ -489,6 +483,7 @@ def test_no_process_of_a_session_holds_what_its_agent_started_with(backend: str,
 
 
 def _descendants(root: int) -> list[int]:
+    """``root`` and every process under it."""
     found, stack = [], [root]
     while stack:
         pid = stack.pop()

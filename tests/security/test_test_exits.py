@@ -9,22 +9,14 @@ a wrong and a right program on the same file (a wrong one: a failure or an error
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from fastapi.testclient import TestClient
 
-WRONG, RIGHT = "def add(a, b):\n    return 0\n", "def add(a, b):\n    return a + b\n"
+from .test_test_forms import RIGHT, WRONG, _verdicts
+
 _P = "import pytest, unittest, sys\n"
 _CASE = "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
 _RAISES = "@pytest.mark.xfail(raises=RuntimeError, reason='known')\n"
-
-
-def _verdicts(client: TestClient, tests: str, programs: list[str]) -> list[str]:
-    body: dict[str, Any] = {"language": "python", "programs": programs, "tests": [{"assert_code": tests}]}
-    r = client.post("/v1/evaluate", json={**body, "cache": False, "limits": {"timeout_s": 5}})
-    assert r.status_code == 200, r.text
-    return [p["verdict"] for p in r.json()["results"]]
 
 
 @pytest.mark.parametrize(

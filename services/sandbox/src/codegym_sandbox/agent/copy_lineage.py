@@ -3,6 +3,7 @@ mounts of its files, and where its copies' cgroups are made, on the local backen
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -100,9 +101,11 @@ def refusal(lineage: Lineage) -> str | None:
     return None
 
 
+@functools.cache
 def _proc_hides_others() -> bool:
     """Whether this process's /proc shows each user's processes to that user alone (``hidepid=invisible``): the
-    options of the last mount at /proc, the one on top."""
+    options of the last mount at /proc, the one on top. Read once: the agent's mounts do not change after its
+    start, and every fork asks."""
     options: list[str] = []
     try:
         with open("/proc/self/mountinfo") as f:

@@ -178,6 +178,20 @@ def test_containers_removed_on_shutdown_and_stale_ones_at_start(engine: str) -> 
         assert [path for path in left if os.path.exists(path)] == []
 
 
+def test_a_sweep_on_a_host_where_no_session_forked_yet_finds_nothing(tmp_path: Path) -> None:
+    """A fresh host has no parent directory for the copies' cgroups (the first fork makes it): a server starting
+    there sweeps nothing, and starts (it failed to before). Beside it, a dead server's directory is removed and a
+    live one's kept."""
+    roots = tuple(str(tmp_path / kind) for kind in ("memory", "cpuacct", "pids"))
+    CopyCgroups(roots).sweep()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    os.makedirs(f"{roots[0]}/{CopyCgroups.PARENT}/c@{dead.pid}/worker-1-copy")
+    os.makedirs(f"{roots[0]}/{CopyCgroups.PARENT}/c@{os.getpid()}")
+    CopyCgroups(roots).sweep()
+    assert os.listdir(f"{roots[0]}/{CopyCgroups.PARENT}") == [f"c@{os.getpid()}"]
+
+
 def test_a_server_starting_keeps_the_copies_cgroups_of_a_live_server_of_the_other_engine(engine: str) -> None:
     """The copies' cgroups of a live server's session (docker's or podman's: one directory on the host for both)
     are no leftover of another server starting beside it on the other engine, which lists only its own

@@ -173,6 +173,7 @@ class CopyCgroups:
         pid of a process this host no longer runs (a cgroup that holds a process is not removed). Not by the
         containers an engine lists: a live server's container of the other engine, or one not made yet, is none."""
         for root in self.roots:
+            names: list[str] = []  # none yet: no session's container has forked on this host since it started
             with contextlib.suppress(OSError), os.scandir(f"{root}/{self.PARENT}") as entries:
                 names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
             for name in names:

@@ -501,6 +501,9 @@ def test_pytest_marks_reach_unittest_cases_as_in_pytest(hostile: TestClient, tes
 _P = "import pytest, unittest\n"
 _NOOP = "class T(unittest.TestCase):\n    def test_noop(self):\n        pass\n"
 _CHECK_AFTER = "    yield\n    assert add(2, 2) == 4\n"  # a fixture's body, whose teardown checks the program
+_CHECKS = "        assert add(2, 2) == 4\n\n"  # a method's body that checks the program
+_NOOP_TEST = "    def test_noop(self):\n        pass\n"
+_SKIPPED = "@unittest.skip('later')\nclass T(unittest.TestCase):\n" + _NOOP_TEST
 
 
 @pytest.mark.parametrize(
@@ -569,6 +572,60 @@ _CHECK_AFTER = "    yield\n    assert add(2, 2) == 4\n"  # a fixture's body, who
             _P + "@pytest.fixture(autouse=True, params=[1, 2])\ndef p(request):\n    return request.param\n\n" + _NOOP,
             ["RE", "RE"],
         ),
+        # pytest's xunit hooks on a case (it makes them autouse fixtures there): before, none ran, and an assertion
+        # there passed any program.
+        (
+            _P + "class T(unittest.TestCase):\n    def teardown_method(self, method):\n" + _CHECKS + _NOOP_TEST,
+            ["RE", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    def setup_method(self, method):\n        self.three = add(1, 2)\n\n"
+            "    def test_add(self):\n        self.assertEqual(self.three, 3)\n",
+            ["WA", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    @classmethod\n    def setup_class(cls):\n"
+            "        cls.three = add(1, 2)\n\n    def test_add(self):\n        self.assertEqual(self.three, 3)\n",
+            ["WA", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    @classmethod\n    def teardown_class(cls):\n" + _CHECKS + _NOOP_TEST,
+            ["RE", "AC"],
+        ),
+        # Their order among the fixtures and unittest's own hooks, as pytest's.
+        (
+            _P + "log = []\n\n@pytest.fixture(autouse=True)\ndef each():\n    log.append('fix')\n    yield\n"
+            "    log.append('/fix')\n\nclass A(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+            "        log.append('setUpClass')\n\n    @classmethod\n    def tearDownClass(cls):\n"
+            "        log.append('tearDownClass')\n\n    def setup_class(cls):\n        log.append('setup_class')\n\n"
+            "    def teardown_class(cls):\n        log.append('teardown_class')\n\n    @pytest.fixture(autouse=True)\n"
+            "    def own(self):\n        log.append('own')\n        yield\n        log.append('/own')\n\n"
+            "    def setup_method(self, method):\n        log.append('setup_method ' + method.__name__)\n\n"
+            "    def teardown_method(self, method):\n        log.append('teardown_method')\n\n"
+            "    def setUp(self):\n        log.append('setUp')\n\n"
+            "    def test_a(self):\n        log.append(add(1, 2))\n\n"
+            "class B(unittest.TestCase):\n    def test_b(self):\n"
+            "        assert log == ['setUpClass', 'setup_class', 'fix', 'setup_method test_a', 'own', 'setUp', 3,"
+            " '/own', 'teardown_method', '/fix', 'teardown_class', 'tearDownClass', 'fix']\n",
+            ["WA", "AC"],
+        ),
+        # Around a class unittest skips, pytest makes the fixtures of a wider scope and the module's of the class's
+        # (before, none): not the function's, nor the class's own.
+        (
+            _P + "@pytest.fixture(scope='module', autouse=True)\ndef check():\n" + _CHECK_AFTER + "\n" + _SKIPPED,
+            ["RE", "AC"],
+        ),
+        (
+            _P + "@pytest.fixture(scope='class', autouse=True)\ndef check():\n" + _CHECK_AFTER + "\n" + _SKIPPED,
+            ["RE", "AC"],
+        ),
+        (_P + "@pytest.fixture(autouse=True)\ndef check():\n" + _CHECK_AFTER + "\n" + _SKIPPED, ["AC", "AC"]),
+        (
+            _P
+            + "@unittest.skip('later')\nclass T(unittest.TestCase):\n    @pytest.fixture(scope='class', autouse=True)\n"
+            "    def check(self):\n    " + _CHECK_AFTER.replace("\n    ", "\n        ") + _NOOP_TEST,
+            ["AC", "AC"],
+        ),
     ],
     ids=[
         "autouse-teardown",
@@ -581,6 +638,15 @@ _CHECK_AFTER = "    yield\n    assert add(2, 2) == 4\n"  # a fixture's body, who
         "order",
         "skip-in-a-fixture",
         "parametrized-fixture",
+        "teardown-method",
+        "setup-method",
+        "setup-class",
+        "teardown-class",
+        "xunit-order",
+        "skipped-class-module-fixture",
+        "skipped-class-class-scope-autouse",
+        "skipped-class-function-autouse",
+        "skipped-class-own-class-fixture",
     ],
 )
 def test_pytest_fixtures_run_around_unittest_cases(hostile: TestClient, tests: str, verdicts: list[str]) -> None:

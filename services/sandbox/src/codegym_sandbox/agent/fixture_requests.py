@@ -24,6 +24,7 @@ TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (test_fo
 _NOT_RUNNABLE = 0x80 | 0x200  # a coroutine's and an async generator's code flags: no runner here awaits them
 _GENERATOR = 0x20
 _WIDER = ("class", "module", "package", "session")  # scopes made once for more than one test
+_ALL = ("function", *_WIDER)
 
 Builtin = Mapping[str, Callable[[], AbstractContextManager[object]]]  # pytest's fixtures made here, by name
 
@@ -243,11 +244,13 @@ class Fixtures:
             self._make(name, values, picks, made, instance, ())
         return {name: values[name] for name in wanted}
 
-    def used(self, marks: Sequence[object], made: contextlib.ExitStack, instance: object) -> None:
-        """Make the fixtures a test that asks for none by its arguments uses (a unittest case's: autouse ones, those
-        of ``usefixtures`` marks), for ``instance``. A parametrized one is the tests' error, as pytest's: no case of
-        unittest's takes a param."""
-        self._make_used(marks, made, instance, ("function", "class", "module", "package", "session"))
+    def used(
+        self, marks: Sequence[object], made: contextlib.ExitStack, instance: object, scopes: tuple[str, ...] = _ALL
+    ) -> None:
+        """Make the fixtures of ``scopes`` a test that asks for none by its arguments uses (a unittest case's:
+        autouse ones, those of ``usefixtures`` marks), for ``instance``. A parametrized one is the tests' error, as
+        pytest's: no case of unittest's takes a param."""
+        self._make_used(marks, made, instance, scopes)
 
     def before_class(self, marks: Sequence[object]) -> None:
         """Make those of :meth:`used` of a scope wider than a class's, as pytest makes them before a unittest case's

@@ -2,7 +2,8 @@
 runner (``setUpClass`` and its teardowns, unittest's ``skip`` and ``expectedFailure``, ``subTest``), under pytest's
 marks on the case's method, on its class, and around it (an outer test class's, the module's ``pytestmark``), and in
 the pytest fixtures each test uses (autouse ones, the module's, an outer class's and its own, those ``usefixtures``
-names): an error in one is the test's, as pytest's; left out, a fixture whose teardown checks the program passed any.
+names), pytest's xunit hooks among them (``setup_method``, ``setup_class`` and their teardowns): an error in one is the
+test's, as pytest's; left out, a fixture whose teardown checks the program passed any.
 
 pytest applies ``skip``, ``skipif`` and ``xfail`` to a case's methods as to its own test functions: a case it skips
 is not run (nor a class's ``setUpClass`` where it skips all of the class's), one it expects to fail passes where it
@@ -18,7 +19,7 @@ import types
 from typing import Any
 
 from . import pytest_marks
-from .fixture_requests import Fixtures
+from .fixture_requests import Definition, Fixtures, definition
 
 
 def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixtures: Fixtures) -> None:
@@ -29,6 +30,7 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixt
     with contextlib.ExitStack() as classes:
         for case in cases:
             of_case = classes.enter_context(fixtures.of_class(case))
+            _xunit_fixtures(case, fixtures, of_case)
             for hook in ("setUpClass", "tearDownClass"):
                 _class_outcomes(case, hook, unittest, of_case, [*pytest_marks.of_class(case), *marks])
             for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
@@ -42,7 +44,7 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixt
                     continue  # xfail(run=False): pytest reports it xfailed, unrun
                 if xfail is not None:
                     expected[id(test)] = (test, xfail)
-                _in_fixtures(test, of_case, own)
+                _in_fixtures(test, of_case, own, fixtures)
                 suite.addTest(test)
         resultclass = _result_class(unittest, expected)
         result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=resultclass).run(suite)
@@ -81,19 +83,29 @@ def _class_outcomes(case: type, name: str, unittest: types.ModuleType, fixtures:
     setattr(case, name, classmethod(outcome))
 
 
-def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object]) -> None:
+def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object], around: Fixtures) -> None:
     """``test`` run as pytest runs a case's test: in the fixtures it uses (autouse ones, those of ``usefixtures``
     ``marks``), made before its ``setUp`` and ended after its ``tearDown``. An error in one is the test's error
-    (a skip there skips it), before the test where a fixture's setup raised, after it where a teardown did."""
-    if getattr(type(test), "__unittest_skip__", False):
-        return  # pytest skips a class unittest skips before it makes any fixture of a test's
+    (a skip there skips it), before the test where a fixture's setup raised, after it where a teardown did.
+
+    Of a class unittest skips, pytest makes only what comes before the skip it puts at the class's scope: those of
+    a wider scope, and the class's scope's autouse ones of ``around`` (the module's, an outer class's); a module's
+    fixture whose teardown checks the program runs around a skipped class too."""
     run = test.run
+    skipped = getattr(type(test), "__unittest_skip__", False)
 
     def in_fixtures(result: Any) -> None:
         caught = (Exception, pytest_marks.pytest_class("OutcomeException"))  # what pytest makes a test's outcome
         made = contextlib.ExitStack()
         try:
-            fixtures.used(marks, made, test)
+            if skipped:
+                fixtures.before_class(marks)
+                kept = fixtures.test_class.stack if fixtures.test_class is not None else made
+                Fixtures(around.defined, around.builtin, around.module, fixtures.test_class).used(
+                    [], kept, None, ("class",)
+                )
+            else:
+                fixtures.used(marks, made, test)
         except caught:
             result.startTest(test)
             result.addError(test, sys.exc_info())
@@ -107,6 +119,65 @@ def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object]) -> None:
                 result.addError(test, sys.exc_info())
 
     test.run = in_fixtures
+
+
+def _xunit_fixtures(case: type, around: Fixtures, fixtures: Fixtures) -> None:
+    """pytest's xunit hooks on a unittest case, as the autouse fixtures pytest makes of them: ``setup_method`` and
+    ``teardown_method`` around each test (the method's scope), ``setup_class`` and ``teardown_class`` around the
+    class's tests (after ``setUpClass``, before ``tearDownClass``), each after the fixtures of ``around`` (the
+    module's, an outer class's) and before the class's own. Left out, an assertion there passed any program."""
+    own = [hook for hook in ("setup_method", "teardown_method", "setup_class", "teardown_class") if _hook(case, hook)]
+    if not own:
+        return
+    holder = next((found.holder for found in fixtures.defined.values() if isinstance(found.holder, case)), None)
+    holder = holder if holder is not None else case("runTest")  # as pytest's collection makes one
+    made: dict[str, Definition] = {}
+    if "setup_method" in own or "teardown_method" in own:
+        step = _method_hooks(_hook(case, "setup_method"), _hook(case, "teardown_method"))
+        made["_xunit_setup_method"] = Definition("_xunit_setup_method", step, "function", None, True, holder)
+    if "setup_class" in own or "teardown_class" in own:
+        step = _class_hooks(case, _hook(case, "setup_class"), _hook(case, "teardown_class"))
+        made["_xunit_setup_class"] = Definition("_xunit_setup_class", step, "class", None, True, holder)
+    first = {name: found for name, found in fixtures.defined.items() if around.defined.get(name) is found}
+    fixtures.defined = {**first, **made, **{k: v for k, v in fixtures.defined.items() if k not in first}}
+
+
+def _hook(case: type, name: str) -> Any:
+    """The case's hook ``name``, as pytest finds it: an attribute of the class that is no fixture; else None."""
+    for base in case.__mro__:
+        if name in vars(base):
+            return getattr(case, name) if definition(vars(base)[name]) is None else None
+    return None
+
+
+def _method_hooks(setup: Any, teardown: Any) -> Any:
+    def xunit(self: Any) -> Any:
+        method = getattr(self, str(getattr(self, "_testMethodName", "")), None)
+        if setup is not None:
+            setup(self, method)
+        yield
+        if teardown is not None:
+            teardown(self, method)
+
+    return xunit
+
+
+def _class_hooks(case: type, setup: Any, teardown: Any) -> Any:
+    def call(hook: Any) -> None:
+        function = getattr(hook, "__func__", hook)  # a classmethod's function, given the class as pytest gives it
+        if function.__code__.co_argcount:
+            function(case)
+        else:
+            function()
+
+    def xunit(self: Any) -> Any:
+        if setup is not None:
+            call(setup)
+        yield
+        if teardown is not None:
+            call(teardown)
+
+    return xunit
 
 
 def _suite_class(unittest: types.ModuleType) -> type:

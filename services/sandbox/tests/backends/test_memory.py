@@ -91,6 +91,43 @@ def test_the_pool_runs_no_more_than_the_budget_holds(budget_mb: int, run_mb: int
     drive(body, workers=2, max_workers=64)
 
 
+def test_the_budgets_sums_stay_those_of_its_leases_as_they_come_change_give_way_and_go() -> None:
+    """The budget keeps its sums as leases change rather than adding them up again (a server's sessions each hold
+    one for their life, and every run and memory tick read the sums): after any sequence of grants, updates,
+    evictions and releases they are what adding up the leases gives."""
+    import random
+
+    rng = random.Random(7)
+
+    async def scenario() -> None:
+        budget = MemoryBudget(4096)
+        live = []
+        for _ in range(3000):
+            step = rng.random()
+            if step < 0.35 or not live:
+                mb = rng.choice([48, 256, 1024])
+                share = rng.choice([None, 64])
+                try:
+                    live.append(await budget.acquire(mb, 0.0, share, rng.choice([0, 1, 9])))
+                except Saturated:
+                    pass
+            elif step < 0.7:
+                budget.update(rng.choice(live), rng.choice([None, 0, 10, 100, 700, 2000]))
+            elif step < 0.8:
+                budget.over()
+            else:
+                budget.release(live.pop(rng.randrange(len(live))))
+            leases = budget.leases()
+            assert budget.held_mb == sum(lease.charge_mb for lease in leases)
+            ceiling = sum(lease.limit_mb + lease.extra_mb for lease in leases if not lease.evicted)
+            assert budget.overcommitted == (ceiling > budget.total_mb)
+            evicted = sum(lease.charge_mb for lease in leases if lease.evicted)
+            if budget.held_mb - evicted <= budget.total_mb:
+                assert budget.over() == []
+
+    asyncio.run(scenario())
+
+
 def test_a_run_larger_than_the_whole_budget_is_refused_at_once() -> None:
     async def body(p: FakePool) -> None:
         p.memory.total_mb = 300

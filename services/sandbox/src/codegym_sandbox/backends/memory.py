@@ -118,11 +118,19 @@ class Lease:
 
 
 class MemoryBudget:
-    """A first-come-first-served share of ``total_mb`` among the runs in flight."""
+    """A first-come-first-served share of ``total_mb`` among the runs in flight.
+
+    Its sums are kept as leases come, change and go, never summed again: every session holds a lease for its whole
+    life, and a server with a thousand idle ones would otherwise add them all up for each run it admits and on
+    each of its memory ticks."""
 
     def __init__(self, total_mb: int) -> None:
         self.total_mb = total_mb
         self._leases: set[Lease] = set()
+        self._partial: set[Lease] = set()  # those admitted by a share, not evicted: the only ones that give way
+        self._held = 0  # what all of them are charged
+        self._ceiling = 0  # what those not evicted could grow to: their limits and extras
+        self._evicted = 0  # what those evicted are charged
         self._order = 0
         # (what it needs now: its share and extra, its limit, its share, its extra, granted)
         self._waiting: deque[tuple[int, int, int, int, asyncio.Future[Lease]]] = deque()
@@ -135,13 +143,13 @@ class MemoryBudget:
     def held_mb(self) -> int:
         """What the runs in flight are charged: each its share, or what it holds where that is more (those
         giving way too, until their worker is gone)."""
-        return sum(lease.charge_mb for lease in self._leases)
+        return self._held
 
     @property
     def overcommitted(self) -> bool:
         """Whether the runs in flight, each grown to its limit, would hold more than the budget: what they hold
         must then be watched (:meth:`update`, :meth:`over`)."""
-        return sum(lease.limit_mb + lease.extra_mb for lease in self._leases if not lease.evicted) > self.total_mb
+        return self._ceiling > self.total_mb
 
     def leases(self) -> list[Lease]:
         return list(self._leases)
@@ -181,33 +189,51 @@ class MemoryBudget:
         self._order += 1
         lease = Lease(mb, share, self._order, extra_mb)
         self._leases.add(lease)
+        self._held += lease.charge_mb
+        self._ceiling += lease.limit_mb + lease.extra_mb
+        if not lease.full:
+            self._partial.add(lease)
         return lease
 
     def release(self, lease: Lease) -> None:
-        self._leases.discard(lease)
+        if lease in self._leases:
+            self._leases.discard(lease)
+            self._partial.discard(lease)
+            self._held -= lease.charge_mb
+            if lease.evicted:
+                self._evicted -= lease.charge_mb
+            else:
+                self._ceiling -= lease.limit_mb + lease.extra_mb
         self._wake()
 
     def update(self, lease: Lease, used_mb: int | None) -> None:
         """What ``lease``'s run holds now (None: it cannot be read, and may hold its whole limit)."""
         before = lease.charge_mb
         lease.used_mb = lease.limit_mb if used_mb is None else used_mb
+        if lease in self._leases:
+            self._held += lease.charge_mb - before
+            if lease.evicted:
+                self._evicted += lease.charge_mb - before
         if lease.charge_mb < before:
             self._wake()
 
     def over(self) -> list[Lease]:
         """The runs that must give way so that what the runs hold is within the budget again: the youngest of
         those admitted by a share (those that grew past it first), each marked evicted."""
-        excess = self.held_mb - self.total_mb - sum(lease.charge_mb for lease in self._leases if lease.evicted)
+        excess = self._held - self.total_mb - self._evicted
+        if excess <= 0:
+            return []
         chosen: list[Lease] = []
         candidates = sorted(
-            (lease for lease in self._leases if not lease.full and not lease.evicted),
-            key=lambda lease: (lease.used_mb > lease.reserved_mb, lease.order),
-            reverse=True,
+            self._partial, key=lambda lease: (lease.used_mb > lease.reserved_mb, lease.order), reverse=True
         )
         for lease in candidates:
             if excess <= 0:
                 break
             lease.evicted = True
+            self._partial.discard(lease)
+            self._evicted += lease.charge_mb
+            self._ceiling -= lease.limit_mb + lease.extra_mb
             excess -= lease.charge_mb
             chosen.append(lease)
         return chosen

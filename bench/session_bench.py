@@ -19,7 +19,8 @@ are what carries between machines):
    every earlier cell (what a sandbox without sessions forces on the client), uncached.
 3. **Idle sessions** (``--idle N``): N sessions made and left idle, each with a small memory limit; the memory
    each holds (the proportional set size of every process of the server, with them less without them, per
-   session), and the latency of an uncached trivial run without them and beside them.
+   session), and the latency of an uncached trivial run without them, beside them, and without them again once
+   they are deleted (how much two measurements without them differ: the noise).
 
 The server is started here on loopback with the settings each table needs, and stopped in ``finally``.
 """
@@ -296,15 +297,18 @@ def idle(n: int, memory_mb: int, runs: int) -> None:
         beside = timed(run_once, runs)
         for sid in made:
             c.ok("DELETE", f"/v1/sessions/{sid}", want=204)
+        time.sleep(2)
+        after = timed(run_once, runs)  # without them again: how far two measurements without them differ (noise)
     each_mb = (with_kb - before_kb) / n / 1024
     print(f"\n### {n} idle sessions (each SESSIONS__MEMORY_MB={memory_mb}, MEMORY_BUDGET_MB={n * memory_mb + 2048})\n")
     print("| what | value |\n|---|---:|")
     print(f"| memory each idle session holds (PSS, all its processes) | {each_mb:.1f} MiB |")
     print(f"| processes each | {(with_procs - before_procs) / n:.1f} |")
     print(f"| all {n} together | {(with_kb - before_kb) / 1024 / 1024:.2f} GiB |")
-    w, b = statistics.median(without), statistics.median(beside)
+    w, b, a = statistics.median(without), statistics.median(beside), statistics.median(after)
     print(f"| uncached trivial run, median, without them | {w * 1000:.2f} ms |")
     print(f"| the same beside them | {b * 1000:.2f} ms ({b / w:.2f}x) |")
+    print(f"| the same once they are deleted (the noise: without them twice) | {a * 1000:.2f} ms ({a / w:.2f}x) |")
 
 
 def main() -> None:

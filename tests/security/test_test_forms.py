@@ -653,6 +653,60 @@ def test_pytest_fixtures_run_around_unittest_cases(hostile: TestClient, tests: s
     assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
 
 
+_BIG = "def add(a, b):\n    return a + b if a < 100 else 0\n"  # wrong for large numbers only
+_GATHERS = "results = []\n\n"
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdicts"),
+    [
+        # A test that checks what others gathered runs after them, as pytest runs it: in the order the tests define
+        # them (before, a class's by name, unittest's cases after all else), an outer class's teardown_class after
+        # its nested classes' tests. Each passed the program wrong for large numbers.
+        (
+            "class TestAdd:\n    results = []\n\n    def test_run(self):\n"
+            "        TestAdd.results.append(add(1000, 1))\n\n"
+            "    def test_check(self):\n        assert all(r == 1001 for r in TestAdd.results)\n",
+            ["WA", "AC"],
+        ),
+        (
+            _GATHERS + "class Base:\n    def test_run(self):\n        results.append(add(1000, 1))\n\n"
+            "class TestAdd(Base):\n    def test_check(self):\n"
+            "        assert results and all(r == 1001 for r in results)\n",
+            ["WA", "AC"],
+        ),
+        (
+            "import unittest\n" + _GATHERS + "class T(unittest.TestCase):\n    def test_run(self):\n"
+            "        results.append(add(1000, 1))\n\ndef test_check():\n    assert all(r == 1001 for r in results)\n",
+            ["WA", "AC"],
+        ),
+        (
+            _GATHERS
+            + "class TestAll:\n    @classmethod\n    def teardown_class(cls):\n        assert all(results), results\n\n"
+            "    def test_small(self):\n        results.append(add(1, 2) == 3)\n\n    class TestBig:\n"
+            "        def test_big(self):\n            results.append(add(1000, 1) == 1001)\n",
+            ["WA", "AC"],
+        ),
+        (
+            "import unittest\n" + _GATHERS + "class TestAll:\n    @classmethod\n    def teardown_class(cls):\n"
+            "        assert all(results), results\n\n    def test_small(self):\n"
+            "        results.append(add(1, 2) == 3)\n\n    class Big(unittest.TestCase):\n"
+            "        def test_big(self):\n            results.append(add(1000, 1) == 1001)\n",
+            ["WA", "AC"],
+        ),
+    ],
+    ids=[
+        "a-class-in-its-order",
+        "bases-first",
+        "cases-in-the-module-order",
+        "outer-teardown-class-after-nested",
+        "outer-teardown-class-after-nested-case",
+    ],
+)
+def test_tests_run_in_the_order_they_are_defined(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
+    assert _verdicts(hostile, tests, [_BIG, RIGHT]) == verdicts
+
+
 @pytest.mark.parametrize(
     ("tests", "verdicts"),
     [

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from . import call_test, import_path, program_names, pytest_marks, unittest_cases
+from . import call_test, collect_order, import_path, program_names, pytest_marks, unittest_cases
 from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, setup_error, theirs, wrapped
 from .plain_data import Handle
 from .program_errors import program_traceback
@@ -213,18 +213,22 @@ def collect_and_run(
                 _hook(scope, ("setUpModule", "setup_module"), module, by_unittest)
             except _skips(unittest):  # pytest skips all of the module's tests, and runs no teardown hook
                 return
-        for _, value in collected:
-            if isinstance(value, type):
+        # In the order the tests define them, unittest's cases among the rest (collect_order).
+        tests, case_ids = dict(collected), {id(case) for case in cases}
+        for name, value in list(scope.items()):
+            if unittest is not None and isinstance(value, type) and id(value) in case_ids:
+                unittest_cases.run([value], unittest, marks, fixtures)
+            elif name not in tests or tests[name] is not value:
+                continue
+            elif isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
                     _run_class(value, marks, of_class)
-                continue
-            _hook(scope, ("setup_function",), value)
-            try:
-                _run(value, marks, fixtures)
-            finally:
-                _hook(scope, ("teardown_function",), value)
-        if cases and unittest is not None:
-            unittest_cases.run(cases, unittest, marks, fixtures)
+            else:
+                _hook(scope, ("setup_function",), value)
+                try:
+                    _run(value, marks, fixtures)
+                finally:
+                    _hook(scope, ("teardown_function",), value)
     finally:
         fixtures.close()
     if collected or cases:
@@ -299,37 +303,40 @@ def _collected(name: str, value: object) -> bool:
 
 
 def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
-    """A pytest class's tests, as pytest runs them, and those of the classes pytest collects in it (its ``Test*``
-    classes, and unittest's cases)."""
-    # A class bound to a test* name in it is no test of pytest's (its classes are collected by Test*, below).
+    """A pytest class's tests and those of the classes pytest collects in it (its ``Test*`` classes, unittest's
+    cases; a class bound to a test* name is none), in the order it defines them (``collect_order``); all of them
+    between its ``setup_class`` and ``teardown_class``, its nested classes' too."""
     own = [*pytest_marks.of_class(cls), *marks]  # the closest first: this class's, then what is around it
-    found = {m: getattr(cls, m) for m in dir(cls)}
-    methods = [m for m, v in found.items() if _pytest_name(m, v, "test") and callable(v) and not isinstance(v, type)]
+    unittest = sys.modules.get("unittest")
     if hasattr(cls, "setup_class"):
         cls.setup_class()
     try:
-        for method in methods:
-            instance = cls()
-            test = getattr(instance, method)
-            for hook in ("setup_method", None, "teardown_method"):
-                if hook is None:
-                    _run(test, own, fixtures, instance)
-                elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
-                    step = getattr(instance, hook)
-                    step(test) if step.__code__.co_argcount > 1 else step()
+        for name, value in collect_order.class_members(cls):
+            if isinstance(value, type):
+                if value is cls or value.__module__ != "__main__" or name.startswith("__"):
+                    continue
+                if unittest is not None and issubclass(value, unittest.TestCase):
+                    unittest_cases.run([value], unittest, own, fixtures)
+                elif _pytest_name(name, value, "Test") and _pytest_class(value, unittest):
+                    with fixtures.of_class(value) as of_inner:
+                        _run_class(value, own, of_inner)
+            elif _pytest_name(name, value, "test") and callable(value):
+                _run_method(cls, name, own, fixtures)
     finally:
         if hasattr(cls, "teardown_class"):
             cls.teardown_class()
-    unittest = sys.modules.get("unittest")
-    for name in dir(cls):
-        inner = getattr(cls, name)
-        if not isinstance(inner, type) or inner is cls or inner.__module__ != "__main__" or name.startswith("__"):
-            continue
-        if unittest is not None and issubclass(inner, unittest.TestCase):
-            unittest_cases.run([inner], unittest, own, fixtures)
-        elif _pytest_name(name, inner, "Test") and _pytest_class(inner, unittest):
-            with fixtures.of_class(inner) as of_inner:
-                _run_class(inner, own, of_inner)
+
+
+def _run_method(cls: type, name: str, marks: list[object], fixtures: Fixtures) -> None:
+    """One test method of a pytest class, on a new instance, between ``setup_method`` and ``teardown_method``."""
+    instance = cls()
+    test = getattr(instance, name)
+    for hook in ("setup_method", None, "teardown_method"):
+        if hook is None:
+            _run(test, marks, fixtures, instance)
+        elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
+            step = getattr(instance, hook)
+            step(test) if step.__code__.co_argcount > 1 else step()
 
 
 def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:

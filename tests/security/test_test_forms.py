@@ -685,14 +685,14 @@ _GATHERS = "results = []\n\n"
             + "class TestAll:\n    @classmethod\n    def teardown_class(cls):\n        assert all(results), results\n\n"
             "    def test_small(self):\n        results.append(add(1, 2) == 3)\n\n    class TestBig:\n"
             "        def test_big(self):\n            results.append(add(1000, 1) == 1001)\n",
-            ["WA", "AC"],
+            ["RE", "AC"],
         ),
         (
             "import unittest\n" + _GATHERS + "class TestAll:\n    @classmethod\n    def teardown_class(cls):\n"
             "        assert all(results), results\n\n    def test_small(self):\n"
             "        results.append(add(1, 2) == 3)\n\n    class Big(unittest.TestCase):\n"
             "        def test_big(self):\n            results.append(add(1000, 1) == 1001)\n",
-            ["WA", "AC"],
+            ["RE", "AC"],
         ),
     ],
     ids=[
@@ -705,6 +705,59 @@ _GATHERS = "results = []\n\n"
 )
 def test_tests_run_in_the_order_they_are_defined(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
     assert _verdicts(hostile, tests, [_BIG, RIGHT]) == verdicts
+
+
+@pytest.mark.parametrize(
+    ("tests", "verdicts"),
+    [
+        # unittest's skip in an xunit hook or a fixture skips, as in pytest (it was the tests' error).
+        (
+            "import unittest\n\nclass T(unittest.TestCase):\n    def setup_method(self, method):\n"
+            "        self.skipTest('no')\n\n    def test_a(self):\n        assert add(1, 2) == 4\n",
+            ["AC", "AC"],
+        ),
+        (
+            _P + "@pytest.fixture(autouse=True)\ndef later():\n    raise unittest.SkipTest('later')\n\n"
+            "class T(unittest.TestCase):\n    def test_a(self):\n        assert add(1, 2) == 4\n",
+            ["AC", "AC"],
+        ),
+        # What says __test__ = False (an abstract base, a helper method) pytest leaves: it failed every program.
+        (
+            "import unittest\n\nclass Base(unittest.TestCase):\n    __test__ = False\n    impl = None\n\n"
+            "    def test_a(self):\n        assert self.impl(1, 2) == 3\n\n"
+            "class TestAdd(Base):\n    __test__ = True\n    impl = staticmethod(add)\n",
+            ["WA", "AC"],
+        ),
+        (
+            "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        assert add(1, 2) == 3\n\n"
+            "    def test_helper(self):\n        assert False\n\n    test_helper.__test__ = False\n",
+            ["WA", "AC"],
+        ),
+        # A fixture named test_* is no test; a case whose __init__ wants the method's name is made as pytest makes it.
+        (
+            "import pytest\n\n@pytest.fixture\ndef test_input():\n    return (1, 2)\n\n"
+            "def test_sum(test_input):\n    assert add(*test_input) == 3\n",
+            ["WA", "AC"],
+        ),
+        (
+            _P + "class T(unittest.TestCase):\n    def __init__(self, methodName):\n"
+            "        super().__init__(methodName)\n\n"
+            "    @pytest.fixture(autouse=True)\n    def one(self):\n        self.one = 1\n\n"
+            "    def test_a(self):\n        assert add(self.one, 2) == 3\n",
+            ["WA", "AC"],
+        ),
+    ],
+    ids=[
+        "skiptest-in-setup-method",
+        "skiptest-in-a-fixture",
+        "test-false-on-a-base",
+        "test-false-on-a-method",
+        "fixture-named-test",
+        "case-init-without-default",
+    ],
+)
+def test_what_pytest_skips_or_leaves_is_skipped_or_left(hostile: TestClient, tests: str, verdicts: list[str]) -> None:
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == verdicts
 
 
 @pytest.mark.parametrize(

@@ -202,7 +202,9 @@ class Fixtures:
             if (found := definition(v))
         ]
         if own:
-            holder = test_class()  # as pytest's collection makes one, to bind the class's fixtures to
+            # As pytest's collection makes one, to bind the class's fixtures to (a unittest case's for "runTest").
+            case = getattr(sys.modules.get("unittest"), "TestCase", None)
+            holder = test_class("runTest") if case is not None and issubclass(test_class, case) else test_class()
             defined.update((found.name, found._replace(holder=holder)) for found in own)
         inner = Fixtures(defined, self.builtin, self.module, Made())
         try:
@@ -247,14 +249,12 @@ class Fixtures:
     def used(
         self, marks: Sequence[object], made: contextlib.ExitStack, instance: object, scopes: tuple[str, ...] = _ALL
     ) -> None:
-        """Make the fixtures of ``scopes`` a test that asks for none by its arguments uses (a unittest case's:
-        autouse ones, those of ``usefixtures`` marks), for ``instance``. A parametrized one is the tests' error, as
-        pytest's: no case of unittest's takes a param."""
+        """Make the fixtures of ``scopes`` a test that asks for none by its arguments uses (a unittest case's: autouse
+        ones, ``usefixtures``'), for ``instance``. A parametrized one is the tests' error, as pytest's."""
         self._make_used(marks, made, instance, scopes)
 
     def before_class(self, marks: Sequence[object]) -> None:
-        """Make those of :meth:`used` of a scope wider than a class's, as pytest makes them before a unittest case's
-        ``setUpClass``."""
+        """Make those of :meth:`used` wider than a class's, as pytest makes them before a case's ``setUpClass``."""
         kept = self.test_class if self.test_class is not None else self.module
         self._make_used(marks, kept.stack, None, ("module", "package", "session"))
 

@@ -196,17 +196,17 @@ def collect_and_run(
     collected = [
         (name, value)
         for name, value in list(scope.items())
-        if _pytest_name(name, value, ("test", "Test"))
+        if collect_order.pytest_name(name, value, ("test", "Test"))
         and (
             (_collected(name, value) and not _ran_by_the_code(name, value, named, ran))
-            or (isinstance(value, type) and _pytest_class(value, unittest) and not _ran_class(value, ran))
+            or (isinstance(value, type) and collect_order.pytest_class(value, unittest) and not _ran_class(value, ran))
         )
     ]
-    cases = _cases(scope, None if exited else unittest)
+    cases = collect_order.cases(scope, None if exited else unittest)
     marks = pytest_marks.marks_of(scope.get("pytestmark"))
     # pytest's module hooks, once around all it collects (unittest's cases too); unittest.main() that ran the cases
     # ran unittest's setUpModule and tearDownModule around them.
-    by_unittest = ("setUpModule", "tearDownModule") if exited and _cases(scope, unittest) else ()
+    by_unittest = ("setUpModule", "tearDownModule") if exited and collect_order.cases(scope, unittest) else ()
     try:
         if collected or cases:
             try:
@@ -239,27 +239,6 @@ def _skips(unittest: types.ModuleType | None) -> tuple[type[BaseException], ...]
     """What a module's setup hook raises to skip its tests: pytest's skip and xfail, unittest's ``SkipTest``."""
     found = [pytest_marks.pytest_class("Skipped"), pytest_marks.pytest_class("XFailed")]
     return (*found, unittest.SkipTest) if unittest is not None else tuple(found)
-
-
-def _cases(scope: dict[str, object], unittest: types.ModuleType | None) -> list[type]:
-    """unittest's cases the tests define at top level."""
-    if unittest is None:
-        return []
-    return [
-        value
-        for value in scope.values()
-        if isinstance(value, type) and issubclass(value, unittest.TestCase) and value.__module__ == "__main__"
-    ]
-
-
-def _pytest_name(name: str, value: object, prefixes: str | tuple[str, ...]) -> bool:
-    """Whether pytest looks at ``value`` by its name: one of ``prefixes``, or ``__test__ = True`` whatever the name;
-    never where it says ``__test__ = False`` (a stand-in for the program's object says nothing)."""
-    try:
-        said = None if isinstance(value, Handle) else getattr(value, "__test__", None)
-    except Exception:
-        said = None
-    return said is not False and (name.startswith(prefixes) or said is True)
 
 
 def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object, ran: tuple[str, ...] = ()) -> None:
@@ -308,23 +287,26 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
     between its ``setup_class`` and ``teardown_class``, its nested classes' too."""
     own = [*pytest_marks.of_class(cls), *marks]  # the closest first: this class's, then what is around it
     unittest = sys.modules.get("unittest")
-    if hasattr(cls, "setup_class"):
-        cls.setup_class()
+    if hasattr(cls, "setup_class"):  # an assertion in an xunit hook is an error, as in a fixture (pytest's are)
+        with setup_error("setup_class"):
+            cls.setup_class()
     try:
         for name, value in collect_order.class_members(cls):
             if isinstance(value, type):
                 if value is cls or value.__module__ != "__main__" or name.startswith("__"):
                     continue
                 if unittest is not None and issubclass(value, unittest.TestCase):
-                    unittest_cases.run([value], unittest, own, fixtures)
-                elif _pytest_name(name, value, "Test") and _pytest_class(value, unittest):
+                    if collect_order.said(value) is not False:
+                        unittest_cases.run([value], unittest, own, fixtures)
+                elif collect_order.pytest_name(name, value, "Test") and collect_order.pytest_class(value, unittest):
                     with fixtures.of_class(value) as of_inner:
                         _run_class(value, own, of_inner)
-            elif _pytest_name(name, value, "test") and callable(value):
+            elif collect_order.pytest_name(name, value, "test") and callable(value):
                 _run_method(cls, name, own, fixtures)
     finally:
         if hasattr(cls, "teardown_class"):
-            cls.teardown_class()
+            with setup_error("teardown_class"):
+                cls.teardown_class()
 
 
 def _run_method(cls: type, name: str, marks: list[object], fixtures: Fixtures) -> None:
@@ -336,14 +318,8 @@ def _run_method(cls: type, name: str, marks: list[object], fixtures: Fixtures) -
             _run(test, marks, fixtures, instance)
         elif hasattr(instance, hook):  # pytest passes the test to a hook that takes it
             step = getattr(instance, hook)
-            step(test) if step.__code__.co_argcount > 1 else step()
-
-
-def _pytest_class(value: type, unittest: types.ModuleType | None) -> bool:
-    """A class of the tests' that pytest collects: none with an ``__init__`` (its own or a base's but object's)."""
-    if value.__module__ != "__main__" or value.__init__ is not object.__init__:  # type: ignore[misc]
-        return False
-    return unittest is None or not issubclass(value, unittest.TestCase)
+            with setup_error(hook):
+                step(test) if step.__code__.co_argcount > 1 else step()
 
 
 def _run(

@@ -35,6 +35,8 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixt
                 _class_outcomes(case, hook, unittest, of_case, [*pytest_marks.of_class(case), *marks])
             for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
                 method = getattr(case, str(getattr(test, "_testMethodName", "")), None)
+                if getattr(method, "__test__", True) is False:
+                    continue  # pytest leaves a case's method that says so
                 own = [*pytest_marks.marks_of(getattr(method, "pytestmark", None)), *pytest_marks.of_class(case)]
                 own += marks
                 if pytest_marks.skipped(own):
@@ -210,8 +212,8 @@ def _result_class(unittest: types.ModuleType, expected: _Expected) -> type:
     class Result(unittest.TextTestResult):  # type: ignore[name-defined,misc]
         def addError(self, test: Any, err: Any) -> None:
             # pytest's outcomes that a case, its setUp or its class's raise: skipped, xfailed, failed, as in pytest.
-            if issubclass(err[0], pytest_marks.pytest_class("Skipped")):
-                self.addSkip(test, str(err[1]))
+            if issubclass(err[0], (pytest_marks.pytest_class("Skipped"), unittest.SkipTest)):
+                self.addSkip(test, str(err[1]))  # unittest's skip too, raised in a fixture or an xunit hook
             elif issubclass(err[0], pytest_marks.pytest_class("XFailed")):
                 self.addExpectedFailure(test, err)
             elif issubclass(err[0], pytest_marks.pytest_class("Failed")):

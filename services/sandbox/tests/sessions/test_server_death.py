@@ -4,8 +4,8 @@ asked to stop (SIGTERM) stops within its grace, however long its cells would run
 Between cells a session's processes are stopped (``agent/session_pause.py``), and a stopped box cannot see its
 agent go: before the box armed a parent-death signal, every held session of a killed server, and every kernel
 started ahead, stayed on the host for good, stopped, holding its memory. A server of the local backend runs
-here as its own process, so that it can be killed like that; the container backends' boxes end with their
-container, whose init is the agent.
+here as its own process, so that it can be killed like that; on the container backends a session's box ends
+with its container, whose init is the agent, and that must see its server go.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
+from sandbox_support import IMAGE, backend_problem, unavailable
 
 HOST = "127.0.0.1"
 
@@ -52,11 +55,13 @@ def _processes_of(server: int) -> dict[int, str]:
 
 
 @contextmanager
-def _server(**env: str) -> Iterator[tuple[subprocess.Popen[bytes], http.client.HTTPConnection]]:
+def _server(backend: str = "local", **env: str) -> Iterator[tuple[subprocess.Popen[bytes], http.client.HTTPConnection]]:
     port = _port()
     argv = [sys.executable, "-m", "codegym_sandbox.cli", "serve", "--host", HOST, "--port", str(port)]
+    if backend != "local":
+        env = {"CODEGYM_SANDBOX_IMAGE": IMAGE, **env}
     proc = subprocess.Popen(
-        [*argv, "--backend", "local", "--workers", "1"],
+        [*argv, "--backend", backend, "--workers", "1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -112,6 +117,35 @@ def test_a_killed_server_leaves_no_session_behind() -> None:
         while left := _processes_of(proc.pid):
             assert time.monotonic() < deadline, f"left behind by the killed server: {left}"
             time.sleep(0.1)
+
+
+def _containers_of(engine: str, server: int) -> list[str]:
+    """The running containers of ``server`` (labelled with its pid: ``backends/containers.py``)."""
+    argv = [engine, "ps", "-q", "--filter", f"label=codegym.sandbox.pid={server}"]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+
+
+@pytest.mark.parametrize("engine", ["docker", "podman"])
+def test_a_killed_server_leaves_no_container_running(engine: str) -> None:
+    """On the container backends a session is its container, whose init is the agent: it must see its server go.
+    A docker container kept its stdin open once its attached client was gone, and every container of a killed
+    server ran on, its sessions' with their interpreters and files, until a later docker server swept them."""
+    problem = backend_problem(engine)
+    if problem is not None:
+        unavailable(engine, problem)
+    with _server(engine, CODEGYM_SANDBOX_SESSIONS__WARM="0") as (proc, conn):
+        sid = _post(conn, "/v1/sessions", {"language": "python"}, 201)["session_id"]
+        _post(conn, f"/v1/sessions/{sid}/execute", {"code": "secret = 'x' * 1000"}, 200)
+        _post(conn, "/v1/execute", {"language": "python", "code": "print(1)"}, 200)
+        assert len(_containers_of(engine, proc.pid)) >= 2  # the session's and the pool's slot
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while left := _containers_of(engine, proc.pid):
+            if time.monotonic() > deadline:
+                subprocess.run([engine, "rm", "-f", *left], capture_output=True, check=False)
+                raise AssertionError(f"left running by the killed server: {left}")
+            time.sleep(0.2)
 
 
 def test_a_stopped_server_ends_its_cells_at_its_grace() -> None:

@@ -80,8 +80,12 @@ class DockerWorker(AgentWorker):
             hostname="sandbox",
             user=AGENT_USER,
             stdin_open=True,
+            # Not detached: docker-py then sets StdinOnce, and the container's stdin closes as its one attached client
+            # goes. The agent (its init) reads the end of its channel and takes its box down, the container with it.
+            # Left open, every container of a server killed outright (its sessions' among them) ran on, with its
+            # processes, until a later server swept it.
+            detach=False,
             tty=False,
-            detach=True,
             network_mode="none",
             runtime=spec.runtime or None,  # None: the daemon's default
             cap_drop=["ALL"],

@@ -609,6 +609,16 @@ _SKIPPED = "@unittest.skip('later')\nclass T(unittest.TestCase):\n" + _NOOP_TEST
             " '/own', 'teardown_method', '/fix', 'teardown_class', 'tearDownClass', 'fix']\n",
             ["WA", "AC"],
         ),
+        # The module's autouse fixtures of the class's scope: made before setUpClass, ended after tearDownClass.
+        (
+            _P + "DATA = []\n\n@pytest.fixture(scope='class', autouse=True)\ndef data():\n    DATA.append(1)\n"
+            "    yield\n    DATA.append('/data')\n\nclass T(unittest.TestCase):\n    @classmethod\n"
+            "    def setUpClass(cls):\n        cls.n = len(DATA)\n\n    @classmethod\n    def tearDownClass(cls):\n"
+            "        DATA.append('tearDownClass')\n\n    def test_a(self):\n        assert self.n == 1\n"
+            "        assert add(1, 2) == 3\n\nclass U(unittest.TestCase):\n    def test_b(self):\n"
+            "        assert DATA[:3] == [1, 'tearDownClass', '/data'], DATA\n",
+            ["WA", "AC"],
+        ),
         # Around a class unittest skips, pytest makes the fixtures of a wider scope and the module's of the class's
         # (before, none): not the function's, nor the class's own.
         (
@@ -643,6 +653,7 @@ _SKIPPED = "@unittest.skip('later')\nclass T(unittest.TestCase):\n" + _NOOP_TEST
         "setup-class",
         "teardown-class",
         "xunit-order",
+        "module-class-scope-fixture-around-set-up-class",
         "skipped-class-module-fixture",
         "skipped-class-class-scope-autouse",
         "skipped-class-function-autouse",

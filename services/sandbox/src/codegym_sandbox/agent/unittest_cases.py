@@ -19,7 +19,7 @@ import types
 from typing import Any
 
 from . import pytest_marks
-from .fixture_requests import Definition, Fixtures, definition
+from .fixture_requests import Definition, Fixtures, Made, definition
 
 
 def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixtures: Fixtures) -> None:
@@ -31,8 +31,11 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixt
         for case in cases:
             of_case = classes.enter_context(fixtures.of_class(case))
             _xunit_fixtures(case, fixtures, of_case)
+            early = Made()  # the class's scope's autouse fixtures of those around it: made before setUpClass
             for hook in ("setUpClass", "tearDownClass"):
-                _class_outcomes(case, hook, unittest, of_case, [*pytest_marks.of_class(case), *marks])
+                _class_outcomes(
+                    case, hook, unittest, (of_case, fixtures, early), [*pytest_marks.of_class(case), *marks]
+                )
             for test in unittest.defaultTestLoader.loadTestsFromTestCase(case):
                 method = getattr(case, str(getattr(test, "_testMethodName", "")), None)
                 if getattr(method, "__test__", True) is False:
@@ -56,26 +59,37 @@ def run(cases: list[type], unittest: types.ModuleType, marks: list[object], fixt
         raise AssertionError("the tests' cases failed")
 
 
-def _class_outcomes(case: type, name: str, unittest: types.ModuleType, fixtures: Fixtures, marks: list[object]) -> None:
+def _class_outcomes(
+    case: type, name: str, unittest: types.ModuleType, made: tuple[Fixtures, Fixtures, Made], marks: list[object]
+) -> None:
     """pytest's outcomes that a case's ``setUpClass`` or ``tearDownClass`` raises, as pytest takes them: a skip or
     an xfail in ``setUpClass`` skips the class's tests (xfailed, they pass), one in ``tearDownClass`` changes no
     test's outcome, and ``pytest.fail()`` in either is the class's error. unittest's suite catches ``Exception``
     alone, and pytest's outcomes are not: they left the suite, and an honest program was the tests' error.
 
     And pytest's order around them: the fixtures of a scope wider than the class's (``marks``' and autouse ones)
-    made before ``setUpClass``, the class's own ended before ``tearDownClass``."""
+    made before ``setUpClass``, and the autouse ones of the class's scope that those around it define (``made``:
+    the case's fixtures, those around it, and where the latter are kept), ended after ``tearDownClass``; the class's
+    own ended before it."""
     hook = getattr(case, name)
+    fixtures, around, early = made
 
     def outcome(cls: type) -> None:
         try:
             if name == "setUpClass":
                 fixtures.before_class(marks)
+                Fixtures(around.defined, around.builtin, around.module, early).used([], early.stack, None, ("class",))
+                if fixtures.test_class is not None:
+                    fixtures.test_class.values.update(early.values)  # made once: the case's tests take them
                 hook()
                 return
             try:
                 fixtures.close_class()
             finally:
-                hook()
+                try:
+                    hook()
+                finally:
+                    early.stack.close()
         except (pytest_marks.pytest_class("Skipped"), pytest_marks.pytest_class("XFailed")) as exc:
             if name == "setUpClass":
                 raise unittest.SkipTest(str(exc)) from None

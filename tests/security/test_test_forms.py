@@ -719,6 +719,27 @@ def test_tests_run_in_the_order_they_are_defined(hostile: TestClient, tests: str
 
 
 @pytest.mark.parametrize(
+    "tests",
+    [
+        # The code ran one test of a class (a __main__ block, which pytest never runs): every other test of it and
+        # of its subclasses is still collected (before, the whole class was taken for run).
+        "class TestAdd:\n    def test_small(self):\n        assert add(1, 2) == 3\n\n    def test_big(self):\n"
+        "        assert add(1000, 1) == 1001\n\nclass TestMore(TestAdd):\n    def test_more(self):\n"
+        "        assert add(2000, 1) == 2001\n\nif __name__ == '__main__':\n    TestAdd().test_small()\n",
+        # A test defined again after the code ran the first of that name is another test (pytest runs the last).
+        "def test_add():\n    assert add(1, 2) == 3\n\ntest_add()\n\n"
+        "def test_add():\n    assert add(1000, 1) == 1001\n",
+        # A test the code only names, by an assignment, was taken for run: such a function records whether it ran.
+        "def test_small():\n    assert add(1, 2) == 3\n\ndef verify_big():\n    assert add(1000, 1) == 1001\n\n"
+        "verify_big.__test__ = True\n",
+    ],
+    ids=["a-class-the-code-ran-a-test-of", "defined-again-after-a-call", "named-by-an-assignment"],
+)
+def test_what_the_code_did_not_run_itself_is_collected(hostile: TestClient, tests: str) -> None:
+    assert _verdicts(hostile, tests, [_BIG, RIGHT]) == ["WA", "AC"]
+
+
+@pytest.mark.parametrize(
     ("tests", "verdicts"),
     [
         # unittest's skip in an xunit hook or a fixture skips, as in pytest (it was the tests' error).

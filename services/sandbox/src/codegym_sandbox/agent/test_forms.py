@@ -26,16 +26,18 @@ from .program_errors import program_traceback
 _NOT_RUNNABLE = 0x20 | 0x80 | 0x200
 
 
-RAN = "__codegym_ran__"  # in the tests' scope: what records each test function of theirs that ran (see compiled)
-_COLLECTED = ("test", "check")
-_CLASS = "class "  # what a test method records, before its class's name
+RAN = "__codegym_ran__"  # in the tests' scope: what records each function of theirs that ran (see compiled)
 
 
 def compiled(text: str) -> types.CodeType:
-    """The tests' code. Where it defines test functions (``def test_*``, ``def check``) outside functions and
-    classes, each records its name when called (:data:`RAN`), first thing: collection then runs those the code
-    never ran itself, whether it named them or not (a list of them, never called, ran nothing before)."""
-    if not any(f"def {prefix}" in text for prefix in _COLLECTED):
+    """The tests' code. Each function of it that a runner could collect (``test*`` and ``check``, and those it says
+    ``__test__`` of, outside functions: in its blocks and its classes) records itself when called (:data:`RAN`, by
+    :func:`key`), first thing: collection then runs the tests the code never ran itself, whether it named them or
+    not, and none it ran (a test that counts on the state its first run left fails run again). Recorded by the name
+    and first line of each definition: a test the code ran and then defined again (a ``def`` of the same name
+    further down) is another, which pytest runs; so is each test method of a class the code ran some of. No other
+    function records (a helper of theirs may run millions of times, within the run's time)."""
+    if "def " not in text:
         return compile(text, TESTS_FILE, "exec", dont_inherit=True)
     import ast  # only in the checker, never in the agent that programs are forked from
 
@@ -43,18 +45,45 @@ def compiled(text: str) -> types.CodeType:
         tree = ast.parse(text, TESTS_FILE)
     except BaseException:
         return compile(text, TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
-    # And each test method of a class defined there records its class (a class whose tests the code ran itself is
-    # not collected again; one the code only names, in its own methods too, is).
-    marked = [(node, node.name) for node in _top_level_functions(tree.body)]
-    for cls in _top_level_functions(tree.body, classes=True):
-        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        marked += [(method, _CLASS + cls.name) for method in methods if method.name.startswith("test")]
-    for node, name in marked:
+    said = {
+        target.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute) and target.attr == "__test__" and isinstance(target.value, ast.Name)
+    }
+    for node in _collectable(tree.body):
+        if not node.name.startswith(("test", "check")) and node.name not in said:
+            continue
         first = node.body[0]
-        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(name)], []))
-        node.body.insert(1 if docstring and isinstance(first.value.value, str) else 0, ast.copy_location(record, first))
+        value = first.value if isinstance(first, ast.Expr) else None
+        docstring = isinstance(value, ast.Constant) and isinstance(value.value, str)
+        line = node.decorator_list[0].lineno if node.decorator_list else node.lineno  # as co_firstlineno counts
+        record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(f"{node.name}@{line}")], []))
+        node.body.insert(1 if docstring else 0, ast.copy_location(record, first))
     return compile(ast.fix_missing_locations(tree), TESTS_FILE, "exec", dont_inherit=True)
+
+
+def _collectable(body: list[Any]) -> Iterator[Any]:
+    """The functions ``body`` defines outside functions: in its blocks (``if``, ``try``, ``with``, loops) and in its
+    classes, nested ones too."""
+    import ast
+
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        elif isinstance(node, ast.ClassDef):
+            yield from _collectable(node.body)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _collectable(getattr(node, field, None) or [])
+
+
+def key(function: Any) -> str | None:
+    """What ``function`` records as it runs (:func:`compiled`): its name and first line; None for one that records
+    nothing (a lambda, a function not of the tests' code)."""
+    code = getattr(wrapped(function), "__code__", None)
+    return f"{code.co_name}@{code.co_firstlineno}" if code is not None and RAN in code.co_names else None
 
 
 def recorder(scope: dict[str, object]) -> set[str]:
@@ -85,23 +114,6 @@ def read_tests(text: str) -> Tests:
         names, _, text = text[len(program_names.DECLARED) :].partition("\n")
         declared = frozenset(names.split())
     return Asserts(compiled(text), declared)
-
-
-def _top_level_functions(body: list[Any], classes: bool = False) -> Iterator[Any]:
-    """The functions named as runners collect them that ``body`` defines (or its classes), in its blocks too
-    (``if``, ``try``, ``with``, loops), never in a function or a class."""
-    import ast
-
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.name.startswith(_COLLECTED) and not classes:
-                yield node
-        elif isinstance(node, ast.ClassDef):
-            if classes:
-                yield node
-        else:
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                yield from _top_level_functions(getattr(node, field, None) or [], classes)
 
 
 def ended_well(exc: SystemExit, code: types.CodeType | None = None) -> bool:
@@ -199,7 +211,7 @@ def collect_and_run(
         if collect_order.pytest_name(name, value, ("test", "Test"))
         and (
             (_collected(name, value) and not _ran_by_the_code(name, value, named, ran))
-            or (isinstance(value, type) and collect_order.pytest_class(value, unittest) and not _ran_class(value, ran))
+            or (isinstance(value, type) and collect_order.pytest_class(value, unittest))
         )
     ]
     cases = collect_order.cases(scope, None if exited else unittest)
@@ -222,7 +234,7 @@ def collect_and_run(
                 continue
             elif isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
-                    _run_class(value, marks, of_class)
+                    _run_class(value, marks, of_class, ran)
             else:
                 _hook(scope, ("setup_function",), value)
                 try:
@@ -251,17 +263,12 @@ def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object, ran: t
             hook(subject) if hook.__code__.co_argcount else hook()
 
 
-def _ran_class(cls: type, ran: set[str]) -> bool:
-    """Whether the tests' code ran a test method of ``cls`` (or of a class of theirs it inherits from) itself."""
-    return any(_CLASS + c.__name__ in ran for c in cls.__mro__ if c.__module__ == "__main__")
-
-
 def _ran_by_the_code(name: str, test: Any, named: set[str], ran: set[str]) -> bool:
-    """Whether the tests' code ran the test it bound to ``name`` itself: it recorded so (:func:`compiled`; a
-    decorator's wrapper runs the function it wraps, which records the name it was defined by), or, where it
-    records nothing (defined in a function of theirs, or wrapped by a wrapper that does not say what it wraps),
-    the code names it."""
-    return name in ran or (RAN not in wrapped(test).__code__.co_names and name in named)
+    """Whether the tests' code ran the test it bound to ``name`` itself: the function it is (or that a decorator's
+    wrapper of it runs) recorded so (:func:`compiled`), or, where it records nothing (a lambda, a wrapper that does
+    not say what it wraps), the code names it."""
+    recorded = key(test)
+    return recorded in ran if recorded is not None else name in named
 
 
 _AGENT = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the checker's own code: stand-ins, fixtures
@@ -281,28 +288,35 @@ def _collected(name: str, value: object) -> bool:
     return not function.__code__.co_filename.startswith(_AGENT)
 
 
-def _run_class(cls: type, marks: list[object], fixtures: Fixtures) -> None:
+def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: set[str]) -> None:
     """A pytest class's tests and those of the classes pytest collects in it (its ``Test*`` classes, unittest's
-    cases; a class bound to a test* name is none), in the order it defines them (``collect_order``); all of them
-    between its ``setup_class`` and ``teardown_class``, its nested classes' too."""
+    cases; a class bound to a test* name is none), in the order it defines them (``collect_order``), but the test
+    methods the tests' code ran itself (``ran``); all of them between its ``setup_class`` and ``teardown_class``,
+    its nested classes' too."""
     own = [*pytest_marks.of_class(cls), *marks]  # the closest first: this class's, then what is around it
     unittest = sys.modules.get("unittest")
+    items: list[tuple[str, Any]] = []
+    for name, value in collect_order.class_members(cls):
+        if isinstance(value, type):
+            if value is not cls and value.__module__ == "__main__" and not name.startswith("__"):
+                items.append((name, value))
+        elif collect_order.pytest_name(name, value, "test") and callable(value) and key(value) not in ran:
+            items.append((name, value))
+    if not items:
+        return  # the code ran every test of it itself: pytest's hooks ran with them, or never
     if hasattr(cls, "setup_class"):  # an assertion in an xunit hook is an error, as in a fixture (pytest's are)
         with setup_error("setup_class"):
             cls.setup_class()
     try:
-        for name, value in collect_order.class_members(cls):
-            if isinstance(value, type):
-                if value is cls or value.__module__ != "__main__" or name.startswith("__"):
-                    continue
-                if unittest is not None and issubclass(value, unittest.TestCase):
-                    if collect_order.said(value) is not False:
-                        unittest_cases.run([value], unittest, own, fixtures)
-                elif collect_order.pytest_name(name, value, "Test") and collect_order.pytest_class(value, unittest):
-                    with fixtures.of_class(value) as of_inner:
-                        _run_class(value, own, of_inner)
-            elif collect_order.pytest_name(name, value, "test") and callable(value):
+        for name, value in items:
+            if not isinstance(value, type):
                 _run_method(cls, name, own, fixtures)
+            elif unittest is not None and issubclass(value, unittest.TestCase):
+                if collect_order.said(value) is not False:
+                    unittest_cases.run([value], unittest, own, fixtures)
+            elif collect_order.pytest_name(name, value, "Test") and collect_order.pytest_class(value, unittest):
+                with fixtures.of_class(value) as of_inner:
+                    _run_class(value, own, of_inner, ran)
     finally:
         if hasattr(cls, "teardown_class"):
             with setup_error("teardown_class"):

@@ -732,10 +732,25 @@ def test_tests_run_in_the_order_they_are_defined(hostile: TestClient, tests: str
         # A test the code only names, by an assignment, was taken for run: such a function records whether it ran.
         "def test_small():\n    assert add(1, 2) == 3\n\ndef verify_big():\n    assert add(1000, 1) == 1001\n\n"
         "verify_big.__test__ = True\n",
+        # pytest's setup_class and setup_function are fixtures of their scope: made after the module's (before, a
+        # setup_class that read what a module fixture loads found nothing, and the test checked nothing).
+        "import pytest\n\nDATA = []\n\n@pytest.fixture(scope='module', autouse=True)\ndef load():\n"
+        "    DATA.extend([1000, 2000])\n    yield\n\nclass TestAdd:\n    @classmethod\n    def setup_class(cls):\n"
+        "        cls.cases = list(DATA)\n\n    def test_all(self):\n        assert self.cases\n"
+        "        for n in self.cases:\n            assert add(n, 1) == n + 1\n",
+        "import pytest\n\nDATA, CASES = [], []\n\n@pytest.fixture(scope='module', autouse=True)\ndef load():\n"
+        "    DATA[:] = [1000, 2000]\n    yield\n\ndef setup_function(function):\n    CASES[:] = list(DATA)\n\n"
+        "def test_all():\n    for n in CASES:\n        assert add(n, 1) == n + 1\n",
     ],
-    ids=["a-class-the-code-ran-a-test-of", "defined-again-after-a-call", "named-by-an-assignment"],
+    ids=[
+        "a-class-the-code-ran-a-test-of",
+        "defined-again-after-a-call",
+        "named-by-an-assignment",
+        "module-fixture-before-setup-class",
+        "module-fixture-before-setup-function",
+    ],
 )
-def test_what_the_code_did_not_run_itself_is_collected(hostile: TestClient, tests: str) -> None:
+def test_what_pytest_runs_and_when_for_a_program_right_on_small_numbers(hostile: TestClient, tests: str) -> None:
     assert _verdicts(hostile, tests, [_BIG, RIGHT]) == ["WA", "AC"]
 
 

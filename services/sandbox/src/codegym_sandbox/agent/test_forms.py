@@ -236,6 +236,8 @@ def collect_and_run(
                 with fixtures.of_class(value) as of_class:
                     _run_class(value, marks, of_class, ran)
             else:
+                if "setup_function" in scope:
+                    fixtures.before_class(marks)  # as setup_class: a fixture of the test's scope, made after those
                 _hook(scope, ("setup_function",), value)
                 try:
                     _run(value, marks, fixtures)
@@ -305,6 +307,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: set[str]
     if not items:
         return  # the code ran every test of it itself: pytest's hooks ran with them, or never
     if hasattr(cls, "setup_class"):  # an assertion in an xunit hook is an error, as in a fixture (pytest's are)
+        fixtures.before_class(own)  # pytest's hook is a fixture of the class's scope: made after the wider ones
         with setup_error("setup_class"):
             cls.setup_class()
     try:

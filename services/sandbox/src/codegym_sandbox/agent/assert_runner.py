@@ -60,6 +60,7 @@ from . import (
     program_module,
     program_names,
     pytest_fixtures,
+    ran_tests,
     shared_state,
     test_forms,
     test_scope,
@@ -282,14 +283,13 @@ def check(checker: Checker, tests: Tests) -> str:
             if not tests.judge(checker.call_named):
                 outcome = "failed"
         else:
-            # Only names the program binds itself: every other name the tests use (a builtin, a helper of the
-            # tests') is the checker's own, whatever the program's process answers; and a name they use as a
-            # module is the module, whatever the program bound to it.
+            # Only names the program binds itself: every other name the tests use (a builtin, a helper of theirs) is
+            # the checker's own, whatever the program answers; a name they use as a module is the module.
             wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
             found = checker.names(wanted)
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
-            ran = test_forms.recorder(scope)
+            ran = ran_tests.recorder(scope)
             checker.state.random = "random" in program_names.used_names(tests.code)  # a state theirs to send
             scope.update((name, checker.load(module)) for name, module in modules.items())
             program_names.load_submodules(tests.code, scope, checker.load)

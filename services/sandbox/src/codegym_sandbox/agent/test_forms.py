@@ -12,11 +12,11 @@ import contextlib
 import os
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from . import call_test, collect_order, import_path, program_names, pytest_marks, unittest_cases
+from . import call_test, collect_order, import_path, program_names, pytest_marks, ran_tests, unittest_cases
 from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, setup_error, theirs, wrapped
 from .plain_data import Handle
 from .program_errors import program_traceback
@@ -24,73 +24,6 @@ from .program_errors import program_traceback
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
 # not import: every program is forked from it).
 _NOT_RUNNABLE = 0x20 | 0x80 | 0x200
-
-
-RAN = "__codegym_ran__"  # in the tests' scope: what records each function of theirs that ran (see compiled)
-
-
-def compiled(text: str) -> types.CodeType:
-    """The tests' code. Each function of it that a runner could collect (``test*`` and ``check``, and those it says
-    ``__test__`` of, outside functions: in its blocks and its classes) records itself when called (:data:`RAN`, by
-    :func:`key`), first thing: collection then runs the tests the code never ran itself, whether it named them or
-    not, and none it ran (a test that counts on the state its first run left fails run again). Recorded by the name
-    and first line of each definition: a test the code ran and then defined again (a ``def`` of the same name
-    further down) is another, which pytest runs; so is each test method of a class the code ran some of. No other
-    function records (a helper of theirs may run millions of times, within the run's time)."""
-    if "def " not in text:
-        return compile(text, TESTS_FILE, "exec", dont_inherit=True)
-    import ast  # only in the checker, never in the agent that programs are forked from
-
-    try:
-        tree = ast.parse(text, TESTS_FILE)
-    except BaseException:
-        return compile(text, TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
-    said = {
-        target.value.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Attribute) and target.attr == "__test__" and isinstance(target.value, ast.Name)
-    }
-    for node in _collectable(tree.body):
-        if not node.name.startswith(("test", "check")) and node.name not in said:
-            continue
-        first = node.body[0]
-        value = first.value if isinstance(first, ast.Expr) else None
-        docstring = isinstance(value, ast.Constant) and isinstance(value.value, str)
-        line = node.decorator_list[0].lineno if node.decorator_list else node.lineno  # as co_firstlineno counts
-        record = ast.Expr(ast.Call(ast.Name(RAN, ast.Load()), [ast.Constant(f"{node.name}@{line}")], []))
-        node.body.insert(1 if docstring else 0, ast.copy_location(record, first))
-    return compile(ast.fix_missing_locations(tree), TESTS_FILE, "exec", dont_inherit=True)
-
-
-def _collectable(body: list[Any]) -> Iterator[Any]:
-    """The functions ``body`` defines outside functions: in its blocks (``if``, ``try``, ``with``, loops) and in its
-    classes, nested ones too."""
-    import ast
-
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-        elif isinstance(node, ast.ClassDef):
-            yield from _collectable(node.body)
-        else:
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                yield from _collectable(getattr(node, field, None) or [])
-
-
-def key(function: Any) -> str | None:
-    """What ``function`` records as it runs (:func:`compiled`): its name and first line; None for one that records
-    nothing (a lambda, a function not of the tests' code)."""
-    code = getattr(wrapped(function), "__code__", None)
-    return f"{code.co_name}@{code.co_firstlineno}" if code is not None and RAN in code.co_names else None
-
-
-def recorder(scope: dict[str, object]) -> set[str]:
-    """The names of the test functions that ran, as :data:`RAN` in the tests' ``scope`` records them."""
-    ran: set[str] = set()
-    scope[RAN] = ran.add
-    return ran
 
 
 class Asserts(NamedTuple):
@@ -113,7 +46,7 @@ def read_tests(text: str) -> Tests:
     if text.startswith(program_names.DECLARED):
         names, _, text = text[len(program_names.DECLARED) :].partition("\n")
         declared = frozenset(names.split())
-    return Asserts(compiled(text), declared)
+    return Asserts(ran_tests.compiled(text), declared)
 
 
 def ended_well(exc: SystemExit, code: types.CodeType | None = None) -> bool:
@@ -171,7 +104,7 @@ def collect_and_run(
     scope: dict[str, object],
     declared: frozenset[str],
     exited: bool,
-    ran: set[str],
+    ran: set[tuple[str, type | None]],
     builtin: Builtin = MappingProxyType({}),
 ) -> None:
     """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
@@ -197,8 +130,16 @@ def collect_and_run(
     of them.
     """
     named = program_names.loaded_names(code)
+    # What the code ran itself, before collection runs anything (the tests it runs record too: a test that calls
+    # another, defined further down, ran it for the checker, not for the code).
+    done, shared = frozenset(ran), ran_tests.shared(list(scope.values()))
+    given = ran_tests.given(Fixtures.of(scope, builtin))
     check = scope.get("check")
-    if theirs(check) and not _ran_by_the_code("check", check, named, ran) and len(declared) == 1:
+    if (
+        theirs(check)
+        and not ran_tests.ran_by_the_code("check", check, named, done, None, shared, given)
+        and len(declared) == 1
+    ):
         (entry,) = declared
         if entry in scope:
             check(scope[entry])
@@ -210,7 +151,7 @@ def collect_and_run(
         for name, value in list(scope.items())
         if collect_order.pytest_name(name, value, ("test", "Test"))
         and (
-            (_collected(name, value) and not _ran_by_the_code(name, value, named, ran))
+            (_collected(name, value) and not ran_tests.ran_by_the_code(name, value, named, done, None, shared, given))
             or (isinstance(value, type) and collect_order.pytest_class(value, unittest))
         )
     ]
@@ -234,7 +175,7 @@ def collect_and_run(
                 continue
             elif isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
-                    _run_class(value, marks, of_class, ran)
+                    _run_class(value, marks, of_class, done)
             else:
                 if "setup_function" in scope:
                     fixtures.before_class(marks)  # as setup_class: a fixture of the test's scope, made after those
@@ -265,14 +206,6 @@ def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object, ran: t
             hook(subject) if hook.__code__.co_argcount else hook()
 
 
-def _ran_by_the_code(name: str, test: Any, named: set[str], ran: set[str]) -> bool:
-    """Whether the tests' code ran the test it bound to ``name`` itself: the function it is (or that a decorator's
-    wrapper of it runs) recorded so (:func:`compiled`), or, where it records nothing (a lambda, a wrapper that does
-    not say what it wraps), the code names it."""
-    recorded = key(test)
-    return recorded in ran if recorded is not None else name in named
-
-
 _AGENT = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the checker's own code: stand-ins, fixtures
 
 
@@ -290,7 +223,7 @@ def _collected(name: str, value: object) -> bool:
     return not function.__code__.co_filename.startswith(_AGENT)
 
 
-def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: set[str]) -> None:
+def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: ran_tests.Ran) -> None:
     """A pytest class's tests and those of the classes pytest collects in it (its ``Test*`` classes, unittest's
     cases; a class bound to a test* name is none), in the order it defines them (``collect_order``), but the test
     methods the tests' code ran itself (``ran``); all of them between its ``setup_class`` and ``teardown_class``,
@@ -302,7 +235,11 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: set[str]
         if isinstance(value, type):
             if value is not cls and value.__module__ == "__main__" and not name.startswith("__"):
                 items.append((name, value))
-        elif collect_order.pytest_name(name, value, "test") and callable(value) and key(value) not in ran:
+        elif (
+            collect_order.pytest_name(name, value, "test")
+            and callable(value)
+            and not ran_tests.ran_by_the_code(name, value, set(), ran, cls, set(), ran_tests.given(fixtures))
+        ):
             items.append((name, value))
     if not items:
         return  # the code ran every test of it itself: pytest's hooks ran with them, or never

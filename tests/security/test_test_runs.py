@@ -1,0 +1,152 @@
+"""Which tests the tests' own code ran itself, and so are not run again, for tests that are scripts as well as
+pytest's (``agent/ran_tests.py``): only a test the code ran as pytest would run it, on the class pytest runs it on,
+and before collection ran anything. Each case's tests fail under pytest 9.2 a program right on small numbers only,
+and pass the right one; each was a wrong program's AC (an attack round's A1-A4).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from fastapi.testclient import TestClient
+
+from .test_test_forms import RIGHT, _verdicts
+
+_WRONG_BIG = "def add(a, b):\n    return a + b if a < 100 else 0\n"  # right on small numbers only
+
+CASES = {
+    # A1: one function, several tests. A test method the code ran (here at top level: pytest runs that call at
+    # import too) is taken for run in every class that inherits it, though pytest runs it in each (here with the
+    # subclass's data). Same with a __main__ block.
+    "inherited-method-top-level-call": """
+        class TestOuter:
+            n = 1
+            def test_add(self):
+                assert add(self.n, 1) == self.n + 1
+
+        class TestBig(TestOuter):
+            n = 1000
+
+        TestOuter().test_add()
+        """,
+    "mixin-data-main": """
+        class Checks:
+            def test_add(self):
+                for a, b in self.cases:
+                    assert add(a, b) == a + b
+
+        class TestSmall(Checks):
+            cases = [(1, 2)]
+
+        class TestBig(Checks):
+            cases = [(1000, 1)]
+
+        if __name__ == "__main__":
+            TestSmall().test_add()
+        """,
+    # A1 again: one def bound to several names (a loop): the code ran one of them; pytest runs each.
+    "loop-defs-main": """
+        for n in (1, 1000):
+            def test_add(n=n):
+                assert add(n, 1) == n + 1
+            globals()[f"test_add_{n}"] = test_add
+        del test_add
+
+        if __name__ == "__main__":
+            test_add_1()
+        """,
+    # A2: a parametrized test (or one that takes a fixture) the code called once with its own argument: pytest
+    # runs each case (with the fixture's value); none is run.
+    "parametrized-called-in-main": """
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 1000])
+        def test_add(n):
+            assert add(n, 1) == n + 1
+
+        if __name__ == "__main__":
+            test_add(1)
+        """,
+    "fixture-test-called-in-main": """
+        import pytest
+
+        @pytest.fixture
+        def n():
+            return 1000
+
+        def test_add(n):
+            assert add(n, 1) == n + 1
+
+        if __name__ == "__main__":
+            test_add(1)
+        """,
+    # A3 (no script at all): what the checker's own run of a collected test records counts as "the code ran it"
+    # for every class run after it: a test that calls another class's test method drops that method.
+    "test-calls-later-class-method": """
+        def test_quick():
+            t = TestAdd()
+            t.n = 1
+            t.test_add()
+
+        class TestAdd:
+            def setup_method(self):
+                self.n = 1000
+            def test_add(self):
+                assert add(self.n, 1) == self.n + 1
+        """,
+    "class-test-calls-next-class-test": """
+        class TestSmall:
+            def test_small(self):
+                TestBig().test_big(1)
+
+        class TestBig:
+            def test_big(self, n=1000):
+                assert add(n, 1) == n + 1
+        """,
+    # A4: __test__ said other than `name.__test__ = ...` (the form compiled() looks for): the function records
+    # nothing, and a name the code loads is taken for run.
+    "test-attr-by-setattr": """
+        def verify_big():
+            assert add(1000, 1) == 1001
+        setattr(verify_big, "__test__", True)
+
+        def test_small():
+            assert add(1, 2) == 3
+        """,
+    "test-attr-in-a-loop": """
+        def verify_small():
+            assert add(1, 2) == 3
+        def verify_big():
+            assert add(1000, 1) == 1001
+        for f in (verify_small, verify_big):
+            f.__test__ = True
+        """,
+    "test-attr-by-dict": """
+        def verify_big():
+            assert add(1000, 1) == 1001
+        verify_big.__dict__["__test__"] = True
+
+        def test_small():
+            assert add(1, 2) == 3
+        """,
+    "test-attr-by-decorator": """
+        def as_test(f):
+            f.__test__ = True
+            return f
+
+        @as_test
+        def verify_big():
+            assert add(1000, 1) == 1001
+
+        def test_small():
+            assert add(1, 2) == 3
+
+        ALL = [verify_big, test_small]
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_test_the_code_did_not_run_as_pytest_would_is_run(hostile: TestClient, case: str) -> None:
+    assert _verdicts(hostile, textwrap.dedent(CASES[case]), [_WRONG_BIG, RIGHT]) == ["WA", "AC"]

@@ -1,7 +1,8 @@
 """Which tests the tests' own code ran itself, and so are not run again, for tests that are scripts as well as
 pytest's (``agent/ran_tests.py``): only a test the code ran as pytest would run it, on the class pytest runs it on,
 and before collection ran anything. Each case's tests fail under pytest 9.2 a program right on small numbers only,
-and pass the right one; each was a wrong program's AC (an attack round's A1-A4).
+and pass the right one; each was a wrong program's AC (two attack rounds': A1-A4, then B1-B6, a run of the code's
+that differs from pytest's by its arguments, the hooks and fixtures around it, its instance or its params).
 """
 
 from __future__ import annotations
@@ -143,6 +144,146 @@ CASES = {
             assert add(1, 2) == 3
 
         ALL = [verify_big, test_small]
+        """,
+    # B1: the code gave an argument pytest does not give (a default, **kwargs): pytest runs the default.
+    "default-arg-top-level": """
+        def test_add(n=1000):
+            assert add(n, 1) == n + 1
+
+        test_add(1)
+        """,
+    "kwonly-default-main": """
+        def test_add(*, n=1000):
+            assert add(n, 1) == n + 1
+
+        if __name__ == "__main__":
+            test_add(n=1)
+        """,
+    "kwargs-main": """
+        def test_add(**kw):
+            n = kw.get("n", 1000)
+            assert add(n, 1) == n + 1
+
+        if __name__ == "__main__":
+            test_add(n=1)
+        """,
+    # B2: parametrize that _parametrized does not see: the module's pytestmark, an enclosing class's mark,
+    # pytest_generate_tests.
+    "module-pytestmark-parametrize": """
+        import pytest
+        pytestmark = pytest.mark.parametrize("n", [1, 1000])
+
+        def test_add(n):
+            assert add(n, 1) == n + 1
+
+        if __name__ == "__main__":
+            test_add(1)
+        """,
+    "module-pytestmark-parametrize-method": """
+        import pytest
+        pytestmark = [pytest.mark.parametrize("n", [1, 1000])]
+
+        class TestAdd:
+            def test_add(self, n):
+                assert add(n, 1) == n + 1
+
+        TestAdd().test_add(1)
+        """,
+    "outer-class-parametrize-nested": """
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 1000])
+        class TestOuter:
+            class TestInner:
+                def test_add(self, n):
+                    assert add(n, 1) == n + 1
+
+        if __name__ == "__main__":
+            TestOuter.TestInner().test_add(1)
+        """,
+    # B3: what pytest runs around the test (xunit hooks, autouse fixtures, usefixtures), the code's call did not.
+    "setup-method-top-level": """
+        class TestAdd:
+            n = 1
+            def setup_method(self):
+                self.n = 1000
+            def test_add(self):
+                assert add(self.n, 1) == self.n + 1
+
+        TestAdd().test_add()
+        """,
+    "setup-function-top-level": """
+        N = 1
+        def setup_function(f):
+            global N
+            N = 1000
+
+        def test_add():
+            assert add(N, 1) == N + 1
+
+        test_add()
+        """,
+    "autouse-fixture-top-level": """
+        import pytest
+        N = 1
+
+        @pytest.fixture(autouse=True)
+        def big():
+            global N
+            N = 1000
+
+        def test_add():
+            assert add(N, 1) == N + 1
+
+        test_add()
+        """,
+    "usefixtures-main": """
+        import pytest
+        N = 1
+
+        @pytest.fixture
+        def big():
+            global N
+            N = 1000
+
+        @pytest.mark.usefixtures("big")
+        def test_add():
+            assert add(N, 1) == N + 1
+
+        if __name__ == "__main__":
+            test_add()
+        """,
+    # B4: the instance the code ran the method on is not the fresh one pytest makes.
+    "instance-state-top-level": """
+        class TestAdd:
+            n = 1000
+            def test_add(self):
+                assert add(self.n, 1) == self.n + 1
+
+        t = TestAdd()
+        t.n = 1
+        t.test_add()
+        """,
+    # B5: one definition made into several methods in a class body's loop (shared() looks at the module only).
+    "class-body-loop": """
+        class TestAdd:
+            for n in (1, 1000):
+                def test_add(self, n=n):
+                    assert add(n, 1) == n + 1
+                locals()[f"test_add_{n}"] = test_add
+            del test_add, n
+
+        TestAdd().test_add_1()
+        """,
+    # B6: a def in a match statement's case records nothing (_collectable skips `cases`): named, it is dropped.
+    "def-in-match-named": """
+        import sys
+        match sys.version_info.major:
+            case 3:
+                def test_big():
+                    assert add(1000, 1) == 1001
+
+        TESTS = [test_big]
         """,
 }
 

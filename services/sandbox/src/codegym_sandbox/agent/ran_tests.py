@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import pytest_marks
 from .fixture_requests import TESTS_FILE, Fixtures, requested, wrapped
@@ -66,7 +66,7 @@ def _collectable(body: list[Any], method: bool = False) -> Iterator[tuple[Any, b
         elif isinstance(node, ast.ClassDef):
             yield from _collectable(node.body, True)
         else:
-            for field in ("body", "orelse", "finalbody", "handlers"):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 yield from _collectable(getattr(node, field, None) or [], method)
 
 
@@ -83,34 +83,62 @@ def recorder(scope: dict[str, object]) -> set[tuple[str, type | None]]:
     ran: set[tuple[str, type | None]] = set()
 
     def record(key: str, owner: object) -> None:
-        ran.add((key, owner if owner is None or isinstance(owner, type) else type(owner)))
+        if owner is None or isinstance(owner, type):
+            ran.add((key, owner if isinstance(owner, type) else None))
+        elif not getattr(owner, "__dict__", None):  # a fresh instance, as pytest's: one the code set up is not
+            ran.add((key, type(owner)))
 
     scope[RAN] = record
     return ran
 
 
-def ran_by_the_code(
-    name: str, test: Any, named: set[str], ran: Ran, owner: type | None, shared: set[str], fixtures: set[str]
-) -> bool:
+class Around(NamedTuple):
+    """What decides whether a run of the code's is pytest's run of a test: what the code ran (``ran``, before
+    collection ran anything), the names it loads (``named``), the keys of definitions several tests were made from
+    (``shared``: a loop's, whose record cannot say which ran), the fixtures pytest gives (``fixtures``), the marks
+    around the test (``marks``: the module's, its classes'), and whether pytest runs anything of the tests' around it
+    (``hooked``: an xunit hook, an autouse fixture, ``usefixtures``; or ``pytest_generate_tests``)."""
+
+    ran: Ran
+    named: set[str]
+    shared: set[str]
+    fixtures: set[str]
+    marks: list[object]
+    hooked: bool
+
+
+def around(
+    ran: Ran, named: set[str], values: list[object], fixtures: Fixtures, marks: list[object], hooks: bool
+) -> Around:
+    """The :class:`Around` of tests among ``values`` (a scope's, a class's), in ``fixtures``, under ``marks``;
+    ``hooks``: whether xunit hooks of the tests' run around them."""
+    autouse = any(found.autouse for found in fixtures.defined.values())
+    used = any(getattr(mark, "name", None) in ("usefixtures", "parametrize") for mark in marks)
+    names = {*fixtures.defined, *fixtures.builtin, "request"}
+    return Around(ran, named, shared(values), names, marks, hooks or autouse or used)
+
+
+def ran_by_the_code(name: str, test: Any, owner: type | None, seen: Around) -> bool:
     """Whether the tests' code ran the test bound to ``name`` itself, as pytest would run it: the function it is (or
-    that a decorator's wrapper of it runs) recorded so (``ran``: what the code ran, before collection ran anything),
-    for ``owner`` (a method's class; None for a function). Never one pytest gives arguments the code may not have
-    given it (``parametrize``'s cases, or only ``fixtures``: a helper named test_* that takes what no fixture gives,
-    pytest cannot run, and a script ran it), nor one of several functions made from one definition (``shared``: a
-    loop's, whose record cannot say which ran). Where it records nothing (a function made by a function of theirs, a
-    lambda), the code naming it (``named``) is taken for running it (left open)."""
+    that a decorator's wrapper of it runs) recorded a call with nothing given but its instance (a fresh one, as
+    pytest's), on ``owner`` (a method's class; None for a function). Never where pytest would run it otherwise
+    (:class:`Around`: with hooks or fixtures around it, its params, one of a loop's), nor one pytest gives arguments,
+    or that takes any the code may give (a default, ``*args``, ``**kwargs``): a helper named test_* that takes what no
+    fixture gives, pytest cannot run, and a script ran it. Where it records nothing (a function made by a function
+    of theirs, a lambda), the code naming it is taken for running it (left open)."""
     recorded = key(test)
     if recorded is None:
-        return name in named
+        return name in seen.named
+    function = wrapped(test)
+    code = function.__code__
+    if function.__defaults__ or function.__kwdefaults__ or code.co_flags & 0x0C or code.co_kwonlyargcount:
+        return False  # *args (0x04), **kwargs (0x08), a default: the code may have given what pytest does not
     wanted = set(requested(test, owner is not None))
-    if recorded in shared or _parametrized(test, owner) or (wanted and wanted <= fixtures):
+    if seen.hooked or recorded in seen.shared or _marked(test, seen.marks):
         return False
-    return (recorded, owner) in ran
-
-
-def given(fixtures: Fixtures) -> set[str]:
-    """The names pytest gives a test as fixtures: the tests' own, pytest's that the checker makes, ``request``."""
-    return {*fixtures.defined, *fixtures.builtin, "request"}
+    if wanted & seen.fixtures:
+        return False
+    return (recorded, owner) in seen.ran
 
 
 def shared(values: list[object]) -> set[str]:
@@ -120,8 +148,7 @@ def shared(values: list[object]) -> set[str]:
     return {found for found, count in counts.items() if found is not None and count > 1}
 
 
-def _parametrized(test: Any, owner: type | None) -> bool:
-    marks = [*pytest_marks.marks_of(getattr(test, "pytestmark", None))]
-    if owner is not None:
-        marks += pytest_marks.of_class(owner)
-    return any(getattr(mark, "name", None) == "parametrize" for mark in marks)
+def _marked(test: Any, marks: list[object]) -> bool:
+    """Whether pytest gives the test params or fixtures by marks: its own, or those around it."""
+    own = pytest_marks.marks_of(getattr(test, "pytestmark", None))
+    return any(getattr(mark, "name", None) in ("parametrize", "usefixtures") for mark in [*own, *marks])

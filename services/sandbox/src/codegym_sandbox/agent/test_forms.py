@@ -132,14 +132,11 @@ def collect_and_run(
     named = program_names.loaded_names(code)
     # What the code ran itself, before collection runs anything (the tests it runs record too: a test that calls
     # another, defined further down, ran it for the checker, not for the code).
-    done, shared = frozenset(ran), ran_tests.shared(list(scope.values()))
-    given = ran_tests.given(Fixtures.of(scope, builtin))
+    hooks = any(name in scope for name in ("setup_module", "setUpModule", "setup_function", "pytest_generate_tests"))
+    marks = pytest_marks.marks_of(scope.get("pytestmark"))
+    seen = ran_tests.around(frozenset(ran), named, list(scope.values()), Fixtures.of(scope, builtin), marks, hooks)
     check = scope.get("check")
-    if (
-        theirs(check)
-        and not ran_tests.ran_by_the_code("check", check, named, done, None, shared, given)
-        and len(declared) == 1
-    ):
+    if theirs(check) and not ran_tests.ran_by_the_code("check", check, None, seen) and len(declared) == 1:
         (entry,) = declared
         if entry in scope:
             check(scope[entry])
@@ -151,12 +148,11 @@ def collect_and_run(
         for name, value in list(scope.items())
         if collect_order.pytest_name(name, value, ("test", "Test"))
         and (
-            (_collected(name, value) and not ran_tests.ran_by_the_code(name, value, named, done, None, shared, given))
+            (_collected(name, value) and not ran_tests.ran_by_the_code(name, value, None, seen))
             or (isinstance(value, type) and collect_order.pytest_class(value, unittest))
         )
     ]
     cases = collect_order.cases(scope, None if exited else unittest)
-    marks = pytest_marks.marks_of(scope.get("pytestmark"))
     # pytest's module hooks, once around all it collects (unittest's cases too); unittest.main() that ran the cases
     # ran unittest's setUpModule and tearDownModule around them.
     by_unittest = ("setUpModule", "tearDownModule") if exited and collect_order.cases(scope, unittest) else ()
@@ -175,7 +171,7 @@ def collect_and_run(
                 continue
             elif isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
-                    _run_class(value, marks, of_class, done)
+                    _run_class(value, marks, of_class, seen)
             else:
                 if "setup_function" in scope:
                     fixtures.before_class(marks)  # as setup_class: a fixture of the test's scope, made after those
@@ -223,7 +219,7 @@ def _collected(name: str, value: object) -> bool:
     return not function.__code__.co_filename.startswith(_AGENT)
 
 
-def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: ran_tests.Ran) -> None:
+def _run_class(cls: type, marks: list[object], fixtures: Fixtures, seen: ran_tests.Around) -> None:
     """A pytest class's tests and those of the classes pytest collects in it (its ``Test*`` classes, unittest's
     cases; a class bound to a test* name is none), in the order it defines them (``collect_order``), but the test
     methods the tests' code ran itself (``ran``); all of them between its ``setup_class`` and ``teardown_class``,
@@ -231,14 +227,17 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: ran_test
     own = [*pytest_marks.of_class(cls), *marks]  # the closest first: this class's, then what is around it
     unittest = sys.modules.get("unittest")
     items: list[tuple[str, Any]] = []
-    for name, value in collect_order.class_members(cls):
+    members = collect_order.class_members(cls)
+    hooks = any(hasattr(cls, hook) for hook in ("setup_method", "setup_class")) or seen.hooked
+    seen = ran_tests.around(seen.ran, seen.named, [v for _, v in members], fixtures, own, hooks)
+    for name, value in members:
         if isinstance(value, type):
             if value is not cls and value.__module__ == "__main__" and not name.startswith("__"):
                 items.append((name, value))
         elif (
             collect_order.pytest_name(name, value, "test")
             and callable(value)
-            and not ran_tests.ran_by_the_code(name, value, set(), ran, cls, set(), ran_tests.given(fixtures))
+            and not ran_tests.ran_by_the_code(name, value, cls, seen)
         ):
             items.append((name, value))
     if not items:
@@ -256,7 +255,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures, ran: ran_test
                     unittest_cases.run([value], unittest, own, fixtures)
             elif collect_order.pytest_name(name, value, "Test") and collect_order.pytest_class(value, unittest):
                 with fixtures.of_class(value) as of_inner:
-                    _run_class(value, own, of_inner, ran)
+                    _run_class(value, own, of_inner, seen)
     finally:
         if hasattr(cls, "teardown_class"):
             with setup_error("teardown_class"):

@@ -54,8 +54,6 @@ FORMS = {
     "        assert add(self.test_data.x, 2) == 3\n",
     "helper-said-no-test": "def test_helper(x):\n    return add(x, 1)\n\ntest_helper.__test__ = False\n\n"
     "def test_add():\n    assert test_helper(2) == 3\n",
-    # A script that runs its own tests, with state they share: each runs once, as in `python main.py`.
-    "script-shared-state": "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\ntest_a()\n",
     "unittest-main-shared-state": "import unittest\nlog = []\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
     "        log.append(add(1, 2))\n        self.assertEqual(log, [3])\n\n"
     "if __name__ == '__main__':\n    unittest.main()\n",
@@ -68,9 +66,6 @@ FORMS = {
     "named-never-called": "def test_add():\n    assert add(1, 2) == 3\n\nTESTS = [test_add]\n",
     "named-in-a-block": 'if True:\n    def test_add():\n        "adds"\n        assert add(1, 2) == 3\n'
     "    ALL = (test_add,)\n",
-    # ... and those it runs from a list, with state they share: each runs once, as in `python main.py`.
-    "listed-and-run-shared-state": "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\n"
-    "for t in [test_a]:\n    t()\n",
     # pytest's parametrize, on a function, stacked, with pytest.param, on a class; and pytest.raises.
     "pytest-parametrize": "import pytest\n\n@pytest.mark.parametrize('a,b,want', [(1, 2, 3), (-1, -2, -3)])\n"
     "def test_add(a, b, want):\n    assert add(a, b) == want\n",
@@ -333,12 +328,21 @@ def test_capsys_reads_what_the_program_printed(hostile: TestClient) -> None:
     assert _verdicts(hostile, tests, [silent]) == ["WA"]
 
 
-def test_a_wrapped_test_the_code_ran_runs_once(hostile: TestClient) -> None:
-    tests = (
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\ntest_a()\n",
+        "log = []\n\ndef test_a():\n    log.append(add(1, 2))\n    assert log == [3]\n\nfor t in [test_a]:\n    t()\n",
         "def repeat(f):\n    def wrapper():\n        f()\n    return wrapper\n\ncalls = []\n\n@repeat\n"
-        "def test_once():\n    calls.append(add(1, 2))\n    assert calls == [3]\n\ntest_once()\n"
-    )
-    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == ["WA", "AC"]
+        "def test_once():\n    calls.append(add(1, 2))\n    assert calls == [3]\n\ntest_once()\n",
+    ],
+    ids=["script", "listed-and-run", "wrapped"],
+)
+def test_a_test_the_code_ran_is_run_again_as_pytest_runs_it(hostile: TestClient, tests: str) -> None:
+    """A script's own call of a test cannot stand for pytest's run of it (ran_tests.py): pytest runs such a call
+    as it imports the tests, and the test again as it collects it, and so does the checker. A test that counts on
+    running once fails every program there, as it does in pytest (before, the checker ran it once)."""
+    assert _verdicts(hostile, tests, [WRONG, RIGHT]) == ["WA", "WA"]
 
 
 def test_the_programs_values_read_through_its_module_follow_it(hostile: TestClient) -> None:

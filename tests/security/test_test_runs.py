@@ -1,8 +1,8 @@
-"""Which tests the tests' own code ran itself, and so are not run again, for tests that are scripts as well as
-pytest's (``agent/ran_tests.py``): only a test the code ran as pytest would run it, on the class pytest runs it on,
-and before collection ran anything. Each case's tests fail under pytest 9.2 a program right on small numbers only,
-and pass the right one; each was a wrong program's AC (two attack rounds': A1-A4, then B1-B6, a run of the code's
-that differs from pytest's by its arguments, the hooks and fixtures around it, its instance or its params).
+"""Tests the tests' own code runs itself, for tests that are scripts as well as pytest's (``agent/ran_tests.py``):
+collection runs every test pytest would run, whether the code ran it or not. Each case's tests fail under pytest
+9.2 a program right on small numbers only, and pass the right one; each was a wrong program's AC, where a run of the
+code's stood for pytest's (three attack rounds: A1-A4, B1-B6, C1-C4: a run that differs from pytest's by its
+arguments, the hooks and fixtures around it, its instance, its params, the state around it).
 """
 
 from __future__ import annotations
@@ -284,6 +284,73 @@ CASES = {
                     assert add(1000, 1) == 1001
 
         TESTS = [test_big]
+        """,
+    # A later round's C1-C4: a plain alias of a helper, __slots__, state around a top-level call, a thread.
+    # C1: no record at all (a test bound to a function that is not test*/check*): "named = ran" fallback, reached
+    # by a plain alias, no factory. Pure pytest files: nothing runs the test at all.
+    "alias-of-helper-named": """
+        def _big():
+            assert add(1000, 1) == 1001
+        test_big = _big
+        ALL = [test_big]
+        """,
+    "alias-in-class-body-named": """
+        def _check(self):
+            assert add(self.n, 1) == self.n + 1
+        class TestBig:
+            n = 1000
+            test_add = _check
+            TESTS = [test_add]
+        """,
+    "lambda-wraps-main-print": """
+        import functools
+        def big():
+            assert add(1000, 1) == 1001
+        test_big = functools.wraps(big)(lambda: big())
+        if __name__ == "__main__":
+            print(test_big.__name__)
+        """,
+    # C2: instance state the fresh-instance check (empty __dict__) does not see: __slots__.
+    "slots-instance-state-main": """
+        class TestAdd:
+            __slots__ = ("n",)
+            def test_add(self):
+                n = getattr(self, "n", 1000)
+                assert add(n, 1) == n + 1
+        if __name__ == "__main__":
+            t = TestAdd(); t.n = 1; t.test_add()
+        """,
+    # C3: state around the call that is not the call's: module globals, class attributes, the program's names.
+    "global-changed-after-top-level-call": """
+        N = 1
+        def test_add():
+            assert add(N, 1) == N + 1
+        test_add()
+        N = 1000
+        """,
+    "class-attribute-changed-after-top-level-call": """
+        class TestAdd:
+            n = 1
+            def test_add(self):
+                assert add(self.n, 1) == self.n + 1
+        TestAdd().test_add()
+        TestAdd.n = 1000
+        """,
+    "mock-patch-in-main": """
+        from unittest import mock
+        def test_add():
+            assert add(1000, 1) == 1001
+        if __name__ == "__main__":
+            with mock.patch(__name__ + ".add", lambda a, b: a + b):
+                test_add()
+        """,
+    # C4: a failing call whose failure does not stop the script (a thread at top level: pytest runs it at import,
+    # warns, then collects the test again and fails it).
+    "thread-at-top-level": """
+        import threading
+        def test_add():
+            assert add(1000, 1) == 1001
+        t = threading.Thread(target=test_add); t.start(); t.join()
         """,
 }
 

@@ -104,24 +104,22 @@ def collect_and_run(
     scope: dict[str, object],
     declared: frozenset[str],
     exited: bool,
-    ran: set[tuple[str, type | None]],
+    ran: set[str],
     builtin: Builtin = MappingProxyType({}),
 ) -> None:
-    """Run what a test runner would collect from the tests' scope once their code ran, and their code did not run
-    itself (``exited``: it ended in an exit that says it passed, which ``unittest.main()`` makes once it ran its
-    cases). An assertion of theirs that fails raises, as it would have in the code; a test that cannot be run here
-    (it needs a fixture of pytest's but ``fixtures``, or is a generator or a coroutine) is the tests' error, never a
-    pass; a test with ``pytest.mark.parametrize`` marks (its own, its class's, the module's) runs once per case.
-    A test function the code ran itself (it records so: :func:`compiled`) is not run again, as a script runs it
-    once: run again, a test that counts on state its first run left fails; one the code only names is run.
+    """Run what a test runner would collect from the tests' scope once their code ran, but where the code ended in
+    an exit that says it passed (``exited``), which ``unittest.main()`` makes once it ran its cases. An assertion
+    of theirs that fails raises, as it would have in the code; a test that cannot be run here (it needs a fixture
+    of pytest's but ``fixtures``, or is a coroutine) is the tests' error, never a pass; a test with
+    ``pytest.mark.parametrize`` marks (its own, its class's, the module's) runs once per case. A test the code ran
+    itself (``ran``) is run again, as pytest runs it (``ran_tests``: only what pytest cannot run, and the code ran,
+    is the script's alone).
 
-    - HumanEval's ``check`` that the code never calls: called with the task's declared entry point, as HumanEval's
-      harness does.
-    - pytest's ``test*`` functions the code never ran (where it defines them in a function of its own, never
-      named).
-    - pytest's ``Test*`` classes the code never names (no ``unittest.TestCase``, no ``__init__`` of their own or
-      inherited): each ``test*`` method (inherited too) on a new instance, between ``setup_method`` and
-      ``teardown_method``, all of them between the class's ``setup_class`` and ``teardown_class``.
+    - HumanEval's ``check``: called with the task's declared entry point, as HumanEval's harness does.
+    - pytest's ``test*`` functions.
+    - pytest's ``Test*`` classes (no ``unittest.TestCase``, no ``__init__`` of their own or inherited): each
+      ``test*`` method (inherited too) on a new instance, between ``setup_method`` and ``teardown_method``, all of
+      them between the class's ``setup_class`` and ``teardown_class``.
     - unittest's cases, unless ``unittest.main()`` ran them (again, where it ran them with ``exit=False``, which
       fails nothing: a runner's own report is no verdict), under pytest's marks (``unittest_cases``): the module's,
       and those of the test classes they are in; in pytest's fixtures, as those of the test classes' methods.
@@ -129,17 +127,13 @@ def collect_and_run(
     And pytest's module hooks (``setup_module`` or unittest's ``setUpModule``, and their teardowns) once around all
     of them.
     """
-    named = program_names.loaded_names(code)
-    # What the code ran itself, before collection runs anything (the tests it runs record too: a test that calls
-    # another, defined further down, ran it for the checker, not for the code).
-    hooks = any(name in scope for name in ("setup_module", "setUpModule", "setup_function", "pytest_generate_tests"))
     marks = pytest_marks.marks_of(scope.get("pytestmark"))
-    seen = ran_tests.around(frozenset(ran), named, list(scope.values()), Fixtures.of(scope, builtin), marks, hooks)
+    done = set(ran)  # what the code ran, before collection runs anything (what it runs records too)
     check = scope.get("check")
-    if theirs(check) and not ran_tests.ran_by_the_code("check", check, None, seen) and len(declared) == 1:
+    if theirs(check) and len(declared) == 1:
         (entry,) = declared
         if entry in scope:
-            check(scope[entry])
+            check(scope[entry])  # as HumanEval's harness does, after the tests' code, whatever it called
     unittest = sys.modules.get("unittest")
     fixtures = Fixtures.of(scope, builtin)
     module = sys.modules.get("__main__")
@@ -148,7 +142,7 @@ def collect_and_run(
         for name, value in list(scope.items())
         if collect_order.pytest_name(name, value, ("test", "Test"))
         and (
-            (_collected(name, value) and not ran_tests.ran_by_the_code(name, value, None, seen))
+            (_collected(name, value) and not ran_tests.scripts_alone(value, False, fixtures, marks, done))
             or (isinstance(value, type) and collect_order.pytest_class(value, unittest))
         )
     ]
@@ -171,7 +165,7 @@ def collect_and_run(
                 continue
             elif isinstance(value, type):
                 with fixtures.of_class(value) as of_class:
-                    _run_class(value, marks, of_class, seen)
+                    _run_class(value, marks, of_class, done)
             else:
                 if "setup_function" in scope:
                     fixtures.before_class(marks)  # as setup_class: a fixture of the test's scope, made after those
@@ -219,17 +213,14 @@ def _collected(name: str, value: object) -> bool:
     return not function.__code__.co_filename.startswith(_AGENT)
 
 
-def _run_class(cls: type, marks: list[object], fixtures: Fixtures, seen: ran_tests.Around) -> None:
+def _run_class(cls: type, marks: list[object], fixtures: Fixtures, done: set[str]) -> None:
     """A pytest class's tests and those of the classes pytest collects in it (its ``Test*`` classes, unittest's
-    cases; a class bound to a test* name is none), in the order it defines them (``collect_order``), but the test
-    methods the tests' code ran itself (``ran``); all of them between its ``setup_class`` and ``teardown_class``,
-    its nested classes' too."""
+    cases; a class bound to a test* name is none), in the order it defines them (``collect_order``); all of them
+    between its ``setup_class`` and ``teardown_class``, its nested classes' too."""
     own = [*pytest_marks.of_class(cls), *marks]  # the closest first: this class's, then what is around it
     unittest = sys.modules.get("unittest")
     items: list[tuple[str, Any]] = []
     members = collect_order.class_members(cls)
-    hooks = any(hasattr(cls, hook) for hook in ("setup_method", "setup_class")) or seen.hooked
-    seen = ran_tests.around(seen.ran, seen.named, [v for _, v in members], fixtures, own, hooks)
     for name, value in members:
         if isinstance(value, type):
             if value is not cls and value.__module__ == "__main__" and not name.startswith("__"):
@@ -237,11 +228,11 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures, seen: ran_tes
         elif (
             collect_order.pytest_name(name, value, "test")
             and callable(value)
-            and not ran_tests.ran_by_the_code(name, value, cls, seen)
+            and not ran_tests.scripts_alone(value, True, fixtures, own, done)
         ):
             items.append((name, value))
     if not items:
-        return  # the code ran every test of it itself: pytest's hooks ran with them, or never
+        return  # nothing of it pytest runs: no hook either
     if hasattr(cls, "setup_class"):  # an assertion in an xunit hook is an error, as in a fixture (pytest's are)
         fixtures.before_class(own)  # pytest's hook is a fixture of the class's scope: made after the wider ones
         with setup_error("setup_class"):
@@ -255,7 +246,7 @@ def _run_class(cls: type, marks: list[object], fixtures: Fixtures, seen: ran_tes
                     unittest_cases.run([value], unittest, own, fixtures)
             elif collect_order.pytest_name(name, value, "Test") and collect_order.pytest_class(value, unittest):
                 with fixtures.of_class(value) as of_inner:
-                    _run_class(value, own, of_inner, seen)
+                    _run_class(value, own, of_inner, done)
     finally:
         if hasattr(cls, "teardown_class"):
             with setup_error("teardown_class"):

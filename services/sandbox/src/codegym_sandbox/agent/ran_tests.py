@@ -8,7 +8,8 @@ for pytest's, which may differ in what it is given, the hooks, fixtures and para
 set around its call; taken for pytest's, a test was never run at all, and any program passed it. What pytest cannot
 run, and errors on for every program, is the script's alone where the script ran it: a generator function the code
 drives (pytest refuses ``yield`` tests), a function that takes an argument no fixture or param gives (a helper named
-test_* that the script calls with its cases).
+test_* that the script calls with its cases). So is HumanEval's ``check``, which its harness calls once, where the
+code did not (a route appends the call).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def compiled(text: str) -> types.CodeType:
     except BaseException:
         return compile(text, TESTS_FILE, "exec", dont_inherit=True)  # its own error, as Python shows it
     every = "__test__" in text  # set however (an assignment, setattr, a decorator): any function may be a test
-    for node, _ in _collectable(tree.body):
+    for node in _collectable(tree.body):
         if not every and not node.name.startswith(("test", "check")):
             continue
         first = node.body[0]
@@ -52,19 +52,19 @@ def compiled(text: str) -> types.CodeType:
     return compile(ast.fix_missing_locations(tree), TESTS_FILE, "exec", dont_inherit=True)
 
 
-def _collectable(body: list[Any], method: bool = False) -> Iterator[tuple[Any, bool]]:
-    """The functions ``body`` defines outside functions, each with whether it is a class's: in its blocks (``if``,
-    ``try``, ``with``, loops) and in its classes, nested ones too."""
+def _collectable(body: list[Any]) -> Iterator[Any]:
+    """The functions ``body`` defines outside functions: in its blocks (``if``, ``try``, ``with``, loops, ``match``)
+    and in its classes, nested ones too."""
     import ast
 
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node, method
+            yield node
         elif isinstance(node, ast.ClassDef):
-            yield from _collectable(node.body, True)
+            yield from _collectable(node.body)
         else:
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                yield from _collectable(getattr(node, field, None) or [], method)
+                yield from _collectable(getattr(node, field, None) or [])
 
 
 def key(function: Any) -> str | None:

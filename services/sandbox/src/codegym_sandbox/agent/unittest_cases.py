@@ -78,7 +78,7 @@ def _class_outcomes(
         try:
             if name == "setUpClass":
                 fixtures.before_class(marks)
-                Fixtures(around.defined, around.builtin, around.module, early).used([], early.stack, None, ("class",))
+                _around_class(around, early)
                 if fixtures.test_class is not None:
                     fixtures.test_class.values.update(early.values)  # made once: the case's tests take them
                 hook()
@@ -116,10 +116,8 @@ def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object], around: Fix
         try:
             if skipped:
                 fixtures.before_class(marks)
-                kept = fixtures.test_class.stack if fixtures.test_class is not None else made
-                Fixtures(around.defined, around.builtin, around.module, fixtures.test_class).used(
-                    [], kept, None, ("class",)
-                )
+                if fixtures.test_class is not None:  # of_class made it: the class's scope, ended with the class
+                    _around_class(around, fixtures.test_class)
             else:
                 fixtures.used(marks, made, test)
         except caught:
@@ -135,6 +133,12 @@ def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object], around: Fix
                 result.addError(test, sys.exc_info())
 
     test.run = in_fixtures
+
+
+def _around_class(around: Fixtures, kept: Made) -> None:
+    """Make the autouse fixtures of the class's scope that ``around`` defines (the module's, an outer class's) and
+    keep them in ``kept``, as pytest makes them before anything of a case's class: its ``setUpClass``, its skip."""
+    Fixtures(around.defined, around.builtin, around.module, kept).used([], kept.stack, None, ("class",))
 
 
 def _xunit_fixtures(case: type, around: Fixtures, fixtures: Fixtures) -> None:

@@ -85,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"codegym-train: {exc}", file=sys.stderr)
         return 2
+    from .platform import end_process_group
     from .run import run  # torch and TRL load only once the configuration is known to be good
 
     try:
@@ -92,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"codegym-train: {exc}", file=sys.stderr)
         return 2
+    end_process_group()
     return 0
 
 

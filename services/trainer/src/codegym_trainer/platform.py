@@ -130,6 +130,21 @@ def training_rank() -> int:
     return _launched(RANK_VARIABLES, 0)
 
 
+def end_process_group() -> None:
+    """Close the training processes' group (torchrun, accelerate launch) before this process exits.
+
+    The trainer starts it and nothing closes it: left to the interpreter's exit, gloo's threads are torn
+    down while still joinable, and a process can abort ("terminate called without an active exception")
+    after a run that finished well, failing the whole launch. The barrier first, so that no process closes
+    it while another still talks to it.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def detect(config: TrainConfig, *, probe_hub: bool = True) -> Platform:
     """Inspect the machine and fill the ``auto`` settings of ``config``."""
     cores = os.cpu_count() or 1

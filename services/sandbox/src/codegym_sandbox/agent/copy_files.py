@@ -1,12 +1,12 @@
 """A fork's copies' files and ids (``kernel_copy.py``): each copy's user namespace's id maps, and in its mount
 namespace new tmpfs mounts for its scratch directory and ``/dev/shm`` holding a copy of its parent's files, owned
 by its user, and a devpts instance of its own. Made by a helper process, so that the agent's own namespaces and
-ids stay as they are."""
+ids stay as they are. In a container the copies mount their own tmpfs, told by the agent (``copy_making.py``)
+between the helper's maps and its files: see :func:`_contained`."""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import resource
 from dataclasses import dataclass
@@ -69,14 +69,20 @@ def start(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> Hel
     joins = [target.memory.procs() if target.memory is not None else -1 for _, target in made]
     user = os.open(f"/proc/{kernel}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     source = os.open(f"/proc/{kernel}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    # In a container: the helper's word that the maps are written, and the agent's that the copies' mounts are made.
+    steps = (os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)) if mounts.contained is not None else None
     helper = os.fork()
     if helper == 0:
         code = 1
         try:
             nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # a descriptor per directory level
-            if mounts.contained is not None:
-                _contained(procs, joins, made, mounts, (user, source))
+            if steps is not None:
+                (agents, maps_made), (mounted, agents_word) = steps
+                # The agent's ends closed here: its end (or its word) must reach this process as its pipe's end.
+                os.close(agents)
+                os.close(agents_word)
+                _contained(procs, joins, made, mounts, (user, source), (maps_made, mounted))
             else:
                 _made_inside(procs, joins, made, mounts, kernel, user)
             code = 0
@@ -87,7 +93,12 @@ def start(made: list[tuple[Tracee, Target]], kernel: int, mounts: Mounts) -> Hel
     for fd in (*procs, *joins, user, source):
         if fd >= 0:
             os.close(fd)
-    return Helper(helper)
+    if steps is None:
+        return Helper(helper, mounts)
+    (maps_made, theirs), (ours, mounted) = steps
+    os.close(theirs)
+    os.close(ours)
+    return Helper(helper, mounts, (maps_made, mounted))
 
 
 def _made_inside(
@@ -130,15 +141,24 @@ def _write_maps(proc: int, target: Target) -> None:
 
 
 def _contained(
-    procs: list[int], joins: list[int], made: list[tuple[Tracee, Target]], mounts: Mounts, kernel: tuple[int, int]
+    procs: list[int],
+    joins: list[int],
+    made: list[tuple[Tracee, Target]],
+    mounts: Mounts,
+    kernel: tuple[int, int],
+    steps: tuple[int, int],
 ) -> None:
-    """:func:`_made_inside` in a container, whose root has no ``CAP_SYS_ADMIN``: what needs it is done by a process
+    """:func:`_made_inside` in a container, whose root has no ``CAP_SYS_ADMIN``. The maps are written by a process
     of the programs' user, who made the first copies' user namespaces and so holds every capability in them and
-    in theirs (:func:`acting_ids.act_as`), from the kernel's own namespace: the maps, and each copy's mounts, made in
-    a process of its own that joins the copy's namespaces (a namespace joined cannot be left). That user's files
-    in a copy's namespace are no one's, where none can be made: so the files are copied from here, read as the
-    kernel's user and written as the copy's, into the copy's mounts as its root shows them."""
+    in theirs (:func:`acting_ids.act_as`), from the kernel's own namespace. The mounts are each copy's own, made by
+    the copy as the agent has it (``copy_making.py``), with the capabilities its namespace gave it, once its maps
+    are there (``steps``: this process says so on the first, and waits on the second for the mounts): a process
+    that joined a copy's namespaces to mount them could not leave them, and one made for each copy cost more than
+    the rest of its making. That user's files in a copy's namespace are no one's, where none can be made: so the
+    files are copied from here, read as the kernel's user and written as the copy's, into the copy's mounts as
+    its root shows them."""
     user, source = kernel
+    maps_made, mounted = steps
     assert mounts.contained is not None
     status = os.open("status", os.O_RDONLY | os.O_CLOEXEC, dir_fd=source)
     try:
@@ -148,18 +168,17 @@ def _contained(
     reading = (int(lines["Uid"].split()[1]), int(lines["Gid"].split()[1]))  # the kernel's, as this process sees them
     contained = mounts.contained
 
-    def maps_and_mounts() -> None:
+    def maps() -> None:
         acting_ids.act_as(*contained, (linux.CAP_SETUID, linux.CAP_SETGID))
         if os.readlink(f"/proc/self/fd/{user}") != os.readlink("/proc/self/ns/user"):
             linux.setns(user, linux.CLONE_NEWUSER)  # a copy's copy: from its kernel's namespace
         for proc, (_, target) in zip(procs, made, strict=True):
             _write_maps(proc, target)
-        for proc, (_, target) in zip(procs, made, strict=True):
-            if not target.keeps:
-                mount = functools.partial(_mount_in, proc, target, mounts)
-                acting_ids.in_child(mount, "a copy's files could not be mounted")
 
-    acting_ids.in_child(maps_and_mounts, "the copies' id maps and mounts could not be made")
+    acting_ids.in_child(maps, "the copies' id maps could not be made")
+    os.write(maps_made, b"1")
+    if os.read(mounted, 1) != b"1":
+        raise OSError("the copies' mounts were not made")
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     for proc, join, (_, target) in zip(procs, joins, made, strict=True):
         if target.keeps:
@@ -172,31 +191,46 @@ def _contained(
             old = os.open(f"root{point}", flags, dir_fd=source)
             ids.write()
             new = os.open(f"root{point}", flags, dir_fd=proc)
+            if os.fstat(new).st_dev == os.fstat(old).st_dev:  # the kernel's own files: never written for a copy
+                raise OSError(f"the copy of process {target.uid} has no mount of its own at {point}")
             copy_tree(old, new, target.owner, count, ids)
 
 
-def _mount_in(proc: int, target: Target, mounts: Mounts) -> None:
-    """A copy's own scratch directory and ``/dev/shm``, mounted in its namespaces, which this process joins (a
-    process of its own: see :func:`acting_ids.in_child`)."""
-    for name, kind in (("ns/user", linux.CLONE_NEWUSER), ("ns/mnt", linux.CLONE_NEWNS)):
-        ns = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)
-        linux.setns(ns, kind)
-        os.close(ns)
-    # Both the copy's (a container's /dev/shm is root's, whom the copy's namespace does not map: its times and mode
-    # could not be set as the session's).
-    for point, options in ((mounts.scratch, mounts.scratch_options), (mounts.shm, mounts.shm_options)):
-        owned = f"{options},uid={target.uid},gid={target.gid}"
-        linux.mount("tmpfs", point, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, owned)
+def own_mounts(target: Target, mounts: Mounts) -> list[tuple[str, str]]:
+    """In a container, the tmpfs mounts a copy makes itself, in its namespaces (a mount point, its options): its
+    scratch directory and ``/dev/shm``, both the copy's user's (a container's /dev/shm is root's, whom the copy's
+    namespace does not map: its times and mode could not be set as the session's)."""
+    points = ((mounts.scratch, mounts.scratch_options), (mounts.shm, mounts.shm_options))
+    return [(point, f"{options},uid={target.uid},gid={target.gid}") for point, options in points]
 
 
 class Helper:
-    """The process making the copies' files (:func:`start`)."""
+    """The process making the copies' files (:func:`start`); in a container, the copies mount their own
+    (``steps``: the helper's word that their maps are there, :meth:`maps_made`, and the agent's that the mounts
+    are made, :meth:`mounted`)."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, pid: int, mounts: Mounts, steps: tuple[int, int] | None = None) -> None:
+        self.pid, self.mounts, self.steps = pid, mounts, steps
+
+    @property
+    def copies_mount(self) -> bool:
+        return self.steps is not None
+
+    def maps_made(self) -> None:
+        """Once the copies' id maps are written (what the helper could not do is raised)."""
+        assert self.steps is not None
+        if os.read(self.steps[0], 1) != b"1":
+            self.wait()
+            raise TraceFailed(0, "the copies' id maps could not be made")
+
+    def mounted(self) -> None:
+        """Tell the helper that every copy's mounts are made: it copies the files into them."""
+        assert self.steps is not None
+        os.write(self.steps[1], b"1")
 
     def wait(self) -> None:
         """Once it is done: what it could not do is raised."""
+        self._close_steps()
         if not self.pid:
             return
         _, status = os.waitpid(self.pid, 0)
@@ -207,8 +241,15 @@ class Helper:
         if code != 0:
             raise TraceFailed(0, "the copies' namespaces could not be made")
 
+    def _close_steps(self) -> None:
+        if self.steps is not None:
+            for fd in self.steps:
+                os.close(fd)
+            self.steps = None
+
     def stop(self) -> None:
         """End it where it still runs (the fork is refused), and take its end."""
+        self._close_steps()
         if self.pid:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, 9)

@@ -17,11 +17,10 @@ import os
 import socket
 import stat
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import acting_ids, copy_mappings
-from .copy_files import Target
+from . import acting_ids, copy_files, copy_mappings
+from .copy_files import Helper, Target
 from .ptrace_calls import Call, Tracee, TraceFailed, read_memory, run_each
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
@@ -34,6 +33,7 @@ _F_DUPFD_CLOEXEC = 1030
 _O_CLOEXEC = 0o2000000
 _AT_FDCWD = -100
 _PIDFD_GETFD = 438
+_MS_NOSUID, _MS_NODEV = 2, 4
 _RESULTS = 64  # a result each in the 512 bytes before the data
 _FILES = 14  # mappings of files made in one program (three calls each)
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -70,12 +70,14 @@ class _Making:
         self.results = self.page + CODE
         self.pairs, self.caps = self.results + 512, self.results + 576
         self.null, self.path = self.results + 640, self.results + _PAGE
+        self.mounting_data = self.results + 768  # its mounts' names and options (:meth:`mounts`), before the path
         # Anonymous ones made first (the kernel's scratch files are still there); a file's once its copy is made.
         self.anonymous = [] if target.keeps else [m for m in mappings if not m.path]
         self.files = [] if target.keeps else [m for m in mappings if m.path]
         self.taken: list[int] = []
         self.calls: list[Call] = []
         self.closes: list[Call] = []
+        self.mounts_asked: list[Call] = []
 
     def program(self, calls: list[Call], data: bytes = b"") -> Program:
         assert len(calls) <= _RESULTS
@@ -97,6 +99,26 @@ class _Making:
         calls += [("openat", (_AT_FDCWD, self.null, os.O_RDONLY | _O_CLOEXEC))]
         self.calls = calls
         return self.program(calls, data)
+
+    def mounts(self, own: list[tuple[str, str]]) -> Program:
+        """In a container, its own tmpfs mounts (``own``: a mount point and its options each), made by the copy with
+        the capabilities its new namespace gave it, once its id maps are written (the options name its user)."""
+        data = bytearray(b"tmpfs\0")
+        calls: list[Call] = []
+        for point, options in own:
+            at = len(data)
+            data += point.encode() + b"\0"
+            given = len(data)
+            data += options.encode() + b"\0"
+            where = self.mounting_data
+            calls.append(("mount", (where, where + at, where, _MS_NOSUID | _MS_NODEV, where + given)))
+        if self.mounting_data + len(data) > self.path:
+            raise TraceFailed(0, "a copy's mount options are too long to give it")
+        self.mounts_asked = calls
+        return (self.child, self.page, self.results, calls, bytes(data), self.mounting_data)
+
+    def mounted(self, got: list[int]) -> None:
+        _checked(self.pid, self.mounts_asked, got, len(got))
 
     def took(self, got: list[int]) -> None:
         """Take its channels' ends, and write the second program: its descriptors in place, its directory, its
@@ -181,10 +203,11 @@ def make_over(
     cwd: bytes,
     mappings: list[copy_mappings.Mapping],
     memory: tuple[int, int],
-    files: Callable[[], None],
+    files: Helper,
 ) -> list[Copy]:
-    """Make each copy of ``made`` over, in ``memory`` of its own (:func:`room`); ``files`` returns once every
-    copy's files and id maps are made (the programs after the first need them)."""
+    """Make each copy of ``made`` over, in ``memory`` of its own (:func:`room`); ``files`` makes every copy's
+    files and id maps meanwhile (the programs after the first need them), and in a container has the copies
+    mount their own tmpfs between the two."""
     data = bytearray(_PAGE - 512)
     data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
     data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
@@ -202,7 +225,14 @@ def make_over(
         firsts = [making.first(written) for making in makings]
         for making, got in zip(makings, run_each(firsts), strict=True):
             making.took(got)
-        files()
+        if files.copies_mount:
+            files.maps_made()
+            mounting = [making for making in makings if not making.target.keeps]
+            programs = [making.mounts(copy_files.own_mounts(making.target, files.mounts)) for making in mounting]
+            for making, got in zip(mounting, run_each(programs), strict=True):
+                making.mounted(got)
+            files.mounted()
+        files.wait()
         steps = [making.lasts(paths) for making in makings]
         for step in range(max(len(s) for s in steps)):
             doing = [(making, s[step]) for making, s in zip(makings, steps, strict=True) if step < len(s)]

@@ -123,7 +123,7 @@ def copy_kernel(
         made = list(zip(children[: len(targets)], targets, strict=True))
         _process_limit([child.pid for child, _ in made], (soft, hard), owner)
         helper = copy_files.start(made, kernel, mounts)  # their files, made as they are made over
-        copies = copy_making.make_over(made, cwd, mappings, (page, size), helper.wait)
+        copies = copy_making.make_over(made, cwd, mappings, (page, size), helper)
         for copy, target in zip(copies, targets, strict=True):
             copy_making.check(copy.pid, target, kernel_ids, writable, (mappings, (mounts.scratch, mounts.shm)))
         if reader is not None:

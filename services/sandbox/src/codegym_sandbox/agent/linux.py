@@ -295,6 +295,10 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
     # own processes, stopped and ended by its tree).
     when("clone", _arg(0), (_BPF_JSET_K, "trace", 0, NAMESPACE_FLAGS), (_BPF_JSET_K, "deny", "allow", CLONE_PARENT),
          "trace", _ret(_RET_TRACE), "deny", _ret(_EPERM), "allow", _ret(_RET_ALLOW))  # fmt: skip
+    # mount() is a tracer's alone too: a session's copy in a container mounts its own files as the agent has it
+    # (copy_making.py), with the capabilities its new user namespace gave it, before any instruction of its own
+    # runs. A program, traced by nobody, is answered ENOSYS.
+    when("mount", _ret(_RET_TRACE))
     # A new process session (setsid) is a new autogroup, and the scheduler shares the CPU between autogroups: a
     # program that made many would take the CPU of every other run. Its process made the one it has before. The
     # agent gives a session's copy one of its own, as its tracer (ENOSYS without one).

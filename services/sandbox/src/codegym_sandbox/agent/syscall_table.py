@@ -7,7 +7,7 @@ from __future__ import annotations
 # (tracing, mounting, loading kernel code, keyrings, new namespaces, io_uring, clocks), or that reach into
 # another process.
 DENIED = [
-    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
+    "ptrace", "process_vm_readv", "process_vm_writev", "umount2", "pivot_root", "chroot",
     "swapon", "swapoff", "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module",
     "delete_module", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
     "unshare", "setns", "open_by_handle_at", "name_to_handle_at", "acct", "quotactl", "syslog",

@@ -223,7 +223,17 @@ def _end_children(parent: Tracee, children: list[Tracee]) -> None:
 
 def end(parent: Tracee) -> None:
     """Kill a kernel once copied: its user has no process left in its namespace, where it would hold every
-    capability in its copies'. Its copies go to its box (the reaper of their namespace)."""
+    capability in its copies'. Its copies go to its box (the reaper of their namespace). Killed, stopped under
+    this process's trace, it runs nothing of its own again (a SIGKILL is not stopped for); its end is taken by
+    :func:`reap`, once the fork's answer is sent (it frees the kernel's memory, which the answer need not wait
+    for)."""
+    with contextlib.suppress(OSError):
+        os.kill(parent.pid, 9)
+
+
+def reap(parent: Tracee) -> None:
+    """Take the end of a kernel :func:`end` killed: its tracer is told of it first, and until it takes it, the
+    kernel's box cannot."""
     _kill(parent.pid)
 
 

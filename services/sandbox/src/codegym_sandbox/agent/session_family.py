@@ -96,6 +96,7 @@ def fork(
         served.append((member, copied, own, theirs))
 
     def start() -> None:
+        kernel_copy.reap(parent)
         for member, copied, own, theirs in served:
             try:
                 _spawn(member, copied, own, theirs)

@@ -596,3 +596,38 @@ def test_a_copys_cpu_time_over_its_life_holds_within_a_cell(server: TestClient) 
     out = _cell(server, one, spread, timeout_s=20)
     assert out["status"] == "time_limit" and not out["alive"] and out["cpu_time"] < 3.3, out  # 2.5 s, and a look
     server.delete(f"/v1/sessions/{sid}")
+
+
+# A cell that answers for itself (its answer is in its reach: the interpreter is the program's process) and runs on,
+# making no system call: the agent takes it for one waiting for its next cell.
+_ANSWERED_AND_RUNNING = """
+import sys
+f = sys._getframe()
+while f is not None and not (f.f_code.co_name == 'serve' and 'request' in f.f_locals):
+    f = f.f_back
+L, G = f.f_locals, f.f_globals
+request = L['request']
+answer = G['within']([], [], int(request['answer_bytes']))
+L['answers'].sendall(G['message']({**request, 'source': None, 'stdin': None, **answer}))
+x = 0
+while True:
+    x += 1
+"""
+
+
+def test_a_fork_of_an_interpreter_that_never_comes_to_its_wait_is_refused(server: TestClient) -> None:
+    # The agent steps it to its wait for a while (half a second), not for ever: it was stepped, running in no slot
+    # and for no cell, until its session's CPU time ran out (2.5 s here, 600 s by default), and the fork's request
+    # waited for it.
+    sid = _new(server)
+    try:
+        _cell(server, sid, _ANSWERED_AND_RUNNING)
+        started = time.monotonic()
+        r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 409 and "wait" in r.json()["detail"], r.text
+        assert time.monotonic() - started < 2
+        # Its next cell is its loop's to finish: past its time, the session ends as for any such cell.
+        r = server.post(f"/v1/sessions/{sid}/execute", json={"code": "1", "timeout_s": 1})
+        assert r.status_code in (200, 410), r.text
+    finally:
+        server.delete(f"/v1/sessions/{sid}")

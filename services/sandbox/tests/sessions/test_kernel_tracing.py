@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from codegym_sandbox.agent import copy_making, copy_mappings, kernel_copy, ptrace_calls
+from codegym_sandbox.agent import copy_making, copy_mappings, kernel_copy, process_memory, ptrace_calls
 from codegym_sandbox.agent.copy_files import Target
 
 pytestmark = pytest.mark.skipif(not ptrace_calls.SUPPORTED, reason="a kernel is copied on x86_64 only")
@@ -179,7 +179,7 @@ def test_shared_mappings_are_found_with_the_pages_held_and_bounded_by_a_copys_me
         # The file's three mappings (on a writable file system), whole; the shared memory, only its two pages.
         files = [m for m in found if m.size == 4 * mmap.PAGESIZE and m.prot == mmap.PROT_READ]
         assert len(files) == 3 and all(m.held == [(m.start, m.size)] for m in files), found
-        assert all(ptrace_calls.read_memory(proc.pid, m.start, m.size) == mapped.read_bytes() for m in files)
+        assert all(process_memory.read_memory(proc.pid, m.start, m.size) == mapped.read_bytes() for m in files)
         (big,) = [m for m in found if m.size == 64 << 20]
         assert big.held == [(big.start, mmap.PAGESIZE), (big.start + 10 * mmap.PAGESIZE, mmap.PAGESIZE)]
         assert _rss_kb(proc.pid) - before < 1024  # nothing untouched was made the kernel's memory
@@ -229,9 +229,9 @@ def test_a_restartable_sequence_armed_by_the_program_is_cleared_before_the_agent
         assert len(words) == 2 and words[0] == "ready", first
         area = int(words[1])
         time.sleep(0.2)  # in its read, the sequence armed
-        assert int.from_bytes(ptrace_calls.read_memory(proc.pid, area + 8, 8), "little") != 0
+        assert int.from_bytes(process_memory.read_memory(proc.pid, area + 8, 8), "little") != 0
         tracee = _seize(proc.pid)
-        assert int.from_bytes(ptrace_calls.read_memory(proc.pid, area + 8, 8), "little") == 0
+        assert int.from_bytes(process_memory.read_memory(proc.pid, area + 8, 8), "little") == 0
         tracee.release(stopped=False)
         os.write(w, b"z")
         assert proc.stdout is not None and proc.stdout.readline() == "read z\n"

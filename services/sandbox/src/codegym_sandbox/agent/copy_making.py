@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from . import acting_ids, copy_files, copy_mappings
 from .copy_files import Helper, Target
-from .ptrace_calls import Call, Tracee, TraceFailed, read_memory, run_each
+from .process_memory import read_memory
+from .ptrace_calls import Call, Tracee, TraceFailed, run_each
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
 _PAGE = 4096

@@ -32,8 +32,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import ptrace_calls
-from .ptrace_calls import Call, Earlier, TraceFailed, read_memory
+from . import process_memory
+from .process_memory import read_memory
+from .ptrace_calls import Call, Earlier, TraceFailed
 
 _PAGE = 4096
 _PIECE = 1 << 20  # bytes the agent holds at once as it passes them on
@@ -309,8 +310,8 @@ def fill(reader: int, copies: list[int], mappings: list[Mapping]) -> None:
     each of ``copies`` (made by :func:`make`), a piece at a time."""
     if not mappings or not copies:
         return
-    source = ptrace_calls.open_memory(reader, os.O_RDONLY)
-    targets = [ptrace_calls.open_memory(pid, os.O_RDWR) for pid in copies]
+    source = process_memory.open_memory(reader, os.O_RDONLY)
+    targets = [process_memory.open_memory(pid, os.O_RDWR) for pid in copies]
     try:
         for m in mappings:
             for address, length in m.held:

@@ -17,9 +17,10 @@ import ctypes
 import os
 import platform
 import struct
+import time
 from collections.abc import Callable, Sequence
 
-from . import acting_ids
+from .process_memory import read_memory, write_memory
 
 SUPPORTED = platform.machine() == "x86_64"
 
@@ -42,6 +43,7 @@ _NONE = (1 << 64) - 1  # orig_rax of a process not in a system call
 _RESTARTS = {512, 513, 514, 516}
 _ENOSYS = 38  # what a call's register holds at its entry
 _REACH = 400  # stops (a call's entry or exit each) a process may take to come to the wait it is copied in
+_REACH_S = 0.5  # and the time it may take
 
 NR = {
     "read": 0, "close": 3, "mmap": 9, "munmap": 11, "socketpair": 53, "clone": 56, "fcntl": 72, "chdir": 80,
@@ -177,36 +179,32 @@ def wait_stop(pid: int) -> tuple[int, int]:
     return os.WSTOPSIG(status), status >> 16
 
 
-def open_memory(pid: int, flags: int) -> int:
-    """``pid``'s memory, opened (``/proc/PID/mem``). A container's agent, root with its programs' file ids and
-    no capability to pass over a file's mode, opens it with the file ids of its owner (the tracer's capability to
-    trace is what the kernel asks of the rest)."""
-    path = f"/proc/{pid}/mem"
-    try:
-        return os.open(path, flags | os.O_CLOEXEC)
-    except PermissionError:
-        if os.geteuid() != 0:
-            raise
-        info = os.stat(path)
-        with acting_ids.files_as(info.st_uid, info.st_gid):
-            return os.open(path, flags | os.O_CLOEXEC)
+def _stop_by(pid: int, deadline: float) -> tuple[int, int] | None:
+    """``pid``'s next stop (as :func:`wait_stop`), or None where it has not stopped by ``deadline``: it is then
+    stopped (interrupted) all the same."""
+    pause = 0.0
+    while True:
+        got, status = os.waitpid(pid, _WALL | os.WNOHANG)
+        if got:
+            if not os.WIFSTOPPED(status):
+                raise TraceFailed(0, f"process {pid} ended while traced")
+            return os.WSTOPSIG(status), status >> 16
+        if time.monotonic() > deadline:
+            _ptrace(_INTERRUPT, pid)
+            wait_stop(pid)
+            return None
+        time.sleep(pause)
+        pause = min(0.001, pause + 0.0001)
 
 
-def read_memory(pid: int, address: int, size: int) -> bytes:
-    fd = open_memory(pid, os.O_RDONLY)
-    try:
-        return os.pread(fd, size, address)
-    finally:
-        os.close(fd)
-
-
-def write_memory(pid: int, address: int, data: bytes) -> None:
-    fd = open_memory(pid, os.O_RDWR)
-    try:
-        if os.pwrite(fd, data, address) != len(data):
-            raise TraceFailed(0, f"a short write into process {pid}")
-    finally:
-        os.close(fd)
+def _let_go(pid: int) -> None:
+    """Let the process ``pid`` made (traced from its start, as a fork of a tracee is) go on untraced."""
+    message = ctypes.c_ulong()
+    _ptrace(_GETEVENTMSG, pid, 0, ctypes.cast(ctypes.byref(message), ctypes.c_void_p))
+    child = int(message.value)
+    with contextlib.suppress(OSError):
+        wait_stop(child)
+        _ptrace(_DETACH, child, 0, 0)
 
 
 class Tracee:
@@ -245,11 +243,20 @@ class Tracee:
         regs = _registers(pid)
         if regs.orig_rax != _NONE and waiting(regs):
             return cls._held(pid, regs)
-        for _ in range(_REACH):  # it was between calls (it had not reached its wait yet): on to its next ones
+        # It was between calls (it had not reached its wait yet): on to its next ones, for a while. A cell may have
+        # answered for itself (its answer is in its reach) and gone on running: code that makes no call would
+        # never stop here.
+        deadline = time.monotonic() + _REACH_S
+        for _ in range(_REACH):
             _ptrace(_SYSCALL, pid)
-            sig, event = wait_stop(pid)
+            stopped = _stop_by(pid, deadline)
+            if stopped is None:
+                break
+            sig, event = stopped
             regs = _registers(pid)
-            if event == EVENT_SECCOMP:  # a call only its tracer may let through: not this one
+            if event == EVENT_FORK:  # a process it made meanwhile: its own, let go (the fork is then refused)
+                _let_go(pid)
+            elif event == EVENT_SECCOMP:  # a call only its tracer may let through: not this one
                 regs.orig_rax = _NONE
                 _set_registers(pid, regs)
             elif sig == _SYSCALL_STOP and _signed(regs.rax) == -_ENOSYS and waiting(regs):

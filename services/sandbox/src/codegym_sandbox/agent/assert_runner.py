@@ -169,8 +169,8 @@ class Checker:
             request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
             answer = self.ask([*request, self.state.changed()], checker_wire.CallAnswer, patched)
             self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
-            for index, changed in self._guard(checker_wire.changed, answer, args).items():
-                update_in_place(args[index], self.decode(changed))
+            for original, changed in self._guard(checker_wire.changed, answer, args, kwargs):
+                update_in_place(original, self.decode(changed))
             return answer["value"] if data else self.decode(answer["value"])
 
     def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:

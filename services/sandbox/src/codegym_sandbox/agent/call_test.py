@@ -128,8 +128,8 @@ def json_value(data: Any) -> Any:
         return [json_value(v) for v in rest]
     if tag in ("d", "od", "ct"):  # every mapping is a JSON object
         return {_key(decode(k)): json_value(v) for k, v in rest}
-    if tag == "np":
-        return json_value(rest[0])
+    if tag in ("np", "npa", "nps"):
+        return json_value(rest[-1])
     if tag in ("i", "f"):
         return decode(data)
     what = _NOT_JSON.get(tag, repr(tag))

@@ -141,14 +141,19 @@ def names(answer: NamesAnswer, wanted: frozenset[str]) -> NamesAnswer:
     return answer
 
 
-def changed(answer: CallAnswer, args: tuple[Any, ...] | list[Any]) -> dict[int, Data]:
-    """The arguments a call changed, by index: only ones passed that a call can change in place."""
-    out = {}
+def changed(answer: CallAnswer, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> list[tuple[Any, Data]]:
+    """The arguments a call changed, each the tests' own object and what it is now: only ones passed that a call
+    can change in place, by their place (``"0"``) or, given by name, by ``"k:"`` and the name."""
+    out = []
     for key, data in answer["changed"].items():
-        index = int(key) if key.isdecimal() and len(key) < 6 else -1
-        if not 0 <= index < len(args) or not isinstance(args[index], (list, dict, set, bytearray)):
-            raise Breach(f"the program's process changed an argument it was not passed: {key!r}")
-        out[index] = data
+        if key.startswith("k:"):
+            original = kwargs.get(key[2:])
+        else:
+            index = int(key) if key.isdecimal() and len(key) < 6 else -1
+            original = args[index] if 0 <= index < len(args) else None
+        if not isinstance(original, (list, dict, set, bytearray)):
+            raise Breach(f"the program's process changed an argument it was not passed: {key[:100]!r}")
+        out.append((original, data))
     return out
 
 

@@ -2,7 +2,10 @@
 
 Arguments and return values cross as plain data (None, bool, int, float, complex, ``Fraction``, ``Decimal``,
 str, bytes, and lists, tuples, dicts (an ``OrderedDict`` and a ``Counter`` as themselves: their equality is not a
-dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods).
+dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods). A numpy
+array or scalar of a plain dtype (bool, numbers, text, bytes) crosses with its dtype and shape, and is made again
+as one: a test of a result's dtype, or of ``isinstance(n, int)`` on an ``np.int64``, sees what it would beside
+the program.
 Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
 equals itself and passes what is done to it on to the program's process. No code of the program's ever
 runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).
@@ -21,7 +24,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from . import handle_operators
+from . import handle_operators, numpy_data
 
 # --- plain data on the wire ---------------------------------------------------------------------------
 # JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
@@ -164,7 +167,7 @@ def encode(value: Any, refs: list[Any] | None) -> Any:
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs) for v in value)]  # an iterator crosses as what it yields
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        return encode(value.tolist(), refs) if getattr(value, "ndim", 1) == 0 else ["np", encode(value.tolist(), refs)]
+        return numpy_data.wire(value, lambda items: encode(items, refs))
     refs.append(value)
     return ["h", len(refs) - 1, _repr(value), callable(value)]
 
@@ -195,6 +198,8 @@ def check(data: Any) -> None:
     if tag in _SEQUENCES or (tag == "np" and len(rest) == 1):
         for value in rest:
             check(value)
+    elif tag in numpy_data.TAGS:
+        numpy_data.check(tag, rest, check)
     elif tag in _MAPPINGS:
         for pair in rest:
             if type(pair) is not list or len(pair) != 2:
@@ -267,6 +272,10 @@ def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any
         values = decode(rest[0], refs, checker)
         numpy = _numpy()
         return numpy.array(values) if numpy is not None else values
+    if tag in numpy_data.TAGS:
+        values = decode(rest[-1], refs, checker)
+        numpy = _numpy()
+        return numpy_data.value(numpy, tag, rest, values) if numpy is not None else values
     if tag == "h":
         if refs is not None:
             return refs[rest[0]]

@@ -233,6 +233,9 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: C
         # Arguments the program may have changed in place go back too, as a caller would see them.
         # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
         after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
+        after.update(
+            (f"k:{k}", encode(v, refs)) for k, v in kwargs.items() if isinstance(v, (list, dict, set, bytearray))
+        )
     return {"value": value, "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
 
 

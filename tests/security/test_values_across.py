@@ -1,0 +1,137 @@
+"""Values that cross between the tests' process and the program's (``agent/plain_data.py``): what a test sees of
+a result, or of an argument the program changed, must be what it would see beside the program (real pytest on
+``from solution import *`` and the tests fails the wrong program of each case here, and passes the right one)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from fastapi.testclient import TestClient
+
+from .test_test_forms import _verdicts
+
+# tests, a wrong program, a right one
+CASES = {
+    # numpy's values keep their dtype, their shape and their type.
+    "a float32 array where float64 is asked": (
+        """
+        import numpy as np
+        def test_norm():
+            r = norm([1, 1, 2])
+            assert r.dtype == np.float64 and r.tolist() == [0.25, 0.25, 0.5]
+        """,
+        "import numpy as np\ndef norm(a):\n    a = np.asarray(a, dtype=np.float32)\n    return a / a.sum()\n",
+        "import numpy as np\ndef norm(a):\n    a = np.asarray(a, dtype=np.float64)\n    return a / a.sum()\n",
+    ),
+    "an int32 array where int64 is asked": (
+        """
+        import numpy as np
+        def test_ids():
+            assert ids(3).dtype == np.int64
+        """,
+        "import numpy as np\ndef ids(n):\n    return np.arange(n, dtype=np.int32)\n",
+        "import numpy as np\ndef ids(n):\n    return np.arange(n, dtype=np.int64)\n",
+    ),
+    "an np.int64 where an int is asked": (
+        """
+        def test_count():
+            assert isinstance(count([1, 2]), int) and count([1, 2]) == 2
+        """,
+        "import numpy as np\ndef count(a):\n    return np.int64(len(a))\n",
+        "def count(a):\n    return len(a)\n",
+    ),
+    "an array where a scalar is asked": (
+        """
+        import numpy as np
+        def test_total():
+            t = total(np.arange(3).tolist())
+            assert t == 3 and np.ndim(t) == 0
+        """,
+        "import numpy as np\ndef total(a):\n    return np.array([sum(a)])\n",
+        "import numpy as np\ndef total(a):\n    return np.int64(sum(a))\n",
+    ),
+    "an empty array's shape": (
+        """
+        def test_empty():
+            assert empty(3).shape == (0, 3)
+        """,
+        "import numpy as np\ndef empty(n):\n    return np.zeros((n, 0))\n",
+        "import numpy as np\ndef empty(n):\n    return np.zeros((0, n))\n",
+    ),
+    "a bool array": (
+        """
+        import numpy as np
+        def test_mask():
+            m = positive([1, -1, 2])
+            assert m.dtype == np.bool_ and m.tolist() == [True, False, True]
+        """,
+        "import numpy as np\ndef positive(a):\n    return (np.asarray(a) > 0).astype(np.int8)\n",
+        "import numpy as np\ndef positive(a):\n    return np.asarray(a) > 0\n",
+    ),
+    # An argument given by name and changed in place is changed for the tests too, as one given by place is.
+    "a keyword argument sorted in place": (
+        """
+        def test_no_mutation():
+            a = [3, 1, 2]
+            assert sorted_copy(arr=a) == [1, 2, 3]
+            assert a == [3, 1, 2]
+        """,
+        "def sorted_copy(arr):\n    arr.sort()\n    return arr\n",
+        "def sorted_copy(arr):\n    return sorted(arr)\n",
+    ),
+    "a keyword argument that must change": (
+        """
+        def test_fill():
+            d = {}
+            fill(into=d, n=2)
+            assert d == {0: 0, 1: 1}
+        """,
+        "def fill(into, n):\n    into = {i: i for i in range(n)}\n",
+        "def fill(into, n):\n    into.update({i: i for i in range(n)})\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_value_crosses_as_it_is(hostile: TestClient, case: str) -> None:
+    tests, wrong, right = CASES[case]
+    assert _verdicts(hostile, textwrap.dedent(tests), [wrong, right]) == ["WA", "AC"]
+
+
+def test_arrays_of_objects_and_of_dates(hostile: TestClient) -> None:
+    # An array of objects is one again, each item as it crossed (a list among them: no dimension of its own); one
+    # of dates is made an array of its items again, as before.
+    tests = "def test_o():\n    o = objects()\n    assert o.dtype == object and o.tolist() == [1, 'a', [2]]\n"
+    program = (
+        "import numpy as np\ndef objects():\n    o = np.empty(3, dtype=object)\n"
+        "    o[:] = [1, 'a', None]\n    o[2] = [2]\n    return o\n"
+    )
+    assert _verdicts(hostile, tests, [program]) == ["AC"]
+    dates = "import numpy as np\ndef test_d():\n    assert len(dates()) == 2\n"
+    program = "import numpy as np\ndef dates():\n    return np.array(['2024-01-01', '2024-01-02'], dtype='M8[D]')\n"
+    assert _verdicts(hostile, dates, [program]) == ["AC"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '["npa", "<f8", [3], ["l", 1, 2]]',  # fewer items than its shape
+        '["npa", "<f8", [2], ["l", ["l", 1], 2]]',  # deeper than its shape
+        '["npa", "<M8[ns]", [1], ["l", 1]]',  # a dtype that is not made again
+        '["npa", "<i8", [1], ["l", "x"]]',  # an item no int
+        '["nps", "<i8", ["l", 1]]',  # a scalar holding a list
+        '["npa", "<i8", [-1], ["l"]]',  # a size below 0
+    ],
+)
+def test_a_numpy_value_that_is_none_is_a_breach(answer: str) -> None:
+    # What the program's process may answer is checked before anything is made of it; what passes the check and
+    # still is no array (an item that is no int) fails as it is made: either way, no value reaches the tests.
+    import json
+
+    from codegym_sandbox.agent.plain_data import check, decode
+
+    data = json.loads(answer)
+    with pytest.raises((ValueError, TypeError)):
+        check(data)
+        decode(data)

@@ -15,6 +15,15 @@ from fastapi.testclient import TestClient
 from .test_test_forms import RIGHT, _verdicts
 
 _WRONG_BIG = "def add(a, b):\n    return a + b if a < 100 else 0\n"  # right on small numbers only
+_CASES_SMALL_AND_BIG = """
+import unittest
+class TestSmall(unittest.TestCase):
+    def test_small(self):
+        self.assertEqual(add(1, 2), 3)
+class TestBig(unittest.TestCase):
+    def test_big(self):
+        self.assertEqual(add(1000, 1), 1001)
+"""
 
 CASES = {
     # A1: one function, several tests. A test method the code ran (here at top level: pytest runs that call at
@@ -351,6 +360,32 @@ CASES = {
         def test_add():
             assert add(1000, 1) == 1001
         t = threading.Thread(target=test_add); t.start(); t.join()
+        """,
+    # D2 (round 22): unittest.main() that ran some of the cases stood for all of them, in tests without pytest.
+    # pytest runs every case (and never reads load_tests).
+    "unittest-main-default-test": _CASES_SMALL_AND_BIG
+    + "if __name__ == '__main__':\n    unittest.main(defaultTest='TestSmall')\n",
+    "unittest-main-argv": _CASES_SMALL_AND_BIG
+    + "if __name__ == '__main__':\n    unittest.main(argv=['x', 'TestSmall'])\n",
+    "unittest-load-tests": _CASES_SMALL_AND_BIG
+    + "def load_tests(loader, tests, pattern):\n    return loader.loadTestsFromTestCase(TestSmall)\n"
+    + "if __name__ == '__main__':\n    unittest.main()\n",
+    "unittest-test-program": _CASES_SMALL_AND_BIG + "unittest.TestProgram(defaultTest='TestSmall')\n",
+    # D4 (round 22): a fixture whose scope is a callable was made for each test: the gathered results were new for
+    # each, and the check saw none.
+    "callable-fixture-scope": """
+        import pytest
+        def scope(fixture_name, config):
+            return "module"
+        @pytest.fixture(scope=scope)
+        def results():
+            return []
+        def test_gather(results):
+            results.append((add(1000, 1), 1001))
+        def test_check(results):
+            assert results
+            for got, want in results:
+                assert got == want
         """,
 }
 

@@ -302,15 +302,13 @@ def check(checker: Checker, tests: Tests) -> str:
                     program_names.star_names(checker.defined, _BUILTINS, tests.declared),
                 ),
             ):
-                exited = False
                 try:
                     exec(tests.code, scope)
                 except SystemExit as exc:  # the tests' own (see below): pytest would still run their functions
                     if not test_forms.ended_well(exc, getattr(tests, "code", None)):
                         raise
-                    exited = test_scope.ran_main(exc)  # unittest.main()'s own, which ran the cases: not again
                 fixtures = pytest_fixtures.fixtures(checker.output)
-                test_forms.run_collected(tests.code, scope, tests.declared, exited, ran, fixtures)
+                test_forms.run_collected(tests.code, scope, tests.declared, ran, fixtures)
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process

@@ -69,7 +69,7 @@ def definition(value: object) -> Definition | None:
     return Definition(
         name=marker.name or function.__name__,
         function=function,
-        scope=marker.scope if isinstance(marker.scope, str) else "function",
+        scope=pytest_marks.fixture_scope(marker, marker.name or function.__name__),
         params=tuple(params) if params is not None else None,
         autouse=bool(marker.autouse),
     )

@@ -123,3 +123,17 @@ def cases(marks: Sequence[object]) -> list[tuple[dict[str, object], list[object]
             rows.append((dict(zip(names, value, strict=True)), own))
         made = [({**case, **row}, [*was, *own]) for case, was in made for row, own in rows]
     return made
+
+
+_SCOPES = ("function", "class", "module", "package", "session")
+
+
+def fixture_scope(marker: Any, name: str) -> str:
+    """The scope of the fixture ``name`` that ``pytest.fixture`` marked with ``marker``: its own, or what its scope
+    callable answers (``scope=f``, called as pytest calls it, with no command-line options to read: a callable that
+    reads them is the tests' error). Taken for a test's scope, a module's list of results was new for each test,
+    and a test that checks the others' results passed any program."""
+    scope = marker.scope if isinstance(marker.scope, str) else marker.scope(fixture_name=name, config=None)
+    if scope not in _SCOPES:
+        raise ValueError(f"fixture {name!r}: {scope!r} is no scope of pytest's")
+    return str(scope)

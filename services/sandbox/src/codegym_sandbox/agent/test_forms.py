@@ -103,12 +103,11 @@ def collect_and_run(
     code: types.CodeType,
     scope: dict[str, object],
     declared: frozenset[str],
-    exited: bool,
     ran: set[str],
     builtin: Builtin = MappingProxyType({}),
 ) -> None:
-    """Run what a test runner would collect from the tests' scope once their code ran, but where the code ended in
-    an exit that says it passed (``exited``), which ``unittest.main()`` makes once it ran its cases. An assertion
+    """Run what pytest would collect from the tests' scope once their code ran (whether it ended in an exit that
+    says it passed or not: ``unittest.main()`` runs nothing, see ``test_scope``). An assertion
     of theirs that fails raises, as it would have in the code; a test that cannot be run here (it needs a fixture
     of pytest's but ``fixtures``, or is a coroutine) is the tests' error, never a pass; a test with
     ``pytest.mark.parametrize`` marks (its own, its class's, the module's) runs once per case. A test the code ran
@@ -121,9 +120,9 @@ def collect_and_run(
     - pytest's ``Test*`` classes (no ``unittest.TestCase``, no ``__init__`` of their own or inherited): each
       ``test*`` method (inherited too) on a new instance, between ``setup_method`` and ``teardown_method``, all of
       them between the class's ``setup_class`` and ``teardown_class``.
-    - unittest's cases, unless ``unittest.main()`` ran them (again, where it ran them with ``exit=False``, which
-      fails nothing: a runner's own report is no verdict), under pytest's marks (``unittest_cases``): the module's,
-      and those of the test classes they are in; in pytest's fixtures, as those of the test classes' methods.
+    - unittest's cases, every one (whatever unittest's runner would select), under pytest's marks
+      (``unittest_cases``): the module's, and those of the test classes they are in; in pytest's fixtures, as
+      those of the test classes' methods.
 
     And pytest's module hooks (``setup_module`` or unittest's ``setUpModule``, and their teardowns) once around all
     of them.
@@ -147,14 +146,12 @@ def collect_and_run(
             or (isinstance(value, type) and collect_order.pytest_class(value, unittest))
         )
     ]
-    cases = collect_order.cases(scope, None if exited else unittest)
-    # pytest's module hooks, once around all it collects (unittest's cases too); unittest.main() that ran the cases
-    # ran unittest's setUpModule and tearDownModule around them.
-    by_unittest = ("setUpModule", "tearDownModule") if exited and collect_order.cases(scope, unittest) else ()
+    cases = collect_order.cases(scope, unittest)
+    # pytest's module hooks, once around all it collects (unittest's cases too).
     try:
         if collected or cases:
             try:
-                _hook(scope, ("setUpModule", "setup_module"), module, by_unittest)
+                _hook(scope, ("setUpModule", "setup_module"), module)
             except _skips(unittest):  # pytest skips all of the module's tests, and runs no teardown hook
                 return
         # In the order the tests define them, unittest's cases among the rest (collect_order).
@@ -178,7 +175,7 @@ def collect_and_run(
     finally:
         fixtures.close()
     if collected or cases:
-        _hook(scope, ("tearDownModule", "teardown_module"), module, by_unittest)
+        _hook(scope, ("tearDownModule", "teardown_module"), module)
 
 
 def _skips(unittest: types.ModuleType | None) -> tuple[type[BaseException], ...]:
@@ -187,12 +184,12 @@ def _skips(unittest: types.ModuleType | None) -> tuple[type[BaseException], ...]
     return (*found, unittest.SkipTest) if unittest is not None else tuple(found)
 
 
-def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object, ran: tuple[str, ...] = ()) -> None:
+def _hook(scope: dict[str, Any], names: tuple[str, ...], subject: object) -> None:
     """The tests' own ``setup_module``/``setup_function`` (and teardowns; the first of ``names`` they bind, as
-    pytest takes unittest's ``setUpModule`` for its ``setup_module``), if they define one and it is none of those
-    that ``ran``: given its subject where it takes one, as pytest gives it."""
-    name, hook = next(((name, found) for name in names if (found := scope.get(name)) is not None), ("", None))
-    if theirs(hook) and name not in ran:
+    pytest takes unittest's ``setUpModule`` for its ``setup_module``), if they define one: given its subject where
+    it takes one, as pytest gives it."""
+    hook = next((found for name in names if (found := scope.get(name)) is not None), None)
+    if theirs(hook):
         with setup_error(hook.__name__):
             hook(subject) if hook.__code__.co_argcount else hook()
 

@@ -393,3 +393,25 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_test_the_code_did_not_run_as_pytest_would_is_run(hostile: TestClient, case: str) -> None:
     assert _verdicts(hostile, textwrap.dedent(CASES[case]), [_WRONG_BIG, RIGHT]) == ["WA", "AC"]
+
+
+_WARNS = "import warnings\ndef add(a, b):\n    warnings.warn('old', DeprecationWarning)\n    return a + b\n"
+
+
+@pytest.mark.parametrize(
+    "marks",
+    [
+        '@pytest.mark.filterwarnings("error")\n',
+        '@pytest.mark.filterwarnings("ignore::UserWarning", "error::DeprecationWarning")\n',
+        "",  # the module's, below
+    ],
+)
+def test_a_filterwarnings_mark_makes_the_programs_warning_an_error(hostile: TestClient, marks: str) -> None:
+    # D3 (round 22): the marks were not applied, and a test marked so passed a program that warns.
+    module = "" if marks else 'pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")\n'
+    tests = f"import pytest\n{module}{marks}def test_add():\n    assert add(1, 2) == 3\n"
+    # The program's warning, an error there, is raised at its call as its exceptions are: its runtime error.
+    assert _verdicts(hostile, tests, [_WARNS, RIGHT]) == ["RE", "AC"]
+    # And a filter that ignores it leaves the program's warning as pytest would: the test passes.
+    ignoring = 'import pytest\n@pytest.mark.filterwarnings("ignore")\ndef test_add():\n    assert add(1, 2) == 3\n'
+    assert _verdicts(hostile, ignoring, [_WARNS]) == ["AC"]

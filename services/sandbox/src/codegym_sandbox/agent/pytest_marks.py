@@ -5,8 +5,10 @@ object of a mark's name would otherwise choose what runs.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 
@@ -137,3 +139,23 @@ def fixture_scope(marker: Any, name: str) -> str:
     if scope not in _SCOPES:
         raise ValueError(f"fixture {name!r}: {scope!r} is no scope of pytest's")
     return str(scope)
+
+
+@contextlib.contextmanager
+def warning_filters(marks: Sequence[object]) -> Iterator[None]:
+    """The warning filters of the ``filterwarnings`` marks among ``marks`` (the closest first), in force within, as
+    pytest applies them around a test, its fixtures too: the program's warnings are issued again under the tests'
+    filters, and one that a mark makes an error fails the test. Left out, a test marked ``filterwarnings("error")``
+    passed a program that warns. A category is one of the builtins' (a dotted one would be imported here)."""
+    found = [mark for mark in marks if _parts(mark)[0] == "filterwarnings"]
+    parse = getattr(sys.modules.get("_pytest.config"), "parse_warning_filter", None)
+    if not found or parse is None:
+        yield
+        return
+    with warnings.catch_warnings():
+        for mark in found:
+            for arg in _parts(mark)[1]:
+                if not isinstance(arg, str) or "." in [*arg.split(":"), "", "", ""][2]:
+                    raise TypeError(f"filterwarnings({arg!r}): only a builtin category is read here")
+                warnings.filterwarnings(*parse(arg, escape=False))
+        yield

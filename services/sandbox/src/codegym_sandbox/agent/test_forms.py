@@ -295,6 +295,7 @@ def _run(
             continue  # xfail(run=False): pytest reports it xfailed, unrun
         for picks in fixtures.cases(wanted, list(arguments), marks):
             with contextlib.ExitStack() as made:
+                made.enter_context(pytest_marks.warning_filters([*own, *case_marks, *marks[len(own) :]]))
                 try:
                     given = fixtures.arguments(wanted, arguments, marks, picks, made, instance)
                     given.update((n, v) for n, v in arguments.items() if n in accepted)

@@ -88,6 +88,15 @@ def server(**env: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
             if time.monotonic() > deadline:
                 raise SystemExit("the sandbox did not become ready within 90 s")
             time.sleep(0.2)
+        # A server starts kernels ahead once its first session is made (a container each on docker, some 350 ms):
+        # the tables measure a running server, whose sessions find one (the first rollouts were made cold).
+        if environ.get("CODEGYM_SANDBOX_SESSIONS__WARM", "1") != "0":
+            first = Conn(port).ok("POST", "/v1/sessions", {}, 201)["session_id"]
+            Conn(port).ok("DELETE", f"/v1/sessions/{first}", want=204)
+            while _warm_kernels(port) < 1:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the sandbox started no session kernel ahead within 90 s")
+                time.sleep(0.1)
         yield port, proc
     finally:
         if proc.poll() is None:
@@ -98,6 +107,20 @@ def server(**env: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
         log.close()
+
+
+def _warm_kernels(port: int) -> float:
+    """The session kernels the server holds started ahead now (its ``/metrics`` gauge)."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    for line in text.splitlines():
+        if line.startswith("codegym_sandbox_sessions_warm "):
+            return float(line.split()[1])
+    return 0.0
 
 
 class Conn:

@@ -192,7 +192,7 @@ def _contained(
             ids.write()
             new = os.open(f"root{point}", flags, dir_fd=proc)
             if os.fstat(new).st_dev == os.fstat(old).st_dev:  # the kernel's own files: never written for a copy
-                raise OSError(f"the copy of process {target.uid} has no mount of its own at {point}")
+                raise OSError(f"a copy has no mount of its own at {point}: its files are not written")
             copy_tree(old, new, target.owner, count, ids)
 
 

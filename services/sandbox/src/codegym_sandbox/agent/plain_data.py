@@ -4,8 +4,8 @@ Arguments and return values cross as plain data (None, bool, int, float, complex
 str, bytes, and lists, tuples, dicts (an ``OrderedDict`` and a ``Counter`` as themselves: their equality is not a
 dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods). A numpy
 array or scalar of a plain dtype (bool, numbers, text, bytes, objects) crosses with its dtype and shape, and is
-made again as one (``numpy_data``): a test of a result's dtype, or of ``isinstance(n, int)`` on an ``np.int64``, sees what it would beside
-the program.
+made again as one (``numpy_data``): a test of a result's dtype, or of ``isinstance(n, int)`` on an ``np.int64``,
+sees what it would beside the program.
 Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
 equals itself and passes what is done to it on to the program's process. No code of the program's ever
 runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).

@@ -197,11 +197,16 @@ def _stop_by(pid: int, deadline: float) -> tuple[int, int] | None:
         pause = min(0.001, pause + 0.0001)
 
 
-def _let_go(pid: int) -> None:
-    """Let the process ``pid`` made (traced from its start, as a fork of a tracee is) go on untraced."""
+def _forked(pid: int) -> int:
+    """The process ``pid`` made, at its fork's event stop (its pid as this process sees it)."""
     message = ctypes.c_ulong()
     _ptrace(_GETEVENTMSG, pid, 0, ctypes.cast(ctypes.byref(message), ctypes.c_void_p))
-    child = int(message.value)
+    return int(message.value)
+
+
+def _let_go(pid: int) -> None:
+    """Let the process ``pid`` made (traced from its start, as a fork of a tracee is) go on untraced."""
+    child = _forked(pid)
     with contextlib.suppress(OSError):
         wait_stop(child)
         _ptrace(_DETACH, child, 0, 0)
@@ -362,9 +367,7 @@ class Tracee:
         return result
 
     def fork_event(self) -> int:
-        message = ctypes.c_ulong()
-        _ptrace(_GETEVENTMSG, self.pid, 0, ctypes.cast(ctypes.byref(message), ctypes.c_void_p))
-        return int(message.value)
+        return _forked(self.pid)
 
     def release(self, stopped: bool) -> None:
         """Put the registers back as they were at the stop (a call interrupted there is made again) and let the

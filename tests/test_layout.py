@@ -31,3 +31,16 @@ def test_the_check_names_a_module_just_over_the_limit(tmp_path: Path, lines: int
     module.parent.mkdir(parents=True)
     module.write_text("x = 1\n" * lines)
     assert oversized(tmp_path) == ([f"services/svc/src/pkg/big.py: {lines} lines"] if flagged else [])
+
+
+def test_the_services_above_the_sandbox_parse_python_in_one_place() -> None:
+    # codegym_evaluator.python_syntax makes the parses of threads take turns (CPython 3.11 shares the AST
+    # constructor's depth counter between them); a parse beside it would race again. The sandbox parses only in
+    # its agent's single-threaded processes.
+    calls = [
+        str(path.relative_to(ROOT))
+        for service in ("evaluator", "trainer", "data")
+        for path in sorted(ROOT.glob(f"services/{service}/src/**/*.py"))
+        if path.name != "python_syntax.py" and "ast.parse(" in path.read_text(encoding="utf-8")
+    ]
+    assert calls == [], "parse through codegym_evaluator.python_syntax.parse"

@@ -14,11 +14,11 @@ redefines what the starter code defined, as a chat model's complete answer does.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from codegym_evaluator import python_syntax
 from codegym_evaluator.scoring import build_program
 from codegym_evaluator.tasks import Task
 
@@ -65,7 +65,7 @@ def transformed(task: Task, code: str, transformation: str, seed: int) -> Task:
 
 def _parses(source: str) -> bool:
     try:
-        ast.parse(source)
+        python_syntax.parse(source)
     except (SyntaxError, ValueError):
         return False
     return True

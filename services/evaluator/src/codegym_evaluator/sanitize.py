@@ -18,6 +18,8 @@ import ast
 import re
 from collections.abc import Iterator
 
+from codegym_evaluator import python_syntax
+
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
 # one would take the wrong lines.
@@ -268,7 +270,7 @@ def _sanitize(code: str, entry_point: str) -> str:
         return x
     """
     try:
-        tree = ast.parse(code)
+        tree = python_syntax.parse(code)
     except (SyntaxError, ValueError):
         return code
     body = tree.body
@@ -325,7 +327,7 @@ def _sanitize(code: str, entry_point: str) -> str:
     # The cut must read back as exactly the statements chosen; where it does not (a statement that goes shares a
     # line with one that stays: ``import os; print(f(1))``), the program is judged as it was written.
     try:
-        same = [ast.dump(n) for n in ast.parse(kept).body] == [ast.dump(body[i]) for i in sorted(keep)]
+        same = [ast.dump(n) for n in python_syntax.parse(kept).body] == [ast.dump(body[i]) for i in sorted(keep)]
     except (SyntaxError, ValueError):
         same = False
     return kept if same else code

@@ -18,6 +18,8 @@ from codegym_sandbox.models import EvaluateRequest, ExecuteResponse, ProgramOut
 from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
 
+from codegym_evaluator import python_syntax
+
 from .ask_again import AskAgain
 from .extract import Extracted, extract_code
 from .tasks import Task
@@ -103,7 +105,7 @@ def with_starter(starter: str, code: str) -> str:
 def _futures(code: str) -> tuple[str, str]:
     """The ``from __future__`` imports that open ``code`` (after its docstring), and the rest of it."""
     try:
-        body = ast.parse(code).body
+        body = python_syntax.parse(code).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "", code
     first = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0

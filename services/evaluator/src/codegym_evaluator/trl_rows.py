@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codegym_evaluator import python_syntax
+
 from .extract import extract_code
 from .tasks import Task
 from .tasks.code_contests import CodeContestsAdapter
@@ -88,13 +90,13 @@ def standard_imports(code: str) -> str:
     what a program completing the prompt may take to be there. Another module's may not be installed where the
     program runs, and an example's ``import pandas`` would fail every program."""
     try:
-        nodes = ast.parse(code).body
+        nodes = python_syntax.parse(code).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         nodes = []  # a stub without a body: its import lines one by one
         for line in code.splitlines():
             if line.startswith(("import ", "from ")):
                 with contextlib.suppress(SyntaxError, ValueError):
-                    nodes += ast.parse(line).body
+                    nodes += python_syntax.parse(line).body
     kept = []
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -117,7 +119,7 @@ def prompt_code(prompt: Any) -> str:
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
     try:
-        ast.parse(prompt)
+        python_syntax.parse(prompt)
         return prompt
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return extract_code(prompt).code
@@ -195,7 +197,7 @@ def _case(case: Any, i: int, column: str, inputs: tuple[str, ...], outputs: tupl
 def uncalled_check(tests: str) -> bool:
     """Whether assert code defines ``check`` (HumanEval's form) and never calls it: such tests pass anything."""
     try:
-        tree = ast.parse(tests)
+        tree = python_syntax.parse(tests)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False  # the sandbox judges what does not parse
     defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)

@@ -40,6 +40,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from codegym_evaluator import python_syntax
+
 METRICS: tuple[str, ...] = ("cyclomatic", "halstead_volume", "nesting_depth", "lines", "statements")
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -179,7 +181,7 @@ def measure(nodes: Sequence[ast.AST], lines: int | None = None) -> Metrics:
 
 def function_metrics(source: str | ast.Module) -> list[FunctionMetrics]:
     """Every function and method of a program, outer ones first, with its metrics."""
-    tree = ast.parse(source) if isinstance(source, str) else source
+    tree = python_syntax.parse(source) if isinstance(source, str) else source
     found: list[FunctionMetrics] = []
 
     def visit(node: ast.AST, prefix: str) -> None:

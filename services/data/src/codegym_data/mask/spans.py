@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from codegym_evaluator import python_syntax
+
 from .metrics import FUNCTIONS, FunctionMetrics, Metrics, first_line, function_metrics, is_elif, measure
 
 SpanKind = Literal["statement", "block"]
@@ -54,7 +56,7 @@ def split_lines(source: str) -> list[str]:
 
 def function_spans(source: str) -> list[FunctionSpans]:
     """Every function of ``source`` with its candidate spans, in source order; raises ``SyntaxError``."""
-    tree = ast.parse(source)
+    tree = python_syntax.parse(source)
     lines = split_lines(source)
     return [FunctionSpans(f, _spans(f, lines)) for f in function_metrics(tree)]
 

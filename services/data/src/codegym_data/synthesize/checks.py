@@ -15,6 +15,8 @@ import difflib
 import re
 from collections.abc import Iterator, Sequence
 
+from codegym_evaluator import python_syntax
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -69,7 +71,7 @@ def normalised(code: str) -> str:
     """``code`` printed from its syntax tree with docstrings and annotations dropped and every name it binds
     (functions, parameters, variables) renamed ``v0``, ``v1``, ... in the order the tree holds them: two
     solutions that differ only in names, layout or comments print the same."""
-    tree = ast.parse(code)
+    tree = python_syntax.parse(code)
     _drop_docstrings(tree)
     names: dict[str, str] = {}
     for name in _bound_names(tree):
@@ -111,7 +113,7 @@ def _own_returns(function: ast.AST) -> Iterator[ast.Return]:
 def constant_return(solution: str, entry_point: str) -> bool:
     """Whether every ``return`` of the entry point gives the same literal (no ``return``: ``None``), so that
     the function's result depends on nothing. A generator is never constant."""
-    function = _function(ast.parse(solution), entry_point)
+    function = _function(python_syntax.parse(solution), entry_point)
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function)):
         return False
     values = set()
@@ -127,7 +129,7 @@ def stand_ins(solution: str, entry_point: str) -> dict[str, str]:
     """Programs that answer without solving, by the rejection reason each one's passing means:
     ``passes_with_none`` (the entry point returns None) and ``passes_with_identity`` (it returns its first
     parameter; left out for a function without one). Helpers and imports of the solution stay."""
-    tree = ast.parse(solution)
+    tree = python_syntax.parse(solution)
     function = _function(tree, entry_point)
     params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
     bodies = {"passes_with_none": "return None"}
@@ -136,6 +138,6 @@ def stand_ins(solution: str, entry_point: str) -> dict[str, str]:
     out = {}
     for reason, body in bodies.items():
         changed = copy.deepcopy(tree)
-        _function(changed, entry_point).body = ast.parse(body).body
+        _function(changed, entry_point).body = python_syntax.parse(body).body
         out[reason] = ast.unparse(changed)
     return out

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from codegym_evaluator import python_syntax
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -175,7 +177,7 @@ class ConstantReturn(Operator):
         return [c for c in _CONSTANTS if c != now]
 
     def apply(self, node: ast.AST, variant: Any) -> ast.AST:
-        return ast.Return(value=ast.parse(variant, mode="eval").body)
+        return ast.Return(value=python_syntax.parse(variant, mode="eval").body)
 
 
 class DeleteStatement(Operator):
@@ -259,7 +261,7 @@ def _compiles(code: str) -> bool:
 def all_mutants(source: str, operators: Sequence[Operator] = OPERATORS) -> list[Mutant]:
     """Every distinct mutant of ``source`` that differs from it and compiles, operator by operator, in the
     order of the sites."""
-    original = ast.parse(source)
+    original = python_syntax.parse(source)
     printed = ast.unparse(original)
     seen = {printed}
     out: list[Mutant] = []

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from codegym_evaluator import python_syntax
 from codegym_evaluator.extract import fenced_blocks
 from codegym_evaluator.sanitize import sanitize
 
@@ -108,7 +109,7 @@ def _called(node: ast.AST) -> list[str]:
 
 def _parse(code: str, reason: str) -> ast.Module:
     try:
-        return ast.parse(code)
+        return python_syntax.parse(code)
     except (SyntaxError, ValueError) as exc:
         raise Malformed(reason, str(exc)) from None
 
@@ -117,13 +118,13 @@ def _parse_tests(code: str) -> ast.Module:
     """The tests' code; when it does not parse as a whole, the lines that parse alone (tests are independent
     one-line statements, and a small model's garbage line should not take the good ones with it)."""
     try:
-        return ast.parse(code)
+        return python_syntax.parse(code)
     except (SyntaxError, ValueError) as exc:
         error = str(exc)
     kept = []
     for line in code.splitlines():
         try:
-            kept += ast.parse(line).body if line.strip() and not line[0].isspace() else []
+            kept += python_syntax.parse(line).body if line.strip() and not line[0].isspace() else []
         except (SyntaxError, ValueError):
             continue
     if not any(isinstance(s, ast.Assert) for s in kept):

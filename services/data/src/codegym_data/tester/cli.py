@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codegym_evaluator import python_syntax
 from codegym_sandbox.verdicts import Verdict
 
 from ..options import add_command
@@ -67,7 +68,7 @@ def add_parser(sub: Any) -> None:
 def split_asserts(source: str) -> list[str]:
     """The tests of a Python test file: one per top-level assert, each after every other top-level statement
     that comes before it; the whole file when it has no top-level assert."""
-    tree = ast.parse(source)
+    tree = python_syntax.parse(source)
     preamble: list[str] = []
     tests: list[str] = []
     for node in tree.body:

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from codegym_evaluator import python_syntax
 from codegym_evaluator.tasks import Task
 
 from .. import solutions
@@ -103,7 +104,7 @@ class Transformation(ABC):
         ``keep``: names the program must keep meaning the same thing (the entry point, names its tests use).
         """
         try:
-            tree = ast.parse(code)
+            tree = python_syntax.parse(code)
         except (SyntaxError, ValueError):
             return None
         if not self.rewrite(tree, Context(rng, keep, FreshNames(tree, keep))):

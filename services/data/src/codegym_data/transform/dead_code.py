@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import random
 
+from codegym_evaluator import python_syntax
+
 from .base import Context, Transformation, blocks, is_docstring
 from .scope import uses_dynamic_names
 
@@ -62,5 +64,5 @@ def _first_place(body: list[ast.stmt]) -> int:
 def _snippet(ctx: Context) -> ast.stmt:
     rng: random.Random = ctx.rng
     code = rng.choice(TEMPLATES).format(v=ctx.fresh.pick(rng), c=rng.choice(LITERALS))
-    statement = ast.parse(code).body[0]
+    statement = python_syntax.parse(code).body[0]
     return statement

@@ -21,6 +21,8 @@ import ast
 import builtins
 import functools
 
+from codegym_evaluator import python_syntax
+
 # Names this code gives the checker's scope; a program that binds them is overridden before the tests run.
 _PREFIX = "_codegym_"
 
@@ -67,7 +69,7 @@ def with_prompt_helpers(prompt: str, entry_point: str | None, tests: str) -> str
 @functools.lru_cache(maxsize=4096)  # a task's tests are judged once per group, many groups per task
 def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
     try:
-        prompt_tree, test_tree = ast.parse(prompt), ast.parse(tests)
+        prompt_tree, test_tree = python_syntax.parse(prompt), python_syntax.parse(tests)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return tests
     imports = [n for n in prompt_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]

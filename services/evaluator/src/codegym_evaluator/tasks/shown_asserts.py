@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import ast
 
+from codegym_evaluator import python_syntax
+
 
 def first_asserts(code: str, count: int) -> str | None:
     """``code`` with only its first ``count`` statements that assert (at its top level, or in the body of a
     function it defines, such as ``check``; a loop of asserts is one), and every other statement kept; None where
     fewer than ``count + 1`` such statements would leave none hidden, or the code does not parse."""
     try:
-        tree = ast.parse(code)
+        tree = python_syntax.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     bodies = [tree.body] + [

@@ -11,9 +11,9 @@ few more, all text. Rows have no id: a task's id is its row's position in the sp
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
+from .. import python_syntax
 from .apps import APPSAdapter
 from .hub import HubFiles
 
@@ -26,7 +26,7 @@ def literal_list(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(v) for v in value]
     try:
-        parsed = ast.literal_eval(value) if isinstance(value, str) else None
+        parsed = python_syntax.literal_eval(value) if isinstance(value, str) else None
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return []
     return [str(v) for v in parsed] if isinstance(parsed, (list, tuple)) else []

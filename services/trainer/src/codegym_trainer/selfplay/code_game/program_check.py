@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 
+from codegym_evaluator import python_syntax
+
 MAX_PROGRAM_CHARS = 1200
 
 BANNED_MODULES = frozenset(
@@ -72,7 +74,7 @@ def check_program(code: str) -> list[str]:
     if len(code) > MAX_PROGRAM_CHARS:
         return [f"{len(code)} characters, more than {MAX_PROGRAM_CHARS}"]
     try:
-        tree = ast.parse(code)
+        tree = python_syntax.parse(code)
     except (SyntaxError, ValueError) as exc:
         return [f"does not parse: {exc}"]
     problems: list[str] = []

@@ -90,6 +90,78 @@ CASES = {
         "def fill(into, n):\n    into = {i: i for i in range(n)}\n",
         "def fill(into, n):\n    into.update({i: i for i in range(n)})\n",
     ),
+    # One object in two places is one object in the tests: a result's rows, an argument given back, one given
+    # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
+    "rows that must be one list": (
+        """
+        def test_rows():
+            g = grid(3)
+            g[0][0] = 1
+            assert g[1][0] == 1
+        """,
+        "def grid(n):\n    return [[0] * n for _ in range(n)]\n",
+        "def grid(n):\n    return [[0] * n] * n\n",
+    ),
+    "an argument given back as it is": (
+        """
+        def test_same():
+            a = [3, 1, 2]
+            b = sort_in_place(a)
+            assert b is a and a == [1, 2, 3]
+        """,
+        "def sort_in_place(a):\n    return sorted(a)\n",
+        "def sort_in_place(a):\n    a.sort()\n    return a\n",
+    ),
+    "a copy where an argument is asked back": (
+        """
+        def test_copy():
+            a = [3, 1, 2]
+            assert sorted_copy(a) is not a
+        """,
+        "def sorted_copy(a):\n    a.sort()\n    return a\n",
+        "def sorted_copy(a):\n    return sorted(a)\n",
+    ),
+    "a row of a matrix changed in place": (
+        """
+        def test_rotate():
+            m = [[1, 2], [3, 4]]
+            row = m[0]
+            rotate(m)
+            assert m == [[3, 1], [4, 2]] and row is m[0] and row == [3, 1]
+        """,
+        "def rotate(m):\n    m[:] = [list(r) for r in zip(*m[::-1])]\n",
+        "def rotate(m):\n    n = len(m)\n    t = [list(r) for r in zip(*m[::-1])]\n"
+        "    for i in range(n):\n        m[i][:] = t[i]\n",
+    ),
+    "a list in a tuple changed in place": (
+        """
+        def test_push():
+            stack = []
+            push((stack, 1))
+            assert stack == [1]
+        """,
+        "def push(pair):\n    pair = (pair[0] + [pair[1]], pair[1])\n",
+        "def push(pair):\n    pair[0].append(pair[1])\n",
+    ),
+    "one list given twice": (
+        """
+        def test_twice():
+            a = [1]
+            extend_both(a, a)
+            assert a == [1, 2, 2]
+        """,
+        "def extend_both(x, y):\n    x.append(2)\n    y.extend([2] if y is not x else [])\n",
+        "def extend_both(x, y):\n    x.append(2)\n    y.append(2)\n",
+    ),
+    "a list that holds itself": (
+        """
+        def test_loop():
+            a = looped()
+            assert a[1] is a and a[0] == 1
+        """,
+        "def looped():\n    a = [1]\n    a.append(list(a))\n    return a\n",
+        "def looped():\n    a = [1]\n    a.append(a)\n    return a\n",
+    ),
 }
 
 
@@ -135,3 +207,33 @@ def test_a_numpy_value_that_is_none_is_a_breach(answer: str) -> None:
     with pytest.raises((ValueError, TypeError)):
         check(data)
         decode(data)
+
+
+# A program's process that answers a call with changes or values it was never given: the patched answer adds
+# what the program wants the tests to see (a list it was not passed changed, a list turned into a dict, a value
+# numbered past the call's), and the run is an error (the checker's answer to any breach of its wire), never a pass.
+FORGED_CHANGES = {
+    "a value past the arguments changed": '{"1": ["l", 7]}',
+    "a list made a dict": '{"0": ["d", [1, 2]]}',
+    "a number past the call's values": '{"0": ["l", ["a", 5]]}',
+}
+
+
+@pytest.mark.parametrize("forged", sorted(FORGED_CHANGES))
+def test_a_change_the_call_could_not_make_fails_the_test(hostile: TestClient, forged: str) -> None:
+    program = (
+        "import sys\n"
+        "def _install():\n"
+        "    plain = sys.modules['codegym_sandbox.agent.plain_data']\n"
+        "    answer = plain.Channel.answer\n"
+        "    def forge(self, message):\n"
+        "        if type(message) is dict and 'changed' in message:\n"
+        f"            message['changed'] = {FORGED_CHANGES[forged]}\n"
+        "        return answer(self, message)\n"
+        "    plain.Channel.answer = forge\n"
+        "def touch(a, _installed=_install()):\n"
+        "    return 0\n"
+    )
+    tests = "def test_touch():\n    a, b = [1], [2]\n    touch(a)\n    assert a in ([7], [1]) and b == [2]\n"
+    honest = "def touch(a):\n    return 0\n"
+    assert _verdicts(hostile, tests, [program, honest]) == ["RE", "AC"]

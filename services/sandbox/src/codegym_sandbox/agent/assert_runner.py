@@ -68,7 +68,7 @@ from . import (
 from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
-from .plain_data import Channel, Handle, decode, encode, update_in_place
+from .plain_data import Aliases, Channel, decode, encode
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -78,6 +78,7 @@ from .program_errors import (
     undefined,
     unimported,
 )
+from .program_handle import Handle
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 from .test_forms import Tests, read_tests
 
@@ -165,13 +166,19 @@ class Checker:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         with self.exchange:  # what it sends of the state is what this call's answer changes
             # With what the tests patched, and what they set of the interpreter's state since (``shared_state``).
-            sent, patched = [encode(a, None) for a in args], patched_builtins.patched(self.streams)
-            request = ["call", target, sent, {str(k): encode(v, None) for k, v in kwargs.items()}, patched]
-            answer = self.ask([*request, self.state.changed()], checker_wire.CallAnswer, patched)
+            # The tests' lists, dicts, sets and bytearrays, numbered as the program's process reads them.
+            aliases, patched = Aliases(), patched_builtins.patched(self.streams)
+            sent = [encode(a, None, aliases) for a in args]
+            named = {str(k): encode(v, None, aliases) for k, v in kwargs.items()}
+            given = len(aliases.values)
+            request = ["call", target, sent, named, patched, self.state.changed(), not data]
+            answer = self.ask(request, checker_wire.CallAnswer, patched)
             self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
-            for original, changed in self._guard(checker_wire.changed, answer, args, kwargs):
-                update_in_place(original, self.decode(changed))
-            return answer["value"] if data else self.decode(answer["value"])
+            value = answer["value"] if data else self.decode(answer["value"], aliases)
+            # After the value, as the program's process wrote them: their new values are numbered in that order.
+            for index, now in self._guard(checker_wire.changed, answer, given):
+                self.decode(now, aliases, into=aliases.values[index])
+            return value
 
     def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """What the program's function ``name`` returned (wire data), for a call test."""
@@ -181,11 +188,11 @@ class Checker:
         request = ["op", op, ref, *(encode(a, None) for a in args)]
         return self.decode(self.ask(request, checker_wire.ValueAnswer)["value"])
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: Any, aliases: Aliases | None = None, into: Any = None) -> Any:
         """A value of the program's, here (see ``plain_data.decode``), noting what it made this process import."""
         before = len(sys.modules)
         try:
-            value = decode(data, None, self)
+            value = decode(data, None, self, aliases, into)
         except Exception as exc:  # checked as wire data, yet not a value (a dict key that is a list)
             self.broken = True
             raise checker_wire.Breach(f"the program's process answered what is no value: {exc}") from None

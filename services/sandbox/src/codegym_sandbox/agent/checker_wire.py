@@ -44,8 +44,8 @@ class ProgramWarning(TypedDict):
 
 
 class CallAnswer(TypedDict):
-    """What a call returned, the arguments the call changed in place (by their index, as a string), and the warnings
-    it issued."""
+    """What a call returned, the tests' values the call changed in place (by their number among its arguments' lists,
+    dicts, sets and bytearrays, as a string: ``plain_data.Aliases``), and the warnings it issued."""
 
     value: Data
     changed: dict[str, Data]
@@ -141,20 +141,17 @@ def names(answer: NamesAnswer, wanted: frozenset[str]) -> NamesAnswer:
     return answer
 
 
-def changed(answer: CallAnswer, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> list[tuple[Any, Data]]:
-    """The arguments a call changed, each the tests' own object and what it is now: only ones passed that a call
-    can change in place, by their place (``"0"``) or, given by name, by ``"k:"`` and the name."""
+def changed(answer: CallAnswer, given: int) -> list[tuple[int, Data]]:
+    """The tests' values a call changed in place, each by its number among the ``given`` lists, dicts, sets and
+    bytearrays of its arguments (``plain_data.Aliases``), with what it is now, in the order the program's process
+    wrote them."""
     out = []
     for key, data in answer["changed"].items():
-        if key.startswith("k:"):
-            original = kwargs.get(key[2:])
-        else:
-            index = int(key) if key.isdecimal() and len(key) < 6 else -1
-            original = args[index] if 0 <= index < len(args) else None
-        if not isinstance(original, (list, dict, set, bytearray)):
-            raise Breach(f"the program's process changed an argument it was not passed: {key[:100]!r}")
-        out.append((original, data))
-    return out
+        index = int(key) if key.isdecimal() and len(key) < 10 else -1
+        if not 0 <= index < given:
+            raise Breach(f"the program's process changed a value it was not passed: {key[:100]!r}")
+        out.append((index, data))
+    return sorted(out, key=lambda pair: pair[0])
 
 
 def _typed(value: object, kind: Any, where: str) -> Any:

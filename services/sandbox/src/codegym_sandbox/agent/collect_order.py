@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 
 from .fixture_requests import definition
-from .plain_data import Handle
+from .program_handle import Handle
 
 
 def class_members(cls: type) -> list[tuple[str, object]]:

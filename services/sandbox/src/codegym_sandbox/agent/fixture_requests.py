@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, TypeGuard
 
 from . import pytest_marks
-from .plain_data import Handle
+from .program_handle import Handle
 
 TESTS_FILE = "<tests>"  # the name the checker compiles the tests under (test_forms.read_tests)
 _NOT_RUNNABLE = 0x80 | 0x200  # a coroutine's and an async generator's code flags: no runner here awaits them

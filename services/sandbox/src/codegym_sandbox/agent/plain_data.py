@@ -1,13 +1,14 @@
-"""Plain data between the two processes of an assert run: values as tagged JSON, handles, the channel.
+"""Plain data between the two processes of an assert run: values as tagged JSON, and the channel.
 
 Arguments and return values cross as plain data (None, bool, int, float, complex, ``Fraction``, ``Decimal``,
 str, bytes, and lists, tuples, dicts (an ``OrderedDict`` and a ``Counter`` as themselves: their equality is not a
 dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods). A numpy
 array or scalar of a plain dtype (bool, numbers, text, bytes, objects) crosses with its dtype and shape, and is
 made again as one (``numpy_data``): a test of a result's dtype, or of ``isinstance(n, int)`` on an ``np.int64``,
-sees what it would beside the program.
-Anything else stays in the program's process and is a :class:`Handle` on the checker's side, which only
-equals itself and passes what is done to it on to the program's process. No code of the program's ever
+sees what it would beside the program. Within a call, one list, dict, set or bytearray in two places is one on
+both sides, and what the call changed in place of its arguments reaches the tests' own objects (``Aliases``).
+Anything else stays in the program's process and is a :class:`Handle` (``program_handle``) on the checker's
+side, which only equals itself and passes what is done to it on to the program's process. No code of the program's ever
 runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).
 """
 
@@ -24,110 +25,52 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from . import handle_operators, numpy_data
+from . import numpy_data
+from .program_handle import Handle
 
 # --- plain data on the wire ---------------------------------------------------------------------------
 # JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
 # exact types are read back; a subclass crosses as its base type, without its methods.
 
 
-class Handle:
-    """A value that stayed in the program's process, and can be passed back to it.
+class Aliases:
+    """The mutable values (lists, dicts, sets, bytearrays) of one call, numbered in the order they are first
+    written or read: the call's arguments, then what it returned and what it changed of them.
 
-    It never equals plain data. Two handles are compared by the program (both sides are its own objects,
-    such as instances of a class it defines).
+    Both sides number them alike, so ``["a", n]`` is the n-th of them wherever it is: a list the program was
+    given and returned (``b is a`` holds in the tests), one list that a result holds twice (``[[0] * n] * n``, one
+    row changed changes each), a list that holds itself. Without them, each place would cross as a copy.
     """
 
-    def __init__(self, ref: int, text: str, checker: Any = None, callable_: bool = False) -> None:
-        self._ref, self._text, self._checker, self._callable = ref, text, checker, callable_
+    def __init__(self) -> None:
+        self.values: list[Any] = []  # held: an id stays the value's while it is here
+        self._at: dict[int, int] = {}
 
-    def __repr__(self) -> str:
-        return self._text
+    def at(self, value: Any) -> int | None:
+        return self._at.get(id(value))
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Handle):
-            return False
-        return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
-
-    def __hash__(self) -> int:
-        return hash(("handle", self._ref))
-
-    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
-        # ``class TestX(Base)`` on a class of the program's: no class here can have it as a base (the class
-        # statement would otherwise make a handle, and a runner would find no tests in it).
-        raise TypeError(f"{self._text}, of the program's, cannot be a base of a class of the tests")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._callable or self._checker is None:
-            raise TypeError(f"{self._text} is not callable")
-        return self._checker.call(["ref", self._ref], args, kwargs)
-
-    # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
-    # done by the program's process on its own object; only the plain data (or a handle) comes back.
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or self.__dict__.get("_checker") is None:
-            raise AttributeError(name)  # protocols the interpreter probes (copy, pickle): not the program's
-        return self._checker.operate("getattr", self._ref, name)
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._ask("getitem", key)
-
-    def __len__(self) -> int:
-        length = self._ask("len")
-        if type(length) is not int:  # plain data, exactly: nothing of the program's runs here
-            raise TypeError(f"the length of {self._text} is not an int")
-        return length
-
-    def __iter__(self) -> Any:
-        return iter(self._ask("iter"))
-
-    def __contains__(self, item: Any) -> bool:
-        return self._ask("contains", item) is True
-
-    def __bool__(self) -> bool:
-        return self._ask("bool") is True
-
-    def __str__(self) -> str:
-        text = self._ask("str")
-        if type(text) is not str:
-            raise TypeError(f"str() of {self._text} is not a str")
-        return text
-
-    def __format__(self, spec: str) -> str:
-        text = self._ask("format", spec)
-        if type(text) is not str:
-            raise TypeError(f"format() of {self._text} is not a str")
-        return text
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _OWN:
-            object.__setattr__(self, name, value)
-        else:
-            self._ask("setattr", name, value)
-
-    def __delattr__(self, name: str) -> None:
-        self._ask("delattr", name)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._ask("setitem", key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self._ask("delitem", key)
-
-    def _ask(self, op: str, *args: Any) -> Any:
-        if self._checker is None:
-            raise TypeError(f"{self._text} does not support {op}")
-        return self._checker.operate(op, self._ref, *args)
+    def add(self, value: Any) -> Any:
+        self._at[id(value)] = len(self.values)
+        self.values.append(value)
+        return value
 
 
-_OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own attributes; any other is the object's
+MUTABLE = (list, dict, set, bytearray)  # what a call can change in place, and what is the same object in two places
 
 
-handle_operators.install(Handle)  # its operators: the program's, never with a comparison of the tests' values
+def encode(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -> Any:
+    """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle, and with
+    ``aliases`` a mutable value met before is ``["a", n]``."""
+    if aliases is not None and isinstance(value, MUTABLE):
+        at = aliases.at(value)
+        if at is not None:
+            return ["a", at]
+        aliases.add(value)
+    return contents(value, refs, aliases)
 
 
-def encode(value: Any, refs: list[Any] | None) -> Any:
-    """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle."""
+def contents(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -> Any:
+    """``value`` written out, whether or not ``aliases`` has it (what a changed argument is now)."""
     if value is None or value is True or value is False:
         return value
     if isinstance(value, int):
@@ -146,18 +89,18 @@ def encode(value: Any, refs: list[Any] | None) -> Any:
     if isinstance(value, complex):
         return ["c", value.real.hex(), value.imag.hex()]
     if isinstance(value, list):
-        return ["l", *(encode(v, refs) for v in list(value))]
+        return ["l", *(encode(v, refs, aliases) for v in list(value))]
     if isinstance(value, tuple):
-        return ["t", *(encode(v, refs) for v in tuple(value))]
+        return ["t", *(encode(v, refs, aliases) for v in tuple(value))]
     if isinstance(value, dict):
         # The mappings whose equality is not a dict's cross as themselves: an OrderedDict compares its order (a
         # wrong order passed as a dict), a Counter takes a missing key for a zero (an honest one failed as a dict).
         tag = "ct" if isinstance(value, Counter) else "od" if isinstance(value, OrderedDict) else "d"
-        return [tag, *([encode(k, refs), encode(v, refs)] for k, v in dict(value).items())]
+        return [tag, *([encode(k, refs, aliases), encode(v, refs, aliases)] for k, v in dict(value).items())]
     if isinstance(value, frozenset):
-        return ["fs", *(encode(v, refs) for v in frozenset(value))]
+        return ["fs", *(encode(v, refs, aliases) for v in frozenset(value))]
     if isinstance(value, set):
-        return ["s", *(encode(v, refs) for v in set(value))]
+        return ["s", *(encode(v, refs, aliases) for v in set(value))]
     if isinstance(value, range):
         return ["r", value.start, value.stop, value.step]
     if isinstance(value, Handle):
@@ -165,9 +108,9 @@ def encode(value: Any, refs: list[Any] | None) -> Any:
     if refs is None:
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
-        return ["g", *(encode(v, refs) for v in value)]  # an iterator crosses as what it yields
+        return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        return numpy_data.wire(value, lambda items: encode(items, refs))
+        return numpy_data.wire(value, lambda items: encode(items, refs))  # its items: new objects, never aliased
     refs.append(value)
     return ["h", len(refs) - 1, _repr(value), callable(value)]
 
@@ -182,6 +125,7 @@ def _repr(value: Any) -> str:
 _SCALARS = (type(None), bool, int, float, str)
 _SEQUENCES = ("l", "t", "s", "fs", "g")  # any number of values
 _MAPPINGS: dict[str, type[dict[Any, Any]]] = {"d": dict, "od": OrderedDict, "ct": Counter}  # pairs
+_MUTABLE_TAGS: dict[str, type[Any]] = {"l": list, "s": set, "ya": bytearray, **_MAPPINGS}  # see ``MUTABLE``
 
 
 def check(data: Any) -> None:
@@ -222,6 +166,8 @@ def check(data: Any) -> None:
             raise ValueError(f"not a Decimal: {rest[0][:100]!r}") from None
     elif tag == "r" and len(rest) == 3 and all(type(r) is int for r in rest) and rest[2] != 0:
         return
+    elif tag == "a" and len(rest) == 1 and type(rest[0]) is int and rest[0] >= 0:
+        return  # one of the call's mutable values (``Aliases``): whether there is such a one, decode finds
     elif tag != "h" or [type(r) for r in rest] != [int, str, bool]:  # a handle: its number, repr, callable
         raise ValueError(f"not wire data: {str(data)[:100]}")
 
@@ -235,22 +181,28 @@ def _number(tag: str, text: str) -> None:
         bytes.fromhex(text)
 
 
-def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any:
-    """The value ``data`` stands for; handles resolve through ``refs`` on the program's side."""
+def decode(
+    data: Any, refs: list[Any] | None = None, checker: Any = None, aliases: Aliases | None = None, into: Any = None
+) -> Any:
+    """The value ``data`` stands for; handles resolve through ``refs`` on the program's side, ``["a", n]`` through
+    ``aliases``. With ``into`` (a mutable value of ``aliases``, and ``data`` its ``contents``), that value is
+    changed in place to be what ``data`` says, and returned."""
     if not isinstance(data, list):
         return data
     tag, rest = data[0], data[1:]
-    if tag == "l":
-        return [decode(v, refs, checker) for v in rest]
+    if tag == "a":
+        if aliases is None or not 0 <= rest[0] < len(aliases.values):
+            raise ValueError(f"no value {rest[0]} of the call's")
+        return aliases.values[rest[0]]
+    kind = _MUTABLE_TAGS.get(tag)
+    if into is not None and (kind is None or not isinstance(into, kind)):
+        raise ValueError(f"a {type(into).__name__} cannot become {tag!r}")
+    if kind is not None:
+        return _fill(tag, rest, refs, checker, aliases, into)
     if tag == "t":
-        return tuple(decode(v, refs, checker) for v in rest)
-    if tag in _MAPPINGS:
-        items = {decode(k, refs, checker): decode(v, refs, checker) for k, v in rest}
-        return items if tag == "d" else _MAPPINGS[tag](items)  # a Counter counts what an iterable holds: a mapping
-    if tag == "s":
-        return {decode(v, refs, checker) for v in rest}
+        return tuple(decode(v, refs, checker, aliases) for v in rest)
     if tag == "fs":
-        return frozenset(decode(v, refs, checker) for v in rest)
+        return frozenset(decode(v, refs, checker, aliases) for v in rest)
     if tag == "i":
         return int(rest[0], 16)
     if tag == "f":
@@ -261,13 +213,12 @@ def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any
         return Decimal(str(rest[0]))
     if tag == "c":
         return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
-    if tag in ("y", "ya"):
-        raw = bytes.fromhex(rest[0])
-        return raw if tag == "y" else bytearray(raw)
+    if tag == "y":
+        return bytes.fromhex(rest[0])
     if tag == "r":
         return range(*rest)
     if tag == "g":
-        return iter([decode(v, refs, checker) for v in rest])
+        return iter([decode(v, refs, checker, aliases) for v in rest])
     if tag == "np":
         values = decode(rest[0], refs, checker)
         numpy = _numpy()
@@ -281,6 +232,32 @@ def decode(data: Any, refs: list[Any] | None = None, checker: Any = None) -> Any
             return refs[rest[0]]
         return Handle(rest[0], rest[1], checker, bool(rest[2]))
     raise ValueError(f"unknown tag {tag!r}")
+
+
+def _fill(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases | None, into: Any) -> Any:
+    """A list, mapping, set or bytearray: ``into`` changed in place, or a new one; numbered in ``aliases`` before
+    its items are read, as ``encode`` numbered it before it wrote them."""
+    made = into is None
+    if made:
+        into = _MUTABLE_TAGS[tag]()
+        if aliases is not None:
+            aliases.add(into)
+    if tag == "ya":
+        into[:] = bytes.fromhex(rest[0])
+    elif tag == "l":
+        into[:] = [decode(v, refs, checker, aliases) for v in rest]
+    elif tag == "s":
+        items = {decode(v, refs, checker, aliases) for v in rest}
+        into.clear()
+        into.update(items)
+    else:
+        # Keys then values, in the order written; a Counter counts what an iterable holds, so it is set item by item.
+        pairs = [(decode(k, refs, checker, aliases), decode(v, refs, checker, aliases)) for k, v in rest]
+        if not made:
+            into.clear()  # then filled in the changed order: an OrderedDict's move_to_end holds
+        for key, item in pairs:
+            into[key] = item
+    return into
 
 
 def _numpy() -> Any:
@@ -379,17 +356,3 @@ class Channel:
             if fd >= 0:
                 os.close(fd)
         self.read_fd = self.write_fd = -1
-
-
-def update_in_place(original: Any, changed: Any) -> None:
-    """An argument the program's function changed in place (a list, a dict, a set, a bytearray), changed so in the
-    checker's copy too, as the tests' own object would be."""
-    if original == changed:
-        return
-    if isinstance(original, list) and isinstance(changed, list):
-        original[:] = changed
-    elif (isinstance(original, dict) and isinstance(changed, dict)) or type(changed) is type(original) is set:
-        original.clear()  # then filled in the changed order: an OrderedDict's move_to_end holds
-        original.update(changed)
-    elif isinstance(original, bytearray) and isinstance(changed, bytearray):
-        original[:] = changed

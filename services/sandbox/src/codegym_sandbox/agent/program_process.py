@@ -24,7 +24,7 @@ from . import program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
-from .plain_data import Channel, decode, encode
+from .plain_data import Aliases, Channel, contents, decode, encode
 from .program_errors import LINEAGE
 
 MODULE = "solution"  # the program's module name
@@ -217,26 +217,41 @@ def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAn
 
 
 def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: Channel) -> CallAnswer:
-    _, target, args_data, kwargs_data, patched, state = request
+    _, target, args_data, kwargs_data, patched, state, shared = request
     shared_state.take(state)  # what the tests set of the interpreter's state, as in one process
     if target[0] == "name" and target[1] not in scope:
         raise NameError(f"name {target[1]!r} is not defined")
     function = scope[target[1]] if target[0] == "name" else refs[target[1]]
-    args = [decode(a, refs) for a in args_data]
-    kwargs = {k: decode(v, refs) for k, v in kwargs_data.items()}
+    # The arguments' lists, dicts, sets and bytearrays, numbered as the checker numbered the tests' own.
+    aliases = Aliases()
+    args = [decode(a, refs, None, aliases) for a in args_data]
+    kwargs = {k: decode(v, refs, None, aliases) for k, v in kwargs_data.items()}
+    given = [(value, _shallow(value)) for value in aliases.values]
     # Builtins the tests patched ask them (``patched_builtins``); every warning is kept for the tests' filters,
     # pytest.warns among them, which the checker's are (in one process, they would see each).
     # What crosses back is made under them too: a generator the call returned runs as it is encoded.
     with forwarding(channel, refs, patched), warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
-        value = encode(function(*args, **kwargs), refs)
-        # Arguments the program may have changed in place go back too, as a caller would see them.
-        # An OrderedDict's and a Counter's too (they cross as themselves, see plain_data): moved to its end, counted.
-        after = {str(i): encode(a, refs) for i, a in enumerate(args) if isinstance(a, (list, dict, set, bytearray))}
-        after.update(
-            (f"k:{k}", encode(v, refs)) for k, v in kwargs.items() if isinstance(v, (list, dict, set, bytearray))
-        )
+        # A result that is (or holds) an argument is that argument in the tests; a call test compares values only.
+        value = encode(function(*args, **kwargs), refs, aliases if shared else None)
+        # Then what the call changed in place of what it was given, however deep, as a caller would see it.
+        after = {str(i): contents(v, refs, aliases) for i, (v, was) in enumerate(given) if _changed(v, was)}
     return {"value": value, "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
+
+
+def _shallow(value: Any) -> tuple[Any, ...]:
+    """What a mutable value holds now, the items themselves (held, so that no other object takes their ids)."""
+    if isinstance(value, bytearray):
+        return (bytes(value),)
+    return tuple(x for pair in value.items() for x in pair) if isinstance(value, dict) else tuple(value)
+
+
+def _changed(value: Any, was: tuple[Any, ...]) -> bool:
+    """Whether anything in ``value`` was replaced, added, removed or moved since it held ``was``."""
+    now = _shallow(value)
+    if isinstance(value, bytearray):
+        return now != was
+    return len(now) != len(was) or any(a is not b for a, b in zip(now, was, strict=True))
 
 
 WARNINGS = 64  # the most warnings of one call that reach the tests

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from . import call_test, collect_order, import_path, program_names, pytest_marks, ran_tests, unittest_cases
 from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, setup_error, theirs, wrapped
-from .plain_data import Handle
 from .program_errors import program_traceback
+from .program_handle import Handle
 
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
 # not import: every program is forked from it).

@@ -1,0 +1,107 @@
+"""A value of the program's that stayed in its process, as the checker holds it: a handle.
+
+It only equals itself (or another handle to the same object, as the program compares them), and passes what
+is done to it on to the program's process (``program_process``), whose answer crosses as plain data
+(``plain_data``). No code of the program's runs in the checker through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import handle_operators
+
+
+class Handle:
+    """A value that stayed in the program's process, and can be passed back to it.
+
+    It never equals plain data. Two handles are compared by the program (both sides are its own objects,
+    such as instances of a class it defines).
+    """
+
+    def __init__(self, ref: int, text: str, checker: Any = None, callable_: bool = False) -> None:
+        self._ref, self._text, self._checker, self._callable = ref, text, checker, callable_
+
+    def __repr__(self) -> str:
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Handle):
+            return False
+        return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
+
+    def __hash__(self) -> int:
+        return hash(("handle", self._ref))
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        # ``class TestX(Base)`` on a class of the program's: no class here can have it as a base (the class
+        # statement would otherwise make a handle, and a runner would find no tests in it).
+        raise TypeError(f"{self._text}, of the program's, cannot be a base of a class of the tests")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._callable or self._checker is None:
+            raise TypeError(f"{self._text} is not callable")
+        return self._checker.call(["ref", self._ref], args, kwargs)
+
+    # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
+    # done by the program's process on its own object; only the plain data (or a handle) comes back.
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or self.__dict__.get("_checker") is None:
+            raise AttributeError(name)  # protocols the interpreter probes (copy, pickle): not the program's
+        return self._checker.operate("getattr", self._ref, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._ask("getitem", key)
+
+    def __len__(self) -> int:
+        length = self._ask("len")
+        if type(length) is not int:  # plain data, exactly: nothing of the program's runs here
+            raise TypeError(f"the length of {self._text} is not an int")
+        return length
+
+    def __iter__(self) -> Any:
+        return iter(self._ask("iter"))
+
+    def __contains__(self, item: Any) -> bool:
+        return self._ask("contains", item) is True
+
+    def __bool__(self) -> bool:
+        return self._ask("bool") is True
+
+    def __str__(self) -> str:
+        text = self._ask("str")
+        if type(text) is not str:
+            raise TypeError(f"str() of {self._text} is not a str")
+        return text
+
+    def __format__(self, spec: str) -> str:
+        text = self._ask("format", spec)
+        if type(text) is not str:
+            raise TypeError(f"format() of {self._text} is not a str")
+        return text
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _OWN:
+            object.__setattr__(self, name, value)
+        else:
+            self._ask("setattr", name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._ask("delattr", name)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._ask("setitem", key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._ask("delitem", key)
+
+    def _ask(self, op: str, *args: Any) -> Any:
+        if self._checker is None:
+            raise TypeError(f"{self._text} does not support {op}")
+        return self._checker.operate(op, self._ref, *args)
+
+
+_OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own attributes; any other is the object's
+
+
+handle_operators.install(Handle)  # its operators: the program's, never with a comparison of the tests' values

@@ -1,8 +1,7 @@
 """Runs a program against assert tests so that nothing the program does can produce a pass.
 
-The main script of every assert-test run is :data:`ASSERT_MAIN`, two lines that call :func:`main`: this module is part
-of the agent, loaded by the box before it forks, so a run compiles nothing of it. A run reads, on stdin, the program's
-length, the program, then the tests.
+The main script of every assert-test run is :data:`ASSERT_MAIN`, two lines that call :func:`main` (its stdin:
+``assert_stdin``): this module is part of the agent, loaded by the box before it forks, so a run compiles nothing of it.
 
 Two processes, so that the pass signal never depends on anything the program can reach:
 
@@ -17,8 +16,7 @@ Two processes, so that the pass signal never depends on anything the program can
   calls with plain data (see ``plain_data``). A value's own ``__eq__`` never runs in the checker, so an object that
   equals everything is a wrong answer, and the tests' expected values never reach the program.
 
-Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code: the checker calls the
-function and compares what it returned (see ``call_test``).
+Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code (see ``call_test``).
 
 An exception the program raises reaches the tests as the same builtin type (so that tests may expect a ``ValueError``),
 but never as one that drives the tests' control flow: a ``StopIteration`` would end a ``map`` or a ``zip`` of the
@@ -68,7 +66,7 @@ from . import (
 from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
-from .plain_data import Aliases, Channel, decode, encode
+from .plain_data import Aliases, Channel, decode, encode, encode_call
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -165,14 +163,11 @@ class Checker:
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         with self.exchange:  # what it sends of the state is what this call's answer changes
-            # With what the tests patched, and what they set of the interpreter's state since (``shared_state``).
-            # The tests' lists, dicts, sets and bytearrays, numbered as the program's process reads them.
-            aliases, patched = Aliases(), patched_builtins.patched(self.streams)
-            sent = [encode(a, None, aliases) for a in args]
-            named = {str(k): encode(v, None, aliases) for k, v in kwargs.items()}
-            given = len(aliases.values)
+            # With what the tests patched, what they set of the interpreter's state since (``shared_state``), and
+            # their lists, dicts, sets and bytearrays numbered as the program's process reads them (``Aliases``).
+            patched, (sent, named, aliases) = patched_builtins.patched(self.streams), encode_call(args, kwargs)
             request = ["call", target, sent, named, patched, self.state.changed(), not data]
-            answer = self.ask(request, checker_wire.CallAnswer, patched)
+            given, answer = len(aliases.values), self.ask(request, checker_wire.CallAnswer, patched)
             self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
             value = answer["value"] if data else self.decode(answer["value"], aliases)
             # After the value, as the program's process wrote them: their new values are numbered in that order.

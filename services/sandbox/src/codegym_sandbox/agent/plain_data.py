@@ -69,6 +69,13 @@ def encode(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -
     return contents(value, refs, aliases)
 
 
+def encode_call(args: Any, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], Aliases]:
+    """A call's arguments, given by place and by name, as the checker sends them, and their mutable values."""
+    aliases = Aliases()
+    sent = [encode(a, None, aliases) for a in args]
+    return sent, {str(k): encode(v, None, aliases) for k, v in kwargs.items()}, aliases
+
+
 def contents(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -> Any:
     """``value`` written out, whether or not ``aliases`` has it (what a changed argument is now)."""
     if value is None or value is True or value is False:

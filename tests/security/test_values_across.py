@@ -90,6 +90,49 @@ CASES = {
         "def fill(into, n):\n    into = {i: i for i in range(n)}\n",
         "def fill(into, n):\n    into.update({i: i for i in range(n)})\n",
     ),
+    # The tests' own arrays reach the program as arrays, and what a call does to one in place, the tests see.
+    "an array the tests pass": (
+        """
+        import numpy as np
+        def test_total():
+            assert total(np.array([1, 2, 3], dtype=np.int8)) == 6
+        """,
+        "def total(a):\n    return len(a)\n",
+        "def total(a):\n    assert a.dtype.name == 'int8'\n    return int(a.sum())\n",
+    ),
+    "an array sorted in place": (
+        """
+        import numpy as np
+        def test_sort():
+            a = np.array([3, 1, 2])
+            view = a[:2]
+            sort_in_place(a)
+            assert a.tolist() == [1, 2, 3] and view.tolist() == [1, 2]
+        """,
+        "import numpy as np\ndef sort_in_place(a):\n    a = np.sort(a)\n",
+        "def sort_in_place(a):\n    a.sort()\n",
+    ),
+    "an array that must not change": (
+        """
+        import numpy as np
+        def test_copy():
+            a = np.array([3.0, 1.0, 2.0])
+            assert sorted_copy(a).tolist() == [1.0, 2.0, 3.0]
+            assert a.tolist() == [3.0, 1.0, 2.0]
+        """,
+        "def sorted_copy(a):\n    a.sort()\n    return a\n",
+        "import numpy as np\ndef sorted_copy(a):\n    return np.sort(a)\n",
+    ),
+    "an array given back as it is": (
+        """
+        import numpy as np
+        def test_same():
+            a = np.zeros(3)
+            assert fill(a) is a and a.tolist() == [1.0, 1.0, 1.0]
+        """,
+        "import numpy as np\ndef fill(a):\n    return np.ones_like(a)\n",
+        "def fill(a):\n    a[:] = 1\n    return a\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (

@@ -2,7 +2,9 @@
 were, where the dtype is plain (bool, numbers, text, bytes) or objects (each item as any value crosses). A
 result's ``dtype``, ``shape`` (an empty array's too) and type (an ``np.int64`` is no ``int``) are then what a
 test beside the program sees. An array of any other dtype (dates, records) crosses as the list of its items,
-made an array again (``["np", items]``); a scalar of one, as its item."""
+made an array again (``["np", items]``); a scalar of one, as its item. The tests' own arrays and scalars cross to
+the program's process the same way, and an array a call changes in place is changed for the tests
+(``plain_data.Aliases``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ from typing import Any
 TAGS = ("npa", "nps")  # ["npa", dtype, shape, items]: an array; ["nps", dtype, item]: a scalar
 _DTYPES = re.compile(r"[<>|=]?(b1|[iu][1248]|f(2|4|8|12|16)|c(8|16|24|32)|[US][0-9]{1,7}|O)")
 _MOST_DIMENSIONS = 64  # numpy's own bound
+
+
+def is_array(value: Any) -> bool:
+    """Whether ``value`` is a numpy array (numpy is not imported for it: a value of numpy's means it is)."""
+    return type(value).__name__ == "ndarray" and type(value).__module__ == "numpy"
 
 
 def wire(value: Any, encode: Callable[[Any], Any]) -> Any:

@@ -58,10 +58,15 @@ class Aliases:
 MUTABLE = (list, dict, set, bytearray)  # what a call can change in place, and what is the same object in two places
 
 
+def mutable(value: Any) -> bool:
+    """Whether ``value`` is one of ``MUTABLE``, or a numpy array (this module never imports numpy itself)."""
+    return isinstance(value, MUTABLE) or numpy_data.is_array(value)
+
+
 def encode(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -> Any:
     """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle, and with
     ``aliases`` a mutable value met before is ``["a", n]``."""
-    if aliases is not None and isinstance(value, MUTABLE):
+    if aliases is not None and mutable(value):
         at = aliases.at(value)
         if at is not None:
             return ["a", at]
@@ -112,12 +117,12 @@ def contents(value: Any, refs: list[Any] | None, aliases: Aliases | None = None)
         return ["r", value.start, value.stop, value.step]
     if isinstance(value, Handle):
         return ["h", value._ref, value._text, False]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # the tests' own arrays and scalars too
+        return numpy_data.wire(value, lambda items: encode(items, refs))  # its items: new objects, never aliased
     if refs is None:
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        return numpy_data.wire(value, lambda items: encode(items, refs))  # its items: new objects, never aliased
     refs.append(value)
     return ["h", len(refs) - 1, _repr(value), callable(value)]
 
@@ -201,6 +206,8 @@ def decode(
         if aliases is None or not 0 <= rest[0] < len(aliases.values):
             raise ValueError(f"no value {rest[0]} of the call's")
         return aliases.values[rest[0]]
+    if tag in ("np", "npa"):
+        return _array(tag, rest, refs, checker, aliases, into)
     kind = _MUTABLE_TAGS.get(tag)
     if into is not None and (kind is None or not isinstance(into, kind)):
         raise ValueError(f"a {type(into).__name__} cannot become {tag!r}")
@@ -226,11 +233,7 @@ def decode(
         return range(*rest)
     if tag == "g":
         return iter([decode(v, refs, checker, aliases) for v in rest])
-    if tag == "np":
-        values = decode(rest[0], refs, checker)
-        numpy = _numpy()
-        return numpy.array(values) if numpy is not None else values
-    if tag in numpy_data.TAGS:
+    if tag == "nps":
         values = decode(rest[-1], refs, checker)
         numpy = _numpy()
         return numpy_data.value(numpy, tag, rest, values) if numpy is not None else values
@@ -264,6 +267,28 @@ def _fill(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases |
             into.clear()  # then filled in the changed order: an OrderedDict's move_to_end holds
         for key, item in pairs:
             into[key] = item
+    return into
+
+
+def _array(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases | None, into: Any) -> Any:
+    """A numpy array: ``into`` given its new items (and shape: ``resize`` changes it in place), or a new one,
+    numbered in ``aliases`` as ``encode`` numbered it (its items are never numbered)."""
+    values = decode(rest[-1], refs, checker)
+    numpy = _numpy()
+    made = (
+        values if numpy is None else numpy.array(values) if tag == "np" else numpy_data.value(numpy, tag, rest, values)
+    )
+    if into is None:
+        return aliases.add(made) if aliases is not None else made
+    if not numpy_data.is_array(into) or numpy is None:
+        raise ValueError(f"a {type(into).__name__} cannot become {tag!r}")
+    if tag == "np":  # a dtype that crossed as its items (dates): made again as the tests' array's
+        made = numpy.asarray(values, dtype=into.dtype)
+    if made.dtype != into.dtype:  # nothing done in place changes it
+        raise ValueError(f"an array of {into.dtype} cannot become one of {made.dtype}")
+    if made.shape != into.shape:
+        into.resize(made.shape, refcheck=False)
+    into[...] = made
     return into
 
 

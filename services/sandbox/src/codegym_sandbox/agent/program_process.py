@@ -20,7 +20,7 @@ import types
 import warnings
 from typing import Any, NoReturn
 
-from . import program_names, pyrun, shared_state
+from . import numpy_data, program_names, pyrun, shared_state
 from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
@@ -240,16 +240,19 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: C
 
 
 def _shallow(value: Any) -> tuple[Any, ...]:
-    """What a mutable value holds now, the items themselves (held, so that no other object takes their ids)."""
+    """What a mutable value holds now: the items themselves (held, so that no other object takes their ids), or a
+    bytearray's or an array's bytes (with the array's shape and dtype)."""
     if isinstance(value, bytearray):
         return (bytes(value),)
+    if numpy_data.is_array(value):
+        return (value.shape, value.dtype.str, value.tobytes())
     return tuple(x for pair in value.items() for x in pair) if isinstance(value, dict) else tuple(value)
 
 
 def _changed(value: Any, was: tuple[Any, ...]) -> bool:
     """Whether anything in ``value`` was replaced, added, removed or moved since it held ``was``."""
     now = _shallow(value)
-    if isinstance(value, bytearray):
+    if isinstance(value, bytearray) or numpy_data.is_array(value):
         return now != was
     return len(now) != len(was) or any(a is not b for a, b in zip(now, was, strict=True))
 

@@ -214,3 +214,51 @@ def solve(x):
 def test_a_forged_lineage_costs_the_checker_little(hostile: TestClient) -> None:
     tests = "for _ in range(3):\n    try:\n        solve(1)\n    except ValueError:\n        pass\n"
     assert _verdicts(hostile, [LONG], tests) == ["AC"]
+
+
+# argparse's way to refuse its arguments: print the usage, exit 2. A test of a CLI program expects that exit.
+CLI = (
+    "import argparse\n"
+    "def main(argv):\n"
+    "    parser = argparse.ArgumentParser(prog='count')\n"
+    "    parser.add_argument('n', type=int)\n"
+    "    return parser.parse_args(argv).n * 2\n"
+)
+LENIENT = "def main(argv):\n    return int(argv[0]) * 2 if argv and argv[0].isdigit() else 0\n"
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "import pytest\n\ndef test_refused():\n    with pytest.raises(SystemExit) as e:\n        main(['x'])\n"
+        "    assert e.value.code == 2\n\ndef test_count():\n    assert main(['3']) == 6\n",
+        "try:\n    main([])\n    raise AssertionError('no exit')\nexcept SystemExit as e:\n    assert e.code == 2\n"
+        "assert main(['3']) == 6\n",
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_refused(self):\n"
+        "        with self.assertRaises(SystemExit) as e:\n            main(['x'])\n"
+        "        self.assertEqual(e.exception.code, 2)\n",
+    ],
+    ids=["pytest-raises", "except", "unittest"],
+)
+def test_the_tests_catch_the_programs_exit(hostile: TestClient, tests: str) -> None:
+    # Its exit ended the program's process, and every CLI program that refused bad arguments as asked failed.
+    assert _verdicts(hostile, [CLI, LENIENT], tests) == ["AC", "WA"]
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert solve(1) == 2\n",  # a script: the program's exit is not its end
+        "import sys\nassert solve(1) == 2\nsys.exit(0)\n",
+        "def test_solve():\n    assert solve(1) == 2\n",
+        "try:\n    solve(1)\nexcept SystemExit:\n    raise\n",  # passed on as it is: still the program's
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_it(self):\n"
+        "        self.assertEqual(solve(1), 2)\n\nunittest.main()\n",
+    ],
+    ids=["script", "script-that-exits", "pytest", "passed-on", "unittest"],
+)
+@pytest.mark.parametrize("code", ["0", "None", "''"])
+def test_the_programs_exit_never_ends_the_tests_as_passed(hostile: TestClient, tests: str, code: str) -> None:
+    program = f"import sys\ndef solve(x):\n    sys.exit({code})\n"
+    (verdict,) = _verdicts(hostile, [program], tests)
+    assert verdict in ("WA", "RE"), verdict

@@ -22,7 +22,7 @@ An exception the program raises reaches the tests as the same builtin type (so t
 but never as one that drives the tests' control flow: a ``StopIteration`` would end a ``map`` or a ``zip`` of the
 tests' as if it were exhausted, so it (and ``StopAsyncIteration``) arrives as a :class:`ProgramError`, and what would
 stop the interpreter (``KeyboardInterrupt``, ``GeneratorExit``) as a :class:`ProgramInterrupt`, which ``except
-Exception`` does not catch either (a ``SystemExit`` ends the program's process). One the tests let through is the
+Exception`` does not catch either (a ``SystemExit`` as a ``ProgramExit``, no exit of theirs). One let through is the
 program's runtime error, an ``AssertionError`` included: only the tests' own assertions make a wrong answer.
 
 The verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran to

@@ -32,6 +32,14 @@ class ProgramInterrupt(BaseException):
     """
 
 
+class ProgramExit(SystemExit):
+    """The program raised ``SystemExit`` while the tests called it (``sys.exit(2)`` of an argparse error).
+
+    The tests' ``pytest.raises(SystemExit)`` and ``except SystemExit`` catch it, as beside the program; one they let
+    through is no exit of theirs, and never ends them as passed (``test_forms.ended_well``).
+    """
+
+
 class ProgramEnded(BaseException):
     """The program's process ended while the tests were still running.
 
@@ -70,6 +78,8 @@ def local_exception(error: checker_wire.ErrorAnswer, classes: ExceptionClasses |
     exc: BaseException
     if not isinstance(kind, type) or not issubclass(kind, BaseException) or issubclass(kind, ITERATION_ENDS):
         exc = ProgramError(f"{name}: {message}")
+    elif kind is SystemExit:
+        exc = ProgramExit(*error["args"][:1])
     elif issubclass(kind, INTERRUPTS):
         exc = ProgramInterrupt(f"{name}: {message}")
     else:
@@ -98,10 +108,12 @@ def local_exception(error: checker_wire.ErrorAnswer, classes: ExceptionClasses |
 def nearest_builtin(lineage: list[list[str]]) -> type[BaseException]:
     """The builtin type the checker's class for a program's exception type derives from (see ``local_exception``):
     its lineage's first builtin, but a ``ProgramError`` for what would end the tests' loop, a
-    ``ProgramInterrupt`` for what would stop the interpreter."""
+    ``ProgramInterrupt`` for what would stop the interpreter (a ``ProgramExit`` for an exit)."""
     for kind in _builtins_of(lineage):
         if issubclass(kind, ITERATION_ENDS):
             return ProgramError
+        if kind is SystemExit:
+            return ProgramExit
         return ProgramInterrupt if issubclass(kind, INTERRUPTS) else kind
     return Exception
 

@@ -53,8 +53,9 @@ def ended_well(exc: SystemExit, code: types.CodeType | None = None) -> bool:
     """Whether the tests' own ``sys.exit`` (unittest's ``main`` ends with one) says they passed: as Python's exit
     status would, 0 only for ``None`` or an int 0 (``sys.exit(0.0)`` prints and exits 1); and only one the tests'
     code raised, never one of code run from a string (``eval`` of what the program returned: ``exit()``, a pickle
-    of the program's) or from a file the program could write (see :func:`foreign`)."""
-    if foreign(exc, code) or import_path.ran_foreign_code():
+    of the program's) or from a file the program could write (see :func:`foreign`), nor the program's own exit
+    passed on (``program_errors.ProgramExit``)."""
+    if program_traceback(exc) is not None or foreign(exc, code) or import_path.ran_foreign_code():
         return False
     return exc.code is None or (type(exc.code) in (int, bool) and exc.code == 0)
 

@@ -63,7 +63,7 @@ _plain = _sys.modules.get("codegym_sandbox.agent.plain_data")
 
 def _refs():
     frame = _sys._getframe(1)
-    while frame is not None and type(frame.f_locals.get("refs")) is not list:  # the agent's serving loop
+    while frame is not None and not isinstance(frame.f_locals.get("refs"), list):  # the agent's serving loop
         frame = frame.f_back
     return frame.f_locals.get("refs") if frame is not None else None
 

@@ -133,6 +133,61 @@ CASES = {
         "import numpy as np\ndef fill(a):\n    return np.ones_like(a)\n",
         "def fill(a):\n    a[:] = 1\n    return a\n",
     ),
+    # What a call changed before it raised, the tests see (a withdrawal that fails must leave the account as it was).
+    "a change made before an error": (
+        """
+        def test_atomic():
+            acct = {"balance": 100}
+            try:
+                withdraw(acct, 1000)
+                raise AssertionError("no error")
+            except ValueError:
+                pass
+            assert acct == {"balance": 100}
+        """,
+        "def withdraw(a, n):\n    a['balance'] -= n\n    if a['balance'] < 0:\n        raise ValueError(n)\n",
+        "def withdraw(a, n):\n    if a['balance'] < n:\n        raise ValueError(n)\n    a['balance'] -= n\n",
+    ),
+    "what was done before an error": (
+        """
+        def test_partial():
+            out = []
+            try:
+                collect(out, [1, 2, "x"])
+            except ValueError:
+                pass
+            assert out == [1, 2]
+        """,
+        "def collect(out, xs):\n    if not all(isinstance(x, int) for x in xs):\n        raise ValueError(xs)\n",
+        "def collect(out, xs):\n    for x in xs:\n        if not isinstance(x, int):\n            raise ValueError(x)\n"
+        "        out.append(x)\n",
+    ),
+    # An object of the program's is one object in the tests however often it crosses.
+    "a node that must be copied": (
+        """
+        def test_clone():
+            head = Node(1)
+            copy = clone(head)
+            assert copy is not head and copy.val == 1
+        """,
+        "class Node:\n    def __init__(self, val):\n        self.val = val\ndef clone(n):\n    return n\n",
+        "class Node:\n    def __init__(self, val):\n        self.val = val\ndef clone(n):\n    return Node(n.val)\n",
+    ),
+    "nodes the call marks as seen": (
+        """
+        def test_visit():
+            a, b = Node(1), Node(2)
+            a.next = b
+            seen = set()
+            visit(a, seen)
+            assert a in seen and b in seen and walk(a)[-1] is b
+        """,
+        "class Node:\n    def __init__(self, val):\n        self.val, self.next = val, None\n"
+        "def visit(n, seen):\n    seen.add(n)\ndef walk(n):\n    return [n]\n",
+        "class Node:\n    def __init__(self, val):\n        self.val, self.next = val, None\n"
+        "def visit(n, seen):\n    while n:\n        seen.add(n)\n        n = n.next\n"
+        "def walk(n):\n    out = []\n    while n:\n        out.append(n)\n        n = n.next\n    return out\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (

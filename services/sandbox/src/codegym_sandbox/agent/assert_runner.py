@@ -18,12 +18,8 @@ Two processes, so that the pass signal never depends on anything the program can
 
 Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code (see ``call_test``).
 
-An exception the program raises reaches the tests as the same builtin type (so that tests may expect a ``ValueError``),
-but never as one that drives the tests' control flow: a ``StopIteration`` would end a ``map`` or a ``zip`` of the
-tests' as if it were exhausted, so it (and ``StopAsyncIteration``) arrives as a :class:`ProgramError`, and what would
-stop the interpreter (``KeyboardInterrupt``, ``GeneratorExit``) as a :class:`ProgramInterrupt`, which ``except
-Exception`` does not catch either (a ``SystemExit`` as a ``ProgramExit``, no exit of theirs). One let through is the
-program's runtime error, an ``AssertionError`` included: only the tests' own assertions make a wrong answer.
+An exception the program raises reaches the tests as the same builtin type, never as one that drives their control
+flow (``program_errors``); one they let through is the program's runtime error (its ``AssertionError`` too).
 
 The verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran to
 their end and the program's process then ended cleanly, :data:`assert_outcome.WRONG_ANSWER` when an assertion failed or
@@ -66,6 +62,7 @@ from . import (
 from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
+from .patched_builtins import NONE, Flags
 from .plain_data import Aliases, Channel, decode, encode, encode_call
 from .program_errors import (
     ExceptionClasses,
@@ -98,8 +95,7 @@ class Checker:
             self.take(source, sent)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
         self.broken = False  # once it answered what was not asked, neither
-        # Whether the program made this process import a module (one it named, a numpy array it returned).
-        self.imported = False
+        self.imported = False  # whether the program made this process import a module (a numpy array it returned)
         # What the tests patch that the program uses (``patched_builtins``): the checker's own streams, the program's
         # names bound to functions of the tests' (``set_name``), and while one of those runs for the program.
         self.streams, self.bound, self.serving = patched_builtins.streams(), dict[str, Any](), False
@@ -121,9 +117,10 @@ class Checker:
         """Hang up: the program's process ends (its threads, ``atexit``) when it sees the channel close."""
         self.channel.close()
 
-    def ask(self, request: list[Any], kind: type[T], patched: patched_builtins.Flags = patched_builtins.NONE) -> T:
+    def ask(self, request: list[Any], kind: type[T], patched: Flags = NONE, given: Any = None) -> T:
         """The program's answer to ``request``, read as ``kind``; first, in a call, what it asks of the builtins the
-        tests ``patched`` (``patched_builtins``). Any answer that does not follow is none (``checker_wire.read``)."""
+        tests ``patched`` (``patched_builtins``), and what a call that raised changed of its ``given`` values (its
+        ``Aliases``, and how many). Any answer that does not follow is none (``checker_wire.read``)."""
         with self.exchange:
             if self.serving:  # the tests' patched input calls the program, which waits for it
                 raise RuntimeError("the tests called the program while the program waited for them")
@@ -152,6 +149,7 @@ class Checker:
             try:
                 return checker_wire.read(reply, kind)
             except checker_wire.Raised as raised:
+                self.fill(raised.changed, *(given or (Aliases(), 0)))  # as a caller would see them, then the error
                 error = raised.error  # its arguments and attributes as values here, as any of the program's
                 error["args"] = [self.decode(a) for a in error["args"]]
                 error["attributes"] = {k: self.decode(v) for k, v in error["attributes"].items()}
@@ -163,17 +161,19 @@ class Checker:
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
         with self.exchange:  # what it sends of the state is what this call's answer changes
-            # With what the tests patched, what they set of the interpreter's state since (``shared_state``), and
-            # their lists, dicts, sets and bytearrays numbered as the program's process reads them (``Aliases``).
+            # With what the tests patched, set of the interpreter's state (``shared_state``), and gave (``Aliases``).
             patched, (sent, named, aliases) = patched_builtins.patched(self.streams), encode_call(args, kwargs)
             request = ["call", target, sent, named, patched, self.state.changed(), not data]
-            given, answer = len(aliases.values), self.ask(request, checker_wire.CallAnswer, patched)
+            answer = self.ask(request, checker_wire.CallAnswer, patched, given := (aliases, len(aliases.values)))
             self.classes.reissue(answer["warnings"])  # the program's warnings, to the tests' filters
             value = answer["value"] if data else self.decode(answer["value"], aliases)
-            # After the value, as the program's process wrote them: their new values are numbered in that order.
-            for index, now in self._guard(checker_wire.changed, answer, given):
-                self.decode(now, aliases, into=aliases.values[index])
+            self.fill(answer["changed"], *given)  # after the value, as written: their new values are numbered so
             return value
+
+    def fill(self, changed: dict[str, Any], aliases: Aliases, given: int) -> None:
+        """The tests' values a call changed in place (of the ``given`` first of its ``aliases``), changed so here."""
+        for index, now in self._guard(checker_wire.changed, changed, given):
+            self.decode(now, aliases, into=aliases.values[index])
 
     def call_named(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """What the program's function ``name`` returned (wire data), for a call test."""

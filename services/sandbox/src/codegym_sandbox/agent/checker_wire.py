@@ -98,6 +98,14 @@ class ErrorAnswer(TypedDict):
     attributes: dict[str, Data]
 
 
+class CallRaised(TypedDict):
+    """A call that raised: what it raised, and what it changed first of what it was given (as in a
+    :class:`CallAnswer`)."""
+
+    error: ErrorAnswer
+    changed: dict[str, Data]
+
+
 class Breach(BaseException):
     """The program's process answered what the checker did not ask for.
 
@@ -106,11 +114,12 @@ class Breach(BaseException):
 
 
 class Raised(Exception):
-    """The program's process answered with an :class:`ErrorAnswer`: the program raised ``error``."""
+    """The program's process answered with an :class:`ErrorAnswer`: the program raised ``error``, and in a call had
+    ``changed`` what it was given first (as in :class:`CallAnswer`)."""
 
-    def __init__(self, error: ErrorAnswer) -> None:
+    def __init__(self, error: ErrorAnswer, changed: dict[str, Data]) -> None:
         super().__init__(error["name"])
-        self.error = error
+        self.error, self.changed = error, changed
 
 
 T = TypeVar("T")
@@ -118,8 +127,9 @@ T = TypeVar("T")
 
 def read(answer: object, kind: type[T]) -> T:
     """``answer`` as ``kind``, if it is exactly that; :class:`Raised` if it is an error; else :class:`Breach`."""
-    if type(answer) is dict and answer.keys() == {"error"}:
-        raise Raised(_typed(answer["error"], ErrorAnswer, "error"))
+    if type(answer) is dict and "error" in answer and answer.keys() <= {"error", "changed"}:
+        changed = _typed(answer.get("changed", {}), dict[str, Data], "changed")
+        raise Raised(_typed(answer["error"], ErrorAnswer, "error"), changed)
     typed: T = _typed(answer, kind, kind.__name__)
     return typed
 
@@ -141,13 +151,13 @@ def names(answer: NamesAnswer, wanted: frozenset[str]) -> NamesAnswer:
     return answer
 
 
-def changed(answer: CallAnswer, given: int) -> list[tuple[int, Data]]:
+def changed(answer: dict[str, Data], given: int) -> list[tuple[int, Data]]:
     """The tests' values a call changed in place, each by its number among the ``given`` lists, dicts, sets and
     bytearrays of its arguments (``plain_data.Aliases``), with what it is now, in the order the program's process
     wrote them."""
     out = []
-    for key, data in answer["changed"].items():
-        index = int(key) if key.isdecimal() and len(key) < 10 else -1
+    for key, data in answer.items():
+        index = int(key) if key.isascii() and key.isdecimal() and len(key) < 10 and str(int(key)) == key else -1
         if not 0 <= index < given:
             raise Breach(f"the program's process changed a value it was not passed: {key[:100]!r}")
         out.append((index, data))

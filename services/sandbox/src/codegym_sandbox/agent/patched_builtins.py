@@ -22,6 +22,7 @@ from typing import Any
 
 from .checker_wire import Breach, Callback
 from .plain_data import Channel, decode, encode
+from .program_handle import Refs
 from .pytest_fixtures import TestsStream
 
 _INPUT, _PRINT = builtins.input, builtins.print  # Python's own, as every process of the agent starts with them
@@ -103,7 +104,7 @@ def _message(exc: BaseException) -> str:
 
 
 class _Caller:
-    def __init__(self, channel: Channel, refs: list[Any]) -> None:
+    def __init__(self, channel: Channel, refs: Refs) -> None:
         self.channel, self.refs = channel, refs
 
     def ask(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], file: str = "", name: str = "") -> Any:
@@ -165,7 +166,7 @@ class _Out(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def forwarding(channel: Channel, refs: list[Any], flags: object) -> Iterator[None]:
+def forwarding(channel: Channel, refs: Refs, flags: object) -> Iterator[None]:
     """In the program's process, for one call: the builtins the tests patched (``flags``) ask the checker."""
     if not isinstance(flags, list) or flags == NONE or len(flags) != len(NONE):
         yield
@@ -195,7 +196,7 @@ class Stubs:
 
     _MISSING = object()
 
-    def __init__(self, channel: Channel, refs: list[Any]) -> None:
+    def __init__(self, channel: Channel, refs: Refs) -> None:
         self.caller = _Caller(channel, refs)
         self.saved: dict[str, Any] = {}
 

@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import numpy_data
-from .program_handle import Handle
+from .program_handle import Handle, Refs, handle
 
 # --- plain data on the wire ---------------------------------------------------------------------------
 # JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
@@ -63,7 +63,7 @@ def mutable(value: Any) -> bool:
     return isinstance(value, MUTABLE) or numpy_data.is_array(value)
 
 
-def encode(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -> Any:
+def encode(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> Any:
     """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle, and with
     ``aliases`` a mutable value met before is ``["a", n]``."""
     if aliases is not None and mutable(value):
@@ -81,7 +81,7 @@ def encode_call(args: Any, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str,
     return sent, {str(k): encode(v, None, aliases) for k, v in kwargs.items()}, aliases
 
 
-def contents(value: Any, refs: list[Any] | None, aliases: Aliases | None = None) -> Any:
+def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> Any:
     """``value`` written out, whether or not ``aliases`` has it (what a changed argument is now)."""
     if value is None or value is True or value is False:
         return value
@@ -123,8 +123,7 @@ def contents(value: Any, refs: list[Any] | None, aliases: Aliases | None = None)
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
-    refs.append(value)
-    return ["h", len(refs) - 1, _repr(value), callable(value)]
+    return ["h", refs.number(value), _repr(value), callable(value)]
 
 
 def _repr(value: Any) -> str:
@@ -240,7 +239,7 @@ def decode(
     if tag == "h":
         if refs is not None:
             return refs[rest[0]]
-        return Handle(rest[0], rest[1], checker, bool(rest[2]))
+        return handle(rest[0], rest[1], checker, bool(rest[2]))
     raise ValueError(f"unknown tag {tag!r}")
 
 

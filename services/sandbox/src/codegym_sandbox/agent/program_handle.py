@@ -7,6 +7,7 @@ is done to it on to the program's process (``program_process``), whose answer cr
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from . import handle_operators
@@ -105,3 +106,35 @@ _OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own a
 
 
 handle_operators.install(Handle)  # its operators: the program's, never with a comparison of the tests' values
+
+
+class Refs(list[Any]):
+    """The program's objects that the checker holds handles to (in the program's process), each under one number
+    however often it crosses: a node returned twice, or given back inside a changed list, is one handle."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._at: dict[int, int] = {}  # by id: each object is held here, so no other takes its id
+
+    def number(self, value: Any) -> int:
+        at = self._at.get(id(value))
+        if at is None:
+            at = self._at[id(value)] = len(self)
+            self.append(value)
+        return at
+
+
+# The handles the tests hold, by their checker and number: one object of the program's is one handle while they
+# hold it (``is``, ``in`` and dict keys hold, as beside the program). A handle holds its checker, so the checker's
+# id is not another's while the entry lasts.
+_HELD: weakref.WeakValueDictionary[tuple[int, int], Handle] = weakref.WeakValueDictionary()
+
+
+def handle(ref: int, text: str, checker: Any, callable_: bool) -> Handle:
+    """The checker's handle of the program's object numbered ``ref``."""
+    if checker is None:
+        return Handle(ref, text, None, callable_)
+    made = _HELD.get((id(checker), ref))
+    if made is None:
+        made = _HELD[(id(checker), ref)] = Handle(ref, text, checker, callable_)
+    return made

@@ -21,11 +21,12 @@ import warnings
 from typing import Any, NoReturn
 
 from . import numpy_data, program_names, pyrun, shared_state
-from .checker_wire import CallAnswer, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
+from .checker_wire import CallAnswer, CallRaised, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
 from .plain_data import Aliases, Channel, contents, decode, encode
 from .program_errors import LINEAGE
+from .program_handle import Refs
 
 MODULE = "solution"  # the program's module name
 
@@ -86,7 +87,7 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
         sys.excepthook(kind, error, tb)  # type: ignore[arg-type]
         del kind, error, tb
         _finish(1, main)
-    refs: list[Any] = []
+    refs = Refs()
     stubs = Stubs(channel, refs)
     request: Any = ["names", wanted] if wanted is not None else None
     while True:
@@ -193,7 +194,7 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
     raise TypeError(f"unknown operation {op!r}")
 
 
-def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAnswer:
+def _names(scope: dict[str, Any], wanted: list[str], refs: Refs) -> NamesAnswer:
     """The program's values of the names ``wanted`` that it has (see ``checker_wire.NamesAnswer``)."""
     answer: NamesAnswer = {"functions": [], "modules": {}, "exceptions": {}, "library": {}, "values": {}}
     for name in wanted:
@@ -214,7 +215,7 @@ def _names(scope: dict[str, Any], wanted: list[str], refs: list[Any]) -> NamesAn
     return answer
 
 
-def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: Channel) -> CallAnswer:
+def _call(request: list[Any], scope: dict[str, Any], refs: Refs, channel: Channel) -> CallAnswer | CallRaised:
     _, target, args_data, kwargs_data, patched, state, shared = request
     shared_state.take(state)  # what the tests set of the interpreter's state, as in one process
     if target[0] == "name" and target[1] not in scope:
@@ -230,11 +231,18 @@ def _call(request: list[Any], scope: dict[str, Any], refs: list[Any], channel: C
     # What crosses back is made under them too: a generator the call returned runs as it is encoded.
     with forwarding(channel, refs, patched), warnings.catch_warnings(record=True) as issued:
         warnings.simplefilter("always")
-        # A result that is (or holds) an argument is that argument in the tests; a call test compares values only.
-        value = encode(function(*args, **kwargs), refs, aliases if shared else None)
-        # Then what the call changed in place of what it was given, however deep, as a caller would see it.
-        after = {str(i): contents(v, refs, aliases) for i, (v, was) in enumerate(given) if _changed(v, was)}
+        try:
+            # A result that is (or holds) an argument is that argument in the tests; a call test compares values.
+            value = encode(function(*args, **kwargs), refs, aliases if shared else None)
+        except BaseException as exc:  # what it changed before it raised, the tests see too (a SystemExit's too)
+            return {"error": _error(exc)["error"], "changed": _after(given, refs, aliases)}
+        after = _after(given, refs, aliases)
     return {"value": value, "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
+
+
+def _after(given: list[tuple[Any, tuple[Any, ...]]], refs: Refs, aliases: Aliases) -> dict[str, Any]:
+    """What the call changed in place of what it was given, however deep, as a caller would see it."""
+    return {str(i): contents(v, refs, aliases) for i, (v, was) in enumerate(given) if _changed(v, was)}
 
 
 def _shallow(value: Any) -> tuple[Any, ...]:

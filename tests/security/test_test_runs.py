@@ -415,3 +415,17 @@ def test_a_filterwarnings_mark_makes_the_programs_warning_an_error(hostile: Test
     # And a filter that ignores it leaves the program's warning as pytest would: the test passes.
     ignoring = 'import pytest\n@pytest.mark.filterwarnings("ignore")\ndef test_add():\n    assert add(1, 2) == 3\n'
     assert _verdicts(hostile, ignoring, [_WARNS]) == ["AC"]
+
+
+@pytest.mark.parametrize("where", ["method", "class", "module"])
+def test_a_filterwarnings_mark_holds_for_a_unittest_case(hostile: TestClient, where: str) -> None:
+    # pytest runs a unittest case's test under the marks of its method, its class and its module alike.
+    mark = '@pytest.mark.filterwarnings("error::DeprecationWarning")\n'
+    module = 'pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")\n' if where == "module" else ""
+    tests = (
+        f"import pytest\nimport unittest\n{module}{mark if where == 'class' else ''}"
+        "class T(unittest.TestCase):\n"
+        f"{'    ' + mark if where == 'method' else ''}    def test_add(self):\n"
+        "        self.assertEqual(add(1, 2), 3)\n"
+    )
+    assert _verdicts(hostile, tests, [_WARNS, RIGHT]) == ["RE", "AC"]

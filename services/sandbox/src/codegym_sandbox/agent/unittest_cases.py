@@ -118,7 +118,8 @@ def _in_fixtures(test: Any, fixtures: Fixtures, marks: list[object], around: Fix
                 fixtures.before_class(marks)
                 if fixtures.test_class is not None:  # of_class made it: the class's scope, ended with the class
                     _around_class(around, fixtures.test_class)
-            else:
+            else:  # its filterwarnings marks in force around it and its fixtures, as pytest puts them
+                made.enter_context(pytest_marks.warning_filters(marks))
                 fixtures.used(marks, made, test)
         except caught:
             result.startTest(test)

@@ -188,6 +188,22 @@ CASES = {
         "def visit(n, seen):\n    while n:\n        seen.add(n)\n        n = n.next\n"
         "def walk(n):\n    out = []\n    while n:\n        out.append(n)\n        n = n.next\n    return out\n",
     ),
+    # An iterator of the program's is one to the tests: next() gives its items, and its StopIteration its end.
+    "an iterator that must end": (
+        """
+        import pytest
+        def test_countdown():
+            it = Countdown(2)
+            assert next(it) == 2 and next(it) == 1
+            with pytest.raises(StopIteration):
+                next(it)
+        """,
+        "class Countdown:\n    def __init__(self, n):\n        self.n = n + 1\n    def __iter__(self):\n"
+        "        return self\n    def __next__(self):\n        self.n -= 1\n        return self.n\n",
+        "class Countdown:\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n"
+        "        return self\n    def __next__(self):\n        if self.n <= 0:\n            raise StopIteration\n"
+        "        self.n -= 1\n        return self.n + 1\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (

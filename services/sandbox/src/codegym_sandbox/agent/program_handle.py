@@ -63,6 +63,16 @@ class Handle:
     def __iter__(self) -> Any:
         return iter(self._ask("iter"))
 
+    def __next__(self) -> Any:
+        # The iterator protocol itself: the program's ``StopIteration`` is the end of its iterator here too (a
+        # call's is its error: ``program_errors``). The answer is a pair: ended, and the item.
+        answer = self._ask("next")
+        if type(answer) is not tuple or len(answer) != 2 or type(answer[0]) is not bool:
+            raise TypeError(f"next() of {self._text} answered no item")
+        if answer[0]:
+            raise StopIteration
+        return answer[1]
+
     def __contains__(self, item: Any) -> bool:
         return self._ask("contains", item) is True
 

@@ -164,6 +164,11 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return len(value)
     if op == "iter":
         return list(value)
+    if op == "next":
+        try:
+            return (False, next(value))
+        except StopIteration:  # the end of the program's iterator, not its error
+            return (True, None)
     if op == "contains":
         return bool(args[0] in value)
     if op == "bool":

@@ -204,6 +204,28 @@ CASES = {
         "        return self\n    def __next__(self):\n        if self.n <= 0:\n            raise StopIteration\n"
         "        self.n -= 1\n        return self.n + 1\n",
     ),
+    # An object of the program's as it is now: its repr, and the classes it is an instance of.
+    "the repr of an object since changed": (
+        """
+        def test_repr():
+            s = Stack()
+            s.push(1)
+            assert repr(s) == "Stack([1])" and f"{s!r}" == "Stack([1])"
+        """,
+        "class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n"
+        "        self.items = self.items + [x] * 2\n    def __repr__(self):\n        return f'Stack({self.items})'\n",
+        "class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n"
+        "        self.items.append(x)\n    def __repr__(self):\n        return f'Stack({self.items})'\n",
+    ),
+    "an instance of the program's class": (
+        """
+        def test_made():
+            assert isinstance(make(), Stack) and isinstance(make(), (int, Stack)) and not isinstance([], Stack)
+            assert issubclass(Stack, Stack)
+        """,
+        "class Stack:\n    pass\nclass Queue:\n    pass\ndef make():\n    return Queue()\n",
+        "class Stack:\n    pass\ndef make():\n    return Stack()\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (

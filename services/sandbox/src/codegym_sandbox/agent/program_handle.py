@@ -24,7 +24,26 @@ class Handle:
         self._ref, self._text, self._checker, self._callable = ref, text, checker, callable_
 
     def __repr__(self) -> str:
-        return self._text
+        # The object's repr now (a stack pushed onto since it crossed shows what it holds); its repr as it crossed
+        # where the program's process cannot answer.
+        if self.__dict__.get("_checker") is None:
+            return self._text
+        try:
+            text = self._ask("repr")
+        except BaseException:  # the checker noted what went wrong (an ended process, a breach)
+            return self._text
+        return text if type(text) is str else self._text
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        # ``isinstance(s, Stack)``, Stack a class of the program's: the program's answer, of its own objects and
+        # plain data (an object of the tests' is no instance of a class of the program's).
+        try:
+            return self._ask("isinstance", instance) is True
+        except TypeError:  # no plain data, or no class
+            return False
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        return isinstance(subclass, Handle) and self._ask("issubclass", subclass) is True
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Handle):

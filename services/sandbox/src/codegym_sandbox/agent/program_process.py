@@ -173,8 +173,10 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return bool(args[0] in value)
     if op == "bool":
         return bool(value)
-    if op == "str":
-        return str(value)
+    if op in ("str", "repr"):
+        return str(value) if op == "str" else repr(value)
+    if op in ("isinstance", "issubclass"):
+        return bool(isinstance(args[0], value) if op == "isinstance" else issubclass(args[0], value))
     if op == "format":
         return format(value, str(args[0]))
     if op == "setattr":

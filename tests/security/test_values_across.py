@@ -226,6 +226,39 @@ CASES = {
         "class Stack:\n    pass\nclass Queue:\n    pass\ndef make():\n    return Queue()\n",
         "class Stack:\n    pass\ndef make():\n    return Stack()\n",
     ),
+    # What the tests do with objects of the program's as with their own: dict keys by the program's hash, slices,
+    # a class's name, and a context manager (whose exit may end the block only for the tests' own error).
+    "equal objects as one key": (
+        """
+        def test_key():
+            assert {Point(1, 2): "a"}[Point(1, 2)] == "a" and len({Point(1, 2), Point(1, 2)}) == 1
+            assert Point.__name__ == "Point" and Point(1, 2)[0:1] == [1]
+        """,
+        "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n    def __hash__(self):\n"
+        "        return hash(self.x)\n    def __getitem__(self, i):\n        return [self.y, self.x][i]\n",
+        "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n    def __hash__(self):\n"
+        "        return hash((self.x, self.y))\n    def __getitem__(self, i):\n        return [self.x, self.y][i]\n",
+    ),
+    "a context manager that suppresses": (
+        """
+        def test_suppress():
+            with Suppress(KeyError):
+                {}["k"]
+            try:
+                with Suppress(KeyError):
+                    raise ValueError("not mine")
+                raise AssertionError("suppressed what it was not asked to")
+            except ValueError:
+                pass
+        """,
+        "class Suppress:\n    def __init__(self, kind):\n        self.kind = kind\n    def __enter__(self):\n"
+        "        return self\n    def __exit__(self, kind, exc, tb):\n        return kind is not None\n",
+        "class Suppress:\n    def __init__(self, kind):\n        self.kind = kind\n    def __enter__(self):\n"
+        "        return self\n    def __exit__(self, kind, exc, tb):\n"
+        "        return kind is not None and issubclass(kind, self.kind)\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (
@@ -373,3 +406,21 @@ def test_a_change_the_call_could_not_make_fails_the_test(hostile: TestClient, fo
     tests = "def test_touch():\n    a, b = [1], [2]\n    touch(a)\n    assert a in ([7], [1]) and b == [2]\n"
     honest = "def touch(a):\n    return 0\n"
     assert _verdicts(hostile, tests, [program, honest]) == ["RE", "AC"]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "    assert add(1, 2) == 3\n",  # the tests' assertion
+        "    import pytest\n    pytest.fail('no')\n",  # pytest's failure
+        "    add(1, 2)\n    assert False\n",  # after the program's error, an assertion left unrun
+    ],
+)
+def test_a_programs_context_manager_never_ends_a_failure(hostile: TestClient, block: str) -> None:
+    # Its __exit__ answers True for anything: beside the program that would swallow the tests' failures.
+    program = (
+        "class Quiet:\n    def __enter__(self):\n        return self\n    def __exit__(self, *exc):\n"
+        "        return True\ndef add(a, b):\n    raise ValueError('wrong')\n"
+    )
+    tests = f"def test_add():\n    with Quiet():\n{block}"
+    assert _verdicts(hostile, tests, [program]) in (["WA"], ["RE"])

@@ -62,8 +62,9 @@ from . import (
 from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
 from .assert_stdin import read_program, read_text
+from .call_values import Aliases
 from .patched_builtins import NONE, Flags
-from .plain_data import Aliases, Channel, decode, encode, encode_call
+from .plain_data import Channel, decode, encode, encode_call
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,
@@ -96,8 +97,7 @@ class Checker:
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
         self.broken = False  # once it answered what was not asked, neither
         self.imported = False  # whether the program made this process import a module (a numpy array it returned)
-        # What the tests patch that the program uses (``patched_builtins``): the checker's own streams, the program's
-        # names bound to functions of the tests' (``set_name``), and while one of those runs for the program.
+        # What the tests patch (``patched_builtins``): its streams, names bound to theirs (``set_name``), one running.
         self.streams, self.bound, self.serving = patched_builtins.streams(), dict[str, Any](), False
         self.state = shared_state.Sent()
         self.functions: dict[str, Any] = {}  # the stand-ins of the program's functions, by name

@@ -14,6 +14,7 @@ runs in the checker, which reads only wire data that :func:`check` accepts (see 
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import json
 import marshal
@@ -26,33 +27,12 @@ from fractions import Fraction
 from typing import Any
 
 from . import numpy_data
+from .call_values import Aliases
 from .program_handle import Handle, Refs, handle
 
 # --- plain data on the wire ---------------------------------------------------------------------------
 # JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
 # exact types are read back; a subclass crosses as its base type, without its methods.
-
-
-class Aliases:
-    """The mutable values (lists, dicts, sets, bytearrays) of one call, numbered in the order they are first
-    written or read: the call's arguments, then what it returned and what it changed of them.
-
-    Both sides number them alike, so ``["a", n]`` is the n-th of them wherever it is: a list the program was
-    given and returned (``b is a`` holds in the tests), one list that a result holds twice (``[[0] * n] * n``, one
-    row changed changes each), a list that holds itself. Without them, each place would cross as a copy.
-    """
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []  # held: an id stays the value's while it is here
-        self._at: dict[int, int] = {}
-
-    def at(self, value: Any) -> int | None:
-        return self._at.get(id(value))
-
-    def add(self, value: Any) -> Any:
-        self._at[id(value)] = len(self.values)
-        self.values.append(value)
-        return value
 
 
 MUTABLE = (list, dict, set, bytearray)  # what a call can change in place, and what is the same object in two places
@@ -115,6 +95,10 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
         return ["s", *(encode(v, refs, aliases) for v in set(value))]
     if isinstance(value, range):
         return ["r", value.start, value.stop, value.step]
+    if isinstance(value, type) and _builtin(value):  # a builtin class as an argument: ``Suppress(KeyError)``
+        return ["bt", value.__name__]
+    if isinstance(value, slice):  # a tests' ``obj[1:3]`` on an object of the program's
+        return ["sl", *(encode(v, refs, aliases) for v in (value.start, value.stop, value.step))]
     if isinstance(value, Handle):
         return ["h", value._ref, value._text, False]
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # the tests' own arrays and scalars too
@@ -124,6 +108,10 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
     return ["h", refs.number(value), _repr(value), callable(value)]
+
+
+def _builtin(kind: type) -> bool:
+    return getattr(builtins, kind.__name__, None) is kind
 
 
 def _repr(value: Any) -> str:
@@ -175,8 +163,13 @@ def check(data: Any) -> None:
             Decimal(rest[0])
         except ArithmeticError:
             raise ValueError(f"not a Decimal: {rest[0][:100]!r}") from None
-    elif tag == "r" and len(rest) == 3 and all(type(r) is int for r in rest) and rest[2] != 0:
+    elif (tag == "r" and len(rest) == 3 and all(type(r) is int for r in rest) and rest[2] != 0) or (
+        tag == "bt" and len(rest) == 1 and isinstance(getattr(builtins, str(rest[0]), None), type)
+    ):
         return
+    elif tag == "sl" and len(rest) == 3:
+        for value in rest:
+            check(value)
     elif tag == "a" and len(rest) == 1 and type(rest[0]) is int and rest[0] >= 0:
         return  # one of the call's mutable values (``Aliases``): whether there is such a one, decode finds
     elif tag != "h" or [type(r) for r in rest] != [int, str, bool]:  # a handle: its number, repr, callable
@@ -230,6 +223,10 @@ def decode(
         return bytes.fromhex(rest[0])
     if tag == "r":
         return range(*rest)
+    if tag == "bt":
+        return getattr(builtins, rest[0])
+    if tag == "sl":
+        return slice(*(decode(v, refs, checker, aliases) for v in rest))
     if tag == "g":
         return iter([decode(v, refs, checker, aliases) for v in rest])
     if tag == "nps":

@@ -7,6 +7,7 @@ is done to it on to the program's process (``program_process``), whose answer cr
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any
 
@@ -51,7 +52,26 @@ class Handle:
         return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
 
     def __hash__(self) -> int:
-        return hash(("handle", self._ref))
+        # The program's hash of its object: two equal points are one dict key, as beside the program.
+        if self.__dict__.get("_checker") is None:
+            return hash(("handle", self._ref))
+        value = self._ask("hash")
+        if type(value) is not int:
+            raise TypeError(f"the hash of {self._text} is not an int")
+        return value
+
+    def __enter__(self) -> Any:
+        return self._ask("enter")
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        # The program's __exit__ is told what the block raised (its builtin type and message), and may end it
+        # there only for an exception of the tests' own code that is no failure of theirs: never an assertion
+        # (or pytest's outcome) of the tests, nor an error of the program's, which would end the block's
+        # assertions unrun.
+        raised = None if exc is None else [_builtin_name(type(exc)), str(exc)[:1000]]
+        kept = self._ask("exit", raised) is True
+        failures = (AssertionError, *_outcomes())
+        return kept and exc is not None and not isinstance(exc, failures) and "_codegym_from_program" not in vars(exc)
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         # ``class TestX(Base)`` on a class of the program's: no class here can have it as a base (the class
@@ -66,7 +86,7 @@ class Handle:
     # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
     # done by the program's process on its own object; only the plain data (or a handle) comes back.
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or self.__dict__.get("_checker") is None:
+        if (name.startswith("__") and name not in _NAMES) or self.__dict__.get("_checker") is None:
             raise AttributeError(name)  # protocols the interpreter probes (copy, pickle): not the program's
         return self._checker.operate("getattr", self._ref, name)
 
@@ -131,10 +151,21 @@ class Handle:
         return self._checker.operate(op, self._ref, *args)
 
 
+_NAMES = frozenset({"__name__", "__qualname__"})  # a class's or function's names: the program's
 _OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own attributes; any other is the object's
 
 
 handle_operators.install(Handle)  # its operators: the program's, never with a comparison of the tests' values
+
+
+def _builtin_name(kind: type) -> str:
+    return next(k for k in kind.__mro__ if k.__module__ == "builtins").__name__
+
+
+def _outcomes() -> tuple[type, ...]:
+    """pytest's outcome exceptions (``pytest.fail``, ``skip``), where the tests imported pytest."""
+    outcome = getattr(sys.modules.get("_pytest.outcomes"), "OutcomeException", None)
+    return (outcome,) if isinstance(outcome, type) else ()
 
 
 class Refs(list[Any]):

@@ -10,6 +10,7 @@ and attributes. It never holds the tests (see
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import operator
@@ -21,10 +22,11 @@ import warnings
 from typing import Any, NoReturn
 
 from . import numpy_data, program_names, pyrun, shared_state
+from .call_values import Aliases
 from .checker_wire import CallAnswer, CallRaised, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
-from .plain_data import Aliases, Channel, contents, decode, encode
+from .plain_data import Channel, contents, decode, encode
 from .program_errors import LINEAGE
 from .program_handle import Refs
 
@@ -154,6 +156,18 @@ def _output(what: str) -> OutputAnswer:
     return answer
 
 
+def _raised(raised: Any) -> tuple[Any, Any, None]:
+    """What the tests' block raised, for a context manager's ``__exit__``: its builtin type and message."""
+    if raised is None:
+        return None, None, None
+    kind = getattr(builtins, str(raised[0]), None)
+    kind = kind if isinstance(kind, type) and issubclass(kind, BaseException) else Exception
+    try:
+        return kind, kind(str(raised[1])), None
+    except BaseException:
+        return Exception, Exception(str(raised[1])), None
+
+
 def _operate(value: Any, op: str, args: list[Any]) -> Any:
     """One of the operations a :class:`Handle` passes on, on the program's own object."""
     if op == "getattr":
@@ -173,6 +187,10 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return bool(args[0] in value)
     if op == "bool":
         return bool(value)
+    if op in ("hash", "enter"):
+        return hash(value) if op == "hash" else value.__enter__()
+    if op == "exit":
+        return bool(value.__exit__(*_raised(args[0])))
     if op in ("str", "repr"):
         return str(value) if op == "str" else repr(value)
     if op in ("isinstance", "issubclass"):

@@ -262,3 +262,28 @@ def test_the_programs_exit_never_ends_the_tests_as_passed(hostile: TestClient, t
     program = f"import sys\ndef solve(x):\n    sys.exit({code})\n"
     (verdict,) = _verdicts(hostile, [program], tests)
     assert verdict in ("WA", "RE"), verdict
+
+
+
+def test_the_programs_exit_keeps_its_code_and_class(hostile: TestClient) -> None:
+    # The code the tests read is the exit's own (set after it was made, too), and an exit of the program's class is
+    # one the tests catch by that class, as beside the program.
+    tests = (
+        "import pytest\n\ndef test_bad():\n    with pytest.raises(SystemExit) as e:\n        main(['x'])\n"
+        "    assert e.value.code == 2\n\ndef test_quit():\n    with pytest.raises(Quit):\n        main(['quit'])\n"
+    )
+    quit_ = "class Quit(SystemExit):\n    pass\n"
+    right = quit_ + "def main(argv):\n    if argv == ['quit']:\n        raise Quit(0)\n    e = SystemExit(0)\n"
+    right += "    e.code = 2\n    raise e\n"
+    wrong = quit_ + "def main(argv):\n    if argv == ['quit']:\n        raise Quit(0)\n    e = SystemExit(2)\n"
+    wrong += "    e.code = 0\n    raise e\n"
+    assert _verdicts(hostile, [right, wrong], tests) == ["AC", "WA"]
+
+
+def test_an_xfail_that_expects_an_exit_takes_the_programs(hostile: TestClient) -> None:
+    tests = (
+        "import pytest\n\n@pytest.mark.xfail(raises=SystemExit)\ndef test_known_bug():\n    run('x')\n\n"
+        "def test_ok():\n    assert run('y') == 1\n"
+    )
+    program = "import sys\ndef run(cmd):\n    if cmd == 'x':\n        sys.exit(3)\n    return 1\n"
+    assert _verdicts(hostile, [program], tests) == ["AC"]

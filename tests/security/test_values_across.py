@@ -259,6 +259,36 @@ CASES = {
         "        return self\n    def __exit__(self, kind, exc, tb):\n"
         "        return kind is not None and issubclass(kind, self.kind)\n",
     ),
+    # A list the tests keep in a numpy array of objects is theirs: the program changes it in place, or not.
+    "a list in an array of objects": (
+        """
+        import numpy as np
+        def test_pure():
+            inner = [3, 1, 2]
+            a = np.empty(2, dtype=object)
+            a[0], a[1] = inner, [5]
+            assert first_sorted(a) == [1, 2, 3] and inner == [3, 1, 2]
+            add_one(a)
+            assert inner == [3, 1, 2, 2] and a[0] is inner
+        """,
+        "def first_sorted(a):\n    a[0].sort()\n    return a[0]\ndef add_one(a):\n    a[0].append(2)\n",
+        "def first_sorted(a):\n    return sorted(a[0])\ndef add_one(a):\n    a[0].append(2)\n",
+    ),
+    # A result that raised as it was written (a generator) sends back what the call changed before, no more.
+    "a generator that raises after a change": (
+        """
+        def test_partial():
+            acc = []
+            try:
+                list(rows(acc))
+            except ValueError:
+                pass
+            assert acc == [[1]]
+        """,
+        "def rows(acc):\n    def g():\n        yield [1]\n        raise ValueError('done')\n    return g()\n",
+        "def rows(acc):\n    def g():\n        row = [1]\n        acc.append(row)\n        yield row\n"
+        "        raise ValueError('done')\n    return g()\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (

@@ -6,8 +6,8 @@ from typing import Any
 
 
 class Aliases:
-    """The mutable values (lists, dicts, sets, bytearrays) of one call, numbered in the order they are first
-    written or read: the call's arguments, then what it returned and what it changed of them.
+    """The mutable values (lists, dicts, sets, bytearrays, numpy arrays) of one call, numbered in the order they are
+    first written or read: the call's arguments, then what it returned and what it changed of them.
 
     Both sides number them alike, so ``["a", n]`` is the n-th of them wherever it is: a list the program was
     given and returned (``b is a`` holds in the tests), one list that a result holds twice (``[[0] * n] * n``, one
@@ -25,3 +25,19 @@ class Aliases:
         self._at[id(value)] = len(self.values)
         self.values.append(value)
         return value
+
+    def reserve(self) -> int:
+        """A number for a value made once what it holds is read (a numpy array of objects), set by :meth:`put`."""
+        self.values.append(None)
+        return len(self.values) - 1
+
+    def put(self, at: int, value: Any) -> Any:
+        self._at[id(value)] = at
+        self.values[at] = value
+        return value
+
+    def cut(self, count: int) -> None:
+        """Forget the values numbered from ``count`` on (those of a result that was never sent)."""
+        for value in self.values[count:]:
+            self._at.pop(id(value), None)
+        del self.values[count:]

@@ -22,6 +22,11 @@ def is_array(value: Any) -> bool:
     return type(value).__name__ == "ndarray" and type(value).__module__ == "numpy"
 
 
+def of_objects(value: Any) -> bool:
+    """Whether ``value`` is an array of objects (whose items are values of their own, each maybe another's)."""
+    return is_array(value) and getattr(value.dtype, "kind", "") == "O"
+
+
 def wire(value: Any, encode: Callable[[Any], Any]) -> Any:
     """Wire data for ``value``, an array or a scalar of numpy's; ``encode`` makes its items' (``tolist()``)."""
     dtype = str(getattr(getattr(value, "dtype", None), "str", ""))

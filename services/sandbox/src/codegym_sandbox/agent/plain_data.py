@@ -102,7 +102,9 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
     if isinstance(value, Handle):
         return ["h", value._ref, value._text, False]
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # the tests' own arrays and scalars too
-        return numpy_data.wire(value, lambda items: encode(items, refs))  # its items: new objects, never aliased
+        # Its items: numbers alone, or, in an array of objects, values that may be the tests' own (a list changed).
+        shared = aliases if numpy_data.of_objects(value) else None
+        return numpy_data.wire(value, lambda items: encode(items, refs, shared))
     if refs is None:
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
@@ -268,14 +270,16 @@ def _fill(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases |
 
 def _array(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases | None, into: Any) -> Any:
     """A numpy array: ``into`` given its new items (and shape: ``resize`` changes it in place), or a new one,
-    numbered in ``aliases`` as ``encode`` numbered it (its items are never numbered)."""
-    values = decode(rest[-1], refs, checker)
+    numbered in ``aliases`` before its items, as ``encode`` numbered it (those of an array of objects only)."""
+    objects = tag == "npa" and str(rest[0]).endswith("O")
+    at = aliases.reserve() if aliases is not None and into is None else None
+    values = decode(rest[-1], refs, checker, aliases if objects else None)
     numpy = _numpy()
     made = (
         values if numpy is None else numpy.array(values) if tag == "np" else numpy_data.value(numpy, tag, rest, values)
     )
     if into is None:
-        return aliases.add(made) if aliases is not None else made
+        return aliases.put(at, made) if aliases is not None and at is not None else made
     if not numpy_data.is_array(into) or numpy is None:
         raise ValueError(f"a {type(into).__name__} cannot become {tag!r}")
     if tag == "np":  # a dtype that crossed as its items (dates): made again as the tests' array's

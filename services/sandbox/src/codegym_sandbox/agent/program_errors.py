@@ -78,8 +78,9 @@ def local_exception(error: checker_wire.ErrorAnswer, classes: ExceptionClasses |
     exc: BaseException
     if not isinstance(kind, type) or not issubclass(kind, BaseException) or issubclass(kind, ITERATION_ENDS):
         exc = ProgramError(f"{name}: {message}")
-    elif kind is SystemExit:
-        exc = ProgramExit(*error["args"][:1])
+    elif kind is SystemExit:  # of its own class (``class Quit(SystemExit)``), with its code
+        own = classes.of(error["lineage"], ProgramExit) if classes is not None else ProgramExit
+        exc = _made(own, tuple(error["args"]), error["attributes"], message) or ProgramExit(*error["args"][:1])
     elif issubclass(kind, INTERRUPTS):
         exc = ProgramInterrupt(f"{name}: {message}")
     else:

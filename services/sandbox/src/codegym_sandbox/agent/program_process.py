@@ -260,6 +260,7 @@ def _call(request: list[Any], scope: dict[str, Any], refs: Refs, channel: Channe
             # A result that is (or holds) an argument is that argument in the tests; a call test compares values.
             value = encode(function(*args, **kwargs), refs, aliases if shared else None)
         except BaseException as exc:  # what it changed before it raised, the tests see too (a SystemExit's too)
+            aliases.cut(len(given))  # not the values of a result that raised as it was written: never sent
             return {"error": _error(exc)["error"], "changed": _after(given, refs, aliases)}
         after = _after(given, refs, aliases)
     return {"value": value, "changed": after, "warnings": [_warning(w) for w in issued[:WARNINGS]]}
@@ -325,6 +326,8 @@ def _error(exc: BaseException) -> dict[str, ErrorAnswer]:
         for key, value in list(vars(exc).items())[:64]:
             if type(key) is str and not key.startswith("_") and (data := _plain(value)) is not None:
                 error["attributes"][key] = data[0]  # each that is plain data
+        if isinstance(exc, SystemExit) and (code := _plain(exc.code)) is not None:
+            error["attributes"]["code"] = code[0]  # a slot, not in its __dict__: what the tests' e.code reads
     except BaseException:
         pass
     return {"error": error}

@@ -227,7 +227,7 @@ CASES = {
         "class Stack:\n    pass\ndef make():\n    return Stack()\n",
     ),
     # What the tests do with objects of the program's as with their own: dict keys by the program's hash, slices,
-    # a class's name, and a context manager (whose exit may end the block only for the tests' own error).
+    # a class's name, and a context manager (whose exit never ends the block: the tests see what it raised).
     "equal objects as one key": (
         """
         def test_key():
@@ -241,23 +241,29 @@ CASES = {
         "    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n    def __hash__(self):\n"
         "        return hash((self.x, self.y))\n    def __getitem__(self, i):\n        return [self.x, self.y][i]\n",
     ),
-    "a context manager that suppresses": (
+    "a context manager of the program's": (
         """
-        def test_suppress():
-            with Suppress(KeyError):
-                {}["k"]
-            try:
-                with Suppress(KeyError):
-                    raise ValueError("not mine")
-                raise AssertionError("suppressed what it was not asked to")
-            except ValueError:
-                pass
+        def test_timer():
+            t = Timer()
+            with t as u:
+                assert u.entered and not t.exited
+            assert t.exited
         """,
-        "class Suppress:\n    def __init__(self, kind):\n        self.kind = kind\n    def __enter__(self):\n"
-        "        return self\n    def __exit__(self, kind, exc, tb):\n        return kind is not None\n",
-        "class Suppress:\n    def __init__(self, kind):\n        self.kind = kind\n    def __enter__(self):\n"
-        "        return self\n    def __exit__(self, kind, exc, tb):\n"
-        "        return kind is not None and issubclass(kind, self.kind)\n",
+        "class Timer:\n    def __init__(self):\n        self.entered = self.exited = False\n    def __enter__(self):\n"
+        "        self.entered = True\n        return self\n    def __exit__(self, *exc):\n        return True\n",
+        "class Timer:\n    def __init__(self):\n        self.entered = self.exited = False\n    def __enter__(self):\n"
+        "        self.entered = True\n        return self\n    def __exit__(self, *exc):\n        self.exited = True\n",
+    ),
+    "objects that differ by the program's !=": (
+        """
+        def test_differ():
+            assert Point(1, 2) != Point(1, 3) and not (Point(1, 2) != Point(1, 2))
+        """,
+        "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n    def __ne__(self, o):\n"
+        "        return True\n",
+        "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n",
     ),
     # A list the tests keep in a numpy array of objects is theirs: the program changes it in place, or not.
     "a list in an array of objects": (
@@ -444,6 +450,8 @@ def test_a_change_the_call_could_not_make_fails_the_test(hostile: TestClient, fo
         "    assert add(1, 2) == 3\n",  # the tests' assertion
         "    import pytest\n    pytest.fail('no')\n",  # pytest's failure
         "    add(1, 2)\n    assert False\n",  # after the program's error, an assertion left unrun
+        "    {}['k']\n",  # an error of the tests' own code
+        "    import sys\n    sys.exit(1)\n",  # the tests' own exit that says they failed
     ],
 )
 def test_a_programs_context_manager_never_ends_a_failure(hostile: TestClient, block: str) -> None:
@@ -452,5 +460,9 @@ def test_a_programs_context_manager_never_ends_a_failure(hostile: TestClient, bl
         "class Quiet:\n    def __enter__(self):\n        return self\n    def __exit__(self, *exc):\n"
         "        return True\ndef add(a, b):\n    raise ValueError('wrong')\n"
     )
-    tests = f"def test_add():\n    with Quiet():\n{block}"
+    inside = "".join(f"    {line}\n" for line in block.splitlines())
+    tests = f"def test_add():\n    with Quiet():\n{inside}    assert True\n"
     assert _verdicts(hostile, tests, [program]) in (["WA"], ["RE"])
+    # The same block without the program's manager fails as it does with it (no error of the test's layout).
+    plain = f"def test_add():\n    if True:\n{inside}    assert True\n"
+    assert _verdicts(hostile, plain, [program]) in (["WA"], ["RE"])

@@ -100,9 +100,9 @@ def local_exception(error: checker_wire.ErrorAnswer, classes: ExceptionClasses |
                     continue
             else:
                 exc = ProgramError(f"{name}: {message}")
-    if hasattr(exc, "add_note"):
-        exc.add_note("In the program:\n" + text.rstrip())
-    exc.__dict__[FROM_PROGRAM] = text.rstrip()
+    exc.__dict__[FROM_PROGRAM] = text.rstrip()  # first: nothing below may leave it unmarked
+    if hasattr(BaseException, "add_note"):  # BaseException's own: an attribute of the program's is not asked
+        BaseException.add_note(exc, "In the program:\n" + text.rstrip())
     return exc
 
 

@@ -264,7 +264,6 @@ def test_the_programs_exit_never_ends_the_tests_as_passed(hostile: TestClient, t
     assert verdict in ("WA", "RE"), verdict
 
 
-
 def test_the_programs_exit_keeps_its_code_and_class(hostile: TestClient) -> None:
     # The code the tests read is the exit's own (set after it was made, too), and an exit of the program's class is
     # one the tests catch by that class, as beside the program.

@@ -11,6 +11,13 @@ from fastapi.testclient import TestClient
 
 from .test_test_forms import _verdicts
 
+# An iterator class of the program's, as it is asked to be.
+COUNTDOWN = (
+    "class Countdown:\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n        return self\n"
+    "    def __next__(self):\n        if self.n <= 0:\n            raise StopIteration\n        self.n -= 1\n"
+    "        return self.n + 1\n"
+)
+
 # tests, a wrong program, a right one
 CASES = {
     # numpy's values keep their dtype, their shape and their type.
@@ -294,6 +301,49 @@ CASES = {
         "def rows(acc):\n    def g():\n        yield [1]\n        raise ValueError('done')\n    return g()\n",
         "def rows(acc):\n    def g():\n        row = [1]\n        acc.append(row)\n        yield row\n"
         "        raise ValueError('done')\n    return g()\n",
+    ),
+    # The class of an object of the program's is its own to the tests: two of one class are of one type, and it
+    # has the protocols its class has (an iterator is one, an iterator without a length is no Sized).
+    "an object of another class": (
+        """
+        def test_add_keeps_type():
+            a, b = Vec(1, 2), Vec(3, 4)
+            c = a + b
+            assert type(c) is type(a) and type(c).__name__ == "Vec" and c.x == 4
+        """,
+        "class P:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\nclass Vec(P):\n"
+        "    def __add__(self, o):\n        return P(self.x + o.x, self.y + o.y)\n",
+        "class Vec:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "    def __add__(self, o):\n        return Vec(self.x + o.x, self.y + o.y)\n",
+    ),
+    "an iterator by its protocols": (
+        """
+        from collections.abc import Iterator, Sized
+        from itertools import islice
+        def test_protocol():
+            r = Countdown(3)
+            assert isinstance(r, Iterator) and not isinstance(r, Sized) and iter(r) is r
+            assert list(islice(r, 2)) == [3, 2] and next(r) == 1
+        """,
+        "class Countdown:\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n"
+        "        return iter(range(self.n, 0, -1))\n",
+        COUNTDOWN,
+    ),
+    "an iterator stepped in part": (
+        """
+        def test_partial():
+            it = Countdown(5)
+            for x in it:
+                if x == 3:
+                    break
+            assert next(it) == 2 and list(zip(it, it)) == []
+            it = Countdown(4)
+            assert list(zip(it, it)) == [(4, 3), (2, 1)]
+        """,
+        "class Countdown:\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n"
+        "        return self\n    def __next__(self):\n        self.n -= 1\n        if self.n < 0:\n"
+        "            raise StopIteration\n        return self.n\n",
+        COUNTDOWN,
     ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).

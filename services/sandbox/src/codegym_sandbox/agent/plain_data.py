@@ -28,7 +28,7 @@ from typing import Any
 
 from . import numpy_data
 from .call_values import Aliases
-from .program_handle import Handle, Refs, handle
+from .program_handle import Handle, Refs, class_of, handle, is_class
 
 # --- plain data on the wire ---------------------------------------------------------------------------
 # JSON, with lists tagged by their first element: ["l", ...] a list, ["t", ...] a tuple and so on. Only
@@ -109,7 +109,7 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
-    return ["h", refs.number(value), _repr(value), callable(value)]
+    return ["h", refs.number(value), _repr(value), callable(value), class_of(type(value), refs)]
 
 
 def _builtin(kind: type) -> bool:
@@ -174,7 +174,7 @@ def check(data: Any) -> None:
             check(value)
     elif tag == "a" and len(rest) == 1 and type(rest[0]) is int and rest[0] >= 0:
         return  # one of the call's mutable values (``Aliases``): whether there is such a one, decode finds
-    elif tag != "h" or [type(r) for r in rest] != [int, str, bool]:  # a handle: its number, repr, callable
+    elif tag != "h" or [type(r) for r in rest[:3]] != [int, str, bool] or not is_class(rest[3:]):  # a handle
         raise ValueError(f"not wire data: {str(data)[:100]}")
 
 
@@ -238,7 +238,7 @@ def decode(
     if tag == "h":
         if refs is not None:
             return refs[rest[0]]
-        return handle(rest[0], rest[1], checker, bool(rest[2]))
+        return handle(rest[0], rest[1], checker, bool(rest[2]), rest[3] if len(rest) > 3 else None)
     raise ValueError(f"unknown tag {tag!r}")
 
 

@@ -101,7 +101,8 @@ class Handle:
         return length
 
     def __iter__(self) -> Any:
-        return iter(self._ask("iter"))
+        items = self._ask("iter")
+        return items if isinstance(items, Handle) else iter(items)  # the program's own iterator, or its items
 
     def __next__(self) -> Any:
         # The iterator protocol itself: the program's ``StopIteration`` is the end of its iterator here too (a
@@ -185,11 +186,53 @@ class Refs(list[Any]):
 _HELD: weakref.WeakValueDictionary[tuple[int, int], Handle] = weakref.WeakValueDictionary()
 
 
-def handle(ref: int, text: str, checker: Any, callable_: bool) -> Handle:
-    """The checker's handle of the program's object numbered ``ref``."""
+# The protocols a handle answers that a class of the program's may lack: a handle of an object whose class lacks one
+# lacks it too, so ``collections.abc`` (``Iterator``, ``Sized``, ``Callable``) sees the program's class, not a handle.
+PROTOCOLS = ("__iter__", "__next__", "__len__", "__contains__", "__call__", "__hash__", "__enter__", "__exit__")
+_MOST_CLASSES = 256  # classes of handles made for one checker: past them, a plain Handle
+
+# The class of handles for each class of the program's, by its checker and the class's number: ``type(a) is type(b)``
+# holds for two objects of one class only, and ``type(s).__name__`` is the class's name.
+_CLASSES: weakref.WeakKeyDictionary[Any, dict[int, type[Handle]]] = weakref.WeakKeyDictionary()
+
+
+def class_of(kind: type, refs: Refs) -> list[Any]:
+    """What a handle says of its object's class ``kind`` (in the program's process): its number, its name, and the
+    protocols of :data:`PROTOCOLS` it has (one it iterates through ``__getitem__`` counts as iterable)."""
+    has = [name for name in PROTOCOLS if getattr(kind, name, None) is not None]
+    if "__iter__" not in has and getattr(kind, "__getitem__", None) is not None:
+        has.append("__iter__")
+    name = getattr(kind, "__qualname__", None)
+    return [refs.number(kind), name[:200] if type(name) is str and name else "object", has]
+
+
+def is_class(rest: list[Any]) -> bool:
+    """Whether what follows a handle's callable flag is nothing, or a class as :func:`class_of` writes it."""
+    if not rest:
+        return True
+    kind = rest[0]
+    if len(rest) != 1 or type(kind) is not list or len(kind) != 3 or [type(k) for k in kind] != [int, str, list]:
+        return False
+    return all(type(p) is str for p in kind[2]) and set(kind[2]) <= set(PROTOCOLS) and len(set(kind[2])) == len(kind[2])
+
+
+def handle(ref: int, text: str, checker: Any, callable_: bool, kind: list[Any] | None = None) -> Handle:
+    """The checker's handle of the program's object numbered ``ref``, of the class ``kind`` stands for (its
+    number, name and protocols, as the program's process answered them)."""
     if checker is None:
         return Handle(ref, text, None, callable_)
     made = _HELD.get((id(checker), ref))
     if made is None:
-        made = _HELD[(id(checker), ref)] = Handle(ref, text, checker, callable_)
+        made = _HELD[(id(checker), ref)] = _class(checker, kind)(ref, text, checker, callable_)
     return made
+
+
+def _class(checker: Any, kind: list[Any] | None) -> type[Handle]:
+    if kind is None:
+        return Handle
+    number, qualname, has = kind
+    made = _CLASSES.setdefault(checker, {})
+    if number not in made and len(made) < _MOST_CLASSES:
+        lacks = {name: None for name in PROTOCOLS if name not in has}
+        made[number] = type(qualname.rpartition(".")[2] or "object", (Handle,), {"__qualname__": qualname, **lacks})
+    return made.get(number, Handle)

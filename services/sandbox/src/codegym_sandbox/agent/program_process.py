@@ -176,8 +176,9 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return value[args[0]]
     if op == "len":
         return len(value)
-    if op == "iter":
-        return list(value)
+    if op == "iter":  # an iterator that is its own crosses as itself, a handle the tests step; else its items
+        it = iter(value)
+        return value if it is value and not isinstance(value, types.GeneratorType) else list(it)
     if op == "next":
         try:
             return (False, next(value))

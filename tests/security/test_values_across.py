@@ -345,6 +345,38 @@ CASES = {
         "            raise StopIteration\n        return self.n\n",
         COUNTDOWN,
     ),
+    # A class of the program's called by the tests through an object's type makes another object there.
+    "a new object of an object's class": (
+        """
+        def test_add():
+            a, b = Vec(1, 2), Vec(3, 4)
+            assert a + b == type(a)(4, 6) and type(type(a)(0, 0)) is type(a) and type(a).__module__ == "solution"
+        """,
+        "class Vec:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __add__(self, o):\n"
+        "        return Vec(0, 0)\n    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n",
+        "class Vec:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __add__(self, o):\n"
+        "        return Vec(self.x + o.x, self.y + o.y)\n"
+        "    def __eq__(self, o):\n        return (self.x, self.y) == (o.x, o.y)\n",
+    ),
+    "a container the tests search, reverse and step": (
+        """
+        from itertools import islice
+        def test_bag():
+            b = Bag([1, 2, 3])
+            assert 2 in b and 5 not in b and list(reversed(b)) == [3, 2, 1]
+            assert list(islice(Fib(), 6)) == [0, 1, 1, 2, 3, 5]
+        """,
+        "class Bag:\n    def __init__(self, items):\n        self.items = list(items)\n    def __iter__(self):\n"
+        "        return iter(self.items)\n    def __contains__(self, x):\n        return True\n"
+        "    def __reversed__(self):\n        return iter(self.items[::-1])\n"
+        "class Fib:\n    def __iter__(self):\n        return iter([0, 1, 1, 2, 3, 5])\n",
+        "class Bag:\n    def __init__(self, items):\n        self.items = list(items)\n    def __iter__(self):\n"
+        "        return iter(self.items)\n    def __reversed__(self):\n        return iter(self.items[::-1])\n"
+        "class Steps:\n    def __init__(self):\n        self.a, self.b = 0, 1\n"
+        "    def __iter__(self):\n        return self\n    def __next__(self):\n        a = self.a\n"
+        "        self.a, self.b = self.b, self.a + self.b\n        return a\n"
+        "class Fib:\n    def __iter__(self):\n        return Steps()\n",
+    ),
     # One object in two places is one object in the tests: a result's rows, an argument given back, one given
     # twice, what a call changed deep inside an argument (in a list of lists, in a tuple).
     "rows that must be one list": (
@@ -516,3 +548,11 @@ def test_a_programs_context_manager_never_ends_a_failure(hostile: TestClient, bl
     # The same block without the program's manager fails as it does with it (no error of the test's layout).
     plain = f"def test_add():\n    if True:\n{inside}    assert True\n"
     assert _verdicts(hostile, plain, [program]) in (["WA"], ["RE"])
+
+
+def test_more_classes_than_a_run_may_make_cross_as_an_error(hostile: TestClient) -> None:
+    # Past them the checker would keep a class of handles for each (its memory); a program that makes a class per
+    # object fails, rather than its objects sharing one type.
+    program = "def many(n):\n    return [type(f'C{i}', (), {})() for i in range(n)]\n"
+    assert _verdicts(hostile, "def test_many():\n    assert len(many(5000)) == 5000\n", [program]) == ["RE"]
+    assert _verdicts(hostile, "def test_some():\n    assert len(many(50)) == 50\n", [program]) == ["AC"]

@@ -109,6 +109,11 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
         raise TypeError(f"only plain data can be passed to the program, not {type(value).__name__}")
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
+    return as_handle(value, refs)
+
+
+def as_handle(value: Any, refs: Refs) -> list[Any]:
+    """``value`` as a handle, whatever it is (an iterator the tests step stays one)."""
     return ["h", refs.number(value), _repr(value), callable(value), class_of(type(value), refs)]
 
 
@@ -238,7 +243,9 @@ def decode(
     if tag == "h":
         if refs is not None:
             return refs[rest[0]]
-        return handle(rest[0], rest[1], checker, bool(rest[2]), rest[3] if len(rest) > 3 else None)
+        if checker is None:  # no process to ask: a handle that only equals itself
+            return Handle(rest[0], rest[1], None, bool(rest[2]))
+        return handle(rest[0], rest[1], checker, bool(rest[2]), rest[3])
     raise ValueError(f"unknown tag {tag!r}")
 
 

@@ -8,7 +8,7 @@ is done to it on to the program's process (``program_process``), whose answer cr
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, cast
 
 from . import handle_operators
 
@@ -101,8 +101,17 @@ class Handle:
         return length
 
     def __iter__(self) -> Any:
-        items = self._ask("iter")
-        return items if isinstance(items, Handle) else iter(items)  # the program's own iterator, or its items
+        return self._iterator("iter")
+
+    def __reversed__(self) -> Any:
+        return self._iterator("reversed")
+
+    def _iterator(self, op: str) -> Any:
+        # The program's iterator of its object (the object itself where it is its own), stepped by next().
+        it = self._ask(op)
+        if not isinstance(it, Handle):
+            raise TypeError(f"{op}() of {self._text} answered no iterator")
+        return it
 
     def __next__(self) -> Any:
         # The iterator protocol itself: the program's ``StopIteration`` is the end of its iterator here too (a
@@ -188,51 +197,76 @@ _HELD: weakref.WeakValueDictionary[tuple[int, int], Handle] = weakref.WeakValueD
 
 # The protocols a handle answers that a class of the program's may lack: a handle of an object whose class lacks one
 # lacks it too, so ``collections.abc`` (``Iterator``, ``Sized``, ``Callable``) sees the program's class, not a handle.
-PROTOCOLS = ("__iter__", "__next__", "__len__", "__contains__", "__call__", "__hash__", "__enter__", "__exit__")
-_MOST_CLASSES = 256  # classes of handles made for one checker: past them, a plain Handle
+PROTOCOLS = (
+    *("__iter__", "__next__", "__len__", "__contains__", "__call__", "__hash__", "__enter__", "__exit__"),
+    "__reversed__",
+)
+_MOST_CLASSES = 4096  # classes of the program's whose objects cross in one run: past them, a breach
 
 # The class of handles for each class of the program's, by its checker and the class's number: ``type(a) is type(b)``
-# holds for two objects of one class only, and ``type(s).__name__`` is the class's name.
-_CLASSES: weakref.WeakKeyDictionary[Any, dict[int, type[Handle]]] = weakref.WeakKeyDictionary()
+# holds for two objects of one class only (as the program's process says: it answers for its objects' classes as
+# for their ``==``), and ``type(s).__name__`` and ``__module__`` are the class's.
+_CLASSES: weakref.WeakKeyDictionary[Any, dict[int, tuple[tuple[Any, ...], type[Handle]]]] = weakref.WeakKeyDictionary()
 
 
 def class_of(kind: type, refs: Refs) -> list[Any]:
-    """What a handle says of its object's class ``kind`` (in the program's process): its number, its name, and the
-    protocols of :data:`PROTOCOLS` it has (one it iterates through ``__getitem__`` counts as iterable)."""
-    has = [name for name in PROTOCOLS if getattr(kind, name, None) is not None]
-    if "__iter__" not in has and getattr(kind, "__getitem__", None) is not None:
-        has.append("__iter__")
-    name = getattr(kind, "__qualname__", None)
-    return [refs.number(kind), name[:200] if type(name) is str and name else "object", has]
+    """What a handle says of its object's class ``kind`` (in the program's process): its number, name, module, and
+    the protocols of :data:`PROTOCOLS` it has as Python reads them (one it iterates through ``__getitem__`` is
+    iterable, one it iterates is a container, one with a length and items is reversible)."""
+    has = {name for name in PROTOCOLS if getattr(kind, name, None) is not None}
+    items = getattr(kind, "__getitem__", None) is not None
+    has |= {"__iter__"} if items else set()
+    has |= {"__contains__"} if "__iter__" in has else set()
+    has |= {"__reversed__"} if items and "__len__" in has else set()
+    name, module = getattr(kind, "__qualname__", None), getattr(kind, "__module__", None)
+    name = name[:200] if type(name) is str and name else "object"
+    return [refs.number(kind), name, module[:200] if type(module) is str else "?", sorted(has)]
 
 
 def is_class(rest: list[Any]) -> bool:
-    """Whether what follows a handle's callable flag is nothing, or a class as :func:`class_of` writes it."""
-    if not rest:
-        return True
-    kind = rest[0]
-    if len(rest) != 1 or type(kind) is not list or len(kind) != 3 or [type(k) for k in kind] != [int, str, list]:
+    """Whether ``rest`` (what follows a handle's callable flag) is a class as :func:`class_of` writes it."""
+    kind = rest[0] if len(rest) == 1 else None
+    if type(kind) is not list or len(kind) != 4 or [type(k) for k in kind] != [int, str, str, list]:
         return False
-    return all(type(p) is str for p in kind[2]) and set(kind[2]) <= set(PROTOCOLS) and len(set(kind[2])) == len(kind[2])
+    return all(type(p) is str for p in kind[3]) and set(kind[3]) <= set(PROTOCOLS) and len(set(kind[3])) == len(kind[3])
 
 
-def handle(ref: int, text: str, checker: Any, callable_: bool, kind: list[Any] | None = None) -> Handle:
+def handle(ref: int, text: str, checker: Any, callable_: bool, kind: list[Any]) -> Handle:
     """The checker's handle of the program's object numbered ``ref``, of the class ``kind`` stands for (its
-    number, name and protocols, as the program's process answered them)."""
-    if checker is None:
-        return Handle(ref, text, None, callable_)
+    number, name, module and protocols, as the program's process answered them)."""
     made = _HELD.get((id(checker), ref))
     if made is None:
-        made = _HELD[(id(checker), ref)] = _class(checker, kind)(ref, text, checker, callable_)
+        made = Handle.__new__(_class(checker, kind))
+        Handle.__init__(made, ref, text, checker, callable_)  # not the class's own call: that is the program's
+        _HELD[(id(checker), ref)] = made
     return made
 
 
-def _class(checker: Any, kind: list[Any] | None) -> type[Handle]:
-    if kind is None:
-        return Handle
-    number, qualname, has = kind
+class _ProgramClass(type):
+    """The class of the classes of handles: calling one calls the program's class (``type(v)(4, 6)`` makes
+    another ``Vec`` there), never a handle of a number the tests chose."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        checker = cls.__dict__["_checker"]()
+        if checker is None:
+            raise TypeError(f"{cls.__qualname__} of the program's cannot be made here")
+        return checker.call(["ref", cls.__dict__["_number"]], args, kwargs)
+
+
+def _class(checker: Any, kind: list[Any]) -> type[Handle]:
+    number, qualname, module, has = kind
     made = _CLASSES.setdefault(checker, {})
-    if number not in made and len(made) < _MOST_CLASSES:
-        lacks = {name: None for name in PROTOCOLS if name not in has}
-        made[number] = type(qualname.rpartition(".")[2] or "object", (Handle,), {"__qualname__": qualname, **lacks})
-    return made.get(number, Handle)
+    said = (qualname, module, tuple(has))
+    if number in made:
+        if made[number][0] != said:  # one class, told two ways: the program's process answered what is no class
+            raise ValueError(f"the program's class {number} was {made[number][0][0]!r}, now {qualname!r}")
+        return made[number][1]
+    if len(made) >= _MOST_CLASSES:
+        raise ValueError(f"more than {_MOST_CLASSES} classes of the program's crossed")
+    lacks = {name: None for name in PROTOCOLS if name not in has}
+    namespace = {"__qualname__": qualname, "__module__": module, "_checker": weakref.ref(checker), "_number": number}
+    made_class = cast(
+        "type[Handle]", _ProgramClass(qualname.rpartition(".")[2] or "object", (Handle,), namespace | lacks)
+    )
+    made[number] = said, made_class
+    return made_class

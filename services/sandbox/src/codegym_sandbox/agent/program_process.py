@@ -26,7 +26,7 @@ from .call_values import Aliases
 from .checker_wire import CallAnswer, CallRaised, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
-from .plain_data import Channel, contents, decode, encode
+from .plain_data import Channel, as_handle, contents, decode, encode
 from .program_errors import LINEAGE
 from .program_handle import Refs
 
@@ -113,7 +113,8 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
                 reply = {"same": bool(refs[request[1]] == refs[request[2]])}
             elif request[0] == "op":
                 value = _operate(refs[request[2]], request[1], [decode(a, refs) for a in request[3:]])
-                reply = {"value": encode(value, refs)}
+                # An iterator as a handle, a generator too: never drained (an endless one is stepped as asked).
+                reply = {"value": as_handle(value, refs) if request[1] in ("iter", "reversed") else encode(value, refs)}
             else:
                 reply = _call(request, scope, refs, channel)
         except BaseException as exc:  # a SystemExit too: the tests may expect it (argparse's), as beside the program
@@ -176,9 +177,8 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return value[args[0]]
     if op == "len":
         return len(value)
-    if op == "iter":  # an iterator that is its own crosses as itself, a handle the tests step; else its items
-        it = iter(value)
-        return value if it is value and not isinstance(value, types.GeneratorType) else list(it)
+    if op in ("iter", "reversed"):  # its iterator (itself, where it is its own), stepped by the tests' next()
+        return iter(value) if op == "iter" else reversed(value)
     if op == "next":
         try:
             return (False, next(value))

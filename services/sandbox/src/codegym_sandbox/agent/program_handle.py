@@ -7,6 +7,7 @@ is done to it on to the program's process (``program_process``), whose answer cr
 
 from __future__ import annotations
 
+import collections
 import weakref
 from typing import Any, cast
 
@@ -48,25 +49,12 @@ class Handle:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Handle):
             return False
-        return other._ref == self._ref or (self._checker is not None and self._checker.same(self._ref, other._ref))
+        if self._checker is None:
+            return other._ref == self._ref
+        return self._checker.same(self._ref, other._ref) is True  # its own ==, of itself too (which may raise)
 
-    def __hash__(self) -> int:
-        # The program's hash of its object: two equal points are one dict key, as beside the program.
-        if self.__dict__.get("_checker") is None:
-            return hash(("handle", self._ref))
-        value = self._ask("hash")
-        if type(value) is not int:
-            raise TypeError(f"the hash of {self._text} is not an int")
-        return value
-
-    def __enter__(self) -> Any:
-        return self._ask("enter")
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        # The program's __exit__ runs, told what the block raised (its builtin type and message), but never ends
-        # the block: what the tests raised there reaches them, as anything the program's object swallowed would
-        # leave the block's assertions unrun (a task whose context manager must suppress an error: open).
-        self._ask("exit", None if exc is None else [_builtin_name(type(exc)), str(exc)[:1000]])
+    def __hash__(self) -> int:  # an object whose class has none: see _Protocols
+        return hash(("handle", self._ref))
 
     def __ne__(self, other: object) -> bool:
         # Two objects of the program's: its own ``!=`` (which need not be ``not ==``); else they differ.
@@ -79,11 +67,6 @@ class Handle:
         # statement would otherwise make a handle, and a runner would find no tests in it).
         raise TypeError(f"{self._text}, of the program's, cannot be a base of a class of the tests")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._callable or self._checker is None:
-            raise TypeError(f"{self._text} is not callable")
-        return self._checker.call(["ref", self._ref], args, kwargs)
-
     # What tests do with an object of the program's (``Solution().twoSum(...)``, ``len(tree)``, ``obj.val``):
     # done by the program's process on its own object; only the plain data (or a handle) comes back.
     def __getattr__(self, name: str) -> Any:
@@ -93,38 +76,6 @@ class Handle:
 
     def __getitem__(self, key: Any) -> Any:
         return self._ask("getitem", key)
-
-    def __len__(self) -> int:
-        length = self._ask("len")
-        if type(length) is not int:  # plain data, exactly: nothing of the program's runs here
-            raise TypeError(f"the length of {self._text} is not an int")
-        return length
-
-    def __iter__(self) -> Any:
-        return self._iterator("iter")
-
-    def __reversed__(self) -> Any:
-        return self._iterator("reversed")
-
-    def _iterator(self, op: str) -> Any:
-        # The program's iterator of its object (the object itself where it is its own), stepped by next().
-        it = self._ask(op)
-        if not isinstance(it, Handle):
-            raise TypeError(f"{op}() of {self._text} answered no iterator")
-        return it
-
-    def __next__(self) -> Any:
-        # The iterator protocol itself: the program's ``StopIteration`` is the end of its iterator here too (a
-        # call's is its error: ``program_errors``). The answer is a pair: ended, and the item.
-        answer = self._ask("next")
-        if type(answer) is not tuple or len(answer) != 2 or type(answer[0]) is not bool:
-            raise TypeError(f"next() of {self._text} answered no item")
-        if answer[0]:
-            raise StopIteration
-        return answer[1]
-
-    def __contains__(self, item: Any) -> bool:
-        return self._ask("contains", item) is True
 
     def __bool__(self) -> bool:
         return self._ask("bool") is True
@@ -169,6 +120,101 @@ _OWN = frozenset({"_ref", "_text", "_checker", "_callable"})  # a handle's own a
 handle_operators.install(Handle)  # its operators: the program's, never with a comparison of the tests' values
 
 
+class _Protocols(Handle):
+    """The protocols a class of the program's may have, each on the class of handles made for it only where the
+    program's class has it (``_class``): where it lacks one, Python's own fallback runs on the handle (``in`` and
+    ``reversed`` through iteration and items), and ``collections.abc`` sees what the program's class is."""
+
+    def __hash__(self) -> int:
+        # The program's hash of its object: two equal points are one dict key, as beside the program.
+        value = self._ask("hash")
+        if type(value) is not int:
+            raise TypeError(f"the hash of {self._text} is not an int")
+        return value
+
+    def __enter__(self) -> Any:
+        return self._ask("enter")
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        # The program's __exit__ runs, told what the block raised (its builtin type and message), but never ends
+        # the block: what the tests raised there reaches them, as anything the program's object swallowed would
+        # leave the block's assertions unrun (a task whose context manager must suppress an error: open).
+        self._ask("exit", None if exc is None else [_builtin_name(type(exc)), str(exc)[:1000]])
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._callable or self._checker is None:
+            raise TypeError(f"{self._text} is not callable")
+        return self._checker.call(["ref", self._ref], args, kwargs)
+
+    def __len__(self) -> int:
+        length = self._ask("len")
+        if type(length) is not int:  # plain data, exactly: nothing of the program's runs here
+            raise TypeError(f"the length of {self._text} is not an int")
+        return length
+
+    def __iter__(self) -> Any:
+        return _iterator(self, "iter")
+
+    def __reversed__(self) -> Any:
+        return _iterator(self, "reversed")
+
+    def __next__(self) -> Any:
+        # The iterator protocol itself: the program's ``StopIteration`` is the end of its iterator here too (a
+        # call's is its error: ``program_errors``). The answer is a pair: ended, and the item.
+        answer = self._ask("next")
+        if type(answer) is not tuple or len(answer) != 2 or type(answer[0]) is not bool:
+            raise TypeError(f"next() of {self._text} answered no item")
+        if answer[0]:
+            raise StopIteration
+        return answer[1]
+
+    def __contains__(self, item: Any) -> bool:
+        return self._ask("contains", item) is True
+
+
+def _iterator(handle: Handle, op: str) -> Any:
+    """The program's iterator of its object: the object itself where it is its own (the tests hold it, and see its
+    state step by step), else read in batches (one round trip an item took seconds for a long one)."""
+    it = handle._ask(op)
+    if not isinstance(it, Handle):
+        raise TypeError(f"{op}() of {handle._text} answered no iterator")
+    return it if it._ref == handle._ref else _Batched(it)
+
+
+class _Batched:
+    """An iterator of the program's that no test holds as an object (a generator its ``__iter__`` returned), read in
+    batches of 1, 2, 4, ... up to :data:`BATCH` items: an endless one is read only as far as the tests go, a long
+    one in few round trips. What it does runs that far ahead of the tests' loop (open: a generator that reads state
+    the tests change between its steps sees it late)."""
+
+    def __init__(self, it: Handle) -> None:
+        self._it, self._items, self._ended, self._size = it, collections.deque[Any](), False, 1
+
+    def __iter__(self) -> _Batched:
+        return self
+
+    def __next__(self) -> Any:
+        if not self._items and not self._ended:
+            answer = self._it._ask("batch", self._size)
+            if (
+                type(answer) is not tuple
+                or len(answer) != 2
+                or type(answer[0]) is not bool
+                or type(answer[1]) is not list
+            ):
+                raise TypeError("the program's iterator answered no items")
+            self._ended, items = answer
+            self._items.extend(items)
+            self._ended = self._ended or len(items) < self._size
+            self._size = min(2 * self._size, BATCH)
+        if not self._items:
+            raise StopIteration
+        return self._items.popleft()
+
+
+BATCH = 1024
+
+
 def _builtin_name(kind: type) -> str:
     return next(k for k in kind.__mro__ if k.__module__ == "builtins").__name__
 
@@ -201,7 +247,7 @@ PROTOCOLS = (
     *("__iter__", "__next__", "__len__", "__contains__", "__call__", "__hash__", "__enter__", "__exit__"),
     "__reversed__",
 )
-_MOST_CLASSES = 4096  # classes of the program's whose objects cross in one run: past them, a breach
+_MOST_CLASSES = 1 << 16  # classes of the program's whose objects cross in one run (one per call too): then a breach
 
 # The class of handles for each class of the program's, by its checker and the class's number: ``type(a) is type(b)``
 # holds for two objects of one class only (as the program's process says: it answers for its objects' classes as
@@ -211,16 +257,24 @@ _CLASSES: weakref.WeakKeyDictionary[Any, dict[int, tuple[tuple[Any, ...], type[H
 
 def class_of(kind: type, refs: Refs) -> list[Any]:
     """What a handle says of its object's class ``kind`` (in the program's process): its number, name, module, and
-    the protocols of :data:`PROTOCOLS` it has as Python reads them (one it iterates through ``__getitem__`` is
-    iterable, one it iterates is a container, one with a length and items is reversible)."""
-    has = {name for name in PROTOCOLS if getattr(kind, name, None) is not None}
-    items = getattr(kind, "__getitem__", None) is not None
-    has |= {"__iter__"} if items else set()
-    has |= {"__contains__"} if "__iter__" in has else set()
-    has |= {"__reversed__"} if items and "__len__" in has else set()
+    the protocols of :data:`PROTOCOLS` it defines."""
+    has = [name for name in PROTOCOLS if _defines(kind, name)]
     name, module = getattr(kind, "__qualname__", None), getattr(kind, "__module__", None)
     name = name[:200] if type(name) is str and name else "object"
-    return [refs.number(kind), name, module[:200] if type(module) is str else "?", sorted(has)]
+    return [refs.number(kind), name, module[:200] if type(module) is str else "?", has]
+
+
+def _defines(kind: type, name: str) -> bool:
+    """Whether instances of ``kind`` have the method ``name`` as Python looks it up: in the class's own lineage, not
+    its metaclass's, and not set to None there (``__hash__ = None``)."""
+    for base in getattr(kind, "__mro__", ()):
+        found = vars(base).get(name, _MISSING)
+        if found is not _MISSING:
+            return found is not None
+    return False
+
+
+_MISSING = object()
 
 
 def is_class(rest: list[Any]) -> bool:
@@ -263,10 +317,10 @@ def _class(checker: Any, kind: list[Any]) -> type[Handle]:
         return made[number][1]
     if len(made) >= _MOST_CLASSES:
         raise ValueError(f"more than {_MOST_CLASSES} classes of the program's crossed")
-    lacks = {name: None for name in PROTOCOLS if name not in has}
     namespace = {"__qualname__": qualname, "__module__": module, "_checker": weakref.ref(checker), "_number": number}
-    made_class = cast(
-        "type[Handle]", _ProgramClass(qualname.rpartition(".")[2] or "object", (Handle,), namespace | lacks)
-    )
+    # The protocols it has, and no other (a hash it lacks is None: Handle's own would stand for it).
+    namespace |= {name: vars(_Protocols)[name] for name in PROTOCOLS if name in has}
+    namespace |= {} if "__hash__" in has else {"__hash__": None}
+    made_class = cast("type[Handle]", _ProgramClass(qualname.rpartition(".")[2] or "object", (Handle,), namespace))
     made[number] = said, made_class
     return made_class

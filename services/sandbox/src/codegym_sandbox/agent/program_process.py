@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import itertools
 import json
 import operator
 import os
@@ -179,6 +180,10 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return len(value)
     if op in ("iter", "reversed"):  # its iterator (itself, where it is its own), stepped by the tests' next()
         return iter(value) if op == "iter" else reversed(value)
+    if op == "batch":  # the next items of such an iterator that no test holds, and whether it ended
+        wanted = max(1, min(int(args[0]), 1024))
+        items = list(itertools.islice(value, wanted))
+        return (len(items) < wanted, items)
     if op == "next":
         try:
             return (False, next(value))

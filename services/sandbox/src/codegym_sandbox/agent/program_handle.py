@@ -53,7 +53,7 @@ class Handle:
             return other._ref == self._ref
         return self._checker.same(self._ref, other._ref) is True  # its own ==, of itself too (which may raise)
 
-    def __hash__(self) -> int:  # an object whose class has none: see _Protocols
+    def __hash__(self) -> int:  # with no process to ask; a class of handles has the program's hash, or none
         return hash(("handle", self._ref))
 
     def __ne__(self, other: object) -> bool:

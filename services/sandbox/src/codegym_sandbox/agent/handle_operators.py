@@ -1,4 +1,4 @@
-"""The operators of a handle (an object of the program's, in the checker: ``plain_data.Handle``), done by the
+"""The operators of a handle (an object of the program's, in the checker: ``program_handle.Handle``), done by the
 program's process on its own object: between two of its objects, sums and products with a value of the tests',
 and the conversions of its object to a number. Never a difference, a quotient or a comparison with a value of the
 tests' (:class:`Crossing`).
@@ -50,7 +50,7 @@ NUMBERS = {"float": (float,), "int": (int,), "index": (int,), "complex": (comple
 
 
 def install(handle: type) -> None:
-    """Give the class of handles (``plain_data.Handle``) these operators and conversions."""
+    """Give the class of handles (``program_handle.Handle``) these operators and conversions."""
     for op in OPERATORS:
         setattr(handle, f"__{op}__", _operator(op, handle))
     for op, kinds in NUMBERS.items():

@@ -221,7 +221,7 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
     if op in NUMBERS:
         convert: Any = {"float": float, "int": int, "index": operator.index, "complex": complex}[op]
         return convert(value)
-    if op in OPERATORS:  # the program's operators on its object (``plain_data.Handle``)
+    if op in OPERATORS:  # the program's operators on its object (``program_handle.Handle``)
         name = op[1:] if op.startswith("r") and op[1:] in OPERATORS else op
         operands = (args[0], value) if name != op else (value, *args[:1])
         return getattr(operator, "and_" if name == "and" else "or_" if name == "or" else name)(*operands)

@@ -193,8 +193,10 @@ def _operate(value: Any, op: str, args: list[Any]) -> Any:
         return bool(args[0] in value)
     if op == "bool":
         return bool(value)
-    if op in ("hash", "enter"):
-        return hash(value) if op == "hash" else value.__enter__()
+    if op == "hash":
+        return hash(value)
+    if op == "enter":
+        return value.__enter__()
     if op == "exit":  # its answer is not asked: the block's error reaches the tests (see Handle.__exit__)
         value.__exit__(*_raised(args[0]))
         return None

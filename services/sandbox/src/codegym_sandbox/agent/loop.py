@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 from . import assert_runner, cells, isolation, linux, run_cpu, session, session_family, session_main, worker_start  # noqa: F401 - see main()
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
+from .channel import take as take_channel
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
 from .scratch_files import collect, write_files
 
@@ -336,6 +337,7 @@ def _settled(bx: BoxHandle, answers: list[RunAnswer]) -> list[RunAnswer]:
 def main() -> None:
     """Entry point: the first frame is the worker configuration; then one answer per request."""
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+    take_channel()
     in_fd, out_fd = 0, 1
     # Nothing may print on the channel: move it off fd 1 and send stray prints to stderr.
     out_fd = os.dup(1)

@@ -1,8 +1,10 @@
 """The docker backend: persistent containers made with the Docker SDK, one per slot.
 
-The channel to each agent is the container's attached stream (one long-lived HTTP upgrade to the
-daemon): frames go to the agent's stdin, its stdout comes back multiplexed with its stderr in Docker's
-8-byte-header framing, which :class:`DockerWorker` takes apart.
+The channel to each agent is a socket of the server's own, mounted into its container (``agent_channel.py``), or
+where the agent cannot reach it, the container's attached stream (one long-lived HTTP upgrade to the daemon):
+frames go to the agent's stdin, its stdout comes back multiplexed with its stderr in Docker's 8-byte-header
+framing, which :class:`DockerWorker` takes apart. The attached stream is held either way: the agent's stderr
+comes on it, and its end is the container's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import struct
 from typing import Any
 
 from ..agent.protocol import WorkerConfig
+from .agent_channel import INSIDE, AgentChannel
 from .base import SandboxFault
 from .containers import (
     AGENT_USER,
@@ -27,7 +30,7 @@ from .containers import (
     is_stale,
 )
 from .pool import WorkerPool
-from .worker import AgentWorker
+from .worker import START_TIMEOUT_S, AgentWorker
 
 log = logging.getLogger("codegym.sandbox.docker")
 
@@ -57,9 +60,32 @@ class DockerWorker(AgentWorker):
         self.container: Any = None
         self._pump: asyncio.Task[None] | None = None
         self._raw: socket.socket | None = None
+        self._attached: asyncio.StreamWriter | None = None  # the attached stream's, where the channel is a socket
         self._gone = asyncio.Event()
 
-    def _create(self) -> tuple[Any, socket.socket]:
+    def _create(self) -> tuple[Any, socket.socket, socket.socket | None]:
+        """The container, started; its attached stream; and the agent's own socket (None: the channel is the
+        attached stream)."""
+        channel = AgentChannel(self.slot) if self.backend.channels else None
+        try:
+            try:
+                container = self._make(channel)
+            except Exception as exc:
+                # A server whose directories the daemon does not see (one in a container of its own): its later
+                # containers are made without a socket, and this one again.
+                if channel is None or "bind source path does not exist" not in str(exc):
+                    raise
+                log.info("docker: the daemon cannot mount the server's directories: agents talk over their streams")
+                self.backend.channels = False
+                channel.close()
+                channel = None
+                container = self._make(None)
+            return self._start(container, channel)
+        finally:
+            if channel is not None:
+                channel.close()
+
+    def _make(self, channel: AgentChannel | None) -> Any:
         import docker.types
 
         spec = self.backend.spec
@@ -73,7 +99,9 @@ class DockerWorker(AgentWorker):
             outside = self.copies.make(name, spec.cpus)
             pairs = zip(outside, CopyCgroups.INSIDE, strict=True)
             volumes = {path: {"bind": inside, "mode": "rw"} for path, inside in pairs}
-        container = client.containers.create(
+        # A bind that is not made where its source is missing (a volume's would be, on the daemon's host).
+        mounts = [] if channel is None else [docker.types.Mount(INSIDE, channel.directory, "bind", read_only=True)]
+        return client.containers.create(
             spec.image,
             name=name,
             labels=spec.labels(),
@@ -91,6 +119,8 @@ class DockerWorker(AgentWorker):
             cap_drop=["ALL"],
             cap_add=caps,
             volumes=volumes,
+            mounts=mounts,
+            environment=channel.environment if channel is not None else {},
             security_opt=["no-new-privileges"],
             read_only=True,
             tmpfs=spec.tmpfs,
@@ -100,56 +130,73 @@ class DockerWorker(AgentWorker):
             nano_cpus=int(spec.cpus * 1e9),
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
         )
+
+    def _start(self, container: Any, channel: AgentChannel | None) -> tuple[Any, socket.socket, socket.socket | None]:
         raw: socket.socket | None = None
         try:
             # Attach before start, so that nothing the agent says is missed.
             attached = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             raw = _own_socket(attached)
             container.start()
+            own = channel.wait(raw, START_TIMEOUT_S) if channel is not None else None
         except Exception:
             if raw is not None:
                 raw.close()
             with contextlib.suppress(Exception):  # the engine may be going away: the error above says why
                 container.remove(force=True)
             raise
-        return container, raw
+        if channel is not None and own is None:
+            log.info("docker: an agent cannot reach the server's socket: agents talk over their streams")
+            self.backend.channels = False
+        return container, raw, own
 
     async def _open(self) -> None:
         creating = asyncio.ensure_future(asyncio.to_thread(self._create))
         try:
-            self.container, raw = await asyncio.shield(creating)
+            self.container, raw, own = await asyncio.shield(creating)
         except asyncio.CancelledError:
             # Cancelled (the pool stops): the thread goes on. Wait for it (a container start, a second or
             # so) and remove what it made: the loop may be gone by the time it ends otherwise, and its
             # container would run on with its socket open.
             with contextlib.suppress(Exception):
-                container, made = await creating
+                container, made, socket_ = await creating
                 made.close()
+                if socket_ is not None:
+                    socket_.close()
                 await asyncio.to_thread(container.remove, force=True)
             raise
         except Exception as exc:
             raise SandboxFault(f"docker: cannot start a container from {self.backend.spec.image!r}: {exc}") from exc
         self._raw = raw  # closed by kill() whatever happens next (the transport closes it too, when there is one)
         raw.setblocking(False)
-        stream, self.writer = await asyncio.open_connection(sock=raw, limit=1 << 20)
-        self.reader = asyncio.StreamReader(limit=1 << 20)
-        self._pump = asyncio.get_running_loop().create_task(self._demux(stream, self.reader))
+        stream, attached = await asyncio.open_connection(sock=raw, limit=1 << 20)
+        out: asyncio.StreamReader | None = None
+        if own is None:
+            self.writer, self.reader = attached, asyncio.StreamReader(limit=1 << 20)
+            out = self.reader
+        else:
+            self._attached = attached
+            own.setblocking(False)
+            self.reader, self.writer = await asyncio.open_connection(sock=own, limit=1 << 20)
+        self._pump = asyncio.get_running_loop().create_task(self._demux(stream, out))
 
-    async def _demux(self, stream: asyncio.StreamReader, out: asyncio.StreamReader) -> None:
-        """Split Docker's multiplexed stream: stdout feeds the frame reader, stderr goes to the log."""
+    async def _demux(self, stream: asyncio.StreamReader, out: asyncio.StreamReader | None) -> None:
+        """Split Docker's multiplexed stream: stdout feeds the frame reader (``out``, where the channel is this
+        stream), stderr goes to the log."""
         try:
             while True:
                 head = await stream.readexactly(8)
                 kind, size = head[0], struct.unpack(">I", head[4:])[0]
                 data = await stream.readexactly(size)
-                if kind == 1:
+                if kind == 1 and out is not None:
                     out.feed_data(data)
                 else:
                     log.warning("worker %d: %s", self.slot, data.decode(errors="replace").rstrip())
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
-            out.feed_eof()
+            if out is not None:
+                out.feed_eof()
             self._gone.set()
 
     @property
@@ -160,11 +207,12 @@ class DockerWorker(AgentWorker):
         await self._gone.wait()
 
     async def kill(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            # Let the transport really close its socket before the loop may stop (server shutdown).
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.writer.wait_closed(), 5)
+        for writer in (self.writer, self._attached):
+            if writer is not None:
+                writer.close()
+                # Let the transport really close its socket before the loop may stop (server shutdown).
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.wait_closed(), 5)
         if self._raw is not None:
             self._raw.close()
         container, self.container = self.container, None
@@ -187,6 +235,7 @@ class DockerBackend(WorkerPool):
         self.client: Any = None
         self.image_id = ""
         self.copies = None if CopyCgroups.refusal(spec.runtime) else CopyCgroups.find()
+        self.channels = True  # whether agents are given a socket of the server's (see agent_channel.py)
 
     @property
     def fork_refusal(self) -> str | None:

@@ -1,0 +1,127 @@
+"""The docker backend's channel to each agent: a socket of the server's own, past the engine, or where the agent
+cannot reach it, the container's attached stream; and no program can reach it either way."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from codegym_sandbox.agent.channel import CHANNEL_ENV, NO_CHANNEL
+from codegym_sandbox.backends import agent_channel
+from codegym_sandbox.backends.docker import DockerBackend, DockerWorker
+from codegym_sandbox.main import create_app
+from fastapi.testclient import TestClient
+from sandbox_support import run_code, settings_for, stdout
+
+_TAKE = "from codegym_sandbox.agent.channel import take; take(); import os; os.write(1, b'over the channel')"
+
+
+def _take_in_child(path: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, CHANNEL_ENV: path}
+    return subprocess.Popen([sys.executable, "-c", _TAKE], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+
+
+def test_an_agent_takes_the_socket_it_is_named_for_its_channel(tmp_path: Path) -> None:
+    path = str(tmp_path / "agent.sock")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        child = _take_in_child(path)
+        conn, _ = listener.accept()
+        with conn:
+            assert conn.recv(100) == b"over the channel"
+        out, _ = child.communicate(timeout=30)
+    assert out == b""  # nothing on its own stdout: the socket is its fd 1
+
+
+def test_an_agent_that_cannot_reach_its_socket_says_so_on_its_stdout(tmp_path: Path) -> None:
+    child = _take_in_child(str(tmp_path / "nothing-here.sock"))
+    out, _ = child.communicate(timeout=30)
+    assert out == NO_CHANNEL + b"over the channel"
+
+
+def _workers(client: TestClient) -> tuple[DockerBackend, list[DockerWorker]]:
+    backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+    assert isinstance(backend, DockerBackend)
+    return backend, [w for w in backend._workers if isinstance(w, DockerWorker)]
+
+
+def _left(before: set[str]) -> set[str]:
+    return {p.name for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("codegym-agent-*")} - before
+
+
+@pytest.fixture
+def dirs() -> Iterator[set[str]]:
+    """The channels' directories already here (another server's): those a test's server leaves are the rest."""
+    yield {p.name for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("codegym-agent-*")}
+
+
+_REACH = f"""
+import os, socket
+try:
+    os.listdir({agent_channel.INSIDE!r})
+    print("listed")
+except PermissionError:
+    print("refused")
+try:
+    socket.socket(socket.AF_UNIX).connect({agent_channel.INSIDE!r} + "/agent.sock")
+    print("connected")
+except OSError:
+    print("unreachable")
+print(os.environ.get({CHANNEL_ENV!r}, "unnamed"))
+"""
+
+
+def test_agents_talk_over_the_servers_sockets_which_no_program_reaches(dirs: set[str]) -> None:
+    with TestClient(create_app(settings_for("docker", server_id="tchan"))) as client:
+        backend, workers = _workers(client)
+        assert backend.channels and workers
+        for worker in workers:  # the frames' channel is the socket; the attached stream is held beside it
+            assert worker.writer is not None and worker._attached is not None
+            assert worker.writer.get_extra_info("socket").family == socket.AF_UNIX
+        assert stdout(run_code(client, _REACH)).split() == ["refused", "unreachable", "unnamed"]
+        assert _left(dirs) == set()  # each directory goes once its agent is connected
+
+
+def test_an_agent_that_cannot_reach_the_socket_talks_over_its_stream(
+    monkeypatch: pytest.MonkeyPatch, dirs: set[str]
+) -> None:
+    made = agent_channel.AgentChannel.__init__
+
+    def unreachable(self: agent_channel.AgentChannel, slot: int) -> None:
+        made(self, slot)
+        os.chown(self.directory, 65534, 65534)  # the container's root, no CAP_DAC_OVERRIDE, cannot enter it
+
+    monkeypatch.setattr(agent_channel.AgentChannel, "__init__", unreachable)
+    with TestClient(create_app(settings_for("docker", server_id="tchs"))) as client:
+        backend, workers = _workers(client)
+        assert not backend.channels and workers
+        assert all(worker._attached is None for worker in workers)  # the attached stream carries the frames
+        assert stdout(run_code(client, "print(6 * 7)")) == "42\n"
+        assert _left(dirs) == set()
+
+
+def test_a_daemon_that_cannot_mount_the_servers_directory_leaves_the_agents_on_their_streams(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dirs: set[str]
+) -> None:
+    made = agent_channel.AgentChannel.__init__
+
+    def elsewhere(self: agent_channel.AgentChannel, slot: int) -> None:
+        made(self, slot)
+        self.directory = str(tmp_path / "not-on-the-daemons-host")  # as a server in a container of its own sees
+
+    monkeypatch.setattr(agent_channel.AgentChannel, "__init__", elsewhere)
+    with TestClient(create_app(settings_for("docker", server_id="tchm"))) as client:
+        backend, workers = _workers(client)
+        assert not backend.channels and workers
+        assert all(worker._attached is None for worker in workers)
+        assert stdout(run_code(client, "print(6 * 7)")) == "42\n"
+    assert not (tmp_path / "not-on-the-daemons-host").exists()  # made on the daemon's host by no one
+    for name in _left(dirs):  # the directories this test's channels were bound in, under another name
+        shutil.rmtree(Path(os.environ.get("TMPDIR", "/tmp")) / name)

@@ -11,7 +11,9 @@ are what carries between machines):
    over and over: an answer from the cache, the HTTP floor), one keep-alive connection, sequentially, one of
    each in turn (so that the machine's swings weigh on both alike); and
    making a session, from a kernel started ahead (``SESSIONS__WARM``, the default) and without one; and
-   forking a warm session into 16 (``POST /v1/sessions/{id}/fork``), against a trivial cell; the fork and a cell in
+   forking a warm session into 16 (``POST /v1/sessions/{id}/fork``), against a trivial cell and against what the
+   kernel alone charges for 16 clones of a process holding the same state (plain, and into the new user, mount
+   and network namespaces each copy is given: the floor of any fork as isolated); the fork and a cell in
    each member after it (what a group's rollout does next), against making 16 sessions and replaying the
    session's cells in each (what a sandbox without forks forces).
 2. **A 10-cell rollout**: the cells of a tool-using rollout (imports, data, a function, its tests, fixes)
@@ -230,12 +232,59 @@ def round_trips(n: int) -> None:
     print(f"| make a session (SESSIONS__WARM=0) | {ms(cold)} | {ms(cold, 0.9)} | - |")
     k = statistics.median(forks)
     print(f"| fork a warm session into 16 | {ms(forks)} | {ms(forks, 0.9)} | {k / t:.1f}x a trivial cell |")
+    if (floor_s := clone_floor(min(n, 20))) is not None:
+        plain, isolated = floor_s
+        print(f"| the kernel alone: 16 plain clones of a process holding the same state | {plain * 1000:.2f} | - | - |")
+        print(
+            f"| the kernel alone: 16 clones into new user, mount and network namespaces | {isolated * 1000:.2f} | - "
+            f"| {isolated / t:.1f}x a trivial cell; the fork is {k / isolated:.1f}x this |"
+        )
     g = statistics.median(grouped)
     then = "fork into 16, then a cell in each member"
     print(f"| {then} | {ms(grouped)} | {ms(grouped, 0.9)} | {g / t:.1f}x a trivial cell |")
     r = statistics.median(replayed)
     without = "no fork: 16 sessions made, the prefix replayed in each, then the cell"
     print(f"| {without} | {ms(replayed)} | {ms(replayed, 0.9)} | {r / g:.1f}x the fork and cells |")
+
+
+# What the kernel alone charges for 16 copies of a process holding a session's state: 16 clones, each held
+# until the last is made (as a fork's copies are), plain and into new user, mount and network namespaces (a
+# fork's copies' own). Run in a process of its own, whose medians over ``trials`` it prints.
+_CLONES = """
+import ctypes, os, statistics, sys, time, json, random
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+data = list(range(100_000))
+def sixteen(flags):
+    r, w = os.pipe()
+    t = time.perf_counter()
+    for _ in range(16):
+        pid = libc.syscall(56, flags | 17, 0, 0, 0, 0)  # clone(flags | SIGCHLD), as fork
+        if pid == 0:
+            os.read(r, 1)
+            os._exit(0)
+        if pid < 0:
+            raise SystemExit(f"clone: {os.strerror(ctypes.get_errno())}")
+    spent = time.perf_counter() - t
+    os.write(w, bytes(16))
+    for _ in range(16):
+        os.wait()
+    os.close(r); os.close(w)
+    return spent
+trials = int(sys.argv[1])
+for flags in (0, 0x10000000 | 0x20000 | 0x40000000):
+    print(statistics.median(sixteen(flags) for _ in range(trials)))
+"""
+
+
+def clone_floor(trials: int) -> tuple[float, float] | None:
+    """The median seconds of 16 plain clones, and of 16 into new namespaces (None where they cannot be made)."""
+    done = subprocess.run([sys.executable, "-c", _CLONES, str(trials)], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        print(f"(no clone floor: {done.stderr.strip()[-200:]})", file=sys.stderr)
+        return None
+    plain, isolated = (float(x) for x in done.stdout.split())
+    return plain, isolated
 
 
 def rollout(rounds: int) -> None:

@@ -1,5 +1,6 @@
-"""The docker backend's channel to each agent: a socket of the server's own, past the engine, or where the agent
-cannot reach it, the container's attached stream; and no program can reach it either way."""
+"""The container backends' channel to each agent: a socket of the server's own, past the engine, or where the agent
+cannot reach it, the container's stream (docker's attached stream, podman's client's pipes); and no program can
+reach it either way."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 from codegym_sandbox.agent.channel import CHANNEL_ENV, NO_CHANNEL
 from codegym_sandbox.backends import agent_channel
-from codegym_sandbox.backends.docker import DockerBackend, DockerWorker
+from codegym_sandbox.backends.docker import DockerBackend
+from codegym_sandbox.backends.podman import PodmanBackend
+from codegym_sandbox.backends.worker import AgentWorker
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 from sandbox_support import run_code, settings_for, stdout
@@ -46,10 +49,25 @@ def test_an_agent_that_cannot_reach_its_socket_says_so_on_its_stdout(tmp_path: P
     assert out == NO_CHANNEL + b"over the channel"
 
 
-def _workers(client: TestClient) -> tuple[DockerBackend, list[DockerWorker]]:
+@pytest.fixture(params=["docker", "podman"])
+def engine(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    settings_for(name)  # skips (loudly) when this engine cannot run here
+    return name
+
+
+def _workers(client: TestClient) -> tuple[DockerBackend | PodmanBackend, list[AgentWorker]]:
     backend = client.app.state.executor.backend  # type: ignore[attr-defined]
-    assert isinstance(backend, DockerBackend)
-    return backend, [w for w in backend._workers if isinstance(w, DockerWorker)]
+    assert isinstance(backend, DockerBackend | PodmanBackend)
+    return backend, [w for w in backend._workers if w is not None]
+
+
+def _on_own_socket(worker: AgentWorker) -> bool:
+    """Whether the worker's frames go over a socket of the server's (not docker's attached stream, a socket of the
+    daemon's, nor podman's client's pipes)."""
+    assert worker.writer is not None
+    sock = worker.writer.get_extra_info("socket")
+    return sock is not None and sock.family == socket.AF_UNIX and "codegym-agent-" in str(sock.getsockname())
 
 
 def _left(before: set[str]) -> set[str]:
@@ -78,19 +96,17 @@ print(os.environ.get({CHANNEL_ENV!r}, "unnamed"))
 """
 
 
-def test_agents_talk_over_the_servers_sockets_which_no_program_reaches(dirs: set[str]) -> None:
-    with TestClient(create_app(settings_for("docker", server_id="tchan"))) as client:
+def test_agents_talk_over_the_servers_sockets_which_no_program_reaches(engine: str, dirs: set[str]) -> None:
+    with TestClient(create_app(settings_for(engine, server_id="tchan"))) as client:
         backend, workers = _workers(client)
-        assert backend.channels and workers
-        for worker in workers:  # the frames' channel is the socket; the attached stream is held beside it
-            assert worker.writer is not None and worker._attached is not None
-            assert worker.writer.get_extra_info("socket").family == socket.AF_UNIX
+        assert backend.channels.on and workers
+        assert all(_on_own_socket(worker) for worker in workers)
         assert stdout(run_code(client, _REACH)).split() == ["refused", "unreachable", "unnamed"]
         assert _left(dirs) == set()  # each directory goes once its agent is connected
 
 
 def test_an_agent_that_cannot_reach_the_socket_talks_over_its_stream(
-    monkeypatch: pytest.MonkeyPatch, dirs: set[str]
+    engine: str, monkeypatch: pytest.MonkeyPatch, dirs: set[str]
 ) -> None:
     made = agent_channel.AgentChannel.__init__
 
@@ -99,10 +115,10 @@ def test_an_agent_that_cannot_reach_the_socket_talks_over_its_stream(
         os.chown(self.directory, 65534, 65534)  # the container's root, no CAP_DAC_OVERRIDE, cannot enter it
 
     monkeypatch.setattr(agent_channel.AgentChannel, "__init__", unreachable)
-    with TestClient(create_app(settings_for("docker", server_id="tchs"))) as client:
+    with TestClient(create_app(settings_for(engine, server_id="tchs"))) as client:
         backend, workers = _workers(client)
-        assert not backend.channels and workers
-        assert all(worker._attached is None for worker in workers)  # the attached stream carries the frames
+        assert not backend.channels.on and workers
+        assert not any(_on_own_socket(worker) for worker in workers)  # the engine's stream carries the frames
         assert stdout(run_code(client, "print(6 * 7)")) == "42\n"
         assert _left(dirs) == set()
 
@@ -119,8 +135,8 @@ def test_a_daemon_that_cannot_mount_the_servers_directory_leaves_the_agents_on_t
     monkeypatch.setattr(agent_channel.AgentChannel, "__init__", elsewhere)
     with TestClient(create_app(settings_for("docker", server_id="tchm"))) as client:
         backend, workers = _workers(client)
-        assert not backend.channels and workers
-        assert all(worker._attached is None for worker in workers)
+        assert not backend.channels.on and workers
+        assert not any(_on_own_socket(worker) for worker in workers)
         assert stdout(run_code(client, "print(6 * 7)")) == "42\n"
     assert not (tmp_path / "not-on-the-daemons-host").exists()  # made on the daemon's host by no one
     for name in _left(dirs):  # the directories this test's channels were bound in, under another name

@@ -11,6 +11,7 @@ before anything else of its own) and the channel stays that stream: :meth:`Agent
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -26,6 +27,19 @@ log = logging.getLogger("codegym.sandbox.channel")
 
 INSIDE = "/run/codegym-channel"  # where the directory is mounted in the container
 _NAME = "agent.sock"
+
+
+class Channels:
+    """Whether a backend gives its agents sockets of the server's: yes, until one could not use its own (the next
+    would not either)."""
+
+    def __init__(self, engine: str) -> None:
+        self.engine, self.on = engine, True
+
+    def off(self, why: str) -> None:
+        if self.on:
+            log.info("%s: %s: agents talk over their containers' streams", self.engine, why)
+            self.on = False
 
 
 class AgentChannel:
@@ -70,6 +84,32 @@ class AgentChannel:
                         raise OSError(f"the agent wrote {data[:64]!r} before its channel was open")
                     return None
                 log.warning("worker %d: %s", self.slot, data.decode(errors="replace").rstrip())
+        raise OSError(f"the agent did not connect to its channel within {timeout_s:g} s")
+
+    async def wait_beside(self, stdout: asyncio.StreamReader, timeout_s: float) -> socket.socket | None:
+        """:meth:`wait`, where the container's stdout is a plain stream (an engine's client attached to it): the
+        agent's connection, or None where it wrote :data:`NO_CHANNEL` there first."""
+        self.listener.setblocking(False)
+        accepting = asyncio.ensure_future(asyncio.get_running_loop().sock_accept(self.listener))
+        said = asyncio.ensure_future(stdout.readexactly(len(NO_CHANNEL)))
+        try:
+            await asyncio.wait({accepting, said}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in (accepting, said):
+                if not waiting.done():
+                    waiting.cancel()
+        if accepting.done() and not accepting.cancelled():
+            conn, _ = accepting.result()
+            conn.set_inheritable(False)
+            return conn
+        if said.done() and not said.cancelled():
+            try:
+                data = said.result()
+            except asyncio.IncompleteReadError:
+                raise OSError("the container ended before its agent opened its channel") from None
+            if data != NO_CHANNEL:
+                raise OSError(f"the agent wrote {data!r} before its channel was open")
+            return None
         raise OSError(f"the agent did not connect to its channel within {timeout_s:g} s")
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ import struct
 from typing import Any
 
 from ..agent.protocol import WorkerConfig
-from .agent_channel import INSIDE, AgentChannel
+from .agent_channel import INSIDE, AgentChannel, Channels
 from .base import SandboxFault
 from .containers import (
     AGENT_USER,
@@ -66,7 +66,7 @@ class DockerWorker(AgentWorker):
     def _create(self) -> tuple[Any, socket.socket, socket.socket | None]:
         """The container, started; its attached stream; and the agent's own socket (None: the channel is the
         attached stream)."""
-        channel = AgentChannel(self.slot) if self.backend.channels else None
+        channel = AgentChannel(self.slot) if self.backend.channels.on else None
         try:
             try:
                 container = self._make(channel)
@@ -75,8 +75,7 @@ class DockerWorker(AgentWorker):
                 # containers are made without a socket, and this one again.
                 if channel is None or "bind source path does not exist" not in str(exc):
                     raise
-                log.info("docker: the daemon cannot mount the server's directories: agents talk over their streams")
-                self.backend.channels = False
+                self.backend.channels.off("the daemon cannot mount the server's directories")
                 channel.close()
                 channel = None
                 container = self._make(None)
@@ -146,8 +145,7 @@ class DockerWorker(AgentWorker):
                 container.remove(force=True)
             raise
         if channel is not None and own is None:
-            log.info("docker: an agent cannot reach the server's socket: agents talk over their streams")
-            self.backend.channels = False
+            self.backend.channels.off("an agent cannot reach the server's socket")
         return container, raw, own
 
     async def _open(self) -> None:
@@ -235,7 +233,7 @@ class DockerBackend(WorkerPool):
         self.client: Any = None
         self.image_id = ""
         self.copies = None if CopyCgroups.refusal(spec.runtime) else CopyCgroups.find()
-        self.channels = True  # whether agents are given a socket of the server's (see agent_channel.py)
+        self.channels = Channels("docker")
 
     @property
     def fork_refusal(self) -> str | None:

@@ -1,7 +1,9 @@
 """The podman and podman-hpc backends: persistent containers through the engine's command line.
 
 ``podman run -i`` keeps the client attached to the container's stdin and stdout, which makes it the same
-pipe channel the local backend has to its agents. podman-hpc is podman plus site configuration
+pipe channel the local backend has to its agents; but its frames then pass through the client and conmon, two
+copies each way, so the agent is given a socket of the server's own, past them (``agent_channel.py``), and the
+pipes stay its channel only where it cannot reach that. podman-hpc is podman plus site configuration
 (``migrate``d images, site flags): the binary name and extra ``run`` flags are settings. Podman needs
 explicit ``--ulimit`` values on hosts whose defaults it cannot apply.
 """
@@ -19,10 +21,11 @@ import tempfile
 
 from ..agent.isolation import MASKED
 from ..agent.protocol import WorkerConfig
+from .agent_channel import INSIDE, AgentChannel, Channels
 from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, SESSION_CAPABILITIES, ContainerSpec, CopyCgroups, is_stale
 from .pool import WorkerPool
-from .worker import AgentWorker, ProcessWorker
+from .worker import START_TIMEOUT_S, AgentWorker, ProcessWorker
 
 log = logging.getLogger("codegym.sandbox.podman")
 
@@ -67,21 +70,45 @@ class PodmanWorker(ProcessWorker):
         cwd: str,
         copies: CopyCgroups | None = None,
         cpus: float = 1.0,
+        channels: Channels | None = None,
     ) -> None:
         super().__init__(slot, config, argv, None, cwd)
         self.binary = binary
         self.name = name
         self.copies, self.cpus = copies, cpus  # a session's container: its copies' cgroups, made before it starts
+        self.channels = channels or Channels("podman")
+        self._own = False  # whether the channel is a socket of the server's (the client's pipes stay open beside it)
 
     async def _open(self) -> None:
         await _podman(self.binary, "rm", "-f", self.name)  # a leftover of this slot from an earlier life
         if self.copies is not None:
             await asyncio.to_thread(self.copies.make, self.name, self.cpus)
-        await super()._open()
+        if not self.channels.on:
+            await super()._open()
+            return
+        channel = AgentChannel(self.slot)
+        try:
+            named = [f"--env={key}={value}" for key, value in channel.environment.items()]
+            # Before the image, the argv's last word.
+            await self._spawn([*self.argv[:-1], f"--volume={channel.directory}:{INSIDE}:ro", *named, self.argv[-1]])
+            assert self.proc is not None and self.proc.stdout is not None
+            own = await channel.wait_beside(self.proc.stdout, START_TIMEOUT_S)
+        finally:
+            channel.close()
+        if own is None:
+            self.channels.off("an agent cannot reach the server's socket")
+            return
+        own.setblocking(False)
+        self.reader, self.writer = await asyncio.open_connection(sock=own, limit=1 << 20)
+        self._own = True
 
     async def kill(self) -> None:
         # Killing the attached client does not stop the container: remove it by name.
         await _podman(self.binary, "rm", "-f", "-t", "0", self.name)
+        if self._own and self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.writer.wait_closed(), 5)
         await super().kill()
         if self.copies is not None:
             await asyncio.to_thread(self.copies.remove, self.name)
@@ -110,6 +137,7 @@ class PodmanBackend(WorkerPool):
         # container hits its memory limit), which must not land wherever the server was started.
         self.workdir = ""
         self.copies = None if CopyCgroups.refusal(spec.runtime) else CopyCgroups.find()
+        self.channels = Channels(name)
 
     @property
     def fork_refusal(self) -> str | None:
@@ -173,11 +201,13 @@ class PodmanBackend(WorkerPool):
     def make_worker(self, slot: int) -> AgentWorker:
         name, argv = self.spec.name(slot), self.run_argv(slot)
         if self.copies is None or slot < self.max_workers:
-            return PodmanWorker(slot, self.config, argv, self.binary, name, self.workdir)
+            return PodmanWorker(slot, self.config, argv, self.binary, name, self.workdir, channels=self.channels)
         # A copy's processes: a session's, and its agent's (each member's is moved into its copy's pids cgroup).
         most = (self.spec.session_processes or self.spec.pids_of(slot, self.max_workers)) + 1
         config: WorkerConfig = {**self.config, "copies": list(CopyCgroups.INSIDE), "copy_processes": most}
-        return PodmanWorker(slot, config, argv, self.binary, name, self.workdir, self.copies, self.spec.cpus)
+        return PodmanWorker(
+            slot, config, argv, self.binary, name, self.workdir, self.copies, self.spec.cpus, self.channels
+        )
 
     async def start(self) -> None:
         if shutil.which(self.binary) is None:

@@ -300,8 +300,11 @@ class ProcessWorker(AgentWorker):
         self.proc: asyncio.subprocess.Process | None = None
 
     async def _open(self) -> None:
+        await self._spawn(self.argv)
+
+    async def _spawn(self, argv: list[str]) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env=self.env,

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,13 +72,13 @@ def _on_own_socket(worker: AgentWorker) -> bool:
 
 
 def _left(before: set[str]) -> set[str]:
-    return {p.name for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("codegym-agent-*")} - before
+    return {p.name for p in Path("/tmp").glob("codegym-agent-*")} - before
 
 
 @pytest.fixture
 def dirs() -> Iterator[set[str]]:
     """The channels' directories already here (another server's): those a test's server leaves are the rest."""
-    yield {p.name for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("codegym-agent-*")}
+    yield {p.name for p in Path("/tmp").glob("codegym-agent-*")}
 
 
 _REACH = f"""
@@ -140,4 +141,37 @@ def test_a_daemon_that_cannot_mount_the_servers_directory_leaves_the_agents_on_t
         assert stdout(run_code(client, "print(6 * 7)")) == "42\n"
     assert not (tmp_path / "not-on-the-daemons-host").exists()  # made on the daemon's host by no one
     for name in _left(dirs):  # the directories this test's channels were bound in, under another name
-        shutil.rmtree(Path(os.environ.get("TMPDIR", "/tmp")) / name)
+        shutil.rmtree(Path("/tmp") / name)
+
+
+_MOUNTED = f"""
+print(*[line.split()[3] for line in open("/proc/self/mountinfo") if " {agent_channel.INSIDE} " in line])
+"""
+
+
+def test_a_server_with_a_long_private_tmpdir_binds_its_agents_sockets_in_tmp(
+    engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dirs: set[str]
+) -> None:
+    private = tmp_path / ("private-" * 12)  # past what a socket's path may hold, and the server's own to hide
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    with TestClient(create_app(settings_for(engine, server_id="tchl"))) as client:
+        backend, workers = _workers(client)
+        assert backend.channels.on and all(_on_own_socket(worker) for worker in workers)
+        (source,) = stdout(run_code(client, _MOUNTED)).split()  # what programs see of where it is on the host
+        assert source.startswith("/tmp/codegym-agent-") and "private" not in source
+        assert _left(dirs) == set()
+
+
+def test_where_no_socket_can_be_made_the_agents_talk_over_their_streams(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(self: agent_channel.AgentChannel, slot: int) -> None:
+        raise PermissionError(13, "Permission denied", "/tmp")  # as mkdtemp answers on a /tmp the server may not write
+
+    monkeypatch.setattr(agent_channel.AgentChannel, "__init__", refused)
+    with TestClient(create_app(settings_for(engine, server_id="tchn"))) as client:
+        backend, workers = _workers(client)
+        assert not backend.channels.on and workers
+        assert not any(_on_own_socket(worker) for worker in workers)
+        assert stdout(run_code(client, "print(6 * 7)")) == "42\n"

@@ -36,6 +36,17 @@ class Channels:
     def __init__(self, engine: str) -> None:
         self.engine, self.on = engine, True
 
+    def open(self, slot: int) -> AgentChannel | None:
+        """A channel for the agent of ``slot``, while they are on; none where one cannot be made here (no /tmp
+        to make it in, say), and none from then on."""
+        if not self.on:
+            return None
+        try:
+            return AgentChannel(slot)
+        except OSError as exc:
+            self.off(f"no socket can be made for them ({exc})")
+            return None
+
     def off(self, why: str) -> None:
         if self.on:
             log.info("%s: %s: agents talk over their containers' streams", self.engine, why)
@@ -47,7 +58,9 @@ class AgentChannel:
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
-        self.directory = tempfile.mkdtemp(prefix="codegym-agent-")
+        # In /tmp whatever TMPDIR says: a socket's path has at most 107 bytes, and the container's mount table shows
+        # its programs where the directory is on the host (a random name here, and nothing of the server's).
+        self.directory = tempfile.mkdtemp(prefix="codegym-agent-", dir="/tmp")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             self.listener.bind(os.path.join(self.directory, _NAME))

@@ -66,7 +66,7 @@ class DockerWorker(AgentWorker):
     def _create(self) -> tuple[Any, socket.socket, socket.socket | None]:
         """The container, started; its attached stream; and the agent's own socket (None: the channel is the
         attached stream)."""
-        channel = AgentChannel(self.slot) if self.backend.channels.on else None
+        channel = self.backend.channels.open(self.slot)
         try:
             try:
                 container = self._make(channel)

@@ -21,7 +21,7 @@ import tempfile
 
 from ..agent.isolation import MASKED
 from ..agent.protocol import WorkerConfig
-from .agent_channel import INSIDE, AgentChannel, Channels
+from .agent_channel import INSIDE, Channels
 from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, SESSION_CAPABILITIES, ContainerSpec, CopyCgroups, is_stale
 from .pool import WorkerPool
@@ -83,10 +83,10 @@ class PodmanWorker(ProcessWorker):
         await _podman(self.binary, "rm", "-f", self.name)  # a leftover of this slot from an earlier life
         if self.copies is not None:
             await asyncio.to_thread(self.copies.make, self.name, self.cpus)
-        if not self.channels.on:
+        channel = self.channels.open(self.slot)
+        if channel is None:
             await super()._open()
             return
-        channel = AgentChannel(self.slot)
         try:
             named = [f"--env={key}={value}" for key, value in channel.environment.items()]
             # Before the image, the argv's last word.

@@ -22,8 +22,9 @@ from .backends.choose import choose_backend
 from .config import Settings, get_settings
 from .executor import Executor
 from .metrics import Metrics
+from .sessions.errors import Busy, SessionGone, TooManySessions
 from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
-from .sessions.store import Busy, SessionGone, SessionStore, TooManySessions
+from .sessions.store import SessionStore
 
 log = logging.getLogger("codegym.sandbox")
 

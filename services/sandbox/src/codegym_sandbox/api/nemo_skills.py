@@ -34,7 +34,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..backends.base import RunPolicy, Saturated
 from ..executor import Executor
-from ..sessions.store import Session, SessionGone, SessionStore, TooManySessions
+from ..sessions.errors import SessionGone, TooManySessions
+from ..sessions.store import Session, SessionStore
 from ..sessions.wire import CellResult
 from ..verdicts import RunEnd
 from .nemo_output import VERBOSITIES, cell_stdout, cut, stream

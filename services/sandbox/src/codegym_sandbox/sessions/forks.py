@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from ..backends.base import SandboxFault, SessionLease
 from ..backends.session_family import ForkRefused
-from .store import Busy, Session, SessionGone
+from .errors import Busy, SessionGone
+from .store import Session
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -78,7 +79,7 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
                     # The agent could not make the copies and may have left the kernel anywhere: the session ends.
                     await store.end(session, f"ended: its fork failed ({exc})", "killed")
                     raise SessionGone(session_id, store.ended.get(session_id), ran=True) from None
-            if session_id not in store.sessions:  # deleted while it was forked: its copies go with it
+            if not store.holds(session):  # deleted while it was forked: its copies go with it
                 await asyncio.gather(*(lease.close() for lease in leases))
                 raise SessionGone(session_id, store.ended.get(session_id), ran=True)
             session.lease = leases[0]

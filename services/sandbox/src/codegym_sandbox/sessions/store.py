@@ -25,49 +25,15 @@ from ..agent.session_main import SESSION_MAIN
 from ..backends.base import Backend, SandboxFault, Saturated, SessionLease
 from ..config import SESSION_MIN_MEMORY_MB, Sessions
 from ..executor import Executor, RunLimits
+from .errors import Busy, SessionGone, SessionNotStarted, TooManySessions
 from .outcome import cell_result
 from .wire import CellResult
 
 log = logging.getLogger("codegym.sandbox.sessions")
 _ENDED_KEPT = 4096  # ended sessions remembered (why each ended), newest first
 _REAP_EVERY_S = 1.0
-
-
-class SessionGone(Exception):
-    """The id names no session: never made (``ended`` None), or ended (why, in ``ended``); ``ran``: it ended while
-    the cell of the call that says so ran (that cell was sent, and must not be sent again elsewhere)."""
-
-    def __init__(self, session_id: str, ended: str | None, ran: bool = False) -> None:
-        self.session_id = session_id
-        self.ended = ended
-        self.ran = ran
-        super().__init__(f"session {session_id!r} {ended}" if ended else f"no session {session_id!r}")
-
-
-class Busy(Exception):
-    """A cell of the session is running: its cells run one at a time."""
-
-
-class SessionNotStarted(Saturated):
-    """The sandbox could not start a session's kernel (a worker that did not start): try again."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(retry_after_s=1)
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return self.detail
-
-
-class TooManySessions(Saturated):
-    """A cap on sessions is reached (the server's, or the client's): come back after some end."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(retry_after_s=5)
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return self.detail
+_END_WAIT_S = 10.0  # the longest a server's stop waits for deleted sessions' ends
+_ROOM_WAIT_S = 3.0  # and a session made meanwhile, for the room they give back (an end takes some 200 ms)
 
 
 @dataclass
@@ -111,6 +77,7 @@ class SessionStore:
         self.warm: list[SessionLease] = []  # kernels started ahead, with the default limits (SESSIONS__WARM)
         self.warming = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._ending: set[asyncio.Task[None]] = set()  # deleted sessions' ends
         self._stopping = False
         self._reaper: asyncio.Task[None] | None = None
         self.metrics = executor.metrics
@@ -124,6 +91,8 @@ class SessionStore:
 
     async def stop(self) -> None:
         self._stopping = True
+        if self._ending:  # deleted sessions' ends are seen through: cut short, one could leave its worker behind
+            await asyncio.wait(set(self._ending), timeout=_END_WAIT_S)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -273,7 +242,14 @@ class SessionStore:
         request = self.executor.request(lang, lang.run, sources, None, limits, [], compile_step=False)
         request.limits["cpu_s"] = s.cpu_s
         request.limits["processes"] = s.processes
-        return await self.backend.open_session(request, memory_mb)
+        deadline = time.monotonic() + _ROOM_WAIT_S
+        while True:
+            try:
+                return await self.backend.open_session(request, memory_mb)
+            except Saturated:  # tried again as each deleted session's end gives back its slot and memory, a while
+                if not self._ending or (left := deadline - time.monotonic()) <= 0:
+                    raise
+            await asyncio.wait(set(self._ending), timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def _refill(self) -> None:
         """Start kernels ahead (``SESSIONS__WARM``, within the caps), so that making a session takes one. Only
@@ -301,6 +277,10 @@ class SessionStore:
         else:
             self.warm.append(lease)
 
+    def holds(self, session: Session) -> bool:
+        """Whether ``session`` is one of the store's now: its id may name a later session (a client's own ids)."""
+        return self.sessions.get(session.session_id) is session
+
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
@@ -308,7 +288,11 @@ class SessionStore:
         return session
 
     async def delete(self, session_id: str) -> None:
-        await self.end(self.get(session_id), "was deleted", "deleted")
+        # Answered once out of the store: its worker ends behind (a container's removal takes 100 ms), and what it
+        # holds (its memory, its slot) is given back as it does, which a session made meanwhile waits for.
+        if self._forget(session := self.get(session_id), "was deleted", "deleted"):
+            self._ending.add(ending := self._spawn(session.lease.close(busy=session.lock.locked())))
+            ending.add_done_callback(self._ending.discard)
 
     async def execute(
         self, session_id: str, code: str, timeout_s: float | None, stdin: str | None = None
@@ -337,7 +321,7 @@ class SessionStore:
                     # Its caller went away (the request was cancelled) or its worker failed: the cell's answer
                     # may still come, and would be read as the next cell's. The session ends: nothing is read
                     # out of turn.
-                    gone = session.session_id not in self.sessions
+                    gone = not self.holds(session)
                     self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
                     self._spawn(session.lease.close(busy=True))
                     if gone and isinstance(exc, SandboxFault):
@@ -347,7 +331,7 @@ class SessionStore:
                     if isinstance(exc, SandboxFault):
                         raise SessionGone(session_id, f"ended: its worker failed ({exc})", ran=True) from None
                     raise
-            if session.session_id not in self.sessions:  # ended while its cell ran (a copy's cell runs to its end)
+            if not self.holds(session):  # ended while its cell ran (a copy's cell runs to its end)
                 raise SessionGone(session_id, self.ended.get(session_id), ran=True)
             session.cells += 1
             session.used = time.monotonic()
@@ -368,8 +352,9 @@ class SessionStore:
 
     def _forget(self, session: Session, why: str, cause: str) -> bool:
         """Take ``session`` out of the store (why it ended kept); False where it was out already."""
-        if self.sessions.pop(session.session_id, None) is None:
+        if not self.holds(session):
             return False
+        del self.sessions[session.session_id]
         if session.held_mb:  # what its forks' kernels held stays held while its family lives: counted on a member
             family = getattr(session.lease, "family", None)
             heirs = [
@@ -383,10 +368,11 @@ class SessionStore:
             self.ended.popitem(last=False)
         return True
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _reap(self) -> None:
         while True:

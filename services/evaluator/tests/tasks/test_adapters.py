@@ -73,6 +73,20 @@ async def test_one_assert_test_shows_its_first_asserts_and_hides_the_rest(sandbo
     for code, leaks in ((hidden, ("cases", "_ref")), (built, ("12", "10, -3"))):
         (cut,) = Task("t", "", "assert", [{"assert_code": code}], "add").visible_tests(1)
         assert not any(leak in cut["assert_code"] for leak in leaks), cut["assert_code"]
+    # What the shown asserts read and the hidden ones read too (a table of every case's answer) would show the
+    # hidden answers: nothing of such a test is shown. An import is no answer, shared or not.
+    shared = (
+        "import math\nWANT = {(1, 2): 3, (5, 7): 4242}\n\ndef check(candidate):\n"
+        "    assert math.isclose(candidate(1, 2), WANT[1, 2])\n    assert math.isclose(candidate(5, 7), WANT[5, 7])\n"
+        "\ncheck(add)\n"
+    )
+    looped = "CASES = [(1, 2, 3), (5, 7, 4242)]\nassert add(*CASES[0][:2]) == CASES[0][2]\nfor a, b, c in CASES[1:]:\n"
+    looped += "    assert add(a, b) == c\n"
+    for code in (shared, looped):
+        assert Task("t", "", "assert", [{"assert_code": code}], "add").visible_tests(1) == [], code
+    imports = "import math\nassert math.isclose(add(1, 2), 3)\nassert math.isclose(add(5, 7), 4242)\n"
+    (cut,) = Task("t", "", "assert", [{"assert_code": imports}], "add").visible_tests(1)
+    assert "import math" in cut["assert_code"] and "4242" not in cut["assert_code"]
     lone = Task("t", "", "assert", [{"assert_code": "assert add(1, 2) == 3\n"}], "add")
     assert lone.visible_tests(1) == []
     # What is shown runs: a program that fits it passes it, and fails the task.

@@ -14,8 +14,10 @@ from codegym_evaluator import python_syntax
 
 def first_asserts(code: str, count: int) -> str | None:
     """``code`` with only its first ``count`` statements that assert (at its top level, or in the body of a
-    function it defines, such as ``check``; a loop of asserts is one), and every other statement kept; None where
-    fewer than ``count + 1`` such statements would leave none hidden, or the code does not parse."""
+    function it defines, such as ``check``; a loop of asserts is one), and what they need kept; None where fewer
+    than ``count + 1`` such statements would leave none hidden, where the shown ones need something the hidden
+    ones read (a table of expected values both index: shown whole, it would hold the hidden answers), or the code
+    does not parse."""
     try:
         tree = python_syntax.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -26,26 +28,50 @@ def first_asserts(code: str, count: int) -> str | None:
     asserting = [(body, stmt) for body in bodies for stmt in body if _asserts(stmt)]
     if count < 1 or len(asserting) <= count:
         return None
-    for body, stmt in asserting[count:]:
-        body.remove(stmt)
     # A function that checks nothing (a helper) is kept or dropped whole; one that checks (``check``) is cut.
     checking = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     checking = [node for node in checking if any(_asserts(stmt) for stmt in node.body)]
-    _prune([tree.body, *(node.body for node in checking)], {id(node) for node in checking})
+    cut_bodies, cut = [tree.body, *(node.body for node in checking)], {id(node) for node in checking}
+    hidden = [stmt for _, stmt in asserting[count:]]
+    # What the hidden asserts need, in turn (a table of their expected values, what fills it): shown, it would
+    # show their answers.
+    secret = _needed(cut_bodies, hidden, cut)
+    for body, stmt in asserting[count:]:
+        body.remove(stmt)
+    # What is shown beside the asserts themselves (their own text is shown, whatever they call): none of it may
+    # bind what the hidden ones read. An import holds no answer.
+    beside = [stmt for stmt in _prune(cut_bodies, cut) if not _asserts(stmt)]
+    if any(_writes(stmt) & secret for stmt in beside if not isinstance(stmt, (ast.Import, ast.ImportFrom))):
+        return None
     for body in bodies:
         if not body:
             body.append(ast.Pass())
     return ast.unparse(tree) + "\n"
 
 
-def _prune(bodies: list[list[ast.stmt]], cut: set[int]) -> None:
+def _prune(bodies: list[list[ast.stmt]], cut: set[int]) -> list[ast.stmt]:
     """Keep in ``bodies`` only what the shown asserts need: themselves, the calls that run them (``check(add)``),
     and what binds or changes a name they read, in turn. The rest goes: the tables, expected values and reference
-    functions only the hidden asserts read, and what merely shows them (``print(CASES)``, ``cases.append(...)``)."""
+    functions only the hidden asserts read, and what merely shows them (``print(CASES)``, ``cases.append(...)``).
+    What is kept, in order."""
     functions = {stmt.name for stmt in bodies[0] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))}
     statements = [stmt for body in bodies for stmt in body]
-    kept = {id(stmt) for stmt in statements if _asserts(stmt) or _runs(stmt, functions)}
-    needed = {name for stmt in statements if id(stmt) in kept for name in _reads(stmt, cut)}
+    kept = _closure(statements, [s for s in statements if _asserts(s) or _runs(s, functions)], cut)[0]
+    for body in bodies:
+        body[:] = [stmt for stmt in body if id(stmt) in kept]
+    return [stmt for stmt in statements if id(stmt) in kept]
+
+
+def _needed(bodies: list[list[ast.stmt]], roots: list[ast.stmt], cut: set[int]) -> set[str]:
+    """The names ``roots`` read, and those read by what binds or changes them, in turn."""
+    return _closure([stmt for body in bodies for stmt in body], roots, cut)[1]
+
+
+def _closure(statements: list[ast.stmt], roots: list[ast.stmt], cut: set[int]) -> tuple[set[int], set[str]]:
+    """``roots`` and every statement of ``statements`` that binds or changes a name they read, in turn (their
+    ids), and the names read."""
+    kept = {id(stmt) for stmt in roots}
+    needed = {name for stmt in roots for name in _reads(stmt, cut)}
     grown = True
     while grown:
         grown = False
@@ -54,8 +80,7 @@ def _prune(bodies: list[list[ast.stmt]], cut: set[int]) -> None:
                 kept.add(id(stmt))
                 needed |= _reads(stmt, cut)
                 grown = True
-    for body in bodies:
-        body[:] = [stmt for stmt in body if id(stmt) in kept]
+    return kept, needed
 
 
 def _runs(stmt: ast.stmt, functions: set[str]) -> bool:

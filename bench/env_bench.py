@@ -111,15 +111,15 @@ def round_trips(url: str, loop: Loop, n: int) -> list[str]:
     env = CodeEnvironment(url, public_tests=10)
     env.reset(**ROW)
     trivial, _ = split_row(TRIVIAL_ROW, 1)
-    task, public = split_row(ROW, 10)  # as the environment splits it: 10 public tests, one hidden
-    expect(public == 10, f"the row shows {public} tests, not 10")
-    tests = replace(task, tests=task.tests[:public])  # what run_tests sends: the public ones
+    task, visible = split_row(ROW, 10)  # as the environment splits it: 10 public tests, one hidden
+    expect(len(visible) == 10, f"the row shows {len(visible)} tests, not 10")
+    tests = replace(task, tests=visible)  # what run_tests sends: the public ones
     session = loop.call(_open(client))
     counter = iter(range(10**9))
 
     def evaluate(task: Any, program: str) -> None:
         # A comment makes each program distinct, as every rollout's are (the server's cache is off as well).
-        body = evaluate_body(task, [f"{program}# {next(counter)}\n"], timeout_s=env.timeout_s)
+        body = evaluate_body(task, [f"{program}# {next(counter)}\n"], timeout_s=env.timeout_s, cache=False)
         out = loop.call(client.evaluate(body)).results[0]
         expect(out.verdict == "AC" and out.passed == out.total, f"the baseline was judged {out.verdict}")
 

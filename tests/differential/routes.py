@@ -92,8 +92,9 @@ async def evaluate(url: str, items: list[Item]) -> dict[str, Verdict]:
 
         async def group(members: list[Item]) -> None:
             first = members[0]
-            body = evaluate_body(library_task(first), [m.program for m in members], timeout_s=limit(first))
-            body["cache"] = first.repeat
+            body = evaluate_body(
+                library_task(first), [m.program for m in members], timeout_s=limit(first), cache=first.repeat
+            )
             r = await post(http, "/v1/evaluate", body)
             if r.status_code != 200:
                 out.update({m.id: None for m in members})

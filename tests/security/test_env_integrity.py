@@ -9,6 +9,7 @@ the reward (files it writes, builtins it patches), or reach another rollout's se
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 import sys
 from collections.abc import Iterator
@@ -111,6 +112,27 @@ def test_no_cell_reads_the_hidden_tests(url: str) -> None:
     assert "own-canary" in own, found  # the search could look
     assert hidden == "[]", found  # and found nothing of the hidden tests
     assert HIDDEN not in asyncio.run(env.run_tests(WRONG))  # nor does the public tests' feedback show them
+
+
+def test_no_hidden_assert_of_a_one_check_task_reaches_the_model(url: str) -> None:
+    # HumanEval's shape: one test, `check`, holding every assert; the model is shown its first, and a program
+    # that answers exactly what it was shown (a table made from the prompt) must not be paid for the rest.
+    hidden = [(x, secrets.randbelow(10**9)) for x in (10, 77)]
+    check = "def check(candidate):\n" + "".join(f"    assert candidate({x}) == {y}\n" for x, y in [(1, 2), *hidden])
+    row = {"prompt": "def f(x):\n    pass\n", "tests": check, "entry_point": "f"}
+    env = CodeEnvironment(url, public_tests=1, timeout_s=5.0)
+    shown = env.reset(**row)
+    assert shown is not None and "candidate(1) == 2" in shown
+    assert not any(str(y) in shown for _, y in hidden), shown
+    seen = dict(re.findall(r"candidate\((\d+)\) == (\d+)", shown))
+    fitted = f"def f(x):\n    return {{{', '.join(f'{k}: {v}' for k, v in seen.items())}}}.get(x, 0)\n"
+
+    async def rollout() -> tuple[str, float | None]:
+        return await env.run_tests(fitted), await env.get_reward()
+
+    said, reward = asyncio.run(rollout())
+    assert not any(str(y) in said for _, y in hidden), said  # nor does run_tests' feedback show or run them
+    assert reward == 0.0
 
 
 def test_no_cell_changes_the_reward(url: str) -> None:

@@ -118,6 +118,36 @@ def test_data_with_a_split_shows_its_own_public_tests() -> None:
     assert len(env._tests()[0].tests) == 2
 
 
+# One assert test (HumanEval's shape): the model may see its first asserts, a cut copy of it, never the rest.
+ONE_CHECK = "def check(candidate):\n" + "".join(
+    f"    assert candidate({x}) == {y}\n" for x, y in [(1, 2), (2, 3), (10, 4242), (77, 1717)]
+)
+ONE_CHECK_ROW = {"prompt": "def f(x):\n    pass\n", "tests": ONE_CHECK, "entry_point": "f"}
+
+
+def test_a_one_check_row_shows_and_runs_its_first_asserts_only() -> None:
+    env = CodeEnvironment("http://127.0.0.1:9", public_tests=2)
+    shown = env.reset(**ONE_CHECK_ROW)
+    assert shown is not None and "candidate(1) == 2" in shown and "candidate(2) == 3" in shown
+    assert "4242" not in shown and "1717" not in shown
+    task, public = env._tests()
+    assert public is not None and public.tests == task.visible_tests(2)  # what run_tests runs: the cut copy
+    assert "4242" not in str(public.tests) and "4242" in str(task.tests)  # the reward: every assert
+
+
+def test_run_tests_runs_the_program_again_each_call(url: str) -> None:
+    # A program right half the time: a cached answer would repeat the first draw to every later call (and to
+    # every other rollout that gives the same text); each call must run it again. All 20 alike: 2 in a million.
+    flaky = "import random\na, b = map(int, input().split())\nprint(a + b if random.random() < 0.5 else 0)\n"
+
+    async def rollout() -> set[str]:
+        env = CodeEnvironment(url, public_tests=1)
+        env.reset(**ROW)
+        return {(await env.run_tests(flaky)).splitlines()[0] for _ in range(20)}
+
+    assert len(asyncio.run(rollout())) == 2
+
+
 def test_a_sandbox_that_fails_masks_the_reward() -> None:
     async def rollout() -> tuple[str, str, float | None]:
         env = CodeEnvironment(f"http://127.0.0.1:{free_port()}", retries=0)  # nothing listens there

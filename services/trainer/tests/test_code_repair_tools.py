@@ -103,3 +103,18 @@ def test_smollm2_has_no_tool_calls() -> None:
         check_tools(config, tokenizer)
     with pytest.raises(ConfigError, match="not --task spiral"):
         run(TrainConfig(task="spiral", tools=True), console=Console(file=io.StringIO()))
+
+
+def test_a_humaneval_shaped_task_shows_and_runs_its_first_asserts_only() -> None:
+    # One assert test holding every assert (HumanEval's and LeetCode's shape): the environment shows, and
+    # run_tests runs, the cut copy Task.visible_tests gives, never the whole test the reward judges.
+    check = "def check(candidate):\n" + "".join(
+        f"    assert candidate({x}) == {y}\n" for x, y in [(1, 2), (2, 3), (3, 4), (10, 4242)]
+    )
+    task = Task("HumanEval/x", "def f(x):\n    pass\n", "assert", [{"assert_code": check + "\ncheck(f)\n"}], "f")
+    environment = TaskEnvironment("http://127.0.0.1:9", tasks={task.task_id: task}, public_tests=2)
+    shown = environment.reset(task_id=task.task_id)
+    assert shown is not None and "candidate(2) == 3" in shown
+    assert "candidate(3)" not in shown and "4242" not in shown
+    whole, public = environment._tests()
+    assert whole is task and public is not None and public.tests == task.visible_tests(2)

@@ -117,7 +117,7 @@ def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
         raise HTTPException(400, f"config.provided_data row {i} has no usable tests")
     try:  # what /submit will do with it: tests that make no valid sandbox request are the row's fault
         build_program(task, extract_code("", task).code)
-        evaluate_body(task, [""], timeout_s=10.0)
+        evaluate_body(task, [""], timeout_s=10.0, cache=False)  # built, never sent
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise HTTPException(400, f"config.provided_data row {i} is not a valid task: {exc}") from None
     return task

@@ -123,9 +123,11 @@ def _futures(code: str) -> tuple[str, str]:
 
 
 def evaluate_body(
-    task: Task, programs: list[str], *, timeout_s: float, early_stop: bool = False, cache: bool = True
+    task: Task, programs: list[str], *, timeout_s: float, cache: bool, early_stop: bool = False
 ) -> dict[str, Any]:
-    """The ``/v1/evaluate`` request for ``programs`` against ``task``'s tests; bad tests raise naming the task."""
+    """The ``/v1/evaluate`` request for ``programs`` against ``task``'s tests; bad tests raise naming the task.
+    ``cache`` has no default: a reward, a pass@k or a rollout's feedback must run its own program afresh (a cached
+    answer is another run's, a flaky program's one draw), and no caller gets the cache by leaving it out."""
     tests = task.tests
     if task.kind == "assert" and task.starter_code and task.language in ("python", "py", "python3"):
         # The prompt's helpers (HumanEval's poly, LeetCode's list_node) are the tests' own, not the program's.

@@ -202,9 +202,10 @@ class CodeEnvironment:
                 _wait(_close_session(session), self.timeout_s + 5)
             except TimeoutError:
                 log.warning("could not delete session %s in time (its TTL ends it)", session.session_id)
-        task, public = self._split(row)
+        task, visible = self._split(row)
         self._task = task
-        self._public = replace(task, tests=task.tests[:public]) if public else None
+        # The visible tests themselves, never a count of the task's: of one assert test they are a cut copy.
+        self._public = replace(task, tests=visible) if visible else None
         self._program = None
         self._rewards = {}
         shown = self._shown(self._public) if self._public is not None else ""
@@ -215,9 +216,10 @@ class CodeEnvironment:
             + cut(shown, self.feedback_budget)
         )
 
-    def _split(self, row: Mapping[str, Any]) -> tuple[Task, int]:
-        """A row's task, all its tests with the visible ones first, and how many a model may see: a subclass whose
-        rows name tasks of its own reads them here (the trainer's ``--tools``, by ``task_id``)."""
+    def _split(self, row: Mapping[str, Any]) -> tuple[Task, list[dict[str, Any]]]:
+        """A row's task (all its tests, which judge the reward) and the tests a model may see
+        (:meth:`Task.visible_tests`): a subclass whose rows name tasks of its own reads them here (the trainer's
+        ``--tools``, by ``task_id``)."""
         return split_row(row, self.public_tests, self.language)
 
     async def run_python(self, code: str) -> str:
@@ -252,7 +254,9 @@ class CodeEnvironment:
         if public is None:
             return "This task shows no public tests; your program is kept as your answer."
         try:
-            body = evaluate_body(public, [build_program(public, self._program)], timeout_s=self.timeout_s)
+            program = build_program(public, self._program)
+            # Afresh, as the reward is: a cached answer would be another rollout's run of the same text.
+            body = evaluate_body(public, [program], timeout_s=self.timeout_s, cache=self._held.scorer.cache)
             tests = [Test.model_validate(t) for t in public.tests]
         except (ValueError, ValidationError):
             return "The task's tests cannot be run by the sandbox; your program is kept as your answer."

@@ -234,12 +234,14 @@ def _call(args: Any, expected: Any, wrapped: bool) -> dict[str, Any]:
     return {"call": args if isinstance(args, list) else [args], "expected": expected}
 
 
-def split_row(row: Mapping[str, Any], public: int, default_language: str = "python") -> tuple[Task, int]:
-    """One dataset row's task, all its tests with the public ones first, and how many a model may see, by
-    :meth:`Task.visible_tests` with ``public`` (the rule every front door shares): the data's own split where it
-    has one (CodeContests' ``public_tests`` before its private and generated tests, LiveCodeBench's
-    ``public_test_cases`` before its private ones), else the first ``public`` of the tests :func:`row_tests`
-    reads, always leaving one hidden. ``ValueError`` for a row without tests."""
+def split_row(
+    row: Mapping[str, Any], public: int, default_language: str = "python"
+) -> tuple[Task, list[dict[str, Any]]]:
+    """One dataset row's task (all its tests) and the tests a model may see, by :meth:`Task.visible_tests` with
+    ``public`` (the rule every front door shares): the data's own split where it has one (CodeContests'
+    ``public_tests``, LiveCodeBench's ``public_test_cases``), else the first ``public`` of the tests
+    :func:`row_tests` reads, always leaving one hidden (of one assert test, its first asserts: a test of its own,
+    not one of the task's). ``ValueError`` for a row without tests."""
     if "public_tests" in row or "public_test_cases" in row:
         adapter = CodeContestsAdapter(generated=True) if "public_tests" in row else LiveCodeBenchAdapter()
         task = adapter.to_task(dict(row), 0)
@@ -247,4 +249,4 @@ def split_row(row: Mapping[str, Any], public: int, default_language: str = "pyth
             raise ValueError(f"the row has no tests in its public and private columns (it has: {', '.join(row)})")
     else:
         task = row_tests({k: [v] for k, v in row.items()}, 0, default_language, row.get("prompt")).task("row")
-    return task, len(task.visible_tests(public))
+    return task, task.visible_tests(public)

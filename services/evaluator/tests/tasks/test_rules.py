@@ -42,7 +42,7 @@ ADAPTED: dict[str, tuple[Any, dict[str, Any]]] = {
 def test_each_adapter_takes_its_datasets_rule(dataset: str) -> None:
     adapter, row = ADAPTED[dataset]
     task = adapter.to_task(row, 0)
-    body = evaluate_body(task, ["pass"], timeout_s=1.0)
+    body = evaluate_body(task, ["pass"], timeout_s=1.0, cache=False)
     want = rule(dataset)
     assert (body["comparison"], body["call_comparison"]) == (want.comparison.value, want.call_comparison.value)
     request = EvaluateRequest.model_validate(body)
@@ -67,7 +67,7 @@ def test_a_trl_row_takes_the_rule_of_the_dataset_its_columns_come_from(name: str
     columns, dataset = COLUMNS[name]
     row = row_tests(columns, 0)
     assert row.dataset == dataset
-    body = evaluate_body(row.task("row"), ["pass"], timeout_s=1.0)
+    body = evaluate_body(row.task("row"), ["pass"], timeout_s=1.0, cache=False)
     assert body["comparison"] == rule(dataset).comparison.value
     assert body["call_comparison"] == rule(dataset).call_comparison.value
 
@@ -117,5 +117,6 @@ def test_method_asserts_compare_as_the_harnesses_do(expected: Any, returned: Any
 def test_every_task_kind_builds_a_valid_request_with_its_rule() -> None:
     task = Task("t", "", "call", [{"call": [1], "expected": 2}], entry_point="f", metadata=rule("apps").metadata())
     assert (
-        EvaluateRequest.model_validate(evaluate_body(task, ["pass"], timeout_s=1.0)).call_comparison.value == "python"
+        EvaluateRequest.model_validate(evaluate_body(task, ["pass"], timeout_s=1.0, cache=False)).call_comparison.value
+        == "python"
     )

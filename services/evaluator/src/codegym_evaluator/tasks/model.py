@@ -65,8 +65,8 @@ class Task:
         hidden (a repair that saw every test could fit them all, and be paid for it): a task with one test shows
         none of it, but where it is one assert test (HumanEval's ``check``) that holds more asserts than
         ``public_tests``, its first ``public_tests`` asserts (``shown_asserts``).
-        ``public_tests=0`` shows none of a task without a split. The visible tests are always the first of
-        ``tests``. ``ValueError`` for a negative count.
+        ``public_tests=0`` shows none of a task without a split. Take the visible tests from here, never a count of
+        ``tests``: the cut copy of one assert test is not the task's own test. ``ValueError`` for a negative count.
 
         >>> t = Task("t", "", "stdio", [{"stdin": str(i), "expected_stdout": ""} for i in range(3)])
         >>> len(t.visible_tests(1)), len(t.visible_tests(5)), len(t.visible_tests(0))

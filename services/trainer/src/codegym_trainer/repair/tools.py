@@ -33,10 +33,9 @@ class TaskEnvironment(CodeEnvironment):
         super().__init__(url, **settings)
         self.tasks = tasks
 
-    def _split(self, row: Mapping[str, Any]) -> tuple[Task, int]:
+    def _split(self, row: Mapping[str, Any]) -> tuple[Task, list[dict[str, Any]]]:
         task = self.tasks[str(row["task_id"])]
-        # the visible tests are always the first of a task's tests
-        return task, len(task.visible_tests(self.public_tests))
+        return task, task.visible_tests(self.public_tests)
 
 
 def check_tools(config: TrainConfig, tokenizer: Any = None) -> None:

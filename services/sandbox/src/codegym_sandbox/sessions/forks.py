@@ -43,6 +43,21 @@ async def _taken(made: asyncio.Future[list[SessionLease]]) -> list[SessionLease]
         return []
 
 
+async def _adopt(store: SessionStore, session: Session, leases: list[SessionLease]) -> list[SessionLease] | None:
+    """Whatever way a fork's call ends, once its copies are made (``leases``; none where they were not): the
+    session goes on as the first, and what its kernel held is counted on it as the budget holds it, until its
+    family ends (the one ledger of it: ``Session.held_mb``). The copies' leases, or None where the session was
+    deleted meanwhile, and its copies, never sessions, end with it."""
+    if not leases:
+        return []
+    if not store.holds(session):
+        await asyncio.gather(*(lease.close() for lease in leases))
+        return None
+    session.lease = leases[0]
+    session.held_mb += session.memory_mb
+    return leases[1:]
+
+
 async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> list[Session]:
     """``n`` copies of session ``session_id``, made sessions of the store (the session goes on as it was)."""
     s = store.settings
@@ -70,20 +85,15 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
                 except asyncio.CancelledError:
                     # Its caller went away: the agent makes the copies (or not) all the same, and the session is its
                     # copy now. Taken to its end: the session goes on with it, its copies, never seen, end.
-                    leases = await _taken(made)
-                    if leases:
-                        session.lease = leases[0]
-                        await asyncio.gather(*(lease.close() for lease in leases[1:]))
+                    if (unseen := await _adopt(store, session, await _taken(made))) is not None:
+                        await asyncio.gather(*(lease.close() for lease in unseen))
                     raise
                 except SandboxFault as exc:
                     # The agent could not make the copies and may have left the kernel anywhere: the session ends.
                     await store.end(session, f"ended: its fork failed ({exc})", "killed")
                     raise SessionGone(session_id, store.ended.get(session_id), ran=True) from None
-            if not store.holds(session):  # deleted while it was forked: its copies go with it
-                await asyncio.gather(*(lease.close() for lease in leases))
+            if (copied := await _adopt(store, session, leases)) is None:  # deleted while it was forked
                 raise SessionGone(session_id, store.ended.get(session_id), ran=True)
-            session.lease = leases[0]
-            session.held_mb += session.memory_mb
             session.used = time.monotonic()
             copies = [
                 Session(
@@ -96,7 +106,7 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
                     created=session.created,  # its lifetime is the state's: a fork does not renew it
                     cells=session.cells,
                 )
-                for lease in leases[1:]
+                for lease in copied
             ]
             for copy in copies:
                 store.sessions[copy.session_id] = copy

@@ -49,10 +49,16 @@ class Session:
     cells: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     held_mb: int = 0  # what the kernels its forks stopped hold (kernel_copy.py), while it lives
+    held_slots: int = 0  # sessions' slots (host users) of its family's members gone, held while it lives
 
     @property
     def holds_mb(self) -> int:
         return self.memory_mb + self.held_mb
+
+    @property
+    def holds_slots(self) -> int:
+        """What it counts for against the caps on sessions: its own slot, and those its family holds for it."""
+        return 1 + self.held_slots
 
     def expires_in(self, lifetime_s: float, now: float) -> float:
         return min(self.used + self.idle_ttl_s, self.created + lifetime_s) - now
@@ -112,9 +118,9 @@ class SessionStore:
         s = self.settings
         if session_id is not None and session_id in self.sessions:
             raise ValueError(f"session {session_id!r} exists")
-        if len(self.sessions) + self.opening >= s.max_sessions:
+        if self._held() + self.opening >= s.max_sessions:
             raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
-        held = sum(1 for x in self.sessions.values() if x.client == client) + self.opening_by.get(client, 0)
+        held = self._held(client) + self.opening_by.get(client, 0)
         if held >= s.max_sessions_per_client:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
@@ -207,12 +213,16 @@ class SessionStore:
                 f"hold {most} MiB (SESSIONS__CLIENT_MEMORY_SHARE)"
             )
 
+    def _held(self, client: str | None = None) -> int:
+        """The sessions' slots held (``client``'s, or all): a family holds its worker's for members gone."""
+        return sum(x.holds_slots for x in self.sessions.values() if client is None or x.client == client)
+
     def check_caps(self, client: str, sessions: int, memory_mb: int) -> None:
         """Refuse (:class:`TooManySessions`) ``sessions`` more of ``client``'s, holding ``memory_mb``, past a cap."""
         s = self.settings
-        if len(self.sessions) + self.opening + sessions > s.max_sessions:
+        if self._held() + self.opening + sessions > s.max_sessions:
             raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
-        held = sum(1 for x in self.sessions.values() if x.client == client) + self.opening_by.get(client, 0)
+        held = self._held(client) + self.opening_by.get(client, 0)
         if held + sessions > s.max_sessions_per_client:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         self._check_share(memory_mb)
@@ -355,13 +365,14 @@ class SessionStore:
         if not self.holds(session):
             return False
         del self.sessions[session.session_id]
-        if session.held_mb:  # what its forks' kernels held stays held while its family lives: counted on a member
-            family = getattr(session.lease, "family", None)
-            heirs = [
-                x for x in self.sessions.values() if family is not None and getattr(x.lease, "family", 0) is family
-            ]
-            if heirs:
-                heirs[0].held_mb += session.held_mb
+        # What its family holds for it stays held while the family lives, counted on a member: its forks' kernels'
+        # memory, and the host user of the family's worker, which it held (the family's own, given back last).
+        family = getattr(session.lease, "family", None)
+        heirs = [x for x in self.sessions.values() if family is not None and getattr(x.lease, "family", 0) is family]
+        if family is not None and heirs:
+            heirs[0].held_mb += session.held_mb
+            keeps = getattr(session.lease, "slot", None) == family.worker.slot
+            heirs[0].held_slots += session.held_slots + int(keeps)
         self.metrics.sessions_ended.labels(cause=cause).inc()
         self.ended[session.session_id] = why
         while len(self.ended) > _ENDED_KEPT:

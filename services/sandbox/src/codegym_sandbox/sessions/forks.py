@@ -77,8 +77,9 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
         with store.reserving(session.client, n, (n + 1) * session.memory_mb):
             # A slot of the pool while the copies are made, as a cell takes one: the copying is CPU the session uses.
             async with store.backend.computing(session.lease):
+                lease = session.lease
                 made = asyncio.ensure_future(
-                    store.backend.fork_session(session.lease, n, reseed, session.memory_mb, s.cpu_s)
+                    store.with_room(lambda: store.backend.fork_session(lease, n, reseed, session.memory_mb, s.cpu_s))
                 )
                 try:
                     leases = await asyncio.shield(made)

@@ -16,24 +16,26 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..agent.cell_frames import read_record
 from ..agent.session_main import SESSION_MAIN
-from ..backends.base import Backend, SandboxFault, Saturated, SessionLease
+from ..backends.base import Backend, SandboxFault, SessionLease
 from ..config import SESSION_MIN_MEMORY_MB, Sessions
 from ..executor import Executor, RunLimits
+from . import room
 from .errors import Busy, SessionGone, SessionNotStarted, TooManySessions
 from .outcome import cell_result
 from .wire import CellResult
+
+T = TypeVar("T")
 
 log = logging.getLogger("codegym.sandbox.sessions")
 _ENDED_KEPT = 4096  # ended sessions remembered (why each ended), newest first
 _REAP_EVERY_S = 1.0
 _END_WAIT_S = 10.0  # the longest a server's stop waits for deleted sessions' ends
-_ROOM_WAIT_S = 3.0  # and a session made meanwhile, for the room they give back (an end takes some 200 ms)
 
 
 @dataclass
@@ -252,14 +254,11 @@ class SessionStore:
         request = self.executor.request(lang, lang.run, sources, None, limits, [], compile_step=False)
         request.limits["cpu_s"] = s.cpu_s
         request.limits["processes"] = s.processes
-        deadline = time.monotonic() + _ROOM_WAIT_S
-        while True:
-            try:
-                return await self.backend.open_session(request, memory_mb)
-            except Saturated:  # tried again as each deleted session's end gives back its slot and memory, a while
-                if not self._ending or (left := deadline - time.monotonic()) <= 0:
-                    raise
-            await asyncio.wait(set(self._ending), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        return await self.with_room(lambda: self.backend.open_session(request, memory_mb))
+
+    async def with_room(self, make: Callable[[], Awaitable[T]]) -> T:
+        """``make()``, given room as ends on their way give it back (``room.with_room``)."""
+        return await room.with_room(make, self._ending)
 
     def _refill(self) -> None:
         """Start kernels ahead (``SESSIONS__WARM``, within the caps), so that making a session takes one. Only

@@ -93,3 +93,30 @@ def test_the_host_user_a_family_keeps_for_a_member_gone_counts_against_the_caps(
         time.sleep(0.05)  # a deleted session's worker ends behind the answer
     assert ledgers == (64, 64), ledgers
     _new(server)
+
+
+def test_copies_made_and_deleted_leave_nothing_in_their_familys_agent(backend: str, server: TestClient) -> None:
+    """The worker's agent of a family holds a descriptor per live member; one kept per copy ever made filled its
+    table over a long rollout (a GRPO loop forking 64 a step), until its wait for the members failed and the
+    session and every copy of it ended."""
+    if backend != "local":
+        pytest.skip("a container's agent is no process of the server's: the same agent code is counted on local")
+    sid = _new(server)
+    store: SessionStore = server.app.state.sessions  # type: ignore[attr-defined]
+
+    def descriptors() -> int:
+        return len(os.listdir(f"/proc/{store.sessions[sid].lease.worker.pid}/fd"))  # type: ignore[attr-defined]
+
+    counts = []
+    for _ in range(4):
+        r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 200, r.text
+        for copy in r.json()["session_ids"]:
+            assert server.delete(f"/v1/sessions/{copy}").status_code == 204
+        deadline = time.monotonic() + 10
+        while len(store.backend.session_slots) > 1 and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)  # the copies' agents ended: their slots are back
+        counts.append(descriptors())
+    assert counts[-1] == counts[0], counts
+    r = server.post(f"/v1/sessions/{sid}/execute", json={"code": "x"})
+    assert r.status_code == 200 and r.json()["display"] == "1"

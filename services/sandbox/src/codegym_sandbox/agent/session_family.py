@@ -189,9 +189,21 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: d
     ``kernels``: each member's kernel, by a pidfd: a member ended while its cell runs is killed at once (its agent
     reads the end only after the cell). ``box``: the box's pid (a child of this process, not a member's agent)."""
     pending: set[int] = set()  # members with a frame sent and no answer yet
+
+    def forget(member: int) -> None:
+        """A member's agent is gone (or handed its place on): its pidfd goes with it. Kept, one per copy ever made,
+        they would fill this process's descriptor table over a long rollout."""
+        if (pidfd := kernels.pop(member, None)) is not None:
+            with contextlib.suppress(OSError):
+                os.close(pidfd)
+
     while True:
         by_fd = {s.fileno(): m for m, s in members.items()}
-        ready, _, _ = select.select([in_fd, *by_fd], [], [])
+        # poll, not select: no ceiling on the descriptors' numbers (select refuses any past 1023)
+        poller = select.poll()
+        for fd in (in_fd, *by_fd):
+            poller.register(fd, select.POLLIN)
+        ready = [fd for fd, _ in poller.poll()]
         _reap(box)
         if in_fd in ready:
             try:
@@ -202,7 +214,8 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: d
             if isinstance(member, int) and member in members:
                 if header.get("op") == "end" and member in pending and member in kernels:
                     with contextlib.suppress(OSError):
-                        signal.pidfd_send_signal(kernels.pop(member), signal.SIGKILL)
+                        signal.pidfd_send_signal(kernels[member], signal.SIGKILL)
+                    forget(member)
                 pending.add(member)
                 try:
                     write_all(members[member].fileno(), encode_frame(header, cast("list[bytes]", blobs)))
@@ -219,6 +232,7 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: d
             frame, fds = _read_member(members[member])
             if frame is None:  # its agent ended: a frame sent to it is answered here
                 members.pop(member).close()
+                forget(member)
                 if member in pending:
                     pending.discard(member)
                     error = {"op": "error", "error": "the session's agent ended", "member": member}
@@ -228,8 +242,7 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: d
             if header.get("op") == "forked":
                 forked = cast("list[int]", header["members"])
                 members.pop(member).close()  # its agent ends: the members' own carry on
-                with contextlib.suppress(KeyError, OSError):
-                    os.close(kernels.pop(member))
+                forget(member)
                 for new, sock_fd, pid in zip(forked, fds, cast("list[int]", header["pids"]), strict=True):
                     if new in members and new != member:  # a member it already has: the answer is not trusted
                         os.close(sock_fd)

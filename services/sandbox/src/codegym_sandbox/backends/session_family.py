@@ -107,7 +107,8 @@ class Family:
         """End one member (its copy is killed in the worker), and the worker with the last."""
         self.live.discard(member)
         if self.live:
-            with contextlib.suppress(SandboxFault, OSError, ConnectionError):
+            # A worker gone meanwhile: its transport closed (RuntimeError), or its pipe (OSError).
+            with contextlib.suppress(SandboxFault, OSError, ConnectionError, RuntimeError):
                 self.worker._write(encode_frame({"op": "end", "member": member}))
                 await self.worker._drain()
             return

@@ -79,3 +79,41 @@ def test_a_copys_slot_serves_again_once_its_agent_says_no_process_of_it_is_left(
         assert slots == {100, 101}
 
     asyncio.run(main())
+
+
+class _Released(_Budget):
+    def __init__(self) -> None:
+        self.released: list[Any] = []
+
+    def release(self, lease: Any) -> None:
+        self.released.append(lease)
+
+
+def test_a_session_ended_while_it_was_forked_gives_nothing_back_twice() -> None:
+    # A delete that lands as a first fork's answer comes back: the session's end killed its worker and gave back
+    # its host user and memory, the user perhaps to another session by then. A family made of it held that user
+    # again and gave it back once more as it ended: two sessions on one host user.
+    from codegym_sandbox.backends.base import SandboxFault
+    from codegym_sandbox.backends.session_family import fork_lease
+    from codegym_sandbox.backends.session_lease import SessionLease
+
+    async def main() -> None:
+        slots, budget = {100, 101}, _Released()
+        worker = _Worker(100)
+        session = SessionLease(budget, slots, worker, "memory")  # type: ignore[arg-type]
+
+        async def ask(frame: Any, blobs: Any, wait_s: float) -> tuple[dict[str, Any], list[bytes]]:
+            await session.close(busy=True)  # deleted while the agent forked
+            slots.add(100)  # and its host user given to a new session at once
+            return {"op": "forked", "members": frame["members"]}, []
+
+        worker._ask = ask  # type: ignore[attr-defined]
+        try:
+            await fork_lease(session, [(101, "copy")], "next", budget, slots, 100, False, 64, 10.0)  # type: ignore[arg-type]
+        except SandboxFault:
+            pass
+        else:
+            raise AssertionError("a fork of a session that ended gave leases")
+        assert slots == {100, 101} and budget.released == ["memory"]  # the new session keeps its user
+
+    asyncio.run(main())

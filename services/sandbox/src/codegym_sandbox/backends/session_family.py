@@ -208,10 +208,15 @@ async def fork_lease(
         "cpu_s": cpu_s,
     }
     if isinstance(lease, SessionLease):
-        family = Family(lease.worker, budget, slots, [])
         members = [0, *range(1, len(copies) + 1)]
         frame, _ = await lease.worker._ask(cast("RunFrame", {**request, "members": members}), [], _FORK_S)
+        if lease.closed:
+            # Ended while it was forked (deleted): its worker is killed, and its host user and memory given back
+            # (perhaps to another session by now). A family made of it would hold them again, and give them back
+            # once more as it ends.
+            raise SandboxFault(f"worker {lease.worker.slot}'s session ended while it was forked")
         _forked(frame, members)
+        family = Family(lease.worker, budget, slots, [])
         family.start()
         family.held.append(lease.memory)
         lease.closed = True  # its worker and memory are the family's now
@@ -223,7 +228,8 @@ async def fork_lease(
         members = [parent, *range(family.next_member, family.next_member + len(copies))]
         family.next_member += len(copies)
         await family.fork(parent, request, members)
-        family.held.append(lease.memory)
+        if not lease.closed:  # else ended while it was forked: its memory was given back as its kernel was killed
+            family.held.append(lease.memory)
         lease.closed = True
         family.live.discard(parent)
     else:

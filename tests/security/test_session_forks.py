@@ -231,6 +231,33 @@ def test_a_copys_fork_bomb_and_its_exit_stay_its_own(server: TestClient) -> None
             server.delete(f"/v1/sessions/{s}")
 
 
+_LIMIT = "import resource\nresource.getrlimit(resource.RLIMIT_NPROC)"
+_RAISE = (
+    "try:\n    resource.setrlimit(resource.RLIMIT_NPROC, (resource.getrlimit(resource.RLIMIT_NPROC)[1],) * 2)\n"
+    "    got = 'raised'\nexcept OSError:\n    got = 'refused'\ngot"
+)
+
+
+def test_every_member_keeps_the_sessions_process_limit(server: TestClient) -> None:
+    # The kernel raises its own limit for its clones (each copy's user namespace counts under it) and each copy
+    # sets the session's back as it is made over: a member left under the hard limit would bound no fork bomb.
+    sid = _new(server)
+    members = [sid]
+    try:
+        limit = _cell(server, sid, _LIMIT)["display"]
+        assert _cell(server, sid, _RAISE)["display"] == "'refused'"
+        members += _fork(server, sid, 2)
+        for s in members:
+            assert _cell(server, s, _LIMIT)["display"] == limit, s
+            assert _cell(server, s, _RAISE)["display"] == "'refused'", s
+        for s in _fork(server, members[1], 2):  # a copy's copies too
+            assert _cell(server, s, _LIMIT)["display"] == limit, s
+            members.append(s)
+    finally:
+        for s in members:
+            server.delete(f"/v1/sessions/{s}")
+
+
 def test_a_session_that_may_fork_holds_no_more_processes_than_any(server: TestClient) -> None:
     # A session's container that may fork holds its members' agents too: none of that room is its programs'.
     sid = _new(server)
@@ -527,9 +554,11 @@ def test_what_cannot_be_copied_is_refused_and_the_session_goes_on(server: TestCl
     sid = _new(server)
     try:
         _cell(server, sid, "import os\nfor i in range(10_001):\n    open(f'f{i}', 'w').close()\nx = 1", timeout_s=20)
+        limit = _cell(server, sid, _LIMIT)["display"]
         r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 1})
         assert r.status_code == 409 and "too many" in r.json()["detail"], r.text
         assert _cell(server, sid, "x + 1")["display"] == "2"
+        assert _cell(server, sid, _LIMIT)["display"] == limit  # what it raised for its clones, set back
         # Nothing of the copies it began is left: no zombie of its kernel's, and the next fork is made.
         zombies = (
             "import glob\n"

@@ -19,7 +19,7 @@ import stat
 import struct
 from dataclasses import dataclass
 
-from . import acting_ids, copy_files, copy_mappings
+from . import acting_ids, copy_files, copy_mappings, linux
 from .copy_files import Helper, Target
 from .process_memory import read_memory
 from .ptrace_calls import Call, Tracee, TraceFailed, run_each
@@ -69,7 +69,7 @@ class _Making:
         self.child, self.target, self.pid = child, target, child.pid
         self.page, self.size = memory
         self.results = self.page + CODE
-        self.pairs, self.caps = self.results + 512, self.results + 576
+        self.pairs, self.caps, self.limit = self.results + 512, self.results + 576, self.results + 608
         self.null, self.path = self.results + 640, self.results + _PAGE
         self.mounting_data = self.results + 768  # its mounts' names and options (:meth:`mounts`), before the path
         # Anonymous ones made first (the kernel's scratch files are still there); a file's once its copy is made.
@@ -89,14 +89,16 @@ class _Making:
 
     def first(self, data: bytes) -> Program:
         """Its anonymous private mappings (the first program's worth: the rest are made before, one program each),
-        and its own channels, made in it (its pipes and socket pair): the agent takes its ends out of the copy by
-        its pidfd. Nothing the kernel holds (whatever a cell left at its descriptors) is asked for or trusted."""
+        its own channels, made in it (its pipes and socket pair: the agent takes its ends out of the copy by its
+        pidfd), and the session's process limit again. Nothing the kernel holds (whatever a cell left at its
+        descriptors) is asked for or trusted."""
         head, rest = self.anonymous[: copy_mappings.BATCH], self.anonymous[copy_mappings.BATCH :]
         copy_mappings.make(lambda calls, checked: self.run(calls), rest)  # what they hold is written by fill
         calls = copy_mappings.mmap_calls(head)
         calls += [] if self.target.keeps else [("close_range", (ANSWERS_FD + 1, 0xFFFFFFFF, 0))]
         calls += [("pipe2", (self.pairs + 8 * i, _O_CLOEXEC)) for i in range(3)]
         calls += [("socketpair", (socket.AF_UNIX, socket.SOCK_STREAM | _O_CLOEXEC, 0, self.pairs + 24))]
+        calls += [("prlimit64", (0, linux.RLIMIT_NPROC, self.limit, 0))]  # the session's again (kernel_copy.py)
         calls += [("openat", (_AT_FDCWD, self.null, os.O_RDONLY | _O_CLOEXEC))]
         self.calls = calls
         return self.program(calls, data)
@@ -205,12 +207,14 @@ def make_over(
     mappings: list[copy_mappings.Mapping],
     memory: tuple[int, int],
     files: Helper,
+    limit: tuple[int, int],
 ) -> list[Copy]:
     """Make each copy of ``made`` over, in ``memory`` of its own (:func:`room`); ``files`` makes every copy's
     files and id maps meanwhile (the programs after the first need them), and in a container has the copies
-    mount their own tmpfs between the two."""
+    mount their own tmpfs between the two. ``limit``: the process limit (soft, hard) each copy sets itself."""
     data = bytearray(_PAGE - 512)
     data[64:96] = struct.pack("<Ii", _CAP_VERSION_3, 0) + bytes(24)  # no capability at all
+    data[96:112] = struct.pack("<2q", *limit)
     data[128 : 128 + len(os.devnull) + 1] = os.devnull.encode() + b"\0"
     # Each file's path once (a file mapped many times is one path), after the working directory's: where each
     # mapping's is written, by its start.

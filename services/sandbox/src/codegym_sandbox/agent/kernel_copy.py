@@ -37,9 +37,10 @@ import contextlib
 import os
 import resource
 import stat
+import struct
 from collections.abc import Callable
 
-from . import acting_ids, copy_files, copy_making, copy_mappings, copy_tree, linux
+from . import copy_files, copy_making, copy_mappings, copy_tree, linux
 from .copy_files import Mounts, Target
 from .copy_making import Copy
 from .ptrace_calls import EVENT_FORK, NR, Call, Tracee, TraceFailed
@@ -53,6 +54,7 @@ _SIGCHLD = 17
 _PAGE = 4096
 _CODE = copy_making.CODE  # room for the programs a kernel is copied and its copies made over with
 _MOST = 100  # copies made at once: their clones' program (72 bytes each) fits in ``_CODE``
+_LIMITS = _CODE + 1024  # the process limits the clones' program sets, past its results (8 bytes a call)
 _WALL = 0x40000000
 
 
@@ -105,27 +107,30 @@ def copy_kernel(
         # A user namespace counts its processes against its maker's user too, up to the process limit its
         # maker had as it was made: made under the session's, every copy's processes would share one count with
         # its siblings (a fork bomb in one would leave the others none). Made under the hard limit (high, and no
-        # program's to change: linux.py), each copy counts its own, under the session's limit, set again below.
-        soft, hard = _process_limit_of(kernel)
-        # In a container: the kernel's own host ids (a copy's are its own), whose processes' limits it may set.
-        owner = _real_ids(status) if mounts.contained else None
+        # program's to change: linux.py), each copy counts its own, under the session's limit, which each sets
+        # again as it is made over (copy_making.py). The kernel raises its own and sets it back around its clones:
+        # no process of the agent's takes the kernel's user's ids to set another's.
+        limit = _process_limit_of(kernel)
+        limited, raised = page + _LIMITS, True
         try:
-            _process_limit([kernel], (hard, hard), owner)
             # And, where there are such mappings, a plain clone to read them through: reading the kernel's own
             # would put the pages it holds only in a file's cache into its page table, its memory from then on.
-            _clones(parent, targets, bool(mappings), page, children)
+            _clones(parent, targets, bool(mappings), (page, limited), limit, children)
+            raised = False
         finally:
-            _process_limit([kernel], (soft, hard), owner)
+            if raised:
+                _limit_again(parent, limited)
         copy_mappings.check_carried(kernel, children[0].pid)
         reader = children[len(targets)] if mappings else None
         if reader is not None:  # which pages the kernel holds in them, asked in the reader (mincore)
             _find_held(reader, mappings, page, memory_bytes)
         made = list(zip(children[: len(targets)], targets, strict=True))
-        _process_limit([child.pid for child, _ in made], (soft, hard), owner)
         helper = copy_files.start(made, kernel, mounts)  # their files, made as they are made over
-        copies = copy_making.make_over(made, cwd, mappings, (page, size), helper)
+        copies = copy_making.make_over(made, cwd, mappings, (page, size), helper, limit)
         for copy, target in zip(copies, targets, strict=True):
             copy_making.check(copy.pid, target, kernel_ids, writable, (mappings, (mounts.scratch, mounts.shm)))
+            if _process_limit_of(copy.pid) != limit:
+                raise TraceFailed(0, f"process {copy.pid} did not take the session's process limit")
         if reader is not None:
             copy_mappings.fill(reader.pid, [child.pid for child, target in made if not target.keeps], mappings)
             _end_children(parent, [reader])
@@ -154,10 +159,6 @@ def copy_kernel(
     return copies, parent
 
 
-def _real_ids(status: dict[str, str]) -> tuple[int, int]:
-    return int(status["Uid"].split()[0]), int(status["Gid"].split()[0])
-
-
 def _process_limit_of(pid: int) -> tuple[int, int]:
     """``pid``'s process limit, as ``/proc`` shows it to anyone (``prlimit`` asks what setting it would)."""
     with open(f"/proc/{pid}/limits") as f:
@@ -168,22 +169,14 @@ def _process_limit_of(pid: int) -> tuple[int, int]:
     raise OSError(f"no process limit of process {pid} to read")
 
 
-def _process_limit(pids: list[int], limits: tuple[int, int], contained: tuple[int, int] | None) -> None:
-    """Set the process limit of ``pids`` (the kernel and its copies, all of the programs' user). In a container,
-    whose root has no ``CAP_SYS_RESOURCE``, from a process whose real ids are that user's (the kernel lets a
-    process set the limits of another of its real user), root's effective ids kept."""
-    if contained is None:
-        for pid in pids:
-            resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
-        return
-
-    def as_their_user() -> None:
-        os.setresgid(contained[1], -1, -1)
-        os.setresuid(contained[0], -1, -1)
-        for pid in pids:
-            resource.prlimit(pid, resource.RLIMIT_NPROC, limits)
-
-    acting_ids.in_child(as_their_user, "the process limit of the session's interpreter could not be set")
+def _limit_again(parent: Tracee, limited: int) -> None:
+    """Have the kernel set its process limit back (given at ``limited + 16`` to its clones' program), where that
+    program did not get to it; a kernel that cannot is killed: it would go on under its hard limit."""
+    with contextlib.suppress(OSError):
+        if parent.call("prlimit64", 0, linux.RLIMIT_NPROC, limited + 16, 0) == 0:
+            return
+    with contextlib.suppress(OSError):
+        os.kill(parent.pid, 9)
 
 
 def _working_directory(kernel: int, points: tuple[str, ...]) -> bytes:
@@ -237,11 +230,21 @@ def reap(parent: Tracee) -> None:
     _kill(parent.pid)
 
 
-def _clones(parent: Tracee, targets: list[Target], reader: bool, page: int, into: list[Tracee]) -> None:
+def _clones(
+    parent: Tracee,
+    targets: list[Target],
+    reader: bool,
+    memory: tuple[int, int],
+    limit: tuple[int, int],
+    into: list[Tracee],
+) -> None:
     """A copy of ``parent`` for each of ``targets`` (and, with ``reader``, a plain clone after them, in its
     namespaces), each stopped before its first instruction and put in its target's cgroups, into ``into`` as
     each is seen: its clones are made as one program (each copy starts in it, and is pointed back at the
-    parent's wait)."""
+    parent's wait), between two calls that raise the parent's process limit (``limit``: soft and hard) to its hard
+    one and set it back, given at ``memory``'s second address (the first: where the program is written)."""
+    page, limited = memory
+    soft, hard = limit
     placer = _Placer(targets)
     seen: list[int] = []
 
@@ -251,18 +254,24 @@ def _clones(parent: Tracee, targets: list[Target], reader: bool, page: int, into
             placer.put((len(seen), pid))
             seen.append(pid)
 
-    calls: list[Call] = [("clone", (CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0))] * len(targets)
-    calls += [("clone", (_SIGCHLD, 0, 0, 0, 0))] if reader else []
+    clones: list[Call] = [("clone", (CLONE_FLAGS | _SIGCHLD, 0, 0, 0, 0))] * len(targets)
+    clones += [("clone", (_SIGCHLD, 0, 0, 0, 0))] if reader else []
+    raising: Call = ("prlimit64", (0, linux.RLIMIT_NPROC, limited, 0))
+    lowering: Call = ("prlimit64", (0, linux.RLIMIT_NPROC, limited + 16, 0))
+    given = struct.pack("<4q", hard, hard, soft, hard)
     try:
-        made = parent.run(page, page + _CODE, calls, on_event=event)
+        made = parent.run(page, page + _CODE, [raising, *clones, lowering], given, limited, on_event=event)
     finally:
         # Each is its caller's to end from now on, whatever happens: it was made, and holds the kernel's memory.
         into.extend(Tracee.clone_of(parent, pid) for pid in seen)
         placer.join()
-    for result in made:
+    if min(made[0], made[-1]) < 0:
+        failed = -min(made[0], made[-1])
+        raise TraceFailed(failed, f"the interpreter's process limit could not be set: {os.strerror(failed)}")
+    for result in made[1:-1]:
         if result < 0:
             raise TraceFailed(-result, f"the interpreter could not be copied: {os.strerror(-result)}")
-    if len(into) != len(calls):
+    if len(into) != len(clones):
         raise TraceFailed(0, "the interpreter's copies were not all seen starting")
     for child in into:  # seen once the kernel went on: each started as the kernel made the next
         child.started()

@@ -318,12 +318,15 @@ def _seccomp_program(machine: str, inet: bool = True) -> list[tuple[int, int, in
         when(name, _arg(0), (_BPF_JEQ_K, 0, 1, 0), _ret(_RET_ALLOW), _ret(_EPERM))
     # prlimit64(pid, resource, new, old): reading any process's limits, changing only its own, and never its
     # process limit: its hard limit is left high, so that a session's copies each count their own processes
-    # (kernel_copy.py), and the soft one is the run's bound.
+    # (kernel_copy.py), and the soft one is the run's bound. A change of its own process limit is its tracer's
+    # alone: the agent has a session's kernel raise it for its copies' clones and each copy set it back
+    # (ENOSYS for a program, traced by nobody).
     when("prlimit64", _arg(1), (_BPF_JEQ_K, 0, "own", RLIMIT_NPROC),
-         _arg(2), (_BPF_JEQ_K, 0, "deny", 0), _arg(2, high=True), (_BPF_JEQ_K, "allow", "deny", 0),
+         _arg(2), (_BPF_JEQ_K, 0, "nproc", 0), _arg(2, high=True), (_BPF_JEQ_K, "allow", "nproc", 0),
+         "nproc", _arg(0), (_BPF_JEQ_K, "trace", "deny", 0),
          "own", _arg(0), (_BPF_JEQ_K, "allow", 0, 0),
          _arg(2), (_BPF_JEQ_K, 0, "deny", 0), _arg(2, high=True), (_BPF_JEQ_K, "allow", "deny", 0),
-         "allow", _ret(_RET_ALLOW), "deny", _ret(_EPERM))  # fmt: skip
+         "allow", _ret(_RET_ALLOW), "trace", _ret(_RET_TRACE), "deny", _ret(_EPERM))  # fmt: skip
     when("setrlimit", _arg(0), (_BPF_JEQ_K, 0, 1, RLIMIT_NPROC), _ret(_EPERM), _ret(_RET_ALLOW))
     # setpriority(which, who, nice) and ioprio_set(which, who, prio): the calling process only; a group or
     # a user (who 0 is the caller's own) would reach its supervisors too.

@@ -49,7 +49,7 @@ NR = {
     "read": 0, "close": 3, "mmap": 9, "munmap": 11, "socketpair": 53, "clone": 56, "fcntl": 72, "chdir": 80,
     "setsid": 112, "openat": 257, "pipe2": 293, "wait4": 61, "mincore": 27,
     "setresuid": 117, "setresgid": 119, "capset": 126, "prctl": 157, "restart_syscall": 219, "dup3": 292,
-    "close_range": 436, "mount": 165,
+    "close_range": 436, "mount": 165, "prlimit64": 302,
 }  # fmt: skip
 _FIELDS = "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base"
 _FIELDS += " ds es fs gs"

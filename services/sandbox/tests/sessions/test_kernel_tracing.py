@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from codegym_sandbox.agent import copy_making, copy_mappings, kernel_copy, process_memory, ptrace_calls
+from codegym_sandbox.agent import copy_making, copy_mappings, kernel_copy, process_memory, ptrace_calls, ptrace_each
 from codegym_sandbox.agent.copy_files import Target
 
 pytestmark = pytest.mark.skipif(not ptrace_calls.SUPPORTED, reason="a kernel is copied on x86_64 only")
@@ -134,15 +134,24 @@ def test_programs_run_in_several_clones_at_once_each_answer_their_own(
             (child, page, results, [("dup3", (1, 60 + i, 0)), ("close", (999,))], b"", 0)
             for i, child in enumerate(children[:2])
         ]
-        assert ptrace_calls.run_each(programs) == [[60, -errno.EBADF], [61, -errno.EBADF]]
+        assert ptrace_each.run_each(programs) == [[60, -errno.EBADF], [61, -errno.EBADF]]
         assert "61" not in os.listdir(f"/proc/{children[0].pid}/fd")  # each made its own calls
         assert "61" in os.listdir(f"/proc/{children[1].pid}/fd")
         # One that cannot run its program is told, once every other has run its own to the end.
         kernel_copy._kill(children[2].pid)
         programs = [(child, page, results, [("dup3", (1, 70, 0))], b"", 0) for child in children]
         with pytest.raises(OSError):
-            ptrace_calls.run_each(programs)
+            ptrace_each.run_each(programs)
         assert all("70" in os.listdir(f"/proc/{child.pid}/fd") for child in children[:2])
+        # One call in each, all at once (a copy's memory given back): each made its own, and one that cannot is
+        # told once the others have made theirs.
+        calls = [(child, ("dup3", (1, 80 + i, 0))) for i, child in enumerate(children[:2])]
+        assert ptrace_each.call_each(calls) == [80, 81]
+        assert "81" not in os.listdir(f"/proc/{children[0].pid}/fd")
+        assert "81" in os.listdir(f"/proc/{children[1].pid}/fd")
+        with pytest.raises(OSError):
+            ptrace_each.call_each([(child, ("dup3", (1, 90, 0))) for child in children])
+        assert all("90" in os.listdir(f"/proc/{child.pid}/fd") for child in children[:2])
     finally:
         for child in children:
             kernel_copy._kill(child.pid)

@@ -1,7 +1,7 @@
 """A fork's copies made over (``kernel_copy.py``): channels, a working directory, a process session, ids and no
 capability of their own, and nothing they share, before any instruction of theirs runs.
 
-Each copy's calls are a few programs (``ptrace_calls.run_each``), each run in every copy at once: the first
+Each copy's calls are a few programs (``ptrace_each.run_each``), each run in every copy at once: the first
 makes its anonymous private mappings and its channels while the helper still makes its files
 (``copy_files.start``); the next, once they are there, move its channels into place, enter its working
 directory, map its own files where the kernel mapped the session's, and take its session and ids. Its ids
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from . import acting_ids, copy_files, copy_mappings, linux
 from .copy_files import Helper, Target
 from .process_memory import read_memory
-from .ptrace_calls import Call, Tracee, TraceFailed, run_each
+from .ptrace_calls import Call, Tracee, TraceFailed
+from .ptrace_each import call_each, run_each
 from .session_main import ANSWERS_FD, REQUESTS_FD
 
 _PAGE = 4096
@@ -188,7 +189,6 @@ class _Making:
                 raise TraceFailed(0, "a mapping was not made where it was asked")
 
     def done(self) -> Copy:
-        self.child.checked("munmap", self.page, self.size)
         requests, stdout, stderr, answers = self.taken
         self.taken = []
         socket_ = socket.socket(fileno=answers)
@@ -244,6 +244,10 @@ def make_over(
             ran = run_each([making.program(calls) for making, calls in doing])
             for (making, calls), got in zip(doing, ran, strict=True):
                 making.ran(step, calls, got)
+        # The memory each was made over in, given back by all at once.
+        unmapped = call_each([(making.child, ("munmap", (making.page, making.size))) for making in makings])
+        for making, result in zip(makings, unmapped, strict=True):
+            _checked(making.pid, [("munmap", ())], [result], 1)
         return [making.done() for making in makings]
     except BaseException:
         for making in makings:

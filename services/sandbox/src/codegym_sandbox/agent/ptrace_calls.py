@@ -92,28 +92,6 @@ class Running:
             raise TraceFailed(0, f"process {self.pid} stopped (signal {sig}, event {event}) in a program")
 
 
-def run_each(programs: Sequence[tuple[Tracee, int, int, Sequence[Call], bytes, int]]) -> list[list[int]]:
-    """Run a program in each of several processes (each as :meth:`Tracee.run`'s arguments), all at once: the
-    results of each. Where one fails, every other is still waited for (none is left running the agent's code)."""
-    started: list[Running] = []
-    failed: OSError | None = None
-    for tracee, code, results, calls, data, at in programs:
-        try:
-            started.append(tracee.start(code, results, calls, data, at))
-        except OSError as exc:  # it ended (its memory is gone), say
-            failed = failed or exc
-            break
-    got: list[list[int]] = []
-    for running in started:
-        try:
-            got.append(running.finish())
-        except OSError as exc:
-            failed = failed or exc
-    if failed is not None:
-        raise failed
-    return got
-
-
 def program(calls: Sequence[Call], results: int) -> bytes:
     """Code that makes ``calls`` (each a name and its arguments) one after another, stores each one's result at
     ``results`` + 8 x its place, and then traps."""
@@ -314,14 +292,24 @@ class Tracee:
 
     def call(self, name: str, *args: int, on_event: Callable[[int], None] | None = None) -> int:
         """Make the process call ``name(*args)``; its result (a negative errno on failure)."""
+        self.begin_call(name, *args)
+        return self.end_call(on_event)
+
+    def begin_call(self, name: str, *args: int) -> None:
+        """Start :meth:`call`: the process goes on to the call's entry, while this one does something else (the
+        same call in other processes: :func:`call_each`), until :meth:`end_call`."""
         regs = Regs.from_buffer_copy(self.saved)
         regs.rip, regs.rax, regs.orig_rax = self.at, NR[name], _NONE
         for field, value in zip(("rdi", "rsi", "rdx", "r10", "r8", "r9"), args, strict=False):
             setattr(regs, field, value & _NONE)
         self._set(regs)
-        for _ in range(2):  # to the call's entry, then to its exit; the events on the way (a fork's) are told
+        _ptrace(_SYSCALL, self.pid)
+
+    def end_call(self, on_event: Callable[[int], None] | None = None) -> int:
+        """The call :meth:`begin_call` started, to its entry and then to its exit; the events on the way (a
+        fork's) are told: its result."""
+        for entry in (True, False):
             while True:
-                _ptrace(_SYSCALL, self.pid)
                 sig, event = wait_stop(self.pid)
                 if sig == _SYSCALL_STOP:
                     break
@@ -329,6 +317,9 @@ class Tracee:
                 # made as asked all the same (nothing of the program's can send it elsewhere, _steered_by_nothing).
                 if event and on_event is not None:
                     on_event(event)
+                _ptrace(_SYSCALL, self.pid)
+            if entry:
+                _ptrace(_SYSCALL, self.pid)
         return _signed(self.registers().rax)
 
     def run(

@@ -210,6 +210,30 @@ def test_it_imports_without_the_ml_stack() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
+def test_a_cell_whose_interpreter_ended_as_it_ran_is_not_run_again(url: str) -> None:
+    # Told only "gone", the environment ran the cell again in a fresh interpreter and answered as though it had
+    # run once (a file appended to twice, a random draw taken again).
+    def listed() -> set[str]:
+        return {s["session_id"] for s in httpx.get(f"{url}/v1/sessions", timeout=10).json()["sessions"]}
+
+    async def rollout(env: CodeEnvironment) -> str:
+        await env.run_python("x = 1")
+        assert env._held.session is not None
+        sid = env._held.session.session_id
+        cell = asyncio.ensure_future(env.run_python("import time\ntime.sleep(3)\nprint('done')"))
+        await asyncio.sleep(0.7)
+        await asyncio.to_thread(httpx.delete, f"{url}/v1/sessions/{sid}", timeout=10)
+        return await cell
+
+    before = listed()
+    env = CodeEnvironment(url, cell_timeout_s=10.0)
+    env.reset(**ROW)
+    answer = asyncio.run(rollout(env))
+    assert "The code ran, but its interpreter ended" in answer and "deleted" in answer, answer
+    assert env._held.session is None and listed() - before == set()  # no fresh interpreter ran it again
+    assert "NameError" in asyncio.run(env.run_python("x"))  # the next call starts a fresh one, as it was told
+
+
 def test_calls_of_one_turn_at_once_share_one_session(url: str) -> None:
     def listed() -> set[str]:
         return {s["session_id"] for s in httpx.get(f"{url}/v1/sessions", timeout=10).json()["sessions"]}

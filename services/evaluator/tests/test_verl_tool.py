@@ -279,6 +279,25 @@ def test_the_ttl_ends_a_session_the_tool_never_ended(url: str) -> None:
     asyncio.run(main())
 
 
+def test_a_cell_whose_interpreter_ended_as_it_ran_is_not_run_again(url: str) -> None:
+    # Told only "gone", the tool ran the cell again in a fresh interpreter, as though it had run once.
+    async def main() -> None:
+        rollout = Rollout(tool_at(url, cell_timeout_s=10))
+        t = rollout.trajectory()
+        await rollout.call(t, "x = 1")
+        (sid,) = rollout.tool.sessions()
+        cell = asyncio.ensure_future(rollout.call(t, "import time\ntime.sleep(3)\nprint('done')"))
+        await asyncio.sleep(0.7)
+        await asyncio.to_thread(httpx.delete, f"{url}/v1/sessions/{sid}", timeout=10)
+        text = await cell
+        assert "The code ran, but its interpreter ended" in text and "done" not in text, text
+        assert rollout.tool.sessions() == {}  # no fresh interpreter ran it again
+        assert "NameError" in await rollout.call(t, "x")  # the next call starts a fresh one, as it was told
+        await rollout.tool.aclose()
+
+    asyncio.run(main())
+
+
 def test_after_a_failed_call_the_next_says_whether_its_interpreter_is_gone(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -180,6 +180,16 @@ def not_text(code: str) -> str | None:
     return None
 
 
+def ended_while_running(detail: str) -> str:
+    """What a call whose interpreter ended while its code ran is told (the sandbox's 410 with ``ran``): the code
+    ran, and is not run again in a fresh interpreter, where it would be run twice (files it appended to, a
+    random draw taken again) and read as though it had run once."""
+    return (
+        f"[The code ran, but its interpreter ended before it answered ({detail}): its output is lost, and so are "
+        "its variables; the next call starts a fresh interpreter.]"
+    )
+
+
 def cell_feedback(cell: CellResult, *, budget: int = 2000) -> str:
     """A session cell's result as text: its output, its value, its traceback, and how it ended when it did
     not finish, within ``budget`` characters."""

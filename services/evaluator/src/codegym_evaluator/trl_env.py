@@ -55,7 +55,7 @@ from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
 
 from .extract import extract_code
-from .feedback import cell_feedback, cut, not_text, shown_tests, test_feedback
+from .feedback import cell_feedback, cut, ended_while_running, not_text, shown_tests, test_feedback
 from .scoring import Scorer, build_program, evaluate_body
 from .tasks import PUBLIC_TESTS, Task
 from .trl_rows import split_row
@@ -320,8 +320,11 @@ class CodeEnvironment:
             session = await self._open_session()
             try:
                 cell = await session.execute(code, timeout_s=self.cell_timeout_s)
-            except SessionGone:  # it expired between calls (idle past its TTL): the cell never ran
+            except SessionGone as gone:
                 self._held.session = None
+                if gone.ran:  # it ended as the cell ran: run again, the cell would have run twice
+                    return cut(ended_while_running(gone.detail), self.feedback_budget)
+                # It expired between calls (idle past its TTL): the cell never ran.
                 note = "[The interpreter had ended (idle too long); this ran in a fresh one: earlier state is gone.]\n"
                 cell = await (await self._open_session()).execute(code, timeout_s=self.cell_timeout_s)
         except SandboxError as exc:

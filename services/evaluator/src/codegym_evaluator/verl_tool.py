@@ -44,7 +44,7 @@ import httpx
 from codegym_sandbox.client import DEFAULT_URL, AsyncSandboxClient, AsyncSession, SandboxError, SessionGone
 from pydantic import BaseModel, ConfigDict, Field
 
-from .feedback import cell_feedback, not_text
+from .feedback import cell_feedback, ended_while_running, not_text
 
 try:
     from verl.tools.base_tool import BaseTool
@@ -267,8 +267,10 @@ class CodeInterpreterTool(BaseTool):  # type: ignore[misc]  # verl's classes are
             try:
                 cell = await session.execute(code)  # the session's cell_timeout_s
             except SessionGone as gone:
-                # Expired while the model was thinking (or ended by a cell before): the cell never ran there.
                 trajectory.session_id = None
+                if gone.ran:  # it ended as the cell ran: run again, the cell would have run twice
+                    return ended_while_running(gone.detail)[:budget], {"sandbox_error": False, "status": "killed"}
+                # Expired while the model was thinking (or ended by a cell before): the cell never ran there.
                 note = f"[The interpreter of earlier calls had ended ({gone.detail}): its variables are gone; "
                 note += "this code ran in a fresh one.]\n"
                 session = await self._session(trajectory)

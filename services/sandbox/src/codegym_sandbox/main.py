@@ -77,7 +77,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(SessionGone)
     async def session_gone(_: Request, exc: SessionGone) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, 410 if exc.ended else 404)
+        if not exc.ended:
+            return JSONResponse({"detail": str(exc)}, 404)
+        # ``ran``: the call's own cell was sent before its session ended (it ran, and its answer is lost): a caller
+        # must not run it again elsewhere as though it never had.
+        return JSONResponse({"detail": str(exc), "ran": exc.ran}, 410)
 
     @app.exception_handler(ForkNotOffered)
     async def fork_not_offered(_: Request, exc: ForkNotOffered) -> JSONResponse:

@@ -4,6 +4,8 @@ calls pinned to the one that made it; the errors of a session gone or busy."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -110,6 +112,27 @@ def test_a_sessions_copies_are_pinned_to_its_server(servers: Hosts) -> None:
     assert calls and all(host == named for host, named in calls), calls
 
 
+def test_a_session_ended_while_its_cell_ran_says_the_cell_ran(servers: Hosts) -> None:
+    # The cell was sent and ran: a caller told only "gone" would run it again in a fresh interpreter, twice.
+    got: list[BaseException] = []
+    with SandboxClient(URLS, transport=servers) as client:
+        s = client.session(cell_timeout_s=10)
+
+        def run() -> None:
+            try:
+                s.execute("import time\ntime.sleep(3)")
+            except SessionGone as exc:
+                got.append(exc)
+
+        cell = threading.Thread(target=run)
+        cell.start()
+        time.sleep(0.7)
+        client.attach(s.session_id, url=s.url).delete()
+        cell.join()
+    assert len(got) == 1 and isinstance(got[0], SessionGone), got
+    assert got[0].status == 410 and got[0].ran, (got[0].status, got[0].detail)
+
+
 def test_the_async_handle_forks_too() -> None:
     async def go() -> str | None:
         app = create_app(settings("alpha"))
@@ -135,6 +158,7 @@ def test_leaving_the_block_deletes_the_session_and_a_gone_one_raises(servers: Ho
         with pytest.raises(SessionGone) as gone:
             s.execute("x")
         assert gone.value.status == 410 and "deleted" in gone.value.detail, gone.value.detail
+        assert not gone.value.ran  # the call's cell was never sent
         assert gone.value.session_id == s.session_id and gone.value.url == s.url
         s.close()  # gone already: nothing to do
 

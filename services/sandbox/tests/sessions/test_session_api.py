@@ -236,6 +236,7 @@ def test_unknown_deleted_and_expired_sessions_answer_what_happened(sessions: Tes
     assert sessions.delete(f"/v1/sessions/{sid}").status_code == 204
     r = sessions.post(f"/v1/sessions/{sid}/execute", json={"code": "1"})
     assert r.status_code == 410 and r.json()["detail"].endswith("was deleted"), r.text
+    assert r.json()["ran"] is False  # its cell was never sent
     assert sessions.delete(f"/v1/sessions/{sid}").status_code == 410
     sid = _new(sessions, ttl_s=1)
     deadline = time.monotonic() + 15
@@ -436,6 +437,7 @@ def test_a_cell_whose_session_is_deleted_meanwhile_is_told_so(sessions: TestClie
     assert sessions.delete(f"/v1/sessions/{sid}").status_code == 204
     t.join()
     assert answers[0].status_code == 410 and "deleted" in answers[0].json()["detail"], answers[0].text
+    assert answers[0].json()["ran"] is True  # sent before it ended: not to be run again as though it never ran
 
 
 def test_names_outside_the_sessions_directory_are_refused(sessions: TestClient) -> None:

@@ -250,15 +250,17 @@ def runs_of(body: Mapping[str, Any]) -> int:
 
 def session_error(session_id: str, response: httpx.Response, *, url: str, path: str) -> SandboxRejected:
     """A session call's 404/410 (``SessionGone``) or 409 (``SessionBusy``), with the server's detail."""
+    ran = False
     try:
-        detail = str(response.json().get("detail", ""))
+        body = response.json()
+        detail, ran = str(body.get("detail", "")), body.get("ran") is True
     except (ValueError, AttributeError):
         detail = response.text[:500]
     status = response.status_code
     message = f"{url}{path}: HTTP {status}: {detail}"
     if status == 409:
         return SessionBusy(message, url=url, path=path, status=status, session_id=session_id, detail=detail)
-    return SessionGone(message, url=url, path=path, status=status, session_id=session_id, detail=detail)
+    return SessionGone(message, url=url, path=path, status=status, session_id=session_id, detail=detail, ran=ran)
 
 
 def wire(body: Body) -> dict[str, Any]:

@@ -55,7 +55,22 @@ class SessionError(SandboxRejected):
 
 
 class SessionGone(SessionError):
-    """The session is not on its server: never made there (404), or ended (410; ``detail`` says how)."""
+    """The session is not on its server: never made there (404), or ended (410; ``detail`` says how). ``ran``:
+    it ended while the call's own cell ran (the cell was run, its answer lost): not to be run again as new."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        path: str = "",
+        status: int | None = None,
+        session_id: str,
+        detail: str,
+        ran: bool = False,
+    ) -> None:
+        super().__init__(message, url=url, path=path, status=status, session_id=session_id, detail=detail)
+        self.ran = ran
 
 
 class SessionBusy(SessionError):

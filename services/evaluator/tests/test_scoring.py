@@ -84,6 +84,18 @@ async def test_execute_many(sandbox: httpx.ASGITransport) -> None:
     assert "ZeroDivisionError" in runs[1].stderr
 
 
+async def test_a_run_is_a_fresh_one_unless_the_cache_is_asked_for(sandbox: httpx.ASGITransport) -> None:
+    # The execution reward's runs (execute_many) once took the sandbox's cache by default: a random program's first
+    # draw was every later sample's reward.
+    draw = "import os\nprint(os.urandom(8).hex())"
+    async with Scorer(SANDBOX, transport=sandbox) as scorer:
+        first, second = [(await scorer.execute_many([draw]))[0].stdout for _ in range(2)]
+    assert first != second
+    async with Scorer(SANDBOX, transport=sandbox, cache=True) as scorer:
+        first, second = [(await scorer.execute_many([draw]))[0].stdout for _ in range(2)]
+    assert first == second
+
+
 async def test_an_unreachable_sandbox_gives_se_after_retries() -> None:
     calls = 0
 

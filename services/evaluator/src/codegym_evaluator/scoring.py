@@ -154,6 +154,12 @@ def evaluate_body(
     return body
 
 
+def execute_body(language: str, code: str, *, timeout_s: float, cache: bool) -> dict[str, Any]:
+    """The ``/v1/execute`` request that runs ``code`` once, with no input. ``cache`` has no default, as
+    :func:`evaluate_body`'s: the wire's default is the cache's, and no reward may get it by leaving it out."""
+    return {"language": language, "code": code, "limits": {"timeout_s": timeout_s}, "cache": cache}
+
+
 class Scorer:
     """Judges completions of tasks through the sandbox client: extraction, programs, verdicts into ``Score``.
 
@@ -244,7 +250,7 @@ class Scorer:
         return list(await asyncio.gather(*(self._execute(code, language) for code in codes)))
 
     async def _execute(self, code: str, language: str) -> RunOutput:
-        body = {"language": language, "code": code, "limits": {"timeout_s": self.timeout_per_test}}
+        body = execute_body(language, code, timeout_s=self.timeout_per_test, cache=self.cache)
 
         async def ask(_: list[str]) -> list[RunOutput]:
             return [run_output(await self.client.execute(body))]

@@ -82,7 +82,15 @@ async def test_one_assert_test_shows_its_first_asserts_and_hides_the_rest(sandbo
     )
     looped = "CASES = [(1, 2, 3), (5, 7, 4242)]\nassert add(*CASES[0][:2]) == CASES[0][2]\nfor a, b, c in CASES[1:]:\n"
     looped += "    assert add(a, b) == c\n"
-    for code in (shared, looped):
+    # Nor where the answers are bound by what else is shown: the checking function's own line (a parameter's
+    # default, a decorator that passes one) or a shown assert itself.
+    check = "    assert candidate(1, 2) == {0}\n    assert candidate(5, 7) == {1}\n\ncheck(add)\n"
+    defaults = "def check(candidate, t=(3, 4242)):\n" + check.format("t[0]", "t[1]")
+    keyword = "def check(candidate, *, t={1: 3, 5: 4242}):\n" + check.format("t[1]", "t[5]")
+    decorated = "import functools\n@functools.partial(lambda f, d: lambda c: f(c, d), d={1: 3, 5: 4242})\n"
+    decorated += "def check(candidate, d):\n" + check.format("d[1]", "d[5]")
+    walrus = "def check(candidate):\n" + check.format("(t := [3, 4242])[0]", "t[1]")
+    for code in (shared, looped, defaults, keyword, decorated, walrus):
         assert Task("t", "", "assert", [{"assert_code": code}], "add").visible_tests(1) == [], code
     imports = "import math\nassert math.isclose(add(1, 2), 3)\nassert math.isclose(add(5, 7), 4242)\n"
     (cut,) = Task("t", "", "assert", [{"assert_code": imports}], "add").visible_tests(1)

@@ -38,15 +38,34 @@ def first_asserts(code: str, count: int) -> str | None:
     secret = _needed(cut_bodies, hidden, cut)
     for body, stmt in asserting[count:]:
         body.remove(stmt)
-    # What is shown beside the asserts themselves (their own text is shown, whatever they call): none of it may
-    # bind what the hidden ones read. An import holds no answer.
-    beside = [stmt for stmt in _prune(cut_bodies, cut) if not _asserts(stmt)]
-    if any(_writes(stmt) & secret for stmt in beside if not isinstance(stmt, (ast.Import, ast.ImportFrom))):
+    # Nothing shown may bind what the hidden ones read: no statement kept (an import holds no answer), no shown
+    # assert (``(t := [...])[0]``), and no part of a cut function's own line (a parameter's default, a decorator
+    # that passes one): each would show the hidden answers. Of a cut function's parameters the hidden asserts
+    # may read the first alone, the candidate its caller passes (``check(candidate)``). A module's function
+    # called (``math.isclose(...)``) changes no module.
+    imports = [stmt for body in cut_bodies for stmt in body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
+    modules = {name for stmt in imports for name in _writes(stmt)}
+    shown = [stmt for stmt in _prune(cut_bodies, cut) if not isinstance(stmt, (ast.Import, ast.ImportFrom))]
+    if any(_writes(stmt, modules) & secret for stmt in shown) or any(_signature(f) & secret for f in checking):
         return None
     for body in bodies:
         if not body:
             body.append(ast.Pass())
     return ast.unparse(tree) + "\n"
+
+
+def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names a cut function's own line binds that its caller's first argument does not: every parameter of a
+    function with a decorator (which may pass it anything), else every parameter but the first, and the first too
+    where it has a default (its value is then shown)."""
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    if function.decorator_list:
+        return set(names)
+    positional = [*args.posonlyargs, *args.args]
+    first_defaulted = bool(positional) and len(args.defaults) == len(positional)
+    return set(names[1:]) | ({names[0]} if names and first_defaulted else set())
 
 
 def _prune(bodies: list[list[ast.stmt]], cut: set[int]) -> list[ast.stmt]:
@@ -89,8 +108,9 @@ def _runs(stmt: ast.stmt, functions: set[str]) -> bool:
     return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in functions
 
 
-def _writes(stmt: ast.stmt) -> set[str]:
-    """The names ``stmt`` binds, or changes in place (``cases.append(...)``, ``table[k] = v``)."""
+def _writes(stmt: ast.stmt, modules: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """The names ``stmt`` binds, or changes in place (``cases.append(...)``, ``table[k] = v``); a method called on
+    one of ``modules`` is a module's function, which changes nothing."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {stmt.name}
     out: set[str] = set()
@@ -102,7 +122,7 @@ def _writes(stmt: ast.stmt) -> set[str]:
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             out |= _root(node.value)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            out |= _root(node.func.value)
+            out |= _root(node.func.value) - modules
     return out
 
 

@@ -13,6 +13,7 @@ import ctypes
 import errno
 import mmap
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -88,6 +89,25 @@ def test_calls_made_as_one_program_answer_each_and_the_process_goes_on(
     os.write(w, b"cell")  # its wait, made again as it goes on, reads what comes
     assert proc.stdout is not None and proc.stdout.readline() == "read cell\n"
     assert proc.wait(10) == 0
+
+
+def test_a_kernel_whose_clones_failed_sets_its_process_limit_back(
+    waiting: tuple[subprocess.Popen[str], int, Path],
+) -> None:
+    # A fork raises the kernel's process limit to its hard one around its clones. Where their program failed
+    # before it ran (its limits not yet written), the limit was set back from zeroed memory: to none at all.
+    proc, w, _ = waiting
+    soft, hard = 64, resource.prlimit(proc.pid, resource.RLIMIT_NPROC)[1]
+    resource.prlimit(proc.pid, resource.RLIMIT_NPROC, (soft, hard))  # the session's bound, its hard one high
+    tracee = _seize(proc.pid)
+    page = tracee.checked("mmap", 0, 4 * mmap.PAGESIZE, 7, 0x22, -1, 0)
+    resource.prlimit(proc.pid, resource.RLIMIT_NPROC, (hard, hard))  # raised, as the clones' program does first
+    kernel_copy._limit_again(tracee, page + 2 * mmap.PAGESIZE, (soft, hard))
+    assert resource.prlimit(proc.pid, resource.RLIMIT_NPROC) == (soft, hard)
+    tracee.checked("munmap", page, 4 * mmap.PAGESIZE)
+    tracee.release(stopped=False)
+    os.write(w, b"cell")
+    assert proc.stdout is not None and proc.stdout.readline() == "read cell\n"
 
 
 def test_clones_made_as_one_program_are_each_seen_stopped(waiting: tuple[subprocess.Popen[str], int, Path]) -> None:

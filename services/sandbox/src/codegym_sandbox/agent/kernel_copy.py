@@ -43,6 +43,7 @@ from collections.abc import Callable
 from . import copy_files, copy_making, copy_mappings, copy_tree, linux
 from .copy_files import Mounts, Target
 from .copy_making import Copy
+from .process_memory import write_memory
 from .ptrace_calls import EVENT_FORK, NR, Call, Tracee, TraceFailed
 from .session_main import REQUESTS_FD
 
@@ -119,7 +120,7 @@ def copy_kernel(
             raised = False
         finally:
             if raised:
-                _limit_again(parent, limited)
+                _limit_again(parent, limited, limit)
         copy_mappings.check_carried(kernel, children[0].pid)
         reader = children[len(targets)] if mappings else None
         if reader is not None:  # which pages the kernel holds in them, asked in the reader (mincore)
@@ -169,11 +170,13 @@ def _process_limit_of(pid: int) -> tuple[int, int]:
     raise OSError(f"no process limit of process {pid} to read")
 
 
-def _limit_again(parent: Tracee, limited: int) -> None:
-    """Have the kernel set its process limit back (given at ``limited + 16`` to its clones' program), where that
-    program did not get to it; a kernel that cannot is killed: it would go on under its hard limit."""
+def _limit_again(parent: Tracee, limited: int, limit: tuple[int, int]) -> None:
+    """Have the kernel set its process limit back to ``limit``, where its clones' program did not get to it (given
+    at ``limited`` again: that program may have failed before its own was written); a kernel that cannot is
+    killed: it would go on under its hard limit."""
     with contextlib.suppress(OSError):
-        if parent.call("prlimit64", 0, linux.RLIMIT_NPROC, limited + 16, 0) == 0:
+        write_memory(parent.pid, limited, struct.pack("<2q", *limit))
+        if parent.call("prlimit64", 0, linux.RLIMIT_NPROC, limited, 0) == 0:
             return
     with contextlib.suppress(OSError):
         os.kill(parent.pid, 9)

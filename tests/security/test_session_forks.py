@@ -664,3 +664,44 @@ def test_a_fork_of_an_interpreter_that_never_comes_to_its_wait_is_refused(server
         assert r.status_code in (200, 410), r.text
     finally:
         server.delete(f"/v1/sessions/{sid}")
+
+
+# A cell that swaps the interpreter's read for code of its own: held for a fork, the interpreter runs that code
+# under its tracer, and it waits in a vfork (posix_spawn) for a child that blocks opening a fifo before its exec.
+# No interrupt stops a process waiting there: the agent waited for its stop for good, and the fork held a slot of
+# the pool that every session's cells need, and its session's lock, which kept the session from ever expiring.
+_WAITS_IN_A_VFORK = """
+import os, time
+_real = os.read
+FIFO = os.path.join(os.getcwd(), "fifo")
+os.mkfifo(FIFO)
+def read(fd, n, _real=_real):
+    if fd == 3:
+        while True:  # stopped between cells; run again by the agent's hold
+            began = time.monotonic()
+            time.sleep(0.02)
+            if time.monotonic() - began > 0.5:
+                break
+        os.read = _real
+        os.posix_spawn("/bin/true", ["true"], {}, file_actions=[(os.POSIX_SPAWN_OPEN, 5, FIFO, os.O_RDONLY, 0)])
+    return _real(fd, n)
+os.read = read
+"""
+
+
+def test_a_fork_of_an_interpreter_that_cannot_be_stopped_ends_it_and_holds_nothing(server: TestClient) -> None:
+    sid, other = _new(server), _new(server)
+    try:
+        _cell(server, sid, _WAITS_IN_A_VFORK)
+        time.sleep(1.0)  # idle, and stopped as an idle session is
+        started = time.monotonic()
+        r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 409 and "would not stop" in r.json()["detail"], r.text
+        assert time.monotonic() - started < 5
+        # The interpreter was ended: its session says so at its next cell, and no one else waits.
+        r = server.post(f"/v1/sessions/{sid}/execute", json={"code": "1"})
+        assert r.status_code == 410 or not r.json()["alive"], r.text
+        assert _cell(server, other, "6 * 7")["display"] == "42"
+    finally:
+        for s in (sid, other):
+            server.delete(f"/v1/sessions/{s}")

@@ -87,7 +87,7 @@ def copy_kernel(
     try:
         parent = Tracee.seize(kernel, lambda regs: regs.orig_rax == NR["read"] and regs.rdi == REQUESTS_FD)
     except TraceFailed as exc:
-        raise Refused(f"the session's interpreter cannot be held for a copy: {exc}") from exc
+        raise Refused(f"the session's interpreter cannot be held for a copy: {exc.strerror or exc}") from exc
     children: list[Tracee] = []
     copies: list[Copy] = []
     helper: copy_files.Helper | None = None

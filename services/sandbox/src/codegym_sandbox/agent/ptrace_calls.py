@@ -44,6 +44,7 @@ _RESTARTS = {512, 513, 514, 516}
 _ENOSYS = 38  # what a call's register holds at its entry
 _REACH = 400  # stops (a call's entry or exit each) a process may take to come to the wait it is copied in
 _REACH_S = 0.5  # and the time it may take
+_STOP_S = 1.0  # the time a process interrupted may take to stop
 
 NR = {
     "read": 0, "close": 3, "mmap": 9, "munmap": 11, "socketpair": 53, "clone": 56, "fcntl": 72, "chdir": 80,
@@ -160,6 +161,14 @@ def wait_stop(pid: int) -> tuple[int, int]:
 def _stop_by(pid: int, deadline: float) -> tuple[int, int] | None:
     """``pid``'s next stop (as :func:`wait_stop`), or None where it has not stopped by ``deadline``: it is then
     stopped (interrupted) all the same."""
+    stopped = _stop_within(pid, deadline)
+    if stopped is None:
+        _interrupt(pid)
+    return stopped
+
+
+def _stop_within(pid: int, deadline: float) -> tuple[int, int] | None:
+    """``pid``'s next stop (as :func:`wait_stop`), or None where it has not stopped by ``deadline``."""
     pause = 0.0
     while True:
         got, status = os.waitpid(pid, _WALL | os.WNOHANG)
@@ -168,11 +177,23 @@ def _stop_by(pid: int, deadline: float) -> tuple[int, int] | None:
                 raise TraceFailed(0, f"process {pid} ended while traced")
             return os.WSTOPSIG(status), status >> 16
         if time.monotonic() > deadline:
-            _ptrace(_INTERRUPT, pid)
-            wait_stop(pid)
             return None
         time.sleep(pause)
         pause = min(0.001, pause + 0.0001)
+
+
+def _interrupt(pid: int) -> None:
+    """Stop ``pid``, traced and running. One that does not stop within :data:`_STOP_S` is killed, its end taken,
+    and :class:`TraceFailed` raised: no interrupt stops a process that waits in a vfork for its child (one that
+    never execs, blocked opening a fifo), and one that can be neither held nor let go (a process is let go
+    stopped) would hold its tracer's wait, a worker's slot and its session's lock for good."""
+    _ptrace(_INTERRUPT, pid)
+    if _stop_within(pid, time.monotonic() + _STOP_S) is not None:
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, 9)
+        _stop_within(pid, time.monotonic() + _STOP_S)  # its end, told to its tracer first, taken
+    raise TraceFailed(0, f"process {pid} would not stop (it waits for a process of its own): it was ended")
 
 
 def _forked(pid: int) -> int:
@@ -221,8 +242,7 @@ class Tracee:
         ``waiting`` tells (one it was making, or the next it makes, within :data:`_REACH` calls)."""
         options = _O_TRACESYSGOOD | _O_TRACEFORK | _O_TRACESECCOMP | _O_EXITKILL
         _ptrace(_SEIZE, pid, 0, options)
-        _ptrace(_INTERRUPT, pid)
-        wait_stop(pid)
+        _interrupt(pid)
         regs = _registers(pid)
         if regs.orig_rax != _NONE and waiting(regs):
             return cls._held(pid, regs)

@@ -74,6 +74,23 @@ def test_a_fork_whose_caller_went_away_is_counted_as_the_budget_holds_it(server:
     assert r.status_code == 200 and r.json()["display"] == "1"  # the session goes on, as its copy
 
 
+def test_a_fork_past_its_time_ends_the_session_and_leaves_nothing_held(
+    server: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork with no end held a slot of the pool and its session's lock (which kept it from expiring) for good:
+    past its time the session ends, and what it held comes back, its copies too if they are made late."""
+    monkeypatch.setattr(forks, "FORK_WALL_S", 0.001)
+    sid = _new(server)
+    r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+    assert r.status_code == 410 and "not made in" in r.json()["detail"] and r.json()["ran"] is True, r.text
+    deadline = time.monotonic() + 30
+    while (ledgers := _ledgers(server)) != (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the session's worker, and the copies the agent made late, end behind the answer
+    assert ledgers == (0, 0), ledgers
+    for _ in range(3):  # every slot free again
+        _new(server)
+
+
 def test_the_host_user_a_family_keeps_for_a_member_gone_counts_against_the_caps(server: TestClient) -> None:
     """A family keeps its worker's host user (it owns every copy's user namespace) until its last member ends:
     the session that was forked, deleted, is still counted on a member, and the next session past the cap is

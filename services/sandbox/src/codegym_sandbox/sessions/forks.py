@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ForkNotOffered", "ForkRefused", "TooManyCopies", "fork"]
 
+# The longest a fork's copies may take to be made (a fork of 64 copies of a session holding 10,000 files takes
+# seconds). Past it the session ends, as where its agent failed: a fork with no end held a slot of the pool, which
+# every session's cells need, and its session's lock, which kept the session from expiring.
+FORK_WALL_S = 120.0
+
 
 class ForkNotOffered(Exception):
     """This server forks no session (its backend's reason)."""
@@ -41,6 +46,11 @@ async def _taken(made: asyncio.Future[list[SessionLease]]) -> list[SessionLease]
         return await made
     except Exception:
         return []
+
+
+async def _close_late(made: asyncio.Future[list[SessionLease]]) -> None:
+    """The copies of a fork that answered past :data:`FORK_WALL_S`, if it ever does: no session has them."""
+    await asyncio.gather(*(lease.close() for lease in await _taken(made)))
 
 
 async def _adopt(store: SessionStore, session: Session, leases: list[SessionLease]) -> list[SessionLease] | None:
@@ -82,7 +92,11 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
                     store.with_room(lambda: store.backend.fork_session(lease, n, reseed, session.memory_mb, s.cpu_s))
                 )
                 try:
-                    leases = await asyncio.shield(made)
+                    try:
+                        leases = await asyncio.wait_for(asyncio.shield(made), FORK_WALL_S)
+                    except TimeoutError:
+                        store._spawn(_close_late(made))
+                        raise SandboxFault(f"its copies were not made in {FORK_WALL_S:.0f} s") from None
                 except asyncio.CancelledError:
                     # Its caller went away: the agent makes the copies (or not) all the same, and the session is its
                     # copy now. Taken to its end: the session goes on with it, its copies, never seen, end.

@@ -481,9 +481,15 @@ def test_ended_members_leave_no_process_behind_them(server: TestClient) -> None:
         for _ in range(4):
             for copy in _fork(server, sid, 3):
                 server.delete(f"/v1/sessions/{copy}")
-        time.sleep(0.5)
-        assert _cell(server, sid, "x")["display"] == "1"
-        assert _zombies_under(worker) == []
+        # A deleted member's agent ends behind the delete's answer (later, on a loaded machine): each frame passed
+        # takes the ends there are by then.
+        deadline = time.monotonic() + 10
+        while True:
+            time.sleep(0.5)
+            assert _cell(server, sid, "x")["display"] == "1"
+            if not (zombies := _zombies_under(worker)) or time.monotonic() > deadline:
+                break
+        assert zombies == []
     finally:
         server.delete(f"/v1/sessions/{sid}")
 

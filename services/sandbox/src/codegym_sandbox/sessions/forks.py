@@ -95,7 +95,7 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
                     try:
                         leases = await asyncio.wait_for(asyncio.shield(made), FORK_WALL_S)
                     except TimeoutError:
-                        store._spawn(_close_late(made))
+                        store.spawn(_close_late(made))
                         raise SandboxFault(f"its copies were not made in {FORK_WALL_S:.0f} s") from None
                 except asyncio.CancelledError:
                     # Its caller went away: the agent makes the copies (or not) all the same, and the session is its

@@ -242,7 +242,7 @@ class SessionStore:
 
     def _close_unwanted(self, task: asyncio.Task[SessionLease]) -> None:
         if not task.cancelled() and task.exception() is None:
-            self._spawn(task.result().close())
+            self.spawn(task.result().close())
 
     async def _open(self, memory_mb: int) -> SessionLease:
         """A fresh kernel with the session's limits: the memory of everything it holds, its CPU time over its
@@ -270,7 +270,7 @@ class SessionStore:
             and len(self.sessions) + len(self.warm) + self.warming + self.opening < s.max_sessions
         ):
             self.warming += 1
-            self._spawn(self._warm_one())
+            self.spawn(self._warm_one())
 
     async def _warm_one(self) -> None:
         try:
@@ -300,7 +300,7 @@ class SessionStore:
         # Answered once out of the store: its worker ends behind (a container's removal takes 100 ms), and what it
         # holds (its memory, its slot) is given back as it does, which a session made meanwhile waits for.
         if self._forget(session := self.get(session_id), "was deleted", "deleted"):
-            self._ending.add(ending := self._spawn(session.lease.close(busy=session.lock.locked())))
+            self._ending.add(ending := self.spawn(session.lease.close(busy=session.lock.locked())))
             ending.add_done_callback(self._ending.discard)
 
     async def execute(
@@ -332,7 +332,7 @@ class SessionStore:
                     # out of turn.
                     gone = not self.holds(session)
                     self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
-                    self._spawn(session.lease.close(busy=True))
+                    self.spawn(session.lease.close(busy=True))
                     if gone and isinstance(exc, SandboxFault):
                         raise SessionGone(
                             session_id, self.ended.get(session_id), ran=True
@@ -378,7 +378,8 @@ class SessionStore:
             self.ended.popitem(last=False)
         return True
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run ``coro`` behind the answer (an end, a warm kernel), held until it is done."""
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -60,7 +60,12 @@ _WALL = 0x40000000
 
 
 class Refused(Exception):
-    """The kernel cannot be copied now; the reason is its client's to read."""
+    """The kernel cannot be copied now, and goes on as it was; the reason is its client's to read."""
+
+
+class Lost(RuntimeError):
+    """The kernel ended as it was to be copied (one that would not stop is killed): the session is over, which a
+    refusal would not say."""
 
 
 def check_alone(kernel: int, others: Callable[[], set[int]]) -> None:
@@ -87,6 +92,8 @@ def copy_kernel(
     try:
         parent = Tracee.seize(kernel, lambda regs: regs.orig_rax == NR["read"] and regs.rdi == REQUESTS_FD)
     except TraceFailed as exc:
+        if not _alive(kernel):
+            raise Lost(f"the session's interpreter ended as it was held for a copy: {exc.strerror or exc}") from exc
         raise Refused(f"the session's interpreter cannot be held for a copy: {exc.strerror or exc}") from exc
     children: list[Tracee] = []
     copies: list[Copy] = []
@@ -150,6 +157,9 @@ def copy_kernel(
             # wait for this process to take it).
             with contextlib.suppress(OSError):
                 parent.release(stopped=True)
+        # A refusal says the session goes on: not where its kernel is gone (killed, as one that would not stop is).
+        if not _alive(kernel):
+            raise Lost(f"the session's interpreter ended as it was to be copied: {exc}") from exc
         # A ValueError: a name or directory that is no text, say (what the session holds is its own to name).
         refusals = (Refused, OSError, ValueError, copy_tree.TooMany, copy_mappings.TooLarge, copy_mappings.Uncopyable)
         if isinstance(exc, refusals):
@@ -158,6 +168,16 @@ def copy_kernel(
     for child in children:
         child.release(stopped=True)
     return copies, parent
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` is still there, not ended (a zombie's state is Z, one being reaped X)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X", b"x")
 
 
 def _process_limit_of(pid: int) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Issue 31's families 3, 6 and 9 in the corpus.
+"""Issue 31's families 3, 6 and 9 in the corpus, and the cut output's.
 
 - family 3 (a reward script that imports from the program's directory): a program that writes modules under
   every name of the standard library (and ``sitecustomize``, ``usercustomize``) where it runs, where its script
@@ -11,7 +11,10 @@
   forms; the ``Scorer`` route sanitises them as the evaluator does;
 - family 9 (a lucky answer cached): :func:`repeat_items`, a program that is TLE most of the time and, in every
   other window of ``WINDOW_S`` seconds, answers right near its time limit; ``test_repeats.py`` judges it twice,
-  in a window where it answers and in one where it runs out of time, with the routes' caches on.
+  in a window where it answers and in one where it runs out of time, with the routes' caches on;
+- the cut output (``cut``): a program that prints the answer, then newlines up to the output cap, then wrong lines.
+  A route that keeps only what fits under the cap and answers it as a clean run (``/run_code`` did: verl's
+  reward compared the part kept, its trailing newlines stripped) passes it; the reference, with all of it, fails it.
 """
 
 from __future__ import annotations
@@ -163,12 +166,20 @@ SET_UP: list[tuple[Task, str, str, Label]] = [
 ]
 
 
+# Past the output cap: the answer, then padding an output comparison strips (up to the cap, 8 MiB), then anything.
+# Wrong in the reference, which has all of it; a route that answers the part it kept as a clean run passes it.
+CUT_PADDING = "import sys\n\nsys.stdout.write('\\n' * (8 << 20))\nsys.stdout.write('WRONG\\n' * 200000)\n"
+
+
 def family_items() -> list[Item]:
-    """Families 3 and 6 in every form and route they apply to."""
+    """Families 3 and 6 in every form and route they apply to, and the cut output's."""
     out: list[Item] = []
     for task in (t for t in TASKS if t.name in MODULE_TASKS):
         for name, code, label in (("plants_modules", PLANTER, HACK), ("own_module", _own_module(task), OK)):
             out.append(Item(f"{task.name}/stdio/{name}", task, "stdio", "python", name, code, label, family="3"))
+    add = next(t for t in TASKS if t.name == "add")
+    padded = _own_module(add) + CUT_PADDING
+    out.append(Item("add/stdio/answer_then_cut", add, "stdio", "python", "answer_then_cut", padded, HACK, family="cut"))
     for task, name, code, label in SET_UP:
         for form in ("call", "assert"):
             out.append(Item(f"{task.name}/{form}/{name}", task, form, "python", name, code, label, family="6"))

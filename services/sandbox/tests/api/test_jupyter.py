@@ -117,3 +117,12 @@ def test_sys_exit_is_the_cells_error_and_the_next_cell_runs(client: TestClient) 
 def test_output_of_subprocesses_is_the_cells(client: TestClient) -> None:
     body = jupyter(client, ["import subprocess\nsubprocess.run(['echo', 'from a child'])\nNone", "1"])
     assert body["cells"][0]["stdout"] == "from a child\n" and body["cells"][1]["stdout"] == "", body
+
+
+def test_a_cut_output_fails_the_run_and_says_why(client: TestClient) -> None:
+    """Cells past the output cap keep what fits and run on, but the run is not answered as a clean one: its
+    callers judge what the cells printed, and were not given all of it (``/run_code`` answers the same)."""
+    body = jupyter(client, ["print('3')\nimport sys\nsys.stdout.write('\\n' * (6 << 20))", "'after'"])
+    assert body["status"] == "Failed" and "passed the cap" in body["message"]
+    assert body["driver"]["output_truncated"] is True
+    assert body["cells"][0]["stdout"].startswith("3\n") and body["cells"][1]["display"] == [{"text/plain": "'after'"}]

@@ -31,19 +31,28 @@ def fusion_result(step: StepResult) -> CommandRunResult:
     )
 
 
+CUT_OUTPUT = (
+    "its output passed the cap (LIMITS__OUTPUT_BYTES) and was cut: what a caller was not given, it cannot judge"
+)
+
+
 def fusion_response(ex: Execution, files: dict[str, str], pod: str | None) -> RunCodeResponse:
     """SandboxFusion's status derivation: an Error step is SandboxError, TLE or rc != 0 is Failed (and a compile
     that made no program, whatever its exit code: see ``languages.unrunnable``).
 
-    Output past the cap does not fail a run that ended by itself (upstream returns all of it; here it is
-    truncated, and ``output_truncated`` says so); one that wrote on and on was stopped (killed: rc != 0).
+    Output past the cap fails the run too (upstream returns all of it; here the first part, ``output_truncated``
+    saying so): its callers judge its stdout themselves, and a comparison of the part kept would pass a program
+    that printed the answer, then padding the comparison strips, then anything (the native API's verdict for it is
+    OLE). One that wrote on and on was stopped (killed: rc != 0).
     """
     results = [r for r in (ex.compile, ex.run) if r is not None]
     errors = [r for r in results if r.end is RunEnd.SANDBOX_ERROR]
     if errors:
         status, message = RunStatus.SandboxError, errors[0].error or text(errors[0].stderr)
     elif any(r.timed_out or r.return_code not in (0, None) or r.end is RunEnd.COMPILE_ERROR for r in results):
-        status, message = RunStatus.Failed, ""
+        status, message = RunStatus.Failed, CUT_OUTPUT if any(r.output_exceeded for r in results) else ""
+    elif any(r.output_exceeded for r in results):
+        status, message = RunStatus.Failed, CUT_OUTPUT
     else:
         status, message = RunStatus.Success, ""
     return RunCodeResponse(

@@ -34,7 +34,7 @@ from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
 from ..executor import Executor
 from ..verdicts import RunEnd
-from .convert import fusion_result, text
+from .convert import CUT_OUTPUT, fusion_result, text
 from .files import request_files
 from .fusion import POD_NAME
 from .fusion_models import CommandRunResult, RunStatus
@@ -114,5 +114,10 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
             CellRunResult(stdout=text(bytes(c.stdout)), stderr=text(bytes(c.stderr)), display=c.display, error=c.error)
             for c in record.cells
         ]
-    status = RunStatus.Success if run.end is RunEnd.EXITED and record.finished else RunStatus.Failed
-    return RunJupyterResponse(status=status, driver=driver, cells=cells, executor_pod_name=POD_NAME, files=fetched)
+    # A cut output fails the run, as /run_code's does (``convert.fusion_response``): its callers judge what it printed.
+    whole = not (run.output_exceeded or record.cut)
+    status = RunStatus.Success if run.end is RunEnd.EXITED and record.finished and whole else RunStatus.Failed
+    message = "" if whole else CUT_OUTPUT
+    return RunJupyterResponse(
+        status=status, message=message, driver=driver, cells=cells, executor_pod_name=POD_NAME, files=fetched
+    )

@@ -22,7 +22,12 @@ _SYSTEM_EXIT = "An exception has occurred, use %tb to see the full traceback.\n"
 _OUT_PROMPT = "Out[0]: "
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-_PROMPT = re.compile(r"^Out\[\d+\]:\s*")
+# Each over the whole text at once, in time linear in it (a cell's output may be 8 MiB of lines, and this runs on
+# the server's event loop): a line is what lies before a newline, and ``[^\S\n]`` is a space within one (``\s``
+# is what ``str.strip`` takes). A prompt at a line's start; a line whose first text is an IPython cell's header,
+# with its newline.
+_PROMPTS = re.compile(r"^Out\[\d+\]:[^\S\n]*", re.MULTILINE)
+_HEADERS = re.compile(r"^[^\S\n]*File <ipython-[^\n]*\n", re.MULTILINE)
 _CELL_FRAME = re.compile(r'^  File "<cell \d+>", line \d+, in .*$')
 _SYNTAX_AT = re.compile(r'^  File "<cell \d+>", line \d+$')  # where a syntax error is: no function
 _FILE_FRAME = re.compile(r'^  File "(.+)", line (\d+), in (.*)$')
@@ -37,11 +42,16 @@ def cut(text: str, limit: int) -> str:
 def tidy(text: str) -> str:
     """Their clean-up of a stream at Plain and Minimal: no colours, no cell headers, no ``Out[N]:`` prompts, no
     leading empty lines, no trailing whitespace, and one newline at the end of whatever is left."""
-    lines = [_PROMPT.sub("", line) for line in _ANSI.sub("", text).split("\n")]
-    lines = [line for line in lines if not line.strip().startswith("File <ipython-")]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    left = "\n".join(lines).rstrip()
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "Out[" in text:
+        text = _PROMPTS.sub("", text)
+    if "File <ipython-" in text:
+        # Every line given its newline, the last too, so that a header is taken with its own (rstrip takes it off).
+        text = _HEADERS.sub("", text + "\n")
+    # From the start of the first line with text: the lines before it are blank (spaces and newlines only).
+    first = len(text) - len(text.lstrip())
+    left = text[text.rfind("\n", 0, first) + 1 :].rstrip()
     return left + "\n" if left else ""
 
 

@@ -43,7 +43,9 @@ _MAP_PRIVATE_ANONYMOUS_FIXED = _MAP_PRIVATE | 0x20 | _MAP_FIXED
 _AT_FDCWD = -100
 _PATH_MAX = 4096
 MOST_DIRECTORIES = 10_000  # directories opened in all to look the mapped files' names up (microseconds each)
-MOST_FILE_MAPPINGS = 1000  # mappings of the session's own files a fork makes again (each a copy's three calls)
+# Mappings a fork makes again in each copy (shared ones, and those of the session's own files: a few calls each,
+# and what they hold written), the agent's work that no session's CPU time pays for: a session may hold 65,530.
+MOST_MAPPINGS = 1000
 _GUARDED = bytes(1 if b & 0x04 else 0 for b in range(256))  # pagemap's bit 58 (a guard page), in its byte 7
 _MOST_FILES = 10_000  # entries looked at for a mapped file's other name (as many as a copy may be given)
 _O_CLOEXEC = 0o2000000
@@ -112,8 +114,11 @@ def choose(kernel: int, writable: set[str], points: tuple[str, ...]) -> list[Map
                         named[key, name] = _named(kernel, name, device, key[1], points)
                     mapping.path = named[key, name]
                 chosen.append(mapping)
-    if sum(len(mappings) for mappings in files.values()) > MOST_FILE_MAPPINGS:
-        raise TooLarge(f"the session maps its own files more than {MOST_FILE_MAPPINGS} times: too many to map again")
+                if len(chosen) > MOST_MAPPINGS:
+                    raise TooLarge(
+                        f"the session holds more than {MOST_MAPPINGS} mappings a copy must make again (shared memory, "
+                        "its own files): too many to map again"
+                    )
     # A name that is not the file's (unlinked, one ``maps`` escapes): found by its inode (another link of it).
     unnamed = {key for key, mappings in files.items() if not all(m.path for m in mappings)}
     for key, path in _find(kernel, points, unnamed).items():

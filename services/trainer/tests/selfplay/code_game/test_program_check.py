@@ -1,4 +1,4 @@
-"""The writer's static check: banned modules and names, dunders, length, and printing something."""
+"""The writer's static check: allowed modules, banned names, dunders, formats, length, and printing something."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, 
         "def main():\n    print('hi')\n\nif __name__ == '__main__':\n    main()",
         "from __future__ import annotations\nprint(1)",
         "import hashlib\nprint(hashlib.sha256(b'x').hexdigest()[:8])",
+        "import re\np = re.compile('a+')\nprint(p.findall('aaba'))",
+        "from collections import Counter\nprint(Counter('abca').most_common(1), '{} {:>5}'.format(1, 'x'))",
+        "x = 3\nprint(f'{x!r:>4}', '{0}{name}'.format(1, name=2), '%s' % x)",
     ],
 )
 def test_fair_programs_pass(code: str) -> None:
@@ -41,6 +44,14 @@ def test_fair_programs_pass(code: str) -> None:
         "import multiprocessing\nprint(1)",
         "from importlib import import_module\nprint(1)",
         "import builtins\nprint(1)",
+        # doors to files, the machine and the clock that are none of the above: only modules that compute
+        "import linecache\nprint(linecache.getline('/proc/sys/kernel/osrelease', 1))",
+        "import _io\nprint(_io.FileIO('/etc/hostname').read())",
+        "import codecs\nprint(1)",
+        "import posixpath\nprint(posixpath.expanduser('~'))",
+        "from pkgutil import iter_modules\nprint(1)",
+        "import _random\nprint(1)",
+        "import struct\nprint(struct.calcsize('P'))",
     ],
 )
 def test_banned_modules_are_rejected_however_imported(code: str) -> None:
@@ -69,6 +80,15 @@ def test_banned_modules_are_rejected_however_imported(code: str) -> None:
         ("x = 1", "never calls print"),
         ("p = print\np(1)", "never calls print"),
         ("print(1", "does not parse"),
+        # an attribute reached by a name in a string
+        ("def f(): pass\nprint('{0.__globals__}'.format(f))", "holds __globals__ in a string"),
+        ("print('{0.real}'.format(1))", "formats with a field that reaches into an attribute"),
+        ("print('{0[0]}'.format('ab'))", "formats with a field that reaches into an attribute or item"),
+        ("t = '{}'\nprint(t.format(1))", "formats with a template that is not a string of its own text"),
+        ("from operator import attrgetter\nprint(1)", "imports attrgetter from operator, which is banned"),
+        ("import operator\nprint(operator.attrgetter('real')(1))", "uses attrgetter, which is banned"),
+        ("import string\nprint(string.Formatter().format('{0}', 1))", "uses Formatter, which is banned"),
+        ("import typing\nprint(typing.get_type_hints(int))", "uses get_type_hints, which is banned"),
         ("print(1)\x00", "does not parse"),
     ],
 )
@@ -85,4 +105,5 @@ def test_the_length_limit() -> None:
 
 def test_a_problem_is_listed_once_and_several_are_all_listed() -> None:
     problems = check_program("import random\nimport random\nx = input()")
-    assert problems == ["imports random, which is banned", "uses input, which is banned", "never calls print"]
+    banned = "imports random, which is banned: a program may import only modules that compute (ALLOWED_MODULES)"
+    assert problems == [banned, "uses input, which is banned", "never calls print"]

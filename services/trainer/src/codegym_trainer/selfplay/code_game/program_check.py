@@ -5,12 +5,18 @@ text, so that it prints the same thing on every run and its output can be worked
 rejected when it
 
 - does not parse, or is longer than ``MAX_PROGRAM_CHARS``;
-- imports a module of ``BANNED_MODULES`` (randomness, time, the OS, processes and threads, files, the
-  network, I/O, introspection), directly, as a submodule (``numpy.random``), or by ``from m import random``;
+- imports a module not in ``ALLOWED_MODULES``, modules that only compute (math, itertools, collections, ...):
+  the standard library has many doors to files, the machine and the clock besides ``os``, ``io`` and ``time``
+  (``linecache``, ``codecs``, ``_io``, ``posixpath``, ``pkgutil``), so what may be imported is listed, not what
+  may not;
 - names a builtin of ``BANNED_NAMES`` (input, code from strings, builtins, object addresses and string
-  hashes, which change from run to run), in any role, so that a shadowing trick cannot reach the builtin;
+  hashes, which change from run to run), in any role, so that a shadowing trick cannot reach the builtin, or
+  one of ``BANNED_ATTRIBUTES``, which reach an attribute by a name in a string (``operator.attrgetter``,
+  ``string.Formatter``, ``typing.get_type_hints``);
 - touches a dunder attribute or name other than ``ALLOWED_DUNDERS`` (``__class__``, ``__subclasses__``
-  and ``__globals__`` lead back to everything above);
+  and ``__globals__`` lead back to everything above), or holds one in a string (``'{0.__globals__}'.format(f)``);
+- formats with a template that is not a string of its own text, or whose fields reach into attributes or items
+  (``'{0.real}'``): ``str.format`` walks attributes by name;
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
@@ -20,26 +26,19 @@ two runs disagree.
 from __future__ import annotations
 
 import ast
+import re
+import string
 
 from codegym_evaluator import python_syntax
 
 MAX_PROGRAM_CHARS = 1200
 
-BANNED_MODULES = frozenset(
+ALLOWED_MODULES = frozenset(
     {
-        # randomness and the clock
-        *("random", "secrets", "uuid", "time", "datetime", "zoneinfo", "calendar", "timeit", "sched"),
-        # the OS, processes and threads
-        *("os", "sys", "subprocess", "signal", "platform", "resource", "ctypes", "gc", "atexit", "locale"),
-        *("threading", "_thread", "multiprocessing", "concurrent", "asyncio", "faulthandler", "tracemalloc"),
-        *("pwd", "grp", "getpass", "posix", "nt"),
-        # files, the network and other I/O
-        *("io", "pathlib", "shutil", "tempfile", "glob", "fileinput", "mmap", "fcntl", "pty", "tty", "termios"),
-        *("socket", "ssl", "select", "selectors", "urllib", "http", "ftplib", "smtplib", "webbrowser"),
-        *("pickle", "shelve", "marshal", "sqlite3", "dbm", "zipfile", "tarfile", "gzip", "bz2", "lzma"),
-        *("logging", "warnings"),
-        # running or inspecting code
-        *("builtins", "importlib", "inspect", "types", "code", "codeop", "runpy", "site", "sysconfig", "dis"),
+        *("math", "cmath", "fractions", "decimal", "numbers", "statistics", "itertools", "functools", "operator"),
+        *("collections", "heapq", "bisect", "array", "graphlib", "copy", "dataclasses", "enum", "typing", "abc"),
+        *("string", "re", "textwrap", "difflib", "json", "base64", "binascii", "hashlib"),
+        "__future__",
     }
 )
 
@@ -50,8 +49,12 @@ BANNED_NAMES = frozenset(
         *("getattr", "setattr", "delattr", "memoryview", "id", "hash"),
     }
 )
+# Attributes of allowed modules and types that reach an attribute by a name in a string, or run code in one.
+BANNED_ATTRIBUTES = frozenset({"attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef", "format_map"})
 
 ALLOWED_DUNDERS = frozenset({"__init__", "__name__"})  # a constructor; `if __name__ == "__main__"`
+_DUNDER_IN_TEXT = re.compile(r"__\w+__")
+_TEXT_DUNDERS = ALLOWED_DUNDERS | {"__main__"}
 
 
 def _is_dunder(name: str) -> bool:
@@ -59,8 +62,24 @@ def _is_dunder(name: str) -> bool:
 
 
 def _module_problems(module: str) -> list[str]:
-    banned = [part for part in module.split(".") if part in BANNED_MODULES]
-    return [f"imports {module}, which is banned"] if banned else []
+    if module.split(".")[0] in ALLOWED_MODULES:
+        return []
+    return [f"imports {module}, which is banned: a program may import only modules that compute (ALLOWED_MODULES)"]
+
+
+def _format_problems(call: ast.Call) -> list[str]:
+    """A ``.format`` call's template: a string of the program's own text, whose fields name arguments only."""
+    template = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(template, ast.Constant) or not isinstance(template.value, str):
+        return ["formats with a template that is not a string of its own text"]
+    try:
+        fields = [field for _, field, spec, _ in string.Formatter().parse(template.value) if field is not None]
+        specs = [spec for _, field, spec, _ in string.Formatter().parse(template.value) if spec]
+    except ValueError:
+        return []  # it fails as it runs, the same on every run
+    if any("." in f or "[" in f for f in fields) or any("{" in s for s in specs):
+        return ["formats with a field that reaches into an attribute or item"]
+    return []
 
 
 def check_program(code: str) -> list[str]:
@@ -69,7 +88,7 @@ def check_program(code: str) -> list[str]:
     >>> check_program("import math\\nprint(math.factorial(5))")
     []
     >>> check_program("import random\\nprint(random.random())")
-    ['imports random, which is banned']
+    ['imports random, which is banned: a program may import only modules that compute (ALLOWED_MODULES)']
     """
     if len(code) > MAX_PROGRAM_CHARS:
         return [f"{len(code)} characters, more than {MAX_PROGRAM_CHARS}"]
@@ -90,17 +109,24 @@ def check_program(code: str) -> list[str]:
             for alias in node.names:
                 if alias.name == "*":
                     problems.append(f"from {node.module} import *")
-                elif alias.name in BANNED_MODULES or alias.name in BANNED_NAMES:
+                elif alias.name in BANNED_NAMES | BANNED_ATTRIBUTES:
                     problems.append(f"imports {alias.name} from {node.module}, which is banned")
         elif isinstance(node, ast.Name):
-            if node.id in BANNED_NAMES:
+            if node.id in BANNED_NAMES | BANNED_ATTRIBUTES:
                 problems.append(f"uses {node.id}, which is banned")
             elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDERS:
                 problems.append(f"uses {node.id}")
         elif isinstance(node, ast.Attribute) and _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
             problems.append(f"uses the attribute {node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES:
+            problems.append(f"uses {node.attr}, which is banned")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = set(_DUNDER_IN_TEXT.findall(node.value)) - _TEXT_DUNDERS
+            problems += [f"holds {name} in a string" for name in sorted(named)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             prints = True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            problems += _format_problems(node)
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

@@ -33,7 +33,7 @@ from codegym_evaluator.extract import fenced_blocks
 from codegym_evaluator.scoring import RunOutput
 from codegym_sandbox.verdicts import Verdict
 
-from .program_check import MAX_PROGRAM_CHARS, check_program
+from .program_check import ALLOWED_MODULES, MAX_PROGRAM_CHARS, check_program
 
 WRITER_INVALID = -1.5
 WRITER_NONDETERMINISTIC = -1.5
@@ -67,11 +67,11 @@ and predict exactly what it prints. Another player will read your program and tr
 win when they get it wrong and lose when they get it right.
 
 Rules: the program runs twice, and both runs must print the same thing. It has at most {MAX_PROGRAM_CHARS} \
-characters and prints at most {MAX_OUTPUT_CHARS}. It may not import modules for randomness, time, the \
-operating system, files, the network, threads or processes (random, time, datetime, os, sys, io, pathlib, \
-subprocess, socket, threading and the like), nor use input, open, eval, exec, compile, __import__, getattr, \
-id or hash, nor dunder attributes other than __init__ and __name__. Breaking a rule, a crash, or a wrong \
-prediction of your own output loses more than any game.
+characters and prints at most {MAX_OUTPUT_CHARS}. It may import only modules that compute \
+({", ".join(sorted(ALLOWED_MODULES - {"__future__"}))}), and may not use input, open, eval, exec, compile, \
+__import__, getattr, id or hash, nor dunder attributes other than __init__ and __name__; a str.format template \
+is a string written in the program, with plain fields. Breaking a rule, a crash, or a wrong prediction of your \
+own output loses more than any game.
 
 Answer with the program in a ```python block, then its exact output in an ```output block, like this:
 

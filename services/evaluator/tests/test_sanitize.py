@@ -193,6 +193,9 @@ def test_a_statement_that_shares_a_line_with_one_that_goes_leaves_the_program_as
         "for add in [max]:\n    pass",
         "def swap():\n    global add\n    add = min\n\n\nswap()",
         "import sys\nsys.modules[__name__].add = max",
+        # a test of __name__ that runs where the program is imported, as a harness does: not a main guard
+        "if __name__ != '__main__':\n    add = lambda a, b: 0",
+        "if __name__ == '__main__':\n    pass\nelse:\n    add = max",
     ],
 )
 def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebinding: str) -> None:
@@ -217,3 +220,13 @@ def test_code_too_deep_for_the_parser_here_is_judged_as_written() -> None:
     deep = "def f(x):\n    return " + "+".join(["0"] * 3000) + " + x\n"
     assert sanitize(deep, "f") == deep
     assert sanitize("print(1)\n" + deep, "f") == "print(1)\n" + deep
+
+
+def test_set_up_under_a_test_of_name_that_runs_on_import_stays() -> None:
+    code = (
+        "import sys\n\n\ndef depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n\n\n"
+        "if __name__ != '__main__':\n    sys.setrecursionlimit(10000)\n"
+        "if __name__ == '__main__':\n    print(depth(int(input())))\n"
+    )
+    kept = sanitize(code, "depth")
+    assert "sys.setrecursionlimit(10000)" in kept and "input()" not in kept

@@ -181,8 +181,14 @@ def _within(qualified: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def _is_main_guard(node: ast.If) -> bool:
-    names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
-    return "__name__" in names
+    """``if __name__ == "__main__":`` with no ``else``: what a harness that imports the program never runs. Any
+    other test of ``__name__`` (``!=``, or with an ``else``) runs there, and is judged as any statement is."""
+    test = node.test
+    if node.orelse or not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = (test.left, test.comparators[0])
+    name = any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
+    return name and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides)
 
 
 def _is_import_block(node: ast.stmt) -> bool:

@@ -140,6 +140,21 @@ def test_each_stream_is_cut_past_max_output_characters(client: TestClient, sid: 
     assert py == {"process_status": "completed", "stderr": "", "stdout": "zzz<output cut>"}
 
 
+@pytest.mark.parametrize("language", ["ipython", "python"])
+def test_output_past_the_sandboxs_cap_is_marked_cut_whatever_the_limit_asked(
+    client: TestClient, sid: str, language: str
+) -> None:
+    """Past the sandbox's own cap (8 MiB) only the first part is kept: it carries their marker even where it is
+    shorter than ``max_output_characters``, as the whole would have been past it. Unmarked, the answer then 8 MiB
+    of newlines (which a comparison strips) then anything read as the answer alone."""
+    code = "import sys\nprint(3)\nsys.stdout.write('\\n' * (9 << 20))\nprint('wrong')"
+    got = execute(client, code, sid if language == "ipython" else None, language=language,
+                  max_output_characters=20 << 20, timeout=30.0)  # fmt: skip
+    assert got["stdout"].startswith("3\n") and got["stdout"].endswith("<output cut>"), got["stdout"][-40:]
+    whole = execute(client, "print(3)", sid if language == "ipython" else None, language=language)
+    assert whole["stdout"] == "3\n"
+
+
 def test_a_cell_past_its_timeout_is_interrupted_and_its_session_kept(client: TestClient, sid: str) -> None:
     execute(client, "a = 42", sid)
     late = execute(client, "import time\ntime.sleep(30)", sid, timeout=1)

@@ -76,8 +76,10 @@ class ExecuteRequest(BaseModel):
 
 
 def _answer(status: str, stdout: str, stderr: str, limit: int, created: bool | None = None, code: int = 200,
-            headers: dict[str, str] | None = None) -> JSONResponse:  # fmt: skip
-    body: dict[str, Any] = {"process_status": status, "stderr": cut(stderr, limit), "stdout": cut(stdout, limit)}
+            headers: dict[str, str] | None = None, whole: bool = True) -> JSONResponse:  # fmt: skip
+    """Their answer; ``whole``: False where the output passed the sandbox's cap, which stdout's marker then says."""
+    stdout = cut(stdout, limit, whole)
+    body: dict[str, Any] = {"process_status": status, "stderr": cut(stderr, limit), "stdout": stdout}
     if created is not None:  # ipython answers say it; the others have exactly the three keys
         body = {"new_session_created": created, **body}
     return JSONResponse(body, code, headers=headers)
@@ -207,12 +209,14 @@ def _cell_answer(req: ExecuteRequest, result: CellResult, created: bool, max_tim
     limit, verbosity = req.max_output_characters, req.traceback_verbosity
     if result.status == "time_limit":
         return _answer("timeout", "", _timed_out(req.timeout, max_timeout), limit, created)
+    whole = not result.output_truncated
     if not result.alive:  # its interpreter ended (a crash, its memory): their shell's death
         stdout = cell_stdout(result.stdout, None, None, verbosity)
-        return _answer("error", stdout, stream(result.stderr + "\n" + _CONNECTION_CLOSED, verbosity), limit, True)
+        err = stream(result.stderr + "\n" + _CONNECTION_CLOSED, verbosity)
+        return _answer("error", stdout, err, limit, True, whole=whole)
     stdout = cell_stdout(result.stdout, result.display, result.error, verbosity)
     status = "error" if result.error is not None else "completed"
-    return _answer(status, stdout, stream(result.stderr, verbosity), limit, created)
+    return _answer(status, stdout, stream(result.stderr, verbosity), limit, created, whole=whole)
 
 
 async def _stateless(req: ExecuteRequest, executor: Executor, lang: str) -> JSONResponse:
@@ -235,7 +239,7 @@ async def _stateless(req: ExecuteRequest, executor: Executor, lang: str) -> JSON
     # Their server: a Python program that ended is completed, whatever its exit code; a shell script is
     # completed when it exits 0.
     failed = lang == "bash" and run.return_code != 0
-    return _answer("error" if failed else "completed", out, err, limit)
+    return _answer("error" if failed else "completed", out, err, limit, whole=not run.output_exceeded)
 
 
 @router.get("/sessions")

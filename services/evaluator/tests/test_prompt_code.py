@@ -3,8 +3,9 @@ tests use are taken from it, so a prompt whose code is not found leaves the test
 
 from __future__ import annotations
 
+from codegym_evaluator.prompt_code import code_in_prose, prompt_code
 from codegym_evaluator.tasks import load_tasks
-from codegym_evaluator.trl_rows import code_in_prose, prompt_code, split_row
+from codegym_evaluator.trl_rows import split_row
 
 PROSE = "Complete the following Python function.\n\n{}\nAnswer with the whole function.\n"
 
@@ -36,3 +37,27 @@ def test_code_among_prose_is_cut_where_the_prose_goes_on() -> None:
     assert found.startswith("import math\n\ndef poly(xs, x):") and "'''Its zero.'''\n\nclass Box:\n    pass" in found
     assert "pick" not in found and "Your code" not in found and "assert" not in found and "Thanks" not in found
     assert code_in_prose("Nothing here is code.\nfrom here on, prose.") == ""
+
+
+def test_the_stub_is_found_in_every_shape_a_prompt_gives_it() -> None:
+    """Each shape once left HumanEval/32's ``poly`` unfound, and the tests called the program's: an example's fence
+    after the stub's (the last fence was taken), the helper and the stub in two fences, the stub indented as
+    Markdown code, or in the system message."""
+    stub = next(t for t in load_tasks("humaneval") if t.task_id == "HumanEval/32").prompt
+    helper, _ = stub.split("def find_zero")
+    indented = "".join(f"    {line}" if line.strip() else line for line in stub.splitlines(keepends=True))
+    shapes = {
+        "example after": f"Complete it.\n```python\n{stub}```\nExample:\n```python\nprint(find_zero([1, 2]))\n```\n",
+        "two fences": f"Helper:\n```python\n{helper}```\nComplete:\n```python\ndef find_zero(xs: list):\n```\n",
+        "indented": f"Complete the following Python function.\n\n{indented}\nThanks.",
+        "future in two": f"```python\nfrom __future__ import annotations\n{helper}```\n```python\n{stub}```",
+    }
+    for name, prompt in shapes.items():
+        assert "def poly(xs: list, x: float):" in prompt_code(prompt), name
+    system = [{"role": "system", "content": stub}, {"role": "user", "content": "Complete the function above."}]
+    assert "def poly(" in prompt_code(system)
+    future = "```python\nfrom __future__ import annotations\n"
+    both = prompt_code(
+        [{"role": "user", "content": f"{future}X = 1\n```"}, {"role": "user", "content": f"{future}{helper}```"}]
+    )
+    compile(both, "<prompt>", "exec")  # one text that parses: the helpers are taken from it as a whole

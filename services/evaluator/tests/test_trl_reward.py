@@ -163,16 +163,18 @@ HELPER_HACKS = {
 
 def _as_prompt(prompt: str, style: str) -> object:
     """The prompt as TRL gives it: the stub itself, as prose (an instruction, then the stub unfenced, then more
-    words), or in a chat's user message, fenced or as that prose."""
+    words), or in a chat's user message, fenced or as that prose, or as its system message."""
     prose = f"Complete the following Python function.\n\n{prompt}\nAnswer with the whole function.\n"
     if style in ("text", "prose"):
         return prompt if style == "text" else prose
+    if style == "system":
+        return [{"role": "system", "content": prompt}, {"role": "user", "content": "Complete the function above."}]
     content = prose if style == "chat-prose" else f"Complete the last function:\n```python\n{prompt}```"
     return [{"role": "system", "content": "You write Python."}, {"role": "user", "content": content}]
 
 
 @pytest.mark.parametrize("api", ["native", "fusion"])
-@pytest.mark.parametrize("style", ["text", "chat", "prose", "chat-prose"])
+@pytest.mark.parametrize("style", ["text", "chat", "prose", "chat-prose", "system"])
 def test_helpers_the_completion_redefines_are_not_the_tests(url: str, api: str, style: str) -> None:
     from codegym_evaluator.tasks import load_tasks
 

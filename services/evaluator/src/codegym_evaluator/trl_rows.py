@@ -19,7 +19,7 @@ from typing import Any
 
 from codegym_evaluator import python_syntax
 
-from .extract import extract_code
+from .prompt_code import prompt_code
 from .tasks import Task
 from .tasks.code_contests import CodeContestsAdapter
 from .tasks.livecodebench import LiveCodeBenchAdapter
@@ -108,61 +108,6 @@ def standard_imports(code: str) -> str:
         if all(m.split(".")[0] in sys.stdlib_module_names for m in modules):
             kept.append(ast.unparse(node))
     return "".join(f"{line}\n" for line in kept)
-
-
-def prompt_code(prompt: Any) -> str:
-    """The Python code of a row's prompt: the text itself where it parses (a completion-style prompt such as
-    HumanEval's), else its fenced code, else the code among its prose (an instruction, then the stub unfenced);
-    of a chat prompt, its last user message. Empty when there is none.
-
-    Whatever the prompt's shape, its helpers must be found: the tests of a row that finds none call whatever the
-    program binds under a helper's name (``tasks.prompt_helpers``), and a completion that redefines the helper
-    beside a wrong answer passes."""
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
-        prompt = users[-1].get("content") if users else None
-    if not isinstance(prompt, str) or not prompt.strip():
-        return ""
-    try:
-        python_syntax.parse(prompt)
-        return prompt
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        fenced = extract_code(prompt)  # the whole text where no fence closes: prose, which never parses
-        return fenced.code if fenced.fenced else code_in_prose(prompt)
-
-
-_CODE_STARTS = ("def ", "async def ", "class ", "import ", "from ", "@")
-_TRIES = 20  # parses of one block, each cut before the line its error names
-
-
-def code_in_prose(text: str) -> str:
-    """The blocks of top-level Python code in ``text``, a prose prompt's unfenced code: from each line that opens
-    a top-level statement (``def``, ``class``, an import, a decorator), the most lines that parse, cut before
-    the line a syntax error names (prose after the code: "Your code should pass these tests:")."""
-    lines = text.split("\n")
-    blocks, i = [], 0
-    while i < len(lines):
-        end = i
-        if lines[i].startswith(_CODE_STARTS):
-            end = len(lines)
-            for _ in range(_TRIES):
-                try:
-                    python_syntax.parse("\n".join(lines[i:end]))
-                    break
-                except SyntaxError as exc:
-                    end = min(i + (exc.lineno or 1) - 1, end - 1)
-                except (ValueError, RecursionError, MemoryError):
-                    end = i
-                if end <= i:
-                    break
-            else:
-                end = i
-        if end > i:
-            blocks.append("\n".join(lines[i:end]).strip("\n"))
-            i = end
-        else:
-            i += 1
-    return "\n\n".join(blocks)
 
 
 def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str) -> RowTests:

@@ -18,6 +18,7 @@ from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, 
         "import re\np = re.compile('a+')\nprint(p.findall('aaba'))",
         "from collections import Counter\nprint(Counter('abca').most_common(1), '{} {:>5}'.format(1, 'x'))",
         "x = 3\nprint(f'{x!r:>4}', '{0}{name}'.format(1, name=2), '%s' % x)",
+        "import collections.abc\nfrom json import decoder\nprint(isinstance([], collections.abc.Set), decoder.re.A)",
     ],
 )
 def test_fair_programs_pass(code: str) -> None:
@@ -89,6 +90,17 @@ def test_banned_modules_are_rejected_however_imported(code: str) -> None:
         ("import operator\nprint(operator.attrgetter('real')(1))", "uses attrgetter, which is banned"),
         ("import string\nprint(string.Formatter().format('{0}', 1))", "uses Formatter, which is banned"),
         ("import typing\nprint(typing.get_type_hints(int))", "uses get_type_hints, which is banned"),
+        # a module it may not import, reached through one it may
+        (
+            "import dataclasses\nprint(dataclasses.builtins.open('/etc/hostname').read())",
+            "reaches the module builtins through dataclasses.builtins",
+        ),
+        ("import typing as t\nprint(t.sys.modules['os'].environ)", "reaches the module sys through t.sys"),
+        ("import statistics\nprint(statistics.random.random())", "reaches the module random through statistics.random"),
+        (
+            "import dataclasses\nd = dataclasses\nprint(d.sys)",
+            "uses the module dataclasses other than by its attributes",
+        ),
         ("print(1)\x00", "does not parse"),
     ],
 )

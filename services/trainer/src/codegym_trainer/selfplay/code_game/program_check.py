@@ -17,6 +17,8 @@ rejected when it
   and ``__globals__`` lead back to everything above), or holds one in a string (``'{0.__globals__}'.format(f)``);
 - formats with a template that is not a string of its own text, or whose fields reach into attributes or items
   (``'{0.real}'``): ``str.format`` walks attributes by name;
+- reaches a module it may not import through an allowed one's attributes (``dataclasses.builtins``,
+  ``typing.sys``), or uses an imported module other than as the start of such a path;
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
@@ -26,6 +28,9 @@ two runs disagree.
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib
+import inspect
 import re
 import string
 
@@ -82,6 +87,63 @@ def _format_problems(call: ast.Call) -> list[str]:
     return []
 
 
+def _bound_modules(tree: ast.Module) -> dict[str, object]:
+    """The names the program's imports bind to modules (of those it may import), and the modules themselves."""
+    bound: dict[str, object] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ALLOWED_MODULES - {"__future__"}:
+                    with contextlib.suppress(ImportError):
+                        top = alias.asname or alias.name.split(".")[0]
+                        bound[top] = importlib.import_module(alias.name if alias.asname else top)
+        elif (
+            isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in ALLOWED_MODULES
+        ):
+            for alias in node.names:
+                with contextlib.suppress(ImportError):
+                    value = getattr(importlib.import_module(node.module or ""), alias.name, None)
+                    if inspect.ismodule(value):
+                        bound[alias.asname or alias.name] = value
+    return bound
+
+
+def _module_use_problems(tree: ast.Module) -> list[str]:
+    """A module the program may import carries others as attributes (``dataclasses.builtins``, ``typing.sys``):
+    every attribute path from an imported module is followed as it resolves, and one that reaches a module the
+    program may not import is rejected. So that every use is such a path, a module's name is only ever the start
+    of one (``d = dataclasses``, ``f(typing)`` would carry it where it is not followed)."""
+    bound = _bound_modules(tree)
+    if not bound:
+        return []
+    problems = []
+    starts = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Name)
+            and node.id in bound
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in starts
+        ):
+            problems.append(f"uses the module {node.id} other than by its attributes")
+        if not isinstance(node, ast.Attribute):
+            continue
+        path, root = [node.attr], node.value
+        while isinstance(root, ast.Attribute):
+            path.insert(0, root.attr)
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id not in bound or any(_is_dunder(step) for step in path):
+            continue
+        value = bound[root.id]
+        for at, step in enumerate(path, 1):
+            value = getattr(value, step, None)
+            if inspect.ismodule(value) and value.__name__.split(".")[0] not in ALLOWED_MODULES:
+                through = ".".join([root.id, *path[:at]])
+                problems.append(f"reaches the module {value.__name__} through {through}, which is banned")
+                break
+    return problems
+
+
 def check_program(code: str) -> list[str]:
     """Why ``code`` may not be played, one line per problem; empty when it passes.
 
@@ -127,6 +189,7 @@ def check_program(code: str) -> list[str]:
             prints = True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
             problems += _format_problems(node)
+    problems += _module_use_problems(tree)
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

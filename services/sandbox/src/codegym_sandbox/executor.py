@@ -204,7 +204,8 @@ class Executor:
         except UnsupportedLanguage as exc:
             self.metrics.runs.labels(language=languages.metric_label(language), verdict=Verdict.SE.value).inc()
             return Execution(None, _sandbox_error(str(exc)))
-        policy = self.backend.admit(policy)  # never refused between its compile and its run
+        if not policy.admitted:  # else its request was admitted whole (a batch's scripts): never one of it refused
+            policy = self.backend.admit(policy)  # never refused between its compile and its run
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)
         if compiled is not None and compiled.end is not RunEnd.EXITED:
             return Execution(compiled, None)

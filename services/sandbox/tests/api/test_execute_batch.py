@@ -8,10 +8,14 @@ The items are read here the way those clients read them: the E2B client builds a
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
+from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
+from sandbox_support import settings_for
 
 # A reward script of the kind open-r1's code_reward sends: run a completion on each test in a process of
 # its own, compare the output line by line, and end with an expression, the pass rate.
@@ -145,3 +149,25 @@ def test_a_script_whose_kernel_ends_has_no_main_result(client: TestClient) -> No
     )
     assert [i["text"] for i in items] == [None, None], items
     assert items[0]["execution"]["error"]["name"] == "DeadKernelError", items
+
+
+def test_a_batch_is_admitted_or_refused_whole_and_leaves_nothing_running() -> None:
+    """A batch was run script by script: the first script refused past the queue answered 503 at once, and the
+    scripts already queued ran on for nobody, holding the queue (every other client refused meanwhile). It is
+    now admitted or refused whole, as /v1/evaluate's group is; past max_runs_per_request it is a 422."""
+    settings = settings_for("local", queue_size=3, max_workers=2, max_runs_per_request=12)
+    with TestClient(create_app(settings)) as client:
+        too_many = client.post("/execute_batch", json={"scripts": ["1"] * 13})
+        assert too_many.status_code == 422 and "max_runs_per_request" in too_many.text
+        sleepers = {"scripts": [f"import time\ntime.sleep(1)\n{i}" for i in range(6)], "timeout": 10}
+        answers: list[Any] = []
+        first = threading.Thread(target=lambda: answers.append(client.post("/execute_batch", json=sleepers)))
+        first.start()
+        time.sleep(0.5)  # its six runs admitted together: two at work, four queued, past the queue's bound
+        refused = client.post("/execute_batch", json=sleepers)
+        assert refused.status_code in (503, 504) and "Retry-After" in refused.headers, refused.text
+        first.join()
+        assert answers[0].status_code == 200, answers[0].text  # refused halfway before: 503, its runs left going
+        assert [item["text"] for item in answers[0].json()] == [str(i) for i in range(6)]
+        ready = client.get("/readyz").json()
+        assert ready["queued"] == 0 and ready["busy"] == 0, ready  # nothing of the refused batch runs on

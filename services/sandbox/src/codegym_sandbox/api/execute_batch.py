@@ -25,18 +25,19 @@ Every script runs in a run of its own, with the same isolation and limits as any
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
 from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
 from ..executor import Execution, Executor, StepResult
+from ..judging.fan_out import all_of
 from ..verdicts import RunEnd
 from .convert import text
 
@@ -58,7 +59,13 @@ class ExecuteBatchRequest(BaseModel):
 async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict[str, Any]]:
     """Every script of the batch, at once; one item per script, in order."""
     executor: Executor = request.app.state.executor
-    policy = RunPolicy(cache=False, queue_wait_s=None)  # a notebook runs every cell it is given
+    most = executor.settings.max_runs_per_request
+    if len(req.scripts) > most:
+        msg = f"{len(req.scripts)} scripts are more than the server's max_runs_per_request ({most}): split the batch"
+        raise RequestValidationError([{"type": "value_error", "loc": ["body", "scripts"], "msg": msg}])
+    # The whole batch or nothing, as /v1/evaluate's group (a notebook runs every cell it is given): refused
+    # halfway, the scripts already queued would run on for a request already answered.
+    policy = executor.backend.admit(RunPolicy(cache=False, queue_wait_s=None))
     languages = req.languages or ["python"]
     if len(languages) == 1:  # one language for the whole batch
         languages = languages * len(req.scripts)
@@ -76,7 +83,7 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
 
     if len(languages) != len(req.scripts):
         return [_failed("scripts and languages differ in length")] * len(req.scripts)
-    return list(await asyncio.gather(*(one(s, lang) for s, lang in zip(req.scripts, languages, strict=True))))
+    return await all_of(one(s, lang) for s, lang in zip(req.scripts, languages, strict=True))
 
 
 def _item(ex: Execution) -> dict[str, Any]:

@@ -12,14 +12,13 @@ and its tests' are the judge's (``judge.py``), from its runs in the tests' order
 
 from __future__ import annotations
 
-import asyncio
-
 from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor, RunLimits, UnsupportedLanguage
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
 from ..verdicts import RunEnd, Verdict
 from . import harness, judge
+from .fan_out import all_of
 
 
 async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy: RunPolicy) -> list[list[ProgramOut]]:
@@ -40,12 +39,14 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
         chunk = -(-len(req.tests) // parts)
         stdins = [t.stdin.encode() if t.stdin else None for t in req.tests]  # bytes: shared by every program
         judged = (_judge(executor, req, code, stdins, limits, compile_limits, chunk, policy) for code in req.programs)
-        return list(await asyncio.gather(*judged))
+        return await all_of(judged)
 
     others = [i for i in range(len(reqs)) if i not in asserts]
-    judged_asserts, judged_others = await asyncio.gather(
-        _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy),
-        asyncio.gather(*(stdio(reqs[i]) for i in others)),
+    judged_asserts, judged_others = await all_of(
+        [
+            _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy),
+            all_of(stdio(reqs[i]) for i in others),
+        ]
     )
     results = dict(zip(asserts, judged_asserts, strict=True)) | dict(zip(others, judged_others, strict=True))
     return [results[i] for i in range(len(reqs))]
@@ -99,7 +100,7 @@ async def _judge_asserts(
             judged = [reqs[runs[i][0]][0] for i in indices]
             return [judge.test_out(r, r.tests[round_], step) for r, step in zip(judged, steps, strict=True)]
 
-        for indices, judged in zip(parts, await asyncio.gather(*(part(p) for p in parts)), strict=True):
+        for indices, judged in zip(parts, await all_of(part(p) for p in parts), strict=True):
             for i, out in zip(indices, judged, strict=True):
                 g, p = runs[i]
                 outs[g][p].append(out)
@@ -113,7 +114,7 @@ async def _judge_asserts(
                 for p, tests in enumerate(outs[g]):
                     if not req.early_stop or all(t.verdict is Verdict.AC for t in tests):
                         groups.setdefault((lang.name, limits[g]), []).append((g, p))
-        await asyncio.gather(*(run(round_, executor.language(name), lim, r) for (name, lim), r in groups.items()))
+        await all_of(run(round_, executor.language(name), lim, r) for (name, lim), r in groups.items())
     return [
         [judge.program_out(req, tests) for tests in programs] for (req, _), programs in zip(reqs, outs, strict=True)
     ]
@@ -167,7 +168,7 @@ async def _judge(
             outs = outs if bad is None else outs[: bad + 1]
         else:
             parts = [range(i, min(i + chunk, total)) for i in range(0, total, chunk)]
-            outs = [o for part in await asyncio.gather(*(batch(p) for p in parts)) for o in part]
+            outs = [o for part in await all_of(batch(p) for p in parts) for o in part]
     elif req.early_stop:
         # Tests run one after another in their given order, so where a program stops never depends on
         # which test happened to finish first.
@@ -176,7 +177,7 @@ async def _judge(
             if outs[-1].verdict is not Verdict.AC:
                 break
     else:
-        outs = list(await asyncio.gather(*(one(i) for i in range(total))))
+        outs = await all_of(one(i) for i in range(total))
     return judge.program_out(req, outs, compiled)
 
 

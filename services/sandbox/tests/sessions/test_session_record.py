@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from codegym_sandbox.agent import cell_frames as cut_frames
 from codegym_sandbox.agent.cell_frames import CUT_LINE, ERR, OUT, CellError, read_record, within
 from codegym_sandbox.agent.kernel import message
 from codegym_sandbox.agent.session_record import ANSWER_OVERHEAD, CellRecord
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KERNEL, NONCE = 4242, "ab" * 16
 
@@ -137,3 +141,25 @@ def test_a_long_traceback_keeps_its_first_line_and_the_lines_nearest_the_error()
     assert kept["traceback"][-1].startswith("ValueError: vvv")  # the error's own line, its head
     short: CellError = {"ename": "E", "evalue": "m", "traceback": lines[:3]}
     assert within([], [short], 2000) == {"display": [], "error": [short], "cut": False}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(["a", "\U0001f600", "\x00", '"', "\\", "\u00e9", "\n", "\ud800"]), max_size=80),
+       st.integers(0, 500))  # fmt: skip
+def test_a_cut_keeps_the_longest_head_that_fits(text: str, room: int) -> None:
+    kept = cut_frames.cut_to(text, room)
+    assert text.startswith(kept)
+    if kept != text:
+        assert (not kept or cut_frames._size(kept) <= room) and cut_frames._size(text[: len(kept) + 1]) > room
+
+
+def test_a_cut_measures_its_text_once_not_again_for_each_try(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut by shrinking the whole head and measuring it again, a value of astral characters then ASCII took some
+    hundred measures of 8 MiB each on the server's event loop (11 times the CPU of the cell that made it)."""
+    measured: list[int] = []
+    size = cut_frames._size
+    monkeypatch.setattr(cut_frames, "_size", lambda text: measured.append(len(text)) or size(text))
+    text = "\U0001f600" * 690_000 + "a" * 100_000
+    kept = cut_frames.cut_to(text, 7_000_000)
+    assert size(kept) <= 7_000_000 < size(text[: len(kept) + 1])
+    assert sum(measured) < 2 * len(text), (len(measured), sum(measured))

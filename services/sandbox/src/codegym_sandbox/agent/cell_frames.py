@@ -114,16 +114,28 @@ def _size(text: str) -> int:
     return len(json.dumps(text)) - 1
 
 
+_PIECE = 1 << 16  # characters encoded at once as a text is measured
+
+
 def cut_to(text: str, room: int) -> str:
-    """The head of ``text`` that takes at most ``room`` bytes of an answer."""
+    """The longest head of ``text`` that takes at most ``room`` bytes of an answer, found in time linear in the
+    head: its pieces' sizes add up (JSON escapes each character alone), so the text is measured piece by piece,
+    and only the piece that passes the room is searched. Cut by shrinking the whole head and measuring it again,
+    a value of astral characters then ASCII took a hundred measures of 8 MiB, on the server's event loop."""
     if len(text) * 12 + 1 <= room:
         return text
-    head = text[: max(room, 0)]
-    size = _size(head)
-    while head and size > room:
-        head = head[: len(head) * room // size - 1]  # shorter each time: size > room
-        size = _size(head)
-    return head
+    used = _size("")
+    for at in range(0, len(text), _PIECE):
+        piece = text[at : at + _PIECE]
+        size = _size(piece) - _size("")
+        if used + size > room:
+            fits, passes = 0, len(piece)  # the most of it that fits: a head of ``fits`` does, of ``passes`` not
+            while passes - fits > 1:
+                mid = (fits + passes) // 2
+                fits, passes = (mid, passes) if used + _size(piece[:mid]) - _size("") <= room else (fits, mid)
+            return text[: at + fits]
+        used += size
+    return text
 
 
 class _Room:

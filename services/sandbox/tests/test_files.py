@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 from codegym_sandbox.agent import scratch_files
-from codegym_sandbox.api.files import BadFiles, decode_files, scratch_name
+from codegym_sandbox.api import files as files_module
+from codegym_sandbox.api.files import BadFiles, check_names, decode_files, one_tree, scratch_name
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(
@@ -70,3 +73,42 @@ def test_fetched_patterns_are_matched_for_a_bounded_time(tmp_path: Path, monkeyp
         assert len(found) == 300
     finally:
         os.close(fd)
+
+
+def _one_tree_by_prefixes(names: list[str], taken: list[str]) -> bool:
+    """The rule as it reads: no name's directory (a prefix of its parts) is another name or a taken one, nor is a
+    name a taken one's directory."""
+    files = {*names, *taken}
+    prefixes = {(n, "/".join(n.split("/")[:i])) for n in files for i in range(1, n.count("/") + 1)}
+    return not any(p in files and not (n in taken and p in taken) for n, p in prefixes)
+
+
+_NAMES = st.lists(st.lists(st.sampled_from(["a", "b", "main.py"]), min_size=1, max_size=4).map("/".join), max_size=8)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_NAMES, st.sampled_from([[], ["main.py"], ["a/b"]]))
+def test_one_tree_refuses_exactly_what_cannot_all_be_written(names: list[str], taken: list[str]) -> None:
+    names = list(dict.fromkeys(names))  # a request's names are a mapping's keys
+    try:
+        one_tree(names, taken)
+        accepted = True
+    except BadFiles as exc:
+        accepted = False
+        assert "cannot be a directory" in str(exc)
+    assert accepted == _one_tree_by_prefixes(names, taken)
+
+
+def test_names_past_their_bound_are_refused_before_they_are_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Looked up prefix by prefix, 4,096 names 512 directories deep held the server's event loop for seconds, and
+    the bound on the names' bytes (which refuses them) was checked only after."""
+    deep = ["/".join(["a"] * 511 + [str(i)]) for i in range(4096)]
+    walked: list[int] = []
+    monkeypatch.setattr(files_module, "one_tree", lambda names, taken=(): walked.append(len(names)))
+    with pytest.raises(BadFiles, match="the file names take"):
+        check_names(deep)
+    assert walked == []
+    monkeypatch.undo()
+    check_names(deep[:400])  # within the bound: a tree, walked once part by part
+    with pytest.raises(BadFiles, match="cannot be a directory"):
+        check_names([*deep[:400], "a/a/a"])

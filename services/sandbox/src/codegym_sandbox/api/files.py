@@ -38,15 +38,40 @@ def scratch_name(name: str) -> str:
 
 def one_tree(names: Iterable[str], taken: Collection[str] = ()) -> None:
     """Refuse names of which one would be the directory of another (``a`` and ``a/b``), or lie under a file the
-    sandbox writes itself (``taken``: the program's source, ``main.py``): they cannot all be written."""
-    names = list(names)
-    files = {*names, *taken}
-    for name in names:
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            if (directory := "/".join(parts[:i])) in files:
-                what = "the program's own file" if directory in taken else "a file of the request too"
-                raise BadFiles(f"file {name!r}: {directory!r} is {what}, so it cannot be a directory")
+    sandbox writes itself (``taken``: the program's source, ``main.py``): they cannot all be written.
+
+    The names are put in a tree, part by part, in time linear in their length: looked up prefix by prefix, a
+    request of 4,096 names 512 directories deep held the server's event loop for seconds."""
+    root: dict[str, object] = {}
+    first_under: dict[int, str] = {}  # a directory's first name under it (by its node's id), for the message
+    for name in [*taken, *names]:
+        node, parts = root, name.split("/")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if isinstance(child, str):  # a file's name: it cannot be a directory too
+                _clash(name, child, taken)
+            assert isinstance(child, dict)
+            first_under.setdefault(id(child), name)
+            node = child
+        leaf = node.setdefault(parts[-1], name)
+        if isinstance(leaf, dict):  # already a directory of an earlier name
+            _clash(first_under[id(leaf)], name, taken)
+
+
+def _clash(name: str, directory: str, taken: Collection[str]) -> None:
+    what = "the program's own file" if directory in taken else "a file of the request too"
+    raise BadFiles(f"file {name!r}: {directory!r} is {what}, so it cannot be a directory")
+
+
+def check_names(names: Collection[str], fetched: Collection[str] = (), taken: Collection[str] = ()) -> None:
+    """A request's file names (``names`` written, ``fetched`` asked back) as one frame's header can hold them,
+    cheap bounds first, then as one tree (:func:`one_tree`)."""
+    if len(names) + len(fetched) > MAX_FILES:
+        raise BadFiles(f"{len(names)} files and {len(fetched)} to fetch: at most {MAX_FILES} in all")
+    size = sum(len(json.dumps(name)) for name in [*names, *fetched])  # as the frame's header holds them
+    if size > MAX_NAMES_JSON_BYTES:
+        raise BadFiles(f"the file names take {size} bytes: at most {MAX_NAMES_JSON_BYTES} in all")
+    one_tree(names, taken)
 
 
 def request_files(
@@ -59,10 +84,7 @@ def request_files(
     out, fetch = decode_files(files), [scratch_name(f) for f in fetch_files]
     if len({f for f in fetch if "*" in f}) > MAX_PATTERNS:
         raise BadFiles(f"at most {MAX_PATTERNS} patterns (names with '*') to fetch")
-    one_tree(out, taken)
-    size = sum(len(json.dumps(name)) for name in [*out, *fetch])  # as the frame's header holds them
-    if size > MAX_NAMES_JSON_BYTES:
-        raise BadFiles(f"the file names take {size} bytes: at most {MAX_NAMES_JSON_BYTES} in all")
+    check_names(out, fetch, taken)
     return out, fetch
 
 

@@ -20,7 +20,7 @@ from ..sessions.wire import (
     SessionList,
     SessionsForked,
 )
-from .files import one_tree, scratch_name
+from .files import check_names, scratch_name
 
 router = APIRouter(prefix="/v1/sessions")
 
@@ -55,7 +55,7 @@ def _info(store: SessionStore, s: Session) -> SessionInfo:
 async def create(req: CreateSession, request: Request, store: StoreDep) -> SessionCreated:
     """Make a session: a Python interpreter, kept between calls until it is deleted or its lease ends."""
     files = {scratch_name(name): text.encode() for name, text in req.files.items()}  # BadFiles: 422
-    one_tree(files, languages.written_names("python"))
+    check_names(files, taken=languages.written_names("python"))
     session = await store.create(client_of(request), req.ttl_s, req.limits.memory_mb, req.limits.cell_timeout_s, files)
     return SessionCreated(session_id=session.session_id, expires_at=store.expires_at(session))
 

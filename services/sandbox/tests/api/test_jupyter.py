@@ -126,3 +126,17 @@ def test_a_cut_output_fails_the_run_and_says_why(client: TestClient) -> None:
     assert body["status"] == "Failed" and "passed the cap" in body["message"]
     assert body["driver"]["output_truncated"] is True
     assert body["cells"][0]["stdout"].startswith("3\n") and body["cells"][1]["display"] == [{"text/plain": "'after'"}]
+
+
+def test_a_request_names_a_bounded_number_of_cells_and_only_those_that_ran_are_read(client: TestClient) -> None:
+    """A record was made for every cell a request named, whatever ran: a megabyte of empty cells held some 74 MB
+    of the server's memory and its event loop for a second, past the time limit that stopped the first."""
+    from codegym_sandbox.agent.cell_frames import read_record
+    from codegym_sandbox.api.jupyter import MAX_CELLS
+
+    r = client.post("/run_jupyter", json={"cells": [""] * (MAX_CELLS + 1)})
+    assert r.status_code == 422 and "cells" in r.text
+    body = jupyter(client, ["import time\ntime.sleep(30)", *[""] * (MAX_CELLS - 1)], total_timeout=1)
+    assert body["status"] == "Failed" and body["cells"] == []
+    assert len(read_record(b"", 10**6).cells) == 1  # nothing ran: one record, not a million
+    assert len(jupyter(client, ["1"] * 50)["cells"]) == 50

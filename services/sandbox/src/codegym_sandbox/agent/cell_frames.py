@@ -205,8 +205,10 @@ class Record:
 
 
 def read_record(data: bytes, cells: int) -> Record:
-    """The supervisor's frames (``data``: the run's stdout, perhaps cut short) for a job of ``cells`` cells."""
-    record = Record(cells=[CellRecord() for _ in range(cells)])
+    """The supervisor's frames (``data``: the run's stdout, perhaps cut short) for a job of ``cells`` cells: a
+    record for the first, and for each other a frame names (a job's cells are many more than those that ran, when
+    it stopped early: a record made for each it names held the server's memory by the request's size)."""
+    record = Record(cells=[CellRecord() for _ in range(min(cells, 1))])
     view = memoryview(data)
     while view:
         end = bytes(view[:64]).find(b"\n")
@@ -219,6 +221,8 @@ def read_record(data: bytes, cells: int) -> Record:
         if len(body) < size or not 0 <= cell <= cells:
             break
         view = view[end + 1 + size :]
+        while cell < cells and len(record.cells) <= cell:
+            record.cells.append(CellRecord())
         one = record.cells[cell] if cell < cells else None
         if kind in (OUT, ERR):
             (record.stdout if kind == OUT else record.stderr).extend(body)
@@ -236,5 +240,5 @@ def read_record(data: bytes, cells: int) -> Record:
         elif kind == DEAD:
             record.ended = representable(body.decode("utf-8", "replace"))
         elif kind == END and cell == cells:
-            record.finished = all(c.answered for c in record.cells)
+            record.finished = len(record.cells) == cells and all(c.answered for c in record.cells)
     return record

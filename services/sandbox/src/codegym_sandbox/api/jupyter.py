@@ -42,10 +42,14 @@ from .fusion_models import CommandRunResult, RunStatus
 router = APIRouter()
 
 
+# Cells of one request: each is a record the server reads back, and a round trip to the kernel (a notebook has tens).
+MAX_CELLS = 1000
+
+
 class RunJupyterRequest(BaseModel):
     """Upstream's request, field for field (unknown fields are ignored, as upstream does)."""
 
-    cells: list[str]
+    cells: list[str] = Field(max_length=MAX_CELLS, description=f"at most {MAX_CELLS}")
     cell_timeout: float = Field(0, description="seconds per cell; 0: no limit of its own")
     total_timeout: float = Field(45, description="seconds for all the cells (clamped to the server's maximum)")
     memory_limit_MB: int = Field(-1, description="-1 means the server's default limit")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 from codegym_sandbox.agent import session_pause
@@ -38,3 +39,17 @@ def test_a_process_that_cannot_be_stopped_is_said(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
     monkeypatch.setattr(session_pause.time, "sleep", lambda s: None)
     assert not session_pause.stop(1)
+
+
+def test_a_process_slow_to_take_its_stop_is_waited_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a loaded machine a process may not run to take its SIGSTOP within the walks' 200 rounds (a tenth of a
+    second); its session then ended at its next cell, a 'killed' no one asked for. The stop now waits for a
+    second at least, and still gives up on a process that never stops."""
+    started = time.monotonic()
+    monkeypatch.setattr(session_pause, "_members", lambda root, listed=None: ["/proc/fake"])
+    monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc: time.monotonic() - started > 0.4)
+    assert session_pause.stop(1)  # stopped after 0.4 s: some 800 walks
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc: False)
+    began = time.monotonic()
+    assert not session_pause.stop(1) and time.monotonic() - began < 5

@@ -17,7 +17,10 @@ import signal
 import time
 from collections.abc import Callable
 
-_ROUNDS = 200  # walks of the tree at most: a session's processes are bounded (SESSIONS__PROCESSES)
+_ROUNDS = 200  # walks of the tree at least: a session's processes are bounded (SESSIONS__PROCESSES)
+# And for this long at least: on a loaded machine a process may not run to take its stop within 200 walks (a
+# tenth of a second), and a session whose processes were not seen stopped ends at its next cell.
+_STOP_S = 1.0
 
 
 def descendants(root: int) -> set[int]:
@@ -105,8 +108,10 @@ def stop(root: int, listed: Listed | None = None) -> bool:
     (its children's ``PR_SET_PDEATHSIG``, an orphaned process group's ``SIGCONT``), possibly after they were
     read stopped, and reads ``Z`` only once it has; it reads running until then, so once two rounds in a row
     find every process stopped or ended, none can wake another."""
-    calm, seen = 0, None
-    for _ in range(_ROUNDS):
+    calm, seen, rounds = 0, None, 0
+    deadline = time.monotonic() + _STOP_S
+    while rounds < _ROUNDS or time.monotonic() < deadline:
+        rounds += 1
         members = sorted(_members(root, listed))
         running = [proc for proc in members if not _stopped(proc)]
         if not running:

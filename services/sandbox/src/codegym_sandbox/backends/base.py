@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -59,6 +60,10 @@ class RunPolicy:
     # The request was admitted as a whole (:meth:`Backend.admit`): its runs skip the per-run queue check, so
     # that a group of thousands of runs is never refused halfway, with part of its runs done for nothing.
     admitted: bool = False
+    # And how many of them may be in the pool at once, waiting for a worker or running (its window, shared by
+    # its runs): the others wait their turn in the request, so that one request of thousands of runs takes turns
+    # with other clients' runs rather than filling the queue for as long as it runs.
+    window: asyncio.Semaphore | None = field(default=None, compare=False)
 
 
 @dataclass

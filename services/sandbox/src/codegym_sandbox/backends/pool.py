@@ -144,10 +144,13 @@ class WorkerPool(LentSlots, SessionSlots):
 
     def admit(self, policy: RunPolicy) -> RunPolicy:
         """``policy`` for a request admitted with all of its runs (runs made with it skip the queue check), or
-        refuse it now. The queue bound is checked once, here: an admitted group may take the queue past
-        ``queue_size`` by its own size (at most ``max_runs_per_request``), and the next request waits for it."""
+        refuse it now. The queue bound is checked once, here, and the request's runs enter the pool through its
+        window, ``max_workers`` at a time: enough to take every worker, and no more in the queue, so that the
+        requests after it are admitted and their runs take turns with its own (each request's runs in its
+        order). Entered as one, a request of thousands of runs filled the queue, and every other client was
+        refused for as long as it ran."""
         self._check_queue()
-        return replace(policy, admitted=True)
+        return replace(policy, admitted=True, window=asyncio.Semaphore(self.max_workers))
 
     async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome:
         return await self._on_worker(request, policy, lambda worker: worker.run(request), [request.stdin])
@@ -165,6 +168,18 @@ class WorkerPool(LentSlots, SessionSlots):
     ) -> T:
         if not policy.admitted:
             self._check_queue()
+        if policy.window is None:
+            return await self._queued(request, policy, job, stdins)
+        async with policy.window:
+            return await self._queued(request, policy, job, stdins)
+
+    async def _queued(
+        self,
+        request: RunRequest,
+        policy: RunPolicy,
+        job: Callable[[AgentWorker], Awaitable[T]],
+        stdins: list[bytes | None],
+    ) -> T:
         mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
         extra = server_held_mb(request, stdins)
         share, computes = RUN_SHARE_MB if self.reads_memory else None, False

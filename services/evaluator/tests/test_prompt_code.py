@@ -3,6 +3,7 @@ tests use are taken from it, so a prompt whose code is not found leaves the test
 
 from __future__ import annotations
 
+import pytest
 from codegym_evaluator.prompt_code import code_in_prose, prompt_code
 from codegym_evaluator.tasks import load_tasks
 from codegym_evaluator.trl_rows import split_row
@@ -61,3 +62,40 @@ def test_the_stub_is_found_in_every_shape_a_prompt_gives_it() -> None:
         [{"role": "user", "content": f"{future}X = 1\n```"}, {"role": "user", "content": f"{future}{helper}```"}]
     )
     compile(both, "<prompt>", "exec")  # one text that parses: the helpers are taken from it as a whole
+
+
+def test_only_the_tasks_words_are_read_and_the_stubs_helpers_win() -> None:
+    """An assistant's message is the model's (an earlier attempt in a repair chat), and a few-shot example's
+    ``poly`` is not the task's: the tests took whichever came last, and a wrong answer passed (or a right one
+    failed). A message's content may be a list of text parts, and a helper may be an assignment."""
+    stub = next(t for t in load_tasks("humaneval") if t.task_id == "HumanEval/32").prompt
+    attempt = "```python\ndef poly(xs, x):\n    return 0\n```"
+    repair = [{"role": "user", "content": stub}, {"role": "assistant", "content": attempt},
+              {"role": "user", "content": "Your answer failed the tests. Fix it."}]  # fmt: skip
+    assert "return 0" not in prompt_code(repair, "find_zero")
+    example = [{"role": "user", "content": f"Complete:\n```python\n{stub}```"},
+               {"role": "user", "content": f"An example of the style we want:\n{attempt}\n"}]  # fmt: skip
+    code = prompt_code(example, "find_zero")
+    assert code.rindex("def poly(xs: list, x: float)") > code.rindex("return 0")  # the stub's poly comes last
+    parts = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Complete the function.\n\n"}, {"type": "text", "text": stub}],
+        }
+    ]
+    assert "def poly(xs: list, x: float)" in prompt_code(parts, "find_zero")
+    assigned = "The helper:\n\npoly = lambda xs, x: sum(xs)\n\nComplete:\n\ndef find_zero(xs):\n    pass\n"
+    assert "poly = lambda xs, x: sum(xs)" in prompt_code(assigned, "find_zero")
+
+
+def test_a_prompt_of_many_lines_that_start_code_and_never_parse_is_searched_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import codegym_evaluator.prompt_code as module
+
+    read: list[int] = []
+    parse = module.python_syntax.parse
+    monkeypatch.setattr(module.python_syntax, "parse", lambda code: read.append(len(code)) or parse(code))
+    text = "Complete it.\n" + "@b\n" * 4000  # each line opens a decorated definition that never comes
+    assert prompt_code(text) == ""
+    assert sum(read) < 40 * len(text), (len(read), sum(read))  # searched again from every line: 400 times it

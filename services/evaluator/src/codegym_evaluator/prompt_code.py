@@ -8,6 +8,7 @@ message may hold it (the system message too). Every piece that parses is taken, 
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import re
 from collections.abc import Mapping
@@ -20,17 +21,44 @@ from .extract import fenced_blocks
 __all__ = ["code_in_prose", "prompt_code"]
 
 
-def prompt_code(prompt: Any) -> str:
+def prompt_code(prompt: Any, entry_point: str = "") -> str:
     """The Python code of a row's prompt, wherever it lies: the text itself where it parses (a completion-style
     prompt such as HumanEval's), else every fenced block that parses and the code among the prose (an instruction,
-    then the stub unfenced or indented as Markdown code); of a chat prompt, every message's, in order (the stub may
-    be the system message's). Empty when there is none.
+    then the stub unfenced or indented as Markdown code); of a chat prompt, every system and user message's, in
+    order (the stub may be the system message's; a message's content may be a list of text parts). Empty when
+    there is none.
 
     Whatever the prompt's shape, its helpers must be found: the tests of a row that finds none call whatever the
     program binds under a helper's name (``tasks.prompt_helpers``), and a completion that redefines the helper
-    beside a wrong answer passes."""
-    texts = [m.get("content") for m in prompt if isinstance(m, Mapping)] if isinstance(prompt, list) else [prompt]
-    return _joined([code for text in texts if isinstance(text, str) and (code := _code_of(text))])
+    beside a wrong answer passes. Nor may they be code of the model's: an assistant's or a tool's message (an
+    earlier attempt in a repair chat) is never read, and the piece that defines ``entry_point`` (the stub) comes
+    last, so that its helpers are the ones the tests take over any other piece's of the same name (a few-shot
+    example's ``poly``)."""
+    if isinstance(prompt, list):
+        texts = [_text(m.get("content")) for m in prompt if isinstance(m, Mapping) and m.get("role") in _READ]
+    else:
+        texts = [prompt]
+    pieces = [code for text in texts if isinstance(text, str) and (code := _code_of(text))]
+    return _joined(sorted(pieces, key=lambda piece: _defines(piece, entry_point)))
+
+
+_READ = ("system", "user", "developer")  # the task's words; an assistant's and a tool's are the model's
+
+
+def _text(content: Any) -> str | None:
+    """A message's text: its content, or its text parts (``[{"type": "text", "text": ...}]``) one after another."""
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
+        return "\n".join(part for part in parts if isinstance(part, str))
+    return content if isinstance(content, str) else None
+
+
+def _defines(code: str, name: str) -> bool:
+    """Whether ``code`` (which parses) defines ``name`` at its top level."""
+    if not name:
+        return False
+    nodes = python_syntax.parse(code).body
+    return any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name for n in nodes)
 
 
 _FUTURE = re.compile(r"^from __future__ import .*$", re.MULTILINE)
@@ -62,7 +90,12 @@ def _code_of(text: str) -> str:
 
 
 _CODE_STARTS = ("def ", "async def ", "class ", "import ", "from ", "@")
+_ASSIGNED = re.compile(r"[A-Za-z_]\w*\s*(?::[^=]*)?=(?!=)")  # a name bound at the top level: ``poly = lambda ...``
 _TRIES = 20  # parses of one block, each cut before the line its error names
+_REGION = 300  # lines of one block at most: a stub and its helpers, not a book
+# What one text's search may parse in all, in characters: a prompt is the dataset's, but each completion reads it
+# again, and a text of many lines that start code and never parse (4,000 decorators) was seconds of it.
+_PARSED = 1 << 17
 
 
 def code_in_prose(text: str) -> str:
@@ -75,18 +108,18 @@ def code_in_prose(text: str) -> str:
 
 def _prose_blocks(text: str) -> list[str]:
     lines = text.split("\n")
-    blocks, i = [], 0
-    while i < len(lines):
+    blocks, i, budget = [], 0, [_PARSED]
+    while i < len(lines) and budget[0] > 0:
         body = lines[i].lstrip(" \t")
         indent = lines[i][: len(lines[i]) - len(body)]
         taken = 0
-        if body.startswith(_CODE_STARTS):
+        if body.startswith(_CODE_STARTS) or _ASSIGNED.match(body):
             region = [lines[i][len(indent) :]]
-            for line in lines[i + 1 :]:
+            for line in lines[i + 1 : i + _REGION]:
                 if line.strip() and not line.startswith(indent):
                     break
                 region.append(line[len(indent) :])
-            taken = _parsed_lines(region)
+            taken = _parsed_lines(region, budget)
         if taken:
             blocks.append("\n".join(lines[j][len(indent) :] for j in range(i, i + taken)).strip("\n"))
             i += taken
@@ -95,14 +128,20 @@ def _prose_blocks(text: str) -> list[str]:
     return blocks
 
 
-def _parsed_lines(region: list[str]) -> int:
-    """How many of ``region``'s first lines parse, cut before each syntax error's line (0: none do)."""
+def _parsed_lines(region: list[str], budget: list[int]) -> int:
+    """How many of ``region``'s first lines parse, cut before each syntax error's line (0: none do), what each
+    parse reads taken from ``budget``."""
     end = len(region)
     for _ in range(_TRIES):
+        if budget[0] <= 0:
+            return 0
+        code = "\n".join(region[:end])
         try:
-            python_syntax.parse("\n".join(region[:end]))
+            python_syntax.parse(code)
+            budget[0] -= len(code)
             return end
         except SyntaxError as exc:
+            budget[0] -= sum(len(line) + 1 for line in region[: exc.lineno or 1])  # what it read to its error
             end = min((exc.lineno or 1) - 1, end - 1)
         except (ValueError, RecursionError, MemoryError):
             return 0

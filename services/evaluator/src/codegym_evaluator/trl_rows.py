@@ -70,7 +70,7 @@ def row_tests(
     row = _row_tests(columns, i, default_language)
     entry = columns.get("entry_point")
     entry_point = entry[i] if entry is not None and i < len(entry) else None
-    code = prompt_code(prompt)
+    code = prompt_code(prompt, str(entry_point or ""))
     if not code or row.language not in ("python", "py", "python3"):
         return row
     prelude = standard_imports(code)

@@ -97,6 +97,11 @@ def test_banned_modules_are_rejected_however_imported(code: str) -> None:
         ),
         ("import typing as t\nprint(t.sys.modules['os'].environ)", "reaches the module sys through t.sys"),
         ("import statistics\nprint(statistics.random.random())", "reaches the module random through statistics.random"),
+        ("from dataclasses import builtins\nprint(builtins)", "imports the module builtins as builtins"),
+        ("import dataclasses\nprint(dataclasses._create_fn)", "uses _create_fn, a private attribute"),
+        ("from typing import _eval_type\nprint(1)", "imports _eval_type, a private name of typing"),
+        ("def g():\n    yield 1\nprint(g().gi_frame.f_builtins['open'])", "uses gi_frame, which is banned"),
+        ("f = '{0.real}'.format\nprint(f(1))", "formats with a field that reaches into an attribute"),
         (
             "import dataclasses\nd = dataclasses\nprint(d.sys)",
             "uses the module dataclasses other than by its attributes",

@@ -54,8 +54,15 @@ BANNED_NAMES = frozenset(
         *("getattr", "setattr", "delattr", "memoryview", "id", "hash"),
     }
 )
-# Attributes of allowed modules and types that reach an attribute by a name in a string, or run code in one.
-BANNED_ATTRIBUTES = frozenset({"attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef", "format_map"})
+# Attributes of allowed modules and types that reach an attribute by a name in a string, or run code in one, and
+# those of frames, code and tracebacks (a generator's frame holds the builtins: ``g.gi_frame.f_builtins``).
+BANNED_ATTRIBUTES = frozenset(
+    {
+        *("attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef", "format_map"),
+        *("gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame", "tb_next"),
+        *("f_builtins", "f_globals", "f_locals", "f_back", "f_code", "co_code", "co_consts", "co_names"),
+    }
+)
 
 ALLOWED_DUNDERS = frozenset({"__init__", "__name__"})  # a constructor; `if __name__ == "__main__"`
 _DUNDER_IN_TEXT = re.compile(r"__\w+__")
@@ -72,9 +79,10 @@ def _module_problems(module: str) -> list[str]:
     return [f"imports {module}, which is banned: a program may import only modules that compute (ALLOWED_MODULES)"]
 
 
-def _format_problems(call: ast.Call) -> list[str]:
-    """A ``.format`` call's template: a string of the program's own text, whose fields name arguments only."""
-    template = call.func.value if isinstance(call.func, ast.Attribute) else None
+def _format_problems(method: ast.Attribute) -> list[str]:
+    """A ``.format`` method's template (called or not): a string of the program's own text, whose fields name
+    arguments only."""
+    template = method.value
     if not isinstance(template, ast.Constant) or not isinstance(template.value, str):
         return ["formats with a template that is not a string of its own text"]
     try:
@@ -116,7 +124,11 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
     bound = _bound_modules(tree)
     if not bound:
         return []
-    problems = []
+    problems = [  # ``from dataclasses import builtins``: a module of an allowed one's, bound by its name
+        f"imports the module {module.__name__} as {name}, which is banned"  # type: ignore[attr-defined]
+        for name, module in bound.items()
+        if module.__name__.split(".")[0] not in ALLOWED_MODULES  # type: ignore[attr-defined]
+    ]
     starts = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     for node in ast.walk(tree):
         if (
@@ -133,6 +145,9 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
             path.insert(0, root.attr)
             root = root.value
         if not isinstance(root, ast.Name) or root.id not in bound or any(_is_dunder(step) for step in path):
+            continue
+        if private := next((step for step in path if step.startswith("_")), None):
+            problems.append(f"uses {private}, a private attribute of the module {root.id}")  # _create_fn runs text
             continue
         value = bound[root.id]
         for at, step in enumerate(path, 1):
@@ -173,6 +188,8 @@ def check_program(code: str) -> list[str]:
                     problems.append(f"from {node.module} import *")
                 elif alias.name in BANNED_NAMES | BANNED_ATTRIBUTES:
                     problems.append(f"imports {alias.name} from {node.module}, which is banned")
+                elif alias.name.startswith("_") and node.module != "__future__":
+                    problems.append(f"imports {alias.name}, a private name of {node.module}")
         elif isinstance(node, ast.Name):
             if node.id in BANNED_NAMES | BANNED_ATTRIBUTES:
                 problems.append(f"uses {node.id}, which is banned")
@@ -187,7 +204,7 @@ def check_program(code: str) -> list[str]:
             problems += [f"holds {name} in a string" for name in sorted(named)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             prints = True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        if isinstance(node, ast.Attribute) and node.attr == "format":
             problems += _format_problems(node)
     problems += _module_use_problems(tree)
     if not prints:

@@ -35,3 +35,19 @@ def test_a_failure_ends_the_others_before_it_is_raised() -> None:
         assert ended == ["sleeper", "sleeper"]  # ended by the time the caller hears of the failure
 
     asyncio.run(asyncio.wait_for(main(), 5))
+
+
+def test_a_fan_out_starts_a_bounded_number_at_once() -> None:
+    """Started all at once, a request of 10,000 runs ran every run's first steps in one turn of the event loop,
+    and every route waited seconds for it."""
+    alive, most = [0], [0]
+
+    async def one(i: int) -> int:
+        alive[0] += 1
+        most[0] = max(most[0], alive[0])
+        await asyncio.sleep(0)
+        alive[0] -= 1
+        return i
+
+    assert asyncio.run(all_of((one(i) for i in range(1000)), most=16)) == list(range(1000))
+    assert most[0] <= 16

@@ -447,6 +447,12 @@ def test_names_outside_the_sessions_directory_are_refused(sessions: TestClient) 
     for files in ({"a": "x", "a/b": "y"}, {"main.py/x": "y"}):
         r = sessions.post("/v1/sessions", json={"files": files})
         assert r.status_code == 422 and "cannot be a directory" in r.text, r.text
+    # Bounded as a run's are, the count first and the names' bytes before any name is walked.
+    r = sessions.post("/v1/sessions", json={"files": {f"f{i}": "" for i in range(4097)}})
+    assert r.status_code == 422 and "at most 4096" in r.text, r.text
+    deep = {"/".join(["d"] * 500 + [str(i)]): "" for i in range(600)}
+    r = sessions.post("/v1/sessions", json={"files": deep})
+    assert r.status_code == 422 and "the file names take" in r.text, r.text
 
 
 def test_a_client_lists_its_own_sessions(sessions: TestClient) -> None:

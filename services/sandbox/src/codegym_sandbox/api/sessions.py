@@ -20,7 +20,7 @@ from ..sessions.wire import (
     SessionList,
     SessionsForked,
 )
-from .files import check_names, scratch_name
+from .files import MAX_FILES, BadFiles, check_names, scratch_name
 
 router = APIRouter(prefix="/v1/sessions")
 
@@ -54,6 +54,8 @@ def _info(store: SessionStore, s: Session) -> SessionInfo:
 @router.post("", status_code=201, response_model=SessionCreated)
 async def create(req: CreateSession, request: Request, store: StoreDep) -> SessionCreated:
     """Make a session: a Python interpreter, kept between calls until it is deleted or its lease ends."""
+    if len(req.files) > MAX_FILES:  # before any name is looked at
+        raise BadFiles(f"{len(req.files)} files: at most {MAX_FILES}")
     files = {scratch_name(name): text.encode() for name, text in req.files.items()}  # BadFiles: 422
     check_names(files, taken=languages.written_names("python"))
     session = await store.create(client_of(request), req.ttl_s, req.limits.memory_mb, req.limits.cell_timeout_s, files)

@@ -230,3 +230,22 @@ def test_set_up_under_a_test_of_name_that_runs_on_import_stays() -> None:
     )
     kept = sanitize(code, "depth")
     assert "sys.setrecursionlimit(10000)" in kept and "input()" not in kept
+
+
+@pytest.mark.parametrize(
+    "registry",
+    [
+        "HANDLERS = {}\n\n\ndef register(f):\n    HANDLERS[f.__name__] = f\n    return f\n\n\n"
+        "@register\ndef double(x):\n    return 2 * x\n",
+        "HANDLERS = {}\n\n\nclass Base:\n    def __init_subclass__(cls, key, **kw):\n"
+        "        super().__init_subclass__(**kw)\n        HANDLERS[key] = cls.run\n\n\n"
+        "class Twice(Base, key='double'):\n    def run(x):\n        return 2 * x\n",
+    ],
+)
+def test_a_definition_whose_making_fills_a_table_stays(registry: str) -> None:
+    # Needed by no name, such a definition went, and the entry point found its table empty: right as written,
+    # wrong once sanitised (a KeyError).
+    code = f"{registry}\n\ndef apply(name, x):\n    return HANDLERS[name](x)\n\n\nprint(apply('double', 2))\n"
+    scope: dict[str, object] = {"__name__": "solution"}
+    exec(sanitize(code, "apply"), scope)
+    assert scope["apply"]("double", 3) == 6  # type: ignore[operator]

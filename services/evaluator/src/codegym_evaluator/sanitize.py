@@ -180,6 +180,17 @@ def _within(qualified: str, prefixes: tuple[str, ...]) -> bool:
     return any(qualified == p or qualified.startswith(p + ".") for p in prefixes)
 
 
+def _registers(node: ast.stmt) -> bool:
+    """A definition whose making runs code of the program's as it is imported: a decorator (``@register``, which
+    may fill a table the entry point reads), a class with bases or keywords (a base's ``__init_subclass__``). A
+    harness that imports the program makes it: kept, needed by name or not."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return bool(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return bool(node.decorator_list or node.keywords or node.bases)
+    return False
+
+
 def _is_main_guard(node: ast.If) -> bool:
     """``if __name__ == "__main__":`` with no ``else``: what a harness that imports the program never runs. Any
     other test of ``__name__`` (``!=``, or with an ``else``) runs there, and is judged as any statement is."""
@@ -289,7 +300,7 @@ def _sanitize(code: str, entry_point: str) -> str:
     needed = {entry_point}
     keep: set[int] = {i for i, n in enumerate(body) if _is_import_block(n)}
     for i, node in enumerate(body):
-        if i not in keep and _sets_up(node, imports, functions):
+        if i not in keep and (_sets_up(node, imports, functions) or _registers(node)):
             keep.add(i)
             needed |= _used_names(node)
     # The program's own data, and what each of its functions changes of it, directly or through another one.

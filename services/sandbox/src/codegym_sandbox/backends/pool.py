@@ -12,6 +12,7 @@ circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -168,42 +169,32 @@ class WorkerPool(LentSlots, SessionSlots):
     ) -> T:
         if not policy.admitted:
             self._check_queue()
-        if policy.window is None:
-            return await self._queued(request, policy, job, stdins)
-        async with policy.window:
-            return await self._queued(request, policy, job, stdins)
-
-    async def _queued(
-        self,
-        request: RunRequest,
-        policy: RunPolicy,
-        job: Callable[[AgentWorker], Awaitable[T]],
-        stdins: list[bytes | None],
-    ) -> T:
-        mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
-        extra = server_held_mb(request, stdins)
-        share, computes = RUN_SHARE_MB if self.reads_memory else None, False
-        while True:
-            deadline = None if wait_s is None else time.monotonic() + wait_s
-            lease = await self.memory.acquire(mb, wait_s, share, extra)
-            self._memory_watch.wake()
-            try:
-                worker = await self._take(deadline, wait_s)
-            except BaseException:
-                self.memory.release(lease)
-                raise
-            try:
-                return await self._job(worker, lease, job, computes)
-            except SandboxFault:
-                if not lease.evicted and worker not in self._crowded:
+        # An admitted request's runs enter through its window (``admit``); another run alone.
+        async with policy.window or contextlib.nullcontext():
+            mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
+            extra = server_held_mb(request, stdins)
+            share, computes = RUN_SHARE_MB if self.reads_memory else None, False
+            while True:
+                deadline = None if wait_s is None else time.monotonic() + wait_s
+                lease = await self.memory.acquire(mb, wait_s, share, extra)
+                self._memory_watch.wake()
+                try:
+                    worker = await self._take(deadline, wait_s)
+                except BaseException:
+                    self.memory.release(lease)
                     raise
-            finally:
-                crowded = worker in self._crowded
-                self._crowded.discard(worker)
-            # It gave way to what its neighbours hold (run again from the start, admitted by its whole limit), or
-            # to the CPUs (run again, counted as computing from its start: see lending).
-            computes, wait_s = computes or crowded, None
-            share = None if lease.evicted else share
+                try:
+                    return await self._job(worker, lease, job, computes)
+                except SandboxFault:
+                    if not lease.evicted and worker not in self._crowded:
+                        raise
+                finally:
+                    crowded = worker in self._crowded
+                    self._crowded.discard(worker)
+                # It gave way to what its neighbours hold (run again from the start, admitted by its whole limit), or
+                # to the CPUs (run again, counted as computing from its start: see lending).
+                computes, wait_s = computes or crowded, None
+                share = None if lease.evicted else share
 
     async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> AgentWorker:
         me, waiters = next(self._ids), self._cell_waiters if cell else self._waiters  # lending lends for runs

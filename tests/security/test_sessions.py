@@ -230,6 +230,28 @@ def test_a_cell_that_will_not_stop_ends_its_session_and_nothing_else(server: Tes
     _still_fine(server, bystander)
 
 
+# A cell that leaves a process waiting in a vfork (posix_spawn's child blocks opening a fifo before its exec): no
+# stop takes it, so the session cannot be held between cells, and it ends at its next one, which says why.
+_LEAVES_A_VFORK = """
+import os, subprocess, sys, time
+FIFO = os.path.join(os.getcwd(), "fifo")
+os.mkfifo(FIFO)
+spawn = "import os; os.posix_spawn('/bin/true', ['true'], {}, file_actions=[(os.POSIX_SPAWN_OPEN, 5, %r, 0, 0)])"
+subprocess.Popen([sys.executable, "-c", spawn % FIFO])
+time.sleep(0.5)  # in its vfork by now
+"""
+
+
+def test_a_process_no_stop_holds_ends_its_session_and_says_why(server: TestClient, bystander: str) -> None:
+    sid = _new(server)
+    assert _cell(server, sid, _LEAVES_A_VFORK)["alive"]
+    time.sleep(2.0)  # idle: the stop between cells tries for a second, and gives up
+    out = _cell(server, sid, "1")
+    assert out["status"] == "killed" and not out["alive"], out
+    assert "could not all be stopped" in out["error"]["message"], out
+    _still_fine(server, bystander)
+
+
 def test_a_session_sees_no_other_session_in_proc(server: TestClient, bystander: str) -> None:
     sid = _new(server)
     code = (

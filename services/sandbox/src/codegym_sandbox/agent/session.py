@@ -24,7 +24,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-from . import isolation, run_cpu
+from . import isolation, run_cpu, session_pause
 from .box_protocol import RunCommand
 from .cell_clock import CellClock
 from .cell_frames import ERR, OUT, KernelRequest, receive_answer
@@ -61,7 +61,7 @@ class Kernel:
         self.kills = self.memory.oom_kills() if self.memory is not None else 0
         self.report: Report | None = None
         self.held = copied  # a copy starts stopped, until its first cell (kernel_copy.py)
-        self.unheld = False
+        self.unheld = ""  # why its processes could not all be stopped after a cell, where they could not
         self.closed = False  # the kernel's answers socket closed: it ended, or gave the socket up
         # The kernel said it runs (session_main.READY): its box took its command. A copy never says it: it ran.
         self.ready = copied
@@ -202,8 +202,9 @@ class Kernel:
         used = run_cpu.runs_used_s(place.meter, place.root)
         kills = self.memory.oom_kills() if self.memory is not None else 0
         oom, self.kills = kills > self.kills, kills  # since the last cell's end: between cells counts for this one
+        why = ""  # why a session that answered its cell ends after it all the same
         if alive and self.unheld:
-            alive = False  # its processes could not all be stopped after its last cell: it is ended now
+            alive, why = False, self.unheld  # its processes could not all be stopped after its last cell
         if alive and oom:
             alive = False  # a process of the session was killed for memory (a child, say): it passed its limit
         if alive and (out := self.place.ran_out()) is not None:
@@ -222,6 +223,7 @@ class Kernel:
             "exit_code": None if report is None else report["exit_code"],
             "signal": None if report is None else report["signal"],
             "max_rss_kb": None if report is None else report["max_rss_kb"],
+            "why": why,
             "blobs": [len(record.record)],
         }
         return done, bytes(record.record)
@@ -313,8 +315,7 @@ class Kernel:
         if not self.ready or select.select([requests], [], [], 0)[0]:
             return
         self.held = True
-        if not self.place.stop():
-            self.unheld = True
+        self.unheld = "" if self.place.stop() else session_pause.UNSTOPPED
 
     def _read(self, fd: int) -> bytes | None:
         try:

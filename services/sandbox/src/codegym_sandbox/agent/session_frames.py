@@ -52,6 +52,7 @@ class CellDone(TypedDict):
     exit_code: ExitCode
     signal: Signal
     max_rss_kb: RssKb
+    why: str  # why a session that answered its cell was ended after it (empty where it lives, or ended otherwise)
     blobs: list[int]
 
 

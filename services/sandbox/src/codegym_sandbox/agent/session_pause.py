@@ -21,6 +21,9 @@ _ROUNDS = 200  # walks of the tree at least: a session's processes are bounded (
 # And for this long at least: on a loaded machine a process may not run to take its stop within 200 walks (a
 # tenth of a second), and a session whose processes were not seen stopped ends at its next cell.
 _STOP_S = 1.0
+# Why a session ends at its next cell where :func:`stop` returned False: the one process that waits through any
+# stop is a vfork's parent, blocked in the kernel until its child execs or ends.
+UNSTOPPED = "its processes could not all be stopped after its last cell (one waited in the kernel: a vfork's parent)"
 
 
 def descendants(root: int) -> set[int]:

@@ -38,7 +38,7 @@ def cell_result(done: CellDone, record: Record, memory_mb: int, output_cap: int)
         e = shown["error"][0]
         error = CellErrorModel(type=e["ename"], message=e["evalue"], traceback=e["traceback"])
     elif not done["alive"]:
-        why = record.ended or "the session's interpreter ended"
+        why = record.ended or done["why"] or "the session's interpreter ended"
         if status(done, memory_mb) == "memory_limit":
             why = f"the session passed its memory limit of {memory_mb} MiB, files included ({why})"
         error = CellErrorModel(type="SessionEnded", message=why, traceback=[])

@@ -80,7 +80,44 @@ def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner:
     assert {r.verdict for r in crash} == {"RE"} and "ZeroDivisionError" in crash[0].stderr
     (json_run, _), (site, _) = runner.run_twice(["import json\nprint(json.dumps([1]))", "import httpx\nprint(1)"])
     assert json_run.stdout == "[1]\n"
-    assert site.verdict == "RE" and "ModuleNotFoundError" in site.stderr  # installed, but not for games
+    assert site.verdict == "RE" and "import is refused" in site.stderr  # installed, but not for games
+
+
+# Doors past the static check's reading of the text (each found by an attack round), and the two kinds of answer:
+# an act the guard refuses, or what the two runs see differently.
+REFUSED = {
+    "a generator's frame holds the builtins": "def g():\n    yield 1\nprint(g().gi_frame.f_builtins['open']('x'))",
+    "an import by a name in a string": "print(__import__('os').listdir('/'))",
+    "a function's code": "f = lambda: 0\nprint(f.__code__.co_consts)",
+    "a traceback's frame": "try:\n    1 / 0\nexcept Exception as e:\n    print(e.__traceback__.tb_frame.f_globals)",
+    "a frame through an allowed module": "import typing\nprint(typing.sys._getframe().f_code)",
+}
+DISAGREE = {
+    "the working directory through a private helper": (
+        "import dataclasses\nprint(dataclasses._create_fn('f', [], ['return __import__(\"os\").getcwd()'])())"
+    ),
+    "the environment through an allowed module": "import typing\nprint(typing.sys.modules['os'].environ['HOME'])",
+}
+FAIR = [
+    "from dataclasses import dataclass, field\n@dataclass(frozen=True, order=True)\nclass P:\n    x: int\n"
+    "    y: list = field(default_factory=list)\nprint(P(1), sorted([P(2), P(1)]))",
+    "from collections import namedtuple, Counter\nimport enum, re, json\nT = namedtuple('T', 'a b')\n"
+    "C = enum.Enum('C', 'R G')\nprint(T(1, 2), Counter('abca'), list(C), re.findall(r'\\d', 'a1b2'), json.dumps([1]))",
+    "from typing import NamedTuple\nfrom decimal import Decimal\nimport statistics, hashlib, functools\n"
+    "class N(NamedTuple):\n    a: int\n@functools.lru_cache\ndef f(n):\n    return n\n"
+    "print(N(1), Decimal(1) / 7, statistics.mean([1, 2]), hashlib.sha256(b'x').hexdigest()[:4], f(2))",
+]
+
+
+def test_what_a_program_reaches_past_its_text_is_refused_or_seen_to_differ(runner: ProgramRunner) -> None:
+    runs = runner.run_twice([*REFUSED.values(), *DISAGREE.values(), *FAIR])
+    refused, disagree, fair = runs[: len(REFUSED)], runs[len(REFUSED) : -len(FAIR)], runs[-len(FAIR) :]
+    for door, (a, b) in zip(REFUSED, refused, strict=True):
+        assert a.verdict == b.verdict == "RE" and "PermissionError: the code game" in a.stderr, (door, a)
+    for door, (a, b) in zip(DISAGREE, disagree, strict=True):
+        assert a.verdict == b.verdict == "AC" and a.stdout != b.stdout, (door, a, b)
+    for a, b in fair:
+        assert a.verdict == b.verdict == "AC" and a.stdout == b.stdout and a.stdout, (a, b)
 
 
 def test_an_unreachable_sandbox_gives_sandbox_errors_after_the_retries() -> None:

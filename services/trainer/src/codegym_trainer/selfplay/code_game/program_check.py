@@ -22,7 +22,7 @@ rejected when it
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
-two runs disagree.
+two runs disagree, and a door the text does not show ends in an act that ``program_guard`` refuses at run time.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ Both runs must print the same thing. The sandbox runs every Python program with 
 thing twice there and still be unpredictable to a reader. So each run goes through a launcher that replaces
 itself (``execve``) with a fresh interpreter under a hash seed of its own (``HASH_SEEDS``): the two runs see
 different orders, and such a program is caught as nondeterministic. The fresh interpreter gets ``-S -s``
-(the standard library only, whatever the machine has installed), so a game is the same on every machine.
+(the standard library only, whatever the machine has installed), so a game is the same on every machine, and
+runs the program under ``program_guard.GUARD``, which refuses the acts a program that only computes never needs;
+each run also has a working directory, an environment and a process id of its own, so that what a program reads
+of its machine shows as the two runs' disagreement.
 
 Every request asks the sandbox not to answer from its result cache: two identical runs would otherwise be
 one run, and the determinism check would check nothing.
@@ -26,13 +29,26 @@ from codegym_sandbox.models import ExecuteRequest, LimitsIn
 from codegym_sandbox.verdicts import Verdict
 
 from ...sandbox import RunSandbox
+from .program_guard import GUARD
 
 PROGRAM_FILE = "game.py"
 HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders strings differently
 
+# A working directory, an environment and a process id of the run's own (a process made and ended a random
+# number of times first): what a program could print of its machine without any act the guard refuses differs
+# between the two runs, and shows as their disagreement.
 LAUNCHER = """\
 import os, sys
-os.execve(sys.executable, [sys.executable, "-S", "-s", {file!r}], {{**os.environ, "PYTHONHASHSEED": {seed!r}}})
+here, file = os.urandom(8).hex(), os.path.abspath({file!r})
+os.mkdir(here)
+for _ in range(os.urandom(1)[0] % 16):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+os.chdir(here)
+env = {{**os.environ, "PYTHONHASHSEED": {seed!r}, "HOME": os.getcwd(), "TMPDIR": os.getcwd(), "RUN": here}}
+os.execve(sys.executable, [sys.executable, "-S", "-s", "-B", "-c", {guard!r}, file], env)
 """
 
 
@@ -48,7 +64,7 @@ def run_request(program: str, hash_seed: str, limits: GameLimits) -> ExecuteRequ
     """The ``/v1/execute`` request that runs ``program`` once under ``hash_seed``, uncached."""
     return ExecuteRequest(
         language="python",
-        code=LAUNCHER.format(file=PROGRAM_FILE, seed=hash_seed),
+        code=LAUNCHER.format(file=PROGRAM_FILE, seed=hash_seed, guard=GUARD),
         files={PROGRAM_FILE: base64.b64encode(program.encode()).decode()},
         limits=LimitsIn(timeout_s=limits.timeout_s, memory_mb=limits.memory_mb),
         cache=False,

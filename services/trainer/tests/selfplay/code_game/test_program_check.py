@@ -19,6 +19,13 @@ from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, 
         "from collections import Counter\nprint(Counter('abca').most_common(1), '{} {:>5}'.format(1, 'x'))",
         "x = 3\nprint(f'{x!r:>4}', '{0}{name}'.format(1, name=2), '%s' % x)",
         "import collections.abc\nfrom json import decoder\nprint(isinstance([], collections.abc.Set), decoder.re.A)",
+        # ordinary Python that reaches nothing past the program (V39-7): a parameter named like a module, items
+        # and nested specs in a template, the protocols of values
+        "import string\ndef is_pal(string):\n    return string == string[::-1]\nprint(is_pal('aba'), string.digits)",
+        "print('{:>{w}.{p}f}'.format(3.14159, w=10, p=2), '{0[0]}{1[k]}'.format('ab', {'k': 1}))",
+        "class V:\n    __slots__ = ('x',)\n    def __init__(self, x):\n        self.x = x\n"
+        "    def __len__(self):\n        return self.x\n    def __repr__(self):\n        return 'V'\n"
+        "print(V(3).__len__(), V(1).__repr__(), V.__doc__, V.__qualname__)",
     ],
 )
 def test_fair_programs_pass(code: str) -> None:
@@ -84,7 +91,10 @@ def test_banned_modules_are_rejected_however_imported(code: str) -> None:
         # an attribute reached by a name in a string
         ("def f(): pass\nprint('{0.__globals__}'.format(f))", "holds __globals__ in a string"),
         ("print('{0.real}'.format(1))", "formats with a field that reaches into an attribute"),
-        ("print('{0[0]}'.format('ab'))", "formats with a field that reaches into an attribute or item"),
+        ("print('{:>{w.real}}'.format(1, w=3))", "formats with a field that reaches into an attribute"),
+        ("import string\ndef f(string=string):\n    return string.sys\nprint(f())", "uses the module string other"),
+        ("import string\ndef f(s):\n    global string\n    return string\nprint(f(1))", "uses the module string other"),
+        ("class A:\n    pass\nprint(A().__class__.__name__)", "uses the attribute __class__"),
         ("t = '{}'\nprint(t.format(1))", "formats with a template that is not a string of its own text"),
         ("from operator import attrgetter\nprint(1)", "imports attrgetter from operator, which is banned"),
         ("import operator\nprint(operator.attrgetter('real')(1))", "uses attrgetter, which is banned"),

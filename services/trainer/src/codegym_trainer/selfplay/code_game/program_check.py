@@ -64,7 +64,21 @@ BANNED_ATTRIBUTES = frozenset(
     }
 )
 
-ALLOWED_DUNDERS = frozenset({"__init__", "__name__"})  # a constructor; `if __name__ == "__main__"`
+# A constructor, `if __name__ == "__main__"`, and the protocols of values (operators, containers, text, context
+# managers), which reach nothing past the object they belong to. Refused are those that lead outward: to a class's
+# relatives (``__class__``, ``__mro__``, ``__subclasses__``), a namespace (``__dict__``, ``__globals__``,
+# ``__builtins__``), a method's owner (``__self__``, ``__func__``) or an attribute by name (``__getattribute__``).
+ALLOWED_DUNDERS = frozenset(
+    {
+        *("__init__", "__name__", "__qualname__", "__doc__", "__slots__", "__post_init__", "__repr__", "__str__"),
+        *("__format__", "__len__", "__bool__", "__hash__", "__iter__", "__next__", "__reversed__", "__contains__"),
+        *("__getitem__", "__setitem__", "__delitem__", "__missing__", "__call__", "__enter__", "__exit__"),
+        *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__int__", "__float__", "__index__"),
+        *("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__"),
+        *("__floordiv__", "__mod__", "__pow__", "__neg__", "__pos__", "__abs__", "__matmul__"),
+        *("__and__", "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__"),
+    }
+)
 _DUNDER_IN_TEXT = re.compile(r"__\w+__")
 _TEXT_DUNDERS = ALLOWED_DUNDERS | {"__main__"}
 
@@ -81,17 +95,19 @@ def _module_problems(module: str) -> list[str]:
 
 def _format_problems(method: ast.Attribute) -> list[str]:
     """A ``.format`` method's template (called or not): a string of the program's own text, whose fields name
-    arguments only."""
+    arguments or their items (``{0[1]}``), and whose specs hold only such plain fields (``{:>{width}}``): a field
+    with a dot walks attributes by name."""
     template = method.value
     if not isinstance(template, ast.Constant) or not isinstance(template.value, str):
         return ["formats with a template that is not a string of its own text"]
     try:
-        fields = [field for _, field, spec, _ in string.Formatter().parse(template.value) if field is not None]
-        specs = [spec for _, field, spec, _ in string.Formatter().parse(template.value) if spec]
+        parsed = list(string.Formatter().parse(template.value))
     except ValueError:
         return []  # it fails as it runs, the same on every run
-    if any("." in f or "[" in f for f in fields) or any("{" in s for s in specs):
-        return ["formats with a field that reaches into an attribute or item"]
+    fields = [field for _, field, _, _ in parsed if field is not None]
+    inner = [field for _, _, spec, _ in parsed if spec for field in re.findall(r"{([^{}]*)}", spec)]
+    if any("." in f for f in fields) or any(not re.fullmatch(r"\w*", f) for f in inner):
+        return ["formats with a field that reaches into an attribute"]
     return []
 
 
@@ -116,6 +132,36 @@ def _bound_modules(tree: ast.Module) -> dict[str, object]:
     return bound
 
 
+def _parameter_uses(tree: ast.Module, names: set[str]) -> set[int]:
+    """The uses of ``names`` that are a function's parameter where they stand (``def is_pal(string)`` beside
+    ``import string``), not the module: ids of their ``Name`` nodes. A default, a decorator or an annotation is
+    read where the function is made, and a name a function declares ``global`` or ``nonlocal`` is not its own."""
+    found: set[int] = set()
+
+    def visit(node: ast.AST, hidden: frozenset[str]) -> None:
+        if isinstance(node, ast.Name) and node.id in hidden:
+            found.add(id(node))
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for child in ast.iter_child_nodes(node):
+                visit(child, hidden)
+            return
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
+        outside: list[ast.AST | None] = [*a.defaults, *a.kw_defaults, *(p.annotation for p in params)]
+        if not isinstance(node, ast.Lambda):
+            outside += [*node.decorator_list, node.returns]
+        for made in outside:
+            if made is not None:
+                visit(made, hidden)
+        declared = {n for d in ast.walk(node) if isinstance(d, (ast.Global, ast.Nonlocal)) for n in d.names}
+        inner = (hidden | ({p.arg for p in params} & names)) - declared
+        for child in node.body if isinstance(node.body, list) else [node.body]:
+            visit(child, frozenset(inner))
+
+    visit(tree, frozenset())
+    return found
+
+
 def _module_use_problems(tree: ast.Module) -> list[str]:
     """A module the program may import carries others as attributes (``dataclasses.builtins``, ``typing.sys``):
     every attribute path from an imported module is followed as it resolves, and one that reaches a module the
@@ -130,12 +176,13 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
         if module.__name__.split(".")[0] not in ALLOWED_MODULES  # type: ignore[attr-defined]
     ]
     starts = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    parameters = _parameter_uses(tree, set(bound))
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Name)
             and node.id in bound
             and isinstance(node.ctx, ast.Load)
-            and id(node) not in starts
+            and id(node) not in starts | parameters
         ):
             problems.append(f"uses the module {node.id} other than by its attributes")
         if not isinstance(node, ast.Attribute):
@@ -144,7 +191,9 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
         while isinstance(root, ast.Attribute):
             path.insert(0, root.attr)
             root = root.value
-        if not isinstance(root, ast.Name) or root.id not in bound or any(_is_dunder(step) for step in path):
+        if not isinstance(root, ast.Name) or root.id not in bound or id(root) in parameters:
+            continue
+        if any(_is_dunder(step) for step in path):
             continue
         if private := next((step for step in path if step.startswith("_")), None):
             problems.append(f"uses {private}, a private attribute of the module {root.id}")  # _create_fn runs text

@@ -109,6 +109,26 @@ def test_per_client_in_flight_limit() -> None:
         assert after.status_code == 200 and after.json()["run"]["stdout"] == "free again\n"
 
 
+@pytest.mark.parametrize(("per_client", "refused"), [(64, 429), (0, 503)])
+def test_the_bodies_held_at_once_are_bounded(per_client: int, refused: int) -> None:
+    """Bodies wait with their requests (for a worker, a session's turn): counted as requests alone, one client's
+    could hold MAX_CLIENT_REQUESTS x MAX_BODY_BYTES. Here a client may hold one 200 KiB body's charge (a quarter of
+    the server's bytes, or one largest body), and the server two."""
+    settings = hostile_settings("local", workers=1, max_client_requests=per_client)
+    settings.max_body_bytes, settings.max_held_bodies_mb = 256 << 10, 1
+    pad = "#" * (200 << 10)
+    slow = {"language": "python", "code": f"import time\ntime.sleep(0.8)\nprint('slept')\n{pad}", "cache": False}
+    with TestClient(create_app(settings)) as client, ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda _: client.post("/v1/execute", json=slow), range(3)))
+        codes = sorted(r.status_code for r in answers)
+        assert codes == ([200, 429, 429] if per_client else [200, 200, 503]), codes
+        for r in answers:
+            if r.status_code == refused:
+                assert r.headers["retry-after"] == "1" and "bodies" in r.json()["detail"], r.text
+        after = client.post("/v1/execute", json={**slow, "code": "print('free again')"})  # released at the answer
+        assert after.status_code == 200 and after.json()["run"]["stdout"] == "free again\n"
+
+
 def test_slow_clients_do_not_block_others() -> None:
     server = ServerProcess(
         {"CODEGYM_SANDBOX_WORKERS": "1", "CODEGYM_SANDBOX_BACKEND": "local"}, ["--log-level", "warning"]

@@ -41,7 +41,13 @@ def _serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=False,
         loop="auto",
-        http=protocol_class(settings.header_timeout_s, waiting, lambda why: dropped.labels(reason=why).inc()),
+        http=protocol_class(
+            settings.header_timeout_s,
+            waiting,
+            lambda why: dropped.labels(reason=why).inc(),
+            send_stall_s=settings.send_stall_s,
+            max_unsent=settings.max_unsent_mb << 20,
+        ),
         timeout_keep_alive=75,
         timeout_graceful_shutdown=settings.shutdown_grace_s,
         # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told not to: only the proxies the settings name.

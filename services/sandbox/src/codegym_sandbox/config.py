@@ -172,6 +172,14 @@ class Settings(BaseSettings):
     )
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API when set.")
     max_body_bytes: int = Field(64 << 20, gt=0, description="Largest request body; larger gets 413.")
+    max_held_bodies_mb: int = Field(
+        1024,
+        gt=0,
+        description="What the bodies of the requests in flight may hold in all (twice their bytes: the bytes and "
+        "what they are parsed into), from each request's head to its answer; beyond it 503 with Retry-After (504 "
+        "on SandboxFusion's routes). A client (where MAX_CLIENT_REQUESTS tells clients apart) may hold a quarter "
+        "of it, or one largest body, whichever is more; beyond it 429.",
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host names the server answers for (the Host header, without port) besides IP literals and "
@@ -191,6 +199,18 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds a client has to send a request's whole head (request line and headers) from when it "
         "connects, or on a kept-alive connection from the head's first byte; then the connection is closed.",
+    )
+    send_stall_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a client whose answer fills its connection's buffer may take none of it; then the "
+        "connection is aborted, and the answer with it (the server holds what a client does not read).",
+    )
+    max_unsent_mb: int = Field(
+        1024,
+        gt=0,
+        description="What the answers that wait for their clients to read them may hold in all (past each "
+        "connection's 64 KiB buffer); beyond it, the connections that have waited longest are aborted.",
     )
     shutdown_grace_s: int = Field(
         20,

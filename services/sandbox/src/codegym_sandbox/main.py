@@ -127,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body=settings.max_body_bytes,
         metrics=metrics,
         max_client_requests=settings.max_client_requests,
+        max_held=settings.max_held_bodies_mb << 20,
     )
     return app
 

@@ -58,8 +58,10 @@ class Metrics:
         )
         self.dropped_connections = Counter(
             "codegym_sandbox_dropped_connections",
-            "Connections closed before their request head was complete: past the header deadline, when too many "
-            "waited for one (the longest-waiting closed), or with a head too large",
+            "Connections dropped by reason: deadline, crowded (too many waited for a request head: the longest-"
+            "waiting closed), head_too_large, body_deadline (a body slower than 1 MiB/s), send_stalled (a client "
+            "that took none of its answer for SEND_STALL_S), unsent_bytes (answers waiting for their clients held "
+            "more than MAX_UNSENT_MB: the longest-waiting aborted)",
             ["reason"],
             registry=r,
         )

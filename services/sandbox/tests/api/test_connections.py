@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import suppress
+from typing import Any
 
 import httpx
 import pytest
@@ -27,17 +28,28 @@ async def hello(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+async def sized(scope: Scope, receive: Receive, send: Send) -> None:
+    """Reads the whole body, then answers ``/N`` with N bytes (one write, as a JSON answer is)."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    size = int(scope["path"].strip("/") or 2)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", str(size).encode())]})
+    await send({"type": "http.response.body", "body": b"x" * size})
+
+
 class Served:
-    def __init__(self) -> None:
+    def __init__(self, app: Any = hello, **bounds: Any) -> None:
         self.dropped: list[str] = []
         self.sockets: list[socket.socket] = []
         config = uvicorn.Config(
-            hello,
+            app,
             host="127.0.0.1",
             port=0,
             lifespan="off",
             log_level="warning",
-            http=protocol_class(DEADLINE_S, MAX_WAITING, self.dropped.append),
+            http=protocol_class(DEADLINE_S, MAX_WAITING, self.dropped.append, **bounds),
             timeout_keep_alive=30,
         )
         self.server = uvicorn.Server(config)
@@ -58,8 +70,12 @@ class Served:
         self.server.should_exit = True
         self.thread.join(10)
 
-    def connect(self, sent: bytes = b"") -> socket.socket:
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+    def connect(self, sent: bytes = b"", receive_buffer: int = 0) -> socket.socket:
+        s = socket.socket()
+        if receive_buffer:  # before the connection, so that the window it offers is small from the start
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        s.settimeout(5)
+        s.connect(("127.0.0.1", self.port))
         self.sockets.append(s)
         if sent:
             s.sendall(sent)
@@ -155,3 +171,70 @@ def test_a_head_too_large_is_refused(served: Served) -> None:
     assert served.dropped == ["head_too_large"]
     with httpx.Client() as client:
         assert client.get(served.url, headers={"X-Pad": "p" * 8000}, timeout=5).text == "ok"
+
+
+BIG = 16 << 20  # past what the kernel's socket buffers take on loopback: the rest waits in the server's
+
+
+def taken(s: socket.socket) -> int:
+    """Bytes read from ``s`` until the server closes or aborts it (or 5 s pass without any)."""
+    got = 0
+    with suppress(ConnectionResetError, TimeoutError):
+        while data := s.recv(1 << 20):
+            got += len(data)
+    return got
+
+
+def test_an_answer_its_client_does_not_read_is_dropped_with_its_connection() -> None:
+    """An answer is written whole into the connection's buffer: a client that never reads had the server hold it
+    for as long as it kept the socket (some 1,000 of them, the server's memory)."""
+    served = Served(sized, send_stall_s=1.0).start()
+    try:
+        s = served.connect(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG, receive_buffer=4096)
+        deadline = time.monotonic() + 6
+        while not served.dropped and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert served.dropped == ["send_stalled"]
+        assert taken(s) < BIG  # aborted: the answer went with its buffer
+    finally:
+        served.stop()
+
+
+def test_a_slow_reader_that_keeps_reading_gets_its_whole_answer() -> None:
+    served = Served(sized, send_stall_s=1.0).start()
+    try:
+        s = served.connect(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG)
+        got, started = 0, time.monotonic()
+        while got < BIG and (data := s.recv(1 << 20)):
+            got += len(data)
+            time.sleep(0.2)  # some 3 s in all: past the stall, with some of the answer taken between looks
+        assert got >= BIG and served.dropped == [] and time.monotonic() - started > 1.0
+    finally:
+        served.stop()
+
+
+def test_unread_answers_together_are_bounded_the_longest_waiting_dropped() -> None:
+    served = Served(sized, send_stall_s=30.0, max_unsent=BIG + BIG // 2).start()
+    try:
+        first = served.connect(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG, receive_buffer=4096)
+        time.sleep(0.5)
+        second = served.connect(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG, receive_buffer=4096)
+        time.sleep(0.5)
+        assert served.dropped == ["unsent_bytes"]
+        assert taken(first) < BIG < taken(second)  # the younger one's answer is all there (and its head)
+    finally:
+        served.stop()
+
+
+def test_a_body_that_stops_coming_is_dropped() -> None:
+    """A body one byte short held its request (and every byte of it) for as long as the client kept the socket."""
+    served = Served(sized).start()
+    try:
+        s = served.connect(b"POST /2 HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n" + b"x" * 999)
+        started = time.monotonic()
+        assert closed(s, DEADLINE_S + 3) and served.dropped == ["body_deadline"]
+        assert time.monotonic() - started > DEADLINE_S * 0.9
+        with httpx.Client() as client:  # a whole body, at once, is answered
+            assert client.post(served.url + "/2", content=b"x" * 100_000, timeout=5).text == "xx"
+    finally:
+        served.stop()

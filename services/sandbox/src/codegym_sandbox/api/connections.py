@@ -13,6 +13,18 @@ included. So uvicorn's HTTP protocol is given three bounds here:
   within milliseconds of connecting, so the connections that have waited longest are the slow ones; a
   connection younger than ``GRACE_S`` is kept (its head may not even have been read yet, when a burst of
   connections arrives at once) unless the waiting number reaches four times the bound.
+
+A head once in, the connection holds memory of the server's in two more ways, bounded here too:
+
+- its body: it must arrive at ``MIN_BODY_RATE`` on average (within ``header_timeout_s`` plus its length at that
+  rate, from the head's end); else the connection is aborted. A body one byte short would otherwise hold all
+  the others for as long as the client kept the socket (``guard.py`` bounds the bytes of bodies held at once);
+- its answers that the client does not read: an answer is written whole into the connection's buffer, and a
+  client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
+  it keeps the socket, past the request's end, where nothing else counts it. A connection whose buffer is past
+  its high-water mark (the transport has paused writing) must take some of it every ``send_stall_s``; and all
+  such buffers together hold at most ``max_unsent`` bytes, the connections paused longest aborted first past
+  it. Aborted, not closed: a close keeps the buffer until it is sent.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 MAX_HEAD_BYTES = 64 << 10
 GRACE_S = 0.5
+MIN_BODY_RATE = 1 << 20  # bytes a second: a body slower than this on average is dropped
 _TOO_LARGE = b"request head larger than 64 KiB"
 _CLOSE_431 = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -67,15 +80,58 @@ class Waiting:
             self.on_drop(why)
 
 
+class Unsent:
+    """The connections of one server whose answers wait for their clients to read them, the longest-paused first."""
+
+    def __init__(self, stall_s: float, max_bytes: int, on_drop: Callable[[str], None]) -> None:
+        self.stall_s, self.max_bytes, self.on_drop = stall_s, max_bytes, on_drop
+        self.paused: dict[HeadBoundedProtocol, tuple[int, asyncio.TimerHandle]] = {}  # its buffer at the last look
+
+    def pause(self, conn: HeadBoundedProtocol) -> None:
+        if conn in self.paused:
+            return
+        self.paused[conn] = (conn.unsent(), conn.loop.call_later(self.stall_s, self.look, conn))
+        total = sum(c.unsent() for c in self.paused)
+        for oldest in list(self.paused):
+            if total <= self.max_bytes or oldest is conn:
+                break
+            total -= oldest.unsent()
+            self.drop(oldest, "unsent_bytes")
+
+    def resume(self, conn: HeadBoundedProtocol) -> None:
+        _, timer = self.paused.pop(conn, (0, None))
+        if timer is not None:
+            timer.cancel()
+
+    def look(self, conn: HeadBoundedProtocol) -> None:
+        """A paused connection's buffer must have shrunk since the last look."""
+        if conn not in self.paused:
+            return
+        before, _ = self.paused[conn]
+        if conn.unsent() >= before:
+            self.drop(conn, "send_stalled")
+            return
+        self.paused[conn] = (conn.unsent(), conn.loop.call_later(self.stall_s, self.look, conn))
+
+    def drop(self, conn: HeadBoundedProtocol, why: str) -> None:
+        self.resume(conn)
+        if not conn.transport.is_closing() or conn.unsent():
+            conn.transport.abort()  # its buffer goes with it, which a close would keep until it is sent
+            self.on_drop(why)
+
+
 class HeadBoundedProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, with the bounds of this module. :func:`protocol_class` makes one per server."""
 
     waiting: ClassVar[Waiting]
+    unsent_answers: ClassVar[Unsent]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.deadline: asyncio.TimerHandle | None = None
         self.head_bytes = 0
+        self.body: tuple[float, int, int] | None = None  # a body being read: since, its length (or 0), bytes so far
+        self.body_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -84,13 +140,29 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.waiting.done(self)
+        self.unsent_answers.resume(self)
+        self.body_done()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.unsent_answers.pause(self)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.unsent_answers.resume(self)
+
+    def unsent(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
 
     def data_received(self, data: bytes) -> None:
         in_head = self in self.waiting.since
         if in_head:
             self.arm()  # a kept-alive connection's next head begins: its deadline runs from now
             self.head_bytes += len(data)
+        elif self.body is not None:
+            since, length, seen = self.body
+            self.body = (since, length, seen + len(data))
         super().data_received(data)
         # Counted in whole chunks, so checked only while the head is still unfinished: every byte so far is head.
         if in_head and self in self.waiting.since and self.head_bytes > MAX_HEAD_BYTES:
@@ -99,6 +171,38 @@ class HeadBoundedProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self.waiting.done(self)
         super().on_headers_complete()
+        length = next((v for k, v in self.headers if k == b"content-length"), b"0")
+        self.body = (time.monotonic(), int(length) if length.isdigit() else 0, 0)
+        self.body_deadline = self.loop.call_later(self.body_due(), self.body_late)
+
+    def on_message_complete(self) -> None:
+        self.body_done()
+        super().on_message_complete()
+
+    def body_due(self) -> float:
+        """Seconds until the body being read is late: the head's deadline, then its length (or what came of a
+        chunked one, which may go on as long as it keeps the rate) at ``MIN_BODY_RATE``."""
+        if self.body is None:
+            return 0.0
+        since, length, seen = self.body
+        return since + self.waiting.timeout_s + max(length, seen) / MIN_BODY_RATE - time.monotonic()
+
+    def body_late(self) -> None:
+        self.body_deadline = None
+        if self.body is None or self.transport.is_closing():
+            return
+        if (due := self.body_due()) > 0:  # a chunked body that kept the rate
+            self.body_deadline = self.loop.call_later(due, self.body_late)
+            return
+        self.body_done()
+        self.transport.abort()
+        self.waiting.on_drop("body_deadline")
+
+    def body_done(self) -> None:
+        self.body = None
+        if self.body_deadline is not None:
+            self.body_deadline.cancel()
+            self.body_deadline = None
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -118,11 +222,17 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
 
 def protocol_class(
-    timeout_s: float, max_waiting: int, on_drop: Callable[[str], None] = lambda _: None
+    timeout_s: float,
+    max_waiting: int,
+    on_drop: Callable[[str], None] = lambda _: None,
+    *,
+    send_stall_s: float = 30.0,
+    max_unsent: int = 1 << 30,
 ) -> type[HeadBoundedProtocol]:
     """A protocol class for ``uvicorn.run(http=...)``: the bounds above, shared by the connections of one server."""
 
     class Protocol(HeadBoundedProtocol):
         waiting = Waiting(timeout_s, max_waiting, on_drop)
+        unsent_answers = Unsent(send_stall_s, max_unsent, on_drop)
 
     return Protocol

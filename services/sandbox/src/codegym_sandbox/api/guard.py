@@ -1,5 +1,12 @@
-"""ASGI middleware in front of every route: bearer token, JSON bodies, body size, per-client concurrency, request
-counting.
+"""ASGI middleware in front of every route: bearer token, JSON bodies, body size, per-client concurrency, the bytes
+of bodies held at once, request counting.
+
+A request holds its body (and what it is parsed into) until it is answered, however long it waits: for a worker, a
+session's turn, a cell. Counted as requests alone, one client's bodies could hold ``MAX_CLIENT_REQUESTS`` x
+``MAX_BODY_BYTES`` (16 GiB) of the server's memory, outside every budget. So each request's body is charged
+(``HELD_FACTOR`` x its length: the bytes and the objects parsed from them) against ``max_held`` bytes for the
+whole server (503 past it) and, where clients are told apart (``max_client_requests``), a quarter of that for each
+client (429 past it), from its head until its answer.
 
 Written as plain ASGI rather than BaseHTTPMiddleware: it sits on the hot path of every run.
 """
@@ -16,6 +23,7 @@ from ..metrics import Metrics
 
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+HELD_FACTOR = 2  # a body's bytes, and the strings and objects parsed from them
 
 
 def refusal_status(path: str) -> int:
@@ -30,7 +38,13 @@ def refusal_status(path: str) -> int:
 
 class Guard:
     def __init__(
-        self, app: ASGIApp, token: str | None, max_body: int, metrics: Metrics, max_client_requests: int = 0
+        self,
+        app: ASGIApp,
+        token: str | None,
+        max_body: int,
+        metrics: Metrics,
+        max_client_requests: int = 0,
+        max_held: int = 1 << 30,
     ) -> None:
         self.app = app
         self.token = token.encode() if token else None
@@ -38,6 +52,11 @@ class Guard:
         self.metrics = metrics
         self.max_client_requests = max_client_requests  # 0: no limit
         self.in_flight: dict[str, int] = {}  # requests being served, by client address
+        # Bytes of bodies held, in all and by client; a client's share is never less than one largest body.
+        self.client_held = max(max_held // 4, HELD_FACTOR * max_body)
+        self.max_held = max(max_held, self.client_held)
+        self.held: dict[str, int] = {}
+        self.held_total = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -72,22 +91,23 @@ class Guard:
                     return
                 self.in_flight[client] = self.in_flight.get(client, 0) + 1
                 try:
-                    await self._serve(scope, receive, counting_send)
+                    await self._serve(scope, receive, counting_send, client)
                 finally:
                     left = self.in_flight.pop(client) - 1
                     if left:
                         self.in_flight[client] = left
                 return
-            await self._serve(scope, receive, counting_send)
+            await self._serve(scope, receive, counting_send, None)
         finally:
             self.metrics.requests.labels(route=route, status=str(status_seen)).inc()
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The body-size checks, then the app."""
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, client: str | None) -> None:
+        """The body-size checks, the body's charge, then the app."""
         length = _header(scope, b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             await _reply(send, 413, f"request body larger than {self.max_body} bytes")
             return
+        size = int(length) if length is not None else 0
         if length is None:
             # A chunked body: the app's body parser would turn a BodyTooLarge raised while it reads
             # into a 400, so read it here first (the app buffers the whole body anyway).
@@ -95,8 +115,37 @@ class Guard:
             if body is None:
                 await _reply(send, 413, f"request body larger than {self.max_body} bytes")
                 return
-            receive = _replay(body, receive)
-        await self.app(scope, self._limited(receive), send)
+            receive, size = _replay(body, receive), len(body)
+        charge = HELD_FACTOR * size
+        if refused := self._hold(client, charge, scope["path"]):
+            await _reply(send, *refused)
+            return
+        try:
+            await self.app(scope, self._limited(receive), send)
+        finally:
+            self._release(client, charge)
+
+    def _hold(self, client: str | None, charge: int, path: str) -> tuple[int, str, dict[str, str]] | None:
+        """Charge a body to the server's bytes (and its client's); the refusal where it does not fit."""
+        if not charge:
+            return None
+        again = {"retry-after": "1"}
+        if self.held_total + charge > self.max_held:
+            return refusal_status(path), "the server holds as many request bodies as it may now: retry", again
+        if client is not None and self.held.get(client, 0) + charge > self.client_held:
+            status = 429 if refusal_status(path) == 503 else 504
+            return status, f"the bodies of {client}'s requests in flight hold as much as one client may", again
+        self.held_total += charge
+        if client is not None:
+            self.held[client] = self.held.get(client, 0) + charge
+        return None
+
+    def _release(self, client: str | None, charge: int) -> None:
+        if not charge:
+            return
+        self.held_total -= charge
+        if client is not None and (left := self.held.pop(client) - charge):
+            self.held[client] = left
 
     def _authorised(self, scope: Scope) -> bool:
         value = _header(scope, b"authorization") or ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .verdicts import Verdict
 
@@ -109,6 +109,9 @@ class EvaluateRequest(Strict):
     )
     limits: LimitsIn = Field(default_factory=LimitsIn)
     cache: bool = Field(True, description="answer from the result cache when the same run ran before (false: run it)")
+    # How much of each test's output its answer shows (``judging.judge.shown_bytes``), set for the whole request
+    # the group comes in: none of the wire's.
+    _shown_bytes: int = PrivateAttr(1024)
 
     @model_validator(mode="after")
     def _function_for_calls(self) -> EvaluateRequest:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from codegym_sandbox.api import execute_batch
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 from sandbox_support import settings_for
@@ -197,3 +198,16 @@ def test_a_large_admitted_request_takes_turns_with_other_clients() -> None:
         assert other.status_code == 200 and other.json()["verdict"] == "AC", other.text
         assert running  # answered while the batch still ran: it took its turn
         assert answers[0].status_code == 200 and [i["text"] for i in answers[0].json()] == [str(i) for i in range(20)]
+
+
+def test_a_batch_answer_shows_each_script_its_share(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch holds its items until its last script ends: what it keeps of each is its share of one answer's
+    bound, so that the answer does not grow with the count of scripts times the output limit."""
+    monkeypatch.setattr(execute_batch, "ANSWER_BYTES", 64 << 10)
+    loud = "import sys\nsys.stdout.write('\\x01' * 100_000)\nsys.stderr.write('e' * 100_000)\n'x' * 100_000"
+    for item in batch(client, [loud] * 4):
+        logs = item["execution"]["logs"]
+        assert len("".join(logs["stdout"])) == 16 << 10 and len("".join(logs["stderr"])) <= 16 << 10
+        assert 8 << 10 < len(e2b_text(item) or "") == len(item["text"]) <= 16 << 10
+    (alone,) = batch(client, [loud])
+    assert len("".join(alone["execution"]["logs"]["stdout"])) == 64 << 10

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox import languages
+from codegym_sandbox.judging import judge
 from fastapi.testclient import TestClient
 from sandbox_support import metric
 
@@ -330,3 +331,15 @@ def test_languages_lists_every_fusion_language_with_what_is_missing(client: Test
     assert "no Julia" in listed["julia"]["detail"] and "no Swift" in listed["swift"]["detail"]
     body = client.post("/v1/execute", json={"language": "julia", "code": "println(1)"}).json()
     assert body["verdict"] == "SE" and "julia" in body["run"]["error"] and "no Julia" in body["run"]["error"]
+
+
+def test_an_answer_of_many_tests_shows_less_of_each(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an answer shows of its tests' output is bounded as a whole: a KiB of each stream per test held
+    gigabytes for a request of 2**18 runs."""
+    monkeypatch.setattr(judge, "ANSWER_SHOWN_BYTES", 8192)
+    loud = "import sys\nprint('o' * 2000)\nsys.stderr.write('e' * 2000)"
+    eight = [{"stdin": str(i), "expected_stdout": "x"} for i in range(8)]
+    (many,) = evaluate(client, programs=[loud], tests=eight, cache=False)
+    assert [(len(t["stdout"]), len(t["stderr"])) for t in many["tests"]] == [(512, 512)] * 8
+    (few,) = evaluate(client, programs=[loud], tests=eight[:2], cache=False)
+    assert [(len(t["stdout"]), len(t["stderr"])) for t in few["tests"]] == [(judge.SHOWN_BYTES,) * 2] * 2

@@ -44,6 +44,10 @@ from .convert import text
 router = APIRouter()
 
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+# What one batch's answer shows of its scripts' output and results in all: each item's part of it is kept as its
+# script ends, the rest let go. A batch holds its items until the last script ends, and one of many scripts,
+# each printing up to the output limit, held gigabytes (a control character is six bytes of JSON).
+ANSWER_BYTES = 16 << 20
 
 
 class ExecuteBatchRequest(BaseModel):
@@ -72,18 +76,34 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
     limits = executor.run_limits(req.timeout, None)
     compile_limits = executor.compile_limits(req.timeout)
     cap = executor.settings.limits.output_bytes // 2  # the rest for the frames and the main result
+    share = max(ANSWER_BYTES // max(len(req.scripts), 1), 4096)  # of each item's texts: stdout, stderr, result
 
     async def one(script: str, language: str) -> dict[str, Any]:
         if language in ("python", "python3"):
-            job = json.dumps({"cells": [script], "cell_timeout": 0, "output_bytes": cap}).encode()
+            job = json.dumps({"cells": [script], "cell_timeout": 0, "output_bytes": min(cap, share)}).encode()
             ex = await executor.execute("python", notebook.CELLS_MAIN, job, {}, limits, compile_limits, policy)
-            return _cell_item(ex)
+            return _kept(_cell_item(ex), share)
         ex = await executor.execute(language, script, None, {}, limits, compile_limits, policy)
-        return _item(ex)
+        return _kept(_item(ex), share)
 
     if len(languages) != len(req.scripts):
         return [_failed("scripts and languages differ in length")] * len(req.scripts)
     return await all_of(one(s, lang) for s, lang in zip(req.scripts, languages, strict=True))
+
+
+def _kept(item: dict[str, Any], share: int) -> dict[str, Any]:
+    """``item`` with each of its texts cut to ``share`` characters (a log's start, stderr's end)."""
+    execution = item["execution"]
+    if execution is None:
+        return item
+    logs = execution["logs"]
+    logs["stdout"] = [t[:share] for t in logs["stdout"]]
+    logs["stderr"] = [t[-share:] for t in logs["stderr"]]
+    for result in execution["results"]:
+        result["text"] = result["text"][:share]
+    if item["text"] is not None:
+        item["text"] = item["text"][:share]
+    return item
 
 
 def _item(ex: Execution) -> dict[str, Any]:

@@ -19,6 +19,22 @@ from .compare import outputs_match
 from .wire import step_out, text
 
 SHOWN_BYTES = 1024  # of a test's stdout (its start) and stderr (its end) in an answer
+# Of every test's shown output together, in one request's answer: a request of many tests shows less of each, so
+# that what the server holds and sends for an answer does not grow with its count of runs (2**18 runs at a KiB of
+# each stream held 0.6 GB before the answer, some 3 GB of JSON: a control character is six bytes of it).
+ANSWER_SHOWN_BYTES = 16 << 20
+
+
+def shown_bytes(runs: int) -> int:
+    """How much of each of a test's streams an answer of ``runs`` tests shows."""
+    return max(min(SHOWN_BYTES, ANSWER_SHOWN_BYTES // (2 * max(runs, 1))), 16)
+
+
+def share_answer(reqs: list[EvaluateRequest]) -> None:
+    """Set each request's share of its answer's shown output: the requests of a batch share one answer."""
+    shown = shown_bytes(sum(len(r.programs) * len(r.tests) for r in reqs))
+    for req in reqs:
+        req._shown_bytes = shown
 
 
 def execution_verdict(ex: Execution) -> Verdict:
@@ -51,8 +67,8 @@ def test_out(req: EvaluateRequest, test: Test, step: StepResult) -> TestOut:
         verdict=test_verdict(req, test, step),
         wall_s=step.wall_s,
         cpu_s=step.cpu_s,
-        stdout=text(step.stdout[:SHOWN_BYTES]),
-        stderr=text(step.stderr[-SHOWN_BYTES:]),
+        stdout=text(step.stdout[: req._shown_bytes]),
+        stderr=text(step.stderr[-req._shown_bytes :]),
     )
 
 

@@ -25,6 +25,7 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
     """Each request's programs judged against its tests; the assert tests of them all together. Every run is
     made with ``policy`` (the route's: whether to cache, how long to queue, admitted as a whole or not)."""
     workers = executor.backend.status().get("workers", 1)
+    judge.share_answer(reqs)
     asserts: dict[int, languages.Language] = {}
     for i, req in enumerate(reqs):
         if (lang := _python_asserts(executor, req)) is not None:

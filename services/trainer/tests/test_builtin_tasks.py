@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer
-from codegym_evaluator.tasks import read_task_file
+from codegym_evaluator.tasks import Task, read_task_file
+from codegym_trainer import tasks as trainer_tasks
 from codegym_trainer.config import TrainConfig
 from codegym_trainer.data import HELDOUT_FILE, TRAIN_FILE
 from codegym_trainer.tasks import heldout_tasks, prompt_dataset, training_tasks
@@ -24,6 +25,31 @@ def test_selection_flags() -> None:
     medium = training_tasks(TrainConfig(difficulty="medium"))
     assert medium and all(t.difficulty == "medium" for t in medium)
     assert len(heldout_tasks(TrainConfig(eval_limit=3))) == 3
+
+
+def test_training_never_judges_only_tests_its_prompt_shows(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task whose prompt shows every test that judges it trains on its dataset's training prompt, or not at all:
+    a reward on shown tests pays a lookup table of their answers."""
+    asserts = [{"assert_code": f"assert f({i}) == {i}"} for i in range(3)]
+    shows_all = {"public_tests": 3, "training_prompt": "f; assert f(0) == 0", "training_public_tests": 1}
+    loaded = [
+        Task("mbpp-like", "f; three asserts", "assert", asserts, "f", metadata=shows_all),
+        Task(
+            "examples-only",
+            "two examples",
+            "stdio",
+            [{"stdin": "1", "expected_stdout": "1"}] * 2,
+            metadata={"public_tests": 2},
+        ),
+        Task("hidden", "p", "stdio", [{"stdin": "1", "expected_stdout": "1"}] * 2),
+    ]
+    monkeypatch.setattr(trainer_tasks, "_load", lambda *args: loaded)
+    train = training_tasks(TrainConfig(dataset="mbpp"))
+    assert [t.task_id for t in train] == ["mbpp-like", "hidden"]
+    assert train[0].prompt == "f; assert f(0) == 0" and train[0].tests == asserts and train[1] is loaded[2]
+    assert "1 of 3 tasks left out of training" in caplog.text
 
 
 def test_prompt_dataset_has_the_task_column() -> None:

@@ -118,6 +118,26 @@ def test_mbpp_full_and_sanitized_from_their_parquet_files() -> None:
     assert sanitized[1].tests[1]["assert_code"] == "import math\nassert math.isclose(square_perimeter(4.5), 18.0)"
 
 
+def test_a_training_prompt_never_shows_every_test_that_judges_it() -> None:
+    """A reward on the tests a prompt shows pays a table of their answers. For training, MBPP shows its first
+    assert alone (it names the function) and every assert judges; a task whose prompt shows all its tests and
+    that has no training prompt is no training task."""
+    (full,) = hub_tasks("mbpp")
+    trained = full.for_training()
+    assert trained is not None and trained.tests == full.tests and trained.entry_point == full.entry_point
+    asserts = [t["assert_code"] for t in full.tests]
+    assert asserts[0] in trained.prompt and not any(a in trained.prompt for a in asserts[1:])
+    assert trained.public_tests == full.tests[:1] and trained.visible_tests() == full.tests[:1]
+    shown_all = Task("t", "p", "stdio", [{"stdin": "1", "expected_stdout": "1"}], metadata={"public_tests": 1})
+    assert shown_all.for_training() is None
+    hidden = Task("t", "p", "stdio", [{"stdin": str(i), "expected_stdout": ""} for i in range(2)])
+    assert hidden.for_training() is hidden and hidden.public_tests is None
+    for dataset in ("mbpp", "mbpp-sanitized", "apps", "code_contests", "livecodebench", "taco"):
+        for task in hub_tasks(dataset):
+            view = task.for_training()
+            assert view is None or view.public_tests is None or len(view.public_tests) < len(view.tests), task.task_id
+
+
 @pytest.mark.anyio
 async def test_mbpp_reference_code_passes(sandbox: httpx.ASGITransport) -> None:
     for task in hub_tasks("mbpp-sanitized") + hub_tasks("mbpp", split="prompt"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from codegym_evaluator.prompts import base_prompt, chat_messages
@@ -12,6 +13,7 @@ from .config import BUILTIN_HELDOUT, BUILTIN_TRAIN, ConfigError, TrainConfig
 from .data import HELDOUT_FILE, TRAIN_FILE
 
 _BUILTIN = {BUILTIN_TRAIN: TRAIN_FILE, BUILTIN_HELDOUT: HELDOUT_FILE}
+log = logging.getLogger(__name__)
 
 
 def _load(dataset: str, path: str | None, split: str | None, limit: int | None, difficulty: str | None) -> list[Task]:
@@ -25,8 +27,18 @@ def _load(dataset: str, path: str | None, split: str | None, limit: int | None, 
 
 
 def training_tasks(config: TrainConfig) -> list[Task]:
-    """The tasks GRPO trains on (``--dataset``, ``--split``, ``--limit``, ``--difficulty``)."""
-    tasks = _load(config.dataset, config.dataset_path, config.split, config.limit, config.difficulty)
+    """The tasks GRPO trains on (``--dataset``, ``--split``, ``--limit``, ``--difficulty``), each as a training
+    prompt shows it: never one whose prompt shows every test that judges it (``Task.for_training``)."""
+    loaded = _load(config.dataset, config.dataset_path, config.split, config.limit, config.difficulty)
+    tasks = [t for t in (task.for_training() for task in loaded) if t is not None]
+    if len(tasks) < len(loaded):
+        log.warning(
+            "dataset %r: %d of %d tasks left out of training: their prompts show every test that judges them, "
+            "which a lookup table of the answers would pass",
+            config.dataset,
+            len(loaded) - len(tasks),
+            len(loaded),
+        )
     if not tasks:
         raise ConfigError(f"dataset {config.dataset!r} gave no training tasks (check --split/--difficulty/--limit)")
     return tasks

@@ -36,7 +36,9 @@ class MBPPAdapter:
     """Rows of ``mbpp`` (full or ``sanitized``): each assert of ``test_list`` is one assert test.
 
     As in the MBPP paper's prompt, the problem is shown with its tests, which also fixes the function name.
-    ``challenge_test_list`` (full only) is added when ``challenge`` is set.
+    ``challenge_test_list`` (full only) is added when ``challenge`` is set. For training, where a reward on
+    shown tests would pay a table of their answers, the prompt shows the first assert alone (it still names the
+    function) and every assert judges (``Task.for_training``).
     """
 
     def __init__(self, *, challenge: bool = False) -> None:
@@ -54,9 +56,9 @@ class MBPPAdapter:
         setup = self._setup(sample)
         return [{"assert_code": f"{setup}{a}"} for a in asserts if a.strip()]
 
-    def format_problem(self, sample: dict[str, Any]) -> str:
+    def format_problem(self, sample: dict[str, Any], shown: int | None = None) -> str:
         text = str(sample.get("prompt") or sample.get("text") or "").strip()
-        tests = "\n".join(sample.get("test_list") or [])
+        tests = "\n".join([a for a in sample.get("test_list") or [] if a.strip()][:shown])
         return f"{text}\nYour code should pass these tests:\n\n{tests}\n"
 
     def to_task(self, sample: dict[str, Any], index: int) -> Task | None:
@@ -74,5 +76,7 @@ class MBPPAdapter:
                 "test_imports": sample.get("test_imports"),
                 # the prompt shows ``test_list``; the challenge tests after them are hidden
                 "public_tests": sum(1 for a in sample.get("test_list") or [] if a.strip()),
+                "training_prompt": self.format_problem(sample, shown=1),
+                "training_public_tests": 1,
             },
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from .shown_asserts import first_asserts
@@ -81,6 +81,22 @@ class Task:
             shown = first_asserts(str(self.tests[0].get("assert_code", "")), public_tests)
             return [] if shown is None else [{**self.tests[0], "assert_code": shown}]
         return self.tests[: min(public_tests, len(self.tests) - 1)]
+
+    def for_training(self) -> Task | None:
+        """The task as a training prompt may show it, or None where it cannot be one.
+
+        A reward that judges only tests its prompt shows pays a table of their answers as well as a solution (an
+        MBPP prompt lists every assert that judges it; a CodeContests row without private tests is judged on the
+        examples its statement prints). So a task whose prompt shows every judged test (``public_tests`` counts
+        them all) trains on the prompt its dataset gives for training (``metadata["training_prompt"]``, showing
+        ``metadata["training_public_tests"]`` of them), and without one it is no training task."""
+        shown = self.public_tests
+        if shown is None or len(shown) < len(self.tests):
+            return self
+        prompt, public = self.metadata.get("training_prompt"), self.metadata.get("training_public_tests")
+        if not isinstance(prompt, str) or not isinstance(public, int) or not 0 <= public < len(self.tests):
+            return None
+        return replace(self, prompt=prompt, metadata={**self.metadata, "public_tests": public})
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""

@@ -80,7 +80,7 @@ def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner:
     assert {r.verdict for r in crash} == {"RE"} and "ZeroDivisionError" in crash[0].stderr
     (json_run, _), (site, _) = runner.run_twice(["import json\nprint(json.dumps([1]))", "import httpx\nprint(1)"])
     assert json_run.stdout == "[1]\n"
-    assert site.verdict == "RE" and "import is refused" in site.stderr  # installed, but not for games
+    assert site.verdict == "RE" and "imports no httpx" in site.stderr  # installed, but not for games
 
 
 # Doors past the static check's reading of the text (each found by an attack round), and the two kinds of answer:
@@ -88,9 +88,13 @@ def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner:
 REFUSED = {
     "a generator's frame holds the builtins": "def g():\n    yield 1\nprint(g().gi_frame.f_builtins['open']('x'))",
     "an import by a name in a string": "print(__import__('os').listdir('/'))",
-    "a function's code": "f = lambda: 0\nprint(f.__code__.co_consts)",
     "a traceback's frame": "try:\n    1 / 0\nexcept Exception as e:\n    print(e.__traceback__.tb_frame.f_globals)",
     "a frame through an allowed module": "import typing\nprint(typing.sys._getframe().f_code)",
+    "a file past the standard library's folder": (
+        "import dataclasses as d\nroot = d.__file__.rpartition('/')[0]\n"
+        "print(d.builtins.open(root + '/../../../etc/hostname').read())"
+    ),
+    "a module never loaded": "import typing as t\nprint(t.sys.modules['importlib'].import_module('pty'))",
 }
 DISAGREE = {
     "the working directory through a private helper": (
@@ -113,7 +117,7 @@ def test_what_a_program_reaches_past_its_text_is_refused_or_seen_to_differ(runne
     runs = runner.run_twice([*REFUSED.values(), *DISAGREE.values(), *FAIR])
     refused, disagree, fair = runs[: len(REFUSED)], runs[len(REFUSED) : -len(FAIR)], runs[-len(FAIR) :]
     for door, (a, b) in zip(REFUSED, refused, strict=True):
-        assert a.verdict == b.verdict == "RE" and "PermissionError: the code game" in a.stderr, (door, a)
+        assert a.verdict == b.verdict == "RE" and "Error: the code game" in a.stderr, (door, a)
     for door, (a, b) in zip(DISAGREE, disagree, strict=True):
         assert a.verdict == b.verdict == "AC" and a.stdout != b.stdout, (door, a, b)
     for a, b in fair:

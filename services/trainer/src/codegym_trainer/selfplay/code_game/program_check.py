@@ -165,8 +165,9 @@ def _parameter_uses(tree: ast.Module, names: set[str]) -> set[int]:
 def _module_use_problems(tree: ast.Module) -> list[str]:
     """A module the program may import carries others as attributes (``dataclasses.builtins``, ``typing.sys``):
     every attribute path from an imported module is followed as it resolves, and one that reaches a module the
-    program may not import is rejected. So that every use is such a path, a module's name is only ever the start
-    of one (``d = dataclasses``, ``f(typing)`` would carry it where it is not followed)."""
+    program may not import is rejected. So that every use is such a path, a module, named or reached through
+    another's attribute, is only ever the start of one (``d = dataclasses``, ``f(typing)``, ``e = re.enum``, a
+    parameter's default ``t=re.enum`` would carry it where it is not followed)."""
     bound = _bound_modules(tree)
     if not bound:
         return []
@@ -205,6 +206,10 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
                 through = ".".join([root.id, *path[:at]])
                 problems.append(f"reaches the module {value.__name__} through {through}, which is banned")
                 break
+        else:
+            if inspect.ismodule(value) and id(node) not in starts:  # ``e = re.enum`` then ``e.sys``
+                through = ".".join([root.id, *path])
+                problems.append(f"uses the module {through} other than by its attributes")
     return problems
 
 

@@ -1,94 +1,99 @@
 """What a writer's program may do while it runs, in the code-output game: the second layer under the static check.
 
-``program_check`` reads a program's text, and three rounds of attacks each found a door the text does not show
-(a generator's frame holds the builtins; an allowed module's private helper runs text as code). Every such door
-ends in an act the interpreter itself reports through an audit hook (PEP 578): opening a file, compiling or
-running text, importing a module, starting a process, reading a frame or a function's code. So each run goes
-through :data:`GUARD`, which installs a hook before the program's first line and refuses those acts to the
-program's own code. The standard library's own code keeps them where it needs them (a ``dataclass`` compiles
-its ``__init__``; an import reads the module's files under the standard library's folder), judged by the
-innermost frame when the act is reported: a program cannot make a frame whose code claims a standard library
-file without compiling, which is refused to it.
+``program_check`` reads a program's text, and each round of attacks found a door the text does not show (a
+generator's frame holds the builtins; an allowed module's private helper runs text as code; a module reached
+through another's attribute). Every door that reaches the machine ends in an act the interpreter itself reports
+to an audit hook (PEP 578): opening a file, listing a folder, importing a module, starting a process, reading a
+frame, tracing. So each run goes through :data:`GUARD`, which first imports every module a program may import
+(and so everything they import), then installs a hook that judges each act by the act alone, whoever does it:
 
-Refused, the act raises ``PermissionError`` in the program: it ends with an error (and is judged broken), or it
-goes on without what it asked for, the same on both runs. What no hook reports (the clock, the process id, the
-environment, the working directory) is left to the two runs' disagreement: the launcher (``program_runner``)
-gives them different working directories, environments and process ids, so a program that prints them is
-caught as nondeterministic.
+- a file is opened to read only, and only under the standard library's folder (a path with no ``..`` in it);
+  a folder is listed only there too;
+- a module is imported only where its top-level package is one a program may import: the rest that they need
+  is loaded by then;
+- no frame is handed out (``sys._getframe``, a generator's, coroutine's or traceback's frame), and nothing may
+  trace, profile, add a hook, or reach ``gc``, ``os``'s processes, sockets, ``ctypes`` and the like.
 
-The guard is a ``python -c`` script (standard library only, no site: ``-S -s``) that takes the program's file
-as its argument, and keeps nothing the program can reach: the hook is a closure that no name of the program's
-namespace leads to, and the program runs in a namespace of its own. It imports nothing (``os`` is not loaded
-with ``-S``), so that a program's ``import os`` is an import the hook sees and refuses.
+The hook keeps no state (no flag a program could find in a frame and set) and looks at no frame, so code that
+claims to be the standard library's gains nothing. Refused, an act raises ``PermissionError`` (``ValueError`` for
+``sys._getframe``, which the standard library's callers, a named tuple's, fall back from) in the program: it
+ends with an error (and is judged broken), or goes on without what it asked for, the same on both runs.
+
+What no hook reports (the clock, the process id, ``posix.uname``) is left to the two runs' disagreement: the
+launcher (``program_runner``) gives them different working directories, environments (nothing but the hash
+seed, a home and a name of the run's own) and process ids, so a program that prints them is caught as
+nondeterministic. Facts of the machine that are the same on every run and that an allowed module shows
+(``hashlib.algorithms_available``) are the game's to learn by both of its roles.
 """
 
 from __future__ import annotations
 
 from .program_check import ALLOWED_MODULES
 
-# Reported acts the program's own code may never do, by the event's name or its prefix (``os.`` covers
-# ``os.system``, ``os.listdir``, ``os.kill``, ...; ``sys.`` covers ``sys._getframe``, ``sys.settrace``, ...).
+# Reported acts that are never a program's, by the event's name or its prefix (``os.`` covers ``os.system``,
+# ``os.kill``, ...; ``sys.`` covers ``sys.settrace``, ``sys._current_frames``, ``sys.addaudithook``, ...).
 REFUSED_PREFIXES = (
     *("os.", "subprocess.", "socket.", "ctypes.", "sys.", "shutil.", "pty.", "mmap.", "resource.", "signal."),
-    *("fcntl.", "gc.", "glob.", "tempfile.", "urllib.", "http.", "sqlite3.", "syslog.", "webbrowser.", "marshal."),
-    *("pickle.", "ftplib.", "smtplib.", "poplib.", "imaplib.", "nntplib.", "telnetlib.", "winreg.", "_winapi."),
-    *("code.__new__", "function.__new__", "builtins.input", "builtins.breakpoint"),
+    *("fcntl.", "gc.", "glob.", "tempfile.", "urllib.", "http.", "sqlite3.", "syslog.", "webbrowser.", "pickle."),
+    *(
+        "ftplib.",
+        "smtplib.",
+        "poplib.",
+        "imaplib.",
+        "nntplib.",
+        "telnetlib.",
+        "winreg.",
+        "_winapi.",
+        "_posixsubprocess",
+    ),
+    *("builtins.input", "builtins.breakpoint"),
 )
-# Acts that the standard library's code does for itself (an import reads its files and runs its code; a
-# dataclass or named tuple compiles its methods, takes object ids and reads a function's code): refused to
-# the program's code, allowed to the standard library's own, files and folders under its root only.
-STDLIB_ONLY = (
-    *("open", "exec", "compile", "import", "object.__getattr__", "builtins.id", "sys._getframe"),
-    *("os.listdir", "os.scandir", "marshal.loads", "sys._getframemodulename"),
-)
-# Reported by the interpreter itself as a program ends, not acts of the program.
-_ENDING = ("sys.excepthook", "sys.unraisablehook", "cpython._PySys_ClearAuditHooks")
+# Attributes that hand out a frame (whose locals, globals and builtins lead everywhere).
+FRAME_ATTRIBUTES = ("gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back")
+# Reported by the interpreter itself as a program ends, or harmless names of the caller's module.
+_ALLOWED_SYS = ("sys.excepthook", "sys.unraisablehook", "sys._getframemodulename")
 
 GUARD = f"""\
 def _guard():
     import sys
+    for name in {sorted(ALLOWED_MODULES - {"__future__"})!r}:
+        __import__(name)  # before the hook: what they import is loaded by then
     file = sys.argv[1]
     with open(file, encoding="utf-8") as f:
         code = compile(f.read(), file, "exec")
     root = sys.modules["codecs"].__file__.rpartition("/")[0] + "/"
     allowed = frozenset({sorted(ALLOWED_MODULES)!r})
-    refused, stdlib_only, ending = {REFUSED_PREFIXES!r}, frozenset({STDLIB_ONLY!r}), frozenset({_ENDING!r})
+    refused, frames, fine = {REFUSED_PREFIXES!r}, frozenset({FRAME_ATTRIBUTES!r}), frozenset({_ALLOWED_SYS!r})
     writes = 0o3103  # Linux's O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND
-    busy = []
 
-    def ours(name):
-        return name.startswith(root) or name.startswith("<frozen ")
-
-    def judge(event, args):
-        if event == "exec" and args[0] is code:
-            return  # the program itself, run once below
-        if event in ending or (event not in stdlib_only and not event.startswith(refused)):
-            return
-        caller = sys._getframe(2).f_code.co_filename  # the frame the act is reported from
-        if event in stdlib_only and ours(caller):
-            if event in ("open", "os.listdir", "os.scandir") and not ours(str(args[0] if args else "")):
-                raise PermissionError(f"the code game: a program reads no file ({{event}} {{args[0]!r}})")
-            if event == "open" and (set(args[1] or "") & set("wax+") or (args[2] or 0) & writes):
-                raise PermissionError("the code game: a program writes no file")
-            return
-        if event == "import" and str(args[0]).partition(".")[0] in allowed:
-            return
-        raise PermissionError(f"the code game: a program only computes ({{event}} is refused)")
+    def ours(path):  # exact types only: a subclass of str answers startswith as it likes
+        return type(path) is str and path.startswith(root) and ".." not in path.split("/")
 
     def hook(event, args):
-        if busy:
-            return  # an act of the hook's own (its look at the caller's frame)
-        busy.append(event)
-        try:
-            judge(event, args)
-        finally:
-            busy.pop()
+        if event == "open":
+            path, mode, flags = args
+            mode, flags = mode if type(mode) is str else "w", flags if type(flags) is int else writes
+            if not ours(path) or set(mode) & set("wax+") or flags & writes:
+                raise PermissionError(f"the code game: a program reads and writes no file ({{path!r}})")
+        elif event in ("os.listdir", "os.scandir"):
+            if not ours(args[0]):
+                raise PermissionError(f"the code game: a program lists no folder ({{args[0]!r}})")
+        elif event == "import":
+            if type(args[0]) is not str or args[0].partition(".")[0] not in allowed:
+                raise PermissionError(f"the code game: a program imports no {{args[0]}}")
+        elif event == "object.__getattr__":
+            if type(args[1]) is not str or args[1] in frames:
+                raise PermissionError(f"the code game: a program reads no {{args[1]}}")
+        elif event == "sys._getframe":
+            raise ValueError("the code game: a program reads no frame")
+        elif event not in fine and event.startswith(refused):
+            raise PermissionError(f"the code game: a program only computes ({{event}} is refused)")
 
     sys.addaudithook(hook)
-    sys.argv[:] = [file]
-    exec(code, {{"__name__": "__main__", "__file__": file, "__builtins__": __builtins__}})
+    return code, {{"__name__": "__main__", "__file__": file, "__builtins__": __builtins__}}
 
 
-_guard()
+_code, _namespace = _guard()
 del _guard
+exec(_code, _namespace)
 """

@@ -36,7 +36,8 @@ HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders str
 
 # A working directory, an environment and a process id of the run's own (a process made and ended a random
 # number of times first): what a program could print of its machine without any act the guard refuses differs
-# between the two runs, and shows as their disagreement.
+# between the two runs, and shows as their disagreement. The environment holds nothing else: a value the same on
+# every run (the sandbox's PATH) would be a fact the program's text does not show.
 LAUNCHER = """\
 import os, sys
 here, file = os.urandom(8).hex(), os.path.abspath({file!r})
@@ -47,7 +48,7 @@ for _ in range(os.urandom(1)[0] % 16):
         os._exit(0)
     os.waitpid(pid, 0)
 os.chdir(here)
-env = {{**os.environ, "PYTHONHASHSEED": {seed!r}, "HOME": os.getcwd(), "TMPDIR": os.getcwd(), "RUN": here}}
+env = {{"PYTHONHASHSEED": {seed!r}, "LANG": "C.UTF-8", "HOME": os.getcwd(), "TMPDIR": os.getcwd(), "RUN": here}}
 os.execve(sys.executable, [sys.executable, "-S", "-s", "-B", "-c", {guard!r}, file], env)
 """
 

@@ -136,6 +136,36 @@ def test_a_plain_fusion_server_judges_as_codegym_does_and_warns_once(url: str) -
     assert asserts == [1.0, 0.0]  # the exit before the asserts never printed the run's nonce
 
 
+# Reads the nonce the fusion way's assert test prints from its own file, prints it and exits before the asserts.
+FORGE = """```python
+import os, re, sys
+source = open(sys.argv[0] if sys.argv and sys.argv[0] else __file__).read()
+found = re.findall(r"print\\('\\\\n' \\+ '([0-9a-f]{32})'", source)
+if found:
+    sys.stdout.write("\\n" + found[-1] + "\\n"); sys.stdout.flush(); os._exit(0)
+def square(x):
+    return 0
+```"""
+
+
+def test_api_fusion_masks_a_call_whose_probe_cannot_tell_the_server(url: str) -> None:
+    seen: list[str] = []
+    codegym = passing_on(url, None, seen)
+
+    async def busy_once(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/languages" and "busy" not in seen:
+            seen.append("busy")
+            return httpx.Response(503, headers={"Retry-After": "0"}, text="busy")
+        return await codegym.handle_async_request(request)
+
+    reward = CodeReward("http://codegym", api="fusion", retries=0, transport=httpx.MockTransport(busy_once))
+    square = "```python\ndef square(x):\n    return x * x\n```"
+    rows = {"test_list": [["assert square(2) == 4", "assert square(3) == 9"]] * 2}
+    assert reward(completions=[FORGE, square], **rows) == [None, None]  # never judged the forgeable way
+    assert reward(completions=[FORGE, square], **rows) == [0.0, 1.0]
+    assert seen == ["busy", "/v1/languages", "/v1/evaluate"]
+
+
 def test_each_assert_run_gets_its_own_nonce() -> None:
     reward = CodeReward(api="fusion")
     test = {"assert_code": "assert True"}

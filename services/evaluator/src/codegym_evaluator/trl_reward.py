@@ -35,7 +35,9 @@ The language is the row's ``language`` column (or ``verification_info``'s), else
 talks to codegym's native API (``api="native"``: all completions of a row, a GRPO group, in one
 ``/v1/evaluate`` request) or to any SandboxFusion server (``api="fusion"``).
 
-With ``api="fusion"`` the reward first asks the server, once, whether it is codegym (its ``/v1/languages``).
+With ``api="fusion"`` the reward first asks the server, once, whether it is codegym (its ``/v1/languages``);
+while the answer cannot tell (the server is down, busy, or failing), every reward of the call is ``None``, never
+judged the weaker way below, and the next call asks again.
 A codegym server is judged through its native ``/v1/evaluate`` all the same: its checker runs assert tests
 apart from the program, so that no exit, hook or patched builtin of the program's earns a pass, and its
 verdicts are taken as they are, never derived again here. Any other SandboxFusion server only runs a program:
@@ -133,7 +135,9 @@ class _Base:
 
     async def _server_kind(self, client: AsyncSandboxClient) -> Server | None:
         """Whether the server is codegym (judge natively) or another SandboxFusion server, found once; None
-        while it cannot be told (the server did not answer): that call judges as on any SandboxFusion server."""
+        while it cannot be told (no answer, or a 429 or 5xx that says nothing of what the server is). Only an
+        answer that shows another server (404, 405, a body that is not codegym's) makes it ``"fusion"``: taken on
+        no evidence, the weaker judge would run on a codegym server too, where a program could forge a pass."""
         if self._server is None:
             try:
                 codegym = bool(await client.languages())
@@ -279,7 +283,10 @@ class AsyncCodeReward(_Base):
                     if all(o is not None for o in outcomes):
                         rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
 
-            run = native if await reward._server_kind(scorer.client) == "codegym" else fusion
+            kind = await reward._server_kind(scorer.client)
+            if kind is None:
+                return rewards  # all None (masked, as for any sandbox failure); the next call asks again
+            run = native if kind == "codegym" else fusion
             await asyncio.gather(
                 *(run(row, members) for row, members in reward._groups(prompts, codes, columns).values())
             )

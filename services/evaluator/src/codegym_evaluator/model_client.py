@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 import httpx
 
+from .messages import message_text
+
 log = logging.getLogger("codegym.evaluator")
 
 Api = Literal["chat", "completion"]
@@ -122,7 +124,7 @@ class ModelClient:
             choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
             if isinstance(prompt, str):
                 return [str(c.get("text") or "") for c in choices]
-            return [str((c.get("message") or {}).get("content") or "") for c in choices]
+            return [message_text((c.get("message") or {}).get("content")) for c in choices]
         except (KeyError, TypeError, AttributeError):
             raise ModelError(f"model endpoint {self.base_url} answered without choices: {str(data)[:300]}") from None
 

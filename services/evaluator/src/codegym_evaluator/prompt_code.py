@@ -17,6 +17,7 @@ from typing import Any
 from codegym_evaluator import python_syntax
 
 from .extract import fenced_blocks
+from .messages import message_text
 
 __all__ = ["code_in_prose", "prompt_code"]
 
@@ -35,7 +36,7 @@ def prompt_code(prompt: Any, entry_point: str = "") -> str:
     last, so that its helpers are the ones the tests take over any other piece's of the same name (a few-shot
     example's ``poly``)."""
     if isinstance(prompt, list):
-        texts = [_text(m.get("content")) for m in prompt if isinstance(m, Mapping) and m.get("role") in _READ]
+        texts = [message_text(m.get("content")) for m in prompt if isinstance(m, Mapping) and m.get("role") in _READ]
     else:
         texts = [prompt]
     pieces = [code for text in texts if isinstance(text, str) and (code := _code_of(text))]
@@ -43,14 +44,6 @@ def prompt_code(prompt: Any, entry_point: str = "") -> str:
 
 
 _READ = ("system", "user", "developer")  # the task's words; an assistant's and a tool's are the model's
-
-
-def _text(content: Any) -> str | None:
-    """A message's text: its content, or its text parts (``[{"type": "text", "text": ...}]``) one after another."""
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
-        return "\n".join(part for part in parts if isinstance(part, str))
-    return content if isinstance(content, str) else None
 
 
 def _defines(code: str, name: str) -> bool:

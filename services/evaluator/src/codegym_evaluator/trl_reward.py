@@ -73,6 +73,7 @@ from codegym_sandbox.models import CallComparison
 from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
+from .messages import completion_text
 from .scoring import Scorer, with_starter, writable
 from .trl_rows import RowTests, row_tests
 
@@ -216,7 +217,7 @@ class _Base:
 def _codes(completions: Sequence[Any]) -> list[str]:
     out = []
     for c in completions:
-        text = c if isinstance(c, str) else str(c[-1].get("content", "")) if isinstance(c, list) and c else ""
+        text = completion_text(c)
         out.append(writable(extract_code(text).code))  # a lone surrogate fails no neighbour's request
     return out
 

@@ -21,6 +21,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from codegym_evaluator.messages import message_text
+
 if TYPE_CHECKING:
     from .sandbox import RunSandbox
 
@@ -58,7 +60,7 @@ def joined_text(completion: Any) -> str:
     """A completion as one text: the string itself, or every chat message's content joined, for logs and tables."""
     if isinstance(completion, str):
         return completion
-    return "".join(str(message.get("content", "")) for message in completion)
+    return "".join(message_text(message.get("content")) for message in completion)
 
 
 @dataclass

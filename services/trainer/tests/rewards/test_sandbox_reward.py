@@ -120,3 +120,20 @@ async def test_the_trainers_reward_and_codereward_judge_through_one_path(
     got = await trl(completions=[fenced(c) for c in codes], tests=[[{"input": "hi\n", "output": "hi\n"}]] * 2)
     assert got == [1.0, 0.0]
     assert judged == [("stdio", ["AC", "WA"])] * 2
+
+
+def in_parts(code: str) -> list[dict[str, object]]:
+    """An answer whose content is a list of text parts, as multimodal chat stacks give it."""
+    parts = [{"type": "text", "text": "Here:"}, {"type": "text", "text": f"```python\n{code}\n```"}]
+    return [{"role": "assistant", "content": parts}]
+
+
+async def test_both_front_doors_read_an_answer_given_in_text_parts(sandbox_app: httpx.ASGITransport) -> None:
+    codes = ["print(input())", "print('nope')"]
+    trainer = SandboxReward({ECHO.task_id: ECHO}, lambda: Scorer("http://sandbox", transport=sandbox_app))
+    got = await trainer(prompts=[[]] * 2, completions=[in_parts(c) for c in codes], task_id=[ECHO.task_id] * 2)
+    assert got == [pytest.approx(1.05), pytest.approx(0.05)]  # the code in the parts, not their repr
+    await trainer.aclose()
+    trl = AsyncCodeReward("http://sandbox", transport=sandbox_app)
+    got = await trl(completions=[in_parts(c) for c in codes], tests=[[{"input": "hi\n", "output": "hi\n"}]] * 2)
+    assert got == [1.0, 0.0]

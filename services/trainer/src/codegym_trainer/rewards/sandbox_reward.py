@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from codegym_evaluator.extract import extract_code
+from codegym_evaluator.messages import completion_text
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 from codegym_sandbox.verdicts import Verdict
@@ -29,12 +30,9 @@ ScorerFactory = Callable[[], Scorer]
 
 
 def answer_text(completion: Any) -> str:
-    """The answer to score in a completion: the string itself, or the content of a conversation's last message."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
-        return str(completion[-1].get("content", ""))
-    raise TypeError(f"a completion must be a string or a list of messages, not {type(completion).__name__}")
+    """The answer to score in a completion: the string itself, or the text of a conversation's last message
+    (``codegym_evaluator.messages``, which every front door reads answers through)."""
+    return completion_text(completion)
 
 
 @dataclass

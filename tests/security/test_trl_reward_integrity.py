@@ -38,12 +38,15 @@ EXITS = {
     "exec-a-child": "import os, sys\nsys.stdout.flush()\nos.execv(sys.executable, [sys.executable, '-c', 'pass'])\n",
     "print-a-nonce-like-line": "import os, secrets\nprint('\\n' + secrets.token_hex(16), flush=True)\nos._exit(0)\n",
 }
-# Reads the nonce from its own file (the tests follow the program in it) and prints it: only codegym stops it.
+# Reads the nonce from its own file (the tests follow the program in it) and prints it when the tests call it
+# (what runs at the top level a row's entry point has the sanitiser drop): only codegym stops it.
 READS_ITS_SOURCE = (
-    "import os, re, sys\n"
-    "text = open(os.path.abspath(sys.argv[0])).read()\n"
-    "found = re.findall(r'[0-9a-f]{32}', text)\n"
-    "if found:\n    print('\\n' + found[-1], flush=True)\n    os._exit(0)\n"
+    "def f(x):\n"
+    "    import os, re, sys\n"
+    "    text = open(os.path.abspath(sys.argv[0])).read()\n"
+    "    found = re.findall(r'[0-9a-f]{32}', text)\n"
+    "    if found:\n        print('\\n' + found[-1], flush=True)\n        os._exit(0)\n"
+    "    return 0\n"
 )
 
 
@@ -72,7 +75,7 @@ def test_on_codegym_no_exit_and_no_source_reading_passes(hostile: TestClient, ap
     reward = CodeReward("http://codegym", api=api, transport=forwarding(hostile))  # type: ignore[arg-type]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a codegym server is found: no warning
-        programs = [RIGHT, WRONG, WRONG + READS_ITS_SOURCE, *(WRONG + e for e in EXITS.values())]
+        programs = [RIGHT, WRONG, READS_ITS_SOURCE, *(WRONG + e for e in EXITS.values())]
         got = rewards(reward, programs)
     assert got[:2] == [1.0, 0.0], got
     assert got[2:] == [0.0] * (len(EXITS) + 1), dict(zip(["reads-its-source", *EXITS], got[2:], strict=True))
@@ -87,4 +90,4 @@ def test_on_a_plain_server_no_exit_before_the_asserts_passes(plain: CodeReward, 
 
 def test_a_plain_server_cannot_stop_a_program_that_reads_its_own_source(plain: CodeReward) -> None:
     # The limit the reward's docstring states: program and tests share one file and one interpreter there.
-    assert rewards(plain, [WRONG + READS_ITS_SOURCE]) == [1.0]
+    assert rewards(plain, [READS_ITS_SOURCE]) == [1.0]

@@ -222,9 +222,10 @@ def test_helpers_the_completion_redefines_are_not_the_tests(url: str, api: str, 
     # Per task: the right program passes; the hack fails alone, and wins nothing beside a right helper's
     # definition either (its redefinitions come last, so its own function is the wrong one).
     assert got == [1.0, 0.0, 0.0] * len(tasks), got
-    # Without the prompt the tests cannot tell the helpers: the hack passes there, which is why TRL's
-    # prompt is read (and why a row needs its entry_point).
-    blind = reward(prompts=None, completions=completions[1:2], tests=tests[1:2], entry_point=entries[1:2])
+    # Without the prompt the tests cannot tell the helpers: the hack passes there (its answer calls its helper,
+    # so the sanitiser keeps it), which is why TRL's prompt is read (and why a row needs its entry_point).
+    hack = "```python\ndef poly(xs, x):\n    return 0.0\n\ndef find_zero(xs):\n    return poly(xs, 0.0)\n```"
+    blind = reward(prompts=None, completions=[hack], tests=tests[:1], entry_point=entries[:1])
     assert blind == [1.0]
 
 

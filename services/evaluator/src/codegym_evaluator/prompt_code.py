@@ -19,7 +19,7 @@ from codegym_evaluator import python_syntax
 from .extract import fenced_blocks
 from .messages import message_text
 
-__all__ = ["code_in_prose", "prompt_code"]
+__all__ = ["code_in_prose", "defines", "prompt_code"]
 
 
 def prompt_code(prompt: Any, entry_point: str = "") -> str:
@@ -40,13 +40,13 @@ def prompt_code(prompt: Any, entry_point: str = "") -> str:
     else:
         texts = [prompt]
     pieces = [code for text in texts if isinstance(text, str) and (code := _code_of(text))]
-    return _joined(sorted(pieces, key=lambda piece: _defines(piece, entry_point)))
+    return _joined(sorted(pieces, key=lambda piece: defines(piece, entry_point)))
 
 
 _READ = ("system", "user", "developer")  # the task's words; an assistant's and a tool's are the model's
 
 
-def _defines(code: str, name: str) -> bool:
+def defines(code: str, name: str) -> bool:
     """Whether ``code`` (which parses) defines ``name`` at its top level."""
     if not name:
         return False

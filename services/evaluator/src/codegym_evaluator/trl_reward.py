@@ -27,6 +27,13 @@ chat prompt, the last user message) that the tests use are put before them, when
 ``entry_point`` (the one definition of the prompt that is the program's to write), so a completion that
 redefines a helper beside a wrong answer changes nothing the tests call (see ``tasks.prompt_helpers``).
 
+A completion is a string (a base model's) or a chat whose last message is the answer (``messages``). Its
+program is taken once its row is known, as the trainer's reward takes it (``extract_code`` with the row as a
+task, in ``Scorer.score_group``): the fenced block that defines the row's ``entry_point`` (not a usage example
+after it), else the last block in the row's language, sanitised where the row names its function. Where the
+prompt is a Python stub of the entry point as a whole (HumanEval's), a completion that does not write the function
+itself is its body and is judged after the stub, as a library task's program follows its starter code.
+
 Each row's tests compare by the rule of the dataset its columns come from (``tasks.rules``, the one table every
 route and adapter reads): open-r1's and APPS's stdin tests token by token (a trailing space or a CRLF is no
 error, as in their harnesses), APPS's call tests with Python's ``==``.
@@ -74,7 +81,8 @@ from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
 from .messages import completion_text
-from .scoring import Scorer, with_starter, writable
+from .scoring import Scorer, build_program
+from .tasks import Task
 from .trl_rows import RowTests, row_tests
 
 Api = Literal["native", "fusion"]
@@ -214,14 +222,6 @@ class _Base:
         return outputs_match(stdout, str(test["expected_stdout"]), rule.comparison)
 
 
-def _codes(completions: Sequence[Any]) -> list[str]:
-    out = []
-    for c in completions:
-        text = completion_text(c)
-        out.append(writable(extract_code(text).code))  # a lone surrogate fails no neighbour's request
-    return out
-
-
 class CodeReward(_Base):
     """TRL reward function: ``reward(prompts, completions, **columns) -> list[float | None]``.
 
@@ -246,24 +246,26 @@ class AsyncCodeReward(_Base):
     async def _score_all(
         reward: _Base, prompts: Any, completions: Sequence[Any], columns: Mapping[str, Any]
     ) -> list[float | None]:
-        codes = _codes(completions)
-        rewards: list[float | None] = [None] * len(codes)
+        texts = [completion_text(c) for c in completions]
+        rewards: list[float | None] = [None] * len(texts)
         limit = asyncio.Semaphore(reward.concurrency)
         async with reward._scorer() as scorer:
+            # Each completion's program is extracted once its row is known, by the scorer's rule (the block that
+            # defines the entry point, the sanitiser), as the trainer's reward extracts it.
 
-            async def native(row: RowTests, members: list[int]) -> None:
+            async def native(row: RowTests, task: Task, members: list[int]) -> None:
                 try:
-                    task = row.task(f"row {members[0]}")
-                    scores = await scorer.score_group(task, [codes[i] for i in members], extract=False)
+                    scores = await scorer.score_group(task, [row.answer(texts[i]) for i in members])
                 except ValueError:
                     return  # tests the sandbox would refuse: None (masked), as for any request it refuses
                 for i, score in zip(members, scores, strict=True):
                     if not score.sandbox_error and Verdict.SE not in score.test_verdicts:
                         rewards[i] = _score(score.passed, score.total, reward.partial)
 
-            async def fusion_one(i: int, row: RowTests, test: Mapping[str, Any]) -> bool | None:
+            async def fusion_one(i: int, row: RowTests, task: Task, test: Mapping[str, Any]) -> bool | None:
                 nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
-                program, stdin = reward._fusion_program(with_starter(row.prelude, codes[i]), test, row, nonce)
+                code = build_program(task, extract_code(row.answer(texts[i]), task, which=scorer.which).code)
+                program, stdin = reward._fusion_program(code, test, row, nonce)
                 body = {
                     "code": program,
                     "language": row.language,
@@ -278,9 +280,9 @@ class AsyncCodeReward(_Base):
                         return None
                 return reward._fusion_passed(answer.model_dump(mode="json"), test, row, nonce)
 
-            async def fusion(row: RowTests, members: list[int]) -> None:
+            async def fusion(row: RowTests, task: Task, members: list[int]) -> None:
                 for i in members:
-                    outcomes = await asyncio.gather(*(fusion_one(i, row, t) for t in row.tests))
+                    outcomes = await asyncio.gather(*(fusion_one(i, row, task, t) for t in row.tests))
                     if all(o is not None for o in outcomes):
                         rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
 
@@ -288,7 +290,12 @@ class AsyncCodeReward(_Base):
             if kind is None:
                 return rewards  # all None (masked, as for any sandbox failure); the next call asks again
             run = native if kind == "codegym" else fusion
-            await asyncio.gather(
-                *(run(row, members) for row, members in reward._groups(prompts, codes, columns).values())
-            )
+            judged = []
+            for row, members in reward._groups(prompts, texts, columns).values():
+                try:
+                    task = row.task(f"row {members[0]}")
+                except ValueError:
+                    continue  # a row without tests: None (masked), as a request the sandbox refuses
+                judged.append(run(row, task, members))
+            await asyncio.gather(*judged)
         return rewards

@@ -12,14 +12,15 @@ from __future__ import annotations
 import ast
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from codegym_evaluator import python_syntax
 
-from .prompt_code import prompt_code
+from .prompt_code import defines, prompt_code
 from .tasks import Task
 from .tasks.code_contests import CodeContestsAdapter
 from .tasks.livecodebench import LiveCodeBenchAdapter
@@ -40,14 +41,25 @@ class RowTests:
     # ``from typing import *``): put before every program, as the library's tasks put their starter code.
     prelude: str = ""
     entry_point: str | None = None  # the function an assert row's tests call (the ``entry_point`` column)
+    # The prompt, where it is Python that defines the entry point as a whole (HumanEval's stub): a base model's
+    # completion continues it (TRL's prompt and completion are one text), so its answer is the two together.
+    stub: str = ""
 
     @property
     def rule(self) -> JudgingRule:
         return rule(self.dataset)
 
     def key(self) -> str:
-        fields = [self.language, self.tests, self.function, self.dataset, self.prelude, self.entry_point]
+        fields = [self.language, self.tests, self.function, self.dataset, self.prelude, self.entry_point, self.stub]
         return json.dumps(fields, sort_keys=True, default=str)
+
+    def answer(self, completion: str) -> str:
+        """The text a completion's program is extracted from: after the stub it continues where the row has
+        one and the completion does not write the entry point itself (a function body), as a library task's
+        program follows its starter code; else the completion as it is."""
+        if not self.stub or not self.entry_point or _writes(completion, self.entry_point):
+            return completion
+        return self.stub + ("" if self.stub.endswith("\n") else "\n") + completion
 
     def task(self, name: str) -> Task:
         """The row as a task, for the scoring path evaluations and the trainer's reward share; ``ValueError``
@@ -69,20 +81,30 @@ def row_tests(
     row names its ``entry_point``."""
     row = _row_tests(columns, i, default_language)
     entry = columns.get("entry_point")
-    entry_point = entry[i] if entry is not None and i < len(entry) else None
-    code = prompt_code(prompt, str(entry_point or ""))
-    if not code or row.language not in ("python", "py", "python3"):
+    entry_point = str(entry[i]) if entry is not None and i < len(entry) and entry[i] else None
+    if row.language not in ("python", "py", "python3"):
         return row
-    prelude = standard_imports(code)
+    # The entry point is the row's whatever its prompt holds: extraction prefers the block that defines it.
+    row = replace(row, entry_point=entry_point)
+    code = prompt_code(prompt, entry_point or "")
+    if not code:
+        return row
+    row = replace(row, prelude=standard_imports(code))
     # Without the entry point the function to complete cannot be told from a helper: no helpers then (a stub
     # is never taken for one either, see ``tasks.prompt_helpers``).
     if not entry_point:
-        return RowTests(row.language, row.tests, row.function, row.dataset, prelude)
+        return row
     tests = tuple(
         {**t, "assert_code": with_prompt_helpers(code, entry_point, str(t["assert_code"]))} if "assert_code" in t else t
         for t in row.tests
     )
-    return RowTests(row.language, tests, row.function, row.dataset, prelude, str(entry_point))
+    stub = prompt if isinstance(prompt, str) and code == prompt and defines(code, entry_point) else ""
+    return replace(row, tests=tests, stub=stub)
+
+
+def _writes(completion: str, name: str) -> bool:
+    """Whether a completion defines ``name`` anywhere (in a fenced block or not), as extraction looks for it."""
+    return re.search(rf"\b(def|class)\s+{re.escape(name)}\b", completion) is not None
 
 
 def standard_imports(code: str) -> str:

@@ -137,3 +137,34 @@ async def test_both_front_doors_read_an_answer_given_in_text_parts(sandbox_app: 
     trl = AsyncCodeReward("http://sandbox", transport=sandbox_app)
     got = await trl(completions=[in_parts(c) for c in codes], tests=[[{"input": "hi\n", "output": "hi\n"}]] * 2)
     assert got == [1.0, 0.0]
+
+
+STUB = 'def add(a, b):\n    """Return the sum of a and b."""\n'
+CHECK = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(5, 5) == 10\n"
+ASSERTS = ["assert add(1, 2) == 3", "assert add(5, 5) == 10"]
+ADD_ASSERTS = Task("t/asserts", "Write add(a, b).", "assert", [{"assert_code": a} for a in ASSERTS], "add")
+ADD_STUB = Task("t/stub", STUB, "assert", [{"assert_code": f"{CHECK}\ncheck(add)\n"}], "add", STUB)
+# A chat model's answer followed by a usage example in a block of its own; a base model's body of the stub.
+WITH_EXAMPLE = (
+    "```python\ndef add(a, b):\n    return a + b\n```\n\nExample usage:\n\n```python\nprint(add(2, 3))\n```\n"
+)
+BODY = "    return a + b\n"
+
+
+@pytest.mark.parametrize("prompt", ["Write add(a, b).", STUB])
+async def test_both_front_doors_judge_the_same_program_of_an_answer(
+    sandbox_app: httpx.ASGITransport, prompt: str
+) -> None:
+    trainer = SandboxReward(
+        {t.task_id: t for t in (ADD_ASSERTS, ADD_STUB)},
+        lambda: Scorer("http://sandbox", transport=sandbox_app),
+        partial_credit=True,
+    )
+    got = await trainer(prompts=[prompt] * 2, completions=[WITH_EXAMPLE, BODY], task_id=["t/asserts", "t/stub"])
+    assert got == [pytest.approx(1.05), pytest.approx(1.0)]  # 0.05 more for the fenced answer: the format bonus
+    await trainer.aclose()
+    trl = AsyncCodeReward("http://sandbox", transport=sandbox_app)
+    got = await trl(prompts=[prompt], completions=[WITH_EXAMPLE], test_list=[ASSERTS], entry_point=["add"])
+    assert got == [1.0]  # the block that defines the entry point, not the example after it
+    got = await trl(prompts=[STUB], completions=[BODY], tests=[CHECK], entry_point=["add"])
+    assert got == [1.0]  # the body after the stub it continues

@@ -6,7 +6,9 @@ compared, each judged by the rule of the dataset its tests come from.
 - family 7 (one rule per kind of test): right stdin answers with a trailing space, a CRLF or no final newline,
   in APPS's and open-r1's formats, whose harnesses accept them;
 - family 8 (values the reference accepts): ``1`` for ``True``, a ``Fraction`` or a ``Decimal`` for a float,
-  which APPS's harness (Python's ``==``) accepts and codegym's own tasks (JSON values) do not.
+  which APPS's harness (Python's ``==``) accepts and codegym's own tasks (JSON values) do not; a number printed
+  with a point for an integral answer (``4.0`` for ``4``), which LiveCodeBench's harness (tokens as decimals)
+  accepts, and numbers near it, which it does not.
 
 :data:`HARNESSES` is what each dataset's own harness does, written here apart from codegym's table
 (``codegym_evaluator.tasks.rules``), so that the reference checks the table instead of following it.
@@ -25,6 +27,7 @@ HARNESSES = {
     "codegym": ("exact", "json"),  # codegym's task format, by default
     "apps": ("whitespace", "python"),  # APPS's testing_util: stripped lines and tokens; Python's ==
     "open-r1": ("whitespace", "python"),  # open-r1's reward: each line stripped
+    "livecodebench": ("lcb", "python"),  # lcb_runner's grade_stdio: stripped lines, tokens equal as decimals
 }
 
 FACTORIAL = Task(
@@ -70,6 +73,17 @@ IS_EVEN = Task(
     solution="def is_even(n):\n    return n % 2 == 0\n",
     perturb="not r",
     cases=(((2,), True), ((3,), False)),
+)
+MEAN = Task(
+    name="mean",
+    entry="mean",
+    params="a, b",
+    args="ii",
+    result="json",
+    doc="The mean of a and b (an integer where it is one, as AtCoder's answers are written).",
+    solution="def mean(a, b):\n    return (a + b) // 2 if (a + b) % 2 == 0 else (a + b) / 2\n",
+    perturb="r + 1",
+    cases=(((3, 5), 4), ((1, 2), 1.5), ((10, 20), 15)),
 )
 
 
@@ -124,6 +138,13 @@ STDIO: list[tuple[Task, str, str, dict[str, Label], str | None]] = [
         {"codegym": HACK},
         "float",
     ),
+    # LiveCodeBench's harness: ``(a + b) / 2`` printed as Python prints it (4.0, 1.5, 15.0) is right.
+    (MEAN, "plain", _prints(MEAN, "f'{r}\\n'"), {"livecodebench": OK}, None),
+    (MEAN, "true_division", "a = int(input())\nb = int(input())\nprint((a + b) / 2)\n", {"livecodebench": OK}, None),
+    (MEAN, "exponent", _prints(MEAN, "f'{r:e}\\n'"), {"livecodebench": OK}, None),
+    (MEAN, "near", _prints(MEAN, "f'{r + 1e-10}\\n'"), {"livecodebench": WRONG}, None),
+    (MEAN, "nan", _prints(MEAN, "'nan\\n'"), {"livecodebench": WRONG}, None),
+    (MEAN, "inf", _prints(MEAN, "'inf\\n'"), {"livecodebench": WRONG}, None),
 ]
 
 

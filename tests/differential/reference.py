@@ -3,7 +3,8 @@
 - stdin form: ``python3 main.py`` (or the language's own compiler, then the binary; ``node``; ``bash``) in a
   temporary directory, fed the case's stdin; passed when it exits 0 and its stdout is the expected one as
   the item's dataset's harness compares (``comparisons.HARNESSES``): apart from trailing newlines (codegym's
-  default), token by token (APPS, open-r1), or as floats where a codegym task says so;
+  default), token by token (APPS, open-r1), line by line with tokens as decimals (LiveCodeBench), or as
+  floats where a codegym task says so;
 - call form: a fresh interpreter imports the program as the module ``main`` (so ``__name__`` is ``"main"``,
   not ``"__main__"``), calls the function and compares the value as the item's dataset does: JSON values
   (tuples as lists, a bool no number, an expected float within 1e-6, never through an overflow) or Python's
@@ -31,6 +32,7 @@ import tempfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 
@@ -199,14 +201,33 @@ def _stdio(item: Item, cwd: str) -> Outcome:
 
 def same_output(got: str, want: str, comparison: str) -> bool:
     """Whether the output ``got`` is the expected ``want``: ``exact`` apart from trailing newlines, ``whitespace``
-    token by token, ``float`` token by token with numbers as exact fractions (one written as an integer equal,
-    others within 1e-6)."""
+    token by token, ``lcb`` as lcb_runner's ``grade_stdio``, ``float`` token by token with numbers as exact
+    fractions (one written as an integer equal, others within 1e-6)."""
     if comparison == "exact":
         return got.rstrip("\n") == want.rstrip("\n")
+    if comparison == "lcb":
+        return _lcb_same(got, want)
     a, b = got.split(), want.split()
     if comparison == "whitespace" or len(a) != len(b):
         return a == b
     return all(x == y or _close_tokens(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _lcb_same(got: str, want: str) -> bool:
+    """lcb_runner's ``grade_stdio``: the stripped outputs' lines, stripped, as many and each equal as text or as
+    a line of ``Decimal`` tokens (a NaN equals nothing)."""
+    a, b = ([line.strip() for line in text.strip().split("\n")] for text in (got, want))
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            continue
+        try:
+            if [Decimal(t) for t in x.split()] != [Decimal(t) for t in y.split()]:
+                return False
+        except InvalidOperation:
+            return False
+    return True
 
 
 def _close_tokens(got: str, want: str) -> bool:

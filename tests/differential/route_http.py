@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 from codegym_evaluator.tasks.rules import rule
-from codegym_sandbox.judging.compare import Comparison
+from codegym_sandbox.judging.compare import Comparison, outputs_match
 
 from .corpus import Item, call_cases, stdio_cases
 
@@ -50,7 +50,7 @@ async def bounded(jobs: list[Awaitable[None]]) -> None:
     await asyncio.gather(*(one(j) for j in jobs))
 
 
-def judge_metadata(item: Item) -> dict[str, str]:
+def judge_metadata(item: Item) -> dict[str, str | float]:
     """How the item's task compares, as its task's metadata says it (``tasks.rules``; a codegym task's own)."""
     meta = rule(item.dataset).metadata() if item.dataset != "codegym" else {}
     return {**meta, "comparison": item.comparison} if item.comparison else meta
@@ -59,6 +59,19 @@ def judge_metadata(item: Item) -> dict[str, str]:
 def comparison(item: Item) -> Comparison:
     """How the item's outputs compare, for the clients that compare them themselves."""
     return Comparison(judge_metadata(item).get("comparison", "exact"))
+
+
+def same_output(item: Item, got: str, expected: str) -> bool:
+    """Whether ``got`` is ``expected`` by the item's comparison and tolerances, for the clients that compare
+    outputs themselves."""
+    tolerances = rule(item.dataset).tolerances() if item.dataset != "codegym" else {}
+    return outputs_match(got, expected, comparison(item), **tolerances)
+
+
+def lcb_row(item: Item) -> dict[str, Any]:
+    """The item's stdin task as a row of LiveCodeBench (``public_test_cases`` as JSON)."""
+    cases = [{"input": i, "output": o, "testtype": "stdin"} for i, o in stdio_cases(item.task)]
+    return {"question_id": item.task.name, "question_content": item.task.doc, "public_test_cases": json.dumps(cases)}
 
 
 def apps_row(item: Item) -> dict[str, Any]:

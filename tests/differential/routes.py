@@ -21,10 +21,10 @@ test), ``False`` or ``None`` (not judged: the sandbox answered SE, or the route 
 An item's time limit is its own (``Item.timeout_s``) or ``TIMEOUT_S``; an item judged twice (``Item.repeat``)
 goes with the routes' caches on, as their clients send by default.
 
-An item of APPS or open-r1 (``Item.dataset``) goes to each route in that dataset's format (an APPS row, open-r1's
-columns) and is compared by that dataset's rule; where a route's client compares outputs itself (``/run_code``,
-the open-r1 scripts), it compares by the same rule. An item whose verdict depends on its rule (``Item.bound``)
-is judged only by the routes that can say its dataset.
+An item of APPS, LiveCodeBench or open-r1 (``Item.dataset``) goes to each route in that dataset's format (an APPS
+or LiveCodeBench row, open-r1's columns) and is compared by that dataset's rule; where a route's client compares
+outputs itself (``/run_code``, the open-r1 scripts), it compares by the same rule and tolerances. An item whose
+verdict depends on its rule (``Item.bound``) is judged only by the routes that can say its dataset.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from codegym_evaluator.scoring import Scorer, evaluate_body
 from codegym_evaluator.tasks import Task
 from codegym_evaluator.tasks.apps import APPSAdapter
 from codegym_evaluator.tasks.humaneval import HumanEvalAdapter
-from codegym_sandbox.judging.compare import outputs_match
+from codegym_evaluator.tasks.livecodebench import LiveCodeBenchAdapter
 
 from .corpus import Item, call_cases, stdio_cases
 from .route_http import (
@@ -47,10 +47,11 @@ from .route_http import (
     apps_row,
     bounded,
     client,
-    comparison,
     judge_metadata,
+    lcb_row,
     limit,
     post,
+    same_output,
 )
 from .route_rewards import code_reward
 from .route_scripts import execute_batch, run_jupyter
@@ -64,10 +65,11 @@ def native_tests(item: Item) -> list[dict[str, Any]]:
 
 
 def library_task(item: Item) -> Task:
-    """The item's task as codegym's task library has it (HumanEval's adapter for the assert form, APPS's for
-    an APPS item)."""
-    if item.dataset == "apps":
-        task = APPSAdapter().to_task(apps_row(item), 0)
+    """The item's task as codegym's task library has it (HumanEval's adapter for the assert form, APPS's or
+    LiveCodeBench's for an item of theirs)."""
+    if item.dataset in ("apps", "livecodebench"):
+        adapter = APPSAdapter() if item.dataset == "apps" else LiveCodeBenchAdapter()
+        task = adapter.to_task(apps_row(item) if item.dataset == "apps" else lcb_row(item), 0)
         assert task is not None
         return task
     row = submit_row(item)
@@ -123,9 +125,7 @@ async def run_code(url: str, items: list[Item]) -> dict[str, Verdict]:
                     verdict = None
                     break
                 run = answer.get("run_result") or {}
-                if answer["status"] != "Success" or not outputs_match(
-                    run.get("stdout") or "", expected, comparison(item)
-                ):
+                if answer["status"] != "Success" or not same_output(item, run.get("stdout") or "", expected):
                     verdict = False
                     break
             out[item.id] = verdict

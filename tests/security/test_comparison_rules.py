@@ -6,6 +6,8 @@ what it should not (issue 31, families 4, 7 and 8).
   numbers both became infinity.
 - A call test accepts what the dataset's own harness accepts: APPS's and LiveCodeBench's compare with Python's
   ``==`` (``True`` for ``1``, a ``Fraction`` or a ``Decimal`` equal to the float), codegym's own as JSON values.
+- LiveCodeBench's stdin tests take tokens equal as decimals, as lcb_runner does (``4.0`` for ``4``), and
+  nothing nearer than that (``4.0000000001``, ``nan``, ``inf``).
 - ``CodeReward`` judges a row's stdin tests as the adapters of its dataset do (``tasks.rules``): a trailing
   space or a CRLF that APPS's and open-r1's harnesses strip is no wrong answer there either.
 """
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from codegym_evaluator.scoring import evaluate_body
 from codegym_evaluator.tasks.apps import APPSAdapter
+from codegym_evaluator.tasks.livecodebench import LiveCodeBenchAdapter
 from codegym_evaluator.trl_reward import CodeReward
 from fastapi.testclient import TestClient
 
@@ -147,6 +150,31 @@ def test_apps_tasks_compare_as_apps_harness_does(hostile: TestClient) -> None:
     stdio = {"id": 3, "input_output": json.dumps({"inputs": ["2 3\n"], "outputs": ["5\n"]})}
     programs = ["import sys\nsys.stdout.write('5 \\r\\n')\n", "print(6)\n"]
     assert _verdicts(hostile, _apps_body(stdio, programs)) == ["AC", "WA"]
+
+
+def test_livecodebench_stdin_tasks_compare_tokens_as_decimals(hostile: TestClient) -> None:
+    # An AtCoder-style row: the mean of two integers, written as the contest writes it (4, 1.5, 15).
+    cases = [
+        {"input": f"{a} {b}\n", "output": out, "testtype": "stdin"}
+        for a, b, out in [(3, 5, "4\n"), (1, 2, "1.5\n"), (10, 20, "15\n")]
+    ]
+    row = {"question_id": "abc999_a", "public_test_cases": json.dumps(cases)}
+    task = LiveCodeBenchAdapter().to_task(row, 0)
+    assert task is not None
+    read = "a, b = map(int, input().split())\n"
+    right = [
+        f"{read}print((a + b) / 2)\n",
+        f"{read}print(f'{{(a + b) / 2:e}}')\n",
+        f"{read}print(f'{{(a + b) / 2:.2f}}')\n",
+    ]
+    wrong = [
+        f"{read}print((a + b) / 2 + 1e-10)\n",
+        f"{read}print(float('nan'))\n",
+        f"{read}print(float('inf'))\n",
+        f"{read}print((a + b) // 2)\n",
+    ]
+    body = evaluate_body(task, right + wrong, timeout_s=3.0, cache=False)
+    assert _verdicts(hostile, body) == ["AC"] * len(right) + ["WA"] * len(wrong)
 
 
 # Right answers written as programs write them (a trailing space, a CRLF, no final newline), and wrong ones.

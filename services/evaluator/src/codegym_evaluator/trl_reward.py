@@ -219,7 +219,7 @@ class _Base:
             if rule.call_comparison is CallComparison.PYTHON:
                 return python_match(value, test["expected"])
             return values_match(value, test["expected"])
-        return outputs_match(stdout, str(test["expected_stdout"]), rule.comparison)
+        return outputs_match(stdout, str(test["expected_stdout"]), rule.comparison, **rule.tolerances())
 
 
 class CodeReward(_Base):

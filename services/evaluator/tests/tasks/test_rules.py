@@ -47,6 +47,8 @@ def test_each_adapter_takes_its_datasets_rule(dataset: str) -> None:
     assert (body["comparison"], body["call_comparison"]) == (want.comparison.value, want.call_comparison.value)
     request = EvaluateRequest.model_validate(body)
     assert (request.comparison, request.call_comparison) == (want.comparison, want.call_comparison)
+    for key, value in want.tolerances().items():  # a rule's own tolerances travel with it
+        assert getattr(request, key) == value
 
 
 COLUMNS: dict[str, tuple[dict[str, list[Any]], str]] = {
@@ -74,8 +76,15 @@ def test_a_trl_row_takes_the_rule_of_the_dataset_its_columns_come_from(name: str
 
 def test_stdin_rows_of_the_datasets_compare_tokens_as_their_harnesses_do() -> None:
     # A trailing space or a CRLF is no wrong answer in APPS's, TACO's, LiveCodeBench's or open-r1's harness.
-    for dataset in ("apps", "taco", "code_contests", "livecodebench", "open-r1"):
+    for dataset in ("apps", "taco", "code_contests", "open-r1"):
         assert RULES[dataset].comparison is Comparison.WHITESPACE, dataset
+    # lcb_runner takes tokens equal as decimals: a float comparison with no tolerance.
+    assert RULES["livecodebench"].metadata() == {
+        "comparison": "float",
+        "call_comparison": "python",
+        "rel_tol": 0.0,
+        "abs_tol": 0.0,
+    }
     for dataset in ("apps", "taco", "livecodebench", "open-r1"):
         assert RULES[dataset].call_comparison is CallComparison.PYTHON, dataset
     assert RULES["codegym"].metadata() == {"comparison": "exact", "call_comparison": "json"}

@@ -29,10 +29,21 @@ class JudgingRule:
     comparison: Comparison  # stdin tests
     call_comparison: CallComparison  # function-call tests
     harness: str  # what the dataset's own harness accepts, in a sentence
+    # A ``float`` comparison's tolerances where the harness has its own (0: numbers equal as decimals); None:
+    # the sandbox's default.
+    tolerance: float | None = None
 
-    def metadata(self) -> dict[str, str]:
+    def tolerances(self) -> dict[str, float]:
+        """The rule's ``rel_tol`` and ``abs_tol``, where it names them (as ``outputs_match`` takes them)."""
+        return {} if self.tolerance is None else {"rel_tol": self.tolerance, "abs_tol": self.tolerance}
+
+    def metadata(self) -> dict[str, str | float]:
         """The rule as a task's metadata (what ``scoring.evaluate_body`` sends to the sandbox)."""
-        return {"comparison": self.comparison.value, "call_comparison": self.call_comparison.value}
+        meta: dict[str, str | float] = {
+            "comparison": self.comparison.value,
+            "call_comparison": self.call_comparison.value,
+        }
+        return {**meta, **self.tolerances()}
 
 
 _APPS = JudgingRule(
@@ -57,11 +68,15 @@ RULES: dict[str, JudgingRule] = {
         CallComparison.JSON,
         "the contests' checkers: tokens, however spaced (no call tests)",
     ),
+    # A ``float`` comparison with no tolerance is lcb_runner's: tokens equal as text or as decimals (``4.0`` and
+    # ``1e3`` for ``4`` and ``1000``, never ``4.0000000001``, ``nan`` or ``inf``).
     "livecodebench": JudgingRule(
-        Comparison.WHITESPACE,
+        Comparison.FLOAT,
         CallComparison.PYTHON,
-        "lcb_runner's testing_util: stdout lines after strip, tokens as Decimals; functional tests with Python's =="
-        " against json.loads of the output (a tuple as a list), no tolerance (codegym runs those as assert tests)",
+        "lcb_runner's testing_util: stdout lines after strip, equal as text or their tokens as Decimals (beyond"
+        " codegym, the same number of lines); functional tests with Python's == against json.loads of the output"
+        " (a tuple as a list), no tolerance (codegym runs those as assert tests)",
+        tolerance=0.0,
     ),
     "open-r1": JudgingRule(
         Comparison.WHITESPACE,

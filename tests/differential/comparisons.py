@@ -6,7 +6,8 @@ compared, each judged by the rule of the dataset its tests come from.
 - family 7 (one rule per kind of test): right stdin answers with a trailing space, a CRLF or no final newline,
   in APPS's and open-r1's formats, whose harnesses accept them;
 - family 8 (values the reference accepts): ``1`` for ``True``, a ``Fraction`` or a ``Decimal`` for a float,
-  which APPS's harness (Python's ``==``) accepts and codegym's own tasks (JSON values) do not; a number printed
+  which APPS's harness (Python's ``==``) accepts and codegym's own tasks (JSON values) do not; a list of tuples
+  for a list of lists, which APPS's harness takes and codegym's own (tuples as JSON lists) too; a number printed
   with a point for an integral answer (``4.0`` for ``4``), which LiveCodeBench's harness (tokens as decimals)
   accepts, and numbers near it, which it does not.
 
@@ -25,8 +26,8 @@ from .variants import HACK, OK, WRONG, Label
 # dataset -> (how its stdin outputs compare, how its call values compare), as its harness does.
 HARNESSES = {
     "codegym": ("exact", "json"),  # codegym's task format, by default
-    "apps": ("whitespace", "python"),  # APPS's testing_util: stripped lines and tokens; Python's ==
-    "open-r1": ("whitespace", "python"),  # open-r1's reward: each line stripped
+    "apps": ("whitespace", "apps"),  # APPS's testing_util: stripped lines and tokens; ==, a list of tuples as lists
+    "open-r1": ("whitespace", "apps"),  # open-r1's reward: each line stripped; its fn_name rows are APPS's
     "livecodebench": ("lcb", "python"),  # lcb_runner's grade_stdio: stripped lines, tokens equal as decimals
 }
 
@@ -86,6 +87,18 @@ MEAN = Task(
     cases=(((3, 5), 4), ((1, 2), 1.5), ((10, 20), 15)),
 )
 
+SQUARES = Task(
+    name="squares",
+    entry="squares",
+    params="n",
+    args="i",
+    result="json",
+    doc="The pairs [i, i * i] for i below n.",
+    solution="def squares(n):\n    return [[i, i * i] for i in range(n)]\n",
+    perturb="r[:-1]",
+    cases=(((2,), [[0, 0], [1, 1]]), ((3,), [[0, 0], [1, 1], [2, 4]])),
+)
+
 
 def _returns(task: Task, expr: str, head: str = "") -> str:
     """The task's function computing the right answer ``r`` and returning ``expr``."""
@@ -118,6 +131,10 @@ CALLS: list[tuple[Task, str, str, dict[str, Label]]] = [
     (IS_EVEN, "plain", IS_EVEN.solution, {"codegym": OK, "apps": OK}),
     (IS_EVEN, "int_for_bool", _returns(IS_EVEN, "int(r)"), {"codegym": WRONG, "apps": OK}),
     (IS_EVEN, "str_for_bool", _returns(IS_EVEN, "str(r)"), {"codegym": WRONG, "apps": WRONG}),
+    (SQUARES, "plain", SQUARES.solution, {"codegym": OK, "apps": OK}),
+    (SQUARES, "tuples", _returns(SQUARES, "[tuple(p) for p in r]"), {"codegym": OK, "apps": OK}),
+    (SQUARES, "tuples_wrong", _returns(SQUARES, "[(i, s + 1) for i, s in r]"), {"codegym": WRONG, "apps": WRONG}),
+    (SQUARES, "nested_tuples", _returns(SQUARES, "[[tuple(p)] for p in r]"), {"codegym": WRONG, "apps": WRONG}),
 ]
 
 # (task, variant, code, label per dataset, the codegym task's own comparison): the stdin form.

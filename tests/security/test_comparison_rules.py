@@ -5,7 +5,8 @@ what it should not (issue 31, families 4, 7 and 8).
   only, never one within a tolerance of it; an output compared as floats never matches because two large
   numbers both became infinity.
 - A call test accepts what the dataset's own harness accepts: APPS's and LiveCodeBench's compare with Python's
-  ``==`` (``True`` for ``1``, a ``Fraction`` or a ``Decimal`` equal to the float), codegym's own as JSON values.
+  ``==`` (``True`` for ``1``, a ``Fraction`` or a ``Decimal`` equal to the float; APPS's a list of tuples for a
+  list of lists too), codegym's own as JSON values.
 - LiveCodeBench's stdin tests take tokens equal as decimals, as lcb_runner does (``4.0`` for ``4``), and
   nothing nearer than that (``4.0000000001``, ``nan``, ``inf``).
 - ``CodeReward`` judges a row's stdin tests as the adapters of its dataset do (``tasks.rules``): a trailing
@@ -55,13 +56,13 @@ NEAR_AN_INTEGER = {
 }
 
 
-@pytest.mark.parametrize("rule", [None, "json", "python"])
+@pytest.mark.parametrize("rule", [None, "json", "python", "apps"])
 def test_an_expected_integer_takes_that_number_only(hostile: TestClient, rule: str | None) -> None:
     right = ["def f():\n    return 10**15\n", "def f():\n    return 1e15\n"]  # the same number, as an int or a float
     assert _calls(hostile, right + list(NEAR_AN_INTEGER.values()), 10**15, rule) == ["AC", "AC", "WA", "WA", "WA"]
 
 
-@pytest.mark.parametrize("rule", [None, "python"])
+@pytest.mark.parametrize("rule", [None, "python", "apps"])
 def test_no_value_matches_by_overflow(hostile: TestClient, rule: str | None) -> None:
     huge = 10**400
     programs = [
@@ -119,6 +120,7 @@ PYTHON_UNEQUAL = {
 def test_the_python_rule_takes_what_the_harness_takes(hostile: TestClient, case: str) -> None:
     program, expected, as_json = PYTHON_EQUAL[case]
     assert _calls(hostile, [program], expected, "python") == ["AC"], case
+    assert _calls(hostile, [program], expected, "apps") == ["AC"], case
     assert _calls(hostile, [program], expected, "json") == [as_json], case
 
 
@@ -126,6 +128,7 @@ def test_the_python_rule_takes_what_the_harness_takes(hostile: TestClient, case:
 def test_the_python_rule_takes_nothing_more(hostile: TestClient, case: str) -> None:
     program, expected = PYTHON_UNEQUAL[case]
     assert _calls(hostile, [program], expected, "python") == ["WA"], case
+    assert _calls(hostile, [program], expected, "apps") == ["WA"], case
 
 
 def _apps_body(row: dict[str, Any], programs: list[str]) -> dict[str, Any]:
@@ -175,6 +178,32 @@ def test_livecodebench_stdin_tasks_compare_tokens_as_decimals(hostile: TestClien
     ]
     body = evaluate_body(task, right + wrong, timeout_s=3.0, cache=False)
     assert _verdicts(hostile, body) == ["AC"] * len(right) + ["WA"] * len(wrong)
+
+
+def test_apps_call_rows_take_a_list_of_tuples_as_apps_harness_does(hostile: TestClient) -> None:
+    calls = {"fn_name": "squares", "inputs": [[2], [3]], "outputs": [[[[0, 0], [1, 1]]], [[[0, 0], [1, 1], [2, 4]]]]}
+    right = [
+        "def squares(n):\n    return [(i, i * i) for i in range(n)]\n",
+        "def squares(n):\n    return [[i, i * i] for i in range(n)]\n",
+        "def squares(n):\n    return tuple((i, i * i) for i in range(n))\n",
+    ]
+    wrong = [
+        "def squares(n):\n    return [(i, i * i + 1) for i in range(n)]\n",
+        "def squares(n):\n    return [[(i, i * i)] for i in range(n)]\n",  # deeper than APPS's harness looks
+        "def squares(n):\n    return [(i, i * i) for i in range(n)][:1]\n",
+    ]
+    body = _apps_body({"id": 1, "input_output": json.dumps(calls)}, right + wrong)
+    assert _verdicts(hostile, body) == ["AC"] * len(right) + ["WA"] * len(wrong)
+    # A LeetCode-style starter: assert tests on Solution().squares, with the same rule.
+    solution = {
+        "id": 2,
+        "input_output": json.dumps(calls),
+        "starter_code": "class Solution:\n    def squares(self, n):",
+    }
+    methods = [
+        p.replace("def squares(n):\n   ", "class Solution:\n    def squares(self, n):\n       ") for p in right + wrong
+    ]
+    assert _verdicts(hostile, _apps_body(solution, methods)) == ["AC"] * len(right) + ["WA"] * len(wrong)
 
 
 # Right answers written as programs write them (a trailing space, a CRLF, no final newline), and wrong ones.

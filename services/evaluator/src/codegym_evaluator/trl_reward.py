@@ -216,7 +216,7 @@ class _Base:
                 value = json.loads(stdout)
             except (ValueError, RecursionError):  # no JSON, a number past int's digits, nesting past the stack
                 return False
-            if rule.call_comparison is CallComparison.PYTHON:
+            if rule.call_comparison is not CallComparison.JSON:  # JSON holds no tuple: the value is a list already
                 return python_match(value, test["expected"])
             return values_match(value, test["expected"])
         return outputs_match(stdout, str(test["expected_stdout"]), rule.comparison, **rule.tolerances())

@@ -85,8 +85,9 @@ def test_stdin_rows_of_the_datasets_compare_tokens_as_their_harnesses_do() -> No
         "rel_tol": 0.0,
         "abs_tol": 0.0,
     }
-    for dataset in ("apps", "taco", "livecodebench", "open-r1"):
-        assert RULES[dataset].call_comparison is CallComparison.PYTHON, dataset
+    for dataset in ("apps", "taco", "open-r1"):  # APPS's testing_util, whose rows open-r1's with fn_name are
+        assert RULES[dataset].call_comparison is CallComparison.APPS, dataset
+    assert RULES["livecodebench"].call_comparison is CallComparison.PYTHON
     assert RULES["codegym"].metadata() == {"comparison": "exact", "call_comparison": "json"}
 
 
@@ -98,34 +99,42 @@ def test_a_rule_differs_the_key_of_a_row() -> None:
     assert plain.task("x").metadata == RULES["codegym"].metadata()
 
 
-def _method_passes(expected: Any, returned: Any) -> bool:
+def _method_passes(expected: Any, returned: Any, dataset: str) -> bool:
     scope: dict[str, Any] = {"Solution": type("Solution", (), {"f": lambda self, x: returned})}
     try:
-        exec(method_assert("Solution", "f", [1], expected), scope)
+        exec(method_assert("Solution", "f", [1], expected, rule(dataset).call_comparison), scope)
     except AssertionError:
         return False
     return True
 
 
 @pytest.mark.parametrize(
-    ("expected", "returned", "ok"),
+    ("expected", "returned", "apps", "livecodebench"),
     [
-        (0.5, Fraction(1, 2), True),  # Python's ==, as APPS's and LiveCodeBench's harnesses compare
-        (0.5, Decimal("0.5"), True),
-        (1, True, True),
-        ([1, 2], (1, 2), True),  # a returned tuple as a list, as they make it
-        (0.5, 0.5 + 1e-9, False),  # no tolerance there
-        ([[1, 2]], [(1, 2)], False),
-        ({"1": 2}, {1: 2}, False),
+        (0.5, Fraction(1, 2), True, True),  # Python's ==, as APPS's and LiveCodeBench's harnesses compare
+        (0.5, Decimal("0.5"), True, True),
+        (1, True, True, True),
+        ([1, 2], (1, 2), True, True),  # a returned tuple as a list, as they make it
+        (0.5, 0.5 + 1e-9, False, False),  # no tolerance there
+        ([[1, 2], [3, 4]], [(1, 2), (3, 4)], True, False),  # a list of tuples as lists: APPS's testing_util only
+        ([[1, 2], [3, 4]], [(1, 2), [3, 4]], True, False),
+        ([[1, 2], [3, 4]], [[1, 2], (3, 4)], False, False),  # APPS's looks at the first item only
+        ([[1, 2], ["a", "b"]], [(1, 2), "ab"], False, False),  # never a string as its characters
+        ([[[1, 2]]], [[(1, 2)]], False, False),  # nor deeper
+        ([[1, 2], [3, 5]], [(1, 2), (3, 4)], False, False),
+        ({"1": 2}, {1: 2}, False, False),
     ],
 )
-def test_method_asserts_compare_as_the_harnesses_do(expected: Any, returned: Any, ok: bool) -> None:
-    assert _method_passes(expected, returned) is ok
+def test_method_asserts_compare_as_the_harnesses_do(
+    expected: Any, returned: Any, apps: bool, livecodebench: bool
+) -> None:
+    assert _method_passes(expected, returned, "apps") is apps
+    assert _method_passes(expected, returned, "livecodebench") is livecodebench
 
 
 def test_every_task_kind_builds_a_valid_request_with_its_rule() -> None:
     task = Task("t", "", "call", [{"call": [1], "expected": 2}], entry_point="f", metadata=rule("apps").metadata())
     assert (
         EvaluateRequest.model_validate(evaluate_body(task, ["pass"], timeout_s=1.0, cache=False)).call_comparison.value
-        == "python"
+        == "apps"
     )

@@ -21,7 +21,8 @@ class Comparison(str, Enum):
 # How a call test's returned value is compared with the expected one (see ``agent/call_test.py``).
 class CallComparison(str, Enum):
     JSON = "json"  # the JSON values, types apart (a bool is no number); an expected float within a tolerance
-    PYTHON = "python"  # Python's == (True == 1, a Fraction equal to a float), as APPS's and LiveCodeBench's harnesses
+    PYTHON = "python"  # Python's == (True == 1, a Fraction equal to a float), as LiveCodeBench's harness
+    APPS = "apps"  # Python's ==, a returned list of tuples as a list of lists too, as APPS's (and TACO's) harness
 
 
 class Strict(BaseModel):

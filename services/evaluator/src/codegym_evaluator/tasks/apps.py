@@ -58,7 +58,8 @@ class APPSAdapter:
         pairs = list(zip(inputs, outputs, strict=False))[: self.max_tests]
         if kind == "call":
             return [{"call": list(i), "expected": _unwrap(o)} for i, o in pairs]
-        return [{"assert_code": method_assert("Solution", str(fn), list(i), _unwrap(o))} for i, o in pairs]
+        by = rule(self.dataset).call_comparison
+        return [{"assert_code": method_assert("Solution", str(fn), list(i), _unwrap(o), by)} for i, o in pairs]
 
     def format_problem(self, sample: dict[str, Any]) -> str:
         return as_text(sample.get("question", "")).strip()

@@ -104,6 +104,7 @@ class LiveCodeBenchAdapter:
                     fn,
                     [json.loads(line) for line in c["input"].splitlines() if line.strip()],
                     json.loads(c["output"]),
+                    rule("livecodebench").call_comparison,
                 )
             }
             for c in cases

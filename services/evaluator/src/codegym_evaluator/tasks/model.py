@@ -22,7 +22,7 @@ class Task:
     ``{"call", "expected"}`` (with ``entry_point`` as the function) for ``call``, ``{"assert_code"}`` for
     ``assert``. The program sent to the sandbox is ``starter_code`` followed by the model's code.
     ``metadata`` may carry ``comparison`` (``exact``, ``whitespace``, ``float``) for stdio tests and
-    ``call_comparison`` (``json``, ``python``) for call tests, and a ``float`` comparison's ``rel_tol`` and
+    ``call_comparison`` (``json``, ``python``, ``apps``) for call tests, and a ``float`` comparison's ``rel_tol`` and
     ``abs_tol``; the adapters take them from ``tasks.rules``.
     ``metadata["public_tests"]`` counts the first of ``tests`` that a model may see (a dataset's public tests,
     or the tests its prompt shows; 0: none); the rest are hidden. Without it the task has no public/private

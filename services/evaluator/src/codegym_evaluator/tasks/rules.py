@@ -48,10 +48,10 @@ class JudgingRule:
 
 _APPS = JudgingRule(
     Comparison.WHITESPACE,
-    CallComparison.PYTHON,
+    CallComparison.APPS,
     "testing_util.py: stdout lines compared after strip, then split into tokens (and, beyond codegym, as floats"
-    " with np.allclose); a call's value with Python's == against the JSON value (a tuple as a list): True == 1,"
-    " Fraction(1, 2) == 0.5, no float tolerance",
+    " with np.allclose); a call's value with Python's == against the JSON value (a tuple as a list, and a list"
+    " of tuples as a list of lists): True == 1, Fraction(1, 2) == 0.5, no float tolerance",
 )
 
 RULES: dict[str, JudgingRule] = {
@@ -80,7 +80,7 @@ RULES: dict[str, JudgingRule] = {
     ),
     "open-r1": JudgingRule(
         Comparison.WHITESPACE,
-        CallComparison.PYTHON,
+        CallComparison.APPS,
         "open-r1's code reward: stdout stripped, then each line stripped (its zip, which drops missing lines, is not"
         " followed); rows with fn_name are APPS and TACO problems, compared as their harness does",
     ),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from codegym_sandbox.models import CallComparison
+
 
 def as_text(value: Any) -> str:
     """A test's input or output as text: lists of lines are joined, other values printed."""
@@ -33,15 +35,23 @@ def stdio_tests(inputs: list[Any], outputs: list[Any], limit: int | None = None)
     return tests[:limit] if limit is not None else tests
 
 
-def method_assert(cls: str, method: str, args: list[Any], expected: Any) -> str:
-    """An assert test calling ``cls().method(*args)`` (LeetCode-style starters), comparing as the APPS and
-    LiveCodeBench harnesses do (``tasks.rules``): Python's ``==`` with the JSON value, a returned tuple as a list
-    (so ``True`` passes for ``1``, a ``Fraction`` for an equal float)."""
+def method_assert(cls: str, method: str, args: list[Any], expected: Any, rule: CallComparison) -> str:
+    """An assert test calling ``cls().method(*args)`` (LeetCode-style starters), comparing by the dataset's call
+    ``rule`` (``tasks.rules``) as the APPS and LiveCodeBench harnesses do: Python's ``==`` with the JSON value, a
+    returned tuple as a list (so ``True`` passes for ``1``, a ``Fraction`` for an equal float), and under APPS's
+    rule a list of tuples as a list of lists (``call_test.apps_lists``, written out here: the test is Python the
+    checker runs)."""
+    apps = (
+        "if isinstance(_got, list) and _got and isinstance(_got[0], tuple)"
+        " and all(isinstance(_x, (tuple, list)) for _x in _got):\n"
+        "    _got = [list(_x) for _x in _got]\n"
+    )
     return (
         "import json as _json\n"
         f"_got = {cls}().{method}(*_json.loads({json.dumps(args)!r}))\n"
         "_got = list(_got) if isinstance(_got, tuple) else _got\n"
-        f"assert _got == _json.loads({json.dumps(expected)!r}), 'wrong answer'\n"
+        + (apps if rule is CallComparison.APPS else "")
+        + f"assert _got == _json.loads({json.dumps(expected)!r}), 'wrong answer'\n"
     )
 
 

@@ -8,14 +8,17 @@ value into the JSON value it stands for (:func:`json_value`) and compares it wit
 the pass is the checker's. This module is the one implementation of the comparison (the server's
 ``judging.compare.values_match`` is this one), standard library only, as all of the agent is.
 
-A call test compares by one of two rules, which the request names (``values`` in the wire models; which
-dataset takes which is decided in the evaluator's ``tasks.rules``):
+A call test compares by one of three rules, which the request names (``call_comparison`` in the wire models;
+which dataset takes which is decided in the evaluator's ``tasks.rules``):
 
 - ``json``: the JSON value of what the function returned, structurally: a bool is not a number, an integer
   is matched exactly, and only an expected float accepts a number within the tolerances;
 - ``python``: Python's ``==`` between what the function returned (a tuple as a list) and the expected value,
-  as the APPS, TACO and LiveCodeBench harnesses compare: ``True == 1``, a ``Fraction`` or a ``Decimal`` equal
-  to the float, and no tolerance.
+  as the LiveCodeBench harness compares: ``True == 1``, a ``Fraction`` or a ``Decimal`` equal to the float,
+  and no tolerance;
+- ``apps``: ``python``, with a returned list of tuples also taken as the list of lists it stands for, as
+  APPS's (and TACO's) ``testing_util`` takes it ("ground truth sequences are not tuples"). Its other
+  fallback, the value against the first item of the expected list, is not followed: it passes wrong answers.
 
 Neither ever matches through an overflow: a number too large for a float is compared exactly, and an
 infinity matches only the same infinity.
@@ -35,8 +38,8 @@ from .plain_data import decode
 # no assert test can be taken for one.
 MARK = "\0"
 
-Rule = Literal["json", "python"]
-RULES: tuple[Rule, ...] = ("json", "python")
+Rule = Literal["json", "python", "apps"]
+RULES: tuple[Rule, ...] = ("json", "python", "apps")
 
 
 class Call(NamedTuple):
@@ -55,9 +58,11 @@ class Call(NamedTuple):
         what it returned. The returned value goes to stdout (its JSON, or its ``repr`` under the ``python``
         rule), for the test's output to show."""
         data = call(self.function, self.args, self.kwargs)
-        if self.rule == "python":
+        if self.rule != "json":
             value = decode(data)
             value = list(value) if isinstance(value, tuple) else value  # the harnesses' one normalisation
+            if self.rule == "apps":
+                value = apps_lists(value)
             print(repr(value))
             return python_match(value, self.expected)
         value = json_value(data)
@@ -99,7 +104,7 @@ def parse(text: str) -> Call:
         spec["expected"],
         float(spec["rel_tol"]),
         float(spec["abs_tol"]),
-        "python" if spec["rule"] == "python" else "json",
+        spec["rule"] if spec["rule"] in RULES else "json",
     )
 
 
@@ -188,6 +193,16 @@ def numbers_close(actual: int | float, expected: int | float, rel_tol: float, ab
 
 def _finite(number: int | float) -> bool:
     return not isinstance(number, float) or math.isfinite(number)
+
+
+def apps_lists(value: Any) -> Any:
+    """A returned list whose first item is a tuple, with its tuples as lists, as APPS's ``testing_util`` makes it
+    (``[list(x) for x in output]``); any other value as it is. Only a list of tuples and lists is made so: the
+    harness's ``list(x)`` of a string or a mapping (its characters, its keys) would pass a wrong answer."""
+    first_a_tuple = isinstance(value, list) and bool(value) and isinstance(value[0], tuple)
+    if first_a_tuple and all(isinstance(x, (tuple, list)) for x in value):
+        return [list(x) for x in value]
+    return value
 
 
 def python_match(actual: object, expected: object) -> bool:

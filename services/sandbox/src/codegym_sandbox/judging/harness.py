@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from ..models import EvaluateRequest, Test
 
 
+# The checker's rule of each call comparison of the wire.
+_RULES: dict[CallComparison, call_test.Rule] = {
+    CallComparison.JSON: "json",
+    CallComparison.PYTHON: "python",
+    CallComparison.APPS: "apps",
+}
+
+
 def assert_stdin(code: str, assert_code: str) -> bytes:
     """What :data:`ASSERT_MAIN` reads on stdin to judge ``code`` against ``assert_code``."""
     program = code.encode("utf-8", "surrogatepass")
@@ -56,7 +64,7 @@ def runner_stdin(req: EvaluateRequest, code: str, test: Test) -> bytes:
         return assert_stdin(code, declared + test.assert_code)
     if test.call is None or req.function is None:
         raise ValueError("only call and assert tests run with the runner")
-    rule: call_test.Rule = "python" if req.call_comparison is CallComparison.PYTHON else "json"
+    rule = _RULES[req.call_comparison]
     return call_stdin(code, req.function, test.call, test.kwargs, test.expected, req.rel_tol, req.abs_tol, rule)
 
 

@@ -47,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
             lambda why: dropped.labels(reason=why).inc(),
             send_stall_s=settings.send_stall_s,
             max_unsent=settings.max_unsent_mb << 20,
+            min_body_rate=settings.min_body_rate_kib_s * 1024,
         ),
         timeout_keep_alive=75,
         timeout_graceful_shutdown=settings.shutdown_grace_s,

@@ -206,11 +206,18 @@ class Settings(BaseSettings):
         description="Seconds a client whose answer fills its connection's buffer may take none of it; then the "
         "connection is aborted, and the answer with it (the server holds what a client does not read).",
     )
+    min_body_rate_kib_s: int = Field(
+        1024,
+        gt=0,
+        description="The rate (KiB a second, on average) at which a request's body must come after HEADER_TIMEOUT_S; "
+        "a slower one's connection is aborted (a body that stopped would hold what came of it for good).",
+    )
     max_unsent_mb: int = Field(
         1024,
         gt=0,
         description="What the answers that wait for their clients to read them may hold in all (past each "
-        "connection's 64 KiB buffer); beyond it, the connections that have waited longest are aborted.",
+        "connection's 64 KiB buffer); beyond it, the client holding the most gives way first, its connection that "
+        "has waited longest aborted.",
     )
     shutdown_grace_s: int = Field(
         20,

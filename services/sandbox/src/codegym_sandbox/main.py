@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from .api import execute_batch, fusion, health, jupyter, native, nemo_skills, sessions
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
-from .api.guard import BodyTooLarge, Guard, refusal_status
+from .api.guard import Guard, refusal_status
 from .backends.base import Saturated, TooLarge
 from .backends.choose import choose_backend
 from .config import Settings, get_settings
@@ -113,10 +113,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # JSON may carry lone surrogates ("\\ud800"), which no program text or input can hold.
         msg = "strings must be valid Unicode (a lone surrogate escape is not)"
         return JSONResponse({"detail": [{"type": "value_error", "loc": ["body"], "msg": msg}]}, 422)
-
-    @app.exception_handler(BodyTooLarge)
-    async def too_large(_: Request, exc: BodyTooLarge) -> JSONResponse:
-        return JSONResponse({"detail": f"request body larger than {settings.max_body_bytes} bytes"}, 413)
 
     # Inside the guard (added first), so that a request cancelled here still leaves the guard's count.
     app.add_middleware(CancelOnDisconnect, metrics=metrics)

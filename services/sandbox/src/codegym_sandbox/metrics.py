@@ -59,9 +59,9 @@ class Metrics:
         self.dropped_connections = Counter(
             "codegym_sandbox_dropped_connections",
             "Connections dropped by reason: deadline, crowded (too many waited for a request head: the longest-"
-            "waiting closed), head_too_large, body_deadline (a body slower than 1 MiB/s), send_stalled (a client "
-            "that took none of its answer for SEND_STALL_S), unsent_bytes (answers waiting for their clients held "
-            "more than MAX_UNSENT_MB: the longest-waiting aborted)",
+            "waiting closed), head_too_large, body_deadline (a body slower than MIN_BODY_RATE_KIB_S), send_stalled "
+            "(a client that took none of its answer for SEND_STALL_S), unsent_bytes (answers waiting for their "
+            "clients held more than MAX_UNSENT_MB: the client holding the most aborted first)",
             ["reason"],
             registry=r,
         )

@@ -238,3 +238,26 @@ def test_a_body_that_stops_coming_is_dropped() -> None:
             assert client.post(served.url + "/2", content=b"x" * 100_000, timeout=5).text == "xx"
     finally:
         served.stop()
+
+
+def test_the_client_holding_most_unread_answers_gives_way_first() -> None:
+    """Past the bound, the longest-waiting answer once went first: a client's newer unread answers pushed out an
+    older answer that another client was reading slowly."""
+    served = Served(sized, send_stall_s=30.0, max_unsent=2 * BIG).start()
+    try:
+        reader = socket.socket()
+        reader.bind(("127.0.0.2", 0))  # another client
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.settimeout(5)
+        reader.connect(("127.0.0.1", served.port))
+        served.sockets.append(reader)
+        reader.sendall(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG)
+        time.sleep(0.5)
+        hog = [
+            served.connect(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG, receive_buffer=4096) for _ in range(2)
+        ]
+        time.sleep(0.5)
+        assert served.dropped == ["unsent_bytes"]
+        assert taken(hog[0]) < BIG and taken(reader) > BIG  # the hog's oldest went; the reader's answer is whole
+    finally:
+        served.stop()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
 import pytest
+from codegym_sandbox.api.guard import Guard
 from codegym_sandbox.api.hosts import HostCheck, answered_hosts
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
+from codegym_sandbox.metrics import Metrics
 from fastapi.testclient import TestClient
+from starlette.types import Message, Receive, Scope, Send
 
 TOKEN = "test-token-123"
 
@@ -103,3 +107,52 @@ def test_hosts_answered(host: str, allowed: list[str], answered: list[str], refu
         for name in refused:
             r = client.get("/livez", headers={"Host": name})
             assert r.status_code == 421 and "CODEGYM_SANDBOX_ALLOWED_HOSTS" in r.json()["detail"], name
+
+
+def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
+    """A head that declares a body holds nothing until the body comes (heads alone once filled the bound, and
+    every honest request was refused); a chunked body is charged as it is read, before it grows further."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guard = Guard(app, None, max_body=1000, metrics=Metrics(), max_held=3000)  # 3000 bytes of bodies' charge
+
+    async def request(parts: list[bytes], stall: asyncio.Event | None, length: int | None) -> tuple[int, int]:
+        """The answer's status, and how many parts of the body were left unread."""
+        headers = [(b"content-type", b"application/json")]
+        headers += [] if length is None else [(b"content-length", str(length).encode())]
+        scope = {"type": "http", "path": "/v1/execute", "method": "POST", "headers": headers, "client": ("c", 1)}
+        queue = [{"type": "http.request", "body": p, "more_body": True} for p in parts]
+        statuses: list[int] = []
+
+        async def receive() -> Message:
+            if queue:
+                return queue.pop(0)
+            if stall is not None:
+                await stall.wait()  # the rest of the body never comes
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        await guard(scope, receive, send)
+        return (statuses[0] if statuses else 0), len(queue)
+
+    async def scenario() -> list[tuple[int, int]]:
+        stall = asyncio.Event()
+        heads = [asyncio.create_task(request([], stall, 1000)) for _ in range(4)]  # heads only: nothing held
+        await asyncio.sleep(0.01)
+        honest = await request([b"y" * 900], None, 900)  # 1800 of 3000
+        partial = asyncio.create_task(request([b"x" * 900], stall, 1000))  # 1800 held while the rest waits
+        await asyncio.sleep(0.01)
+        chunked = await request([b"z" * 200] * 5, None, None)  # 1800 + 1600 > 3000 at its fourth part
+        stall.set()
+        await asyncio.gather(*heads, partial)
+        after = await request([b"y" * 900], None, 900)  # all released
+        return [honest, chunked, after]
+
+    assert asyncio.run(scenario()) == [(200, 0), (503, 1), (200, 0)]

@@ -16,15 +16,16 @@ included. So uvicorn's HTTP protocol is given three bounds here:
 
 A head once in, the connection holds memory of the server's in two more ways, bounded here too:
 
-- its body: it must arrive at ``MIN_BODY_RATE`` on average (within ``header_timeout_s`` plus its length at that
-  rate, from the head's end); else the connection is aborted. A body one byte short would otherwise hold all
-  the others for as long as the client kept the socket (``guard.py`` bounds the bytes of bodies held at once);
+- its body: it must arrive at ``min_body_rate`` bytes a second on average (within ``header_timeout_s`` plus its
+  length at that rate, from the head's end); else the connection is aborted. A body one byte short would
+  otherwise hold what came of it for as long as the client kept the socket (``guard.py`` bounds the bytes of
+  bodies held at once);
 - its answers that the client does not read: an answer is written whole into the connection's buffer, and a
   client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
   it keeps the socket, past the request's end, where nothing else counts it. A connection whose buffer is past
   its high-water mark (the transport has paused writing) must take some of it every ``send_stall_s``; and all
-  such buffers together hold at most ``max_unsent`` bytes, the connections paused longest aborted first past
-  it. Aborted, not closed: a close keeps the buffer until it is sent.
+  such buffers together hold at most ``max_unsent`` bytes: past it, the client holding the most gives way
+  first, its connection paused longest. Aborted, not closed: a close keeps the buffer until it is sent.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 MAX_HEAD_BYTES = 64 << 10
 GRACE_S = 0.5
-MIN_BODY_RATE = 1 << 20  # bytes a second: a body slower than this on average is dropped
 _TOO_LARGE = b"request head larger than 64 KiB"
 _CLOSE_431 = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -91,12 +91,14 @@ class Unsent:
         if conn in self.paused:
             return
         self.paused[conn] = (conn.unsent(), conn.loop.call_later(self.stall_s, self.look, conn))
-        total = sum(c.unsent() for c in self.paused)
-        for oldest in list(self.paused):
-            if total <= self.max_bytes or oldest is conn:
-                break
-            total -= oldest.unsent()
-            self.drop(oldest, "unsent_bytes")
+        while len(self.paused) > 1 and sum(c.unsent() for c in self.paused) > self.max_bytes:
+            # The client that holds the most gives way first, its longest-waiting answer: one client's newer
+            # unread answers never push out another's older one that its client is reading.
+            held: dict[str, int] = {}
+            for c in self.paused:
+                held[c.address()] = held.get(c.address(), 0) + c.unsent()
+            most = max(held, key=held.__getitem__)
+            self.drop(next(c for c in self.paused if c.address() == most), "unsent_bytes")
 
     def resume(self, conn: HeadBoundedProtocol) -> None:
         _, timer = self.paused.pop(conn, (0, None))
@@ -125,6 +127,7 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
     waiting: ClassVar[Waiting]
     unsent_answers: ClassVar[Unsent]
+    min_body_rate: ClassVar[float]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -155,6 +158,10 @@ class HeadBoundedProtocol(HttpToolsProtocol):
     def unsent(self) -> int:
         return self.transport.get_write_buffer_size() if self.transport is not None else 0
 
+    def address(self) -> str:
+        """The address the connection comes from (a proxy's, behind one): uvicorn's ``client`` holds it."""
+        return str(self.client[0]) if self.client else "unknown"
+
     def data_received(self, data: bytes) -> None:
         in_head = self in self.waiting.since
         if in_head:
@@ -181,11 +188,11 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
     def body_due(self) -> float:
         """Seconds until the body being read is late: the head's deadline, then its length (or what came of a
-        chunked one, which may go on as long as it keeps the rate) at ``MIN_BODY_RATE``."""
+        chunked one, which may go on as long as it keeps the rate) at ``min_body_rate``."""
         if self.body is None:
             return 0.0
         since, length, seen = self.body
-        return since + self.waiting.timeout_s + max(length, seen) / MIN_BODY_RATE - time.monotonic()
+        return since + self.waiting.timeout_s + max(length, seen) / self.min_body_rate - time.monotonic()
 
     def body_late(self) -> None:
         self.body_deadline = None
@@ -228,11 +235,14 @@ def protocol_class(
     *,
     send_stall_s: float = 30.0,
     max_unsent: int = 1 << 30,
+    min_body_rate: float = 1 << 20,
 ) -> type[HeadBoundedProtocol]:
     """A protocol class for ``uvicorn.run(http=...)``: the bounds above, shared by the connections of one server."""
 
     class Protocol(HeadBoundedProtocol):
         waiting = Waiting(timeout_s, max_waiting, on_drop)
         unsent_answers = Unsent(send_stall_s, max_unsent, on_drop)
+
+    Protocol.min_body_rate = min_body_rate
 
     return Protocol

@@ -6,7 +6,8 @@ session's turn, a cell. Counted as requests alone, one client's bodies could hol
 ``MAX_BODY_BYTES`` (16 GiB) of the server's memory, outside every budget. So each request's body is charged
 (``HELD_FACTOR`` x its length: the bytes and the objects parsed from them) against ``max_held`` bytes for the
 whole server (503 past it) and, where clients are told apart (``max_client_requests``), a quarter of that for each
-client (429 past it), from its head until its answer.
+client (429 past it), as it arrives and until its answer: a head alone holds nothing (``connections.py`` gives a
+body its deadline).
 
 Written as plain ASGI rather than BaseHTTPMiddleware: it sits on the hot path of every run.
 """
@@ -102,28 +103,38 @@ class Guard:
             self.metrics.requests.labels(route=route, status=str(status_seen)).inc()
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, client: str | None) -> None:
-        """The body-size checks, the body's charge, then the app."""
+        """The body-size checks, then the app. The body is read here, charged as it comes (a head alone holds
+        nothing, and a chunked body is charged before it grows further), and handed to the app whole (which
+        buffers it anyway; an error raised while its body parser reads would read as a 400)."""
         length = _header(scope, b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             await _reply(send, 413, f"request body larger than {self.max_body} bytes")
             return
-        size = int(length) if length is not None else 0
-        if length is None:
-            # A chunked body: the app's body parser would turn a BodyTooLarge raised while it reads
-            # into a 400, so read it here first (the app buffers the whole body anyway).
-            body = await self._read_body(receive)
-            if body is None:
-                await _reply(send, 413, f"request body larger than {self.max_body} bytes")
-                return
-            receive, size = _replay(body, receive), len(body)
-        charge = HELD_FACTOR * size
-        if refused := self._hold(client, charge, scope["path"]):
-            await _reply(send, *refused)
+        if scope["method"] not in BODY_METHODS:
+            await self.app(scope, receive, send)
             return
+        chunks: list[bytes] = []
+        size = charged = 0
         try:
-            await self.app(scope, self._limited(receive), send)
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client went away before its body ended
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    await _reply(send, 413, f"request body larger than {self.max_body} bytes")
+                    return
+                if refused := self._hold(client, HELD_FACTOR * len(chunk), scope["path"]):
+                    await _reply(send, *refused)
+                    return
+                charged += HELD_FACTOR * len(chunk)
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+            await self.app(scope, _replay(b"".join(chunks), receive), send)
         finally:
-            self._release(client, charge)
+            self._release(client, charged)
 
     def _hold(self, client: str | None, charge: int, path: str) -> tuple[int, str, dict[str, str]] | None:
         """Charge a body to the server's bytes (and its client's); the refusal where it does not fit."""
@@ -151,38 +162,6 @@ class Guard:
         value = _header(scope, b"authorization") or ""
         scheme, _, given = value.partition(" ")
         return scheme.lower() == "bearer" and self.token is not None and hmac.compare_digest(given.encode(), self.token)
-
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        """The whole body, or None when it grows past the limit."""
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return bytes(body)
-            body += message.get("body", b"")
-            if len(body) > self.max_body:
-                return None
-            if not message.get("more_body", False):
-                return bytes(body)
-
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
-        max_body = self.max_body
-
-        async def wrapped() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > max_body:
-                    raise BodyTooLarge()
-            return message
-
-        return wrapped
-
-
-class BodyTooLarge(Exception):
-    """A chunked body grew past the limit while being read."""
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -15,6 +15,9 @@
 - the cut output (``cut``): a program that prints the answer, then newlines up to the output cap, then wrong lines.
   A route that keeps only what fits under the cap and answers it as a clean run (``/run_code`` did: verl's
   reward compared the part kept, its trailing newlines stripped) passes it; the reference, with all of it, fails it.
+- the interpreter's own exit (``exit``): right answers whose output only the interpreter's exit writes
+  (a file held in a reference cycle, text left in the original stdout by a program that rebound ``sys.stdout``
+  after printing, ``sys.stdout = None``).
 """
 
 from __future__ import annotations
@@ -171,8 +174,32 @@ SET_UP: list[tuple[Task, str, str, Label]] = [
 CUT_PADDING = "import sys\n\nsys.stdout.write('\\n' * (8 << 20))\nsys.stdout.write('WRONG\\n' * 200000)\n"
 
 
+# Right stdin programs for ``add`` whose answer only the interpreter's exit writes out.
+_SUM = "a, b = int(input()), int(input())\n"
+AT_EXIT = {
+    "file_held_by_a_class": "class Out:\n    f = open(1, 'w')\n\n\n" + _SUM + "Out.f.write(f'{a + b}\\n')\n",
+    "file_held_in_a_cycle": "class W:\n    pass\n\n\nw = W()\nw.me = w\nw.f = open(1, 'w')\n"
+    + _SUM
+    + "w.f.write(f'{a + b}\\n')\n",
+    "file_held_by_a_closure": "def make():\n    f = open(1, 'w')\n\n    def put(s):\n        f.write(s)\n\n"
+    "    put.me = put\n    return put\n\n\nput = make()\n" + _SUM + "put(f'{a + b}\\n')\n",
+    "stdout_to_stderr_after": "import sys\n\n" + _SUM + "print(a + b)\nsys.stdout = sys.stderr\nprint('debug: done')\n",
+    "stdout_to_devnull_after": "import os\nimport sys\n\n"
+    + _SUM
+    + "print(a + b)\nsys.stdout = open(os.devnull, 'w')\nprint('noise')\n",
+    "stdout_to_a_stringio_after": "import io\nimport sys\n\n" + _SUM + "print(a + b)\nsys.stdout = io.StringIO()\n",
+    "stdout_none_after": "import sys\n\n" + _SUM + "print(a + b)\nsys.stdout.flush()\nsys.stdout = None\n",
+}
+
+
+def _exit_items() -> list[Item]:
+    add = next(t for t in TASKS if t.name == "add")
+    out = [Item(f"add/stdio/{n}", add, "stdio", "python", n, code, OK, family="exit") for n, code in AT_EXIT.items()]
+    return out
+
+
 def family_items() -> list[Item]:
-    """Families 3 and 6 in every form and route they apply to, and the cut output's."""
+    """Families 3 and 6 in every form and route they apply to, the cut output's and the interpreter exit's."""
     out: list[Item] = []
     for task in (t for t in TASKS if t.name in MODULE_TASKS):
         for name, code, label in (("plants_modules", PLANTER, HACK), ("own_module", _own_module(task), OK)):
@@ -186,7 +213,7 @@ def family_items() -> list[Item]:
         if name.startswith(("set_up", "no_set_up")):  # the stdin form: the program sets itself up, or not
             program = f"{code}\n\nprint({task.entry}(int(input())))\n"
             out.append(Item(f"{task.name}/stdio/{name}", task, "stdio", "python", name, program, label, family="6"))
-    return out
+    return out + _exit_items()
 
 
 # Family 9: the time limit of its runs, and how long its lucky runs take (over half the limit: near it).

@@ -26,7 +26,7 @@ def test_the_corpus_has_every_form_and_label_and_300_items() -> None:
     assert len(corpus) >= 300
     assert {(i.form, i.label) for i in corpus} >= {(f, lab) for f in FORMS for lab in LABELS}
     assert {i.language for i in corpus} >= {"python", "c", "cpp", "nodejs", "bash"}
-    assert {i.family for i in corpus} >= {"3", "6", "cut", "model"}
+    assert {i.family for i in corpus} >= {"3", "6", "cut", "exit", "model"}
     assert len([i for i in corpus if i.label == "model"]) >= 100  # the embedded model's answers
 
 

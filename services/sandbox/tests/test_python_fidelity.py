@@ -47,6 +47,18 @@ SNIPPETS = {
     "stdin-by-number": "print(open(0).read().upper(), end='')\n",
     "stdout-and-stderr-by-path": "open('/dev/stdout', 'w').write('out\\n')\nopen('/dev/stderr', 'w').write('err\\n')\n"
     "with open('/dev/fd/1', 'w') as out, open('/dev/fd/0') as stdin:\n    out.write(stdin.read())\n",
+    # Output that only the interpreter's exit writes: a file held in a reference cycle (a class, an object or a
+    # function that refers to itself), freed by the garbage collection at exit, and text left in the original
+    # stdout by a program that rebound sys.stdout after printing.
+    "file-held-by-a-class": "class Out:\n    f = open(1, 'w')\nOut.f.write(input()[::-1] + '\\n')\n",
+    "file-held-in-a-cycle": "class W:\n    pass\nw = W()\nw.me = w\nw.f = open(1, 'w')\nw.f.write(input() + '\\n')\n",
+    "file-held-by-a-closure": "def make():\n    f = open(1, 'w')\n    def put(s):\n        f.write(s)\n"
+    "    put.me = put\n    return put\nput = make()\nput(input() + '\\n')\n",
+    "del-in-a-cycle": "class A:\n    def __del__(self):\n        print('del')\na = A()\na.me = a\nprint('main')\n",
+    "stdout-rebound-to-stderr": "import sys\nprint(input())\nsys.stdout = sys.stderr\nprint('debug')\n",
+    "stdout-rebound-to-devnull": "import os, sys\nprint(input())\nsys.stdout = open(os.devnull, 'w')\nprint('noise')\n",
+    "stdout-rebound-to-a-stringio": "import io, sys\nprint(input())\nsys.stdout = io.StringIO()\nprint('kept')\n",
+    "stdout-set-to-none": "import sys\nprint(input())\nsys.stdout.flush()\nsys.stdout = None\n",
 }
 STDIN = "olleh\n"
 

@@ -3,13 +3,15 @@
 The box forks a warm agent process and calls :func:`run_script` in the child, so a Python run pays for a
 fork, not for an interpreter start-up. What a fresh interpreter would do is repeated here: a new
 ``__main__``, ``sys.argv``, ``sys.path[0]``, standard streams on fds 0-2, the traceback and exit code of an
-uncaught exception, joining non-daemon threads, ``atexit`` handlers and the final flush.
+uncaught exception, joining non-daemon threads, ``atexit`` handlers, the final flush and the collection of what
+the program left in reference cycles.
 """
 
 from __future__ import annotations
 
 import atexit
 import builtins
+import gc
 import io
 import os
 import signal
@@ -45,6 +47,14 @@ def install_streams(streams: Streams) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
+def enter() -> None:
+    """What the runner does last before its caller starts the program's first frame, in the program's own
+    process (which it never returns from): the runner's objects are frozen, so that what is left to the
+    collector, and so to :func:`finish`'s flush, is the program's alone (a buffered file of the agent's,
+    flushed again in a fork, would write twice)."""
+    gc.freeze()
+
+
 def _exit_code(exc: SystemExit) -> int:
     code = exc.code
     if code is None:
@@ -58,8 +68,11 @@ def _exit_code(exc: SystemExit) -> int:
 def finish(code: int, main: types.ModuleType | None = None) -> int:
     """What the interpreter does at exit, as far as a program can see it: join non-daemon threads, run the
     ``atexit`` handlers, flush the streams, then clear ``main`` (the ``__main__`` module), so that the
-    ``__del__`` of what its globals held runs, and flush again. The exit code, 120 when stdout cannot be
-    flushed."""
+    ``__del__`` of what its globals held runs, collect the garbage, so that what sat in a reference cycle (a
+    class, a function that names itself) is freed too and a file it held writes out its buffer, and flush
+    again: the current streams and the original ones, which a program that rebound ``sys.stdout`` after
+    printing (to ``sys.stderr``, a ``StringIO``, ``None``) still holds text in. The exit code, 120 when stdout
+    cannot be flushed."""
     threading = sys.modules.get("threading")  # a program that never imported it started no threads with it
     if threading is not None:
         try:
@@ -76,17 +89,52 @@ def finish(code: int, main: types.ModuleType | None = None) -> int:
             main.__dict__.clear()
         except BaseException:
             pass
-        code = _flush(code)
+    _flush_files()
+    try:
+        gc.collect()
+    except BaseException:
+        pass
+    code = _flush(code)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        # The interpreter frees these last, and a failure to flush them then changes no exit code.
+        _flush_one(stream)
     return code
+
+
+def _flush_files() -> None:
+    """Flush every file object the program made that is still open, text before binary, as the interpreter's
+    exit does by freeing them all. Left to the collector, the files in a reference cycle (a class attribute)
+    are finalized in no set order: the raw file first closes its descriptor and the text is lost. The runner's
+    own objects were frozen (see :func:`enter`), and are not among those listed; the standard streams are
+    flushed in their turn."""
+    kinds = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
+    standard = [sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__]
+    try:
+        files = [f for f in gc.get_objects() if isinstance(f, kinds) and not any(f is s for s in standard)]
+    except BaseException:  # a program that filled its memory: as it was before
+        return
+    files.sort(key=lambda f: not isinstance(f, io.TextIOWrapper))
+    for f in files:
+        _flush_one(f)
 
 
 def _flush(code: int) -> int:
     for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
+        if not _flush_one(stream):
             code = code or 120  # the interpreter's exit code when flushing stdout fails
     return code
+
+
+def _flush_one(stream: object) -> bool:
+    """Flush ``stream`` as the interpreter does at exit: None, or a stream already closed, is left alone.
+    Whether it did not fail."""
+    try:
+        if stream is None or getattr(stream, "closed", False):
+            return True
+        stream.flush()  # type: ignore[attr-defined]
+    except BaseException:
+        return False
+    return True
 
 
 def load(path: str, source: bytes | None = None) -> tuple[types.CodeType | None, bool]:
@@ -125,6 +173,7 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
     main = new_main(path)
     sys.argv = list(argv) or [path]
     sys.path[0:0] = [os.path.dirname(path)]
+    enter()
     interrupted = False
     try:
         if code is None:

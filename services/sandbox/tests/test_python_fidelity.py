@@ -59,6 +59,10 @@ SNIPPETS = {
     "stdout-rebound-to-devnull": "import os, sys\nprint(input())\nsys.stdout = open(os.devnull, 'w')\nprint('noise')\n",
     "stdout-rebound-to-a-stringio": "import io, sys\nprint(input())\nsys.stdout = io.StringIO()\nprint('kept')\n",
     "stdout-set-to-none": "import sys\nprint(input())\nsys.stdout.flush()\nsys.stdout = None\n",
+    # The streams' encoding and error handlers are the interpreter's own (surrogateescape under C.UTF-8).
+    "stream-error-handlers": "import sys\nprint(sys.stdin.encoding, sys.stdin.errors)\n"
+    "print(sys.stdout.encoding, sys.stdout.errors, sys.stderr.encoding, sys.stderr.errors)\n"
+    "print('caf' + b'\\xc3\\xa9'.decode('ascii', 'surrogateescape'))\n",
 }
 STDIN = "olleh\n"
 

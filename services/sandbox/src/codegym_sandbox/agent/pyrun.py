@@ -2,9 +2,9 @@
 
 The box forks a warm agent process and calls :func:`run_script` in the child, so a Python run pays for a
 fork, not for an interpreter start-up. What a fresh interpreter would do is repeated here: a new
-``__main__``, ``sys.argv``, ``sys.path[0]``, standard streams on fds 0-2, the traceback and exit code of an
-uncaught exception, joining non-daemon threads, ``atexit`` handlers, the final flush and the collection of what
-the program left in reference cycles.
+``__main__``, ``sys.argv``, ``sys.path[0]``, standard streams on fds 0-2 (with the interpreter's own encoding
+and error handlers), the traceback and exit code of an uncaught exception, joining non-daemon threads,
+``atexit`` handlers, the final flush and the collection of what the program left in reference cycles.
 """
 
 from __future__ import annotations
@@ -22,6 +22,21 @@ import warnings
 Streams = tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]
 
 
+def _chosen(stream: object, errors: str) -> tuple[str, str]:
+    # What the interpreter chose for this stream at its start-up, under the environment every run inherits
+    # (under ``LANG=C.UTF-8``, UTF-8 with ``surrogateescape`` for stdin and stdout; ``strict`` under another
+    # UTF-8 locale): read from the agent's own streams, so that no rule of the interpreter's is listed again.
+    return getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or errors
+
+
+# Read as this module is imported, before any run replaces the agent's streams.
+_STDIN, _STDOUT, _STDERR = (
+    _chosen(sys.__stdin__, "strict"),
+    _chosen(sys.__stdout__, "strict"),
+    _chosen(sys.__stderr__, "backslashreplace"),
+)
+
+
 def make_streams() -> Streams:
     """Standard streams on fds 0-2, as the interpreter makes them at start-up (no I/O happens here).
 
@@ -30,12 +45,12 @@ def make_streams() -> Streams:
     pipes, as a run's are. Nothing may use them before the test's process does.
     """
     return (
-        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"),
-        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=_STDIN[0], errors=_STDIN[1]),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding=_STDOUT[0], errors=_STDOUT[1]),
         io.TextIOWrapper(
             io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-            encoding="utf-8",
-            errors="backslashreplace",
+            encoding=_STDERR[0],
+            errors=_STDERR[1],
             line_buffering=True,
         ),
     )

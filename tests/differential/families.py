@@ -15,9 +15,9 @@
 - the cut output (``cut``): a program that prints the answer, then newlines up to the output cap, then wrong lines.
   A route that keeps only what fits under the cap and answers it as a clean run (``/run_code`` did: verl's
   reward compared the part kept, its trailing newlines stripped) passes it; the reference, with all of it, fails it.
-- the interpreter's own exit (``exit``): right answers whose output only the interpreter's exit writes
+- the interpreter's own exit and stack (``exit``): right answers whose output only the interpreter's exit writes
   (a file held in a reference cycle, text left in the original stdout by a program that rebound ``sys.stdout``
-  after printing, ``sys.stdout = None``).
+  after printing, ``sys.stdout = None``), and a recursion 990 deep under the default limit, in every form.
 """
 
 from __future__ import annotations
@@ -190,11 +190,26 @@ AT_EXIT = {
     "stdout_to_a_stringio_after": "import io\nimport sys\n\n" + _SUM + "print(a + b)\nsys.stdout = io.StringIO()\n",
     "stdout_none_after": "import sys\n\n" + _SUM + "print(a + b)\nsys.stdout.flush()\nsys.stdout = None\n",
 }
+DEEP = Task(
+    name="deep",
+    entry="deep",
+    params="n",
+    args="i",
+    result="int",
+    doc="How many steps count n down to 0, one at a time (n up to 990).",
+    solution=_src("def deep(n):; return 0 if n == 0 else 1 + deep(n - 1)"),
+    perturb="r + 1",
+    cases=(((3,), 3), ((990,), 990)),
+)
 
 
 def _exit_items() -> list[Item]:
     add = next(t for t in TASKS if t.name == "add")
     out = [Item(f"add/stdio/{n}", add, "stdio", "python", n, code, OK, family="exit") for n, code in AT_EXIT.items()]
+    for form in ("call", "assert"):
+        out.append(Item(f"deep/{form}/no_set_up", DEEP, form, "python", "no_set_up", DEEP.solution, OK, family="exit"))
+    program = f"{DEEP.solution}\n\nprint(deep(int(input())))\n"
+    out.append(Item("deep/stdio/no_set_up", DEEP, "stdio", "python", "no_set_up", program, OK, family="exit"))
     return out
 
 

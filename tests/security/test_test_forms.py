@@ -1041,6 +1041,20 @@ def test_the_programs_functions_the_tests_patch_are_patched_for_the_program(host
     ]
 
 
+def test_the_program_has_the_whole_recursion_limit_to_itself(hostile: TestClient) -> None:
+    """The frames of the program's process below the program take none of its recursion limit: a call 990 deep
+    passes under the default limit, which the program sees as 1000, as ``python3`` shows it."""
+    program = (
+        "import sys\n\ndef depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n\n"
+        "def limit():\n    return sys.getrecursionlimit()\n"
+    )
+    tests = (
+        "from solution import depth, limit\n\ndef test_deep():\n    assert depth(990) == 990\n\n"
+        "def test_limit():\n    assert limit() == 1000\n"
+    )
+    assert _verdicts(hostile, tests, [program, program.replace("1 + depth", "2 + depth")]) == ["AC", "WA"]
+
+
 def test_the_interpreter_state_the_tests_set_is_the_programs_too(hostile: TestClient) -> None:
     """``random.seed`` and ``sys.setrecursionlimit`` in the tests reach the program, as in pytest's one process;
     a program's own seed holds where the tests leave ``random`` alone."""

@@ -63,6 +63,10 @@ SNIPPETS = {
     "stream-error-handlers": "import sys\nprint(sys.stdin.encoding, sys.stdin.errors)\n"
     "print(sys.stdout.encoding, sys.stdout.errors, sys.stderr.encoding, sys.stderr.errors)\n"
     "print('caf' + b'\\xc3\\xa9'.decode('ascii', 'surrogateescape'))\n",
+    # The whole recursion limit is the program's: the runner's own frames take none of it.
+    "recursion-headroom": "import sys\ndef g(n):\n    return 0 if n == 0 else 1 + g(n - 1)\nbest = 0\n"
+    "for n in range(900, 1001):\n    try:\n        g(n)\n        best = n\n    except RecursionError:\n        break\n"
+    "sys.setrecursionlimit(sys.getrecursionlimit())\nprint(sys.getrecursionlimit(), best, g(990))\n",
 }
 STDIN = "olleh\n"
 

@@ -72,7 +72,7 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
             _finish(0)
     main = pyrun.new_main(os.path.abspath(sys.argv[0]), MODULE)
     scope = main.__dict__
-    pyrun.enter()
+    pyrun.enter()  # the program's top level starts a frame above this one, a call (in ``_call``) two
     try:
         if not isinstance(program, types.CodeType):
             program = compile(program_names.as_file(program), "<program>", "exec", dont_inherit=True)

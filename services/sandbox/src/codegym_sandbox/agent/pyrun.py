@@ -3,8 +3,9 @@
 The box forks a warm agent process and calls :func:`run_script` in the child, so a Python run pays for a
 fork, not for an interpreter start-up. What a fresh interpreter would do is repeated here: a new
 ``__main__``, ``sys.argv``, ``sys.path[0]``, standard streams on fds 0-2 (with the interpreter's own encoding
-and error handlers), the traceback and exit code of an uncaught exception, joining non-daemon threads,
-``atexit`` handlers, the final flush and the collection of what the program left in reference cycles.
+and error handlers), the whole recursion limit for the program's own frames, the traceback and exit code of an
+uncaught exception, joining non-daemon threads, ``atexit`` handlers, the final flush and the collection of what
+the program left in reference cycles.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import atexit
 import builtins
 import gc
 import io
+import operator
 import os
+import re
 import signal
 import sys
 import types
@@ -62,12 +65,43 @@ def install_streams(streams: Streams) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
+_get_limit, _set_limit = sys.getrecursionlimit, sys.setrecursionlimit
+_below = [0]  # how many of the runner's frames lie below the program's: the limit it sees leaves them out
+
+
+def _getrecursionlimit() -> int:
+    return _get_limit() - _below[0]
+
+
+def _setrecursionlimit(limit: int, /) -> None:
+    n = operator.index(limit)
+    _set_limit(n + _below[0] if n > 0 else n)  # a limit under 1 is the interpreter's error to raise
+
+
 def enter() -> None:
     """What the runner does last before its caller starts the program's first frame, in the program's own
-    process (which it never returns from): the runner's objects are frozen, so that what is left to the
-    collector, and so to :func:`finish`'s flush, is the program's alone (a buffered file of the agent's,
-    flushed again in a fork, would write twice)."""
+    process (which it never returns from).
+
+    The runner's objects are frozen, so that what is left to the collector, and so to :func:`finish`'s flush,
+    is the program's alone (a buffered file of the agent's, flushed again in a fork, would write twice). And the
+    program has the whole recursion limit for its own frames, as ``python3 main.py`` has it: the depth of the
+    runner's calls below (the box's loop, the fork, this call) is added to the limit, and left out of what
+    ``sys.getrecursionlimit`` shows and ``sys.setrecursionlimit`` takes.
+    """
     gc.freeze()
+    limit = _getrecursionlimit()
+    try:
+        _set_limit(1)  # refused, with the depth the interpreter counts (calls from C count too, not only frames)
+        below = 0
+    except RecursionError as exc:
+        depth = re.search(r"depth (\d+)", str(exc))
+        below = int(depth.group(1)) - 1 if depth else 0  # this frame stands for the program's first one
+    _below[0] = below
+    _setrecursionlimit(limit)
+    for name, wrapper in (("getrecursionlimit", _getrecursionlimit), ("setrecursionlimit", _setrecursionlimit)):
+        wrapper.__name__ = wrapper.__qualname__ = name
+        wrapper.__module__ = "sys"
+        setattr(sys, name, wrapper)
 
 
 def _exit_code(exc: SystemExit) -> int:

@@ -92,18 +92,33 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
 
 
 def _kept(item: dict[str, Any], share: int) -> dict[str, Any]:
-    """``item`` with each of its texts cut to ``share`` characters (a log's start, stderr's end)."""
+    """``item`` with its texts cut to ``share`` bytes of JSON in all (a control character is six of them): its
+    logs' start (stdout) and end (stderr), its result's and error's start, and its traceback's end."""
     execution = item["execution"]
+    part = max(share // 6, 1)  # stdout, stderr, the result, the error's value and traceback, exception_str
+    if item.get("exception_str") is not None:
+        item["exception_str"] = _fit(item["exception_str"], part)
     if execution is None:
         return item
     logs = execution["logs"]
-    logs["stdout"] = [t[:share] for t in logs["stdout"]]
-    logs["stderr"] = [t[-share:] for t in logs["stderr"]]
+    logs["stdout"] = [_fit(t, part) for t in logs["stdout"]]
+    logs["stderr"] = [_fit(t, part, tail=True) for t in logs["stderr"]]
     for result in execution["results"]:
-        result["text"] = result["text"][:share]
+        result["text"] = _fit(result["text"], part)
     if item["text"] is not None:
-        item["text"] = item["text"][:share]
+        item["text"] = _fit(item["text"], part)
+    if (error := execution["error"]) is not None:
+        error["name"], error["value"] = _fit(error["name"], part), _fit(error["value"], part)
+        error["traceback"] = _fit(error["traceback"], part, tail=True)
     return item
+
+
+def _fit(text: str, size: int, tail: bool = False) -> str:
+    """``text``'s start (or end) that is at most ``size`` bytes once written as JSON, as the answer writes it."""
+    while (written := len(json.dumps(text, ensure_ascii=False).encode())) > size and text:
+        keep = len(text) * size // written - 1  # what fits at this text's own cost per character, then less
+        text = "" if keep <= 0 else text[-keep:] if tail else text[:keep]
+    return text
 
 
 def _item(ex: Execution) -> dict[str, Any]:

@@ -132,6 +132,13 @@ def test_a_training_prompt_never_shows_every_test_that_judges_it() -> None:
     assert shown_all.for_training() is None
     hidden = Task("t", "p", "stdio", [{"stdin": str(i), "expected_stdout": ""} for i in range(2)])
     assert hidden.for_training() is hidden and hidden.public_tests is None
+    # no split marked, but the statement prints every test (its examples): a lookup table of them would pass
+    examples = "Sum two numbers.\nInput\n1 2\nOutput\n3\n\nInput\n5   7\nOutput\n12"
+    sums = [{"stdin": "1 2\n", "expected_stdout": "3\n"}, {"stdin": "5 7\n", "expected_stdout": "12\n"}]
+    assert Task("t", examples, "stdio", sums).for_training() is None
+    assert Task("t", examples, "stdio", [*sums, {"stdin": "9 9\n", "expected_stdout": "18\n"}]).for_training()
+    hello = Task("t", "Print Hello, World!", "stdio", [{"stdin": "", "expected_stdout": "Hello, World!\n"}])
+    assert hello.for_training() is hello  # a test without input whose output the task names is the task itself
     for dataset in ("mbpp", "mbpp-sanitized", "apps", "code_contests", "livecodebench", "taco"):
         for task in hub_tasks(dataset):
             view = task.for_training()

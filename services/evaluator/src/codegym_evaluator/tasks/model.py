@@ -89,15 +89,34 @@ class Task:
         A reward that judges only tests its prompt shows pays a table of their answers as well as a solution (an
         MBPP prompt lists every assert that judges it; a CodeContests row without private tests is judged on the
         examples its statement prints). So a task whose prompt shows every judged test (``public_tests`` counts
-        them all) trains on the prompt its dataset gives for training (``metadata["training_prompt"]``, showing
+        them all, or each is written out in it: a stdin test's input and output, an assert) trains on the prompt its
+        dataset gives for training (``metadata["training_prompt"]``, showing
         ``metadata["training_public_tests"]`` of them), and without one it is no training task."""
         shown = self.public_tests
+        if shown is None and all(self._written_out(test) for test in self.tests):
+            shown = self.tests  # no split marked, but the statement prints them all (its examples)
         if shown is None or len(shown) < len(self.tests):
             return self
         prompt, public = self.metadata.get("training_prompt"), self.metadata.get("training_public_tests")
         if not isinstance(prompt, str) or not isinstance(public, int) or not 0 <= public < len(self.tests):
             return None
         return replace(self, prompt=prompt, metadata={**self.metadata, "public_tests": public})
+
+    def _written_out(self, test: dict[str, Any]) -> bool:
+        """Whether ``test`` is written out in the prompt, whitespace aside: its assert, or its stdin and its
+        expected output (an example). A call test's arguments are written too many ways to tell."""
+        prompt = " ".join(self.prompt.split())
+
+        def shown(value: object) -> bool:
+            text = " ".join(str(value).split())
+            return bool(text) and text in prompt
+
+        if test.get("assert_code") is not None:
+            return shown(test["assert_code"])
+        if test.get("expected_stdout") is not None:  # a test without input whose output the task names is the task
+            stdin = test.get("stdin") or ""
+            return bool(stdin.strip()) and shown(stdin) and shown(test["expected_stdout"])
+        return False
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""

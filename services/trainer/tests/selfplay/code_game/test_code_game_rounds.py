@@ -103,6 +103,8 @@ DISAGREE = {
     "the environment through an allowed module": "import typing\nprint(typing.sys.modules['os'].environ['HOME'])",
 }
 FAIR = [
+    "import re\nprint('bücher.de'.encode('idna'), 'é'.encode('cp1252'))\n"
+    "print(re.findall('\\N{LATIN SMALL LETTER A}', 'aba'))",
     "from dataclasses import dataclass, field\n@dataclass(frozen=True, order=True)\nclass P:\n    x: int\n"
     "    y: list = field(default_factory=list)\nprint(P(1), sorted([P(2), P(1)]))",
     "from collections import namedtuple, Counter\nimport enum, re, json\nT = namedtuple('T', 'a b')\n"

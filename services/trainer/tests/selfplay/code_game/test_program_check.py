@@ -96,6 +96,8 @@ def test_banned_modules_are_rejected_however_imported(code: str) -> None:
         ("import string\ndef f(s):\n    global string\n    return string\nprint(f(1))", "uses the module string other"),
         ("class A:\n    pass\nprint(A().__class__.__name__)", "uses the attribute __class__"),
         ("import re\ne = re.enum\nprint(e.sys)", "uses the module re.enum other than by its attributes"),
+        ("import typing\ntry:\n    typing.x\nexcept AttributeError as e:\n    print(e.obj)", "uses obj, which is"),
+        ("def f():\n    pass\nmatch f:\n    case object(__globals__=g):\n        print(g)", "matches the attribute"),
         ("import re\ndef f(t=re.enum):\n    return t.sys\nprint(f())", "uses the module re.enum other than"),
         ("t = '{}'\nprint(t.format(1))", "formats with a template that is not a string of its own text"),
         ("from operator import attrgetter\nprint(1)", "imports attrgetter from operator, which is banned"),

@@ -61,6 +61,9 @@ BANNED_ATTRIBUTES = frozenset(
         *("attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef", "format_map"),
         *("gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame", "tb_next"),
         *("f_builtins", "f_globals", "f_locals", "f_back", "f_code", "co_code", "co_consts", "co_names"),
+        # An exception's object (``AttributeError.obj``: the module an attribute was missing from), and the
+        # names under which modules carry the doors to the machine, whatever the object they are read from.
+        *("obj", "sys", "_sys", "os", "_os", "posix", "builtins", "_io", "io", "_bootstrap", "_imp", "importlib"),
     }
 )
 
@@ -253,6 +256,10 @@ def check_program(code: str) -> list[str]:
             problems.append(f"uses the attribute {node.attr}")
         elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES:
             problems.append(f"uses {node.attr}, which is banned")
+        elif isinstance(node, ast.MatchClass):  # ``case object(__globals__=g)`` reads the attribute by its name
+            for name in node.kwd_attrs:
+                if (_is_dunder(name) and name not in ALLOWED_DUNDERS) or name in BANNED_ATTRIBUTES:
+                    problems.append(f"matches the attribute {name}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             named = set(_DUNDER_IN_TEXT.findall(node.value)) - _TEXT_DUNDERS
             problems += [f"holds {name} in a string" for name in sorted(named)]

@@ -48,6 +48,14 @@ REFUSED_PREFIXES = (
     ),
     *("builtins.input", "builtins.breakpoint"),
 )
+# What the allowed modules load as a program uses them, which holds only data: a codec (``"x".encode("cp1252")``),
+# the names of Unicode's characters (a pattern's ``\\N{...}``).
+LOADED_ON_DEMAND = frozenset(
+    {
+        *("encodings", "unicodedata", "stringprep", "_multibytecodec", "_codecs_iso2022"),
+        *("_codecs_jp", "_codecs_kr", "_codecs_cn", "_codecs_tw", "_codecs_hk"),
+    }
+)
 # Attributes that hand out a frame (whose locals, globals and builtins lead everywhere).
 FRAME_ATTRIBUTES = ("gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back")
 # Reported by the interpreter itself as a program ends, or harmless names of the caller's module.
@@ -62,7 +70,7 @@ def _guard():
     with open(file, encoding="utf-8") as f:
         code = compile(f.read(), file, "exec")
     root = sys.modules["codecs"].__file__.rpartition("/")[0] + "/"
-    allowed = frozenset({sorted(ALLOWED_MODULES)!r})
+    allowed = frozenset({sorted(ALLOWED_MODULES | LOADED_ON_DEMAND)!r})
     refused, frames, fine = {REFUSED_PREFIXES!r}, frozenset({FRAME_ATTRIBUTES!r}), frozenset({_ALLOWED_SYS!r})
     writes = 0o3103  # Linux's O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND
 

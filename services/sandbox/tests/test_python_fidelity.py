@@ -67,6 +67,7 @@ SNIPPETS = {
     "recursion-headroom": "import sys\ndef g(n):\n    return 0 if n == 0 else 1 + g(n - 1)\nbest = 0\n"
     "for n in range(900, 1001):\n    try:\n        g(n)\n        best = n\n    except RecursionError:\n        break\n"
     "sys.setrecursionlimit(sys.getrecursionlimit())\nprint(sys.getrecursionlimit(), best, g(990))\n",
+    "recursion-limit-at-its-largest": "import sys\nsys.setrecursionlimit(2**31 - 1)\nprint('set')\n",
 }
 STDIN = "olleh\n"
 

@@ -75,7 +75,8 @@ def _getrecursionlimit() -> int:
 
 def _setrecursionlimit(limit: int, /) -> None:
     n = operator.index(limit)
-    _set_limit(n + _below[0] if n > 0 else n)  # a limit under 1 is the interpreter's error to raise
+    # A limit under 1 is the interpreter's error to raise; one near a C int's largest still fits with ours.
+    _set_limit(min(n + _below[0], (1 << 31) - 1) if n > 0 else n)
 
 
 def enter() -> None:

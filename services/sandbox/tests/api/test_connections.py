@@ -261,3 +261,39 @@ def test_the_client_holding_most_unread_answers_gives_way_first() -> None:
         assert taken(hog[0]) < BIG and taken(reader) > BIG  # the hog's oldest went; the reader's answer is whole
     finally:
         served.stop()
+
+
+def test_a_client_seen_reading_keeps_its_answer_against_many_addresses() -> None:
+    """Past the bound, a client seen reading its answer keeps it, even where it holds the most: the unread
+    answers of other addresses give way first (spread over addresses, they once had the reader aborted)."""
+    served = Served(sized, send_stall_s=0.5, max_unsent=3 * BIG).start()
+    try:
+        reader = served.connect(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % (3 * BIG))
+        fast, got = threading.Event(), [0]
+
+        def read() -> None:
+            with suppress(OSError):
+                while got[0] < 3 * BIG and (data := reader.recv(1 << 16)):
+                    got[0] += len(data)
+                    if not fast.is_set():
+                        time.sleep(0.005)  # some 10 MiB a second: seen reading at every look
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        time.sleep(1.2)  # two looks: it reads
+        hogs = []
+        for address in ("127.0.0.2", "127.0.0.3"):
+            hog = socket.socket()
+            hog.bind((address, 0))
+            hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            hog.settimeout(5)
+            hog.connect(("127.0.0.1", served.port))
+            hog.sendall(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % BIG)
+            served.sockets.append(hog)
+            hogs.append(hog)
+            time.sleep(0.1)
+        fast.set()
+        thread.join(20)
+        assert got[0] >= 3 * BIG and "unsent_bytes" in served.dropped, (got[0], served.dropped)
+    finally:
+        served.stop()

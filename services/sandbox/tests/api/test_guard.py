@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from codegym_sandbox.api.guard import Guard
+from codegym_sandbox.api.guard import Guard, held_bytes
 from codegym_sandbox.api.hosts import HostCheck, answered_hosts
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
@@ -120,11 +120,13 @@ def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
 
     guard = Guard(app, None, max_body=1000, metrics=Metrics(), max_held=3000)  # 3000 bytes of bodies' charge
 
-    async def request(parts: list[bytes], stall: asyncio.Event | None, length: int | None) -> tuple[int, int]:
+    async def request(
+        parts: list[bytes], stall: asyncio.Event | None, length: int | None, path: str = "/v1/execute"
+    ) -> tuple[int, int]:
         """The answer's status, and how many parts of the body were left unread."""
         headers = [(b"content-type", b"application/json")]
         headers += [] if length is None else [(b"content-length", str(length).encode())]
-        scope = {"type": "http", "path": "/v1/execute", "method": "POST", "headers": headers, "client": ("c", 1)}
+        scope = {"type": "http", "path": path, "method": "POST", "headers": headers, "client": ("c", 1)}
         queue = [{"type": "http.request", "body": p, "more_body": True} for p in parts]
         statuses: list[int] = []
 
@@ -145,6 +147,7 @@ def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
     async def scenario() -> list[tuple[int, int]]:
         stall = asyncio.Event()
         heads = [asyncio.create_task(request([], stall, 1000)) for _ in range(4)]  # heads only: nothing held
+        heads += [asyncio.create_task(request([b"x" * 900], stall, 1000, "/livez"))]  # an open path: no body read
         await asyncio.sleep(0.01)
         honest = await request([b"y" * 900], None, 900)  # 1800 of 3000
         partial = asyncio.create_task(request([b"x" * 900], stall, 1000))  # 1800 held while the rest waits
@@ -153,6 +156,8 @@ def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
         stall.set()
         await asyncio.gather(*heads, partial)
         after = await request([b"y" * 900], None, 900)  # all released
-        return [honest, chunked, after]
+        values = await request([b"[" + b"{}," * 299 + b"{}]"], None, 900)  # 300 objects: far more than 900 bytes
+        return [honest, chunked, after, values]
 
-    assert asyncio.run(scenario()) == [(200, 0), (503, 1), (200, 0)]
+    assert asyncio.run(scenario()) == [(200, 0), (503, 1), (200, 0), (503, 0)]
+    assert held_bytes(b'[{"a":1},2]') == 2 * 11 + 64 * 4

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox import languages
+from codegym_sandbox.api import native
 from codegym_sandbox.judging import judge
 from fastapi.testclient import TestClient
 from sandbox_support import metric
@@ -343,3 +344,19 @@ def test_an_answer_of_many_tests_shows_less_of_each(client: TestClient, monkeypa
     assert [(len(t["stdout"]), len(t["stderr"])) for t in many["tests"]] == [(512, 512)] * 8
     (few,) = evaluate(client, programs=[loud], tests=eight[:2], cache=False)
     assert [(len(t["stdout"]), len(t["stderr"])) for t in few["tests"]] == [(judge.SHOWN_BYTES,) * 2] * 2
+
+
+def test_tests_written_into_every_programs_input_are_bounded(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call and assert test is written, with the program, into each program's stdin: a 1 MiB test and 120
+    programs once made 120 MiB of the server's from one small body."""
+    monkeypatch.setattr(native, "EXPANDED_BYTES", 4096)
+    test = {"assert_code": "assert f() == 1  # " + "x" * 400}
+    many = client.post(
+        "/v1/evaluate",
+        json={"language": "python", "programs": ["def f(): return 1"] * 10, "tests": [test], "function": "f"},
+    )
+    assert many.status_code == 422 and "fewer programs" in many.text, many.text
+    (few,) = evaluate(client, programs=["def f(): return 1"], tests=[test], function="f")
+    assert few["verdict"] == "AC"

@@ -24,8 +24,9 @@ A head once in, the connection holds memory of the server's in two more ways, bo
   client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
   it keeps the socket, past the request's end, where nothing else counts it. A connection whose buffer is past
   its high-water mark (the transport has paused writing) must take some of it every ``send_stall_s``; and all
-  such buffers together hold at most ``max_unsent`` bytes: past it, the client holding the most gives way
-  first, its connection paused longest. Aborted, not closed: a close keeps the buffer until it is sent.
+  such buffers together hold at most ``max_unsent`` bytes: past it, an answer whose client has not been seen
+  reading gives way before one whose client reads, then the client holding the most, its connection paused
+  longest. Aborted, not closed: a close keeps the buffer until it is sent.
 """
 
 from __future__ import annotations
@@ -81,27 +82,38 @@ class Waiting:
 
 
 class Unsent:
-    """The connections of one server whose answers wait for their clients to read them, the longest-paused first."""
+    """The connections of one server whose answers wait for their clients to read them."""
 
     def __init__(self, stall_s: float, max_bytes: int, on_drop: Callable[[str], None]) -> None:
         self.stall_s, self.max_bytes, self.on_drop = stall_s, max_bytes, on_drop
-        self.paused: dict[HeadBoundedProtocol, tuple[int, asyncio.TimerHandle]] = {}  # its buffer at the last look
+        # Each one's buffer at the last look, whether it shrank by then (its client reads), and its next look.
+        self.paused: dict[HeadBoundedProtocol, tuple[int, bool, asyncio.TimerHandle]] = {}
 
     def pause(self, conn: HeadBoundedProtocol) -> None:
         if conn in self.paused:
             return
-        self.paused[conn] = (conn.unsent(), conn.loop.call_later(self.stall_s, self.look, conn))
+        self.paused[conn] = (conn.unsent(), False, conn.loop.call_later(self.stall_s, self.look, conn))
         while len(self.paused) > 1 and sum(c.unsent() for c in self.paused) > self.max_bytes:
-            # The client that holds the most gives way first, its longest-waiting answer: one client's newer
-            # unread answers never push out another's older one that its client is reading.
-            held: dict[str, int] = {}
-            for c in self.paused:
-                held[c.address()] = held.get(c.address(), 0) + c.unsent()
-            most = max(held, key=held.__getitem__)
-            self.drop(next(c for c in self.paused if c.address() == most), "unsent_bytes")
+            self.drop(self.first_to_go(), "unsent_bytes")
+
+    def first_to_go(self) -> HeadBoundedProtocol:
+        """Past the bound, who gives way: an answer whose client has not been seen reading it before one whose
+        client reads (however many addresses the others come from), then the client holding the most, and its
+        longest-waiting answer."""
+
+        def reads(c: HeadBoundedProtocol) -> bool:
+            before, shrank, _ = self.paused[c]
+            return shrank or c.unsent() < before
+
+        pool = [c for c in self.paused if not reads(c)] or list(self.paused)
+        held: dict[str, int] = {}
+        for c in pool:
+            held[c.address()] = held.get(c.address(), 0) + c.unsent()
+        most = max(held, key=held.__getitem__)
+        return next(c for c in pool if c.address() == most)
 
     def resume(self, conn: HeadBoundedProtocol) -> None:
-        _, timer = self.paused.pop(conn, (0, None))
+        _, _, timer = self.paused.pop(conn, (0, False, None))
         if timer is not None:
             timer.cancel()
 
@@ -109,11 +121,11 @@ class Unsent:
         """A paused connection's buffer must have shrunk since the last look."""
         if conn not in self.paused:
             return
-        before, _ = self.paused[conn]
+        before, _, _ = self.paused[conn]
         if conn.unsent() >= before:
             self.drop(conn, "send_stalled")
             return
-        self.paused[conn] = (conn.unsent(), conn.loop.call_later(self.stall_s, self.look, conn))
+        self.paused[conn] = (conn.unsent(), True, conn.loop.call_later(self.stall_s, self.look, conn))
 
     def drop(self, conn: HeadBoundedProtocol, why: str) -> None:
         self.resume(conn)

@@ -4,7 +4,7 @@ of bodies held at once, request counting.
 A request holds its body (and what it is parsed into) until it is answered, however long it waits: for a worker, a
 session's turn, a cell. Counted as requests alone, one client's bodies could hold ``MAX_CLIENT_REQUESTS`` x
 ``MAX_BODY_BYTES`` (16 GiB) of the server's memory, outside every budget. So each request's body is charged
-(``HELD_FACTOR`` x its length: the bytes and the objects parsed from them) against ``max_held`` bytes for the
+(:func:`held_bytes`: the bytes and the objects parsed from them) against ``max_held`` bytes for the
 whole server (503 past it) and, where clients are told apart (``max_client_requests``), a quarter of that for each
 client (429 past it), as it arrives and until its answer: a head alone holds nothing (``connections.py`` gives a
 body its deadline).
@@ -24,7 +24,15 @@ from ..metrics import Metrics
 
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-HELD_FACTOR = 2  # a body's bytes, and the strings and objects parsed from them
+HELD_FACTOR = 2  # a body's bytes, and the strings parsed from them
+VALUE_BYTES = 64  # and what each value parsed from it holds at least (a dict, a list, a number: 28-64 bytes)
+
+
+def held_bytes(part: bytes) -> int:
+    """What a part of a JSON body holds in the server once parsed: its bytes twice, and a value's worth for each
+    place a value can begin (``[``, ``{``, ``,``, ``:``): ``[{},{},...]`` is some 30 times its bytes as objects."""
+    values = part.count(b"[") + part.count(b"{") + part.count(b",") + part.count(b":")
+    return HELD_FACTOR * len(part) + VALUE_BYTES * values
 
 
 def refusal_status(path: str) -> int:
@@ -110,8 +118,8 @@ class Guard:
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
             await _reply(send, 413, f"request body larger than {self.max_body} bytes")
             return
-        if scope["method"] not in BODY_METHODS:
-            await self.app(scope, receive, send)
+        if scope["method"] not in BODY_METHODS or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)  # no route there reads a body: an open path holds none
             return
         chunks: list[bytes] = []
         size = charged = 0
@@ -125,10 +133,11 @@ class Guard:
                 if size > self.max_body:
                     await _reply(send, 413, f"request body larger than {self.max_body} bytes")
                     return
-                if refused := self._hold(client, HELD_FACTOR * len(chunk), scope["path"]):
+                charge = held_bytes(chunk)
+                if refused := self._hold(client, charge, scope["path"]):
                     await _reply(send, *refused)
                     return
-                charged += HELD_FACTOR * len(chunk)
+                charged += charge
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from fastapi import APIRouter
@@ -78,14 +79,34 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> Ev
     return EvaluateBatchResponse(responses=[EvaluateResponse(results=r, wall_s=wall) for r in results], wall_s=wall)
 
 
+# What a request's call and assert tests may become at once: each is written, with the program, into each
+# program's stdin for its round (``harness.runner_stdin``), so a 1 MiB test and 120 programs were 120 MiB of the
+# server's, and seconds of its event loop, from one small body.
+EXPANDED_BYTES = 64 << 20
+
+
 def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
     runs = sum(len(req.programs) * len(req.tests) for req in reqs)
+    loc = ["body", "programs"] if len(reqs) == 1 else ["body", "requests"]
     if runs > executor.settings.max_runs_per_request:
         what = f"{len(reqs[0].programs)} programs x {len(reqs[0].tests)} tests" if len(reqs) == 1 else f"{runs} runs"
         msg = f"{what} is more than the server's max_runs_per_request ({executor.settings.max_runs_per_request}): "
         msg += "split the request"
-        loc = ["body", "programs"] if len(reqs) == 1 else ["body", "requests"]
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
+    if (expanded := sum(_expanded(req) for req in reqs)) > EXPANDED_BYTES:
+        msg = f"the call and assert tests, written into each program's input, come to {expanded >> 20} MiB, more "
+        msg += f"than {EXPANDED_BYTES >> 20} MiB: send fewer programs per request, or smaller tests"
+        raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
+
+
+def _expanded(req: EvaluateRequest) -> int:
+    """The bytes of the stdins a round of ``req``'s call and assert tests makes: every program with its largest."""
+    sizes = [
+        len(t.assert_code) if t.assert_code is not None else len(json.dumps([t.call, t.kwargs, t.expected]))
+        for t in req.tests
+        if t.assert_code is not None or t.call is not None
+    ]
+    return sum(len(p) for p in req.programs) + len(req.programs) * max(sizes) if sizes else 0
 
 
 @router.get("/languages", response_model=list[LanguageOut])

@@ -160,4 +160,4 @@ def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
         return [honest, chunked, after, values]
 
     assert asyncio.run(scenario()) == [(200, 0), (503, 1), (200, 0), (503, 0)]
-    assert held_bytes(b'[{"a":1},2]') == 2 * 11 + 64 * 4
+    assert held_bytes(b'[{"a":1},2]') == 2 * 11 + 32 * 3

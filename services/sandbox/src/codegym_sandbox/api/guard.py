@@ -25,14 +25,14 @@ from ..metrics import Metrics
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 HELD_FACTOR = 2  # a body's bytes, and the strings parsed from them
-VALUE_BYTES = 64  # and what each value parsed from it holds at least (a dict, a list, a number: 28-64 bytes)
+VALUE_BYTES = 32  # and what each value parsed from it holds besides (a number, a list's slot, an empty dict's part)
 
 
 def held_bytes(part: bytes) -> int:
     """What a part of a JSON body holds in the server once parsed: its bytes twice, and a value's worth for each
-    place a value can begin (``[``, ``{``, ``,``, ``:``): ``[{},{},...]`` is some 30 times its bytes as objects."""
-    values = part.count(b"[") + part.count(b"{") + part.count(b",") + part.count(b":")
-    return HELD_FACTOR * len(part) + VALUE_BYTES * values
+    place a value may begin (``[``, ``{``, ``,``; inside strings too, which it over-counts): ``[{},{},...]`` is
+    some 30 times its bytes as objects."""
+    return HELD_FACTOR * len(part) + VALUE_BYTES * (part.count(b"[") + part.count(b"{") + part.count(b","))
 
 
 def refusal_status(path: str) -> int:
@@ -141,7 +141,9 @@ class Guard:
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     break
-            await self.app(scope, _replay(b"".join(chunks), receive), send)
+            body = b"".join(chunks)
+            chunks.clear()  # the body once, not twice, for as long as the request lasts
+            await self.app(scope, _replay(body, receive), send)
         finally:
             self._release(client, charged)
 

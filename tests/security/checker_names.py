@@ -90,10 +90,12 @@ INJECTIONS = {
         answer = _plain.Channel.answer
         _plain.Channel.answer = lambda self, message: answer(self, _forge(message))
 """,
-    # The channel object itself, found among the process's objects: its answer replaced on the instance.
+    # The channel object itself, found among the process's objects: its answer replaced on the instance. (The
+    # runner's objects are frozen before the program starts, out of ``gc.get_objects``' sight: unfrozen first.)
     "patch-the-channel-object": """
     import gc
 
+    gc.unfreeze()
     for o in gc.get_objects():
         if _plain is not None and type(o) is _plain.Channel:
             o.answer = (lambda answer: lambda message: answer(_forge(message)))(o.answer)

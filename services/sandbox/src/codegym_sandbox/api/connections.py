@@ -191,6 +191,7 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         self.waiting.done(self)
         super().on_headers_complete()
         length = next((v for k, v in self.headers if k == b"content-length"), b"0")
+        self.body_done()  # a pipelined request's head may come before the last one's body is done
         self.body = (time.monotonic(), int(length) if length.isdigit() else 0, 0)
         self.body_deadline = self.loop.call_later(self.body_due(), self.body_late)
 

@@ -137,6 +137,8 @@ def test_a_training_prompt_never_shows_every_test_that_judges_it() -> None:
     sums = [{"stdin": "1 2\n", "expected_stdout": "3\n"}, {"stdin": "5 7\n", "expected_stdout": "12\n"}]
     assert Task("t", examples, "stdio", sums).for_training() is None
     assert Task("t", examples, "stdio", [*sums, {"stdin": "9 9\n", "expected_stdout": "18\n"}]).for_training()
+    # a dataset that counts one public test, whose statement prints the other too
+    assert Task("t", examples, "stdio", sums, metadata={"public_tests": 1}).for_training() is None
     hello = Task("t", "Print Hello, World!", "stdio", [{"stdin": "", "expected_stdout": "Hello, World!\n"}])
     assert hello.for_training() is hello  # a test without input whose output the task names is the task itself
     for dataset in ("mbpp", "mbpp-sanitized", "apps", "code_contests", "livecodebench", "taco"):

@@ -88,14 +88,12 @@ class Task:
 
         A reward that judges only tests its prompt shows pays a table of their answers as well as a solution (an
         MBPP prompt lists every assert that judges it; a CodeContests row without private tests is judged on the
-        examples its statement prints). So a task whose prompt shows every judged test (``public_tests`` counts
-        them all, or each is written out in it: a stdin test's input and output, an assert) trains on the prompt its
+        examples its statement prints). So a task whose prompt shows every judged test (each is counted public by
+        ``public_tests``, or written out in it: a stdin test's input and output, an assert) trains on the prompt its
         dataset gives for training (``metadata["training_prompt"]``, showing
         ``metadata["training_public_tests"]`` of them), and without one it is no training task."""
-        shown = self.public_tests
-        if shown is None and all(self._written_out(test) for test in self.tests):
-            shown = self.tests  # no split marked, but the statement prints them all (its examples)
-        if shown is None or len(shown) < len(self.tests):
+        marked = len(self.public_tests or [])  # the dataset's count; a test it calls hidden may be printed all the same
+        if not all(i < marked or self._written_out(test) for i, test in enumerate(self.tests)):
             return self
         prompt, public = self.metadata.get("training_prompt"), self.metadata.get("training_public_tests")
         if not isinstance(prompt, str) or not isinstance(public, int) or not 0 <= public < len(self.tests):

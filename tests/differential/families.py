@@ -22,6 +22,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .corpus import Form, Item
 from .tasks import TASKS, Task, _src
 from .variants import HACK, OK, WRONG, Label, show
@@ -190,15 +192,11 @@ AT_EXIT = {
     "stdout_to_a_stringio_after": "import io\nimport sys\n\n" + _SUM + "print(a + b)\nsys.stdout = io.StringIO()\n",
     "stdout_none_after": "import sys\n\n" + _SUM + "print(a + b)\nsys.stdout.flush()\nsys.stdout = None\n",
 }
-DEEP = Task(
+# DEPTH within the default recursion limit: the runner's own frames must leave the program all of it.
+DEEP = replace(
+    DEPTH,
     name="deep",
-    entry="deep",
-    params="n",
-    args="i",
-    result="int",
     doc="How many steps count n down to 0, one at a time (n up to 990).",
-    solution=_src("def deep(n):; return 0 if n == 0 else 1 + deep(n - 1)"),
-    perturb="r + 1",
     cases=(((3,), 3), ((990,), 990)),
 )
 
@@ -208,7 +206,7 @@ def _exit_items() -> list[Item]:
     out = [Item(f"add/stdio/{n}", add, "stdio", "python", n, code, OK, family="exit") for n, code in AT_EXIT.items()]
     for form in ("call", "assert"):
         out.append(Item(f"deep/{form}/no_set_up", DEEP, form, "python", "no_set_up", DEEP.solution, OK, family="exit"))
-    program = f"{DEEP.solution}\n\nprint(deep(int(input())))\n"
+    program = f"{DEEP.solution}\n\nprint(depth(int(input())))\n"
     out.append(Item("deep/stdio/no_set_up", DEEP, "stdio", "python", "no_set_up", program, OK, family="exit"))
     return out
 

@@ -93,28 +93,13 @@ class Task:
         dataset gives for training (``metadata["training_prompt"]``, showing
         ``metadata["training_public_tests"]`` of them), and without one it is no training task."""
         marked = len(self.public_tests or [])  # the dataset's count; a test it calls hidden may be printed all the same
-        if not all(i < marked or self._written_out(test) for i, test in enumerate(self.tests)):
+        text = " ".join(self.prompt.split())  # whitespace aside
+        if not all(i < marked or _written_out(test, text) for i, test in enumerate(self.tests)):
             return self
         prompt, public = self.metadata.get("training_prompt"), self.metadata.get("training_public_tests")
         if not isinstance(prompt, str) or not isinstance(public, int) or not 0 <= public < len(self.tests):
             return None
         return replace(self, prompt=prompt, metadata={**self.metadata, "public_tests": public})
-
-    def _written_out(self, test: dict[str, Any]) -> bool:
-        """Whether ``test`` is written out in the prompt, whitespace aside: its assert, or its stdin and its
-        expected output (an example). A call test's arguments are written too many ways to tell."""
-        prompt = " ".join(self.prompt.split())
-
-        def shown(value: object) -> bool:
-            text = " ".join(str(value).split())
-            return bool(text) and text in prompt
-
-        if test.get("assert_code") is not None:
-            return shown(test["assert_code"])
-        if test.get("expected_stdout") is not None:  # a test without input whose output the task names is the task
-            stdin = test.get("stdin") or ""
-            return bool(stdin.strip()) and shown(stdin) and shown(test["expected_stdout"])
-        return False
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""
@@ -122,6 +107,22 @@ class Task:
 
     def __hash__(self) -> int:
         return hash(self.task_id)
+
+
+def _written_out(test: dict[str, Any], prompt: str) -> bool:
+    """Whether ``test`` is written out in ``prompt`` (its whitespace made single spaces): its assert, or its stdin
+    and its expected output (an example). A call test's arguments are written too many ways to tell."""
+
+    def shown(value: object) -> bool:
+        text = " ".join(str(value).split())
+        return bool(text) and text in prompt
+
+    if test.get("assert_code") is not None:
+        return shown(test["assert_code"])
+    if test.get("expected_stdout") is not None:  # a test without input whose output the task names is the task
+        stdin = test.get("stdin") or ""
+        return bool(stdin.strip()) and shown(stdin) and shown(test["expected_stdout"])
+    return False
 
 
 class TestAdapter(Protocol):

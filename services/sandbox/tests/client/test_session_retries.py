@@ -103,6 +103,29 @@ def test_a_create_is_retried_over_the_urls_and_the_session_stays_where_it_was_ma
         assert calls == ["a POST /v1/sessions", "b POST /v1/sessions", "b POST /v1/sessions/b-1/execute"]
 
 
+@pytest.mark.parametrize("lost", [httpx.ReadTimeout, httpx.RemoteProtocolError, 502, 504])
+def test_a_create_whose_answer_was_lost_goes_again_to_its_server_with_its_key(lost: type[Exception] | int) -> None:
+    # The server may have made the session: sent again there with the same key, it answers with that session;
+    # sent to the next URL, a second session would be made there, and the first left to its TTL.
+    keys: list[str | None] = []
+
+    def losing(request: httpx.Request, n: int) -> httpx.Response | None:
+        if request.url.path == "/v1/sessions":
+            keys.append(request.headers.get("Idempotency-Key"))
+            if n == 1:
+                if isinstance(lost, int):
+                    return httpx.Response(lost, json={"detail": "a proxy timed out"})
+                raise lost("the answer was lost", request=request)
+        return None
+
+    for got, calls in both(losing):
+        assert got == "2"
+        assert calls == ["a POST /v1/sessions", "a POST /v1/sessions", "a POST /v1/sessions/a-1/execute"]
+    # one key per create, the same on each of its attempts (and another for the async client's create)
+    assert len(keys) == 4 and keys[0] == keys[1] and keys[2] == keys[3] and keys[0] != keys[2], keys
+    assert all(k and len(k) == 36 for k in keys), keys
+
+
 @pytest.mark.parametrize("error", [httpx.ConnectError, httpx.ConnectTimeout])
 def test_a_cell_that_never_left_is_sent_again_to_its_own_server(error: type[httpx.TransportError]) -> None:
     def refused(request: httpx.Request, n: int) -> httpx.Response | None:

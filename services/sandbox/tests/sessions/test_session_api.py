@@ -300,6 +300,34 @@ def test_creates_that_come_together_hold_no_more_than_the_clients_cap(sessions: 
     assert not store.opening_by, store.opening_by
 
 
+def test_a_create_sent_again_with_its_key_gets_the_same_session(sessions: TestClient) -> None:
+    # Its answer lost (a proxy's 504 while the kernel started), the client sends the create again with its key:
+    # the repeat, even one that comes while the first is still made, is that session, never a second.
+    store = sessions.app.state.sessions  # type: ignore[attr-defined]
+    key = {"Idempotency-Key": "6f1c0d54-6a57-4f4e-9d3c-1c7b1f7e2a10"}
+    body = {"files": {"f.txt": "x"}}
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda _: sessions.post("/v1/sessions", json=body, headers=key), range(3)))
+    ids = {r.json()["session_id"] for r in answers if r.status_code == 201}
+    try:
+        assert [r.status_code for r in answers] == [201] * 3 and len(ids) == 1, [r.text for r in answers]
+        assert sum(s.client == "testclient" for s in store.sessions.values()) == 1
+        again = sessions.post("/v1/sessions", json=body, headers=key)
+        assert again.status_code == 201 and again.json()["session_id"] in ids, again.text
+        other = _new(sessions)  # no key: a session of its own
+        assert other not in ids
+        sessions.delete(f"/v1/sessions/{other}")
+    finally:
+        for sid in ids:
+            sessions.delete(f"/v1/sessions/{sid}")
+    # Its session gone, the key makes a new one (nothing is left to repeat).
+    fresh = sessions.post("/v1/sessions", json=body, headers=key)
+    assert fresh.status_code == 201 and fresh.json()["session_id"] not in ids, fresh.text
+    sessions.delete(f"/v1/sessions/{fresh.json()['session_id']}")
+    bad = sessions.post("/v1/sessions", json=body, headers={"Idempotency-Key": "a b"})
+    assert bad.status_code == 422 and "Idempotency-Key" in bad.text, bad.text
+
+
 def test_a_second_cell_while_one_runs_is_refused(sessions: TestClient) -> None:
     sid = _new(sessions)
     try:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Header, Request, Response
 
 from .. import languages
 from ..sessions import forks
+from ..sessions.repeats import KEY_PATTERN
 from ..sessions.store import Session, SessionStore
 from ..sessions.wire import (
     CellResult,
@@ -51,14 +52,29 @@ def _info(store: SessionStore, s: Session) -> SessionInfo:
     )
 
 
+KeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        pattern=KEY_PATTERN,
+        description="The client's own key for this create: the create sent again with it (its answer was lost) "
+        "gets the same session, not a second one.",
+    ),
+]
+
+
 @router.post("", status_code=201, response_model=SessionCreated)
-async def create(req: CreateSession, request: Request, store: StoreDep) -> SessionCreated:
+async def create(req: CreateSession, request: Request, store: StoreDep, key: KeyHeader = None) -> SessionCreated:
     """Make a session: a Python interpreter, kept between calls until it is deleted or its lease ends."""
     if len(req.files) > MAX_FILES:  # before any name is looked at
         raise BadFiles(f"{len(req.files)} files: at most {MAX_FILES}")
     files = {scratch_name(name): text.encode() for name, text in req.files.items()}  # BadFiles: 422
     check_names(files, taken=languages.written_names("python"))
-    session = await store.create(client_of(request), req.ttl_s, req.limits.memory_mb, req.limits.cell_timeout_s, files)
+    client = client_of(request)
+    limits = req.limits
+    session = await store.repeats.create(
+        client, key, lambda: store.create(client, req.ttl_s, limits.memory_mb, limits.cell_timeout_s, files)
+    )
     return SessionCreated(session_id=session.session_id, expires_at=store.expires_at(session))
 
 

@@ -93,7 +93,11 @@ class AsyncSandboxClient:
                 try:
                     async with self._sem:
                         outcome = await self._http.request(
-                            step.method, step.url, json=step.json, timeout=self._step_timeout(step)
+                            step.method,
+                            step.url,
+                            json=step.json,
+                            headers=step.headers,
+                            timeout=self._step_timeout(step),
                         )
                 except httpx.HTTPError as exc:
                     outcome = exc

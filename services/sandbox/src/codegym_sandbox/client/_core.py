@@ -75,6 +75,7 @@ class Send:
     url: str
     json: Any
     wait_s: float = 0.0
+    headers: Mapping[str, str] | None = None  # beside the client's own
 
 
 DEFAULT_RUN_S = 10.0  # the server's default run time limit (LIMITS__RUN_TIMEOUT_S), for a body that names none
@@ -121,16 +122,28 @@ Step = Send | Wait
 
 # Transport errors raised before any byte of the request left: sending it again cannot run it twice.
 UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# A server's answer that it did nothing: it was saturated (429, 503).
+_REFUSED = (429, 503)
+
+
+def _unsent(outcome: Outcome | None) -> bool:
+    """Whether an attempt surely did nothing at its server: it never left, or the server refused it."""
+    if isinstance(outcome, httpx.HTTPError):
+        return isinstance(outcome, UNSENT)
+    return outcome is not None and outcome.status_code in _REFUSED
 
 
 @dataclass(frozen=True)
 class Call:
     """How one request may be retried. ``resend``: any failure the policy retries may be sent again (the
     request is idempotent, or doing it twice costs nothing lasting); False: only one that never left the
-    client (``UNSENT``). ``session_id``: a session's call, whose 404/410/409 raise ``SessionGone``/``SessionBusy``."""
+    client (``UNSENT``). ``session_id``: a session's call, whose 404/410/409 raise ``SessionGone``/``SessionBusy``.
+    ``key``: an ``Idempotency-Key`` sent with every attempt; an attempt that may have reached its server goes
+    there again (the key makes it the same request there, where another server would do it a second time)."""
 
     resend: bool = True
     session_id: str | None = None
+    key: str | None = None
 
 
 Exchange = Generator[Step, Outcome | None, Any]
@@ -174,9 +187,12 @@ class Core:
         (a session's server). ``call`` says what may be retried and turns a session's errors into theirs."""
         call = call if call is not None else Call()
         last: SandboxError = SandboxUnavailable("no attempt made", path=path)
+        headers = None if call.key is None else {"Idempotency-Key": call.key}
+        again: str | None = None  # where a keyed attempt that may have got there went
         for attempt in range(self.retry.retries + 1):
-            at = url if url is not None else self.next_url()
-            outcome = yield Send(method, at + path, body, judging_s(path, body))
+            at = url or again or self.next_url()
+            outcome = yield Send(method, at + path, body, judging_s(path, body), headers)
+            again = None if call.key is None or _unsent(outcome) else at
             retry_after: str | None = None
             if isinstance(outcome, httpx.HTTPError):
                 last = SandboxUnavailable(f"{at}{path}: {type(outcome).__name__}: {outcome}", url=at, path=path)

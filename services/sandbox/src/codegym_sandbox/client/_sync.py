@@ -79,7 +79,7 @@ class SandboxClient:
             if isinstance(step, Send):
                 try:
                     outcome = self._http.request(
-                        step.method, step.url, json=step.json, timeout=self._step_timeout(step)
+                        step.method, step.url, json=step.json, headers=step.headers, timeout=self._step_timeout(step)
                     )
                 except httpx.HTTPError as exc:
                     outcome = exc

@@ -17,6 +17,7 @@ up a session made elsewhere, at the one of the client's URLs that holds it.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from types import TracebackType
 from typing import Any
@@ -52,8 +53,10 @@ def create_body(
 
 
 def opening(core: Core, body: dict[str, Any]) -> Exchange:
-    """Make a session on the next URL (retried over the URLs); the URL that made it and its answer."""
-    url, data = yield from core.exchange_at("POST", "/v1/sessions", body)
+    """Make a session on the next URL (retried over the URLs); the URL that made it and its answer. The create
+    carries a key of its own: sent again where its answer was lost, it gets the session its server made."""
+    call = Call(key=str(uuid.uuid4()))
+    url, data = yield from core.exchange_at("POST", "/v1/sessions", body, call=call)
     return url, _core.parse(SessionCreated, data, "/v1/sessions")
 
 

@@ -28,6 +28,7 @@ from ..executor import Executor, RunLimits
 from . import room
 from .errors import Busy, SessionGone, SessionNotStarted, TooManySessions
 from .outcome import cell_result
+from .repeats import Repeats
 from .wire import CellResult
 
 T = TypeVar("T")
@@ -88,6 +89,9 @@ class SessionStore:
         self._ending: set[asyncio.Task[None]] = set()  # deleted sessions' ends
         self._stopping = False
         self._reaper: asyncio.Task[None] | None = None
+        self.repeats = Repeats(
+            self.holds, lambda: len(self.sessions)
+        )  # creates sent again (an Idempotency-Key): one session for them all
         self.metrics = executor.metrics
         self.metrics.track_sessions(
             lambda: len(self.sessions), lambda: sum(x.holds_mb for x in self.sessions.values()), lambda: len(self.warm)

@@ -81,3 +81,16 @@ def test_a_kernel_that_waits_behind_its_own_sessions_processes_earns_nothing(mon
         now += 0.01
         busy["s"] += 0.01
     assert now - clock.started <= 1.0 + 2 * PROBE_S + 0.01
+
+
+def test_a_pause_moves_the_limit_on_by_its_length_and_is_no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Paused 3 s (its slot given to a cell that waited: cell_pause.py), asleep before and after: interrupted at its
+    # limit plus the pause, and the pause is not counted as a wait for a CPU (it stood stopped, not runnable).
+    kernel = Kernel()
+    kernel.state = "S"
+    kernel.install(monkeypatch)
+    clock = CellClock(kernel=7, meter=None, box=1, wall_s=1.0)
+    assert not clock.due(clock.started + 0.5)
+    assert clock.moved(3.0) == 3.0
+    assert not clock.due(clock.started + 3.9)
+    assert _first_interrupt(clock, kernel, 0.004, until_s=9.0, runs=False) == pytest.approx(4.026, abs=0.005)

@@ -4,10 +4,15 @@ one client's sessions, each in a cell that sleeps, do not hold every other clien
 
 Lent slots are never a cell's: lending bets that what it lends to may sleep, and a run that computes after all
 gives way (it is run again, never judged for it); a cell cannot be run again. Cells lent slots as sleepers that
-then computed crowded the CPUs past what runs' wall-time credit covers, and turned other clients' runs TLE."""
+then computed crowded the CPUs past what runs' wall-time credit covers, and turned other clients' runs TLE.
+
+Nor do cells that sleep hold other cells back: while cells wait for a slot, a running cell seen asleep is paused
+and gives its slot to the one that waited longest (``backends/cell_turns.py``); it is continued once it has a
+slot again, and cells still compute no more at once than there are slots."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -57,9 +62,141 @@ def test_cells_that_sleep_do_not_hold_runs_back(server: TestClient) -> None:
         # Answered while the cells slept (they wake SLEEP_S - 1 s after it was sent), on a lent slot.
         assert took < SLEEP_S / 2, f"the run waited {took:.1f} s for the sleeping cells"
         assert [a["display"] for a in answers] == ["'woke'"] * 4, answers
-        # Two at a time, on the pool's two own slots: the two that waited were not lent a slot.
+        assert [a["status"] for a in answers] == ["finished"] * 4, answers
+        # The two that waited took the slots of the two asleep (paused, their sleep went on): all four slept at
+        # once, not two after two.
         ends = sorted(a["at"] for a in answers)
-        assert ends[1] < 1.5 * SLEEP_S <= ends[2], ends
+        assert ends[3] < 1.5 * SLEEP_S, ends
     finally:
         for sid in sids:
             server.delete(f"/v1/sessions/{sid}")
+
+
+def _sessions(server: TestClient, n: int) -> list[str]:
+    sids = []
+    for _ in range(n):
+        r = server.post("/v1/sessions", json={"language": "python"})
+        assert r.status_code == 201, r.text
+        sids.append(r.json()["session_id"])
+    return sids
+
+
+def test_a_cell_does_not_wait_for_cells_that_sleep(server: TestClient) -> None:
+    # As many sessions as the pool has slots, each in a cell that sleeps near its whole limit (one of them waking
+    # every 50 ms for a moment, as if to keep its slot): another session's cell is answered at once, not once one
+    # of them wakes; the sleepers' time stood still while they were paused, so none is a time-out, and each
+    # still slept its whole sleep.
+    sleepers, (other,) = _sessions(server, 2), _sessions(server, 1)
+    answers: list[dict[str, Any]] = []
+    naps = f"while time.monotonic() - t < {SLEEP_S}:\n    time.sleep(0.05)\n    sum(range(200000))\n"
+
+    def sleep(sid: str, code: str) -> None:
+        body = {"code": f"import time\nt = time.monotonic()\n{code}time.monotonic() - t", "timeout_s": SLEEP_S + 1}
+        answers.append(server.post(f"/v1/sessions/{sid}/execute", json=body).json())
+
+    codes = [f"time.sleep({SLEEP_S})\n", naps]
+    threads = [threading.Thread(target=sleep, args=(sid, code)) for sid, code in zip(sleepers, codes, strict=True)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # both slots held by cells asleep
+        sent = time.monotonic()
+        cell = server.post(f"/v1/sessions/{other}/execute", json={"code": "6 * 7"}).json()
+        took = time.monotonic() - sent
+        for t in threads:
+            t.join(60)
+        assert cell["display"] == "42" and cell["status"] == "finished", cell
+        assert took < SLEEP_S / 3, f"the cell waited {took:.1f} s for the cells asleep"
+        assert [a["status"] for a in answers] == ["finished"] * 2, answers
+        assert all(float(a["display"]) >= SLEEP_S for a in answers), answers
+        assert server.app.state.executor.backend.cells_paused >= 1  # type: ignore[attr-defined]
+    finally:
+        for sid in [*sleepers, other]:
+            server.delete(f"/v1/sessions/{sid}")
+
+
+def test_cells_that_wake_to_compute_take_turns_beside_runs(server: TestClient) -> None:
+    # Cells that sleep, are paused for cells that wait, then wake to compute: they compute on the slots, two at a
+    # time, never all at once beside the runs; runs that need 0.6 s of their 1 s limit stay AC.
+    sids = _sessions(server, 5)
+    answers: list[dict[str, Any]] = []
+    spin = "import time\ntime.sleep(1)\nt = time.process_time()\nwhile time.process_time() - t < 1.5: pass\n'done'"
+
+    def cell(sid: str) -> None:
+        answers.append(server.post(f"/v1/sessions/{sid}/execute", json={"code": spin, "timeout_s": 20}).json())
+
+    threads = [threading.Thread(target=cell, args=(sid,)) for sid in sids]
+    run = {
+        "language": "python",
+        "code": "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\nprint(1)",
+        "limits": {"timeout_s": 1},
+    }
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.2)  # they wake about now
+        runs = [server.post("/v1/execute", json=run).json() for _ in range(3)]
+        for t in threads:
+            t.join(60)
+        assert [r["verdict"] for r in runs] == ["AC"] * 3, runs
+        assert [a["display"] for a in answers] == ["'done'"] * 5, answers
+    finally:
+        for sid in sids:
+            server.delete(f"/v1/sessions/{sid}")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="forks are the local, podman and docker backends', as root")
+def test_copies_of_a_session_asleep_give_their_slots_too(server: TestClient) -> None:
+    # A fork's copies share one worker, whose agent passes each copy's frames on: a pause reaches the copy whose
+    # cell sleeps, and the copies' sleep leaves the slots to another session's cell.
+    (sid,) = _sessions(server, 1)
+    r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
+    assert r.status_code == 200, r.text
+    copies = r.json()["session_ids"]
+    (other,) = _sessions(server, 1)
+    answers: list[dict[str, Any]] = []
+
+    def sleep(copy: str) -> None:
+        body = {"code": "import time\ntime.sleep(4)\n'woke'", "timeout_s": 5}
+        answers.append(server.post(f"/v1/sessions/{copy}/execute", json=body).json())
+
+    threads = [threading.Thread(target=sleep, args=(copy,)) for copy in copies]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        sent = time.monotonic()
+        cell = server.post(f"/v1/sessions/{other}/execute", json={"code": "6 * 7"}).json()
+        took = time.monotonic() - sent
+        for t in threads:
+            t.join(60)
+        assert cell["display"] == "42" and took < 2.0, (cell, took)
+        assert [(a["display"], a["status"], a["alive"]) for a in answers] == [("'woke'", "finished", True)] * 2
+        assert server.app.state.executor.backend.cells_paused >= 1  # type: ignore[attr-defined]
+    finally:
+        for s in [sid, *copies, other]:
+            server.delete(f"/v1/sessions/{s}")
+
+
+def test_a_pause_that_comes_after_its_cell_leaves_the_session_stopped(server: TestClient) -> None:
+    # The server pauses a cell as its answer is on its way: the agent reads the pause (and the resume) after the
+    # cell, and drops them; what the cell left running stays stopped until the next cell, which runs as any.
+    (sid,) = _sessions(server, 1)
+    spin = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+        "def cpu():\n    f = open(f'/proc/{child.pid}/stat').read().rsplit(')', 1)[1].split()\n"
+        "    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')\n"
+        "time.sleep(0.5)\nbefore = cpu()\nbefore > 0.1"
+    )
+    lease = server.app.state.sessions.sessions[sid].lease  # type: ignore[attr-defined]
+    try:
+        first = server.post(f"/v1/sessions/{sid}/execute", json={"code": spin, "timeout_s": 10}).json()
+        assert first["display"] == "True", first
+        server.portal.call(lease.pause, True)  # type: ignore[union-attr]
+        server.portal.call(lease.pause, False)  # type: ignore[union-attr]
+        time.sleep(1.5)  # idle: the child must not compute now
+        out = server.post(f"/v1/sessions/{sid}/execute", json={"code": "round(cpu() - before, 2)"}).json()
+        assert out["status"] == "finished" and float(out["display"]) < 0.3, out
+    finally:
+        server.delete(f"/v1/sessions/{sid}")

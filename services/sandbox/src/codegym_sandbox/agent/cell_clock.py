@@ -31,6 +31,14 @@ class CellClock:
         # its counted wait when the looking began; and how long it has stood runnable without running since.
         self.probe: tuple[float, float, float, float] | None = None
         self.stalled = 0.0
+        self.paused_s = 0.0  # the time it stood paused (``cell_pause.py``): not the cell's
+
+    def moved(self, paused_s: float) -> float:
+        """Move the limit on by a pause of ``paused_s`` just ended; the seconds it moved."""
+        self.paused_s += paused_s
+        self.interrupt_at += paused_s
+        self.probe = None  # the pause is no wait for a CPU
+        return paused_s
 
     def due(self, now: float) -> bool:
         """At ``interrupt_at``: whether the cell must be interrupted now (else ``interrupt_at`` moved on)."""
@@ -62,7 +70,7 @@ class CellClock:
         else:
             self.probe = None
         cap = WAIT_CREDIT * self.wall_s
-        self.interrupt_at = self.started + self.wall_s + min(credit, cap)
+        self.interrupt_at = self.started + self.paused_s + self.wall_s + min(credit, cap)
         if now < self.interrupt_at:
             return False
         if grew and credit < cap:

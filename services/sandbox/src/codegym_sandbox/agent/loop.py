@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 from . import assert_runner, cells, isolation, linux, run_cpu, session, session_family, session_main, worker_start  # noqa: F401 - see main()
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
+from .cell_pause import OPS as PAUSE_OPS
 from .channel import take as take_channel
 from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
 from .scratch_files import collect, write_files
@@ -355,11 +356,15 @@ def main() -> None:
     for entry in config.get("drop_sys_path", []):
         while entry in sys.path:
             sys.path.remove(entry)
+    session.watch(in_fd)
     while True:
         try:
-            header, blobs = read_frame(in_fd)
+            header, blobs = session.take_later() or read_frame(in_fd)
         except ProtocolError:
             header, blobs = {"op": "end"}, []
+        if header.get("op") in PAUSE_OPS:  # for a cell that ended as it was sent: what runs stops again
+            session.hold(in_fd)
+            continue
         if header.get("op") == "fork":  # its session's first fork: from now on, the members' agents serve it
             answer, members, kernels, start = session_family.first(bx, header)
             write_all(out_fd, answer)
@@ -378,7 +383,7 @@ def main() -> None:
             write_all(out_fd, handle(bx, header, blobs, uid))
         # While the server reads the answer: a session's processes stop until its next cell; else the box's
         # scratch space is renewed, unless a test series is left open for the next exchange (which resets first).
-        if session.is_open():
+        if session.open_kernel() is not None:
             session.hold(in_fd)
         elif bx.alive() and not bx.series:
             bx.reset()

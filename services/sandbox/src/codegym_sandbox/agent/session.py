@@ -14,7 +14,6 @@ its bound without an answer: then the agent takes the whole box down, kernel and
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import select
@@ -24,10 +23,11 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-from . import isolation, run_cpu, session_pause
+from . import cell_output, isolation, run_cpu, session_pause
 from .box_protocol import RunCommand
 from .cell_clock import CellClock
 from .cell_frames import ERR, OUT, KernelRequest, receive_answer
+from .cell_pause import CellPause
 from .kernel import message as request_message
 from .kernel import take
 from .kernel_place import BoxPlace, why_ended
@@ -68,6 +68,7 @@ class Kernel:
         self.early = False  # it wrote something else before its first cell: an answer out of turn
         self.kernel_pid = 0  # found at a cell (see _find_kernel)
         self.reseed = False  # the next cell asks the kernel for random state of its own first (a fork's copy)
+        self.later: tuple[dict[str, object], list[bytearray]] | None = None  # a frame that came as a cell ran
 
     @classmethod
     def started(cls, bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int) -> Kernel:
@@ -110,8 +111,9 @@ class Kernel:
         self.requests = self.stdout = self.stderr = -1
         self.answers.close()
 
-    def cell(self, message: bytes, wall_s: float) -> tuple[CellDone, bytes]:
-        """Send one cell and record it: the answer frame and the record's bytes."""
+    def cell(self, message: bytes, wall_s: float, server: int = -1) -> tuple[CellDone, bytes]:
+        """Send one cell and record it: the answer frame and the record's bytes. ``server``: the server's channel,
+        watched for a pause of the cell (``cell_pause.py``)."""
         place = self.place
         if self.held:  # the session's processes, stopped since its last cell (see hold)
             place.resume()
@@ -141,8 +143,11 @@ class Kernel:
         interrupted = False  # the agent interrupted the cell (its kernel's SIGALRM): it ran out of time
         deadline = cell_clock.interrupt_at + GRACE_S
         timed_out = False
+        pauses = CellPause(place)
         pending = memoryview(request_message(request))
         sel = selectors.DefaultSelector()
+        if server >= 0 and self.later is None:
+            sel.register(server, selectors.EVENT_READ, pauses)
         sel.register(self.stdout, selectors.EVENT_READ, OUT)
         sel.register(self.stderr, selectors.EVENT_READ, ERR)
         sel.register(self.answers, selectors.EVENT_READ)
@@ -157,7 +162,9 @@ class Kernel:
         try:
             while not record.ended and self.report is None and not self.closed:
                 now = time.monotonic()
-                if not interrupted and now >= cell_clock.interrupt_at:
+                if pauses.paused:  # its time stands still (and no process of it runs) until it is continued
+                    pass
+                elif not interrupted and now >= cell_clock.interrupt_at:
                     # Its limit, moved on by the time its kernel waited for a CPU that others held (see
                     # ``cell_clock.py``): a busy machine never turns a cell into a time-out.
                     if cell_clock.due(now):
@@ -166,15 +173,22 @@ class Kernel:
                         deadline = now + GRACE_S
                     else:
                         deadline = cell_clock.interrupt_at + GRACE_S
-                if now >= deadline:
+                if now >= deadline and not pauses.paused:
                     timed_out = True
                     break
                 wake = min(deadline if interrupted else cell_clock.interrupt_at, now + place.poll_s)
+                wake = now + 1.0 if pauses.paused else wake
                 if self.report is None and (out := place.ran_out()) is not None:
                     self.report = out  # the session's CPU time over its life ran out: it ends with this cell
                     break
                 for key, _ in sel.select(max(wake - now, 0.0)):
-                    if key.fd == self.requests:
+                    if key.data is pauses:
+                        before = pauses.total_s
+                        if (later := pauses.take(server)) is not None:
+                            self.later = later
+                            sel.unregister(server)
+                        deadline += cell_clock.moved(pauses.shifted(before))
+                    elif key.fd == self.requests:
                         try:
                             pending = pending[os.write(self.requests, pending[: 1 << 16]) :]
                         except BlockingIOError:
@@ -184,7 +198,7 @@ class Kernel:
                         if not len(pending):
                             sel.unregister(self.requests)
                     elif key.fd in (self.stdout, self.stderr):
-                        self._output(record, key.fd, key.data, sel)
+                        cell_output.take(record, key.fd, key.data, sel)
                     elif key.fd == self.answers.fileno():
                         if self._answer(record, sel):
                             break
@@ -196,8 +210,10 @@ class Kernel:
         if not record.ended and (self.report is not None or self.closed):
             if self.report is None:
                 self._await_report()  # its channel closed: how its run ended comes a moment later
-            self._drain(record)
+            cell_output.drain(record, self.stdout, self.stderr)
             record.end(why_ended(self.report))
+        if pauses.paused:  # stopped as it ended: it goes on at the next cell, as after a hold
+            self.held, self.unheld = True, "" if pauses.stopped else session_pause.UNSTOPPED
         alive = self.report is None and not timed_out and record.answered
         used = run_cpu.runs_used_s(place.meter, place.root)
         kills = self.memory.oom_kills() if self.memory is not None else 0
@@ -228,25 +244,6 @@ class Kernel:
         }
         return done, bytes(record.record)
 
-    def _output(self, record: CellRecord, fd: int, kind: bytes, sel: selectors.BaseSelector) -> None:
-        data = self._read(fd)
-        if data:
-            record.output(kind, data)
-        elif data is not None:
-            sel.unregister(fd)  # every writer closed it: the kernel and what it started
-
-    def _drain(self, record: CellRecord) -> None:
-        """What the kernel wrote before it answered (or ended) is in the pipes by now: record it, up to what a
-        pipe holds (children writing on meanwhile never keep the agent here)."""
-        for fd, kind in ((self.stdout, OUT), (self.stderr, ERR)):
-            try:
-                left = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
-            except OSError:
-                continue  # closed
-            while left > 0 and (data := self._read(fd)):
-                record.output(kind, data)
-                left -= len(data)
-
     def _answer(self, record: CellRecord, sel: selectors.BaseSelector, late: bool = False) -> bool:
         """Read the answers socket into ``record``; True once the record has its answer or ended."""
         try:
@@ -260,7 +257,7 @@ class Kernel:
             record.end("the kernel answered a cell it was not given")
             return True
         if sender == record.kernel:
-            self._drain(record)  # an answer comes after the output of its cell
+            cell_output.drain(record, self.stdout, self.stderr)  # an answer comes after the output of its cell
         return record.answer(data, sender)
 
     def _await_ready(self, wait_s: float, requests: int | None = None) -> None:
@@ -312,18 +309,10 @@ class Kernel:
         if self.requests < 0:
             return
         self._await_ready(READY_S, requests)  # stopped before, its box might not have armed its parent-death signal
-        if not self.ready or select.select([requests], [], [], 0)[0]:
+        if not self.ready or self.later is not None or select.select([requests], [], [], 0)[0]:
             return
         self.held = True
         self.unheld = "" if self.place.stop() else session_pause.UNSTOPPED
-
-    def _read(self, fd: int) -> bytes | None:
-        try:
-            return os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return None
-        except OSError:
-            return b""
 
     def _end(self) -> None:
         """Take the kernel down, and everything it started."""
@@ -332,16 +321,26 @@ class Kernel:
 
 
 _open: Kernel | None = None
+_server = -1  # the server's channel, watched as a cell runs (see cell_pause.py)
+
+
+def watch(server: int) -> None:
+    global _server
+    _server = server
+
+
+def take_later() -> tuple[dict[str, object], list[bytearray]] | None:
+    """A frame of the server's that came as the last cell ran (read then, to be served now)."""
+    if _open is None or _open.later is None:
+        return None
+    later, _open.later = _open.later, None
+    return later
 
 
 def hold(requests: int) -> None:
     """After a cell's answer went out: stop what the session left running (see :meth:`Kernel.hold`)."""
     if _open is not None:
         _open.hold(requests)
-
-
-def is_open() -> bool:
-    return _open is not None
 
 
 def open_kernel() -> Kernel | None:
@@ -370,7 +369,7 @@ def cell(message: bytearray, wall_s: float) -> tuple[CellDone, bytes]:
     global _open
     if _open is None:
         raise RuntimeError("no session is open on this worker")
-    done, record = _open.cell(bytes(message), wall_s)
+    done, record = _open.cell(bytes(message), wall_s, _server)
     if not done["alive"]:
         _open = None
     return done, record

@@ -22,7 +22,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import box_protocol, host_users, kernel_copy, session
+from . import box_protocol, cell_pause, host_users, kernel_copy, session
 from .copy_files import Target
 from .copy_lineage import Lineage, refusal
 from .kernel_copy import Refused
@@ -144,13 +144,17 @@ def _serve_member(member: int, sock: socket.socket, kernel: session.Kernel, line
     fd = sock.fileno()
     while True:
         try:
-            header, blobs = read_frame(fd)
+            header, blobs = kernel.later or read_frame(fd)
         except (ProtocolError, OSError):
             break  # the worker's agent is gone
+        kernel.later = None
         op = header.get("op")
+        if op in cell_pause.OPS:  # for a cell that ended as it was sent: what runs stops again
+            kernel.hold(fd)
+            continue
         try:
             if op == "cell":
-                done, record = kernel.cell(bytes(blobs[0]), float(cast("float", header["wall_s"])))
+                done, record = kernel.cell(bytes(blobs[0]), float(cast("float", header["wall_s"])), fd)
                 write_all(fd, encode_frame({**done, "member": member}, [record]))
                 if not done["alive"]:
                     return  # its kernel is gone, and the worker's agent hears of it as this one ends
@@ -216,7 +220,8 @@ def serve(in_fd: int, out_fd: int, members: dict[int, socket.socket], kernels: d
                     with contextlib.suppress(OSError):
                         signal.pidfd_send_signal(kernels[member], signal.SIGKILL)
                     forget(member)
-                pending.add(member)
+                if header.get("op") not in cell_pause.OPS:  # a pause has no answer
+                    pending.add(member)
                 try:
                     write_all(members[member].fileno(), encode_frame(header, cast("list[bytes]", blobs)))
                 except OSError:

@@ -11,7 +11,6 @@ from ..agent.protocol import Limits
 
 if TYPE_CHECKING:
     from ..agent.session_frames import CellDone
-    from .lending import Measured
 
 
 class SandboxFault(Exception):
@@ -113,6 +112,10 @@ class SessionLease(Protocol):
         """What its processes have run or waited to run, in seconds (as a run's worker: lending measures it)."""
         ...
 
+    def pause(self, paused: bool) -> None:
+        """Pause its running cell (every process of it stopped, its time standing still), or continue it."""
+        ...
+
 
 class MemoryShare(Protocol):
     """What the server sets on a backend's memory budget (``memory.MemoryBudget``)."""
@@ -172,9 +175,11 @@ class Backend(Protocol):
         """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
         ...
 
-    def computing(self, cell: Measured) -> AbstractAsyncContextManager[None]:
+    def computing(self, cell: SessionLease, pausable: bool = True) -> AbstractAsyncContextManager[None]:
         """One of the pool's own slots (never a lent one) held while a session's cell runs on ``cell`` (its
-        worker): cells and runs compute from one queue, and a cell that sleeps leaves the CPUs to runs."""
+        worker): cells and runs compute from one queue, a cell that sleeps leaves the CPUs to runs, and one seen
+        asleep while cells wait gives its slot to them, paused until it has one again (``pausable``: a cell; a
+        fork's copying is not)."""
         ...
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:

@@ -258,13 +258,14 @@ class WorkerPool(LentSlots, SessionSlots):
         while not self._stopping:
             # A tick after the last with runs waiting parks what they were lent and no run took.
             lent = any(w.slot >= self.size for w in self._busy)  # measured on every tick: see lending.crowding
-            await self._ticker.next(waited or lent or bool(self._waiters or self._starting))
+            await self._ticker.next(waited or lent or bool(self._waiters or self._cell_waiters or self._starting))
             waited = bool(self._waiters)
             self._lend_tick(time.monotonic(), cpu.sample())
 
     def _lend_tick(self, now: float, idle_cpus: float) -> None:
         """Measure the runs, then lend (parked workers first), park, retire and start ahead as they say."""
         self._warm(now)  # before lending takes parked workers
+        self._turn_cells(now, idle_cpus)  # cells that wait take the slots of those asleep
         self._grants = 0
         busy = [w for w in self._busy if not w.replaced]  # a run whose worker is being killed wants nothing more
         lent = [w for w in busy if w.slot >= self.size]
@@ -360,5 +361,5 @@ class WorkerPool(LentSlots, SessionSlots):
             "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
             "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
             "memory_held_mb": self.memory.held_mb, "memory_gave_way": self._memory_watch.evicted,
-            "cpu_gave_way": self.gave_way,
+            "cpu_gave_way": self.gave_way, "cells_paused": self.cells_paused,
         }  # fmt: skip

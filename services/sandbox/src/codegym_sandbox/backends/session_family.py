@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, cast
 
 from ..agent.protocol import WAIT_CREDIT, RunFrame, encode_frame
 from ..agent.session_frames import CellDone, CellFrame, read_cell_done
+from . import cell_pause
 from .base import SandboxFault
+from .cell_pause import AnswerDeadline
 
 if TYPE_CHECKING:
     from .memory import Lease, MemoryBudget
@@ -47,6 +49,7 @@ class Family:
         self.live: set[int] = set()
         self.next_member = 1
         self.pending: dict[int, asyncio.Future[tuple[dict[str, object], list[bytes]]]] = {}
+        self.deadlines: dict[int, AnswerDeadline] = {}  # of each member's answer awaited (see cell_pause.py)
         self.closed = False
         self.reader: asyncio.Task[None] | None = None
 
@@ -89,7 +92,8 @@ class Family:
         try:
             self.worker._write(encode_frame({**header, "member": member}, blobs))
             await self.worker._drain()
-            async with asyncio.timeout(answer_by):
+            deadline = self.deadlines[member] = AnswerDeadline()
+            async with deadline.scope(answer_by):
                 answer: tuple[dict[str, object], list[bytes]] = await waiter
             return answer
         except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
@@ -97,6 +101,14 @@ class Family:
         finally:
             if self.pending.get(member) is waiter:
                 del self.pending[member]
+                self.deadlines.pop(member, None)
+
+    def pause(self, member: int, paused: bool) -> None:
+        """Pause ``member``'s running cell, or continue it (``cell_pause.py``)."""
+        with contextlib.suppress(OSError, RuntimeError):  # gone: its cell's answer says so
+            self.worker._write(cell_pause.frame(paused, member))
+        if (deadline := self.deadlines.get(member)) is not None:
+            deadline.hold(paused)
 
     async def fork(self, member: int, request: dict[str, object], members: list[int]) -> None:
         """Fork ``member`` (whose agent answers for the copies in ``members``, its own first)."""
@@ -165,6 +177,9 @@ class MemberLease:
 
     def demand_s(self) -> float | None:
         return self.worker.demand_s()
+
+    def pause(self, paused: bool) -> None:
+        self.family.pause(self.member, paused)
 
     async def close(self, busy: bool = False) -> None:
         if self.closed:

@@ -43,6 +43,9 @@ class SessionLease:
     def demand_s(self) -> float | None:
         return self.worker.demand_s()
 
+    def pause(self, paused: bool) -> None:
+        self.worker.pause(paused)
+
     async def close(self, busy: bool = False) -> None:
         """End the session's worker. An idle one by closing its channel first: the agent then kills its box
         (whose pid namespace takes every process of the session with it, stopped ones too), removes its cgroups

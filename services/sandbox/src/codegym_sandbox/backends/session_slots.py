@@ -4,7 +4,8 @@
 
 A cell takes only the pool's own workers and waits apart from runs (``_cell_waiters``), so lending, which
 lends for runs alone, never counts a cell as a run that can give way: a lent worker bets that its run may
-sleep, and a run that computes after all is run again; a cell cannot be."""
+sleep, and a run that computes after all is run again; a cell cannot be. A cell seen asleep while cells wait
+gives its slot to the one that waited longest instead, paused until it has one again (``cell_turns.py``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from . import cell_turns
 from .base import Saturated, SessionLease
-from .lending import DemandMeter, Measured
+from .cell_turns import Pausable, RunningCell
+from .lending import DemandMeter
 from .memory import Lease, MemoryBudget
 from .session_family import fork_lease
 from .session_lease import next_slot, open_lease
@@ -30,6 +33,7 @@ class SessionSlots:
 
     size: int
     max_workers: int
+    cpus: int
     memory: MemoryBudget
     _idle: asyncio.Queue[AgentWorker]
     _waiters: dict[int, float]
@@ -39,7 +43,9 @@ class SessionSlots:
 
     def __init__(self) -> None:
         self._cell_waiters: dict[int, float] = {}  # id -> when a cell began to wait for a slot, oldest first
-        self._cells: dict[AgentWorker, Measured] = {}  # a slot held by a session's cell -> what runs the cell
+        self._cells: dict[AgentWorker, Pausable] = {}  # a slot held by a session's cell -> what runs the cell
+        self._running: dict[AgentWorker, RunningCell] = {}  # the same slots -> the cells (see cell_turns.py)
+        self.cells_paused = 0  # running cells paused to give their slot to a cell that waited
         self.session_slots: set[int] = set()  # the workers of sessions, past max_workers
         self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
         self._last_session_slot: int | None = None
@@ -102,23 +108,68 @@ class SessionSlots:
         return list(made)
 
     @contextlib.asynccontextmanager
-    async def computing(self, cell: Measured) -> AsyncIterator[None]:
+    async def computing(self, cell: Pausable, pausable: bool = True) -> AsyncIterator[None]:
         """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
         and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
-        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs."""
+        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs, and a cell
+        seen asleep gives its slot to a cell that waits (``pausable``; see ``cell_turns.py``)."""
         worker = await self._take(None, None, cell=True)
-        self._cells[worker] = cell
-        if self._waiters:
-            self._meter.started(cell, lending=self._idle_ticks > 0)
+        running = RunningCell(cell, pausable, None, time.monotonic())
+        self._hold(running, worker)
         try:
             yield
         finally:
-            del self._cells[worker]
-            self._meter.ended(cell)
-            if worker.replaced or not worker.alive:
-                self._replace(worker)
-            else:
-                self._release(worker)
+            if running.regain is not None:
+                running.regain.cancel()  # it ended paused (its answer came as it was paused): it wants no slot
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(running.regain)  # its slot, where it was just taken, is given back
+            if running.worker is not None:
+                self._unhold(running)
+
+    def _hold(self, running: RunningCell, worker: AgentWorker) -> None:
+        running.worker = worker
+        self._cells[worker] = running.lease
+        self._running[worker] = running
+        if self._waiters:
+            self._meter.started(running.lease, lending=self._idle_ticks > 0)
+
+    def _unhold(self, running: RunningCell) -> AgentWorker:
+        worker = running.worker
+        assert worker is not None
+        running.worker = running.look = running.asleep_from = None
+        del self._cells[worker], self._running[worker]
+        self._meter.ended(running.lease)
+        if worker.replaced or not worker.alive:
+            self._replace(worker)
+        else:
+            self._release(worker)
+        return worker
+
+    def _turn_cells(self, now: float, idle_cpus: float) -> None:
+        """Pause running cells seen asleep, one for each cell that waits for a slot while none is free."""
+        waiting = len(self._cell_waiters)
+        if not waiting:
+            for running in self._running.values():
+                running.look = running.asleep_from = None  # looked at afresh when cells wait again
+            return
+        idle = cell_turns.machine_idle(self.cpus, idle_cpus)
+        asleep = [r for r in self._running.values() if r.pausable and cell_turns.asleep(r, now, idle)]
+        for running in sorted(asleep, key=lambda r: r.since)[:waiting]:
+            self._unhold(running)  # to the cell that waited longest (the first in the queue)
+            running.lease.pause(True)
+            running.pauses += 1
+            self.cells_paused += 1
+            running.regain = asyncio.ensure_future(self._regain(running))
+
+    async def _regain(self, running: RunningCell) -> None:
+        """A paused cell waits in line with the cells that wait for a slot, and is continued once it has one."""
+        try:
+            worker = await self._take(None, None, cell=True)
+        finally:
+            running.regain = None
+        running.since = time.monotonic()
+        self._hold(running, worker)
+        running.lease.pause(False)
 
     async def _next_own(self) -> AgentWorker:
         """The next of the pool's own workers, for a cell: a lent one goes on to a run that waits, or is parked."""

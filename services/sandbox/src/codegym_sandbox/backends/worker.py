@@ -32,7 +32,9 @@ from ..agent.protocol import (
 )
 from ..agent.session_frames import CellDone, CellFrame, read_cell_done, read_files_written, read_kernel_started
 from ..agent.wire_schema import Malformed
+from . import cell_pause
 from .base import RunOutcome, RunRequest, SandboxFault
+from .cell_pause import AnswerDeadline
 
 _ANSWER_GRACE_S = 15.0  # beyond a run's own wall limit, how long an agent may take to answer
 GRACE_PER_RUN_S = 2.5  # in a batch, beyond each run's wall limit: the agent's kill grace, and a reset
@@ -56,6 +58,7 @@ class AgentWorker:
         self.tools: dict[str, str | None] = {}
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.deadline = AnswerDeadline()  # of the answer awaited: held while a session's cell stands paused
 
     # -- what a backend provides ------------------------------------------------------------------------
     async def _open(self) -> None:
@@ -163,10 +166,18 @@ class AgentWorker:
             await self._drain()
             # A timeout scope, not wait_for: wait_for runs the read as a task of its own, which costs every
             # exchange (a trivial run's, a session's cell) a turn of the event loop.
-            async with asyncio.timeout(answer_by):
+            async with self.deadline.scope(answer_by):
                 return await self._read()
         except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
             raise SandboxFault(f"worker {self.slot} did not answer") from exc
+        finally:
+            self.deadline.done()
+
+    def pause(self, paused: bool) -> None:
+        """Pause the session's cell running on this worker, or continue it (``cell_pause.py``)."""
+        with contextlib.suppress(OSError, RuntimeError):  # gone: its cell's answer says so
+            self._write(cell_pause.frame(paused))
+        self.deadline.hold(paused)
 
     async def run(self, req: RunRequest) -> RunOutcome:
         blobs: list[bytes] = []

@@ -1,0 +1,64 @@
+"""A running cell paused by the server, and continued: the CPU slot it held was given to a cell that waited.
+
+A running cell holds one of the pool's CPU slots. One that sleeps would hold it for nothing while other sessions'
+cells wait, for as long as its time limit; and it cannot be killed and run again, as a run lent a slot can. So
+when cells wait and a running cell is seen asleep, the server pauses it (a ``pause`` frame, sent while the cell
+runs), gives its slot to a waiting cell, and continues it (``resume``) once it has a slot again. Paused, every
+process of the session is stopped (``session_pause``, as between cells), so that it computes only while it holds
+a slot; the time it stood paused is not the cell's: its limit moves on by it, as by a wait for a CPU, and its
+wall time leaves it out.
+
+The frames come on the server's channel while the agent watches the cell. Any other frame that comes then (a
+member's ``end``, sent as its cell runs) is kept for the agent's loop to read after the cell (``later``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from .protocol import ProtocolError, read_frame
+
+if TYPE_CHECKING:
+    from .kernel_place import KernelPlace
+
+PAUSE, RESUME = "pause", "resume"
+OPS = (PAUSE, RESUME)  # the frames that have no answer: a pause (or resume) that came after its cell is dropped
+
+
+class CellPause:
+    """The pauses of one cell: whether it stands paused now, and for how long it stood so in all."""
+
+    def __init__(self, place: KernelPlace) -> None:
+        self.place = place
+        self.since: float | None = None  # when the pause in progress began
+        self.total_s = 0.0
+        self.stopped = True  # whether the last pause stopped every process of the session
+
+    @property
+    def paused(self) -> bool:
+        return self.since is not None
+
+    def take(self, fd: int) -> tuple[dict[str, object], list[bytearray]] | None:
+        """Read the server's next frame from ``fd`` and act on a pause or a resume: the seconds a resume ended a
+        pause of (added to :attr:`total_s`) are for the caller to move its deadlines by. Another frame comes back
+        for later (the caller stops watching ``fd``)."""
+        try:
+            header, blobs = read_frame(fd)
+        except (ProtocolError, OSError):
+            return {"op": "end"}, []  # the server hung up: read as its end, after the cell
+        op = header.get("op")
+        if op == PAUSE and self.since is None:
+            self.since = time.monotonic()
+            self.stopped = self.place.stop()
+        elif op == RESUME and self.since is not None:
+            self.place.resume()
+            self.total_s += time.monotonic() - self.since
+            self.since = None
+        elif op not in OPS:
+            return header, blobs
+        return None
+
+    def shifted(self, before: float) -> float:
+        """How far a deadline moves for the pauses ended since :attr:`total_s` was ``before``."""
+        return self.total_s - before

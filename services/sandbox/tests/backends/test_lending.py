@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,7 +27,7 @@ from codegym_sandbox.backends.lending import (
     lend_now,
     reserve,
 )
-from codegym_sandbox.backends.worker import AgentWorker
+from codegym_sandbox.backends.worker import AgentWorker, tree_demand_s
 
 CPUS = 2
 
@@ -467,3 +469,24 @@ def test_the_reserve_is_started_only_while_the_cpus_are_idle() -> None:
         assert p.status()["parked"] > 0
 
     drive(body)
+
+
+def test_a_process_computing_in_a_thread_wants_a_cpu() -> None:
+    # Its main thread waits in join while another computes: it wants a CPU as much as one whose main thread
+    # computes (a cell that computes in a thread must not be seen asleep, nor a run lent a worker as a sleeper).
+    code = (
+        "import threading, time\n"
+        "def spin():\n    t = time.monotonic()\n    while time.monotonic() - t < 1.5: pass\n"
+        "th = threading.Thread(target=spin); th.start(); th.join()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.3)
+        before, at = tree_demand_s(proc.pid), time.monotonic()
+        time.sleep(0.6)
+        after, now = tree_demand_s(proc.pid), time.monotonic()
+        assert before is not None and after is not None
+        assert (after - before) / (now - at) > 0.5, (before, after)
+    finally:
+        proc.kill()
+        proc.wait()

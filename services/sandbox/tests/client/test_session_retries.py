@@ -126,6 +126,27 @@ def test_a_create_whose_answer_was_lost_goes_again_to_its_server_with_its_key(lo
     assert all(k and len(k) == 36 for k in keys), keys
 
 
+@pytest.mark.parametrize("lost", [httpx.ReadTimeout, 500, 502])
+def test_a_create_goes_again_to_its_server_once_then_on_to_the_next(lost: type[Exception] | int) -> None:
+    # A server that keeps failing (hung, or answering 5xx) is left after one resend with the key: the create is
+    # made by the next URL, as without a key (what the first may have made ends at its idle TTL).
+    def failing(request: httpx.Request, n: int) -> httpx.Response | None:
+        if request.url.path == "/v1/sessions" and request.url.host == "a":
+            if isinstance(lost, int):
+                return httpx.Response(lost, json={"detail": "failing"})
+            raise lost("no answer", request=request)
+        return None
+
+    for got, calls in both(failing):
+        assert got == "2"
+        assert calls == [
+            "a POST /v1/sessions",
+            "a POST /v1/sessions",
+            "b POST /v1/sessions",
+            "b POST /v1/sessions/b-1/execute",
+        ]
+
+
 @pytest.mark.parametrize("error", [httpx.ConnectError, httpx.ConnectTimeout])
 def test_a_cell_that_never_left_is_sent_again_to_its_own_server(error: type[httpx.TransportError]) -> None:
     def refused(request: httpx.Request, n: int) -> httpx.Response | None:

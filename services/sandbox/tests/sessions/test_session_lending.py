@@ -101,7 +101,7 @@ def test_a_cell_does_not_wait_for_cells_that_sleep(server: TestClient) -> None:
             t.start()
         time.sleep(1.0)  # both slots held by cells asleep
         sent = time.monotonic()
-        cell = server.post(f"/v1/sessions/{other}/execute", json={"code": "6 * 7"}).json()
+        cell = server.post(f"/v1/sessions/{other}/execute", json={"code": "6 * 7", "timeout_s": 2}).json()
         took = time.monotonic() - sent
         for t in threads:
             t.join(60)
@@ -148,25 +148,29 @@ def test_cells_that_wake_to_compute_take_turns_beside_runs(server: TestClient) -
 @pytest.mark.skipif(os.geteuid() != 0, reason="forks are the local, podman and docker backends', as root")
 def test_copies_of_a_session_asleep_give_their_slots_too(server: TestClient) -> None:
     # A fork's copies share one worker, whose agent passes each copy's frames on: a pause reaches the copy whose
-    # cell sleeps, and the copies' sleep leaves the slots to another session's cell.
+    # cell sleeps. Their processes are measured together, and held to a quarter of a CPU for each slot they
+    # hold: one copy waking for a moment every 40 ms (a quarter of a CPU) does not keep both slots.
     (sid,) = _sessions(server, 1)
     r = server.post(f"/v1/sessions/{sid}/fork", json={"n": 2})
     assert r.status_code == 200, r.text
     copies = r.json()["session_ids"]
     (other,) = _sessions(server, 1)
     answers: list[dict[str, Any]] = []
+    burn = "t = time.monotonic()\nwhile time.monotonic() - t < 4:\n    u = time.monotonic()\n"
+    burn += "    while time.monotonic() - u < 0.01: pass\n    time.sleep(0.03)\n"
 
-    def sleep(copy: str) -> None:
-        body = {"code": "import time\ntime.sleep(4)\n'woke'", "timeout_s": 5}
+    def sleep(copy: str, code: str) -> None:
+        body = {"code": f"import time\n{code}'woke'", "timeout_s": 5}
         answers.append(server.post(f"/v1/sessions/{copy}/execute", json=body).json())
 
-    threads = [threading.Thread(target=sleep, args=(copy,)) for copy in copies]
+    codes = [burn, "time.sleep(4)\n"]
+    threads = [threading.Thread(target=sleep, args=(copy, code)) for copy, code in zip(copies, codes, strict=True)]
     try:
         for t in threads:
             t.start()
         time.sleep(1.0)
         sent = time.monotonic()
-        cell = server.post(f"/v1/sessions/{other}/execute", json={"code": "6 * 7"}).json()
+        cell = server.post(f"/v1/sessions/{other}/execute", json={"code": "6 * 7", "timeout_s": 2}).json()
         took = time.monotonic() - sent
         for t in threads:
             t.join(60)
@@ -200,3 +204,41 @@ def test_a_pause_that_comes_after_its_cell_leaves_the_session_stopped(server: Te
         assert out["status"] == "finished" and float(out["display"]) < 0.3, out
     finally:
         server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_lends_only_a_slot_that_comes_back_in_time(server: TestClient) -> None:
+    # A cell paused for another stands paused until that one ends: it lends only to a cell whose limit (with its
+    # credit for CPU waits) fits in what it may stand paused (PAUSE_SHARE of its own limit), so its own answer
+    # still comes within what its client waits for. A cell of a longer limit waits for a slot, as before.
+    sleepers, (long, short) = _sessions(server, 2), _sessions(server, 2)
+    backend = server.app.state.executor.backend  # type: ignore[attr-defined]
+    answers: list[dict[str, Any]] = []
+
+    def sleep(sid: str) -> None:
+        body = {"code": "import time\ntime.sleep(3)\n'woke'", "timeout_s": 4}
+        answers.append(server.post(f"/v1/sessions/{sid}/execute", json=body).json())
+
+    threads = [threading.Thread(target=sleep, args=(sid,)) for sid in sleepers]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.8)
+        paused, sent = backend.cells_paused, time.monotonic()
+        cell = server.post(f"/v1/sessions/{long}/execute", json={"code": "6 * 7", "timeout_s": 30}).json()
+        assert cell["display"] == "42" and time.monotonic() - sent > 1.5, cell  # it waited for a sleeper's end
+        assert backend.cells_paused == paused
+        for t in threads:
+            t.join(60)
+        for t in (threads := [threading.Thread(target=sleep, args=(sid,)) for sid in sleepers]):
+            t.start()
+        time.sleep(0.8)
+        sent = time.monotonic()
+        cell = server.post(f"/v1/sessions/{short}/execute", json={"code": "6 * 7", "timeout_s": 2}).json()
+        assert cell["display"] == "42" and time.monotonic() - sent < 1.5, cell  # lent a sleeper's slot
+        assert backend.cells_paused > paused
+        for t in threads:
+            t.join(60)
+        assert [(a["display"], a["status"]) for a in answers] == [("'woke'", "finished")] * 4, answers
+    finally:
+        for sid in [*sleepers, long, short]:
+            server.delete(f"/v1/sessions/{sid}")

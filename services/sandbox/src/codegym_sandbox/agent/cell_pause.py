@@ -1,12 +1,12 @@
-"""A running cell paused by the server, and continued: the CPU slot it held was given to a cell that waited.
+"""A running cell paused by the server, and continued: the CPU slot it held was lent to a cell that waited.
 
 A running cell holds one of the pool's CPU slots. One that sleeps would hold it for nothing while other sessions'
 cells wait, for as long as its time limit; and it cannot be killed and run again, as a run lent a slot can. So
 when cells wait and a running cell is seen asleep, the server pauses it (a ``pause`` frame, sent while the cell
-runs), gives its slot to a waiting cell, and continues it (``resume``) once it has a slot again. Paused, every
+runs), lends its slot to a waiting cell, and continues it (``resume``) once that cell has ended. Paused, every
 process of the session is stopped (``session_pause``, as between cells), so that it computes only while it holds
-a slot; the time it stood paused is not the cell's: its limit moves on by it, as by a wait for a CPU, and its
-wall time leaves it out.
+a slot; the time it stood paused does not count against the cell: its limit moves on by it, as by a wait for a
+CPU (its wall time, in its answer, is the time it took).
 
 The frames come on the server's channel while the agent watches the cell. Any other frame that comes then (a
 member's ``end``, sent as its cell runs) is kept for the agent's loop to read after the cell (``later``).

@@ -30,6 +30,11 @@ MAX_BLOB = 1 << 30
 # A run's wall-clock limit does not count the time its processes waited for a CPU that other runs held
 # (see ``loop._stretched``), up to this many times the limit: the server waits that much longer for it.
 WAIT_CREDIT = 2.0
+# A session's cell may stand paused (its slot lent to a cell that waited: backends/cell_turns.py) this many times
+# its limit at most, all its pauses together: the server and the client wait that much longer for its answer. A
+# cell is lent a slot only where it ends within that (at its limit and its credit for CPU waits): so a cell may
+# lend to one of a limit as long as its own.
+PAUSE_SHARE = 1.0 + WAIT_CREDIT
 # How a run's launch error starts when ``execve`` of the file to run failed (the box's other launch errors
 # are its own failures): where that file is the program's own (its compiled executable) and the kernel found
 # it no executable, the program's fault, not the sandbox's (see ``verdicts.run_end``).

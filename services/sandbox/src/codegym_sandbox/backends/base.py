@@ -116,6 +116,11 @@ class SessionLease(Protocol):
         """Pause its running cell (every process of it stopped, its time standing still), or continue it."""
         ...
 
+    @property
+    def worker(self) -> object:
+        """The worker it runs on (a fork's copies share one)."""
+        ...
+
 
 class MemoryShare(Protocol):
     """What the server sets on a backend's memory budget (``memory.MemoryBudget``)."""
@@ -175,11 +180,13 @@ class Backend(Protocol):
         """``request``'s program once for each input, as separate runs (``request.stdin`` is not used)."""
         ...
 
-    def computing(self, cell: SessionLease, pausable: bool = True) -> AbstractAsyncContextManager[None]:
+    def computing(
+        self, cell: SessionLease, pausable: bool = True, limit_s: float = 0.0
+    ) -> AbstractAsyncContextManager[None]:
         """One of the pool's own slots (never a lent one) held while a session's cell runs on ``cell`` (its
         worker): cells and runs compute from one queue, a cell that sleeps leaves the CPUs to runs, and one seen
-        asleep while cells wait gives its slot to them, paused until it has one again (``pausable``: a cell; a
-        fork's copying is not)."""
+        asleep while cells wait lends its slot to one of them, paused until that one ends (``pausable``: a cell; a
+        fork's copying is not), for a share of its limit ``limit_s`` at most."""
         ...
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:

@@ -1,20 +1,25 @@
-"""Which running cells give their CPU slot to a cell that waits: those seen asleep.
+"""Which running cells lend their CPU slot to a cell that waits: those seen asleep.
 
 A session's cell holds one of the pool's own slots while it runs (``session_slots.py``), and a cell cannot give
 way as a run can (killed and run again): so a cell that sleeps held its slot for nothing, and as many sleeping
 cells as slots held every other session's cells back for as long as their time limits. Now, while cells wait
-for a slot and none is free, a running cell seen asleep for ``ASLEEP_FOR_S`` is paused (every process of its
-session stopped, its time standing still: ``agent/cell_pause.py``), its slot goes to the cell that waited
-longest, and it waits in the same line to be continued: cells still compute no more at once than there are
-slots, and a cell that sleeps holds none. A sleep goes on while its cell stands paused (the kernel's timers run),
-so a cell paused in a long sleep finds it over when it is continued.
+for a slot, a running cell seen asleep for ``ASLEEP_FOR_S`` lends its slot to the cell that has waited longest
+among those that end in time (:func:`may_borrow`): it is paused (every process of its session stopped, its time
+standing still: ``agent/cell_pause.py``) until that cell ends, and then continued on its slot. Cells still compute
+no more at once than there are slots, and a cell that sleeps holds none that others wait for.
+
+The slot comes back in time: a cell is lent one only where its limit, stretched by its credit for CPU waits,
+fits in what the lender may still stand paused (``PAUSE_SHARE`` of its own limit, all its pauses together), and
+a cell holding a lent slot lends it to nobody. So a paused cell's answer comes within its limit, its credit and
+that share, which its client allows for; a cell of a longer limit than the sleepers' waits for a slot, as before.
+A sleep goes on while its cell stands paused (the kernel's timers run).
 
 A cell is seen asleep where its session's processes wanted less than ``IDLE_RATE`` of a CPU over each look since
-it was first seen so: a slot is a CPU, and one that keeps its cell waking for a moment now and then (to hold it)
-costs that cell a quarter of a CPU of its session's CPU time for as long as it holds it. Where they cannot be
-seen (a container's), it is seen asleep only while the machine's CPUs are as good as idle: then no cell holding
-a slot computes. The processes of a fork's copies are seen together (one worker): a copy is seen asleep where
-all of them are.
+it was first seen so (every thread counted: a cell computing in a thread computes): a slot is a CPU, and holding
+one by waking now and then costs a cell a quarter of a CPU of its session's CPU time for as long as it holds it.
+The processes of a fork's copies are seen together (one worker): they are under ``IDLE_RATE`` for each slot
+their cells hold, or none of them is asleep. Where they cannot be seen (a container's), a cell is seen asleep
+only while the machine's CPUs are as good as idle: then no cell holding a slot computes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from ..agent.protocol import PAUSE_SHARE, WAIT_CREDIT
 from .lending import LEND_IDLE_CPUS
 
 if TYPE_CHECKING:
@@ -29,13 +35,18 @@ if TYPE_CHECKING:
 
     from .worker import AgentWorker
 
-ASLEEP_FOR_S = 0.25  # how long a running cell is seen asleep before it gives its slot to a cell that waits
+ASLEEP_FOR_S = 0.25  # how long a running cell is seen asleep before it lends its slot to a cell that waits
 LOOK_S = 0.05  # a look spans this much at least: over less, the counts' own grain decides
 IDLE_RATE = 0.25  # the CPUs a running cell wants, under which it is seen asleep
 
 
 class Pausable(Protocol):
     """A session's lease as the pool sees its running cell."""
+
+    @property
+    def worker(self) -> object:
+        """Its worker, for identity only: the cells of one worker (a fork's copies) are measured together."""
+        ...
 
     def demand_s(self) -> float | None: ...
 
@@ -50,15 +61,35 @@ class RunningCell:
     pausable: bool  # a cell (a fork's copying is never paused)
     worker: AgentWorker | None
     since: float  # when it took its slot
+    limit_s: float  # its time limit: it stands paused for PAUSE_SHARE of it at most, all its pauses together
     look: tuple[float, float] | None = None  # when it was last looked at, and its demand then
     asleep_from: float | None = None  # since when it has been seen asleep, on every look
-    regain: asyncio.Task[None] | None = field(default=None, repr=False)  # its wait for a slot, while paused
-    pauses: int = 0
+    offer: asyncio.Future[AgentWorker] | None = field(default=None, repr=False)  # a slot lent, while it waits
+    lender: RunningCell | None = None  # the paused cell whose slot it holds: the slot goes back to it
+    paused: bool = False  # it lent its slot, and waits for it back
+    paused_at: float = 0.0  # when its pause in progress began
+    paused_s: float = 0.0  # how long its pauses before that one took
+    taking: asyncio.Task[None] | None = field(default=None, repr=False)  # paused, its slot lost: its wait for one
+
+    def may_lend(self) -> bool:
+        """A cell may lend its slot while it holds one of its own (not lent) and has pause left."""
+        return self.pausable and self.lender is None and self.pause_left() > 0
+
+    def pause_left(self) -> float:
+        """How much longer it may stand paused, all its pauses together."""
+        return max(PAUSE_SHARE * self.limit_s - self.paused_s, 0.0)
 
 
-def asleep(cell: RunningCell, now: float, machine_idle: bool) -> bool:
+def may_borrow(borrower: RunningCell, lender: RunningCell) -> bool:
+    """Whether ``borrower``'s cell ends, at its limit stretched by its credit for CPU waits, within what ``lender``
+    may stand paused: the lent slot comes back in time (a fork's copying, limitless, is short)."""
+    return borrower.limit_s * (1 + WAIT_CREDIT) <= lender.pause_left()
+
+
+def asleep(cell: RunningCell, now: float, machine_idle: bool, share: int = 1) -> bool:
     """Whether ``cell`` has been seen asleep for ``ASLEEP_FOR_S`` (looked at now: see the module's text).
-    ``machine_idle``: the machine's CPUs were as good as idle since the last tick."""
+    ``machine_idle``: the machine's CPUs were as good as idle since the last tick; ``share``: the cells holding
+    slots whose processes are measured with this one's (a fork's copies, one worker): under ``IDLE_RATE`` each."""
     demand = cell.lease.demand_s()
     if demand is None:
         sleeping = machine_idle
@@ -66,7 +97,7 @@ def asleep(cell: RunningCell, now: float, machine_idle: bool) -> bool:
         if cell.look is None or now - cell.look[0] < LOOK_S:
             cell.look = cell.look or (now, demand)
             return False
-        sleeping = (demand - cell.look[1]) / (now - cell.look[0]) < IDLE_RATE
+        sleeping = (demand - cell.look[1]) / (now - cell.look[0]) < IDLE_RATE * share
         cell.look = (now, demand)
     if not sleeping:
         cell.asleep_from = None

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from ..agent.protocol import WorkerConfig
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
-from .lending import CpuIdle, DemandMeter, Ticker, Warming, keep_open, lend_now
+from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
@@ -270,7 +270,10 @@ class WorkerPool(LentSlots, SessionSlots):
         busy = [w for w in self._busy if not w.replaced]  # a run whose worker is being killed wants nothing more
         lent = [w for w in busy if w.slot >= self.size]
         if self._waiters or lent:  # with neither, the runs go unmeasured (reading /proc for each costs)
-            own = [*(w for w in busy if w.slot < self.size), *self._cells.values()]  # a cell is never crowded out
+            own: list[Measured] = [
+                *(w for w in busy if w.slot < self.size),
+                *self._cells.values(),
+            ]  # a cell is never crowded out
             known, unknown, ticks = self._meter.wants(own, lent, now)
             for worker in self._meter.crowding(lent, known, self.cpus):  # lent as sleepers, they now compute
                 self._crowded.add(worker)

@@ -5,11 +5,12 @@
 A cell takes only the pool's own workers and waits apart from runs (``_cell_waiters``), so lending, which
 lends for runs alone, never counts a cell as a run that can give way: a lent worker bets that its run may
 sleep, and a run that computes after all is run again; a cell cannot be. A cell seen asleep while cells wait
-gives its slot to the one that waited longest instead, paused until it has one again (``cell_turns.py``)."""
+lends its slot to the one that waited longest instead, paused until that one ends (``cell_turns.py``)."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -46,6 +47,7 @@ class SessionSlots:
         self._cells: dict[AgentWorker, Pausable] = {}  # a slot held by a session's cell -> what runs the cell
         self._running: dict[AgentWorker, RunningCell] = {}  # the same slots -> the cells (see cell_turns.py)
         self.cells_paused = 0  # running cells paused to give their slot to a cell that waited
+        self._borrowers: dict[RunningCell, None] = {}  # cells waiting for a slot, the longest waiting first
         self.session_slots: set[int] = set()  # the workers of sessions, past max_workers
         self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
         self._last_session_slot: int | None = None
@@ -108,23 +110,43 @@ class SessionSlots:
         return list(made)
 
     @contextlib.asynccontextmanager
-    async def computing(self, cell: Pausable, pausable: bool = True) -> AsyncIterator[None]:
+    async def computing(self, cell: Pausable, pausable: bool = True, limit_s: float = 0.0) -> AsyncIterator[None]:
         """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
         and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
-        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs, and a cell
-        seen asleep gives its slot to a cell that waits (``pausable``; see ``cell_turns.py``)."""
-        worker = await self._take(None, None, cell=True)
-        running = RunningCell(cell, pausable, None, time.monotonic())
-        self._hold(running, worker)
+        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs. While it
+        waits, a cell may be lent the slot of a cell seen asleep; one ``pausable`` (a cell of limit ``limit_s``,
+        not a fork's copying) may lend its own (see ``cell_turns.py``)."""
+        running = RunningCell(cell, pausable and limit_s > 0, None, time.monotonic(), limit_s)
+        self._hold(running, await self._slot_for(running))
         try:
             yield
         finally:
-            if running.regain is not None:
-                running.regain.cancel()  # it ended paused (its answer came as it was paused): it wants no slot
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(running.regain)  # its slot, where it was just taken, is given back
+            running.paused = False  # it ended (its answer came as it was paused): it wants its slot no more
+            if running.taking is not None:
+                running.taking.cancel()
             if running.worker is not None:
                 self._unhold(running)
+
+    async def _slot_for(self, running: RunningCell) -> AgentWorker:
+        """A slot for a cell: the next of the queue's, or one lent to it meanwhile (``_turn_cells``)."""
+        take = asyncio.ensure_future(self._take(None, None, cell=True))
+        offer = running.offer = asyncio.get_running_loop().create_future()
+        self._borrowers[running] = None
+        kept: asyncio.Future[AgentWorker] | None = None
+        try:
+            await asyncio.wait({take, offer}, return_when=asyncio.FIRST_COMPLETED)
+            kept = offer if offer.done() else take
+        finally:
+            del self._borrowers[running]
+            running.offer = None
+            for future in (take, offer):
+                if future is kept:
+                    continue
+                if not future.done():
+                    future.cancel()  # a take is cancelled safely: the queue keeps what it did not hand out
+                elif not future.cancelled() and future.exception() is None:
+                    self._give_back(future.result())  # both came: one slot is enough
+        return kept.result()
 
     def _hold(self, running: RunningCell, worker: AgentWorker) -> None:
         running.worker = worker
@@ -133,43 +155,78 @@ class SessionSlots:
         if self._waiters:
             self._meter.started(running.lease, lending=self._idle_ticks > 0)
 
-    def _unhold(self, running: RunningCell) -> AgentWorker:
+    def _unhold(self, running: RunningCell) -> None:
+        """``running`` holds its slot no more: back to the cell that lent it, where that one waits for it."""
         worker = running.worker
         assert worker is not None
         running.worker = running.look = running.asleep_from = None
         del self._cells[worker], self._running[worker]
         self._meter.ended(running.lease)
+        lender, running.lender = running.lender, None
+        if lender is None or not lender.paused:
+            self._give_back(worker)
+        elif worker.replaced or not worker.alive:
+            self._give_back(worker)
+            lender.taking = asyncio.ensure_future(self._take_back(lender))  # a slot from the queue, then
+        else:
+            self._continue(lender, worker)
+
+    def _give_back(self, worker: AgentWorker) -> None:
         if worker.replaced or not worker.alive:
             self._replace(worker)
         else:
             self._release(worker)
-        return worker
 
     def _turn_cells(self, now: float, idle_cpus: float) -> None:
-        """Pause running cells seen asleep, one for each cell that waits for a slot while none is free."""
-        waiting = len(self._cell_waiters)
-        if not waiting:
+        """Lend the slots of running cells seen asleep to the cells that wait longest, where each borrower's cell
+        ends within what the lender may stand paused (see ``cell_turns.py``)."""
+        borrowers = [r for r in self._borrowers if r.offer is not None and not r.offer.done()]
+        if not borrowers:
             for running in self._running.values():
                 running.look = running.asleep_from = None  # looked at afresh when cells wait again
             return
         idle = cell_turns.machine_idle(self.cpus, idle_cpus)
-        asleep = [r for r in self._running.values() if r.pausable and cell_turns.asleep(r, now, idle)]
-        for running in sorted(asleep, key=lambda r: r.since)[:waiting]:
-            self._unhold(running)  # to the cell that waited longest (the first in the queue)
-            running.lease.pause(True)
-            running.pauses += 1
+        # The cells of one worker (a fork's copies) are measured together: asleep only where all of them are.
+        share = collections.Counter(id(r.lease.worker) for r in self._running.values())
+        lenders = sorted(
+            (
+                r
+                for r in self._running.values()
+                if r.may_lend() and cell_turns.asleep(r, now, idle, share[id(r.lease.worker)])
+            ),
+            key=lambda r: r.since,
+        )
+        for borrower in borrowers:  # the longest waiting first
+            lender = next((r for r in lenders if cell_turns.may_borrow(borrower, r)), None)
+            if lender is None:
+                continue
+            lenders.remove(lender)
+            worker = lender.worker
+            assert worker is not None and borrower.offer is not None
+            del self._cells[worker], self._running[worker]
+            self._meter.ended(lender.lease)
+            lender.worker = lender.look = lender.asleep_from = None
+            lender.lease.pause(True)
+            lender.paused, lender.paused_at = True, now
+            borrower.lender = lender
+            borrower.offer.set_result(worker)
             self.cells_paused += 1
-            running.regain = asyncio.ensure_future(self._regain(running))
 
-    async def _regain(self, running: RunningCell) -> None:
-        """A paused cell waits in line with the cells that wait for a slot, and is continued once it has one."""
-        try:
-            worker = await self._take(None, None, cell=True)
-        finally:
-            running.regain = None
-        running.since = time.monotonic()
-        self._hold(running, worker)
-        running.lease.pause(False)
+    def _continue(self, lender: RunningCell, worker: AgentWorker) -> None:
+        """A slot comes back to a cell paused: it is continued."""
+        lender.paused, lender.taking = False, None
+        lender.paused_s += time.monotonic() - lender.paused_at
+        lender.since = time.monotonic()
+        self._hold(lender, worker)
+        lender.lease.pause(False)
+
+    async def _take_back(self, lender: RunningCell) -> None:
+        """The slot a paused cell lent is gone with its worker: it takes the queue's next, then is continued."""
+        worker = await self._slot_for(lender)
+        if lender.paused:
+            self._continue(lender, worker)
+        else:
+            self._give_back(worker)
 
     async def _next_own(self) -> AgentWorker:
         """The next of the pool's own workers, for a cell: a lent one goes on to a run that waits, or is parked."""

@@ -267,9 +267,10 @@ def _outcome(result: RunAnswer, stdout: bytes, stderr: bytes, collected: dict[st
 
 
 def tree_demand_s(pid: int) -> float | None:
-    """Seconds ``pid`` and its living descendants have run on a CPU or waited for one (their main threads'
-    ``/proc/PID/schedstat``: time on the CPU plus ``run_delay``), and the CPU time of the descendants they
-    have reaped (``cutime`` and ``cstime`` of ``/proc/PID/stat``).
+    """Seconds ``pid`` and its living descendants have run on a CPU or waited for one (every thread's
+    ``/proc/PID/task/TID/schedstat``: time on the CPU plus ``run_delay``; a process whose work is in a thread
+    wants a CPU as much as one whose main thread computes), and the CPU time of the descendants they have reaped
+    (``cutime`` and ``cstime`` of ``/proc/PID/stat``). Children are found under every thread (any may fork).
 
     Waiting counts as much as running: a run that would compute but gets no CPU (the machine is busy with
     other work) wants a CPU as much as one that has it, and must not look idle. Reaped descendants count
@@ -283,15 +284,20 @@ def tree_demand_s(pid: int) -> float | None:
     while stack:
         p = stack.pop()
         try:
-            with open(f"/proc/{p}/schedstat", "rb") as f:
-                on_cpu, waited, _ = f.read().split()
             with open(f"/proc/{p}/stat", "rb") as f:
                 cutime, cstime = f.read().rsplit(b")", 1)[1].split()[13:15]
-            with open(f"/proc/{p}/task/{p}/children", "rb") as f:
-                stack.extend(int(c) for c in f.read().split())
+            tasks = os.listdir(f"/proc/{p}/task")
         except (OSError, ValueError):
             continue  # gone meanwhile
-        ns += int(on_cpu) + int(waited)
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/schedstat", "rb") as f:
+                    on_cpu, waited, _ = f.read().split()
+                with open(f"/proc/{p}/task/{task}/children", "rb") as f:
+                    stack.extend(int(c) for c in f.read().split())
+            except (OSError, ValueError):
+                continue  # ended meanwhile
+            ns += int(on_cpu) + int(waited)
         ticks += int(cutime) + int(cstime)
         found = True
     return ns / 1e9 + ticks / CLOCK_TICKS if found else None

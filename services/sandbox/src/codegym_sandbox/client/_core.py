@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from ..agent.protocol import WAIT_CREDIT
+from ..agent.protocol import PAUSE_SHARE, WAIT_CREDIT
 from .exceptions import (
     SandboxError,
     SandboxProtocolError,
@@ -101,7 +101,8 @@ def judging_s(path: str, body: Any) -> float:
         return sum(judging_s("/v1/evaluate", b) for b in body.get("requests") or [])
     if path.startswith("/v1/sessions/") and path.endswith("/execute") and isinstance(body, Mapping):
         # A cell is interrupted at its limit stretched by its wait for a CPU, and given a grace to answer.
-        return float(body.get("timeout_s") or DEFAULT_CELL_S) * (1 + WAIT_CREDIT) + CELL_GRACE_S
+        # ... and it may stand paused, its slot given to cells that waited, up to PAUSE_SHARE of its limit.
+        return float(body.get("timeout_s") or DEFAULT_CELL_S) * (1 + WAIT_CREDIT + PAUSE_SHARE) + CELL_GRACE_S
     if path != "/v1/evaluate" or not isinstance(body, Mapping):
         return 0.0
     limits = body.get("limits") or {}
@@ -139,7 +140,8 @@ class Call:
     request is idempotent, or doing it twice costs nothing lasting); False: only one that never left the
     client (``UNSENT``). ``session_id``: a session's call, whose 404/410/409 raise ``SessionGone``/``SessionBusy``.
     ``key``: an ``Idempotency-Key`` sent with every attempt; an attempt that may have reached its server goes
-    there again (the key makes it the same request there, where another server would do it a second time)."""
+    there once more (the key makes it the same request there, where another server would do it a second time),
+    and the next attempts go on over the URLs."""
 
     resend: bool = True
     session_id: str | None = None
@@ -188,11 +190,12 @@ class Core:
         call = call if call is not None else Call()
         last: SandboxError = SandboxUnavailable("no attempt made", path=path)
         headers = None if call.key is None else {"Idempotency-Key": call.key}
-        again: str | None = None  # where a keyed attempt that may have got there went
+        again: str | None = None  # where a keyed attempt that may have got there went: sent there once more
         for attempt in range(self.retry.retries + 1):
             at = url or again or self.next_url()
             outcome = yield Send(method, at + path, body, judging_s(path, body), headers)
-            again = None if call.key is None or _unsent(outcome) else at
+            # Once: a server that failed twice is left for the next (what it may have made ends at its TTL).
+            again = None if call.key is None or again is not None or _unsent(outcome) else at
             retry_after: str | None = None
             if isinstance(outcome, httpx.HTTPError):
                 last = SandboxUnavailable(f"{at}{path}: {type(outcome).__name__}: {outcome}", url=at, path=path)

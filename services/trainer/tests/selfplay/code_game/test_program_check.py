@@ -26,6 +26,16 @@ from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, 
         "class V:\n    __slots__ = ('x',)\n    def __init__(self, x):\n        self.x = x\n"
         "    def __len__(self):\n        return self.x\n    def __repr__(self):\n        return 'V'\n"
         "print(V(3).__len__(), V(1).__repr__(), V.__doc__, V.__qualname__)",
+        # match statements by literals, sequences, mappings, keywords, and the classes that match themselves
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n    y: int\n"
+        "for s in [P(0, 2), (1, [2, 3]), {'k': 'v'}, 7, 'ab']:\n    match s:\n"
+        "        case P(x=0, y=y):\n            print('on the axis', y)\n"
+        "        case (int(a), [b, *rest]):\n            print(a, b, rest)\n"
+        "        case {'k': str(v)}:\n            print(v)\n        case 7 | 8:\n            print('seven')\n"
+        "        case str() as t if len(t) == 2:\n            print(t)",
+        "import functools\ndef logged(f):\n    @functools.wraps(f)\n    def w(*a):\n        return f(*a)\n"
+        "    return w\n@logged\ndef g(x):\n    return x + 1\nprint(g(1), g.__name__)",
+        "register = [0] * 4\nfor op in [1, 2, 3]:\n    register[op] += op\nprint(register)",
     ],
 )
 def test_fair_programs_pass(code: str) -> None:
@@ -121,9 +131,87 @@ def test_banned_modules_are_rejected_however_imported(code: str) -> None:
             "uses the module dataclasses other than by its attributes",
         ),
         ("print(1)\x00", "does not parse"),
+        # positional sub-patterns only on the classes that match themselves, under their own names
+        (
+            "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\nmatch P(1):\n    case P(x):\n"
+            "        print(x)",
+            "matches P by position",
+        ),
+        (
+            "import dataclasses\nint = dataclasses.make_dataclass('D', ['o' + 'bj'])\nmatch int(1):\n"
+            "    case int(m):\n        print(m)",
+            "matches int by position",
+        ),
+        ("import abc\nclass A(abc.ABC):\n    pass\nA.register(int)\nprint(1)", "uses register, which is banned"),
+        (
+            "import abc\nclass A(abc.ABC):\n    pass\nmatch A:\n    case A(register=r):\n        print(r)",
+            "matches the attribute",
+        ),
     ],
 )
 def test_each_rule_names_its_problem(code: str, problem: str) -> None:
+    assert any(p.startswith(problem) for p in check_program(code)), check_program(code)
+
+
+# Whole programs that read an attribute by a name the program computes (a class pattern's positional
+# sub-patterns read the names in ``__match_args__``; ``update_wrapper`` copies the attributes it is told), or run
+# a string as code (singledispatch evaluates annotations): each reaches ``sys`` past the rules above, and what
+# it prints of the machine is alike on both runs. Each is refused by the rule its problem names.
+CAUGHT = (
+    "import functools\nimport typing\nbox = []\nclass W:\n    def __setattr__(self, k, v):\n        box.append(v)\n"
+)
+CAUGHT += "try:\n    typing.nothing_here\nexcept AttributeError as e:\n"
+NAMES_AS_DATA = {
+    "a made dataclass's fields, registered with an ABC": (
+        "import abc\nimport dataclasses\nname = '_' * 2 + 'globals' + '_' * 2\n"
+        "D = dataclasses.make_dataclass('D', [name], bases=(abc.ABC,), init=False, repr=False, eq=False)\n"
+        "D.register(type(dataclasses.fields))\n"
+        "match dataclasses.fields:\n    case D(g):\n        print(g['sys'].modules['posix'].uname().sysname)",
+        "matches D by position",
+    ),
+    "type() with computed dunder keys": (
+        "import typing\nu = '_' * 2\ndef get(thing, name):\n"
+        "    meta = type('M', (type,), {u + 'instancecheck' + u: lambda cls, other: True})\n"
+        "    D = meta('D', (), {u + 'match_args' + u: (name,)})\n"
+        "    match thing:\n        case D(value):\n            return value\n"
+        "try:\n    typing.nothing_here\nexcept AttributeError as e:\n    print(get(get(e, 'o' + 'bj'), 's' + 'ys'))",
+        "matches D by position",
+    ),
+    "a named tuple's fields, inherited": (
+        CAUGHT.replace("import typing", "import typing\nimport abc\nimport collections")
+        + "    N = collections.namedtuple('N', ['o' + 'bj'])\n    class D(N, metaclass=abc.ABCMeta):\n        pass\n"
+        "    D.register(AttributeError)\n    match e:\n        case D(m):\n            print(m)",
+        "matches D by position",
+    ),
+    "update_wrapper told what to copy": (
+        CAUGHT + "    functools.update_wrapper(W(), e, assigned=('o' + 'bj',), updated=())\n"
+        "functools.update_wrapper(W(), box[0], ('s' + 'ys',), ())\nprint(box[2].platform)",
+        "uses update_wrapper other than called with the objects alone",
+    ),
+    "wraps told what to copy": (
+        CAUGHT + "    functools.wraps(e, ('o' + 'bj',), ())(W())\nprint(box[0])",
+        "uses wraps other than called with the objects alone",
+    ),
+    "wraps under another name": (
+        CAUGHT.replace("import functools", "from functools import wraps as w") + "    w(e, ('o' + 'bj',), ())(W())\n"
+        "print(box[0])",
+        "imports wraps as w",
+    ),
+    "wraps handed on": (
+        CAUGHT + "    copy = functools.wraps\n    copy(e, ('o' + 'bj',), ())(W())\nprint(box[0])",
+        "uses wraps other than called with the objects alone",
+    ),
+    "singledispatch evaluating a computed annotation": (
+        "import functools\nimport typing\n@functools.singledispatch\ndef f(x):\n    return 0\n"
+        "s = 'typing.s' + 'ys.platform'\ntry:\n    @f.register\n    def _(x: s):\n        return 1\n"
+        "except Exception as e:\n    print(e)",
+        "uses register, which is banned",
+    ),
+}
+
+
+@pytest.mark.parametrize(("code", "problem"), NAMES_AS_DATA.values(), ids=NAMES_AS_DATA)
+def test_attribute_names_that_are_values_are_refused(code: str, problem: str) -> None:
     assert any(p.startswith(problem) for p in check_program(code)), check_program(code)
 
 

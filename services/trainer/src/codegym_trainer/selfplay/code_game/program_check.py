@@ -19,6 +19,15 @@ rejected when it
   (``'{0.real}'``): ``str.format`` walks attributes by name;
 - reaches a module it may not import through an allowed one's attributes (``dataclasses.builtins``,
   ``typing.sys``), or uses an imported module other than as the start of such a path;
+- reads attributes whose names are values rather than its text: a class pattern's positional sub-patterns read
+  those named in the class's ``__match_args__``, which a made dataclass or named tuple takes from computed
+  strings, so only the builtins that match themselves (``case int(n)``) take them; ``functools.wraps`` and
+  ``update_wrapper`` only with the objects alone (their ``assigned`` and ``updated`` are names). An ABC's
+  ``register`` (which makes any object an instance of a class of the program's) and singledispatch's (which
+  evaluates annotations, strings the program may compute, as code) are refused as attributes
+  (``BANNED_METHODS``). Defining dunders with
+  computed names (``type`` with a computed namespace) is left alone: a class body can define the same ones,
+  and each is called on the program's own objects; it is reading other objects by a computed name that leaks;
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
@@ -65,6 +74,20 @@ BANNED_ATTRIBUTES = frozenset(
         # names under which modules carry the doors to the machine, whatever the object they are read from.
         *("obj", "sys", "_sys", "os", "_os", "posix", "builtins", "_io", "io", "_bootstrap", "_imp", "importlib"),
     }
+)
+# Methods refused as attributes (a variable may have their names): an ABC's ``register`` makes any object an
+# instance of a class of the program's, whose patterns then read it; singledispatch's evaluates a function's
+# annotations, strings the program may compute, as code.
+BANNED_METHODS = frozenset({"register"})
+# Functions that read attributes named by their arguments, allowed only as called with the objects alone
+# (``@functools.wraps(f)``): ``assigned`` and ``updated`` are names, data the check cannot read.
+NAMES_AS_DATA = {"wraps": 1, "update_wrapper": 2}
+# The classes whose class pattern's one positional sub-pattern is the subject itself (``case int(n)``). Any
+# other class's positional sub-patterns read the attributes named in its ``__match_args__``: a value, which a
+# program can compute (a made dataclass's or named tuple's fields), so they are refused (keywords name the same
+# attributes in the text: ``case Point(x=x, y=y)``).
+SELF_MATCHING = frozenset(
+    {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 )
 
 # A constructor, `if __name__ == "__main__"`, and the protocols of values (operators, containers, text, context
@@ -216,6 +239,56 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
     return problems
 
 
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Every name the program binds anywhere: an assignment, a definition, a parameter, an import, a capture."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.partition(".")[0])
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return names
+
+
+def _names_as_data_problems(tree: ast.Module) -> list[str]:
+    """Class patterns with positional sub-patterns, and ``NAMES_AS_DATA`` used other than called with the
+    objects alone: each reads attributes whose names are values, not the program's text."""
+    bound = _bound_names(tree)
+    problems: list[str] = []
+    called: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.MatchClass) and node.patterns:
+            cls = node.cls
+            if not (isinstance(cls, ast.Name) and cls.id in SELF_MATCHING - bound):
+                problems.append(
+                    f"matches {ast.unparse(cls)} by position, which reads the attributes its __match_args__ names "
+                    f"(a value, not text): name them as keywords"
+                )
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)
+            if name in NAMES_AS_DATA and plain and len(node.args) == NAMES_AS_DATA[name]:
+                called.add(id(func))
+        elif isinstance(node, ast.alias) and node.name in NAMES_AS_DATA and node.asname not in (None, node.name):
+            problems.append(f"imports {node.name} as {node.asname}")
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        if name in NAMES_AS_DATA and id(node) not in called:
+            problems.append(f"uses {name} other than called with the objects alone (the names it copies are data)")
+    return problems
+
+
 def check_program(code: str) -> list[str]:
     """Why ``code`` may not be played, one line per problem; empty when it passes.
 
@@ -254,11 +327,11 @@ def check_program(code: str) -> list[str]:
                 problems.append(f"uses {node.id}")
         elif isinstance(node, ast.Attribute) and _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
             problems.append(f"uses the attribute {node.attr}")
-        elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES:
+        elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES | BANNED_METHODS:
             problems.append(f"uses {node.attr}, which is banned")
         elif isinstance(node, ast.MatchClass):  # ``case object(__globals__=g)`` reads the attribute by its name
             for name in node.kwd_attrs:
-                if (_is_dunder(name) and name not in ALLOWED_DUNDERS) or name in BANNED_ATTRIBUTES:
+                if (_is_dunder(name) and name not in ALLOWED_DUNDERS) or name in BANNED_ATTRIBUTES | BANNED_METHODS:
                     problems.append(f"matches the attribute {name}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             named = set(_DUNDER_IN_TEXT.findall(node.value)) - _TEXT_DUNDERS
@@ -268,6 +341,7 @@ def check_program(code: str) -> list[str]:
         if isinstance(node, ast.Attribute) and node.attr == "format":
             problems += _format_problems(node)
     problems += _module_use_problems(tree)
+    problems += _names_as_data_problems(tree)
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

@@ -23,7 +23,9 @@ What no hook reports (the clock, the process id, ``posix.uname``) is left to the
 launcher (``program_runner``) gives them different working directories, environments (nothing but the hash
 seed, a home and a name of the run's own) and process ids, so a program that prints them is caught as
 nondeterministic. Facts of the machine that are the same on every run and that an allowed module shows
-(``hashlib.algorithms_available``) are the game's to learn by both of its roles.
+(``hashlib.algorithms_available``) are the game's to learn by both of its roles. Reading an attribute is no act
+either (a function's ``__globals__`` is no audited read; ``__code__`` and ``__defaults__`` are, and dataclasses
+reads them itself), so the roads to a module by an attribute name the program computes are the check's to close.
 """
 
 from __future__ import annotations

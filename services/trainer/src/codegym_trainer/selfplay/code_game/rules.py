@@ -70,8 +70,9 @@ Rules: the program runs twice, and both runs must print the same thing. It has a
 characters and prints at most {MAX_OUTPUT_CHARS}. It may import only modules that compute \
 ({", ".join(sorted(ALLOWED_MODULES - {"__future__"}))}), and may not use input, open, eval, exec, compile, \
 __import__, getattr, id or hash, nor dunder attributes other than __init__ and __name__; a str.format template \
-is a string written in the program, with plain fields. Breaking a rule, a crash, or a wrong prediction of your \
-own output loses more than any game.
+is a string written in the program, with plain fields; a match class pattern names attributes as keywords \
+(case Point(x=x)), positions only for builtin types (case int(n)). Breaking a rule, a crash, or a wrong \
+prediction of your own output loses more than any game.
 
 Answer with the program in a ```python block, then its exact output in an ```output block, like this:
 

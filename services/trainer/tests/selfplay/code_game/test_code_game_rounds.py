@@ -4,6 +4,7 @@ OpenAI-compatible app in-process whose predictions are scripted (the stand-in fo
 from __future__ import annotations
 
 import base64
+import json
 from ast import literal_eval
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -15,10 +16,10 @@ from codegym_evaluator.model_client import ModelError
 from codegym_evaluator.servers import LoopbackServer, free_port, sandbox_server
 from codegym_trainer.sandbox import RunSandbox
 from codegym_trainer.selfplay.code_game.program_runner import (
-    HASH_SEEDS,
     PROGRAM_FILE,
     GameLimits,
     ProgramRunner,
+    hash_seeds,
     run_request,
 )
 from codegym_trainer.selfplay.code_game.rounds import OpponentPredictor, play_rounds
@@ -62,7 +63,6 @@ def test_each_run_is_uncached_with_its_own_hash_seed_and_the_programs_file() -> 
     assert request.limits.timeout_s == 1.5 and request.limits.memory_mb == 128
     assert base64.b64decode(request.files[PROGRAM_FILE] or "").decode() == "print(1)"
     assert "'PYTHONHASHSEED': '7'" in request.code.replace('"', "'") and "-S" in request.code
-    assert HASH_SEEDS[0] != HASH_SEEDS[1]
 
 
 def test_the_two_runs_agree_on_a_deterministic_program_and_not_on_set_order(runner: ProgramRunner) -> None:
@@ -71,6 +71,24 @@ def test_the_two_runs_agree_on_a_deterministic_program_and_not_on_set_order(runn
     assert c.verdict == d.verdict == "AC"
     # the sandbox runs every program under one hash seed; the launcher's differ, so the orders do
     assert sorted(literal_eval(c.stdout)) == sorted(literal_eval(d.stdout)) and c.stdout != d.stdout
+
+
+def test_each_program_gets_two_hash_seeds_of_its_own() -> None:
+    seeds: list[str] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        code = json.loads(request.content)["code"].replace('"', "'")
+        seeds.append(code.split("'PYTHONHASHSEED': '")[1].split("'")[0])
+        step = {"verdict": "AC", "exit_code": 0, "signal": None, "wall_s": 0.0, "cpu_s": None, "max_rss_kb": None}
+        step |= {"stdout": "1\n", "stderr": "", "output_truncated": False, "cached": False}
+        return httpx.Response(200, json={"verdict": "AC", "compile": None, "run": step})
+
+    with ProgramRunner(RunSandbox(("http://sandbox",)), transport=httpx.MockTransport(record)) as runner:
+        runner.run_twice(["print(1)", "print(2)", "print(3)"])
+    # the sandbox's own 0 never; otherwise six draws from 2**32 - 1 seeds, so any repeat is a fixed pair
+    assert len(seeds) == 6 and "0" not in seeds and len(set(seeds)) == 6
+    drawn = {hash_seeds() for _ in range(50)}
+    assert len(drawn) == 50 and all(a != b and 0 < int(a) < 2**32 and 0 < int(b) < 2**32 for a, b in drawn)
 
 
 def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner: ProgramRunner) -> None:
@@ -155,7 +173,7 @@ def test_a_run_that_came_back_se_is_asked_again_by_the_evaluators_policy(
 
     sandbox = RunSandbox(("http://sandbox",), retries=1)
     with ProgramRunner(sandbox, transport=httpx.MockTransport(flaky)) as runner:
-        out = runner.run_once("print(1)", HASH_SEEDS[0])
+        out = runner.run_once("print(1)", "7")
     assert out.verdict == verdict and sent == ["/v1/execute"] * runs and asked == list(range(runs))
 
 

@@ -3,12 +3,14 @@
 Both runs must print the same thing. The sandbox runs every Python program with the same string-hash seed
 (``PYTHONHASHSEED=0``), so a program whose output follows the order of a set of strings would print the same
 thing twice there and still be unpredictable to a reader. So each run goes through a launcher that replaces
-itself (``execve``) with a fresh interpreter under a hash seed of its own (``HASH_SEEDS``): the two runs see
-different orders, and such a program is caught as nondeterministic. The fresh interpreter gets ``-S -s``
-(the standard library only, whatever the machine has installed), so a game is the same on every machine, and
-runs the program under ``program_guard.GUARD``, which refuses the acts a program that only computes never needs;
-each run also has a working directory, an environment and a process id of its own, so that what a program reads
-of its machine shows as the two runs' disagreement.
+itself (``execve``) with a fresh interpreter under a hash seed of its own (``hash_seeds``): the two runs see
+different orders, and such a program is caught as nondeterministic. The two seeds are drawn afresh for each
+program: under a fixed pair, the sets whose orders happen to agree under both would pass every game, in orders
+a writer could learn from its own outputs and a reader could not work out from the text. The fresh interpreter
+gets ``-S -s`` (the standard library only, whatever the machine has installed), so a game is the same on every
+machine, and runs the program under ``program_guard.GUARD``, which refuses the acts a program that only
+computes never needs; each run also has a working directory, an environment and a process id of its own, so
+that what a program reads of its machine shows as the two runs' disagreement.
 
 Every request asks the sandbox not to answer from its result cache: two identical runs would otherwise be
 one run, and the determinism check would check nothing.
@@ -17,6 +19,7 @@ one run, and the determinism check would check nothing.
 from __future__ import annotations
 
 import base64
+import secrets
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,7 +35,14 @@ from ...sandbox import RunSandbox
 from .program_guard import GUARD
 
 PROGRAM_FILE = "game.py"
-HASH_SEEDS = ("0", "1")  # the first is the sandbox's own; the second orders strings differently
+SEEDS = range(1, 2**32)  # PYTHONHASHSEED's values but 0, which turns hashing's randomness off
+
+
+def hash_seeds() -> tuple[str, str]:
+    """Two distinct hash seeds for one program's two runs, drawn at random each time."""
+    first, second = secrets.SystemRandom().sample(SEEDS, 2)
+    return str(first), str(second)
+
 
 # A working directory, an environment and a process id of the run's own (a process made and ended a random
 # number of times first): what a program could print of its machine without any act the guard refuses differs
@@ -117,8 +127,10 @@ class ProgramRunner:
         return self._ask_again.one(lambda: run_output(self._client.execute(request)), unavailable)
 
     def run_twice(self, programs: Sequence[str]) -> list[tuple[RunOutput, RunOutput]]:
-        """Each program's two runs (``HASH_SEEDS`` in order), all of them concurrently."""
-        first, second = HASH_SEEDS
+        """Each program's two runs, under two hash seeds drawn for it (``hash_seeds``), all concurrently."""
         submit = self._pool.submit
-        futures = [(submit(self.run_once, p, first), submit(self.run_once, p, second)) for p in programs]
+        futures = []
+        for program in programs:
+            first, second = hash_seeds()
+            futures.append((submit(self.run_once, program, first), submit(self.run_once, program, second)))
         return [(a.result(), b.result()) for a, b in futures]

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 from ast import literal_eval
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -142,6 +145,19 @@ def test_what_a_program_reaches_past_its_text_is_refused_or_seen_to_differ(runne
         assert a.verdict == b.verdict == "AC" and a.stdout != b.stdout, (door, a, b)
     for a, b in fair:
         assert a.verdict == b.verdict == "AC" and a.stdout == b.stdout and a.stdout, (a, b)
+
+
+DEPTH = (
+    "def f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\n"
+    "def main():\n    return f(0)\nprint(f(0), main())"
+)
+
+
+def test_a_recursion_goes_as_deep_as_under_python3(runner: ProgramRunner, tmp_path: Path) -> None:
+    (tmp_path / PROGRAM_FILE).write_text(DEPTH)
+    python3 = subprocess.run([sys.executable, "-S", "-s", "-B", PROGRAM_FILE], cwd=tmp_path, capture_output=True)
+    ((a, b),) = runner.run_twice([DEPTH])
+    assert a.verdict == b.verdict == "AC" and a.stdout == b.stdout == python3.stdout.decode(), (a, python3)
 
 
 def test_an_unreachable_sandbox_gives_sandbox_errors_after_the_retries() -> None:

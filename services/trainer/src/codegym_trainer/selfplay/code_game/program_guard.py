@@ -14,6 +14,10 @@ frame, tracing. So each run goes through :data:`GUARD`, which first imports ever
 - no frame is handed out (``sys._getframe``, a generator's, coroutine's or traceback's frame), and nothing may
   trace, profile, add a hook, or reach ``gc``, ``os``'s processes, sockets, ``ctypes`` and the like.
 
+The program runs as code the guard ``exec``s, a frame and a call deeper than ``python3 game.py`` would run it, so
+the guard raises the recursion limit by what that costs, measured before the program starts: a recursion that
+counts how deep it got prints what it prints under ``python3``.
+
 The hook keeps no state (no flag a program could find in a frame and set) and looks at no frame, so code that
 claims to be the standard library's gains nothing. Refused, an act raises ``PermissionError`` (``ValueError`` for
 ``sys._getframe``, which the standard library's callers, a named tuple's, fall back from) in the program: it
@@ -64,7 +68,7 @@ FRAME_ATTRIBUTES = ("gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back")
 _ALLOWED_SYS = ("sys.excepthook", "sys.unraisablehook", "sys._getframemodulename")
 
 GUARD = f"""\
-def _guard():
+def _guard(lost):
     import sys
     for name in {sorted(ALLOWED_MODULES - {"__future__"})!r}:
         __import__(name)  # before the hook: what they import is loaded by then
@@ -99,11 +103,23 @@ def _guard():
         elif event not in fine and event.startswith(refused):
             raise PermissionError(f"the code game: a program only computes ({{event}} is refused)")
 
+    sys.setrecursionlimit(sys.getrecursionlimit() + lost)
     sys.addaudithook(hook)
     return code, {{"__name__": "__main__", "__file__": file, "__builtins__": __builtins__}}
 
 
-_code, _namespace = _guard()
-del _guard
+def _depth(n=0):
+    try:
+        return _depth(n + 1)
+    except RecursionError:
+        return n
+
+
+# python3 would run the program as this frame; it runs as code exec'd from it, which reaches less deep. So the
+# limit grows by what that costs, measured here, and a recursion goes as deep as under python3.
+_probe = {{"depth": _depth}}
+exec("reached = depth()", _probe)
+_code, _namespace = _guard(_depth() - _probe["reached"])
+del _guard, _depth, _probe
 exec(_code, _namespace)
 """

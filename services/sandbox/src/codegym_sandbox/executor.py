@@ -7,7 +7,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field, replace
 
-from . import languages
+from . import languages, pytest_file
 from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key
@@ -151,10 +151,8 @@ class Executor:
         lang = languages.lookup(name)
         if lang is None:
             why = languages.WITHOUT_RUNNER.get(name)
-            reason = f": {why}" if why else ""
-            raise UnsupportedLanguage(
-                f"language {name!r} is not supported by this server{reason} (see GET /v1/languages)"
-            )
+            reason = f"{f': {why}' if why else ''} (see GET /v1/languages)"
+            raise UnsupportedLanguage(f"language {name!r} is not supported by this server{reason}")
         missing = self.missing_tools(lang)
         if missing:
             raise UnsupportedLanguage(f"language {name!r} needs {', '.join(missing)}, which is not installed here")
@@ -169,10 +167,7 @@ class Executor:
 
     def _argv(self, argv: tuple[str, ...], limits: RunLimits) -> list[str]:
         out = [a.replace("{mem}", str(limits.memory_mb)) for a in argv]
-        if not out[0].startswith("./"):
-            out[0] = self._tool(out[0]) or out[0]
-        else:
-            out[0] = f"{SCRATCH}/{out[0][2:]}"
+        out[0] = f"{SCRATCH}/{out[0][2:]}" if out[0].startswith("./") else self._tool(out[0]) or out[0]
         return out
 
     def _env(self, lang: languages.Language) -> dict[str, str]:
@@ -206,10 +201,14 @@ class Executor:
             return Execution(None, _sandbox_error(str(exc)))
         if not policy.admitted:  # else its request was admitted whole (a batch's scripts): never one of it refused
             policy = self.backend.admit(policy)  # never refused between its compile and its run
+        if lang.test_file:  # its program and its tests, each in a process of its own: no exit of it is a pass
+            code, stdin = pytest_file.assert_run(code)
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)
         if compiled is not None and compiled.end is not RunEnd.EXITED:
             return Execution(compiled, None)
         run = await self.run_built(lang, sources, stdin, run_limits, policy, fetch)
+        if lang.unjudged and run.end is RunEnd.EXITED:  # its own tests ran in its process: the status is its word
+            run = replace(run, end=RunEnd.SANDBOX_ERROR, error=lang.unjudged)
         return Execution(compiled, run)
 
     async def build(

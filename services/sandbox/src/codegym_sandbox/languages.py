@@ -91,6 +91,10 @@ class Language:
     aliases: tuple[str, ...] = ()
     # Files the toolchain needs beside the program (name: text), written for its compile and every run.
     support: dict[str, str] = field(default_factory=dict)
+    # A file of a program and its tests, judged by the assert runner (``pytest_file``), never by its exit status.
+    test_file: bool = False
+    # Why a run of one program that exits 0 is no pass (its tests ran in its own process): that run is SE, not judged.
+    unjudged: str | None = None
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -149,6 +153,12 @@ def base_python(bindir: str = SYSTEM_BIN) -> str:
     return system_python(bindir) or installation_python()
 
 
+D_UNJUDGED = (
+    "not judged: D's unit tests run in the program's own process, which may end with status 0 before they ran or "
+    "after they failed (a module constructor that exits, its own Runtime.moduleUnitTester), so no exit status of a "
+    "D_ut run is a pass; a failed run is still Failed (its output is above)"
+)
+
 LANGUAGES: dict[str, Language] = {
     lang.name: lang
     for lang in (
@@ -197,8 +207,8 @@ LANGUAGES: dict[str, Language] = {
         Language("R", "main.R", ("Rscript", "--vanilla", "main.R"), aliases=("r",)),
         # SQL runs in SQLite on an in-memory database: the program's statements, their rows on stdout.
         Language("sql", "main.sql", ("sqlite3", "-batch", "-bail", ":memory:", ".read main.sql"), aliases=("sqlite",)),
-        # The program is a test module: pytest collects and runs its tests (the runtime packages include it).
-        Language("pytest", "test_main.py", ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_main.py")),
+        # A test module: its program and its tests, run apart by the assert runner (see pytest_file.py).
+        Language("pytest", "main.py", ("python3", "main.py"), in_process_python=True, test_file=True),
         Language(
             "typescript",
             "main.ts",
@@ -262,7 +272,8 @@ LANGUAGES: dict[str, Language] = {
         ),
         # D with its unit tests (upstream's dmd -unittest, here GDC): they run first, and a failing one ends the
         # run; then main runs too (druntime's default after unit tests would be to skip it). druntime takes the
-        # --DRT- argument out of the program's arguments.
+        # --DRT- argument out of the program's arguments. Its unit tests run in the program's process, which can end
+        # with status 0 before them or set druntime's unit tester: a run that exits 0 is shown, never a pass.
         Language(
             "D_ut",
             "main.d",
@@ -270,6 +281,7 @@ LANGUAGES: dict[str, Language] = {
             ("gdc", "-O2", "-funittest", "main.d", "-o", "main"),
             ("main",),
             aliases=("d",),
+            unjudged=D_UNJUDGED,
         ),
         # Upstream's flags: SystemVerilog 2012, the top module is `tb`.
         Language(

@@ -12,6 +12,12 @@ import os
 ASSERT_MAIN = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 
 
+def assert_stdin(program: str, tests: str) -> bytes:
+    """What :data:`ASSERT_MAIN` reads on stdin to judge ``program`` against ``tests``."""
+    code = program.encode("utf-8", "surrogatepass")
+    return f"{len(code)}\n".encode() + code + tests.encode("utf-8", "surrogatepass")
+
+
 def _read_exactly(fd: int, size: int) -> bytes:
     parts = []
     while size > 0:

@@ -32,7 +32,8 @@ router = APIRouter(prefix="/v1")
 
 @router.post("/execute", response_model=ExecuteResponse)
 async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse:
-    """Run one program on one input. The verdict is AC when it ran and exited 0."""
+    """Run one program on one input. The verdict is AC when it ran and exited 0 (a ``pytest`` file: when the
+    checker saw its tests pass; a ``D_ut`` run that exits 0 is SE, not judged: see ``languages``)."""
     files, fetch = request_files(req.files, req.fetch_files, languages.written_names(req.language))
     ex = await executor.execute(
         req.language,
@@ -86,6 +87,13 @@ EXPANDED_BYTES = 64 << 20
 
 
 def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+    for i, req in enumerate(reqs):
+        lang = languages.lookup(req.language)
+        if lang is not None and lang.test_file:  # a file of tests: its run is judged on its own (/v1/execute)
+            loc = ["body", "language"] if len(reqs) == 1 else ["body", "requests", i, "language"]
+            msg = f"a {lang.name} file holds its own tests, which no test of a request judges: run it on /v1/execute, "
+            msg += "or send its program as python with its tests as assert_code"
+            raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
     runs = sum(len(req.programs) * len(req.tests) for req in reqs)
     loc = ["body", "programs"] if len(reqs) == 1 else ["body", "requests"]
     if runs > executor.settings.max_runs_per_request:

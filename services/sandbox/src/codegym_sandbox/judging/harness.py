@@ -19,6 +19,7 @@ from ..agent.assert_outcome import WRONG_ANSWER
 # that the sandbox runs them all in one test series (one checker for all of them, see the runner), of any
 # task. The runner itself is part of the agent, loaded in the box before any fork.
 from ..agent.assert_runner import ASSERT_MAIN as ASSERT_MAIN
+from ..agent.assert_stdin import assert_stdin as assert_stdin  # the program's length, the program, the tests
 from ..models import CallComparison
 
 if TYPE_CHECKING:
@@ -31,12 +32,6 @@ _RULES: dict[CallComparison, call_test.Rule] = {
     CallComparison.PYTHON: "python",
     CallComparison.APPS: "apps",
 }
-
-
-def assert_stdin(code: str, assert_code: str) -> bytes:
-    """What :data:`ASSERT_MAIN` reads on stdin to judge ``code`` against ``assert_code``."""
-    program = code.encode("utf-8", "surrogatepass")
-    return f"{len(program)}\n".encode() + program + assert_code.encode("utf-8", "surrogatepass")
 
 
 def call_stdin(

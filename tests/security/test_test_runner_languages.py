@@ -1,0 +1,119 @@
+"""The languages whose run is a test run (SandboxFusion's ``pytest`` and ``D_ut``) never pass on an exit status.
+
+The program's code runs in the process that runs the tests, so the status of that process is the program's to
+set: ending it with 0 before the tests ran or after they failed passed a wrong program on ``/run_code`` and
+``/v1/execute``. A ``pytest`` file is judged by the assert runner (its program's part in the program's process,
+its tests in the checker: ``codegym_sandbox.pytest_file``); a ``D_ut`` run that exits 0 is not judged (SE).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+TESTS = "\ndef test_add():\n    assert add(2, 3) == 5\n"
+RIGHT = "def add(a, b):\n    return a + b\n"
+WRONG = "def add(a, b):\n    return 0\n"
+# What a wrong program adds to end the run with status 0, each where pytest's one process ran it.
+ENDS = {
+    "exit-at-import": "import os\nos._exit(0)\n",
+    "exit-handler": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
+    "fixture-that-exits": (
+        "import pytest\n\n@pytest.fixture(autouse=True)\ndef _end():\n    import os\n    os._exit(0)\n"
+    ),
+}
+# A file in the forms pytest files have: marks, fixtures, a helper, approx, raises, a test class.
+RICH_TESTS = """
+import pytest
+from pytest import approx
+
+CASES = [(1, 2, 3), (-1, 1, 0)]
+
+
+def check(a, b, c):
+    assert add(a, b) == c
+
+
+@pytest.fixture
+def pair():
+    yield (2, 3)
+
+
+@pytest.mark.parametrize("a,b,c", CASES)
+def test_add(a, b, c):
+    check(a, b, c)
+
+
+def test_pair(pair):
+    assert add(*pair) == 5
+
+
+def test_raises():
+    assert add(0.1, 0.2) == approx(0.3)
+    with pytest.raises(TypeError):
+        add(1, None)
+
+
+class TestMore:
+    def test_neg(self):
+        assert add(-2, -3) == -5
+"""
+
+
+def _both(client: TestClient, code: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    fusion = client.post("/run_code", json={"code": code, "language": "pytest"})
+    native = client.post("/v1/execute", json={"code": code, "language": "pytest", "cache": False})
+    assert fusion.status_code == native.status_code == 200, (fusion.text, native.text)
+    return fusion.json(), native.json()
+
+
+@pytest.mark.parametrize("code", [RIGHT + TESTS, RIGHT + RICH_TESTS], ids=["plain", "rich"])
+def test_a_right_pytest_file_passes(hostile: TestClient, code: str) -> None:
+    fusion, native = _both(hostile, code)
+    assert fusion["status"] == "Success" and fusion["run_result"]["return_code"] == 0, fusion
+    assert native["verdict"] == "AC", native
+
+
+@pytest.mark.parametrize("end", sorted(ENDS))
+def test_a_wrong_pytest_file_that_ends_its_run_fails(hostile: TestClient, end: str) -> None:
+    for code in (WRONG + ENDS[end] + TESTS, ENDS[end] + WRONG + TESTS, WRONG + ENDS[end] + RICH_TESTS):
+        fusion, native = _both(hostile, code)
+        assert fusion["status"] == "Failed" and fusion["run_result"]["return_code"] != 0, fusion
+        assert native["verdict"] != "AC", native
+
+
+def test_a_file_with_no_tests_fails_as_under_pytest(hostile: TestClient) -> None:
+    fusion, _ = _both(hostile, RIGHT)
+    assert fusion["status"] == "Failed" and "no tests ran" in fusion["run_result"]["stderr"], fusion
+
+
+def test_evaluate_refuses_a_pytest_file(hostile: TestClient) -> None:
+    body = {"language": "pytest", "programs": [RIGHT + TESTS], "tests": [{"stdin": "", "expected_stdout": ""}]}
+    r = hostile.post("/v1/evaluate", json=body)
+    assert r.status_code == 422 and "holds its own tests" in r.text, r.text
+
+
+D_TESTS = "\nvoid main() {}\nunittest { assert(add(2, 3) == 5); }\n"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "int add(int a, int b) { return a + b; }\n" + D_TESTS,
+        "import core.stdc.stdlib;\nint add(int a, int b) { return 0; }\n"
+        "shared static this() { core.stdc.stdlib._Exit(0); }\n" + D_TESTS,
+    ],
+    ids=["right", "wrong-that-exits-first"],
+)
+def test_a_d_run_that_exits_0_is_not_judged(hostile: TestClient, code: str) -> None:
+    listed = {e["name"]: e for e in hostile.get("/v1/languages").json()}["D_ut"]
+    if not listed["available"]:
+        pytest.skip(f"D_ut does not run here: {listed['detail']}")
+    fusion = hostile.post("/run_code", json={"code": code, "language": "D_ut", "compile_timeout": 60}).json()
+    assert fusion["status"] == "SandboxError" and "not judged" in fusion["message"], fusion
+    native = hostile.post("/v1/execute", json={"code": code, "language": "D_ut", "cache": False}).json()
+    assert native["verdict"] == "SE" and "not judged" in native["run"]["error"], native
+    failed = "int add(int a, int b) { return 0; }\n" + D_TESTS
+    assert hostile.post("/run_code", json={"code": failed, "language": "D_ut"}).json()["status"] == "Failed"

@@ -34,6 +34,12 @@ SNIPPETS = {
     "keyboard-interrupt": "print('before', flush=True)\nraise KeyboardInterrupt\n",
     "exit-codes": "import sys\nprint('out')\nsys.exit(3)\n",
     "exit-with-a-message": "import sys\nsys.exit('bye')\n",
+    # The interpreter takes any int as the status, a bool too (`sys.exit(not ok)`), as a C long, read as it is.
+    "exit-with-a-bool": "import sys\nprint('out')\nok = True\nsys.exit(not ok)\n",
+    "exit-with-true": "import sys\nsys.exit(True)\n",
+    "exit-past-a-long": "import sys\nsys.exit(2**70)\n",
+    "exit-with-an-int-of-its-own": "import sys\nclass C(int):\n    def __and__(self, other):\n        return 0\n"
+    "    def __index__(self):\n        return 9\nsys.exit(C(3))\n",
     "uncaught-error": "def f():\n    return 1 / 0\nf()\n",
     "syntax-error": "print(\n",
     "syntax-warning": "print(1 is 1)\n",

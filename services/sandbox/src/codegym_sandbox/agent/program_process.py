@@ -39,15 +39,6 @@ def _finish(code: int, main: types.ModuleType | None = None) -> NoReturn:
     os._exit(pyrun.finish(code, main))
 
 
-def _exit_code(exc: SystemExit) -> int:
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int) and not isinstance(exc.code, bool):
-        return exc.code & 0xFF
-    print(exc.code, file=sys.stderr)
-    return 1
-
-
 def serve_program(channel: Channel, program: types.CodeType | str | None = None) -> NoReturn:
     """In the program's process: run the program, then answer the checker until it hangs up.
 
@@ -78,7 +69,7 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
             program = compile(program_names.as_file(program), "<program>", "exec", dont_inherit=True)
         exec(program, scope)
     except SystemExit as exc:
-        _finish(_exit_code(exc), main)
+        _finish(pyrun.exit_code(exc), main)
     except BaseException:
         kind, error, tb = sys.exc_info()
         # Leave this module's frame out, on the exception too (the hook prints the exception's own traceback

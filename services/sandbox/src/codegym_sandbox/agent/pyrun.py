@@ -105,14 +105,22 @@ def enter() -> None:
         setattr(sys, name, wrapper)
 
 
-def _exit_code(exc: SystemExit) -> int:
+def exit_code(exc: SystemExit) -> int:
+    """The exit status the interpreter gives an uncaught ``exc`` (CPython's ``_Py_HandleSystemExit``): None is 0;
+    any int, a bool too (``sys.exit(not ok)``), is its value as a C long (one past it is -1), as the kernel keeps
+    it (its low byte), read without running the program's methods (an int subclass's ``__and__``); anything else
+    is written to stderr, and 1."""
     code = exc.code
     if code is None:
         return 0
-    if isinstance(code, bool) or not isinstance(code, int):
-        print(code, file=sys.stderr)
-        return 1
-    return code & 0xFF
+    if isinstance(code, int):
+        value = int.__index__(code)
+        return (value if -(1 << 63) <= value < 1 << 63 else -1) & 0xFF
+    try:
+        print(code, file=sys.stderr if sys.stderr is not None else sys.__stderr__)
+    except BaseException:  # the interpreter drops an error of the message's
+        pass
+    return 1
 
 
 def finish(code: int, main: types.ModuleType | None = None) -> int:
@@ -232,7 +240,7 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
         exec(code, main.__dict__)
         status = 0
     except SystemExit as exc:
-        status = _exit_code(exc)
+        status = exit_code(exc)
     except BaseException:
         kind, error, tb = sys.exc_info()
         # Leave this module's own frame out, so the traceback reads as the interpreter's would.

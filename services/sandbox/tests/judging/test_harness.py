@@ -60,6 +60,22 @@ def test_a_value_json_cannot_hold_is_a_runtime_error(code: str, why: str) -> Non
     assert passed is None and f"the function returned {why}, which is not a JSON value" in err
 
 
+NESTED = "def f(n):\n    v = []\n    for _ in range(n):\n        v = [v]\n    return v\n"
+
+
+def test_a_value_nested_as_deep_as_python_compares_it_is_judged() -> None:
+    # The codec walks a value a few frames a level: under the default limit, 330 levels were the judge's
+    # RecursionError, and the program's RE; python3's own == compares 900.
+    expected: list[object] = []
+    for _ in range(900):
+        expected = [expected]
+    assert _call(NESTED, [900], expected)[0] is True
+    assert _call(NESTED, [899], expected)[0] is False
+    deep = "v = []\nfor _ in range(900):\n    v = [v]\n"
+    assert _assert(NESTED, deep + "assert f(900) == v\n")[0] is True
+    assert _assert(NESTED, deep + "assert f(901) == v\n")[0] is False
+
+
 def test_a_missing_function_is_a_runtime_error() -> None:
     passed, _, err = _call("def g(x):\n    return x", [1], 1)
     assert passed is None and "NameError: name 'f' is not defined" in err

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, Literal, NamedTuple
 
+from . import value_depth
 from .plain_data import decode
 
 # A call test's text, after the program on the runner's stdin, starts with a byte no Python source may hold:
@@ -57,17 +58,22 @@ class Call(NamedTuple):
         """Whether the function returns the expected value; ``call`` calls it and gives back the wire data of
         what it returned. The returned value goes to stdout (its JSON, or its ``repr`` under the ``python``
         rule), for the test's output to show."""
-        data = call(self.function, self.args, self.kwargs)
-        if self.rule != "json":
-            value = decode(data)
-            value = list(value) if isinstance(value, tuple) else value  # the harnesses' one normalisation
-            if self.rule == "apps":
-                value = apps_lists(value)
-            print(repr(value))
-            return python_match(value, self.expected)
-        value = json_value(data)
-        print(json.dumps(value))
-        return values_match(value, self.expected, self.rel_tol, self.abs_tol)
+        return _compare(self, call(self.function, self.args, self.kwargs))
+
+
+@value_depth.deep
+def _compare(test: Call, data: Any) -> bool:
+    """Whether what the function returned (its wire data) is ``test``'s expected value (see :meth:`Call.judge`)."""
+    if test.rule != "json":
+        value = decode(data)
+        value = list(value) if isinstance(value, tuple) else value  # the harnesses' one normalisation
+        if test.rule == "apps":
+            value = apps_lists(value)
+        print(repr(value))
+        return python_match(value, test.expected)
+    value = json_value(data)
+    print(json.dumps(value))
+    return values_match(value, test.expected, test.rel_tol, test.abs_tol)
 
 
 def text(

@@ -26,7 +26,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from . import numpy_data
+from . import numpy_data, value_depth
 from .call_values import Aliases
 from .program_handle import Handle, Refs, class_of, handle, is_class
 
@@ -43,6 +43,7 @@ def mutable(value: Any) -> bool:
     return isinstance(value, MUTABLE) or numpy_data.is_array(value)
 
 
+@value_depth.deep
 def encode(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> Any:
     """Plain data for ``value``; with ``refs`` (the program's side) what is not plain becomes a handle, and with
     ``aliases`` a mutable value met before is ``["a", n]``."""
@@ -134,6 +135,7 @@ _MAPPINGS: dict[str, type[dict[Any, Any]]] = {"d": dict, "od": OrderedDict, "ct"
 _MUTABLE_TAGS: dict[str, type[Any]] = {"l": list, "s": set, "ya": bytearray, **_MAPPINGS}  # see ``MUTABLE``
 
 
+@value_depth.deep
 def check(data: Any) -> None:
     """That ``data`` is wire data as :func:`encode` writes it, exact types only; else ``ValueError``/``TypeError``.
 
@@ -192,6 +194,7 @@ def _number(tag: str, text: str) -> None:
         bytes.fromhex(text)
 
 
+@value_depth.deep
 def decode(
     data: Any, refs: list[Any] | None = None, checker: Any = None, aliases: Aliases | None = None, into: Any = None
 ) -> Any:
@@ -300,12 +303,8 @@ def _array(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases 
 
 
 def _numpy() -> Any:
-    """numpy, imported here if need be, or None where the runtime has none.
-
-    A numpy array of the program's is one in the tests too, as it would be beside the program, whatever
-    this process imported before: in a series' checker, what an earlier run imported must not change
-    what a value is (see ``assert_runner.Checker.decode``).
-    """
+    """numpy, imported here if need be, or None where the runtime has none: a numpy array of the program's is one
+    in the tests too, whatever this process (a series' checker) imported before (``assert_runner.Checker.decode``)."""
     try:
         return importlib.import_module("numpy")
     except ImportError:
@@ -317,15 +316,17 @@ def _numpy() -> Any:
 # little of the interpreter, which in a forked process means few pages copied); the program's process writes
 # JSON lines, which the checker reads with a parser that no input can make run code. Both are made once,
 # when the box loads this module, never in a run.
-_decode = json.JSONDecoder().decode
+_decode = value_depth.deep(json.JSONDecoder().decode)
 
 
 def _not_plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not plain data")
 
 
-_encode = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-    None, _not_plain, json.encoder.encode_basestring, None, ":", ",", False, False, True
+_encode = value_depth.deep(
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, _not_plain, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
 )
 _LENGTH = struct.Struct("<I")
 

@@ -113,6 +113,25 @@ def test_evaluate_comparisons(client: TestClient) -> None:
     assert r.status_code == 422
 
 
+def test_a_test_no_program_can_pass_within_the_output_cap_is_refused(client: TestClient) -> None:
+    # The output cap is 8 MiB: a right program printing 9.4 MB was OLE, and every program's reward a 0.
+    big = {"stdin": "", "expected_stdout": "7\n" * 4_700_000}
+    for comparison in ("exact", "whitespace", "float"):
+        body = {"language": "python", "programs": ["print(7)"], "tests": [big], "comparison": comparison}
+        r = client.post("/v1/evaluate", json=body)
+        assert r.status_code == 422 and "no program can pass it" in r.text, r.text
+        assert r.json()["detail"][0]["loc"] == ["body", "tests", 0, "expected_stdout"]
+        small = {**body, "tests": [{"stdin": "", "expected_stdout": "7"}]}
+        r = client.post("/v1/evaluate/batch", json={"requests": [small, body]})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"][:3] == ["body", "requests", 1], r.text
+    # What the comparison accepts is what counts: three bytes pass a whitespace test of 9 MB of spaces.
+    spaced = [{"stdin": "", "expected_stdout": "1" + " " * 9_000_000 + "2"}]
+    assert evaluate(client, programs=["print(1, 2)"], tests=spaced, comparison="whitespace")[0]["verdict"] == "AC"
+    assert (
+        client.post("/v1/evaluate", json={"language": "python", "programs": ["1"], "tests": spaced}).status_code == 422
+    )
+
+
 def test_evaluate_call_tests(client: TestClient) -> None:
     cheat = "class E:\n    def __eq__(self, o):\n        return True\ndef f(x):\n    return E()"
     noisy = "def f(x):\n    print('debug')\n    return [x, x * 2.0]"

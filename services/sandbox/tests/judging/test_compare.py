@@ -7,7 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from codegym_sandbox.judging.compare import Comparison, outputs_match, python_match, values_match
+from codegym_sandbox.judging.compare import Comparison, least_output, outputs_match, python_match, values_match
 
 
 @pytest.mark.parametrize(
@@ -177,3 +177,17 @@ def test_a_long_token_is_judged_in_linear_time() -> None:
     assert not outputs_match("1" * 400_000 + "x", "1.5", Comparison.FLOAT)
     assert not outputs_match("1" * 200_000 + "." + "1" * 200_000 + "e", "1.5", Comparison.FLOAT)
     assert time.process_time() - began < 2.0  # quadratic: hours; linear: milliseconds on any machine
+
+
+@pytest.mark.parametrize(
+    ("expected", "mode", "least"),
+    [
+        ("1 2\n\n", Comparison.EXACT, 3),
+        ("1   2\n", Comparison.WHITESPACE, 3),
+        ("0.3333333 word\n", Comparison.FLOAT, 6),  # a number may be matched by "0.3": one byte at least
+        ("\u00e9\ufffd", Comparison.EXACT, 3),  # one byte that is no UTF-8 reads as U+FFFD
+        ("", Comparison.WHITESPACE, 0),
+    ],
+)
+def test_least_output_is_the_fewest_bytes_that_match(expected: str, mode: Comparison, least: int) -> None:
+    assert least_output(expected, mode) == least

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor
+from ..judging.compare import least_output
 from ..judging.judge import execution_verdict
 from ..judging.schedule import judge_requests
 from ..judging.wire import step_out
@@ -87,6 +88,7 @@ EXPANDED_BYTES = 64 << 20
 
 
 def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+    _check_outputs(executor, reqs)
     for i, req in enumerate(reqs):
         lang = languages.lookup(req.language)
         if lang is not None and lang.test_file:  # a file of tests: its run is judged on its own (/v1/execute)
@@ -105,6 +107,24 @@ def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
         msg = f"the call and assert tests, written into each program's input, come to {expanded >> 20} MiB, more "
         msg += f"than {EXPANDED_BYTES >> 20} MiB: send fewer programs per request, or smaller tests"
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
+
+
+def _check_outputs(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+    """Refuse a stdin test that no program can pass: its expected output is more than a run may print (every
+    program's verdict would be OLE, and its reward a 0 for a test the server cannot judge)."""
+    cap = executor.settings.limits.output_bytes
+    for r, req in enumerate(reqs):
+        for t, test in enumerate(req.tests):
+            expected = test.expected_stdout
+            if expected is None or len(expected) * 4 <= cap:  # four bytes a character at most: within the cap
+                continue
+            if (least := least_output(expected, req.comparison)) > cap:
+                where = ["tests", t, "expected_stdout"]
+                loc = ["body", *where] if len(reqs) == 1 else ["body", "requests", r, *where]
+                msg = f"test {t} expects at least {least} bytes of output (comparison {req.comparison.value}), more "
+                msg += f"than a run may print here ({cap}, LIMITS__OUTPUT_BYTES): no program can pass it; leave it out"
+                msg += " or raise the server's output cap"
+                raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
 
 
 def _expanded(req: EvaluateRequest) -> int:

@@ -12,7 +12,7 @@ import re
 from ..agent.call_test import python_match, values_match
 from ..models import CallComparison, Comparison
 
-__all__ = ["CallComparison", "Comparison", "outputs_match", "python_match", "values_match"]
+__all__ = ["CallComparison", "Comparison", "least_output", "outputs_match", "python_match", "values_match"]
 
 
 def outputs_match(
@@ -35,6 +35,22 @@ def outputs_match(
     if len(got) != len(want):
         return False
     return all(a == b or _close(a, b, rel_tol, abs_tol) for a, b in zip(got, want, strict=False))
+
+
+def least_output(expected: str, mode: Comparison = Comparison.EXACT) -> int:
+    """The fewest bytes a program can print that :func:`outputs_match` accepts for ``expected`` (under ``float``, a
+    bound: a number it may match by a shorter one counts one byte)."""
+    if mode is Comparison.EXACT:
+        return _least_bytes(expected.rstrip("\n"))
+    tokens = expected.split()
+    numbers = mode is Comparison.FLOAT  # a number may be matched by a shorter one: one byte at least
+    sizes = [1 if numbers and _NUMBER.fullmatch(t) else _least_bytes(t) for t in tokens]
+    return sum(sizes) + max(len(tokens) - 1, 0)  # a space between each two
+
+
+def _least_bytes(text: str) -> int:
+    """The fewest bytes that read as ``text`` (``wire.text``): a U+FFFD is what one byte that is no UTF-8 reads as."""
+    return len(text.encode("utf-8", "surrogatepass")) - 2 * text.count("\ufffd")
 
 
 # A number as a program prints it: digits, a point, an exponent; or an infinity or a NaN (as float() reads them).

@@ -22,7 +22,7 @@ from .backends.choose import choose_backend
 from .config import Settings, get_settings
 from .executor import Executor
 from .metrics import Metrics
-from .sessions.errors import Busy, SessionGone, TooManySessions
+from .sessions.errors import Busy, FilesTooLarge, SessionGone, TooManySessions
 from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
 from .sessions.store import SessionStore
 
@@ -99,8 +99,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def session_busy(_: Request, exc: Busy) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, 409)
 
+    @app.exception_handler(FilesTooLarge)
     @app.exception_handler(TooLarge)
-    async def too_much_memory(_: Request, exc: TooLarge) -> JSONResponse:
+    async def too_much_memory(_: Request, exc: TooLarge | FilesTooLarge) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, 422)  # a request that could never run: not "busy, retry"
 
     @app.exception_handler(RequestValidationError)

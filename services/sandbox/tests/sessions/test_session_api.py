@@ -218,6 +218,21 @@ def test_files_past_the_memory_limit_end_the_session(sessions: TestClient) -> No
         assert sessions.get(f"/v1/sessions/{sid}").status_code == 410
 
 
+def test_files_given_at_create_past_the_memory_limit_are_refused(sessions: TestClient) -> None:
+    # The agent writes them, outside the session's memory: counted at create, or a session of 16 MiB would idle
+    # for its whole TTL holding a request's worth of files that no limit saw. (This server takes bodies of 4 MiB:
+    # the store is asked directly; the API answers its refusal with 422.)
+    from codegym_sandbox.sessions.errors import FilesTooLarge
+
+    store = sessions.app.state.sessions  # type: ignore[attr-defined]
+    before = len(store.sessions)
+    with pytest.raises(FilesTooLarge, match="past its memory limit of 16 MiB"):
+        sessions.portal.call(store.create, "testclient", None, 16, None, {"g.txt": b"x" * (17 << 20)})  # type: ignore[union-attr]
+    assert len(store.sessions) == before and not store.opening
+    files = {f"f{i}.txt": "x" * (1 << 20) for i in range(3)}
+    sessions.delete(f"/v1/sessions/{_new(sessions, limits={'memory_mb': 16}, files=files)}")  # 3 MiB: made
+
+
 def test_two_sessions_share_nothing(sessions: TestClient) -> None:
     a, b = _new(sessions), _new(sessions)
     try:

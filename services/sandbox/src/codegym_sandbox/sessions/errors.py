@@ -16,6 +16,10 @@ class SessionGone(Exception):
         super().__init__(f"session {session_id!r} {ended}" if ended else f"no session {session_id!r}")
 
 
+class FilesTooLarge(ValueError):
+    """A session's files pass the memory limit that holds them: it could never start (422)."""
+
+
 class Busy(Exception):
     """A cell of the session is running: its cells run one at a time."""
 

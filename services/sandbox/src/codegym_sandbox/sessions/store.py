@@ -26,7 +26,7 @@ from ..backends.base import Backend, SandboxFault, SessionLease
 from ..config import SESSION_MIN_MEMORY_MB, Sessions
 from ..executor import Executor, RunLimits
 from . import room
-from .errors import Busy, SessionGone, SessionNotStarted, TooManySessions
+from .errors import Busy, FilesTooLarge, SessionGone, SessionNotStarted, TooManySessions
 from .outcome import cell_result
 from .repeats import Repeats
 from .wire import CellResult
@@ -131,6 +131,8 @@ class SessionStore:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
         memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), SESSION_MIN_MEMORY_MB)
+        if (held := sum(map(len, files.values()))) > memory << 20:  # the agent writes them: counted here
+            raise FilesTooLarge(f"the session's files hold {held} bytes, past its memory limit of {memory} MiB")
         from_warm = memory == s.memory_mb and bool(self.warm)
         self._check_share(0 if from_warm else memory)  # a kernel started ahead is counted already
         self._check_client_share(client, memory)

@@ -53,6 +53,17 @@ class Channels:
             self.on = False
 
 
+def peer_pid(conn: socket.socket) -> int:
+    """The pid of the process at the other end of ``conn`` as this process sees it: a container's agent's on the
+    host, where the server shares the host's pid namespace; 0 where the server cannot see it (itself in a
+    container of its own)."""
+    try:
+        pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return 0
+    return int(pid)
+
+
 class AgentChannel:
     """A listening socket in a directory of its own (:attr:`directory`), for one agent."""
 

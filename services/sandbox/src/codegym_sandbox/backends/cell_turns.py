@@ -18,8 +18,9 @@ A cell is seen asleep where its session's processes wanted less than ``IDLE_RATE
 it was first seen so (every thread counted: a cell computing in a thread computes): a slot is a CPU, and holding
 one by waking now and then costs a cell a quarter of a CPU of its session's CPU time for as long as it holds it.
 The processes of a fork's copies are seen together (one worker): they are under ``IDLE_RATE`` for each slot
-their cells hold, or none of them is asleep. Where they cannot be seen (a container's), a cell is seen asleep
-only while the machine's CPUs are as good as idle: then no cell holding a slot computes.
+their cells hold, or none of them is asleep. A container's are seen from its agent, whose pid the server reads off
+its channel (``agent_channel.peer_pid``); where they cannot be seen (a server in a container of its own), a cell
+is seen asleep only while the machine's CPUs are as good as idle: then no cell holding a slot computes.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import struct
 from typing import Any
 
 from ..agent.protocol import WorkerConfig
-from .agent_channel import INSIDE, AgentChannel, Channels
+from .agent_channel import INSIDE, AgentChannel, Channels, peer_pid
 from .base import SandboxFault
 from .containers import (
     AGENT_USER,
@@ -146,6 +146,7 @@ class DockerWorker(AgentWorker):
             raise
         if channel is not None and own is None:
             self.backend.channels.off("an agent cannot reach the server's socket")
+        self.seen_pid = 0 if own is None else peer_pid(own)
         return container, raw, own
 
     async def _open(self) -> None:

@@ -21,7 +21,7 @@ import tempfile
 
 from ..agent.isolation import MASKED
 from ..agent.protocol import WorkerConfig
-from .agent_channel import INSIDE, Channels
+from .agent_channel import INSIDE, Channels, peer_pid
 from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, SESSION_CAPABILITIES, ContainerSpec, CopyCgroups, is_stale
 from .pool import WorkerPool
@@ -99,6 +99,7 @@ class PodmanWorker(ProcessWorker):
             self.channels.off("an agent cannot reach the server's socket")
             return
         own.setblocking(False)
+        self.seen_pid = peer_pid(own)
         self.reader, self.writer = await asyncio.open_connection(sock=own, limit=1 << 20)
         self._own = True
 

@@ -176,7 +176,7 @@ class MemberLease:
         return done, out[0]
 
     def demand_s(self) -> float | None:
-        return self.worker.demand_s()
+        return self.worker.cell_demand_s()
 
     def pause(self, paused: bool) -> None:
         self.family.pause(self.member, paused)

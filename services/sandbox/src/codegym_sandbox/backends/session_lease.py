@@ -41,7 +41,7 @@ class SessionLease:
         return await self.worker.cell(message, wall_s)
 
     def demand_s(self) -> float | None:
-        return self.worker.demand_s()
+        return self.worker.cell_demand_s()
 
     def pause(self, paused: bool) -> None:
         self.worker.pause(paused)

@@ -59,6 +59,7 @@ class AgentWorker:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.deadline = AnswerDeadline()  # of the answer awaited: held while a session's cell stands paused
+        self.seen_pid = 0  # the agent's pid as the server sees it, where it is no child of the server's (a container's)
 
     # -- what a backend provides ------------------------------------------------------------------------
     async def _open(self) -> None:
@@ -90,6 +91,13 @@ class AgentWorker:
         """Seconds the agent and every process under it have run or waited to run (see
         :func:`tree_demand_s`); None where the server cannot see them (a container's processes)."""
         return None
+
+    def cell_demand_s(self) -> float | None:
+        """:meth:`demand_s`, for a session's cell: a container's agent too, where its channel showed the server its
+        pid (``agent_channel.peer_pid``). Runs' lending goes on by the CPUs' idle time in containers."""
+        if self.seen_pid and self.alive:
+            return tree_demand_s(self.seen_pid)
+        return self.demand_s()
 
     # -- the protocol -----------------------------------------------------------------------------------
     def _write(self, data: bytes) -> None:

@@ -118,6 +118,33 @@ def test_data_with_a_split_shows_its_own_public_tests() -> None:
     assert len(env._tests()[0].tests) == 2
 
 
+def test_a_row_that_shows_every_judged_test_earns_no_reward() -> None:
+    """A reward on tests the model is shown pays a table of their answers: such a row's reward is None."""
+    env = CodeEnvironment("http://127.0.0.1:9")  # masked before anything is judged: no server asked
+    no_private = {
+        "public_tests": {"input": ["1\n", "5\n"], "output": ["2\n", "6\n"]},
+        "private_tests": {"input": [], "output": []},
+        "generated_tests": {"input": [], "output": []},
+    }
+    lcb = {
+        "public_test_cases": '[{"input": "1\\n", "output": "2\\n", "testtype": "stdin"}]',
+        "private_test_cases": "[]",
+    }
+    asserts = ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]
+    listed = {
+        "prompt": "Write add(a, b). It passes:\n" + "\n".join(asserts),
+        "test_list": asserts,
+        "entry_point": "add",
+    }
+    table = "def add(a, b):\n    return {(1, 2): 3, (2, 2): 4}[a, b]"
+    for row in (no_private, lcb, listed):
+        env.reset(**row)
+        asyncio.run(env.submit(table))
+        assert asyncio.run(env.get_reward()) is None, row
+    env.reset(**{**listed, "prompt": "Write add(a, b). It passes:\n" + asserts[0]})  # the first shown, one hidden
+    assert not env._shows_all
+
+
 # One assert test (HumanEval's shape): the model may see its first asserts, a cut copy of it, never the rest.
 ONE_CHECK = "def check(candidate):\n" + "".join(
     f"    assert candidate({x}) == {y}\n" for x, y in [(1, 2), (2, 3), (10, 4242), (77, 1717)]

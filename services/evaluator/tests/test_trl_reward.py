@@ -11,7 +11,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from codegym_evaluator.trl_reward import AsyncCodeReward, CodeReward, UnverifiedServerWarning, row_tests
+from codegym_evaluator.trl_reward import (
+    AsyncCodeReward,
+    CodeReward,
+    ShownTestsWarning,
+    UnverifiedServerWarning,
+    row_tests,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
@@ -81,6 +87,20 @@ def test_mbpp_and_humaneval_style_assert_rows(url: str, api: str) -> None:
 def test_a_server_that_does_not_answer_masks_the_rewards() -> None:
     reward = CodeReward("http://127.0.0.1:9", timeout_s=1)
     assert reward(completions=[RIGHT, WRONG], **open_r1_columns(2)) == [None, None]
+
+
+def test_a_row_whose_prompt_shows_every_test_is_masked_with_a_warning() -> None:
+    """A reward on the tests a prompt prints pays a table of their answers (MBPP's prompt lists every assert)."""
+    reward = CodeReward("http://127.0.0.1:9", timeout_s=1)  # masked before anything is judged: no server asked
+    asserts = ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]
+    prompt = "Write add(a, b). Your code should pass these tests:\n" + "\n".join(asserts)
+    table = "```python\ndef add(a, b):\n    return {(1, 2): 3, (2, 2): 4}[a, b]\n```"
+    with pytest.warns(ShownTestsWarning, match="shows every test that judges it"):
+        got = reward(prompts=[prompt], completions=[table], test_list=[asserts], entry_point=["add"])
+    assert got == [None]
+    chat = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]  # a chat's text parts show them too
+    with pytest.warns(ShownTestsWarning):
+        assert reward(prompts=[chat], completions=[table], test_list=[asserts], entry_point=["add"]) == [None]
 
 
 def test_a_row_without_tests_is_a_clear_error() -> None:

@@ -19,7 +19,7 @@ from codegym_evaluator import python_syntax
 from .extract import fenced_blocks
 from .messages import message_text
 
-__all__ = ["code_in_prose", "defines", "prompt_code"]
+__all__ = ["code_in_prose", "defines", "prompt_code", "prompt_text"]
 
 
 def prompt_code(prompt: Any, entry_point: str = "") -> str:
@@ -44,6 +44,15 @@ def prompt_code(prompt: Any, entry_point: str = "") -> str:
 
 
 _READ = ("system", "user", "developer")  # the task's words; an assistant's and a tool's are the model's
+
+
+def prompt_text(prompt: Any) -> str:
+    """What a row's prompt shows the model of its task: the text itself, or of a chat prompt every system and
+    user message's text, one after another (where an example may be printed); empty for anything else."""
+    if isinstance(prompt, list):
+        texts = [message_text(m.get("content")) for m in prompt if isinstance(m, Mapping) and m.get("role") in _READ]
+        return "\n".join(texts)
+    return prompt if isinstance(prompt, str) else ""
 
 
 def defines(code: str, name: str) -> bool:

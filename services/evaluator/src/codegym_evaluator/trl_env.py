@@ -25,7 +25,10 @@ one rollout after another):
 tests, hidden ones included, through the same path as :class:`~codegym_evaluator.trl_reward.CodeReward` (the
 evaluator's ``Scorer``, native ``/v1/evaluate``, the row's comparison rule): 1.0 when all pass, else the
 fraction passed (``partial=True``) or 0.0; 0.0 for a rollout that gave no program; ``None`` where the sandbox
-failed, which TRL masks. The reward is never judged in the model's session, so nothing a cell does there
+failed, which TRL masks, and for a row whose prompt and shown tests hold every test that judges it
+(``Task.shows_every_test``, the rule of every training front door: a CodeContests row without private tests, a
+prompt that prints every assert), which a table of the shown answers would pass; ``reset`` logs a warning.
+The reward is never judged in the model's session, so nothing a cell does there
 reaches it; the hidden tests go to the sandbox only in ``/v1/evaluate`` requests, never into a session.
 
 The tests of a row come from the columns ``trl_reward`` reads (``verification_info``, ``input_output``,
@@ -56,6 +59,7 @@ from pydantic import ValidationError
 
 from .extract import extract_code
 from .feedback import cell_feedback, cut, ended_while_running, not_text, shown_tests, test_feedback
+from .prompt_code import prompt_text
 from .scoring import Scorer, build_program, evaluate_body
 from .tasks import PUBLIC_TESTS, Task
 from .trl_rows import split_row
@@ -176,6 +180,7 @@ class CodeEnvironment:
         self._public: Task | None = None  # those shown and run by run_tests (None: none shown)
         self._program: str | None = None  # the answer: the last program given to run_tests or submit
         self._rewards: dict[str, float | None] = {}  # of this row's programs judged so far
+        self._shows_all = False  # the row shows every test that judges it: no reward
         # The client of every call, on the environments' loop (a reward asks for a fresh run of every program,
         # as CodeReward does: no result cache). Closed, with the session, once the environment is gone.
         scorer = Scorer(
@@ -204,6 +209,14 @@ class CodeEnvironment:
                 log.warning("could not delete session %s in time (its TTL ends it)", session.session_id)
         task, visible = self._split(row)
         self._task = task
+        # A row whose prompt and shown tests hold every judged test is paid for a table of the shown answers.
+        self._shows_all = task.shows_every_test(prompt_text(row.get("prompt")), self.public_tests)
+        if self._shows_all:
+            log.warning(
+                "%s: the prompt and the tests shown show every test that judges it (a table of the shown answers"
+                " would pass): its reward is None (masked)",
+                task.task_id,
+            )
         # The visible tests themselves, never a count of the task's: of one assert test they are a cut copy.
         self._public = replace(task, tests=visible) if visible else None
         self._program = None
@@ -283,9 +296,11 @@ class CodeEnvironment:
 
     async def get_reward(self) -> float | None:
         """The answer judged on all the row's tests: 1.0, the fraction passed (``partial``) or 0.0; 0.0 when no
-        program was given; None when the sandbox failed."""
+        program was given; None when the sandbox failed, or the row shows every test that judges it."""
         task, _ = self._tests()
         program = self._program
+        if self._shows_all:
+            return None
         if program is None:
             return 0.0
         if program not in self._rewards:

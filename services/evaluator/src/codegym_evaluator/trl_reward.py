@@ -9,7 +9,9 @@ the evaluator's scoring (the trainer's ``SandboxReward`` judges through the same
 coroutine reward functions on its own loop). Both take TRL's arguments, ``(prompts, completions, **columns)``,
 and give one float per completion: the fraction of its tests passed (``partial=True``, the default) or 1.0
 only when all pass; ``None`` when the sandbox itself failed, which TRL masks instead of teaching the model
-that a right program was wrong.
+that a right program was wrong. A row whose prompt shows every test that judges it (``Task.shows_every_test``,
+the rule of every training front door: MBPP's prompt lists its asserts, a statement may print every example)
+is ``None`` too, with a :class:`ShownTestsWarning`: a table of the shown answers would earn it.
 
 The tests of each row come from the first of these columns it has (the formats the common datasets use):
 
@@ -81,6 +83,7 @@ from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
 from .messages import completion_text
+from .prompt_code import prompt_text
 from .scoring import Scorer, build_program
 from .tasks import Task
 from .trl_rows import RowTests, row_tests
@@ -91,6 +94,18 @@ Server = Literal["codegym", "fusion"]
 
 class UnverifiedServerWarning(UserWarning):
     """The reward judges on a SandboxFusion server that is not codegym, where a program can forge a pass."""
+
+
+class ShownTestsWarning(UserWarning):
+    """A row's prompt shows every test that judges it (``Task.shows_every_test``): its reward is None (masked),
+    since a table of the shown answers would earn it as well as a solution."""
+
+
+def _prompt(prompts: Any, i: int) -> Any:
+    """TRL's prompt of completion ``i``, or None where the call gave none."""
+    if isinstance(prompts, Sequence) and not isinstance(prompts, str) and i < len(prompts):
+        return prompts[i]
+    return None
 
 
 def _score(passed: int, total: int, partial: bool) -> float:
@@ -176,12 +191,7 @@ class _Base:
         """Completions that share their tests (a GRPO group shares its prompt's row), in one group each."""
         groups: dict[str, tuple[RowTests, list[int]]] = {}
         for i in range(len(completions)):
-            prompt = (
-                prompts[i]
-                if isinstance(prompts, Sequence) and not isinstance(prompts, str) and i < len(prompts)
-                else None
-            )
-            row = row_tests(columns, i, self.language, prompt)
+            row = row_tests(columns, i, self.language, _prompt(prompts, i))
             groups.setdefault(row.key(), (row, []))[1].append(i)
         return groups
 
@@ -296,6 +306,15 @@ class AsyncCodeReward(_Base):
                     task = row.task(f"row {members[0]}")
                 except ValueError:
                     continue  # a row without tests: None (masked), as a request the sandbox refuses
+                if task.shows_every_test(prompt_text(_prompt(prompts, members[0]))):
+                    warnings.warn(
+                        f"row {members[0]}: its prompt shows every test that judges it, which a table of the shown "
+                        "answers would pass as well as a solution; its reward is None (masked). Show fewer "
+                        "tests in the prompt, or give the row hidden ones",
+                        ShownTestsWarning,
+                        stacklevel=3,
+                    )
+                    continue
                 judged.append(run(row, task, members))
             await asyncio.gather(*judged)
         return rewards

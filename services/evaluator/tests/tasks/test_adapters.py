@@ -6,12 +6,14 @@ reads them through the same code that reads the hub, with the hub root pointed a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer
 from codegym_evaluator.tasks import PUBLIC_TESTS, DatasetError, Task, load_tasks
+from codegym_evaluator.tasks.apps import APPSAdapter
 
 HUB = Path(__file__).parent.parent / "fixtures" / "hub"
 SANDBOX = "http://sandbox"
@@ -141,6 +143,25 @@ def test_a_training_prompt_never_shows_every_test_that_judges_it() -> None:
     assert Task("t", examples, "stdio", sums, metadata={"public_tests": 1}).for_training() is None
     hello = Task("t", "Print Hello, World!", "stdio", [{"stdin": "", "expected_stdout": "Hello, World!\n"}])
     assert hello.for_training() is hello  # a test without input whose output the task names is the task itself
+    # call tests (a Codewars row of APPS) are shown where the statement prints their arguments and values
+    codewars = "Return the persistence of num.\nFor example:\n\n    persistence(39) => 3  # 3*9 = 27\n" + (
+        "    persistence(999) => 4\n    persistence(4) => 0   # one digit\n"
+    )
+    calls = [{"call": [39], "expected": 3}, {"call": [999], "expected": 4}, {"call": [4], "expected": 0}]
+    assert Task("t", codewars, "call", calls, "persistence").for_training() is None
+    more = [*calls, {"call": [25], "expected": 2}]
+    assert Task("t", codewars, "call", more, "persistence").for_training() is not None
+    assert Task("t", codewars, "call", [{"call": [390], "expected": 3}, *calls], "persistence").for_training()
+    # the asserts codegym writes from a LeetCode-style row's call data: the statement's examples show them
+    leetcode = "Example 1:\nInput: nums = [2, 7, 11, 15], target = 9\nOutput: [0,1]\n\nExample 2:\n" + (
+        "Input: nums = [3,2,4], target = 6\nOutput: [1, 2]\nExplanation: nums[1] + nums[2] == 6"
+    )
+    io = {"fn_name": "twoSum", "inputs": [[[2, 7, 11, 15], 9], [[3, 2, 4], 6]], "outputs": [[[0, 1]], [[1, 2]]]}
+    row = {"id": 1, "question": leetcode, "starter_code": "class Solution:\n    def twoSum(self, nums, target):"}
+    solution = APPSAdapter().to_task({**row, "input_output": json.dumps(io)}, 0)
+    assert solution is not None and solution.kind == "assert" and solution.for_training() is None
+    io["inputs"].append([[1, 3], 4]), io["outputs"].append([[0, 1]])
+    assert APPSAdapter().to_task({**row, "input_output": json.dumps(io)}, 0).for_training() is not None  # type: ignore[union-attr]
     for dataset in ("mbpp", "mbpp-sanitized", "apps", "code_contests", "livecodebench", "taco"):
         for task in hub_tasks(dataset):
             view = task.for_training()

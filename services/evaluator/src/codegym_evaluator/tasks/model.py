@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from .shown_asserts import first_asserts
+from .shown_tests import written_out
 
 TaskKind = Literal["stdio", "call", "assert"]
 KINDS: tuple[TaskKind, ...] = ("stdio", "call", "assert")
@@ -73,28 +74,41 @@ class Task:
         >>> len(t.visible_tests(1)), len(t.visible_tests(5)), len(t.visible_tests(0))
         (1, 2, 0)
         """
+        seen = self._seen(public_tests)
+        if self.public_tests is None and len(self.tests) == 1:
+            shown = first_asserts(str(self.tests[0].get("assert_code", "")), public_tests)
+            return [] if shown is None else [{**self.tests[0], "assert_code": shown}]
+        return self.tests[:seen]
+
+    def _seen(self, public_tests: int) -> int:
+        """How many of the first tests :meth:`visible_tests` shows whole (a cut copy of one assert test is none)."""
         if public_tests < 0:
             raise ValueError(f"public_tests counts tests, so it cannot be {public_tests}")
         marked = self.public_tests
         if marked is not None:
-            return marked
-        if len(self.tests) == 1:
-            shown = first_asserts(str(self.tests[0].get("assert_code", "")), public_tests)
-            return [] if shown is None else [{**self.tests[0], "assert_code": shown}]
-        return self.tests[: min(public_tests, len(self.tests) - 1)]
+            return len(marked)
+        return 0 if len(self.tests) == 1 else min(public_tests, len(self.tests) - 1)
+
+    def shows_every_test(self, prompt: str | None = None, public_tests: int = 0) -> bool:
+        """Whether a model shown ``prompt`` (the task's own by default) and the task's visible tests
+        (:meth:`visible_tests` with ``public_tests``: its dataset's public tests where it marks them) sees every test
+        that judges it: each is one of those, or written out in the prompt (an example: a stdin test's input and
+        output, an assert, a call's arguments and value; ``tasks.shown_tests``). A reward on such a task pays a
+        table of the answers as well as a solution. The one rule of every training front door: the trainer's tasks
+        (:meth:`for_training`), TRL's ``CodeReward`` and ``CodeEnvironment``."""
+        seen = self._seen(public_tests)
+        text = self.prompt if prompt is None else prompt
+        return all(i < seen or written_out(test, text, self.entry_point) for i, test in enumerate(self.tests))
 
     def for_training(self) -> Task | None:
         """The task as a training prompt may show it, or None where it cannot be one.
 
         A reward that judges only tests its prompt shows pays a table of their answers as well as a solution (an
         MBPP prompt lists every assert that judges it; a CodeContests row without private tests is judged on the
-        examples its statement prints). So a task whose prompt shows every judged test (each is counted public by
-        ``public_tests``, or written out in it: a stdin test's input and output, an assert) trains on the prompt its
-        dataset gives for training (``metadata["training_prompt"]``, showing
+        examples its statement prints). So a task whose prompt shows every judged test (:meth:`shows_every_test`)
+        trains on the prompt its dataset gives for training (``metadata["training_prompt"]``, showing
         ``metadata["training_public_tests"]`` of them), and without one it is no training task."""
-        marked = len(self.public_tests or [])  # the dataset's count; a test it calls hidden may be printed all the same
-        text = " ".join(self.prompt.split())  # whitespace aside
-        if not all(i < marked or _written_out(test, text) for i, test in enumerate(self.tests)):
+        if not self.shows_every_test():
             return self
         prompt, public = self.metadata.get("training_prompt"), self.metadata.get("training_public_tests")
         if not isinstance(prompt, str) or not isinstance(public, int) or not 0 <= public < len(self.tests):
@@ -107,22 +121,6 @@ class Task:
 
     def __hash__(self) -> int:
         return hash(self.task_id)
-
-
-def _written_out(test: dict[str, Any], prompt: str) -> bool:
-    """Whether ``test`` is written out in ``prompt`` (its whitespace made single spaces): its assert, or its stdin
-    and its expected output (an example). A call test's arguments are written too many ways to tell."""
-
-    def shown(value: object) -> bool:
-        text = " ".join(str(value).split())
-        return bool(text) and text in prompt
-
-    if test.get("assert_code") is not None:
-        return shown(test["assert_code"])
-    if test.get("expected_stdout") is not None:  # a test without input whose output the task names is the task
-        stdin = test.get("stdin") or ""
-        return bool(stdin.strip()) and shown(stdin) and shown(test["expected_stdout"])
-    return False
 
 
 class TestAdapter(Protocol):

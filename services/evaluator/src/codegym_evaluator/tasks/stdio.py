@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from typing import Any
 
 from codegym_sandbox.models import CallComparison
@@ -53,6 +55,23 @@ def method_assert(cls: str, method: str, args: list[Any], expected: Any, rule: C
         + (apps if rule is CallComparison.APPS else "")
         + f"assert _got == _json.loads({json.dumps(expected)!r}), 'wrong answer'\n"
     )
+
+
+_CALLED = re.compile(r"^_got = \w+\(\)\.\w+\(\*_json\.loads\((.+)\)\)$", re.MULTILINE)
+_EXPECTED = re.compile(r"^assert _got == _json\.loads\((.+)\), 'wrong answer'$", re.MULTILINE)
+
+
+def method_call_data(code: str) -> tuple[list[Any], Any] | None:
+    """The arguments and expected value of an assert test :func:`method_assert` wrote (the dataset's call data,
+    which a statement may print as an example); None for any other code."""
+    called, expected = _CALLED.search(code), _EXPECTED.search(code)
+    if called is None or expected is None:
+        return None
+    try:
+        args, value = (json.loads(ast.literal_eval(m[1])) for m in (called, expected))
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        return None
+    return (args, value) if isinstance(args, list) else None
 
 
 # What LeetCode-style harnesses import before a solution: its signatures use these names unimported.

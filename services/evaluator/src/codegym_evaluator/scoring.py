@@ -50,6 +50,13 @@ class Score:
         """The infrastructure failed; the program was not judged."""
         return self.verdict is Verdict.SE
 
+    @property
+    def judged(self) -> bool:
+        """Whether every test of the program was judged: the sandbox failed neither the program nor any one test
+        (a test it could not run after another failed leaves the verdict WA, and its count would pay a right
+        program less). The one predicate of every reward: an unjudged score is None (masked), never a 0."""
+        return not self.sandbox_error and Verdict.SE not in self.test_verdicts
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

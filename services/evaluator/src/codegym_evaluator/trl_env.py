@@ -54,7 +54,6 @@ from typing import Any, TypeVar
 
 from codegym_sandbox.client import AsyncSession, SandboxError, SessionGone
 from codegym_sandbox.models import Test
-from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
 
 from .extract import extract_code
@@ -314,7 +313,7 @@ class CodeEnvironment:
             return 0.0  # a program no request can carry is the program's doing (tools refuse them: see not_text)
         except ValueError:
             return None  # tests the sandbox would refuse: masked, as CodeReward does
-        if score.sandbox_error or Verdict.SE in score.test_verdicts or score.total == 0:
+        if not score.judged or score.total == 0:
             return None
         if self.partial:
             return score.passed / score.total

@@ -79,7 +79,6 @@ from codegym_sandbox.client import (
 )
 from codegym_sandbox.judging.compare import outputs_match, python_match, values_match
 from codegym_sandbox.models import CallComparison
-from codegym_sandbox.verdicts import Verdict
 
 from .extract import extract_code
 from .messages import completion_text
@@ -269,7 +268,7 @@ class AsyncCodeReward(_Base):
                 except ValueError:
                     return  # tests the sandbox would refuse: None (masked), as for any request it refuses
                 for i, score in zip(members, scores, strict=True):
-                    if not score.sandbox_error and Verdict.SE not in score.test_verdicts:
+                    if score.judged:
                         rewards[i] = _score(score.passed, score.total, reward.partial)
 
             async def fusion_one(i: int, row: RowTests, task: Task, test: Mapping[str, Any]) -> bool | None:

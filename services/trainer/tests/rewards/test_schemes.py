@@ -38,6 +38,10 @@ def test_tests_scheme_table(s: Score, partial: bool, expected: float) -> None:
 def test_sandbox_error_is_masked_never_zero() -> None:
     assert scheme_tests(score("SE", 0), partial_credit=True) is None
     assert scheme_tests(score("SE", 0, fenced=True)) is None
+    # a test the sandbox failed to run after a wrong one: the verdict is WA, the score is still unjudged
+    unjudged = Score("WA", 1, 3, ["AC", "WA", "SE"], "", True, 0.0)
+    assert not unjudged.judged
+    assert scheme_tests(unjudged, partial_credit=True) is None and scheme_tests(unjudged) is None
     assert execution_reward(RunOutput("SE", "", "", None)) is None
 
 

@@ -34,8 +34,10 @@ def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
     >>> s = Score(Verdict.WA, passed=1, total=4, test_verdicts=wrong, code="", fenced=True, wall_s=0.0)
     >>> tests_reward(s, partial_credit=True)
     0.3
+
+    None (masked) where a test was not judged (``Score.judged``): a test the sandbox failed to run is no failure.
     """
-    if score.sandbox_error:
+    if not score.judged:
         return None
     bonus = FORMAT_BONUS if score.fenced else 0.0
     if score.verdict is Verdict.CE:

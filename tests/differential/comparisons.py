@@ -26,7 +26,7 @@ from .variants import HACK, OK, WRONG, Label
 # dataset -> (how its stdin outputs compare, how its call values compare), as its harness does.
 HARNESSES = {
     "codegym": ("exact", "json"),  # codegym's task format, by default
-    "apps": ("whitespace", "apps"),  # APPS's testing_util: stripped lines and tokens; ==, a list of tuples as lists
+    "apps": ("apps", "apps"),  # APPS's testing_util: stripped lines, tokens, np.allclose; ==, tuples as lists
     "open-r1": ("whitespace", "apps"),  # open-r1's reward: each line stripped; its fn_name rows are APPS's
     "livecodebench": ("lcb", "python"),  # lcb_runner's grade_stdio: stripped lines, tokens equal as decimals
 }
@@ -155,6 +155,10 @@ STDIO: list[tuple[Task, str, str, dict[str, Label], str | None]] = [
         {"codegym": HACK},
         "float",
     ),
+    # APPS's harness: a float printed as Python prints it (0.5) for the expected fixed precision (0.5000) is right.
+    (HALVE, "repr_float", _prints(HALVE, "f'{r}\\n'"), {"apps": OK}, None),
+    (HALVE, "off_float", _prints(HALVE, "f'{r + 1e-3}\\n'"), {"apps": WRONG}, None),
+    (FACTORIAL, "int_neighbour", _prints(FACTORIAL, "f'{r + 1}\\n'"), {"apps": WRONG}, None),
     # LiveCodeBench's harness: ``(a + b) / 2`` printed as Python prints it (4.0, 1.5, 15.0) is right.
     (MEAN, "plain", _prints(MEAN, "f'{r}\\n'"), {"livecodebench": OK}, None),
     (MEAN, "true_division", "a = int(input())\nb = int(input())\nprint((a + b) / 2)\n", {"livecodebench": OK}, None),

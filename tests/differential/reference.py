@@ -3,8 +3,8 @@
 - stdin form: ``python3 main.py`` (or the language's own compiler, then the binary; ``node``; ``bash``) in a
   temporary directory, fed the case's stdin; passed when it exits 0 and its stdout is the expected one as
   the item's dataset's harness compares (``comparisons.HARNESSES``): apart from trailing newlines (codegym's
-  default), token by token (APPS, open-r1), line by line with tokens as decimals (LiveCodeBench), or as
-  floats where a codegym task says so;
+  default), token by token (open-r1; APPS with numbers as np.allclose takes them), line by line with tokens as
+  decimals (LiveCodeBench), or as floats where a codegym task says so;
 - call form: a fresh interpreter imports the program as the module ``main`` (so ``__name__`` is ``"main"``,
   not ``"__main__"``), calls the function and compares the value as the item's dataset does: JSON values
   (tuples as lists, a bool no number, an expected float within 1e-6, never through an overflow), Python's
@@ -219,6 +219,8 @@ def same_output(got: str, want: str, comparison: str) -> bool:
         return got.rstrip("\n") == want.rstrip("\n")
     if comparison == "lcb":
         return _lcb_same(got, want)
+    if comparison == "apps":
+        return _apps_same(got, want)
     a, b = got.split(), want.split()
     if comparison == "whitespace" or len(a) != len(b):
         return a == b
@@ -240,6 +242,25 @@ def _lcb_same(got: str, want: str) -> bool:
         except InvalidOperation:
             return False
     return True
+
+
+def _apps_same(got: str, want: str) -> bool:
+    """APPS's ``testing_util`` on stdin (TACO's copy): the stripped lines' tokens equal as text, or all numbers,
+    as many, within np.allclose's tolerances (``|a - b| <= 1e-8 + 1e-5 * |b|``), where an expected integer is
+    only that integer (TACO's ``combined_int_check``; a tolerance that reaches one passes wrong programs)."""
+    a, b = got.split(), want.split()
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    try:
+        pairs = [(Fraction(x), Fraction(y), y) for x, y in zip(a, b, strict=True)]
+    except (ValueError, ZeroDivisionError):
+        return False
+    return all(
+        x == y if re.fullmatch(r"[+-]?[0-9]+", text) else abs(x - y) <= Fraction(1e-8) + Fraction(1e-5) * abs(y)
+        for x, y, text in pairs
+    )
 
 
 def _close_tokens(got: str, want: str) -> bool:

@@ -38,7 +38,8 @@ itself is its body and is judged after the stub, as a library task's program fol
 
 Each row's tests compare by the rule of the dataset its columns come from (``tasks.rules``, the one table every
 route and adapter reads): open-r1's and APPS's stdin tests token by token (a trailing space or a CRLF is no
-error, as in their harnesses), APPS's call tests with Python's ``==``.
+error, as in their harnesses; APPS's numbers within np.allclose's tolerances, an integer exactly), APPS's call
+tests with Python's ``==``.
 
 The language is the row's ``language`` column (or ``verification_info``'s), else ``language=``. The reward
 talks to codegym's native API (``api="native"``: all completions of a row, a GRPO group, in one

@@ -14,7 +14,7 @@ Python run by the checker: their ``==`` is Python's, as in the harness, and neit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codegym_sandbox.models import CallComparison, Comparison
 
@@ -30,12 +30,16 @@ class JudgingRule:
     call_comparison: CallComparison  # function-call tests
     harness: str  # what the dataset's own harness accepts, in a sentence
     # A ``float`` comparison's tolerances where the harness has its own (0: numbers equal as decimals); None:
-    # the sandbox's default.
+    # the sandbox's default. ``abs_tolerance``: the absolute one, where it differs from the relative one.
     tolerance: float | None = None
+    abs_tolerance: float | None = None
 
     def tolerances(self) -> dict[str, float]:
         """The rule's ``rel_tol`` and ``abs_tol``, where it names them (as ``outputs_match`` takes them)."""
-        return {} if self.tolerance is None else {"rel_tol": self.tolerance, "abs_tol": self.tolerance}
+        if self.tolerance is None:
+            return {}
+        absolute = self.tolerance if self.abs_tolerance is None else self.abs_tolerance
+        return {"rel_tol": self.tolerance, "abs_tol": absolute}
 
     def metadata(self) -> dict[str, str | float]:
         """The rule as a task's metadata (what ``scoring.evaluate_body`` sends to the sandbox)."""
@@ -46,12 +50,19 @@ class JudgingRule:
         return {**meta, **self.tolerances()}
 
 
+# APPS's testing_util takes an output whose tokens are all numbers when np.allclose finds them close to the
+# expected ones (rtol 1e-5, atol 1e-8); TACO's copy first compares them exactly where all are integers
+# (combined_int_check). A ``float`` comparison with np.allclose's tolerances is that, with an integer always
+# exact: a tolerance that reaches an integer (1000001 for 1000000) would pass a program that did not solve it.
 _APPS = JudgingRule(
-    Comparison.WHITESPACE,
+    Comparison.FLOAT,
     CallComparison.APPS,
-    "testing_util.py: stdout lines compared after strip, then split into tokens (and, beyond codegym, as floats"
-    " with np.allclose); a call's value with Python's == against the JSON value (a tuple as a list, and a list"
-    " of tuples as a list of lists): True == 1, Fraction(1, 2) == 0.5, no float tolerance",
+    "testing_util.py: stdout lines compared after strip, then split into tokens, then as numbers within"
+    " np.allclose (rtol 1e-5, atol 1e-8; beyond codegym, an integer too); a call's value with Python's =="
+    " against the JSON value (a tuple as a list, and a list of tuples as a list of lists): True == 1,"
+    " Fraction(1, 2) == 0.5, no float tolerance",
+    tolerance=1e-5,
+    abs_tolerance=1e-8,
 )
 
 RULES: dict[str, JudgingRule] = {
@@ -62,7 +73,7 @@ RULES: dict[str, JudgingRule] = {
         " from trailing newlines) and values as JSON (an expected float within the tolerances)",
     ),
     "apps": _APPS,
-    "taco": JudgingRule(_APPS.comparison, _APPS.call_comparison, "APPS's testing_util, unchanged: " + _APPS.harness),
+    "taco": replace(_APPS, harness="APPS's testing_util, unchanged: " + _APPS.harness),
     "code_contests": JudgingRule(
         Comparison.WHITESPACE,
         CallComparison.JSON,

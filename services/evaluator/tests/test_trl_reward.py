@@ -103,6 +103,16 @@ def test_a_row_whose_prompt_shows_every_test_is_masked_with_a_warning() -> None:
         assert reward(prompts=[chat], completions=[table], test_list=[asserts], entry_point=["add"]) == [None]
 
 
+@pytest.mark.parametrize("api", ["native", "fusion"])
+def test_mbpp_test_imports_come_before_the_asserts(url: str, api: str) -> None:
+    """MBPP's sanitized split names what its asserts use in ``test_imports``, as its adapter reads it."""
+    reward = CodeReward(url, api=api)  # type: ignore[arg-type]
+    asserts = ["assert half(1) == Fraction(1, 2)", "assert half(3) == Fraction(3, 2)"]
+    honest = "```python\ndef half(n):\n    from fractions import Fraction\n    return Fraction(n, 2)\n```"
+    columns = {"test_list": [asserts], "test_imports": [["from fractions import Fraction"]], "entry_point": ["half"]}
+    assert reward(prompts=["Write half(n) as an exact fraction."], completions=[honest], **columns) == [1.0]
+
+
 def test_a_row_without_tests_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="has no tests: give it a verification_info"):
         row_tests({"prompt": ["x"]}, 0)

@@ -20,7 +20,8 @@ The tests of each row come from the first of these columns it has (the formats t
 - ``input_output`` (APPS, TACO): ``{"inputs": [...], "outputs": [...]}`` (a JSON string or a dict), stdin
   tests, or with ``"fn_name"`` calls (APPS wraps each expected value in a list; so is it read);
 - ``tests`` or ``test_list`` (MBPP and others): assert statements (a list, or one string of code), or
-  ``{"input": ..., "output": ...}`` dicts; ``test_setup_code`` runs before the asserts when present, and a
+  ``{"input": ..., "output": ...}`` dicts; ``test_imports`` (MBPP's sanitized split) and ``test_setup_code``
+  run before the asserts when present, and a
   HumanEval-style ``check(candidate)`` is called on ``entry_point`` when that column is there.
 
 Assert tests run with the prompt's own helpers (HumanEval's ``poly``, ``encode_cyclic``): the top-level

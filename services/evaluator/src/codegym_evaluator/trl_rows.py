@@ -3,7 +3,8 @@
 Each row's tests come out in the native API's shape; Python assert tests come with the helpers of the row's
 prompt that they use (``tasks.prompt_helpers``), so a completion cannot rebind what the tests call. A row's
 tests compare by the rule of the dataset its columns come from (``tasks.rules``): ``verification_info`` is
-open-r1's, ``input_output`` APPS's (TACO's is the same), ``tests``/``test_list`` MBPP's. ``split_row`` reads
+open-r1's, ``input_output`` APPS's (TACO's is the same), ``tests``/``test_list`` MBPP's (with ``test_imports`` and
+``test_setup_code`` before every assert, as ``MBPPAdapter`` puts them). ``split_row`` reads
 one row (``trl_env``'s ``reset``) with its public tests apart, where the data has them (CodeContests, LiveCodeBench).
 """
 
@@ -163,7 +164,10 @@ def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: s
         return RowTests(language, stdio, dataset="apps")
     tests = _json(col("tests")) if col("tests") is not None else col("test_list")
     if tests is not None:
-        setup = col("test_setup_code") or ""
+        # What MBPP's adapter puts before every assert: the sanitized split's imports, then the setup code.
+        imports = col("test_imports")
+        imports = [imports] if isinstance(imports, str) else list(imports or [])
+        setup = "\n".join([*map(str, imports), str(col("test_setup_code") or "")]).strip()
         entry = col("entry_point")
         if isinstance(tests, str):
             if uncalled_check(tests) and not entry:

@@ -14,6 +14,7 @@ import pytest
 from codegym_evaluator.scoring import Scorer
 from codegym_evaluator.tasks import PUBLIC_TESTS, DatasetError, Task, load_tasks
 from codegym_evaluator.tasks.apps import APPSAdapter
+from codegym_evaluator.tasks.livecodebench import LiveCodeBenchAdapter
 
 HUB = Path(__file__).parent.parent / "fixtures" / "hub"
 SANDBOX = "http://sandbox"
@@ -321,3 +322,33 @@ async def test_leetcode_reference_passes_and_wrong_ones_fail(sandbox: httpx.ASGI
         "        return head\n"
     )
     assert await verdicts(sandbox, reverse, [reverse.metadata["canonical_solution"], unchanged]) == ["AC", "WA"]
+
+
+@pytest.mark.anyio
+async def test_programs_run_after_their_harnesses_prelude(sandbox: httpx.ASGITransport) -> None:
+    """lcb_runner and APPS's testing_util put their imports and process settings before every program: a right
+    program leaning on them (deque, gcd unimported, a deep recursion, a 6,000-digit int) is right there."""
+    cases = [{"input": "3000\n", "output": "3000\n", "testtype": "stdin"}, {"input": "5\n", "output": "5\n"}]
+    lcb = {"question_id": "x", "public_test_cases": json.dumps(cases[:1]), "private_test_cases": json.dumps(cases[1:])}
+    lcb_task = LiveCodeBenchAdapter().to_task(lcb, 0)
+    io = {"inputs": ["3000\n", "5\n"], "outputs": ["3000\n", "5\n"]}
+    apps_task = APPSAdapter().to_task({"id": 3, "question": "q", "input_output": json.dumps(io)}, 0)
+    deque_ = "```python\nn = int(input())\nprint(len(deque(range(n))))\n```"
+    gcd_ = "```python\nn = int(input())\nprint(n if gcd(n, n) == n else 0)\n```"
+    deep = "```python\ndef walk(k):\n    return 0 if k == 0 else 1 + walk(k - 1)\nprint(walk(int(input())))\n```"
+    wrong = "```python\nprint(len(deque()))\n```"
+    assert lcb_task is not None and apps_task is not None
+    assert await verdicts(sandbox, lcb_task, [deque_, gcd_, deep, wrong]) == ["AC", "AC", "AC", "WA"]
+    assert await verdicts(sandbox, apps_task, [deque_, gcd_, wrong]) == ["AC", "AC", "WA"]
+    big = [{"input": "6000\n", "output": "9" * 6000 + "\n", "testtype": "stdin"}]
+    digits = LiveCodeBenchAdapter().to_task({"question_id": "d", "public_test_cases": json.dumps(big)}, 0)
+    assert digits is not None
+    assert await verdicts(sandbox, digits, ["```python\nprint(10 ** int(input()) - 1)\n```"]) == ["AC"]
+
+
+def test_a_livecodebench_case_past_the_interpreters_digits_leaves_its_row_out() -> None:
+    """An expected integer of 5,001 digits does not read under codegym's limit: the row is left out, never the
+    whole dataset's load."""
+    case = {"input": "[1]", "output": "1" * 5001, "testtype": "functional"}
+    row = {"question_id": "b", "public_test_cases": json.dumps([case]), "metadata": json.dumps({"func_name": "f"})}
+    assert LiveCodeBenchAdapter().to_task(row, 0) is None

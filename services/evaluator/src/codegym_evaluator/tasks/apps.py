@@ -29,7 +29,8 @@ class APPSAdapter:
 
     Without ``fn_name`` the tests are stdin/stdout cases; with it they call the function, and a LeetCode-style
     ``class Solution`` starter makes them assert tests on a method. They compare as APPS's harness does
-    (``tasks.rules``: tokens; Python's ``==`` for values). Rows without tests are skipped. ``max_tests`` caps the
+    (``tasks.rules``: tokens, numbers within np.allclose; Python's ``==`` for values), a stdin or method program
+    after the harness's prelude (``tasks.preludes``). Rows without tests are skipped. ``max_tests`` caps the
     tests kept per problem.
     """
 
@@ -64,6 +65,13 @@ class APPSAdapter:
     def format_problem(self, sample: dict[str, Any]) -> str:
         return as_text(sample.get("question", "")).strip()
 
+    def starter(self, kind: TaskKind) -> str:
+        """What goes before a program of ``kind``: the harness's prelude (``tasks.preludes``), and LeetCode's
+        imports before a method; nothing before a call test's function, looked up by its name."""
+        if kind == "call":
+            return ""
+        return rule(self.dataset).prelude + (LEETCODE_PRELUDE if kind == "assert" else "")
+
     def task_id(self, sample: dict[str, Any], index: int) -> str:
         """``APPS/<problem id>``: ``id`` in the hub's files, ``problem_id`` in copies made by its script."""
         return f"APPS/{sample.get('problem_id', sample.get('id', index))}"
@@ -89,7 +97,7 @@ class APPSAdapter:
             kind=kind,
             tests=tests,
             entry_point=self._io(sample).get("fn_name") if kind != "stdio" else None,
-            starter_code=LEETCODE_PRELUDE if kind == "assert" else "",
+            starter_code=self.starter(kind),
             difficulty=sample.get("difficulty"),
             metadata=self.metadata(sample),
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import pickle
 import re
 import zlib
@@ -26,6 +27,7 @@ from .sources import DatasetError
 from .stdio import LEETCODE_PRELUDE, json_field, method_assert, stdio_tests
 
 LATEST = "release_latest"
+log = logging.getLogger(__name__)
 
 
 def release_file(version: int) -> str:
@@ -76,7 +78,8 @@ class LiveCodeBenchAdapter:
     """Rows of ``livecodebench/code_generation_lite``: public then private test cases.
 
     ``stdin`` cases become stdin/stdout tests; ``functional`` ones (LeetCode, one JSON argument per input
-    line) become assert tests on ``Solution().<func_name>``. Both compare as lcb_runner does (``tasks.rules``).
+    line) become assert tests on ``Solution().<func_name>``. Both compare as lcb_runner does (``tasks.rules``),
+    the program after lcb_runner's prelude (``tasks.preludes``).
     """
 
     def _cases(self, sample: dict[str, Any]) -> list[dict[str, Any]]:
@@ -91,12 +94,22 @@ class LiveCodeBenchAdapter:
         return "assert" if cases and cases[0].get("testtype") == "functional" else "stdio"
 
     def extract_tests(self, sample: dict[str, Any]) -> list[dict[str, Any]]:
+        """The row's tests; none (a row loaders skip, with a warning) for functional cases that do not read as
+        JSON here: an integer past the interpreter's digits (lcb_runner reads up to 50000, and the checker that
+        would compare it reads codegym's), or a broken case."""
         cases = self._cases(sample)
         if self._kind(sample) == "stdio":
             return stdio_tests([c["input"] for c in cases], [c["output"] for c in cases])
         fn = self._func(sample)
         if not fn:
             return []
+        try:
+            return self._method_tests(fn, cases)
+        except ValueError as exc:  # json's errors, and an int past the digits limit, are ValueErrors
+            log.warning("LiveCodeBench/%s left out: a test case cannot be read: %s", sample.get("question_id"), exc)
+            return []
+
+    def _method_tests(self, fn: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [
             {
                 "assert_code": method_assert(
@@ -124,7 +137,7 @@ class LiveCodeBenchAdapter:
             kind=kind,
             tests=tests,
             entry_point=self._func(sample) if kind != "stdio" else None,
-            starter_code=LEETCODE_PRELUDE if kind == "assert" else "",
+            starter_code=rule("livecodebench").prelude + (LEETCODE_PRELUDE if kind == "assert" else ""),
             difficulty=sample.get("difficulty"),
             metadata={
                 **rule("livecodebench").metadata(),

@@ -8,6 +8,9 @@ reaches an integer, no match through an overflow). A rule names how stdin tests'
 adapters (``tasks/*.py``), ``trl_rows`` (the rows ``CodeReward`` and the trainer's reward read) and SandboxFusion's
 ``/submit`` (through the adapters) all take it from here; nothing else chooses a comparison.
 
+A rule also names what the harness runs before every program (``prelude``: its imports, its recursion limit,
+its integer digits), which the adapters put before a program of that dataset (``tasks.preludes``).
+
 Assert tests (HumanEval, MBPP, LeetCodeDataset, and the LeetCode-style problems of APPS and LiveCodeBench) are
 Python run by the checker: their ``==`` is Python's, as in the harness, and neither comparison applies.
 """
@@ -17,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from codegym_sandbox.models import CallComparison, Comparison
+
+from . import preludes
 
 # The metadata of a task that its sandbox request carries (``scoring.evaluate_body``): its rule, and tolerances.
 JUDGE_KEYS = ("comparison", "call_comparison", "rel_tol", "abs_tol")
@@ -33,6 +38,9 @@ class JudgingRule:
     # the sandbox's default. ``abs_tolerance``: the absolute one, where it differs from the relative one.
     tolerance: float | None = None
     abs_tolerance: float | None = None
+    # What the harness runs before every program (``tasks.preludes``): the adapters put it before a stdin or
+    # method program of the dataset's, as the task's starter code.
+    prelude: str = ""
 
     def tolerances(self) -> dict[str, float]:
         """The rule's ``rel_tol`` and ``abs_tol``, where it names them (as ``outputs_match`` takes them)."""
@@ -63,6 +71,7 @@ _APPS = JudgingRule(
     " Fraction(1, 2) == 0.5, no float tolerance",
     tolerance=1e-5,
     abs_tolerance=1e-8,
+    prelude=preludes.APPS,
 )
 
 RULES: dict[str, JudgingRule] = {
@@ -86,8 +95,10 @@ RULES: dict[str, JudgingRule] = {
         CallComparison.PYTHON,
         "lcb_runner's testing_util: stdout lines after strip, equal as text or their tokens as Decimals (beyond"
         " codegym, the same number of lines); functional tests with Python's == against json.loads of the output"
-        " (a tuple as a list), no tolerance (codegym runs those as assert tests)",
+        " (a tuple as a list), no tolerance (codegym runs those as assert tests); every program after its"
+        " import prelude, in a process reading integers of up to 50000 digits",
         tolerance=0.0,
+        prelude=preludes.LIVECODEBENCH,
     ),
     "open-r1": JudgingRule(
         Comparison.WHITESPACE,

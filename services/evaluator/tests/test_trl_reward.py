@@ -113,6 +113,27 @@ def test_mbpp_test_imports_come_before_the_asserts(url: str, api: str) -> None:
     assert reward(prompts=["Write half(n) as an exact fraction."], completions=[honest], **columns) == [1.0]
 
 
+@pytest.mark.parametrize("api", ["native", "fusion"])
+def test_an_apps_leetcode_row_is_judged_on_its_solution_class(url: str, api: str) -> None:
+    """APPS's and TACO's LeetCode-style rows (a ``class Solution`` starter) call the method, as their adapter
+    reads them: the honest class answer passes, a program leaning on the harness's ``List`` too."""
+    reward = CodeReward(url, api=api)  # type: ignore[arg-type]
+    starter = "class Solution:\n    def maxProfit(self, prices: List[int]) -> int:\n        "
+    io = json.dumps({"fn_name": "maxProfit", "inputs": [[[7, 1, 5, 3, 6, 4]], [[7, 6, 4, 3, 1]]], "outputs": [5, 0]})
+    honest = (
+        "```python\nclass Solution:\n    def maxProfit(self, prices: List[int]) -> int:\n        best, low = 0, 10**9\n"
+        "        for p in prices:\n            low = min(low, p)\n            best = max(best, p - low)\n"
+        "        return best\n```"
+    )
+    wrong = "```python\nclass Solution:\n    def maxProfit(self, prices):\n        return 5\n```"
+    got = reward(
+        prompts=["Max profit."] * 2, completions=[honest, wrong], input_output=[io] * 2, starter_code=[starter] * 2
+    )
+    assert got == [1.0, 0.5]
+    chat = [{"role": "user", "content": f"Max profit. Use this starter code:\n```python\n{starter}\n```"}]
+    assert reward(prompts=[chat], completions=[honest], input_output=[io]) == [1.0]  # the starter in the prompt
+
+
 def test_a_row_without_tests_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="has no tests: give it a verification_info"):
         row_tests({"prompt": ["x"]}, 0)

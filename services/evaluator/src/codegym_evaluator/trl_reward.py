@@ -18,7 +18,9 @@ The tests of each row come from the first of these columns it has (the formats t
 - ``verification_info`` (open-r1): ``{"language": ..., "test_cases": [{"input": ..., "output": ...}, ...]}``,
   stdin tests; with ``"fn_name"`` the inputs are argument lists and the outputs return values (calls);
 - ``input_output`` (APPS, TACO): ``{"inputs": [...], "outputs": [...]}`` (a JSON string or a dict), stdin
-  tests, or with ``"fn_name"`` calls (APPS wraps each expected value in a list; so is it read);
+  tests, or with ``"fn_name"`` calls (APPS wraps each expected value in a list; so is it read), or, where the
+  row's ``starter_code`` column (or its prompt) holds a LeetCode-style ``class Solution``, asserts on the method,
+  as ``APPSAdapter`` reads the row;
 - ``tests`` or ``test_list`` (MBPP and others): assert statements (a list, or one string of code), or
   ``{"input": ..., "output": ...}`` dicts; ``test_imports`` (MBPP's sanitized split) and ``test_setup_code``
   run before the asserts when present, and a

@@ -3,9 +3,11 @@
 Each row's tests come out in the native API's shape; Python assert tests come with the helpers of the row's
 prompt that they use (``tasks.prompt_helpers``), so a completion cannot rebind what the tests call. A row's
 tests compare by the rule of the dataset its columns come from (``tasks.rules``): ``verification_info`` is
-open-r1's, ``input_output`` APPS's (TACO's is the same), ``tests``/``test_list`` MBPP's (with ``test_imports`` and
-``test_setup_code`` before every assert, as ``MBPPAdapter`` puts them). ``split_row`` reads
-one row (``trl_env``'s ``reset``) with its public tests apart, where the data has them (CodeContests, LiveCodeBench).
+open-r1's, ``input_output`` APPS's (TACO's is the same), read as its adapter reads it (a ``class Solution``
+starter, in the ``starter_code`` column or the prompt, makes assert tests on the method; a stdin or method
+program runs after the harness's prelude), ``tests``/``test_list`` MBPP's (``test_imports`` and
+``test_setup_code`` before every assert, as ``MBPPAdapter`` puts them). ``split_row`` reads one row
+(``trl_env``'s ``reset``) with its public tests apart, where the data has them (CodeContests, LiveCodeBench).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 
 from codegym_evaluator import python_syntax
 
-from .prompt_code import defines, prompt_code
+from .prompt_code import defines, prompt_code, prompt_text
 from .tasks import Task
+from .tasks.apps import APPSAdapter
 from .tasks.code_contests import CodeContestsAdapter
 from .tasks.livecodebench import LiveCodeBenchAdapter
 from .tasks.model import TaskKind
@@ -71,7 +74,10 @@ class RowTests:
         tests = [dict(t) for t in self.tests]
         entry_point = self.function or self.entry_point
         meta = self.rule.metadata()
-        return Task(name, "", kind, tests, entry_point, self.prelude, language=self.language, metadata=meta)
+        # The prompt's imports first (a ``__future__`` one must open the file), then what the dataset's adapter
+        # puts before a program of this kind (APPS's harness prelude): one reading of a row, whatever the door.
+        starter = self.prelude + (APPSAdapter().starter(kind) if self.dataset == "apps" else "")
+        return Task(name, "", kind, tests, entry_point, starter, language=self.language, metadata=meta)
 
 
 def row_tests(
@@ -80,9 +86,9 @@ def row_tests(
     """The tests of row ``i`` from TRL's column keyword arguments (each a list, one value per completion);
     its Python assert tests with the helpers of ``prompt`` (TRL's prompt of that row) that they use, when the
     row names its ``entry_point``."""
-    row = _row_tests(columns, i, default_language)
+    row = _row_tests(columns, i, default_language, prompt)
     entry = columns.get("entry_point")
-    entry_point = str(entry[i]) if entry is not None and i < len(entry) and entry[i] else None
+    entry_point = str(entry[i]) if entry is not None and i < len(entry) and entry[i] else row.entry_point
     if row.language not in ("python", "py", "python3"):
         return row
     # The entry point is the row's whatever its prompt holds: extraction prefers the block that defines it.
@@ -133,7 +139,7 @@ def standard_imports(code: str) -> str:
     return "".join(f"{line}\n" for line in kept)
 
 
-def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str) -> RowTests:
+def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: str, prompt: Any = None) -> RowTests:
 
     def col(name: str) -> Any:
         values = columns.get(name)
@@ -157,6 +163,11 @@ def _row_tests(columns: Mapping[str, Sequence[Any]], i: int, default_language: s
             # zip would drop the tests past the shorter list, or pair an input with no expected output
             raise ValueError(f"row {i}: input_output has {len(inputs)} inputs but {len(outputs)} outputs")
         fn = io.get("fn_name")
+        starter = str(col("starter_code") or "") or prompt_text(prompt)
+        if fn and "class Solution" in starter:
+            # A LeetCode-style problem: assert tests on ``Solution().<fn_name>``, as its adapter reads it.
+            tests = APPSAdapter().extract_tests({"input_output": io, "starter_code": "class Solution"})
+            return RowTests(language, tuple(tests), dataset="apps", entry_point=str(fn))
         if fn:
             calls = tuple(_call(a, e, wrapped=True) for a, e in zip(inputs, outputs, strict=False))
             return RowTests(language, calls, fn, "apps")

@@ -37,6 +37,20 @@ def test_only_se_is_asked_again_retries_times_after_the_backoff() -> None:
     assert AskAgain(RetryPolicy(retries=0)).again(0, [Answer(Verdict.SE)]) is None
 
 
+@dataclass
+class WithTests:
+    verdict: Verdict
+    tests: list[Answer]
+
+
+def test_a_program_with_an_se_test_is_asked_again() -> None:
+    """A test the sandbox failed after a wrong one leaves the verdict WA: the program is unjudged all the same."""
+    policy = AskAgain(RetryPolicy(retries=2, backoff_s=1.0))
+    after_wrong = WithTests(Verdict.WA, [Answer(Verdict.AC), Answer(Verdict.WA), Answer(Verdict.SE)])
+    assert policy.again(0, [after_wrong]) is not None
+    assert policy.again(0, [WithTests(Verdict.WA, [Answer(Verdict.AC), Answer(Verdict.WA)])]) is None
+
+
 class Flaky:
     """A sandbox whose every run comes back SE ``failures`` times before it is judged (AC); it counts the runs."""
 

@@ -4,9 +4,9 @@ An ``SE`` is the sandbox's own failure (a worker that died, a box that could not
 the same request may well be judged the next time. Every route asks again by :class:`AskAgain`: the
 ``Scorer``'s groups (``score_group``: the evaluator, the trainer's ``SandboxReward``, ``CodeReward``, the data
 tools) and its single runs (``execute_many``), and the code game's runs (``ProgramRunner``). Only the runs that
-came back SE are asked again, ``retries`` times, after the backoff of the client's :class:`RetryPolicy`; a
-sandbox that cannot be reached at all (a ``SandboxError``: the client has already retried the request) is not
-asked again here, and every run still pending stays SE.
+came back SE, or with an SE test (:func:`unjudged`), are asked again, ``retries`` times, after the backoff of the
+client's :class:`RetryPolicy`; a sandbox that cannot be reached at all (a ``SandboxError``: the client has already
+retried the request) is not asked again here, and every run still pending stays SE.
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ class Judged(Protocol):
     def verdict(self) -> Verdict: ...
 
 
+def unjudged(answer: Judged) -> bool:
+    """Whether the sandbox failed ``answer``: its verdict is SE, or one of its tests' is (a test it could not run
+    after another failed leaves the verdict that failure's, and the count short: ``Score.judged``)."""
+    tests = getattr(answer, "tests", None) or ()
+    return answer.verdict is Verdict.SE or any(getattr(test, "verdict", None) is Verdict.SE for test in tests)
+
+
 K = TypeVar("K", bound=Hashable)  # what is asked for: a program, a request
 A = TypeVar("A", bound=Judged)
 
@@ -39,9 +46,9 @@ class AskAgain:
     retry: RetryPolicy
 
     def again(self, attempt: int, answers: Sequence[Judged]) -> float | None:
-        """Seconds to wait before asking again for the SE ones among ``answers`` (those of attempt ``attempt``,
-        counted from 0), or None: the answers stand."""
-        if attempt >= self.retry.retries or not any(a.verdict is Verdict.SE for a in answers):
+        """Seconds to wait before asking again for the unjudged ones among ``answers`` (:func:`unjudged`; those of
+        attempt ``attempt``, counted from 0), or None: the answers stand."""
+        if attempt >= self.retry.retries or not any(unjudged(a) for a in answers):
             return None
         return self.retry.delay(attempt)
 
@@ -66,7 +73,7 @@ class AskAgain:
             wait = self.again(attempt, got)
             if wait is None:
                 break
-            pending = [k for k, a in zip(pending, got, strict=True) if a.verdict is Verdict.SE]
+            pending = [k for k, a in zip(pending, got, strict=True) if unjudged(a)]
             await asyncio.sleep(wait)
             attempt += 1
         return answers

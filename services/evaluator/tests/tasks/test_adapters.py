@@ -352,3 +352,26 @@ def test_a_livecodebench_case_past_the_interpreters_digits_leaves_its_row_out() 
     case = {"input": "[1]", "output": "1" * 5001, "testtype": "functional"}
     row = {"question_id": "b", "public_test_cases": json.dumps([case]), "metadata": json.dumps({"func_name": "f"})}
     assert LiveCodeBenchAdapter().to_task(row, 0) is None
+
+
+@pytest.mark.anyio
+async def test_a_method_row_answered_with_a_top_level_function_is_called_as_its_harness_calls_it(
+    sandbox: httpx.ASGITransport,
+) -> None:
+    """lcb_runner and APPS's testing_util call ``Solution().<fn>`` only where the program defines the class, else
+    the program's own ``<fn>``; never a builtin or a prelude's name that a program defines nothing for."""
+    cases = [{"input": "[1, 2, 3]", "output": "6", "testtype": "functional"}]
+    row = {"question_id": "s", "public_test_cases": json.dumps(cases), "metadata": json.dumps({"func_name": "sumAll"})}
+    task = LiveCodeBenchAdapter().to_task(row, 0)
+    top = "```python\ndef sumAll(nums):\n    return sum(nums)\n```"
+    cls = "```python\nclass Solution:\n    def sumAll(self, nums):\n        return sum(nums)\n```"
+    both = "```python\ndef sumAll(nums):\n    return 6\n" + cls.removeprefix("```python\n").replace("sum(nums)", "0")
+    assert task is not None
+    assert await verdicts(sandbox, task, [top, cls, both, "```python\nx = 1\n```"]) == ["AC", "AC", "WA", "RE"]
+    named = {**row, "metadata": json.dumps({"func_name": "sum"})}  # a builtin's name: the class only
+    assert "except NameError" not in LiveCodeBenchAdapter().to_task(named, 0).tests[0]["assert_code"]  # type: ignore[union-attr]
+    io = {"fn_name": "gcd", "inputs": [[4, 6]], "outputs": [[2]]}  # a name APPS's prelude binds
+    apps = APPSAdapter().to_task(
+        {"id": 9, "question": "q", "starter_code": "class Solution:", "input_output": json.dumps(io)}, 0
+    )
+    assert apps is not None and await verdicts(sandbox, apps, ["```python\nx = 1\n```"]) == ["RE"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from .hub import HubFiles
 from .model import Task, TaskKind
+from .preludes import binds
 from .rules import rule
 from .stdio import LEETCODE_PRELUDE, as_text, json_field, method_assert, stdio_tests
 
@@ -59,8 +60,11 @@ class APPSAdapter:
         pairs = list(zip(inputs, outputs, strict=False))[: self.max_tests]
         if kind == "call":
             return [{"call": list(i), "expected": _unwrap(o)} for i, o in pairs]
-        by = rule(self.dataset).call_comparison
-        return [{"assert_code": method_assert("Solution", str(fn), list(i), _unwrap(o), by)} for i, o in pairs]
+        by, fallback = rule(self.dataset).call_comparison, not binds(self.starter(kind), str(fn))
+        return [
+            {"assert_code": method_assert("Solution", str(fn), list(i), _unwrap(o), by, fallback=fallback)}
+            for i, o in pairs
+        ]
 
     def format_problem(self, sample: dict[str, Any]) -> str:
         return as_text(sample.get("question", "")).strip()

@@ -22,6 +22,7 @@ import zlib
 from typing import Any
 
 from .model import Task, TaskKind
+from .preludes import binds
 from .rules import rule
 from .sources import DatasetError
 from .stdio import LEETCODE_PRELUDE, json_field, method_assert, stdio_tests
@@ -78,7 +79,8 @@ class LiveCodeBenchAdapter:
     """Rows of ``livecodebench/code_generation_lite``: public then private test cases.
 
     ``stdin`` cases become stdin/stdout tests; ``functional`` ones (LeetCode, one JSON argument per input
-    line) become assert tests on ``Solution().<func_name>``. Both compare as lcb_runner does (``tasks.rules``),
+    line) become assert tests on ``Solution().<func_name>`` (or, as lcb_runner does, a program's top-level
+    ``<func_name>`` where it defines no ``Solution``). Both compare as lcb_runner does (``tasks.rules``),
     the program after lcb_runner's prelude (``tasks.preludes``).
     """
 
@@ -110,6 +112,7 @@ class LiveCodeBenchAdapter:
             return []
 
     def _method_tests(self, fn: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by, fallback = rule("livecodebench").call_comparison, not binds(self.starter("assert"), fn)
         return [
             {
                 "assert_code": method_assert(
@@ -117,11 +120,17 @@ class LiveCodeBenchAdapter:
                     fn,
                     [json.loads(line) for line in c["input"].splitlines() if line.strip()],
                     json.loads(c["output"]),
-                    rule("livecodebench").call_comparison,
+                    by,
+                    fallback=fallback,
                 )
             }
             for c in cases
         ]
+
+    def starter(self, kind: TaskKind) -> str:
+        """What goes before a program of ``kind``: lcb_runner's prelude (``tasks.preludes``), and LeetCode's
+        imports before a method."""
+        return rule("livecodebench").prelude + (LEETCODE_PRELUDE if kind == "assert" else "")
 
     def format_problem(self, sample: dict[str, Any]) -> str:
         return str(sample.get("question_content", "")).strip()
@@ -137,7 +146,7 @@ class LiveCodeBenchAdapter:
             kind=kind,
             tests=tests,
             entry_point=self._func(sample) if kind != "stdio" else None,
-            starter_code=rule("livecodebench").prelude + (LEETCODE_PRELUDE if kind == "assert" else ""),
+            starter_code=self.starter(kind),
             difficulty=sample.get("difficulty"),
             metadata={
                 **rule("livecodebench").metadata(),

@@ -16,6 +16,9 @@ program that defines nothing.
 
 from __future__ import annotations
 
+import builtins
+from functools import cache
+
 _LCB_STAR = [
     "string",
     "re",
@@ -53,3 +56,14 @@ APPS = (
     "sys.set_int_max_str_digits(0)\n"
 )
 """APPS's (and TACO's) ``testing_util`` prelude, numpy aside, and no limit on an integer's digits."""
+
+
+@cache
+def binds(prelude: str, name: str) -> bool:
+    """Whether ``name`` is a builtin's, or one that ``prelude``'s imports bind (run here on their own, its
+    process settings aside): a program that defines nothing of that name still has it."""
+    if hasattr(builtins, name):
+        return True
+    scope: dict[str, object] = {}
+    exec("".join(line for line in prelude.splitlines(keepends=True) if line.startswith(("import ", "from "))), scope)
+    return name in scope

@@ -37,27 +37,34 @@ def stdio_tests(inputs: list[Any], outputs: list[Any], limit: int | None = None)
     return tests[:limit] if limit is not None else tests
 
 
-def method_assert(cls: str, method: str, args: list[Any], expected: Any, rule: CallComparison) -> str:
+def method_assert(
+    cls: str, method: str, args: list[Any], expected: Any, rule: CallComparison, *, fallback: bool = False
+) -> str:
     """An assert test calling ``cls().method(*args)`` (LeetCode-style starters), comparing by the dataset's call
     ``rule`` (``tasks.rules``) as the APPS and LiveCodeBench harnesses do: Python's ``==`` with the JSON value, a
     returned tuple as a list (so ``True`` passes for ``1``, a ``Fraction`` for an equal float), and under APPS's
     rule a list of tuples as a list of lists (``call_test.apps_lists``, written out here: the test is Python the
-    checker runs)."""
+    checker runs). With ``fallback``, a program without ``cls`` is called at its top-level ``method``, as those
+    harnesses call a program that defines no ``class Solution``: only where nothing else (a builtin, the
+    harness's prelude) goes by that name, which would answer for a program that defines nothing."""
     apps = (
         "if isinstance(_got, list) and _got and isinstance(_got[0], tuple)"
         " and all(isinstance(_x, (tuple, list)) for _x in _got):\n"
         "    _got = [list(_x) for _x in _got]\n"
     )
+    called = f"{cls}().{method}"
+    if fallback:
+        called = "_f"
+        head = f"try:\n    _f = {cls}().{method}\nexcept NameError:\n    _f = {method}\n"
     return (
-        "import json as _json\n"
-        f"_got = {cls}().{method}(*_json.loads({json.dumps(args)!r}))\n"
+        "import json as _json\n" + (head if fallback else "") + f"_got = {called}(*_json.loads({json.dumps(args)!r}))\n"
         "_got = list(_got) if isinstance(_got, tuple) else _got\n"
         + (apps if rule is CallComparison.APPS else "")
         + f"assert _got == _json.loads({json.dumps(expected)!r}), 'wrong answer'\n"
     )
 
 
-_CALLED = re.compile(r"^_got = \w+\(\)\.\w+\(\*_json\.loads\((.+)\)\)$", re.MULTILINE)
+_CALLED = re.compile(r"^_got = (?:\w+\(\)\.\w+|_f)\(\*_json\.loads\((.+)\)\)$", re.MULTILINE)
 _EXPECTED = re.compile(r"^assert _got == _json\.loads\((.+)\), 'wrong answer'$", re.MULTILINE)
 
 

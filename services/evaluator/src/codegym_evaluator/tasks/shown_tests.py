@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import suppress
+from functools import lru_cache
 from typing import Any
 
 from .stdio import method_call_data
@@ -24,7 +25,7 @@ _SPACED = re.compile(r"\s*([\[\](){},:])\s*")
 
 def written_out(test: dict[str, Any], prompt: str, function: str | None = None) -> bool:
     """Whether ``test`` (of a task whose entry point is ``function``) is written out in ``prompt``."""
-    text = " ".join(prompt.split())  # whitespace aside
+    text = _flat(prompt)  # whitespace aside
     if test.get("assert_code") is not None:
         data = method_call_data(str(test["assert_code"]))
         return _shown(test["assert_code"], text) or (data is not None and call_written_out(*data, prompt, function))
@@ -53,11 +54,10 @@ def call_written_out(args: list[Any], expected: Any, prompt: str, function: str 
     """
     wanted = [_pattern(value) for value in args] if args else [_pattern(None, f"{function}()")]
     answer = _pattern(expected)
-    if answer is None or any(p is None for p in wanted) or not answer.search(_normal(prompt)):
+    if answer is None or any(p is None for p in wanted) or not answer.search(_normal_prompt(prompt)):
         return False
-    lines = prompt.splitlines()
-    for start in range(len(lines)):
-        window, at = _normal(" ".join(lines[start : start + EXAMPLE_LINES])), 0
+    for window in _windows(prompt):
+        at = 0
         for pattern in [*wanted, answer]:
             found = pattern.search(window, at) if pattern is not None else None
             if found is None:
@@ -66,6 +66,24 @@ def call_written_out(args: list[Any], expected: Any, prompt: str, function: str 
         else:
             return True
     return False
+
+
+# A prompt is read once for all its tests (a task has hundreds): these keep the last prompts' readings.
+@lru_cache(maxsize=8)
+def _flat(prompt: str) -> str:
+    return " ".join(prompt.split())
+
+
+@lru_cache(maxsize=8)
+def _windows(prompt: str) -> tuple[str, ...]:
+    """Each line of ``prompt`` with the lines of its example after it, normalised (:func:`_normal`)."""
+    lines = prompt.splitlines()
+    return tuple(_normal(" ".join(lines[start : start + EXAMPLE_LINES])) for start in range(len(lines)))
+
+
+@lru_cache(maxsize=8)
+def _normal_prompt(prompt: str) -> str:
+    return _normal(prompt)
 
 
 def _normal(text: str) -> str:

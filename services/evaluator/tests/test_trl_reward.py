@@ -134,6 +134,19 @@ def test_an_apps_leetcode_row_is_judged_on_its_solution_class(url: str, api: str
     assert reward(prompts=[chat], completions=[honest], input_output=[io]) == [1.0]  # the starter in the prompt
 
 
+def test_rows_with_the_same_tests_and_other_prompts_are_judged_apart(url: str) -> None:
+    """Whether a row shows every test is its prompt's: a row that shows one assert is judged beside one that
+    shows both."""
+    asserts = ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]
+    prompts = ["Write add(a, b). It passes:\n" + "\n".join(asserts[:n]) for n in (2, 1)]
+    right = "```python\ndef add(a, b):\n    return a + b\n```"
+    with pytest.warns(ShownTestsWarning):
+        got = CodeReward(url)(
+            prompts=prompts, completions=[right] * 2, test_list=[asserts] * 2, entry_point=["add"] * 2
+        )
+    assert got == [None, 1.0]
+
+
 def test_a_row_without_tests_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="has no tests: give it a verification_info"):
         row_tests({"prompt": ["x"]}, 0)

@@ -190,12 +190,14 @@ class _Base:
 
     def _groups(
         self, prompts: Any, completions: Sequence[Any], columns: Mapping[str, Any]
-    ) -> dict[str, tuple[RowTests, list[int]]]:
-        """Completions that share their tests (a GRPO group shares its prompt's row), in one group each."""
-        groups: dict[str, tuple[RowTests, list[int]]] = {}
+    ) -> dict[tuple[str, str], tuple[RowTests, list[int]]]:
+        """Completions that share their tests and their prompt (a GRPO group shares its prompt's row), in one group
+        each: two rows with the same tests but prompts that show different tests are two groups."""
+        groups: dict[tuple[str, str], tuple[RowTests, list[int]]] = {}
         for i in range(len(completions)):
-            row = row_tests(columns, i, self.language, _prompt(prompts, i))
-            groups.setdefault(row.key(), (row, []))[1].append(i)
+            prompt = _prompt(prompts, i)
+            row = row_tests(columns, i, self.language, prompt)
+            groups.setdefault((row.key(), prompt_text(prompt)), (row, []))[1].append(i)
         return groups
 
     def _fusion_program(

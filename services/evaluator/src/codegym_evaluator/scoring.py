@@ -95,8 +95,14 @@ def writable(text: str) -> str:
 
 
 def build_program(task: Task, code: str) -> str:
-    """The program the sandbox runs: the task's starter code followed by the model's code."""
-    return with_starter(task.starter_code, writable(code))
+    """The program the sandbox runs: the task's starter code followed by the model's code. A call task whose
+    harness calls ``Solution().<fn>`` for a program that writes ``class Solution`` (APPS's: its rule's
+    ``solution_class``) binds ``<fn>`` to that method after such a program, as the harness would call it."""
+    program = with_starter(task.starter_code, writable(code))
+    fn = task.entry_point
+    if task.kind == "call" and task.metadata.get("solution_class") and fn and "class Solution" in code:
+        program += f"\n\n{fn} = Solution().{fn}\n"
+    return program
 
 
 def with_starter(starter: str, code: str) -> str:

@@ -375,3 +375,23 @@ async def test_a_method_row_answered_with_a_top_level_function_is_called_as_its_
         {"id": 9, "question": "q", "starter_code": "class Solution:", "input_output": json.dumps(io)}, 0
     )
     assert apps is not None and await verdicts(sandbox, apps, ["```python\nx = 1\n```"]) == ["RE"]
+
+
+@pytest.mark.anyio
+async def test_an_apps_call_row_answered_with_a_solution_class_is_called_on_it(sandbox: httpx.ASGITransport) -> None:
+    """APPS's testing_util calls ``Solution().<fn>`` where the program writes ``class Solution``, whatever the row."""
+    io = {"fn_name": "count_vowels", "inputs": [["hello"], ["xyz"]], "outputs": [[2], [0]]}
+    row = {
+        "id": 7,
+        "question": "Count vowels.",
+        "starter_code": "def count_vowels(s):\n",
+        "input_output": json.dumps(io),
+    }
+    task = APPSAdapter().to_task(row, 0)
+    assert task is not None and task.kind == "call"
+    cls = "```python\nclass Solution:\n    def count_vowels(self, s):\n        return sum(c in 'aeiou' for c in s)\n```"
+    wrong = cls.replace("sum(", "1 + sum(")
+    top = "```python\ndef count_vowels(s):\n    return sum(c in 'aeiou' for c in s)\n```"
+    assert await verdicts(sandbox, task, [cls, wrong, top]) == ["AC", "WA", "AC"]
+    plain = Task("t", "p", "call", task.tests, "count_vowels")  # codegym's own tasks: the top-level function
+    assert await verdicts(sandbox, plain, [cls]) == ["RE"]

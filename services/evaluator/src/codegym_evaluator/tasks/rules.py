@@ -41,6 +41,9 @@ class JudgingRule:
     # What the harness runs before every program (``tasks.preludes``): the adapters put it before a stdin or
     # method program of the dataset's, as the task's starter code.
     prelude: str = ""
+    # The harness calls a call test's function on ``Solution()`` where the program writes ``class Solution``
+    # (APPS's testing_util chooses by the program's text, not by the row): ``scoring.build_program`` follows it.
+    solution_class: bool = False
 
     def tolerances(self) -> dict[str, float]:
         """The rule's ``rel_tol`` and ``abs_tol``, where it names them (as ``outputs_match`` takes them)."""
@@ -55,6 +58,8 @@ class JudgingRule:
             "comparison": self.comparison.value,
             "call_comparison": self.call_comparison.value,
         }
+        if self.solution_class:
+            meta["solution_class"] = 1
         return {**meta, **self.tolerances()}
 
 
@@ -72,6 +77,7 @@ _APPS = JudgingRule(
     tolerance=1e-5,
     abs_tolerance=1e-8,
     prelude=preludes.APPS,
+    solution_class=True,
 )
 
 RULES: dict[str, JudgingRule] = {

@@ -19,6 +19,13 @@ from __future__ import annotations
 import builtins
 from functools import cache
 
+
+def _digits(limit: int) -> str:
+    """The line that lets a program convert integers of up to ``limit`` digits (0: any), on a Python that has the
+    limit (3.11 on; 3.10 has none)."""
+    return f'if hasattr(sys, "set_int_max_str_digits"):\n    sys.set_int_max_str_digits({limit})\n'
+
+
 _LCB_STAR = [
     "string",
     "re",
@@ -43,7 +50,8 @@ _LCB_STAR = [
 LIVECODEBENCH = (
     "".join(f"from {module} import *\n" for module in _LCB_STAR)
     + "".join(f"import {module}\n" for module in _LCB_STAR if module not in ("builtins", "typing"))
-    + "sys.setrecursionlimit(50000)\nsys.set_int_max_str_digits(50000)\n"
+    + "sys.setrecursionlimit(50000)\n"
+    + _digits(50000)
 )
 """lcb_runner's import prelude and recursion limit, and the integer digits its process reads."""
 
@@ -52,8 +60,7 @@ APPS = (
     "import collections\nfrom collections import Counter, OrderedDict, deque, defaultdict, ChainMap\n"
     "from functools import lru_cache\nimport math\n"
     "from math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, log, log2\n"
-    "import fractions\nfrom typing import List, Tuple\nimport random\nimport heapq\nfrom heapq import *\n"
-    "sys.set_int_max_str_digits(0)\n"
+    "import fractions\nfrom typing import List, Tuple\nimport random\nimport heapq\nfrom heapq import *\n" + _digits(0)
 )
 """APPS's (and TACO's) ``testing_util`` prelude, numpy aside, and no limit on an integer's digits."""
 

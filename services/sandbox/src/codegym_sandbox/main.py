@@ -24,6 +24,7 @@ from .executor import Executor
 from .metrics import Metrics
 from .sessions.errors import Busy, FilesTooLarge, SessionGone, TooManySessions
 from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
+from .sessions.repeats import KeyReused
 from .sessions.store import SessionStore
 
 log = logging.getLogger("codegym.sandbox")
@@ -99,9 +100,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def session_busy(_: Request, exc: Busy) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, 409)
 
+    @app.exception_handler(KeyReused)
     @app.exception_handler(FilesTooLarge)
     @app.exception_handler(TooLarge)
-    async def too_much_memory(_: Request, exc: TooLarge | FilesTooLarge) -> JSONResponse:
+    async def too_much_memory(_: Request, exc: TooLarge | FilesTooLarge | KeyReused) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, 422)  # a request that could never run: not "busy, retry"
 
     @app.exception_handler(RequestValidationError)

@@ -329,6 +329,9 @@ def test_a_create_sent_again_with_its_key_gets_the_same_session(sessions: TestCl
         assert sum(s.client == "testclient" for s in store.sessions.values()) == 1
         again = sessions.post("/v1/sessions", json=body, headers=key)
         assert again.status_code == 201 and again.json()["session_id"] in ids, again.text
+        # The same key with another body names another create: refused, never answered with this session.
+        other_body = sessions.post("/v1/sessions", json={"files": {"f.txt": "y"}}, headers=key)
+        assert other_body.status_code == 422 and "Idempotency-Key" in other_body.text, other_body.text
         other = _new(sessions)  # no key: a session of its own
         assert other not in ids
         sessions.delete(f"/v1/sessions/{other}")

@@ -83,12 +83,13 @@ def _sessions(server: TestClient, n: int) -> list[str]:
 
 def test_a_cell_does_not_wait_for_cells_that_sleep(server: TestClient) -> None:
     # As many sessions as the pool has slots, each in a cell that sleeps near its whole limit (one of them waking
-    # every 50 ms for a moment, as if to keep its slot): another session's cell is answered at once, not once one
-    # of them wakes; the sleepers' time stood still while they were paused, so none is a time-out, and each
-    # still slept its whole sleep.
+    # to compute 30 ms in every 250, as if to keep its slot: an eighth of a CPU on average): another session's
+    # cell is answered at once, not once one of them wakes; the sleepers' time stood still while they were
+    # paused, so none is a time-out, and each still slept its whole sleep.
     sleepers, (other,) = _sessions(server, 2), _sessions(server, 1)
     answers: list[dict[str, Any]] = []
-    naps = f"while time.monotonic() - t < {SLEEP_S}:\n    time.sleep(0.05)\n    sum(range(200000))\n"
+    naps = f"while time.monotonic() - t < {SLEEP_S}:\n    time.sleep(0.22)\n    u = time.monotonic()\n"
+    naps += "    while time.monotonic() - u < 0.03: pass\n"
 
     def sleep(sid: str, code: str) -> None:
         body = {"code": f"import time\nt = time.monotonic()\n{code}time.monotonic() - t", "timeout_s": SLEEP_S + 1}
@@ -241,4 +242,34 @@ def test_a_cell_lends_only_a_slot_that_comes_back_in_time(server: TestClient) ->
         assert [(a["display"], a["status"]) for a in answers] == [("'woke'", "finished")] * 4, answers
     finally:
         for sid in [*sleepers, long, short]:
+            server.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_cell_whose_session_is_deleted_as_it_waits_for_a_slot_is_told_so(server: TestClient) -> None:
+    # Its worker is killed while its call waits for a slot: the call answers that the session is gone (410), not
+    # a server error, and the cells that held the slots are not disturbed.
+    busy, (doomed,) = _sessions(server, 2), _sessions(server, 1)
+    spin = "t = time.process_time()\nwhile time.process_time() - t < 2: pass\n'done'"
+    answers: list[dict[str, Any]] = []
+    waited: list[Any] = []
+
+    def cell(sid: str, code: str, into: list[Any]) -> None:
+        r = server.post(f"/v1/sessions/{sid}/execute", json={"code": f"import time\n{code}", "timeout_s": 10})
+        into.append(r)
+
+    threads = [threading.Thread(target=cell, args=(sid, spin, answers)) for sid in busy]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        waiting = threading.Thread(target=cell, args=(doomed, "1", waited))
+        waiting.start()
+        time.sleep(0.5)
+        assert server.delete(f"/v1/sessions/{doomed}").status_code == 204
+        for t in [*threads, waiting]:
+            t.join(60)
+        assert waited[0].status_code == 410, waited[0].text
+        assert [r.json()["display"] for r in answers] == ["'done'"] * 2
+    finally:
+        for sid in busy:
             server.delete(f"/v1/sessions/{sid}")

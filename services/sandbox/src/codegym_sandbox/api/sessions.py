@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Annotated
 
@@ -72,8 +73,9 @@ async def create(req: CreateSession, request: Request, store: StoreDep, key: Key
     check_names(files, taken=languages.written_names("python"))
     client = client_of(request)
     limits = req.limits
+    asked = hashlib.sha256(req.model_dump_json().encode()).hexdigest()
     session = await store.repeats.create(
-        client, key, lambda: store.create(client, req.ttl_s, limits.memory_mb, limits.cell_timeout_s, files)
+        client, key, asked, lambda: store.create(client, req.ttl_s, limits.memory_mb, limits.cell_timeout_s, files)
     )
     return SessionCreated(session_id=session.session_id, expires_at=store.expires_at(session))
 

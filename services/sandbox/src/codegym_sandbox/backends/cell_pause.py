@@ -6,6 +6,7 @@ stands still, so while it stands paused its answer has no deadline, and once con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from ..agent.cell_pause import PAUSE, RESUME
 from ..agent.protocol import encode_frame
@@ -19,29 +20,44 @@ def frame(paused: bool, member: int | None = None) -> bytes:
 
 
 class AnswerDeadline:
-    """The deadline of an answer awaited in ``asyncio.timeout`` scopes (:meth:`scope`), held while paused."""
+    """The deadline of one exchange's answer, awaited in an ``asyncio.timeout`` scope (:meth:`scope`), held while
+    its cell stands paused: a pause that comes before the scope (as the cell's frame is still being sent) holds
+    it from its start."""
 
-    def __init__(self) -> None:
+    def __init__(self, begun: bool = False) -> None:
         self._scope: asyncio.Timeout | None = None
         self._left: float | None = None  # what was left of it when paused
+        self._paused = False
+        self._begun = begun  # an exchange is on: a pause between exchanges is for no cell
+
+    def begin(self) -> None:
+        """An exchange begins: its frame is about to be sent."""
+        self._scope, self._left, self._paused, self._begun = None, None, False, True
 
     def scope(self, seconds: float) -> asyncio.Timeout:
-        self._scope, self._left = asyncio.timeout(seconds), None
+        if self._paused:
+            self._scope, self._left = asyncio.timeout(None), seconds
+        else:
+            self._scope, self._left = asyncio.timeout(seconds), None
         return self._scope
 
     def done(self) -> None:
-        """The answer came (or will not): the scope is left."""
-        self._scope = self._left = None
+        """The exchange is over (answered or not): a pause or resume that comes later is for no cell."""
+        self._scope, self._left, self._paused, self._begun = None, None, False, False
 
     def hold(self, paused: bool) -> None:
         """Hold the deadline (``paused``), or give it back what was left of it."""
+        if not self._begun:
+            return
+        self._paused = paused
         scope = self._scope
         if scope is None or scope.expired():
             return
         loop = asyncio.get_running_loop()
-        if paused and self._left is None and (when := scope.when()) is not None:
-            self._left = max(when - loop.time(), 0.0)
-            scope.reschedule(None)
-        elif not paused and self._left is not None:
-            scope.reschedule(loop.time() + self._left)
-            self._left = None
+        with contextlib.suppress(RuntimeError):  # a scope left meanwhile: nothing to hold
+            if paused and self._left is None and (when := scope.when()) is not None:
+                self._left = max(when - loop.time(), 0.0)
+                scope.reschedule(None)
+            elif not paused and self._left is not None:
+                scope.reschedule(loop.time() + self._left)
+                self._left = None

@@ -14,9 +14,10 @@ a cell holding a lent slot lends it to nobody. So a paused cell's answer comes w
 that share, which its client allows for; a cell of a longer limit than the sleepers' waits for a slot, as before.
 A sleep goes on while its cell stands paused (the kernel's timers run).
 
-A cell is seen asleep where its session's processes wanted less than ``IDLE_RATE`` of a CPU over each look since
-it was first seen so (every thread counted: a cell computing in a thread computes): a slot is a CPU, and holding
-one by waking now and then costs a cell a quarter of a CPU of its session's CPU time for as long as it holds it.
+A cell is seen asleep where its session's processes (every thread counted: a cell computing in a thread computes)
+wanted less than ``IDLE_RATE`` of a CPU on average over the last ``WINDOW_S``, and on its last look (one that has
+just woken to compute is not asleep): a slot is a CPU, and holding one by waking now and then costs a cell a
+quarter of a CPU of its session's CPU time for as long as it holds it.
 The processes of a fork's copies are seen together (one worker): they are under ``IDLE_RATE`` for each slot
 their cells hold, or none of them is asleep. A container's are seen from its agent, whose pid the server reads off
 its channel (``agent_channel.peer_pid``); where they cannot be seen (a server in a container of its own), a cell
@@ -25,6 +26,8 @@ is seen asleep only while the machine's CPUs are as good as idle: then no cell h
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 
 ASLEEP_FOR_S = 0.25  # how long a running cell is seen asleep before it lends its slot to a cell that waits
 LOOK_S = 0.05  # a look spans this much at least: over less, the counts' own grain decides
+WINDOW_S = 0.5  # the span a running cell's demand is averaged over
 IDLE_RATE = 0.25  # the CPUs a running cell wants, under which it is seen asleep
 
 
@@ -63,7 +67,7 @@ class RunningCell:
     worker: AgentWorker | None
     since: float  # when it took its slot
     limit_s: float  # its time limit: it stands paused for PAUSE_SHARE of it at most, all its pauses together
-    look: tuple[float, float] | None = None  # when it was last looked at, and its demand then
+    looks: collections.deque[tuple[float, float]] = field(default_factory=collections.deque)  # (when, demand)
     asleep_from: float | None = None  # since when it has been seen asleep, on every look
     offer: asyncio.Future[AgentWorker] | None = field(default=None, repr=False)  # a slot lent, while it waits
     lender: RunningCell | None = None  # the paused cell whose slot it holds: the slot goes back to it
@@ -87,20 +91,28 @@ def may_borrow(borrower: RunningCell, lender: RunningCell) -> bool:
     return borrower.limit_s * (1 + WAIT_CREDIT) <= lender.pause_left()
 
 
-def asleep(cell: RunningCell, now: float, machine_idle: bool, share: int = 1) -> bool:
-    """Whether ``cell`` has been seen asleep for ``ASLEEP_FOR_S`` (looked at now: see the module's text).
-    ``machine_idle``: the machine's CPUs were as good as idle since the last tick; ``share``: the cells holding
-    slots whose processes are measured with this one's (a fork's copies, one worker): under ``IDLE_RATE`` each."""
-    demand = cell.lease.demand_s()
-    if demand is None:
-        sleeping = machine_idle
-    else:
-        if cell.look is None or now - cell.look[0] < LOOK_S:
-            cell.look = cell.look or (now, demand)
+def asleep(cell: RunningCell, now: float, machine_idle: bool, share: int, demand_s: Callable[[], float | None]) -> bool:
+    """Whether ``cell`` is seen asleep now (see the module's text): its processes (read by ``demand_s``, once a
+    look is due) wanted under ``IDLE_RATE`` of a CPU on average over the last ``WINDOW_S`` (``ASLEEP_FOR_S`` at
+    least) and on its last look. The average is what holding a slot costs: a cell that wakes for a moment now and
+    then does not reset it, and one that has just woken to compute is not asleep. ``machine_idle``: the machine's
+    CPUs were as good as idle since the last tick (where its processes cannot be seen); ``share``: the cells
+    holding slots whose processes are measured with this one's (a fork's copies): under ``IDLE_RATE`` each."""
+    if cell.looks and now - cell.looks[-1][0] < LOOK_S:
+        return False  # looked at a moment ago: over less, the counts' own grain decides (and each look reads /proc)
+    demand = demand_s()
+    if demand is not None:
+        looks = cell.looks
+        looks.append((now, demand))
+        while len(looks) > 2 and looks[1][0] <= now - WINDOW_S:
+            looks.popleft()
+        if len(looks) < 2:
             return False
-        sleeping = (demand - cell.look[1]) / (now - cell.look[0]) < IDLE_RATE * share
-        cell.look = (now, demand)
-    if not sleeping:
+        (t0, d0), (t1, d1), (t2, d2) = looks[0], looks[-2], looks[-1]
+        most = IDLE_RATE * share
+        return t2 - t0 >= ASLEEP_FOR_S and (d2 - d0) / (t2 - t0) < most and (d2 - d1) / max(t2 - t1, 1e-9) < most
+    cell.looks.append((now, 0.0))
+    if not machine_idle:
         cell.asleep_from = None
         return False
     if cell.asleep_from is None:

@@ -260,7 +260,10 @@ class WorkerPool(LentSlots, SessionSlots):
             lent = any(w.slot >= self.size for w in self._busy)  # measured on every tick: see lending.crowding
             await self._ticker.next(waited or lent or bool(self._waiters or self._cell_waiters or self._starting))
             waited = bool(self._waiters)
-            self._lend_tick(time.monotonic(), cpu.sample())
+            try:
+                self._lend_tick(time.monotonic(), cpu.sample())
+            except Exception:  # one tick's fault must not end lending, cells' turns and warm starts for good
+                log.exception("%s: a lending tick failed", self.name)
 
     def _lend_tick(self, now: float, idle_cpus: float) -> None:
         """Measure the runs, then lend (parked workers first), park, retire and start ahead as they say."""

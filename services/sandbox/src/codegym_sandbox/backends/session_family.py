@@ -89,10 +89,12 @@ class Family:
             raise SandboxFault(f"worker {self.worker.slot} went away")
         waiter = asyncio.get_running_loop().create_future()
         self.pending[member] = waiter
+        deadline = self.deadlines[member] = AnswerDeadline(
+            begun=True
+        )  # before the frame: a pause may come as it is sent
         try:
             self.worker._write(encode_frame({**header, "member": member}, blobs))
             await self.worker._drain()
-            deadline = self.deadlines[member] = AnswerDeadline()
             async with deadline.scope(answer_by):
                 answer: tuple[dict[str, object], list[bytes]] = await waiter
             return answer
@@ -101,7 +103,8 @@ class Family:
         finally:
             if self.pending.get(member) is waiter:
                 del self.pending[member]
-                self.deadlines.pop(member, None)
+            if self.deadlines.get(member) is deadline:
+                del self.deadlines[member]
 
     def pause(self, member: int, paused: bool) -> None:
         """Pause ``member``'s running cell, or continue it (``cell_pause.py``)."""

@@ -13,7 +13,7 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from . import cell_turns
@@ -159,7 +159,8 @@ class SessionSlots:
         """``running`` holds its slot no more: back to the cell that lent it, where that one waits for it."""
         worker = running.worker
         assert worker is not None
-        running.worker = running.look = running.asleep_from = None
+        running.worker = running.asleep_from = None
+        running.looks.clear()
         del self._cells[worker], self._running[worker]
         self._meter.ended(running.lease)
         lender, running.lender = running.lender, None
@@ -183,16 +184,23 @@ class SessionSlots:
         borrowers = [r for r in self._borrowers if r.offer is not None and not r.offer.done()]
         if not borrowers:
             for running in self._running.values():
-                running.look = running.asleep_from = None  # looked at afresh when cells wait again
+                running.asleep_from = None  # looked at afresh when cells wait again
+                running.looks.clear()
             return
         idle = cell_turns.machine_idle(self.cpus, idle_cpus)
         # The cells of one worker (a fork's copies) are measured together: asleep only where all of them are.
         share = collections.Counter(id(r.lease.worker) for r in self._running.values())
+        read: dict[int, float | None] = {}  # each worker's processes read once a tick (a family's: one tree)
+
+        def demand_of(lease: Pausable) -> Callable[[], float | None]:
+            key = id(lease.worker)
+            return lambda: read[key] if key in read else read.setdefault(key, lease.demand_s())
+
         lenders = sorted(
             (
                 r
                 for r in self._running.values()
-                if r.may_lend() and cell_turns.asleep(r, now, idle, share[id(r.lease.worker)])
+                if r.may_lend() and cell_turns.asleep(r, now, idle, share[id(r.lease.worker)], demand_of(r.lease))
             ),
             key=lambda r: r.since,
         )
@@ -205,7 +213,8 @@ class SessionSlots:
             assert worker is not None and borrower.offer is not None
             del self._cells[worker], self._running[worker]
             self._meter.ended(lender.lease)
-            lender.worker = lender.look = lender.asleep_from = None
+            lender.worker = lender.asleep_from = None
+            lender.looks.clear()
             lender.lease.pause(True)
             lender.paused, lender.paused_at = True, now
             borrower.lender = lender

@@ -101,7 +101,8 @@ class AgentWorker:
 
     # -- the protocol -----------------------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
-        assert self.writer is not None
+        if self.writer is None:
+            raise ConnectionResetError(f"worker {self.slot} is gone")  # killed as its caller waited for a slot
         self.writer.write(data)
 
     async def _drain(self) -> None:
@@ -169,6 +170,7 @@ class AgentWorker:
     async def _ask(
         self, header: RunFrame, blobs: list[bytes], answer_by: float
     ) -> tuple[dict[str, object], list[bytes]]:
+        self.deadline.begin()
         try:
             self._write(encode_frame(header, blobs))
             await self._drain()

@@ -29,19 +29,24 @@ class Repeats(Generic[Session]):
         self.holds, self.alive = holds, alive
         self._made: dict[tuple[str, str], Session] = {}
         self._making: dict[tuple[str, str], asyncio.Future[Session]] = {}
+        self._asked: dict[tuple[str, str], str] = {}  # each key's create, as its body's digest
 
-    async def create(self, client: str, key: str | None, make: Callable[[], Awaitable[Session]]) -> Session:
+    async def create(self, client: str, key: str | None, asked: str, make: Callable[[], Awaitable[Session]]) -> Session:
         """``make()``'s session, or, for a key of ``client``'s seen before, the session it made (waited for
-        while it is made)."""
+        while it is made). ``asked``: the create's body, as a digest: a key sent again with another body is
+        refused (:class:`KeyReused`), never answered with a session made for another create."""
         if key is None:
             return await make()
         at = (client, key)
         while True:
-            if (made := self._made.get(at)) is not None:
-                if self.holds(made):
-                    return made
-                del self._made[at]  # ended: a create with its key is a new one
+            if (made := self._made.get(at)) is not None and not self.holds(made):
+                del self._made[at], self._asked[at]  # ended: a create with its key is a new one
+                made = None
             making = self._making.get(at)
+            if (made or making) is not None and self._asked.get(at) != asked:
+                raise KeyReused("this Idempotency-Key was sent with another create: a key names one create")
+            if made is not None:
+                return made
             if making is None:
                 break
             # Shielded: a repeat that goes away leaves the first to finish. One cut short (its client went
@@ -50,10 +55,11 @@ class Repeats(Generic[Session]):
             if not making.cancelled():
                 return making.result()  # raises the first's error: the repeat's answer too
         future: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
-        self._making[at] = future
+        self._making[at], self._asked[at] = future, asked
         try:
             session = await make()
         except BaseException as exc:
+            del self._asked[at]
             if isinstance(exc, asyncio.CancelledError):
                 future.cancel()
             else:
@@ -72,3 +78,8 @@ class Repeats(Generic[Session]):
         at most about twice the sessions alive."""
         if len(self._made) > 2 * self.alive() + 64:
             self._made = {at: s for at, s in self._made.items() if self.holds(s)}
+            self._asked = {at: self._asked[at] for at in (*self._made, *self._making)}
+
+
+class KeyReused(ValueError):
+    """An ``Idempotency-Key`` sent again with another create's body (422)."""

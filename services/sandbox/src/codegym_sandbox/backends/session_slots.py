@@ -129,6 +129,8 @@ class SessionSlots:
 
     async def _slot_for(self, running: RunningCell) -> AgentWorker:
         """A slot for a cell: the next of the queue's, or one lent to it meanwhile (``_turn_cells``)."""
+        if not self._idle.empty():  # one is free: taken at once (no task, no wait: a trivial cell's round trip)
+            return await self._take(None, None, cell=True)
         take = asyncio.ensure_future(self._take(None, None, cell=True))
         offer = running.offer = asyncio.get_running_loop().create_future()
         self._borrowers[running] = None

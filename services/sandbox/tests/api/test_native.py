@@ -379,3 +379,25 @@ def test_tests_written_into_every_programs_input_are_bounded(
     assert many.status_code == 422 and "fewer programs" in many.text, many.text
     (few,) = evaluate(client, programs=["def f(): return 1"], tests=[test], function="f")
     assert few["verdict"] == "AC"
+
+
+def test_tests_written_into_every_programs_input_are_counted_in_bytes(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is built is UTF-8: a character past U+FFFF is four bytes of every program's stdin, one of a str's
+    length (2 MB of them in one test passed a 64 MiB bound and took the server 614 MiB)."""
+    monkeypatch.setattr(native, "EXPANDED_BYTES", 4096)
+    wide = {"assert_code": "assert f() == 1  # " + "\U0001f600" * 400}  # 419 characters, 1,619 bytes
+    many = client.post(
+        "/v1/evaluate",
+        json={"language": "python", "programs": ["def f(): return 1"] * 4, "tests": [wide], "function": "f"},
+    )
+    assert many.status_code == 422 and "fewer programs" in many.text, many.text
+    program = "def f(): return 1  # " + "\U0001f600" * 400  # the programs are counted the same way
+    many = client.post(
+        "/v1/evaluate",
+        json={"language": "python", "programs": [program] * 4, "tests": [{"assert_code": "assert f() == 1"}]},
+    )
+    assert many.status_code == 422 and "fewer programs" in many.text, many.text
+    (few,) = evaluate(client, programs=["def f(): return 1"], tests=[wide], function="f")
+    assert few["verdict"] == "AC"

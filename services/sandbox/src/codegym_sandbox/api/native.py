@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 from fastapi import APIRouter
@@ -11,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor
+from ..judging import harness
 from ..judging.compare import least_output
 from ..judging.judge import execution_verdict
 from ..judging.schedule import judge_requests
@@ -83,7 +83,8 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> Ev
 
 # What a request's call and assert tests may become at once: each is written, with the program, into each
 # program's stdin for its round (``harness.runner_stdin``), so a 1 MiB test and 120 programs were 120 MiB of the
-# server's, and seconds of its event loop, from one small body.
+# server's, and seconds of its event loop, from one small body. Counted in the bytes built, not a str's
+# characters: 2 MB of characters past U+FFFF were 8 MB of each stdin.
 EXPANDED_BYTES = 64 << 20
 
 
@@ -103,7 +104,7 @@ def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
         msg = f"{what} is more than the server's max_runs_per_request ({executor.settings.max_runs_per_request}): "
         msg += "split the request"
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
-    if (expanded := sum(_expanded(req) for req in reqs)) > EXPANDED_BYTES:
+    if (expanded := sum(harness.expanded_bytes(req) for req in reqs)) > EXPANDED_BYTES:
         msg = f"the call and assert tests, written into each program's input, come to {expanded >> 20} MiB, more "
         msg += f"than {EXPANDED_BYTES >> 20} MiB: send fewer programs per request, or smaller tests"
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
@@ -125,16 +126,6 @@ def _check_outputs(executor: Executor, reqs: list[EvaluateRequest]) -> None:
                 msg += f"than a run may print here ({cap}, LIMITS__OUTPUT_BYTES): no program can pass it; leave it out"
                 msg += " or raise the server's output cap"
                 raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
-
-
-def _expanded(req: EvaluateRequest) -> int:
-    """The bytes of the stdins a round of ``req``'s call and assert tests makes: every program with its largest."""
-    sizes = [
-        len(t.assert_code) if t.assert_code is not None else len(json.dumps([t.call, t.kwargs, t.expected]))
-        for t in req.tests
-        if t.assert_code is not None or t.call is not None
-    ]
-    return sum(len(p) for p in req.programs) + len(req.programs) * max(sizes) if sizes else 0
 
 
 @router.get("/languages", response_model=list[LanguageOut])

@@ -53,14 +53,37 @@ def call_stdin(
 
 def runner_stdin(req: EvaluateRequest, code: str, test: Test) -> bytes:
     """The runner's stdin for a call or assert ``test`` of ``req``."""
+    return assert_stdin(code, _runner_test(req, test))
+
+
+def _runner_test(req: EvaluateRequest, test: Test) -> str:
+    """What follows the program in the runner's stdin for a call or assert ``test`` of ``req``."""
     if test.assert_code is not None:
         # The task's entry point is the program's for its assert tests, even where a builtin has its name.
         declared = f"{program_names.DECLARED}{req.function}\n" if req.function else ""
-        return assert_stdin(code, declared + test.assert_code)
+        return declared + test.assert_code
     if test.call is None or req.function is None:
         raise ValueError("only call and assert tests run with the runner")
+    if not req.function.isidentifier():
+        raise ValueError(f"function {req.function!r} is not a Python identifier")
     rule = _RULES[req.call_comparison]
-    return call_stdin(code, req.function, test.call, test.kwargs, test.expected, req.rel_tol, req.abs_tol, rule)
+    return call_test.text(req.function, test.call, test.kwargs or {}, test.expected, req.rel_tol, req.abs_tol, rule)
+
+
+def expanded_bytes(req: EvaluateRequest) -> int:
+    """The bytes of the stdins the largest round of ``req``'s call and assert tests makes: each program, in
+    UTF-8 as :func:`assert_stdin` writes it, with the largest test (a character past U+FFFF is four bytes of it,
+    one of a str's length)."""
+    tests = [t for t in req.tests if t.assert_code is not None or t.call is not None]
+    if not tests:
+        return 0
+    largest = max(utf8_bytes(_runner_test(req, t)) for t in tests)
+    return sum(len(f"{n}\n") + n + largest for n in map(utf8_bytes, req.programs))
+
+
+def utf8_bytes(text: str) -> int:
+    """The length of ``text`` in UTF-8 (lone surrogates as ``surrogatepass`` writes them); no copy for ASCII."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def assert_outcome(exit_code: int | None) -> bool | None:

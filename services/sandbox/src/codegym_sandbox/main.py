@@ -21,6 +21,7 @@ from .backends.base import Saturated, TooLarge
 from .backends.choose import choose_backend
 from .config import Settings, get_settings
 from .executor import Executor
+from .judging import off_loop
 from .metrics import Metrics
 from .sessions.errors import Busy, FilesTooLarge, SessionGone, TooManySessions
 from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
@@ -49,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await app.state.sessions.stop()
             await backend.stop()
+            off_loop.shutdown()
 
     app = FastAPI(title="codegym sandbox", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from codegym_sandbox import models
+from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.executor import Execution, StepResult
 from codegym_sandbox.judging import judge
 from codegym_sandbox.judging.judge import execution_verdict
+from codegym_sandbox.judging.off_loop import Comparisons
 from codegym_sandbox.verdicts import RunEnd, Verdict
 
 
@@ -51,4 +55,4 @@ def test_an_execution_without_steps_has_no_verdict() -> None:
 def test_a_stdin_tests_verdict_is_the_judges_from_the_runs_end(end: RunEnd, stdout: bytes, verdict: Verdict) -> None:
     req = models.EvaluateRequest(language="python", programs=["x"], tests=[models.Test(stdin="", expected_stdout="3")])
     step = StepResult(end, 0 if end is RunEnd.EXITED else 1, None, 0.1, 0.1, 1000, stdout, b"")
-    assert judge.test_verdict(req, req.tests[0], step) is verdict
+    assert asyncio.run(judge.test_verdict(req, req.tests[0], step, Comparisons(MemoryBudget(64)))) is verdict

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 from codegym_sandbox import languages
 from codegym_sandbox.agent.assert_outcome import WRONG_ANSWER
 from codegym_sandbox.backends.base import RunPolicy
+from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.config import Limits, Settings
 from codegym_sandbox.executor import RunLimits, StepResult
+from codegym_sandbox.judging import off_loop
 from codegym_sandbox.judging.schedule import judge_requests
 from codegym_sandbox.models import EvaluateRequest, ProgramOut
 from codegym_sandbox.verdicts import RunEnd, Verdict
@@ -19,6 +22,7 @@ from codegym_sandbox.verdicts import RunEnd, Verdict
 class _Backend:
     def __init__(self, workers: int) -> None:
         self.workers = workers
+        self.memory = MemoryBudget(1024)
 
     def status(self) -> dict[str, Any]:
         return {"workers": self.workers}
@@ -189,3 +193,67 @@ def test_a_tests_stdin_is_encoded_once_for_every_program() -> None:
     _judge(executor, request)
     stdins = [b[0] for b in executor.batches]
     assert len(stdins) == 3 and all(s is stdins[0] for s in stdins)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_large_comparisons_leave_the_event_loop_free(wrong: bool) -> None:
+    """Outputs compared as numbers token by token: 8 MiB of ``1.0`` against ``1.00`` took the loop seconds per
+    program, every client's requests waiting. Judged elsewhere, with the same verdicts."""
+    executor = _Executor(workers=1)
+    n = 300_000
+    printed = "1.0\n" * n + ("2.5\n" if wrong else "1.0\n")  # each program prints its stdin
+    tests = [{"stdin": printed, "expected_stdout": "1.00\n" * (n + 1)}]
+    body = {"language": "python", "programs": ["a", "b"], "tests": tests, "comparison": "float"}
+    request = EvaluateRequest.model_validate(body)
+
+    async def judged_while_ticking() -> tuple[list[list[ProgramOut]], float]:
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.perf_counter()
+            while True:
+                await asyncio.sleep(0.005)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        ticker = asyncio.create_task(tick())
+        try:
+            outs = await judge_requests(executor, [request], RunPolicy())  # type: ignore[arg-type]
+        finally:
+            ticker.cancel()
+        return outs, max(gaps, default=0.0)
+
+    (outs,), gap = asyncio.run(judged_while_ticking())
+    assert [o.verdict for o in outs] == [Verdict.WA if wrong else Verdict.AC] * 2
+    assert gap < 0.1, f"the loop was held {gap:.2f} s"
+
+
+def test_an_output_waiting_for_its_comparison_takes_a_share_of_the_memory_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its run's share ended with the run: outputs waiting for the pool hold the next runs back, not pile up."""
+    executor = _Executor(workers=1)
+    executor.backend.memory = MemoryBudget(1)
+    released = asyncio.Event()
+
+    async def slow(*args: Any) -> bool:
+        await released.wait()
+        return True
+
+    monkeypatch.setattr(off_loop, "_in_pool", slow)
+    tests = [{"stdin": "1 " * 4096, "expected_stdout": "1.0 " * 4096}]
+    body = {"language": "python", "programs": ["a", "b", "c"], "tests": tests, "comparison": "float"}
+    request = EvaluateRequest.model_validate(body)
+
+    async def judged() -> tuple[tuple[int, int], list[list[ProgramOut]]]:
+        task = asyncio.create_task(judge_requests(executor, [request], RunPolicy()))  # type: ignore[arg-type]
+        for _ in range(50):
+            await asyncio.sleep(0)
+        held = executor.backend.memory.held_mb, executor.backend.memory.waiting
+        released.set()
+        return held, await task
+
+    held, (outs,) = asyncio.run(judged())
+    assert held == (1, 2)  # one output in the pool holds the MiB, the two others wait for it
+    assert [o.verdict for o in outs] == [Verdict.AC] * 3 and executor.backend.memory.held_mb == 0

@@ -123,9 +123,20 @@ class SessionLease(Protocol):
 
 
 class MemoryShare(Protocol):
-    """What the server sets on a backend's memory budget (``memory.MemoryBudget``)."""
+    """What the server sets on a backend's memory budget (``memory.MemoryBudget``), and what the server holds
+    for runs after their end takes of it (``judging/off_loop.py``)."""
 
     total_mb: int
+
+    async def acquire(
+        self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0
+    ) -> Any:
+        """A share of ``mb``, once the runs and shares before it leave room (see ``memory.MemoryBudget``)."""
+        ...
+
+    def release(self, lease: Any) -> None:
+        """Give back what :meth:`acquire` took."""
+        ...
 
 
 class Backend(Protocol):

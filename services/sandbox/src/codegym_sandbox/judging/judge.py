@@ -2,9 +2,10 @@
 
 A run's end (limits, exit status: ``verdicts.run_end``, which the executor gives every step) is no verdict: a
 run that ended by itself (``RunEnd.EXITED``) passes or fails its test as the test says: a stdin test compares
-outputs, on this side; a call test and an assert test are read from the runner's exit status (see
-``assert_runner``), which the program cannot set: the runner's checker compares a returned value with the
-expected one (``compare.values_match``), never what the program printed. Clients of the API, the
+outputs, on this side (a large comparison in a process of its own: ``off_loop``); a call test and an assert
+test are read from the runner's exit status (see ``assert_runner``), which the program cannot set: the runner's
+checker compares a returned value with the expected one (``compare.values_match``), never what the program
+printed. Clients of the API, the
 evaluator among them, take these verdicts as they are. A run that ended otherwise (a limit, a crash, a sandbox
 failure) has that end's verdict (``RunEnd.verdict``), whatever its test.
 """
@@ -15,7 +16,7 @@ from ..executor import Execution, StepResult
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
 from ..verdicts import RunEnd, Verdict
 from . import harness
-from .compare import outputs_match
+from .off_loop import Comparisons
 from .wire import step_out, text
 
 SHOWN_BYTES = 1024  # of a test's stdout (its start) and stderr (its end) in an answer
@@ -46,8 +47,9 @@ def execution_verdict(ex: Execution) -> Verdict:
     return final.end.verdict
 
 
-def test_verdict(req: EvaluateRequest, test: Test, step: StepResult) -> Verdict:
-    """The verdict of one test, from its run."""
+async def test_verdict(req: EvaluateRequest, test: Test, step: StepResult, comparisons: Comparisons) -> Verdict:
+    """The verdict of one test, from its run; a stdin test's outputs compared among ``comparisons`` (its
+    request's: see ``off_loop``)."""
     if (test.assert_code is not None or test.call is not None) and step.end in (RunEnd.EXITED, RunEnd.FAILED):
         # A failed assertion (or a returned value that is not the expected one) is a wrong answer, as every
         # reference harness counts it; an exception of the program's own stays a runtime error.
@@ -58,13 +60,14 @@ def test_verdict(req: EvaluateRequest, test: Test, step: StepResult) -> Verdict:
     if step.end is not RunEnd.EXITED:
         return step.end.verdict
     assert test.expected_stdout is not None
-    same = outputs_match(text(step.stdout), test.expected_stdout, req.comparison, req.rel_tol, req.abs_tol)
+    actual, expected = text(step.stdout), test.expected_stdout
+    same = await comparisons.outputs_match(actual, expected, req.comparison, req.rel_tol, req.abs_tol, test)
     return Verdict.AC if same else Verdict.WA
 
 
-def test_out(req: EvaluateRequest, test: Test, step: StepResult) -> TestOut:
+async def test_out(req: EvaluateRequest, test: Test, step: StepResult, comparisons: Comparisons) -> TestOut:
     return TestOut(
-        verdict=test_verdict(req, test, step),
+        verdict=await test_verdict(req, test, step, comparisons),
         wall_s=step.wall_s,
         cpu_s=step.cpu_s,
         stdout=text(step.stdout[: req._shown_bytes]),

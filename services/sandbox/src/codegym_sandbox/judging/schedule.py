@@ -5,7 +5,8 @@ Stdin tests of a program go to a worker together, in parts when there are fewer 
 with early stop, in parts of 1, 2, 4, ... tests in order. A part goes in exchanges of at most
 :func:`per_exchange` tests, each judged as it comes back: what a program prints is held for one exchange, never
 for a request (every test's output may be ``LIMITS__OUTPUT_BYTES``), and each test's stdin is encoded once for
-all the programs of a request. Assert and call tests of every request go
+all the programs of a request. A large comparison of outputs is made off the event loop, charged to the
+memory budget while it waits (see ``off_loop``). Assert and call tests of every request go
 round by round (see :func:`_judge_asserts`). Where a program stops never depends on timing: its verdict
 and its tests' are the judge's (``judge.py``), from its runs in the tests' order.
 """
@@ -19,6 +20,7 @@ from ..models import EvaluateRequest, ProgramOut, Test, TestOut
 from ..verdicts import RunEnd, Verdict
 from . import harness, judge
 from .fan_out import all_of
+from .off_loop import Comparisons
 
 
 async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy: RunPolicy) -> list[list[ProgramOut]]:
@@ -26,6 +28,7 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
     made with ``policy`` (the route's: whether to cache, how long to queue, admitted as a whole or not)."""
     workers = executor.backend.status().get("workers", 1)
     judge.share_answer(reqs)
+    comparisons = Comparisons(executor.backend.memory)
     asserts: dict[int, languages.Language] = {}
     for i, req in enumerate(reqs):
         if (lang := _python_asserts(executor, req)) is not None:
@@ -39,13 +42,16 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
         parts = max(1, workers // len(req.programs))
         chunk = -(-len(req.tests) // parts)
         stdins = [t.stdin.encode() if t.stdin else None for t in req.tests]  # bytes: shared by every program
-        judged = (_judge(executor, req, code, stdins, limits, compile_limits, chunk, policy) for code in req.programs)
+        judged = (
+            _judge(executor, req, code, stdins, limits, compile_limits, chunk, policy, comparisons)
+            for code in req.programs
+        )
         return await all_of(judged)
 
     others = [i for i in range(len(reqs)) if i not in asserts]
     judged_asserts, judged_others = await all_of(
         [
-            _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy),
+            _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy, comparisons),
             all_of(stdio(reqs[i]) for i in others),
         ]
     )
@@ -70,7 +76,11 @@ def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Langu
 
 
 async def _judge_asserts(
-    executor: Executor, reqs: list[tuple[EvaluateRequest, languages.Language]], workers: int, policy: RunPolicy
+    executor: Executor,
+    reqs: list[tuple[EvaluateRequest, languages.Language]],
+    workers: int,
+    policy: RunPolicy,
+    comparisons: Comparisons,
 ) -> list[list[ProgramOut]]:
     """Assert and call tests, one round at a time: the first test of every program of every request, then the
     second.
@@ -99,7 +109,10 @@ async def _judge_asserts(
             """One exchange, judged as it comes back: its outputs are let go before the round ends."""
             steps = await executor.run_tests(lang, sources, [stdins[i] for i in indices], limits, policy, shared=True)
             judged = [reqs[runs[i][0]][0] for i in indices]
-            return [judge.test_out(r, r.tests[round_], step) for r, step in zip(judged, steps, strict=True)]
+            return [
+                await judge.test_out(r, r.tests[round_], step, comparisons)
+                for r, step in zip(judged, steps, strict=True)
+            ]
 
         for indices, judged in zip(parts, await all_of(part(p) for p in parts), strict=True):
             for i, out in zip(indices, judged, strict=True):
@@ -130,6 +143,7 @@ async def _judge(
     compile_limits: RunLimits,
     chunk: int,
     policy: RunPolicy,
+    comparisons: Comparisons,
 ) -> ProgramOut:
     total = len(req.tests)
     try:
@@ -144,7 +158,7 @@ async def _judge(
         return judge.compile_failed(req, compiled)
 
     async def one(i: int) -> TestOut:
-        return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy)
+        return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy, comparisons)
 
     async def batch(tests: range) -> list[TestOut]:
         """The tests, in exchanges of at most :func:`per_exchange` one after another, each judged as it
@@ -153,7 +167,7 @@ async def _judge(
         for k in range(tests.start, tests.stop, per_exchange(executor)):
             part = range(k, min(k + per_exchange(executor), tests.stop))
             steps = await executor.run_tests(lang, sources, [stdins[i] for i in part], limits, policy)
-            outs += [judge.test_out(req, req.tests[i], step) for i, step in zip(part, steps, strict=True)]
+            outs += [await judge.test_out(req, req.tests[i], s, comparisons) for i, s in zip(part, steps, strict=True)]
         return outs
 
     outs: list[TestOut] = []
@@ -192,9 +206,10 @@ async def _run_test(
     stdin: bytes | None,
     limits: RunLimits,
     policy: RunPolicy,
+    comparisons: Comparisons,
 ) -> TestOut:
     if test.call is not None or test.assert_code is not None:
         sources = {**sources, lang.source: (harness.ASSERT_MAIN.encode(), 0o644)}
         stdin = harness.runner_stdin(req, code, test)
     step = await executor.run_built(lang, sources, stdin, limits, policy)
-    return judge.test_out(req, test, step)
+    return await judge.test_out(req, test, step, comparisons)

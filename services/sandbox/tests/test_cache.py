@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from codegym_sandbox import cache as cache_module
 from codegym_sandbox.cache import ENTRY_BYTES, LARGEST_SHARE, LRUCache, cache_key
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -258,3 +260,45 @@ def test_many_large_outputs_stay_within_the_byte_bound(backend: str) -> None:
         assert 0 < answers == executor.responses.nbytes <= bound // 4
         client.post("/run_code", json={"code": PRINTER, "language": "python", "stdin": f"big38 {120 << 10}"})
         assert metric(client, ANSWERS_BYTES) == answers
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_shared_stdin_is_hashed_once_a_request_and_only_for_the_cache(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, cache: bool
+) -> None:
+    """A 16 MiB stdin hashed for the key of each of 60 programs, the cache off too, held the event loop a
+    second: it is hashed once for all of a request's programs, and not at all when the request asks for no
+    cache."""
+    hashed = [0]
+    real = cache_module.hashlib.sha256
+
+    def counting(data: bytes = b"") -> Any:
+        hashed[0] += len(data)
+        h = real(data)
+        return _Counted(h, hashed)
+
+    monkeypatch.setattr(cache_module.hashlib, "sha256", counting)
+    stdin = "x" * (1 << 20)
+    body = {
+        "language": "python",
+        "programs": [f"import sys; sys.stdin.read()  # {k}" for k in range(4)],
+        "tests": [{"stdin": stdin, "expected_stdout": ""}],
+        "cache": cache,
+    }
+    answer = client.post("/v1/evaluate", json=body)
+    assert answer.status_code == 200 and [p["verdict"] for p in answer.json()["results"]] == ["AC"] * 4
+    assert hashed[0] < (2 << 20 if cache else 1 << 20), hashed[0]
+
+
+class _Counted:
+    """A hash that counts the bytes it is given."""
+
+    def __init__(self, h: Any, hashed: list[int]) -> None:
+        self.h, self.hashed = h, hashed
+
+    def update(self, data: bytes) -> None:
+        self.hashed[0] += len(data)
+        self.h.update(data)
+
+    def hexdigest(self) -> str:
+        return str(self.h.hexdigest())

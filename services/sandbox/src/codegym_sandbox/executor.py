@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from . import languages, pytest_file
 from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
-from .cache import LRUCache, cache_key
+from .cache import LRUCache, cache_key, stdin_digests
 from .config import Settings
 from .metrics import Metrics
 from .verdicts import RunEnd, Verdict, memory_exceeded, run_end
@@ -246,21 +246,20 @@ class Executor:
         limits: RunLimits,
         policy: RunPolicy,
         shared: bool = False,
+        digests: list[str] | None = None,
     ) -> list[StepResult]:
         """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own.
 
         ``shared``: other requests run the same ``sources`` (the assert runner), so the worker may keep the
-        test series it ran them in open for them (see the agent's ``_run_tests``).
-        """
-        keys = [self._key(lang, lang.run, sources, stdin, limits, []) for stdin in stdins]
-        caching = policy.cache
-        results: list[StepResult | None] = [self.cache.get(key) if caching else None for key in keys]
+        test series it ran them in open for them (see the agent's ``_run_tests``). ``digests``: the stdins'
+        ``cache.stdin_digests``, made once for a request's programs."""
+        digests = (digests or stdin_digests(stdins)) if policy.cache else []
+        keys = [self._key(lang, lang.run, sources, d, limits, []) for d in digests]
+        results: list[StepResult | None] = [self.cache.get(key) for key in keys] or [None] * len(stdins)
         todo = [i for i, hit in enumerate(results) if hit is None]
         self.metrics.cache.labels(result="hit").inc(len(stdins) - len(todo))
         self.metrics.cache.labels(result="miss").inc(len(todo))
-        for i, hit in enumerate(results):
-            if hit is not None:
-                results[i] = replace(hit, cached=True)
+        results = [None if hit is None else replace(hit, cached=True) for hit in results]
         if todo:
             request = self.request(lang, lang.run, sources, None, limits, [], compile_step=False)
             request.shared = shared
@@ -278,7 +277,7 @@ class Executor:
             for i, result in zip(todo, fresh, strict=True):
                 self.metrics.run_seconds.labels(language=lang.name, kind="run").observe(each)
                 self.metrics.runs.labels(language=lang.name, verdict=result.end.verdict.value).inc()
-                if caching and result.repeatable:
+                if keys and result.repeatable:
                     self.cache.put(keys[i], result)
                 results[i] = result
         return [r for r in results if r is not None]
@@ -288,11 +287,11 @@ class Executor:
         lang: languages.Language,
         argv: tuple[str, ...],
         files: dict[str, tuple[bytes, int]],
-        stdin: bytes | None,
+        stdin_digest: str,
         limits: RunLimits,
         collect: list[str],
     ) -> str:
-        return cache_key(self.runtime_id, lang.name, argv, sorted(files.items()), stdin or b"", limits.wall_s,
+        return cache_key(self.runtime_id, lang.name, argv, sorted(files.items()), stdin_digest, limits.wall_s,
                          limits.memory_mb, collect)  # fmt: skip
 
     def request(
@@ -328,8 +327,8 @@ class Executor:
         compile_step: bool = False,
     ) -> StepResult:
         """One sandboxed process: from the cache when the same step ran before and ``policy`` allows it."""
-        key = self._key(lang, argv, files, stdin, limits, collect)
         caching = policy.cache
+        key = self._key(lang, argv, files, stdin_digests([stdin])[0], limits, collect) if caching else ""
         hit = self.cache.get(key) if caching else None
         kind = "compile" if compile_step else "run"
         if hit is not None:

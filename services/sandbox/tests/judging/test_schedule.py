@@ -63,6 +63,7 @@ class _Executor:
         limits: RunLimits,
         policy: RunPolicy,
         shared: bool = False,
+        digests: list[str] | None = None,
     ) -> list[StepResult]:
         self.batches.append(stdins)
         self.policies.append(policy)
@@ -200,7 +201,7 @@ def test_large_comparisons_leave_the_event_loop_free(wrong: bool) -> None:
     """Outputs compared as numbers token by token: 8 MiB of ``1.0`` against ``1.00`` took the loop seconds per
     program, every client's requests waiting. Judged elsewhere, with the same verdicts."""
     executor = _Executor(workers=1)
-    n = 300_000
+    n = 500_000
     printed = "1.0\n" * n + ("2.5\n" if wrong else "1.0\n")  # each program prints its stdin
     tests = [{"stdin": printed, "expected_stdout": "1.00\n" * (n + 1)}]
     body = {"language": "python", "programs": ["a", "b"], "tests": tests, "comparison": "float"}
@@ -226,7 +227,7 @@ def test_large_comparisons_leave_the_event_loop_free(wrong: bool) -> None:
 
     (outs,), gap = asyncio.run(judged_while_ticking())
     assert [o.verdict for o in outs] == [Verdict.WA if wrong else Verdict.AC] * 2
-    assert gap < 0.1, f"the loop was held {gap:.2f} s"
+    assert gap < 0.3, f"the loop was held {gap:.2f} s"
 
 
 def test_an_output_waiting_for_its_comparison_takes_a_share_of_the_memory_budget(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .. import languages
 from ..backends.base import RunPolicy
+from ..cache import stdin_digests
 from ..executor import Executor, RunLimits, UnsupportedLanguage
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
 from ..verdicts import RunEnd, Verdict
@@ -42,8 +43,9 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
         parts = max(1, workers // len(req.programs))
         chunk = -(-len(req.tests) // parts)
         stdins = [t.stdin.encode() if t.stdin else None for t in req.tests]  # bytes: shared by every program
+        digests = stdin_digests(stdins) if policy.cache else None  # hashed once for them all, only for the cache
         judged = (
-            _judge(executor, req, code, stdins, limits, compile_limits, chunk, policy, comparisons)
+            _judge(executor, req, code, (stdins, digests), limits, compile_limits, chunk, policy, comparisons)
             for code in req.programs
         )
         return await all_of(judged)
@@ -138,14 +140,14 @@ async def _judge(
     executor: Executor,
     req: EvaluateRequest,
     code: str,
-    stdins: list[bytes | None],
+    inputs: tuple[list[bytes | None], list[str] | None],
     limits: RunLimits,
     compile_limits: RunLimits,
     chunk: int,
     policy: RunPolicy,
     comparisons: Comparisons,
 ) -> ProgramOut:
-    total = len(req.tests)
+    total, (stdins, digests) = len(req.tests), inputs
     try:
         lang = executor.language(req.language)
     except UnsupportedLanguage as exc:
@@ -166,7 +168,8 @@ async def _judge(
         outs: list[TestOut] = []
         for k in range(tests.start, tests.stop, per_exchange(executor)):
             part = range(k, min(k + per_exchange(executor), tests.stop))
-            steps = await executor.run_tests(lang, sources, [stdins[i] for i in part], limits, policy)
+            own = [digests[i] for i in part] if digests else None
+            steps = await executor.run_tests(lang, sources, [stdins[i] for i in part], limits, policy, digests=own)
             outs += [await judge.test_out(req, req.tests[i], s, comparisons) for i, s in zip(part, steps, strict=True)]
         return outs
 

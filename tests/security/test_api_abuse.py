@@ -185,3 +185,37 @@ def test_language_names_cannot_grow_the_metrics(server: TestClient) -> None:
     after = server.get("/metrics").text
     assert len(after) - len(before) < 200, len(after) - len(before)
     assert 'codegym_sandbox_runs_total{language="unknown",verdict="SE"}' in after
+
+
+BIG = 10**400  # valid JSON, and past a float's range
+
+
+@pytest.mark.parametrize(
+    ("route", "body"),
+    [
+        ("/execute", {"generated_code": "1", "language": "python", "timeout": BIG}),
+        ("/execute", {"generated_code": "1", "language": "python", "timeout": 1, "max_output_characters": BIG}),
+        ("/v1/execute", {"language": "python", "code": "1", "limits": {"timeout_s": BIG}}),
+        ("/v1/execute", {"language": "python", "code": "1", "limits": {"memory_mb": BIG}}),
+        ("/v1/sessions", {"ttl_s": BIG}),
+        ("/v1/sessions", {"limits": {"cell_timeout_s": BIG}}),
+        ("/execute_batch", {"scripts": ["1"], "timeout": BIG}),
+        ("/run_jupyter", {"cells": ["1"], "cell_timeout": BIG}),
+        ("/run_jupyter", {"cells": ["1"], "total_timeout": BIG}),
+        ("/run_jupyter", {"cells": ["1"], "memory_limit_MB": BIG}),
+        ("/run_code", {"code": "1", "language": "python", "run_timeout": BIG}),
+        ("/run_code", {"code": "1", "language": "python", "memory_limit_MB": BIG}),
+        (
+            "/v1/evaluate",
+            {"language": "python", "programs": ["1"], "tests": [{"stdin": "", "expected_stdout": ""}], "rel_tol": BIG},
+        ),
+    ],
+)
+def test_an_integer_past_a_floats_range_is_a_clear_4xx_or_clamped(
+    server: TestClient, route: str, body: dict[str, object]
+) -> None:
+    """Every numeric field of every route: NeMo's ``timeout`` of 10**400 was a 500 and a traceback."""
+    r = server.post(route, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    assert r.status_code < 500, r.text[:500]
+    if r.status_code == 422:
+        assert "detail" in r.json()

@@ -70,8 +70,12 @@ class ExecuteRequest(BaseModel):
     @field_validator("timeout")
     @classmethod
     def _positive(cls, value: float) -> float:
-        if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer past a float's range (10**400 is JSON): a 500 otherwise
+            finite = False
+        if isinstance(value, bool) or not finite or value <= 0:
+            raise ValueError("timeout must be a positive number of seconds, within a float's range")
         return value
 
 

@@ -200,6 +200,35 @@ def test_a_large_admitted_request_takes_turns_with_other_clients() -> None:
         assert answers[0].status_code == 200 and [i["text"] for i in answers[0].json()] == [str(i) for i in range(20)]
 
 
+def test_one_clients_requests_share_one_window_so_another_client_is_not_refused() -> None:
+    """Each admitted request had a window of its own: eleven requests of one client filled the queue (1,024 at
+    the defaults) and every other client was refused, or waited behind a thousand of its runs. A client's
+    admitted requests now share one window: another client's run is admitted and waits for a worker only."""
+    settings = settings_for("local", queue_size=4, max_workers=2, max_runs_per_request=100)
+    with TestClient(create_app(settings)) as client:
+        sleepers = {"scripts": [f"import time\ntime.sleep(0.3)\n{i}" for i in range(8)], "timeout": 10}
+        answers: list[Any] = []
+        floods = [
+            threading.Thread(target=lambda: answers.append(client.post("/execute_batch", json=sleepers)))
+            for _ in range(3)
+        ]
+        for flood in floods:
+            flood.start()
+        try:
+            time.sleep(0.5)
+            queued = client.get("/readyz").json()["queued"]
+            client._transport.client = ("192.0.2.7", 50000)  # type: ignore[attr-defined]  # another address
+            other = client.post("/v1/execute", json={"language": "python", "code": "print(7)", "cache": False})
+            running = any(flood.is_alive() for flood in floods)
+        finally:
+            for flood in floods:
+                flood.join()  # the app's end waits for them
+        assert queued <= 2  # one window for the client's three requests
+        assert other.status_code == 200 and other.json()["verdict"] == "AC", other.text
+        assert running
+        assert [a.status_code for a in answers] == [200] * 3
+
+
 def test_a_batch_answer_shows_each_script_its_share(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch holds its items until its last script ends: what it keeps of each is its share of one answer's
     bound, in bytes of JSON (a control character is six), every text of it (a traceback too), so that the answer

@@ -17,6 +17,7 @@ from sandbox_support import settings_for
 
 QUEUE_WAIT_S = 7.5
 STDIN_TEST = {"stdin": "1", "expected_stdout": "1"}
+CLIENT = "testclient"  # the address TestClient's requests come from
 
 
 class Recorder:
@@ -63,14 +64,19 @@ def _group(**fields: Any) -> dict[str, Any]:
 ROUTES = [
     ("/v1/execute", {"language": "python", "code": "print(1)"}, RunPolicy(cache=True, admitted=True)),
     ("/v1/execute", {"language": "python", "code": "print(1)", "cache": False}, RunPolicy(cache=False, admitted=True)),
-    ("/v1/evaluate", _group(), RunPolicy(cache=True, admitted=True)),
-    ("/v1/evaluate", _group(cache=False), RunPolicy(cache=False, admitted=True)),
-    ("/v1/evaluate/batch", {"requests": [_group(), _group(cache=False)]}, RunPolicy(cache=False, admitted=True)),
-    ("/v1/evaluate/batch", {"requests": [_group(), _group()]}, RunPolicy(cache=True, admitted=True)),
+    # Requests of many runs take their client's window: its address.
+    ("/v1/evaluate", _group(), RunPolicy(cache=True, admitted=True, client=CLIENT)),
+    ("/v1/evaluate", _group(cache=False), RunPolicy(cache=False, admitted=True, client=CLIENT)),
+    (
+        "/v1/evaluate/batch",
+        {"requests": [_group(), _group(cache=False)]},
+        RunPolicy(cache=False, admitted=True, client=CLIENT),
+    ),
+    ("/v1/evaluate/batch", {"requests": [_group(), _group()]}, RunPolicy(cache=True, admitted=True, client=CLIENT)),
     # SandboxFusion's routes: their clients time out on their own, so a run waits no longer than the server says.
     ("/run_code", {"language": "python", "code": "print(1)"}, RunPolicy(False, QUEUE_WAIT_S, admitted=True)),
     ("/run_jupyter", {"cells": ["1 + 1"]}, RunPolicy(False, QUEUE_WAIT_S, admitted=True)),
-    ("/execute_batch", {"scripts": ["print(1)", "print(2)"]}, RunPolicy(False, None, admitted=True)),
+    ("/execute_batch", {"scripts": ["print(1)", "print(2)"]}, RunPolicy(False, None, admitted=True, client=CLIENT)),
 ]
 
 

@@ -18,5 +18,15 @@ async def get_metrics(request: Request) -> Metrics:
     return request.app.state.metrics  # type: ignore[no-any-return]
 
 
+def client_of(request: Request) -> str:
+    """Who a request came from, as the per-client limits tell clients apart: its address."""
+    return request.client.host if request.client else "unknown"
+
+
+async def get_client(request: Request) -> str:
+    return client_of(request)
+
+
 ExecutorDep = Annotated[Executor, Depends(get_executor)]
+ClientDep = Annotated[str, Depends(get_client)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -40,6 +40,7 @@ from ..executor import Execution, Executor, StepResult
 from ..judging.fan_out import all_of
 from ..verdicts import RunEnd
 from .convert import text
+from .deps import client_of
 
 router = APIRouter()
 
@@ -69,7 +70,7 @@ async def execute_batch(req: ExecuteBatchRequest, request: Request) -> list[dict
         raise RequestValidationError([{"type": "value_error", "loc": ["body", "scripts"], "msg": msg}])
     # The whole batch or nothing, as /v1/evaluate's group (a notebook runs every cell it is given): refused
     # halfway, the scripts already queued would run on for a request already answered.
-    policy = executor.backend.admit(RunPolicy(cache=False, queue_wait_s=None))
+    policy = executor.backend.admit(RunPolicy(cache=False, queue_wait_s=None, client=client_of(request)))
     languages = req.languages or ["python"]
     if len(languages) == 1:  # one language for the whole batch
         languages = languages * len(req.scripts)

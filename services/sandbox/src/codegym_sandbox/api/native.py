@@ -25,7 +25,7 @@ from ..models import (
     LanguageOut,
 )
 from .convert import fetched
-from .deps import ExecutorDep
+from .deps import ClientDep, ExecutorDep
 from .files import request_files
 
 router = APIRouter(prefix="/v1")
@@ -55,18 +55,18 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 
 
 @router.post("/evaluate", response_model=EvaluateResponse)
-async def evaluate(req: EvaluateRequest, executor: ExecutorDep) -> EvaluateResponse:
+async def evaluate(req: EvaluateRequest, executor: ExecutorDep, client: ClientDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
     _check_size(executor, [req])
     # The whole group or nothing: never refused halfway through.
-    policy = executor.backend.admit(RunPolicy(cache=req.cache))
+    policy = executor.backend.admit(RunPolicy(cache=req.cache, client=client))
     started = time.perf_counter()
     (results,) = await judge_requests(executor, [req], policy)
     return EvaluateResponse(results=results, wall_s=time.perf_counter() - started)
 
 
 @router.post("/evaluate/batch", response_model=EvaluateBatchResponse)
-async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> EvaluateBatchResponse:
+async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep, client: ClientDep) -> EvaluateBatchResponse:
     """Several groups, each against its own tests, in one request: for each, what ``/v1/evaluate`` answers.
 
     For many small groups (an evaluation with few samples per task) this saves a request per group, and
@@ -74,7 +74,7 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep) -> Ev
     """
     _check_size(executor, req.requests)
     # The groups' runs may go together: one asking for no cache, none from the cache.
-    policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests)))
+    policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests), client=client))
     started = time.perf_counter()
     results = await judge_requests(executor, req.requests, policy)
     wall = time.perf_counter() - started

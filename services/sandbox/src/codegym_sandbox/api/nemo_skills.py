@@ -38,8 +38,8 @@ from ..sessions.errors import SessionGone, TooManySessions
 from ..sessions.store import Session, SessionStore
 from ..sessions.wire import CellResult
 from ..verdicts import RunEnd
+from .deps import client_of
 from .nemo_output import VERBOSITIES, cell_stdout, cut, stream
-from .sessions import client_of
 
 router = APIRouter()
 

@@ -22,6 +22,7 @@ from ..sessions.wire import (
     SessionList,
     SessionsForked,
 )
+from .deps import client_of
 from .files import MAX_FILES, BadFiles, check_names, scratch_name
 
 router = APIRouter(prefix="/v1/sessions")
@@ -32,11 +33,6 @@ async def get_store(request: Request) -> SessionStore:
 
 
 StoreDep = Annotated[SessionStore, Depends(get_store)]
-
-
-def client_of(request: Request) -> str:
-    """Who holds a session, for the per-client cap: the address it came from."""
-    return request.client.host if request.client else "unknown"
 
 
 def _info(store: SessionStore, s: Session) -> SessionInfo:

@@ -60,9 +60,13 @@ class RunPolicy:
     # that a group of thousands of runs is never refused halfway, with part of its runs done for nothing.
     admitted: bool = False
     # And how many of them may be in the pool at once, waiting for a worker or running (its window, shared by
-    # its runs): the others wait their turn in the request, so that one request of thousands of runs takes turns
-    # with other clients' runs rather than filling the queue for as long as it runs.
+    # its runs and its client's other admitted requests): the others wait their turn in the client's requests, so
+    # that one request of thousands of runs, or many requests of one client, take turns with other clients' runs
+    # rather than filling the queue for as long as they run.
     window: asyncio.Semaphore | None = field(default=None, compare=False)
+    # Who a request of many runs came from (its address, as the per-client limits tell clients apart): whose window
+    # it takes. Empty: a window of its own (one run, or a compile and its run).
+    client: str = ""
 
 
 @dataclass
@@ -181,8 +185,8 @@ class Backend(Protocol):
     async def stop(self) -> None: ...
 
     def admit(self, policy: RunPolicy) -> RunPolicy:
-        """``policy`` for a request admitted with all its runs, or raise :class:`Saturated` while the queue is
-        full."""
+        """``policy`` for a request admitted with all its runs (in its client's window), or raise
+        :class:`Saturated` while the queue is full."""
         ...
 
     async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome: ...

@@ -17,6 +17,7 @@ import itertools
 import logging
 import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -64,6 +65,7 @@ class WorkerPool(LentSlots, SessionSlots):
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
         self._waiters: dict[int, float] = {}  # id -> when it began to wait for a worker, oldest first
+        self._windows: weakref.WeakValueDictionary[str, asyncio.Semaphore] = weakref.WeakValueDictionary()
         self._ids = itertools.count()
         self._starting: set[int] = set()  # lent slots being started
         self._parked: dict[int, float] = {}  # lent slot -> since when its worker is parked
@@ -146,12 +148,17 @@ class WorkerPool(LentSlots, SessionSlots):
     def admit(self, policy: RunPolicy) -> RunPolicy:
         """``policy`` for a request admitted with all of its runs (runs made with it skip the queue check), or
         refuse it now. The queue bound is checked once, here, and the request's runs enter the pool through its
-        window, ``max_workers`` at a time: enough to take every worker, and no more in the queue, so that the
-        requests after it are admitted and their runs take turns with its own (each request's runs in its
-        order). Entered as one, a request of thousands of runs filled the queue, and every other client was
-        refused for as long as it ran."""
+        client's window, ``max_workers`` at a time for all of that client's admitted requests: enough to take
+        every worker, and no more in the queue, so that other clients' requests are admitted and their runs take
+        turns with its own. Entered as one, a request of thousands of runs filled the queue, and every other
+        client was refused for as long as it ran; with a window a request, eleven requests of one client did."""
         self._check_queue()
-        return replace(policy, admitted=True, window=asyncio.Semaphore(self.max_workers))
+        window = self._windows.get(policy.client) if policy.client else None
+        if window is None:  # a client's is kept while a request of the client holds it (its policy), then forgotten
+            window = asyncio.Semaphore(self.max_workers)
+            if policy.client:
+                self._windows[policy.client] = window
+        return replace(policy, admitted=True, window=window)
 
     async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome:
         return await self._on_worker(request, policy, lambda worker: worker.run(request), [request.stdin])

@@ -115,7 +115,7 @@ def test_the_bodies_held_at_once_are_bounded(per_client: int, refused: int) -> N
     could hold MAX_CLIENT_REQUESTS x MAX_BODY_BYTES. Here a client may hold one 200 KiB body's charge (a quarter of
     the server's bytes, or one largest body), and the server two."""
     settings = hostile_settings("local", workers=1, max_client_requests=per_client)
-    settings.max_body_bytes, settings.max_held_bodies_mb = 256 << 10, 1
+    settings.max_body_bytes, settings.max_held_bodies_mb = 256 << 10, 3  # a body's charge: 6 times its bytes
     pad = "#" * (200 << 10)
     slow = {"language": "python", "code": f"import time\ntime.sleep(0.8)\nprint('slept')\n{pad}", "cache": False}
     with TestClient(create_app(settings)) as client, ThreadPoolExecutor(3) as pool:

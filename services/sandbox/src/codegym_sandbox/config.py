@@ -175,10 +175,11 @@ class Settings(BaseSettings):
     max_held_bodies_mb: int = Field(
         1024,
         gt=0,
-        description="What the bodies of the requests in flight may hold in all (twice their bytes and 32 bytes for "
-        "each JSON value in them: what they are parsed into), as they arrive and until the answer; beyond it 503 "
-        "with Retry-After (504 on SandboxFusion's routes). A client (where MAX_CLIENT_REQUESTS tells clients apart) "
-        "may hold a quarter of it, or one largest body, whichever is more; beyond it 429.",
+        description="What the bodies of the requests in flight may hold in all (6 times their bytes, 7 with a "
+        "character past U+00FF in them, 10 past U+FFFF, and 32 bytes for each JSON value in them: what they are "
+        "parsed into), as they arrive and until the answer; beyond it 503 with Retry-After (504 on SandboxFusion's "
+        "routes). A client (where MAX_CLIENT_REQUESTS tells clients apart) may hold a quarter of it, or one largest "
+        "ASCII body, whichever is more; beyond it 429 (413 for a body that holds more than that alone).",
     )
     allowed_hosts: list[str] = Field(
         default_factory=list,

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from codegym_sandbox.api.guard import Guard, held_bytes
+from codegym_sandbox.api.guard import HELD_FACTORS, Guard, held_bytes
 from codegym_sandbox.api.hosts import HostCheck, answered_hosts
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
@@ -118,7 +118,7 @@ def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    guard = Guard(app, None, max_body=1000, metrics=Metrics(), max_held=3000)  # 3000 bytes of bodies' charge
+    guard = Guard(app, None, max_body=1000, metrics=Metrics(), max_held=9000)  # 9000 bytes of bodies' charge
 
     async def request(
         parts: list[bytes], stall: asyncio.Event | None, length: int | None, path: str = "/v1/execute"
@@ -149,15 +149,56 @@ def test_a_body_is_charged_as_it_comes_not_as_it_is_declared() -> None:
         heads = [asyncio.create_task(request([], stall, 1000)) for _ in range(4)]  # heads only: nothing held
         heads += [asyncio.create_task(request([b"x" * 900], stall, 1000, "/livez"))]  # an open path: no body read
         await asyncio.sleep(0.01)
-        honest = await request([b"y" * 900], None, 900)  # 1800 of 3000
-        partial = asyncio.create_task(request([b"x" * 900], stall, 1000))  # 1800 held while the rest waits
+        honest = await request([b"y" * 900], None, 900)  # 5400 of 9000
+        partial = asyncio.create_task(request([b"x" * 900], stall, 1000))  # 5400 held while the rest waits
         await asyncio.sleep(0.01)
-        chunked = await request([b"z" * 200] * 5, None, None)  # 1800 + 1600 > 3000 at its fourth part
+        chunked = await request([b"z" * 200] * 5, None, None)  # 5400 + 4800 > 9000 at its fourth part
         stall.set()
         await asyncio.gather(*heads, partial)
         after = await request([b"y" * 900], None, 900)  # all released
-        values = await request([b"[" + b"{}," * 299 + b"{}]"], None, 900)  # 300 objects: far more than 900 bytes
+        # 300 objects: far more than 900 bytes, and more than a client's share (6000) alone: it never fits
+        values = await request([b"[" + b"{}," * 299 + b"{}]"], None, 900)
         return [honest, chunked, after, values]
 
-    assert asyncio.run(scenario()) == [(200, 0), (503, 1), (200, 0), (503, 0)]
-    assert held_bytes(b'[{"a":1},2]') == 2 * 11 + 32 * 3
+    assert asyncio.run(scenario()) == [(200, 0), (503, 1), (200, 0), (413, 0)]
+    assert held_bytes(b'[{"a":1},2]') == 6 * 11 + 32 * 3
+
+
+def test_a_body_is_charged_at_the_width_of_its_widest_character() -> None:
+    """Python keeps a str at the width of its widest character, and the JSON reader decodes a whole body to one:
+    16 MiB of code with one character past U+FFFF in a comment held 8 times its bytes, charged 2."""
+    held: list[int] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await receive()
+        held.append(guard.held_total)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guard = Guard(app, None, max_body=4000, metrics=Metrics(), max_held=1 << 20)
+
+    async def post(*parts: bytes) -> None:
+        headers = [(b"content-type", b"application/json")]
+        scope = {"type": "http", "path": "/v1/execute", "method": "POST", "headers": headers, "client": ("c", 1)}
+        queue = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
+
+        async def receive() -> Message:
+            return queue.pop(0)
+
+        async def send(message: Message) -> None:
+            pass
+
+        await guard(scope, receive, send)
+
+    ascii_code = b'{"code": "' + b"x" * 1000
+    bodies = [
+        (ascii_code + b'"}',),
+        (ascii_code, b'\\u00e9"}'),  # within Latin-1: one byte a character
+        (ascii_code, b'\\u0100"}'),  # two
+        (ascii_code, '# \U0001f600"}'.encode()),  # four, for the bytes before it too
+        (ascii_code, b"# \\ud83d", b'\\ude00"}'),  # the same, escaped, in two parts
+    ]
+    for parts in bodies:
+        asyncio.run(post(*parts))
+    widths = [1, 1, 2, 4, 4]
+    assert held == [HELD_FACTORS[w] * len(b"".join(p)) + 32 for w, p in zip(widths, bodies, strict=True)]

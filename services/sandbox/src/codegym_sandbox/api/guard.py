@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -24,15 +25,31 @@ from ..metrics import Metrics
 
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-HELD_FACTOR = 2  # a body's bytes, and the strings parsed from them
+# What a body holds in the server for each of its bytes, by the width of the widest character in it (Python keeps
+# a str at 1, 2 or 4 bytes a character, the widest of its characters, and the JSON reader first decodes the whole
+# body to one str): the bytes, that str, the strings parsed from it, and the code's copies on its way to a worker
+# (measured: 5.6 times an ASCII body's bytes, 8 to 9 times with one character past U+FFFF in it; it was charged 2).
+HELD_FACTORS = {1: 6, 2: 7, 4: 10}
 VALUE_BYTES = 32  # and what each value parsed from it holds besides (a number, a list's slot, an empty dict's part)
+# A character past U+00FF (2 bytes a character) or past U+FFFF (4), as UTF-8 or as a JSON escape (a surrogate's
+# for 4); an escaped backslash before ``u`` over-counts, which is safe.
+_WIDE = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+_HALF_WIDE = re.compile(rb"[\xc4-\xef]|\\u(?:[1-9a-fA-F]|0[1-9a-fA-F])")
 
 
-def held_bytes(part: bytes) -> int:
-    """What a part of a JSON body holds in the server once parsed: its bytes twice, and a value's worth for each
-    place a value may begin (``[``, ``{``, ``,``; inside strings too, which it over-counts): ``[{},{},...]`` is
-    some 30 times its bytes as objects."""
-    return HELD_FACTOR * len(part) + VALUE_BYTES * (part.count(b"[") + part.count(b"{") + part.count(b","))
+def text_width(part: bytes) -> int:
+    """The widest a str parsed from ``part`` may be, in bytes a character (1, 2 or 4)."""
+    if part.isascii() and b"\\u" not in part:
+        return 1
+    return 4 if _WIDE.search(part) else 2 if _HALF_WIDE.search(part) else 1
+
+
+def held_bytes(part: bytes, width: int = 1) -> int:
+    """What a part of a JSON body whose strings are ``width`` bytes a character holds in the server once parsed:
+    its bytes times :data:`HELD_FACTORS`, and a value's worth for each place a value may begin (``[``, ``{``,
+    ``,``; inside strings too, which it over-counts): ``[{},{},...]`` is some 30 times its bytes as objects."""
+    values = part.count(b"[") + part.count(b"{") + part.count(b",")
+    return HELD_FACTORS[width] * len(part) + VALUE_BYTES * values
 
 
 def refusal_status(path: str) -> int:
@@ -61,8 +78,9 @@ class Guard:
         self.metrics = metrics
         self.max_client_requests = max_client_requests  # 0: no limit
         self.in_flight: dict[str, int] = {}  # requests being served, by client address
-        # Bytes of bodies held, in all and by client; a client's share is never less than one largest body.
-        self.client_held = max(max_held // 4, HELD_FACTOR * max_body)
+        # Bytes of bodies held, in all and by client; a client's share is never less than one largest ASCII body (a
+        # body that holds more than a client's share alone is refused 413).
+        self.client_held = max(max_held // 4, HELD_FACTORS[1] * max_body)
         self.max_held = max(max_held, self.client_held)
         self.held: dict[str, int] = {}
         self.held_total = 0
@@ -123,6 +141,7 @@ class Guard:
             return
         chunks: list[bytes] = []
         size = charged = 0
+        width, tail = 1, b""
         try:
             while True:
                 message = await receive()
@@ -133,7 +152,13 @@ class Guard:
                 if size > self.max_body:
                     await _reply(send, 413, f"request body larger than {self.max_body} bytes")
                     return
-                charge = held_bytes(chunk)
+                # Its strings are as wide as its widest character: a wider one makes the bytes before it wider too.
+                wider = max(width, text_width(tail + chunk))
+                charge = held_bytes(chunk, wider) + (HELD_FACTORS[wider] - HELD_FACTORS[width]) * (size - len(chunk))
+                width, tail = wider, chunk[-5:]  # an escape split between two parts is seen whole
+                if charged + charge > self.client_held:
+                    await _reply(send, 413, "request body holds more, parsed, than one client's share of the server")
+                    return
                 if refused := self._hold(client, charge, scope["path"]):
                     await _reply(send, *refused)
                     return

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from codegym_sandbox import languages
 from codegym_sandbox.api import native
 from codegym_sandbox.judging import judge
+from codegym_sandbox.models import EvaluateRequest
+from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from sandbox_support import metric
 
@@ -401,3 +406,39 @@ def test_tests_written_into_every_programs_input_are_counted_in_bytes(
     assert many.status_code == 422 and "fewer programs" in many.text, many.text
     (few,) = evaluate(client, programs=["def f(): return 1"], tests=[wide], function="f")
     assert few["verdict"] == "AC"
+
+
+def test_a_tests_least_output_is_measured_off_the_event_loop() -> None:
+    """Whether a large expected output can be printed at all looks at each of its tokens: 10 MB of numbers took
+    the loop 0.6 s for each test of a request, every other client waiting."""
+    executor: Any = SimpleNamespace(settings=SimpleNamespace(limits=SimpleNamespace(output_bytes=1 << 20)))
+    tests = [{"stdin": "", "expected_stdout": "1.00\n" * 2_000_000}]
+    req = EvaluateRequest.model_validate(
+        {"language": "python", "programs": ["1"], "tests": tests, "comparison": "float"}
+    )
+
+    async def checked_while_ticking() -> tuple[str, float]:
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.perf_counter()
+            while True:
+                await asyncio.sleep(0.005)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.02)  # ticking
+        try:
+            await native._check_outputs(executor, [req])
+            refused = ""
+        except RequestValidationError as exc:
+            refused = str(exc)
+        await asyncio.sleep(0.02)  # the tick after it is counted
+        ticker.cancel()
+        return refused, max(gaps, default=0.0)
+
+    refused, gap = asyncio.run(checked_while_ticking())
+    assert "no program can pass it" in refused
+    assert gap < 0.3, f"the loop was held {gap:.2f} s"

@@ -10,8 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor
-from ..judging import harness
-from ..judging.compare import least_output
+from ..judging import harness, off_loop
 from ..judging.judge import execution_verdict
 from ..judging.schedule import judge_requests
 from ..judging.wire import step_out
@@ -57,7 +56,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 @router.post("/evaluate", response_model=EvaluateResponse)
 async def evaluate(req: EvaluateRequest, executor: ExecutorDep, client: ClientDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
-    _check_size(executor, [req])
+    await _check_size(executor, [req])
     # The whole group or nothing: never refused halfway through.
     policy = executor.backend.admit(RunPolicy(cache=req.cache, client=client))
     started = time.perf_counter()
@@ -72,7 +71,7 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep, clien
     For many small groups (an evaluation with few samples per task) this saves a request per group, and
     the assert tests of every group are judged together (see ``judging.schedule``).
     """
-    _check_size(executor, req.requests)
+    await _check_size(executor, req.requests)
     # The groups' runs may go together: one asking for no cache, none from the cache.
     policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests), client=client))
     started = time.perf_counter()
@@ -88,8 +87,8 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep, clien
 EXPANDED_BYTES = 64 << 20
 
 
-def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
-    _check_outputs(executor, reqs)
+async def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+    await _check_outputs(executor, reqs)
     for i, req in enumerate(reqs):
         lang = languages.lookup(req.language)
         if lang is not None and lang.test_file:  # a file of tests: its run is judged on its own (/v1/execute)
@@ -110,7 +109,7 @@ def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
 
 
-def _check_outputs(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+async def _check_outputs(executor: Executor, reqs: list[EvaluateRequest]) -> None:
     """Refuse a stdin test that no program can pass: its expected output is more than a run may print (every
     program's verdict would be OLE, and its reward a 0 for a test the server cannot judge)."""
     cap = executor.settings.limits.output_bytes
@@ -119,7 +118,7 @@ def _check_outputs(executor: Executor, reqs: list[EvaluateRequest]) -> None:
             expected = test.expected_stdout
             if expected is None or len(expected) * 4 <= cap:  # four bytes a character at most: within the cap
                 continue
-            if (least := least_output(expected, req.comparison)) > cap:
+            if (least := await off_loop.least_output(expected, req.comparison)) > cap:
                 where = ["tests", t, "expected_stdout"]
                 loc = ["body", *where] if len(reqs) == 1 else ["body", "requests", r, *where]
                 msg = f"test {t} expects at least {least} bytes of output (comparison {req.comparison.value}), more "

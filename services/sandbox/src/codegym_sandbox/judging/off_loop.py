@@ -6,7 +6,8 @@ worker 60 ms. On the event loop that time was every client's: another client's `
 request of 200 such programs held the server for minutes. So a comparison past :data:`ON_LOOP_CHARS` is made in
 a small pool of processes of its own (:func:`pool`), where it takes the loop only the time to send the output
 (the expected output goes to each process once per test: :func:`_match`); an exact comparison, or outputs
-equal as strings, are decided on the loop at the speed of a copy.
+equal as strings, are decided on the loop at the speed of a copy. So is whether a large expected output can
+be printed at all (:func:`least_output`), which looks at each of its tokens too.
 
 An output waiting for its comparison is no longer its run's, whose share of the memory budget ended with it: it
 takes a share of its own (:meth:`Comparisons.outputs_match`), so that outputs waiting for the pool hold the next
@@ -25,6 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ..backends.base import MemoryShare
 from ..models import Comparison
+from .compare import least_output as least_output_here
 from .compare import outputs_match
 
 # The most characters (output and expected together) compared on the loop: about a thousand tokens as numbers,
@@ -82,6 +84,19 @@ class Comparisons:
             return same
         finally:
             self.memory.release(lease)
+
+
+async def least_output(expected: str, mode: Comparison) -> int:
+    """``compare.least_output``, made off the loop when it is large: it looks at every token of ``expected`` (10 MB
+    of numbers took the loop 0.6 s, for each test of a request)."""
+    if mode is Comparison.EXACT or len(expected) <= ON_LOOP_CHARS:
+        return least_output_here(expected, mode)
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(pool(), least_output_here, expected, mode)
+    except BrokenProcessPool:  # as in _in_pool: a fresh pool, once
+        shutdown()
+        return await loop.run_in_executor(pool(), least_output_here, expected, mode)
 
 
 async def _in_pool(

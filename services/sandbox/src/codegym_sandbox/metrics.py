@@ -59,9 +59,11 @@ class Metrics:
         self.dropped_connections = Counter(
             "codegym_sandbox_dropped_connections",
             "Connections dropped by reason: deadline, crowded (too many waited for a request head: the longest-"
-            "waiting closed), head_too_large, body_deadline (a body slower than MIN_BODY_RATE_KIB_S), send_stalled "
-            "(a client that took none of its answer for SEND_STALL_S), unsent_bytes (answers waiting for their "
-            "clients held more than MAX_UNSENT_MB: the client holding the most aborted first)",
+            "waiting closed), head_too_large (a head, or a chunked body's framing and trailers, past 64 KiB), "
+            "pipelined (a request head before the answer to the one before it: that answer was the last), "
+            "body_deadline (a body slower than MIN_BODY_RATE_KIB_S), send_stalled (a client that took none of its "
+            "answer for SEND_STALL_S), unsent_bytes (answers waiting for their clients held more than MAX_UNSENT_MB: "
+            "the client holding the most aborted first)",
             ["reason"],
             registry=r,
         )

@@ -8,6 +8,11 @@ included. So uvicorn's HTTP protocol is given three bounds here:
 - a deadline: a connection's head must be complete within ``header_timeout_s`` of the connection (or, on a
   kept-alive connection, of the head's first byte); else the connection is closed;
 - a size: a head that grows past ``MAX_HEAD_BYTES`` unfinished is answered 431 and closed;
+- one request at a time: a request head that comes before the answer to the one before it (HTTP/1.1
+  pipelining, which no client of this API uses) ends the connection after that answer, and nothing more is
+  read from it. uvicorn would parse every request of a read at once, each into a request held in its
+  queue, before any bound of the server saw it, and read on after each answer; and the next head, or a
+  chunked body's trailers, would be read while a request is served, outside the head's bounds;
 - a number: at most ``max_waiting`` connections may be waiting for a head (new ones, and kept-alive ones
   between requests); past it, the one that has waited longest is closed. An honest client sends its head
   within milliseconds of connecting, so the connections that have waited longest are the slow ones; a
@@ -19,7 +24,8 @@ A head once in, the connection holds memory of the server's in two more ways, bo
 - its body: it must arrive at ``min_body_rate`` bytes a second on average (within ``header_timeout_s`` plus its
   length at that rate, from the head's end); else the connection is aborted. A body one byte short would
   otherwise hold what came of it for as long as the client kept the socket (``guard.py`` bounds the bytes of
-  bodies held at once);
+  bodies held at once). What a body sends that is not the body's bytes (a chunked body's framing and its
+  trailers, which the parser joins like a head) counts as a head: at most ``MAX_HEAD_BYTES`` of it in a row;
 - its answers that the client does not read: an answer is written whole into the connection's buffer, and a
   client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
   it keeps the socket, past the request's end, where nothing else counts it. A connection whose buffer is past
@@ -36,6 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 MAX_HEAD_BYTES = 64 << 10
@@ -47,13 +54,17 @@ _CLOSE_431 = (
 )
 
 
+class _Pipelined(Exception):
+    """Raised in the parser's callback to stop the parse at a pipelined request's first byte."""
+
+
 class Waiting:
     """The connections of one server that wait for a request head, the longest-waiting first."""
 
     def __init__(self, timeout_s: float, max_waiting: int, on_drop: Callable[[str], None]) -> None:
         self.timeout_s = timeout_s
         self.max_waiting = max_waiting
-        self.on_drop = on_drop  # told why each dropped connection was dropped: deadline, crowded, head_too_large
+        self.on_drop = on_drop  # told why each dropped connection was dropped (metrics.py names the reasons)
         self.since: dict[HeadBoundedProtocol, float] = {}  # insertion order: the longest-waiting first
 
     def wait(self, conn: HeadBoundedProtocol) -> None:
@@ -147,6 +158,9 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         self.head_bytes = 0
         self.body: tuple[float, int, int] | None = None  # a body being read: since, its length (or 0), bytes so far
         self.body_deadline: asyncio.TimerHandle | None = None
+        self.parsed = 0  # the parser's steps past head-like bytes: a head's end, body bytes, a chunk's, a message's end
+        self.unparsed = 0  # bytes read since the last such step, while a request is in
+        self.refused = False  # a pipelined request came: nothing more is read
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -175,33 +189,84 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         return str(self.client[0]) if self.client else "unknown"
 
     def data_received(self, data: bytes) -> None:
+        if self.refused:
+            self.transport.pause_reading()  # the app's receive() resumes uvicorn's reading: it stays stopped
+            return
         in_head = self in self.waiting.since
         if in_head:
             self.arm()  # a kept-alive connection's next head begins: its deadline runs from now
             self.head_bytes += len(data)
-        elif self.body is not None:
-            since, length, seen = self.body
-            self.body = (since, length, seen + len(data))
-        super().data_received(data)
+        parsed = self.parsed
+        self.feed(data)
         # Counted in whole chunks, so checked only while the head is still unfinished: every byte so far is head.
         if in_head and self in self.waiting.since and self.head_bytes > MAX_HEAD_BYTES:
             self.waiting.drop(self, "head_too_large", _CLOSE_431)
+        elif not in_head and not self.refused:
+            # A request is in: bytes that bring no body byte and end nothing (a chunk's framing, trailers, blank
+            # lines after the body) are a head's, which the parser joins; at most MAX_HEAD_BYTES of them in a row.
+            self.unparsed = self.unparsed + len(data) if self.parsed == parsed else 0
+            if self.unparsed > MAX_HEAD_BYTES and not self.transport.is_closing():
+                self.body_done()
+                self.transport.abort()
+                self.waiting.on_drop("head_too_large")
+
+    def feed(self, data: bytes) -> None:
+        """uvicorn's ``data_received``, which a pipelined request stops without the 400 of a bad request."""
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            if self.refused:
+                return
+            self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+
+    def on_message_begin(self) -> None:
+        if self.cycle is not None and not self.cycle.response_complete:
+            # Pipelined: the answer being made is the connection's last, and nothing after it is parsed or read.
+            self.refused = True
+            self.cycle.keep_alive = False
+            self.body_done()
+            self.transport.pause_reading()
+            self.waiting.on_drop("pipelined")
+            raise _Pipelined
+        super().on_message_begin()
+
+    def on_body(self, body: bytes) -> None:
+        self.parsed += 1
+        if self.body is not None:
+            since, length, seen = self.body
+            self.body = (since, length, seen + len(body))
+        super().on_body(body)
+
+    def on_chunk_header(self) -> None:
+        self.parsed += 1
+
+    def on_chunk_complete(self) -> None:
+        self.parsed += 1
 
     def on_headers_complete(self) -> None:
         self.waiting.done(self)
+        self.parsed, self.unparsed = self.parsed + 1, 0
         super().on_headers_complete()
         length = next((v for k, v in self.headers if k == b"content-length"), b"0")
-        self.body_done()  # a pipelined request's head may come before the last one's body is done
+        self.body_done()
         self.body = (time.monotonic(), int(length) if length.isdigit() else 0, 0)
         self.body_deadline = self.loop.call_later(self.body_due(), self.body_late)
 
     def on_message_complete(self) -> None:
+        self.parsed += 1
         self.body_done()
         super().on_message_complete()
 
     def body_due(self) -> float:
-        """Seconds until the body being read is late: the head's deadline, then its length (or what came of a
-        chunked one, which may go on as long as it keeps the rate) at ``min_body_rate``."""
+        """Seconds until the body being read is late: the head's deadline, then its length (or the bytes that came
+        of a chunked one, which may go on as long as it keeps the rate) at ``min_body_rate``."""
         if self.body is None:
             return 0.0
         since, length, seen = self.body
@@ -226,8 +291,8 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        # Idle between requests (a pipelined request, if any, has started: it is the latest cycle).
-        if not self.transport.is_closing() and self.cycle.response_complete:
+        if not self.transport.is_closing() and self.cycle.response_complete:  # idle between requests
+            self.unparsed = 0
             self.waiting.wait(self)
 
     def arm(self) -> None:

@@ -204,8 +204,9 @@ class Settings(BaseSettings):
     send_stall_s: float = Field(
         30.0,
         gt=0,
-        description="Seconds a client whose answer fills its connection's buffer may take none of it; then the "
-        "connection is aborted, and the answer with it (the server holds what a client does not read).",
+        description="Seconds a client with more than 64 KiB of an answer unsent (in its connection's buffer and its "
+        "socket's send queue) may take none of it; then the connection is reset, and the answer with it (the server "
+        "and the kernel hold what a client does not read).",
     )
     min_body_rate_kib_s: int = Field(
         1024,
@@ -216,9 +217,9 @@ class Settings(BaseSettings):
     max_unsent_mb: int = Field(
         1024,
         gt=0,
-        description="What the answers that wait for their clients to read them may hold in all (past each "
-        "connection's 64 KiB buffer); beyond it, the client holding the most gives way first, its connection that "
-        "has waited longest aborted.",
+        description="What the answers that wait for their clients to read them may hold in all, in the server's "
+        "buffers and the kernel's send queues (those with more than 64 KiB unsent); beyond it, the client holding "
+        "the most gives way first, its connection that has waited longest reset.",
     )
     shutdown_grace_s: int = Field(
         20,

@@ -28,11 +28,12 @@ A head once in, the connection holds memory of the server's in two more ways, bo
   trailers, which the parser joins like a head) counts as a head: at most ``MAX_HEAD_BYTES`` of it in a row;
 - its answers that the client does not read: an answer is written whole into the connection's buffer, and a
   client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
-  it keeps the socket, past the request's end, where nothing else counts it. A connection whose buffer is past
-  its high-water mark (the transport has paused writing) must take some of it every ``send_stall_s``; and all
-  such buffers together hold at most ``max_unsent`` bytes: past it, an answer whose client has not been seen
-  reading gives way before one whose client reads, then the client holding the most, its connection paused
-  longest. Aborted, not closed: a close keeps the buffer until it is sent.
+  it keeps the socket, past the request's end, where nothing else counts it, and the kernel's send queue a part
+  of it. A connection whose answer is left unsent past the transport's high-water mark (in its buffer and the
+  socket's queue together: ``unsent.py``) must have its client take some of it every ``send_stall_s``; and all
+  such answers together hold at most ``max_unsent`` bytes: past it, an answer whose client has not been seen
+  reading gives way before one whose client reads, then the client holding the most, its connection watched
+  longest. Reset, not closed: a close, or a plain abort, leaves the queue to the kernel until it is sent.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from typing import Any, ClassVar
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .unsent import TRACKED, Unsent, cap_send_buffer, kernel_queue, kernel_taken, reset_connection
 
 MAX_HEAD_BYTES = 64 << 10
 GRACE_S = 0.5
@@ -85,64 +88,15 @@ class Waiting:
 
     def drop(self, conn: HeadBoundedProtocol, why: str, answer: bytes = b"") -> None:
         self.done(conn)
-        if not conn.transport.is_closing():
+        if conn.transport.is_closing():
+            return
+        if conn.unsent():  # an answer its client has not taken: reset, or the kernel would keep it
+            conn.reset()
+        else:
             if answer:
                 conn.transport.write(answer)
             conn.transport.close()
-            self.on_drop(why)
-
-
-class Unsent:
-    """The connections of one server whose answers wait for their clients to read them."""
-
-    def __init__(self, stall_s: float, max_bytes: int, on_drop: Callable[[str], None]) -> None:
-        self.stall_s, self.max_bytes, self.on_drop = stall_s, max_bytes, on_drop
-        # Each one's buffer at the last look, whether it shrank by then (its client reads), and its next look.
-        self.paused: dict[HeadBoundedProtocol, tuple[int, bool, asyncio.TimerHandle]] = {}
-
-    def pause(self, conn: HeadBoundedProtocol) -> None:
-        if conn in self.paused:
-            return
-        self.paused[conn] = (conn.unsent(), False, conn.loop.call_later(self.stall_s, self.look, conn))
-        while len(self.paused) > 1 and sum(c.unsent() for c in self.paused) > self.max_bytes:
-            self.drop(self.first_to_go(), "unsent_bytes")
-
-    def first_to_go(self) -> HeadBoundedProtocol:
-        """Past the bound, who gives way: an answer whose client has not been seen reading it before one whose
-        client reads (however many addresses the others come from), then the client holding the most, and its
-        longest-waiting answer."""
-
-        def reads(c: HeadBoundedProtocol) -> bool:
-            before, shrank, _ = self.paused[c]
-            return shrank or c.unsent() < before
-
-        pool = [c for c in self.paused if not reads(c)] or list(self.paused)
-        held: dict[str, int] = {}
-        for c in pool:
-            held[c.address()] = held.get(c.address(), 0) + c.unsent()
-        most = max(held, key=held.__getitem__)
-        return next(c for c in pool if c.address() == most)
-
-    def resume(self, conn: HeadBoundedProtocol) -> None:
-        _, _, timer = self.paused.pop(conn, (0, False, None))
-        if timer is not None:
-            timer.cancel()
-
-    def look(self, conn: HeadBoundedProtocol) -> None:
-        """A paused connection's buffer must have shrunk since the last look."""
-        if conn not in self.paused:
-            return
-        before, _, _ = self.paused[conn]
-        if conn.unsent() >= before:
-            self.drop(conn, "send_stalled")
-            return
-        self.paused[conn] = (conn.unsent(), True, conn.loop.call_later(self.stall_s, self.look, conn))
-
-    def drop(self, conn: HeadBoundedProtocol, why: str) -> None:
-        self.resume(conn)
-        if not conn.transport.is_closing() or conn.unsent():
-            conn.transport.abort()  # its buffer goes with it, which a close would keep until it is sent
-            self.on_drop(why)
+        self.on_drop(why)
 
 
 class HeadBoundedProtocol(HttpToolsProtocol):
@@ -164,25 +118,40 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        cap_send_buffer(transport)
         self.waiting.wait(self)
         self.arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.waiting.done(self)
-        self.unsent_answers.resume(self)
+        self.unsent_answers.release(self)
         self.body_done()
         super().connection_lost(exc)
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        self.unsent_answers.pause(self)
+        self.unsent_answers.hold(self)
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        self.unsent_answers.resume(self)
+        if self.unsent() <= TRACKED:  # else the kernel holds much of it still: it stays watched
+            self.unsent_answers.release(self)
 
     def unsent(self) -> int:
-        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+        """Bytes of answers its client has not taken: in the transport's buffer and in the socket's queue."""
+        if self.transport is None:
+            return 0
+        return self.transport.get_write_buffer_size() + kernel_queue(self.transport)
+
+    def taken(self) -> int:
+        return kernel_taken(self.transport) if self.transport is not None else 0
+
+    def reset(self) -> bool:
+        """Drops the connection with what it holds; False if it is gone already."""
+        if self.transport.is_closing() and not self.unsent():
+            return False
+        reset_connection(self.transport)
+        return True
 
     def address(self) -> str:
         """The address the connection comes from (a proxy's, behind one): uvicorn's ``client`` holds it."""
@@ -207,7 +176,7 @@ class HeadBoundedProtocol(HttpToolsProtocol):
             self.unparsed = self.unparsed + len(data) if self.parsed == parsed else 0
             if self.unparsed > MAX_HEAD_BYTES and not self.transport.is_closing():
                 self.body_done()
-                self.transport.abort()
+                self.reset()
                 self.waiting.on_drop("head_too_large")
 
     def feed(self, data: bytes) -> None:
@@ -280,7 +249,7 @@ class HeadBoundedProtocol(HttpToolsProtocol):
             self.body_deadline = self.loop.call_later(due, self.body_late)
             return
         self.body_done()
-        self.transport.abort()
+        self.reset()
         self.waiting.on_drop("body_deadline")
 
     def body_done(self) -> None:
@@ -294,6 +263,20 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         if not self.transport.is_closing() and self.cycle.response_complete:  # idle between requests
             self.unparsed = 0
             self.waiting.wait(self)
+            if self.unsent() > TRACKED:  # the answer is complete, not yet taken: the kernel may hold all of it
+                self.unsent_answers.hold(self)
+
+    def timeout_keep_alive_handler(self) -> None:
+        """uvicorn closes a connection idle this long; one whose answer is still being taken (and watched) waits
+        on, and one whose client has not taken its answer is reset, or the kernel would keep the answer."""
+        if self in self.unsent_answers.held:
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+        elif self.unsent() and not self.transport.is_closing():
+            self.reset()
+        else:
+            super().timeout_keep_alive_handler()
 
     def arm(self) -> None:
         if self.deadline is None:

@@ -218,8 +218,9 @@ class Settings(BaseSettings):
         1024,
         gt=0,
         description="What the answers that wait for their clients to read them may hold in all, in the server's "
-        "buffers and the kernel's send queues (those with more than 64 KiB unsent); beyond it, the client holding "
-        "the most gives way first, its connection that has waited longest reset.",
+        "buffers and the kernel's send queues (those with more than 64 KiB unsent); beyond it, an answer its client "
+        "takes too slowly to take within SEND_STALL_S gives way first (a client holding more than a quarter of "
+        "this first), then a new one (the client holding the most first): its connection is reset.",
     )
     shutdown_grace_s: int = Field(
         20,

@@ -31,9 +31,9 @@ A head once in, the connection holds memory of the server's in two more ways, bo
   it keeps the socket, past the request's end, where nothing else counts it, and the kernel's send queue a part
   of it. A connection whose answer is left unsent past the transport's high-water mark (in its buffer and the
   socket's queue together: ``unsent.py``) must have its client take some of it every ``send_stall_s``; and all
-  such answers together hold at most ``max_unsent`` bytes: past it, an answer whose client has not been seen
-  reading gives way before one whose client reads, then the client holding the most, its connection watched
-  longest. Reset, not closed: a close, or a plain abort, leaves the queue to the kernel until it is sent.
+  such answers together hold at most ``max_unsent`` bytes: past it, an answer whose client takes it too slowly
+  gives way first, judged by the rate it has shown (``Unsent.first_to_go``). Reset, not closed: a close, or a
+  plain abort, leaves the queue to the kernel until it is sent.
 """
 
 from __future__ import annotations

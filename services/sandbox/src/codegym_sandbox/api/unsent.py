@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import math
 import socket
 import struct
 import termios
+import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Protocol
 
 # What each accepted socket's send queue may hold (the kernel doubles it for its bookkeeping, and no longer grows
@@ -26,6 +29,8 @@ from typing import Protocol
 SEND_BUFFER = 256 << 10
 # uvicorn's high-water mark: answers with less left unsent are not watched (each one's rest is at most this).
 TRACKED = 64 << 10
+# How long a connection is watched before its client's rate is judged: time for an honest client to show it reads.
+JUDGED_S = 1.0
 _ACKED_AT = 120  # struct tcp_info's tcpi_bytes_acked (Linux 4.2 and later)
 
 
@@ -75,56 +80,81 @@ class Answering(Protocol):
     def reset(self) -> bool: ...
 
 
+@dataclass
+class _Watch:
+    """A watched connection: when it was first watched and what its client had taken and left unsent then, the
+    same at the last look, and its next look."""
+
+    since: float
+    first: tuple[int, int]
+    last: tuple[int, int]
+    look: asyncio.TimerHandle
+
+
 class Unsent:
     """The connections of one server whose answers wait for their clients to read them."""
 
     def __init__(self, stall_s: float, max_bytes: int, on_drop: Callable[[str], None]) -> None:
         self.stall_s, self.max_bytes, self.on_drop = stall_s, max_bytes, on_drop
-        # Each one's bytes taken by its client and left unsent at the last look, whether its client took some by
-        # then, and its next look.
-        self.held: dict[Answering, tuple[int, int, bool, asyncio.TimerHandle]] = {}
+        self.held: dict[Answering, _Watch] = {}  # insertion order: the longest-watched first
 
     def hold(self, conn: Answering) -> None:
         if conn in self.held:
             return
-        self.held[conn] = (conn.taken(), conn.unsent(), False, conn.loop.call_later(self.stall_s, self.look, conn))
+        now = (conn.taken(), conn.unsent())
+        self.held[conn] = _Watch(time.monotonic(), now, now, conn.loop.call_later(self.stall_s, self.look, conn))
         while len(self.held) > 1 and sum(c.unsent() for c in self.held) > self.max_bytes:
             self.drop(self.first_to_go(), "unsent_bytes")
 
     def first_to_go(self) -> Answering:
-        """Past the bound, who gives way: an answer whose client has not been seen reading it (at a look) before
-        one whose client reads (however many addresses the others come from), then the client holding the most,
-        and its longest-waiting answer."""
-
-        pool = [c for c in self.held if not self.held[c][2]] or list(self.held)
+        """Past the bound, who gives way. A connection is judged by the rate at which its client has taken its
+        answer since it was first watched, once watched for ``JUDGED_S`` (one just watched has not had the time to
+        show that its client reads: the newest answer is not the first to go for being the newest). First an
+        answer judged slow, one that would take its client longer than ``stall_s`` to take at that rate: a client
+        holding more than its share (a quarter of the bound) first, then the slowest (one not taken at all first),
+        the client holding the most, its longest-watched; then one not judged yet: the client holding the most,
+        its longest-watched; then the slowest of the rest. So a client that trickles its answers gives way before
+        one that reads, however many answers it holds, from however many addresses, and new answers before one
+        that is being read."""
+        now = time.monotonic()
         held: dict[str, int] = {}
-        for c in pool:
+        for c in self.held:
             held[c.address()] = held.get(c.address(), 0) + c.unsent()
-        most = max(held, key=held.__getitem__)
-        return next(c for c in pool if c.address() == most)
+
+        def drain_s(c: Answering) -> float:
+            watch = self.held[c]
+            taken = max(c.taken() - watch.first[0], watch.first[1] - c.unsent())
+            return c.unsent() * max(now - watch.since, 1e-3) / taken if taken > 0 else math.inf
+
+        judged = {c: drain_s(c) for c in self.held if now - self.held[c].since >= JUDGED_S}
+        if slow := [c for c, late in judged.items() if late > self.stall_s]:
+            share = self.max_bytes // 4
+            return max(
+                slow, key=lambda c: (held[c.address()] > share, judged[c], held[c.address()], -self.held[c].since)
+            )
+        if new := [c for c in self.held if c not in judged]:
+            return max(new, key=lambda c: (held[c.address()], -self.held[c].since))
+        return max(judged, key=judged.__getitem__)
 
     def release(self, conn: Answering) -> None:
-        _, _, _, timer = self.held.pop(conn, (0, 0, False, None))
-        if timer is not None:
-            timer.cancel()
+        watch = self.held.pop(conn, None)
+        if watch is not None:
+            watch.look.cancel()
 
     def look(self, conn: Answering) -> None:
         """A watched connection's client must have taken some of its answer since the last look."""
-        if conn not in self.held:
+        if (watch := self.held.get(conn)) is None:
             return
         if conn.unsent() <= TRACKED:
             self.release(conn)
             return
-        if not self.took(conn):
+        taken, unsent = watch.last
+        # The kernel's count, or (where the kernel does not say) fewer bytes left.
+        if conn.taken() <= taken and conn.unsent() >= unsent:
             self.drop(conn, "send_stalled")
             return
-        self.held[conn] = (conn.taken(), conn.unsent(), True, conn.loop.call_later(self.stall_s, self.look, conn))
-
-    def took(self, conn: Answering) -> bool:
-        """Whether its client took some of its answer since the last look: the kernel's count, or (where the
-        kernel does not say) fewer bytes left."""
-        taken, unsent, _, _ = self.held[conn]
-        return conn.taken() > taken or conn.unsent() < unsent
+        watch.last = (conn.taken(), conn.unsent())
+        watch.look = conn.loop.call_later(self.stall_s, self.look, conn)
 
     def drop(self, conn: Answering, why: str) -> None:
         self.release(conn)

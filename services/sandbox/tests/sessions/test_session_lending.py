@@ -253,8 +253,8 @@ def test_a_cell_whose_session_is_deleted_as_it_waits_for_a_slot_is_told_so(serve
     answers: list[dict[str, Any]] = []
     waited: list[Any] = []
 
-    def cell(sid: str, code: str, into: list[Any]) -> None:
-        r = server.post(f"/v1/sessions/{sid}/execute", json={"code": f"import time\n{code}", "timeout_s": 10})
+    def cell(sid: str, code: str, into: list[Any], limit_s: float = 10) -> None:
+        r = server.post(f"/v1/sessions/{sid}/execute", json={"code": f"import time\n{code}", "timeout_s": limit_s})
         into.append(r)
 
     threads = [threading.Thread(target=cell, args=(sid, spin, answers)) for sid in busy]
@@ -262,7 +262,9 @@ def test_a_cell_whose_session_is_deleted_as_it_waits_for_a_slot_is_told_so(serve
         for t in threads:
             t.start()
         time.sleep(0.5)
-        waiting = threading.Thread(target=cell, args=(doomed, "1", waited))
+        # A limit past what the others may lend for: on a loaded machine they compute slowly enough to be seen
+        # asleep, and it must wait for a slot, not borrow one.
+        waiting = threading.Thread(target=cell, args=(doomed, "1", waited, 30))
         waiting.start()
         time.sleep(0.5)
         assert server.delete(f"/v1/sessions/{doomed}").status_code == 204

@@ -18,8 +18,9 @@ A cell is seen asleep where its session's processes (every thread counted: a cel
 wanted less than ``IDLE_RATE`` of a CPU on average over the last ``WINDOW_S``, and on its last look (one that has
 just woken to compute is not asleep): a slot is a CPU, and holding one by waking now and then costs a cell a
 quarter of a CPU of its session's CPU time for as long as it holds it.
-The processes of a fork's copies are seen together (one worker): they are under ``IDLE_RATE`` for each slot
-their cells hold, or none of them is asleep. A container's are seen from its agent, whose pid the server reads off
+The processes of a fork's copies are seen together (one worker), and cannot be told apart: where they leave one
+of the slots their cells hold unused (they want under one CPU fewer than their slots, and a quarter), their
+oldest cell lends, one a tick. A container's are seen from its agent, whose pid the server reads off
 its channel (``agent_channel.peer_pid``); where they cannot be seen (a server in a container of its own), a cell
 is seen asleep only while the machine's CPUs are as good as idle: then no cell holding a slot computes.
 """
@@ -87,8 +88,13 @@ class RunningCell:
 
 def may_borrow(borrower: RunningCell, lender: RunningCell) -> bool:
     """Whether ``borrower``'s cell ends, at its limit stretched by its credit for CPU waits, within what ``lender``
-    may stand paused: the lent slot comes back in time (a fork's copying, limitless, is short)."""
-    return borrower.limit_s * (1 + WAIT_CREDIT) <= lender.pause_left()
+    may stand paused: the lent slot comes back in time."""
+    return fits(borrower, lender.pause_left())
+
+
+def fits(borrower: RunningCell, pause_s: float) -> bool:
+    """Whether ``borrower``'s cell ends, at its limit and its credit for CPU waits, within ``pause_s``."""
+    return borrower.limit_s * (1 + WAIT_CREDIT) <= pause_s
 
 
 def asleep(cell: RunningCell, now: float, machine_idle: bool, share: int, demand_s: Callable[[], float | None]) -> bool:
@@ -97,7 +103,8 @@ def asleep(cell: RunningCell, now: float, machine_idle: bool, share: int, demand
     least) and on its last look. The average is what holding a slot costs: a cell that wakes for a moment now and
     then does not reset it, and one that has just woken to compute is not asleep. ``machine_idle``: the machine's
     CPUs were as good as idle since the last tick (where its processes cannot be seen); ``share``: the cells
-    holding slots whose processes are measured with this one's (a fork's copies): under ``IDLE_RATE`` each."""
+    holding slots whose processes are measured with this one's (a fork's copies): they are seen asleep where
+    they leave one of their slots unused (under ``share - 1 + IDLE_RATE`` CPUs), and then their oldest lends."""
     if cell.looks and now - cell.looks[-1][0] < LOOK_S:
         return False  # looked at a moment ago: over less, the counts' own grain decides (and each look reads /proc)
     demand = demand_s()
@@ -109,7 +116,7 @@ def asleep(cell: RunningCell, now: float, machine_idle: bool, share: int, demand
         if len(looks) < 2:
             return False
         (t0, d0), (t1, d1), (t2, d2) = looks[0], looks[-2], looks[-1]
-        most = IDLE_RATE * share
+        most = share - 1 + IDLE_RATE
         return t2 - t0 >= ASLEEP_FOR_S and (d2 - d0) / (t2 - t0) < most and (d2 - d1) / max(t2 - t1, 1e-9) < most
     cell.looks.append((now, 0.0))
     if not machine_idle:

@@ -129,25 +129,27 @@ class SessionSlots:
 
     async def _slot_for(self, running: RunningCell) -> AgentWorker:
         """A slot for a cell: the next of the queue's, or one lent to it meanwhile (``_turn_cells``)."""
-        if not self._idle.empty():  # one is free: taken at once (no task, no wait: a trivial cell's round trip)
+        if not self._idle.empty() and not self._cell_waiters:  # one is free: taken at once (a trivial cell's way)
             return await self._take(None, None, cell=True)
         take = asyncio.ensure_future(self._take(None, None, cell=True))
         offer = running.offer = asyncio.get_running_loop().create_future()
-        self._borrowers[running] = None
+        if running.limit_s > 0:  # a fork's copying, limitless (and its wait for room), borrows nothing
+            self._borrowers[running] = None
         kept: asyncio.Future[AgentWorker] | None = None
         try:
             await asyncio.wait({take, offer}, return_when=asyncio.FIRST_COMPLETED)
             kept = offer if offer.done() else take
         finally:
-            del self._borrowers[running]
+            self._borrowers.pop(running, None)
             running.offer = None
-            for future in (take, offer):
-                if future is kept:
-                    continue
-                if not future.done():
-                    future.cancel()  # a take is cancelled safely: the queue keeps what it did not hand out
-                elif not future.cancelled() and future.exception() is None:
-                    self._give_back(future.result())  # both came: one slot is enough
+            if not offer.done():
+                offer.cancel()
+            elif kept is not offer and not offer.cancelled():
+                self._repay(running, offer.result())  # lent as it went away (or as a slot came): back to its lender
+            if not take.done():
+                take.cancel()  # a take is cancelled safely: the queue keeps what it did not hand out
+            elif kept is not take and not take.cancelled() and take.exception() is None:
+                self._give_back(take.result())  # both came: one slot is enough
         return kept.result()
 
     def _hold(self, running: RunningCell, worker: AgentWorker) -> None:
@@ -165,7 +167,11 @@ class SessionSlots:
         running.looks.clear()
         del self._cells[worker], self._running[worker]
         self._meter.ended(running.lease)
-        lender, running.lender = running.lender, None
+        self._repay(running, worker)
+
+    def _repay(self, borrower: RunningCell, worker: AgentWorker) -> None:
+        """A slot ``borrower`` holds (or was lent) goes back to its lender, where that one waits for it."""
+        lender, borrower.lender = borrower.lender, None
         if lender is None or not lender.paused:
             self._give_back(worker)
         elif worker.replaced or not worker.alive:
@@ -198,14 +204,21 @@ class SessionSlots:
             key = id(lease.worker)
             return lambda: read[key] if key in read else read.setdefault(key, lease.demand_s())
 
-        lenders = sorted(
-            (
-                r
-                for r in self._running.values()
-                if r.may_lend() and cell_turns.asleep(r, now, idle, share[id(r.lease.worker)], demand_of(r.lease))
-            ),
-            key=lambda r: r.since,
-        )
+        # One of a worker's cells at most lends a tick, its oldest (a family's copies cannot be told apart).
+        oldest: dict[int, RunningCell] = {}
+        for r in sorted(self._running.values(), key=lambda r: r.since):
+            oldest.setdefault(id(r.lease.worker), r)
+        lenders = [
+            r
+            for r in oldest.values()
+            if r.may_lend() and cell_turns.asleep(r, now, idle, share[id(r.lease.worker)], demand_of(r.lease))
+        ]
+        # The cell that has waited longest is not passed over for good: where no running cell could ever lend to
+        # it, nothing is lent (loans stretch their lenders' lives, which it waits for), so it has the next slot
+        # that comes free, as it would with no loans.
+        room = max((r.pause_left() for r in self._running.values() if r.may_lend()), default=0.0)
+        if not cell_turns.fits(borrowers[0], room):
+            return
         for borrower in borrowers:  # the longest waiting first
             lender = next((r for r in lenders if cell_turns.may_borrow(borrower, r)), None)
             if lender is None:

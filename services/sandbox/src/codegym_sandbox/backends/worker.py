@@ -93,11 +93,16 @@ class AgentWorker:
         return None
 
     def cell_demand_s(self) -> float | None:
-        """:meth:`demand_s`, for a session's cell: a container's agent too, where its channel showed the server its
-        pid (``agent_channel.peer_pid``). Runs' lending goes on by the CPUs' idle time in containers."""
-        if self.seen_pid and self.alive:
-            return tree_demand_s(self.seen_pid)
-        return self.demand_s()
+        """The CPU time the agent and every process under it have run, for a session's cell (whether it sleeps):
+        time run only, not time waiting to run, which a cell could make itself (many processes woken together on
+        its one CPU). A container's agent too, where its channel showed the server its pid
+        (``agent_channel.peer_pid``); None where the server cannot see them."""
+        pid = self.seen_pid or self.own_pid()
+        return tree_demand_s(pid, waits=False) if pid and self.alive else None
+
+    def own_pid(self) -> int:
+        """The agent's pid where it is the server's child and its processes can be read; else 0."""
+        return 0
 
     # -- the protocol -----------------------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
@@ -276,7 +281,7 @@ def _outcome(result: RunAnswer, stdout: bytes, stderr: bytes, collected: dict[st
     )
 
 
-def tree_demand_s(pid: int) -> float | None:
+def tree_demand_s(pid: int, waits: bool = True) -> float | None:
     """Seconds ``pid`` and its living descendants have run on a CPU or waited for one (every thread's
     ``/proc/PID/task/TID/schedstat``: time on the CPU plus ``run_delay``; a process whose work is in a thread
     wants a CPU as much as one whose main thread computes), and the CPU time of the descendants they have reaped
@@ -307,7 +312,7 @@ def tree_demand_s(pid: int) -> float | None:
                     stack.extend(int(c) for c in f.read().split())
             except (OSError, ValueError):
                 continue  # ended meanwhile
-            ns += int(on_cpu) + int(waited)
+            ns += int(on_cpu) + (int(waited) if waits else 0)
         ticks += int(cutime) + int(cstime)
         found = True
     return ns / 1e9 + ticks / CLOCK_TICKS if found else None
@@ -348,6 +353,9 @@ class ProcessWorker(AgentWorker):
     def demand_s(self) -> float | None:
         # An agent started by a container engine's client is not under it: only a local agent is seen.
         return tree_demand_s(self.pid) if self.config.get("namespaces") and self.alive else None
+
+    def own_pid(self) -> int:
+        return self.pid if self.config.get("namespaces") else 0
 
     @property
     def alive(self) -> bool:

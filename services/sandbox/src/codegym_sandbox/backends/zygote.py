@@ -159,6 +159,9 @@ class ForkedWorker(AgentWorker):
     def demand_s(self) -> float | None:
         return tree_demand_s(self.pid) if self.alive else None
 
+    def own_pid(self) -> int:
+        return self.pid
+
     async def wait_exited(self) -> None:
         await self._exited.wait()
 

@@ -160,7 +160,9 @@ def _vm_mb(pid: int, field: str) -> int:
 def test_what_programs_print_is_held_per_exchange_not_per_request(server: ServerProcess, backend: str) -> None:
     """A 4 KB request of 100 tests whose program prints the output limit on each (800 MiB in all): held whole,
     it took the server 800 MiB and each agent as much; held one exchange at a time (64 MiB of output, as this
-    server is set), about 200 MiB each, and every verdict is still the whole output's."""
+    server is set), about 200 MiB each, and every verdict is still the whole output's. The server holds too the
+    outputs waiting for their comparison in its pool of processes (off_loop.py), each charged to the memory
+    budget: some 300 MiB on a loaded machine, where the pool falls behind."""
     if backend != "local":
         pytest.skip("the agents' memory is measured on the local backend (a container's agent is not a child)")
     warm = httpx.post(f"{server.url}/v1/execute", json={"language": "python", "code": "print(1)"}, timeout=60)
@@ -175,7 +177,7 @@ def test_what_programs_print_is_held_per_exchange_not_per_request(server: Server
     assert [t["verdict"] for t in result["tests"]] == ["WA" if i == 7 else "AC" for i in range(100)]
     assert result["verdict"] == "WA" and result["passed"] == 99
     grew = _vm_mb(server.pid, "VmHWM") - before[0]
-    assert grew < 300, f"the server grew by {grew} MiB for 800 MiB of output"
+    assert grew < 400, f"the server grew by {grew} MiB for 800 MiB of output"
     assert server.agents() == agents  # the same agents served it: their peaks are this request's
     for agent, rss in before[1].items():
         assert (agent_grew := _vm_mb(agent, "VmHWM") - rss) < 300, f"an agent grew by {agent_grew} MiB"

@@ -196,7 +196,7 @@ class SessionSlots:
                 running.looks.clear()
             return
         idle = cell_turns.machine_idle(self.cpus, idle_cpus)
-        # The cells of one worker (a fork's copies) are measured together: asleep only where all of them are.
+        # The cells of one worker (a fork's copies) are measured together (cell_turns.asleep's ``share``).
         share = collections.Counter(id(r.lease.worker) for r in self._running.values())
         read: dict[int, float | None] = {}  # each worker's processes read once a tick (a family's: one tree)
 

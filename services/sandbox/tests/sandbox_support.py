@@ -6,9 +6,12 @@ can be collected in the same run.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
-from typing import Any
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import pytest
 from codegym_sandbox.backends.choose import docker_problem, podman_problem, runtime_problem
@@ -90,3 +93,29 @@ def metric_value(text: str, sample: str) -> float:
 def metric(client: TestClient, sample: str) -> float:
     """The value of one sample in the app's ``/metrics`` now."""
     return metric_value(client.get("/metrics").text, sample)
+
+
+T = TypeVar("T")
+
+
+async def while_ticking(work: Awaitable[T]) -> tuple[T, float]:
+    """``work``'s result, and the longest the event loop went meanwhile between the turns of a 5 ms ticker (the
+    tick after the work counted too): how long ``work`` held the loop from every other client."""
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.02)  # ticking
+    try:
+        done = await work
+        await asyncio.sleep(0.02)
+    finally:
+        ticker.cancel()
+    return done, max(gaps, default=0.0)

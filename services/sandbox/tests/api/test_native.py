@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,7 +14,7 @@ from codegym_sandbox.judging import judge
 from codegym_sandbox.models import EvaluateRequest
 from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
-from sandbox_support import metric
+from sandbox_support import metric, while_ticking
 
 SUM = "print(sum(map(int, input().split())))"
 
@@ -417,28 +416,13 @@ def test_a_tests_least_output_is_measured_off_the_event_loop() -> None:
         {"language": "python", "programs": ["1"], "tests": tests, "comparison": "float"}
     )
 
-    async def checked_while_ticking() -> tuple[str, float]:
-        gaps: list[float] = []
-
-        async def tick() -> None:
-            last = time.perf_counter()
-            while True:
-                await asyncio.sleep(0.005)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
-
-        ticker = asyncio.create_task(tick())
-        await asyncio.sleep(0.02)  # ticking
+    async def refusal() -> str:
         try:
             await native._check_outputs(executor, [req])
-            refused = ""
         except RequestValidationError as exc:
-            refused = str(exc)
-        await asyncio.sleep(0.02)  # the tick after it is counted
-        ticker.cancel()
-        return refused, max(gaps, default=0.0)
+            return str(exc)
+        return ""
 
-    refused, gap = asyncio.run(checked_while_ticking())
+    refused, gap = asyncio.run(while_ticking(refusal()))
     assert "no program can pass it" in refused
     assert gap < 0.3, f"the loop was held {gap:.2f} s"

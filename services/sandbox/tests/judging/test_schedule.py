@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from codegym_sandbox.judging import off_loop
 from codegym_sandbox.judging.schedule import judge_requests
 from codegym_sandbox.models import EvaluateRequest, ProgramOut
 from codegym_sandbox.verdicts import RunEnd, Verdict
+from sandbox_support import while_ticking
 
 
 class _Backend:
@@ -207,25 +207,7 @@ def test_large_comparisons_leave_the_event_loop_free(wrong: bool) -> None:
     body = {"language": "python", "programs": ["a", "b"], "tests": tests, "comparison": "float"}
     request = EvaluateRequest.model_validate(body)
 
-    async def judged_while_ticking() -> tuple[list[list[ProgramOut]], float]:
-        gaps: list[float] = []
-
-        async def tick() -> None:
-            last = time.perf_counter()
-            while True:
-                await asyncio.sleep(0.005)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
-
-        ticker = asyncio.create_task(tick())
-        try:
-            outs = await judge_requests(executor, [request], RunPolicy())  # type: ignore[arg-type]
-        finally:
-            ticker.cancel()
-        return outs, max(gaps, default=0.0)
-
-    (outs,), gap = asyncio.run(judged_while_ticking())
+    (outs,), gap = asyncio.run(while_ticking(judge_requests(executor, [request], RunPolicy())))  # type: ignore[arg-type]
     assert [o.verdict for o in outs] == [Verdict.WA if wrong else Verdict.AC] * 2
     assert gap < 0.3, f"the loop was held {gap:.2f} s"
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..agent.protocol import PAUSE_SHARE, WAIT_CREDIT
 from .lending import LEND_IDLE_CPUS
@@ -38,6 +38,7 @@ from .lending import LEND_IDLE_CPUS
 if TYPE_CHECKING:
     import asyncio
 
+    from .base import SessionLease
     from .worker import AgentWorker
 
 ASLEEP_FOR_S = 0.25  # how long a running cell is seen asleep before it lends its slot to a cell that waits
@@ -46,24 +47,11 @@ WINDOW_S = 0.5  # the span a running cell's demand is averaged over
 IDLE_RATE = 0.25  # the CPUs a running cell wants, under which it is seen asleep
 
 
-class Pausable(Protocol):
-    """A session's lease as the pool sees its running cell."""
-
-    @property
-    def worker(self) -> object:
-        """Its worker, for identity only: the cells of one worker (a fork's copies) are measured together."""
-        ...
-
-    def demand_s(self) -> float | None: ...
-
-    def pause(self, paused: bool) -> None: ...
-
-
 @dataclass(eq=False)
 class RunningCell:
     """A cell that runs: the slot it holds (None while it stands paused), and how it was seen lately."""
 
-    lease: Pausable
+    lease: SessionLease
     pausable: bool  # a cell (a fork's copying is never paused)
     worker: AgentWorker | None
     since: float  # when it took its slot

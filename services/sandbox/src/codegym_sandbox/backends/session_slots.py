@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from . import cell_turns
 from .base import Saturated, SessionLease
-from .cell_turns import Pausable, RunningCell
+from .cell_turns import RunningCell
 from .lending import DemandMeter
 from .memory import Lease, MemoryBudget
 from .session_family import fork_lease
@@ -44,7 +44,7 @@ class SessionSlots:
 
     def __init__(self) -> None:
         self._cell_waiters: dict[int, float] = {}  # id -> when a cell began to wait for a slot, oldest first
-        self._cells: dict[AgentWorker, Pausable] = {}  # a slot held by a session's cell -> what runs the cell
+        self._cells: dict[AgentWorker, SessionLease] = {}  # a slot held by a session's cell -> what runs the cell
         self._running: dict[AgentWorker, RunningCell] = {}  # the same slots -> the cells (see cell_turns.py)
         self.cells_paused = 0  # running cells paused to give their slot to a cell that waited
         self._borrowers: dict[RunningCell, None] = {}  # cells waiting for a slot, the longest waiting first
@@ -110,7 +110,7 @@ class SessionSlots:
         return list(made)
 
     @contextlib.asynccontextmanager
-    async def computing(self, cell: Pausable, pausable: bool = True, limit_s: float = 0.0) -> AsyncIterator[None]:
+    async def computing(self, cell: SessionLease, pausable: bool = True, limit_s: float = 0.0) -> AsyncIterator[None]:
         """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
         and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
         lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs. While it
@@ -200,7 +200,7 @@ class SessionSlots:
         share = collections.Counter(id(r.lease.worker) for r in self._running.values())
         read: dict[int, float | None] = {}  # each worker's processes read once a tick (a family's: one tree)
 
-        def demand_of(lease: Pausable) -> Callable[[], float | None]:
+        def demand_of(lease: SessionLease) -> Callable[[], float | None]:
             key = id(lease.worker)
             return lambda: read[key] if key in read else read.setdefault(key, lease.demand_s())
 

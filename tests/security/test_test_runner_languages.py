@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from codegym_sandbox import pytest_file
 from fastapi.testclient import TestClient
 
 TESTS = "\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -82,6 +83,79 @@ def test_a_wrong_pytest_file_that_ends_its_run_fails(hostile: TestClient, end: s
         fusion, native = _both(hostile, code)
         assert fusion["status"] == "Failed" and fusion["run_result"]["return_code"] != 0, fusion
         assert native["verdict"] != "AC", native
+
+
+PRIME_TESTS = (
+    "\nimport pytest\n\ndef test_primes():\n    assert all(is_prime(p) for p in [2, 3, 5, 7, 11])\n\n"
+    "def test_type():\n    assert isinstance(is_prime(4), bool)\n"
+)
+RIGHT_PRIME = "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n"
+WRONG_PRIME = "def is_prime(n):\n    return 0\n"
+# A wrong program's statements that would bind the tests' own builtins, were they the tests' code: a test library's
+# object under a name the program chose, imports on its last lines (right before the tests' `import pytest`), one
+# on the first test's line, and a statement after a comment that Python counts as one line and `str.splitlines` as
+# three, and `approx(2, rel=3) == 5` as the tests' `add(2, 3) == 5`.
+BORROWED = {
+    "mock-as-builtins": (
+        "from unittest.mock import MagicMock as all, MagicMock as isinstance\n\n" + WRONG_PRIME + PRIME_TESTS
+    ),
+    "trailing-import": WRONG_PRIME + "\nfrom operator import truth as all, is_not as isinstance\n" + PRIME_TESTS,
+    "shared-line": WRONG_PRIME + "from operator import truth as all; pytestmark = []\ndef test_primes():\n"
+    "    assert all(is_prime(p) for p in [2, 3, 5, 7, 11])\n",
+    "line-separators": "# \x1c\x1c\n" + WRONG_PRIME + "all = isinstance = lambda *args: True\n" + PRIME_TESTS,
+    "approx-as-add": "from pytest import approx as add\n\ndef _add(a, b):\n    return 0\n"
+    + TESTS
+    + "    assert add(10, 20) == 30\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BORROWED))
+def test_no_statement_of_the_program_is_the_tests_code(hostile: TestClient, name: str) -> None:
+    fusion, native = _both(hostile, BORROWED[name])
+    assert fusion["status"] == "Failed" and fusion["run_result"]["return_code"] != 0, fusion
+    assert native["verdict"] != "AC", native
+    program, tests = pytest_file.split(BORROWED[name])
+    assert program == BORROWED[name][: len(program)]
+    assert set(tests.split("def test_")[0].split()) <= {"import", "pytest"}, tests
+
+
+# Honest files whose imports sit right before their tests: the test libraries' names are the tests' own, the
+# others the program's (a stand-in of its `isclose` answers as the checker's would).
+IMPORTS_BEFORE = {
+    "approx-and-raises": RIGHT + "\nimport pytest\nfrom pytest import approx, raises\n\ndef test_add():\n"
+    "    assert add(0.1, 0.2) == approx(0.3)\n    with raises(TypeError):\n        add(1, None)\n",
+    "unittest-case": RIGHT + "\nimport unittest\nfrom unittest import mock\n\nclass TestAdd(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n        self.assertIsNotNone(mock.ANY)\n",
+    "math": RIGHT + "\nimport math\nfrom math import isclose\n\ndef test_add():\n"
+    "    assert isclose(add(0.1, 0.2), 0.3) and math.isclose(add(1, 2), 3)\n",
+    "primes": RIGHT_PRIME + PRIME_TESTS,
+}
+
+
+@pytest.mark.parametrize("name", sorted(IMPORTS_BEFORE))
+def test_a_right_file_with_imports_before_its_tests_passes(hostile: TestClient, name: str) -> None:
+    fusion, native = _both(hostile, IMPORTS_BEFORE[name])
+    assert fusion["status"] == "Success" and fusion["run_result"]["return_code"] == 0, fusion
+    assert native["verdict"] == "AC", native
+
+
+def test_the_tests_get_only_plain_names_of_the_test_libraries() -> None:
+    code = (
+        "import pytest, os\nfrom pytest import approx, raises as check, exit\nfrom unittest import mock\n"
+        "from unittest.mock import patch, ANY\nfrom pytest import *\nimport unittest.mock as um\n"
+        "def patch():\n    pass\n\ndef test_x():\n    pass\n"
+    )
+    program, tests = pytest_file.split(code)
+    assert program == code[: code.index("def test_x")]
+    assert tests.splitlines() == [
+        "import pytest",
+        "from pytest import approx",
+        "from unittest import mock",
+        "from unittest.mock import ANY",
+        *[""] * 5,
+        "def test_x():",
+        "    pass",
+    ]
 
 
 def test_a_file_with_no_tests_fails_as_under_pytest(hostile: TestClient) -> None:

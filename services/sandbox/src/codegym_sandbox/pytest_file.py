@@ -7,13 +7,19 @@ parts, split where its tests begin, and run with the assert runner (``agent/asse
 in the program's process, the tests' part in the checker, which calls the program's names over the channel and
 whose word alone is the pass. The tests' part is the file from its first top-level statement that pytest would
 collect or use (a ``test*`` function, a ``Test*`` class or a unittest case, a fixture or anything pytest decorates,
-pytest's module hooks, ``pytestmark``), with the imports right before it; everything before it is the program's.
+pytest's module hooks, ``pytestmark``), from the first line that no statement before it shares; everything before
+it is the program's, imports and all, and none of it is the tests' code. The tests get only the test libraries'
+own names that the program's part imports plainly (``import pytest``, ``from pytest import approx``), imported
+anew in the checker (:func:`_library_imports`).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import re
 
+from .agent import program_names
 from .agent.assert_stdin import ASSERT_MAIN, assert_stdin
 
 # pytest's module and function hooks (xunit style), unittest's module hooks (pytest runs them too).
@@ -28,6 +34,10 @@ _HOOKS = frozenset(
     }
 )
 _TEST_LIBRARIES = ("pytest", "unittest")
+_BUILTINS = frozenset(dir(builtins))
+# A line as Python counts them (``str.splitlines`` ends lines at form feeds and separators too, and its numbers would
+# move the program's last lines into the tests' part).
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Where a file has no test, pytest collects none and fails the run (its exit status 5): so do the tests here.
 NO_TESTS = "raise AssertionError('no tests ran: the file defines no test that pytest would collect')\n"
 
@@ -46,21 +56,77 @@ def split(code: str) -> tuple[str, str]:
         body = ast.parse(code).body
     except (SyntaxError, ValueError):
         return code, ""
-    first = next((i for i, node in enumerate(body) if _tests_begin(node)), None)
-    if first is None:
+    first = next((i for i, node in enumerate(body) if _tests_begin(node)), len(body))
+    # The tests' part starts on a line of its own: a statement of the program's that shares the first test's line
+    # (``x = 1; pytestmark = []``) stays the program's, and so does that test.
+    while 0 < first < len(body) and (body[first - 1].end_lineno or 0) >= _line(body[first]):
+        first += 1
+    if first == len(body):
         return code, NO_TESTS
-    while first > 0 and _own_import(body, first - 1):
-        first -= 1
-    node = body[first]
-    line = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    lines = code.splitlines(keepends=True)
-    # The test libraries the program's part imports are the tests' too (`from pytest import approx` above a helper):
-    # as the program's stand-ins, an `approx` or a `TestCase` of theirs would be no test's.
+    line = _line(body[first])
+    lines = _LINES.findall(code)
+    program = "".join(lines[: line - 1])
     head = ["\n"] * (line - 1)
-    for before in body[:first]:
-        if _test_library(before) and before.lineno < line:
-            head[before.lineno - 1] = ast.unparse(before) + "\n"
-    return "".join(lines[: line - 1]), "".join(head) + "".join(lines[line - 1 :])
+    for at, imports in _library_imports(body[:first], program):
+        head[at - 1] = imports + "\n"
+    return program, "".join(head) + "".join(lines[line - 1 :])
+
+
+def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, str]]:
+    """The imports of the test libraries that the tests' part gets for the program's statements ``program``
+    (its text ``source``), each with the line of the program's import it stands for.
+
+    No statement of the program's becomes the tests' code: the tests get the test library's own objects by their
+    own names alone, written here (``import pytest``, ``from pytest import approx``), so that the tests' ``approx``
+    or ``TestCase`` is the checker's and no stand-in of the program's. Never a name the program chose for one
+    (``from pytest import approx as add``, ``import pytest as pt``), a builtin's (``from pytest import exit``), a
+    private one, a star's, or a name the program binds otherwise too: those stay the program's, as its other
+    imports do (``from operator import truth as all`` binds the program's ``all``, which the tests never ask for).
+    """
+    plain = {id(alias): (node, alias) for node in program for alias in _plain_aliases(node)}
+    if not plain or not program_names.compiles(source):
+        return []
+    others: list[ast.stmt] = []  # the program without those aliases: what else it binds
+    for node in program:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            others.append(node)
+        elif rest := [alias for alias in node.names if id(alias) not in plain]:
+            others.append(ast.Import(rest) if isinstance(node, ast.Import) else ast.ImportFrom(node.module, rest, 0))
+    bound = program_names.top_level_names(ast.unparse(ast.Module(others, []))) | _BUILTINS
+    lines: dict[int, list[str]] = {}
+    for node, alias in plain.values():
+        if isinstance(node, ast.Import) and alias.name.partition(".")[0] not in bound:
+            lines.setdefault(node.lineno, []).append(f"import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and alias.name not in bound:
+            lines.setdefault(node.lineno, []).append(f"from {node.module} import {alias.name}")
+    return [(line, "; ".join(imports)) for line, imports in lines.items()]
+
+
+def _plain_aliases(node: ast.stmt) -> list[ast.alias]:
+    """The names of a test library that ``node`` imports by their own names (``import pytest``,
+    ``from unittest import mock``): never one it renames, takes with a star, or that is private."""
+    if isinstance(node, ast.Import):
+        return [alias for alias in node.names if alias.asname is None and _library(alias.name)]
+    if not isinstance(node, ast.ImportFrom) or node.level or not _library(node.module or ""):
+        return []
+    return [alias for alias in node.names if alias.asname in (None, alias.name) and _public(alias.name)]
+
+
+def _library(module: str) -> bool:
+    """Whether ``module`` is pytest or unittest, or a public module of theirs."""
+    parts = module.split(".")
+    return parts[0] in _TEST_LIBRARIES and all(map(_public, parts))
+
+
+def _public(name: str) -> bool:
+    """Whether ``name`` is a plain public name (no star, no ``_private`` or ``__dunder__`` one)."""
+    return name.isidentifier() and not name.startswith("_")
+
+
+def _line(node: ast.stmt) -> int:
+    """The first line of ``node``, its decorators' included."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
 def _tests_begin(node: ast.stmt) -> bool:
@@ -83,18 +149,3 @@ def _names_pytest(expr: ast.expr) -> bool:
         if name in ("pytest", "fixture", "mark", "unittest") or name.endswith("TestCase"):
             return True
     return False
-
-
-def _test_library(node: ast.stmt) -> bool:
-    """Whether ``node`` imports pytest or unittest (or a module of theirs), and nothing else."""
-    if isinstance(node, ast.Import):
-        return all(alias.name.split(".")[0] in _TEST_LIBRARIES for alias in node.names)
-    return isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in _TEST_LIBRARIES
-
-
-def _own_import(body: list[ast.stmt], i: int) -> bool:
-    """Whether ``body[i]`` is an import on lines of its own (no other statement shares them)."""
-    node = body[i]
-    if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.col_offset:
-        return False
-    return i == 0 or (body[i - 1].end_lineno or 0) < node.lineno

@@ -104,6 +104,18 @@ def test_runs_are_held_to_tight_limits_and_see_only_the_standard_library(runner:
     assert site.verdict == "RE" and "imports no httpx" in site.stderr  # installed, but not for games
 
 
+# Private helpers of what allowed modules make or return: ``ForwardRef._evaluate`` is ``eval``, an enum class's
+# ``_convert_`` makes a module's globals, found by its name, an enum's members. The check refuses them by name.
+PRIVATE_EVAL = (
+    "import typing\nref = typing.get_args(typing.List['ev' + 'al'])[0]\nev = ref._evaluate({}, {}, frozenset())\n"
+    "print(ev(\"__imp\" + \"ort__('po' + 'six').uname()\"))"
+)
+PRIVATE_SYS = (
+    "import enum\nE = enum.Enum\nS = E._convert_('S', 'dataclasses', lambda n: n == 's' + 'ys')\n"
+    "print(S['s' + 'ys'].value.modules['po' + 'six'].uname())"
+)
+
+
 # Doors past the static check's reading of the text (each found by an attack round), and the two kinds of answer:
 # an act the guard refuses, or what the two runs see differently.
 REFUSED = {
@@ -115,13 +127,28 @@ REFUSED = {
         "import dataclasses as d\nroot = d.__file__.rpartition('/')[0]\n"
         "print(d.builtins.open(root + '/../../../etc/hostname').read())"
     ),
+    "a module never loaded": "import dataclasses as d\nprint(d.builtins.__import__('pty'))",
+    "a module taken out of sys.modules, imported again": (
+        "import dataclasses as d\nprint(d.builtins.__import__('posix'))"
+    ),
+    "eval from a private helper, then a module imported again": PRIVATE_EVAL,
+}
+# Doors that look a module up by its name: the guard leaves in ``sys.modules`` only what the allowed modules import
+# by name as they run, so a program holding ``sys``, or a function told a module's name, finds no other.
+BY_NAME = {
     "a module never loaded": "import typing as t\nprint(t.sys.modules['importlib'].import_module('pty'))",
+    "the environment through an allowed module": "import typing\nprint(typing.sys.modules['os'].environ['HOME'])",
+    "an enum of a module's globals": "import enum\nP = enum.Enum._convert_('P', 'posix', lambda n: n == 'uname')\n"
+    "print(P['uname'].value())",
+    "sys through an enum of dataclasses' globals": PRIVATE_SYS,
 }
 DISAGREE = {
     "the working directory through a private helper": (
-        "import dataclasses\nprint(dataclasses._create_fn('f', [], ['return __import__(\"os\").getcwd()'])())"
+        "import dataclasses\nprint(dataclasses._create_fn('f', ['d'], ['return d.inspect.os.getcwd()'])(dataclasses))"
     ),
-    "the environment through an allowed module": "import typing\nprint(typing.sys.modules['os'].environ['HOME'])",
+    "the environment through allowed modules' attributes": (
+        "import dataclasses\nprint(dataclasses.inspect.os.environ['HOME'])"
+    ),
 }
 FAIR = [
     "import re\nprint('bücher.de'.encode('idna'), 'é'.encode('cp1252'))\n"
@@ -137,10 +164,13 @@ FAIR = [
 
 
 def test_what_a_program_reaches_past_its_text_is_refused_or_seen_to_differ(runner: ProgramRunner) -> None:
-    runs = runner.run_twice([*REFUSED.values(), *DISAGREE.values(), *FAIR])
-    refused, disagree, fair = runs[: len(REFUSED)], runs[len(REFUSED) : -len(FAIR)], runs[-len(FAIR) :]
+    runs = runner.run_twice([*REFUSED.values(), *BY_NAME.values(), *DISAGREE.values(), *FAIR])
+    refused, by_name = runs[: len(REFUSED)], runs[len(REFUSED) : len(REFUSED) + len(BY_NAME)]
+    disagree, fair = runs[len(REFUSED) + len(BY_NAME) : -len(FAIR)], runs[-len(FAIR) :]
     for door, (a, b) in zip(REFUSED, refused, strict=True):
         assert a.verdict == b.verdict == "RE" and "Error: the code game" in a.stderr, (door, a)
+    for door, (a, b) in zip(BY_NAME, by_name, strict=True):
+        assert a.verdict == b.verdict == "RE" and "KeyError" in a.stderr, (door, a)
     for door, (a, b) in zip(DISAGREE, disagree, strict=True):
         assert a.verdict == b.verdict == "AC" and a.stdout != b.stdout, (door, a, b)
     for a, b in fair:
@@ -250,6 +280,13 @@ def test_a_batch_of_rounds_scores_every_outcome(runner: ProgramRunner) -> None:
     assert metrics["code_game/predictor_accuracy"] == pytest.approx(6 / 9)
     assert metrics["code_game/invalid_rate"] == pytest.approx(4 / 7)
     assert metrics["code_game/nondeterministic_rate"] == pytest.approx(1 / 7)
+
+
+def test_a_private_helper_of_an_allowed_modules_object_loses_the_round(runner: ProgramRunner) -> None:
+    predict = ScriptedPredictor({})
+    rounds = play_rounds([writer(PRIVATE_EVAL, "x"), writer(PRIVATE_SYS, "x")], runner, predict, 3)
+    assert [r.result.outcome for r in rounds] == ["rejected", "rejected"] and predict.asked == [([], 3)]
+    assert all(r.result.writer == WRITER_INVALID and r.runs == () for r in rounds)
 
 
 def test_a_predictor_that_answers_the_wrong_number_of_times_is_an_error(runner: ProgramRunner) -> None:

@@ -215,6 +215,56 @@ def test_attribute_names_that_are_values_are_refused(code: str, problem: str) ->
     assert any(p.startswith(problem) for p in check_program(code)), check_program(code)
 
 
+# Whole programs that read a private attribute of an object an allowed module made or returned, not of the module
+# itself: an enum class's ``_convert_`` looks a module up by a name the program computes and makes its globals
+# members (the machine's facts, ``sys.modules``), a ``ForwardRef``'s ``_evaluate`` is ``eval``. Each prints the
+# same facts of the machine on both runs; each is refused by the attribute's name alone, whatever its object.
+PRIVATE = {
+    "an enum class bound by from-import": (
+        "from enum import Enum\nP = Enum._convert_('P', 'po' + 'six', lambda n: n == 'u' + 'name')\n"
+        "print(P['u' + 'name'].value().release)"
+    ),
+    "an enum class bound to a name of the program's": (
+        "import enum\nE = enum.Enum\nP = E._convert_('P', 'po' + 'six', lambda n: n in ('u' + 'name',))\n"
+        "u = P['u' + 'name'].value()\nprint(u.release, u.machine)"
+    ),
+    "the modules through an enum of dataclasses' globals": (
+        "import enum\nE = enum.Enum\nS = E._convert_('S', 'dataclasses', lambda n: n == 's' + 'ys')\n"
+        "m = S['s' + 'ys'].value.modules\np = m['po' + 'six']\nprint(p.uname().release, p.cpu_count(), len(m))"
+    ),
+    "a subclass of an allowed enum": (
+        "import enum\nclass X(enum.IntEnum):\n    pass\nprint(X._convert_('S', 's' + 'ys', lambda n: n == 'version'))"
+    ),
+    "a value a library call returned": (
+        "import typing\ndef builtin(name):\n    ref = typing.get_args(typing.List[name])[0]\n"
+        "    return ref._evaluate({}, {}, frozenset())\nev = builtin('ev' + 'al')\n"
+        'print(ev("(lambda m: m.uname().release)(" + "__imp" + "ort__(\'po\' + \'six\'))"))'
+    ),
+    "a class pattern's keyword": "import enum\nclass C(enum.Enum):\n    A = 1\nmatch C.A:\n    case C(_value_=v):\n"
+    "        print(v)",
+}
+
+
+@pytest.mark.parametrize("code", PRIVATE.values(), ids=PRIVATE)
+def test_private_attributes_are_refused_whatever_their_object(code: str) -> None:
+    problems = check_program(code)
+    assert any("a private attribute" in p or p.startswith("matches the attribute _") for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "class Box:\n    def __init__(self):\n        self._items = []\nprint(Box()._items)",
+        "from collections import namedtuple\nP = namedtuple('P', 'x y')\nprint(P(1, 2)._replace(x=3))",
+        "class A:\n    def __secret(self):\n        return 1\n    def f(self):\n        return self.__secret()\n"
+        "print(A().f())",
+    ],
+)
+def test_the_programs_own_private_attributes_are_refused_too(code: str) -> None:
+    # a program's own and a library's private attributes look alike in the text: public names do the same work
+    assert any("a private attribute" in p for p in check_program(code)), check_program(code)
+
+
 def test_the_length_limit() -> None:
     longest = "print(1)\n#" + "x" * (MAX_PROGRAM_CHARS - len("print(1)\n#"))
     assert len(longest) == MAX_PROGRAM_CHARS and check_program(longest) == []

@@ -15,10 +15,16 @@ rejected when it
   ``string.Formatter``, ``typing.get_type_hints``);
 - touches a dunder attribute or name other than ``ALLOWED_DUNDERS`` (``__class__``, ``__subclasses__``
   and ``__globals__`` lead back to everything above), or holds one in a string (``'{0.__globals__}'.format(f)``);
+- names a private attribute (``x._name``, ``x._name_``, ``self.__name``; read, written or in a class pattern),
+  whatever its object: what an object is shows in the text only where a path starts at a module's name, and
+  the classes and values allowed modules make carry private helpers that reach past them (an enum class's
+  ``_convert_`` makes the globals of a module named by a string its members, a ``ForwardRef``'s ``_evaluate``
+  is ``eval``). The program's own objects keep to public names too: in the text they look the same;
 - formats with a template that is not a string of its own text, or whose fields reach into attributes or items
   (``'{0.real}'``): ``str.format`` walks attributes by name;
 - reaches a module it may not import through an allowed one's attributes (``dataclasses.builtins``,
-  ``typing.sys``), or uses an imported module other than as the start of such a path;
+  ``typing.sys``), or uses an imported module other than as the start of such a path, or imports a private
+  name of one (``from typing import _eval_type``);
 - reads attributes whose names are values rather than its text: a class pattern's positional sub-patterns read
   those named in the class's ``__match_args__``, which a made dataclass or named tuple takes from computed
   strings, so only the builtins that match themselves (``case int(n)``) take them; ``functools.wraps`` and
@@ -90,10 +96,12 @@ SELF_MATCHING = frozenset(
     {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 )
 
-# A constructor, `if __name__ == "__main__"`, and the protocols of values (operators, containers, text, context
-# managers), which reach nothing past the object they belong to. Refused are those that lead outward: to a class's
-# relatives (``__class__``, ``__mro__``, ``__subclasses__``), a namespace (``__dict__``, ``__globals__``,
-# ``__builtins__``), a method's owner (``__self__``, ``__func__``) or an attribute by name (``__getattribute__``).
+# The only attributes starting with ``_`` that a program names (``_attribute_problem``): a constructor,
+# `if __name__ == "__main__"`, and the protocols of values (operators, containers, text, context managers), which
+# honest programs define and call on their own objects and which reach nothing past the object they belong to.
+# Refused are those that lead outward: to a class's relatives (``__class__``, ``__mro__``, ``__subclasses__``), a
+# namespace (``__dict__``, ``__globals__``, ``__builtins__``), a method's owner (``__self__``, ``__func__``) or an
+# attribute by name (``__getattribute__``).
 ALLOWED_DUNDERS = frozenset(
     {
         *("__init__", "__name__", "__qualname__", "__doc__", "__slots__", "__post_init__", "__repr__", "__str__"),
@@ -111,6 +119,21 @@ _TEXT_DUNDERS = ALLOWED_DUNDERS | {"__main__"}
 
 def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _attribute_problem(name: str) -> str | None:
+    """Why a program may not name the attribute ``name`` (read, written or matched), whatever its object; None
+    when it may. What an object is shows in the text only where a path starts at a module's name, and an
+    allowed module's class or a value one returns carries private helpers that reach past it by names that are
+    data (``Enum._convert_`` looks a module up in ``sys.modules``; ``ForwardRef._evaluate`` is ``eval``). So
+    only public names and ``ALLOWED_DUNDERS`` are attributes a program names, its own objects' too."""
+    if _is_dunder(name):
+        return None if name in ALLOWED_DUNDERS else f"uses the attribute {name}"
+    if name.startswith("_"):
+        return f"uses {name}, a private attribute (a program names only public attributes and ALLOWED_DUNDERS)"
+    if name in BANNED_ATTRIBUTES | BANNED_METHODS:
+        return f"uses {name}, which is banned"
+    return None
 
 
 def _module_problems(module: str) -> list[str]:
@@ -220,11 +243,8 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
             root = root.value
         if not isinstance(root, ast.Name) or root.id not in bound or id(root) in parameters:
             continue
-        if any(_is_dunder(step) for step in path):
-            continue
-        if private := next((step for step in path if step.startswith("_")), None):
-            problems.append(f"uses {private}, a private attribute of the module {root.id}")  # _create_fn runs text
-            continue
+        if any(step.startswith("_") for step in path):
+            continue  # refused by the name alone (``_attribute_problem``), or an allowed dunder of the module's
         value = bound[root.id]
         for at, step in enumerate(path, 1):
             value = getattr(value, step, None)
@@ -325,14 +345,10 @@ def check_program(code: str) -> list[str]:
                 problems.append(f"uses {node.id}, which is banned")
             elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDERS:
                 problems.append(f"uses {node.id}")
-        elif isinstance(node, ast.Attribute) and _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
-            problems.append(f"uses the attribute {node.attr}")
-        elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES | BANNED_METHODS:
-            problems.append(f"uses {node.attr}, which is banned")
+        elif isinstance(node, ast.Attribute) and (problem := _attribute_problem(node.attr)):
+            problems.append(problem)
         elif isinstance(node, ast.MatchClass):  # ``case object(__globals__=g)`` reads the attribute by its name
-            for name in node.kwd_attrs:
-                if (_is_dunder(name) and name not in ALLOWED_DUNDERS) or name in BANNED_ATTRIBUTES | BANNED_METHODS:
-                    problems.append(f"matches the attribute {name}")
+            problems += [f"matches the attribute {name}" for name in node.kwd_attrs if _attribute_problem(name)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             named = set(_DUNDER_IN_TEXT.findall(node.value)) - _TEXT_DUNDERS
             problems += [f"holds {name} in a string" for name in sorted(named)]

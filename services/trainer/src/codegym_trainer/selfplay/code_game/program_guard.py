@@ -10,7 +10,10 @@ frame, tracing. So each run goes through :data:`GUARD`, which first imports ever
 - a file is opened to read only, and only under the standard library's folder (a path with no ``..`` in it);
   a folder is listed only there too;
 - a module is imported only where its top-level package is one a program may import: the rest that they need
-  is loaded by then;
+  is loaded by then. Loaded, the rest leave ``sys.modules`` (but ``KEPT_BY_NAME``, which the allowed modules
+  import by name as they run), so that a program that gets hold of ``sys``, or a helper that looks a module up
+  by a name it is given, finds no ``posix``, ``os`` or ``builtins`` there, and importing one again is an
+  import the hook refuses;
 - no frame is handed out (``sys._getframe``, a generator's, coroutine's or traceback's frame), and nothing may
   trace, profile, add a hook, or reach ``gc``, ``os``'s processes, sockets, ``ctypes`` and the like.
 
@@ -29,7 +32,8 @@ seed, a home and a name of the run's own) and process ids, so a program that pri
 nondeterministic. Facts of the machine that are the same on every run and that an allowed module shows
 (``hashlib.algorithms_available``) are the game's to learn by both of its roles. Reading an attribute is no act
 either (a function's ``__globals__`` is no audited read; ``__code__`` and ``__defaults__`` are, and dataclasses
-reads them itself), so the roads to a module by an attribute name the program computes are the check's to close.
+reads them itself), so the roads to a module by an attribute name the program computes are the check's to close;
+``sys.modules`` holding only the allowed modules closes the roads by a module's name.
 """
 
 from __future__ import annotations
@@ -62,6 +66,13 @@ LOADED_ON_DEMAND = frozenset(
         *("_codecs_jp", "_codecs_kr", "_codecs_cn", "_codecs_tw", "_codecs_hk"),
     }
 )
+# The modules besides ``allowed`` that stay in ``sys.modules`` once the allowed ones are loaded: those that allowed
+# modules and the interpreter import by name as they run (``functools.singledispatch`` imports ``types`` and
+# ``weakref``, ``enum`` and ``re`` import ``warnings``, ``copy`` reaches ``copyreg`` from C, a codec ``codecs``).
+# The rest (``posix``, ``os``, ``sys``, ``builtins``, ``importlib``, ...) leave it, so that a program that holds
+# ``sys`` or a function that looks a module up by a name it is given (``sys.modules[name]``) finds none of them,
+# and importing one again is an import the hook refuses.
+KEPT_BY_NAME = frozenset({"__main__", "types", "weakref", "warnings", "copyreg", "codecs", "_io"})
 # Attributes that hand out a frame (whose locals, globals and builtins lead everywhere).
 FRAME_ATTRIBUTES = ("gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back")
 # Reported by the interpreter itself as a program ends, or harmless names of the caller's module.
@@ -77,6 +88,9 @@ def _guard(lost):
         code = compile(f.read(), file, "exec")
     root = sys.modules["codecs"].__file__.rpartition("/")[0] + "/"
     allowed = frozenset({sorted(ALLOWED_MODULES | LOADED_ON_DEMAND)!r})
+    kept = allowed | frozenset({sorted(KEPT_BY_NAME)!r})
+    for name in [name for name in sys.modules if name.partition(".")[0] not in kept]:
+        del sys.modules[name]  # loaded, and reached by name no more: an import of it is an audited act again
     refused, frames, fine = {REFUSED_PREFIXES!r}, frozenset({FRAME_ATTRIBUTES!r}), frozenset({_ALLOWED_SYS!r})
     writes = 0o3103  # Linux's O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND
 

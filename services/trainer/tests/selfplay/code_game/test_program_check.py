@@ -36,6 +36,8 @@ from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, 
         "import functools\ndef logged(f):\n    @functools.wraps(f)\n    def w(*a):\n        return f(*a)\n"
         "    return w\n@logged\ndef g(x):\n    return x + 1\nprint(g(1), g.__name__)",
         "register = [0] * 4\nfor op in [1, 2, 3]:\n    register[op] += op\nprint(register)",
+        "from dataclasses import dataclass, fields\n@dataclass\nclass P:\n    x: int\n"
+        "print('ab'.replace('a', 'c'), [f.name for f in fields(P)], P(1).x)",
     ],
 )
 def test_fair_programs_pass(code: str) -> None:
@@ -200,6 +202,21 @@ NAMES_AS_DATA = {
     "wraps handed on": (
         CAUGHT + "    copy = functools.wraps\n    copy(e, ('o' + 'bj',), ())(W())\nprint(box[0])",
         "uses wraps other than called with the objects alone",
+    ),
+    "astuple reading a renamed field of a metaclass's": (
+        "import dataclasses\nimport enum\nF = dataclasses.field(init=False)\n"
+        "D = dataclasses.make_dataclass('D', [('_' + 'convert_', int, F)], bases=(enum.EnumMeta,), init=False)\n"
+        "class E(enum.Enum, metaclass=D):\n    pass\nf = dataclasses.astuple(E)[0]\n"
+        "print(f('S', 'dataclasses', lambda n: n == 's' + 'ys')['s' + 'ys'].value.version)",
+        "uses dataclasses.astuple, which reads the attributes a dataclass's fields name",
+    ),
+    "asdict under another name": (
+        "from dataclasses import asdict as a, dataclass\n@dataclass\nclass P:\n    x: int\nprint(a(P(1)))",
+        "uses a, which reads the attributes",
+    ),
+    "replace handed on": (
+        "import dataclasses as d\nr = d.replace\nprint(r)",
+        "uses d.replace, which reads the attributes",
     ),
     "singledispatch evaluating a computed annotation": (
         "import functools\nimport typing\n@functools.singledispatch\ndef f(x):\n    return 0\n"

@@ -28,12 +28,15 @@ rejected when it
 - reads attributes whose names are values rather than its text: a class pattern's positional sub-patterns read
   those named in the class's ``__match_args__``, which a made dataclass or named tuple takes from computed
   strings, so only the builtins that match themselves (``case int(n)``) take them; ``functools.wraps`` and
-  ``update_wrapper`` only with the objects alone (their ``assigned`` and ``updated`` are names). An ABC's
-  ``register`` (which makes any object an instance of a class of the program's) and singledispatch's (which
-  evaluates annotations, strings the program may compute, as code) are refused as attributes
-  (``BANNED_METHODS``). Defining dunders with
-  computed names (``type`` with a computed namespace) is left alone: a class body can define the same ones,
-  and each is called on the program's own objects; it is reading other objects by a computed name that leaks;
+  ``update_wrapper`` only with the objects alone (their ``assigned`` and ``updated`` are names); dataclasses'
+  ``asdict``, ``astuple`` and ``replace`` not at all (``FIELD_READERS``: they read the attributes a dataclass's
+  fields name, which ``make_dataclass`` takes as strings and a field's writable ``name`` holds, and a class
+  whose metaclass is such a dataclass inherits an allowed class's private helpers). An ABC's ``register``
+  (which makes any object an instance of a class of the program's) and singledispatch's (which evaluates
+  annotations, strings the program may compute, as code) are refused as attributes (``BANNED_METHODS``).
+  Defining dunders with computed names (``type`` with a computed namespace) is left alone: a class body can
+  define the same ones, and each is called on the program's own objects; it is reading other objects by a
+  computed name that leaks;
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
@@ -44,10 +47,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import re
 import string
+from collections.abc import Iterator
 
 from codegym_evaluator import python_syntax
 
@@ -88,6 +93,10 @@ BANNED_METHODS = frozenset({"register"})
 # Functions that read attributes named by their arguments, allowed only as called with the objects alone
 # (``@functools.wraps(f)``): ``assigned`` and ``updated`` are names, data the check cannot read.
 NAMES_AS_DATA = {"wraps": 1, "update_wrapper": 2}
+# dataclasses' functions that read every attribute a dataclass's fields name and hand the values back: those names
+# are data (``make_dataclass`` takes them as strings, a field's ``name`` may be rewritten), so through a metaclass
+# of the program's they read an allowed class's private helper (an enum class's ``_convert_``) by a computed name.
+FIELD_READERS = ("asdict", "astuple", "replace")
 # The classes whose class pattern's one positional sub-pattern is the subject itself (``case int(n)``). Any
 # other class's positional sub-patterns read the attributes named in its ``__match_args__``: a value, which a
 # program can compute (a made dataclass's or named tuple's fields), so they are refused (keywords name the same
@@ -160,6 +169,13 @@ def _format_problems(method: ast.Attribute) -> list[str]:
     return []
 
 
+def _field_reader_problems(value: object, where: str) -> list[str]:
+    """``FIELD_READERS``, whatever the name or path ``where`` that reaches ``value``."""
+    if not any(value is getattr(dataclasses, name) for name in FIELD_READERS):
+        return []
+    return [f"uses {where}, which reads the attributes a dataclass's fields name (data, not text): name them"]
+
+
 def _bound_modules(tree: ast.Module) -> dict[str, object]:
     """The names the program's imports bind to modules (of those it may import), and the modules themselves."""
     bound: dict[str, object] = {}
@@ -170,15 +186,20 @@ def _bound_modules(tree: ast.Module) -> dict[str, object]:
                     with contextlib.suppress(ImportError):
                         top = alias.asname or alias.name.split(".")[0]
                         bound[top] = importlib.import_module(alias.name if alias.asname else top)
-        elif (
-            isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in ALLOWED_MODULES
-        ):
+    for name, value in _imported_from(tree):
+        if inspect.ismodule(value):
+            bound[name] = value
+    return bound
+
+
+def _imported_from(tree: ast.Module) -> Iterator[tuple[str, object]]:
+    """What each ``from <allowed> import name`` binds: the name it binds, and the value."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in ALLOWED_MODULES:
             for alias in node.names:
                 with contextlib.suppress(ImportError):
                     value = getattr(importlib.import_module(node.module or ""), alias.name, None)
-                    if inspect.ismodule(value):
-                        bound[alias.asname or alias.name] = value
-    return bound
+                    yield alias.asname or alias.name, value
 
 
 def _parameter_uses(tree: ast.Module, names: set[str]) -> set[int]:
@@ -248,9 +269,12 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
         value = bound[root.id]
         for at, step in enumerate(path, 1):
             value = getattr(value, step, None)
+            through = ".".join([root.id, *path[:at]])
             if inspect.ismodule(value) and value.__name__.split(".")[0] not in ALLOWED_MODULES:
-                through = ".".join([root.id, *path[:at]])
                 problems.append(f"reaches the module {value.__name__} through {through}, which is banned")
+                break
+            if reads := _field_reader_problems(value, through):
+                problems += reads
                 break
         else:
             if inspect.ismodule(value) and id(node) not in starts:  # ``e = re.enum`` then ``e.sys``
@@ -357,6 +381,7 @@ def check_program(code: str) -> list[str]:
         if isinstance(node, ast.Attribute) and node.attr == "format":
             problems += _format_problems(node)
     problems += _module_use_problems(tree)
+    problems += [p for name, value in _imported_from(tree) for p in _field_reader_problems(value, name)]
     problems += _names_as_data_problems(tree)
     if not prints:
         problems.append("never calls print")

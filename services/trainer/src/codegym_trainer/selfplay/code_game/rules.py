@@ -69,9 +69,9 @@ win when they get it wrong and lose when they get it right.
 Rules: the program runs twice, and both runs must print the same thing. It has at most {MAX_PROGRAM_CHARS} \
 characters and prints at most {MAX_OUTPUT_CHARS}. It may import only modules that compute \
 ({", ".join(sorted(ALLOWED_MODULES - {"__future__"}))}), and may not use input, open, eval, exec, compile, \
-__import__, getattr, id or hash, nor attributes starting with an underscore (its own objects' too) but __init__ \
-and __name__; a str.format template \
-is a string written in the program, with plain fields; a match class pattern names attributes as keywords \
+__import__, getattr, id, hash or dataclasses' asdict, astuple or replace, nor attributes starting with an \
+underscore (its own objects' too) but __init__ and __name__; a str.format template is a string written in the \
+program, with plain fields; a match class pattern names attributes as keywords \
 (case Point(x=x)), positions only for builtin types (case int(n)). Breaking a rule, a crash, or a wrong \
 prediction of your own output loses more than any game.
 

@@ -7,6 +7,7 @@ can be collected in the same run.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 import time
@@ -57,6 +58,18 @@ def unavailable(backend: str, problem: str) -> None:
     pytest.skip(message)
 
 
+# Each test server's container programs get a range of uids of their own (CONTAINER_USER), one of 64 per test
+# process: a module's server lives while its tests start others, and a server refuses uids another's programs have.
+TEST_FIRST_UID = 1_800_000_000
+_ranges = itertools.count()
+
+
+def server_uid_range() -> str:
+    """``uid:gid`` of a test server's first container slot, apart from every other test server's (4096 slots each)."""
+    first = TEST_FIRST_UID + ((os.getpid() % 512) * 64 + next(_ranges) % 64) * 4096
+    return f"{first}:{first}"
+
+
 def settings_for(backend: str, **overrides: Any) -> Settings:
     """Settings of a test server on ``backend``; skips (or fails, under CI) when it cannot run here."""
     problem = backend_problem(backend)
@@ -67,6 +80,8 @@ def settings_for(backend: str, **overrides: Any) -> Settings:
     fields: dict[str, Any] = {"workers": 2, "reserve_workers": 0, **overrides}
     if backend.endswith(GVISOR):
         fields.setdefault("container_runtime", "runsc")
+    if backend != "local":
+        fields.setdefault("container_user", server_uid_range())
     return Settings(backend=backend.removesuffix(GVISOR), image=IMAGE, **fields)  # type: ignore[arg-type]
 
 

@@ -297,10 +297,16 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How long a worker slot whose restarts keep failing waits before it tries again."
     )
     container_user: str = Field(
-        "1000:1000",
+        "",
+        pattern=r"^(\d+(:\d+)?)?$",
         description="uid:gid of the programs of the first worker slot in containers (the agent starts as root to run "
-        "them so): slot N's run as uid+N:gid+N, so that the kernel's counts per user are each worker's own. Without "
-        "a user namespace (docker's default) these are the host's uids: the range should be used by nothing else.",
+        "them so): slot N's run as uid+N:gid+N, so that the kernel's counts per user are each worker's own, sessions' "
+        "workers after the runs'. Where the engine gives containers no user namespace (docker's default, rootful "
+        "podman) these are the host's uids: the range uid .. uid + max(WORKERS, MAX_WORKERS) + "
+        "SESSIONS__MAX_SESSIONS + SESSIONS__WARM - 1 must be used by nothing else, and the server refuses to start "
+        "where a user or a process of the host has one of them. Empty: 1700000000:1700000000 there, past the ids "
+        "distributions and directory services allocate; 1000:1000 where the engine maps container ids into "
+        "subordinate ones (rootless podman, docker's userns-remap, podman's --userns), whose map holds no such uid.",
     )
     container_runtime: str = Field(
         "",

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from codegym_sandbox.backends.base import SandboxFault
 from codegym_sandbox.backends.choose import choose_backend
 from codegym_sandbox.backends.containers import CopyCgroups
+from codegym_sandbox.backends.program_users import container_user, engine_maps_ids
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -53,7 +56,9 @@ def _wait_alive(client: TestClient, n: int) -> None:
 
 @pytest.fixture(scope="module")
 def server(engine: str) -> Iterator[tuple[TestClient, Settings]]:
-    settings = settings_for(engine, server_id="t" + engine[:3], container_cpus=0.5, container_memory_mb=900)
+    # The default CONTAINER_USER, that the engine's own choice is tested: the other tests' servers have their own.
+    fields = {"container_user": "", "container_cpus": 0.5, "container_memory_mb": 900}
+    settings = settings_for(engine, server_id="t" + engine[:3], **fields)
     with TestClient(create_app(settings)) as client:
         yield client, settings
 
@@ -72,7 +77,8 @@ def test_containers_are_hardened_and_named(engine: str, server: tuple[TestClient
         assert host["Memory"] == 900 << 20 and host["NanoCpus"] == 500_000_000
     body = run_code(client, "import os, socket; print(os.getuid(), socket.gethostname(), os.access('/', os.W_OK))")
     uid, hostname, writable = stdout(body).split()
-    assert int(uid) in (1000, 1001) and (hostname, writable) == ("sandbox", "False")  # CONTAINER_USER + its slot
+    first = int(container_user(settings, engine_maps_ids(engine, settings)).partition(":")[0])
+    assert int(uid) in (first, first + 1) and (hostname, writable) == ("sandbox", "False")  # CONTAINER_USER + its slot
     # The container's init (the agent) has only the three capabilities it needs to run programs under their
     # uid: CAP_KILL, CAP_SETGID and CAP_SETUID (0xe0), and no more in its bounding set. The program has none:
     # its bounding set is the agent's (dropping from it needs CAP_SETPCAP), which no_new_privs makes moot.
@@ -83,6 +89,31 @@ def test_containers_are_hardened_and_named(engine: str, server: tuple[TestClient
     assert stdout(run_code(client, caps % "self")) == program + " CapAmb:0000000000000000\n"
     nnp = "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])"
     assert stdout(run_code(client, nnp)) == "['1']\n"
+
+
+# The uid a program has on the host: its own, through its user namespace's map (the identity without one).
+HOST_UID = """
+import os
+uid = os.getuid()
+for line in open("/proc/self/uid_map"):
+    inside, outside, count = map(int, line.split())
+    if inside <= uid < inside + count:
+        print(outside + uid - inside)
+"""
+
+
+def test_programs_are_no_user_of_the_host(engine: str, server: tuple[TestClient, Settings]) -> None:
+    """A program sharing a host user's uid would share its kernel counts per user (pipe pages, processes)."""
+    client, _ = server
+    _wait_alive(client, 2)
+    # Two at once, held a moment: one on each slot.
+    with ThreadPoolExecutor(2) as pool:
+        answers = pool.map(lambda _: stdout(run_code(client, HOST_UID + "import time; time.sleep(1)")), range(2))
+        seen = {int(answer) for answer in answers}
+    assert len(seen) == 2 and os.getuid() not in seen
+    for uid in seen:
+        with pytest.raises(KeyError):
+            pwd.getpwuid(uid)
 
 
 def test_container_killed_mid_run_is_sandbox_error_and_heals(engine: str, server: tuple[TestClient, Settings]) -> None:

@@ -15,15 +15,15 @@ from codegym_sandbox.config import Settings
 def test_the_programs_uids_are_a_range_of_one_per_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings(backend="local", host_uid=2_000_000, container_user="3000:3001")
     monkeypatch.setattr(choose.os, "geteuid", lambda: 0)
-    assert choose.program_uids(settings, True, 130) == range(2_000_000, 2_000_130)
-    assert choose.program_uids(settings, False, 4) == range(3000, 3004)
+    assert choose.program_uids(settings, None, 130) == range(2_000_000, 2_000_130)
+    assert choose.program_uids(settings, settings.container_user, 4) == range(3000, 3004)
     with pytest.raises(ValueError, match="past the last uid"):
-        choose.program_uids(Settings(backend="local", host_uid=choose.LAST_UID - 2), True, 4)
-    config = choose.agent_config(settings, True, 130)
+        choose.program_uids(Settings(backend="local", host_uid=choose.LAST_UID - 2), None, 4)
+    config = choose.agent_config(settings, None, 130)
     assert config["host_uid"] == 2_000_000  # the first: each agent adds its slot
     monkeypatch.setattr(choose.os, "geteuid", lambda: 1000)
-    assert choose.program_uids(settings, True, 130) is None  # without root: the server's own uid, shared
-    assert choose.agent_config(settings, True, 130)["host_uid"] is None
+    assert choose.program_uids(settings, None, 130) is None  # without root: the server's own uid, shared
+    assert choose.agent_config(settings, None, 130)["host_uid"] is None
 
 
 @pytest.mark.parametrize("workers", [1, 2, 128, 4096])
@@ -33,7 +33,7 @@ def test_all_workers_queued_signals_stay_within_half_the_servers(workers: int) -
     assert 1 <= share <= choose.QUEUED_SIGNALS
     if own != resource.RLIM_INFINITY and own >= 2 * workers:
         assert share * workers <= own // 2
-    assert choose.agent_config(Settings(backend="local"), False, workers)["queued_signals"] == share
+    assert choose.agent_config(Settings(backend="local"), "1000:1000", workers)["queued_signals"] == share
 
 
 class _Worker(AgentWorker):

@@ -5,10 +5,10 @@ The kernel counts some things per user of the host, whatever namespace a process
 (``fs.epoll.max_user_watches``), and, in a container without a user namespace, queued signals and processes.
 Were every worker's programs one user, a run that took its user's whole count would leave none to the runs on
 every other worker. So each worker's programs are a host user of their own, from a range that begins at the
-``host_uid`` setting (local backend, as root) or at the uid of ``container_user`` (containers): the first
-plus the worker's slot, and no two live workers share a slot. What one run may take of a count that has a
-per-process limit is bounded too (:func:`bound_user_counts`), so that all workers together stay within the
-host's.
+``host_uid`` setting (local backend, as root) or at the uid of ``container_user`` (containers, see
+``backends/program_users.py``): the first plus the worker's slot, and no two live workers share a slot. What one
+run may take of a count that has a per-process limit is bounded too (:func:`bound_user_counts`), so that all
+workers together stay within the host's.
 
 Without root, the local backend's programs run as the server's own uid, which every worker (and the server)
 then shares.

@@ -28,6 +28,8 @@ from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend, runtime_flags
+from .program_users import container_user, engine_maps_ids, in_use
+from .program_users import refusal as uids_refusal
 from .tasks import SESSION_EXTRA, session_workers, slots, worker_tasks
 
 log = logging.getLogger("codegym.sandbox")
@@ -48,28 +50,31 @@ def queued_signals(workers: int) -> int:
     return max(min(QUEUED_SIGNALS, own // (2 * workers)), 1)
 
 
-def program_uids(settings: Settings, local: bool, workers: int) -> range | None:
-    """The host uids programs run as, one per worker slot (``workers`` of them, see ``agent/host_users.py``);
-    None where they all run as the server's uid (the local backend without root)."""
-    if local:
+def program_uids(settings: Settings, run_as: str | None, workers: int) -> range | None:
+    """The uids programs run as, one per worker slot (``workers`` of them, see ``agent/host_users.py``): from
+    ``run_as`` in containers (slot 0's ``uid:gid``, :func:`program_users.container_user`), from ``host_uid`` on
+    the local backend (``run_as`` None); None where they all run as the server's uid (the local backend without
+    root)."""
+    if run_as is None:
         if os.geteuid() != 0:
             return None
         first = settings.host_uid
     else:
-        first = int(settings.container_user.partition(":")[0])
+        first = int(run_as.partition(":")[0])
     uids = range(first, first + workers)
     if uids[-1] > LAST_UID:
         raise ValueError(f"programs' host uids {first}..{uids[-1]} (one per worker) go past the last uid {LAST_UID}")
     return uids
 
 
-def agent_config(settings: Settings, local: bool, workers: int = 1) -> WorkerConfig:
-    """The configuration frame every agent gets first (``workers``: the slots there may be, lent ones too)."""
+def agent_config(settings: Settings, run_as: str | None, workers: int = 1) -> WorkerConfig:
+    """The configuration frame every agent gets first (``workers``: the slots there may be, lent ones too;
+    ``run_as``: as in :func:`program_uids`)."""
     tools = sorted({tool for lang in languages.LANGUAGES.values() for tool in lang.tools})
     signals = queued_signals(workers)
-    if not local:
+    if run_as is not None:
         config: WorkerConfig = {"namespaces": False, "tools": tools, "path": RUN_PATH, "queued_signals": signals}
-        return {**config, "run_as": settings.container_user}
+        return {**config, "run_as": run_as}
     return {
         "host_uid": settings.host_uid if os.geteuid() == 0 else None,
         "queued_signals": signals,
@@ -231,15 +236,25 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
     bound = slots(settings, kind)
     # Sessions' workers are numbered past the runs' (backends/session_lease.py): their programs' users too.
     workers, slots_in_all = bound.workers, max(bound.workers, bound.most) + session_workers(settings)
-    uids = program_uids(settings, kind == "local", slots_in_all)
-    log.info("programs run as %s", f"host uids {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
+    mapped, run_as = False, None
+    if kind != "local":
+        mapped = await asyncio.to_thread(engine_maps_ids, kind, settings)
+        run_as = container_user(settings, mapped)
+    uids = program_uids(settings, run_as, slots_in_all)
+    where = "container uids (the engine maps them)" if mapped else "host uids"
+    log.info("programs run as %s", f"{where} {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
+    if uids is not None and run_as is not None and not mapped:
+        engine = "docker" if kind == "docker" else settings.podman_binary or kind
+        refused = uids_refusal(uids, await asyncio.to_thread(in_use, uids), engine)
+        if refused is not None:
+            raise CannotIsolate(refused)
     if kind == "local":
         checks = await asyncio.to_thread(host_checks, settings, kind)
         refused = refusal(checks)
         if refused is not None:
             raise CannotIsolate(refused)
         log.info("%s", startup_lines(checks))
-        config = agent_config(settings, True, slots_in_all)
+        config = agent_config(settings, None, slots_in_all)
         config["session_slots"] = [
             max(bound.workers, bound.most),
             session_workers(settings),
@@ -248,7 +263,7 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
         return local, reason, bound.most
     if bound.lowered:
         log.warning("host's task table: %s", bound.describe())  # the local backend says so in its host checks
-    config = agent_config(settings, False, slots_in_all)
+    config = agent_config(settings, run_as, slots_in_all)
     config["session_slots"] = [max(bound.workers, bound.most), session_workers(settings)]
     if kind == "docker":
         return DockerBackend(workers, settings.queue_size, config, container_spec(settings)), reason, bound.most

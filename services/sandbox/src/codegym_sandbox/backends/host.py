@@ -56,7 +56,8 @@ USERNS_FIX = (
 
 
 class CannotIsolate(RuntimeError):
-    """The local backend cannot isolate programs on this host: the server does not start."""
+    """The server cannot isolate programs on this host (no namespaces for the local backend, programs' host uids
+    in use for the container backends): it does not start."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""Which uids the container backends' programs run as, and whether the host already has them.
+
+The programs of worker slot N run as the uid and gid of ``container_user`` plus N (``agent/isolation.py``).
+Where the engine gives a container no user namespace (docker's default, rootful podman) these are the host's
+own uids, and the kernel's counts per user (pipe pages, epoll watches, ``RLIMIT_NPROC``'s processes) are shared
+with whatever else on the host has them. Distributions give regular users 1000 up and directory services (LDAP,
+HPC sites) tens of thousands more, so there the default is a range far past those, as the local backend's
+``host_uid``; and the server refuses to start where a uid of the range is a user of the host or owns one of its
+processes (:func:`refusal`). Where the engine maps a container's ids into subordinate ones (rootless podman,
+docker's ``userns-remap``, podman's ``--userns``), the map is usually 65536 ids from 0, in which such a uid does not
+exist: the default is then 1000, the runtime image's user, which the map makes a subordinate id of the engine's user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import subprocess
+
+from ..config import Settings
+
+# The first uid and gid where container ids are host ids: past the ranges distributions and directory services
+# allocate, and apart from the local backend's (``host_uid``, 1.5e9) so that the two may share a host.
+HOST_FIRST = 1_700_000_000
+# The first where the engine maps container ids: the runtime image's user, within any subordinate range.
+MAPPED_FIRST = 1000
+# How many in-use uids a refusal names: the first few say what to fix.
+NAMED = 4
+
+
+def engine_maps_ids(kind: str, settings: Settings) -> bool:
+    """Whether the engine of ``kind`` (docker, podman, podman-hpc) gives containers a user namespace of its own,
+    so that their uids are not the host's: docker with ``userns-remap``; podman rootless or with ``--userns``."""
+    if kind == "docker":
+        import docker
+
+        try:
+            client = docker.from_env(timeout=60)
+            try:
+                options = client.info().get("SecurityOptions") or []
+            finally:
+                client.close()
+        except Exception:
+            return False  # docker's default; the backend's start says why the engine does not answer
+        return any("name=userns" in option for option in options)
+    if any(arg.startswith("--userns") and arg not in ("--userns=host", "--userns=") for arg in settings.podman_args):
+        return True
+    binary = settings.podman_binary or kind
+    try:
+        done = subprocess.run([binary, "info", "--format", "json"], capture_output=True, text=True, timeout=60)
+        return bool(json.loads(done.stdout)["host"]["security"]["rootless"])
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
+        # podman run by anyone but root is rootless.
+        return os.geteuid() != 0
+
+
+def container_user(settings: Settings, mapped: bool) -> str:
+    """``uid:gid`` of slot 0's programs: the ``container_user`` setting, else the default for ``mapped``
+    (whether the engine maps container ids, :func:`engine_maps_ids`)."""
+    if settings.container_user:
+        return settings.container_user
+    first = MAPPED_FIRST if mapped else HOST_FIRST
+    return f"{first}:{first}"
+
+
+def in_use(uids: range, proc: str = "/proc") -> list[str]:
+    """What on this host already has a uid of ``uids``: users (``getpwuid``, so directory services too) and
+    processes (any of their real, effective, saved or file system uids). Seen from where the server runs: a
+    server in a container of its own sees its container's users and processes, not the host's."""
+    found = []
+    for uid in uids:
+        try:
+            found.append(f"uid {uid} is the user {pwd.getpwuid(uid).pw_name}")
+        except KeyError:
+            pass
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        pids = []
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/status") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue  # gone meanwhile
+        fields = dict(line.partition(":")[::2] for line in lines)
+        owners = {int(uid) for uid in fields.get("Uid", "").split()} & set(uids)
+        if owners:
+            found.append(f"uid {min(owners)} owns process {pid} ({fields.get('Name', '?').strip()})")
+    return found
+
+
+def refusal(uids: range, found: list[str], engine: str = "docker") -> str | None:
+    """The message a server on ``engine`` (its command) prints before refusing to start with ``uids`` as its
+    programs' host uids, or None to start (nothing else on the host has them)."""
+    if not found:
+        return None
+    named = "; ".join(found[:NAMED]) + (f"; and {len(found) - NAMED} more" if len(found) > NAMED else "")
+    return (
+        f"the programs' host uids {uids[0]}..{uids[-1]} (CONTAINER_USER and one per worker slot) are in use on this "
+        f"host: {named}. The engine gives containers no user namespace, so a program would share that user's "
+        "kernel counts (pipe pages, processes) and the server does not start. To fix: set "
+        "CODEGYM_SANDBOX_CONTAINER_USER to a uid:gid whose range no user or process of the host has (unset, it is "
+        f"{HOST_FIRST}:{HOST_FIRST}; every sandbox server on the host needs a range of its own, and the containers "
+        f"of one that crashed hold theirs until removed: `{engine} rm -f $({engine} ps -aq --filter "
+        "label=codegym.sandbox)`), or give the engine a user namespace (docker's userns-remap, rootless podman)."
+    )

@@ -1,0 +1,101 @@
+"""The container backends' programs run as uids no user or process of the host has, where those are host uids;
+and the server refuses to start where they are in use."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+import pytest
+from codegym_sandbox.backends import choose, program_users
+from codegym_sandbox.backends.host import CannotIsolate
+from codegym_sandbox.config import Settings
+
+
+def test_the_default_range_is_past_every_users_where_ids_are_the_hosts() -> None:
+    settings = Settings(backend="docker")
+    host = program_users.container_user(settings, mapped=False)
+    uids = choose.program_uids(settings, host, 4096)
+    assert uids is not None and uids[0] >= 1_000_000_000  # past distributions' 1000 up and LDAP/HPC ranges
+    assert set(uids).isdisjoint(range(settings.host_uid, settings.host_uid + 4096))  # and the local backend's
+    # In a user namespace of the engine's (usually 65536 ids from 0), the image's own user.
+    assert program_users.container_user(settings, mapped=True) == "1000:1000"
+    assert program_users.container_user(Settings(backend="docker", container_user="3000:3001"), False) == "3000:3001"
+    with pytest.raises(ValueError):
+        Settings(backend="docker", container_user="sandbox")
+
+
+def test_podman_maps_ids_when_rootless_or_given_a_user_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = {"true": True, "false": False}
+    for answer, mapped in answers.items():
+        info = f'{{"host": {{"security": {{"rootless": {answer}}}}}}}'
+        done = subprocess.CompletedProcess([], 0, info, "")
+        monkeypatch.setattr(program_users.subprocess, "run", lambda *a, done=done, **k: done)
+        assert program_users.engine_maps_ids("podman", Settings(backend="podman")) is mapped
+    assert program_users.engine_maps_ids("podman", Settings(backend="podman", podman_args=["--userns=auto"]))
+
+    def absent(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        raise FileNotFoundError("podman")
+
+    monkeypatch.setattr(program_users.subprocess, "run", absent)
+    for euid, mapped in ((0, False), (1000, True)):  # podman run by anyone but root is rootless
+        monkeypatch.setattr(program_users.os, "geteuid", lambda euid=euid: euid)
+        assert program_users.engine_maps_ids("podman", Settings(backend="podman")) is mapped
+
+
+def test_docker_maps_ids_with_userns_remap(monkeypatch: pytest.MonkeyPatch) -> None:
+    import docker
+
+    class Client:
+        def __init__(self, options: list[str]) -> None:
+            self.options = options
+
+        def info(self) -> dict[str, list[str]]:
+            return {"SecurityOptions": self.options}
+
+        def close(self) -> None:
+            pass
+
+    for options, mapped in ((["name=seccomp,profile=default"], False), (["name=userns"], True)):
+        monkeypatch.setattr(docker, "from_env", lambda timeout, options=options: Client(options))
+        assert program_users.engine_maps_ids("docker", Settings(backend="docker")) is mapped
+
+
+def test_users_and_processes_of_the_range_are_found(tmp_path: Path) -> None:
+    me = os.getuid()
+    found = program_users.in_use(range(me, me + 1))
+    assert f"uid {me} is the user {pwd.getpwuid(me).pw_name}" in found
+    assert f"uid {me} owns process {os.getpid()} (" in "\n".join(found)
+    # Any of a process's uids counts: a program that kept its saved uid still shares the user's counts.
+    (tmp_path / "77").mkdir()
+    (tmp_path / "77" / "status").write_text("Name:\tworker\nUid:\t0\t0\t1700000003\t0\n")
+    (tmp_path / "self").mkdir()
+    first = program_users.HOST_FIRST
+    assert program_users.in_use(range(first, first + 8), str(tmp_path)) == [f"uid {first + 3} owns process 77 (worker)"]
+
+
+def test_refusal_says_what_has_the_uids_and_how_to_fix_it() -> None:
+    assert program_users.refusal(range(5, 9), []) is None
+    found = [f"uid {uid} is the user u{uid}" for uid in range(5, 11)]
+    message = program_users.refusal(range(5, 11), found)
+    assert message is not None
+    assert "5..10" in message and "uid 8 is the user u8" in message and "and 2 more" in message
+    assert "does not start" in message and "CODEGYM_SANDBOX_CONTAINER_USER" in message and "userns-remap" in message
+    assert "`podman rm -f $(podman ps" in str(program_users.refusal(range(5, 11), found, "podman"))
+
+
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_a_server_refuses_host_uids_in_use(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = pwd.getpwuid(os.getuid()).pw_name
+    settings = Settings(backend=kind, container_user=f"{os.getuid()}:{os.getgid()}", workers=1, max_workers=1)
+
+    async def detect(settings: Settings) -> tuple[str, str]:
+        return kind, f"asked for {kind}"
+
+    monkeypatch.setattr(choose, "detect", detect)
+    monkeypatch.setattr(choose, "engine_maps_ids", lambda kind, settings: False)
+    with pytest.raises(CannotIsolate, match=f"is the user {user}.*does not start"):
+        asyncio.run(choose.choose_backend(settings))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
+import socket
 import subprocess
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_refusal_says_what_has_the_uids_and_how_to_fix_it() -> None:
     assert message is not None
     assert "5..10" in message and "uid 8 is the user u8" in message and "and 2 more" in message
     assert "does not start" in message and "CODEGYM_SANDBOX_CONTAINER_USER" in message and "userns-remap" in message
-    assert "`podman rm -f $(podman ps" in str(program_users.refusal(range(5, 11), found, "podman"))
+    assert "podman's containers of theirs" in str(program_users.refusal(range(5, 11), found, "podman"))
 
 
 @pytest.mark.parametrize("kind", ["docker", "podman"])
@@ -99,3 +100,36 @@ def test_a_server_refuses_host_uids_in_use(kind: str, monkeypatch: pytest.Monkey
     monkeypatch.setattr(choose, "engine_maps_ids", lambda kind, settings: False)
     with pytest.raises(CannotIsolate, match=f"is the user {user}.*does not start"):
         asyncio.run(choose.choose_backend(settings))
+
+
+@pytest.mark.parametrize("engine", ["docker", "podman"])
+def test_what_a_server_that_is_gone_left_does_not_stop_the_next(engine: str) -> None:
+    """A server killed outright leaves its containers, whose programs hold their uids until the next server
+    removes them: a server started again on the same range (a restart after a crash) must not refuse itself."""
+    from sandbox_support import IMAGE, backend_problem, server_uid_range, unavailable
+
+    problem = backend_problem(engine)
+    if problem is not None:
+        unavailable(engine, problem)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a server's pid that no process has now
+    run_as = server_uid_range()
+    first = int(run_as.split(":")[0])
+    labels = {
+        "codegym.sandbox": "1",
+        "codegym.sandbox.host": socket.gethostname(),
+        "codegym.sandbox.pid": str(gone.pid),
+    }
+    name = f"codegym-test-left-{os.getpid()}"
+    argv = [engine, "run", "-d", "--rm", "--name", name, "--user", f"{first}:{first}", "--network", "none"]
+    argv += ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]  # podman cannot apply some hosts' own
+    argv += [arg for key, value in labels.items() for arg in ("--label", f"{key}={value}")]
+    subprocess.run([*argv, "--entrypoint", "sleep", IMAGE, "300"], capture_output=True, check=True, timeout=120)
+    try:
+        assert any(f"uid {first} owns process" in found for found in program_users.in_use(range(first, first + 1)))
+        settings = Settings(backend=engine, image=IMAGE, container_user=run_as, workers=1, max_workers=1)
+        backend, _ = asyncio.run(choose.choose_backend(settings))  # refused before, with the left container's uid
+        assert backend.name == engine
+        assert not program_users.in_use(range(first, first + 1))
+    finally:
+        subprocess.run([engine, "rm", "-f", name], capture_output=True, check=False, timeout=120)

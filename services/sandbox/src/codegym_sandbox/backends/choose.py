@@ -23,11 +23,12 @@ from ..agent.protocol import WorkerConfig
 from ..config import Settings
 from .base import Backend
 from .containers import ContainerSpec
-from .docker import DockerBackend
+from .docker import DockerBackend, remove_stale_now
 from .host import CannotIsolate, host_checks, refusal, startup_lines
 from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend, runtime_flags
+from .podman import remove_stale as remove_stale_podman
 from .program_users import container_user, engine_maps_ids, in_use
 from .program_users import refusal as uids_refusal
 from .tasks import SESSION_EXTRA, session_workers, slots, worker_tasks
@@ -245,6 +246,12 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
     log.info("programs run as %s", f"{where} {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
     if uids is not None and run_as is not None and not mapped:
         engine = "docker" if kind == "docker" else settings.podman_binary or kind
+        # What servers that are gone left (a crash, a kill) holds their uids: removed first, as the backend's start
+        # would, so that a server started again after its own crash finds its range free.
+        if kind == "docker":
+            await asyncio.to_thread(remove_stale_now)
+        else:
+            await remove_stale_podman(engine, kind)
         refused = uids_refusal(uids, await asyncio.to_thread(in_use, uids), engine)
         if refused is not None:
             raise CannotIsolate(refused)

@@ -224,6 +224,33 @@ class DockerWorker(AgentWorker):
             await asyncio.gather(self._pump, return_exceptions=True)
 
 
+def remove_stale(client: Any) -> None:
+    """Remove the containers of servers on this host that are gone (killed before they removed theirs): their
+    programs' processes would hold their uids (see ``program_users.in_use``) and their memory."""
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        if is_stale(container.labels):
+            log.warning("docker: removing %s, left behind by a server that is gone", container.name)
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+
+
+def remove_stale_now() -> None:
+    """:func:`remove_stale`, with a client of its own (before a backend is made); nothing where docker does not
+    answer (the backend's start says why)."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=60)
+    except Exception:
+        return
+    try:
+        remove_stale(client)
+    except Exception:
+        pass
+    finally:
+        client.close()
+
+
 class DockerBackend(WorkerPool):
     name = "docker"
     starts_ahead = False  # see WorkerPool.starts_ahead
@@ -269,11 +296,7 @@ class DockerBackend(WorkerPool):
                 f"docker: image {self.spec.image!r} not found; build it with "
                 f"`docker build -f services/sandbox/runtime/Dockerfile -t {self.spec.image} services/sandbox`"
             ) from None
-        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
-            if is_stale(container.labels):
-                log.warning("docker: removing %s, left behind by a server that is gone", container.name)
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
+        remove_stale(self.client)
         if self.copies is not None:  # copies' cgroups of servers gone (killed before they removed them)
             self.copies.sweep()
 

@@ -115,6 +115,20 @@ class PodmanWorker(ProcessWorker):
             await asyncio.to_thread(self.copies.remove, self.name)
 
 
+async def remove_stale(binary: str, name: str) -> None:
+    """Remove the containers of servers on this host that are gone (killed before they removed theirs): their
+    programs' processes would hold their uids (see ``program_users.in_use``) and their memory. ``name``: the
+    backend's, for the log."""
+    with contextlib.suppress(OSError):
+        code, out, _ = await _podman(binary, "ps", "-a", "--filter", f"label={LABEL}", "--format", "json")
+        with contextlib.suppress(ValueError):
+            for container in json.loads(out or b"[]") if code == 0 else []:
+                if is_stale(container.get("Labels") or {}):
+                    gone = (container.get("Names") or [container.get("Id", "")])[0]
+                    log.warning("%s: removing %s, left behind by a server that is gone", name, gone)
+                    await _podman(binary, "rm", "-f", "-t", "0", gone)
+
+
 class PodmanBackend(WorkerPool):
     starts_ahead = False  # see WorkerPool.starts_ahead
 
@@ -231,12 +245,6 @@ class PodmanBackend(WorkerPool):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     async def _remove_stale(self) -> None:
-        code, out, _ = await _podman(self.binary, "ps", "-a", "--filter", f"label={LABEL}", "--format", "json")
-        with contextlib.suppress(ValueError):
-            for container in json.loads(out or b"[]") if code == 0 else []:
-                if is_stale(container.get("Labels") or {}):
-                    name = (container.get("Names") or [container.get("Id", "")])[0]
-                    log.warning("%s: removing %s, left behind by a server that is gone", self.name, name)
-                    await _podman(self.binary, "rm", "-f", "-t", "0", name)
+        await remove_stale(self.binary, self.name)
         if self.copies is not None:  # copies' cgroups of servers gone (killed before they removed them)
             await asyncio.to_thread(self.copies.sweep)

@@ -102,7 +102,7 @@ def refusal(uids: range, found: list[str], engine: str = "docker") -> str | None
         f"host: {named}. The engine gives containers no user namespace, so a program would share that user's "
         "kernel counts (pipe pages, processes) and the server does not start. To fix: set "
         "CODEGYM_SANDBOX_CONTAINER_USER to a uid:gid whose range no user or process of the host has (unset, it is "
-        f"{HOST_FIRST}:{HOST_FIRST}; every sandbox server on the host needs a range of its own, and the containers "
-        f"of one that crashed hold theirs until removed: `{engine} rm -f $({engine} ps -aq --filter "
-        "label=codegym.sandbox)`), or give the engine a user namespace (docker's userns-remap, rootless podman)."
+        f"{HOST_FIRST}:{HOST_FIRST}; every sandbox server on the host needs a range of its own: what servers that "
+        f"are gone left, {engine}'s containers of theirs, was removed before this check), or give the engine a user "
+        "namespace (docker's userns-remap, rootless podman)."
     )

@@ -5,7 +5,7 @@ A client that disconnects gets its runs cancelled: queued ones leave the queue, 
 worker replaced, and nothing of them reaches the result cache. The next client is served at once. (The
 result cache's byte bound is tested in-process, in ``services/sandbox/tests/test_cache.py``.) What programs
 print is held for one exchange with a worker, never for a whole request, and a test's stdin once for every
-program of a request.
+program of a request; and a client's outputs wait for the comparison pool in its turn with other clients'.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -196,3 +197,60 @@ def test_a_tests_stdin_is_held_once_for_every_program(server: ServerProcess) -> 
     assert [r["verdict"] for r in answer.json()["results"]] == ["AC"] * 64
     grew = _vm_mb(server.pid, "VmHWM") - before
     assert grew < 100, f"the server grew by {grew} MiB for a 4 MiB stdin"
+
+
+# Prints half a million integers, each expected as ``1.0``: compared as numbers, some 0.5 s of the comparison pool
+# for a run that costs its worker a few tens of milliseconds.
+NUMBERS = 500_000
+
+
+def _from(server: ServerProcess, address: str) -> httpx.Client:
+    """A client of ``server`` whose connections come from ``address`` (a client of its own to the server)."""
+    return httpx.Client(base_url=server.url, transport=httpx.HTTPTransport(local_address=address), timeout=120)
+
+
+def _floats(program: str, expected: str) -> dict[str, Any]:
+    tests = [{"stdin": "", "expected_stdout": expected}]
+    return {"language": "python", "programs": [program], "tests": tests, "comparison": "float", "cache": False}
+
+
+def test_a_clients_comparisons_take_turns_at_the_pool_with_other_clients(server: ServerProcess, backend: str) -> None:
+    """One client's outputs waiting for the comparison pool were one queue with everyone's: a client's 2,000 numbers
+    waited for every output another client had sent before them (8 s behind one request of 16 programs). They now
+    wait in their client's turn, and a client's outputs wait in its run window: beside five requests of another
+    client, each an output the pool takes half a second over, the victim's comparison waits for the one in the
+    pool, not for the other client's backlog."""
+    if backend != "local":
+        pytest.skip("the pool's turns are the server's: measured once, on the local backend")
+    victim = _floats("print(' '.join(['2.5'] * 2000))", " ".join(["2.50"] * 2000))
+    with _from(server, "127.0.0.1") as attacker_client, _from(server, "127.0.0.2") as victim_client:
+        warm = victim_client.post("/v1/evaluate", json=victim)  # the pool's process started, the victim's run warm
+        assert warm.status_code == 200 and warm.json()["results"][0]["verdict"] == "AC", warm.text
+        answered: list[tuple[float, str]] = []  # when each attacker's request was answered, and its verdict
+
+        def attack(i: int) -> None:
+            body = _floats(f"import sys\nsys.stdout.write('1 ' * {NUMBERS})  # {i}", "1.0 " * NUMBERS)
+            answer = attacker_client.post("/v1/evaluate", json=body)
+            ok = answer.status_code == 200
+            answered.append((time.monotonic(), answer.json()["results"][0]["verdict"] if ok else answer.text))
+
+        attackers = [threading.Thread(target=attack, args=(i,)) for i in range(5)]
+        for thread in attackers:
+            thread.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not answered:  # the first of them compared: the others' outputs wait for the pool now
+                assert time.monotonic() < deadline, "no attacker's request was answered"
+                time.sleep(0.01)
+            sent = time.monotonic()
+            answer = victim_client.post("/v1/evaluate", json=victim)
+            done = time.monotonic()
+        finally:
+            for thread in attackers:
+                thread.join()
+    assert answer.status_code == 200 and answer.json()["results"][0]["verdict"] == "AC", answer.text
+    assert [verdict for _, verdict in answered] == ["AC"] * 5
+    # Of the four outputs left behind the first, those compared while the victim's waited: the one in the pool
+    # when it came (and one more where its run was slow), never all of them.
+    behind = sum(sent < t < done for t, _ in answered)
+    assert behind <= 2, f"the victim's comparison waited for {behind} of another client's"

@@ -418,7 +418,7 @@ def test_a_tests_least_output_is_measured_off_the_event_loop() -> None:
 
     async def refusal() -> str:
         try:
-            await native._check_outputs(executor, [req])
+            await native._check_outputs(executor, [req], "192.0.2.1")
         except RequestValidationError as exc:
             return str(exc)
         return ""

@@ -56,7 +56,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
 @router.post("/evaluate", response_model=EvaluateResponse)
 async def evaluate(req: EvaluateRequest, executor: ExecutorDep, client: ClientDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
-    await _check_size(executor, [req])
+    await _check_size(executor, [req], client)
     # The whole group or nothing: never refused halfway through.
     policy = executor.backend.admit(RunPolicy(cache=req.cache, client=client))
     started = time.perf_counter()
@@ -71,7 +71,7 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep, clien
     For many small groups (an evaluation with few samples per task) this saves a request per group, and
     the assert tests of every group are judged together (see ``judging.schedule``).
     """
-    await _check_size(executor, req.requests)
+    await _check_size(executor, req.requests, client)
     # The groups' runs may go together: one asking for no cache, none from the cache.
     policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests), client=client))
     started = time.perf_counter()
@@ -87,8 +87,8 @@ async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep, clien
 EXPANDED_BYTES = 64 << 20
 
 
-async def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
-    await _check_outputs(executor, reqs)
+async def _check_size(executor: Executor, reqs: list[EvaluateRequest], client: str) -> None:
+    await _check_outputs(executor, reqs, client)
     for i, req in enumerate(reqs):
         lang = languages.lookup(req.language)
         if lang is not None and lang.test_file:  # a file of tests: its run is judged on its own (/v1/execute)
@@ -109,16 +109,17 @@ async def _check_size(executor: Executor, reqs: list[EvaluateRequest]) -> None:
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
 
 
-async def _check_outputs(executor: Executor, reqs: list[EvaluateRequest]) -> None:
+async def _check_outputs(executor: Executor, reqs: list[EvaluateRequest], client: str) -> None:
     """Refuse a stdin test that no program can pass: its expected output is more than a run may print (every
-    program's verdict would be OLE, and its reward a 0 for a test the server cannot judge)."""
+    program's verdict would be OLE, and its reward a 0 for a test the server cannot judge). Measured in
+    ``client``'s turn at the comparison pool (``off_loop.least_output``)."""
     cap = executor.settings.limits.output_bytes
     for r, req in enumerate(reqs):
         for t, test in enumerate(req.tests):
             expected = test.expected_stdout
             if expected is None or len(expected) * 4 <= cap:  # four bytes a character at most: within the cap
                 continue
-            if (least := await off_loop.least_output(expected, req.comparison)) > cap:
+            if (least := await off_loop.least_output(expected, req.comparison, client)) > cap:
                 where = ["tests", t, "expected_stdout"]
                 loc = ["body", *where] if len(reqs) == 1 else ["body", "requests", r, *where]
                 msg = f"test {t} expects at least {least} bytes of output (comparison {req.comparison.value}), more "

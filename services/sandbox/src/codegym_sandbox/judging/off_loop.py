@@ -9,25 +9,37 @@ a small pool of processes of its own (:func:`pool`), where it takes the loop onl
 equal as strings, are decided on the loop at the speed of a copy. So is whether a large expected output can
 be printed at all (:func:`least_output`), which looks at each of its tokens too.
 
-An output waiting for its comparison is no longer its run's, whose share of the memory budget ended with it: it
-takes a share of its own (:meth:`Comparisons.outputs_match`), so that outputs waiting for the pool hold the next
-runs back, as runs in flight do, rather than piling up beside them.
+The pool's time is its clients' as the workers' is, and is shared the same way. Comparisons enter the pool in
+their clients' turns (``pool_turns``), never as they came: one client's backlog of a hundred outputs made every
+other client's comparisons wait behind it, seconds for each of its outputs. And a comparison takes a place of
+its client's run window (``WorkerPool.admit``), as its run did, for as long as it waits and is made: a
+program's coroutine waiting for its comparison held no place, so one request had an output waiting for every
+program whose run had ended. An output waiting for its comparison is no longer its run's, whose share of the
+memory budget ended with it: it takes a share of its own (:meth:`Comparisons.outputs_match`), inside that place,
+so that what a client's outputs hold of the budget is bounded with its runs, not queued ahead of the next
+clients' runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import multiprocessing
 import os
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
-from ..backends.base import MemoryShare
+from ..backends.base import MemoryShare, RunPolicy
 from ..models import Comparison
 from .compare import least_output as least_output_here
 from .compare import outputs_match
+from .pool_turns import Turns
+
+T = TypeVar("T")
 
 # The most characters (output and expected together) compared on the loop: about a thousand tokens as numbers,
 # a millisecond or two; beyond it, in the pool, whose round trip costs a fraction of that.
@@ -39,17 +51,32 @@ HELD_PER_CHAR = 3
 _HELD = 4
 
 _pool: ProcessPoolExecutor | None = None
+_turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
 _serials = itertools.count()
 
 
+def size() -> int:
+    """The pool's processes: a quarter of the CPUs, at least one, at most four."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
 def pool() -> ProcessPoolExecutor:
-    """The processes comparisons are made in: a quarter of the CPUs (at least one, at most four), started when
-    the first large comparison comes."""
+    """The processes comparisons are made in, started when the first large comparison comes; they are handed no
+    more than they can start (:func:`turns`), so that the executor's own queue, first come first served, is
+    always empty."""
     global _pool
     if _pool is None:
-        size = max(1, min(4, (os.cpu_count() or 1) // 4))
-        _pool = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("spawn"))
+        _pool = ProcessPoolExecutor(size(), mp_context=multiprocessing.get_context("spawn"))
     return _pool
+
+
+def turns() -> Turns:
+    """The clients' turns at the pool, one place a process (for the running event loop: a server has one)."""
+    global _turns
+    loop = asyncio.get_running_loop()
+    if _turns is None or _turns[0] is not loop:
+        _turns = (loop, Turns(size()))
+    return _turns[1]
 
 
 def shutdown() -> None:
@@ -61,11 +88,14 @@ def shutdown() -> None:
 
 
 class Comparisons:
-    """One request's comparisons of its stdin tests' outputs, charged to ``memory`` (the runs' budget)."""
+    """One request's comparisons of its stdin tests' outputs, charged to ``memory`` (the runs' budget), made in
+    the window and the turn of the client of ``policy`` (the request's: a request of no client is one alone)."""
 
-    def __init__(self, memory: MemoryShare) -> None:
+    def __init__(self, memory: MemoryShare, policy: RunPolicy | None = None) -> None:
         self.memory = memory
         self.serial = next(_serials)  # with a test's id, names its expected output in the pool's processes
+        self.window = policy.window if policy else None
+        self.client = policy.client if policy and policy.client else f"#{self.serial}"
 
     async def outputs_match(
         self, actual: str, expected: str, mode: Comparison, rel_tol: float, abs_tol: float, test: object
@@ -74,43 +104,94 @@ class Comparisons:
         if mode is Comparison.EXACT or actual == expected or len(actual) + len(expected) <= ON_LOOP_CHARS:
             return outputs_match(actual, expected, mode, rel_tol, abs_tol)
         held_mb = min(-(-HELD_PER_CHAR * len(actual) // (1 << 20)), self.memory.total_mb)
-        lease = await self.memory.acquire(held_mb)
-        try:
-            key = (self.serial, id(test))
-            same = await _in_pool(actual, key, None, mode, rel_tol, abs_tol)
-            if same is None:  # the process that took it had not been sent this test's expected output
-                same = await _in_pool(actual, key, expected, mode, rel_tol, abs_tol)
-            assert same is not None
-            return same
-        finally:
-            self.memory.release(lease)
+        async with self.window or contextlib.nullcontext():
+            lease = await self.memory.acquire(held_mb)
+            try:
+                key = (self.serial, id(test))
+                async with _place(self.client) as place:
+                    same = await _in_pool(place, actual, key, None, mode, rel_tol, abs_tol)
+                    if same is None:  # the process that took it had not been sent this test's expected output
+                        same = await _in_pool(place, actual, key, expected, mode, rel_tol, abs_tol)
+                assert same is not None
+                return same
+            finally:
+                self.memory.release(lease)
 
 
-async def least_output(expected: str, mode: Comparison) -> int:
-    """``compare.least_output``, made off the loop when it is large: it looks at every token of ``expected`` (10 MB
-    of numbers took the loop 0.6 s, for each test of a request)."""
+async def least_output(expected: str, mode: Comparison, client: str) -> int:
+    """``compare.least_output``, made off the loop when it is large, in ``client``'s turn: it looks at every token
+    of ``expected`` (10 MB of numbers took the loop 0.6 s, for each test of a request). A request's are made
+    before it is admitted, one test after another."""
     if mode is Comparison.EXACT or len(expected) <= ON_LOOP_CHARS:
         return least_output_here(expected, mode)
-    loop = asyncio.get_running_loop()
-    try:
-        return await loop.run_in_executor(pool(), least_output_here, expected, mode)
-    except BrokenProcessPool:  # as in _in_pool: a fresh pool, once
-        shutdown()
-        return await loop.run_in_executor(pool(), least_output_here, expected, mode)
+    async with _place(client) as place:
+        return await place.call(least_output_here, expected, mode)
 
 
 async def _in_pool(
-    actual: str, key: tuple[int, int], expected: str | None, mode: Comparison, rel_tol: float, abs_tol: float
+    place: _Place,
+    actual: str,
+    key: tuple[int, int],
+    expected: str | None,
+    mode: Comparison,
+    rel_tol: float,
+    abs_tol: float,
 ) -> bool | None:
-    loop = asyncio.get_running_loop()
-    for attempt in range(2):
-        try:
-            return await loop.run_in_executor(pool(), _match, actual, key, expected, mode, rel_tol, abs_tol)
-        except BrokenProcessPool:  # a process of it died (killed from outside): a fresh pool, once
-            shutdown()
-            if attempt:
-                raise
-    raise AssertionError("unreachable")
+    return await place.call(_match, actual, key, expected, mode, rel_tol, abs_tol)
+
+
+class _Place:
+    """A place of ``client``'s at the pool (:func:`_place`). What is sent there goes one call after another, and
+    the place is given back once its holder has left it and its last call is done in its process: a wait cancelled
+    (its client went away) leaves that call computing there, in the place."""
+
+    def __init__(self, client: str, places: Turns, loop: asyncio.AbstractEventLoop) -> None:
+        self.client, self._places, self._loop = client, places, loop
+        self._computing = 0
+        self._left = self._given = False
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a process of the pool."""
+        for attempt in range(2):
+            try:
+                future: Future[T] = pool().submit(fn, *args)
+                self._computing += 1
+                future.add_done_callback(self._done)
+                return await asyncio.wrap_future(future)
+            except BrokenProcessPool:  # a process of it died (killed from outside): a fresh pool, once
+                shutdown()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def leave(self) -> None:
+        self._left = True
+        self._give()
+
+    def _done(self, _: Future[Any]) -> None:  # in the executor's thread, or on the loop where it was done already
+        with contextlib.suppress(RuntimeError):  # the loop has closed (the server stopped) with it in the pool
+            self._loop.call_soon_threadsafe(self._ended)
+
+    def _ended(self) -> None:
+        self._computing -= 1
+        self._give()
+
+    def _give(self) -> None:
+        if self._left and not self._computing and not self._given:
+            self._given = True
+            self._places.give(self.client)
+
+
+@contextlib.asynccontextmanager
+async def _place(client: str) -> AsyncIterator[_Place]:
+    """A place at the pool, in ``client``'s turn (:func:`turns`), for the calls of one comparison."""
+    places = turns()
+    await places.take(client)
+    place = _Place(client, places, asyncio.get_running_loop())
+    try:
+        yield place
+    finally:
+        place.leave()
 
 
 _held: OrderedDict[tuple[int, int], str] = OrderedDict()  # in a process of the pool: see _HELD

@@ -5,10 +5,10 @@ Stdin tests of a program go to a worker together, in parts when there are fewer 
 with early stop, in parts of 1, 2, 4, ... tests in order. A part goes in exchanges of at most
 :func:`per_exchange` tests, each judged as it comes back: what a program prints is held for one exchange, never
 for a request (every test's output may be ``LIMITS__OUTPUT_BYTES``), and each test's stdin is encoded once for
-all the programs of a request. A large comparison of outputs is made off the event loop, charged to the
-memory budget while it waits (see ``off_loop``). Assert and call tests of every request go
-round by round (see :func:`_judge_asserts`). Where a program stops never depends on timing: its verdict
-and its tests' are the judge's (``judge.py``), from its runs in the tests' order.
+all the programs of a request. A large comparison of outputs is made off the event loop, in a place of the
+client's window and in its turn, charged to the memory budget while it waits (see ``off_loop``). Assert and
+call tests of every request go round by round (see :func:`_judge_asserts`). Where a program stops never
+depends on timing: its verdict and its tests' are the judge's (``judge.py``), from its runs in the tests' order.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
     made with ``policy`` (the route's: whether to cache, how long to queue, admitted as a whole or not)."""
     workers = executor.backend.status().get("workers", 1)
     judge.share_answer(reqs)
-    comparisons = Comparisons(executor.backend.memory)
+    comparisons = Comparisons(executor.backend.memory, policy)  # in its client's window and turn
     asserts: dict[int, languages.Language] = {}
     for i, req in enumerate(reqs):
         if (lang := _python_asserts(executor, req)) is not None:

@@ -1,0 +1,196 @@
+"""The comparison pool's turns (``judging.pool_turns``), and the pool's comparisons taken in them
+(``judging.off_loop``): one client's backlog is never ahead of another client's first comparison."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from codegym_sandbox.backends.base import RunPolicy
+from codegym_sandbox.backends.memory import MemoryBudget
+from codegym_sandbox.judging import off_loop
+from codegym_sandbox.judging.pool_turns import Turns
+from codegym_sandbox.models import Comparison
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def _served(turns: Turns, arrivals: list[str], first: str = "first") -> list[str]:
+    """The order ``arrivals`` (client names, in the order they come) get a place, one at a time, while
+    ``first`` holds the only place when they come."""
+    order: list[str] = []
+
+    async def one(client: str) -> None:
+        await turns.take(client)
+        order.append(client)
+        await asyncio.sleep(0)
+        turns.give(client)
+
+    await turns.take(first)
+    tasks = []
+    for client in arrivals:
+        tasks.append(asyncio.create_task(one(client)))
+        await _settle()
+    turns.give(first)
+    await asyncio.gather(*tasks)
+    return order
+
+
+def test_another_clients_first_goes_ahead_of_a_backlog() -> None:
+    """A has five waiting when B comes: B is served first, not sixth."""
+    order = asyncio.run(_served(Turns(1), ["A"] * 5 + ["B"], first="A"))
+    assert order == ["B", "A", "A", "A", "A", "A"]
+
+
+def test_waiting_clients_take_turns() -> None:
+    order = asyncio.run(_served(Turns(1), ["A", "A", "A", "B", "B", "C"]))
+    assert order == ["A", "B", "C", "A", "B", "A"]
+
+
+def test_the_client_holding_the_fewest_places_goes_first() -> None:
+    """With places of A in the pool, a place that comes free goes to B, which holds none, though A waited first."""
+
+    async def scenario() -> list[str]:
+        turns, order = Turns(2), []
+        await turns.take("A")
+        await turns.take("A")
+
+        async def one(client: str) -> None:
+            await turns.take(client)
+            order.append(client)
+
+        waiting = [asyncio.create_task(one("A"))]
+        await _settle()
+        waiting.append(asyncio.create_task(one("B")))
+        await _settle()
+        turns.give("A")  # A still holds one: B, which holds none, has this place
+        await _settle()
+        assert order == ["B"]
+        turns.give("A")
+        await asyncio.gather(*waiting)
+        return order
+
+    assert asyncio.run(scenario()) == ["B", "A"]
+
+
+def test_a_cancelled_wait_gives_its_turn_on_and_nothing_is_kept() -> None:
+    async def scenario() -> Turns:
+        turns = Turns(1)
+        await turns.take("A")
+        gone = asyncio.create_task(turns.take("B"))
+        after = asyncio.create_task(turns.take("C"))
+        await _settle()
+        gone.cancel()
+        turns.give("A")  # in the same turn of the loop: B's wait is cancelled, not yet ended
+        await after
+        assert gone.cancelled() and turns.busy == 1
+        turns.give("C")
+        return turns
+
+    turns = asyncio.run(scenario())
+    assert turns.busy == 0 and turns.waiting == 0
+    assert not turns._held and not turns._waiting and not turns._served
+
+
+@pytest.fixture()
+def one_process(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pool as one thread (one place), whose measure of an expected output records whose it is."""
+    monkeypatch.setattr(off_loop, "size", lambda: 1)
+    executor = ThreadPoolExecutor(1)
+    monkeypatch.setattr(off_loop, "pool", lambda: executor)
+    measured: list[str] = []
+    lock = threading.Lock()
+
+    def least(expected: str, mode: Comparison) -> int:
+        time.sleep(0.02)
+        with lock:
+            measured.append(expected[0])
+        return 1
+
+    monkeypatch.setattr(off_loop, "least_output_here", least)
+    return measured
+
+
+def test_expected_outputs_are_measured_in_their_clients_turns(one_process: list[str]) -> None:
+    """Four large expected outputs of one client sent to the pool: another client's comes second, not fifth."""
+
+    async def scenario() -> None:
+        big = "1.0 " * off_loop.ON_LOOP_CHARS
+        backlog = [asyncio.create_task(off_loop.least_output("a" + big, Comparison.FLOAT, "A")) for _ in range(4)]
+        await _settle()
+        await off_loop.least_output("b" + big, Comparison.FLOAT, "B")
+        await asyncio.gather(*backlog)
+
+    asyncio.run(scenario())
+    assert one_process == ["a", "b", "a", "a", "a"]
+
+
+def test_a_comparison_holds_a_place_of_its_clients_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As its run did: of a client's outputs, as many as its window wait for the pool and hold a share of the
+    memory budget, the others wait for a place (without one, every program whose run ended had one waiting)."""
+    released = asyncio.Event()
+    clients: list[str] = []
+
+    async def slow(place: Any, *args: Any) -> bool:
+        clients.append(place.client)
+        await released.wait()
+        return True
+
+    monkeypatch.setattr(off_loop, "_in_pool", slow)
+    monkeypatch.setattr(off_loop, "size", lambda: 4)  # places enough at the pool: the window bounds them
+
+    async def scenario() -> tuple[bool, int, int]:
+        window, memory = asyncio.Semaphore(2), MemoryBudget(1024)
+        comparisons = off_loop.Comparisons(memory, RunPolicy(admitted=True, window=window, client="192.0.2.1"))
+        expected = "1.0 " * 4096
+        matches = [
+            asyncio.create_task(comparisons.outputs_match("1 " * 4096, expected, Comparison.FLOAT, 1e-6, 1e-6, t))
+            for t in range(5)
+        ]
+        await _settle()
+        seen = window.locked(), memory.held_mb, len(clients)
+        released.set()
+        assert all(await asyncio.gather(*matches))
+        assert not window.locked() and memory.held_mb == 0
+        return seen
+
+    assert asyncio.run(scenario()) == (True, 2, 2)  # two places, a MiB each; three wait for a place
+    assert clients[:2] == ["192.0.2.1"] * 2  # in its client's turn
+
+
+def test_a_cancelled_comparison_keeps_its_place_until_its_process_is_done(
+    one_process: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its client went away, but the process computes on: the next comparison waits for it, not beside it in
+    the executor's own queue."""
+    go = threading.Event()
+
+    def blocked(expected: str, mode: Comparison) -> int:
+        go.wait(10)
+        one_process.append(expected[0])
+        return 1
+
+    monkeypatch.setattr(off_loop, "least_output_here", blocked)
+
+    async def scenario() -> tuple[int, bool]:
+        big = "1.0 " * off_loop.ON_LOOP_CHARS
+        gone = asyncio.create_task(off_loop.least_output("a" + big, Comparison.FLOAT, "A"))
+        await _settle()
+        gone.cancel()
+        await asyncio.gather(gone, return_exceptions=True)
+        after = asyncio.create_task(off_loop.least_output("b" + big, Comparison.FLOAT, "B"))
+        await _settle()
+        held = off_loop.turns().busy, after.done()
+        go.set()
+        await after
+        return held
+
+    assert asyncio.run(scenario()) == (1, False)
+    assert one_process == ["a", "b"]

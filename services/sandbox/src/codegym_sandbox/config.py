@@ -218,9 +218,11 @@ class Settings(BaseSettings):
         1024,
         gt=0,
         description="What the answers that wait for their clients to read them may hold in all, in the server's "
-        "buffers and the kernel's send queues (those with more than 64 KiB unsent); beyond it, an answer its client "
-        "takes too slowly to take within SEND_STALL_S gives way first (a client holding more than a quarter of "
-        "this first), then a new one (the client holding the most first): its connection is reset.",
+        "buffers and the kernel's send queues (those with more than 64 KiB unsent), once watched for a second; "
+        "answers newer than that may hold half as much again while they wait to be judged. Beyond it, the answer "
+        "its client would take longest to take at the rate it has shown gives way (a client holding more than a "
+        "quarter of this, slower than SEND_STALL_S, first), a new one never before a judged one; new ones past "
+        "their half, the client holding the most first: its connection is reset.",
     )
     shutdown_grace_s: int = Field(
         20,

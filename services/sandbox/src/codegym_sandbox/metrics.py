@@ -63,7 +63,7 @@ class Metrics:
             "pipelined (a request head before the answer to the one before it: that answer was the last), "
             "body_deadline (a body slower than MIN_BODY_RATE_KIB_S), send_stalled (a client that took none of its "
             "answer for SEND_STALL_S), unsent_bytes (answers waiting for their clients held more than MAX_UNSENT_MB: "
-            "the slowest readers reset first)",
+            "the slowest readers reset first, new answers only past half of it)",
             ["reason"],
             registry=r,
         )

@@ -30,10 +30,11 @@ A head once in, the connection holds memory of the server's in two more ways, bo
   client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
   it keeps the socket, past the request's end, where nothing else counts it, and the kernel's send queue a part
   of it. A connection whose answer is left unsent past the transport's high-water mark (in its buffer and the
-  socket's queue together: ``unsent.py``) must have its client take some of it every ``send_stall_s``; and all
-  such answers together hold at most ``max_unsent`` bytes: past it, an answer whose client takes it too slowly
-  gives way first, judged by the rate it has shown (``Unsent.first_to_go``). Reset, not closed: a close, or a
-  plain abort, leaves the queue to the kernel until it is sent.
+  socket's queue together: ``unsent.py``) must have its client take some of it every ``send_stall_s``; and such
+  answers hold at most ``max_unsent`` bytes once their clients have had a second to read (half as much again
+  while new ones wait for that second): past it, the answer its client would take longest to take at the rate
+  it has shown gives way, a new one never before a judged one (``Unsent.first_to_go``). Reset, not closed: a
+  close, or a plain abort, leaves the queue to the kernel until it is sent.
 """
 
 from __future__ import annotations

@@ -83,16 +83,24 @@ class Answering(Protocol):
 @dataclass
 class _Watch:
     """A watched connection: when it was first watched and what its client had taken and left unsent then, the
-    same at the last look, and its next look."""
+    same at the last look, its next look, and whether it is judged yet (and when it will be)."""
 
     since: float
     first: tuple[int, int]
     last: tuple[int, int]
     look: asyncio.TimerHandle
+    judging: asyncio.TimerHandle
+    judged: bool = False
 
 
 class Unsent:
-    """The connections of one server whose answers wait for their clients to read them."""
+    """The connections of one server whose answers wait for their clients to read them.
+
+    A connection is judged by the rate at which its client has taken its answer since it was first watched, once
+    watched for ``JUDGED_S``: until then its client has had no chance to show that it reads, and no answer gives
+    way to one whose client has not. So judged answers hold at most ``max_bytes``, the slowest giving way, and new
+    answers may take the sum past it by half as much again while they wait to be judged, the client holding the
+    most giving way: each kind keeps to its bound among its own, and the server holds at most 1.5 ``max_bytes``."""
 
     def __init__(self, stall_s: float, max_bytes: int, on_drop: Callable[[str], None]) -> None:
         self.stall_s, self.max_bytes, self.on_drop = stall_s, max_bytes, on_drop
@@ -102,44 +110,82 @@ class Unsent:
         if conn in self.held:
             return
         now = (conn.taken(), conn.unsent())
-        self.held[conn] = _Watch(time.monotonic(), now, now, conn.loop.call_later(self.stall_s, self.look, conn))
-        while len(self.held) > 1 and sum(c.unsent() for c in self.held) > self.max_bytes:
-            self.drop(self.first_to_go(), "unsent_bytes")
+        look = conn.loop.call_later(self.stall_s, self.look, conn)
+        judging = conn.loop.call_later(JUDGED_S, self.judge, conn)
+        self.held[conn] = _Watch(time.monotonic(), now, now, look, judging)
+        self.enforce()
 
-    def first_to_go(self) -> Answering:
-        """Past the bound, who gives way. A connection is judged by the rate at which its client has taken its
-        answer since it was first watched, once watched for ``JUDGED_S`` (one just watched has not had the time to
-        show that its client reads: the newest answer is not the first to go for being the newest). First an
-        answer judged slow, one that would take its client longer than ``stall_s`` to take at that rate: a client
-        holding more than its share (a quarter of the bound) first, then the slowest (one not taken at all first),
-        the client holding the most, its longest-watched; then one not judged yet: the client holding the most,
-        its longest-watched; then the slowest of the rest. So a client that trickles its answers gives way before
-        one that reads, however many answers it holds, from however many addresses, and new answers before one
-        that is being read."""
-        now = time.monotonic()
-        held: dict[str, int] = {}
-        for c in self.held:
-            held[c.address()] = held.get(c.address(), 0) + c.unsent()
+    def judge(self, conn: Answering) -> None:
+        # Set by the timer, not read off the clock: a timer may run a hair before its time.
+        if (watch := self.held.get(conn)) is not None:
+            watch.judged = True
+            self.enforce()
+
+    def enforce(self) -> None:
+        while len(self.held) > 1 and (conn := self.first_to_go()) is not None:
+            self.drop(conn, "unsent_bytes")
+
+    def first_to_go(self) -> Answering | None:
+        """Who gives way now, if anyone: past the bound (all answers together over ``max_bytes``), a judged
+        answer if those judged alone are over it, a new one if new ones are over half of it; else no one yet (new
+        answers wait to be judged, and the bound is checked again as each one is). A new answer is never weighed
+        against a judged one: when it is first held its client has had no time to read it, and judged then (as
+        unread, or as new) it would go behind the answers of a client that reads its own just fast enough, from
+        one address; nor does a new one push out a judged one, however many unread new answers come."""
+        judged = [c for c, watch in self.held.items() if watch.judged]
+        new = [c for c, watch in self.held.items() if not watch.judged]
+        judged_bytes, new_bytes = sum(c.unsent() for c in judged), sum(c.unsent() for c in new)
+        if judged_bytes + new_bytes <= self.max_bytes:
+            return None
+        if judged_bytes > self.max_bytes:
+            return self.slowest(judged)
+        if new_bytes > self.max_bytes // 2:
+            return self.holding_most(new)
+        return None
+
+    def slowest(self, judged: list[Answering]) -> Answering:
+        """Among judged answers, the one that would take its client longest to take at the rate it has shown
+        (one not taken at all first): it would hold its bytes longest, whatever the stall. Before them, one that
+        would take longer than ``stall_s``, of a client holding more than its share (a quarter of the bound): a
+        client that reads its many answers a little faster than the slowest honest reader pushes out its own. So
+        a client holds the bound against another's answer, from however many addresses, only by reading its own
+        faster than that one's client reads it; a slow reader of a large answer is the first to go when answers
+        read faster fill the bound."""
+        now, held, share = time.monotonic(), self.held_by_address(), self.max_bytes // 4
 
         def drain_s(c: Answering) -> float:
             watch = self.held[c]
             taken = max(c.taken() - watch.first[0], watch.first[1] - c.unsent())
             return c.unsent() * max(now - watch.since, 1e-3) / taken if taken > 0 else math.inf
 
-        judged = {c: drain_s(c) for c in self.held if now - self.held[c].since >= JUDGED_S}
-        if slow := [c for c, late in judged.items() if late > self.stall_s]:
-            share = self.max_bytes // 4
-            return max(
-                slow, key=lambda c: (held[c.address()] > share, judged[c], held[c.address()], -self.held[c].since)
-            )
-        if new := [c for c in self.held if c not in judged]:
-            return max(new, key=lambda c: (held[c.address()], -self.held[c].since))
-        return max(judged, key=judged.__getitem__)
+        late = {c: drain_s(c) for c in judged}
+        return max(
+            judged,
+            key=lambda c: (
+                late[c] > self.stall_s and held[c.address()] > share,
+                late[c],
+                held[c.address()],
+                -self.held[c].since,
+            ),
+        )
+
+    def holding_most(self, new: list[Answering]) -> Answering:
+        """Among new answers, the client holding the most gives way first, its longest-watched: a client that
+        makes answers faster than it reads them pushes out its own first."""
+        held = self.held_by_address()
+        return max(new, key=lambda c: (held[c.address()], -self.held[c].since))
+
+    def held_by_address(self) -> dict[str, int]:
+        held: dict[str, int] = {}
+        for c in self.held:
+            held[c.address()] = held.get(c.address(), 0) + c.unsent()
+        return held
 
     def release(self, conn: Answering) -> None:
         watch = self.held.pop(conn, None)
         if watch is not None:
             watch.look.cancel()
+            watch.judging.cancel()
 
     def look(self, conn: Answering) -> None:
         """A watched connection's client must have taken some of its answer since the last look."""

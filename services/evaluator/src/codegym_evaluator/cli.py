@@ -58,6 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     config = _config(args)
+    config.with_environment_credentials()
     if (problem := config.problem()) is not None:
         raise DatasetError(problem)
     with contextlib.ExitStack() as stack:
@@ -77,8 +78,7 @@ def _run(args: argparse.Namespace) -> int:
             bar.refresh()
 
         outcome = asyncio.run(run_evaluation(config, progress=progress))
-    info = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("api_key", "sandbox_token")}
-    report = write_report(config.output, outcome.summary, info, outcome.error, outcome.turns)
+    report = write_report(config.output, outcome.summary, config.shown(), outcome.error, outcome.turns)
     print(summary_table(outcome.summary, f"codegym-eval: {config.dataset}", outcome.turns))
     print(f"results: {config.output}/results.jsonl, summary: {config.output}/summary.json, report: {report}")
     if outcome.error:
@@ -95,7 +95,15 @@ def _serve(args: argparse.Namespace) -> int:
     from .service.app import create_app
     from .service.settings import EvaluatorSettings
 
-    overrides = {"host": args.host, "port": args.port, "sandbox_url": args.sandbox_url, "data_dir": args.data_dir}
+    overrides = {
+        "host": args.host,
+        "port": args.port,
+        "sandbox_url": args.sandbox_url,
+        "data_dir": args.data_dir,
+        "input_dir": args.input_dir,
+        "model_urls": args.model_url,
+        "job_sandbox_urls": args.job_sandbox_url,
+    }
     try:
         settings = EvaluatorSettings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
@@ -128,6 +136,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, help="port (default 8090)")
     serve.add_argument("--sandbox-url", nargs="+", help="sandbox URL(s) for jobs that name none")
     serve.add_argument("--data-dir", help="where jobs write their results (default ./codegym-eval-jobs)")
+    serve.add_argument("--input-dir", help="the directory whose files jobs may name (path, samples); default: none")
+    serve.add_argument(
+        "--model-url", nargs="+", help="model endpoint roots a job's base_url must lie under (default: any)"
+    )
+    serve.add_argument(
+        "--job-sandbox-url", nargs="+", help="other sandboxes jobs may name, never given the service's sandbox token"
+    )
     serve.set_defaults(func=_serve)
     args = parser.parse_args(argv)
     try:

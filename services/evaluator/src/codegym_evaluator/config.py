@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from .tasks.model import PUBLIC_TESTS
+
+# Credentials: never written into a report or a summary, and filled from the environment only by the CLI, for its
+# own user (a service running jobs for others lends none of its process's credentials).
+SECRETS = {"api_key": "OPENAI_API_KEY", "sandbox_token": "CODEGYM_SANDBOX_API_TOKEN"}
 
 
 def opt(default: Any, help: str, **extra: Any) -> Any:
@@ -98,6 +104,17 @@ class RunConfig:
         if self.turns > 1 and self.api != "chat":
             return "--turns needs --api chat: the feedback is a user message of the chat"
         return None
+
+    def shown(self) -> dict[str, Any]:
+        """The settings as a report shows them: every field but the credentials."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in SECRETS}
+
+    def with_environment_credentials(self) -> None:
+        """Fill the credentials not given from the environment (``OPENAI_API_KEY``,
+        ``CODEGYM_SANDBOX_API_TOKEN``): what the CLI does for the user who runs it."""
+        for name, variable in SECRETS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, os.environ.get(variable) or None)
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the run it resumes."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -48,11 +47,10 @@ class RunOutcome:
 @contextlib.asynccontextmanager
 async def _model(config: RunConfig, transport: httpx.AsyncBaseTransport | None) -> AsyncIterator[ModelClient]:
     assert config.base_url is not None
-    api_key = config.api_key or os.environ.get("OPENAI_API_KEY")
     client = ModelClient(
         config.base_url,
         config.model or "",
-        api_key=api_key,
+        api_key=config.api_key,
         api="chat" if config.api == "chat" else "completion",
         concurrency=config.model_concurrency,
         retries=config.model_retries,
@@ -116,12 +114,11 @@ async def run_evaluation(
     stop = asyncio.Event()
     errors: list[str] = []
     which: Literal["first", "last"] = "first" if config.extract == "first" else "last"
-    token = config.sandbox_token or os.environ.get("CODEGYM_SANDBOX_API_TOKEN")
 
     async with (
         Scorer(
             config.sandbox_url,
-            token=token,
+            token=config.sandbox_token,
             concurrency=config.concurrency,
             retries=config.retries,
             timeout_per_test=config.timeout_per_test,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -12,14 +11,11 @@ import httpx
 from codegym_sandbox.client import AsyncSandboxClient
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse
-from pydantic import TypeAdapter, ValidationError
 
-from ..config import RunConfig
 from ..fusion_datasets import make_router
+from .admission import Refused, admit
 from .jobs import Job, JobManager
 from .settings import EvaluatorSettings, get_settings
-
-_CONFIG = TypeAdapter(RunConfig)
 
 
 def _jobs(request: Request) -> JobManager:
@@ -84,19 +80,12 @@ def create_app(
     @app.post("/v1/jobs", status_code=202)
     async def start_job(body: dict[str, Any], manager: Jobs) -> dict[str, Any]:
         """Start an evaluation. The body holds ``codegym-eval run``'s options (``dataset``, ``base_url``,
-        ``model``, ``n``, ``k``, ...); ``sandbox_url`` defaults to the service's."""
-        body.pop("output", None)  # the service chooses where a job writes
+        ``model``, ``n``, ``k``, ...); ``sandbox_url`` defaults to the service's. What a job may name (other
+        sandboxes, model endpoints, files of the host) is decided by :func:`.admission.admit`."""
         try:
-            config = _CONFIG.validate_python(body)
-        except ValidationError as exc:
-            raise HTTPException(422, json.loads(exc.json(include_url=False))) from None
-        config.sandbox_url = config.sandbox_url or list(settings.sandbox_url)
-        if config.sandbox_token is None and settings.sandbox_token is not None:
-            config.sandbox_token = settings.sandbox_token.get_secret_value()
-        if not config.sandbox_url:
-            raise HTTPException(422, "no sandbox_url in the job and none configured (CODEGYM_EVALUATOR_SANDBOX_URL)")
-        if config.samples is None and config.base_url is None:
-            raise HTTPException(422, "a job needs base_url (an OpenAI-compatible endpoint) or samples (a file path)")
+            config = admit(body, settings)
+        except Refused as exc:
+            raise HTTPException(exc.status, exc.detail) from None
         return manager.start(config).view()
 
     @app.get("/v1/jobs")

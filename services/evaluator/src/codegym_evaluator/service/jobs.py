@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -95,8 +94,7 @@ class JobManager:
             except (DatasetError, ValueError, OSError) as exc:
                 job.status, job.error = "failed", str(exc)
             else:
-                info = {k: v for k, v in dataclasses.asdict(job.config).items() if k != "api_key"}
-                out = job.config.output
+                out, info = job.config.output, job.config.shown()
                 await asyncio.to_thread(write_report, out, outcome.summary, info, outcome.error, outcome.turns)
                 job.summary = {k: v for k, v in outcome.summary.to_dict().items() if k != "per_task"}
                 if outcome.turns is not None:

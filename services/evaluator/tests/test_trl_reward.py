@@ -101,6 +101,13 @@ def test_a_row_whose_prompt_shows_every_test_is_masked_with_a_warning() -> None:
     chat = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]  # a chat's text parts show them too
     with pytest.warns(ShownTestsWarning):
         assert reward(prompts=[chat], completions=[table], test_list=[asserts], entry_point=["add"]) == [None]
+    # the asserts written as a docstring's examples, call and value, show them as well (HumanEval's shape too)
+    doctest = "Write add(a, b).\n>>> add(1, 2)\n3\n>>> add(2, 2)\n4\n"
+    with pytest.warns(ShownTestsWarning):
+        assert reward(prompts=[doctest], completions=[table], test_list=[asserts], entry_point=["add"]) == [None]
+    check = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
+    with pytest.warns(ShownTestsWarning):
+        assert reward(prompts=[doctest], completions=[table], tests=[check], entry_point=["add"]) == [None]
 
 
 @pytest.mark.parametrize("api", ["native", "fusion"])

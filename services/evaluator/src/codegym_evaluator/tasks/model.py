@@ -75,10 +75,14 @@ class Task:
         (1, 2, 0)
         """
         seen = self._seen(public_tests)
-        if self.public_tests is None and len(self.tests) == 1:
+        if self._cut():
             shown = first_asserts(str(self.tests[0].get("assert_code", "")), public_tests)
             return [] if shown is None else [{**self.tests[0], "assert_code": shown}]
         return self.tests[:seen]
+
+    def _cut(self) -> bool:
+        """Whether :meth:`visible_tests` shows a cut copy of the task's one test (its first asserts), not tests."""
+        return self.public_tests is None and len(self.tests) == 1
 
     def _seen(self, public_tests: int) -> int:
         """How many of the first tests :meth:`visible_tests` shows whole (a cut copy of one assert test is none)."""
@@ -93,12 +97,15 @@ class Task:
         """Whether a model shown ``prompt`` (the task's own by default) and the task's visible tests
         (:meth:`visible_tests` with ``public_tests``: its dataset's public tests where it marks them) sees every test
         that judges it: each is one of those, or written out in the prompt (an example: a stdin test's input and
-        output, an assert, a call's arguments and value; ``tasks.shown_tests``). A reward on such a task pays a
-        table of the answers as well as a solution. The one rule of every training front door: the trainer's tasks
-        (:meth:`for_training`), TRL's ``CodeReward`` and ``CodeEnvironment``."""
+        output, a call's arguments and value, each assert of an assert test as written or as an example of its
+        call; ``tasks.shown_tests``); of a task's one assert test that :meth:`visible_tests` cuts, each assert is
+        one it shows or written out. A reward on such a task pays a table of the answers as well as a solution.
+        The one rule of every training front door: the trainer's tasks (:meth:`for_training`), TRL's
+        ``CodeReward`` and ``CodeEnvironment``."""
         seen = self._seen(public_tests)
+        cut = public_tests if self._cut() and self.visible_tests(public_tests) else 0
         text = self.prompt if prompt is None else prompt
-        return all(i < seen or written_out(test, text, self.entry_point) for i, test in enumerate(self.tests))
+        return all(i < seen or written_out(test, text, self.entry_point, cut) for i, test in enumerate(self.tests))
 
     def for_training(self) -> Task | None:
         """The task as a training prompt may show it, or None where it cannot be one.

@@ -25,7 +25,7 @@ def first_asserts(code: str, count: int) -> str | None:
     bodies = [tree.body] + [
         node.body for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
-    asserting = [(body, stmt) for body in bodies for stmt in body if _asserts(stmt)]
+    asserting = [(body, stmt) for body, _, stmt in checks(tree)]
     if count < 1 or len(asserting) <= count:
         return None
     # A function that checks nothing (a helper) is kept or dropped whole; one that checks (``check``) is cut.
@@ -52,6 +52,16 @@ def first_asserts(code: str, count: int) -> str | None:
         if not body:
             body.append(ast.Pass())
     return ast.unparse(tree) + "\n"
+
+
+def checks(tree: ast.Module) -> list[tuple[list[ast.stmt], ast.FunctionDef | ast.AsyncFunctionDef | None, ast.stmt]]:
+    """The statements of ``tree`` that assert, in the order :func:`first_asserts` counts them: those at its top
+    level, then those in the body of each function it defines, in turn (a loop of asserts is one); each with the
+    body that holds it and that body's function (None at the top level)."""
+    functions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    owned: list[tuple[list[ast.stmt], ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree.body, None)]
+    owned += [(node.body, node) for node in functions]
+    return [(body, owner, stmt) for body, owner in owned for stmt in body if _asserts(stmt)]
 
 
 def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

@@ -1,21 +1,30 @@
 """Whether a prompt writes out one of a task's tests: what ``Task.for_training`` counts as shown.
 
-A test is shown where the prompt holds what a table of answers needs: its assert; its stdin and its expected
-output; of a call (a call test, or the assert codegym writes from a dataset's call data: APPS's and
-LiveCodeBench's LeetCode-style rows), its arguments and then its expected value, close together (an example:
-``persistence(39) => 3``, or ``Input: nums = [2,7], target = 9`` and ``Output: [0,1]`` on the lines after).
+A test is shown where the prompt holds what a table of answers needs: its stdin and its expected output; of a
+call (a call test, or the assert codegym writes from a dataset's call data: APPS's and LiveCodeBench's
+LeetCode-style rows), its arguments and then its expected value, close together (an example:
+``persistence(39) => 3``, or ``Input: nums = [2,7], target = 9`` and ``Output: [0,1]`` on the lines after); of an
+assert test, each of its asserts, as written or as such an example of its call: ``assert f(1, 2) == 3`` (or
+``candidate(1, 2)`` in HumanEval's ``check(candidate)``), ``assert f(x)`` and ``assert not f(x)`` (the values
+True and False), ``math.isclose(f(x), 0.5)`` and ``abs(f(x) - 0.5) < 1e-6`` are shown by a docstring's
+``>>> f(1, 2)`` with ``3`` on the next line. An assert whose call or value is not written as a literal (a loop of
+asserts, a value computed first) is shown only as written.
 Values are looked for as JSON and as Python write them, with either quote and however spaced around brackets and
 commas, and never inside a longer number or word (``39`` is not in ``390``).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from contextlib import suppress
 from functools import lru_cache
 from typing import Any
 
+from codegym_evaluator import python_syntax
+
+from .shown_asserts import checks
 from .stdio import method_call_data
 
 # The lines an example spans: its input, its output, and a line between (``Explanation:`` comes after).
@@ -23,18 +32,117 @@ EXAMPLE_LINES = 3
 _SPACED = re.compile(r"\s*([\[\](){},:])\s*")
 
 
-def written_out(test: dict[str, Any], prompt: str, function: str | None = None) -> bool:
-    """Whether ``test`` (of a task whose entry point is ``function``) is written out in ``prompt``."""
+def written_out(test: dict[str, Any], prompt: str, function: str | None = None, seen_asserts: int = 0) -> bool:
+    """Whether ``test`` (of a task whose entry point is ``function``) is written out in ``prompt``; of an assert
+    test, whether each of its asserts past the first ``seen_asserts`` is (those a model sees anyway: the cut copy
+    ``Task.visible_tests`` shows of a task's one assert test)."""
     text = _flat(prompt)  # whitespace aside
     if test.get("assert_code") is not None:
-        data = method_call_data(str(test["assert_code"]))
-        return _shown(test["assert_code"], text) or (data is not None and call_written_out(*data, prompt, function))
+        code = str(test["assert_code"])
+        data = method_call_data(code)
+        if _shown(code, text) or (data is not None and call_written_out(*data, prompt, function)):
+            return True
+        return asserts_written_out(code, prompt, function, seen_asserts)
     if test.get("expected_stdout") is not None:  # a test without input whose output the task names is the task
         stdin = test.get("stdin") or ""
         return bool(stdin.strip()) and _shown(stdin, text) and _shown(test["expected_stdout"], text)
     if isinstance(test.get("call"), list) and "expected" in test:
         return call_written_out(test["call"], test["expected"], prompt, function)
     return False
+
+
+def asserts_written_out(code: str, prompt: str, function: str | None = None, seen: int = 0) -> bool:
+    """Whether every assert of ``code`` (``shown_asserts.checks``: at its top level and in the functions it
+    defines) past its first ``seen`` is written out in ``prompt``: its own text, or its call's arguments and
+    expected value as an example (:func:`call_written_out`). False for code that asserts nothing past them or
+    does not parse.
+
+    >>> check = "def check(candidate):\n    assert candidate([3, 1]) == [1, 3]\n"
+    >>> asserts_written_out(check, ">>> sort_list([3, 1])\n[1, 3]", "sort_list")
+    True
+    >>> asserts_written_out(check + "    assert candidate([]) == []\n", ">>> sort_list([3, 1])\n[1, 3]")
+    False
+    """
+    try:
+        tree = python_syntax.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    hidden = checks(tree)[seen:]
+    text = _flat(prompt)
+    return bool(hidden) and all(
+        _shown(ast.get_source_segment(code, stmt) or ast.unparse(stmt), text)
+        or _written_call(assert_data(stmt, _callees(owner, function)), prompt, function)
+        for _, owner, stmt in hidden
+    )
+
+
+def _written_call(data: tuple[list[Any], Any] | None, prompt: str, function: str | None) -> bool:
+    return data is not None and (bool(data[0]) or function is not None) and call_written_out(*data, prompt, function)
+
+
+def _callees(owner: ast.FunctionDef | ast.AsyncFunctionDef | None, function: str | None) -> set[str]:
+    """The names an assert calls the model's function by: the entry point, and in a function such as HumanEval's
+    ``check(candidate)`` its first parameter (what its caller passes)."""
+    names = {function} if function else set()
+    positional = [*owner.args.posonlyargs, *owner.args.args] if owner is not None else []
+    return names | ({positional[0].arg} if positional else set())
+
+
+def assert_data(stmt: ast.stmt, callees: set[str]) -> tuple[list[Any], Any] | None:
+    """The arguments and expected value of an assert that checks one call of a function named in ``callees``:
+    ``f(args) == value`` (either way round, or ``is``), ``f(args)`` (True), ``not f(args)`` (False),
+    ``isclose(f(args), value)`` and ``abs(f(args) - value) < eps`` (either way round, or ``<=``); arguments and
+    value Python literals, no keyword arguments. None for any other statement."""
+    if not isinstance(stmt, ast.Assert):
+        return None
+    test = stmt.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        args = _call_args(test.operand, callees)
+        return None if args is None else (args, False)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return _pair(left, right, callees) or _pair(right, left, callees)
+        if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(left, ast.Call) and _named(left.func, "abs"):
+            diff = left.args[0] if len(left.args) == 1 and not left.keywords else None
+            if isinstance(diff, ast.BinOp) and isinstance(diff.op, ast.Sub) and _literal(right) is not _NONE:
+                return _pair(diff.left, diff.right, callees) or _pair(diff.right, diff.left, callees)
+        return None
+    if isinstance(test, ast.Call) and _named(test.func, "isclose") and len(test.args) == 2:
+        return _pair(test.args[0], test.args[1], callees) or _pair(test.args[1], test.args[0], callees)
+    args = _call_args(test, callees)
+    return None if args is None else (args, True)
+
+
+_NONE = object()
+
+
+def _pair(call: ast.expr, value: ast.expr, callees: set[str]) -> tuple[list[Any], Any] | None:
+    args, expected = _call_args(call, callees), _literal(value)
+    return None if args is None or expected is _NONE else (args, expected)
+
+
+def _call_args(node: ast.expr, callees: set[str]) -> list[Any] | None:
+    """The literal arguments of a call of one of ``callees``; None for anything else."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.func.id not in callees:
+        return None
+    if node.keywords:
+        return None
+    args = [_literal(arg) for arg in node.args]
+    return None if any(arg is _NONE for arg in args) else args
+
+
+def _literal(node: ast.expr) -> Any:
+    """The value of a Python literal (``_NONE`` for anything else: a name, a call, a starred argument)."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NONE
+
+
+def _named(func: ast.expr, name: str) -> bool:
+    """Whether ``func`` is ``name`` or a module's ``name`` (``math.isclose``)."""
+    return (isinstance(func, ast.Name) and func.id == name) or (isinstance(func, ast.Attribute) and func.attr == name)
 
 
 def _shown(value: object, text: str) -> bool:

@@ -52,6 +52,20 @@ def test_training_never_judges_only_tests_its_prompt_shows(
     assert "1 of 3 tasks left out of training" in caplog.text
 
 
+def test_code_repair_leaves_out_a_task_its_feedback_would_show_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement that prints every test but the first, which the repair's feedback shows (``--public-tests``):
+    with both, a lookup table of the answers passes. Plain code tasks show no test, and train on it."""
+    prompt = "Print 2*n.\nExample\nInput:\n3\nOutput:\n6\n"
+    tests = [{"stdin": "7\n", "expected_stdout": "14\n"}, {"stdin": "3\n", "expected_stdout": "6\n"}]
+    loaded = [Task("double", prompt, "stdio", tests), Task("hidden", "p", "stdio", tests)]
+    monkeypatch.setattr(trainer_tasks, "_load", lambda *args: loaded)
+    assert [t.task_id for t in training_tasks(TrainConfig(dataset="apps"))] == ["double", "hidden"]
+    for tools in (False, True):
+        repair = TrainConfig(dataset="apps", task="code-repair", tools=tools)
+        assert [t.task_id for t in training_tasks(repair)] == ["hidden"]
+    assert len(training_tasks(TrainConfig(dataset="apps", task="code-repair", public_tests=0))) == 2
+
+
 def test_prompt_dataset_has_the_task_column() -> None:
     tasks = training_tasks(TrainConfig(limit=3))
     ds = prompt_dataset(tasks, chat=True)

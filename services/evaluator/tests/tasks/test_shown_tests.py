@@ -1,6 +1,6 @@
 """Which tests a model sees (``tasks.shown_tests``, ``Task.shows_every_test``): each assert of an assert test its
 prompt writes out by call and value, as a docstring's ``>>>`` examples write them, never one it does not show,
-and the asserts of a cut ``check`` a door shows."""
+and the tests a door's feedback shows."""
 
 from __future__ import annotations
 
@@ -86,5 +86,24 @@ def test_a_cut_check_counts_the_asserts_its_feedback_shows() -> None:
     first = "def check(candidate):\n    assert candidate([1, 1]) == [1]\n"
     task = humaneval(first + ASSERT)
     assert not task.shows_every_test() and task.shows_every_test(public_tests=1)
+    assert task.for_training() is task and task.for_training(public_tests=1) is None
     later = humaneval(CHECK + "    assert candidate([1, 1]) == [1]\n")  # the shown first one is written out anyway
     assert not later.shows_every_test(public_tests=1)
+
+
+def test_a_repair_door_counts_the_tests_its_feedback_shows() -> None:
+    """A statement that prints every test but the first, which a repair's feedback shows after a wrong answer:
+    to that door every test is shown, and a table of the answers would be paid in full."""
+    prompt = "Read an integer n and print 2*n.\n\nExample\nInput:\n3\nOutput:\n6\n"
+    tests = [{"stdin": "7\n", "expected_stdout": "14\n"}, {"stdin": "3\n", "expected_stdout": "6\n"}]
+    task = Task("double", prompt, "stdio", tests)
+    assert task.for_training() is task and task.for_training(public_tests=1) is None
+    hidden = Task("double", prompt, "stdio", [*tests, {"stdin": "5\n", "expected_stdout": "10\n"}])
+    assert hidden.for_training(public_tests=1) is hidden
+    # a training prompt that shows fewer is trained on only where the feedback leaves one of its tests hidden too
+    marked = {"training_prompt": "Print 2*n.", "training_public_tests": 1}
+    mbpp = Task("t", prompt, "stdio", tests, metadata={**marked, "public_tests": 2})
+    trained = mbpp.for_training(public_tests=1)
+    assert trained is not None and trained.prompt == "Print 2*n." and trained.visible_tests(1) == tests[:1]
+    printed = Task("t", prompt, "stdio", tests, metadata={**marked, "training_prompt": prompt, "public_tests": 2})
+    assert printed.for_training(public_tests=1) is None

@@ -28,13 +28,15 @@ def _load(dataset: str, path: str | None, split: str | None, limit: int | None, 
 
 def training_tasks(config: TrainConfig) -> list[Task]:
     """The tasks GRPO trains on (``--dataset``, ``--split``, ``--limit``, ``--difficulty``), each as a training
-    prompt shows it: never one whose prompt shows every test that judges it (``Task.for_training``)."""
+    prompt shows it: never one whose prompt, with the tests the run's feedback shows (``--task code-repair``'s
+    ``--public-tests``, with or without ``--tools``), shows every test that judges it (``Task.for_training``)."""
     loaded = _load(config.dataset, config.dataset_path, config.split, config.limit, config.difficulty)
-    tasks = [t for t in (task.for_training() for task in loaded) if t is not None]
+    shown = config.public_tests if config.task == "code-repair" else 0
+    tasks = [t for t in (task.for_training(shown) for task in loaded) if t is not None]
     if len(tasks) < len(loaded):
         log.warning(
-            "dataset %r: %d of %d tasks left out of training: their prompts show every test that judges them, "
-            "which a lookup table of the answers would pass",
+            "dataset %r: %d of %d tasks left out of training: their prompts (with the tests a repair's feedback "
+            "shows) show every test that judges them, which a lookup table of the answers would pass",
             config.dataset,
             len(loaded) - len(tasks),
             len(loaded),

@@ -67,8 +67,10 @@ class Task:
         hidden (a repair that saw every test could fit them all, and be paid for it): a task with one test shows
         none of it, but where it is one assert test (HumanEval's ``check``) that holds more asserts than
         ``public_tests``, its first ``public_tests`` asserts (``shown_asserts``).
-        ``public_tests=0`` shows none of a task without a split. Take the visible tests from here, never a count of
-        ``tests``: the cut copy of one assert test is not the task's own test. ``ValueError`` for a negative count.
+        ``public_tests=0`` shows none of a task without a split. The tests left hidden may still be printed by the
+        prompt (its examples): a training door asks :meth:`for_training` with the same ``public_tests``, which
+        counts both. Take the visible tests from here, never a count of ``tests``: the cut copy of one assert test
+        is not the task's own test. ``ValueError`` for a negative count.
 
         >>> t = Task("t", "", "stdio", [{"stdin": str(i), "expected_stdout": ""} for i in range(3)])
         >>> len(t.visible_tests(1)), len(t.visible_tests(5)), len(t.visible_tests(0))
@@ -107,20 +109,24 @@ class Task:
         text = self.prompt if prompt is None else prompt
         return all(i < seen or written_out(test, text, self.entry_point, cut) for i, test in enumerate(self.tests))
 
-    def for_training(self) -> Task | None:
-        """The task as a training prompt may show it, or None where it cannot be one.
+    def for_training(self, public_tests: int = 0) -> Task | None:
+        """The task as a training prompt may show it, to a door that also shows :meth:`visible_tests` with
+        ``public_tests`` (code repair's feedback; 0: a door that shows no test), or None where it cannot be one.
 
-        A reward that judges only tests its prompt shows pays a table of their answers as well as a solution (an
-        MBPP prompt lists every assert that judges it; a CodeContests row without private tests is judged on the
-        examples its statement prints). So a task whose prompt shows every judged test (:meth:`shows_every_test`)
-        trains on the prompt its dataset gives for training (``metadata["training_prompt"]``, showing
-        ``metadata["training_public_tests"]`` of them), and without one it is no training task."""
-        if not self.shows_every_test():
+        A reward that judges only tests its prompt and feedback show pays a table of their answers as well as a
+        solution (an MBPP prompt lists every assert that judges it; a CodeContests row without private tests is
+        judged on the examples its statement prints; a statement that prints every test but the first, which a
+        repair's feedback then shows). So a task that shows every judged test (:meth:`shows_every_test` with
+        ``public_tests``) trains on the prompt its dataset gives for training (``metadata["training_prompt"]``,
+        showing ``metadata["training_public_tests"]`` of them) where that prompt shows fewer, and else it is no
+        training task."""
+        if not self.shows_every_test(public_tests=public_tests):
             return self
         prompt, public = self.metadata.get("training_prompt"), self.metadata.get("training_public_tests")
         if not isinstance(prompt, str) or not isinstance(public, int) or not 0 <= public < len(self.tests):
             return None
-        return replace(self, prompt=prompt, metadata={**self.metadata, "public_tests": public})
+        trained = replace(self, prompt=prompt, metadata={**self.metadata, "public_tests": public})
+        return None if trained.shows_every_test(public_tests=public_tests) else trained
 
     def to_dict(self) -> dict[str, Any]:
         """The task in codegym's JSONL task format."""

@@ -14,8 +14,9 @@ A sample is one conversation: its completion is answer, feedback, answer...; its
 the policy's tokens and 0 on the feedback's, so only the policy's own tokens train. Public tests: the task's
 ``Task.visible_tests(public_tests)``, the rule every front door shares (its dataset's public tests where it has a
 split: CodeContests' and LiveCodeBench's public cases, the tests MBPP's prompt shows; else its first
-``public_tests`` tests, always leaving one hidden when it has two or more). An answer whose task shows no test is
-not asked again.
+``public_tests`` tests, always leaving one hidden when it has two or more). The run's tasks leave out any whose
+prompt prints every test the feedback does not show (``training_tasks``, ``Task.for_training(public_tests)``).
+An answer whose task shows no test is not asked again.
 The sandbox is reached the seam's one way: a ``Scorer`` from ``context.sandbox`` (the run's ``RunSandbox``).
 """
 

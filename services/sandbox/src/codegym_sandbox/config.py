@@ -261,8 +261,9 @@ class Settings(BaseSettings):
         "programs of worker slot N (fixed and lent ones) run as HOST_UID + N, so that the kernel's counts per user "
         "(pipe pages, epoll watches) are each worker's own, sessions' workers after the runs'; the range HOST_UID .. "
         "HOST_UID + max(WORKERS, MAX_WORKERS) + SESSIONS__MAX_SESSIONS + SESSIONS__WARM - 1 must be used by nothing "
-        "else, another server's programs included. Without root every worker's programs run as the server's "
-        "own uid, and share those counts with each other and with the server.",
+        "else: the server reserves it (a lock per 4096 uids in /run/lock, held for its life), and where this is "
+        "left at its default and another server holds it, moves on by 4096. Without root every worker's programs run "
+        "as the server's own uid, and share those counts with each other and with the server.",
     )
     python: str | None = Field(
         None,

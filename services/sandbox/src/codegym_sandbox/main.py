@@ -39,7 +39,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         backend, reason = await choose_backend(settings)
         log.info("sandbox backend: %s (%s)", backend.name, reason)
-        await backend.start()
+        try:
+            await backend.start()
+        except BaseException:
+            if backend.release_uids is not None:  # a server that did not start holds its programs' uids no more
+                backend.release_uids()
+            raise
         app.state.backend_reason = reason
         app.state.executor = Executor(backend, settings, metrics)
         app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions, settings.server_id)

@@ -133,3 +133,48 @@ def test_what_a_server_that_is_gone_left_does_not_stop_the_next(engine: str) -> 
         assert not program_users.in_use(range(first, first + 1))
     finally:
         subprocess.run([engine, "rm", "-f", name], capture_output=True, check=False, timeout=120)
+
+
+def test_a_range_is_reserved_and_the_default_moves_past_a_held_one(tmp_path: Path) -> None:
+    """Two servers started at once both found a range free by looking at users and processes: a range is held
+    with a lock for the server's life, the default moves on by whole blocks past one held, an explicit one does
+    not, and a range given back is free again."""
+    uids = range(program_users.HOST_FIRST, program_users.HOST_FIRST + 150)
+    first = program_users.take_range(uids, True, lambda _: [], choose.LAST_UID, str(tmp_path))
+    assert not isinstance(first, list) and first[0] == uids
+    second = program_users.take_range(uids, True, lambda _: [], choose.LAST_UID, str(tmp_path))
+    assert not isinstance(second, list)
+    assert second[0][0] == uids[0] + program_users.BLOCK and len(second[0]) == len(uids)
+    refused = program_users.take_range(uids, False, lambda _: [], choose.LAST_UID, str(tmp_path))
+    assert isinstance(refused, list) and "another sandbox server's" in refused[0]
+    # What the host already has in a range is passed over too, where the range may move.
+    in_use = program_users.take_range(
+        uids, True, lambda r: ["busy"] if r[0] < uids[0] + 3 * 4096 else [], 2**32, str(tmp_path)
+    )
+    assert not isinstance(in_use, list) and in_use[0][0] == uids[0] + 3 * program_users.BLOCK
+    for taken in (first, second, in_use):
+        taken[1].release()
+    again = program_users.take_range(uids, False, lambda _: [], choose.LAST_UID, str(tmp_path))
+    assert not isinstance(again, list) and again[0] == uids
+    again[1].release()
+
+
+def test_two_local_servers_at_once_run_programs_as_users_of_their_own() -> None:
+    """As root, two local servers on one host with the default HOST_UID take ranges apart, and give them back."""
+    if os.geteuid() != 0:
+        pytest.skip("the local backend runs programs as users of their own only as root")
+    from codegym_sandbox.main import create_app
+    from fastapi.testclient import TestClient
+    from sandbox_support import settings_for
+
+    with (
+        TestClient(create_app(settings_for("local", workers=1))) as a,
+        TestClient(create_app(settings_for("local", workers=1))) as b,
+    ):
+        firsts = [client.app.state.executor.backend.config["host_uid"] for client in (a, b)]  # type: ignore[attr-defined]
+        assert firsts[0] != firsts[1] and abs(firsts[0] - firsts[1]) % program_users.BLOCK == 0
+        for client in (a, b):
+            out = client.post("/v1/execute", json={"language": "python", "code": "import os; print(os.getuid())"})
+            assert out.status_code == 200, out.text
+    with TestClient(create_app(settings_for("local", workers=1))) as c:  # both given back
+        assert c.app.state.executor.backend.config["host_uid"] == min(firsts)  # type: ignore[attr-defined]

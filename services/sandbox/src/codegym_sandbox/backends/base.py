@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -154,6 +155,8 @@ class Backend(Protocol):
     breaker_cooldown_s: float  # how long a slot whose restarts keep failing waits before the next try
     # Charged to the memory budget for a run whose limits carry no memory bound of their own.
     unbudgeted_run_mb: int
+    # Gives back the reservation of the programs' uids once stopped (set by the server: ``program_users.py``).
+    release_uids: Callable[[], None] | None
 
     @property
     def memory(self) -> MemoryShare:

@@ -29,9 +29,9 @@ from .local import LocalBackend, worker_view
 from .memory import default_budget_mb
 from .podman import PodmanBackend, runtime_flags
 from .podman import remove_stale as remove_stale_podman
-from .program_users import container_user, engine_maps_ids, in_use
+from .program_users import Reservation, container_user, engine_maps_ids, in_use, take_range
 from .program_users import refusal as uids_refusal
-from .tasks import SESSION_EXTRA, session_workers, slots, worker_tasks
+from .tasks import SESSION_EXTRA, Slots, session_workers, slots, worker_tasks
 
 log = logging.getLogger("codegym.sandbox")
 
@@ -199,7 +199,8 @@ def runtime_problem(engine: str, image: str, runtime: str) -> str | None:
 async def choose_backend(settings: Settings) -> tuple[Backend, str]:
     """The backend to use and why, with the server's settings for its pool, set through the protocol's
     members (every backend has them)."""
-    backend, reason, most = await _choose(settings)
+    backend, reason, most, held = await _choose(settings)
+    backend.release_uids = held.release if held is not None else None
     backend.breaker_cooldown_s = settings.breaker_cooldown_s
     backend.max_workers = most
     backend.reserve_workers = settings.reserve_workers
@@ -231,8 +232,9 @@ async def detect(settings: Settings) -> tuple[str, str]:
     return "local", "auto: no container engine with the runtime image (" + "; ".join(why) + ")"
 
 
-async def _choose(settings: Settings) -> tuple[Backend, str, int]:
-    """The backend, why, and the runs it may have in flight (``max_workers`` within the host's task table)."""
+async def _choose(settings: Settings) -> tuple[Backend, str, int, Reservation | None]:
+    """The backend, why, the runs it may have in flight (``max_workers`` within the host's task table), and the
+    reservation of its programs' uids."""
     kind, reason = await detect(settings)
     bound = slots(settings, kind)
     # Sessions' workers are numbered past the runs' (backends/session_lease.py): their programs' users too.
@@ -242,19 +244,49 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int]:
         mapped = await asyncio.to_thread(engine_maps_ids, kind, settings)
         run_as = container_user(settings, mapped)
     uids = program_uids(settings, run_as, slots_in_all)
+    engine = "docker" if kind == "docker" else settings.podman_binary or kind
+    held = None
+    if uids is not None:
+        hosts = run_as is not None and not mapped  # container uids that are the host's own
+        if hosts:
+            # What servers that are gone left (a crash, a kill) holds their uids: removed first, as the backend's
+            # start would, so that a server started again after its own crash finds its range free.
+            if kind == "docker":
+                await asyncio.to_thread(remove_stale_now)
+            else:
+                await remove_stale_podman(engine, kind)
+        # Reserved, not only looked at: two servers of one host started at once both found a range free. The
+        # default moves on past ranges another server holds; one the operator set does not.
+        moves = (
+            "container_user" not in settings.model_fields_set
+            if run_as is not None
+            else "host_uid" not in (settings.model_fields_set)
+        )
+        taken = await asyncio.to_thread(take_range, uids, moves, in_use if hosts else lambda _: [], LAST_UID)
+        if isinstance(taken, list):
+            raise CannotIsolate(uids_refusal(uids, taken, engine) or "the programs' uids cannot be reserved")
+        shift = taken[0][0] - uids[0]
+        uids, held = taken
+        if shift and run_as is not None:
+            uid, _, gid = run_as.partition(":")
+            run_as = f"{int(uid) + shift}:{int(gid or uid) + shift}"
+        elif shift:
+            settings = settings.model_copy(update={"host_uid": uids[0]})
     where = "container uids (the engine maps them)" if mapped else "host uids"
     log.info("programs run as %s", f"{where} {uids[0]}..{uids[-1]}, one per worker" if uids else "the server's uid")
-    if uids is not None and run_as is not None and not mapped:
-        engine = "docker" if kind == "docker" else settings.podman_binary or kind
-        # What servers that are gone left (a crash, a kill) holds their uids: removed first, as the backend's start
-        # would, so that a server started again after its own crash finds its range free.
-        if kind == "docker":
-            await asyncio.to_thread(remove_stale_now)
-        else:
-            await remove_stale_podman(engine, kind)
-        refused = uids_refusal(uids, await asyncio.to_thread(in_use, uids), engine)
-        if refused is not None:
-            raise CannotIsolate(refused)
+    try:
+        backend, why, most = await _made(settings, kind, reason, bound, run_as, workers, slots_in_all)
+    except BaseException:
+        if held is not None:
+            held.release()
+        raise
+    return backend, why, most, held
+
+
+async def _made(
+    settings: Settings, kind: str, reason: str, bound: Slots, run_as: str | None, workers: int, slots_in_all: int
+) -> tuple[Backend, str, int]:
+    """The backend of ``kind`` (see :func:`_choose`)."""
     if kind == "local":
         checks = await asyncio.to_thread(host_checks, settings, kind)
         refused = refusal(checks)

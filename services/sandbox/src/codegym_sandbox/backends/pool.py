@@ -59,6 +59,7 @@ class WorkerPool(LentSlots, SessionSlots):
         # server to the largest memory limit a request may ask for.
         self.unbudgeted_run_mb = 4096
         self.reads_memory = False  # whether runs are admitted by a share and charged what they hold (memory.py)
+        self.release_uids: Callable[[], None] | None = None  # the programs' uids' reservation (program_users.py)
         self._leases: dict[Lease, AgentWorker] = {}  # the runs on a worker: their share of the budget
         self._memory_watch = MemoryWatch(lambda: self.memory)
         self._idle: asyncio.Queue[AgentWorker] = asyncio.Queue()
@@ -139,6 +140,8 @@ class WorkerPool(LentSlots, SessionSlots):
         await asyncio.gather(*tasks, return_exceptions=True)
         workers = {w for w in self._workers if w is not None} | self._doomed
         await asyncio.gather(*(w.end(STOP_GRACE_S) for w in workers), return_exceptions=True)
+        if self.release_uids is not None:  # no program of its runs is left as them
+            self.release_uids()
 
     def _check_queue(self) -> None:
         # Workers free but memory spent: the runs waiting for memory fill the queue as much.

@@ -13,10 +13,14 @@ exist: the default is then 1000, the runtime image's user, which the map makes a
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import pwd
 import subprocess
+import tempfile
+from collections.abc import Callable
 
 from ..config import Settings
 
@@ -106,3 +110,76 @@ def refusal(uids: range, found: list[str], engine: str = "docker") -> str | None
         f"are gone left, {engine}'s containers of theirs, was removed before this check), or give the engine a user "
         "namespace (docker's userns-remap, rootless podman)."
     )
+
+
+# What reserves a range: a lock per block of BLOCK uids (on a grid from HOST_FIRST, the same for every server), in
+# the host's lock directory, held with ``flock`` for as long as the server runs programs as them; the kernel lets
+# a lock go with the process, however it ends. A look at users and processes alone (:func:`in_use`) cannot tell two
+# servers started at once apart: both found the range free, and each one's programs were the other's users.
+BLOCK = 4096
+LOCK_DIRS = ("/run/lock", tempfile.gettempdir())
+MOVES = 64  # the ranges a server with the default tries, one after another, where another server holds one
+
+
+class Reservation:
+    """The locks a server holds on its programs' uids (:func:`reserve`), given back by :meth:`release`."""
+
+    def __init__(self, fds: list[int]) -> None:
+        self.fds = fds
+
+    def release(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the lock goes with its last descriptor
+        self.fds = []
+
+
+def _lock_dir() -> str | None:
+    return next((d for d in LOCK_DIRS if os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)), None)
+
+
+def reserve(uids: range, where: str | None = None) -> Reservation | None:
+    """Locks on every block ``uids`` touches, or None where another server on this host holds one of them (an
+    empty reservation where the host has no lock directory this server may write: nothing to hold there)."""
+    place = where or _lock_dir()
+    if place is None:
+        return Reservation([])
+    fds: list[int] = []
+    for block in range((uids[0] - HOST_FIRST) // BLOCK, (uids[-1] - HOST_FIRST) // BLOCK + 1):
+        path = os.path.join(place, f"codegym-sandbox-uids-{block}.lock")
+        fd = -1
+        try:
+            # Read-only: a lock file another user made (mode 0644) locks as well; flock asks for no write access.
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            Reservation([*fds, fd] if fd >= 0 else fds).release()
+            return None
+        fds.append(fd)
+    return Reservation(fds)
+
+
+def take_range(
+    uids: range, moves: bool, used: Callable[[range], list[str]], last: int, where: str | None = None
+) -> tuple[range, Reservation] | list[str]:
+    """The programs' uids a server takes, from ``uids`` on, and its reservation of them; or what stood in the way.
+    ``moves``: the range is the default, and moves on by whole blocks past ranges another server holds or that
+    ``used`` finds in use (users, processes: :func:`in_use`), up to :data:`MOVES` times; an explicit one does not.
+    ``last``: the last uid there is."""
+    span = -(-len(uids) // BLOCK) * BLOCK
+    found: list[str] = []
+    for move in range(MOVES if moves else 1):
+        tried = range(uids[0] + move * span, uids[-1] + 1 + move * span)
+        if tried[-1] > last:
+            break
+        held = reserve(tried, where)
+        if held is None:
+            found.append(
+                f"uids {tried[0]}..{tried[-1]} are another sandbox server's on this host (it holds their lock)"
+            )
+            continue
+        if not (in_range := used(tried)):
+            return tried, held
+        held.release()
+        found += in_range
+    return found

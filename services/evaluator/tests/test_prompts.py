@@ -7,9 +7,11 @@ from pathlib import Path
 from codegym_evaluator.prompts import (
     FUNCTION_STOPS,
     PROGRAM_STOPS,
+    base_answer,
     base_completion_prefix,
     base_prompt,
     chat_messages,
+    continued_answer,
     stop_sequences,
 )
 from codegym_evaluator.tasks import load_tasks
@@ -26,6 +28,27 @@ def test_humaneval_base_models_continue_the_stub_and_chat_models_see_it_fenced()
     assert system["role"] == "system" and user["role"] == "user"
     assert user["content"].startswith(f"```python\n{task.prompt.rstrip()}\n```")
     assert "Complete the python function `has_close_elements`" in user["content"]
+
+
+def test_a_base_models_answer_is_the_block_its_prompt_opened() -> None:
+    _, _, call, _ = load_tasks("apps", hub_root=HUB)
+    prompt = base_prompt(call)  # ends in an open fence holding the starter
+    body = "    return sum(c in 'aeiou' for c in s)"
+    # the close ends the answer: the prose after it (read alone, a block of its own) is never the program
+    closed = continued_answer(prompt, f"{body}\n```\n\nThis counts the vowels.\n```python\nprint(1)\n```")
+    assert closed == f"```python\ndef count_vowels(s):\n\t{body}\n```"
+    assert base_answer(call, f"{body}\n```\nprose") == closed  # the evaluator's runner reads it so too
+    # never closed (cut at the stop sequence, or at the token limit): the open block, not a fenced answer
+    assert continued_answer(prompt, body) == f"```python\ndef count_vowels(s):\n\t{body}"
+    # a model that opens its own block inside the prompt's empty one: that block
+    assert continued_answer("Echo.\n\n```python\n", "```python\nprint(input())\n```\nok") == (
+        "```python\nprint(input())\n```"
+    )
+    # a chat's answer, or a prompt that opens no block, is the completion as it is
+    assert continued_answer([{"role": "user", "content": prompt}], "x\n```\ny") == "x\n```\ny"
+    assert continued_answer("Solve it.", "x\n```\ny") == "x\n```\ny"
+    (stub,) = load_tasks("humaneval", limit=1)
+    assert base_answer(stub, "    return 1\ndef unrelated():") == "    return 1"  # a stub's body, as before
 
 
 def test_stdin_and_starter_code_problems() -> None:

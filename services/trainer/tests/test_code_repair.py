@@ -18,6 +18,7 @@ from codegym_trainer.grpo import CodegymGRPOTrainer
 from codegym_trainer.repair import CodeRepairRollout, public_task
 from codegym_trainer.rollout import Generation
 from codegym_trainer.run import run
+from codegym_trainer.tasks import prompt_of
 from recording_sandbox import RecordingSandbox
 from rich.console import Console
 from test_train_tiny import tiny_config, train_rows
@@ -78,6 +79,20 @@ class ScriptedContext:
 
     def any_process(self, flag: bool) -> bool:
         return flag
+
+
+class BaseContext(ScriptedContext):
+    """A ScriptedContext for a policy without a chat template: plain prompts, plain completions."""
+
+    def generate(self, prompts: Sequence[Any], *, repeats: int | None = None) -> Generation:
+        ids = [list(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+        text = self.answers.pop(0)
+        return Generation(ids, [self._ids(text) for _ in prompts], [text] * len(prompts))
+
+    def generate_ids(self, prompt_ids: Sequence[list[int]]) -> Generation:
+        self.continued += [list(p) for p in prompt_ids]
+        text = self.answers.pop(0)
+        return Generation(list(prompt_ids), [self._ids(text) for _ in prompt_ids], [text] * len(prompt_ids))
 
 
 def repair(tokenizer: Any, **kwargs: Any) -> CodeRepairRollout:
@@ -142,6 +157,20 @@ def test_the_reward_judges_all_tests(tiny_model_dir: Path, sandbox_process: Loop
     assert context.continued == []  # passing its public test, it is not asked again
     assert rollout.rewards == [pytest.approx(0.05)] and rollout.extra["tests"] == ["1/3"]  # the fence alone
     assert rollout.metrics["repair/pass_rate/turn_1"] == 1.0 and rollout.metrics["repair/final_pass_rate"] == 0.0
+
+
+def test_a_base_policys_first_answer_is_the_block_its_prompt_opened(
+    tiny_model_dir: Path, sandbox_process: LoopbackServer
+) -> None:
+    # the prompt of a policy without a chat template ends in an open fence; a right program that closes it and
+    # then writes prose passes its public test (not asked again) and earns the reward, as codegym-eval judges it
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    right = "def add(a, b):\n    return a + b\n```\n\nThis adds the two numbers."
+    context = BaseContext(tokenizer, [right, right], sandbox_process.url)
+    base_row = {"prompt": prompt_of(ADD, chat=False), "task_id": "add"}
+    rollout = CodeRepairRollout({"add": ADD}, tokenizer, False, max_turns=2)(context, [base_row])  # type: ignore[arg-type]
+    assert context.continued == [] and rollout.extra["verdict"] == ["AC"] and rollout.extra["tests"] == ["3/3"]
+    assert rollout.rewards == [pytest.approx(1.05)]
 
 
 def test_the_rollout_reaches_the_sandbox_through_the_context_alone(

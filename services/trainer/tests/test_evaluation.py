@@ -38,3 +38,14 @@ def test_samples_are_reproducible_and_leave_the_random_stream_alone(tiny_model_d
     again = answers(7)
     assert [v[0] for v in again.values()] == [v[0] for v in first.values()]  # greedy does not depend on the seed
     assert again != first  # the samples do
+
+
+def test_a_base_policys_answers_are_the_block_its_prompt_opened(tiny_model_dir: Path) -> None:
+    # a policy without a chat template continues a prompt that ends in an open fence: each answer is judged as
+    # that block (``prompts.continued_answer``), as the reward and codegym-eval read it
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.padding_side = "left"
+    task = Task("t", "Print 1.", "stdio", [{"stdin": "", "expected_stdout": "1\n"}])
+    answers = generate_answers(model, tokenizer, [task], chat=False, max_new_tokens=6, batch_size=1, samples=2)
+    assert len(answers["t"]) == 3 and all(a.startswith("```python\n") for a in answers["t"])

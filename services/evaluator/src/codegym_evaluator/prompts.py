@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .extract import fenced_blocks, truncate_at_stop
 from .tasks import Task
 
 SYSTEM = "You are an expert programmer. Answer with a single complete program in one fenced code block."
@@ -77,3 +78,32 @@ def stop_sequences(task: Task, *, chat: bool) -> list[str]:
 def base_completion_prefix(task: Task) -> str:
     """What a base model's completion continues, beyond the starter code: the starter in the open fence."""
     return "" if continues_prompt(task) else str(task.metadata.get("starter_code") or "")
+
+
+def continued_answer(prompt: object, completion: str) -> str:
+    """The text a program is extracted from, of ``completion`` given to ``prompt``: the completion as it is,
+    unless the prompt is text that ends inside an open code fence (:func:`base_prompt`'s, for a base model),
+    whose completion continues that block. Then it is the block as prompt and completion wrote it together: the
+    prompt's opening fence and what the prompt put in it, then the completion up to the line that closes the
+    fence, closed when the completion closed it (``extract.fenced_blocks`` reads where). What follows the close
+    (prose, another block) is no part of the answer: read alone, the close would open a block of its own and the
+    program judged would be that prose. The one reading of every route that judges a base model's answer: the
+    evaluator's runner, the trainer's reward, its held-out evaluation and code repair."""
+    if not isinstance(prompt, str):
+        return completion
+    _, still_open = fenced_blocks(prompt)
+    if still_open is None:
+        return completion
+    tag, body = still_open
+    closed, open_at_end = fenced_blocks(f"```{tag}\n{body}{completion}")
+    if closed:
+        return f"```{tag}\n{closed[0][1]}\n```"
+    return f"```{tag}\n{open_at_end[1] if open_at_end is not None else ''}"
+
+
+def base_answer(task: Task, continuation: str) -> str:
+    """A base model's answer to :func:`base_prompt`: a stub's body cut at the next top-level statement (as in the
+    Codex paper), or the block its open fence holds (:func:`continued_answer`)."""
+    if continues_prompt(task):
+        return truncate_at_stop(continuation, FUNCTION_STOPS)
+    return continued_answer(base_prompt(task), continuation)

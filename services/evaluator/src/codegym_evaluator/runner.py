@@ -20,9 +20,8 @@ from codegym_sandbox.verdicts import Verdict
 
 from .config import RunConfig
 from .evaluate import EvalSummary
-from .extract import truncate_at_stop
 from .model_client import ModelClient, ModelError, Sampling
-from .prompts import base_completion_prefix, base_prompt, chat_messages, stop_sequences
+from .prompts import base_answer, base_prompt, chat_messages, stop_sequences
 from .repair import Repairs
 from .results import RunStore, task_results
 from .samples import read_samples
@@ -76,8 +75,7 @@ async def _complete(client: ModelClient, config: RunConfig, task: Task, n: int) 
         return await client.generate(chat_messages(task), sampling)
     stops = stop_sequences(task, chat=False)
     texts = await client.generate(base_prompt(task), Sampling(**{**sampling.__dict__, "stop": stops}))
-    prefix = base_completion_prefix(task)
-    return [prefix + truncate_at_stop(t, stops) for t in texts]
+    return [base_answer(task, t) for t in texts]
 
 
 async def run_evaluation(

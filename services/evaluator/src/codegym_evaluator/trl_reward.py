@@ -37,7 +37,10 @@ program is taken once its row is known, as the trainer's reward takes it (``extr
 task, in ``Scorer.score_group``): the fenced block that defines the row's ``entry_point`` (not a usage example
 after it), else the last block in the row's language, sanitised where the row names its function. Where the
 prompt is a Python stub of the entry point as a whole (HumanEval's), a completion that does not write the function
-itself is its body and is judged after the stub, as a library task's program follows its starter code.
+itself is its body and is judged after the stub, as a library task's program follows its starter code. Where the
+prompt is text that ends in an open code fence (a base model's prompt, as ``prompts.base_prompt`` writes it), the
+completion continues that block: it is judged up to the line that closes the fence, never on what follows it
+(``prompts.continued_answer``, every route's reading).
 
 Each row's tests compare by the rule of the dataset its columns come from (``tasks.rules``, the one table every
 route and adapter reads): open-r1's and APPS's stdin tests token by token (a trailing space or a CRLF is no
@@ -87,6 +90,7 @@ from codegym_sandbox.models import CallComparison
 from .extract import extract_code
 from .messages import completion_text
 from .prompt_code import prompt_text
+from .prompts import continued_answer
 from .scoring import Scorer, build_program
 from .tasks import Task
 from .trl_rows import RowTests, row_tests
@@ -261,7 +265,8 @@ class AsyncCodeReward(_Base):
     async def _score_all(
         reward: _Base, prompts: Any, completions: Sequence[Any], columns: Mapping[str, Any]
     ) -> list[float | None]:
-        texts = [completion_text(c) for c in completions]
+        # A completion of a prompt that ends in an open code fence (a base model's) is the block it continues.
+        texts = [continued_answer(_prompt(prompts, i), completion_text(c)) for i, c in enumerate(completions)]
         rewards: list[float | None] = [None] * len(texts)
         limit = asyncio.Semaphore(reward.concurrency)
         async with reward._scorer() as scorer:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 from codegym_evaluator.evaluate import EvalSummary, evaluate_completions
+from codegym_evaluator.prompts import continued_answer
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 from codegym_sandbox.verdicts import Verdict
@@ -94,6 +95,12 @@ def _texts(tokenizer: PreTrainedTokenizerBase, batch: list[Task], chat: bool) ->
     return [prompt_of(t, chat=False) for t in batch]
 
 
+def _answer(prompt: str, text: Any, chat: bool) -> str:
+    """The answer judged of ``text`` generated for ``prompt``: a base model's continues its prompt's open fence
+    (``prompts.continued_answer``, as the reward and ``codegym-eval`` read it)."""
+    return str(text) if chat else continued_answer(prompt, str(text))
+
+
 @torch.no_grad()
 def generate_answers(
     model: PreTrainedModel,
@@ -108,7 +115,8 @@ def generate_answers(
     seed: int = 0,
     on_batch: Callable[[int], None] | None = None,
 ) -> dict[str, list[str]]:
-    """Per task: the greedy answer first, then ``samples`` sampled ones, generated in batches (left-padded).
+    """Per task: the greedy answer first, then ``samples`` sampled ones, generated in batches (left-padded). A
+    base model's answer is the block its prompt's open fence holds, up to its close (``prompts.continued_answer``).
 
     Sampling runs on a forked random state seeded from ``seed`` and the batch: the training run's random
     stream is left where it was, and the same policy evaluated twice gives the same answers.
@@ -120,16 +128,15 @@ def generate_answers(
     try:
         for start in range(0, len(tasks), batch_size):
             batch = tasks[start : start + batch_size]
-            enc = tokenizer(
-                _texts(tokenizer, batch, chat), return_tensors="pt", padding=True, add_special_tokens=not chat
-            )
+            prompts = _texts(tokenizer, batch, chat)
+            enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=not chat)
             enc = {k: v.to(model.device) for k, v in enc.items()}
             width = enc["input_ids"].shape[1]
             out = model.generate(  # type: ignore[operator]
                 **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
             )
-            for task, ids in zip(batch, out[:, width:], strict=True):
-                answers[task.task_id] = [str(tokenizer.decode(ids, skip_special_tokens=True))]
+            for task, prompt, ids in zip(batch, prompts, out[:, width:], strict=True):
+                answers[task.task_id] = [_answer(prompt, tokenizer.decode(ids, skip_special_tokens=True), chat)]
             if samples:
                 with torch.random.fork_rng(devices=devices):
                     torch.manual_seed(seed + start)
@@ -144,7 +151,8 @@ def generate_answers(
                         pad_token_id=tokenizer.pad_token_id,
                     )
                 for i, ids in enumerate(drawn[:, width:]):
-                    answers[batch[i // samples].task_id].append(str(tokenizer.decode(ids, skip_special_tokens=True)))
+                    text = tokenizer.decode(ids, skip_special_tokens=True)
+                    answers[batch[i // samples].task_id].append(_answer(prompts[i // samples], text, chat))
             if on_batch is not None:
                 on_batch(len(batch))
     finally:

@@ -11,6 +11,7 @@ from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 from codegym_evaluator.trl_reward import AsyncCodeReward
 from codegym_trainer.rewards import SandboxReward
+from codegym_trainer.tasks import prompt_of
 
 pytestmark = pytest.mark.anyio
 
@@ -26,6 +27,31 @@ ECHO = Task("t/echo", "Echo a line.", "stdio", [{"stdin": "hi\n", "expected_stdo
 
 def fenced(code: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": f"Here:\n```python\n{code}\n```\n"}]
+
+
+async def test_a_base_models_program_is_judged_up_to_the_fence_it_closes(sandbox_app: httpx.ASGITransport) -> None:
+    # A policy without a chat template continues a prompt that ends in an open fence; a right program that closes
+    # it, then writes a line of prose, is right (as codegym-eval judges it), not the prose after the fence.
+    reward = SandboxReward(
+        {t.task_id: t for t in (ADD, ECHO)},
+        lambda: Scorer("http://sandbox", transport=sandbox_app, timeout_per_test=2.0),
+    )
+    prompts = [prompt_of(ADD, chat=False), prompt_of(ECHO, chat=False)]
+    assert all(p.endswith("```python\n") for p in prompts)
+    completions = ["def add(a, b):\n    return a + b\n```\n\nThis adds them.", "print(input())\n```\n\nIt echoes."]
+    extra: dict[str, list[object]] = {}
+    rewards = await reward(
+        prompts=prompts,
+        completions=completions,
+        task_id=["t/add", "t/echo"],
+        log_extra=lambda k, v: extra.__setitem__(k, v),
+    )
+    assert rewards == pytest.approx([1.05, 1.05]) and extra["verdict"] == ["AC", "AC"]  # closed: a fenced block
+    # run on to the token limit without the close: still judged, without the format bonus
+    assert await reward(prompts=prompts[:1], completions=["def add(a, b):\n    return a + b\n"], task_id=["t/add"]) == [
+        pytest.approx(1.0)
+    ]
+    await reward.aclose()
 
 
 async def test_tests_scheme_scores_a_batch_of_two_groups(sandbox_app: httpx.ASGITransport) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from codegym_evaluator.extract import extract_code
 from codegym_evaluator.feedback import test_feedback
-from codegym_evaluator.prompts import repair_request
+from codegym_evaluator.prompts import continued_answer, repair_request
 from codegym_evaluator.scoring import Score, Scorer, build_program, evaluate_body
 from codegym_evaluator.tasks import PUBLIC_TESTS, Task
 from codegym_sandbox.client import SandboxError
@@ -83,7 +83,10 @@ class _Conversation:
 
     @property
     def answer(self) -> str:
-        return self.messages[-1]["content"]
+        """The last answer as it is judged: the first continues the prompt (a base model's prompt ends in an
+        open fence, whose block it completes: ``prompts.continued_answer``); a later one follows the feedback."""
+        text = self.messages[-1]["content"]
+        return continued_answer(self.prompt, text) if len(self.messages) == 1 else text
 
     @property
     def turns(self) -> int:

@@ -2,7 +2,9 @@
 
 It has TRL's reward-function shape, ``(prompts, completions, **kwargs) -> list[float | None]``, and is
 async, so TRL awaits it on its event loop. The dataset's ``task_id`` column arrives as a keyword
-argument and names each completion's task. A sandbox error gives ``None``: TRL masks that completion
+argument and names each completion's task. A completion of a prompt that ends in an open code fence (a base
+model's: ``prompts.base_prompt``) is judged as the block it continues, up to its close
+(``prompts.continued_answer``), as ``codegym-eval`` reads it. A sandbox error gives ``None``: TRL masks that completion
 (no reward, no advantage) instead of teaching the model that its program was wrong.
 """
 
@@ -17,6 +19,7 @@ from typing import Any, Literal
 
 from codegym_evaluator.extract import extract_code
 from codegym_evaluator.messages import completion_text
+from codegym_evaluator.prompts import continued_answer
 from codegym_evaluator.scoring import Score, Scorer
 from codegym_evaluator.tasks import Task
 from codegym_sandbox.verdicts import Verdict
@@ -33,6 +36,11 @@ def answer_text(completion: Any) -> str:
     """The answer to score in a completion: the string itself, or the text of a conversation's last message
     (``codegym_evaluator.messages``, which every front door reads answers through)."""
     return completion_text(completion)
+
+
+def _nth(prompts: Sequence[Any], i: int) -> Any:
+    """The prompt of completion ``i``, or None where the call gave none."""
+    return prompts[i] if i < len(prompts) else None
 
 
 @dataclass
@@ -105,7 +113,8 @@ class SandboxReward:
         """One reward per completion, None where the sandbox failed."""
         if task_id is None:
             raise ValueError("the training dataset needs a 'task_id' column naming each prompt's task")
-        texts = [answer_text(c) for c in completions]
+        # A base model's prompt ends in an open fence: its completion is judged as the block it continues.
+        texts = [continued_answer(_nth(prompts, i), answer_text(c)) for i, c in enumerate(completions)]
         if self.scheme == "tests":
             rewards, verdicts, details = await self._tests(texts, task_id)
         else:

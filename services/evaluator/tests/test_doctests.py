@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["extract", "feedback", "passk", "sanitize", "tasks.model"]
+MODULES = ["credit", "extract", "feedback", "passk", "sanitize", "tasks.model"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -73,7 +73,8 @@ def test_run_tests_answers_per_test_and_the_reward_uses_the_hidden_tests(url: st
     (right,), full = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), RIGHT))
     assert right == "All 2 tests passed.\nTests 1-2: passed" and full == 1.0
     (public,), partial = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), PUBLIC_ONLY))
-    assert public == "All 2 tests passed.\nTests 1-2: passed" and partial == 0.5  # 2 of 4: the hidden ones fail
+    # the shown answers, hard-coded, pass the shown tests alone: partial credit is earned on the hidden ones
+    assert public == "All 2 tests passed.\nTests 1-2: passed" and partial == 0.0
     _, none = asyncio.run(rollout(CodeEnvironment(url, public_tests=2, partial=False), PUBLIC_ONLY))
     assert none == 0.0
     # The last program given is the answer: a right one after a wrong one earns the reward, and the reverse not.
@@ -81,9 +82,29 @@ def test_run_tests_answers_per_test_and_the_reward_uses_the_hidden_tests(url: st
     assert "1 of 2 tests passed." in wrong and "Input:\n5 5\nExpected output:\n10\nActual output:\n3" in wrong
     assert fixed == 1.0
     _, broken = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), RIGHT, "print(3)"))
-    assert broken == 0.25
+    assert broken == 0.0  # it passes the first test, a shown one
+    _, hidden = asyncio.run(rollout(CodeEnvironment(url, public_tests=2), "print(15)"))
+    assert hidden == 0.25  # the third test, a hidden one: one of the four
     _, nothing = asyncio.run(rollout(CodeEnvironment(url)))
     assert nothing == 0.0  # a rollout that gave no program
+
+
+def test_partial_credit_on_the_defaults_pays_no_table_of_what_reset_showed(url: str) -> None:
+    # Two tests, the first shown by reset (public_tests=1): its answer printed earns what a wrong attempt earns.
+    cases = [{"input": "3 4\n", "output": "12\n"}, {"input": "10 7\n", "output": "70\n"}]
+    row = {"prompt": [{"role": "user", "content": "Print the product."}], "verification_info": {"test_cases": cases}}
+
+    async def reward(program: str) -> float | None:
+        env = CodeEnvironment(url)
+        shown = env.reset(**row)
+        assert shown is not None and "3 4" in shown and "10 7" not in shown
+        await env.submit(program)
+        return await env.get_reward()
+
+    table, wrong = asyncio.run(reward("print(12)")), asyncio.run(reward("print(sum(map(int, input().split())))"))
+    assert table == wrong == 0.0
+    assert asyncio.run(reward("print(70)")) == 0.5  # the hidden test passed, the shown one not: never full credit
+    assert asyncio.run(reward("a, b = map(int, input().split())\nprint(a * b)")) == 1.0
 
 
 def test_submit_gives_the_answer_without_running_it(url: str) -> None:
@@ -142,7 +163,7 @@ def test_a_row_that_shows_every_judged_test_earns_no_reward() -> None:
         asyncio.run(env.submit(table))
         assert asyncio.run(env.get_reward()) is None, row
     env.reset(**{**listed, "prompt": "Write add(a, b). It passes:\n" + asserts[0]})  # the first shown, one hidden
-    assert not env._shows_all
+    assert env._seen == [True, False]
 
 
 # One assert test (HumanEval's shape): the model may see its first asserts, a cut copy of it, never the rest.

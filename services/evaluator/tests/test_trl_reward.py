@@ -84,6 +84,22 @@ def test_mbpp_and_humaneval_style_assert_rows(url: str, api: str) -> None:
     assert got == [1.0, 0.0]
 
 
+@pytest.mark.parametrize("api", ["native", "fusion"])
+def test_partial_credit_pays_no_table_of_the_prompts_examples(url: str, api: str) -> None:
+    # Three tests, two of them the statement's examples: a table of the examples earns what a wrong attempt does.
+    pairs = [("3 4", 12), ("2 5", 10), ("10 7", 70)]
+    info = {"test_cases": [{"input": f"{i}\n", "output": f"{o}\n"} for i, o in pairs]}
+    statement = "Print the product.\n\nExamples\nInput:\n3 4\nOutput:\n12\n\nInput:\n2 5\nOutput:\n10\n"
+    prompt = [{"role": "user", "content": statement}]
+    table = "```python\nprint({'3 4': 12, '2 5': 10}.get(input().strip(), 0))\n```"
+    wrong = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    hidden = "```python\nprint(70)\n```"
+    right = "```python\na, b = map(int, input().split())\nprint(a * b)\n```"
+    reward = CodeReward(url, api=api)  # type: ignore[arg-type]
+    got = reward(prompts=[prompt] * 4, completions=[table, wrong, hidden, right], verification_info=[info] * 4)
+    assert got == pytest.approx([0.0, 0.0, 1 / 3, 1.0])
+
+
 def test_a_server_that_does_not_answer_masks_the_rewards() -> None:
     reward = CodeReward("http://127.0.0.1:9", timeout_s=1)
     assert reward(completions=[RIGHT, WRONG], **open_r1_columns(2)) == [None, None]

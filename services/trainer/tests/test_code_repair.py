@@ -37,6 +37,7 @@ ADD = Task(
 WRONG = "```python\ndef add(a, b):\n    return a - b\n```"
 RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"
 PUBLIC_ONLY = "```python\ndef add(a, b):\n    return 3\n```"  # passes the public test, fails the hidden ones
+HIDDEN_ONLY = "```python\ndef add(a, b):\n    return a + b if a != 1 else 0\n```"  # the reverse
 
 
 class ScriptedContext:
@@ -157,6 +158,13 @@ def test_the_reward_judges_all_tests(tiny_model_dir: Path, sandbox_process: Loop
     assert context.continued == []  # passing its public test, it is not asked again
     assert rollout.rewards == [pytest.approx(0.05)] and rollout.extra["tests"] == ["1/3"]  # the fence alone
     assert rollout.metrics["repair/pass_rate/turn_1"] == 1.0 and rollout.metrics["repair/final_pass_rate"] == 0.0
+    # with partial credit, the public test passed earns nothing: the feedback would show it, a table passes it
+    context = ScriptedContext(tokenizer, [PUBLIC_ONLY], sandbox_process.url)
+    rollout = repair(tokenizer, max_turns=2, partial_credit=True)(context, [row()])  # type: ignore[arg-type]
+    assert rollout.rewards == [pytest.approx(0.05)] and rollout.extra["tests"] == ["1/3"]
+    context = ScriptedContext(tokenizer, [HIDDEN_ONLY, HIDDEN_ONLY], sandbox_process.url)
+    rollout = repair(tokenizer, max_turns=2, partial_credit=True)(context, [row()])  # type: ignore[arg-type]
+    assert rollout.rewards == [pytest.approx(2 / 3 + 0.05)] and rollout.extra["tests"] == ["2/3"]
 
 
 def test_a_base_policys_first_answer_is_the_block_its_prompt_opened(

@@ -23,11 +23,13 @@ one rollout after another):
 
 :meth:`CodeEnvironment.get_reward` judges the last program given to ``run_tests`` or ``submit`` on all the row's
 tests, hidden ones included, through the same path as :class:`~codegym_evaluator.trl_reward.CodeReward` (the
-evaluator's ``Scorer``, native ``/v1/evaluate``, the row's comparison rule): 1.0 when all pass, else the
-fraction passed (``partial=True``) or 0.0; 0.0 for a rollout that gave no program; ``None`` where the sandbox
-failed, which TRL masks, and for a row whose prompt and shown tests hold every test that judges it
-(``Task.shows_every_test``, the rule of every training front door: a CodeContests row without private tests, a
-prompt that prints every assert), which a table of the shown answers would pass; ``reset`` logs a warning.
+evaluator's ``Scorer``, native ``/v1/evaluate``, the row's comparison rule): 1.0 when all pass, else the share of
+the tests passed that the model was not shown, in its prompt or by ``reset`` (``partial=True``: passed unshown tests
+over all tests, so a table of the shown answers earns nothing from them, see ``credit``) or 0.0; 0.0 for a rollout
+that gave no program; ``None`` where the sandbox failed, which TRL masks, and for a row whose prompt and shown tests
+hold every test that judges it (``Task.shows_every_test``, the rule of every training front door: a CodeContests row
+without private tests, a prompt that prints every assert), which a table of the shown answers would pass; ``reset``
+logs a warning.
 The reward is never judged in the model's session, so nothing a cell does there
 reaches it; the hidden tests go to the sandbox only in ``/v1/evaluate`` requests, never into a session.
 
@@ -56,6 +58,7 @@ from codegym_sandbox.client import AsyncSession, SandboxError, SessionGone
 from codegym_sandbox.models import Test
 from pydantic import ValidationError
 
+from .credit import earned, passes
 from .extract import extract_code
 from .feedback import cell_feedback, cut, ended_while_running, not_text, shown_tests, test_feedback
 from .prompt_code import prompt_text
@@ -139,7 +142,8 @@ class CodeEnvironment:
         language: The language of rows that do not name one.
         public_tests: How many of a row's tests are shown and run by ``run_tests`` where the data has no split
             of its own, always leaving one hidden (``Task.visible_tests``); the reward uses all of them.
-        partial: Reward the fraction of tests passed, not only 1.0 for all.
+        partial: Reward the share of the tests passed that the model was not shown (``credit.earned``), not only
+            1.0 for all.
         timeout_s: Wall-clock limit of each test's run.
         cell_timeout_s: Wall-clock limit of each ``run_python`` cell.
         session_ttl_s: Idle time after which the server ends a session left behind.
@@ -179,7 +183,7 @@ class CodeEnvironment:
         self._public: Task | None = None  # those shown and run by run_tests (None: none shown)
         self._program: str | None = None  # the answer: the last program given to run_tests or submit
         self._rewards: dict[str, float | None] = {}  # of this row's programs judged so far
-        self._shows_all = False  # the row shows every test that judges it: no reward
+        self._seen: list[bool] = []  # per test, whether the prompt or reset shows it (``Task.seen_tests``)
         # The client of every call, on the environments' loop (a reward asks for a fresh run of every program,
         # as CodeReward does: no result cache). Closed, with the session, once the environment is gone.
         scorer = Scorer(
@@ -208,9 +212,10 @@ class CodeEnvironment:
                 log.warning("could not delete session %s in time (its TTL ends it)", session.session_id)
         task, visible = self._split(row)
         self._task = task
-        # A row whose prompt and shown tests hold every judged test is paid for a table of the shown answers.
-        self._shows_all = task.shows_every_test(prompt_text(row.get("prompt")), self.public_tests)
-        if self._shows_all:
+        # A row whose prompt and shown tests hold every judged test is paid for a table of the shown answers; of
+        # the others, the shown tests earn no partial credit.
+        self._seen = task.seen_tests(prompt_text(row.get("prompt")), self.public_tests)
+        if all(self._seen):
             log.warning(
                 "%s: the prompt and the tests shown show every test that judges it (a table of the shown answers"
                 " would pass): its reward is None (masked)",
@@ -294,11 +299,12 @@ class CodeEnvironment:
         return "Your program is recorded as your answer."
 
     async def get_reward(self) -> float | None:
-        """The answer judged on all the row's tests: 1.0, the fraction passed (``partial``) or 0.0; 0.0 when no
-        program was given; None when the sandbox failed, or the row shows every test that judges it."""
+        """The answer judged on all the row's tests: 1.0, the share passed of the tests not shown (``partial``)
+        or 0.0; 0.0 when no program was given; None when the sandbox failed, or the row shows every test that
+        judges it."""
         task, _ = self._tests()
         program = self._program
-        if self._shows_all:
+        if all(self._seen):
             return None
         if program is None:
             return 0.0
@@ -315,9 +321,7 @@ class CodeEnvironment:
             return None  # tests the sandbox would refuse: masked, as CodeReward does
         if not score.judged or score.total == 0:
             return None
-        if self.partial:
-            return score.passed / score.total
-        return float(score.passed == score.total)
+        return earned(passes(score), self._seen, partial=self.partial)
 
     async def _run_python(self, code: str) -> str:
         # TRL gathers a turn's tool calls: without the lock each call of one rollout would make a session of its

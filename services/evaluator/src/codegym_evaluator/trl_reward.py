@@ -5,13 +5,15 @@
 
 Nothing here imports the trainer (torch, transformers, trl): only the sandbox's client and output comparison and
 the evaluator's scoring (the trainer's ``SandboxReward`` judges through the same ``Scorer.score_group``).
-:class:`CodeReward` is a plain function object, :class:`AsyncCodeReward` its ``async`` form (TRL awaits
-coroutine reward functions on its own loop). Both take TRL's arguments, ``(prompts, completions, **columns)``,
-and give one float per completion: the fraction of its tests passed (``partial=True``, the default) or 1.0
-only when all pass; ``None`` when the sandbox itself failed, which TRL masks instead of teaching the model
-that a right program was wrong. A row whose prompt shows every test that judges it (``Task.shows_every_test``,
-the rule of every training front door: MBPP's prompt lists its asserts, a statement may print every example)
-is ``None`` too, with a :class:`ShownTestsWarning`: a table of the shown answers would earn it.
+:class:`CodeReward` is a plain function object, :class:`AsyncCodeReward` its ``async`` form (TRL awaits coroutine
+reward functions on its own loop). Both take TRL's arguments, ``(prompts, completions, **columns)``, and give one
+float per completion: 1.0 when all its tests pass, else the share of its tests passed that its prompt does not write
+out (``partial=True``, the default: passed unshown tests over all tests, so a table of the prompt's examples earns
+nothing from them, see ``credit``; 0.0 with ``partial=False``); ``None`` when the sandbox itself failed, which TRL
+masks instead of teaching the model that a right program was wrong. A row whose prompt shows every test that judges
+it (``Task.shows_every_test``, the rule of every training front door: MBPP's prompt lists its asserts, a statement
+may print every example) is ``None`` too, with a :class:`ShownTestsWarning`: a table of the shown answers would earn
+it.
 
 The tests of each row come from the first of these columns it has (the formats the common datasets use):
 
@@ -87,6 +89,7 @@ from codegym_sandbox.client import (
 from codegym_sandbox.judging.compare import outputs_match, python_match, values_match
 from codegym_sandbox.models import CallComparison
 
+from .credit import earned, passes
 from .extract import extract_code
 from .messages import completion_text
 from .prompt_code import prompt_text
@@ -113,12 +116,6 @@ def _prompt(prompts: Any, i: int) -> Any:
     if isinstance(prompts, Sequence) and not isinstance(prompts, str) and i < len(prompts):
         return prompts[i]
     return None
-
-
-def _score(passed: int, total: int, partial: bool) -> float:
-    if total == 0:
-        return 0.0
-    return passed / total if partial else float(passed == total)
 
 
 class _Base:
@@ -273,14 +270,14 @@ class AsyncCodeReward(_Base):
             # Each completion's program is extracted once its row is known, by the scorer's rule (the block that
             # defines the entry point, the sanitiser), as the trainer's reward extracts it.
 
-            async def native(row: RowTests, task: Task, members: list[int]) -> None:
+            async def native(row: RowTests, task: Task, seen: list[bool], members: list[int]) -> None:
                 try:
                     scores = await scorer.score_group(task, [row.answer(texts[i]) for i in members])
                 except ValueError:
                     return  # tests the sandbox would refuse: None (masked), as for any request it refuses
                 for i, score in zip(members, scores, strict=True):
                     if score.judged:
-                        rewards[i] = _score(score.passed, score.total, reward.partial)
+                        rewards[i] = earned(passes(score), seen, partial=reward.partial)
 
             async def fusion_one(i: int, row: RowTests, task: Task, test: Mapping[str, Any]) -> bool | None:
                 nonce = secrets.token_hex(16)  # a new one for every run: no run's output tells another's
@@ -300,11 +297,11 @@ class AsyncCodeReward(_Base):
                         return None
                 return reward._fusion_passed(answer.model_dump(mode="json"), test, row, nonce)
 
-            async def fusion(row: RowTests, task: Task, members: list[int]) -> None:
+            async def fusion(row: RowTests, task: Task, seen: list[bool], members: list[int]) -> None:
                 for i in members:
                     outcomes = await asyncio.gather(*(fusion_one(i, row, task, t) for t in row.tests))
                     if all(o is not None for o in outcomes):
-                        rewards[i] = _score(sum(1 for o in outcomes if o), len(outcomes), reward.partial)
+                        rewards[i] = earned([bool(o) for o in outcomes], seen, partial=reward.partial)
 
             kind = await reward._server_kind(scorer.client)
             if kind is None:
@@ -316,7 +313,9 @@ class AsyncCodeReward(_Base):
                     task = row.task(f"row {members[0]}")
                 except ValueError:
                     continue  # a row without tests: None (masked), as a request the sandbox refuses
-                if task.shows_every_test(prompt_text(_prompt(prompts, members[0]))):
+                # What the prompt shows: every test (masked), or those partial credit leaves out (``credit``).
+                seen = task.seen_tests(prompt_text(_prompt(prompts, members[0])))
+                if all(seen):
                     warnings.warn(
                         f"row {members[0]}: its prompt shows every test that judges it, which a table of the shown "
                         "answers would pass as well as a solution; its reward is None (masked). Show fewer "
@@ -325,6 +324,6 @@ class AsyncCodeReward(_Base):
                         stacklevel=3,
                     )
                     continue
-                judged.append(run(row, task, members))
+                judged.append(run(row, task, seen, members))
             await asyncio.gather(*judged)
         return rewards

@@ -72,11 +72,15 @@ class TrainConfig(BaseSettings):
     # rewards and the sandbox
     reward_scheme: Literal["tests", "execution"] = Field(
         "tests",
-        description="tests: +1 all pass, pass fraction with --partial-credit, -0.1 compile error, -0.05 timeout, "
-        "+0.05 for a fenced block. execution: +1 runs and prints, +0.5 runs silently, -0.5 syntax error, "
-        "-1 runtime error or timeout.",
+        description="tests: +1 all pass, the unshown tests passed over all with --partial-credit, -0.1 compile "
+        "error, -0.05 timeout, +0.05 for a fenced block. execution: +1 runs and prints, +0.5 runs silently, "
+        "-0.5 syntax error, -1 runtime error or timeout.",
     )
-    partial_credit: bool = Field(False, description="Reward the fraction of tests passed when not all pass.")
+    partial_credit: bool = Field(
+        False,
+        description="When not all pass, reward the tests passed that the model was not shown (in its prompt or "
+        "feedback), over all tests.",
+    )
     sandbox_url: list[str] = Field(
         default_factory=list,
         description="URL of a running codegym sandbox (repeat for several). None: the trainer starts one on "

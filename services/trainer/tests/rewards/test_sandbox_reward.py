@@ -54,6 +54,27 @@ async def test_a_base_models_program_is_judged_up_to_the_fence_it_closes(sandbox
     await reward.aclose()
 
 
+async def test_partial_credit_is_earned_on_the_tests_the_prompt_does_not_show(
+    sandbox_app: httpx.ASGITransport,
+) -> None:
+    # The prompt prints the first test as an example: a table of it earns no more than a wrong attempt.
+    shown = Task(
+        "t/mul",
+        "Print the product of two integers.\n\nExample\nInput:\n3 4\nOutput:\n12\n",
+        "stdio",
+        [{"stdin": "3 4\n", "expected_stdout": "12\n"}, {"stdin": "10 7\n", "expected_stdout": "70\n"}],
+    )
+    reward = SandboxReward(
+        {shown.task_id: shown},
+        lambda: Scorer("http://sandbox", transport=sandbox_app, timeout_per_test=2.0),
+        partial_credit=True,
+    )
+    completions = [fenced("print(12)"), fenced("print(sum(map(int, input().split())))"), fenced("print(70)")]
+    rewards = await reward(prompts=[[]] * 3, completions=completions, task_id=["t/mul"] * 3)
+    assert rewards == pytest.approx([0.05, 0.05, 0.55])  # the table, a wrong attempt, the hidden test alone
+    await reward.aclose()
+
+
 async def test_tests_scheme_scores_a_batch_of_two_groups(sandbox_app: httpx.ASGITransport) -> None:
     reward = SandboxReward(
         {t.task_id: t for t in (ADD, ECHO)},

@@ -95,19 +95,26 @@ class Task:
             return len(marked)
         return 0 if len(self.tests) == 1 else min(public_tests, len(self.tests) - 1)
 
-    def shows_every_test(self, prompt: str | None = None, public_tests: int = 0) -> bool:
-        """Whether a model shown ``prompt`` (the task's own by default) and the task's visible tests
-        (:meth:`visible_tests` with ``public_tests``: its dataset's public tests where it marks them) sees every test
-        that judges it: each is one of those, or written out in the prompt (an example: a stdin test's input and
-        output, a call's arguments and value, each assert of an assert test as written or as an example of its
-        call; ``tasks.shown_tests``); of a task's one assert test that :meth:`visible_tests` cuts, each assert is
-        one it shows or written out. A reward on such a task pays a table of the answers as well as a solution.
-        The one rule of every training front door: the trainer's tasks (:meth:`for_training`), TRL's
-        ``CodeReward`` and ``CodeEnvironment``."""
+    def seen_tests(self, prompt: str | None = None, public_tests: int = 0) -> list[bool]:
+        """Per test, whether a model shown ``prompt`` (the task's own by default) and the task's visible tests
+        (:meth:`visible_tests` with ``public_tests``: its dataset's public tests where it marks them) sees it: it is
+        one of those, or written out in the prompt (an example: a stdin test's input and output, a call's arguments
+        and value, each assert of an assert test as written or as an example of its call; ``tasks.shown_tests``); of
+        a task's one assert test that :meth:`visible_tests` cuts, each assert is one it shows or written out. A
+        table of the seen tests' answers passes them as well as a solution, so no reward pays for them alone:
+        :meth:`shows_every_test` masks a task all of whose tests are seen, and partial credit counts the others
+        only (``credit.earned``)."""
         seen = self._seen(public_tests)
         cut = public_tests if self._cut() and self.visible_tests(public_tests) else 0
         text = self.prompt if prompt is None else prompt
-        return all(i < seen or written_out(test, text, self.entry_point, cut) for i, test in enumerate(self.tests))
+        return [i < seen or written_out(test, text, self.entry_point, cut) for i, test in enumerate(self.tests)]
+
+    def shows_every_test(self, prompt: str | None = None, public_tests: int = 0) -> bool:
+        """Whether a model shown ``prompt`` and the visible tests of ``public_tests`` sees every test that judges
+        the task (:meth:`seen_tests`). A reward on such a task pays a table of the answers as well as a solution.
+        The one rule of every training front door: the trainer's tasks (:meth:`for_training`), TRL's
+        ``CodeReward`` and ``CodeEnvironment``."""
+        return all(self.seen_tests(prompt, public_tests))
 
     def for_training(self, public_tests: int = 0) -> Task | None:
         """The task as a training prompt may show it, to a door that also shows :meth:`visible_tests` with

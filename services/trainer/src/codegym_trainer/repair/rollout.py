@@ -7,8 +7,9 @@ Each step, :class:`CodeRepairRollout`:
 3. for each answer that fails them, appends the feedback (``codegym_evaluator.feedback.test_feedback``) as the
    next user message, in the policy's chat template, and continues generating from the exact tokens so far;
    an answer that passes is never asked again; up to ``max_turns`` answers in all;
-4. rewards the final answer on all the task's tests (``rewards.schemes.tests_reward``), times
-   ``turn_discount ** (turns - 1)`` when it is positive.
+4. rewards the final answer on all the task's tests (``rewards.schemes.tests_reward``; partial credit only on
+   the tests neither the prompt nor the feedback showed), times ``turn_discount ** (turns - 1)`` when it is
+   positive.
 
 A sample is one conversation: its completion is answer, feedback, answer...; its ``completion_mask`` is 1 on
 the policy's tokens and 0 on the feedback's, so only the policy's own tokens train. Public tests: the task's
@@ -218,8 +219,10 @@ class CodeRepairRollout:
             groups = await asyncio.gather(*(scorer.score_group(t.task, [answer_text(t.answer)]) for t in talks))
         return [g[0] for g in groups]
 
-    def _reward(self, score: Score, turns: int) -> float | None:
-        reward = tests_reward(score, partial_credit=self.partial_credit)
+    def _reward(self, score: Score, task: Task, turns: int) -> float | None:
+        # the tests the prompt and the feedback showed earn no partial credit (a table of them would)
+        seen = task.seen_tests(public_tests=self.public_tests)
+        reward = tests_reward(score, seen=seen, partial_credit=self.partial_credit)
         if reward is not None and reward > 0:
             reward *= self.turn_discount ** (turns - 1)
         return reward
@@ -227,7 +230,7 @@ class CodeRepairRollout:
     def _rollout(
         self, context: TrainerContext, talks: list[_Conversation], scores: list[Score], *, sampled: bool
     ) -> Rollout:
-        rewards = [self._reward(s, t.turns) for s, t in zip(scores, talks, strict=True)]
+        rewards = [self._reward(s, t.task, t.turns) for s, t in zip(scores, talks, strict=True)]
         offset = context.process_index * len(talks)
         return Rollout(
             prompts=[t.prompt for t in talks],

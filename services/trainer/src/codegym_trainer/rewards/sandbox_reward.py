@@ -67,7 +67,8 @@ class SandboxReward:
     A thin front door, as the evaluator's ``trl_reward.CodeReward`` is: both judge through
     :meth:`Scorer.score_group` (the evaluator's README sets their defaults side by side); this one knows the
     tasks by ``task_id`` and has the seeds' reward tables. ``scheme`` picks the table (see
-    :mod:`codegym_trainer.rewards.schemes`); ``make_scorer`` builds a :class:`Scorer` (one per event loop,
+    :mod:`codegym_trainer.rewards.schemes`; ``partial_credit`` pays the share of the tests passed that the prompt does
+    not show); ``make_scorer`` builds a :class:`Scorer` (one per event loop,
     since its HTTP client belongs to the loop it first ran on).
     """
 
@@ -88,6 +89,14 @@ class SandboxReward:
         self.last = BatchReport()
         self.masked_total = 0
         self._scorers: dict[int, Scorer] = {}
+        self._seen_tests: dict[str, list[bool]] = {}
+
+    def _seen(self, task_id: str) -> list[bool]:
+        """Per test of the task, whether its prompt shows it (``Task.seen_tests``: its dataset's public tests, the
+        examples it writes out), which partial credit leaves out; read once per task."""
+        if task_id not in self._seen_tests:
+            self._seen_tests[task_id] = self.tasks[task_id].seen_tests()
+        return self._seen_tests[task_id]
 
     def _scorer(self) -> Scorer:
         key = id(asyncio.get_running_loop())
@@ -142,7 +151,8 @@ class SandboxReward:
             for i, score in zip(idx, group_scores, strict=True):
                 scores[i] = score
         done = [s for s in scores if s is not None]
-        rewards = [tests_reward(s, partial_credit=self.partial_credit) for s in done]
+        seen = [self._seen(tid) for tid in task_ids]
+        rewards = [tests_reward(s, seen=v, partial_credit=self.partial_credit) for s, v in zip(done, seen, strict=True)]
         return rewards, [s.verdict for s in done], [f"{s.passed}/{s.total}" for s in done]
 
     async def _execution(

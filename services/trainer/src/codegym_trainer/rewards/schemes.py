@@ -3,7 +3,8 @@
 scheme ``tests`` (the default)::
 
     all tests pass                 +1.0
-    some pass                      pass fraction with partial credit, else 0.0
+    some pass                      with partial credit, the tests passed that the model was not shown, over
+                                   all tests (``codegym_evaluator.credit``), else 0.0
     none pass                       0.0
     compile/syntax error           -0.1
     timeout                        -0.05
@@ -19,6 +20,9 @@ scheme ``execution`` (the program runs once, no tests)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from codegym_evaluator.credit import earned, passes
 from codegym_evaluator.scoring import RunOutput, Score
 from codegym_sandbox.verdicts import Verdict
 
@@ -27,27 +31,29 @@ COMPILE_ERROR = -0.1
 TIMEOUT = -0.05
 
 
-def tests_reward(score: Score, *, partial_credit: bool = False) -> float | None:
-    """Reward of one completion under the ``tests`` scheme.
+def tests_reward(score: Score, *, seen: Sequence[bool], partial_credit: bool = False) -> float | None:
+    """Reward of one completion under the ``tests`` scheme; ``seen`` says per test of its task whether the model
+    was shown it (``Task.seen_tests`` of the door): partial credit is earned on the others alone.
 
     >>> wrong = [Verdict.AC, Verdict.WA, Verdict.WA, Verdict.WA]
     >>> s = Score(Verdict.WA, passed=1, total=4, test_verdicts=wrong, code="", fenced=True, wall_s=0.0)
-    >>> tests_reward(s, partial_credit=True)
+    >>> tests_reward(s, seen=[False] * 4, partial_credit=True)
     0.3
+    >>> tests_reward(s, seen=[True, False, False, False], partial_credit=True)  # it passed the shown test alone
+    0.05
 
     None (masked) where a test was not judged (``Score.judged``): a test the sandbox failed to run is no failure.
     """
     if not score.judged:
         return None
     bonus = FORMAT_BONUS if score.fenced else 0.0
+    # What passed, whatever the first failure was: a time-out there once cancelled the credit, which a program
+    # bought back by exiting on an alarm of its own before its limit (RE, not TLE).
+    credit = earned(passes(score), seen, partial=partial_credit)
     if score.verdict is Verdict.CE:
         base = COMPILE_ERROR
-    elif score.total and score.passed == score.total:
-        base = 1.0
-    elif partial_credit and score.passed:
-        # What passed, whatever the first failure was: a time-out there once cancelled the credit, which a
-        # program bought back by exiting on an alarm of its own before its limit (RE, not TLE).
-        base = score.passed / score.total
+    elif credit > 0:
+        base = credit
     elif score.verdict is Verdict.TLE:
         base = TIMEOUT
     else:

@@ -184,9 +184,9 @@ def test_a_one_check_row_shows_and_runs_its_first_asserts_only() -> None:
     # a docstring that writes the hidden asserts as examples shows them: with the first two shown, a table passes
     examples = 'def f(x):\n    """\n    >>> f(10)\n    4242\n    >>> f(77)\n    1717\n    """\n'
     env.reset(**{**ONE_CHECK_ROW, "prompt": examples})
-    assert env._shows_all
+    assert all(env._seen)
     env.reset(**{**ONE_CHECK_ROW, "prompt": examples.replace("f(77)", "f(76)")})
-    assert not env._shows_all
+    assert not all(env._seen)
 
 
 def test_run_tests_runs_the_program_again_each_call(url: str) -> None:

@@ -1,19 +1,21 @@
 """Judging completions through the sandbox client: one ``/v1/evaluate`` group per task, bounded, retried.
 
 A sandbox error (the sandbox answered SE, failed, or could not be reached after the retries) is a
-verdict of its own, ``SE``: never an exception and never a wrong answer, so a trainer can mask it.
+verdict of its own, ``SE``: never an exception and never a wrong answer, so a trainer can mask it. SE is never
+the program's doing: a group the sandbox refuses for its size is split down to single programs, and a program
+refused alone, where the task's tests alone are taken, is the program's failure (``CE``, its ``error`` says why).
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import httpx
-from codegym_sandbox.client import AsyncSandboxClient, RetryPolicy, SandboxError
+from codegym_sandbox.client import AsyncSandboxClient, RetryPolicy, SandboxError, too_large
 from codegym_sandbox.models import EvaluateRequest, ExecuteResponse, ProgramOut
 from codegym_sandbox.verdicts import Verdict
 from pydantic import ValidationError
@@ -38,7 +40,7 @@ class Score:
     code: str
     fenced: bool
     wall_s: float
-    error: str | None = None  # why the sandbox failed, for SE
+    error: str | None = None  # why it was not run: the sandbox failed (SE), or refused the program (CE)
 
     def __post_init__(self) -> None:
         # A score read back from JSON (``results.score_of``) holds the verdicts' strings: made Verdicts here.
@@ -86,6 +88,18 @@ class Unavailable:
 
     error: str
     verdict: Verdict = Verdict.SE
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A program the sandbox refuses alone for its size while it takes the task's tests without it: the program
+    is too large to be judged, its own failure (CE), never the sandbox's (SE)."""
+
+    error: str
+    verdict: Verdict = Verdict.CE
+
+
+Answer = ProgramOut | Unavailable | Refused
 
 
 def writable(text: str) -> str:
@@ -245,18 +259,65 @@ class Scorer:
         pieces = [extract_code(c, task, which=self.which) if extract else Extracted(c, False) for c in completions]
         programs = [build_program(task, p.code) for p in pieces]
 
-        async def ask(pending: list[str]) -> list[ProgramOut | Unavailable]:
-            body = evaluate_body(
-                task, pending, timeout_s=self.timeout_per_test, early_stop=self.early_stop, cache=self.cache
-            )
-            return list((await self.client.evaluate(body)).results)
+        lock = asyncio.Lock()
+        alone: list[bool] = []  # whether the task's tests are taken without a program
 
-        def unavailable(exc: SandboxError) -> ProgramOut | Unavailable:
+        async def tests_taken() -> bool:  # asked once for the group, when a program is first refused alone
+            async with lock:
+                if not alone:
+                    alone.append(await self._taken(task))
+            return alone[0]
+
+        async def ask(pending: list[str]) -> list[Answer]:
+            return await self._judge(task, pending, tests_taken)
+
+        def unavailable(exc: SandboxError) -> Answer:
             return Unavailable(f"sandbox unavailable: {exc}")
 
         results = await self.ask_again.each(programs, ask, unavailable)  # identical programs are asked once
         total = len(task.tests)
         return [_score(results[prog], piece, total) for prog, piece in zip(programs, pieces, strict=True)]
+
+    async def _judge(self, task: Task, programs: list[str], tests_taken: Callable[[], Awaitable[bool]]) -> list[Answer]:
+        """The answers for ``programs`` (one request); a request the server refuses for its size (``too_large``)
+        is split in two, down to single programs. A program refused alone is ``Refused`` when ``tests_taken()``
+        (the task's tests are taken without it): else the refusal stands, and the group is SE (this server cannot
+        judge the task, whatever the program)."""
+        body = evaluate_body(
+            task, programs, timeout_s=self.timeout_per_test, early_stop=self.early_stop, cache=self.cache
+        )
+        try:
+            return list((await self.client.evaluate(body)).results)
+        except SandboxError as exc:
+            if not too_large(exc):
+                raise
+            refusal = exc
+        if len(programs) == 1:
+            if not await tests_taken():
+                raise refusal
+            return [Refused(f"the sandbox refuses this program for its size: {refusal}")]
+        half = len(programs) // 2
+        parts = await asyncio.gather(
+            self._judge(task, programs[:half], tests_taken),
+            self._judge(task, programs[half:], tests_taken),
+            return_exceptions=True,
+        )
+        for part in parts:  # both halves end before an error of either is raised: none is left running
+            if isinstance(part, BaseException):
+                raise part
+        return [answer for part in parts if not isinstance(part, BaseException) for answer in part]
+
+    async def _taken(self, task: Task) -> bool:
+        """Whether the server takes ``task``'s tests with an empty program: what a program refused alone is
+        measured against (refused too: the task is what is too large)."""
+        body = evaluate_body(task, [""], timeout_s=self.timeout_per_test, early_stop=True, cache=self.cache)
+        try:
+            await self.client.evaluate(body)
+        except SandboxError as exc:
+            if too_large(exc):
+                return False
+            raise
+        return True
 
     async def execute_many(self, codes: list[str], language: str = "python") -> list[RunOutput]:
         """Run each program once (no input) through ``/v1/execute``, concurrently."""
@@ -287,9 +348,9 @@ def run_output(response: ExecuteResponse) -> RunOutput:
     )
 
 
-def _score(result: ProgramOut | Unavailable, piece: Extracted, total: int) -> Score:
-    if isinstance(result, Unavailable):
-        return Score(Verdict.SE, 0, total, [], piece.code, piece.fenced, 0.0, error=result.error)
+def _score(result: Answer, piece: Extracted, total: int) -> Score:
+    if isinstance(result, (Unavailable, Refused)):
+        return Score(result.verdict, 0, total, [], piece.code, piece.fenced, 0.0, error=result.error)
     wall = sum(t.wall_s for t in result.tests) + (result.compile.wall_s if result.compile else 0.0)
     test_verdicts = [t.verdict for t in result.tests]
     verdict = result.verdict  # the sandbox's judge decides every verdict, the program's too

@@ -31,6 +31,7 @@ from .exceptions import (
     SessionBusy,
     SessionError,
     SessionGone,
+    too_large,
 )
 from .sessions import AsyncSession, Session
 
@@ -48,4 +49,5 @@ __all__ = [
     "SessionBusy",
     "SessionError",
     "SessionGone",
+    "too_large",
 ]

@@ -26,6 +26,7 @@ from .exceptions import (
     SandboxUnavailable,
     SessionBusy,
     SessionGone,
+    too_large,
 )
 
 log = logging.getLogger("codegym.sandbox.client")
@@ -257,7 +258,7 @@ class Core:
             log.warning("the sandbox has no /v1/evaluate/batch (HTTP %s): groups go one by one", exc.status)
             self.batchable = False
             return "one by one"
-        if isinstance(exc, SandboxRejected) and exc.status in (413, 422):
+        if too_large(exc):
             return "one by one"  # over its max_runs_per_request or body limit: batches are tried again later
         return None
 

@@ -14,6 +14,9 @@
 A session's cell is never sent twice: a failure after its request may have reached the server raises
 ``SandboxUnavailable`` at once (its ``status`` None: the connection broke; or the status the server gave).
 
+A refusal for size (:func:`too_large`: 413, 422) is the one a smaller request may get past: the client sends a
+refused batch's groups one by one, and the evaluator splits a refused group down to single programs.
+
 A program's failure is never an exception: it is a verdict in the answer (``SE`` included, when the sandbox
 answered that it could not judge).
 """
@@ -75,3 +78,11 @@ class SessionGone(SessionError):
 
 class SessionBusy(SessionError):
     """Another cell of the session is running: a session runs one cell at a time (409)."""
+
+
+def too_large(exc: BaseException) -> bool:
+    """Whether the server refused a request as it is, one that fewer programs might make acceptable: 413 (its
+    body is over the server's limit) or 422 (its runs, or the tests written into each program's input, are over
+    the server's limits; or a part of it is not valid). The one reading of such a refusal: a batch refused for it
+    goes group by group, a group program by program; what one program refused alone means is the caller's."""
+    return isinstance(exc, SandboxRejected) and not isinstance(exc, SessionError) and exc.status in (413, 422)

@@ -74,3 +74,53 @@ async def test_a_refused_request_is_not_retried() -> None:
         with pytest.raises(ModelError, match="refused the request: HTTP 404"):
             await client.generate("x", Sampling())
     assert calls == 1
+
+
+def raw_answer(content: bytes, status: int = 200) -> httpx.MockTransport:
+    """An endpoint that answers every request with ``content`` as it is (bytes no JSON library would write)."""
+    return httpx.MockTransport(lambda request: httpx.Response(status, content=content))
+
+
+async def test_a_lone_surrogate_in_an_answer_or_a_prompt_fails_no_request() -> None:
+    # JSON may escape half of a character ("\ud83d"): Python decodes it, and no UTF-8 body can hold it again.
+    half = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"print(0)  # \\ud83d"}}]}'
+    async with ModelClient(URL, "m", transport=raw_answer(half)) as client:
+        (answer,) = await client.generate([{"role": "user", "content": "x"}], Sampling())
+    assert answer.startswith("print(0)  # \ufffd") and answer.encode("utf-8")  # U+FFFD for each byte of it
+    app = fake_openai_app(echo)
+    async with ModelClient(URL, "m", transport=httpx.ASGITransport(app=app)) as client:
+        chat = [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": "# \ud83d"},
+            {"role": "user", "content": "again \ud83d"},
+        ]
+        (echoed,) = await client.generate(chat, Sampling())
+    assert echoed.endswith("\ufffd") and app.state.requests[0]["messages"][1]["content"].startswith("# \ufffd")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "RecursionError"),  # nested past what the decoder can read
+        (b'["choices"]', "a JSON list"),
+        (b"x" * 400_000, "larger than 300000 bytes"),
+        (b"\xff\xfe{", "not a JSON object"),
+    ],
+)
+async def test_every_answer_that_cannot_be_read_is_a_model_error(content: bytes, why: str) -> None:
+    client = ModelClient(URL, "m", retries=1, backoff_s=0.001, max_answer_bytes=300_000, transport=raw_answer(content))
+    async with client:
+        with pytest.raises(ModelError, match="failed after 2 attempts") as failed:
+            await client.generate("x", Sampling())
+        with pytest.raises(ModelError, match="models failed after 1 attempts"):
+            await client.models()
+    assert why in str(failed.value)
+
+
+async def test_listing_the_models_of_an_endpoint_that_is_down_is_a_model_error() -> None:
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    async with ModelClient(URL, "m", transport=httpx.MockTransport(down)) as client:
+        with pytest.raises(ModelError, match="models failed after 1 attempts: ConnectError"):
+            await client.models()

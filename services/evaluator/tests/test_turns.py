@@ -89,6 +89,31 @@ def chats(app: FastAPI, task: str) -> list[list[dict[str, str]]]:
     return [r["messages"] for r in app.state.requests if r["messages"][1]["content"].startswith(prompt)]
 
 
+class HalfCharacter(httpx.AsyncBaseTransport):
+    """The scripted model, whose code ends with half of a character (JSON's "\\ud83d", an endpoint's cut piece)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = httpx.ASGITransport(app=app)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.app.handle_async_request(request)
+        body = (await response.aread()).replace(b'\\n```"', b'  # \\ud83d\\n```"')
+        return httpx.Response(response.status_code, content=body, headers={"content-type": "application/json"})
+
+
+async def test_an_answer_holding_half_a_character_is_asked_again_as_any(
+    tmp_path: Path, sandbox: httpx.ASGITransport
+) -> None:
+    # Sent back in the chat of the next turn, it failed the request's encoding, and the whole run with it.
+    app = scripted_model()
+    run = config(tmp_path, public_tests=9)
+    outcome = await run_evaluation(run, sandbox_transport=sandbox, model_transport=HalfCharacter(app))
+    assert outcome.error is None and outcome.turns is not None
+    assert [t.pass_at_1 for t in outcome.turns.by_turn] == [0.25, 0.75, 1.0]
+    (_, second) = chats(app, "sum")
+    assert second[2]["content"].endswith("print(a * b)  # \ufffd\ufffd\ufffd\n```")
+
+
 async def test_feedback_on_public_tests_raises_pass_at_1_turn_by_turn(
     tmp_path: Path, sandbox: httpx.ASGITransport
 ) -> None:

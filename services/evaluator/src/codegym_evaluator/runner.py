@@ -59,7 +59,7 @@ async def _model(config: RunConfig, transport: httpx.AsyncBaseTransport | None) 
         if not config.model:
             try:
                 listed = await client.models()
-            except httpx.HTTPError as exc:
+            except ModelError as exc:
                 raise ModelError(f"could not list the models of {config.base_url} ({exc}); pass --model") from None
             if not listed:
                 raise ModelError(f"{config.base_url} lists no model; pass --model")

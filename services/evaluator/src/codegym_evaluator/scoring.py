@@ -24,6 +24,7 @@ from codegym_evaluator import python_syntax
 
 from .ask_again import AskAgain
 from .extract import Extracted, extract_code
+from .messages import writable
 from .tasks import Task
 from .tasks.prompt_helpers import with_prompt_helpers
 from .tasks.rules import JUDGE_KEYS
@@ -100,12 +101,6 @@ class Refused:
 
 
 Answer = ProgramOut | Unavailable | Refused
-
-
-def writable(text: str) -> str:
-    """``text`` as a file can hold it: a lone surrogate (a model can write one; no UTF-8 file holds it) becomes
-    U+FFFD. Sent as it was, it failed the request's encoding, and the whole group's scores with it."""
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def build_program(task: Task, code: str) -> str:

@@ -61,7 +61,6 @@ def _synthesize(args: argparse.Namespace) -> int:
 
 def run_synthesize(config: SynthesizeConfig) -> int:
     """Start what is not given (sandbox, model server), synthesize, write the output; the table on stdout."""
-    import httpx
     from codegym_evaluator.model_client import ModelClient, ModelError
     from codegym_evaluator.scoring import Scorer
     from codegym_evaluator.servers import SMOLLM2_ALIAS, llama_server
@@ -100,7 +99,7 @@ def run_synthesize(config: SynthesizeConfig) -> int:
                 if not model.model:
                     try:
                         listed = await model.models()
-                    except httpx.HTTPError as exc:
+                    except ModelError as exc:
                         raise ModelError(f"could not list the models of {model_url} ({exc}); pass --model") from None
                     if not listed:
                         raise ModelError(f"{model_url} lists no model; pass --model")

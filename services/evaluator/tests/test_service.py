@@ -111,3 +111,33 @@ async def test_the_service_serves_sandbox_fusions_dataset_routes(tmp_path: Path,
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=no_sandbox), base_url="http://eval") as client:
         r = await client.post("/submit", json=body)
         assert r.status_code == 503 and "no sandbox configured" in r.text
+
+
+class Broken(httpx.AsyncBaseTransport):
+    """A transport that fails in a way no client expects of it."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("the transport broke")
+
+
+@pytest.mark.parametrize("broken", ["model", "sandbox"])
+async def test_a_job_whose_run_fails_ends_failed(tmp_path: Path, sandbox: httpx.ASGITransport, broken: str) -> None:
+    # A model endpoint's answer nested 100k deep, or anything else a run raises: the job was left "running" for
+    # ever, and its pollers waited for it.
+    deep = httpx.MockTransport(lambda request: httpx.Response(200, content=b"[" * 100_000 + b"]" * 100_000))
+    settings = EvaluatorSettings(sandbox_url=["http://sandbox"], data_dir=str(tmp_path))
+    if broken == "model":
+        app = create_app(settings, sandbox_transport=sandbox, model_transport=deep)
+    else:
+        model = httpx.ASGITransport(app=fake_openai_app(answer))
+        app = create_app(settings, sandbox_transport=Broken(), model_transport=model)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://eval") as client,
+    ):
+        body = {"dataset": "humaneval", "limit": 2, "base_url": "http://model/v1", "model": "m", "model_retries": 0}
+        job = (await client.post("/v1/jobs", json=body)).json()
+        view = await wait(client, job["id"])
+    assert view["status"] == "failed" and view["finished"] is not None
+    why = "answer is not a JSON object (RecursionError" if broken == "model" else "RuntimeError: the transport broke"
+    assert why in str(view["error"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from ..runner import run_evaluation
 from ..tasks.sources import DatasetError
 
 Status = Literal["queued", "running", "finished", "failed"]
+log = logging.getLogger("codegym.evaluator")
 
 
 @dataclass
@@ -48,7 +50,8 @@ class Job:
 
 
 class JobManager:
-    """Starts jobs (at most ``max_jobs`` at once) and keeps them for polling."""
+    """Starts jobs (at most ``max_jobs`` at once) and keeps them for polling. A job that started ends
+    ``finished`` or ``failed`` (``error`` says why), whatever its run raised."""
 
     def __init__(
         self,
@@ -91,15 +94,17 @@ class JobManager:
                     model_transport=self._model_transport,
                     progress=progress,
                 )
-            except (DatasetError, ValueError, OSError) as exc:
-                job.status, job.error = "failed", str(exc)
-            else:
                 out, info = job.config.output, job.config.shown()
                 await asyncio.to_thread(write_report, out, outcome.summary, info, outcome.error, outcome.turns)
                 job.summary = {k: v for k, v in outcome.summary.to_dict().items() if k != "per_task"}
                 if outcome.turns is not None:
                     job.summary["turns"] = outcome.turns.to_dict()
                 job.status, job.error = ("failed", outcome.error) if outcome.error else ("finished", None)
+            except (DatasetError, ValueError, OSError) as exc:
+                job.status, job.error = "failed", str(exc)
+            except Exception as exc:  # a run that failed in a way of its own: failed, never "running" for ever
+                log.exception("evaluation job %s failed", job.id)
+                job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
             job.finished = time.time()
 
     async def aclose(self) -> None:

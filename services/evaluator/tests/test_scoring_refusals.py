@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from codegym_evaluator.scoring import Scorer
+from codegym_evaluator.servers import sandbox_server
 from codegym_evaluator.tasks import Task
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
@@ -76,3 +77,13 @@ async def test_a_group_over_the_servers_runs_per_request_is_judged_in_parts() ->
     async with app.router.lifespan_context(app), Scorer(SANDBOX, transport=transport, retries=0) as scorer:
         scores = await scorer.score_group(DOUBLE, [f"{RIGHT}  # {i}" for i in range(6)] + [WRONG], extract=False)
     assert [s.verdict for s in scores] == ["AC"] * 6 + ["WA"]
+
+
+async def test_a_program_far_over_a_servers_body_limit_fails_alone_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real server refuses such a body on its length and used to close the connection under the rest of it:
+    # the client never saw the 413, and the group was SE however it was split.
+    monkeypatch.setenv("CODEGYM_SANDBOX_MAX_BODY_BYTES", str(LIMIT))
+    with sandbox_server(workers=1) as server:
+        async with Scorer(server.url, retries=0) as scorer:
+            scores = await scorer.score_group(DOUBLE, [RIGHT, padded(WRONG, 40 * LIMIT)], extract=False)
+    assert [s.verdict for s in scores] == ["AC", "CE"], [s.error for s in scores]

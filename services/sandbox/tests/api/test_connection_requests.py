@@ -10,7 +10,7 @@ from contextlib import suppress
 
 import httpx
 from codegym_sandbox.api.connections import MAX_HEAD_BYTES
-from connection_support import Served, closed, sized
+from connection_support import BIG, Served, closed, sized
 from starlette.types import Receive, Scope, Send
 
 GET = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -91,5 +91,32 @@ def test_a_body_trailer_counts_as_a_head() -> None:
                 s.sendall(b"a" * 4096)
                 time.sleep(0.001)
         assert closed(s, 3) and served.dropped == ["head_too_large"]
+    finally:
+        served.stop()
+
+
+async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answers 413 at once, reading no body: as ``guard.py`` answers a body whose length is over its limit."""
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", b"8")]})
+    await send({"type": "http.response.body", "body": b"too big!"})
+
+
+def test_a_body_answered_before_its_end_is_read_and_its_answer_arrives() -> None:
+    # A client sends its whole body before it reads (httpx's async one does); the rest of the body, counted as
+    # the next head, closed the connection under it (a reset), and the client never saw the 413: it took it for
+    # a server that failed, and could not send less instead.
+    served = Served(refuse).start()
+
+    async def post_twice() -> list[int]:  # the connection serves the next request too
+        async with httpx.AsyncClient(base_url=served.url) as client:
+            return [(await client.post("/", content=b"x" * BIG)).status_code for _ in range(2)]
+
+    try:
+        assert asyncio.run(post_twice()) == [413, 413]
+        s = served.connect(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000000\r\n\r\n" + b"x" * 1000)
+        assert closed(s, 3)  # what is left of it must still come within the next head's deadline
+        assert served.dropped == ["deadline"]
     finally:
         served.stop()

@@ -25,7 +25,11 @@ A head once in, the connection holds memory of the server's in two more ways, bo
   length at that rate, from the head's end); else the connection is aborted. A body one byte short would
   otherwise hold what came of it for as long as the client kept the socket (``guard.py`` bounds the bytes of
   bodies held at once). What a body sends that is not the body's bytes (a chunked body's framing and its
-  trailers, which the parser joins like a head) counts as a head: at most ``MAX_HEAD_BYTES`` of it in a row;
+  trailers, which the parser joins like a head) counts as a head: at most ``MAX_HEAD_BYTES`` of it in a row.
+  A body answered before it ended (``guard.py``'s 413 on its length, a 429) is read to its end and dropped,
+  as the wait for the next head (its deadline, and ``max_waiting``): a client sends a whole body before it
+  reads, and a connection closed under it lost the answer (a client that splits what is refused for its size
+  could not tell it from a sandbox that failed);
 - its answers that the client does not read: an answer is written whole into the connection's buffer, and a
   client that never reads would have the server hold it (an 8 MiB output is up to 48 MiB of JSON) for as long as
   it keeps the socket, past the request's end, where nothing else counts it, and the kernel's send queue a part
@@ -116,6 +120,7 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         self.parsed = 0  # the parser's steps past head-like bytes: a head's end, body bytes, a chunk's, a message's end
         self.unparsed = 0  # bytes read since the last such step, while a request is in
         self.refused = False  # a pipelined request came: nothing more is read
+        self.draining = False  # the rest of a body whose request was answered: read to its end and dropped
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -165,7 +170,8 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         in_head = self in self.waiting.since
         if in_head:
             self.arm()  # a kept-alive connection's next head begins: its deadline runs from now
-            self.head_bytes += len(data)
+            if not self.draining:  # a drained body's bytes are the parser's body, not a head
+                self.head_bytes += len(data)
         parsed = self.parsed
         self.feed(data)
         # Counted in whole chunks, so checked only while the head is still unfinished: every byte so far is head.
@@ -233,6 +239,10 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         self.parsed += 1
         self.body_done()
         super().on_message_complete()
+        if self.draining:  # the answered body has ended: the next head has a deadline of its own
+            self.draining = False
+            self.waiting.done(self)
+            self.waiting.wait(self)
 
     def body_due(self) -> float:
         """Seconds until the body being read is late: the head's deadline, then its length (or the bytes that came
@@ -263,7 +273,10 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         super().on_response_complete()
         if not self.transport.is_closing() and self.cycle.response_complete:  # idle between requests
             self.unparsed = 0
+            self.draining = self.body is not None  # answered before its body ended
             self.waiting.wait(self)
+            if self.draining:
+                self.arm()  # the rest of it must come within a head's deadline of the answer
             if self.unsent() > TRACKED:  # the answer is complete, not yet taken: the kernel may hold all of it
                 self.unsent_answers.hold(self)
 

@@ -54,6 +54,31 @@ def test_waiting_clients_take_turns() -> None:
     assert order == ["A", "B", "C", "A", "B", "A"]
 
 
+def test_turns_go_by_what_comparisons_cost_not_by_their_number() -> None:
+    """A has large comparisons waiting when B comes with ten small ones: all of B's go before A's next large one,
+    and then A's, with B's clock ahead by no more than it used."""
+
+    async def scenario() -> list[str]:
+        turns, order = Turns(1), []
+
+        async def one(client: str, cost: int) -> None:
+            await turns.take(client, cost)
+            order.append(client)
+            await asyncio.sleep(0)
+            turns.give(client)
+
+        await turns.take("A", 1_000_000)
+        tasks = [asyncio.create_task(one("A", 1_000_000)) for _ in range(3)]
+        await _settle()
+        tasks += [asyncio.create_task(one("B", 8_000)) for _ in range(10)]
+        await _settle()
+        turns.give("A")
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(scenario()) == ["B"] * 10 + ["A"] * 3
+
+
 def test_the_client_holding_the_fewest_places_goes_first() -> None:
     """With places of A in the pool, a place that comes free goes to B, which holds none, though A waited first."""
 

@@ -108,7 +108,7 @@ class Comparisons:
             lease = await self.memory.acquire(held_mb)
             try:
                 key = (self.serial, id(test))
-                async with _place(self.client) as place:
+                async with _place(self.client, len(actual) + len(expected)) as place:
                     same = await _in_pool(place, actual, key, None, mode, rel_tol, abs_tol)
                     if same is None:  # the process that took it had not been sent this test's expected output
                         same = await _in_pool(place, actual, key, expected, mode, rel_tol, abs_tol)
@@ -124,7 +124,7 @@ async def least_output(expected: str, mode: Comparison, client: str) -> int:
     before it is admitted, one test after another."""
     if mode is Comparison.EXACT or len(expected) <= ON_LOOP_CHARS:
         return least_output_here(expected, mode)
-    async with _place(client) as place:
+    async with _place(client, len(expected)) as place:
         return await place.call(least_output_here, expected, mode)
 
 
@@ -183,10 +183,11 @@ class _Place:
 
 
 @contextlib.asynccontextmanager
-async def _place(client: str) -> AsyncIterator[_Place]:
-    """A place at the pool, in ``client``'s turn (:func:`turns`), for the calls of one comparison."""
+async def _place(client: str, cost: int) -> AsyncIterator[_Place]:
+    """A place at the pool, in ``client``'s turn (:func:`turns`), for the calls of one comparison of ``cost``
+    characters."""
     places = turns()
-    await places.take(client)
+    await places.take(client, cost)
     place = _Place(client, places, asyncio.get_running_loop())
     try:
         yield place

@@ -1,12 +1,16 @@
-"""Turns at the comparison pool's processes, client by client.
+"""Turns at the comparison pool's processes, client by client, by what each client's comparisons cost.
 
 The pool (``off_loop``) has a few processes for every client's large comparisons. Handed to its executor as
 they came, one client's backlog queued ahead of everyone else: a request of 16 programs that printed a MB of
-numbers each made another client's comparison of 2,000 numbers wait 8 s instead of 0.02 s. So comparisons wait
-here, each client's in a queue of its own, and a place in the pool goes to the waiting client that holds the
-fewest places now, and among those to the one served longest ago: another client's first comparison waits for
-those already in the pool, never for a client's backlog. How many of one client's comparisons wait at all is
-its run window's to bound (``off_loop.Comparisons``).
+numbers each made another client's comparison of 2,000 numbers wait 8 s instead of 0.02 s. Taken in turns one
+comparison each, a client's ten small comparisons still waited for ten of another's large ones (12 s instead of
+0.6 s). So comparisons wait here, each client's in a queue of its own, and a free place goes to the waiting client
+that has used the least of the pool: each client has a clock of the characters its comparisons were given (what a
+comparison costs the pool grows with them), a client that comes to the pool starts at the clock where the place
+given last started (time away is not saved up), and among clocks alike, the one served longest ago (start-time
+fair queuing). A client's small
+comparisons then all go before another's next large one; its own large one waits its share. How many of one
+client's comparisons wait at all is its run window's to bound (``off_loop.Comparisons``).
 """
 
 from __future__ import annotations
@@ -28,21 +32,27 @@ class Turns:
         # as the clients at the pool now (a client that comes back is as new: it was served longest ago).
         self._served: dict[str, int] = {}
         self._serials = itertools.count()
+        self._used: dict[str, int] = {}  # client -> its clock: characters given to the pool (see the module)
+        self._now = 0  # the clock at which the last place given was taken: where a client coming to the pool starts
+        self._cost: dict[asyncio.Future[None], int] = {}  # a waiting take -> what it costs
 
     @property
     def waiting(self) -> int:
         return sum(len(queue) for queue in self._waiting.values())
 
-    async def take(self, client: str) -> None:
-        """A place, in ``client``'s turn."""
+    async def take(self, client: str, cost: int = 1) -> None:
+        """A place, in ``client``'s turn, for work of ``cost`` (characters compared)."""
+        self._join(client)
         if self.busy < self.size and not self._waiting:
-            self._grant(client)
+            self._grant(client, cost)
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(client, deque()).append(granted)
+        self._cost[granted] = cost
         try:
             await granted
         except BaseException:
+            self._cost.pop(granted, None)
             if granted.done() and not granted.cancelled():
                 self.give(client)  # granted as it was cancelled: the next in turn has it
             else:  # still in its queue, unless a turn came to it after it was cancelled (and passed it over)
@@ -65,22 +75,37 @@ class Turns:
 
     def _next(self) -> None:
         while self._waiting and self.busy < self.size:
-            client = min(self._waiting, key=lambda c: (self._held.get(c, 0), self._served.get(c, -1)))
+            client = min(self._waiting, key=lambda c: (self._used.get(c, 0), self._served.get(c, -1)))
             queue = self._waiting[client]
             granted = queue.popleft()
             if not queue:
                 del self._waiting[client]
+            cost = self._cost.pop(granted, 1)
             if granted.cancelled():  # its take is about to end: the place goes on to the next
                 self._forget(client)
                 continue
-            self._grant(client)
+            self._grant(client, cost)
             granted.set_result(None)
 
-    def _grant(self, client: str) -> None:
+    def _join(self, client: str) -> None:
+        """A client that comes to the pool starts where the place given last started (none saves up time away)."""
+        self._used[client] = max(self._used.get(client, 0), self._now)
+
+    def _grant(self, client: str, cost: int) -> None:
         self.busy += 1
         self._held[client] = self._held.get(client, 0) + 1
         self._served[client] = next(self._serials)
+        self._now = self._used.get(client, self._now)
+        self._used[client] = self._now + max(cost, 1)
 
     def _forget(self, client: str) -> None:
         if client not in self._held and client not in self._waiting:
             self._served.pop(client, None)
+            self._used.pop(client, None)
+        if not self._used:
+            return
+        floor = min(min(self._used.values()), self._now)  # clocks kept small: only their differences matter
+        if floor > 1 << 40:
+            for c in self._used:
+                self._used[c] -= floor
+            self._now -= floor

@@ -200,7 +200,7 @@ class Executor:
             self.metrics.runs.labels(language=languages.metric_label(language), verdict=Verdict.SE.value).inc()
             return Execution(None, _sandbox_error(str(exc)))
         if not policy.admitted:  # else its request was admitted whole (a batch's scripts): never one of it refused
-            policy = self.backend.admit(policy)  # never refused between its compile and its run
+            policy = self.backend.admit(policy, alone=True)  # never refused between its compile and its run
         if lang.test_file:  # its program and its tests, each in a process of its own: no exit of it is a pass
             code, stdin = pytest_file.assert_run(code)
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)

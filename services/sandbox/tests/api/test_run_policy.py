@@ -60,11 +60,16 @@ def _group(**fields: Any) -> dict[str, Any]:
     return {"language": "python", "programs": ["print(input())"], "tests": [STDIN_TEST] * 2, **fields}
 
 
-# route, body, the policy every run of it must get. Every route admits its request whole before its runs.
+# route, body, the policy every run of it must get. Every route admits its request whole before its runs, and
+# names its client (its address), whose turn its runs take at the workers.
 ROUTES = [
-    ("/v1/execute", {"language": "python", "code": "print(1)"}, RunPolicy(cache=True, admitted=True)),
-    ("/v1/execute", {"language": "python", "code": "print(1)", "cache": False}, RunPolicy(cache=False, admitted=True)),
-    # Requests of many runs take their client's window: its address.
+    ("/v1/execute", {"language": "python", "code": "print(1)"}, RunPolicy(cache=True, admitted=True, client=CLIENT)),
+    (
+        "/v1/execute",
+        {"language": "python", "code": "print(1)", "cache": False},
+        RunPolicy(cache=False, admitted=True, client=CLIENT),
+    ),
+    # Requests of many runs take their client's window too.
     ("/v1/evaluate", _group(), RunPolicy(cache=True, admitted=True, client=CLIENT)),
     ("/v1/evaluate", _group(cache=False), RunPolicy(cache=False, admitted=True, client=CLIENT)),
     (
@@ -74,8 +79,8 @@ ROUTES = [
     ),
     ("/v1/evaluate/batch", {"requests": [_group(), _group()]}, RunPolicy(cache=True, admitted=True, client=CLIENT)),
     # SandboxFusion's routes: their clients time out on their own, so a run waits no longer than the server says.
-    ("/run_code", {"language": "python", "code": "print(1)"}, RunPolicy(False, QUEUE_WAIT_S, admitted=True)),
-    ("/run_jupyter", {"cells": ["1 + 1"]}, RunPolicy(False, QUEUE_WAIT_S, admitted=True)),
+    ("/run_code", {"language": "python", "code": "print(1)"}, RunPolicy(False, QUEUE_WAIT_S, True, client=CLIENT)),
+    ("/run_jupyter", {"cells": ["1 + 1"]}, RunPolicy(False, QUEUE_WAIT_S, True, client=CLIENT)),
     ("/execute_batch", {"scripts": ["print(1)", "print(2)"]}, RunPolicy(False, None, admitted=True, client=CLIENT)),
 ]
 
@@ -87,6 +92,13 @@ def test_the_routes_policy_reaches_the_pool(
     r = server.post(route, json=body)
     assert r.status_code == 200, r.text
     assert recorder.policies and set(recorder.policies) == {expected}
+
+
+def test_one_execution_has_a_window_of_its_own_and_a_request_of_many_runs_its_clients(server: TestClient) -> None:
+    backend = server.app.state.executor.backend  # type: ignore[attr-defined]
+    many, more = backend.admit(RunPolicy(client=CLIENT)), backend.admit(RunPolicy(client=CLIENT))
+    alone = backend.admit(RunPolicy(client=CLIENT), alone=True)
+    assert many.window is more.window and alone.window is not many.window
 
 
 def test_a_request_that_asks_for_no_cache_runs_again_beside_one_that_may_be_cached(backend: str) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox.backends.cell_turns import IDLE_RATE, LOOK_S, RunningCell, asleep
+from codegym_sandbox.backends.client_turns import FreeWorkers
 from codegym_sandbox.backends.session_slots import SessionSlots
 
 
@@ -70,10 +71,10 @@ def _pool(slots: int) -> SessionSlots:
     """SessionSlots on ``slots`` plain slots: the turns' own code, no workers or lending."""
 
     class Pool(SessionSlots):
-        async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> Any:
+        async def _take(self, deadline: float | None, wait_s: float | None, client: str, cell: bool = False) -> Any:
             self._cell_waiters[id(asyncio.current_task())] = 0.0
             try:
-                return await self._idle.get()
+                return await self._idle.get(client)
             finally:
                 del self._cell_waiters[id(asyncio.current_task())]
 
@@ -83,7 +84,7 @@ def _pool(slots: int) -> SessionSlots:
         def _replace(self, worker: Any) -> None: ...
 
     pool = Pool()
-    pool._idle, pool._waiters, pool._meter, pool._idle_ticks = asyncio.Queue(), {}, _Meter(), 0  # type: ignore[assignment]
+    pool._idle, pool._waiters, pool._meter, pool._idle_ticks = FreeWorkers(), {}, _Meter(), 0  # type: ignore[assignment]
     pool.cpus = pool.size = slots
     for i in range(slots):
         pool._idle.put_nowait(_Slot(i))  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from .. import languages
 from ..backends.base import RunPolicy
 from ..executor import Executor
 from .convert import fetched, fusion_response
+from .deps import client_of
 from .files import request_files
 from .fusion_models import RunCodeRequest, RunCodeResponse
 
@@ -45,7 +46,9 @@ async def run_code(request: Request) -> Response:
     # Upstream runs every request (a program may print the time or a random number): it caches only when the
     # server is told to. Past the queue wait: 504, which clients retry.
     caching = executor.settings.fusion_cache
-    policy = RunPolicy(cache=caching, queue_wait_s=executor.settings.fusion_queue_wait_s or None)
+    policy = RunPolicy(
+        cache=caching, queue_wait_s=executor.settings.fusion_queue_wait_s or None, client=client_of(request)
+    )
     key = executor.response_key("run_code", body)
     hit = executor.responses.get(key) if caching else None
     if hit is not None:

@@ -35,6 +35,7 @@ from ..backends.base import RunPolicy
 from ..executor import Executor
 from ..verdicts import RunEnd
 from .convert import CUT_OUTPUT, fusion_result, text
+from .deps import client_of
 from .files import request_files
 from .fusion import POD_NAME
 from .fusion_models import CommandRunResult, RunStatus
@@ -79,7 +80,9 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     """Run the cells in order in one Python process. HTTP 200 with a status, as upstream answers."""
     executor: Executor = request.app.state.executor
     # A notebook runs every time it is asked to; past the queue wait, 504 as for /run_code.
-    policy = RunPolicy(cache=False, queue_wait_s=executor.settings.fusion_queue_wait_s or None)
+    policy = RunPolicy(
+        cache=False, queue_wait_s=executor.settings.fusion_queue_wait_s or None, client=client_of(request)
+    )
     if req.kernel != "python3":
         return RunJupyterResponse(status=RunStatus.SandboxError, message=f"kernel {req.kernel!r} is not supported")
     files, fetch = request_files(req.files, req.fetch_files, languages.written_names("python"))

@@ -31,7 +31,7 @@ router = APIRouter(prefix="/v1")
 
 
 @router.post("/execute", response_model=ExecuteResponse)
-async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse:
+async def execute(req: ExecuteRequest, executor: ExecutorDep, client: ClientDep) -> ExecuteResponse:
     """Run one program on one input. The verdict is AC when it ran and exited 0 (a ``pytest`` file: when the
     checker saw its tests pass; a ``D_ut`` run that exits 0 is SE, not judged: see ``languages``)."""
     files, fetch = request_files(req.files, req.fetch_files, languages.written_names(req.language))
@@ -42,7 +42,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep) -> ExecuteResponse
         files,
         executor.run_limits(req.limits.timeout_s, req.limits.memory_mb),
         executor.compile_limits(req.limits.compile_timeout_s),
-        RunPolicy(cache=req.cache),
+        RunPolicy(cache=req.cache, client=client),
         fetch,
     )
     return ExecuteResponse(

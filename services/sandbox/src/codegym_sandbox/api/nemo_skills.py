@@ -171,7 +171,7 @@ async def execute(
     if lang is None:
         why = f"language {req.language!r} is not served here: ipython, python, python3, pypy3 or shell\n"
         return _answer("error", "", why, req.max_output_characters)
-    return await _stateless(req, request.app.state.executor, lang)
+    return await _stateless(req, request.app.state.executor, lang, client_of(request))
 
 
 async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONResponse:
@@ -223,13 +223,19 @@ def _cell_answer(req: ExecuteRequest, result: CellResult, created: bool, max_tim
     return _answer(status, stdout, stream(result.stderr, verbosity), limit, created, whole=whole)
 
 
-async def _stateless(req: ExecuteRequest, executor: Executor, lang: str) -> JSONResponse:
+async def _stateless(req: ExecuteRequest, executor: Executor, lang: str, client: str) -> JSONResponse:
     limit = req.max_output_characters
     stdin = req.std_input.encode() if req.std_input else None
     limits = executor.run_limits(float(req.timeout), None)
     try:
         ex = await executor.execute(
-            lang, req.generated_code, stdin, {}, limits, executor.compile_limits(None), RunPolicy(cache=False)
+            lang,
+            req.generated_code,
+            stdin,
+            {},
+            limits,
+            executor.compile_limits(None),
+            RunPolicy(cache=False, client=client),
         )
     except Saturated as exc:
         return _busy(exc, req, None)

@@ -65,8 +65,9 @@ class RunPolicy:
     # that one request of thousands of runs, or many requests of one client, take turns with other clients' runs
     # rather than filling the queue for as long as they run.
     window: asyncio.Semaphore | None = field(default=None, compare=False)
-    # Who a request of many runs came from (its address, as the per-client limits tell clients apart): whose window
-    # it takes. Empty: a window of its own (one run, or a compile and its run).
+    # Who the request came from (its address, as the per-client limits tell clients apart): whose turn its runs take
+    # at the workers (``client_turns.py``) and, for a request of many runs, whose window it takes (one execution,
+    # a compile and its run, has a window of its own). Empty: a client of its own for each run.
     client: str = ""
 
 
@@ -187,9 +188,9 @@ class Backend(Protocol):
 
     async def stop(self) -> None: ...
 
-    def admit(self, policy: RunPolicy) -> RunPolicy:
-        """``policy`` for a request admitted with all its runs (in its client's window), or raise
-        :class:`Saturated` while the queue is full."""
+    def admit(self, policy: RunPolicy, alone: bool = False) -> RunPolicy:
+        """``policy`` for a request admitted with all its runs (in its client's window; ``alone``: one execution,
+        in a window of its own), or raise :class:`Saturated` while the queue is full."""
         ...
 
     async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome: ...
@@ -199,12 +200,13 @@ class Backend(Protocol):
         ...
 
     def computing(
-        self, cell: SessionLease, pausable: bool = True, limit_s: float = 0.0
+        self, cell: SessionLease, pausable: bool = True, limit_s: float = 0.0, client: str = ""
     ) -> AbstractAsyncContextManager[None]:
         """One of the pool's own slots (never a lent one) held while a session's cell runs on ``cell`` (its
-        worker): cells and runs compute from one queue, a cell that sleeps leaves the CPUs to runs, and one seen
-        asleep while cells wait lends its slot to one of them, paused until that one ends (``pausable``: a cell; a
-        fork's copying is not), for a share of its limit ``limit_s`` at most."""
+        worker): cells and runs compute from one queue, in their clients' turns (``client``: the session's), a
+        cell that sleeps leaves the CPUs to runs, and one seen asleep while cells wait lends its slot to one of
+        them, paused until that one ends (``pausable``: a cell; a fork's copying is not), for a share of its limit
+        ``limit_s`` at most."""
         ...
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:

@@ -64,6 +64,7 @@ class RunningCell:
     paused_at: float = 0.0  # when its pause in progress began
     paused_s: float = 0.0  # how long its pauses before that one took
     taking: asyncio.Task[None] | None = field(default=None, repr=False)  # paused, its slot lost: its wait for one
+    client: str = ""  # whose turn it waits in for a slot (its session's client: see client_turns)
 
     def may_lend(self) -> bool:
         """A cell may lend its slot while it holds one of its own (not lent) and has pause left."""

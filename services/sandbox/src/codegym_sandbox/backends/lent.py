@@ -3,13 +3,13 @@ their run, retired when unused (when, and how many: see ``lending.py``). Mixed i
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Coroutine
 from typing import Any
 
 from . import lending
+from .client_turns import FreeWorkers
 from .lending import Warming, reserve
 from .memory import MemoryBudget
 from .slots import Slot, start_worker
@@ -33,7 +33,7 @@ class LentSlots:
     start_s: float
     lent: int
     _workers: list[AgentWorker | None]
-    _idle: asyncio.Queue[AgentWorker]
+    _idle: FreeWorkers[AgentWorker]
     _waiters: dict[int, float]
     _busy: set[AgentWorker]
     _doomed: set[AgentWorker]

@@ -7,7 +7,8 @@ CPU by default); while runs wait and the CPUs sit idle, workers are lent on top,
 ``memory.py``; what runs hold is read in ``memory_use.py``). A worker that dies, idle or busy, is replaced in
 the background and the run it held gets a :class:`SandboxFault`; a run cancelled (its client went away)
 leaves the queue, or has its worker replaced the same way. A slot whose replacements keep failing opens its
-circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in status."""
+circuit breaker: it stops retrying in a tight loop, waits, and shows as ``broken`` in status. A worker that
+comes free goes to the waiting run or cell of the client next in turn, not to the oldest (``client_turns.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Any, TypeVar
 from ..agent.protocol import WorkerConfig
 from . import lending
 from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
+from .client_turns import FreeWorkers
 from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
@@ -62,7 +64,7 @@ class WorkerPool(LentSlots, SessionSlots):
         self.release_uids: Callable[[], None] | None = None  # the programs' uids' reservation (program_users.py)
         self._leases: dict[Lease, AgentWorker] = {}  # the runs on a worker: their share of the budget
         self._memory_watch = MemoryWatch(lambda: self.memory)
-        self._idle: asyncio.Queue[AgentWorker] = asyncio.Queue()
+        self._idle: FreeWorkers[AgentWorker] = FreeWorkers()  # free workers, handed to waiters in turn
         self._workers: list[AgentWorker | None] = []
         self.slots = [Slot() for _ in range(workers)]
         self._waiters: dict[int, float] = {}  # id -> when it began to wait for a worker, oldest first
@@ -148,18 +150,21 @@ class WorkerPool(LentSlots, SessionSlots):
         if (self._idle.empty() or self.memory.waiting) and self.waiting >= self.queue_size:
             raise Saturated(retry_after_s=1)
 
-    def admit(self, policy: RunPolicy) -> RunPolicy:
+    def admit(self, policy: RunPolicy, alone: bool = False) -> RunPolicy:
         """``policy`` for a request admitted with all of its runs (runs made with it skip the queue check), or
         refuse it now. The queue bound is checked once, here, and the request's runs enter the pool through its
         client's window, ``max_workers`` at a time for all of that client's admitted requests: enough to take
         every worker, and no more in the queue, so that other clients' requests are admitted and their runs take
-        turns with its own. Entered as one, a request of thousands of runs filled the queue, and every other
-        client was refused for as long as it ran; with a window a request, eleven requests of one client did."""
+        turns with its own (a worker that comes free goes to the client next in turn). Entered as one, a request
+        of thousands of runs filled the queue, and every other client was refused for as long as it ran; with a
+        window a request, eleven requests of one client did. ``alone``: one execution (a compile and its run),
+        in a window of its own."""
         self._check_queue()
-        window = self._windows.get(policy.client) if policy.client else None
+        shared = policy.client and not alone
+        window = self._windows.get(policy.client) if shared else None
         if window is None:  # a client's is kept while a request of the client holds it (its policy), then forgotten
             window = asyncio.Semaphore(self.max_workers)
-            if policy.client:
+            if shared:
                 self._windows[policy.client] = window
         return replace(policy, admitted=True, window=window)
 
@@ -182,6 +187,7 @@ class WorkerPool(LentSlots, SessionSlots):
         # An admitted request's runs enter through its window (``admit``); another run alone.
         async with policy.window or contextlib.nullcontext():
             mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
+            client = policy.client or f"#{next(self._ids)}"  # a run from no one named: a client of its own
             extra = server_held_mb(request, stdins)
             share, computes = RUN_SHARE_MB if self.reads_memory else None, False
             while True:
@@ -189,7 +195,7 @@ class WorkerPool(LentSlots, SessionSlots):
                 lease = await self.memory.acquire(mb, wait_s, share, extra)
                 self._memory_watch.wake()
                 try:
-                    worker = await self._take(deadline, wait_s)
+                    worker = await self._take(deadline, wait_s, client)
                 except BaseException:
                     self.memory.release(lease)
                     raise
@@ -206,16 +212,17 @@ class WorkerPool(LentSlots, SessionSlots):
                 computes, wait_s = computes or crowded, None
                 share = None if lease.evicted else share
 
-    async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> AgentWorker:
+    async def _take(self, deadline: float | None, wait_s: float | None, client: str, cell: bool = False) -> AgentWorker:
         me, waiters = next(self._ids), self._cell_waiters if cell else self._waiters  # lending lends for runs
         waiters[me] = time.monotonic()
         try:
             while True:
                 if self._idle.empty():  # it waits: lending looks now (one that finds a worker pays for no tick)
                     self._ticker.wake()
-                worker = await self._next_idle(deadline, wait_s, cell)
+                worker = await self._next_idle(deadline, wait_s, client, cell)
                 if not worker.replaced and worker.alive:
                     return worker
+                self._idle.release(worker)
                 self._replace(worker)  # died while idle (killed from outside): never hand it a run
         finally:
             del waiters[me]
@@ -233,6 +240,7 @@ class WorkerPool(LentSlots, SessionSlots):
             healthy = True
             return outcome
         finally:
+            self._idle.release(worker)  # its client's turn counts it no more
             del self._leases[lease]
             self.memory.release(lease)
             self._busy.discard(worker)
@@ -244,13 +252,15 @@ class WorkerPool(LentSlots, SessionSlots):
             else:
                 self._replace(worker)
 
-    async def _next_idle(self, deadline: float | None, wait_s: float | None, own: bool = False) -> AgentWorker:
-        if own:
-            return await self._next_own()
+    async def _next_idle(
+        self, deadline: float | None, wait_s: float | None, client: str, own: bool = False
+    ) -> AgentWorker:
+        if own:  # a cell: only the pool's own workers (see session_slots)
+            return await self._idle.get(client, self._own_slot)
         if deadline is None or not self._idle.empty():
-            return await self._idle.get()
+            return await self._idle.get(client)
         try:
-            return await asyncio.wait_for(self._idle.get(), max(deadline - time.monotonic(), 0.0))
+            return await asyncio.wait_for(self._idle.get(client), max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             raise Saturated(retry_after_s=1, waited_s=wait_s) from None
 

@@ -5,7 +5,9 @@
 A cell takes only the pool's own workers and waits apart from runs (``_cell_waiters``), so lending, which
 lends for runs alone, never counts a cell as a run that can give way: a lent worker bets that its run may
 sleep, and a run that computes after all is run again; a cell cannot be. A cell seen asleep while cells wait
-lends its slot to the one that waited longest instead, paused until that one ends (``cell_turns.py``)."""
+lends its slot to the one that waited longest instead, paused until that one ends (``cell_turns.py``). Cells wait
+for a slot in their session's client's turn, as runs do (``client_turns.py``): a slot lent from cell to cell is
+the borrower's client's while it holds it."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 from . import cell_turns
 from .base import Saturated, SessionLease
 from .cell_turns import RunningCell
+from .client_turns import FreeWorkers
 from .lending import DemandMeter
 from .memory import Lease, MemoryBudget
 from .session_family import fork_lease
@@ -36,7 +39,7 @@ class SessionSlots:
     max_workers: int
     cpus: int
     memory: MemoryBudget
-    _idle: asyncio.Queue[AgentWorker]
+    _idle: FreeWorkers[AgentWorker]
     _waiters: dict[int, float]
     _parked: dict[int, float]
     _meter: DemandMeter
@@ -55,7 +58,7 @@ class SessionSlots:
     def make_worker(self, slot: int) -> AgentWorker:
         raise NotImplementedError
 
-    async def _take(self, deadline: float | None, wait_s: float | None, cell: bool = False) -> AgentWorker:
+    async def _take(self, deadline: float | None, wait_s: float | None, client: str, cell: bool = False) -> AgentWorker:
         raise NotImplementedError
 
     def _replace(self, worker: AgentWorker) -> None:
@@ -110,13 +113,17 @@ class SessionSlots:
         return list(made)
 
     @contextlib.asynccontextmanager
-    async def computing(self, cell: SessionLease, pausable: bool = True, limit_s: float = 0.0) -> AsyncIterator[None]:
+    async def computing(
+        self, cell: SessionLease, pausable: bool = True, limit_s: float = 0.0, client: str = ""
+    ) -> AsyncIterator[None]:
         """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
-        and runs compute from one queue. Lent slots are for what can give way when it computes (a run, run again);
-        lending measures ``cell`` in its slot's place, so a cell that sleeps leaves the CPUs to runs. While it
-        waits, a cell may be lent the slot of a cell seen asleep; one ``pausable`` (a cell of limit ``limit_s``,
-        not a fork's copying) may lend its own (see ``cell_turns.py``)."""
+        and runs compute from one queue, in their clients' turns (``client``: the session's). Lent slots are for
+        what can give way when it computes (a run, run again); lending measures ``cell`` in its slot's place, so a
+        cell that sleeps leaves the CPUs to runs. While it waits, a cell may be lent the slot of a cell seen
+        asleep; one ``pausable`` (a cell of limit ``limit_s``, not a fork's copying) may lend its own (see
+        ``cell_turns.py``)."""
         running = RunningCell(cell, pausable and limit_s > 0, None, time.monotonic(), limit_s)
+        running.client = client or f"#{id(running)}"  # a cell from no one named: a client of its own
         self._hold(running, await self._slot_for(running))
         try:
             yield
@@ -130,8 +137,8 @@ class SessionSlots:
     async def _slot_for(self, running: RunningCell) -> AgentWorker:
         """A slot for a cell: the next of the queue's, or one lent to it meanwhile (``_turn_cells``)."""
         if not self._idle.empty() and not self._cell_waiters:  # one is free: taken at once (a trivial cell's way)
-            return await self._take(None, None, cell=True)
-        take = asyncio.ensure_future(self._take(None, None, cell=True))
+            return await self._take(None, None, running.client, cell=True)
+        take = asyncio.ensure_future(self._take(None, None, running.client, cell=True))
         offer = running.offer = asyncio.get_running_loop().create_future()
         if running.limit_s > 0:  # a fork's copying, limitless (and its wait for room), borrows nothing
             self._borrowers[running] = None
@@ -181,6 +188,7 @@ class SessionSlots:
             self._continue(lender, worker)
 
     def _give_back(self, worker: AgentWorker) -> None:
+        self._idle.release(worker)  # its holder's turn counts it no more
         if worker.replaced or not worker.alive:
             self._replace(worker)
         else:
@@ -233,6 +241,7 @@ class SessionSlots:
             lender.lease.pause(True)
             lender.paused, lender.paused_at = True, now
             borrower.lender = lender
+            self._idle.hand(worker, borrower.client)
             borrower.offer.set_result(worker)
             self.cells_paused += 1
 
@@ -241,6 +250,7 @@ class SessionSlots:
         lender.paused, lender.taking = False, None
         lender.paused_s += time.monotonic() - lender.paused_at
         lender.since = time.monotonic()
+        self._idle.hand(worker, lender.client)
         self._hold(lender, worker)
         lender.lease.pause(False)
 
@@ -252,12 +262,7 @@ class SessionSlots:
         else:
             self._give_back(worker)
 
-    async def _next_own(self) -> AgentWorker:
-        """The next of the pool's own workers, for a cell: a lent one goes on to a run that waits, or is parked."""
-        while (worker := await self._idle.get()).slot >= self.size:
-            if not self._waiters:
-                self._parked[worker.slot] = time.monotonic()
-                continue
-            self._idle.put_nowait(worker)  # to the getter after this cell, in turn, up to a run that waits, ...
-            await asyncio.sleep(0)  # ... which takes it before this cell asks again
-        return worker
+    def _own_slot(self, worker: AgentWorker) -> bool:
+        """Whether a cell may take ``worker``: one of the pool's own (a lent one is for runs, which can give way;
+        one left free while only cells wait is parked by lending's next tick)."""
+        return worker.slot < self.size

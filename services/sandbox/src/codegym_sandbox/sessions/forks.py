@@ -86,7 +86,7 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
         # Counted against the caps until they are sessions (a fork of another session meanwhile sees them).
         with store.reserving(session.client, n, (n + 1) * session.memory_mb):
             # A slot of the pool while the copies are made, as a cell takes one: the copying is CPU the session uses.
-            async with store.backend.computing(session.lease, pausable=False):
+            async with store.backend.computing(session.lease, pausable=False, client=session.client):
                 lease = session.lease
                 made = asyncio.ensure_future(
                     store.with_room(lambda: store.backend.fork_session(lease, n, reseed, session.memory_mb, s.cpu_s))

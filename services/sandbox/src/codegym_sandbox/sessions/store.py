@@ -329,7 +329,7 @@ class SessionStore:
             # A slot of the pool first, as a run takes one: the cell computes with runs and other cells from one
             # queue, never beside as many as the CPUs can hold. A wait there (and its cancellation) is before the
             # cell was sent: it ends nothing.
-            async with self.backend.computing(session.lease, limit_s=timeout):
+            async with self.backend.computing(session.lease, limit_s=timeout, client=session.client):
                 try:
                     done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
                 except BaseException as exc:

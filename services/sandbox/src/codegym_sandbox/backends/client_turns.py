@@ -1,5 +1,5 @@
-"""Whose turn it is, client by client, at what several clients wait for: the pool's workers (:class:`FreeWorkers`)
-and the comparison pool's processes (``judging/pool_turns.py``).
+"""Whose turn it is, client by client, at the pool's workers (:class:`FreeWorkers`); the comparison pool's
+processes take turns by what comparisons cost instead (``judging/pool_turns.py``).
 
 Served as they came, one client's backlog stood ahead of everyone else: a request of sleeping programs held every
 worker, and the rest of its client's window (``max_workers`` runs) waited ahead of another client's single run,

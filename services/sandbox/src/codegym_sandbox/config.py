@@ -205,8 +205,9 @@ class Settings(BaseSettings):
         30.0,
         gt=0,
         description="Seconds a client with more than 64 KiB of an answer unsent (in its connection's buffer and its "
-        "socket's send queue) may take none of it; then the connection is reset, and the answer with it (the server "
-        "and the kernel hold what a client does not read).",
+        "socket's send queue), or any once its connection is closed, may take none of it; then the connection is "
+        "reset, and the answer with it (the server and the kernel hold what a client does not read). The kernel "
+        "itself ends a connection whose client takes nothing for twice this (TCP_USER_TIMEOUT).",
     )
     min_body_rate_kib_s: int = Field(
         1024,
@@ -218,7 +219,8 @@ class Settings(BaseSettings):
         1024,
         gt=0,
         description="What the answers that wait for their clients to read them may hold in all, in the server's "
-        "buffers and the kernel's send queues (those with more than 64 KiB unsent), once watched for a second; "
+        "buffers and the kernel's send queues (those with more than 64 KiB unsent, or any once closed; a queue counts "
+        "what the kernel charges for it, its buffers, when more than its bytes), once watched for a second; "
         "answers newer than that may hold half as much again while they wait to be judged. Beyond it, the answer "
         "its client would take longest to take at the rate it has shown gives way (a client holding more than a "
         "quarter of this, slower than SEND_STALL_S, first), a new one never before a judged one; new ones past "

@@ -7,6 +7,7 @@ import socket
 import time
 
 import pytest
+from codegym_sandbox.api.unsent import SEND_BUFFER, kernel_queue
 from connection_support import BIG, Served, sized, taken
 
 SMALL = 300 << 10  # an answer the socket's queue takes whole: the server's buffer never fills
@@ -36,7 +37,9 @@ def test_an_answer_the_kernel_took_whole_is_watched_too() -> None:
 
 
 def test_unread_answers_in_the_kernel_count_against_the_bound() -> None:
-    served = Served(sized, send_stall_s=30.0, max_unsent=2 * SMALL + SMALL // 2).start()
+    # Each is charged some 1.4 times its bytes (the kernel's buffers for a client's small window): the third
+    # answer takes the sum past the bound, the second does not.
+    served = Served(sized, send_stall_s=30.0, max_unsent=3 * SMALL + SMALL // 2).start()
     try:
         clients = []
         for _ in range(3):
@@ -61,3 +64,21 @@ def test_a_dropped_answer_is_freed_in_the_kernel_too() -> None:
                 pass
     finally:
         served.stop()
+
+
+def test_the_kernel_queue_counts_what_the_kernel_charges() -> None:
+    """A client that takes its answer in tiny segments makes the kernel hold each in a buffer of its own: the
+    queue costs the host two or three times its bytes, and is counted so, not by its bytes."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.socket()
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 88)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        client.connect(listener.getsockname())
+        server, _ = listener.accept()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        server.setblocking(False)
+        assert server.send(b"x" * 50_000) == 50_000
+        time.sleep(0.3)
+        assert kernel_queue(server) > 2 * 50_000
+        server.close()
+        client.close()

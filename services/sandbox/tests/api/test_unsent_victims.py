@@ -12,7 +12,7 @@ import time
 from contextlib import suppress
 
 import pytest
-from codegym_sandbox.api.unsent import Unsent
+from codegym_sandbox.api.unsent import TRACKED, Unsent
 from connection_support import Served, sized
 
 SIZE = 4 << 20  # past what a socket's capped send queue takes: the rest waits in the server's buffer
@@ -111,6 +111,9 @@ class Held:
 
     def unsent(self) -> int:
         return self.left
+
+    def unwatched(self) -> int:
+        return TRACKED
 
     def taken(self) -> int:
         return self.took

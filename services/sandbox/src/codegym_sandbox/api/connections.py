@@ -38,7 +38,10 @@ A head once in, the connection holds memory of the server's in two more ways, bo
   answers hold at most ``max_unsent`` bytes once their clients have had a second to read (half as much again
   while new ones wait for that second): past it, the answer its client would take longest to take at the rate
   it has shown gives way, a new one never before a judged one (``Unsent.first_to_go``). Reset, not closed: a
-  close, or a plain abort, leaves the queue to the kernel until it is sent.
+  close, or a plain abort, leaves the queue to the kernel until it is sent. And a connection closed with any of
+  its answer in the socket's queue (after its last answer, at the keep-alive timeout, on an error) is kept, not
+  left to the kernel: it waits among the connections that wait (``max_waiting``), its answer watched from its
+  first byte, until its client has taken it all (then it is closed) or it is reset.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from typing import Any, ClassVar
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .unsent import TRACKED, Unsent, cap_send_buffer, kernel_queue, kernel_taken, reset_connection
+from .unsent import TRACKED, Kept, Unsent, bound_socket, keep_socket, kernel_queue, kernel_taken, reset_connection
 
 MAX_HEAD_BYTES = 64 << 10
 GRACE_S = 0.5
@@ -93,9 +96,11 @@ class Waiting:
 
     def drop(self, conn: HeadBoundedProtocol, why: str, answer: bytes = b"") -> None:
         self.done(conn)
-        if conn.transport.is_closing():
+        if conn.kept is not None:
+            conn.reset()
+        elif conn.transport.is_closing():
             return
-        if conn.unsent():  # an answer its client has not taken: reset, or the kernel would keep it
+        elif conn.unsent():  # an answer its client has not taken: reset, or the kernel would keep it
             conn.reset()
         else:
             if answer:
@@ -121,18 +126,46 @@ class HeadBoundedProtocol(HttpToolsProtocol):
         self.unparsed = 0  # bytes read since the last such step, while a request is in
         self.refused = False  # a pipelined request came: nothing more is read
         self.draining = False  # the rest of a body whose request was answered: read to its end and dropped
+        self.was_reset = False  # its socket's queue is freed: nothing to keep
+        self.kept: Kept | None = None  # closed with an answer in the kernel's queue: kept until taken
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        cap_send_buffer(transport)
+        bound_socket(transport.get_extra_info("socket"), self.unsent_answers.stall_s)
         self.waiting.wait(self)
         self.arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.body_done()
+        if exc is None and not self.was_reset and self.keep():
+            super().connection_lost(exc)
+            if self.kept is not None:  # not dropped at once by a bound: the server's shutdown sees it
+                self.connections.add(self)
+            return
         self.waiting.done(self)
         self.unsent_answers.release(self)
-        self.body_done()
         super().connection_lost(exc)
+
+    def keep(self) -> bool:
+        """Closed (by the end of its last answer, the keep-alive timeout, an error, the client's end), a connection
+        whose answer is still in the kernel's queue is kept: closed with it, its socket would stay in the kernel
+        for as long as its client kept its window shut, counted by no one. Kept, it waits for its client among
+        the connections that wait (``Waiting``), and its answer is watched from its first byte (``Unsent``),
+        until its client has taken it all (then it is closed) or it is reset."""
+        sock = keep_socket(self.transport.get_extra_info("socket"))
+        if sock is None:
+            return False
+        self.kept = Kept(sock, self.loop, self.let_go)
+        self.waiting.wait(self)
+        self.unsent_answers.hold(self)
+        return True
+
+    def let_go(self) -> None:
+        """Forgets a kept connection, taken or reset."""
+        self.kept = None
+        self.connections.discard(self)
+        self.waiting.done(self)
+        self.unsent_answers.release(self)
 
     def pause_writing(self) -> None:
         super().pause_writing()
@@ -140,22 +173,45 @@ class HeadBoundedProtocol(HttpToolsProtocol):
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        if self.unsent() <= TRACKED:  # else the kernel holds much of it still: it stays watched
+        if self.unsent() <= self.unwatched():  # else the kernel holds much of it still: it stays watched
             self.unsent_answers.release(self)
+
+    def shutdown(self) -> None:
+        """The server exits: a kept connection is closed, its rest left to the kernel, which ends it if its client
+        takes none of it for twice the stall (``bound_socket``), as it would have at the server's exit."""
+        if self.kept is not None:
+            self.kept.close(reset=False)
+            self.let_go()
+            return
+        super().shutdown()
 
     def unsent(self) -> int:
         """Bytes of answers its client has not taken: in the transport's buffer and in the socket's queue."""
+        if self.kept is not None:
+            return kernel_queue(self.kept.sock)
         if self.transport is None:
             return 0
-        return self.transport.get_write_buffer_size() + kernel_queue(self.transport)
+        return self.transport.get_write_buffer_size() + kernel_queue(self.transport.get_extra_info("socket"))
+
+    def unwatched(self) -> int:
+        """Bytes it may leave unsent without being watched: an open connection's rest is at most the
+        transport's high-water mark; a kept one has no rest but its queue."""
+        return 0 if self.kept is not None else TRACKED
 
     def taken(self) -> int:
-        return kernel_taken(self.transport) if self.transport is not None else 0
+        if self.kept is not None:
+            return kernel_taken(self.kept.sock)
+        return kernel_taken(self.transport.get_extra_info("socket")) if self.transport is not None else 0
 
     def reset(self) -> bool:
         """Drops the connection with what it holds; False if it is gone already."""
+        if self.kept is not None:
+            self.kept.close(reset=True)
+            self.let_go()
+            return True
         if self.transport.is_closing() and not self.unsent():
             return False
+        self.was_reset = True
         reset_connection(self.transport)
         return True
 

@@ -7,7 +7,11 @@ send queue the host's TCP memory (one pool for every socket of the machine). So 
 buffer is capped (``SEND_BUFFER``), a connection's unsent bytes are the transport's buffer and the socket's
 queue together, and a dropped connection is reset (``SO_LINGER`` zero, then aborted): a plain close, or an
 abort, leaves the queue to the kernel, which goes on offering it for as long as the client keeps its window
-shut. An answer left with more than ``TRACKED`` bytes unsent, in either, is watched from then on.
+shut. An answer left with more than ``TRACKED`` bytes unsent, in either, is watched from then on; a
+connection closed with any of its answer still in the kernel's queue is kept (``keep_socket``) and watched
+until its client has taken all of it, or it is reset: the kernel is never left a queue that nothing counts.
+And the kernel itself ends a connection whose client has taken nothing for twice the stall
+(``TCP_USER_TIMEOUT``, zero-window probes included), whatever the server does or whether it still runs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import math
+import os
 import socket
 import struct
 import termios
@@ -22,7 +27,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 # What each accepted socket's send queue may hold (the kernel doubles it for its bookkeeping, and no longer grows
 # it by itself): some 370 KiB of answer a connection; 1 ms of loopback, and 40 MB/s at a 10 ms round trip.
@@ -32,32 +37,84 @@ TRACKED = 64 << 10
 # How long a connection is watched before its client's rate is judged: time for an honest client to show it reads.
 JUDGED_S = 1.0
 _ACKED_AT = 120  # struct tcp_info's tcpi_bytes_acked (Linux 4.2 and later)
+# SO_MEMINFO (Linux 3.19 and later): nine u32, the sixth the send queue's buffers (SK_MEMINFO_WMEM_QUEUED).
+_MEMINFO, _MEMINFO_SIZE, _QUEUED_AT = 55, 36, 20
+_KEPT_LOOK_S = (0.01, 1.0)  # how often a kept socket's queue is looked at: at first, and at most
 
 
-def cap_send_buffer(transport: asyncio.BaseTransport) -> None:
-    sock = transport.get_extra_info("socket")
+def bound_socket(sock: Any, stall_s: float) -> None:
+    """Caps an accepted socket's send queue, and has the kernel end its connection once its client has taken
+    nothing for twice ``stall_s`` (data unacknowledged, or a window kept shut, zero-window probes answered or
+    not): after the watch's own rule, and for whatever the server no longer holds (its sockets once it exits)."""
     if sock is not None:
         with suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        with suppress(OSError, AttributeError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, max(1, int(2000 * stall_s)))
 
 
-def kernel_queue(transport: asyncio.BaseTransport) -> int:
-    """Bytes of the socket's send queue: written to it, not yet taken by the client's side."""
-    sock = transport.get_extra_info("socket")
+def kernel_queue(sock: Any) -> int:
+    """What the socket's send queue holds of the host's TCP memory: its bytes (written to it, not yet taken by the
+    client's side), or what the kernel charges for them, if more. It charges its buffers whole: an answer sent
+    in a client's small segments costs it two or three times its bytes."""
     try:
-        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
+        queued = int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
     except (AttributeError, OSError, ValueError):
         return 0
+    try:
+        charged = struct.unpack_from("I", sock.getsockopt(socket.SOL_SOCKET, _MEMINFO, _MEMINFO_SIZE), _QUEUED_AT)
+    except (AttributeError, OSError, ValueError, struct.error):
+        return queued
+    return max(queued, int(charged[0]))
 
 
-def kernel_taken(transport: asyncio.BaseTransport) -> int:
+def kernel_taken(sock: Any) -> int:
     """Bytes the client's side has taken over the connection's life (0 where the kernel does not say)."""
-    sock = transport.get_extra_info("socket")
     try:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _ACKED_AT + 8)
     except (AttributeError, OSError, ValueError):
         return 0
     return int(struct.unpack_from("Q", info, _ACKED_AT)[0]) if len(info) >= _ACKED_AT + 8 else 0
+
+
+def keep_socket(sock: Any) -> socket.socket | None:
+    """The socket of a connection being closed, if its send queue is not empty: a descriptor of its own, that the
+    transport's close does not close, and its end sent after the queue (as the close would have). None if the
+    queue is empty (the close leaves the kernel nothing to offer)."""
+    if not kernel_queue(sock):
+        return None
+    try:
+        kept = socket.socket(fileno=os.dup(sock.fileno()))
+    except (AttributeError, OSError, ValueError):
+        return None
+    with suppress(OSError):
+        kept.shutdown(socket.SHUT_WR)
+    return kept
+
+
+class Kept:
+    """A socket that ``keep_socket`` kept: its queue is looked at, often at first (most are taken within a round
+    trip), until its client has taken it all; then it is closed, and ``on_taken`` told."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, on_taken: Callable[[], None]) -> None:
+        self.sock, self.loop, self.on_taken = sock, loop, on_taken
+        self.looking = loop.call_later(_KEPT_LOOK_S[0], self.look, _KEPT_LOOK_S[0])
+
+    def look(self, after_s: float) -> None:
+        if kernel_queue(self.sock):
+            after_s = min(2 * after_s, _KEPT_LOOK_S[1])
+            self.looking = self.loop.call_later(after_s, self.look, after_s)
+            return
+        self.sock.close()
+        self.on_taken()
+
+    def close(self, reset: bool) -> None:
+        """Closes it before its queue is taken: with a reset (its queue freed), or left to the kernel."""
+        self.looking.cancel()
+        if reset:
+            with suppress(OSError):
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.sock.close()
 
 
 def reset_connection(transport: asyncio.Transport) -> None:
@@ -75,6 +132,7 @@ class Answering(Protocol):
     loop: asyncio.AbstractEventLoop
 
     def unsent(self) -> int: ...
+    def unwatched(self) -> int: ...
     def taken(self) -> int: ...
     def address(self) -> str: ...
     def reset(self) -> bool: ...
@@ -191,7 +249,7 @@ class Unsent:
         """A watched connection's client must have taken some of its answer since the last look."""
         if (watch := self.held.get(conn)) is None:
             return
-        if conn.unsent() <= TRACKED:
+        if conn.unsent() <= conn.unwatched():
             self.release(conn)
             return
         taken, unsent = watch.last

@@ -31,7 +31,7 @@ def host() -> Iterator[HostState]:
 @pytest.fixture(scope="module")
 def hostile(backend: str, host: HostState) -> Iterator[TestClient]:
     """A server with one worker on ``backend``, for programs that attack it."""
-    with TestClient(create_app(hostile_settings(backend)), raise_server_exceptions=False) as c:
+    with TestClient(create_app(hostile_settings(backend, main=True)), raise_server_exceptions=False) as c:
         yield c
 
 

@@ -8,6 +8,7 @@ definition of "which backends run here".
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import secrets
 import sys
@@ -37,6 +38,7 @@ metric_value = _backends.metric_value
 
 # A uid no other test server uses, so that "no process and no file of the program's uid" is about this suite.
 PROGRAM_HOST_UID = 1_600_000_000 + os.getpid() % 100_000
+_ranges = itertools.count(1)
 # A secret the server process holds and no program may ever see.
 SERVER_SECRET = f"codegym-secret-{secrets.token_hex(8)}"
 os.environ["CODEGYM_SECURITY_TEST_SECRET"] = SERVER_SECRET
@@ -59,20 +61,23 @@ SUITE_LIMITS = {
 }
 
 
-def hostile_settings(backend: str, **overrides: Any) -> Settings:
+def hostile_settings(backend: str, main: bool = False, **overrides: Any) -> Settings:
     """One worker and none lent or parked beside it (so that every run and every check land in the same box,
-    and every process of the programs' uid is that box's), tight limits, no cache."""
+    and every process of the programs' uid is that box's), tight limits, no cache. ``main``: its programs' uids
+    begin at ``PROGRAM_HOST_UID``, whose processes the suite's host checks look for; others get a range of their
+    own, as servers alive at once need (a server refuses uids another holds: ``backends/program_users.py``)."""
+    first = PROGRAM_HOST_UID if main else PROGRAM_HOST_UID + 2 * 4096 * next(_ranges)  # two lock blocks apart
     fields: dict[str, Any] = {
         "workers": 1,
         "max_workers": 1,
         "cache_entries": 0,
-        "host_uid": PROGRAM_HOST_UID,
+        "host_uid": first,
         "limits": Limits.model_validate(SUITE_LIMITS),
         "max_body_bytes": 1 << 20,
         **overrides,
     }
     if backend != "local":
-        fields.setdefault("container_user", f"{PROGRAM_HOST_UID}:{PROGRAM_HOST_UID}")
+        fields.setdefault("container_user", f"{first}:{first}")
     settings: Settings = settings_for(backend, **fields)
     return settings
 

@@ -29,7 +29,7 @@ from .suite import PROGRAM_HOST_UID, hostile_settings
 def server(backend: str, host: HostState) -> Iterator[TestClient]:
     if backend not in ("local", "podman", "docker") or os.geteuid() != 0:
         pytest.skip("sessions fork on the local, podman and docker backends, as root")
-    settings = hostile_settings(backend)
+    settings = hostile_settings(backend, main=True)
     settings.sessions.memory_mb = 128
     settings.sessions.warm = 0
     settings.sessions.max_sessions = 24

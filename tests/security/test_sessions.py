@@ -28,7 +28,7 @@ from .suite import PROGRAM_HOST_UID, SERVER_SECRET, hostile_settings
 
 @pytest.fixture(scope="module")
 def server(backend: str, host: HostState) -> Iterator[TestClient]:
-    settings = hostile_settings(backend)
+    settings = hostile_settings(backend, main=True)
     settings.sessions.memory_mb = 128
     settings.sessions.warm = 0
     settings.sessions.max_sessions = 6

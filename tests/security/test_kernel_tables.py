@@ -68,7 +68,7 @@ def test_a_run_takes_no_aio_context_nor_open_file_description_lock(hostile: Test
     assert json.loads(r.json()["run"]["stdout"]) == {"aio": "ENOSYS", "ofd": "EINVAL"}, r.text
 
 
-def test_a_run_reads_nothing_another_run_holds_in_machine_wide_tables(pair: TestClient, backend: str) -> None:
+def test_a_run_reads_nothing_another_run_holds_in_machine_wide_tables(pair: TestClient) -> None:
     holder = TAKE + "import time\nprint(take(), flush=True)\ntime.sleep(2)\n"
     first = {"language": "python", "code": holder, "limits": {"timeout_s": 3}, "cache": False}
     second = {"language": "python", "code": SEE, "limits": {"timeout_s": 3}, "cache": False}
@@ -76,16 +76,11 @@ def test_a_run_reads_nothing_another_run_holds_in_machine_wide_tables(pair: Test
     assert held["verdict"] == "AC", held
     assert seen["verdict"] == "AC", seen
     shown = json.loads(seen["run"]["stdout"])
-    assert shown["locks"] == [], shown  # none of the holder's locks, of any kind
-    if backend.startswith("docker"):
-        # Docker masks no /proc file a server names (its API's MaskedPaths replaces its own list): the
-        # counts stay the machine's there (see SECURITY.md). The locks above are still none of the run's.
-        return
-    # Elsewhere the machine-wide files read empty: no count of the machine's, and no lock of the host's.
+    # The machine-wide files read empty on every backend: no count of the machine's, and no lock of the host's.
     assert shown == {"locks": [], "aio-nr": [""], "file-nr": [""]}, shown
 
 
-def test_a_run_reads_neither_the_kernels_command_line_nor_its_symbols(hostile: TestClient, backend: str) -> None:
+def test_a_run_reads_neither_the_kernels_command_line_nor_its_symbols(hostile: TestClient) -> None:
     """The host's kernel command line (a deployment may pass secrets there) and its symbol table."""
     code = (
         "import json, os\nshown = {}\nfor p in ('/proc/cmdline', '/proc/kallsyms'):\n"
@@ -95,7 +90,4 @@ def test_a_run_reads_neither_the_kernels_command_line_nor_its_symbols(hostile: T
     r = hostile.post("/v1/execute", json={"language": "python", "code": code, "cache": False})
     assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
     shown = json.loads(r.json()["run"]["stdout"])
-    if backend.startswith("docker"):  # docker masks no /proc file a server names (see above and SECURITY.md)
-        assert shown["/proc/cmdline"] not in ("", "unreadable"), shown
-        return
     assert all(text in ("", "unreadable") for text in shown.values()), shown

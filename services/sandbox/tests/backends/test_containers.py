@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from codegym_sandbox.agent.isolation import MASKED
 from codegym_sandbox.backends.base import SandboxFault
 from codegym_sandbox.backends.choose import choose_backend
 from codegym_sandbox.backends.containers import CopyCgroups
@@ -89,6 +90,25 @@ def test_containers_are_hardened_and_named(engine: str, server: tuple[TestClient
     assert stdout(run_code(client, caps % "self")) == program + " CapAmb:0000000000000000\n"
     nnp = "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])"
     assert stdout(run_code(client, nnp)) == "['1']\n"
+
+
+def test_docker_masks_its_own_paths_and_the_boxs(engine: str, server: tuple[TestClient, Settings]) -> None:
+    """Naming masked paths replaces the daemon's own list: every path of that list stays masked, and the /proc
+    files the local backend's box masks (the kernel's command line among them) are masked too."""
+    if engine != "docker":
+        pytest.skip("podman adds the box's masks to its own (--security-opt mask=)")
+    plain = subprocess.run(["docker", "create", IMAGE, "true"], capture_output=True, text=True, check=True)
+    container = plain.stdout.strip()
+    try:
+        shown = ["docker", "inspect", "-f", "{{json .HostConfig.MaskedPaths}}", container]
+        defaults = json.loads(subprocess.run(shown, capture_output=True, text=True, check=True).stdout)
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=False)
+    assert "/proc/kcore" in defaults, defaults
+    for c in _containers(engine, server[1].server_id):
+        host = c["HostConfig"]
+        assert isinstance(host, dict)
+        assert set(defaults) | set(MASKED) <= set(host["MaskedPaths"]), host["MaskedPaths"]
 
 
 # The uid a program has on the host: its own, through its user namespace's map (the identity without one).

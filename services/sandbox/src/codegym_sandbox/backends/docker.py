@@ -16,6 +16,7 @@ import socket
 import struct
 from typing import Any
 
+from ..agent.isolation import MASKED
 from ..agent.protocol import WorkerConfig
 from .agent_channel import INSIDE, AgentChannel, Channels, peer_pid
 from .base import SandboxFault
@@ -33,6 +34,17 @@ from .pool import WorkerPool
 from .worker import START_TIMEOUT_S, AgentWorker
 
 log = logging.getLogger("codegym.sandbox.docker")
+
+# The paths docker masks in every container (moby's ``oci.DefaultSpec``, Docker 20.10 to 28): a container that
+# names its own replaces that list, so they are named again here, with the /proc files the local backend's box
+# masks (``isolation.MASKED``: the kernel's command line, its symbols, the machine's counts). A path a kernel
+# lacks is left alone by the runtime.
+ENGINE_MASKED = (
+    "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+)  # fmt: skip
+MASKED_PATHS = (*ENGINE_MASKED, *MASKED)
 
 
 def _own_socket(attached: Any) -> socket.socket:
@@ -100,26 +112,14 @@ class DockerWorker(AgentWorker):
             volumes = {path: {"bind": inside, "mode": "rw"} for path, inside in pairs}
         # A bind that is not made where its source is missing (a volume's would be, on the daemon's host).
         mounts = [] if channel is None else [docker.types.Mount(INSIDE, channel.directory, "bind", read_only=True)]
-        return client.containers.create(
-            spec.image,
-            name=name,
-            labels=spec.labels(),
-            hostname="sandbox",
-            user=AGENT_USER,
-            stdin_open=True,
-            # Not detached: docker-py then sets StdinOnce, and the container's stdin closes as its one attached client
-            # goes. The agent (its init) reads the end of its channel and takes its box down, the container with it.
-            # Left open, every container of a server killed outright (its sessions' among them) ran on, with its
-            # processes, until a later server swept it.
-            detach=False,
-            tty=False,
+        # The API's low-level calls: the SDK's ``containers.create`` cannot name the masked paths.
+        host_config = client.api.create_host_config(
             network_mode="none",
             runtime=spec.runtime or None,  # None: the daemon's default
             cap_drop=["ALL"],
             cap_add=caps,
-            volumes=volumes,
+            binds=volumes,
             mounts=mounts,
-            environment=channel.environment if channel is not None else {},
             security_opt=["no-new-privileges"],
             read_only=True,
             tmpfs=spec.tmpfs,
@@ -129,6 +129,24 @@ class DockerWorker(AgentWorker):
             nano_cpus=int(spec.cpus * 1e9),
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
         )
+        host_config["MaskedPaths"] = list(MASKED_PATHS)
+        made = client.api.create_container(
+            spec.image,
+            name=name,
+            labels=spec.labels(),
+            hostname="sandbox",
+            user=AGENT_USER,
+            stdin_open=True,
+            # Not detached: the container's stdin then closes (StdinOnce) as its one attached client goes. The
+            # agent (its init) reads the end of its channel and takes its box down, the container with it. Left
+            # open, every container of a server killed outright (its sessions' among them) ran on, with its
+            # processes, until a later server swept it.
+            detach=False,
+            tty=False,
+            environment=channel.environment if channel is not None else {},
+            host_config=host_config,
+        )
+        return client.containers.get(made["Id"])
 
     def _start(self, container: Any, channel: AgentChannel | None) -> tuple[Any, socket.socket, socket.socket | None]:
         raw: socket.socket | None = None

@@ -342,12 +342,20 @@ def test_sessions_take_their_memory_from_the_budget(backend: str, host: HostStat
             client.delete(f"/v1/sessions/{sid}")
 
 
+def _two_fit(client: TestClient, share: float) -> dict[str, Any]:
+    """A session's limits such that two of them fill ``share`` of the budget, each charged its worker's cost too
+    (a container's, ``backends/worker_cost.py``): a third passes it."""
+    ready = client.get("/readyz").json()
+    return {"memory_mb": int(ready["memory_budget_mb"] * share) // 2 - ready["worker_cost_mb"]}
+
+
 def test_sessions_hold_no_more_than_their_share_of_the_budget(backend: str, host: HostState) -> None:
     settings = hostile_settings(backend, memory_budget_mb=1000)
-    settings.sessions.memory_mb, settings.sessions.warm, settings.sessions.memory_share = 200, 0, 0.5
+    settings.sessions.warm, settings.sessions.memory_share = 0, 0.5
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        held = [_new(client), _new(client)]
-        r = client.post("/v1/sessions", json={"language": "python"})
+        limits = _two_fit(client, 0.5)
+        held = [_new(client, limits=limits), _new(client, limits=limits)]
+        r = client.post("/v1/sessions", json={"language": "python", "limits": limits})
         assert r.status_code == 429 and "SESSIONS__MEMORY_SHARE" in r.json()["detail"], r.text
         # The runs still have the rest: one of 450 MiB runs beside the idle sessions.
         body = {"language": "python", "code": "print(1)", "limits": {"memory_mb": 450}}
@@ -360,15 +368,16 @@ def test_one_client_holds_no_more_than_its_share_of_the_sessions_memory(backend:
     """Where clients of several tenants share a server, one of them does not hold every session's memory (for an
     hour, the sessions' lifetime): its sessions hold SESSIONS__CLIENT_MEMORY_SHARE of the sessions' at most."""
     settings = hostile_settings(backend, memory_budget_mb=1000)
-    settings.sessions.memory_mb, settings.sessions.warm, settings.sessions.memory_share = 200, 0, 1.0
+    settings.sessions.warm, settings.sessions.memory_share = 0, 1.0
     settings.sessions.client_memory_share = 0.5
     greedy, other = {"X-Forwarded-For": "10.0.0.1"}, {"X-Forwarded-For": "10.0.0.2"}
     app = create_app(settings)
     # A proxy in front names each client, as `codegym-sandbox serve` with TRUSTED_PROXIES takes its word.
     served: Any = ProxyHeadersMiddleware(app, trusted_hosts=["127.0.0.1"])  # type: ignore[arg-type]
     with TestClient(served, raise_server_exceptions=False, client=("127.0.0.1", 5000)) as client:
+        size = _two_fit(client, 0.5)["memory_mb"]
 
-        def new(headers: dict[str, str], memory_mb: int = 200) -> Any:
+        def new(headers: dict[str, str], memory_mb: int = size) -> Any:
             return client.post("/v1/sessions", json={"limits": {"memory_mb": memory_mb}}, headers=headers)
 
         held = [new(greedy).json()["session_id"], new(greedy).json()["session_id"]]

@@ -76,8 +76,9 @@ class Sessions(BaseSettings):
         0.5,
         gt=0,
         le=1,
-        description="Of MEMORY_BUDGET_MB, what sessions may hold together (each its memory limit, for its life, "
-        "those started ahead too); past it: 429. The rest is the runs', whatever sessions wait idle.",
+        description="Of MEMORY_BUDGET_MB, what sessions may hold together (each its memory limit and, on the "
+        "container backends, its container's cost, for its life, those started ahead too); past it: 429. "
+        "The rest is the runs', whatever sessions wait idle.",
     )
     client_memory_share: float = Field(
         1.0,
@@ -143,13 +144,16 @@ class Settings(BaseSettings):
         0,
         ge=0,
         description="What the runs in flight (on lent workers too) hold at most, with what the server holds for "
-        "them (their exchanges' outputs, inputs and files) and the sessions' memory limits: where each worker has a "
+        "them (their exchanges' outputs, inputs and files), the sessions' memory limits and, on the container "
+        "backends, what each container costs the host beside them (its engine's processes, its agent and box: "
+        "worker_cost_mb in /readyz, the pool's own workers' taken off at start): where each worker has a "
         "memory cgroup (local backend, as root) a run is admitted by a 64 MiB share and charged what its worker holds, "
         "and the youngest runs that grow past their share once the budget is passed are run again; elsewhere a "
         "run is admitted by its memory limit. A run waits in the queue for its share (beyond QUEUE_SIZE waiting "
         "runs: 503, /run_code 504 after "
         "FUSION_QUEUE_WAIT_S, with Retry-After), and one whose own limit is more than all of it gets 422; "
-        "0 means this machine's memory (the server's cgroup limit where lower) less an eighth, at least 1 GiB.",
+        "0 means this machine's memory (the server's cgroup limit where lower) less an eighth, at least 1 GiB, "
+        "for the server, the local backend's agents and the system.",
     )
     fusion_queue_wait_s: float = Field(
         5.0,

@@ -111,6 +111,26 @@ def test_docker_masks_its_own_paths_and_the_boxs(engine: str, server: tuple[Test
         assert set(defaults) | set(MASKED) <= set(host["MaskedPaths"]), host["MaskedPaths"]
 
 
+def test_each_container_is_charged_its_cost_with_what_it_serves(engine: str) -> None:
+    """What a container costs the host beside its limits (its engine's processes, its agent and box) comes off the
+    memory budget: the pool's own workers' for good, a session's with its memory, given back as it ends."""
+    settings = settings_for(engine, memory_budget_mb=3000, sessions={"warm": 0})
+    with TestClient(create_app(settings)) as client:
+        ready = client.get("/readyz").json()
+        cost = ready["worker_cost_mb"]
+        assert cost >= {"docker": 32, "podman": 57}[engine], ready
+        assert ready["memory_budget_mb"] == 3000 - 2 * cost, ready  # the two workers of the pool
+        held = ready["memory_held_mb"]
+        made = client.post("/v1/sessions", json={"limits": {"memory_mb": 16}})
+        assert made.status_code == 201, made.text
+        assert client.get("/readyz").json()["memory_held_mb"] == held + 16 + cost
+        assert client.delete(f"/v1/sessions/{made.json()['session_id']}").status_code == 204
+        deadline = time.monotonic() + 30
+        while client.get("/readyz").json()["memory_held_mb"] != held:  # given back as its container is removed
+            assert time.monotonic() < deadline, client.get("/readyz").json()
+            time.sleep(0.1)
+
+
 # The uid a program has on the host: its own, through its user namespace's map (the identity without one).
 HOST_UID = """
 import os

@@ -158,6 +158,9 @@ class Backend(Protocol):
     unbudgeted_run_mb: int
     # Gives back the reservation of the programs' uids once stopped (set by the server: ``program_users.py``).
     release_uids: Callable[[], None] | None
+    # What each worker (a container) costs the host beside the limits it serves, charged with a session's memory
+    # (``worker_cost.py``; known once started).
+    worker_cost_mb: int
 
     @property
     def memory(self) -> MemoryShare:

@@ -32,6 +32,7 @@ from .containers import (
 )
 from .pool import WorkerPool
 from .worker import START_TIMEOUT_S, AgentWorker
+from .worker_cost import parent_pid
 
 log = logging.getLogger("codegym.sandbox.docker")
 
@@ -220,6 +221,9 @@ class DockerWorker(AgentWorker):
     def alive(self) -> bool:
         return self.container is not None and not self._gone.is_set()
 
+    def engine_pids(self) -> list[int]:
+        return [parent_pid(self.seen_pid)] if self.seen_pid else []  # the container's containerd-shim
+
     async def wait_exited(self) -> None:
         await self._gone.wait()
 
@@ -272,6 +276,7 @@ def remove_stale_now() -> None:
 class DockerBackend(WorkerPool):
     name = "docker"
     starts_ahead = False  # see WorkerPool.starts_ahead
+    least_worker_cost_mb = 32  # see worker_cost.py
 
     def __init__(self, workers: int, queue_size: int, config: WorkerConfig, spec: ContainerSpec) -> None:
         super().__init__(workers, queue_size, {**config, "namespaces": False})

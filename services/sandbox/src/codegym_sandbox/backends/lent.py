@@ -9,9 +9,10 @@ from collections.abc import Coroutine
 from typing import Any
 
 from . import lending
+from .base import Saturated, TooLarge
 from .client_turns import FreeWorkers
 from .lending import Warming, reserve
-from .memory import MemoryBudget
+from .memory import Lease, MemoryBudget
 from .slots import Slot, start_worker
 from .worker import AgentWorker
 
@@ -28,6 +29,8 @@ class LentSlots:
     starts_ahead: bool
     cpus: int
     memory: MemoryBudget
+    worker_cost_mb: int
+    _worker_costs: dict[AgentWorker, Lease]
     slots: list[Slot]
     breaker_cooldown_s: float
     start_s: float
@@ -89,11 +92,20 @@ class LentSlots:
             self._spawn(self._start_lent(slot))
 
     async def _start_lent(self, slot: int) -> None:
+        try:  # its cost, for its life (worker_cost.py): none is started where the budget has no room for it now
+            cost = await self.memory.acquire(self.worker_cost_mb, 0.0) if self.worker_cost_mb else None
+        except (Saturated, TooLarge):
+            self._starting.discard(slot)
+            return
         worker = self.make_worker(slot)
         began = time.monotonic()
         try:
             await start_worker(worker)
-        except Exception as exc:
+        except BaseException as exc:
+            if cost is not None:
+                self.memory.release(cost)
+            if not isinstance(exc, Exception):
+                raise
             self.slots[slot].last_error = str(exc)
             log.warning("%s: lent worker %d failed to start: %s", self.name, slot, exc)
             # No more tries until the breaker's cooldown: a cause that fails every start (a broken runtime)
@@ -104,7 +116,11 @@ class LentSlots:
             self._starting.discard(slot)
         if self._stopping:
             await worker.kill()
+            if cost is not None:
+                self.memory.release(cost)
             return
+        if cost is not None:
+            self._worker_costs[worker] = cost  # given back as it is killed (WorkerPool._kill)
         self.start_s = 0.7 * self.start_s + 0.3 * (time.monotonic() - began)
         self._workers[slot] = worker
         self._watch(worker)
@@ -114,6 +130,11 @@ class LentSlots:
             self._idle.put_nowait(worker)
         else:
             self._parked[worker.slot] = time.monotonic()
+
+    def _give_back_cost(self, worker: AgentWorker) -> None:
+        """A lent worker is gone: its cost comes back to the budget."""
+        if (cost := self._worker_costs.pop(worker, None)) is not None:
+            self.memory.release(cost)
 
     def _retire(self, now: float) -> None:
         """Parked workers beyond the reserve, unused for RETIRE_AFTER_S, go away."""

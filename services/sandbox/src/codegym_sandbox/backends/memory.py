@@ -73,8 +73,9 @@ def _cgroup_limit_mb() -> int | None:
 
 
 def default_budget_mb() -> int:
-    """The budget when none is configured: the machine's memory less a margin for the server, its workers
-    (an agent holds a few MiB) and the system."""
+    """The budget when none is configured: the machine's memory less a margin for the server, the local backend's
+    agents (a few MiB each) and the system. A container's cost beside the limits it serves (its engine's processes,
+    its agent and box: tens of MiB) is no part of the margin: it is charged to the budget (``worker_cost.py``)."""
     total = machine_memory_mb()
     return max(total - max(total // MARGIN_FRACTION, MARGIN_MIN_MB), 256)
 

@@ -26,6 +26,7 @@ from .base import SandboxFault
 from .containers import AGENT_USER, CAPABILITIES, LABEL, SESSION_CAPABILITIES, ContainerSpec, CopyCgroups, is_stale
 from .pool import WorkerPool
 from .worker import START_TIMEOUT_S, AgentWorker, ProcessWorker
+from .worker_cost import parent_pid
 
 log = logging.getLogger("codegym.sandbox.podman")
 
@@ -103,6 +104,10 @@ class PodmanWorker(ProcessWorker):
         self.reader, self.writer = await asyncio.open_connection(sock=own, limit=1 << 20)
         self._own = True
 
+    def engine_pids(self) -> list[int]:
+        # The attached client, and the container's conmon (its init's parent) where the agent's pid is seen.
+        return [self.pid, *([parent_pid(self.seen_pid)] if self.seen_pid else [])]
+
     async def kill(self) -> None:
         # Killing the attached client does not stop the container: remove it by name.
         await _podman(self.binary, "rm", "-f", "-t", "0", self.name)
@@ -131,6 +136,7 @@ async def remove_stale(binary: str, name: str) -> None:
 
 class PodmanBackend(WorkerPool):
     starts_ahead = False  # see WorkerPool.starts_ahead
+    least_worker_cost_mb = 57  # see worker_cost.py
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ from .memory_use import RUN_SHARE_MB, MemoryWatch
 from .session_slots import SessionSlots
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
 from .worker import AgentWorker
+from .worker_cost import charge_own
 
 log = logging.getLogger("codegym.sandbox.pool")
 T = TypeVar("T")
@@ -48,6 +49,7 @@ class WorkerPool(LentSlots, SessionSlots):
     starts_ahead = True
 
     name = "pool"
+    least_worker_cost_mb = 0  # what a worker costs the host at least beyond what it serves (worker_cost.py)
 
     def __init__(self, workers: int, queue_size: int, config: WorkerConfig) -> None:
         SessionSlots.__init__(self)
@@ -62,6 +64,8 @@ class WorkerPool(LentSlots, SessionSlots):
         self.unbudgeted_run_mb = 4096
         self.reads_memory = False  # whether runs are admitted by a share and charged what they hold (memory.py)
         self.release_uids: Callable[[], None] | None = None  # the programs' uids' reservation (program_users.py)
+        # What each worker costs the host (set at start), and the lent ones' charges for it (worker_cost.py).
+        self.worker_cost_mb, self._worker_costs = 0, dict[AgentWorker, Lease]()
         self._leases: dict[Lease, AgentWorker] = {}  # the runs on a worker: their share of the budget
         self._memory_watch = MemoryWatch(lambda: self.memory)
         self._idle: FreeWorkers[AgentWorker] = FreeWorkers()  # free workers, handed to waiters in turn
@@ -123,6 +127,7 @@ class WorkerPool(LentSlots, SessionSlots):
             await self.stop()
             raise errors[0]
         self.start_s = time.monotonic() - began
+        self.worker_cost_mb = await charge_own(self.memory, self.least_worker_cost_mb, workers, self.stop)
         self._warming.start(time.monotonic())
         for w in workers:
             self._idle.put_nowait(w)
@@ -346,6 +351,7 @@ class WorkerPool(LentSlots, SessionSlots):
     async def _kill(self, worker: AgentWorker) -> None:
         await worker.kill()
         self._doomed.discard(worker)
+        self._give_back_cost(worker)
 
     async def _restart(self, worker: AgentWorker) -> None:
         self.restarts += 1
@@ -387,5 +393,5 @@ class WorkerPool(LentSlots, SessionSlots):
             "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
             "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
             "memory_held_mb": self.memory.held_mb, "memory_gave_way": self._memory_watch.evicted,
-            "cpu_gave_way": self.gave_way, "cells_paused": self.cells_paused,
+            "cpu_gave_way": self.gave_way, "cells_paused": self.cells_paused, "worker_cost_mb": self.worker_cost_mb,
         }  # fmt: skip

@@ -39,6 +39,7 @@ class SessionSlots:
     max_workers: int
     cpus: int
     memory: MemoryBudget
+    worker_cost_mb: int
     _idle: FreeWorkers[AgentWorker]
     _waiters: dict[int, float]
     _parked: dict[int, float]
@@ -69,12 +70,14 @@ class SessionSlots:
 
     async def open_session(self, request: RunRequest, memory_mb: int) -> SessionLease:
         """A worker of its own holding ``request``'s kernel (see ``session_lease``), numbered past the pool's
-        slots: its programs' host user is the slot's."""
+        slots: its programs' host user is the slot's. Its lease holds ``memory_mb`` and the worker's cost (a
+        container's: ``worker_cost.py``)."""
         slot = next_slot(self.session_slots, self.max_workers, self.session_slot_count, self._last_session_slot)
         if slot is None:
             raise Saturated(retry_after_s=5)
         self._last_session_slot = slot
-        return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, memory_mb)
+        cost = memory_mb + self.worker_cost_mb
+        return await open_lease(self.memory, self.make_worker, self.session_slots, slot, request, cost)
 
     @property
     def fork_refusal(self) -> str | None:

@@ -104,6 +104,10 @@ class AgentWorker:
         """The agent's pid where it is the server's child and its processes can be read; else 0."""
         return 0
 
+    def engine_pids(self) -> list[int]:
+        """The host processes a container engine keeps for this worker (``worker_cost.py``); none for a local one."""
+        return []
+
     # -- the protocol -----------------------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
         if self.writer is None:

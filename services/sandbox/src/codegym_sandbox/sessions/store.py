@@ -51,7 +51,7 @@ class Session:
     used: float = field(default_factory=time.monotonic)
     cells: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    held_mb: int = 0  # what the kernels its forks stopped hold (kernel_copy.py), while it lives
+    held_mb: int = 0  # its worker's cost (worker_cost.py) and the kernels its forks stopped (kernel_copy.py)
     held_slots: int = 0  # sessions' slots (host users) of its family's members gone, held while it lives
 
     @property
@@ -89,9 +89,8 @@ class SessionStore:
         self._ending: set[asyncio.Task[None]] = set()  # deleted sessions' ends
         self._stopping = False
         self._reaper: asyncio.Task[None] | None = None
-        self.repeats = Repeats(
-            self.holds, lambda: len(self.sessions)
-        )  # creates sent again (an Idempotency-Key): one session for them all
+        # Creates sent again (an Idempotency-Key): one session for them all.
+        self.repeats = Repeats(self.holds, lambda: len(self.sessions))
         self.metrics = executor.metrics
         self.metrics.track_sessions(
             lambda: len(self.sessions), lambda: sum(x.holds_mb for x in self.sessions.values()), lambda: len(self.warm)
@@ -134,12 +133,13 @@ class SessionStore:
         if (held := sum(map(len, files.values()))) > memory << 20:  # the agent writes them: counted here
             raise FilesTooLarge(f"the session's files hold {held} bytes, past its memory limit of {memory} MiB")
         from_warm = memory == s.memory_mb and bool(self.warm)
-        self._check_share(0 if from_warm else memory)  # a kernel started ahead is counted already
-        self._check_client_share(client, memory)
+        cost = memory + self.backend.worker_cost_mb  # what it takes of the budget: its worker's cost too
+        self._check_share(0 if from_warm else cost)  # a kernel started ahead is counted already
+        self._check_client_share(client, cost)
         self.opening += 1
         self.opening_by[client] = self.opening_by.get(client, 0) + 1
-        self.opening_mb_by[client] = self.opening_mb_by.get(client, 0) + memory
-        self.opening_mb += 0 if from_warm else memory
+        self.opening_mb_by[client] = self.opening_mb_by.get(client, 0) + cost
+        self.opening_mb += 0 if from_warm else cost
         try:
             # A kernel started ahead, where one of this memory waits: nothing ran in it yet.
             try:
@@ -156,14 +156,15 @@ class SessionStore:
                 raise
         finally:
             self.opening -= 1
-            self._opened_by(client, memory)
-            self.opening_mb -= 0 if from_warm else memory
+            self._opened_by(client, cost)
+            self.opening_mb -= 0 if from_warm else cost
             self._refill()
         session = Session(
             session_id=session_id or self.prefix + secrets.token_urlsafe(16),
             client=client,
             lease=lease,
             memory_mb=memory,
+            held_mb=self.backend.worker_cost_mb,
             cell_timeout_s=min(cell_timeout_s or s.cell_timeout_s, s.max_cell_timeout_s),
             idle_ttl_s=min(ttl_s or s.idle_ttl_s, s.max_idle_ttl_s),
         )
@@ -197,10 +198,10 @@ class SessionStore:
             self.opening_by[client] = left
 
     def _check_share(self, memory_mb: int) -> None:
-        """Sessions hold their memory for their whole life, idle or not: together (those started ahead too) they
-        may hold ``SESSIONS__MEMORY_SHARE`` of the memory budget at most, the rest is the runs'."""
+        """Sessions hold their memory (and their containers' cost) for their whole life, idle or not: together
+        (those started ahead too) they may hold ``SESSIONS__MEMORY_SHARE`` of the memory budget at most."""
         budget = self.backend.memory.total_mb
-        ahead = self.settings.memory_mb * (len(self.warm) + self.warming)
+        ahead = (self.settings.memory_mb + self.backend.worker_cost_mb) * (len(self.warm) + self.warming)
         held = sum(x.holds_mb for x in self.sessions.values()) + ahead + self.opening_mb
         most = int(budget * self.settings.memory_share)
         if held + memory_mb > most:
@@ -339,10 +340,8 @@ class SessionStore:
                     gone = not self.holds(session)
                     self._forget(session, "ended: a cell's call was abandoned, or its worker failed", "killed")
                     self.spawn(session.lease.close(busy=True))
-                    if gone and isinstance(exc, SandboxFault):
-                        raise SessionGone(
-                            session_id, self.ended.get(session_id), ran=True
-                        ) from None  # deleted meanwhile
+                    if gone and isinstance(exc, SandboxFault):  # deleted meanwhile
+                        raise SessionGone(session_id, self.ended.get(session_id), ran=True) from None
                     if isinstance(exc, SandboxFault):
                         raise SessionGone(session_id, f"ended: its worker failed ({exc})", ran=True) from None
                     raise

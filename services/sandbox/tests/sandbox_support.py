@@ -82,7 +82,12 @@ def settings_for(backend: str, **overrides: Any) -> Settings:
         fields.setdefault("container_runtime", "runsc")
     if backend != "local":
         fields.setdefault("container_user", server_uid_range())
-    return Settings(backend=backend.removesuffix(GVISOR), image=IMAGE, **fields)  # type: ignore[arg-type]
+    settings = Settings(backend=backend.removesuffix(GVISOR), image=IMAGE, **fields)  # type: ignore[arg-type]
+    # Test clients make sessions back to back from one address, far faster than a trainer's steps do: the bound on
+    # a client's session starts is tested where a test sets it (sessions/test_session_starts.py).
+    if not settings.sessions.client_starts_per_s:
+        settings.sessions.client_starts_per_s = 1000.0
+    return settings
 
 
 def run_code(client: TestClient, code: str, language: str = "python", **fields: Any) -> dict[str, Any]:

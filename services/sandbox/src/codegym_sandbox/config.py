@@ -63,6 +63,15 @@ class Sessions(BaseSettings):
         ge=1,
         description="Sessions one client (its address) holds or is having started at most; past it: 429.",
     )
+    client_starts_per_s: float = Field(
+        0.0,
+        ge=0,
+        description="Sessions one client (its address) may have started a second, on average, beyond a burst of "
+        "MAX_SESSIONS_PER_CLIENT at once (a GRPO batch's groups): each start is a worker's, on docker and podman a "
+        "container's, about 0.4 s of the host's CPU that no run's account counts; past it: 429 with Retry-After. "
+        "0: on docker and podman a quarter of the CPUs' count, so that one client's starts take about a tenth of "
+        "the CPUs at most; on the local backend, whose start is a process's (tens of ms of CPU), no bound.",
+    )
     memory_mb: int = Field(
         512, ge=SESSION_MIN_MEMORY_MB, description="Default memory of a session: everything it holds, files too."
     )

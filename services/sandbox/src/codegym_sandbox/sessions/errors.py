@@ -44,3 +44,11 @@ class TooManySessions(Saturated):
 
     def __str__(self) -> str:
         return self.detail
+
+
+class StartsTooFast(TooManySessions):
+    """A client has sessions started faster than it may (``starts.py``): come back once its next start is due."""
+
+    def __init__(self, detail: str, retry_after_s: int) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s

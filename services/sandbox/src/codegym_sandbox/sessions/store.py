@@ -29,6 +29,7 @@ from . import room
 from .errors import Busy, FilesTooLarge, SessionGone, SessionNotStarted, TooManySessions
 from .outcome import cell_result
 from .repeats import Repeats
+from .starts import StartRate
 from .wire import CellResult
 
 T = TypeVar("T")
@@ -73,18 +74,17 @@ class SessionStore:
         # Every id starts with its server's: behind one address, a router can send a session's calls to the
         # replica that holds it (see services/sandbox/README.md, "Sessions behind one address").
         self.prefix = f"{server_id}-" if server_id else ""
-        self.executor = executor
-        self.settings = settings
+        self.executor, self.settings = executor, settings
+        self.starts = StartRate.of(settings, containers=backend.name != "local")
         self.sessions: dict[str, Session] = {}
         self.ended: OrderedDict[str, str] = OrderedDict()
-        self.opening = 0  # sessions being started: counted against the caps
+        self.opening = self.warming = 0  # sessions (and kernels ahead) being started: counted against the caps
         # and per client: a kernel starts over seconds, and creates that come together would otherwise all
         # pass the client's cap before any of them is held
         self.opening_by: dict[str, int] = {}
         self.opening_mb_by: dict[str, int] = {}  # the memory of those, by client
         self.opening_mb = 0  # and the memory of those not taken from kernels started ahead
         self.warm: list[SessionLease] = []  # kernels started ahead, with the default limits (SESSIONS__WARM)
-        self.warming = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._ending: set[asyncio.Task[None]] = set()  # deleted sessions' ends
         self._stopping = False
@@ -136,6 +136,7 @@ class SessionStore:
         cost = memory + self.backend.worker_cost_mb  # what it takes of the budget: its worker's cost too
         self._check_share(0 if from_warm else cost)  # a kernel started ahead is counted already
         self._check_client_share(client, cost)
+        self.starts.take(client)  # the last check: a create refused by a cap starts nothing
         self.opening += 1
         self.opening_by[client] = self.opening_by.get(client, 0) + 1
         self.opening_mb_by[client] = self.opening_mb_by.get(client, 0) + cost

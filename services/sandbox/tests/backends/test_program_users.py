@@ -157,6 +157,7 @@ def test_a_range_is_reserved_and_the_default_moves_past_a_held_one(tmp_path: Pat
     again = program_users.take_range(uids, False, lambda _: [], choose.LAST_UID, str(tmp_path))
     assert not isinstance(again, list) and again[0] == uids
     again[1].release()
+    assert not list(tmp_path.iterdir())  # a lock file goes with its lock: none piles up in the host's directory
 
 
 def test_two_local_servers_at_once_run_programs_as_users_of_their_own() -> None:

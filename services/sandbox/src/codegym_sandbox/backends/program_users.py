@@ -124,14 +124,36 @@ MOVES = 64  # the ranges a server with the default tries, one after another, whe
 class Reservation:
     """The locks a server holds on its programs' uids (:func:`reserve`), given back by :meth:`release`."""
 
-    def __init__(self, fds: list[int]) -> None:
-        self.fds = fds
+    def __init__(self, held: list[tuple[str, int]]) -> None:
+        self.held = held  # each lock file's path and the descriptor that holds its lock
 
     def release(self) -> None:
-        for fd in self.fds:
+        for path, fd in self.held:
+            # Removed while still locked, so that lock files do not pile up: one who opened it meanwhile finds, once
+            # it has the lock, that the path is no longer its file, and tries again (_lock).
+            with contextlib.suppress(OSError):
+                os.unlink(path)
             with contextlib.suppress(OSError):
                 os.close(fd)  # the lock goes with its last descriptor
-        self.fds = []
+        self.held = []
+
+
+def _lock(path: str) -> int | None:
+    """A descriptor holding the lock of the file at ``path``, or None where another holds it."""
+    for _ in range(8):
+        # Read-only: a lock file another user made (mode 0644) locks as well; flock asks for no write access.
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError:  # removed by its holder as it let it go: a new file at the path, tried again
+            pass
+        os.close(fd)
+    return None
 
 
 def _lock_dir() -> str | None:
@@ -144,19 +166,18 @@ def reserve(uids: range, where: str | None = None) -> Reservation | None:
     place = where or _lock_dir()
     if place is None:
         return Reservation([])
-    fds: list[int] = []
+    held: list[tuple[str, int]] = []
     for block in range((uids[0] - HOST_FIRST) // BLOCK, (uids[-1] - HOST_FIRST) // BLOCK + 1):
         path = os.path.join(place, f"codegym-sandbox-uids-{block}.lock")
-        fd = -1
         try:
-            # Read-only: a lock file another user made (mode 0644) locks as well; flock asks for no write access.
-            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fd = _lock(path)
         except OSError:
-            Reservation([*fds, fd] if fd >= 0 else fds).release()
+            fd = None
+        if fd is None:
+            Reservation(held).release()
             return None
-        fds.append(fd)
-    return Reservation(fds)
+        held.append((path, fd))
+    return Reservation(held)
 
 
 def take_range(

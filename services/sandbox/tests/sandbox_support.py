@@ -58,15 +58,17 @@ def unavailable(backend: str, problem: str) -> None:
     pytest.skip(message)
 
 
-# Each test server's container programs get a range of uids of their own (CONTAINER_USER), one of 64 per test
-# process: a module's server lives while its tests start others, and a server refuses uids another's programs have.
+# Each test server's container programs get a range of uids of their own (CONTAINER_USER), never one an earlier
+# server of the run had (a full run starts hundreds, and what a server left, a container still ending, keeps its
+# uids a while): a module's server lives while its tests start others, and a server refuses uids in use.
 TEST_FIRST_UID = 1_800_000_000
 _ranges = itertools.count()
 
 
 def server_uid_range() -> str:
-    """``uid:gid`` of a test server's first container slot, apart from every other test server's (4096 slots each)."""
-    first = TEST_FIRST_UID + ((os.getpid() % 512) * 64 + next(_ranges) % 64) * 4096
+    """``uid:gid`` of a test server's first container slot, apart from every other test server's (4096 slots each,
+    1024 servers a test process)."""
+    first = TEST_FIRST_UID + ((os.getpid() % 512) * 1024 + next(_ranges) % 1024) * 4096
     return f"{first}:{first}"
 
 

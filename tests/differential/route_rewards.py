@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import warnings
 from typing import Any
 
-from codegym_evaluator.trl_reward import CodeReward
+from codegym_evaluator.trl_reward import CodeReward, ShownTestsWarning
 
 from .corpus import Item, call_cases, stdio_cases
 from .route_http import CONCURRENCY, FUSION_LANGUAGES, Driver, Verdict, apps_row, limit
+
+_MASKED = re.compile(r"row (\d+): its prompt shows every test")
 
 
 def reward_columns(items: list[Item]) -> dict[str, list[Any]]:
@@ -63,8 +67,20 @@ def code_reward(api: str) -> Driver:
             reward = CodeReward(url, api=api, timeout_s=seconds, concurrency=CONCURRENCY)  # type: ignore[arg-type]
             # The prompt as TRL gives it: the text the completion follows (its helpers are the tests' own).
             prompts = [i.task.starter if i.form != "stdio" else "" for i in chosen]
-            scores = await asyncio.to_thread(reward, prompts, [i.fenced for i in chosen], **reward_columns(chosen))
-            out.update({i.id: None if s is None else s == 1.0 for i, s in zip(chosen, scores, strict=True)})
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always", ShownTestsWarning)
+                scores = await asyncio.to_thread(reward, prompts, [i.fenced for i in chosen], **reward_columns(chosen))
+            # A row whose prompt shows every test (a docstring's examples that are its asserts) is masked by design:
+            # no training reward pays a table of the shown answers. Not this route's to judge, as a row it cannot
+            # express; any other None is the route's failure to judge (SE).
+            masked = {int(m.group(1)) for w in warned if (m := _MASKED.match(str(w.message)))}
+            out.update(
+                {
+                    i.id: None if s is None else s == 1.0
+                    for n, (i, s) in enumerate(zip(chosen, scores, strict=True))
+                    if n not in masked
+                }
+            )
         return out
 
     return drive

@@ -14,7 +14,8 @@ test), ``False`` or ``None`` (not judged: the sandbox answered SE, or the route 
 - ``/run_jupyter``: the same script as a notebook's one cell, its result the cell's display (both in
   ``route_scripts.py``; the script imports its summary after the program ran, as reward scripts do);
 - ``CodeReward`` (``services/evaluator/.../trl_reward.py``) with ``api="native"`` and ``api="fusion"``: the
-  whole corpus in one call each, its tests in the dataset columns it reads (``route_rewards.py``);
+  whole corpus in one call each, its tests in the dataset columns it reads (``route_rewards.py``); a row whose
+  prompt shows every test that judges it is masked by the reward (as for training) and left out;
 - ``Scorer``: the evaluator's own path for a model's answer to a function task (``Scorer.score_group``, which
   extracts the code and sanitises it before ``/v1/evaluate``), for the call and assert forms.
 

@@ -307,7 +307,7 @@ class AsyncCodeReward(_Base):
             if kind is None:
                 return rewards  # all None (masked, as for any sandbox failure); the next call asks again
             run = native if kind == "codegym" else fusion
-            judged = []
+            judged, masked = [], []
             for row, members in reward._groups(prompts, texts, columns).values():
                 try:
                     task = row.task(f"row {members[0]}")
@@ -316,14 +316,17 @@ class AsyncCodeReward(_Base):
                 # What the prompt shows: every test (masked), or those partial credit leaves out (``credit``).
                 seen = task.seen_tests(prompt_text(_prompt(prompts, members[0])))
                 if all(seen):
-                    warnings.warn(
-                        f"row {members[0]}: its prompt shows every test that judges it, which a table of the shown "
-                        "answers would pass as well as a solution; its reward is None (masked). Show fewer "
-                        "tests in the prompt, or give the row hidden ones",
-                        ShownTestsWarning,
-                        stacklevel=3,
-                    )
+                    masked.append(members[0])
                     continue
                 judged.append(run(row, task, seen, members))
             await asyncio.gather(*judged)
+            # Told once every row is judged: a warning made an error (as tests make them) leaves no row unawaited.
+            for first in masked:
+                warnings.warn(
+                    f"row {first}: its prompt shows every test that judges it, which a table of the shown "
+                    "answers would pass as well as a solution; its reward is None (masked). Show fewer "
+                    "tests in the prompt, or give the row hidden ones",
+                    ShownTestsWarning,
+                    stacklevel=3,
+                )
         return rewards

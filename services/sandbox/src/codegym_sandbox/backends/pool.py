@@ -142,13 +142,15 @@ class WorkerPool(LentSlots, SessionSlots):
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        # Let them end (a worker being started is killed on the way out), then end what serves, and again
-        # what was being replaced: a kill cancelled before it ran would leave its process and channel open.
-        await asyncio.gather(*tasks, return_exceptions=True)
-        workers = {w for w in self._workers if w is not None} | self._doomed
-        await asyncio.gather(*(w.end(STOP_GRACE_S) for w in workers), return_exceptions=True)
-        if self.release_uids is not None:  # no program of its runs is left as them
-            self.release_uids()
+        try:
+            # Let them end (a worker being started is killed on the way out), then end what serves, and again
+            # what was being replaced: a kill cancelled before it ran would leave its process and channel open.
+            await asyncio.gather(*tasks, return_exceptions=True)
+            workers = {w for w in self._workers if w is not None} | self._doomed
+            await asyncio.gather(*(w.end(STOP_GRACE_S) for w in workers), return_exceptions=True)
+        finally:
+            if self.release_uids is not None:  # no program of its runs is left as them (or the server is going)
+                self.release_uids()
 
     def _check_queue(self) -> None:
         # Workers free but memory spent: the runs waiting for memory fill the queue as much.

@@ -67,8 +67,8 @@ _ranges = itertools.count()
 
 def server_uid_range() -> str:
     """``uid:gid`` of a test server's first container slot, apart from every other test server's (4096 slots each,
-    1024 servers a test process)."""
-    first = TEST_FIRST_UID + ((os.getpid() % 512) * 1024 + next(_ranges) % 1024) * 4096
+    1024 servers a test process), below 2**31 (docker takes no uid past it)."""
+    first = TEST_FIRST_UID + ((os.getpid() % 64) * 1024 + next(_ranges) % 1024) * 4096
     return f"{first}:{first}"
 
 

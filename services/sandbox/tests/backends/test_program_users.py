@@ -179,3 +179,16 @@ def test_two_local_servers_at_once_run_programs_as_users_of_their_own() -> None:
             assert out.status_code == 200, out.text
     with TestClient(create_app(settings_for("local", workers=1))) as c:  # both given back
         assert c.app.state.executor.backend.config["host_uid"] == min(firsts)  # type: ignore[attr-defined]
+
+
+def test_a_local_server_refused_its_explicit_range_says_which_setting() -> None:
+    """An explicit HOST_UID another server of the host holds is refused, naming HOST_UID (no container is involved)."""
+    if os.geteuid() != 0:
+        pytest.skip("the local backend runs programs as users of their own only as root")
+    from codegym_sandbox.main import create_app
+    from fastapi.testclient import TestClient
+
+    first = 1_900_000_000 + (os.getpid() % 1000) * 4096
+    refused = pytest.raises(CannotIsolate, match=r"HOST_UID and one per worker slot.*CODEGYM_SANDBOX_HOST_UID")
+    with TestClient(create_app(Settings(backend="local", workers=1, host_uid=first))), refused:
+        asyncio.run(choose.choose_backend(Settings(backend="local", workers=1, host_uid=first)))

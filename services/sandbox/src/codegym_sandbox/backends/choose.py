@@ -264,6 +264,13 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int, Reservation | 
         )
         taken = await asyncio.to_thread(take_range, uids, moves, in_use if hosts else lambda _: [], LAST_UID)
         if isinstance(taken, list):
+            if run_as is None:  # the local backend's HOST_UID range: no engine, no container
+                raise CannotIsolate(
+                    f"the programs' host uids {uids[0]}..{uids[-1]} (HOST_UID and one per worker slot) cannot be "
+                    f"taken: {'; '.join(taken[:4]) or 'no range was free'}. To fix: set CODEGYM_SANDBOX_HOST_UID to a "
+                    "range no other sandbox server of this host holds, or leave it unset (the default moves past "
+                    "ranges other servers hold)."
+                )
             raise CannotIsolate(uids_refusal(uids, taken, engine) or "the programs' uids cannot be reserved")
         shift = taken[0][0] - uids[0]
         uids, held = taken

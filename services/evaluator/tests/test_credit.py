@@ -26,6 +26,37 @@ def test_seen_tests_are_those_written_out_and_those_the_door_shows() -> None:
     assert not SYNTH.shows_every_test() and SYNTH.shows_every_test(public_tests=2, prompt=SYNTH.prompt + ASSERTS[2])
 
 
+# A LiveCodeBench-shaped task: its public test, then the private ones, which hold the public test again (contest
+# test sets whose samples are among the judged files).
+SAMPLE = {"stdin": "3\n", "expected_stdout": "9\n"}
+PRIVATE = [{"stdin": "3", "expected_stdout": "9 \n"}, {"stdin": "5\n", "expected_stdout": "25\n"}]
+
+
+def test_a_hidden_copy_of_a_shown_test_is_seen_wherever_it_stands() -> None:
+    task = Task("sq", "Read n and print n squared.", "stdio", [SAMPLE, *PRIVATE], metadata={"public_tests": 1})
+    assert task.seen_tests() == [True, True, False]
+    # a table of the shown answer passes the copy too: it earns what an honest wrong attempt earns
+    assert earned([True, True, False], task.seen_tests(), partial=True) == 0.0
+    copies = Task("sq", "Read n and print n squared.", "stdio", [SAMPLE, PRIVATE[0]], metadata={"public_tests": 1})
+    assert copies.shows_every_test() and copies.for_training() is None
+    # a door that shows the first of a task without a split (code repair's feedback) sees its copies too
+    unsplit = Task("sq", "Read n and print n squared.", "stdio", [SAMPLE, SAMPLE, PRIVATE[1]])
+    assert unsplit.seen_tests(public_tests=1) == [True, True, False] and unsplit.seen_tests() == [False] * 3
+    assert Task("sq", "", "stdio", [SAMPLE, SAMPLE]).for_training(public_tests=1) is None
+    # not a copy: another answer to the same input, or the same answer to another input
+    other = [{"stdin": "3\n", "expected_stdout": "6\n"}, {"stdin": "-3\n", "expected_stdout": "9\n"}]
+    assert Task("sq", "", "stdio", [SAMPLE, *other], metadata={"public_tests": 1}).seen_tests() == [True, False, False]
+
+
+def test_copies_of_a_shown_call_or_assert_are_seen() -> None:
+    calls = [{"call": [2], "expected": 4}, {"call": [2], "expected": 4}, {"call": [2.0], "expected": 4}]
+    task = Task("sq", "Write sq(n).", "call", calls, entry_point="sq", metadata={"public_tests": 1})
+    assert task.seen_tests() == [True, True, False]  # 2.0 is another argument
+    asserts = [{"assert_code": "assert f(1) == 2"}, {"assert_code": "assert f( 1 )==2  # again"}, {"assert_code": "1/"}]
+    assert Task("f", "Add one.", "assert", asserts, entry_point="f").seen_tests(public_tests=1) == [True, True, False]
+    assert SYNTH.seen_tests(public_tests=1) == [True, False, False]  # other asserts are not copies
+
+
 @pytest.mark.parametrize(
     ("passes", "seen", "partial", "expected"),
     [

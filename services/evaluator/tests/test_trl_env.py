@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -105,6 +106,30 @@ def test_partial_credit_on_the_defaults_pays_no_table_of_what_reset_showed(url: 
     assert table == wrong == 0.0
     assert asyncio.run(reward("print(70)")) == 0.5  # the hidden test passed, the shown one not: never full credit
     assert asyncio.run(reward("a, b = map(int, input().split())\nprint(a * b)")) == 1.0
+
+
+def test_a_hidden_copy_of_the_public_test_pays_no_table_of_it(url: str) -> None:
+    """A LiveCodeBench row whose private tests hold its public test again: the copy is seen, as the public one."""
+    sample = {"input": "3\n", "output": "9\n", "testtype": "stdin"}
+    hidden = [{"input": f"{n}\n", "output": f"{n * n}\n", "testtype": "stdin"} for n in (5, 7)]
+
+    def row(private: list[dict[str, str]]) -> dict[str, str]:
+        cases = {"public_test_cases": json.dumps([sample]), "private_test_cases": json.dumps(private)}
+        return {"prompt": "Read n from stdin and print n squared.", **cases}
+
+    async def reward(private: list[dict[str, str]], program: str) -> tuple[list[bool], float | None]:
+        env = CodeEnvironment(url, partial=True)
+        env.reset(**row(private))
+        await env.submit(program)
+        return env._seen, await env.get_reward()
+
+    table, wrong, right = "print({3: 9}.get(int(input()), 0))", "print(int(input()) * 2)", "print(int(input()) ** 2)"
+    seen, paid = asyncio.run(reward([sample, *hidden], table))
+    assert seen == [True, True, False, False] and paid == asyncio.run(reward([sample, *hidden], wrong))[1] == 0.0
+    assert asyncio.run(reward([sample, *hidden], right))[1] == 1.0
+    # private tests that are only the public one again: every judged test is shown, so the row is masked
+    assert asyncio.run(reward([sample], table)) == ([True, True], None)
+    assert asyncio.run(reward([sample], right)) == ([True, True], None)
 
 
 def test_submit_gives_the_answer_without_running_it(url: str) -> None:

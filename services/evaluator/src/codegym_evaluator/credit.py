@@ -1,13 +1,14 @@
 """What a judged program earns: full credit when it passes every test, partial credit for the hidden ones only.
 
 A test whose input and expected answer the model was shown (``Task.seen_tests``: in its prompt, or among the
-visible tests a front door shows and runs for feedback) is passed by a table of the shown answers as well as by a
-solution. Partial credit for it would pay such a table a share of the reward (shown/total), more than an honest
-attempt that is wrong everywhere, and in a group without a solution the table is what training would reinforce.
-So partial credit counts the tests the model did not see that passed, as a fraction of all the tests: a seen
-test earns nothing alone, and full credit (1.0) still needs every test, the seen ones too, to pass (a program
-right on every hidden test and wrong on an example stays below it). The one rule of every reward that pays
-partial credit: TRL's ``CodeReward`` and ``CodeEnvironment``, the trainer's ``tests`` scheme and its code repair.
+visible tests a front door shows and runs for feedback, or a hidden copy of one of those) is passed by a table of
+the shown answers as well as by a solution. Partial credit for it would pay such a table a share of the reward
+(shown/total), more than an honest attempt that is wrong everywhere, and in a group without a solution the table
+is what training would reinforce. So partial credit counts the tests the model did not see that passed, as a
+fraction of all the tests: a seen test earns nothing alone, and full credit (1.0) still needs every test, the
+seen ones too, to pass (a program right on every hidden test and wrong on an example stays below it). The one
+rule of every reward that pays partial credit: TRL's ``CodeReward`` and ``CodeEnvironment``, the trainer's
+``tests`` scheme and its code repair.
 """
 
 from __future__ import annotations

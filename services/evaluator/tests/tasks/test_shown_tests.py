@@ -89,6 +89,9 @@ def test_a_cut_check_counts_the_asserts_its_feedback_shows() -> None:
     assert task.for_training() is task and task.for_training(public_tests=1) is None
     later = humaneval(CHECK + "    assert candidate([1, 1]) == [1]\n")  # the shown first one is written out anyway
     assert not later.shows_every_test(public_tests=1)
+    # a hidden assert that repeats a shown one is shown: a table of the shown answer passes it too
+    again = humaneval(first + "    assert candidate([1,1]) == [1]\n" + ASSERT)
+    assert again.shows_every_test(public_tests=1) and not again.shows_every_test()
 
 
 def test_a_repair_door_counts_the_tests_its_feedback_shows() -> None:

@@ -75,6 +75,26 @@ async def test_partial_credit_is_earned_on_the_tests_the_prompt_does_not_show(
     await reward.aclose()
 
 
+async def test_a_hidden_copy_of_a_public_test_earns_no_partial_credit(sandbox_app: httpx.ASGITransport) -> None:
+    # The dataset's public test, then its private ones, which hold the public test again.
+    copied = Task(
+        "t/sq",
+        "Read n and print n squared.",
+        "stdio",
+        [{"stdin": f"{n}\n", "expected_stdout": f"{n * n}\n"} for n in (3, 3, 5)],
+        metadata={"public_tests": 1},
+    )
+    reward = SandboxReward(
+        {copied.task_id: copied},
+        lambda: Scorer("http://sandbox", transport=sandbox_app, timeout_per_test=2.0),
+        partial_credit=True,
+    )
+    completions = [fenced("print(9)"), fenced("print(2 * int(input()))"), fenced("print(25)")]
+    rewards = await reward(prompts=[[]] * 3, completions=completions, task_id=["t/sq"] * 3)
+    assert rewards == pytest.approx([0.05, 0.05, 0.05 + 1 / 3])  # the table, a wrong attempt, the hidden test alone
+    await reward.aclose()
+
+
 async def test_tests_scheme_scores_a_batch_of_two_groups(sandbox_app: httpx.ASGITransport) -> None:
     reward = SandboxReward(
         {t.task_id: t for t in (ADD, ECHO)},

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from .shown_asserts import first_asserts
-from .shown_tests import written_out
+from .shown_tests import same_test, written_out
 
 TaskKind = Literal["stdio", "call", "assert"]
 KINDS: tuple[TaskKind, ...] = ("stdio", "call", "assert")
@@ -98,16 +98,27 @@ class Task:
     def seen_tests(self, prompt: str | None = None, public_tests: int = 0) -> list[bool]:
         """Per test, whether a model shown ``prompt`` (the task's own by default) and the task's visible tests
         (:meth:`visible_tests` with ``public_tests``: its dataset's public tests where it marks them) sees it: it is
-        one of those, or written out in the prompt (an example: a stdin test's input and output, a call's arguments
-        and value, each assert of an assert test as written or as an example of its call; ``tasks.shown_tests``); of
-        a task's one assert test that :meth:`visible_tests` cuts, each assert is one it shows or written out. A
-        table of the seen tests' answers passes them as well as a solution, so no reward pays for them alone:
+        one of those or the same test as one (``shown_tests.same_test``: a hidden copy of a public test, its input
+        and expected output alike), or written out in the prompt (an example: a stdin test's input and output, a
+        call's arguments and value, each assert of an assert test as written or as an example of its call;
+        ``tasks.shown_tests``); of a task's one assert test that :meth:`visible_tests` cuts, each assert is one it
+        shows, the same as one, or written out. Seen is what a test asks, never where it stands. A table of the
+        seen tests' answers passes them as well as a solution, so no reward pays for them alone:
         :meth:`shows_every_test` masks a task all of whose tests are seen, and partial credit counts the others
-        only (``credit.earned``)."""
+        only (``credit.earned``).
+
+        >>> t = Task("t", "", "stdio", [{"stdin": i, "expected_stdout": i} for i in ("1", "2", "1 ")])
+        >>> t.seen_tests(public_tests=1)
+        [True, False, True]
+        """
         seen = self._seen(public_tests)
         cut = public_tests if self._cut() and self.visible_tests(public_tests) else 0
         text = self.prompt if prompt is None else prompt
-        return [i < seen or written_out(test, text, self.entry_point, cut) for i, test in enumerate(self.tests)]
+        shown = {same_test(test) for test in self.tests[:seen]}
+        return [
+            i < seen or (bool(shown) and same_test(test) in shown) or written_out(test, text, self.entry_point, cut)
+            for i, test in enumerate(self.tests)
+        ]
 
     def shows_every_test(self, prompt: str | None = None, public_tests: int = 0) -> bool:
         """Whether a model shown ``prompt`` and the visible tests of ``public_tests`` sees every test that judges

@@ -11,6 +11,10 @@ True and False), ``math.isclose(f(x), 0.5)`` and ``abs(f(x) - 0.5) < 1e-6`` are 
 asserts, a value computed first) is shown only as written.
 Values are looked for as JSON and as Python write them, with either quote and however spaced around brackets and
 commas, and never inside a longer number or word (``39`` is not in ``390``).
+
+A test is also shown where it is the same test as one a model sees whole (:func:`same_test`): a hidden copy of a
+public test is passed by a table of the public answers as well as by a solution, wherever it stands in the task's
+tests.
 """
 
 from __future__ import annotations
@@ -51,26 +55,58 @@ def written_out(test: dict[str, Any], prompt: str, function: str | None = None, 
     return False
 
 
+def same_test(test: dict[str, Any]) -> tuple[str, object]:
+    """What ``test`` asks, as a value equal for two tests that a table of answers passes alike: of a stdin test
+    its input and its expected output, each as its words (every comparison of outputs but ``exact`` ignores how
+    they are spaced, and a program that reads words reads both inputs alike); of a call test its arguments and
+    expected value, as Python writes them (``1``, ``1.0`` and ``True`` differ); of an assert test its code's
+    syntax tree, its layout and comments aside (its text stripped where it does not parse).
+
+    >>> same_test({"stdin": "3\\n", "expected_stdout": "9\\n"}) == same_test({"stdin": "3", "expected_stdout": "9"})
+    True
+    >>> same_test({"assert_code": "assert f(1)==2"}) == same_test({"assert_code": "assert f(1) == 2  # one"})
+    True
+    """
+    if test.get("assert_code") is not None:
+        return "assert", _tree(str(test["assert_code"]))
+    if test.get("expected_stdout") is not None:
+        return "stdio", (_words(test.get("stdin") or ""), _words(test["expected_stdout"]))
+    return "call", repr((test.get("call"), test.get("kwargs") or {}, test.get("expected")))
+
+
+def _words(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _tree(code: str) -> str:
+    try:
+        return ast.dump(python_syntax.parse(code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code.strip()
+
+
 def asserts_written_out(code: str, prompt: str, function: str | None = None, seen: int = 0) -> bool:
     """Whether every assert of ``code`` (``shown_asserts.checks``: at its top level and in the functions it
     defines) past its first ``seen`` is written out in ``prompt``: its own text, or its call's arguments and
-    expected value as an example (:func:`call_written_out`). False for code that asserts nothing past them or
-    does not parse.
+    expected value as an example (:func:`call_written_out`), or one of the first ``seen`` again. False for code
+    that asserts nothing past them or does not parse.
 
-    >>> check = "def check(candidate):\n    assert candidate([3, 1]) == [1, 3]\n"
-    >>> asserts_written_out(check, ">>> sort_list([3, 1])\n[1, 3]", "sort_list")
+    >>> check = "def check(candidate):\\n    assert candidate([3, 1]) == [1, 3]\\n"
+    >>> asserts_written_out(check, ">>> sort_list([3, 1])\\n[1, 3]", "sort_list")
     True
-    >>> asserts_written_out(check + "    assert candidate([]) == []\n", ">>> sort_list([3, 1])\n[1, 3]")
+    >>> asserts_written_out(check + "    assert candidate([]) == []\\n", ">>> sort_list([3, 1])\\n[1, 3]")
     False
     """
     try:
         tree = python_syntax.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    hidden = checks(tree)[seen:]
+    asserting = checks(tree)
+    hidden, shown = asserting[seen:], {ast.dump(stmt) for _, _, stmt in asserting[:seen]}
     text = _flat(prompt)
     return bool(hidden) and all(
-        _shown(ast.get_source_segment(code, stmt) or ast.unparse(stmt), text)
+        ast.dump(stmt) in shown
+        or _shown(ast.get_source_segment(code, stmt) or ast.unparse(stmt), text)
         or _written_call(assert_data(stmt, _callees(owner, function)), prompt, function)
         for _, owner, stmt in hidden
     )

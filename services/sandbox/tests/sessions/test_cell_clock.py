@@ -94,3 +94,15 @@ def test_a_pause_moves_the_limit_on_by_its_length_and_is_no_wait(monkeypatch: py
     assert clock.moved(3.0) == 3.0
     assert not clock.due(clock.started + 3.9)
     assert _first_interrupt(clock, kernel, 0.004, until_s=9.0, runs=False) == pytest.approx(4.026, abs=0.005)
+
+
+@pytest.mark.parametrize("step_s", [0.004, PROBE_S])
+def test_a_cell_without_credit_is_interrupted_at_its_limit_however_long_it_waited(
+    monkeypatch: pytest.MonkeyPatch, step_s: float
+) -> None:
+    # Its caller waits for its limit and no longer (sessions/cell_terms.py): a kernel that stands waiting for a CPU
+    # at its limit, and had waited before, is interrupted then all the same.
+    kernel = Kernel()
+    kernel.install(monkeypatch)
+    clock = CellClock(kernel=7, meter=None, box=1, wall_s=1.0, credit=False)
+    assert _first_interrupt(clock, kernel, step_s, until_s=5.0, runs=False) == pytest.approx(1.0, abs=1e-9)

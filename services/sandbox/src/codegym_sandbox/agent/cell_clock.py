@@ -5,7 +5,8 @@ a session's cell gets the same credit, so that a busy machine never turns a cell
 lives across cells, so what counts is its wait since the cell began (:func:`run_cpu.waited_since`). The kernel
 adds a wait to its count only when the wait ends: a kernel that is waiting at the limit is looked at again a
 moment later, and the time it stood runnable without running meanwhile is credited too. The credit is at most
-``WAIT_CREDIT`` times the limit, as a run's.
+``WAIT_CREDIT`` times the limit, as a run's. A cell whose caller waits for its limit and no longer (``credit``
+false: ``sessions/cell_terms.py``) has none: it is interrupted at its limit, so that its answer comes in time.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ PROBE_S = 0.05  # how soon a kernel found waiting at its limit is looked at agai
 
 
 class CellClock:
-    def __init__(self, kernel: int, meter: RunCgroup | None, box: int, wall_s: float) -> None:
-        self.kernel, self.meter, self.box, self.wall_s = kernel, meter, box, wall_s
+    def __init__(self, kernel: int, meter: RunCgroup | None, box: int, wall_s: float, credit: bool = True) -> None:
+        self.kernel, self.meter, self.box, self.wall_s, self.credit = kernel, meter, box, wall_s, credit
         self.started = time.monotonic()
         self.clock = run_cpu.machine_clock()
         self.used_zero = run_cpu.runs_used_s(meter, box)
@@ -42,7 +43,7 @@ class CellClock:
 
     def due(self, now: float) -> bool:
         """At ``interrupt_at``: whether the cell must be interrupted now (else ``interrupt_at`` moved on)."""
-        if self.zero is None:
+        if self.zero is None or not self.credit:
             return True
         used = run_cpu.runs_used_s(self.meter, self.box)
         spent = None if used is None or self.used_zero is None else used - self.used_zero

@@ -136,7 +136,8 @@ class Kernel:
         }
         if self.reseed:  # before the cell, random state of its own (kernel.reseed); not echoed in the answer
             cast("dict[str, object]", request)["reseed"], self.reseed = True, False
-        cell_clock = CellClock(self._find_kernel(), place.meter, place.root, wall_s)
+        credit = job.get("wait_credit", True) is not False  # False: its caller waits for its limit and no longer
+        cell_clock = CellClock(self._find_kernel(), place.meter, place.root, wall_s, credit)
         started = cell_clock.started
         used_zero = cell_clock.used_zero
         record = CellRecord(self.kernel_pid, nonce, int(job.get("output_bytes") or 1 << 20))

@@ -16,7 +16,8 @@ from .wire_schema import Malformed, conform
 
 class CellFrame(TypedDict):
     """One cell: its blob is a message (``kernel.message``) of ``{"source", "cell_timeout", "output_bytes",
-    "stdin"}``, which the agent sends on to the kernel as a ``cell_frames.KernelRequest``."""
+    "stdin", "wait_credit"}`` (``sessions/cell_terms.py``), which the agent sends on to the kernel as a
+    ``cell_frames.KernelRequest``."""
 
     op: Literal["cell"]
     wall_s: float  # the cell's wall-clock limit: past it (and its wait for a CPU), the agent interrupts it

@@ -13,7 +13,10 @@ after a DELETE or after codegym ended the session (its TTL, its memory, a crash,
 interrupt), and the call during which it ended. Their client then replays its history of the id, which
 restores a session lost with its worker. Unlike their server, codegym interrupts a cell at its time limit and
 keeps the session: the answer is still ``timeout``, but the state stays (what the cell did before it was
-stopped included), so ``new_session_created`` stays false and their client replays nothing.
+stopped included), so ``new_session_created`` stays false and their client replays nothing. Their client waits
+``timeout`` for an answer and no longer, so a cell's answer comes within it: the cell never stands paused to
+lend its slot, gets no credit for time it waited for a CPU, and is interrupted a moment before its ``timeout``
+has passed since the call came, its wait for its session and a slot counted (``sessions/cell_terms.py``).
 """
 
 from __future__ import annotations
@@ -175,6 +178,9 @@ async def execute(
 
 
 async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONResponse:
+    # Their client waits ``timeout`` for the answer, then gives up and drops the call: the cell is answered
+    # within it, a time-out where it must be, which keeps the session (``sessions/cell_terms.py``).
+    answer_by = time.monotonic() + float(req.timeout)
     store: SessionStore = request.app.state.sessions
     limit = req.max_output_characters
     if req.traceback_verbosity not in VERBOSITIES:
@@ -192,7 +198,7 @@ async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONRespo
                     await store.create(client_of(request), None, None, None, {}, session_id=key)
                     created = True
                 try:
-                    result = await store.execute(key, req.generated_code, float(req.timeout), None)
+                    result = await store.execute(key, req.generated_code, float(req.timeout), None, answer_by)
                     break
                 except SessionGone as exc:
                     if exc.ran:  # deleted, or its worker lost, while the cell ran: it ran once, and is not run again

@@ -11,7 +11,8 @@ no more at once than there are slots, and a cell that sleeps holds none that oth
 The slot comes back in time: a cell is lent one only where its limit, stretched by its credit for CPU waits,
 fits in what the lender may still stand paused (``PAUSE_SHARE`` of its own limit, all its pauses together), and
 a cell holding a lent slot lends it to nobody. So a paused cell's answer comes within its limit, its credit and
-that share, which its client allows for; a cell of a longer limit than the sleepers' waits for a slot, as before.
+that share, which its client allows for; a cell whose client waits less (``sessions/cell_terms.py``: NeMo-Skills')
+is not pausable, and never lends. A cell of a longer limit than the sleepers' waits for a slot, as before.
 A sleep goes on while its cell stands paused (the kernel's timers run).
 
 A cell is seen asleep where its session's processes (every thread counted: a cell computing in a thread computes)
@@ -52,7 +53,7 @@ class RunningCell:
     """A cell that runs: the slot it holds (None while it stands paused), and how it was seen lately."""
 
     lease: SessionLease
-    pausable: bool  # a cell (a fork's copying is never paused)
+    pausable: bool  # a cell whose client waits for its pauses (a fork's copying is never paused)
     worker: AgentWorker | None
     since: float  # when it took its slot
     limit_s: float  # its time limit: it stands paused for PAUSE_SHARE of it at most, all its pauses together

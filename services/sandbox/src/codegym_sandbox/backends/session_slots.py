@@ -123,8 +123,8 @@ class SessionSlots:
         and runs compute from one queue, in their clients' turns (``client``: the session's). Lent slots are for
         what can give way when it computes (a run, run again); lending measures ``cell`` in its slot's place, so a
         cell that sleeps leaves the CPUs to runs. While it waits, a cell may be lent the slot of a cell seen
-        asleep; one ``pausable`` (a cell of limit ``limit_s``, not a fork's copying) may lend its own (see
-        ``cell_turns.py``)."""
+        asleep; one ``pausable`` (a cell of limit ``limit_s`` whose client waits for its pauses, not a fork's
+        copying) may lend its own (see ``cell_turns.py``)."""
         running = RunningCell(cell, pausable and limit_s > 0, None, time.monotonic(), limit_s)
         running.client = client or f"#{id(running)}"  # a cell from no one named: a client of its own
         self._hold(running, await self._slot_for(running))

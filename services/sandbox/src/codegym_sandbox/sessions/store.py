@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 import time
@@ -26,6 +25,7 @@ from ..backends.base import Backend, SandboxFault, SessionLease
 from ..config import SESSION_MIN_MEMORY_MB, Sessions
 from ..executor import Executor, RunLimits
 from . import room
+from .cell_terms import CellTerms
 from .errors import Busy, FilesTooLarge, SessionGone, SessionNotStarted, TooManySessions
 from .outcome import cell_result
 from .repeats import Repeats
@@ -311,9 +311,9 @@ class SessionStore:
             self._ending.add(ending := self.spawn(session.lease.close(busy=session.lock.locked())))
             ending.add_done_callback(self._ending.discard)
 
-    async def execute(
-        self, session_id: str, code: str, timeout_s: float | None, stdin: str | None = None
-    ) -> CellResult:
+    async def execute(self, session_id: str, code: str, timeout_s: float | None, stdin: str | None = None,
+                      answer_by: float | None = None) -> CellResult:  # fmt: skip
+        """Run one cell. ``answer_by``: when its caller stops waiting for the answer (see ``cell_terms``)."""
         session = self.get(session_id)
         if session.lock.locked():
             raise Busy(f"session {session_id!r} is running a cell: its cells run one at a time")
@@ -323,17 +323,17 @@ class SessionStore:
                 # whenever it looks: its lifetime ends here, at its next cell.
                 await self.end(session, "expired", "expired")
                 raise SessionGone(session_id, self.ended.get(session_id))
-            timeout = min(timeout_s or session.cell_timeout_s, self.settings.max_cell_timeout_s)
+            terms = CellTerms(min(timeout_s or session.cell_timeout_s, self.settings.max_cell_timeout_s), answer_by)
             cap = self.executor.settings.limits.output_bytes
-            job = {"source": code, "cell_timeout": timeout, "output_bytes": cap, "stdin": stdin}
-            message = json.dumps(job).encode()
             session.used = time.monotonic()
-            # A slot of the pool first, as a run takes one: the cell computes with runs and other cells from one
-            # queue, never beside as many as the CPUs can hold. A wait there (and its cancellation) is before the
-            # cell was sent: it ends nothing.
-            async with self.backend.computing(session.lease, limit_s=timeout, client=session.client):
+            # A slot of the pool first, as a run takes one: cells and runs compute from one queue. A wait there
+            # (cancelled, or past its caller's time) is before the cell was sent: it ends nothing.
+            slot = self.backend.computing(session.lease, terms.waits_for_it, terms.limit_s, session.client)
+            async with terms.held(slot) as wall_s:
+                if wall_s <= 0:
+                    return terms.unrun()
                 try:
-                    done, record = await session.lease.cell(b"%d\n" % len(message) + message, timeout)
+                    done, record = await session.lease.cell(terms.message(code, stdin, cap, wall_s), wall_s)
                 except BaseException as exc:
                     # Its caller went away (the request was cancelled) or its worker failed: the cell's answer
                     # may still come, and would be read as the next cell's. The session ends: nothing is read

@@ -12,7 +12,16 @@ import re
 from ..agent.call_test import python_match, values_match
 from ..models import CallComparison, Comparison
 
-__all__ = ["CallComparison", "Comparison", "least_output", "outputs_match", "python_match", "values_match"]
+__all__ = [
+    "CallComparison",
+    "Comparison",
+    "least_output",
+    "least_tokens",
+    "outputs_match",
+    "python_match",
+    "tokens_match",
+    "values_match",
+]
 
 
 def outputs_match(
@@ -30,11 +39,16 @@ def outputs_match(
     if mode is Comparison.EXACT:
         return actual.rstrip("\n") == expected.rstrip("\n")
     got, want = actual.split(), expected.split()
+    return len(got) == len(want) and tokens_match(got, want, mode, rel_tol, abs_tol)
+
+
+def tokens_match(got: list[str], want: list[str], mode: Comparison, rel_tol: float, abs_tol: float) -> bool:
+    """Whether each of the tokens ``got`` is an accepted answer for the one of ``want`` in its place (as many of
+    each), by ``whitespace`` or as numbers (``float``): the rule of :func:`outputs_match`, which the comparison
+    pool applies a slice of tokens at a time (``slices``)."""
     if mode is Comparison.WHITESPACE:
         return got == want
-    if len(got) != len(want):
-        return False
-    return all(a == b or _close(a, b, rel_tol, abs_tol) for a, b in zip(got, want, strict=False))
+    return all(a == b or _close(a, b, rel_tol, abs_tol) for a, b in zip(got, want, strict=True))
 
 
 def least_output(expected: str, mode: Comparison = Comparison.EXACT) -> int:
@@ -43,9 +57,14 @@ def least_output(expected: str, mode: Comparison = Comparison.EXACT) -> int:
     if mode is Comparison.EXACT:
         return _least_bytes(expected.rstrip("\n"))
     tokens = expected.split()
+    return least_tokens(tokens, mode) + max(len(tokens) - 1, 0)  # a space between each two
+
+
+def least_tokens(tokens: list[str], mode: Comparison) -> int:
+    """The fewest bytes that :func:`outputs_match` accepts for each of ``tokens``, together (``whitespace`` or
+    ``float``: no space between them counted)."""
     numbers = mode is Comparison.FLOAT  # a number may be matched by a shorter one: one byte at least
-    sizes = [1 if numbers and _NUMBER.fullmatch(t) else _least_bytes(t) for t in tokens]
-    return sum(sizes) + max(len(tokens) - 1, 0)  # a space between each two
+    return sum(1 if numbers and _NUMBER.fullmatch(t) else _least_bytes(t) for t in tokens)
 
 
 def _least_bytes(text: str) -> int:

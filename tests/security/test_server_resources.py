@@ -218,8 +218,8 @@ def test_a_clients_comparisons_take_turns_at_the_pool_with_other_clients(server:
     """One client's outputs waiting for the comparison pool were one queue with everyone's: a client's 2,000 numbers
     waited for every output another client had sent before them (8 s behind one request of 16 programs). They now
     wait in their client's turn, and a client's outputs wait in its run window: beside five requests of another
-    client, each an output the pool takes half a second over, the victim's comparison waits for the one in the
-    pool, not for the other client's backlog."""
+    client, each an output the pool takes half a second over, the victim's comparison waits for a slice of the one
+    in the pool (``judging/slices.py``), not for the other client's backlog."""
     if backend != "local":
         pytest.skip("the pool's turns are the server's: measured once, on the local backend")
     victim = _floats("print(' '.join(['2.5'] * 2000))", " ".join(["2.50"] * 2000))
@@ -250,7 +250,7 @@ def test_a_clients_comparisons_take_turns_at_the_pool_with_other_clients(server:
                 thread.join()
     assert answer.status_code == 200 and answer.json()["results"][0]["verdict"] == "AC", answer.text
     assert [verdict for _, verdict in answered] == ["AC"] * 5
-    # Of the four outputs left behind the first, those compared while the victim's waited: the one in the pool
-    # when it came (and one more where its run was slow), never all of them.
+    # Of the four outputs left behind the first, those whose comparison ended while the victim's request was
+    # served (its run too: one more where that was slow), never all of them.
     behind = sum(sent < t < done for t, _ in answered)
     assert behind <= 2, f"the victim's comparison waited for {behind} of another client's"

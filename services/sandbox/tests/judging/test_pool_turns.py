@@ -14,6 +14,7 @@ from codegym_sandbox.backends.base import RunPolicy
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.judging import off_loop
 from codegym_sandbox.judging.pool_turns import Turns
+from codegym_sandbox.judging.slices import Measure, Part
 from codegym_sandbox.models import Comparison
 
 
@@ -124,22 +125,77 @@ def test_a_cancelled_wait_gives_its_turn_on_and_nothing_is_kept() -> None:
     assert not turns._held and not turns._waiting and not turns._served
 
 
+def test_a_client_staying_keeps_its_clock_between_its_places() -> None:
+    """A comparison takes a place a slice: between two of A's slices, B's small comparisons go as far as A's
+    clock, not one each (A's clock forgotten at each slice, A would take every other place)."""
+
+    async def scenario() -> list[str]:
+        turns, order = Turns(1), []
+
+        async def one(client: str, cost: int) -> None:
+            await turns.take(client, cost)
+            order.append(client)
+            await asyncio.sleep(0)
+            turns.give(client)
+
+        with turns.staying("A"):
+            await turns.take("A", 1_000)
+            waiting = [asyncio.create_task(one("B", 100)) for _ in range(5)]
+            await _settle()
+            turns.give("A")  # its slice done; its next one comes after
+            await one("A", 1_000)
+            await asyncio.gather(*waiting)
+        assert not turns._used and not turns._served and not turns._staying
+        return order
+
+    assert asyncio.run(scenario()) == ["B"] * 5 + ["A"]
+
+
 @pytest.fixture()
-def one_process(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The pool as one thread (one place), whose measure of an expected output records whose it is."""
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool as one thread: one place."""
     monkeypatch.setattr(off_loop, "size", lambda: 1)
     executor = ThreadPoolExecutor(1)
     monkeypatch.setattr(off_loop, "pool", lambda: executor)
+
+
+def test_a_comparison_waits_for_a_slice_of_another_not_the_whole(one_thread: None) -> None:
+    """A's comparison of a quarter of a million numbers is in the pool's only process when B's small one comes:
+    B's is answered first (taken whole, it waited for all of A's, whatever the turns), and both are right."""
+
+    async def scenario() -> list[str]:
+        done: list[str] = []
+
+        async def compare(client: str, actual: str, expected: str) -> None:
+            comparisons = off_loop.Comparisons(MemoryBudget(1024), RunPolicy(admitted=True, client=client))
+            assert await comparisons.outputs_match(actual, expected, Comparison.FLOAT, 1e-6, 1e-6)
+            done.append(client)
+
+        large = asyncio.create_task(compare("A", "1 " * 250_000, "1.0 " * 250_000))
+        while not off_loop.turns().busy:  # A's first slice in the pool
+            await asyncio.sleep(0.001)
+        await compare("B", "2.5 " * 2000, "2.50 " * 2000)
+        await large
+        places = off_loop.turns()
+        assert places.busy == 0 and not places._used and not places._staying
+        return done
+
+    assert asyncio.run(scenario()) == ["B", "A"]
+
+
+@pytest.fixture()
+def one_process(one_thread: None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pool as one thread (one place), whose measure of an expected output records whose it is."""
     measured: list[str] = []
     lock = threading.Lock()
 
-    def least(expected: str, mode: Comparison) -> int:
+    def least(expected: Part, mode: Comparison) -> Measure:
         time.sleep(0.02)
         with lock:
-            measured.append(expected[0])
-        return 1
+            measured.append(expected.text[0])
+        return Measure(1, 1, len(expected.text), short=False)
 
-    monkeypatch.setattr(off_loop, "least_output_here", least)
+    monkeypatch.setattr(off_loop, "measure_slice", least)
     return measured
 
 
@@ -163,8 +219,8 @@ def test_a_comparison_holds_a_place_of_its_clients_window(monkeypatch: pytest.Mo
     released = asyncio.Event()
     clients: list[str] = []
 
-    async def slow(place: Any, *args: Any) -> bool:
-        clients.append(place.client)
+    async def slow(client: str, *args: Any) -> bool:
+        clients.append(client)
         await released.wait()
         return True
 
@@ -176,8 +232,8 @@ def test_a_comparison_holds_a_place_of_its_clients_window(monkeypatch: pytest.Mo
         comparisons = off_loop.Comparisons(memory, RunPolicy(admitted=True, window=window, client="192.0.2.1"))
         expected = "1.0 " * 4096
         matches = [
-            asyncio.create_task(comparisons.outputs_match("1 " * 4096, expected, Comparison.FLOAT, 1e-6, 1e-6, t))
-            for t in range(5)
+            asyncio.create_task(comparisons.outputs_match("1 " * 4096, expected, Comparison.FLOAT, 1e-6, 1e-6))
+            for _ in range(5)
         ]
         await _settle()
         seen = window.locked(), memory.held_mb, len(clients)
@@ -197,12 +253,12 @@ def test_a_cancelled_comparison_keeps_its_place_until_its_process_is_done(
     the executor's own queue."""
     go = threading.Event()
 
-    def blocked(expected: str, mode: Comparison) -> int:
+    def blocked(expected: Part, mode: Comparison) -> Measure:
         go.wait(10)
-        one_process.append(expected[0])
-        return 1
+        one_process.append(expected.text[0])
+        return Measure(1, 1, len(expected.text), short=False)
 
-    monkeypatch.setattr(off_loop, "least_output_here", blocked)
+    monkeypatch.setattr(off_loop, "measure_slice", blocked)
 
     async def scenario() -> tuple[int, bool]:
         big = "1.0 " * off_loop.ON_LOOP_CHARS

@@ -61,7 +61,7 @@ async def test_verdict(req: EvaluateRequest, test: Test, step: StepResult, compa
         return step.end.verdict
     assert test.expected_stdout is not None
     actual, expected = text(step.stdout), test.expected_stdout
-    same = await comparisons.outputs_match(actual, expected, req.comparison, req.rel_tol, req.abs_tol, test)
+    same = await comparisons.outputs_match(actual, expected, req.comparison, req.rel_tol, req.abs_tol)
     return Verdict.AC if same else Verdict.WA
 
 

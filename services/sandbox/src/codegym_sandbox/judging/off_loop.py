@@ -4,14 +4,17 @@ A stdin test compared by whitespace or as numbers splits both outputs and looks 
 of output took 0.3 s by whitespace and 4 s as numbers (``1.0`` against ``1.00``), from runs that cost their
 worker 60 ms. On the event loop that time was every client's: another client's ``/livez`` waited seconds, and a
 request of 200 such programs held the server for minutes. So a comparison past :data:`ON_LOOP_CHARS` is made in
-a small pool of processes of its own (:func:`pool`), where it takes the loop only the time to send the output
-(the expected output goes to each process once per test: :func:`_match`); an exact comparison, or outputs
-equal as strings, are decided on the loop at the speed of a copy. So is whether a large expected output can
-be printed at all (:func:`least_output`), which looks at each of its tokens too.
+a small pool of processes of its own (:func:`pool`), where it takes the loop only the time to send the outputs,
+a slice of each at a time (``slices``); an exact comparison, or outputs equal as strings, are decided on the
+loop at the speed of a copy. So is whether a large expected output can be printed at all
+(:func:`least_output`), which looks at each of its tokens too.
 
 The pool's time is its clients' as the workers' is, and is shared the same way. Comparisons enter the pool in
 their clients' turns (``pool_turns``), never as they came: one client's backlog of a hundred outputs made every
-other client's comparisons wait behind it, seconds for each of its outputs. And a comparison takes a place of
+other client's comparisons wait behind it, seconds for each of its outputs. A turn is a slice of a comparison,
+not the whole of it (:func:`_in_pool`): a slice is bounded (some 10-20 ms of a process), and a comparison's
+whole cost is the program's to choose (8 MiB of ``1`` against ``1.0``, 5 s of a process, waited for by every
+other client's comparison, whatever its turn). And a comparison takes a place of
 its client's run window (``WorkerPool.admit``), as its run did, for as long as it waits and is made: a
 program's coroutine waiting for its comparison held no place, so one request had an output waiting for every
 program whose run had ended. An output waiting for its comparison is no longer its run's, whose share of the
@@ -27,7 +30,6 @@ import contextlib
 import itertools
 import multiprocessing
 import os
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -38,6 +40,7 @@ from ..models import Comparison
 from .compare import least_output as least_output_here
 from .compare import outputs_match
 from .pool_turns import Turns
+from .slices import TEXT_SLICE, Measurer, Slicer, compare_slice, measure_slice, slice_chars
 
 T = TypeVar("T")
 
@@ -45,10 +48,8 @@ T = TypeVar("T")
 # a millisecond or two; beyond it, in the pool, whose round trip costs a fraction of that.
 ON_LOOP_CHARS = 4096
 # What a comparison in the pool holds on the server, a multiple of its output's characters: the output the run
-# sent, its text, and the copy sent to the pool.
+# sent, its text, and the slice sent to the pool.
 HELD_PER_CHAR = 3
-# Expected outputs each process of the pool keeps, by test: a request's next program sends its output only.
-_HELD = 4
 
 _pool: ProcessPoolExecutor | None = None
 _turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
@@ -93,51 +94,51 @@ class Comparisons:
 
     def __init__(self, memory: MemoryShare, policy: RunPolicy | None = None) -> None:
         self.memory = memory
-        self.serial = next(_serials)  # with a test's id, names its expected output in the pool's processes
         self.window = policy.window if policy else None
-        self.client = policy.client if policy and policy.client else f"#{self.serial}"
+        self.client = policy.client if policy and policy.client else f"#{next(_serials)}"
 
-    async def outputs_match(
-        self, actual: str, expected: str, mode: Comparison, rel_tol: float, abs_tol: float, test: object
-    ) -> bool:
-        """``compare.outputs_match``, made off the loop when it is large; ``test`` names ``expected``."""
+    async def outputs_match(self, actual: str, expected: str, mode: Comparison, rel_tol: float, abs_tol: float) -> bool:
+        """``compare.outputs_match``, made off the loop when it is large."""
         if mode is Comparison.EXACT or actual == expected or len(actual) + len(expected) <= ON_LOOP_CHARS:
             return outputs_match(actual, expected, mode, rel_tol, abs_tol)
         held_mb = min(-(-HELD_PER_CHAR * len(actual) // (1 << 20)), self.memory.total_mb)
         async with self.window or contextlib.nullcontext():
             lease = await self.memory.acquire(held_mb)
             try:
-                key = (self.serial, id(test))
-                async with _place(self.client, len(actual) + len(expected)) as place:
-                    same = await _in_pool(place, actual, key, None, mode, rel_tol, abs_tol)
-                    if same is None:  # the process that took it had not been sent this test's expected output
-                        same = await _in_pool(place, actual, key, expected, mode, rel_tol, abs_tol)
-                assert same is not None
-                return same
+                return await _in_pool(self.client, actual, expected, mode, rel_tol, abs_tol)
             finally:
                 self.memory.release(lease)
 
 
 async def least_output(expected: str, mode: Comparison, client: str) -> int:
-    """``compare.least_output``, made off the loop when it is large, in ``client``'s turn: it looks at every token
-    of ``expected`` (10 MB of numbers took the loop 0.6 s, for each test of a request). A request's are made
-    before it is admitted, one test after another."""
+    """``compare.least_output``, made off the loop when it is large, a slice a turn of ``client``'s: it looks at
+    every token of ``expected`` (10 MB of numbers took the loop 0.6 s, for each test of a request). A request's
+    are made before it is admitted, one test after another."""
     if mode is Comparison.EXACT or len(expected) <= ON_LOOP_CHARS:
         return least_output_here(expected, mode)
-    async with _place(client, len(expected)) as place:
-        return await place.call(least_output_here, expected, mode)
+    measurer = Measurer(expected, TEXT_SLICE)
+    places = turns()
+    with places.staying(client):
+        while True:
+            part = measurer.next()
+            async with _place(client, len(part.text)) as place:
+                measure = await place.call(measure_slice, part, mode)
+            if (least := measurer.advance(part, measure)) is not None:
+                return least
 
 
-async def _in_pool(
-    place: _Place,
-    actual: str,
-    key: tuple[int, int],
-    expected: str | None,
-    mode: Comparison,
-    rel_tol: float,
-    abs_tol: float,
-) -> bool | None:
-    return await place.call(_match, actual, key, expected, mode, rel_tol, abs_tol)
+async def _in_pool(client: str, actual: str, expected: str, mode: Comparison, rel_tol: float, abs_tol: float) -> bool:
+    """The comparison in the pool, a slice a turn of ``client``'s (``slices``): another client's comparison waits
+    for the slice in a process, never for the whole of this one."""
+    slicer = Slicer(actual, expected, slice_chars(mode))
+    places = turns()
+    with places.staying(client):
+        while True:
+            async with _place(client, slicer.cost) as place:
+                cut = await place.call(compare_slice, *slicer.next(), mode, rel_tol, abs_tol)
+            if cut.verdict is not None:
+                return cut.verdict
+            slicer.advance(cut)
 
 
 class _Place:
@@ -184,7 +185,7 @@ class _Place:
 
 @contextlib.asynccontextmanager
 async def _place(client: str, cost: int) -> AsyncIterator[_Place]:
-    """A place at the pool, in ``client``'s turn (:func:`turns`), for the calls of one comparison of ``cost``
+    """A place at the pool, in ``client``'s turn (:func:`turns`), for the call of one slice of ``cost``
     characters."""
     places = turns()
     await places.take(client, cost)
@@ -193,22 +194,3 @@ async def _place(client: str, cost: int) -> AsyncIterator[_Place]:
         yield place
     finally:
         place.leave()
-
-
-_held: OrderedDict[tuple[int, int], str] = OrderedDict()  # in a process of the pool: see _HELD
-
-
-def _match(
-    actual: str, key: tuple[int, int], expected: str | None, mode: Comparison, rel_tol: float, abs_tol: float
-) -> bool | None:
-    """In a process of the pool: the comparison, or None where ``expected`` is needed and not held here."""
-    if expected is None:
-        expected = _held.get(key)
-        if expected is None:
-            return None
-        _held.move_to_end(key)
-    else:
-        _held[key] = expected
-        while len(_held) > _HELD:
-            _held.popitem(last=False)
-    return outputs_match(actual, expected, mode, rel_tol, abs_tol)

@@ -11,13 +11,20 @@ given last started (time away is not saved up), and among clocks alike, the one 
 fair queuing). A client's small
 comparisons then all go before another's next large one; its own large one waits its share. How many of one
 client's comparisons wait at all is its run window's to bound (``off_loop.Comparisons``).
+
+A place is taken for a slice of a comparison (``slices``), not the whole of it: a comparison's cost is the
+program's to choose (8 MiB of ``1`` against ``1.0``, 5 s of a process), and taken whole, every other client's
+comparison waited for the one in a process, whatever its turn. A client stays at the pool for the slices of a
+comparison (:meth:`Turns.staying`), so its clock counts them all, as one comparison's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections import deque
+from collections.abc import Iterator
 
 
 class Turns:
@@ -35,6 +42,7 @@ class Turns:
         self._used: dict[str, int] = {}  # client -> its clock: characters given to the pool (see the module)
         self._now = 0  # the clock at which the last place given was taken: where a client coming to the pool starts
         self._cost: dict[asyncio.Future[None], int] = {}  # a waiting take -> what it costs
+        self._staying: dict[str, int] = {}  # client -> its works of many places now (see staying)
 
     @property
     def waiting(self) -> int:
@@ -63,6 +71,19 @@ class Turns:
                     self._waiting.pop(client, None)
                 self._forget(client)
             raise
+
+    @contextlib.contextmanager
+    def staying(self, client: str) -> Iterator[None]:
+        """``client`` at the pool for work of many places, one after another (a comparison, a slice a place):
+        its clock is kept between them, as while it holds or waits for one, so that what it used counts."""
+        self._staying[client] = self._staying.get(client, 0) + 1
+        try:
+            yield
+        finally:
+            self._staying[client] -= 1
+            if not self._staying[client]:
+                del self._staying[client]
+                self._forget(client)
 
     def give(self, client: str) -> None:
         """Give back a place ``client`` took: the next client in turn takes it."""
@@ -99,7 +120,7 @@ class Turns:
         self._used[client] = self._now + max(cost, 1)
 
     def _forget(self, client: str) -> None:
-        if client not in self._held and client not in self._waiting:
+        if client not in self._held and client not in self._waiting and client not in self._staying:
             self._served.pop(client, None)
             self._used.pop(client, None)
         if not self._used:

@@ -65,7 +65,7 @@ def serve(ctl: socket.socket, config: BoxConfig) -> None:
         memory = MemoryCgroup.own()
     else:
         isolation.enter_box()
-        scratch = isolation.Scratch(config["tmp_bytes"], programs.uid, programs.gid)
+        scratch = isolation.Scratch(config["tmp_bytes"])
         # A run is one process session (setsid), and so one autogroup: one share of the CPU, however many
         # processes it has.
         with contextlib.suppress(OSError), open("/proc/sys/kernel/sched_autogroup_enabled") as f:

@@ -173,9 +173,11 @@ class Scratch:
     HELD_BYTES = 1 << 20  # what the graveyard's files may hold, all together, before it is emptied at once
     HELD_INODES = 1024  # and its inodes (extended attributes count as inodes' space on a tmpfs)
 
-    def __init__(self, tmp_bytes: int, uid: int, gid: int) -> None:
+    def __init__(self, tmp_bytes: int) -> None:
+        # The supervisors' own, with the sticky bit, as a container's: programs make files there, and none can
+        # unlink or replace a file of the supervisors', nor change the directory's mode, times or attributes.
         self.options = {
-            SCRATCH: f"uid={uid},gid={gid},mode=0755,size={tmp_bytes}",
+            SCRATCH: f"uid={os.getuid()},gid={os.getgid()},mode=1777,size={tmp_bytes}",
             SHM: f"mode=1777,size={min(tmp_bytes, SHM_BYTES)}",
         }
         self.staged = False  # the next test's (or run's) mounts wait at _NEXT

@@ -159,8 +159,9 @@ def test_compiled_languages_batch_too(one_worker: TestClient) -> None:
 def test_assert_tests_of_different_tasks_share_a_test_series(one_worker: TestClient) -> None:
     # One runner for every assert test: a batch's runs of several tasks go to the worker in one exchange,
     # each forked from the process that compiled the runner, and none sees another's program or tests.
-    # What the program finds of the others: their functions, or files beside the runner.
-    spy = "import os\nseen = [n for n in dir() if n.startswith('f')] + [n for n in os.listdir() if n != 'main.py']\n"
+    # What the program finds of the others: their functions, or files beside the runner and its own text.
+    spy = "import os\nseen = [n for n in dir() if n.startswith('f')]\n"
+    spy += "seen += [n for n in os.listdir() if n not in ('main.py', 'solution.py')]\n"
     groups = [
         {
             "language": "python",
@@ -183,7 +184,7 @@ def test_a_test_series_goes_on_across_requests_that_run_the_same(one_worker: Tes
         assert r.status_code == 200, r.text
         return [resp["results"][0]["verdict"] for resp in r.json()["responses"]]
 
-    clean = "assert sorted(os.listdir()) == ['main.py'], os.listdir()"
+    clean = "assert sorted(os.listdir()) == ['main.py', 'solution.py'], os.listdir()"  # the runner, the program
     assert batch(clean, clean) == ["AC", "AC"]  # two runs: a test series, left open when they are done
     before = forked(one_worker)
     assert batch(clean) == ["AC"]  # one run, and yet forked: from the series the last request left open

@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import NoReturn
 
-from . import call_test, checker_wire, import_path, program_names
+from . import call_test, checker_wire, import_path, program_file, program_names
 from .assert_runner import Checker, check_read
 from .assert_stdin import read_bytes, split_stdin
 from .kernel import reseed
@@ -287,6 +287,7 @@ def _judge_run(
 
         def read() -> Tests:
             source, text = split_stdin(data)
+            program_file.lay_out(source)  # before the program's process has the program
             checker.take(source)
             return guard.armed_for(compiled[0] if compiled else read_tests(text))  # from here, other code taints
 

@@ -51,6 +51,7 @@ from . import (
     import_path,
     linux,
     patched_builtins,
+    program_file,
     program_module,
     program_names,
     pytest_fixtures,
@@ -358,13 +359,12 @@ def main() -> None:
     sys.stdout.flush(), sys.stderr.flush()
     # The program first (it is not secret from the program's process), and only after the fork the tests:
     # the program's process never holds them, and gives up stdin before it runs anything of the program's.
-    source = read_program(0)
+    program_file.lay_out(source := read_program(0))  # the reference layout's solution.py, before the program runs
     pid = os.fork()
     if pid == 0:
         os.close(checker_writes)
         os.close(checker_reads)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        os.dup2(null := os.open(os.devnull, os.O_RDONLY), 0)
         os.close(null)
         linux.set_dumpable(True)
         serve_program(Channel(program_reads, program_writes), source)

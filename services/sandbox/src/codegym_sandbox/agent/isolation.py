@@ -175,7 +175,8 @@ class Scratch:
 
     def __init__(self, tmp_bytes: int) -> None:
         # The supervisors' own, with the sticky bit, as a container's: programs make files there, and none can
-        # unlink or replace a file of the supervisors', nor change the directory's mode, times or attributes.
+        # unlink or replace a file of the supervisors' (the checker's ``solution.py``, see ``program_file``), nor
+        # change the directory's mode, times or attributes.
         self.options = {
             SCRATCH: f"uid={os.getuid()},gid={os.getgid()},mode=1777,size={tmp_bytes}",
             SHM: f"mode=1777,size={min(tmp_bytes, SHM_BYTES)}",
@@ -361,6 +362,12 @@ class WipedScratch:
         for path in (SCRATCH, SHM):
             if os.path.isdir(path):
                 _wipe_tree(path)
+        if os.geteuid() == 0 and self.uid != 0 and os.path.isdir(SCRATCH):
+            linux.set_file_ids(0, 0)  # what the checker wrote there is root's (``program_file``)
+            try:
+                _wipe_tree(SCRATCH)
+            finally:
+                linux.set_file_ids(self.uid, self.gid)
         if not self.ipc:
             return
         if os.geteuid() == 0 and self.uid != 0:

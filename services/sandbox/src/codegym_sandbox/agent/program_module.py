@@ -6,18 +6,22 @@ that name is a module whose every attribute is asked of the program's process wh
 checker's own rules (``Checker.names``: a stand-in for a function, the checker's own copy of a module or of a
 library type, a class of the checker's for an exception type, a copy of a value). So the tests get what
 they would from the program's file, and never anything the checker did not ask for. It is in ``sys.modules``
-only while one run's tests run.
+only while one run's tests run. Its ``__file__`` names :data:`FILE` in the run's directory, which holds the program's
+text as the reference layout has it beside the tests (``program_file.lay_out``), so that a test that reads the
+program's source (``open('solution.py')``, ``inspect.getsource(solution)``) reads the program's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 NAME = "solution"
+FILE = f"{NAME}.py"  # the program's text, in the run's directory (``program_file``)
 PUT_BACK = object()  # bound to a name of the program's: its own value comes back (see ``Checker.set_name``)
 
 
@@ -85,7 +89,9 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
                 self.__dict__[name] = found[name]  # kept as read, binding nothing of the program's
             return found[name]
 
-    return Program(NAME)
+    module = Program(NAME)
+    module.__file__ = os.path.abspath(FILE)  # the checker's working directory is the run's
+    return module
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import socket
 import time
 from typing import NoReturn
 
-from . import assert_runner, isolation, linux, pyrun, run_cgroup, run_cpu
+from . import assert_runner, isolation, linux, program_module, pyrun, run_cgroup, run_cpu
 from .box_protocol import AssertStatus, Broken, BrokenStatus, RunCommand, SeriesReport, TestStatus, read_series_report
 from .checker_process import assert_test, start_checker
 from .memory_cgroup import MemoryCgroup
@@ -343,6 +343,8 @@ def serve_test_series(
     runner = assert_runner.ASSERT_MAIN.encode()
     is_runner = next((d for n, _, d in files if n == name), b"") == runner
     checker = start_checker(sock, cmd["cwd"]) if is_runner else None
+    if is_runner:  # each run's checker writes the program's text by that name (``program_file``), never a request
+        files = [f for f in files if f[0] != program_module.FILE]
     sock_fd = sock.fileno()
     limits, uid, gid = cmd["limits"], programs.uid, programs.gid
     restore = first_fresh

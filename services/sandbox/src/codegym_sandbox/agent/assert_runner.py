@@ -34,7 +34,6 @@ checker runs that run's tests, so a run pays for one process, not two.
 
 from __future__ import annotations
 
-import _thread
 import builtins
 import importlib
 import os
@@ -59,6 +58,7 @@ from . import (
     shared_state,
     test_forms,
     test_scope,
+    uncarried,
 )
 from .assert_outcome import OUTCOMES, outcome_status
 from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every assert run
@@ -93,6 +93,8 @@ class Checker:
         self.source: types.CodeType | str | None = None  # the program, while the program's process waits for it
         self.defined: frozenset[str] = frozenset()  # what the program binds at top level: all the tests may ask
         self.classes = ExceptionClasses()
+        # One exchange at a time (answers carry no id), refused where one process would differ (``uncarried``).
+        self.turns = uncarried.Turns()
         if source is not None:
             self.take(source, sent)
         self.ended = False  # once the program's process is gone, the tests cannot pass, whatever they catch
@@ -102,14 +104,13 @@ class Checker:
         self.streams, self.bound, self.serving = patched_builtins.streams(), dict[str, Any](), False
         self.state = shared_state.Sent()
         self.functions: dict[str, Any] = {}  # the stand-ins of the program's functions, by name
-        # One exchange with the program's process at a time: answers carry no id (the tests' threads would swap them).
-        self.exchange = _thread.RLock()
 
     def take(self, source: str, sent: bool = False) -> None:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
         code = program_names.compiled(source) if not sent else source
         self.source = None if sent else code
         self.defined = program_names.top_level_names(code)
+        self.turns.program(source)  # what it looks up as it runs, before the tests patch any of it
         self.classes = ExceptionClasses()  # this program's exception types, as the tests see them
         # The checker's own compile: a SyntaxError the tests raise, or the program raises running, is not its own.
         self.unparsed = isinstance(code, str) and not program_names.compiles(code)
@@ -122,7 +123,7 @@ class Checker:
         """The program's answer to ``request``, read as ``kind``; first, in a call, what it asks of the builtins the
         tests ``patched`` (``patched_builtins``), and what a call that raised changed of its ``given`` values (its
         ``Aliases``, and how many). Any answer that does not follow is none (``checker_wire.read``)."""
-        with self.exchange:
+        with self.turns:
             if self.serving:  # the tests' patched input calls the program, which waits for it
                 raise RuntimeError("the tests called the program while the program waited for them")
             if self.ended:  # its process is gone, or waits for an answer to a callback it never got
@@ -134,7 +135,8 @@ class Checker:
                 ):
                     self.serving = True
                     try:
-                        answer = self._guard(patched_builtins.serve, callback, patched, self.bound, self.decode)
+                        with self.turns.theirs():  # the tests' own patch runs, with their builtins
+                            answer = self._guard(patched_builtins.serve, callback, patched, self.bound, self.decode)
                         self.channel.tell(answer)
                     except BaseException:
                         self.ended = True  # the program waits for an answer it will never get: no more calls
@@ -161,7 +163,7 @@ class Checker:
 
     def call(self, target: list[Any], args: Any, kwargs: dict[str, Any], data: bool = False) -> Any:
         """Call the program's function ``target``; with ``data``, what it returned as wire data."""
-        with self.exchange:  # what it sends of the state is what this call's answer changes
+        with self.turns:  # what it sends of the state is what this call's answer changes
             # With what the tests patched, set of the interpreter's state (``shared_state``), and gave (``Aliases``).
             patched, (sent, named, aliases) = patched_builtins.patched(self.streams), encode_call(args, kwargs)
             request = ["call", target, sent, named, patched, self.state.changed(), not data]
@@ -296,14 +298,11 @@ def check(checker: Checker, tests: Tests) -> str:
             checker.state.random = "random" in program_names.used_names(tests.code)  # a state theirs to send
             scope.update((name, checker.load(module)) for name, module in modules.items())
             program_names.load_submodules(tests.code, scope, checker.load)
+            star = program_names.star_names(checker.defined, _BUILTINS, tests.declared)
             with (
                 test_scope.as_main(module),
                 test_scope.no_runner_main(tests.code),
-                program_module.importable(
-                    checker.names,
-                    checker.set_name,
-                    program_names.star_names(checker.defined, _BUILTINS, tests.declared),
-                ),
+                program_module.importable(checker.names, checker.set_name, star),
             ):
                 try:
                     exec(tests.code, scope)
@@ -332,7 +331,7 @@ def check(checker: Checker, tests: Tests) -> str:
     finally:
         scope.clear()  # the program's values (handles) go with the run
         checker.close()
-    if checker.broken:  # the program's process answered what was not asked: whatever the tests caught
+    if checker.broken or checker.turns.said():  # an answer not asked for, or a call refused: whatever was caught
         return "error"
     if checker.unparsed:  # as in `python main.py`, whose compile fails before any test runs
         return "unparsed"

@@ -1,0 +1,69 @@
+"""What the checker reads from the program's text as looked up when it runs, and what it calls replaced."""
+
+from __future__ import annotations
+
+import builtins
+import time
+import types
+from unittest import mock
+
+from codegym_sandbox.agent import patched_modules
+from codegym_sandbox.agent.patched_modules import OwnBuiltins, Watch, reads
+
+PROGRAM = """\
+import os
+import xml.etree.ElementTree as ET
+from time import sleep
+from os import path
+
+def f(xs, input):
+    from random import randint
+    import json
+    total = sorted(xs)
+    print(len(total), input)
+    return os.path.exists('x'), path.join('a'), ET.fromstring, sys.argv, sleep
+"""
+
+
+def test_the_program_looks_up_what_its_functions_name_as_they_run() -> None:
+    read = reads(PROGRAM)
+    # Builtins it names and never binds; print is carried; a name it binds (its argument) is its own.
+    assert read.builtins == {"sorted", "len", "__import__"}
+    assert ("os", ("path", "exists")) in read.paths
+    assert ("os.path", ("join",)) in read.paths  # from a submodule it imported at top level: its attributes
+    assert ("xml.etree.ElementTree", ("fromstring",)) in read.paths
+    assert ("random", ("randint",)) in read.paths  # imported as the function runs
+    assert not any(root == "time" for root, _ in read.paths)  # bound before any test: the real one, as in one process
+    assert read.modules == {"os", "xml", "time", "random", "json"}
+    assert reads("def f(:\n") == patched_modules.NOTHING
+
+
+def test_a_replaced_builtin_or_module_function_is_named_and_a_carried_one_is_not() -> None:
+    program = "import time, sys, builtins\n\ndef f(xs):\n    time.sleep(0)\n    sys.argv\n    builtins.input('?')\n"
+    watch = Watch(reads(program + "    return sorted(xs)\n"))
+    assert watch.replaced() is None
+    with mock.patch("time.sleep"):
+        assert watch.replaced() == "time.sleep"
+    with mock.patch.object(builtins, "sorted"):
+        assert watch.replaced() == "builtins.sorted"
+    with mock.patch("sys.argv", ["x"]), mock.patch("builtins.print"), mock.patch("builtins.input"):
+        assert watch.replaced() is None
+    assert watch.replaced() is None and time.sleep is not None
+
+
+def test_the_checkers_own_code_has_pythons_builtins_and_the_tests_theirs_back() -> None:
+    own = OwnBuiltins()  # counts the changes of this process's builtins from here on (a checker's, in a run)
+    try:
+        own.own()
+        assert own.changed == {} and own.seen >= 0  # none: later calls need not look again
+        with mock.patch("builtins.sorted", side_effect=AssertionError("no sorted")) as patched:
+            own.own()
+            try:
+                assert sorted([2, 1]) == [1, 2]
+            finally:
+                own.theirs()
+            assert builtins.sorted is patched
+        own.own()
+        assert own.changed == {} and builtins.sorted([2, 1]) == [1, 2]
+    finally:
+        builtins.__class__ = types.ModuleType

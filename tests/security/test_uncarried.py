@@ -1,0 +1,106 @@
+"""What tests observe or set about the program that no call carries to its process: refused, never a pass.
+
+Each form is judged against the reference, python3 running the program and the tests in one file. Tests that patch
+a library function the program looks up, trace memory or capture log records were answered by the checker's own
+state: a program that sleeps passed a patch that forbids sleeping, one that allocates 40 MB a ``tracemalloc`` bound,
+one that logs ``assertNoLogs`` (``agent/uncarried.py``). Now such a run is an error (RE, its reason on stderr)
+wherever the checker cannot make the call as one process would, and passes where it can: a patch of what the
+program never looks up, a patch of a builtin the checker itself uses, a program that imported the patched function
+before any test ran.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+_SORTS = "def my_sort(xs):\n    out = []\n    for x in xs:\n        i = 0\n        while i < len(out) and out[i] < x:\n"
+_SORTS += "            i += 1\n        out.insert(i, x)\n    return out\n"
+_LOGS = "import logging\n\nlog = logging.getLogger('app')\n\ndef div(a, b):\n    if b == 0:\n"
+_LOGS += "        log.error('division by zero')\n        return None\n    return a / b\n"
+_SILENT = "def div(a, b):\n    if b == 0:\n        return None\n    return a / b\n"
+_CASE = (
+    "import unittest\n\nclass T(unittest.TestCase):\n    def test(self):\n        with self.{}('app', level='ERROR'):\n"
+)
+_CASE += "            self.assertIsNone(div(1, 0))\n\nunittest.main()\n"
+
+# Each: the tests, then programs with the verdict each must have (a wrong one first): AC only where python3 passes
+# it, and RE (refused) where the checker cannot carry what the tests do.
+FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "patch-a-builtin-that-raises": (
+        "from unittest import mock\n\nwith mock.patch('builtins.sorted', side_effect=AssertionError('no sorted')):\n"
+        "    assert my_sort([3, 1, 2]) == [1, 2, 3]\n",
+        [("def my_sort(xs):\n    return sorted(xs)\n", "RE"), (_SORTS, "AC")],
+    ),
+    "patch-object-builtins-not-called": (
+        "import builtins\nfrom unittest import mock\n\nwith mock.patch.object(builtins, 'sorted') as m:\n"
+        "    my_sort([3, 1, 2])\n    m.assert_not_called()\n",
+        [("def my_sort(xs):\n    return sorted(xs)\n", "RE"), (_SORTS, "AC")],
+    ),
+    "patch-a-module-function-that-raises": (
+        "from unittest import mock\n\nwith mock.patch('time.sleep', side_effect=AssertionError('slept')):\n"
+        "    assert wait_then(3) == 3\n",
+        [
+            ("import time\n\ndef wait_then(x):\n    time.sleep(0.01)\n    return x\n", "RE"),
+            ("def wait_then(x):\n    from time import sleep\n    sleep(0.01)\n    return x\n", "RE"),
+            ("def wait_then(x):\n    return x\n", "AC"),
+            # Bound before any test ran, as in one process: the program's sleep is the real one there too.
+            ("from time import sleep\n\ndef wait_then(x):\n    sleep(0)\n    return x\n", "AC"),
+        ],
+    ),
+    "a-refusal-the-tests-catch": (
+        "from unittest import mock\n\nwith mock.patch('time.sleep') as s:\n    try:\n        wait_then(3)\n"
+        "    except BaseException:\n        pass\n    assert s.call_count == 0\n",
+        [("import time\n\ndef wait_then(x):\n    time.sleep(0.01)\n    return x\n", "RE")],
+    ),
+    "stubs-an-honest-program-would-need": (
+        "from unittest.mock import patch, mock_open\n\nwith patch('os.path.exists', return_value=True):\n"
+        "    assert check('/nowhere') == 'yes'\n\nwith patch('builtins.open', mock_open(read_data='a\\nb\\n')):\n"
+        "    assert count_lines('any.txt') == 2\n",
+        [
+            ("import os\n\ndef check(p):\n    return 'no'\n\ndef count_lines(path):\n    return 2\n", "WA"),
+            (
+                "import os\n\ndef check(p):\n    return 'yes' if os.path.exists(p) else 'no'\n\n"
+                "def count_lines(path):\n    with open(path) as f:\n        return len(f.read().splitlines())\n",
+                "RE",
+            ),
+        ],
+    ),
+    "tracemalloc-bound": (
+        "import tracemalloc\n\ntracemalloc.start()\nassert total(10**6) == 499999500000\n"
+        "_, peak = tracemalloc.get_traced_memory()\nassert peak < 1_000_000, peak\n",
+        [
+            ("def total(n):\n    return sum(list(range(n)))\n", "RE"),
+            ("def total(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n", "RE"),
+        ],
+    ),
+    "assert-no-logs": (_CASE.format("assertNoLogs"), [(_LOGS, "RE"), (_SILENT, "AC")]),
+    "assert-logs": (_CASE.format("assertLogs"), [(_SILENT, "WA"), (_LOGS, "RE")]),
+}
+
+
+def _reference(program: str, tests: str, tmp_path: Path) -> int:
+    """python3's exit status on the program and the tests in one file."""
+    path = tmp_path / "joined.py"
+    path.write_text(program + "\n" + tests)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, timeout=60).returncode
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_what_no_call_carries_is_refused_never_passed(hostile: TestClient, form: str, tmp_path: Path) -> None:
+    tests, cases = FORMS[form]
+    body: dict[str, Any] = {"language": "python", "programs": [p for p, _ in cases], "tests": [{"assert_code": tests}]}
+    r = hostile.post("/v1/evaluate", json={**body, "cache": False, "limits": {"timeout_s": 10}})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    for (program, verdict), result in zip(cases, results, strict=True):
+        reference = _reference(program, tests, tmp_path)
+        assert result["verdict"] != "AC" or reference == 0, (form, program, result)
+        assert result["verdict"] == verdict, (form, program, result)
+        if verdict == "RE":
+            assert "Refused: " in result["tests"][0]["stderr"], (form, result)

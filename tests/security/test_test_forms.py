@@ -1340,8 +1340,10 @@ def test_what_a_programs_dict_changed_in_place_judges_no_later_run(hostile: Test
 
 
 def test_tests_that_call_the_program_from_many_threads_get_each_call_its_own_answer(hostile: TestClient) -> None:
-    """The tests' threads call the program at once (a thread-safety test): each waits for its own answer, none
-    reads another's (pytest runs them in one process, where each call returns its own)."""
+    """The tests' threads call the program at once (a thread-safety test): none reads another's answer (pytest runs
+    them in one process, where each call returns its own). A call made while another thread's is under way is
+    refused (the program's process answers one at a time, so no race of the program's would show): the run's
+    error, so a right program is RE or, where no two calls happened to meet, AC; a wrong one is never AC."""
     threads = (
         "import threading\nfrom concurrent.futures import ThreadPoolExecutor\nout = {}\n\ndef work(i):\n"
         "    out[i] = f(i)\n\nts = [threading.Thread(target=work, args=(i,)) for i in range(8)]\nfor t in ts:\n"
@@ -1349,11 +1351,8 @@ def test_tests_that_call_the_program_from_many_threads_get_each_call_its_own_ans
         "with ThreadPoolExecutor(8) as ex:\n    assert list(ex.map(f, range(100))) == [2 * i for i in range(100)]\n"
     )
     slow = "import random, time\n\ndef f(x):\n    time.sleep(random.random() / 200)\n    return 2 * x\n"
-    assert _verdicts(hostile, threads, ["def f(x):\n    return 2 * x\n", slow, "def f(x):\n    return x\n"]) == [
-        "AC",
-        "AC",
-        "WA",
-    ]
+    verdicts = _verdicts(hostile, threads, ["def f(x):\n    return 2 * x\n", slow, "def f(x):\n    return x\n"])
+    assert verdicts[0] in ("AC", "RE") and verdicts[1] in ("AC", "RE") and verdicts[2] in ("WA", "RE"), verdicts
 
 
 def test_the_tests_process_writes_no_setting_of_the_machine(hostile: TestClient) -> None:

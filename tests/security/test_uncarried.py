@@ -1,12 +1,12 @@
 """What tests observe or set about the program that no call carries to its process: refused, never a pass.
 
 Each form is judged against the reference, python3 running the program and the tests in one file. Tests that patch
-a library function the program looks up, trace memory or capture log records were answered by the checker's own
-state: a program that sleeps passed a patch that forbids sleeping, one that allocates 40 MB a ``tracemalloc`` bound,
-one that logs ``assertNoLogs`` (``agent/uncarried.py``). Now such a run is an error (RE, its reason on stderr)
-wherever the checker cannot make the call as one process would, and passes where it can: a patch of what the
-program never looks up, a patch of a builtin the checker itself uses, a program that imported the patched function
-before any test ran.
+a library function the program looks up, trace memory, capture log records or call the program from several threads
+at once were answered by the checker's own state: a program that sleeps passed a patch that forbids sleeping, one
+that allocates 40 MB a ``tracemalloc`` bound, one that logs ``assertNoLogs``, a racy counter a thread-safety test
+(``agent/uncarried.py``). Now such a run is an error (RE, its reason on stderr) wherever the checker cannot make the
+call as one process would, and passes where it can: a patch of what the program never looks up, a patch of a
+builtin the checker itself uses, a program that imported the patched function before any test ran.
 """
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ from fastapi.testclient import TestClient
 
 _SORTS = "def my_sort(xs):\n    out = []\n    for x in xs:\n        i = 0\n        while i < len(out) and out[i] < x:\n"
 _SORTS += "            i += 1\n        out.insert(i, x)\n    return out\n"
+RACY = "import time\n\nclass Counter:\n    def __init__(self):\n        self.value = 0\n\n    def increment(self):\n"
+RACY += "        v = self.value\n        time.sleep(0.0005)\n        self.value = v + 1\n\n    def get(self):\n"
+RACY += "        return self.value\n"
+LOCKED = "import threading, time\n\nclass Counter:\n    def __init__(self):\n        self.value = 0\n"
+LOCKED += "        self.lock = threading.Lock()\n\n    def increment(self):\n        with self.lock:\n"
+LOCKED += "            v = self.value\n            time.sleep(0.0005)\n            self.value = v + 1\n\n"
+LOCKED += "    def get(self):\n        return self.value\n"
 _LOGS = "import logging\n\nlog = logging.getLogger('app')\n\ndef div(a, b):\n    if b == 0:\n"
 _LOGS += "        log.error('division by zero')\n        return None\n    return a / b\n"
 _SILENT = "def div(a, b):\n    if b == 0:\n        return None\n    return a / b\n"
@@ -81,6 +88,24 @@ FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     ),
     "assert-no-logs": (_CASE.format("assertNoLogs"), [(_LOGS, "RE"), (_SILENT, "AC")]),
     "assert-logs": (_CASE.format("assertLogs"), [(_SILENT, "WA"), (_LOGS, "RE")]),
+    "threads-at-once": (
+        "import threading\n\nc = Counter()\n\ndef work():\n    for _ in range(20):\n        c.increment()\n\n"
+        "ts = [threading.Thread(target=work) for _ in range(8)]\nfor t in ts:\n    t.start()\nfor t in ts:\n"
+        "    t.join()\nassert c.get() == 160, c.get()\n",
+        [(RACY, "RE"), (LOCKED, "RE")],
+    ),
+    "one-thread-at-a-time": (
+        "import threading\n\nc = Counter()\nfor _ in range(3):\n    t = threading.Thread(target=c.increment)\n"
+        "    t.start()\n    t.join()\nassert c.get() == 3\n",
+        [
+            (
+                "class Counter:\n    value = 0\n    def increment(self):\n        pass\n    def get(self):\n"
+                "        return self.value\n",
+                "WA",
+            ),
+            (RACY, "AC"),
+        ],
+    ),
 }
 
 

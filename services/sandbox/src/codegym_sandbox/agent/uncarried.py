@@ -6,13 +6,17 @@ the tests set (``shared_state``: the recursion limit, ``random``'s state, the en
 directory), and the builtins and names the tests patched (``patched_builtins``: ``input``, ``print``, the standard
 streams, ``solution.fetch``). Whatever else a test observes or sets about the program would be the checker's own,
 silently: a ``mock.patch("time.sleep", side_effect=AssertionError)`` would pass a program that sleeps, a
-``tracemalloc`` bound would measure the checker and ``assertNoLogs`` would pass a program that logs. So at each
-exchange with the program's process (:class:`Turns`), the checker refuses to go on where the tests
+``tracemalloc`` bound would measure the checker, ``assertNoLogs`` would pass a program that logs, and threads that
+call an object of the program's at once would never see its race. So at each exchange with the program's process
+(:class:`Turns`), the checker refuses to go on where the tests
 
 - replaced a library function the program's text looks up as it runs (``patched_modules``),
-- trace memory allocations (``tracemalloc``), which the program makes in its own process, or
+- trace memory allocations (``tracemalloc``), which the program makes in its own process,
 - capture log records (``assertLogs``, ``assertNoLogs``, pytest's handler, or a handler of their own that keeps
-  them) while the program imports ``logging``: its records are made and handled in its own process.
+  them) while the program imports ``logging``: its records are made and handled in its own process, or
+- call the program from a thread while a call from another thread is still under way: the program's process
+  answers one call at a time, so a race of the program's would never show (a thread-safety test passed every
+  program; calling it from one thread at a time, a watchdog thread among them, is as before).
 
 A refusal is the run's error (``RE``, its reason on stderr), whatever the tests catch: never a pass, and never an
 answer of the checker's own state.
@@ -57,7 +61,11 @@ class Turns:
     def __enter__(self) -> None:
         """One exchange (or a call's exchanges): refused as the module's docstring says, else made with the
         checker's own builtins."""
-        self.lock.acquire()
+        if not self.lock.acquire(blocking=False):
+            self.refuse(
+                "the tests called the program from a thread while a call from another was under way: the program's "
+                "process answers one call at a time, so no race of the program's could show"
+            )
         if self.depth == 0:
             try:
                 self.refuse(self.reason or self._uncarried())

@@ -25,7 +25,7 @@ from codegym_trainer.selfplay.code_game.program_check import MAX_PROGRAM_CHARS, 
         "print('{:>{w}.{p}f}'.format(3.14159, w=10, p=2), '{0[0]}{1[k]}'.format('ab', {'k': 1}))",
         "class V:\n    __slots__ = ('x',)\n    def __init__(self, x):\n        self.x = x\n"
         "    def __len__(self):\n        return self.x\n    def __repr__(self):\n        return 'V'\n"
-        "print(V(3).__len__(), V(1).__repr__(), V.__doc__, V.__qualname__)",
+        "print(len(V(3)), repr(V(1)), V.__doc__, V.__qualname__)",
         # match statements by literals, sequences, mappings, keywords, and the classes that match themselves
         "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n    y: int\n"
         "for s in [P(0, 2), (1, [2, 3]), {'k': 'v'}, 7, 'ab']:\n    match s:\n"

@@ -33,10 +33,12 @@ rejected when it
   fields name, which ``make_dataclass`` takes as strings and a field's writable ``name`` holds, and a class
   whose metaclass is such a dataclass inherits an allowed class's private helpers). An ABC's ``register``
   (which makes any object an instance of a class of the program's) and singledispatch's (which evaluates
-  annotations, strings the program may compute, as code) are refused as attributes (``BANNED_METHODS``).
-  Defining dunders with computed names (``type`` with a computed namespace) is left alone: a class body can
-  define the same ones, and each is called on the program's own objects; it is reading other objects by a
-  computed name that leaks;
+  annotations, strings the program may compute, as code) are refused as attributes (``BANNED_METHODS``);
+- makes a class from attribute names that are values (``class_makers``): a class's names are attributes its
+  generated methods read of any object that passes their class test, and a namespace key can define
+  ``__class__``, so ``make_dataclass``, the functional forms of named tuples, typed dicts and enums and
+  three-argument ``type()`` take only names written as string literals that pass the attribute rule; or calls a
+  protocol by attribute (``C.__eq__(x, y)``, ``x.__len__()``) other than through ``super()``;
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
@@ -55,6 +57,8 @@ import string
 from collections.abc import Iterator
 
 from codegym_evaluator import python_syntax
+
+from .class_makers import class_maker_problems, dunder_call_problems, field_name_problems
 
 MAX_PROGRAM_CHARS = 1200
 
@@ -107,7 +111,7 @@ SELF_MATCHING = frozenset(
 
 # The only attributes starting with ``_`` that a program names (``_attribute_problem``): a constructor,
 # `if __name__ == "__main__"`, and the protocols of values (operators, containers, text, context managers), which
-# honest programs define and call on their own objects and which reach nothing past the object they belong to.
+# honest programs define for the interpreter to call (read by attribute only through ``super()``: ``class_makers``).
 # Refused are those that lead outward: to a class's relatives (``__class__``, ``__mro__``, ``__subclasses__``), a
 # namespace (``__dict__``, ``__globals__``, ``__builtins__``), a method's owner (``__self__``, ``__func__``) or an
 # attribute by name (``__getattribute__``).
@@ -383,6 +387,9 @@ def check_program(code: str) -> list[str]:
     problems += _module_use_problems(tree)
     problems += [p for name, value in _imported_from(tree) for p in _field_reader_problems(value, name)]
     problems += _names_as_data_problems(tree)
+    bound = _bound_names(tree)
+    problems += class_maker_problems(tree, _attribute_problem, bound) + field_name_problems(tree)
+    problems += dunder_call_problems(tree, ALLOWED_DUNDERS, bound)
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

@@ -72,7 +72,9 @@ characters and prints at most {MAX_OUTPUT_CHARS}. It may import only modules tha
 __import__, getattr, id, hash or dataclasses' asdict, astuple or replace, nor attributes starting with an \
 underscore (its own objects' too) but __init__ and __name__; a str.format template is a string written in the \
 program, with plain fields; a match class pattern names attributes as keywords \
-(case Point(x=x)), positions only for builtin types (case int(n)). Breaking a rule, a crash, or a wrong \
+(case Point(x=x)), positions only for builtin types (case int(n)); a class's attribute names are written in the \
+program (make_dataclass, namedtuple, Enum and type() take string literals); protocols such as __eq__ and __len__ \
+are for the interpreter to call (a == b, len(x)), by name only through super(). Breaking a rule, a crash, or a wrong \
 prediction of your own output loses more than any game.
 
 Answer with the program in a ```python block, then its exact output in an ```output block, like this:

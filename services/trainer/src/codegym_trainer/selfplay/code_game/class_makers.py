@@ -1,0 +1,269 @@
+"""The part of the code game's static check (``program_check``) that keeps a class's attribute names text.
+
+The names a class is made with are attributes that its methods read, of any object that passes their tests: a
+dataclass's generated ``__eq__``, ``__repr__`` and order methods read ``other.<field>``, and a namespace key can
+define ``__class__``, so that an object claims any class and passes those tests. A class made from names that are
+values (``make_dataclass("D", [name])``, ``type("C", (), namespace)``) reads objects by a name the program
+computes, which the attribute rule exists to refuse. So every maker of classes that takes names as values is
+called only with names written in the program as string literals, each one an attribute the program may name
+(the check's ``_attribute_problem``): ``make_dataclass`` (its fields and its ``namespace=``), the functional forms of
+``namedtuple``, ``NamedTuple``, ``TypedDict`` and the enum classes (an enum class of the program's has members in
+its body: one without members makes classes the same way), and three-argument ``type()`` and other metaclasses
+(whose namespace is a dict display). A maker is used only where these rules can see it: called, a class's base,
+its ``metaclass=``, or the class of ``isinstance``; the class a one-argument ``type()`` returns, which may be a
+metaclass, only read, compared, printed or called with fewer than three arguments. The names a class's body
+annotates are its fields, and pass the attribute rule too; a dataclass field's ``name`` is written only by
+dataclasses, so a program that holds fields (``field``, ``fields``, ``Field``) writes no attribute ``name``.
+
+The protocols a class defines (``__eq__``, ``__init__``) are the interpreter's to call, which hands them an object
+of their class; a program calls them only through ``super()``: ``C.__eq__(x, y)`` hands any object as ``self``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+AttributeRule = Callable[[str], "str | None"]
+
+# The enum classes of the enum module without members (any other can make no class), and the metaclasses.
+_ENUMS = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "ReprEnum")
+_METACLASSES = ("type", "ABCMeta", "EnumMeta", "EnumType", "NamedTupleMeta")
+# Each maker, and where its call holds the names it makes attributes of: a positional index or a keyword, and
+# the shape those names take ("names": a string or a list of strings; "fields": also (name, type[, field]) tuples;
+# "namespace": a dict's keys; "members": any of these).
+MAKERS: dict[str, tuple[int, str, str]] = {
+    "make_dataclass": (1, "fields", "fields"),
+    "namedtuple": (1, "field_names", "names"),
+    "NamedTuple": (1, "", "fields"),  # its other keywords are fields, by their names in the text
+    "TypedDict": (1, "", "namespace"),
+    **{name: (1, "names", "members") for name in _ENUMS},
+    **{name: (2, "", "namespace") for name in _METACLASSES},
+}
+# Makers that take the namespace as a value to fill (``exec_body``): never within reach of the rules above.
+REFUSED_MAKERS = frozenset({"new_class", "prepare_class"})
+_AS_BASES = frozenset({"NamedTuple", "TypedDict", *_ENUMS})  # ``class P(NamedTuple): x: int`` names its fields
+_NAMESPACE_KEYWORDS = {"make_dataclass": "namespace"}
+_HOLDS_FIELDS = frozenset({"field", "fields", "Field"})
+_DATA_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__slots__"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _literal_names(node: ast.expr, shape: str) -> list[str] | None:
+    """The names ``node`` holds in the program's text, in the ``shape`` its maker takes; None when any is a value."""
+    if isinstance(node, ast.Constant) and node.value is None and shape != "namespace":
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and shape in ("names", "members"):
+        return node.value.replace(",", " ").split()
+    if isinstance(node, ast.Dict) and shape in ("namespace", "members"):
+        keys = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        return keys if len(keys) == len(node.keys) else None  # a None key is ``**other``
+    if not isinstance(node, (ast.List, ast.Tuple)) or shape == "namespace":
+        return None
+    names: list[str] = []
+    for item in node.elts:
+        first = item.elts[0] if isinstance(item, ast.Tuple) and item.elts and shape != "names" else item
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            return None
+        names.append(first.value)
+    return names
+
+
+def _call_problems(call: ast.Call, maker: str, rule: AttributeRule) -> list[str]:
+    """A maker's call: every name it makes an attribute of is a literal that passes ``rule``."""
+    index, keyword, shape = MAKERS[maker]
+    keywords = {k.arg: k.value for k in call.keywords}
+    if None in keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return [f"calls {maker} with unpacked arguments (the names it makes attributes of are data, not text)"]
+    lookup = len(call.args) == 1 and not keywords  # ``type(x)``, ``Color(1)``: no class is made
+    if lookup and (maker in _METACLASSES or maker in _ENUMS):
+        return []
+    found = [(call.args[index], shape)] if len(call.args) > index else []
+    found += [(keywords[keyword], shape)] if keyword in keywords else []
+    if (namespace := _NAMESPACE_KEYWORDS.get(maker)) and namespace in keywords:
+        found.append((keywords[namespace], "namespace"))
+    if maker in _METACLASSES and (len(call.args) != 3 or keywords):
+        found = [(call, shape)]  # only (name, bases, namespace), positionally
+    names = [str(k) for k in keywords if maker in ("NamedTuple", "TypedDict") and k != "total"]
+    for node, node_shape in found:
+        literal = _literal_names(node, node_shape)
+        if literal is None:
+            return [f"calls {maker} with names that are values: attribute names are string literals of the text"]
+        names += literal
+    problems = [f"makes with {maker} the attribute {name}: {p}" for name in names if (p := rule(name))]
+    if maker in _ENUMS and all(_no_member(name) for name in names):
+        problems.append(f"makes with {maker} an enum class without members, which makes classes the same way")
+    return problems
+
+
+def _no_member(name: str) -> bool:
+    """Whether the enum module makes ``name`` an attribute of an enum class rather than a member: a dunder."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _enum_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    """The program's enum classes: those with an enum class, the module's or its own, among their bases."""
+    found: dict[str, ast.ClassDef] = {}
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    for _ in classes:
+        for node in classes:
+            names = {
+                b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases
+            }
+            if names & {*_ENUMS, *found}:
+                found[node.name] = node
+    return found
+
+
+def _has_members(node: ast.ClassDef) -> bool:
+    """Whether an enum class's body gives it a member: a public name bound to a literal or to ``auto()`` (and
+    no ``_ignore_``, which leaves the names it lists out)."""
+    bound = [t for s in node.body for t in (s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)])]
+    if any(isinstance(t, ast.Name) and t.id == "_ignore_" for t in bound):
+        return False
+    for statement in node.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets = [statement.target]
+        value = getattr(statement, "value", None)
+        public = any(isinstance(t, ast.Name) and not t.id.startswith("_") for t in targets)
+        literal = value is not None and all(
+            isinstance(n, (ast.Constant, ast.Tuple, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load))
+            for n in ast.walk(value)
+        )
+        auto = isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] == "auto"
+        if public and (literal or auto):
+            return True
+    return False
+
+
+def _class_annotations(node: ast.ClassDef) -> Iterator[str]:
+    """The names a class's body annotates, in ``if`` or ``try`` blocks too (they are the class's all the same),
+    not those of the functions and classes defined in it."""
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            yield statement.target.id
+        elif isinstance(statement, ast.stmt) and not isinstance(statement, _SCOPES):
+            todo += ast.iter_child_nodes(statement)
+        elif isinstance(statement, (ast.ExceptHandler, ast.match_case)):
+            todo += statement.body
+
+
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _type_result_allowed(call: ast.Call, parent: ast.AST | None, shadowed: set[str]) -> bool:
+    """A one-argument ``type()``'s class (a metaclass, for a class) is read, compared, printed, looked up, or
+    called with an instance's arguments: never bound where a three-argument call could reach it."""
+    if isinstance(parent, ast.Attribute | ast.Compare | ast.FormattedValue):
+        return True
+    if isinstance(parent, ast.Subscript):
+        return parent.slice is call
+    if not isinstance(parent, ast.Call):
+        return False
+    if parent.func is call:
+        plain = not parent.keywords and not any(isinstance(a, ast.Starred) for a in parent.args)
+        return plain and len(parent.args) < 3
+    builtin = isinstance(parent.func, ast.Name) and parent.func.id in {"print", "str", "repr", "isinstance"} - shadowed
+    return builtin and call in parent.args
+
+
+def _uses(tree: ast.Module, names: frozenset[str]) -> Iterator[tuple[ast.expr, str]]:
+    """Each read of a name in ``names``, bare or as an attribute (``type`` only bare: ``token.type`` is data)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+            yield node, node.id
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in names - {"type"}:
+            yield node, node.attr
+
+
+def class_maker_problems(tree: ast.Module, rule: AttributeRule, bound: set[str]) -> list[str]:
+    """Why the classes ``tree`` makes may have attribute names that are values; ``bound``: the names it binds."""
+    problems: list[str] = []
+    enums = _enum_classes(tree)
+    problems += [
+        f"defines the enum class {n} without a member in its body (such a class makes classes from names)"
+        for n, c in enums.items()
+        if not _has_members(c)
+    ]
+    parents = _parents(tree)
+    bases: set[int] = set()
+    metaclasses: set[int] = set()
+    classes_of_isinstance: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases |= {id(b) for b in node.bases}
+            metaclasses |= {id(k.value) for k in node.keywords if k.arg == "metaclass"}
+            annotated = list(_class_annotations(node))
+            problems += [f"annotates the attribute {name} in a class: {p}" for name in annotated if (p := rule(name))]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"isinstance", "issubclass"} - bound
+        ):
+            classes_of_isinstance |= {id(a) for a in node.args}
+        elif (
+            isinstance(node, ast.alias)
+            and node.name in {*MAKERS, *REFUSED_MAKERS}
+            and node.asname not in (None, node.name)
+        ):
+            problems.append(f"imports {node.name} as {node.asname}")
+    for use, name in _uses(tree, frozenset({*MAKERS, *REFUSED_MAKERS})):
+        parent = parents.get(id(use))
+        if name in REFUSED_MAKERS:
+            problems.append(f"uses {name}, which makes a class from a namespace a function fills: write the class")
+        elif isinstance(parent, ast.Call) and parent.func is use:
+            problems += _call_problems(parent, name, rule)
+            if (
+                name == "type"
+                and len(parent.args) == 1
+                and not _type_result_allowed(parent, parents.get(id(parent)), bound)
+            ):
+                problems.append("uses the class type() returns other than to read, compare, print or call it")
+        elif not (
+            (id(use) in bases and name in _AS_BASES)
+            or (id(use) in metaclasses and name in _METACLASSES)
+            or id(use) in classes_of_isinstance
+        ):
+            problems.append(f"uses {name} other than called with the names it makes written out in the text")
+    return problems
+
+
+def field_name_problems(tree: ast.Module) -> list[str]:
+    """A dataclass field's ``name`` is the attribute that its class's generated methods read, and a subclass's:
+    a program that may hold fields writes no attribute called ``name``."""
+    holds = any(
+        (isinstance(n, ast.Attribute) and n.attr in _HOLDS_FIELDS)
+        or (isinstance(n, ast.ImportFrom) and n.module == "dataclasses" and {a.name for a in n.names} & _HOLDS_FIELDS)
+        for n in ast.walk(tree)
+    )
+    writes = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and n.attr == "name" and not isinstance(n.ctx, ast.Load)
+    ]
+    if holds and writes:
+        return [
+            "writes an attribute called name in a program that holds dataclass fields (a field's name is the "
+            "attribute its class's methods read): call the attribute otherwise"
+        ]
+    return []
+
+
+def dunder_call_problems(tree: ast.Module, allowed: frozenset[str], bound: set[str]) -> list[str]:
+    """Reads of a protocol of the ``allowed`` dunders (``x.__eq__``, ``C.__init__``) other than through
+    ``super()``: the interpreter calls them with an object of their class, a program could hand any as ``self``."""
+    problems = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            continue
+        if node.attr not in allowed - _DATA_DUNDERS:
+            continue
+        owner = node.value
+        through_super = isinstance(owner, ast.Call) and not owner.args and not owner.keywords
+        if not (through_super and ast.unparse(owner) == "super()" and "super" not in bound):
+            problems.append(f"reads {node.attr} by attribute: the interpreter calls it (len(x), a == b, super())")
+    return problems

@@ -138,6 +138,10 @@ MAKERS = {
         "import enum\nclass Base(enum.Enum):\n    pass\nprint(Base('E', [('_' * 2 + 'eq' + '_' * 2, 1)]))",
         "defines the enum class Base without a member",
     ),
+    "an enum class by its metaclass, without members": (
+        "import enum\nclass E(metaclass=enum.EnumMeta):\n    pass\nprint(E('F', ['A' + 'B']))",
+        "defines the enum class E without a member",
+    ),
     "an enum class whose members _ignore_ leaves out": (
         "import enum\nclass Base(enum.Enum):\n    _ignore_ = ['X']\n    X = 1\nprint(Base('E', ['A' + 'B']))",
         "defines the enum class Base without a member",
@@ -148,6 +152,10 @@ MAKERS = {
     ),
     "an enum class made with a dunder only": (
         "import enum\nE = enum.Enum('E', [('__doc__', '')])\nprint(E('F', ['A' + 'B']))",
+        "makes with Enum an enum class without members",
+    ),
+    "an enum class made with a property only": (
+        "import enum\nE = enum.Enum('E', [('A', property(len))])\nprint(E('F', ['A' + 'B']))",
         "makes with Enum an enum class without members",
     ),
     "a memberless enum class made by type()": (

@@ -91,26 +91,48 @@ def _call_problems(call: ast.Call, maker: str, rule: AttributeRule) -> list[str]
             return [f"calls {maker} with names that are values: attribute names are string literals of the text"]
         names += literal
     problems = [f"makes with {maker} the attribute {name}: {p}" for name in names if (p := rule(name))]
-    if maker in _ENUMS and all(_no_member(name) for name in names):
+    if maker in _ENUMS and not any(_functional_member(node) for node, _ in found):
         problems.append(f"makes with {maker} an enum class without members, which makes classes the same way")
     return problems
 
 
-def _no_member(name: str) -> bool:
-    """Whether the enum module makes ``name`` an attribute of an enum class rather than a member: a dunder."""
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+def _functional_member(names: ast.expr) -> bool:
+    """Whether an enum's functional form makes a member: a public name alone (its value a number) or with a
+    literal value (a function or a property would be an attribute)."""
+    if isinstance(names, ast.Constant):
+        return isinstance(names.value, str) and bool(names.value.replace(",", " ").split())
+    pairs: list[tuple[ast.expr | None, ast.expr | None]] = []
+    if isinstance(names, ast.Dict):
+        pairs = list(zip(names.keys, names.values, strict=True))
+    elif isinstance(names, (ast.List, ast.Tuple)):
+        pairs = [
+            (e.elts[0], e.elts[1]) if isinstance(e, ast.Tuple) and len(e.elts) == 2 else (e, None) for e in names.elts
+        ]
+    return any(
+        isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+        and not name.value.startswith("_")
+        and (value is None or _is_literal(value))
+        for name, value in pairs
+    )
+
+
+def _is_literal(value: ast.expr) -> bool:
+    """A value written out in the text (numbers, strings, tuples of them, arithmetic on them): never a descriptor."""
+    kinds = (ast.Constant, ast.Tuple, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load)
+    return all(isinstance(n, kinds) for n in ast.walk(value))
 
 
 def _enum_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
-    """The program's enum classes: those with an enum class, the module's or its own, among their bases."""
+    """The program's enum classes: those with an enum class, the module's or its own, among their bases, or the
+    enum module's metaclass for theirs."""
     found: dict[str, ast.ClassDef] = {}
     classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
     for _ in classes:
         for node in classes:
-            names = {
-                b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases
-            }
-            if names & {*_ENUMS, *found}:
+            named = [*node.bases, *(k.value for k in node.keywords if k.arg == "metaclass")]
+            names = {b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in named}
+            if names & {*_ENUMS, "EnumMeta", "EnumType", *found}:
                 found[node.name] = node
     return found
 
@@ -127,10 +149,7 @@ def _has_members(node: ast.ClassDef) -> bool:
             targets = [statement.target]
         value = getattr(statement, "value", None)
         public = any(isinstance(t, ast.Name) and not t.id.startswith("_") for t in targets)
-        literal = value is not None and all(
-            isinstance(n, (ast.Constant, ast.Tuple, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load))
-            for n in ast.walk(value)
-        )
+        literal = value is not None and _is_literal(value)
         auto = isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] == "auto"
         if public and (literal or auto):
             return True

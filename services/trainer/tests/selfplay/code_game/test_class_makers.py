@@ -21,10 +21,10 @@ FAIR = {
     " S.ON, T.UP.value, isinstance(S.ON, enum.Enum))",
     "a typed dict": "from typing import TypedDict\nclass M(TypedDict):\n    a: int\nN = TypedDict('N', {'b': int})\n"
     "print(M(a=1), N(b=2))",
-    "type() read, compared, called": "class V:\n    def __init__(self, v):\n        self.v = v\n"
-    "    def __add__(self, o):\n        return type(self)(self.v + o.v)\n"
-    "C = type('C', (V,), {'k': 3})\nx = C(1) + V(2)\n"
-    "print(type(x).__name__, type(x) == V, isinstance(x, type(C(1))), f'{type(1)}', C(0).k)",
+    "type() read, compared, printed": "class V:\n    __slots__ = ('v',)\n    def __init__(self, v):\n"
+    "        self.v = v\n    def __add__(self, o):\n        return V(self.v + o.v)\n"
+    "C = type('C', (V,), {'k': 3})\nx = C(1) + V(2)\nprint(type(x).__name__, type(x) is V, type(1) in (int, float),"
+    " type(x) == type(V(0)), isinstance(x, type(C(1))), f'{type(1)}', C(0).k)",
     "super().__init__ and the protocols as the interpreter calls them": "class A:\n    def __init__(self, n):\n"
     "        self.name = n\n    def __len__(self):\n        return len(self.name)\nclass B(A):\n"
     "    def __init__(self):\n        super().__init__('b')\nprint(len(B()), B().name, B.__name__)",
@@ -75,6 +75,43 @@ ROADS = {
         "        return got[0]\ng = get(dataclasses.fields, '_' * 2 + 'globals' + '_' * 2)\n"
         "print(get(g['inspect'], 'o' + 's').uname().release)",
         ["calls make_dataclass with names that are values"],
+    ),
+}
+
+
+ROADS |= {
+    "copy setting a field's name and a computed __class__ slot": (
+        "import copy\nimport dataclasses\ngot = []\nclass Spy:\n    def __eq__(self, other):\n"
+        "        got.append(other)\n        return True\ndef put(o, key, value):\n    class R:\n"
+        "        def __reduce__(self):\n            return (pick, (o,), (None, {key: value}))\n"
+        "    copy.copy(R())\ndef pick(o):\n    return o\ndef get(x, name):\n    @dataclasses.dataclass\n"
+        "    class A:\n        v: int\n    put(dataclasses.fields(A)[0], 'na' + 'me', name)\n"
+        "    @dataclasses.dataclass\n    class B(A):\n        __slots__ = ('_' * 2 + 'class' + '_' * 2,)\n"
+        "    b = B(Spy())\n    put(b, '_' * 2 + 'class' + '_' * 2, type(x))\n    if b == x:\n        return got[0]\n"
+        "g = get(dataclasses.fields, '_' * 2 + 'globals' + '_' * 2)\n"
+        "print(get(g['inspect'], 'o' + 's').uname().release)",
+        ["defines __reduce__", "names __slots__ that are values", "uses the class type() returns"],
+    ),
+    "copy's dispatch table renaming a field": (
+        "import copy\nimport dataclasses\n@dataclasses.dataclass\nclass A:\n    v: int\nclass K:\n    pass\n"
+        "copy.dispatch_table[K] = lambda k: (lambda: dataclasses.fields(A)[0], (), (None, {'na' + 'me': 'o' + 'bj'}))\n"
+        "copy.copy(K())\n@dataclasses.dataclass\nclass B(A):\n    pass\nprint(B(1))",
+        ["uses dispatch_table"],
+    ),
+    "a field class whose name is a property": (
+        "import dataclasses\nN = 'o' + 'bj'\nclass F(dataclasses.Field):\n"
+        "    name = property(lambda s: N, lambda s, v: None)\n@dataclasses.dataclass\nclass D:\n"
+        "    v: int = F(dataclasses.MISSING, dataclasses.MISSING, True, True, None, True, None, False)\n"
+        "print([f.name for f in dataclasses.fields(D)])",
+        ["uses Field"],
+    ),
+    "type as the origin of typing.Type, making computed annotations": (
+        "import dataclasses\nimport typing\ngot = []\nclass Spy:\n    def __eq__(self, other):\n"
+        "        got.append(other)\n        return True\nu = '_' * 2\nmaker = typing.get_origin(typing.Type[int])\n"
+        "try:\n    dataclasses.nothing_here\nexcept AttributeError as e:\n"
+        "    ns = {u + 'annotations' + u: {'o' + 'bj': int}, u + 'class' + u: property(lambda s: AttributeError)}\n"
+        "    D = dataclasses.dataclass(maker('D', (), ns))\n    D(Spy()) == e\nprint(got[0].__name__)",
+        ["uses Type other than called"],
     ),
 }
 
@@ -204,6 +241,52 @@ MAKERS = {
         "import dataclasses\n@dataclasses.dataclass\nclass A:\n    if True:\n        _convert_: int\nprint(A(1))",
         "annotates the attribute _convert_",
     ),
+    "the class type() returns, called": (
+        "class A:\n    pass\nprint(type(A)(A)('C', (), {'k' + 'ey': 1}))",
+        "uses the class type() returns",
+    ),
+    "the class type() returns, handed to an object of the program's": (
+        "class S:\n    def __eq__(self, o):\n        return print(o)\nimport dataclasses\n"
+        "type(dataclasses.fields) == S()",
+        "uses the class type() returns",
+    ),
+    "the class type() returns, looked up in a mapping of the program's": (
+        "class M(dict):\n    def __missing__(self, k):\n        return k\nprint(M()[type(print)])",
+        "uses the class type() returns",
+    ),
+    "typing.Type called as type": (
+        "import typing\nprint(typing.Type('C', (), {'k' + 'ey': 1}))",
+        "calls Type with names that are values",
+    ),
+    "typing.Type handed to get_origin": (
+        "import typing\nt = typing.get_origin(typing.Type[int])\nprint(t('C', (), {'k' + 'ey': 1}))",
+        "uses Type other than called",
+    ),
+    "dataclasses' Field class": (
+        "import dataclasses\nclass F(dataclasses.Field):\n    name = property(lambda s: 'o' + 'bj')\nprint(F)",
+        "uses Field, which is the class of dataclass fields",
+    ),
+    "copy's dispatch table": (
+        "import copy\nclass K:\n    pass\ncopy.dispatch_table[K] = lambda k: (K, ())\nprint(copy.copy(K()))",
+        "uses dispatch_table, which hands copy functions",
+    ),
+    "a reductor of the program's": (
+        "import copy\nclass R:\n    def __reduce__(self):\n        return (int, ())\nprint(copy.copy(R()))",
+        "defines __reduce__",
+    ),
+    "a base that puts another in its place": (
+        "class B:\n    def __mro_entries__(self, bases):\n        return (int,)\nclass C(B()):\n    pass\nprint(C)",
+        "defines __mro_entries__",
+    ),
+    "slots that are values": (
+        "class A:\n    __slots__ = ('_' * 2 + 'class' + '_' * 2,)\nprint(A)",
+        "names __slots__ that are values",
+    ),
+    "slots in a namespace display": (
+        "n = 'x'\nprint(type('A', (), {'__slots__': (n,)}))",
+        "names __slots__ that are values",
+    ),
+    "a literal private slot": ("class A:\n    __slots__ = ['_convert_']\nprint(A)", "makes the slot _convert_"),
     "a protocol called through the class": ("class A:\n    pass\nprint(A.__eq__(1, 2))", "reads __eq__ by attribute"),
     "a protocol called on an object": ("print((1).__eq__(2), [].__len__())", "reads __eq__ by attribute"),
     "a protocol through a super() of the program's": (

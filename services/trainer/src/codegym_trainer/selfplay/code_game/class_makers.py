@@ -9,11 +9,15 @@ called only with names written in the program as string literals, each one an at
 (the check's ``_attribute_problem``): ``make_dataclass`` (its fields and its ``namespace=``), the functional forms of
 ``namedtuple``, ``NamedTuple``, ``TypedDict`` and the enum classes (an enum class of the program's has members in
 its body: one without members makes classes the same way), and three-argument ``type()`` and other metaclasses
-(whose namespace is a dict display). A maker is used only where these rules can see it: called, a class's base,
-its ``metaclass=``, or the class of ``isinstance``; the class a one-argument ``type()`` returns, which may be a
-metaclass, only read, compared, printed or called with fewer than three arguments. The names a class's body
-annotates are its fields, and pass the attribute rule too; a dataclass field's ``name`` is written only by
-dataclasses, so a program that holds fields (``field``, ``fields``, ``Field``) writes no attribute ``name``.
+(whose namespace is a dict display), ``typing.Type`` among them. A maker is used only where these rules can see it:
+called, a class's base, its ``metaclass=``, or the class of ``isinstance``. The class a one-argument ``type()``
+returns is ``type`` itself for a class, and a library's class for its objects (dataclasses' ``Field``): it reaches
+no code of the program's (its name read, printed, compared by identity or with builtin classes), so that no
+metaclass and no library class is the program's to call or subclass. The names a class's body annotates are its
+fields, and its ``__slots__`` its attributes: both pass the attribute rule. A dataclass field's ``name`` is written
+only by dataclasses: a program that holds fields writes no attribute ``name``, subclasses no ``Field``, and hands
+copy no state to set (``copy.dispatch_table``, a ``__reduce__`` of its own: copy sets the attributes that state
+names, of whatever object the reductor returns).
 
 The protocols a class defines (``__eq__``, ``__init__``) are the interpreter's to call, which hands them an object
 of their class; a program calls them only through ``super()``: ``C.__eq__(x, y)`` hands any object as ``self``.
@@ -28,7 +32,7 @@ AttributeRule = Callable[[str], "str | None"]
 
 # The enum classes of the enum module without members (any other can make no class), and the metaclasses.
 _ENUMS = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "ReprEnum")
-_METACLASSES = ("type", "ABCMeta", "EnumMeta", "EnumType", "NamedTupleMeta")
+_METACLASSES = ("type", "Type", "ABCMeta", "EnumMeta", "EnumType", "NamedTupleMeta")  # typing.Type calls type
 # Each maker, and where its call holds the names it makes attributes of: a positional index or a keyword, and
 # the shape those names take ("names": a string or a list of strings; "fields": also (name, type[, field]) tuples;
 # "namespace": a dict's keys; "members": any of these).
@@ -40,8 +44,19 @@ MAKERS: dict[str, tuple[int, str, str]] = {
     **{name: (1, "names", "members") for name in _ENUMS},
     **{name: (2, "", "namespace") for name in _METACLASSES},
 }
-# Makers that take the namespace as a value to fill (``exec_body``): never within reach of the rules above.
-REFUSED_MAKERS = frozenset({"new_class", "prepare_class"})
+# Names refused wherever they stand, and why: makers out of reach of the rules above, and what sets attributes
+# by names that are values, of any object (copy's reductors, a field class whose ``name`` is a property).
+REFUSED_MAKERS = {
+    "new_class": "makes a class from a namespace a function fills: write the class",
+    "prepare_class": "makes a class namespace for a function to fill: write the class",
+    "Field": "is the class of dataclass fields (a subclass names its fields by a value): use field()",
+    "dispatch_table": "hands copy functions whose state sets attributes by name, of any object",
+}
+# Protocols a program does not define: copy sets the attributes their state names (``__reduce__`` of any object it
+# returns), and ``__mro_entries__`` puts another class in the place of a base the text shows.
+REFUSED_DEFINITIONS = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__mro_entries__"})
+# The builtin classes a type() result may be compared with: their comparison runs no code of the program's.
+_BUILTIN_CLASSES = frozenset({"bool", "bytes", "complex", "dict", "float", "frozenset", "int", "list", "set", "str"})
 _AS_BASES = frozenset({"NamedTuple", "TypedDict", *_ENUMS})  # ``class P(NamedTuple): x: int`` names its fields
 _NAMESPACE_KEYWORDS = {"make_dataclass": "namespace"}
 _HOLDS_FIELDS = frozenset({"field", "fields", "Field"})
@@ -175,19 +190,29 @@ def _parents(tree: ast.Module) -> dict[int, ast.AST]:
 
 
 def _type_result_allowed(call: ast.Call, parent: ast.AST | None, shadowed: set[str]) -> bool:
-    """A one-argument ``type()``'s class (a metaclass, for a class) is read, compared, printed, looked up, or
-    called with an instance's arguments: never bound where a three-argument call could reach it."""
-    if isinstance(parent, ast.Attribute | ast.Compare | ast.FormattedValue):
+    """A one-argument ``type()``'s class (``type`` itself, for a class; any library class, such as dataclasses'
+    ``Field``) reaches no code of the program's: its name is read, it is printed, or compared by identity or
+    with builtin classes (``==`` with an object of the program's would hand it over, as would a lookup in a
+    mapping of the program's or a call)."""
+    if isinstance(parent, ast.FormattedValue):
         return True
-    if isinstance(parent, ast.Subscript):
-        return parent.slice is call
-    if not isinstance(parent, ast.Call):
-        return False
-    if parent.func is call:
-        plain = not parent.keywords and not any(isinstance(a, ast.Starred) for a in parent.args)
-        return plain and len(parent.args) < 3
-    builtin = isinstance(parent.func, ast.Name) and parent.func.id in {"print", "str", "repr", "isinstance"} - shadowed
-    return builtin and call in parent.args
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in ("__name__", "__qualname__")
+    if isinstance(parent, ast.Compare):
+        others = [n for n in (parent.left, *parent.comparators) if n is not call]
+        plain = all(_builtin_classes(n, shadowed) for n in others)
+        return plain or all(isinstance(op, ast.Is | ast.IsNot) for op in parent.ops)
+    builtin = {"print", "str", "repr", "isinstance", "issubclass"} - shadowed
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in builtin
+
+
+def _builtin_classes(node: ast.expr, shadowed: set[str]) -> bool:
+    """A builtin class by its name, or a display of them, or another one-argument ``type()``."""
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return all(_builtin_classes(e, shadowed) for e in node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+        return "type" not in shadowed and len(node.args) == 1 and not node.keywords
+    return isinstance(node, ast.Name) and node.id in _BUILTIN_CLASSES - shadowed
 
 
 def _uses(tree: ast.Module, names: frozenset[str]) -> Iterator[tuple[ast.expr, str]]:
@@ -233,21 +258,47 @@ def class_maker_problems(tree: ast.Module, rule: AttributeRule, bound: set[str])
     for use, name in _uses(tree, frozenset({*MAKERS, *REFUSED_MAKERS})):
         parent = parents.get(id(use))
         if name in REFUSED_MAKERS:
-            problems.append(f"uses {name}, which makes a class from a namespace a function fills: write the class")
+            problems.append(f"uses {name}, which {REFUSED_MAKERS[name]}")
         elif isinstance(parent, ast.Call) and parent.func is use:
             problems += _call_problems(parent, name, rule)
             if (
-                name == "type"
+                name in ("type", "Type")
                 and len(parent.args) == 1
                 and not _type_result_allowed(parent, parents.get(id(parent)), bound)
             ):
-                problems.append("uses the class type() returns other than to read, compare, print or call it")
+                problems.append("uses the class type() returns other than to read its name, print or compare it")
         elif not (
             (id(use) in bases and name in _AS_BASES)
             or (id(use) in metaclasses and name in _METACLASSES)
             or id(use) in classes_of_isinstance
         ):
             problems.append(f"uses {name} other than called with the names it makes written out in the text")
+    return problems
+
+
+def definition_problems(tree: ast.Module, rule: AttributeRule) -> list[str]:
+    """``REFUSED_DEFINITIONS`` defined, and a class's ``__slots__`` (in its body or a namespace display) other than
+    string literals that pass ``rule``: each slot is an attribute, which copy reads and sets by its name."""
+    problems: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in REFUSED_DEFINITIONS:
+            problems.append(f"defines {node.name}, which hands the library names of attributes to act on")
+        slots: list[ast.expr | None] = []
+        if (
+            isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets)
+        ) or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "__slots__"):
+            slots.append(node.value)
+        elif isinstance(node, ast.Dict):
+            slots += [v for k, v in zip(node.keys, node.values, strict=True) if ast.unparse(k or node) == "'__slots__'"]
+        for value in slots:
+            names = (
+                None
+                if value is None
+                else _literal_names(value, "namespace" if isinstance(value, ast.Dict) else "names")
+            )
+            if names is None:
+                problems.append("names __slots__ that are values: attribute names are string literals of the text")
+            problems += [f"makes the slot {name}: {p}" for name in names or [] if (p := rule(name))]
     return problems
 
 

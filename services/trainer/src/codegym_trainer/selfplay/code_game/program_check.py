@@ -37,7 +37,8 @@ rejected when it
 - makes a class from attribute names that are values (``class_makers``): a class's names are attributes its
   generated methods read of any object that passes their class test, and a namespace key can define
   ``__class__``, so ``make_dataclass``, the functional forms of named tuples, typed dicts and enums and
-  three-argument ``type()`` take only names written as string literals that pass the attribute rule; or calls a
+  three-argument ``type()`` take only names written as string literals that pass the attribute rule, the class
+  ``type(x)`` returns reaches no code of the program's, and copy is handed no state to set by name; or calls a
   protocol by attribute (``C.__eq__(x, y)``, ``x.__len__()``) other than through ``super()``;
 - never calls ``print``.
 
@@ -58,7 +59,7 @@ from collections.abc import Iterator
 
 from codegym_evaluator import python_syntax
 
-from .class_makers import class_maker_problems, dunder_call_problems, field_name_problems
+from .class_makers import class_maker_problems, definition_problems, dunder_call_problems, field_name_problems
 
 MAX_PROGRAM_CHARS = 1200
 
@@ -389,7 +390,7 @@ def check_program(code: str) -> list[str]:
     problems += _names_as_data_problems(tree)
     bound = _bound_names(tree)
     problems += class_maker_problems(tree, _attribute_problem, bound) + field_name_problems(tree)
-    problems += dunder_call_problems(tree, ALLOWED_DUNDERS, bound)
+    problems += dunder_call_problems(tree, ALLOWED_DUNDERS, bound) + definition_problems(tree, _attribute_problem)
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

@@ -73,7 +73,8 @@ __import__, getattr, id, hash or dataclasses' asdict, astuple or replace, nor at
 underscore (its own objects' too) but __init__ and __name__; a str.format template is a string written in the \
 program, with plain fields; a match class pattern names attributes as keywords \
 (case Point(x=x)), positions only for builtin types (case int(n)); a class's attribute names are written in the \
-program (make_dataclass, namedtuple, Enum and type() take string literals); protocols such as __eq__ and __len__ \
+program (make_dataclass, namedtuple, Enum and type() take string literals, and type(x) is only printed, compared or \
+asked its __name__); protocols such as __eq__ and __len__ \
 are for the interpreter to call (a == b, len(x)), by name only through super(). Breaking a rule, a crash, or a wrong \
 prediction of your own output loses more than any game.
 

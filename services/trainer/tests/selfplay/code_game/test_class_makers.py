@@ -28,6 +28,11 @@ FAIR = {
     "super().__init__ and the protocols as the interpreter calls them": "class A:\n    def __init__(self, n):\n"
     "        self.name = n\n    def __len__(self):\n        return len(self.name)\nclass B(A):\n"
     "    def __init__(self):\n        super().__init__('b')\nprint(len(B()), B().name, B.__name__)",
+    "the arithmetic a class defines": "class M:\n    def __init__(self, v):\n        self.v = v\n"
+    "    def __radd__(self, o):\n        return M(o + self.v)\n    def __rtruediv__(self, o):\n"
+    "        return o / self.v\n    def __iadd__(self, o):\n        self.v += o\n        return self\n"
+    "    def __round__(self, n=0):\n        return round(self.v, n)\nm = M(2)\nm += 1\n"
+    "print((1 + m).v, 6 / m, round(M(2.5)))",
     "an abstract class": "import abc\nclass S(metaclass=abc.ABCMeta):\n    @abc.abstractmethod\n"
     "    def area(self):\n        ...\nclass Q(S):\n    def area(self):\n        return 4\nprint(Q().area())",
 }
@@ -114,6 +119,16 @@ ROADS |= {
         ["uses Type other than called"],
     ),
 }
+
+
+ROADS["a function's parameters copied to a class's fields, and a __class__ property"] = (
+    "import dataclasses\nimport functools\ngot = []\nclass Spy:\n    def __eq__(self, other):\n"
+    "        got.append(other)\n        return True\ndef f(obj: int):\n    pass\nclass C:\n    @property\n"
+    "    def __class__(self):\n        return AttributeError\ntry:\n    functools.update_wrapper(C, f)\n"
+    "except AttributeError:\n    pass\nD = dataclasses.dataclass(C)\ntry:\n    dataclasses.nothing_here\n"
+    "except AttributeError as e:\n    D(Spy()) == e\nprint(got[0].__name__)",
+    ["uses update_wrapper", "defines __class__"],
+)
 
 
 @pytest.mark.parametrize(("code", "problems"), ROADS.values(), ids=ROADS)
@@ -287,6 +302,18 @@ MAKERS = {
         "names __slots__ that are values",
     ),
     "a literal private slot": ("class A:\n    __slots__ = ['_convert_']\nprint(A)", "makes the slot _convert_"),
+    "a __class__ property": (
+        "class C:\n    @property\n    def __class__(self):\n        return int\nprint(isinstance(C(), int))",
+        "defines __class__",
+    ),
+    "update_wrapper onto a class": (
+        "import functools\ndef f(o: int):\n    pass\nclass C:\n    pass\nfunctools.update_wrapper(C, f)\nprint(C)",
+        "uses update_wrapper, which copies",
+    ),
+    "wraps onto a class": (
+        "import functools\ndef f(o: int):\n    pass\n@functools.wraps(f)\nclass C:\n    pass\nprint(C)",
+        "uses wraps other than to decorate a function",
+    ),
     "a protocol called through the class": ("class A:\n    pass\nprint(A.__eq__(1, 2))", "reads __eq__ by attribute"),
     "a protocol called on an object": ("print((1).__eq__(2), [].__len__())", "reads __eq__ by attribute"),
     "a protocol through a super() of the program's": (

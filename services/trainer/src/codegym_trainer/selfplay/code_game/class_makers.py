@@ -17,7 +17,9 @@ metaclass and no library class is the program's to call or subclass. The names a
 fields, and its ``__slots__`` its attributes: both pass the attribute rule. A dataclass field's ``name`` is written
 only by dataclasses: a program that holds fields writes no attribute ``name``, subclasses no ``Field``, and hands
 copy no state to set (``copy.dispatch_table``, a ``__reduce__`` of its own: copy sets the attributes that state
-names, of whatever object the reductor returns).
+names, of whatever object the reductor returns); ``functools.wraps`` decorates only a function's definition, since
+the ``__annotations__`` it copies (parameters' names) are a class's fields. A program defines only the dunders it
+may name and the arithmetic (``_ARITHMETIC``): a ``__class__`` property claims any class.
 
 The protocols a class defines (``__eq__``, ``__init__``) are the interpreter's to call, which hands them an object
 of their class; a program calls them only through ``super()``: ``C.__eq__(x, y)`` hands any object as ``self``.
@@ -52,9 +54,15 @@ REFUSED_MAKERS = {
     "Field": "is the class of dataclass fields (a subclass names its fields by a value): use field()",
     "dispatch_table": "hands copy functions whose state sets attributes by name, of any object",
 }
-# Protocols a program does not define: copy sets the attributes their state names (``__reduce__`` of any object it
-# returns), and ``__mro_entries__`` puts another class in the place of a base the text shows.
-REFUSED_DEFINITIONS = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__mro_entries__"})
+# The dunders a program defines (``def``, ``class``) besides those it may name: the arithmetic the interpreter
+# calls. Any other is a hook the interpreter or the library calls with what the program could not name itself: a
+# ``__class__`` property claims any class; copy sets the attributes a ``__reduce__``'s state names, on whatever
+# object it returns; ``__mro_entries__`` puts another class in the place of a base the text shows.
+_ARITHMETIC = frozenset(
+    {f"__{p}{op}__" for p in ("r", "i") for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod")}
+    | {f"__{p}{op}__" for p in ("r", "i") for op in ("pow", "and", "or", "xor", "lshift", "rshift")}
+    | {"__divmod__", "__rdivmod__", "__round__", "__trunc__", "__floor__", "__ceil__", "__complex__", "__bytes__"}
+)
 # The builtin classes a type() result may be compared with: their comparison runs no code of the program's.
 _BUILTIN_CLASSES = frozenset({"bool", "bytes", "complex", "dict", "float", "frozenset", "int", "list", "set", "str"})
 _AS_BASES = frozenset({"NamedTuple", "TypedDict", *_ENUMS})  # ``class P(NamedTuple): x: int`` names its fields
@@ -277,12 +285,13 @@ def class_maker_problems(tree: ast.Module, rule: AttributeRule, bound: set[str])
 
 
 def definition_problems(tree: ast.Module, rule: AttributeRule) -> list[str]:
-    """``REFUSED_DEFINITIONS`` defined, and a class's ``__slots__`` (in its body or a namespace display) other than
-    string literals that pass ``rule``: each slot is an attribute, which copy reads and sets by its name."""
+    """Dunders defined that ``rule`` refuses to name, but ``_ARITHMETIC``, and a class's ``__slots__`` (in its
+    body or a namespace display) other than string literals that pass ``rule``: each slot is an attribute."""
     problems: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in REFUSED_DEFINITIONS:
-            problems.append(f"defines {node.name}, which hands the library names of attributes to act on")
+        defined = node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else ""
+        if defined.startswith("__") and defined.endswith("__") and defined not in _ARITHMETIC and rule(defined):
+            problems.append(f"defines {defined}: a program defines the protocols it may name, and arithmetic")
         slots: list[ast.expr | None] = []
         if (
             isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets)
@@ -300,6 +309,28 @@ def definition_problems(tree: ast.Module, rule: AttributeRule) -> list[str]:
                 problems.append("names __slots__ that are values: attribute names are string literals of the text")
             problems += [f"makes the slot {name}: {p}" for name in names or [] if (p := rule(name))]
     return problems
+
+
+def wrapper_problems(tree: ast.Module) -> list[str]:
+    """``functools.update_wrapper`` and ``wraps`` copy a function's ``__annotations__`` (its parameters' names,
+    which no attribute rule reads) onto the wrapper, a class too, whose fields they then are: ``wraps`` decorates a
+    function's definition only, and ``update_wrapper`` is not used."""
+    decorators = {
+        id(d) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for d in n.decorator_list
+    }
+    problems = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        if name == "update_wrapper":
+            problems.append("uses update_wrapper, which copies a function's annotations onto any object")
+        elif isinstance(node, ast.Call) and _called_name(node) == "wraps" and id(node) not in decorators:
+            problems.append("uses wraps other than to decorate a function's definition")
+    return problems
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def field_name_problems(tree: ast.Module) -> list[str]:
@@ -337,3 +368,15 @@ def dunder_call_problems(tree: ast.Module, allowed: frozenset[str], bound: set[s
         if not (through_super and ast.unparse(owner) == "super()" and "super" not in bound):
             problems.append(f"reads {node.attr} by attribute: the interpreter calls it (len(x), a == b, super())")
     return problems
+
+
+def class_problems(tree: ast.Module, rule: AttributeRule, allowed: frozenset[str], bound: set[str]) -> list[str]:
+    """Every problem of this part of the check: ``rule`` names attributes, ``allowed`` are the dunders a program
+    may name, ``bound`` the names it binds."""
+    return [
+        *class_maker_problems(tree, rule, bound),
+        *field_name_problems(tree),
+        *wrapper_problems(tree),
+        *dunder_call_problems(tree, allowed, bound),
+        *definition_problems(tree, rule),
+    ]

@@ -27,19 +27,21 @@ rejected when it
   name of one (``from typing import _eval_type``);
 - reads attributes whose names are values rather than its text: a class pattern's positional sub-patterns read
   those named in the class's ``__match_args__``, which a made dataclass or named tuple takes from computed
-  strings, so only the builtins that match themselves (``case int(n)``) take them; ``functools.wraps`` and
-  ``update_wrapper`` only with the objects alone (their ``assigned`` and ``updated`` are names); dataclasses'
-  ``asdict``, ``astuple`` and ``replace`` not at all (``FIELD_READERS``: they read the attributes a dataclass's
-  fields name, which ``make_dataclass`` takes as strings and a field's writable ``name`` holds, and a class
-  whose metaclass is such a dataclass inherits an allowed class's private helpers). An ABC's ``register``
+  strings, so only the builtins that match themselves (``case int(n)``) take them; ``functools.wraps`` only
+  with the object alone, on a function's definition (``assigned`` names, ``__annotations__`` copied onto a class
+  are fields), ``update_wrapper`` not at all; dataclasses' ``asdict``, ``astuple`` and ``replace`` not at all
+  (``FIELD_READERS``: they read the attributes a dataclass's fields name, which ``make_dataclass`` takes as
+  strings and a field's writable ``name`` holds, and a class whose metaclass is such a dataclass inherits an
+  allowed class's private helpers). An ABC's ``register``
   (which makes any object an instance of a class of the program's) and singledispatch's (which evaluates
   annotations, strings the program may compute, as code) are refused as attributes (``BANNED_METHODS``);
 - makes a class from attribute names that are values (``class_makers``): a class's names are attributes its
   generated methods read of any object that passes their class test, and a namespace key can define
   ``__class__``, so ``make_dataclass``, the functional forms of named tuples, typed dicts and enums and
   three-argument ``type()`` take only names written as string literals that pass the attribute rule, the class
-  ``type(x)`` returns reaches no code of the program's, and copy is handed no state to set by name; or calls a
-  protocol by attribute (``C.__eq__(x, y)``, ``x.__len__()``) other than through ``super()``;
+  ``type(x)`` returns reaches no code of the program's, and copy is handed no state to set by name; or defines
+  a dunder it may not name but arithmetic (``@property def __class__`` claims any class), or calls a protocol by
+  attribute (``C.__eq__(x, y)``, ``x.__len__()``) other than through ``super()``;
 - never calls ``print``.
 
 What slips through (iterating a set of strings, whose order changes with the hash seed) is caught when the
@@ -59,7 +61,7 @@ from collections.abc import Iterator
 
 from codegym_evaluator import python_syntax
 
-from .class_makers import class_maker_problems, definition_problems, dunder_call_problems, field_name_problems
+from .class_makers import class_problems
 
 MAX_PROGRAM_CHARS = 1200
 
@@ -388,9 +390,7 @@ def check_program(code: str) -> list[str]:
     problems += _module_use_problems(tree)
     problems += [p for name, value in _imported_from(tree) for p in _field_reader_problems(value, name)]
     problems += _names_as_data_problems(tree)
-    bound = _bound_names(tree)
-    problems += class_maker_problems(tree, _attribute_problem, bound) + field_name_problems(tree)
-    problems += dunder_call_problems(tree, ALLOWED_DUNDERS, bound) + definition_problems(tree, _attribute_problem)
+    problems += class_problems(tree, _attribute_problem, ALLOWED_DUNDERS, _bound_names(tree))
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

@@ -285,6 +285,10 @@ MAKERS = {
         "import copy\nclass K:\n    pass\ncopy.dispatch_table[K] = lambda k: (K, ())\nprint(copy.copy(K()))",
         "uses dispatch_table, which hands copy functions",
     ),
+    "an enum's members set in a module named by a string": (
+        "import enum\nE = enum.Enum('E', 'GenericAlias', module='ty' + 'pes')\nenum.global_enum(E)\nprint(E)",
+        "uses global_enum, which sets an enum's members",
+    ),
     "a reductor of the program's": (
         "import copy\nclass R:\n    def __reduce__(self):\n        return (int, ())\nprint(copy.copy(R()))",
         "defines __reduce__",

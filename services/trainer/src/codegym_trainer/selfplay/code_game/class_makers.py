@@ -47,12 +47,14 @@ MAKERS: dict[str, tuple[int, str, str]] = {
     **{name: (2, "", "namespace") for name in _METACLASSES},
 }
 # Names refused wherever they stand, and why: makers out of reach of the rules above, and what sets attributes
-# by names that are values, of any object (copy's reductors, a field class whose ``name`` is a property).
+# by names that are values (copy's reductors, of any object; a field class whose ``name`` is a property; an
+# enum's members among the globals of a module named by a string).
 REFUSED_MAKERS = {
     "new_class": "makes a class from a namespace a function fills: write the class",
     "prepare_class": "makes a class namespace for a function to fill: write the class",
     "Field": "is the class of dataclass fields (a subclass names its fields by a value): use field()",
     "dispatch_table": "hands copy functions whose state sets attributes by name, of any object",
+    "global_enum": "sets an enum's members among the globals of the module its __module__ names (a string)",
 }
 # The dunders a program defines (``def``, ``class``) besides those it may name: the arithmetic the interpreter
 # calls. Any other is a hook the interpreter or the library calls with what the program could not name itself: a

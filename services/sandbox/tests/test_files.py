@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from codegym_sandbox.agent import scratch_files
+from codegym_sandbox.agent.scratch_cost import MAX_DIRS, directories, files_cost, over_memory
 from codegym_sandbox.api import files as files_module
 from codegym_sandbox.api.files import BadFiles, check_names, decode_files, one_tree, scratch_name
 from hypothesis import given, settings
@@ -112,3 +113,29 @@ def test_names_past_their_bound_are_refused_before_they_are_walked(monkeypatch: 
     check_names(deep[:400])  # within the bound: a tree, walked once part by part
     with pytest.raises(BadFiles, match="cannot be a directory"):
         check_names([*deep[:400], "a/a/a"])
+
+
+def test_directories_are_the_names_distinct_proper_prefixes() -> None:
+    assert directories(["a", "b/c", "b/d", "b/e/f", "e/f"]) == 3  # b, b/e, e
+    assert directories(["a/a/a/x", "a/a/y", "a/b/a/z"]) == 5  # a, a/a, a/a/a, a/b, a/b/a
+    chain = "/".join(["d"] * 500)
+    assert directories([f"{i}/{chain}/f" for i in range(10)], most=1000) == 1001  # counting stops past ``most``
+
+
+def test_files_cost_their_pages_and_an_inode_each() -> None:
+    assert files_cost({"a": b""}) == 1024  # an empty file: its inode alone
+    assert files_cost({"a": b"x", "b/c": b"y" * 4097}) == 3 * 4096 + 3 * 1024  # and b, a directory
+    # The names alone of a tree of directories: no page, an inode each.
+    assert files_cost({"/".join(["d"] * 100) + "/f": b""}) == 101 * 1024
+    assert over_memory({"a": b"x" * (16 << 20)}, 16, "the run's") is not None  # its inode past 16 MiB
+    assert over_memory({"a": b"x" * ((16 << 20) - 4096)}, 16, "the run's") is None
+
+
+def test_names_that_make_too_many_directories_are_refused() -> None:
+    # 500 names of a KB, each a chain of ~500 directories of its own, once made 249,000 directories.
+    chains = [f"s{i:03d}/" + "/".join(["d"] * 495) + "/f" for i in range(500)]
+    with pytest.raises(BadFiles, match=f"more than {MAX_DIRS} directories"):
+        check_names(chains)
+    check_names([f"s{i:03d}/{'/'.join(['d'] * 3)}/f" for i in range(MAX_DIRS // 4)])  # exactly the bound
+    with pytest.raises(BadFiles, match=f"more than {MAX_DIRS} directories"):
+        check_names([f"s{i:04d}/f" for i in range(MAX_DIRS + 1)])

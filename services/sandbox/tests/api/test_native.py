@@ -90,6 +90,36 @@ def test_files_that_cannot_all_be_written_are_refused(client: TestClient, langua
     assert r.status_code == 422 and "cannot be a directory" in r.text, r.text
 
 
+# A chain of ten directories under a first part of each name's own: 1,320 directories from 120 names of 30 bytes,
+# each a mkdir of the agent's and an inode of the kernel's, held for the run's life and counted by no memory limit.
+_TREE = {f"s{i:03d}/" + "/".join(["d"] * 10) + "/f": "eA==" for i in range(120)}
+
+
+def test_files_whose_names_make_too_many_directories_are_refused(client: TestClient) -> None:
+    for path in ("/v1/execute", "/run_code"):
+        r = client.post(path, json={"language": "python", "code": "1", "files": _TREE})
+        assert r.status_code == 422 and "more than 1024 directories" in r.text, r.text
+
+
+def test_files_are_charged_what_the_kernel_holds_for_them(client: TestClient) -> None:
+    # 4,096 files of a byte each: 4 KB of contents, 20 MiB of the kernel's (a page and an inode each).
+    files = {f"f{i}": "eA==" for i in range(4096)}
+    native_body = {"language": "python", "code": "1", "files": files, "limits": {"memory_mb": 16}}
+    r = client.post("/v1/execute", json=native_body)
+    assert r.status_code == 422 and "past its memory limit of 16 MiB" in r.text, r.text
+    r = client.post("/run_code", json={"language": "python", "code": "1", "files": files, "memory_limit_MB": 16})
+    assert r.status_code == 422 and "past its memory limit of 16 MiB" in r.text, r.text
+
+
+def test_files_in_a_tree_of_a_few_directories_are_written(client: TestClient) -> None:
+    files = {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": base64.b64encode(b"X = 7").decode()}
+    files["data/in/a.txt"] = base64.b64encode(b"seven").decode()
+    code = "from pkg.sub.mod import X\nprint(X, open('data/in/a.txt').read())"
+    body = {"language": "python", "code": code, "files": files, "limits": {"memory_mb": 64}, "cache": False}
+    r = client.post("/v1/execute", json=body)
+    assert r.status_code == 200 and r.json()["run"]["stdout"] == "7 seven\n", r.text
+
+
 def test_evaluate_stdio(client: TestClient) -> None:
     tests = [{"stdin": "1 2", "expected_stdout": "3"}, {"stdin": "5 5", "expected_stdout": "10\n"}]
     res = evaluate(client, programs=[SUM, "print(0)", "print(", "import sys; sys.exit(1)"], tests=tests)

@@ -207,8 +207,11 @@ def test_what_the_server_holds_for_a_run_is_in_the_budget() -> None:
     memory, charged beside the run's own from its admission to its end."""
     limits: Any = {"output_bytes": 8 << 20}
     request = RunRequest(files={"main.py": (b"x" * (1 << 20), 0o644)}, argv=[], env={}, limits=limits)
-    # 16 tests' outputs of 8 MiB, 16 inputs of 256 KiB, a file of 1 MiB.
-    assert server_held_mb(request, [b"y" * (256 << 10)] * 16) == 16 * 8 + 4 + 1
+    # 16 tests' outputs of 8 MiB, 16 inputs of 256 KiB, a file of 1 MiB and its inode (a KiB: one MiB more).
+    assert server_held_mb(request, [b"y" * (256 << 10)] * 16) == 16 * 8 + 4 + 2
+    # Files are what the kernel holds for them: a page each, and an inode for each file and directory.
+    tree = RunRequest(files={f"d{i}/f": (b"x", 0o644) for i in range(1024)}, argv=[], env={}, limits={})
+    assert server_held_mb(tree, []) == 4 + 2
 
     async def main() -> None:
         budget = MemoryBudget(300)

@@ -233,6 +233,26 @@ def test_files_given_at_create_past_the_memory_limit_are_refused(sessions: TestC
     sessions.delete(f"/v1/sessions/{_new(sessions, limits={'memory_mb': 16}, files=files)}")  # 3 MiB: made
 
 
+def test_files_are_counted_as_the_kernel_holds_them_at_create(sessions: TestClient) -> None:
+    # Each part of a name is a directory the agent makes, an inode of the kernel's outside the session's memory:
+    # 500 names of a KB once made 249,000 of them (250 MiB) for a session of 16 MiB, held for its idle TTL.
+    tree = {f"s{i:03d}/" + "/".join(["d"] * 10) + "/f": "x" for i in range(120)}  # 1,320 directories
+    r = sessions.post("/v1/sessions", json={"files": tree, "limits": {"memory_mb": 16}})
+    assert r.status_code == 422 and "more than 1024 directories" in r.text, r.text
+    # 4,096 files of a byte: 4 KB of contents, 20 MiB of the kernel's (a page and an inode each).
+    r = sessions.post("/v1/sessions", json={"files": {f"f{i}": "x" for i in range(4096)}, "limits": {"memory_mb": 16}})
+    assert r.status_code == 422 and "past its memory limit of 16 MiB" in r.text, r.text
+    assert not sessions.app.state.sessions.opening  # type: ignore[attr-defined]
+    # A few nested directories, as a project has them: made, and the cells see them.
+    files = {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "X = 7", "data/in/a.txt": "seven"}
+    sid = _new(sessions, files=files, limits={"memory_mb": 16})
+    try:
+        out = _cell(sessions, sid, "(open('pkg/sub/mod.py').read(), open('data/in/a.txt').read())")
+        assert out["display"] == "('X = 7', 'seven')", out
+    finally:
+        sessions.delete(f"/v1/sessions/{sid}")
+
+
 def test_two_sessions_share_nothing(sessions: TestClient) -> None:
     a, b = _new(sessions), _new(sessions)
     try:

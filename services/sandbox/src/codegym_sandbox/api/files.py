@@ -7,6 +7,8 @@ import json
 import posixpath
 from collections.abc import Collection, Iterable
 
+from ..agent.scratch_cost import MAX_DIRS, directories, over_memory
+
 SCRATCH = "/tmp/box"
 MAX_NAME_BYTES = 1024
 # The names of a run's files (sent and fetched) travel in the header of one frame to the worker, whose size
@@ -71,20 +73,28 @@ def check_names(names: Collection[str], fetched: Collection[str] = (), taken: Co
     size = sum(len(json.dumps(name)) for name in [*names, *fetched])  # as the frame's header holds them
     if size > MAX_NAMES_JSON_BYTES:
         raise BadFiles(f"the file names take {size} bytes: at most {MAX_NAMES_JSON_BYTES} in all")
+    if directories(names, MAX_DIRS) > MAX_DIRS:  # each a mkdir of the agent's and an inode of the kernel's
+        raise BadFiles(
+            f"the file names make more than {MAX_DIRS} directories (every part of a name but its last is one): "
+            f"at most {MAX_DIRS} in all"
+        )
     one_tree(names, taken)
 
 
 def request_files(
-    files: dict[str, str | None], fetch_files: list[str], taken: Collection[str] = ()
+    files: dict[str, str | None], fetch_files: list[str], memory_mb: int, taken: Collection[str] = ()
 ) -> tuple[dict[str, bytes], list[str]]:
     """A request's files to write (decoded) and the names of those to fetch after the run, or :class:`BadFiles`.
-    ``taken``: the names the sandbox writes beside them (the program's source)."""
+    ``memory_mb``: the run's memory limit, which must hold them; ``taken``: the names the sandbox writes beside
+    them (the program's source)."""
     if len(files) + len(fetch_files) > MAX_FILES:
         raise BadFiles(f"{len(files)} files and {len(fetch_files)} to fetch: at most {MAX_FILES} in all")
     out, fetch = decode_files(files), [scratch_name(f) for f in fetch_files]
     if len({f for f in fetch if "*" in f}) > MAX_PATTERNS:
         raise BadFiles(f"at most {MAX_PATTERNS} patterns (names with '*') to fetch")
     check_names(out, fetch, taken)
+    if why := over_memory(out, memory_mb, "the run's"):
+        raise BadFiles(why)
     return out, fetch
 
 

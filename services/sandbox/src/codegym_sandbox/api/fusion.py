@@ -55,14 +55,14 @@ async def run_code(request: Request) -> Response:
         executor.metrics.cache.labels(result="hit").inc()
         return Response(hit, media_type="application/json")
     req = parse_body(RunCodeRequest, body)
-    files, fetch = request_files(req.files, req.fetch_files, languages.written_names(req.language))
-    memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
+    limits = executor.run_limits(req.run_timeout, None if req.memory_limit_MB <= 0 else req.memory_limit_MB)
+    files, fetch = request_files(req.files, req.fetch_files, limits.memory_mb, languages.written_names(req.language))
     ex = await executor.execute(
         req.language,
         req.code,
         req.stdin.encode() if req.stdin else None,
         files,
-        executor.run_limits(req.run_timeout, memory),
+        limits,
         executor.compile_limits(req.compile_timeout),
         policy,
         fetch,

@@ -85,11 +85,10 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
     )
     if req.kernel != "python3":
         return RunJupyterResponse(status=RunStatus.SandboxError, message=f"kernel {req.kernel!r} is not supported")
-    files, fetch = request_files(req.files, req.fetch_files, languages.written_names("python"))
+    limits = executor.run_limits(req.total_timeout, None if req.memory_limit_MB <= 0 else req.memory_limit_MB)
+    files, fetch = request_files(req.files, req.fetch_files, limits.memory_mb, languages.written_names("python"))
     cap = executor.settings.limits.output_bytes // 2  # the rest for the frames and the cells' displays
     job = {"cells": req.cells, "cell_timeout": max(req.cell_timeout, 0.0), "output_bytes": cap}
-    memory = None if req.memory_limit_MB <= 0 else req.memory_limit_MB
-    limits = executor.run_limits(req.total_timeout, memory)
     ex = await executor.execute(
         "python",
         notebook.CELLS_MAIN,

@@ -34,13 +34,14 @@ router = APIRouter(prefix="/v1")
 async def execute(req: ExecuteRequest, executor: ExecutorDep, client: ClientDep) -> ExecuteResponse:
     """Run one program on one input. The verdict is AC when it ran and exited 0 (a ``pytest`` file: when the
     checker saw its tests pass; a ``D_ut`` run that exits 0 is SE, not judged: see ``languages``)."""
-    files, fetch = request_files(req.files, req.fetch_files, languages.written_names(req.language))
+    limits = executor.run_limits(req.limits.timeout_s, req.limits.memory_mb)
+    files, fetch = request_files(req.files, req.fetch_files, limits.memory_mb, languages.written_names(req.language))
     ex = await executor.execute(
         req.language,
         req.code,
         req.stdin.encode() if req.stdin else None,
         files,
-        executor.run_limits(req.limits.timeout_s, req.limits.memory_mb),
+        limits,
         executor.compile_limits(req.limits.compile_timeout_s),
         RunPolicy(cache=req.cache, client=client),
         fetch,

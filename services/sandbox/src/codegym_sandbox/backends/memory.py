@@ -22,6 +22,7 @@ import os
 from collections import deque
 
 from ..agent.protocol import Limits
+from ..agent.scratch_cost import files_cost
 from .base import RunRequest, Saturated, TooLarge
 
 MARGIN_FRACTION = 8  # the budget leaves an eighth of the machine (at least MARGIN_MIN_MB) to all else
@@ -90,11 +91,12 @@ def run_limit_mb(limits: Limits, unbudgeted_mb: int) -> int:
 def server_held_mb(request: RunRequest, stdins: list[bytes | None]) -> int:
     """What the server and the agent hold for an exchange of ``request`` on ``stdins``, in MiB: every output it
     may bring back (each run's stdout and stderr up to the output limit: a program's tests go in exchanges
-    whose outputs stay within ``EXCHANGE_OUTPUT_BYTES``, see ``judging/schedule.py``), its inputs and its files,
-    and the files it fetches back (at most ``collect_bytes`` in all, ``agent/scratch_files.collect``)."""
+    whose outputs stay within ``EXCHANGE_OUTPUT_BYTES``, see ``judging/schedule.py``), its inputs, its files (as
+    the kernel holds them on the run's tmpfs: ``agent/scratch_cost.files_cost``), and the files it fetches back
+    (at most ``collect_bytes`` in all, ``agent/scratch_files.collect``)."""
     held = len(stdins) * request.limits.get("output_bytes", 0)
     held += request.limits.get("collect_bytes", 0) if request.collect else 0
-    held += sum(len(stdin) for stdin in stdins if stdin) + sum(len(data) for data, _ in request.files.values())
+    held += sum(len(stdin) for stdin in stdins if stdin) + files_cost({n: d for n, (d, _) in request.files.items()})
     return -(-held // (1 << 20))
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..agent.cell_frames import read_record
+from ..agent.scratch_cost import over_memory
 from ..agent.session_main import SESSION_MAIN
 from ..backends.base import Backend, SandboxFault, SessionLease
 from ..config import SESSION_MIN_MEMORY_MB, Sessions
@@ -118,8 +119,7 @@ class SessionStore:
 
     async def create(self, client: str, ttl_s: float | None, memory_mb: int | None, cell_timeout_s: float | None,
                      files: dict[str, bytes], session_id: str | None = None) -> Session:  # fmt: skip
-        """A new session; ``session_id`` where the caller names it (an API whose clients make their ids), which
-        must be no session's now."""
+        """A new session; ``session_id`` where the caller names it (an API whose clients make their ids): none now."""
         s = self.settings
         if session_id is not None and session_id in self.sessions:
             raise ValueError(f"session {session_id!r} exists")
@@ -130,8 +130,8 @@ class SessionStore:
             raise TooManySessions(f"{client} holds {held} sessions, the most one client may")
         # Whatever a caller asks for (the wire refuses what is not positive), within the server's bounds.
         memory = max(min(memory_mb or s.memory_mb, s.max_memory_mb), SESSION_MIN_MEMORY_MB)
-        if (held := sum(map(len, files.values()))) > memory << 20:  # the agent writes them: counted here
-            raise FilesTooLarge(f"the session's files hold {held} bytes, past its memory limit of {memory} MiB")
+        if why := over_memory(files, memory, "the session's"):  # the agent writes them, outside its memory
+            raise FilesTooLarge(why)
         from_warm = memory == s.memory_mb and bool(self.warm)
         cost = memory + self.backend.worker_cost_mb  # what it takes of the budget: its worker's cost too
         self._check_share(0 if from_warm else cost)  # a kernel started ahead is counted already

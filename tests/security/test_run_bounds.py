@@ -8,6 +8,7 @@ and what its child processes hold is still the run's memory, and a run past its 
 from __future__ import annotations
 
 import base64
+import errno
 import resource
 import shutil
 
@@ -169,6 +170,40 @@ def test_a_pattern_over_many_files_fetches_a_bounded_number(hostile: TestClient)
     r = hostile.post("/v1/execute", json=body)
     assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text[:500]
     assert 4000 < len(r.json()["files"]) < 5000  # a megabyte of names
+
+
+_DIRECTORIES = """
+import os
+n = error = 0
+try:
+    while n < 20000:
+        os.mkdir("d%d" % n)
+        n += 1
+except OSError as exc:
+    error = exc.errno
+print(n, error)
+"""
+_INODES = (
+    "import os\nfor p in ('.', '/dev/shm'):\n    s = os.statvfs(p)\n    print(s.f_files, s.f_blocks * s.f_frsize)\n"
+)
+
+
+def test_a_runs_tmpfs_holds_a_bounded_number_of_inodes(hostile: TestClient, backend: str) -> None:
+    """A tree of empty directories holds no page of a tmpfs, only the kernel's inodes (about a KiB each, never
+    reclaimed while they are there): the scratch directory and ``/dev/shm`` hold at most one per page of their
+    size, whoever makes them, not the kernel's default of half the host's pages."""
+    if backend != "local":
+        pytest.skip("a container's scratch directory is its engine's tmpfs, of the engine's options")
+    r = hostile.post("/v1/execute", json={"language": "python", "code": _INODES, "cache": False})
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+    for line in r.json()["run"]["stdout"].splitlines():
+        inodes, size = map(int, line.split())
+        assert 0 < inodes <= max(size // 4096, 16384), line
+    # And the kernel holds a tree to it, however it is made (this suite's scratch directory: 32 MiB, 16,384 inodes).
+    r = hostile.post("/v1/execute", json={"language": "python", "code": _DIRECTORIES, "cache": False})
+    assert r.status_code == 200 and r.json()["verdict"] == "AC", r.text
+    made, error = map(int, r.json()["run"]["stdout"].split())
+    assert made < 16384 and error == errno.ENOSPC, r.text
 
 
 _STACK = (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from codegym_sandbox.agent import scratch_files
-from codegym_sandbox.agent.scratch_cost import MAX_DIRS, directories, files_cost, over_memory
+from codegym_sandbox.agent.scratch_cost import MAX_DIRS, directories, files_cost, over_memory, tmpfs_options
 from codegym_sandbox.api import files as files_module
 from codegym_sandbox.api.files import BadFiles, check_names, decode_files, one_tree, scratch_name
 from hypothesis import given, settings
@@ -139,3 +139,8 @@ def test_names_that_make_too_many_directories_are_refused() -> None:
     check_names([f"s{i:03d}/{'/'.join(['d'] * 3)}/f" for i in range(MAX_DIRS // 4)])  # exactly the bound
     with pytest.raises(BadFiles, match=f"more than {MAX_DIRS} directories"):
         check_names([f"s{i:04d}/f" for i in range(MAX_DIRS + 1)])
+
+
+def test_a_tmpfs_of_the_box_holds_an_inode_per_page_of_its_size() -> None:
+    assert tmpfs_options(256 << 20) == f"size={256 << 20},nr_inodes={(256 << 20) // 4096}"
+    assert tmpfs_options(4 << 20).endswith("nr_inodes=16384")  # at least what a request's files may make

@@ -233,9 +233,11 @@ for name in sorted(os.listdir(folder)):
             f.read()
 print(folder)
 """
+# 48 MiB of extended attributes: past what a run may leave in its worker (``MemoryCgroup.LEFT_KB``), within what
+# the scratch tmpfs's inodes may hold (a KiB an inode, a quarter of its size: ``agent/scratch_cost.tmpfs_options``).
 _XATTRS = """
 import os
-value = b"x" * 60000
+value = b"x" * 25000
 for f in range(200):
     open(f"x{f}", "w").close()
     for i in range(10):

@@ -13,6 +13,7 @@ from .copy_files import Mounts
 from .memory_cgroup import MemoryCgroup
 from .pids_cgroup import PidsCgroup
 from .run_cgroup import RunCgroup
+from .scratch_cost import tmpfs_options
 
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
@@ -59,9 +60,9 @@ class Lineage:
             scratch, shm = (os.statvfs(p) for p in (isolation.SCRATCH, isolation.SHM))
             mounts = Mounts(
                 isolation.SCRATCH,
-                f"mode=0755,size={scratch.f_blocks * scratch.f_frsize}",
+                f"mode=0755,{tmpfs_options(scratch.f_blocks * scratch.f_frsize)}",
                 isolation.SHM,
-                f"mode=1777,size={shm.f_blocks * shm.f_frsize}",
+                f"mode=1777,{tmpfs_options(shm.f_blocks * shm.f_frsize)}",
                 "",  # its /dev/pts is the container's, empty and read-only: nothing to make again
                 (uid, gid),
             )
@@ -76,9 +77,9 @@ class Lineage:
         size = config.get("tmp_bytes", 64 << 20)
         mounts = Mounts(
             isolation.SCRATCH,
-            f"mode=0755,size={size}",
+            f"mode=0755,{tmpfs_options(size)}",
             isolation.SHM,
-            f"mode=1777,size={min(size, isolation.SHM_BYTES)}",
+            f"mode=1777,{tmpfs_options(min(size, isolation.SHM_BYTES))}",
             f"newinstance,ptmxmode=0666,mode=0620,max={isolation.PTYS}",
         )
         ids = Ids(host_users.PROGRAM_UID, host_users.PROGRAM_UID, first, 0)

@@ -25,6 +25,7 @@ import os
 
 from . import devices, host_users, linux, programs, runtime
 from .protocol import WorkerConfig
+from .scratch_cost import tmpfs_options
 
 BOX_ROOT = "/tmp"
 SCRATCH = "/tmp/box"
@@ -157,10 +158,12 @@ def enter_box() -> None:
 class Scratch:
     """Where a run may write, in the local backend: the scratch directory and ``/dev/shm``.
 
-    Both are a fresh tmpfs for every run, and for every test of a series: a new mount keeps nothing of the
-    last one, where a check of an old one can be fooled (its mode, times and extended attributes, a file
-    rewritten through a shared mapping, which changes no time). An unmount costs far more than a mount, so
-    mounts that are done with are moved to a *graveyard* under :data:`_STAGE` and unmounted all at once:
+    Both are a fresh tmpfs for every run, and for every test of a series, of a bounded size and a bounded number
+    of inodes (``scratch_cost.tmpfs_options``: a tree of empty directories holds no page, only the kernel's
+    inodes): a new mount keeps nothing of the last one, where a check of an old one can be fooled (its mode,
+    times and extended attributes, a file rewritten through a shared mapping, which changes no time). An unmount
+    costs far more than a mount, so mounts that are done with are moved to a *graveyard* under :data:`_STAGE`
+    and unmounted all at once:
     at every reset (before the next run, while the server reads the answer), and in a test series every
     :data:`GRAVES` tests, or at once when the graveyard as a whole holds more than a little
     (:data:`HELD_BYTES`, :data:`HELD_INODES`): until then, its memory stays in the box's memory cgroup, beside
@@ -178,8 +181,8 @@ class Scratch:
         # unlink or replace a file of the supervisors' (the checker's ``solution.py``, see ``program_file``), nor
         # change the directory's mode, times or attributes.
         self.options = {
-            SCRATCH: f"uid={os.getuid()},gid={os.getgid()},mode=1777,size={tmp_bytes}",
-            SHM: f"mode=1777,size={min(tmp_bytes, SHM_BYTES)}",
+            SCRATCH: f"uid={os.getuid()},gid={os.getgid()},mode=1777,{tmpfs_options(tmp_bytes)}",
+            SHM: f"mode=1777,{tmpfs_options(min(tmp_bytes, SHM_BYTES))}",
         }
         self.staged = False  # the next test's (or run's) mounts wait at _NEXT
         self.graves = -1  # mounts in the graveyard (-1: no graveyard mounted)

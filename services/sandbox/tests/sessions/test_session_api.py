@@ -3,6 +3,7 @@ status, the ends of a session (deleted, expired, its interpreter gone) and the a
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import os
@@ -251,6 +252,34 @@ def test_files_are_counted_as_the_kernel_holds_them_at_create(sessions: TestClie
         assert out["display"] == "('X = 7', 'seven')", out
     finally:
         sessions.delete(f"/v1/sessions/{sid}")
+
+
+def _memory_held_mb(sessions: TestClient, sid: str) -> int:
+    """What the session's memory cgroup holds, read on the host from the path its cell reads in its /proc."""
+    lines = ast.literal_eval(_cell(sessions, sid, "open('/proc/self/cgroup').read()")["display"]).splitlines()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for held in (f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes", f"/sys/fs/cgroup{path}/memory.current"):
+            if ("memory" in controllers.split(",") or not controllers) and os.path.exists(held):
+                return int(Path(held).read_text()) >> 20
+    pytest.skip("the session's memory cgroup cannot be read here")
+
+
+def test_a_sessions_files_are_charged_to_its_own_memory(sessions: TestClient, backend: str) -> None:
+    # Written by the agent, whose memory cgroup is the server's: from a process that joined the session's, so that
+    # the kernel charges their pages, inodes and dentries where the session's limit is.
+    if backend != "local":
+        pytest.skip("a container's agent is in the container's cgroup, the session's, already")
+    files = {f"d{i}/f": "x" * 4000 for i in range(800)}  # 800 pages and 1,600 inodes: about 4.7 MiB
+    with_files, without = (
+        _new(sessions, files=files, limits={"memory_mb": 64}),
+        _new(sessions, limits={"memory_mb": 64}),
+    )
+    try:
+        assert _memory_held_mb(sessions, with_files) - _memory_held_mb(sessions, without) >= 3
+    finally:
+        sessions.delete(f"/v1/sessions/{with_files}")
+        sessions.delete(f"/v1/sessions/{without}")
 
 
 def test_two_sessions_share_nothing(sessions: TestClient) -> None:

@@ -13,7 +13,9 @@ import re
 import stat
 import time
 
+from . import acting_ids
 from .box_handle import BoxHandle
+from .memory_cgroup import MemoryCgroup
 from .protocol import MAX_HEADER, FileEntry, write_all
 
 
@@ -53,6 +55,28 @@ def write_files(bx: BoxHandle, files: list[FileEntry], blobs: list[bytearray], u
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
+
+
+def write_charged(
+    bx: BoxHandle, files: list[FileEntry], blobs: list[bytearray], uid: int, memory: MemoryCgroup | None
+) -> None:
+    """:func:`write_files` from a child process that joined ``memory``, the cgroup whose limit holds them (a
+    session's), so that the kernel charges their pages, inodes and dentries there rather than to the agent, whose
+    cgroup is the server's; by the agent itself where the worker has no cgroup of its own to join (a container's
+    is the agent's already)."""
+    if memory is None or memory.parent_fd < 0:
+        write_files(bx, files, blobs, uid)
+        return
+    procs = memory.procs()
+
+    def work() -> None:
+        os.write(procs, b"0")
+        write_files(bx, files, blobs, uid)
+
+    try:
+        acting_ids.in_child(work, "the files could not be written from the session's memory cgroup")
+    finally:
+        os.close(procs)
 
 
 # What a step's files' names may take, listed in the header of the agent's answer, which the server bounds (a

@@ -32,7 +32,7 @@ from .kernel import message as request_message
 from .kernel import take
 from .kernel_place import BoxPlace, why_ended
 from .protocol import encode_frame
-from .scratch_files import write_files
+from .scratch_files import write_charged, write_files
 from .session_frames import CellDone, CellFrame, FilesWritten, KernelStarted
 from .session_main import READY
 from .session_record import CellRecord
@@ -393,7 +393,7 @@ def answer(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
         if _open is None:
             raise RuntimeError("no session is open on this worker")
         files = cast("RunFrame", frame)["files"]
-        write_files(bx, files, blobs, uid)
+        write_charged(bx, files, blobs, uid, _open.memory)  # the session's memory holds them, not the agent's
         written: FilesWritten = {"op": "files", "written": len(files), "blobs": []}
         return encode_frame(written)
     done, record = cell(blobs[0], cast("CellFrame", frame)["wall_s"])

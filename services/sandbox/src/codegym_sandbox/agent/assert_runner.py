@@ -50,9 +50,11 @@ from . import (
     import_path,
     linux,
     patched_builtins,
+    program_doctests,
     program_file,
     program_module,
     program_names,
+    program_text,
     pytest_fixtures,
     ran_tests,
     shared_state,
@@ -75,6 +77,7 @@ from .program_errors import (
     undefined,
     unimported,
 )
+from .program_function import ProgramFunction
 from .program_handle import Handle
 from .program_process import serve_program as serve_program  # the box forks each run's program process with it
 from .test_forms import Tests, read_tests
@@ -92,7 +95,7 @@ class Checker:
         self.channel = channel
         self.source: types.CodeType | str | None = None  # the program, while the program's process waits for it
         self.defined: frozenset[str] = frozenset()  # what the program binds at top level: all the tests may ask
-        self.classes = ExceptionClasses()
+        self.classes, self.text = ExceptionClasses(), program_text.Text(None)  # its text: ``program_function``
         # One exchange at a time (answers carry no id), refused where one process would differ (``uncarried``).
         self.turns = uncarried.Turns()
         if source is not None:
@@ -103,13 +106,13 @@ class Checker:
         # What the tests patch (``patched_builtins``): its streams, names bound to theirs (``set_name``), one running.
         self.streams, self.bound, self.serving = patched_builtins.streams(), dict[str, Any](), False
         self.state = shared_state.Sent()
-        self.functions: dict[str, Any] = {}  # the stand-ins of the program's functions, by name
+        self.functions, self.module_name = dict[str, Any](), "__main__"  # its functions' stand-ins; their module
 
     def take(self, source: str, sent: bool = False) -> None:
         """The run's program: to send first (unless the program's process has it), and the names it binds."""
         code = program_names.compiled(source) if not sent else source
         self.source = None if sent else code
-        self.defined = program_names.top_level_names(code)
+        self.defined, self.text = program_names.top_level_names(code), program_text.Text(source)
         self.turns.program(source)  # what it looks up as it runs, before the tests patch any of it
         self.classes = ExceptionClasses()  # this program's exception types, as the tests see them
         # The checker's own compile: a SyntaxError the tests raise, or the program raises running, is not its own.
@@ -264,11 +267,7 @@ class Checker:
             raise
 
     def _function(self, name: str) -> Any:
-        def stand_in(*args: Any, **kwargs: Any) -> Any:
-            return self.call(["name", name], args, kwargs)
-
-        stand_in.__name__ = stand_in.__qualname__ = name
-        return self.functions.setdefault(name, stand_in)
+        return self.functions.setdefault(name, ProgramFunction(name, self, self.text, self.module_name))
 
 
 def check(checker: Checker, tests: Tests) -> str:
@@ -291,6 +290,7 @@ def check(checker: Checker, tests: Tests) -> str:
             # Only names the program binds itself: every other name the tests use (a builtin, a helper of theirs) is
             # the checker's own, whatever the program answers; a name they use as a module is the module.
             wanted, modules = program_names.asked(tests.code, checker.defined, _BUILTINS, tests.declared)
+            checker.module_name = "__main__" if program_names.imports_program(tests.code) is None else "solution"
             found = checker.names(wanted)
             # A declared entry point the program has not defined is its NameError, never a builtin of the name.
             scope.update({name: undefined(name) for name in tests.declared}, **found)
@@ -302,7 +302,8 @@ def check(checker: Checker, tests: Tests) -> str:
             with (
                 test_scope.as_main(module),
                 test_scope.no_runner_main(tests.code),
-                program_module.importable(checker.names, checker.set_name, star),
+                program_module.importable(checker.names, checker.set_name, star, checker.text.every),
+                program_doctests.guarded(tests.code, checker.text, checker.module_name),
             ):
                 try:
                     exec(tests.code, scope)

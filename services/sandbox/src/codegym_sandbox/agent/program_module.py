@@ -27,18 +27,23 @@ PUT_BACK = object()  # bound to a name of the program's: its own value comes bac
 
 Names = Callable[[list[str]], dict[str, Any]]  # the program's values of the names it has among those asked
 Bind = Callable[[str, Any], None]  # binds one of the program's names to a value of the tests'
+Every = Callable[[], tuple[list[str], str | None]]  # the functions and classes the program defines, and its docstring
+_OWN_DICT: Any = vars(types.ModuleType)["__dict__"]  # a module's own namespace, whatever its class says __dict__ is
 
 
-def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleType:
+def program_module(names: Names, bind: Bind, star: list[str], every: Every = lambda: ([], None)) -> types.ModuleType:
     """The module: ``from solution import *`` takes those of ``star`` (``program_names.star_names``) the program
     has as it runs (not one it deleted, ``del tmp``); every other attribute is read from the program's process
     when the tests read it (``names``), nothing of the checker's own among them. A function, a class or a module
     is kept once read; a value is read again each time, so that it follows the program (``solution.count`` after
-    ``solution.increment()``). The tests' ``solution.LIMIT = 3`` binds the program's own name, where the value
+    ``solution.increment()``). Its ``__dict__`` (``vars(solution)``, what doctest's finder walks) holds every function
+    and class the program defines at top level (``every``: its names, and its docstring, as its text says them),
+    read once the tests read it. The tests' ``solution.LIMIT = 3`` binds the program's own name, where the value
     crosses (plain data); a function of the tests' (``mock.patch("solution.f", ...)``) binds it to a stub that calls
     theirs (``Checker.set_name``), and the program's own function, set back, puts the program's back."""
 
     originals: dict[str, Any] = {}  # the program's own values of the names the tests bound, as they were
+    filled: list[bool] = []  # whether the program's functions and classes are in its namespace yet
 
     class Program(types.ModuleType):
         def __setattr__(self, name: str, value: Any) -> None:
@@ -56,15 +61,15 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
                 else:
                     if name in was:
                         originals[name] = was[name]
-                    self.__dict__.pop(name, None)
+                    _OWN_DICT.__get__(self).pop(name, None)
                     return
             super().__setattr__(name, value)
 
         def __delattr__(self, name: str) -> None:
             # What the tests bound goes, and the program's own value comes back (pytest's ``monkeypatch`` undoes
             # a ``setattr`` so where the module's ``__dict__`` did not hold the name, as here it never does).
-            if name in self.__dict__:
-                value = self.__dict__.pop(name)
+            if name in _OWN_DICT.__get__(self):
+                value = _OWN_DICT.__get__(self).pop(name)
                 if callable(value) and not isinstance(value, types.ModuleType) and not name.startswith("__"):
                     bind(name, PUT_BACK)  # a function of the tests' (a mock.patch that ends): the program's again
             elif name in originals:
@@ -72,33 +77,46 @@ def program_module(names: Names, bind: Bind, star: list[str]) -> types.ModuleTyp
             else:
                 raise AttributeError(f"module {NAME!r} has no attribute {name!r} that the tests bound")
 
+        @property
+        def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+            own: dict[str, Any] = _OWN_DICT.__get__(self)
+            wanted = [] if filled else [n for n in every()[0] if n not in own]
+            filled.append(True)
+            for key, value in (names(wanted) if wanted else {}).items():
+                if callable(value) or isinstance(value, types.ModuleType):
+                    own.setdefault(key, value)  # kept as read, as ``__getattr__`` keeps it
+            return own
+
         def __getattr__(self, name: str) -> Any:
+            if name == "__doc__":  # the program's docstring, as its text says it
+                return every()[1]
             if name == "__all__":  # what a star import takes: asked once, all together
                 found = names(star)
                 for key, value in found.items():
                     if callable(value) or isinstance(value, types.ModuleType):
-                        self.__dict__[key] = value  # kept as read, binding nothing of the program's
-                self.__dict__["__all__"] = [n for n in star if n in found]
-                return self.__dict__["__all__"]
+                        _OWN_DICT.__get__(self)[key] = value  # kept as read, binding nothing of the program's
+                _OWN_DICT.__get__(self)["__all__"] = [n for n in star if n in found]
+                return _OWN_DICT.__get__(self)["__all__"]
             if name.startswith("__"):
                 raise AttributeError(name)
             found = names([name])
             if name not in found:
                 raise AttributeError(f"module {NAME!r} has no attribute {name!r}")
             if callable(found[name]) or isinstance(found[name], types.ModuleType):
-                self.__dict__[name] = found[name]  # kept as read, binding nothing of the program's
+                _OWN_DICT.__get__(self)[name] = found[name]  # kept as read, binding nothing of the program's
             return found[name]
 
     module = Program(NAME)
     module.__file__ = os.path.abspath(FILE)  # the checker's working directory is the run's
+    del _OWN_DICT.__get__(module)["__doc__"]  # read from the program's text when the tests read it (``__getattr__``)
     return module
 
 
 @contextlib.contextmanager
-def importable(names: Names, bind: Bind, star: list[str]) -> Iterator[None]:
+def importable(names: Names, bind: Bind, star: list[str], every: Every) -> Iterator[None]:
     """``import solution`` finds the program's module while the tests run (and nothing after)."""
     saved = sys.modules.get(NAME)
-    sys.modules[NAME] = program_module(names, bind, star)
+    sys.modules[NAME] = program_module(names, bind, star, every)
     try:
         yield
     finally:

@@ -54,8 +54,12 @@ _PACKAGES = frozenset(
     {"numpy", "pandas", "scipy", "sympy", "torch", "sklearn", "networkx", "matplotlib", "tensorflow", "jax", "mpmath"}
     | {"sortedcontainers", "more_itertools", "gmpy2", "numba", "polars", "PIL", "cv2"}
 )
-# What reads names the tests' code does not name: each makes every name the program binds one the tests may use.
-_DYNAMIC = frozenset({"eval", "exec", "globals", "vars", "locals", "getattr", "modules", "__import__", "__dict__"})
+# What reads names the tests' code does not name: each makes every name the program binds one the tests may use
+# (doctest's finders read every function of a module, and the examples in its docstrings).
+_DYNAMIC = frozenset(
+    {"eval", "exec", "globals", "vars", "locals", "getattr", "modules", "__import__", "__dict__"}
+    | {"testmod", "DocTestFinder", "DocTestSuite"}
+)
 _IMPORTS = frozenset(dis.opmap[name] for name in ("IMPORT_NAME", "IMPORT_FROM"))
 _LOAD_NAME, _LOAD_GLOBAL = dis.opmap["LOAD_NAME"], dis.opmap["LOAD_GLOBAL"]
 _LOAD_ATTR = dis.opmap["LOAD_ATTR"]
@@ -192,7 +196,7 @@ def asked(
 _IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 _IMPORTERS = frozenset({"import_module", "__import__", "importorskip", "modules"})
 # What follows ``from solution import *``'s IMPORT_NAME: IMPORT_STAR (Python 3.11), or CALL_INTRINSIC_1 (3.12 on).
-_STAR = frozenset(dis.opmap[name] for name in ("IMPORT_STAR", "CALL_INTRINSIC_1") if name in dis.opmap)
+STAR = frozenset(dis.opmap[name] for name in ("IMPORT_STAR", "CALL_INTRINSIC_1") if name in dis.opmap)
 
 
 def imports_program(code: types.CodeType) -> str | None:
@@ -205,7 +209,7 @@ def imports_program(code: types.CodeType) -> str | None:
     found: str | None = "names" if dynamic else None
     last = ""
     for op, arg in _ops(code):
-        if last and op in _STAR:
+        if last and op in STAR:
             return "star"
         last = ""
         if op == _IMPORT_NAME and code.co_names[arg].partition(".")[0] == "solution":
@@ -240,7 +244,7 @@ def leading_imports(tests: types.CodeType) -> list[tuple[str, tuple[str, ...]]]:
     consts: list[object] = []  # the last constants loaded: an import's level and names
     last = -1
     for op, arg in _ops(tests):
-        if op in _STAR and last == _IMPORT_NAME:
+        if op in STAR and last == _IMPORT_NAME:
             last = op
             continue
         if op not in _RUNS_NOTHING and op != _LOAD_SMALL_INT:

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from . import call_test, collect_order, import_path, program_names, pytest_marks, ran_tests, unittest_cases
 from .fixture_requests import TESTS_FILE, Builtin, Fixtures, requested, setup_error, theirs, wrapped
 from .program_errors import program_traceback
+from .program_function import ProgramFunction
 from .program_handle import Handle
 
 # A code object's flags of a generator, a coroutine and an async generator (``inspect``'s, which the agent does
@@ -204,7 +205,7 @@ def _collected(name: str, value: object) -> bool:
     which, as ``functools.wraps`` does; left out, a test so decorated passed any program); never the checker's own (a
     stand-in for a function of the program's), nor the program's object. A callable of the tests' that wraps no
     function (a ``functools.partial``) pytest does not run either: here it is the tests' error, never a pass."""
-    if isinstance(value, (type, Handle)) or not callable(value):
+    if isinstance(value, (type, Handle)) or type(value) is ProgramFunction or not callable(value):
         return False
     function = wrapped(value)
     if not isinstance(function, types.FunctionType):

@@ -86,6 +86,19 @@ def test_doctest_runs_the_programs_docstring_examples_as_python_does(
     assert _verdicts(hostile, DOCTESTS[form], programs) == expected
 
 
+def test_doctest_runs_the_modules_docstring_and_what_the_program_prints(hostile: TestClient, tmp_path: Path) -> None:
+    program = (
+        "'''Greetings.\n\n>>> greet('z')\nHello z\n'''\n\n\ndef greet(n):\n    '''\n    >>> greet('x')\n    Hello x\n"
+        "    '''\n    print('Hello ' + n)\n"
+    )
+    tests = "import doctest\nimport solution\n\ndef test_doc():\n    assert doctest.testmod(solution).attempted == 2\n"
+    tests += "    assert doctest.testmod(solution).failed == 0\n"
+    wrong = program.replace("print('Hello ' + n)", "print(('Hello ' if n == 'x' else 'Hi ') + n)")
+    expected = [_reference(tmp_path, p, tests) for p in (program, wrong)]
+    assert expected == ["AC", "WA"]
+    assert _verdicts(hostile, tests, [program, wrong]) == expected
+
+
 @pytest.mark.parametrize("form", sorted(CODE_TESTS))
 def test_code_source_and_signature_are_the_programs_as_python_reads_them(
     hostile: TestClient, tmp_path: Path, form: str
@@ -93,6 +106,13 @@ def test_code_source_and_signature_are_the_programs_as_python_reads_them(
     expected = [_reference(tmp_path, p, CODE_TESTS[form]) for p in (SORT, CHEAT)]
     assert expected[0] == "AC"
     assert _verdicts(hostile, CODE_TESTS[form], [SORT, CHEAT]) == expected
+
+
+def test_docstrings_and_annotations_the_compiler_binds_leave_the_text_carried(hostile: TestClient) -> None:
+    header = "'''Sorting.'''\nfrom dataclasses import dataclass\n\nLIMIT: int = 10\n\n\n@dataclass\nclass P:\n"
+    header += "    '''A point.'''\n    x: int = 0\n\n\n"
+    tests = CODE_TESTS["co_names"] + CODE_TESTS["getsource"] + "assert P().x == 0\n"
+    assert _verdicts(hostile, tests, [header + SORT, header + CHEAT]) == ["AC", "WA"]
 
 
 def test_a_functions_text_reads_as_python_shows_it(hostile: TestClient, tmp_path: Path) -> None:

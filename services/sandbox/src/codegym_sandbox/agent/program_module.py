@@ -87,9 +87,11 @@ def program_module(names: Names, bind: Bind, star: list[str], every: Every = lam
                     own.setdefault(key, value)  # kept as read, as ``__getattr__`` keeps it
             return own
 
+        @property
+        def __doc__(self) -> str | None:  # type: ignore[override]
+            return every()[1]  # the program's docstring, as its text says it
+
         def __getattr__(self, name: str) -> Any:
-            if name == "__doc__":  # the program's docstring, as its text says it
-                return every()[1]
             if name == "__all__":  # what a star import takes: asked once, all together
                 found = names(star)
                 for key, value in found.items():
@@ -108,7 +110,6 @@ def program_module(names: Names, bind: Bind, star: list[str], every: Every = lam
 
     module = Program(NAME)
     module.__file__ = os.path.abspath(FILE)  # the checker's working directory is the run's
-    del _OWN_DICT.__get__(module)["__doc__"]  # read from the program's text when the tests read it (``__getattr__``)
     return module
 
 

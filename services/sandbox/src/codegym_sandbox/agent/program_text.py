@@ -35,7 +35,7 @@ FILE = "<program>"  # the code objects' file name (``program_names.compiled``), 
 REBINDS = frozenset(
     {"globals", "vars", "locals", "exec", "eval", "getattr", "setattr", "delattr", "__import__"}
     | {"__dict__", "__globals__", "__builtins__", "__getattribute__", "__setattr__", "__delattr__"}
-    | {"__code__", "__doc__", "__defaults__", "__kwdefaults__", "__annotations__", "__signature__", "__wrapped__"}
+    | {"__code__", "__defaults__", "__kwdefaults__", "__signature__", "__wrapped__"}
     | {"f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "_getframe"}
     | {"modules", "import_module", "reload", "attrgetter", "methodcaller", "update_wrapper", "wraps"}
     | {"make_dataclass", "ctypes", "gc", "pickle", "_pickle", "marshal", "copyreg", "shelve", "dill", "yaml"}
@@ -44,6 +44,9 @@ REBINDS = frozenset(
     | {"open", "FileIO", "write_text", "write_bytes", "copyfile", "copy2", "copytree", "symlink", "extractall"}
     | {"tempfile", "mkstemp", "NamedTemporaryFile", "subprocess", "system", "popen", "posix_spawn", "fork"}
 )
+# Those the compiler also binds itself (a docstring, an annotated name at the module's or a class's level): read as
+# the text names them, an attribute or a name.
+_NAMED = frozenset({"__doc__", "__annotations__"})
 _CO_FUTURE_ANNOTATIONS = 0x1000000
 _STORES = frozenset(dis.opmap[n] for n in ("STORE_NAME", "DELETE_NAME"))
 _GLOBAL_STORES = frozenset(dis.opmap[n] for n in ("STORE_GLOBAL", "DELETE_GLOBAL"))
@@ -156,7 +159,9 @@ def _read(source: str) -> _Reading | None:
         return None
     lines = io.StringIO(source, newline=None).readlines()  # as Python reads a file: \r\n and \r end lines too
     linecache.cache[FILE] = (len(source), None, lines, FILE)  # no mtime: never checked against a file
+    named = (getattr(n, "attr", None) or getattr(n, "id", None) for n in ast.walk(tree))
     dynamic = not REBINDS.isdisjoint(program_names.used_names(code)) or _stores_globals(code)
+    dynamic = dynamic or not _NAMED.isdisjoint(named)
     return _Reading(tree, code, {} if dynamic else _functions(tree, code), _examples(tree), dynamic)
 
 

@@ -8,9 +8,9 @@ Where the text says what the name holds (one plain ``def``), the stand-in passes
 ``inspect.signature(f)`` its parameters, ``inspect.getsource(f)`` its lines, and doctest finds its examples (which
 run through the stand-ins, in the program's process). Where it does not (a decorated function, one bound twice or
 by an assignment, a program that can rebind names without naming them), the stand-in is no function to
-``inspect``: it has no code object, and its signature (and a docstring the text gives examples in) is
-:class:`NotCarried` (the run's error, never an empty answer a test could pass on). No stand-in has the function's
-globals, which are the program's, in its process.
+``inspect``: it has no code object, defaults or annotations, and its signature (and a docstring the text gives
+examples in) is :class:`NotCarried` (the run's error, never an empty answer a test could pass on). No stand-in has
+the function's globals, which are the program's, in its process.
 """
 
 from __future__ import annotations
@@ -71,6 +71,13 @@ class ProgramFunction(metaclass=_Kind):
             )
         return function
 
+    def _known(self, what: str) -> Function:
+        # For what an object need not have (``getattr(f, "__code__", None)`` reads no function in it): absent.
+        function = self._function()
+        if function is None:
+            raise AttributeError(f"the {what} of the program's {self._name} is not carried to the tests")
+        return function
+
     @property  # type: ignore[misc]
     def __class__(self) -> type:
         # ``inspect.isfunction`` (and doctest's, ``inspect.getsource``'s tests of it) holds where the text says what
@@ -100,10 +107,7 @@ class ProgramFunction(metaclass=_Kind):
 
     @property
     def __code__(self) -> types.CodeType:
-        function = self._function()
-        if function is None:
-            raise AttributeError(f"the code of the program's {self._name} is not carried to the tests")
-        return function.code
+        return self._known("code").code
 
     @property
     def __signature__(self) -> Any:
@@ -111,19 +115,19 @@ class ProgramFunction(metaclass=_Kind):
 
     @property
     def __defaults__(self) -> tuple[Any, ...] | None:
-        parameters = self.__signature__.parameters.values()
+        parameters = signature(self._known("defaults")).parameters.values()
         found = tuple(p.default for p in parameters if p.kind <= p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)
         return found or None
 
     @property
     def __kwdefaults__(self) -> dict[str, Any] | None:
-        parameters = self.__signature__.parameters.values()
+        parameters = signature(self._known("defaults")).parameters.values()
         found = {p.name: p.default for p in parameters if p.kind == p.KEYWORD_ONLY and p.default is not p.empty}
         return found or None
 
     @property
     def __annotations__(self) -> dict[str, Any]:  # type: ignore[override]
-        found = self.__signature__
+        found = signature(self._known("annotations"))
         annotations = {p.name: p.annotation for p in found.parameters.values() if p.annotation is not p.empty}
         if found.return_annotation is not found.empty:
             annotations["return"] = found.return_annotation
@@ -131,6 +135,5 @@ class ProgramFunction(metaclass=_Kind):
 
     @property
     def __closure__(self) -> None:
-        if self._function() is None:
-            raise AttributeError(f"the closure of the program's {self._name} is not carried to the tests")
+        self._known("closure")
         return None  # a function defined at the module's top level has none

@@ -99,6 +99,16 @@ def test_doctest_runs_the_modules_docstring_and_what_the_program_prints(hostile:
     assert _verdicts(hostile, tests, [program, wrong]) == expected
 
 
+def test_doctest_examples_of_solution_see_its_values(hostile: TestClient, tmp_path: Path) -> None:
+    program = "MOD = 7\n\n\ndef f(x):\n    '''\n    >>> f(MOD + 1)\n    1\n    '''\n    return x % MOD\n"
+    tests = "import doctest\nimport solution\n\ndef test_doc():\n    r = doctest.testmod(solution)\n"
+    tests += "    assert r.failed == 0 and r.attempted == 1\n"
+    programs = [program, program.replace("x % MOD", "x % 5")]
+    expected = [_reference(tmp_path, p, tests) for p in programs]
+    assert expected == ["AC", "WA"]
+    assert _verdicts(hostile, tests, programs) == expected
+
+
 @pytest.mark.parametrize("form", sorted(CODE_TESTS))
 def test_code_source_and_signature_are_the_programs_as_python_reads_them(
     hostile: TestClient, tmp_path: Path, form: str

@@ -303,7 +303,7 @@ def check(checker: Checker, tests: Tests) -> str:
                 test_scope.as_main(module),
                 test_scope.no_runner_main(tests.code),
                 program_module.importable(checker.names, checker.set_name, star, checker.text.every),
-                program_doctests.guarded(tests.code, checker.text, checker.module_name),
+                program_doctests.guarded(tests.code, checker),
             ):
                 try:
                     exec(tests.code, scope)

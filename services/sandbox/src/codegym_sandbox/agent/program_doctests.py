@@ -4,7 +4,8 @@ carry their docstrings as the program's text says them (``program_function``), a
 stand-ins, in the program's process. Where the examples are in a docstring no stand-in carries (a class's, its
 methods', a decorated function's, the program's own where the tests' module stands for it), a search that reaches
 that object of the program's is the run's error (``program_text.NotCarried``): it would find none of them, and a
-test of ``failed == 0`` would pass any program.
+test of ``failed == 0`` would pass any program. The examples of ``testmod(solution)`` see every top-level name of
+the program's, its values too (which ``solution``'s ``__dict__`` does not hold: read there, they follow the program).
 """
 
 from __future__ import annotations
@@ -13,18 +14,28 @@ import contextlib
 import sys
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from . import program_names
+from . import program_module, program_names
 from .program_function import ProgramFunction
 from .program_handle import Handle
 from .program_text import NotCarried, Text
 
 
+class Program(Protocol):
+    """What the checker knows of the program (``assert_runner.Checker``)."""
+
+    text: Text
+    module_name: str  # the module its functions say they are of: the tests' ``__main__``, or ``solution``
+    defined: frozenset[str]  # the names it binds at top level
+
+    def names(self, wanted: list[str]) -> dict[str, Any]: ...
+
+
 @contextlib.contextmanager
-def guarded(code: types.CodeType, text: Text, module_name: str) -> Iterator[None]:
-    """doctest's finder, while the tests ``code`` run, refuses a search that would miss the program's examples;
-    ``module_name``: the module the program's functions say they are of (the tests' ``__main__``, or ``solution``)."""
+def guarded(code: types.CodeType, program: Program) -> Iterator[None]:
+    """doctest's finder, while the tests ``code`` run, refuses a search that would miss the program's examples, and
+    gives those of ``solution`` the program's names."""
     if "doctest" not in program_names.used_names(code):
         yield
         return
@@ -34,7 +45,13 @@ def guarded(code: types.CodeType, text: Text, module_name: str) -> Iterator[None
 
     def checked(self: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
         found = find(self, obj, *args, **kwargs)
-        _refuse_missed(obj, text, module_name)
+        _refuse_missed(obj, program.text, program.module_name)
+        if found and isinstance(obj, types.ModuleType) and obj is sys.modules.get(program_module.NAME):
+            wanted = [n for n in sorted(program.defined) if not n.startswith("__") and n not in found[0].globs]
+            named = program.names(wanted) if wanted else {}
+            for test in found:
+                for name, value in named.items():
+                    test.globs.setdefault(name, value)
         return found
 
     doctest.DocTestFinder.find = checked  # type: ignore[method-assign]

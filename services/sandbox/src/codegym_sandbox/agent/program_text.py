@@ -299,7 +299,7 @@ def annotation(function: Function, node: Any) -> Any:
         return ast.unparse(node)
     try:
         return _evaluated(node, function.bound)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return SourceText(ast.unparse(node))
 
 

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from codegym_sandbox.judging import harness
+
+
+@pytest.fixture(autouse=True)
+def _in_a_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner works in its run's directory, where it writes the program's text as ``solution.py``
+    (``agent/program_file.py``): here a directory of the test's own, never the checkout."""
+    monkeypatch.chdir(tmp_path)
 
 
 def _python(program: str, stdin: str = "") -> str:

@@ -6,7 +6,7 @@ define ``__class__``, so that an object claims any class and passes those tests.
 values (``make_dataclass("D", [name])``, ``type("C", (), namespace)``) reads objects by a name the program
 computes, which the attribute rule exists to refuse. So every maker of classes that takes names as values is
 called only with names written in the program as string literals, each one an attribute the program may name
-(the check's ``_attribute_problem``): ``make_dataclass`` (its fields and its ``namespace=``), the functional forms of
+(``attribute_rules.attribute_problem``): ``make_dataclass`` (its fields and its ``namespace=``), the functional forms of
 ``namedtuple``, ``NamedTuple``, ``TypedDict`` and the enum classes (an enum class of the program's has members in
 its body: one without members makes classes the same way), and three-argument ``type()`` and other metaclasses
 (whose namespace is a dict display), ``typing.Type`` among them. A maker is used only where these rules can see it:
@@ -56,6 +56,10 @@ REFUSED_MAKERS = {
     "dispatch_table": "hands copy functions whose state sets attributes by name, of any object",
     "global_enum": "sets an enum's members among the globals of the module its __module__ names (a string)",
 }
+# The names whose rules here read the text around the attribute (a maker called with literal names, a base, a
+# decorator): a class pattern's keyword reads an attribute with no text around it, so it names none of them.
+# ``type`` is data as an attribute (``token.type``), and the class it may hold is the metaclass's lookup above.
+PATTERN_REFUSED = frozenset({*MAKERS, *REFUSED_MAKERS, "wraps", "update_wrapper"}) - {"type"}
 # The dunders a program defines (``def``, ``class``) besides those it may name: the arithmetic the interpreter
 # calls. Any other is a hook the interpreter or the library calls with what the program could not name itself: a
 # ``__class__`` property claims any class; copy sets the attributes a ``__reduce__``'s state names, on whatever
@@ -340,6 +344,7 @@ def field_name_problems(tree: ast.Module) -> list[str]:
     a program that may hold fields writes no attribute called ``name``."""
     holds = any(
         (isinstance(n, ast.Attribute) and n.attr in _HOLDS_FIELDS)
+        or (isinstance(n, ast.MatchClass) and not _HOLDS_FIELDS.isdisjoint(n.kwd_attrs))
         or (isinstance(n, ast.ImportFrom) and n.module == "dataclasses" and {a.name for a in n.names} & _HOLDS_FIELDS)
         for n in ast.walk(tree)
     )

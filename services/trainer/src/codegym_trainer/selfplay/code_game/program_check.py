@@ -22,6 +22,11 @@ rejected when it
   is ``eval``). The program's own objects keep to public names too: in the text they look the same;
 - formats with a template that is not a string of its own text, or whose fields reach into attributes or items
   (``'{0.real}'``): ``str.format`` walks attributes by name;
+- matches, by a class pattern's keyword, an attribute whose rules read the text around it (``case str(format=f)``
+  binds the ``format`` of a computed template, ``case object(__init__=i)`` a protocol to hand any object as
+  ``self``): ``x.name`` and ``case C(name=p)`` both go through ``attribute_rules.named_attribute_problems``, and a
+  keyword names only public attributes that no rule reads in context (no dunder, ``format``, ``NAMES_AS_DATA``,
+  ``FIELD_READERS`` or class maker);
 - reaches a module it may not import through an allowed one's attributes (``dataclasses.builtins``,
   ``typing.sys``), or uses an imported module other than as the start of such a path, or imports a private
   name of one (``from typing import _eval_type``);
@@ -56,11 +61,19 @@ import dataclasses
 import importlib
 import inspect
 import re
-import string
 from collections.abc import Iterator
 
 from codegym_evaluator import python_syntax
 
+from .attribute_rules import (
+    ALLOWED_DUNDERS,
+    BANNED_ATTRIBUTES,
+    FIELD_READERS,
+    NAMES_AS_DATA,
+    attribute_problem,
+    is_dunder,
+    named_attribute_problems,
+)
 from .class_makers import class_problems
 
 MAX_PROGRAM_CHARS = 1200
@@ -81,29 +94,6 @@ BANNED_NAMES = frozenset(
         *("getattr", "setattr", "delattr", "memoryview", "id", "hash"),
     }
 )
-# Attributes of allowed modules and types that reach an attribute by a name in a string, or run code in one, and
-# those of frames, code and tracebacks (a generator's frame holds the builtins: ``g.gi_frame.f_builtins``).
-BANNED_ATTRIBUTES = frozenset(
-    {
-        *("attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef", "format_map"),
-        *("gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame", "tb_next"),
-        *("f_builtins", "f_globals", "f_locals", "f_back", "f_code", "co_code", "co_consts", "co_names"),
-        # An exception's object (``AttributeError.obj``: the module an attribute was missing from), and the
-        # names under which modules carry the doors to the machine, whatever the object they are read from.
-        *("obj", "sys", "_sys", "os", "_os", "posix", "builtins", "_io", "io", "_bootstrap", "_imp", "importlib"),
-    }
-)
-# Methods refused as attributes (a variable may have their names): an ABC's ``register`` makes any object an
-# instance of a class of the program's, whose patterns then read it; singledispatch's evaluates a function's
-# annotations, strings the program may compute, as code.
-BANNED_METHODS = frozenset({"register"})
-# Functions that read attributes named by their arguments, allowed only as called with the objects alone
-# (``@functools.wraps(f)``): ``assigned`` and ``updated`` are names, data the check cannot read.
-NAMES_AS_DATA = {"wraps": 1, "update_wrapper": 2}
-# dataclasses' functions that read every attribute a dataclass's fields name and hand the values back: those names
-# are data (``make_dataclass`` takes them as strings, a field's ``name`` may be rewritten), so through a metaclass
-# of the program's they read an allowed class's private helper (an enum class's ``_convert_``) by a computed name.
-FIELD_READERS = ("asdict", "astuple", "replace")
 # The classes whose class pattern's one positional sub-pattern is the subject itself (``case int(n)``). Any
 # other class's positional sub-patterns read the attributes named in its ``__match_args__``: a value, which a
 # program can compute (a made dataclass's or named tuple's fields), so they are refused (keywords name the same
@@ -112,68 +102,14 @@ SELF_MATCHING = frozenset(
     {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 )
 
-# The only attributes starting with ``_`` that a program names (``_attribute_problem``): a constructor,
-# `if __name__ == "__main__"`, and the protocols of values (operators, containers, text, context managers), which
-# honest programs define for the interpreter to call (read by attribute only through ``super()``: ``class_makers``).
-# Refused are those that lead outward: to a class's relatives (``__class__``, ``__mro__``, ``__subclasses__``), a
-# namespace (``__dict__``, ``__globals__``, ``__builtins__``), a method's owner (``__self__``, ``__func__``) or an
-# attribute by name (``__getattribute__``).
-ALLOWED_DUNDERS = frozenset(
-    {
-        *("__init__", "__name__", "__qualname__", "__doc__", "__slots__", "__post_init__", "__repr__", "__str__"),
-        *("__format__", "__len__", "__bool__", "__hash__", "__iter__", "__next__", "__reversed__", "__contains__"),
-        *("__getitem__", "__setitem__", "__delitem__", "__missing__", "__call__", "__enter__", "__exit__"),
-        *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__int__", "__float__", "__index__"),
-        *("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__"),
-        *("__floordiv__", "__mod__", "__pow__", "__neg__", "__pos__", "__abs__", "__matmul__"),
-        *("__and__", "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__"),
-    }
-)
 _DUNDER_IN_TEXT = re.compile(r"__\w+__")
 _TEXT_DUNDERS = ALLOWED_DUNDERS | {"__main__"}
-
-
-def _is_dunder(name: str) -> bool:
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
-
-
-def _attribute_problem(name: str) -> str | None:
-    """Why a program may not name the attribute ``name`` (read, written or matched), whatever its object; None
-    when it may. What an object is shows in the text only where a path starts at a module's name, and an
-    allowed module's class or a value one returns carries private helpers that reach past it by names that are
-    data (``Enum._convert_`` looks a module up in ``sys.modules``; ``ForwardRef._evaluate`` is ``eval``). So
-    only public names and ``ALLOWED_DUNDERS`` are attributes a program names, its own objects' too."""
-    if _is_dunder(name):
-        return None if name in ALLOWED_DUNDERS else f"uses the attribute {name}"
-    if name.startswith("_"):
-        return f"uses {name}, a private attribute (a program names only public attributes and ALLOWED_DUNDERS)"
-    if name in BANNED_ATTRIBUTES | BANNED_METHODS:
-        return f"uses {name}, which is banned"
-    return None
 
 
 def _module_problems(module: str) -> list[str]:
     if module.split(".")[0] in ALLOWED_MODULES:
         return []
     return [f"imports {module}, which is banned: a program may import only modules that compute (ALLOWED_MODULES)"]
-
-
-def _format_problems(method: ast.Attribute) -> list[str]:
-    """A ``.format`` method's template (called or not): a string of the program's own text, whose fields name
-    arguments or their items (``{0[1]}``), and whose specs hold only such plain fields (``{:>{width}}``): a field
-    with a dot walks attributes by name."""
-    template = method.value
-    if not isinstance(template, ast.Constant) or not isinstance(template.value, str):
-        return ["formats with a template that is not a string of its own text"]
-    try:
-        parsed = list(string.Formatter().parse(template.value))
-    except ValueError:
-        return []  # it fails as it runs, the same on every run
-    fields = [field for _, field, _, _ in parsed if field is not None]
-    inner = [field for _, _, spec, _ in parsed if spec for field in re.findall(r"{([^{}]*)}", spec)]
-    if any("." in f for f in fields) or any(not re.fullmatch(r"\w*", f) for f in inner):
-        return ["formats with a field that reaches into an attribute"]
-    return []
 
 
 def _field_reader_problems(value: object, where: str) -> list[str]:
@@ -272,7 +208,7 @@ def _module_use_problems(tree: ast.Module) -> list[str]:
         if not isinstance(root, ast.Name) or root.id not in bound or id(root) in parameters:
             continue
         if any(step.startswith("_") for step in path):
-            continue  # refused by the name alone (``_attribute_problem``), or an allowed dunder of the module's
+            continue  # refused by the name alone (``attribute_problem``), or an allowed dunder of the module's
         value = bound[root.id]
         for at, step in enumerate(path, 1):
             value = getattr(value, step, None)
@@ -374,23 +310,21 @@ def check_program(code: str) -> list[str]:
         elif isinstance(node, ast.Name):
             if node.id in BANNED_NAMES | BANNED_ATTRIBUTES:
                 problems.append(f"uses {node.id}, which is banned")
-            elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDERS:
+            elif is_dunder(node.id) and node.id not in ALLOWED_DUNDERS:
                 problems.append(f"uses {node.id}")
-        elif isinstance(node, ast.Attribute) and (problem := _attribute_problem(node.attr)):
-            problems.append(problem)
-        elif isinstance(node, ast.MatchClass):  # ``case object(__globals__=g)`` reads the attribute by its name
-            problems += [f"matches the attribute {name}" for name in node.kwd_attrs if _attribute_problem(name)]
+        elif isinstance(node, ast.Attribute):
+            problems += named_attribute_problems(node.attr, node)
+        elif isinstance(node, ast.MatchClass):  # ``case Point(x=0)`` reads the attribute ``x`` of the subject
+            problems += [p for name in node.kwd_attrs for p in named_attribute_problems(name, None)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             named = set(_DUNDER_IN_TEXT.findall(node.value)) - _TEXT_DUNDERS
             problems += [f"holds {name} in a string" for name in sorted(named)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             prints = True
-        if isinstance(node, ast.Attribute) and node.attr == "format":
-            problems += _format_problems(node)
     problems += _module_use_problems(tree)
     problems += [p for name, value in _imported_from(tree) for p in _field_reader_problems(value, name)]
     problems += _names_as_data_problems(tree)
-    problems += class_problems(tree, _attribute_problem, ALLOWED_DUNDERS, _bound_names(tree))
+    problems += class_problems(tree, attribute_problem, ALLOWED_DUNDERS, _bound_names(tree))
     if not prints:
         problems.append("never calls print")
     return list(dict.fromkeys(problems))

@@ -6,6 +6,10 @@ Before, doctest found no examples in the stand-ins and passed any program (``fai
 or "no loop" test of ``co_names`` or ``dis`` passed a program that broke it, and honest programs failed
 ``inspect.getsource``, ``inspect.signature`` and ``__doc__`` tests. Where the text cannot say what a name holds (a
 decorated function, one the program rebinds, a class's examples), the tests' read is the run's error, never a pass.
+
+The program's docstring examples are its code, and doctest's runner runs an example with ``exec`` where it runs:
+one that walked the frames up to the tests' rebound their names, and a wrong program passed their asserts. A run of
+them is the run's error (the honest program's too, which python3 passes); the tests' own examples run as before.
 """
 
 from __future__ import annotations
@@ -77,16 +81,51 @@ def _reference(tmp_path: Path, program: str, tests: str) -> str:
 
 
 @pytest.mark.parametrize("form", sorted(DOCTESTS))
-def test_doctest_runs_the_programs_docstring_examples_as_python_does(
-    hostile: TestClient, tmp_path: Path, form: str
-) -> None:
+def test_doctest_never_runs_the_programs_examples(hostile: TestClient, tmp_path: Path, form: str) -> None:
+    """python3 passes the honest program and fails the wrong one; the checker runs neither's examples: both RE."""
     programs = [ADD.format(body="a + b"), ADD.format(body="0")]
     expected = [_reference(tmp_path, p, DOCTESTS[form]) for p in programs]
     assert expected == ["AC", "WA"]
-    assert _verdicts(hostile, DOCTESTS[form], programs) == expected
+    assert _verdicts(hostile, DOCTESTS[form], programs) == ["RE", "RE"]
 
 
-def test_doctest_runs_the_modules_docstring_and_what_the_program_prints(hostile: TestClient, tmp_path: Path) -> None:
+def test_an_example_that_rebinds_the_tests_names_passes_nothing(hostile: TestClient) -> None:
+    """An example that walks the frames up to the tests' and rebinds ``add`` made a wrong program pass the asserts
+    after ``doctest.testmod()``, in the checker as in python3: here it never runs, whatever the tests catch."""
+    forge = (
+        'def add(a, b):\n    """Add.\n\n    >>> import sys; f = sys._getframe()\n'
+        '    >>> while f is not None and f.f_code.co_filename != "<tests>": f = f.f_back\n'
+        '    >>> f.f_globals["add"] = lambda a, b: a + b\n    """\n    return 0\n'
+    )
+    asserts = "assert add(2, 3) == 5\nassert add(10, -4) == 6\n"
+    tests = "import doctest\ndoctest.testmod()\n" + asserts
+    caught = "import doctest\ntry:\n    doctest.testmod()\nexcept BaseException:\n    pass\n" + asserts
+    wrong = "def add(a, b):\n    return 0\n"
+    assert _verdicts(hostile, tests, [forge, wrong]) == ["RE", "WA"]
+    assert _verdicts(hostile, caught, [forge]) == ["RE"]
+
+
+def test_doctest_of_the_programs_file_runs_none_of_it(hostile: TestClient) -> None:
+    """``testfile('solution.py')`` reads the program's text and would run its examples here: the run's error."""
+    program = ADD.format(body="0").replace("    >>> add(2, 3)", "    >>> import sys; sys.exit(0)\n    >>> add(2, 3)")
+    tests = "import doctest\nr = doctest.testfile('solution.py', module_relative=False)\nassert r.failed == 0\n"
+    assert _verdicts(hostile, tests, [ADD.format(body="a + b"), program]) == ["RE", "RE"]
+
+
+def test_the_tests_own_examples_run_as_python_runs_them(hostile: TestClient, tmp_path: Path) -> None:
+    """Examples in a docstring of the tests' own run as before (through the stand-ins, in the program's process)."""
+    tests = (
+        "import doctest\n\ndef check():\n    '''\n    >>> add(2, 3)\n    5\n    '''\n\n"
+        "runner = doctest.DocTestRunner()\nfor t in doctest.DocTestFinder().find(check, globs={'add': add}):\n"
+        "    runner.run(t)\nassert runner.summarize().failed == 0 and runner.tries == 1\n"
+    )
+    programs = ["def add(a, b):\n    return a + b\n", "def add(a, b):\n    return 0\n"]
+    expected = [_reference(tmp_path, p, tests) for p in programs]
+    assert expected == ["AC", "WA"]
+    assert _verdicts(hostile, tests, programs) == expected
+
+
+def test_doctest_runs_neither_the_modules_docstring_nor_the_functions(hostile: TestClient, tmp_path: Path) -> None:
     program = (
         "'''Greetings.\n\n>>> greet('z')\nHello z\n'''\n\n\ndef greet(n):\n    '''\n    >>> greet('x')\n    Hello x\n"
         "    '''\n    print('Hello ' + n)\n"
@@ -96,17 +135,17 @@ def test_doctest_runs_the_modules_docstring_and_what_the_program_prints(hostile:
     wrong = program.replace("print('Hello ' + n)", "print(('Hello ' if n == 'x' else 'Hi ') + n)")
     expected = [_reference(tmp_path, p, tests) for p in (program, wrong)]
     assert expected == ["AC", "WA"]
-    assert _verdicts(hostile, tests, [program, wrong]) == expected
+    assert _verdicts(hostile, tests, [program, wrong]) == ["RE", "RE"]
 
 
-def test_doctest_examples_of_solution_see_its_values(hostile: TestClient, tmp_path: Path) -> None:
+def test_doctest_examples_of_solution_run_nowhere_here(hostile: TestClient, tmp_path: Path) -> None:
     program = "MOD = 7\n\n\ndef f(x):\n    '''\n    >>> f(MOD + 1)\n    1\n    '''\n    return x % MOD\n"
     tests = "import doctest\nimport solution\n\ndef test_doc():\n    r = doctest.testmod(solution)\n"
     tests += "    assert r.failed == 0 and r.attempted == 1\n"
     programs = [program, program.replace("x % MOD", "x % 5")]
     expected = [_reference(tmp_path, p, tests) for p in programs]
     assert expected == ["AC", "WA"]
-    assert _verdicts(hostile, tests, programs) == expected
+    assert _verdicts(hostile, tests, programs) == ["RE", "RE"]
 
 
 @pytest.mark.parametrize("form", sorted(CODE_TESTS))

@@ -82,3 +82,49 @@ def test_the_program_reads_its_own_file(hostile: TestClient) -> None:
     program = "TEXT = open('solution.py').read()\n\ndef size():\n    return len(TEXT)\n"
     verdict, stderr = _verdict(hostile, program, f"assert size() == {len(program)}\n")
     assert verdict == "AC", stderr
+
+
+EQUALS_ALL = (
+    "class Anything:\n    def __eq__(self, other):\n        return True\n\n    def __ne__(self, other):\n"
+    "        return False\n\n\ndef my_sort(xs):\n    return Anything()\n"
+)
+# Tests that run the program's text themselves: its code would run in the checker, where its values are objects.
+RUNS_TEXT = {
+    "exec-file": "ns = {}\nexec(open('solution.py').read(), ns)\n",
+    "exec-caught": "ns = {'my_sort': sorted}\ntry:\n    exec(open('solution.py').read(), ns)\nexcept Exception:\n"
+    "    pass\n",
+    "exec-segment": "import ast\nsrc = open('solution.py').read()\nns = {}\nfor node in ast.parse(src).body:\n"
+    "    exec(ast.get_source_segment(src, node), ns)\n",
+    "exec-tree": "import ast\nns = {}\nexec(compile(ast.parse(open('solution.py').read()), 'sol', 'exec'), ns)\n",
+    "exec-with-more": "ns = {}\nexec(open('solution.py').read() + '\\nseen = True\\n', ns)\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(RUNS_TEXT))
+def test_tests_that_run_the_programs_text_are_the_runs_error(hostile: TestClient, tmp_path: Any, form: str) -> None:
+    """python3 passes the always-equal object (the tests ran its code in their own process); the checker compiles
+    none of the program's text, for any program."""
+    import subprocess
+    import sys
+
+    tests = RUNS_TEXT[form] + "assert ns['my_sort']([2, 1]) == [1, 2]\n"
+    (tmp_path / "solution.py").write_text(EQUALS_ALL)
+    (tmp_path / "main.py").write_text(tests)
+    assert subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True, timeout=60).returncode == 0
+    for program in (EQUALS_ALL, BREAKS):
+        verdict, stderr = _verdict(hostile, program, tests)
+        assert verdict == "RE", (program, stderr)
+        assert "the tests compiled the program's text" in stderr
+
+
+def test_tests_that_read_the_programs_text_or_run_their_own_are_as_before(hostile: TestClient) -> None:
+    """A parse of the text (a tree, no code) and the tests' own code, a line of which the program also has, run."""
+    tests = (
+        "import ast\ntree = ast.parse(open('solution.py').read())\n"
+        "assert not any(isinstance(n, ast.Call) and getattr(n.func, 'id', '') == 'sorted' for n in ast.walk(tree))\n"
+        "ns = {}\nexec('LIMIT = 3', ns)\nexec(compile(ast.parse('CUT = 2'), '<own>', 'exec'), ns)\n"
+        "assert my_sort([2, 1]) == [1, 2] and ns['LIMIT'] == 3\n"
+    )
+    for program, want in ((HONEST + "\nLIMIT = 3\nCUT = 2\n", "AC"), (BREAKS + "\nLIMIT = 3\n", "WA")):
+        verdict, stderr = _verdict(hostile, program, tests)
+        assert verdict == want, (program, stderr)

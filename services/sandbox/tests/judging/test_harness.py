@@ -259,3 +259,19 @@ def test_a_demo_beside_the_function_does_not_matter(demo: str, kind: str) -> Non
     passed, out, err = _call(code, [2], 3) if kind == "call" else _assert(code, "assert f(2) == 3")
     assert passed is True, err
     assert out.startswith("demo 2\n") if demo.startswith("print") else "demo" not in out
+
+
+def test_the_programs_code_never_runs_in_the_checker() -> None:
+    """Tests that exec ``solution.py``'s text, or run the program's docstring examples, are the run's error: either
+    would run the program's code where the tests run (an object that equals everything passes there, an example
+    rebinds the tests' names)."""
+    equal = "class A:\n    def __eq__(self, other):\n        return True\n\n\ndef f(x):\n    return A()\n"
+    passed, _, err = _assert(equal, "ns = {}\nexec(open('solution.py').read(), ns)\nassert ns['f'](1) == 2")
+    assert passed is None and "the tests compiled the program's text" in err
+    forge = (
+        'def f(x):\n    """\n    >>> import sys; g = sys._getframe()\n'
+        '    >>> while g.f_code.co_filename != "<tests>": g = g.f_back\n'
+        '    >>> g.f_globals["f"] = lambda x: x + 1\n    """\n    return 0\n'
+    )
+    passed, _, err = _assert(forge, "import doctest\ndoctest.testmod()\nassert f(1) == 2")
+    assert passed is None and "are not the tests' own" in err

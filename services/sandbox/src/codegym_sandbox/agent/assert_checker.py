@@ -289,7 +289,8 @@ def _judge_run(
             source, text = split_stdin(data)
             program_file.lay_out(source)  # before the program's process has the program
             checker.take(source)
-            return guard.armed_for(compiled[0] if compiled else read_tests(text))  # from here, other code taints
+            # From here, other code taints, and the program's text compiles no more.
+            return guard.armed_for(compiled[0] if compiled else read_tests(text), source)
 
         outcome = check_read(checker, read)
         for stream in (sys.stdout, sys.stderr):

@@ -332,8 +332,8 @@ def check(checker: Checker, tests: Tests) -> str:
     finally:
         scope.clear()  # the program's values (handles) go with the run
         checker.close()
-    if checker.broken or checker.turns.said():  # an answer not asked for, or a call refused: whatever was caught
-        return "error"
+    if checker.broken or checker.turns.said() or import_path.said():
+        return "error"  # an answer not asked for, a call refused, the program's text compiled: whatever was caught
     if checker.unparsed:  # as in `python main.py`, whose compile fails before any test runs
         return "unparsed"
     return "ended" if outcome == "passed" and checker.ended else outcome
@@ -379,7 +379,7 @@ def main() -> None:
     if judge == 0:
         os.close(said)
         checker = Checker(Channel(checker_reads, checker_writes), source, sent=True)
-        outcome = check_read(checker, lambda: guard.armed_for(read_tests(read_text(0))))
+        outcome = check_read(checker, lambda: guard.armed_for(read_tests(read_text(0)), source))
         sys.stdout.flush(), sys.stderr.flush()
         os.write(say, outcome.encode())
         os._exit(0)

@@ -48,7 +48,9 @@ class Guard:
     any code run that is neither the tests' nor a module's it imports (code the tests ``eval`` or ``exec`` from what
     the program returned, a pickle of the program's they load) *taints* it: a byte on ``taint_fd``, written before
     that code runs, so that nothing it does can take it back, tells the checker to end the judge after the run: no
-    later run (of another program, another client) is judged where a program's code ran.
+    later run (of another program, another client) is judged where a program's code ran. Once it knows the run's
+    program (:meth:`arm` ``program``), it refuses to compile the program's text (:class:`ProgramCode`): tests that
+    ``exec(open('solution.py').read(), ns)`` would run the program's code here, where its values are real objects.
 
     An audit hook, which nothing this process runs later can take away, and a finder first on ``sys.meta_path``.
     """
@@ -75,13 +77,20 @@ class Guard:
             )
         )
         self.module_exec = getattr(getattr(bootstrap, "_call_with_frames_removed", None), "__code__", None)
+        self.text = ProgramLines(None, frozenset())
+        self.refusal: str | None = None  # the run's: its error, whatever the tests caught
+        import ast
+
+        self.parse = ast.parse.__code__  # a parse only makes a tree: reading the text as data runs none of it
         sys.addaudithook(self._hook)
         sys.meta_path.insert(0, _Finder(self))
         _GUARDS.append(self)
 
-    def arm(self, code: object) -> None:
-        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints."""
+    def arm(self, code: object, program: str | None = None) -> None:
+        """From now on, code that is not ``code``'s (the tests', with all the code objects in it) taints, and the
+        text of ``program`` (the run's) is not compiled."""
         self.codes, self.armed = frozenset(code_objects(code)), True
+        self.text = ProgramLines(program, frozenset(string_lines(code)))
 
     def refused(self, where: object) -> bool:
         """Whether ``where`` (a file name) is under the run's directory."""
@@ -101,6 +110,12 @@ class Guard:
                 raise ImportError(
                     f"{args[1]!r} is in the run's directory, which the program writes: none of it runs here"
                 )
+            if self.text.lines and self.text.holds(args[0]) and not self._reading():
+                self.refusal = self.refusal or (
+                    "the tests compiled the program's text: its code would run in the checker, where its values "
+                    "are no plain data"
+                )
+                raise ProgramCode(self.refusal)
         elif self.armed and (
             (
                 event in ("marshal.loads", "marshal.load", "object.__setattr__", "object.__delattr__")
@@ -124,14 +139,20 @@ class Guard:
             frame = frame.f_back
         return False
 
-    def armed_for(self, tests: T) -> T:
-        """``tests`` (read and compiled), with this guard armed for their code."""
-        self.arm(getattr(tests, "code", None))
+    def _reading(self) -> bool:
+        """Whether the compile is a parse (``ast.parse``: a tree, no code) or the agent's own, which compiles the
+        program's text to read it (its names, the code constants its stand-ins carry) and never runs it here."""
+        caller = sys._getframe(2)  # this one's own, the hook's, then the code that called compile
+        return caller.f_code is self.parse or str(caller.f_globals.get("__name__", "")).startswith(_AGENT)
+
+    def armed_for(self, tests: T, program: str | None = None) -> T:
+        """``tests`` (read and compiled), with this guard armed for their code and the run's ``program``."""
+        self.arm(getattr(tests, "code", None), program)
         return tests
 
     def begin_run(self) -> None:
         """A run of the judge begins: whether code of the program's ran is asked of this run alone."""
-        self.tainted_run = False
+        self.tainted_run, self.refusal = False, None
 
     def _taint(self) -> None:
         self.tainted_run = True
@@ -141,6 +162,70 @@ class Guard:
             except OSError:
                 pass
             self.taint_fd = -1  # once said is enough: the byte cannot be taken back
+
+
+class ProgramCode(BaseException):
+    """The tests compiled the program's text. Not an ``Exception``: no ``except Exception`` of the tests' goes on as
+    if it had run, and the run is an error whatever they catch (:func:`said`)."""
+
+
+_AGENT = __name__.rpartition(".")[0] + "."
+
+
+def _lines(text: str) -> set[str]:
+    """The lines of ``text``, stripped, as written and without a doctest prompt (an example's source)."""
+    lines = {line.strip() for line in text.splitlines()}
+    lines |= {line[3:].strip() for line in lines if line.startswith((">>>", "..."))}
+    return lines - {""}
+
+
+def string_lines(code: object) -> set[str]:
+    """The lines of the strings ``code`` holds (its docstrings too): see :func:`_lines`."""
+    lines: set[str] = set()
+    for item in code_objects(code):
+        for const in getattr(item, "co_consts", ()):
+            if isinstance(const, str):
+                lines |= _lines(const)
+    return lines
+
+
+class ProgramLines:
+    """The lines of the run's program's text (as written, and as ``ast.unparse`` writes its tree) that the tests'
+    strings do not hold: a source to compile is the program's where every line of it is the program's or the
+    tests', and one at least the program's alone (the whole text, a function's segment, either with the tests' own
+    lines added), or where it holds the program's whole text."""
+
+    def __init__(self, program: str | None, tests: frozenset[str]) -> None:
+        self.program, self.lines, self.tests = set[str](), frozenset[str](), tests
+        self.whole = (program or "").strip()
+        if program is None:
+            return
+        self.program = _lines(program)
+        try:
+            import ast
+
+            self.program |= _lines(ast.unparse(ast.parse(program)))
+        except BaseException:  # no tree: its lines as written are all it has
+            pass
+        self.lines = frozenset(self.program - tests)
+
+    def holds(self, source: object) -> bool:
+        """Whether ``source`` (text, bytes or a tree, as the ``compile`` audit event gives it) is the program's."""
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            text = bytes(source).decode("utf-8", "replace")
+        elif isinstance(source, str):
+            text = source
+        else:
+            try:
+                import ast
+
+                text = ast.unparse(source)  # type: ignore[arg-type]
+            except BaseException:
+                return True  # a tree that cannot be written out is none the tests' text could vouch for
+        own = _lines(text)
+        if own.isdisjoint(self.lines):
+            return False
+        return own <= self.program | self.tests or (bool(self.whole) and self.whole in text)
 
 
 class _Finder:
@@ -168,6 +253,19 @@ _GUARDS: list[Guard] = []  # this process's guard, where it has one
 def ran_foreign_code() -> bool:
     """Whether code that is not the tests' ran in this run of the judge (see :class:`Guard`)."""
     return any(guard.tainted_run for guard in _GUARDS)
+
+
+def said() -> bool:
+    """Whether this run's tests compiled the program's text (see :class:`Guard`), whatever they caught: its reason
+    goes to stderr."""
+    refusal = next((guard.refusal for guard in _GUARDS if guard.refusal is not None), None)
+    if refusal is None:
+        return False
+    try:
+        print(f"{ProgramCode.__name__}: {refusal}", file=sys.stderr)
+    except BaseException:
+        pass
+    return True
 
 
 def code_objects(code: object) -> set[object]:

@@ -1,11 +1,15 @@
-"""Tests that run the program's docstring examples with doctest (``doctest.testmod()``, ``testmod(solution)``,
-``run_docstring_examples``, ``DocTestSuite``): doctest's finder reads the stand-ins of the program's functions, which
-carry their docstrings as the program's text says them (``program_function``), and their examples run through the
-stand-ins, in the program's process. Where the examples are in a docstring no stand-in carries (a class's, its
-methods', a decorated function's, the program's own where the tests' module stands for it), a search that reaches
-that object of the program's is the run's error (``program_text.NotCarried``): it would find none of them, and a
-test of ``failed == 0`` would pass any program. The examples of ``testmod(solution)`` see every top-level name of
-the program's, its values too (which ``solution``'s ``__dict__`` does not hold: read there, they follow the program).
+"""Tests that run docstring examples with doctest (``doctest.testmod()``, ``testmod(solution)``,
+``run_docstring_examples``, ``DocTestSuite``, ``testfile``): doctest's finder reads the stand-ins of the program's
+functions, which carry their docstrings as the program's text says them (``program_function``), so the tests find,
+count and read the program's examples. They never run here: doctest's runner runs an example's source with ``exec``
+in the process that runs it, and an example of the program's is the program's code (one that walks the frames up
+to the tests' rebinds their names, and a wrong program passes their asserts). So a run of examples any of which the
+tests' own strings do not hold (their docstrings, the strings they build a test from) is refused, the run's error
+(``uncarried.Refused``), whatever the tests catch: never a pass. The tests' own examples run as before, through the
+stand-ins. Where the examples are in a docstring no stand-in carries (a class's, its methods', a decorated
+function's, the program's own where the tests' module stands for it), a search that reaches that object of the
+program's is the run's error (``program_text.NotCarried``): it would find none of them, and a test of
+``failed == 0`` would pass any program.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import types
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from . import program_module, program_names
+from . import import_path, program_module, program_names
 from .program_function import ProgramFunction
 from .program_handle import Handle
 from .program_text import NotCarried, Text
+from .uncarried import Turns
 
 
 class Program(Protocol):
@@ -28,6 +33,7 @@ class Program(Protocol):
     text: Text
     module_name: str  # the module its functions say they are of: the tests' ``__main__``, or ``solution``
     defined: frozenset[str]  # the names it binds at top level
+    turns: Turns  # its refusals: the run's error
 
     def names(self, wanted: list[str]) -> dict[str, Any]: ...
 
@@ -35,13 +41,25 @@ class Program(Protocol):
 @contextlib.contextmanager
 def guarded(code: types.CodeType, program: Program) -> Iterator[None]:
     """doctest's finder, while the tests ``code`` run, refuses a search that would miss the program's examples, and
-    gives those of ``solution`` the program's names."""
+    gives those of ``solution`` the program's names; its runner runs only examples the tests hold."""
     if "doctest" not in program_names.used_names(code):
         yield
         return
     import doctest
 
-    find = doctest.DocTestFinder.find
+    find, run = doctest.DocTestFinder.find, doctest.DocTestRunner._DocTestRunner__run  # type: ignore[attr-defined]
+    own: list[set[str]] = []
+
+    def running(self: Any, test: Any, *args: Any, **kwargs: Any) -> Any:
+        if not own:
+            own.append(import_path.string_lines(code))
+        for example in getattr(test, "examples", ()):
+            if not {line.strip() for line in str(example.source).splitlines()} - {""} <= own[0]:
+                program.turns.refuse(
+                    f"doctest: the examples of {getattr(test, 'name', '?')} are not the tests' own: an example of "
+                    "the program's is its code, which never runs in the checker"
+                )
+        return run(self, test, *args, **kwargs)
 
     def checked(self: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
         found = find(self, obj, *args, **kwargs)
@@ -55,10 +73,12 @@ def guarded(code: types.CodeType, program: Program) -> Iterator[None]:
         return found
 
     doctest.DocTestFinder.find = checked  # type: ignore[method-assign]
+    doctest.DocTestRunner._DocTestRunner__run = running  # type: ignore[attr-defined]
     try:
         yield
     finally:
         doctest.DocTestFinder.find = find  # type: ignore[method-assign]
+        doctest.DocTestRunner._DocTestRunner__run = run  # type: ignore[attr-defined]
 
 
 def _refuse_missed(obj: Any, text: Text, module_name: str) -> None:

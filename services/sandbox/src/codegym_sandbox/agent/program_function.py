@@ -6,7 +6,7 @@ Where the text says what the name holds (one plain ``def``), the stand-in passes
 ``inspect.isfunction`` holds, ``f.__code__`` is the code the checker compiled from the program's text (so
 ``co_names``, ``dis`` and ``co_argcount`` read the program's own bytecode), ``f.__doc__`` its docstring,
 ``inspect.signature(f)`` its parameters, ``inspect.getsource(f)`` its lines, and doctest finds its examples (which
-run through the stand-ins, in the program's process). Where it does not (a decorated function, one bound twice or
+it never runs here: ``program_doctests``). Where it does not (a decorated function, one bound twice or
 by an assignment, a program that can rebind names without naming them), the stand-in is no function to
 ``inspect``: it has no code object, defaults or annotations, and its signature (and a docstring the text gives
 examples in) is :class:`NotCarried` (the run's error, never an empty answer a test could pass on). No stand-in has

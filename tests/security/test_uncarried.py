@@ -58,7 +58,25 @@ FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
             ("def wait_then(x):\n    return x\n", "AC"),
             # Bound before any test ran, as in one process: the program's sleep is the real one there too.
             ("from time import sleep\n\ndef wait_then(x):\n    sleep(0)\n    return x\n", "AC"),
+            # Other roads to the same module: an alias is followed, the rest make every patch one it may use.
+            ("import time\nt = time\n\ndef wait_then(x):\n    t.sleep(0.01)\n    return x\n", "RE"),
+            ("import time as t\n\ndef wait_then(x):\n    t.sleep(0.01)\n    return x\n", "RE"),
+            ("def wait_then(x):\n    __import__('time').sleep(0.01)\n    return x\n", "RE"),
+            (
+                "import importlib\n\ndef wait_then(x):\n    importlib.import_module('time').sleep(0)\n    return x\n",
+                "RE",
+            ),
+            ("import sys, time\n\ndef wait_then(x):\n    sys.modules['time'].sleep(0.01)\n    return x\n", "RE"),
+            (
+                "import time\n\nclass C:\n    clock = time\n\ndef wait_then(x):\n    C.clock.sleep(0)\n    return x\n",
+                "RE",
+            ),
         ],
+    ),
+    "patch-a-builtin-reached-by-import": (
+        "from unittest import mock\n\nwith mock.patch('builtins.sorted', side_effect=AssertionError('no sorted')):\n"
+        "    assert my_sort([3, 1, 2]) == [1, 2, 3]\n",
+        [("def my_sort(xs):\n    return __import__('builtins').sorted(xs)\n", "RE"), (_SORTS, "AC")],
     ),
     "a-refusal-the-tests-catch": (
         "from unittest import mock\n\nwith mock.patch('time.sleep') as s:\n    try:\n        wait_then(3)\n"
@@ -78,6 +96,19 @@ FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
             ),
         ],
     ),
+    "a-program-that-reaches-modules-unspelled-and-tests-that-patch-nothing": (
+        "import pytest, unittest, warnings\n\ndef test_a():\n    with warnings.catch_warnings(record=True):\n"
+        "        assert area(2) == 4\n\ndef test_b():\n    with pytest.raises(ValueError):\n        area(-1)\n\n"
+        "class T(unittest.TestCase):\n    def test_c(self):\n        self.assertEqual(area(3), 9)\n",
+        [
+            ("def area(x):\n    return x * 2\n", "WA"),
+            (
+                "def area(x):\n    if x < 0:\n        raise ValueError(x)\n"
+                "    return getattr(__import__('math'), 'pow')(x, 2)\n",
+                "AC",
+            ),
+        ],
+    ),
     "tracemalloc-bound": (
         "import tracemalloc\n\ntracemalloc.start()\nassert total(10**6) == 499999500000\n"
         "_, peak = tracemalloc.get_traced_memory()\nassert peak < 1_000_000, peak\n",
@@ -86,7 +117,14 @@ FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
             ("def total(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n", "RE"),
         ],
     ),
-    "assert-no-logs": (_CASE.format("assertNoLogs"), [(_LOGS, "RE"), (_SILENT, "AC")]),
+    "assert-no-logs": (
+        _CASE.format("assertNoLogs"),
+        [
+            (_LOGS, "RE"),
+            (_LOGS.replace("import logging\n", "logging = __import__('logging')\n"), "RE"),
+            (_SILENT, "AC"),
+        ],
+    ),
     "assert-logs": (_CASE.format("assertLogs"), [(_SILENT, "WA"), (_LOGS, "RE")]),
     "threads-at-once": (
         "import threading\n\nc = Counter()\n\ndef work():\n    for _ in range(20):\n        c.increment()\n\n"

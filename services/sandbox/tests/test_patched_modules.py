@@ -67,3 +67,38 @@ def test_the_checkers_own_code_has_pythons_builtins_and_the_tests_theirs_back() 
         assert own.changed == {} and builtins.sorted([2, 1]) == [1, 2]
     finally:
         builtins.__class__ = types.ModuleType
+
+
+def test_a_plain_alias_of_a_module_is_followed_and_other_roads_make_every_patch_count() -> None:
+    # ``t = time``, ``p = os.path``, ``s = sorted``, ``sleep = time.sleep``: what they hold is read as used.
+    program = "import os, time\nt = time\np = os.path\ns = sorted\nsleep = time.sleep\n\ndef f(x):\n"
+    read = reads(program + "    t.time()\n    sleep(0)\n    return p.exists(x), s(x)\n")
+    assert not read.anything and "sorted" in read.builtins
+    assert {("time", ("time",)), ("os.path", ("exists",)), ("time", ("sleep",))} <= read.paths
+    roads = [
+        "def f(x):\n    return __import__('time').time()\n",
+        "import importlib\n\ndef f(x):\n    return importlib.import_module('time').time()\n",
+        "import sys\n\ndef f(x):\n    return sys.modules['time'].time()\n",
+        "import time\n\nclass C:\n    clock = time\n\ndef f(x):\n    return C.clock.time()\n",
+        "import time\n\ndef f(x, m=time):\n    return m.time()\n",
+        "import time\n\ndef f(x):\n    return getattr(time, 'ti' + 'me')()\n",
+    ]
+    for program in roads:
+        watch = Watch(reads(program))
+        assert reads(program).anything, program
+        assert watch.replaced() is None
+        with mock.patch("time.monotonic_ns", side_effect=AssertionError("no clocks")):
+            assert watch.replaced() == "time.monotonic_ns", program
+        with mock.patch.object(builtins, "sorted"):
+            assert watch.replaced() == "builtins.sorted", program
+        with mock.patch.dict("sys.modules", {"json": types.ModuleType("json")}):
+            assert watch.replaced() == "sys.modules['json']", program
+        assert watch.replaced() is None
+
+
+def test_a_module_the_tests_swap_in_sys_modules_is_replaced_for_a_program_that_imports_it() -> None:
+    watch = Watch(reads("def f(x):\n    import json\n    return json.dumps(x)\n"))
+    assert watch.replaced() is None
+    with mock.patch.dict("sys.modules", {"json": types.ModuleType("json")}):
+        assert watch.replaced() == "sys.modules['json']"
+    assert watch.replaced() is None

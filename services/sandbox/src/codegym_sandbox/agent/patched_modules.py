@@ -14,14 +14,19 @@ What the program looks up as it runs, read from its text (:func:`reads`):
 
 - a builtin it names and never binds itself (``sorted``, ``open``; ``__import__`` where a function of its imports);
 - each attribute of a module it imports along the paths its code spells (``os.path.exists`` after ``import os``:
-  ``os.path`` and ``os.path.exists``);
+  ``os.path`` and ``os.path.exists``), through a plain alias too (``t = time``: ``t.sleep`` is ``time.sleep``);
+  what a top-level alias holds (``sleep = time.sleep``, ``s = sorted``) is used, as its spelling says;
+- a module it imports that the tests swap in ``sys.modules`` (``mock.patch.dict``: its import gets theirs);
+- everything: every module function and builtin, where its text can reach a module or a builtin by a road it does
+  not spell (``__import__``, ``importlib``, ``sys.modules``, ``getattr``, ``vars``, a module's ``__dict__``, a
+  module held in a class's attribute, a container or an argument): its text cannot say which it reaches;
 - a name a function of its imports from a module (``from time import sleep`` in a function body). A name it imports
   at top level was bound as the program began, before any test ran, as in one process: the tests' later patch of
   ``time.sleep`` is not the program's ``sleep`` there either, and is left alone.
 
-What the tests replace by another road is not seen (open): an attribute the program reads by a computed name
-(``getattr(time, name)``), a method of a library's class (``patch.object(requests.Session, "get")``), a module
-the program's imports use in turn.
+Those roads are spellings, a list: one in none of them (a submodule passed as a value, ``f(os.path)``) is not seen
+(open). What the tests replace by another road is not seen (open): a method of a library's class
+(``patch.object(requests.Session, "get")``), a module the program's imports use in turn.
 
 The checker's own code is immune to the tests' patches of builtins (:class:`OwnBuiltins`): while it exchanges with
 the program's process, the builtins are its own, as they were before the tests ran (a ``sorted`` patched to raise
@@ -53,9 +58,23 @@ class Reads(NamedTuple):
     builtins: frozenset[str]
     paths: frozenset[tuple[str, tuple[str, ...]]]  # a module's dotted name, and the attributes read along from it
     modules: frozenset[str]  # the top-level packages it imports (``logging``)
+    anything: bool = False  # whether it can reach a module or a builtin by a road its text does not spell
 
 
 NOTHING = Reads(frozenset(), frozenset(), frozenset())
+# What reaches a module, a builtin or an attribute by a name that is data, or the module objects themselves.
+_DYNAMIC_BUILTINS = frozenset({"__import__", "getattr", "vars", "globals", "locals", "eval", "exec", "compile"})
+_DYNAMIC_ATTRIBUTES = frozenset({"__import__", "getattr", "vars", "globals", "eval", "exec"}) | {
+    "__dict__", "__builtins__", "__globals__", "modules", "import_module", "f_globals", "f_builtins",
+    "__getattribute__", "attrgetter", "methodcaller", "__loader__", "__spec__", "load_module", "exec_module",
+}  # fmt: skip
+# Those a module's own code rebinds as it runs (a cache, a hook the harness sets), no library function replaced by
+# the tests; and the modules of the harness, the checker and the program, whose patches are others' to judge.
+_ROUTINES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, type)
+_UNSWEPT = frozenset({"codegym_sandbox", "solution", "__main__", "warnings", "linecache", "pdb", "doctest"}) | {
+    "unittest", "_pytest", "pytest", "pluggy", "tracemalloc", "builtins",
+}  # fmt: skip
+_DYNAMIC_MODULES = frozenset({"importlib", "runpy", "pkgutil", "zipimport", "imp", "inspect", "gc", "ctypes"})
 
 
 def reads(source: str) -> Reads:
@@ -65,24 +84,29 @@ def reads(source: str) -> Reads:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return NOTHING
     roots: dict[str, str] = {}  # a name an import binds, to the dotted name of the module it may be
+    modules_bound: set[str] = set()  # those an ``import`` binds: a module for certain
     paths: set[tuple[str, tuple[str, ...]]] = set()
     modules: set[str] = set()
     bound: set[str] = set()
-    imports_late = False
+    imports_late = anything = False
     for node, late in _nodes(tree):
         if isinstance(node, ast.Import):
             imports_late = imports_late or late
             for alias in node.names:
                 modules.add(alias.name.partition(".")[0])
+                anything = anything or alias.name.partition(".")[0] in _DYNAMIC_MODULES
                 root = alias.asname or alias.name.partition(".")[0]
                 roots[root] = alias.name if alias.asname else root  # ``import os.path`` binds ``os``
+                modules_bound.add(root)
                 bound.add(root)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             imports_late = imports_late or late
             modules.add(node.module.partition(".")[0])
+            anything = anything or node.module.partition(".")[0] in _DYNAMIC_MODULES
             for alias in node.names:
                 if alias.name == "*":
                     continue
+                anything = anything or alias.name in _DYNAMIC_ATTRIBUTES
                 name = alias.asname or alias.name
                 bound.add(name)
                 roots[name] = f"{node.module}.{alias.name}"  # where it names a submodule
@@ -96,6 +120,9 @@ def reads(source: str) -> Reads:
             bound.add(node.arg)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound.add(node.name)
+        elif isinstance(node, ast.Attribute):
+            anything = anything or node.attr in _DYNAMIC_ATTRIBUTES
+    anything = _aliases(tree, roots, modules_bound) or anything
     loaded: set[str] = set()
     for node, _late in _nodes(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -105,7 +132,43 @@ def reads(source: str) -> Reads:
             if spelled and spelled[0] in roots:
                 paths.add((roots[spelled[0]], spelled[1:]))
     used = {name for name in loaded - bound if hasattr(builtins, name)} | ({"__import__"} if imports_late else set())
-    return Reads(frozenset(used - CARRIED), frozenset(paths), frozenset(modules))
+    anything = anything or not _DYNAMIC_BUILTINS.isdisjoint(loaded - bound)
+    return Reads(frozenset(used - CARRIED), frozenset(paths), frozenset(modules), anything)
+
+
+def _aliases(tree: ast.AST, roots: dict[str, str], modules_bound: set[str]) -> bool:
+    """Resolve the program's plain aliases of a module (``t = time``, ``p = os.path``: ``t.sleep`` is
+    ``time.sleep``) into ``roots``; True where it holds a module as a value any other way (in a class's attribute,
+    a container, an argument), which the text cannot follow."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    in_class = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body}
+    plain: list[tuple[str, ast.Name | ast.Attribute]] = []
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, ast.Assign) else None
+        if not isinstance(value, (ast.Name, ast.Attribute)) or id(node) in in_class:
+            continue
+        names = [t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)]
+        if len(names) == len(getattr(node, "targets", ())):
+            plain.extend((name, value) for name in names)
+    followed = set(modules_bound)  # and those bound to a module's attribute (``p = os.path``), maybe a module
+    changed = True
+    while changed:  # an alias of an alias
+        changed = False
+        for name, value in plain:
+            spelled = (value.id,) if isinstance(value, ast.Name) else _spelled(value)
+            if spelled and spelled[0] in followed and name not in followed:
+                roots[name] = ".".join((roots[spelled[0]], *spelled[1:]))
+                followed.add(name)
+                if spelled[0] in modules_bound and len(spelled) == 1:
+                    modules_bound.add(name)
+                changed = True
+    aliased = {id(value) for _, value in plain if isinstance(value, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules_bound:
+            parent = parents.get(id(node))
+            if not (isinstance(parent, ast.Attribute) and parent.value is node) and id(node) not in aliased:
+                return True
+    return False
 
 
 def _nodes(tree: ast.AST) -> list[tuple[ast.AST, bool]]:
@@ -132,14 +195,17 @@ def _spelled(node: ast.Attribute) -> tuple[str, ...]:
 
 class Watch:
     """In the checker, for one run: what the program looks up, as it was before the tests ran (made then), to tell
-    at each call whether the tests replaced any of it (:meth:`replaced`)."""
+    at each call whether the tests replaced any of it (:meth:`replaced`). Where the program can reach a module or a
+    builtin by a road its text does not spell (``Reads.anything``), that is every module function and builtin."""
 
     def __init__(self, read: Reads) -> None:
         self.builtins = [(name, vars(builtins).get(name, _MISSING)) for name in sorted(read.builtins)]
         # Each pair seen: a module's namespace, an attribute, its value before the tests ran, and how the program
         # spells it. A module not imported here yet is followed once it is (by the tests' import, or their patch).
         self.pairs: dict[tuple[int, str], tuple[dict[str, Any], str, object, str]] = {}
+        self.modules: dict[str, object] = {}  # each module followed, by the name the program imports it by
         self.pending = sorted(read.paths)
+        self.sweep = _Sweep() if read.anything else None
         self._follow(first=True)
 
     def replaced(self) -> str | None:
@@ -150,10 +216,13 @@ class Watch:
                 return f"builtins.{name}"
         if self.pending:
             self._follow(first=False)
+        for name, module in self.modules.items():
+            if sys.modules.get(name, module) is not module:  # ``mock.patch.dict("sys.modules", {"json": fake})``
+                return f"sys.modules[{name!r}]"
         for namespace, attribute, was, spelled in self.pairs.values():
             if namespace.get(attribute, _MISSING) is not was:
                 return spelled
-        return None
+        return None if self.sweep is None else self.sweep.replaced()
 
     def _follow(self, first: bool) -> None:
         left = []
@@ -162,6 +231,7 @@ class Watch:
             if not isinstance(module, types.ModuleType):
                 left.append((root, path))
                 continue
+            self.modules.setdefault(root, module)
             spelled = root
             for attribute in path:
                 namespace, spelled = vars(module), f"{spelled}.{attribute}"
@@ -176,6 +246,47 @@ class Watch:
                     break
                 module = value
         self.pending = left
+
+
+class _Sweep:
+    """Every builtin and every function of every module here (the test harness's and the checker's own aside), as
+    they were before the tests ran, and those the tests import later as they were first seen: for a program whose
+    text cannot say which of them it reaches, any one the tests replaced is one it may use."""
+
+    def __init__(self) -> None:
+        self.builtins = dict(vars(builtins))
+        self.spaces: dict[str, tuple[object, dict[str, Any], dict[str, object]]] = {}
+        self._take(first=True)
+
+    def replaced(self) -> str | None:
+        space = vars(builtins)
+        for name, was in self.builtins.items():
+            if space.get(name, _MISSING) is not was and name not in CARRIED and name != "_":
+                return f"builtins.{name}"
+        self._take(first=False)
+        for name, (module, namespace, copy) in self.spaces.items():
+            if sys.modules.get(name, module) is not module:
+                return f"sys.modules[{name!r}]"
+            for attribute, was in copy.items():
+                now = namespace.get(attribute, _MISSING)
+                theirs = was is _REPLACED or _tests_own(now) or isinstance(was, _ROUTINES)
+                # ``sys.unraisablehook``, ``threading.excepthook``: set by the harness for each test.
+                carried = f"{name}.{attribute}" in _CARRIED_ATTRIBUTES or attribute.endswith("hook")
+                if now is not was and theirs and not carried:
+                    return f"{name}.{attribute}"
+        for name, module in list(sys.modules.items()):
+            if not isinstance(module, types.ModuleType) and _tests_own(module):
+                return f"sys.modules[{name!r}]"
+        return None
+
+    def _take(self, first: bool) -> None:
+        for name, module in list(sys.modules.items()):
+            if name in self.spaces or not isinstance(module, types.ModuleType) or name.partition(".")[0] in _UNSWEPT:
+                continue
+            namespace = vars(module)
+            # Seen first after the tests began: a mock or a function of the tests' there is theirs.
+            copy = {k: (_REPLACED if not first and _tests_own(v) else v) for k, v in list(namespace.items())}
+            self.spaces[name] = (module, namespace, copy)
 
 
 def _tests_own(value: object) -> bool:

@@ -13,7 +13,8 @@ call an object of the program's at once would never see its race. So at each exc
 - replaced a library function the program's text looks up as it runs (``patched_modules``),
 - trace memory allocations (``tracemalloc``), which the program makes in its own process,
 - capture log records (``assertLogs``, ``assertNoLogs``, pytest's handler, or a handler of their own that keeps
-  them) while the program imports ``logging``: its records are made and handled in its own process, or
+  them) while the program imports ``logging`` (or can reach it by a road its text does not spell): its records are
+  made and handled in its own process, or
 - call the program from a thread while a call from another thread is still under way: the program's process
   answers one call at a time, so a race of the program's would never show (a thread-safety test passed every
   program; calling it from one thread at a time, a watchdog thread among them, is as before).
@@ -56,7 +57,8 @@ class Turns:
     def program(self, source: str) -> None:
         """The run's program: what it looks up as it runs, read from its text before the tests run."""
         read = patched_modules.reads(source)
-        self.watch, self.logs = patched_modules.Watch(read), "logging" in read.modules
+        # A program that reaches modules by roads its text does not spell may reach logging too.
+        self.watch, self.logs = patched_modules.Watch(read), "logging" in read.modules or read.anything
 
     def __enter__(self) -> None:
         """One exchange (or a call's exchanges): refused as the module's docstring says, else made with the

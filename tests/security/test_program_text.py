@@ -32,6 +32,12 @@ CHEAT = (
     "def my_sort(xs):\n    return sorted(xs)\n\n\n"
     "def fact(n):\n    r = 1\n    for i in range(2, n + 1):\n        r *= i\n    return r\n"
 )
+# A reductor whose state sets ``my_sort``'s code by a computed name, to code that ``compile`` makes.
+SWAP = (
+    "\n\nimport copy\n\ndef keep(x):\n    return x\n\n\nclass Swap:\n    def __reduce_ex__(self, protocol):\n"
+    "        made = compile('def my_sort(xs):\\n    return sorted(xs)\\n', 'x', 'exec').co_consts[0]\n"
+    "        return (keep, (my_sort,), (None, {'_' * 2 + 'code' + '_' * 2: made}))\n\n\ncopy.copy(Swap())\n"
+)
 DOCTESTS = {
     "testmod": "import doctest\nassert doctest.testmod().failed == 0\n",
     "testmod-attempted": "import doctest\nr = doctest.testmod()\nassert r.failed == 0 and r.attempted == 1\n",
@@ -200,6 +206,21 @@ def test_a_functions_text_reads_as_python_shows_it(hostile: TestClient, tmp_path
             SORT + "\nNAME = getattr(my_sort, '__name__')\n",
             CODE_TESTS["dis-sorted"],
         ),
+        # Code swapped in at run time by a reductor's state (an attribute set by a computed name, code made by
+        # compile): the process runs other code than the text's.
+        (
+            CHEAT.replace("return sorted(xs)", "return list(xs)") + SWAP,
+            CODE_TESTS["co_names"],
+        ),
+        (
+            CHEAT.replace("return sorted(xs)", "return list(xs)") + SWAP,
+            CODE_TESTS["dis-sorted"],
+        ),
+        (
+            CHEAT.replace("return sorted(xs)", "return list(xs)")
+            + SWAP.replace("import copy\n", "import dataclasses\n").replace("copy.copy", "dataclasses.copy.copy"),
+            CODE_TESTS["co_names"],
+        ),
         # Examples no stand-in carries: a decorated function's, a class's.
         (
             "import functools\n\n@functools.lru_cache\ndef fib(n):\n    '''\n    >>> fib(10)\n    55\n    '''\n"
@@ -223,7 +244,18 @@ def test_a_functions_text_reads_as_python_shows_it(hostile: TestClient, tmp_path
             "import inspect\nassert str(inspect.signature(g)) == '(x=3)'\n",
         ),
     ],
-    ids=["rebound", "rebound-unnamed", "could-rebind", "decorated", "class", "class-in-solution", "default"],
+    ids=[
+        "rebound",
+        "rebound-unnamed",
+        "could-rebind",
+        "reductor",
+        "reductor-dis",
+        "reductor-reached",
+        "decorated",
+        "class",
+        "class-in-solution",
+        "default",
+    ],
 )
 def test_what_the_text_cannot_say_is_the_runs_error(hostile: TestClient, program: str, tests: str) -> None:
     assert _verdicts(hostile, tests, [program]) == ["RE"]

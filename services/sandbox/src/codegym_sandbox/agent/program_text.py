@@ -31,7 +31,9 @@ from . import program_names
 FILE = "<program>"  # the code objects' file name (``program_names.compiled``), and the lines' in linecache
 # What can bind a name of the program's, or change a function of its, without the program's text naming the name
 # or the attribute: the module's globals (and ways to them: frames, functions' globals, the module itself by name),
-# attributes by a computed name, code run from text or from a pickle, and the functions' own attributes set.
+# attributes by a computed name, code run from text or from a pickle, and the functions' own attributes set. A list
+# of names, so a list: what sets an attribute by a name that is data, or rebuilds an object from parts, and is in
+# none of its groups, is open (SECURITY.md).
 REBINDS = frozenset(
     {"globals", "vars", "locals", "exec", "eval", "getattr", "setattr", "delattr", "__import__"}
     | {"__dict__", "__globals__", "__builtins__", "__getattribute__", "__setattr__", "__delattr__"}
@@ -40,10 +42,23 @@ REBINDS = frozenset(
     | {"modules", "import_module", "reload", "attrgetter", "methodcaller", "update_wrapper", "wraps"}
     | {"make_dataclass", "ctypes", "gc", "pickle", "_pickle", "marshal", "copyreg", "shelve", "dill", "yaml"}
     | {"inspect", "importlib", "builtins", "runpy", "solution", "__main__", "InteractiveInterpreter", "__self__"}
+    # What rebuilds an object from a state of attributes by name (copy's and pickle's reductors), makes code or a
+    # function from parts, or sets attributes by the names it is given (a descriptor, a mock's patch, a config).
+    | {"deepcopy", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__", "__setstate__", "__getstate__"}
+    | {"__getnewargs__", "__getnewargs_ex__", "__set__", "__set_name__", "__replace__", "co_consts"}
+    | {"FunctionType", "CodeType", "LambdaType", "MethodType", "configure_mock", "dictConfig", "fileConfig"}
+    | {"_set_new_attribute", "SimpleNamespace"}
+    # Code run from text (a string's statements timed, profiled, traced, debugged or run as examples).
+    | {"timeit", "cProfile", "runctx", "bdb", "pdb", "codeop", "compile_command", "run_docstring_examples"}
+    | {"DocTestParser", "DocTestRunner", "DocTestFinder", "DocTest", "script_from_examples", "debug_src"}
     # A module it writes and imports (or a process it starts that writes one), whose code is no text of the program's.
     | {"open", "FileIO", "write_text", "write_bytes", "copyfile", "copy2", "copytree", "symlink", "extractall"}
     | {"tempfile", "mkstemp", "NamedTemporaryFile", "subprocess", "system", "popen", "posix_spawn", "fork"}
 )
+# Modules whose names are also everyday attributes (``xs.copy()``, ``err.code``): rebinding where imported, and,
+# for copy, wherever ``.copy`` is anything but a call without arguments (``dataclasses.copy.copy(obj)``); the builtin
+# ``compile`` by its name alone (``re.compile`` is no code object).
+_REBINDING_MODULES = frozenset({"copy", "types", "code", "trace", "profile", "argparse", "optparse", "unittest"})
 # Those the compiler also binds itself (a docstring, an annotated name at the module's or a class's level): read as
 # the text names them, an attribute or a name.
 _NAMED = frozenset({"__doc__", "__annotations__"})
@@ -161,8 +176,26 @@ def _read(source: str) -> _Reading | None:
     linecache.cache[FILE] = (len(source), None, lines, FILE)  # no mtime: never checked against a file
     named = (getattr(n, "attr", None) or getattr(n, "id", None) for n in ast.walk(tree))
     dynamic = not REBINDS.isdisjoint(program_names.used_names(code)) or _stores_globals(code)
-    dynamic = dynamic or not _NAMED.isdisjoint(named)
+    dynamic = dynamic or not _NAMED.isdisjoint(named) or _rebuilds(tree)
     return _Reading(tree, code, {} if dynamic else _functions(tree, code), _examples(tree), dynamic)
+
+
+def _rebuilds(tree: Any) -> bool:
+    """Whether the program imports a module of :data:`_REBINDING_MODULES`, names ``copy`` or ``compile``, or reaches
+    ``copy`` through another's attribute (anything but ``xs.copy()``)."""
+    import ast
+
+    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and not n.args and not n.keywords}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.partition(".")[0] in _REBINDING_MODULES for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").partition(".")[0] in _REBINDING_MODULES:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "copy" and id(node) not in calls:
+            return True
+        if isinstance(node, ast.Name) and node.id in ("copy", "compile"):
+            return True
+    return False
 
 
 def _stores(code: types.CodeType) -> dict[str, int]:

@@ -1,0 +1,37 @@
+"""Which of the program's functions the checker reads from its text: only where nothing in the text can set an
+attribute by a name that is data, or rebuild an object from a state of attributes."""
+
+from __future__ import annotations
+
+import pytest
+from codegym_sandbox.agent.program_text import Text
+
+BODY = "def f(xs):\n    ys = xs.copy()\n    return sorted(ys)\n"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["import re\n\nWORD = re.compile('[a-z]+')\n", "d = {}.copy()\n", "class A(object):\n    pass\n"],
+)
+def test_honest_everyday_forms_leave_the_text_trusted(extra: str) -> None:
+    assert Text(BODY + "\n" + extra).function("f") is not None
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "import copy\n",
+        "from copy import copy as c\n",
+        "import dataclasses\n\nx = dataclasses.copy.copy(1)\n",
+        "x = compile('1', 'x', 'eval')\n",
+        "import pickle\n",
+        "import types\n",
+        "class S:\n    def __reduce_ex__(self, p):\n        return (int, ())\n",
+        "class S:\n    def __setstate__(self, s):\n        pass\n",
+        "class D:\n    def __set__(self, o, v):\n        object.__setattr__(o, 'x', v)\n",
+        "import timeit\n",
+        "from unittest import mock\n",
+    ],
+)
+def test_what_can_set_attributes_by_name_or_rebuild_objects_drops_the_text(extra: str) -> None:
+    assert Text(BODY + "\n" + extra).function("f") is None

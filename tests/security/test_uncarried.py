@@ -109,6 +109,24 @@ FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
             ),
         ],
     ),
+    "the-tests-capture-their-own-logger": (
+        "import io, logging\n\nbuf = io.StringIO()\nlogging.getLogger('tests').addHandler(logging.StreamHandler(buf))\n"
+        "logging.getLogger('tests').error('checking')\nassert double(2) == 4 and 'checking' in buf.getvalue()\n",
+        [
+            ("import logging\n\nlogger = logging.getLogger(__name__)\n\ndef double(x):\n    return x\n", "WA"),
+            (
+                "import logging\n\nlogger = logging.getLogger(__name__)\n\ndef double(x):\n"
+                "    logger.error('doubling %s', x)\n    return 2 * x\n",
+                "AC",
+            ),
+            # A logger by a computed name may be any, the tests' own too.
+            (
+                "import logging\n\nNAME = 'te' + 'sts'\n\ndef double(x):\n"
+                "    logging.getLogger(NAME).error('doubling')\n    return 2 * x\n",
+                "RE",
+            ),
+        ],
+    ),
     "tracemalloc-bound": (
         "import tracemalloc\n\ntracemalloc.start()\nassert total(10**6) == 499999500000\n"
         "_, peak = tracemalloc.get_traced_memory()\nassert peak < 1_000_000, peak\n",

@@ -102,3 +102,12 @@ def test_a_module_the_tests_swap_in_sys_modules_is_replaced_for_a_program_that_i
     with mock.patch.dict("sys.modules", {"json": types.ModuleType("json")}):
         assert watch.replaced() == "sys.modules['json']"
     assert watch.replaced() is None
+
+
+def test_the_loggers_the_program_names_are_read_and_a_computed_one_is_any() -> None:
+    assert reads("import logging\nlog = logging.getLogger('app.db')\n").loggers == {"", "app.db"}
+    assert reads("import logging\nlog = logging.getLogger(__name__)\n").loggers == {"", "__main__", "solution"}
+    assert reads("import logging\nlogging.info('x')\n").loggers == {""}
+    assert reads("import logging\nname = 'a'\nlog = logging.getLogger(name)\n").loggers is None
+    assert reads("import logging\nlog = logging.getLogger('a').getChild('b')\n").loggers is None
+    assert reads("log = __import__('logging').getLogger('a')\n").loggers is None

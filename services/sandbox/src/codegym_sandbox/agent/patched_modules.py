@@ -59,6 +59,7 @@ class Reads(NamedTuple):
     paths: frozenset[tuple[str, tuple[str, ...]]]  # a module's dotted name, and the attributes read along from it
     modules: frozenset[str]  # the top-level packages it imports (``logging``)
     anything: bool = False  # whether it can reach a module or a builtin by a road its text does not spell
+    loggers: frozenset[str] | None = None  # the loggers it names (``""``: the root); None: any it may reach
 
 
 NOTHING = Reads(frozenset(), frozenset(), frozenset())
@@ -74,6 +75,7 @@ _ROUTINES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, ty
 _UNSWEPT = frozenset({"codegym_sandbox", "solution", "__main__", "warnings", "linecache", "pdb", "doctest"}) | {
     "unittest", "_pytest", "pytest", "pluggy", "tracemalloc", "builtins",
 }  # fmt: skip
+_LOGGER_ROADS = frozenset({"getChild", "manager", "loggerDict", "Logger", "LoggerAdapter", "setLoggerClass"})
 _DYNAMIC_MODULES = frozenset({"importlib", "runpy", "pkgutil", "zipimport", "imp", "inspect", "gc", "ctypes"})
 
 
@@ -133,7 +135,30 @@ def reads(source: str) -> Reads:
                 paths.add((roots[spelled[0]], spelled[1:]))
     used = {name for name in loaded - bound if hasattr(builtins, name)} | ({"__import__"} if imports_late else set())
     anything = anything or not _DYNAMIC_BUILTINS.isdisjoint(loaded - bound)
-    return Reads(frozenset(used - CARRIED), frozenset(paths), frozenset(modules), anything)
+    loggers = None if anything else _loggers(tree)
+    return Reads(frozenset(used - CARRIED), frozenset(paths), frozenset(modules), anything, loggers)
+
+
+def _loggers(tree: ast.AST) -> frozenset[str] | None:
+    """The loggers the program's text names (``getLogger("app")``; ``getLogger(__name__)``: the program's module,
+    ``__main__`` as one file of both, or ``solution``; ``getLogger()`` and ``logging.info``: the root, ``""``), or
+    None where it names one by a computed name or walks the loggers (``getLogger(name)``, ``getChild``)."""
+    names = {""}
+    for node in ast.walk(tree):
+        if _spelling(node) in _LOGGER_ROADS:
+            return None
+        if not isinstance(node, ast.Call) or _spelling(node.func) != "getLogger":
+            continue
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        if arg is None or (isinstance(arg, ast.Constant) and arg.value is None):
+            continue
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            names.add(arg.value)
+        elif isinstance(arg, ast.Name) and arg.id == "__name__":
+            names |= {"__main__", "solution"}
+        else:
+            return None
+    return frozenset(names)
 
 
 def _aliases(tree: ast.AST, roots: dict[str, str], modules_bound: set[str]) -> bool:
@@ -169,6 +194,11 @@ def _aliases(tree: ast.AST, roots: dict[str, str], modules_bound: set[str]) -> b
             if not (isinstance(parent, ast.Attribute) and parent.value is node) and id(node) not in aliased:
                 return True
     return False
+
+
+def _spelling(node: ast.AST) -> str | None:
+    """The name or the attribute ``node`` spells, if it is either."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
 def _nodes(tree: ast.AST) -> list[tuple[ast.AST, bool]]:

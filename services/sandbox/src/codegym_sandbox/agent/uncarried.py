@@ -13,8 +13,10 @@ call an object of the program's at once would never see its race. So at each exc
 - replaced a library function the program's text looks up as it runs (``patched_modules``),
 - trace memory allocations (``tracemalloc``), which the program makes in its own process,
 - capture log records (``assertLogs``, ``assertNoLogs``, pytest's handler, or a handler of their own that keeps
-  them) while the program imports ``logging`` (or can reach it by a road its text does not spell): its records are
-  made and handled in its own process, or
+  them) on the root logger or on one the program's records reach (one its text names, or an ancestor of it; any,
+  where it names one by a computed name), while the program imports ``logging`` (or can reach it by a road its text
+  does not spell): its records are made and handled in its own process (a handler on the tests' own logger is
+  theirs alone, as in one process), or
 - call the program from a thread while a call from another thread is still under way: the program's process
   answers one call at a time, so a race of the program's would never show (a thread-safety test passed every
   program; calling it from one thread at a time, a watchdog thread among them, is as before).
@@ -52,6 +54,7 @@ class Turns:
         self.reason: str | None = None  # the first refusal's: the run's error
         self.watch = patched_modules.Watch(patched_modules.NOTHING)
         self.logs = False  # whether the program imports logging
+        self.loggers: frozenset[str] | None = None  # those it names (``patched_modules.Reads.loggers``)
         self.builtins = patched_modules.OwnBuiltins()
 
     def program(self, source: str) -> None:
@@ -59,6 +62,7 @@ class Turns:
         read = patched_modules.reads(source)
         # A program that reaches modules by roads its text does not spell may reach logging too.
         self.watch, self.logs = patched_modules.Watch(read), "logging" in read.modules or read.anything
+        self.loggers = read.loggers
 
     def __enter__(self) -> None:
         """One exchange (or a call's exchanges): refused as the module's docstring says, else made with the
@@ -116,20 +120,23 @@ class Turns:
         tracing = sys.modules.get("tracemalloc")
         if tracing is not None and tracing.is_tracing():
             return "the tests trace memory (tracemalloc), which the program allocates in its own process"
-        if self.logs and _capturing_logs():
+        if self.logs and _capturing_logs(self.loggers):
             return "the tests capture log records, which the program makes and handles in its own process"
         return None
 
 
-def _capturing_logs() -> bool:
-    """Whether a logger here has a handler that keeps records for the tests to read."""
+def _capturing_logs(named: frozenset[str] | None) -> bool:
+    """Whether a logger here that the program's records reach has a handler that keeps them for the tests to read:
+    the root, and each logger the program names (``named``) with its ancestors; every logger where ``named`` is
+    None (the program may log to any). A handler on a logger of the tests' own is not the program's."""
     logging = sys.modules.get("logging")
     if logging is None:
         return False
-    loggers = [
-        logging.root,
-        *(v for v in list(logging.Logger.manager.loggerDict.values()) if isinstance(v, logging.Logger)),
-    ]
+    every = [v for v in list(logging.Logger.manager.loggerDict.values()) if isinstance(v, logging.Logger)]
+    if named is not None:
+        reached = {".".join(name.split(".")[:i]) for name in named for i in range(1, name.count(".") + 2)}
+        every = [logger for logger in every if logger.name in reached]
+    loggers = [logging.root, *every]
     buffering = getattr(sys.modules.get("logging.handlers"), "BufferingHandler", ())
     for logger in loggers:
         for handler in list(getattr(logger, "handlers", ())):

@@ -1,7 +1,9 @@
 """NeMo-Skills' client waits a cell's ``timeout`` for the answer and no longer, then gives up and drops the call,
 which would end the session: a cell of theirs is answered within it, whatever other clients' cells do. It never
 stands paused to lend its slot to another client's cell that waits (codegym's own cells do: their client waits
-for that), and it is interrupted, or not run at all, a moment before the time is up, its session kept."""
+for that), and it is interrupted, or not run at all, a moment before the time is up, its session kept. Nor does
+it hold its slot asleep: it lends it awake, running on beside the cell it lent it to, so cells of theirs asleep
+in every slot hold no other client's cells back."""
 
 from __future__ import annotations
 
@@ -54,13 +56,14 @@ def _paused(client: TestClient) -> int:
     return paused
 
 
-def test_a_cell_asleep_lends_its_slot_to_no_one_and_is_answered_within_its_timeout(server: TestClient) -> None:
+def test_a_cell_asleep_is_never_paused_and_is_answered_within_its_timeout(server: TestClient) -> None:
     sid = str(uuid.uuid4())
     assert nemo(server, sid, "x = 41", 5)[0]["new_session_created"] is True
     paused = _paused(server)
     got: list[tuple[dict[str, Any], float]] = []
     # One slot computes; their cell sleeps in the other while another client's cell waits for a slot, with a limit
-    # that fits in what a sleeping cell of a 2 s limit may stand paused (codegym's cells would lend it theirs).
+    # that fits in what a sleeping cell of a 2 s limit may stand paused (codegym's cells would be paused for it:
+    # theirs lends its slot awake, and wakes to compute beside it).
     first, spinning, _ = native(server, 2.5, 10)
     time.sleep(0.3)
     victim = threading.Thread(target=lambda: got.append(nemo(server, sid, "import time\ntime.sleep(1)\nx += 1\nx", 2)))
@@ -116,3 +119,55 @@ def test_a_cell_whose_time_runs_out_waiting_for_a_slot_is_not_run(server: TestCl
         for native_sid, _, _ in spins:
             server.delete(f"/v1/sessions/{native_sid}")
         server.delete(f"/sessions/{sid}")
+
+
+def test_cells_asleep_in_every_slot_hold_no_other_clients_cells(server: TestClient) -> None:
+    # One client's cells asleep in both slots, never paused: asleep, each lends its slot awake to a cell that
+    # waits, so another client's cells, codegym's and NeMo-Skills', are answered at once, not after the sleeps
+    # (nor, for a NeMo cell of a shorter timeout, a time-out unrun).
+    other = TestClient(server.app, client=("127.0.0.2", 50000))
+    other.portal = server.portal  # the server's event loop, which its workers' streams belong to
+    sleepers, victim = [str(uuid.uuid4()) for _ in range(2)], str(uuid.uuid4())
+    for sid in sleepers:
+        nemo(server, sid, "import time", 5)
+    nemo(other, victim, "x = 41", 5)
+    r = other.post("/v1/sessions", json={"language": "python"})
+    assert r.status_code == 201, r.text
+    native_sid = r.json()["session_id"]
+    slept: list[tuple[dict[str, Any], float]] = []
+    threads = [
+        threading.Thread(target=lambda s=sid: slept.append(nemo(server, s, "time.sleep(4)", 5))) for sid in sleepers
+    ]
+    got: dict[str, tuple[Any, float]] = {}
+
+    def native_cell() -> None:
+        sent = time.monotonic()
+        body = {"code": "6 * 7", "timeout_s": 5}
+        got["native"] = (other.post(f"/v1/sessions/{native_sid}/execute", json=body).json(), time.monotonic() - sent)
+
+    def nemo_cell() -> None:
+        got["nemo"] = nemo(other, victim, "x += 1\nx", 2)  # a timeout shorter than the sleeps
+
+    victims = [threading.Thread(target=native_cell), threading.Thread(target=nemo_cell)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.5)  # both slots held by cells asleep
+        for t in victims:
+            t.start()
+        for t in victims:
+            t.join(30)
+        (cell, took), (answer, waited) = got["native"], got["nemo"]
+        assert cell["display"] == "42" and took < 1.5, (cell, took)
+        assert answer["process_status"] == "completed" and answer["stdout"] == "42\n", answer
+        assert waited < 1.5, waited
+        backend = server.app.state.executor.backend  # type: ignore[attr-defined]
+        assert backend.cells_lent_awake >= 1 and _paused(server) == 0  # lent awake, never paused
+        for t in threads:
+            t.join(30)
+        assert [a["process_status"] for a, _ in slept] == ["completed"] * 2, slept
+    finally:
+        other.delete(f"/v1/sessions/{native_sid}")
+        other.delete(f"/sessions/{victim}")
+        for sid in sleepers:
+            server.delete(f"/sessions/{sid}")

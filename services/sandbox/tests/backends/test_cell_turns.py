@@ -149,3 +149,49 @@ def test_no_cell_is_lent_a_slot_past_the_one_that_has_waited_longest_where_none_
         await asyncio.wait_for(asyncio.gather(*tasks), 1)
 
     asyncio.run(main())
+
+
+def test_a_cell_that_may_not_be_paused_lends_its_slot_awake_to_one_cell_at_a_time() -> None:
+    # A cell whose client waits no longer than its limit (NeMo-Skills') is never paused, yet asleep it holds no
+    # slot that cells wait for: it lends the slot without a pause, to a cell of any limit, runs on without it, and
+    # holds it again once that cell ends. It lends to one cell at a time, and the borrower lends to nobody.
+    async def main() -> None:
+        pool = _pool(1)
+        lender, borrower, later = _Lease(), _Lease(), _Lease()
+        ends = {lease: asyncio.Event() for lease in (lender, borrower, later)}
+
+        async def cell(lease: _Lease, pausable: bool, limit_s: float) -> None:
+            async with pool.computing(lease, pausable=pausable, limit_s=limit_s):  # type: ignore[arg-type]
+                await ends[lease].wait()
+
+        def turns(now: float) -> float:
+            for _ in range(20):
+                pool._turn_cells(now, 0.0)
+                now += LOOK_S + 0.01
+            return now
+
+        held = asyncio.create_task(cell(lender, False, 10))
+        await asyncio.sleep(0)
+        tasks = [asyncio.create_task(cell(borrower, True, 60))]  # 60 s: past what any pause could cover
+        await asyncio.sleep(0)
+        tasks.append(asyncio.create_task(cell(later, False, 5)))
+        await asyncio.sleep(0.01)
+        now = turns(100.0)
+        await asyncio.sleep(0.01)
+        assert (pool.cells_lent_awake, pool.cells_paused, lender.told) == (1, 0, [])
+        assert [r.lease for r in pool._running.values()] == [borrower] and not held.done()
+        assert pool.cell_leases() == [borrower, lender]  # running on, it is measured still
+        ends[borrower].set()  # the slot goes back to the lender, which lends it again, to the next cell
+        await tasks[0]
+        assert [r.lease for r in pool._running.values()] == [lender]
+        turns(now)
+        await asyncio.sleep(0.01)
+        assert [r.lease for r in pool._running.values()] == [later] and pool.cells_lent_awake == 2
+        ends[lender].set()  # it ends without its slot: the borrower keeps it, then it is free
+        await held
+        assert pool.cell_leases() == [later]
+        ends[later].set()
+        await asyncio.wait_for(tasks[1], 1)
+        assert pool._idle.qsize() == 1 and lender.told == []
+
+    asyncio.run(main())

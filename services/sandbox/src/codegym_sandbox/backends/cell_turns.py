@@ -11,9 +11,18 @@ no more at once than there are slots, and a cell that sleeps holds none that oth
 The slot comes back in time: a cell is lent one only where its limit, stretched by its credit for CPU waits,
 fits in what the lender may still stand paused (``PAUSE_SHARE`` of its own limit, all its pauses together), and
 a cell holding a lent slot lends it to nobody. So a paused cell's answer comes within its limit, its credit and
-that share, which its client allows for; a cell whose client waits less (``sessions/cell_terms.py``: NeMo-Skills')
-is not pausable, and never lends. A cell of a longer limit than the sleepers' waits for a slot, as before.
+that share, which its client allows for. A cell of a longer limit than the sleepers' waits for a slot, as before.
 A sleep goes on while its cell stands paused (the kernel's timers run).
+
+A cell whose client waits less (``sessions/cell_terms.py``: NeMo-Skills') is not pausable: stood paused, it would
+be answered after its client gave up. Nor may it hold a slot asleep for free (such cells asleep in every slot
+held every other client's cells back for their whole limits), so seen asleep it lends its slot *awake*
+(:meth:`RunningCell.lends_awake`): to any cell that waits, whatever that one's limit, and goes on running
+without a slot until that cell ends, then holds it again. It is interrupted at its own time as ever, so a loan
+never makes its answer late. Should it wake and compute meanwhile, it shares a CPU with the borrower: one cell
+beyond the slots for each such loan at most (it lends again only once it holds its slot again, and the borrower
+lends to nobody), and lending for runs still measures it. Where a pausable sleeper fits the borrower, that one
+lends instead: a pause keeps the CPUs to the slots.
 
 A cell is seen asleep where its session's processes (every thread counted: a cell computing in a thread computes)
 wanted less than ``IDLE_RATE`` of a CPU on average over the last ``WINDOW_S``, and on its last look (one that has
@@ -61,15 +70,21 @@ class RunningCell:
     asleep_from: float | None = None  # since when it has been seen asleep, on every look
     offer: asyncio.Future[AgentWorker] | None = field(default=None, repr=False)  # a slot lent, while it waits
     lender: RunningCell | None = None  # the paused cell whose slot it holds: the slot goes back to it
-    paused: bool = False  # it lent its slot, and waits for it back
+    paused: bool = False  # it lent its slot, and waits for it back (stopped meanwhile, unless it lends awake)
     paused_at: float = 0.0  # when its pause in progress began
     paused_s: float = 0.0  # how long its pauses before that one took
     taking: asyncio.Task[None] | None = field(default=None, repr=False)  # paused, its slot lost: its wait for one
     client: str = ""  # whose turn it waits in for a slot (its session's client: see client_turns)
 
     def may_lend(self) -> bool:
-        """A cell may lend its slot while it holds one of its own (not lent) and has pause left."""
-        return self.pausable and self.lender is None and self.pause_left() > 0
+        """A cell may lend its slot while it holds one of its own (not lent): paused, while it has pause left;
+        awake, where it may not stand paused (:meth:`lends_awake`)."""
+        return self.lender is None and (self.lends_awake() or (self.pausable and self.pause_left() > 0))
+
+    def lends_awake(self) -> bool:
+        """Whether it lends its slot without being paused: a cell of a limit that is not pausable (its client
+        waits no longer than that); a fork's copying (limitless) lends nothing."""
+        return not self.pausable and self.limit_s > 0
 
     def pause_left(self) -> float:
         """How much longer it may stand paused, all its pauses together."""
@@ -78,8 +93,8 @@ class RunningCell:
 
 def may_borrow(borrower: RunningCell, lender: RunningCell) -> bool:
     """Whether ``borrower``'s cell ends, at its limit stretched by its credit for CPU waits, within what ``lender``
-    may stand paused: the lent slot comes back in time."""
-    return fits(borrower, lender.pause_left())
+    may stand paused: the lent slot comes back in time. A lender awake waits for nothing: any cell borrows."""
+    return lender.lends_awake() or fits(borrower, lender.pause_left())
 
 
 def fits(borrower: RunningCell, pause_s: float) -> bool:

@@ -302,7 +302,7 @@ class WorkerPool(LentSlots, SessionSlots):
         if self._waiters or lent:  # with neither, the runs go unmeasured (reading /proc for each costs)
             own: list[Measured] = [
                 *(w for w in busy if w.slot < self.size),
-                *self._cells.values(),
+                *self.cell_leases(),
             ]  # a cell is never crowded out
             known, unknown, ticks = self._meter.wants(own, lent, now)
             for worker in self._meter.crowding(lent, known, self.cpus):  # lent as sleepers, they now compute
@@ -395,5 +395,6 @@ class WorkerPool(LentSlots, SessionSlots):
             "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
             "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
             "memory_held_mb": self.memory.held_mb, "memory_gave_way": self._memory_watch.evicted,
-            "cpu_gave_way": self.gave_way, "cells_paused": self.cells_paused, "worker_cost_mb": self.worker_cost_mb,
+            "cpu_gave_way": self.gave_way, "cells_paused": self.cells_paused,
+            "cells_lent_awake": self.cells_lent_awake, "worker_cost_mb": self.worker_cost_mb,
         }  # fmt: skip

@@ -5,7 +5,8 @@
 A cell takes only the pool's own workers and waits apart from runs (``_cell_waiters``), so lending, which
 lends for runs alone, never counts a cell as a run that can give way: a lent worker bets that its run may
 sleep, and a run that computes after all is run again; a cell cannot be. A cell seen asleep while cells wait
-lends its slot to the one that waited longest instead, paused until that one ends (``cell_turns.py``). Cells wait
+lends its slot to the one that waited longest instead, paused until that one ends, or running on without a slot
+where it may not be paused (``cell_turns.py``). Cells wait
 for a slot in their session's client's turn, as runs do (``client_turns.py``): a slot lent from cell to cell is
 the borrower's client's while it holds it."""
 
@@ -51,6 +52,8 @@ class SessionSlots:
         self._cells: dict[AgentWorker, SessionLease] = {}  # a slot held by a session's cell -> what runs the cell
         self._running: dict[AgentWorker, RunningCell] = {}  # the same slots -> the cells (see cell_turns.py)
         self.cells_paused = 0  # running cells paused to give their slot to a cell that waited
+        self.cells_lent_awake = 0  # running cells not pausable that gave their slot to a cell that waited, running on
+        self._awake: set[RunningCell] = set()  # those running on now without their slot (lending measures them)
         self._borrowers: dict[RunningCell, None] = {}  # cells waiting for a slot, the longest waiting first
         self.session_slots: set[int] = set()  # the workers of sessions, past max_workers
         self.session_slot_count = 64  # set by the server: SESSIONS__MAX_SESSIONS
@@ -136,6 +139,9 @@ class SessionSlots:
                 running.taking.cancel()
             if running.worker is not None:
                 self._unhold(running)
+            elif running in self._awake:  # it ended as its slot was lent: the borrower keeps it
+                self._awake.discard(running)
+                self._meter.ended(running.lease)
 
     async def _slot_for(self, running: RunningCell) -> AgentWorker:
         """A slot for a cell: the next of the queue's, or one lent to it meanwhile (``_turn_cells``)."""
@@ -161,6 +167,11 @@ class SessionSlots:
             elif kept is not take and not take.cancelled() and take.exception() is None:
                 self._give_back(take.result())  # both came: one slot is enough
         return kept.result()
+
+    def cell_leases(self) -> list[SessionLease]:
+        """What runs the cells that may compute now: those holding slots, and those running on without theirs
+        (lent awake): lending for runs measures them in the slots' place."""
+        return [*self._cells.values(), *(r.lease for r in self._awake)]
 
     def _hold(self, running: RunningCell, worker: AgentWorker) -> None:
         running.worker = worker
@@ -199,7 +210,8 @@ class SessionSlots:
 
     def _turn_cells(self, now: float, idle_cpus: float) -> None:
         """Lend the slots of running cells seen asleep to the cells that wait longest, where each borrower's cell
-        ends within what the lender may stand paused (see ``cell_turns.py``)."""
+        ends within what the lender may stand paused, or the lender may not be paused and lends awake (see
+        ``cell_turns.py``)."""
         borrowers = [r for r in self._borrowers if r.offer is not None and not r.offer.done()]
         if not borrowers:
             for running in self._running.values():
@@ -225,37 +237,48 @@ class SessionSlots:
             if r.may_lend() and cell_turns.asleep(r, now, idle, share[id(r.lease.worker)], demand_of(r.lease))
         ]
         # The cell that has waited longest is not passed over for good: where no running cell could ever lend to
-        # it, nothing is lent (loans stretch their lenders' lives, which it waits for), so it has the next slot
-        # that comes free, as it would with no loans.
-        room = max((r.pause_left() for r in self._running.values() if r.may_lend()), default=0.0)
+        # it by a pause, no pause is lent (a pause stretches its lender's life, which it waits for), so it has the
+        # next slot that comes free, as it would with no pauses. A lender awake lends to any cell, it first.
+        room = max((r.pause_left() for r in self._running.values() if r.may_lend() and r.pausable), default=0.0)
         if not cell_turns.fits(borrowers[0], room):
-            return
+            lenders = [r for r in lenders if r.lends_awake()]
         for borrower in borrowers:  # the longest waiting first
-            lender = next((r for r in lenders if cell_turns.may_borrow(borrower, r)), None)
+            # A pause keeps the CPUs to the slots: a lender awake lends only where no pausable one fits.
+            fit = (r for r in lenders if cell_turns.may_borrow(borrower, r))
+            lender = min(fit, key=lambda r: r.lends_awake(), default=None)
             if lender is None:
                 continue
             lenders.remove(lender)
             worker = lender.worker
             assert worker is not None and borrower.offer is not None
             del self._cells[worker], self._running[worker]
-            self._meter.ended(lender.lease)
             lender.worker = lender.asleep_from = None
             lender.looks.clear()
-            lender.lease.pause(True)
             lender.paused, lender.paused_at = True, now
+            if lender.lends_awake():  # it runs on, and may compute: lending for runs still measures it
+                self._awake.add(lender)
+                self.cells_lent_awake += 1
+            else:
+                self._meter.ended(lender.lease)
+                lender.lease.pause(True)
+                self.cells_paused += 1
             borrower.lender = lender
             self._idle.hand(worker, borrower.client)
             borrower.offer.set_result(worker)
-            self.cells_paused += 1
 
     def _continue(self, lender: RunningCell, worker: AgentWorker) -> None:
-        """A slot comes back to a cell paused: it is continued."""
+        """A slot comes back to a cell paused: it is continued (one lent awake holds it again)."""
         lender.paused, lender.taking = False, None
-        lender.paused_s += time.monotonic() - lender.paused_at
+        awake = lender in self._awake
+        if awake:
+            self._awake.discard(lender)
+        else:
+            lender.paused_s += time.monotonic() - lender.paused_at
         lender.since = time.monotonic()
         self._idle.hand(worker, lender.client)
         self._hold(lender, worker)
-        lender.lease.pause(False)
+        if not awake:
+            lender.lease.pause(False)
 
     async def _take_back(self, lender: RunningCell) -> None:
         """The slot a paused cell lent is gone with its worker: it takes the queue's next, then is continued."""

@@ -6,10 +6,11 @@ codegym's own client waits for as long as a cell may take: its limit, stretched 
 (``backends/cell_turns.py``): ``client/_core.judging_s``. A client that waits a known time and no longer
 (NeMo-Skills': its HTTP timeout is the cell's ``timeout``) gives up past it and drops the call, and a cell's
 call dropped ends its session, state and all. So a cell whose caller says when it stops waiting
-(``answer_by``) is answered before then, whatever other clients' cells wait: it lends its slot to none, gets
-no credit for CPU waits, and is interrupted ``ANSWER_MARGIN_S`` before its caller stops waiting (what the call
-waited for its session and a slot counted), which keeps its session: its answer is a time-out. One whose time
-ran out while it waited for a slot is not run at all: a time-out too, answered then, its session as it was.
+(``answer_by``) is answered before then, whatever other clients' cells wait: it never stands paused (asleep,
+it lends its slot awake: ``backends/cell_turns.py``), gets no credit for CPU waits, and is interrupted
+``ANSWER_MARGIN_S`` before its caller stops waiting (what the call waited for its session and a slot counted),
+which keeps its session: its answer is a time-out. One whose time ran out while it waited for a slot is not run
+at all: a time-out too, answered then, its session as it was.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class CellTerms:
 
     @property
     def waits_for_it(self) -> bool:
-        """Whether its caller waits for as long as the cell may take: then it may lend its slot (and stand
-        paused meanwhile), and its limit moves on by its waits for a CPU."""
+        """Whether its caller waits for as long as the cell may take: then it may stand paused while it lends its
+        slot, and its limit moves on by its waits for a CPU."""
         return self.answer_by is None
 
     def wall_s(self, now: float) -> float:

@@ -313,10 +313,15 @@ class _Sweep:
         for name, module in list(sys.modules.items()):
             if name in self.spaces or not isinstance(module, types.ModuleType) or name.partition(".")[0] in _UNSWEPT:
                 continue
-            namespace = vars(module)
+            # The module's own namespace, past any ``__dict__`` a module's class defines: a lazy module's
+            # (``apipkg``, in the ``py`` library) imports every submodule it promises when that is read.
+            namespace = _NAMESPACE.__get__(module)
             # Seen first after the tests began: a mock or a function of the tests' there is theirs.
             copy = {k: (_REPLACED if not first and _tests_own(v) else v) for k, v in list(namespace.items())}
             self.spaces[name] = (module, namespace, copy)
+
+
+_NAMESPACE = vars(types.ModuleType)["__dict__"]  # a module's namespace, as the interpreter holds it
 
 
 def _tests_own(value: object) -> bool:

@@ -96,6 +96,33 @@ def test_a_plain_alias_of_a_module_is_followed_and_other_roads_make_every_patch_
         assert watch.replaced() is None
 
 
+class _Touchy:
+    """A value whose every look runs code: a deprecated object, a lazy proxy."""
+
+    looked = 0
+
+    def __getattribute__(self, name: str) -> object:
+        _Touchy.looked += 1
+        raise FutureWarning(f"{name} is deprecated")
+
+
+def test_the_sweep_asks_values_their_type_and_runs_none_of_their_code() -> None:
+    # A module the tests import holds an object whose attribute reads warn (an error under the tests' filter), and
+    # ``sys.modules`` holds a non-module of the same kind: the sweep names what was replaced and touches neither.
+    touchy = types.ModuleType("touchy")
+    touchy.value = _Touchy()  # type: ignore[attr-defined]
+    watch = Watch(reads("def f(x):\n    return __import__('time').time()\n"))
+    with mock.patch.dict("sys.modules", {"touchy": touchy, "touchy_proxy": _Touchy()}):
+        assert watch.replaced() is None
+        with mock.patch.object(touchy, "value", _Touchy()):
+            assert watch.replaced() is None  # an object, not a routine, swapped for another: no lookup of it
+        with mock.patch.object(touchy, "value", mock.MagicMock()):
+            assert watch.replaced() == "touchy.value"
+        with mock.patch.dict("sys.modules", {"fake_json": mock.MagicMock()}):
+            assert watch.replaced() == "sys.modules['fake_json']"
+    assert _Touchy.looked == 0
+
+
 def test_a_module_the_tests_swap_in_sys_modules_is_replaced_for_a_program_that_imports_it() -> None:
     watch = Watch(reads("def f(x):\n    import json\n    return json.dumps(x)\n"))
     assert watch.replaced() is None

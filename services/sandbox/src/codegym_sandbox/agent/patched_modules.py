@@ -39,7 +39,7 @@ import ast
 import builtins
 import sys
 import types
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from .fixture_requests import TESTS_FILE
 
@@ -258,7 +258,7 @@ class Watch:
         left = []
         for root, path in self.pending:
             module = sys.modules.get(root)
-            if not isinstance(module, types.ModuleType):
+            if not _is_module(module):
                 left.append((root, path))
                 continue
             self.modules.setdefault(root, module)
@@ -272,7 +272,7 @@ class Watch:
                     # tests' there is theirs, not the module's.
                     was = _REPLACED if not first and _tests_own(value) else value
                     self.pairs[key] = (namespace, attribute, was, spelled)
-                if not isinstance(value, types.ModuleType):
+                if not _is_module(value):
                     break
                 module = value
         self.pending = left
@@ -299,19 +299,19 @@ class _Sweep:
                 return f"sys.modules[{name!r}]"
             for attribute, was in copy.items():
                 now = namespace.get(attribute, _MISSING)
-                theirs = was is _REPLACED or _tests_own(now) or isinstance(was, _ROUTINES)
+                theirs = was is _REPLACED or _tests_own(now) or issubclass(type(was), _ROUTINES)
                 # ``sys.unraisablehook``, ``threading.excepthook``: set by the harness for each test.
                 carried = f"{name}.{attribute}" in _CARRIED_ATTRIBUTES or attribute.endswith("hook")
                 if now is not was and theirs and not carried:
                     return f"{name}.{attribute}"
         for name, module in list(sys.modules.items()):
-            if not isinstance(module, types.ModuleType) and _tests_own(module):
+            if not _is_module(module) and _tests_own(module):
                 return f"sys.modules[{name!r}]"
         return None
 
     def _take(self, first: bool) -> None:
         for name, module in list(sys.modules.items()):
-            if name in self.spaces or not isinstance(module, types.ModuleType) or name.partition(".")[0] in _UNSWEPT:
+            if name in self.spaces or not _is_module(module) or name.partition(".")[0] in _UNSWEPT:
                 continue
             # The module's own namespace, past any ``__dict__`` a module's class defines: a lazy module's
             # (``apipkg``, in the ``py`` library) imports every submodule it promises when that is read.
@@ -324,12 +324,23 @@ class _Sweep:
 _NAMESPACE = vars(types.ModuleType)["__dict__"]  # a module's namespace, as the interpreter holds it
 
 
+# The sweep looks at every value of every module: it asks only their types, never the values themselves, since a
+# value's ``__getattr__`` or ``__class__`` is code (a deprecation warning that a test's filter makes an error, a
+# lookup with effects) that would run in the checker.
+
+
+def _is_module(value: object) -> TypeGuard[types.ModuleType]:
+    return issubclass(type(value), types.ModuleType)
+
+
 def _tests_own(value: object) -> bool:
-    """Whether ``value`` is a mock (``unittest.mock``'s) or a function of the tests' code."""
-    if type(value).__module__ == "unittest.mock":
+    """Whether ``value`` is a mock (``unittest.mock``'s) or a function (or bound method) of the tests' code."""
+    kind = type(value)
+    if vars(kind).get("__module__") == "unittest.mock":
         return True
-    code = getattr(value, "__code__", None)
-    return isinstance(code, types.CodeType) and code.co_filename == TESTS_FILE
+    if kind is types.MethodType:
+        value = value.__func__  # type: ignore[attr-defined]
+    return type(value) is types.FunctionType and value.__code__.co_filename == TESTS_FILE
 
 
 class _Counted(types.ModuleType):

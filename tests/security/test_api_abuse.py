@@ -1,9 +1,9 @@
 """Hostile requests: each gets a clear client error (never a 500, never a dead worker), and the server goes on.
 
-The bodies are raw bytes, as an attacker would send them: JSON that Python's parser accepts but no
-program text can hold (lone surrogates, NaN), nesting deep enough to exhaust a recursive parser, file names
-that climb out of the scratch directory or overflow a path, and requests that ask for far more work than
-one request should.
+The bodies are raw bytes, as an attacker would send them: JSON that Python's parser accepts but no input of a
+task's can hold (lone surrogates, NaN), nesting deep enough to exhaust a recursive parser, file names that climb
+out of the scratch directory or overflow a path, and requests that ask for far more work than one request should.
+A lone surrogate in a program's text is no request's error: the program is judged as its bytes (a compile error).
 """
 
 from __future__ import annotations
@@ -57,9 +57,22 @@ REQUESTS: list[tuple[str, str, bytes, set[int], str]] = [
         {400, 422},
         "",
     ),
-    ("lone-surrogate-code", "/v1/execute", b'{"language": "python", "code": "print(\\"\\ud800\\")"}', {422}, "Unicode"),
-    ("lone-surrogate-stdin", "/v1/execute", b'{"language": "python", "code": "1", "stdin": "\\udfff"}', {422}, ""),
-    ("lone-surrogate-fusion", "/run_code", b'{"language": "python", "code": "\\ud800"}', {422}, ""),
+    ("lone-surrogate-code", "/v1/execute", b'{"language": "python", "code": "print(\\"\\ud800\\")"}', {200}, "CE"),
+    (
+        "lone-surrogate-stdin",
+        "/v1/execute",
+        b'{"language": "python", "code": "1", "stdin": "\\udfff"}',
+        {422},
+        "Unicode",
+    ),
+    ("lone-surrogate-fusion", "/run_code", b'{"language": "python", "code": "\\ud800"}', {200}, "SyntaxError"),
+    (
+        "lone-surrogate-fusion-stdin",
+        "/run_code",
+        b'{"language": "python", "code": "1", "stdin": "\\udfff"}',
+        {422},
+        "Unicode",
+    ),
     (
         "nan-timeout-native",
         "/v1/execute",

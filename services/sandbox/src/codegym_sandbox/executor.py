@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from . import languages, pytest_file
+from .agent import program_bytes
 from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key, stdin_digests
@@ -217,7 +218,7 @@ class Executor:
         """Compile step (None for interpreted languages) and the files every run of the program gets."""
         sources = {name: (data, 0o644) for name, data in files.items()}
         sources.update((name, (text.encode(), 0o644)) for name, text in lang.support.items())
-        sources[lang.source] = (code.encode(), 0o644)
+        sources[lang.source] = (program_bytes.encode(code), 0o644)  # every language's one rule
         if lang.compile is None:
             return None, sources
         artifacts = list(lang.artifacts)

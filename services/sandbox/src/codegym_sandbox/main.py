@@ -120,7 +120,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(UnicodeEncodeError)
     async def not_unicode(_: Request, exc: UnicodeEncodeError) -> JSONResponse:
-        # JSON may carry lone surrogates ("\\ud800"), which no program text or input can hold.
+        # JSON may carry lone surrogates ("\\ud800"), which no input of a task's (its tests, stdin, expected
+        # output) can hold. A program's text can: it is judged as its bytes (``agent/program_bytes.py``).
         msg = "strings must be valid Unicode (a lone surrogate escape is not)"
         return JSONResponse({"detail": [{"type": "value_error", "loc": ["body"], "msg": msg}]}, 422)
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 
+from . import program_bytes
+
 ASSERT_MAIN = "from codegym_sandbox.agent.assert_runner import main\n\nmain()\n"
 
 
 def assert_stdin(program: str, tests: str) -> bytes:
     """What :data:`ASSERT_MAIN` reads on stdin to judge ``program`` against ``tests``."""
-    code = program.encode("utf-8", "surrogatepass")
+    code = program_bytes.encode(program)
     return f"{len(code)}\n".encode() + code + tests.encode("utf-8", "surrogatepass")
 
 
@@ -37,13 +39,13 @@ def read_program(fd: int) -> str:
         if not byte:
             raise EOFError("no program on stdin")
         size += byte
-    return _read_exactly(fd, int(size)).decode("utf-8", "surrogatepass")
+    return program_bytes.decode(_read_exactly(fd, int(size)))
 
 
 def split_stdin(stdin: bytes) -> tuple[str, str]:
     """The program and the tests, from a run's whole stdin (the program's length in bytes, a line first)."""
     size, _, rest = stdin.partition(b"\n")
-    return rest[: int(size)].decode("utf-8", "surrogatepass"), rest[int(size) :].decode("utf-8", "surrogatepass")
+    return program_bytes.decode(rest[: int(size)]), rest[int(size) :].decode("utf-8", "surrogatepass")
 
 
 def read_bytes(fd: int) -> bytes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from . import linux
+from . import linux, program_bytes
 from .program_module import FILE
 
 MODE = 0o444
@@ -59,7 +59,7 @@ def lay_out(source: str) -> None:
     no capability): a child of its own writes the file, as the checker's own uid. Where the file cannot be written,
     there is none, and a test that reads it fails as the tests would without it.
     """
-    data = source.encode("utf-8", "surrogatepass")
+    data = program_bytes.encode(source)
     with contextlib.suppress(OSError):
         if _file_uid() == os.getuid():
             _write(data)

@@ -33,6 +33,8 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import program_bytes
+
 # Starts the tests' text where the task declares names the program's (``assert_runner.read_tests``): a line of
 # them. No Python source starts with it.
 DECLARED = "\x01"
@@ -69,12 +71,6 @@ _CACHE = dis.opmap.get("CACHE", -1)  # an inline cache entry (Python 3.11 on): n
 _GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0  # LOAD_GLOBAL's low bit says whether it pushes a NULL
 
 
-def as_file(source: str) -> bytes:
-    """The program's text as ``python main.py`` reads it: its bytes, so that an encoding cookie and a leading
-    byte-order mark mean what they mean there (a text is compiled as it is, cookie and mark ignored)."""
-    return source.encode("utf-8", "surrogatepass")
-
-
 def compiled(source: str) -> types.CodeType | str:
     """The program compiled here, for the program's process to run as it is; or its source, where compiling
     it fails or warns: the program's process compiles it again, and shows the error or warning as
@@ -82,7 +78,7 @@ def compiled(source: str) -> types.CodeType | str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return compile(as_file(source), "<program>", "exec", dont_inherit=True)
+            return compile(program_bytes.encode(source), "<program>", "exec", dont_inherit=True)
     except BaseException:
         return source
 
@@ -92,7 +88,7 @@ def compiles(source: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(as_file(source), "<program>", "exec", dont_inherit=True)
+            compile(program_bytes.encode(source), "<program>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     except BaseException:
@@ -106,7 +102,7 @@ def top_level_names(program: types.CodeType | str) -> frozenset[str]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                program = compile(as_file(program), "<program>", "exec", dont_inherit=True)
+                program = compile(program_bytes.encode(program), "<program>", "exec", dont_inherit=True)
         except BaseException:
             return frozenset()
     return frozenset(_stored(program, top=True))

@@ -22,7 +22,7 @@ import types
 import warnings
 from typing import Any, NoReturn
 
-from . import numpy_data, program_names, pyrun, shared_state
+from . import numpy_data, program_bytes, program_names, pyrun, shared_state
 from .call_values import Aliases
 from .checker_wire import CallAnswer, CallRaised, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
@@ -66,7 +66,7 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
     pyrun.enter()  # the program's top level starts a frame above this one, a call (in ``_call``) two
     try:
         if not isinstance(program, types.CodeType):
-            program = compile(program_names.as_file(program), "<program>", "exec", dont_inherit=True)
+            program = compile(program_bytes.encode(program), "<program>", "exec", dont_inherit=True)
         exec(program, scope)
     except SystemExit as exc:
         _finish(pyrun.exit_code(exc), main)

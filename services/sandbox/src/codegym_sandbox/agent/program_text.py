@@ -26,7 +26,7 @@ import types
 import warnings
 from typing import Any, NamedTuple
 
-from . import program_names
+from . import program_bytes, program_names
 
 FILE = "<program>"  # the code objects' file name (``program_names.compiled``), and the lines' in linecache
 # What can bind a name of the program's, or change a function of its, without the program's text naming the name
@@ -168,8 +168,8 @@ def _read(source: str) -> _Reading | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(program_names.as_file(source), FILE)
-            code = compile(program_names.as_file(source), FILE, "exec", dont_inherit=True)
+            tree = ast.parse(program_bytes.encode(source), FILE)
+            code = compile(program_bytes.encode(source), FILE, "exec", dont_inherit=True)
     except BaseException:
         return None
     lines = io.StringIO(source, newline=None).readlines()  # as Python reads a file: \r\n and \r end lines too

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TypeVar
 
@@ -74,12 +75,28 @@ async def run_code(request: Request) -> Response:
 
 
 def parse_body(model: type[M], body: bytes) -> M:
-    """Validate a JSON body as FastAPI would, with the same 422 answer when it is not valid."""
+    """Validate a JSON body as FastAPI would, with the same 422 answer when it is not valid.
+
+    JSON may carry a lone surrogate (``"\\ud800"``), which pydantic's parser refuses and FastAPI's (``json``)
+    takes: a body that only ``json`` reads is validated from what it read, so that a program's text holding one
+    is judged as that program (``agent/program_bytes.py``), as on the native routes; one in its stdin is still
+    refused (``main.not_unicode``)."""
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False, include_context=False)]
-        raise RequestValidationError(errors, body=body.decode(errors="replace")) from None
+        error = exc
+    if any(e["type"] == "json_invalid" for e in error.errors()):
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):  # not JSON for ``json`` either: pydantic's word stands
+            pass
+        else:
+            try:
+                return model.model_validate(data)
+            except ValidationError as exc:
+                error = exc
+    errors = [{**e, "loc": ("body", *e["loc"])} for e in error.errors(include_url=False, include_context=False)]
+    raise RequestValidationError(errors, body=body.decode(errors="replace")) from None
 
 
 @router.get("/v1/ping")

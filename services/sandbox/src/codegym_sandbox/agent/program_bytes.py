@@ -1,13 +1,17 @@
 """How a program's text becomes the bytes of its file, and back: one rule for every language, route and test kind.
 
 A program's text is UTF-8, and a lone surrogate in it (JSON carries one: ``"\\ud800"``), which no valid UTF-8
-holds, is written as ``surrogatepass`` writes it: the program is judged as those bytes (Python's compile rejects
-them where it decodes them, as a compile error; a C++ compiler may take them), like any other program, and never
+holds, is written as ``surrogatepass`` writes it: the program is judged as those bytes (a Python program as
+``python3 main.py`` reads its file, :func:`compile_program`: with no encoding declared, bytes that are not UTF-8
+anywhere, a comment too, are its compile error; a C++ compiler may take them), like any other program, and never
 takes a verdict away from the other programs of its request. Inputs that are the task's (tests, stdin, expected
 output) keep their own rule: a lone surrogate there is the request's error.
 """
 
 from __future__ import annotations
+
+import re
+import types
 
 
 def encode(text: str) -> bytes:
@@ -20,3 +24,48 @@ def encode(text: str) -> bytes:
 def decode(data: bytes) -> str:
     """The program's text that :func:`encode` wrote as ``data``."""
     return data.decode("utf-8", "surrogatepass")
+
+
+def compile_program(program: str | bytes, filename: str) -> types.CodeType:
+    """The program (its text, or the bytes of its file) compiled as ``python main.py`` compiles its file: a source
+    with neither a coding cookie nor a byte-order mark must be valid UTF-8, comments too, and where it is not, the
+    SyntaxError is the interpreter's (``compile`` of bytes finds it only where it decodes them: in a string, a
+    name). The caller's warnings filters hold."""
+    data = encode(program) if isinstance(program, str) else program
+    if not data.isascii():
+        _check_utf8(data, filename)
+    return compile(data, filename, "exec", dont_inherit=True)  # not the caller's __future__ flags
+
+
+# An encoding declaration on a comment-only line (the second line's only after a blank or comment-only first),
+# found in the raw bytes, as the interpreter's tokenizer finds it (``tokenize.detect_encoding`` decodes first).
+_COOKIE = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.ASCII)
+_BLANK = re.compile(rb"[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
+_NEWLINE = re.compile(rb"\r\n|\r|\n")
+
+
+def _check_utf8(data: bytes, filename: str) -> None:
+    """Raise the interpreter's SyntaxError where ``data``, read as a file with no encoding declared, is not UTF-8:
+    each line up to a NUL byte (the tokenizer's own error, from there on), the first bad byte's line named."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return  # UTF-8 declared by its mark: bytes compile decodes where they matter, as the file's reader does
+    first = _line_end(data, 0)
+    if _COOKIE.match(data, 0, first) or (
+        _BLANK.match(data, 0, first) and _COOKIE.match(data, first, _line_end(data, first))
+    ):
+        return  # a declared encoding: compile decodes the whole source with it, strictly, as the file's reader
+    end = data.find(b"\0")
+    try:
+        data[: end if end >= 0 else len(data)].decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = len(_NEWLINE.findall(data, 0, error.start)) + 1
+        raise SyntaxError(
+            f"Non-UTF-8 code starting with '\\x{data[error.start]:02x}' in file {filename} on line {line}, "
+            "but no encoding declared; see https://peps.python.org/pep-0263/ for details"
+        ) from None
+
+
+def _line_end(data: bytes, start: int) -> int:
+    """Where the line of ``data`` that starts at ``start`` ends, its newline (``\\n``, ``\\r\\n`` or ``\\r``) in it."""
+    found = _NEWLINE.search(data, start)
+    return found.end() if found else len(data)

@@ -78,7 +78,7 @@ def compiled(source: str) -> types.CodeType | str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return compile(program_bytes.encode(source), "<program>", "exec", dont_inherit=True)
+            return program_bytes.compile_program(source, "<program>")
     except BaseException:
         return source
 
@@ -88,7 +88,7 @@ def compiles(source: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(program_bytes.encode(source), "<program>", "exec", dont_inherit=True)
+            program_bytes.compile_program(source, "<program>")
     except (SyntaxError, ValueError):
         return False
     except BaseException:
@@ -102,7 +102,7 @@ def top_level_names(program: types.CodeType | str) -> frozenset[str]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                program = compile(program_bytes.encode(program), "<program>", "exec", dont_inherit=True)
+                program = program_bytes.compile_program(program, "<program>")
         except BaseException:
             return frozenset()
     return frozenset(_stored(program, top=True))

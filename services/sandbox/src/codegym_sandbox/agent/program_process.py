@@ -66,17 +66,17 @@ def _serve(channel: Channel, program: types.CodeType | str | None) -> NoReturn:
     pyrun.enter()  # the program's top level starts a frame above this one, a call (in ``_call``) two
     try:
         if not isinstance(program, types.CodeType):
-            program = compile(program_bytes.encode(program), "<program>", "exec", dont_inherit=True)
+            program = program_bytes.compile_program(program, "<program>")
         exec(program, scope)
     except SystemExit as exc:
         _finish(pyrun.exit_code(exc), main)
     except BaseException:
         kind, error, tb = sys.exc_info()
-        # Leave this module's frame out, on the exception too (the hook prints the exception's own traceback
-        # where it is given none): a compile error reads as Python's own for a file (the program's name and
+        # Leave the sandbox's frames out (this module's, a compile's), on the exception too (the hook prints its own
+        # traceback where it is given none): a compile error reads as Python's own for a file (the program's name and
         # line, the caret, ``SyntaxError: ...``), a runtime error from the program's first frame, as in
         # ``pyrun.run_script``; nothing of the sandbox's files shows.
-        tb = tb.tb_next if tb is not None else None
+        tb = pyrun.program_frames(tb)
         if error is not None:
             error.__traceback__ = tb
         sys.excepthook(kind, error, tb)  # type: ignore[arg-type]

@@ -168,8 +168,8 @@ def _read(source: str) -> _Reading | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            code = program_bytes.compile_program(source, FILE)
             tree = ast.parse(program_bytes.encode(source), FILE)
-            code = compile(program_bytes.encode(source), FILE, "exec", dont_inherit=True)
     except BaseException:
         return None
     lines = io.StringIO(source, newline=None).readlines()  # as Python reads a file: \r\n and \r end lines too

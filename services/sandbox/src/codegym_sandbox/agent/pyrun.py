@@ -22,6 +22,8 @@ import sys
 import types
 import warnings
 
+from . import program_bytes
+
 Streams = tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]
 
 
@@ -210,7 +212,7 @@ def load(path: str, source: bytes | None = None) -> tuple[types.CodeType | None,
                 source = f.read()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
-            code = compile(source, path, "exec", dont_inherit=True)  # not this module's __future__ flags
+            code = program_bytes.compile_program(source, path)
     except (SyntaxError, ValueError):
         return None, True
     except Exception:
@@ -236,15 +238,15 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
     try:
         if code is None:
             with open(path, "rb") as f:
-                code = compile(f.read(), path, "exec", dont_inherit=True)
+                code = program_bytes.compile_program(f.read(), path)
         exec(code, main.__dict__)
         status = 0
     except SystemExit as exc:
         status = exit_code(exc)
     except BaseException:
         kind, error, tb = sys.exc_info()
-        # Leave this module's own frame out, so the traceback reads as the interpreter's would.
-        tb = tb.tb_next if tb is not None else None
+        # Leave the sandbox's frames out (this one's, a compile's), so the traceback reads as the interpreter's would.
+        tb = program_frames(tb)
         if error is not None:
             error.__traceback__ = tb
         sys.excepthook(kind, error, tb)  # type: ignore[arg-type]
@@ -256,6 +258,17 @@ def run_script(path: str, argv: list[str], code: types.CodeType | None = None, s
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return status
+
+
+def program_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` from its first frame that is not the sandbox's: a run's (:func:`run_script`'s, a compile's in
+    ``program_bytes``), above the program's own first frame."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES):
+        tb = tb.tb_next
+    return tb
+
+
+_OWN_FILES = os.path.join(os.path.dirname(__file__), "")
 
 
 def new_main(path: str, name: str = "__main__") -> types.ModuleType:

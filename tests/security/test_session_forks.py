@@ -207,6 +207,38 @@ def test_each_copy_holds_its_own_memory_limit(server: TestClient) -> None:
             server.delete(f"/v1/sessions/{s}")
 
 
+# 100 MiB, each page written: a 128 MiB session's memory, then a child's of its own beside it.
+TOUCHED = "(lambda b: (b.__setitem__(slice(None, None, 4096), b'\\1' * (len(b) // 4096)), b)[1])(bytearray(100 << 20))"
+GROWN = (
+    "import os, time\nr, w = os.pipe()\nif os.fork() == 0:\n    try:\n"
+    f"        del K\n        import gc; gc.collect()\n        x = {TOUCHED}\n        os.write(w, b'ok')\n"
+    "    except MemoryError:\n        os.write(w, b'no')\n    time.sleep(60)\nos.close(w)\ngot = os.read(r, 2)\n"
+    "time.sleep(0.5)\ngot"  # the box's sum of a run's memory looks every 50 ms
+)
+
+
+@pytest.mark.parametrize("forked", ["never", "session", "copy"])
+def test_what_a_session_held_before_a_fork_stays_within_its_limit(server: TestClient, forked: str) -> None:
+    # What a session held as it was forked stays charged where it was (the worker's cgroup, or a copy's own),
+    # shared with its copies: its continuation may not get a whole limit's room beside it. A child that lets the
+    # session's memory go (its parent keeps it) and takes as much again passes the session's limit, forked or not
+    # (a session forked once held 709 MiB of a 512 MiB limit so).
+    sid = _new(server)
+    ids: list[str] = []
+    try:
+        held = _fork(server, sid, 1)[0] if forked == "copy" else sid
+        ids += [held] if held != sid else []
+        assert _cell(server, held, f"K = {TOUCHED}", timeout_s=30)["error"] is None
+        if forked != "never":
+            ids += _fork(server, held, 1)
+            assert server.delete(f"/v1/sessions/{ids[-1]}").status_code == 204
+        out = _cell(server, held, GROWN, timeout_s=30)
+        assert out["status"] == "memory_limit" or out["display"] in ("b'no'", "b''"), out
+    finally:
+        for s in (sid, *ids):
+            server.delete(f"/v1/sessions/{s}")
+
+
 # Processes that sleep, made until a fork fails: how many were made.
 BOMB = (
     "import os\nmade = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n"

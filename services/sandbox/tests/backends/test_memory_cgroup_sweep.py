@@ -25,11 +25,40 @@ def test_a_cgroup_is_swept_only_once_its_agent_is_gone(tmp_path: Path) -> None:
     young = tmp_path / f"worker-{gone.pid}-cc"
     for folder in (live, dead, young):
         (folder / "run").mkdir(parents=True)  # the runs' cgroup inside it (run_cgroup.py)
+        (folder / MemoryCgroup.NESTED / "run").mkdir(parents=True)  # its session's continuation's, and its runs'
     old = time.time() - 2 * MemoryCgroup.STALE_S
     for folder in (live, dead):
         os.utime(folder, (old, old))
     MemoryCgroup._sweep(str(tmp_path))
     assert live.exists() and young.exists() and not dead.exists()
+
+
+def test_a_forked_sessions_continuation_is_bounded_with_what_the_worker_holds() -> None:
+    """The copy that continues a worker's session after a fork goes in a cgroup inside the worker's (cgroup v1):
+    what the session held before stays charged to the worker's, whose limit bounds both together. Its copies'
+    own cgroups are made beside the worker's, not inside it (their memory is theirs, not the session's)."""
+    made = MemoryCgroup.create()
+    assert made is not None
+    try:
+        made.hold_to(96 << 20)
+        nested = made.nested(64 << 20)
+        if made.version != 1:
+            assert nested is None  # v2: the worker's holds the box (kept_memory makes one beside, with its room)
+            return
+        assert nested is not None
+        root = f"/sys/fs/cgroup/memory/{MemoryCgroup.PARENT}/{made.name}"
+        with open(f"{root}/memory.use_hierarchy") as f:
+            assert f.read().strip() == "1"
+        with open(f"{root}/{MemoryCgroup.NESTED}/memory.limit_in_bytes") as f:
+            assert int(f.read()) == 64 << 20
+        assert 0 <= nested.usage() <= made.usage()
+        copy = nested.sibling()
+        assert copy is not None
+        assert os.path.isdir(f"/sys/fs/cgroup/memory/{MemoryCgroup.PARENT}/{copy.name}")
+        copy.remove()
+    finally:
+        made.remove()  # its nested one first
+    assert not os.path.exists(f"/sys/fs/cgroup/memory/{MemoryCgroup.PARENT}/{made.name}")
 
 
 @pytest.mark.parametrize("refusal", [errno.ENOSPC, errno.ENOMEM])

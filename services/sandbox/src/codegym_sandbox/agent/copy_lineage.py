@@ -18,6 +18,10 @@ from .scratch_cost import tmpfs_options
 if TYPE_CHECKING:
     from .box_handle import BoxHandle
 
+# The least limit of a continuation's cgroup made beside its session's (kept_memory): room for its next cell to
+# start, and end for memory.
+_LEAST_BYTES = 16 << 20
+
 
 @dataclass(frozen=True)
 class Ids:
@@ -45,9 +49,11 @@ class Lineage:
         meter: RunCgroup | None,
         ids: Ids,
         pids: PidsCgroup | None = None,
+        worker: bool = False,
     ) -> None:
         self.pool, self.mounts, self.memory, self.meter, self.ids = pool, mounts, memory, meter, ids
         self.pids = pids  # in a container: its copies' counts of processes are made beside it
+        self.worker = worker  # its memory cgroup is the worker's (the box is in it too), not a member's own
 
     @classmethod
     def of_worker(cls, bx: BoxHandle) -> Lineage:
@@ -73,7 +79,7 @@ class Lineage:
             ids = Ids(uid, gid, first, host_users.container_gid_shift(config))
             if memory is None or pids is None:
                 return cls([], mounts, None, None, ids)
-            return cls(host_users.fork_pool(config), mounts, memory, meter, ids, pids)
+            return cls(host_users.fork_pool(config), mounts, memory, meter, ids, pids, worker=True)
         size = config.get("tmp_bytes", 64 << 20)
         mounts = Mounts(
             isolation.SCRATCH,
@@ -83,7 +89,38 @@ class Lineage:
             f"newinstance,ptmxmode=0666,mode=0620,max={isolation.PTYS}",
         )
         ids = Ids(host_users.PROGRAM_UID, host_users.PROGRAM_UID, first, 0)
-        return cls(host_users.fork_pool(config), mounts, config.get("memory_cgroup"), config.get("run_cgroup"), ids)
+        memory, meter = config.get("memory_cgroup"), config.get("run_cgroup")
+        return cls(host_users.fork_pool(config), mounts, memory, meter, ids, worker=True)
+
+
+def kept_memory(lineage: Lineage, limit: int) -> MemoryCgroup | None:
+    """The memory cgroup of the copy that continues the session (its limit ``limit``).
+
+    What the session held as it was copied stays charged where it was (a charge never moves with its process),
+    shared with its copies until the last of them lets it go; the continuation must be bounded with it, under the
+    session's one limit, or the session could hold it and as much again. A member's own cgroup holds its kernel
+    alone (killed once copied): the continuation stays in it. The worker's holds its box too: the continuation
+    goes in a cgroup inside it (cgroup v1), whose limit bounds both; where none can be made inside (cgroup v2's
+    holds a process, a container's is its engine's), in one beside it, whose limit is the room the worker's would
+    leave at the session's limit and the supervisors' share (as a worker's own cgroup's limit is: see
+    ``MemoryCgroup.apply``), the session's limit at most: what is charged there only shrinks from then on (the
+    kernel that held it is gone, its pages freed as its copies let them go), but for the supervisors' own.
+    """
+    own = lineage.memory
+    assert own is not None
+    if not lineage.worker:
+        return own
+    if (nested := own.nested(limit)) is not None:
+        return nested
+    memory = own.sibling()
+    if memory is not None:
+        holder = own if own.fd >= 0 else MemoryCgroup.own()  # a container's own, whose limit is its engine's
+        held = holder.usage() if holder is not None else 0
+        for fd in holder.descriptors() if holder is not None and holder is not own else ():
+            os.close(fd)  # read for this alone
+        room = limit + MemoryCgroup.SUPERVISORS_BYTES - held
+        memory.hold_to(max(min(limit, room), _LEAST_BYTES))
+    return memory
 
 
 def refusal(lineage: Lineage) -> str | None:

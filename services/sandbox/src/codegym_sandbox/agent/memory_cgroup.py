@@ -30,10 +30,12 @@ class MemoryCgroup:
     # Kernel memory that earlier runs may leave charged here before the box gives it back (see give_back):
     # the supervisors' own, and what an honest run leaves (names it looked up), hold a few MiB.
     LEFT_KB = 32 << 10
+    NESTED = "session"  # the cgroup inside a worker's of the copy that continues its session (see nested)
     STALE_S = 60  # an empty cgroup this old is left over from an agent that died (a box joins at once)
 
     def __init__(self, fd: int, parent_fd: int, name: str, version: int) -> None:
         self.fd, self.parent_fd, self.name, self.version = fd, parent_fd, name, version
+        self.beside_fd = parent_fd  # where its siblings are made: its parent's, but for one nested in a worker's
         self.limit: int | None = None
         self.seen = 0
         self.floor_kb: int | None = None  # the supervisors' kernel memory here, before any run (see give_back)
@@ -96,8 +98,7 @@ class MemoryCgroup:
                             continue  # its agent lives (or its pid was taken again: the cgroup waits)
                         except ProcessLookupError:
                             pass
-                        with contextlib.suppress(OSError):
-                            os.rmdir(f"{entry.path}/run")  # its runs' (see run_cgroup.py), first
+                        _remove_children(entry.path)  # its runs' (run_cgroup.py), its session's (nested)
                         with contextlib.suppress(OSError):  # its page cache given back first (see remove)
                             fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY)
                             try:
@@ -124,6 +125,9 @@ class MemoryCgroup:
         65,535 ids for as long as the pages stay (every worker or session replaced would hold one more, until no
         worker of any server on the host could start)."""
         self._reclaim()
+        if self.fd >= 0:  # the worker's session's own, inside it (nested), where no process of it is left
+            with contextlib.suppress(OSError):
+                os.rmdir(self.NESTED, dir_fd=self.fd)
         for _ in range(50):
             try:
                 os.rmdir(self.name, dir_fd=self.parent_fd)
@@ -148,12 +152,42 @@ class MemoryCgroup:
     def sibling(self) -> MemoryCgroup | None:
         """A new cgroup beside this one, empty and without a limit (a session's copy's own: see
         ``kernel_copy.py``); None where this one is not the agent's to make beside (a container's)."""
-        if self.parent_fd < 0:
+        if self.beside_fd < 0:
             return None
         name = f"worker-{os.getpid()}-{os.urandom(8).hex()}"  # removed with the agent, as this one: see _sweep
-        os.mkdir(name, dir_fd=self.parent_fd)
+        os.mkdir(name, dir_fd=self.beside_fd)
         flags = os.O_RDONLY | os.O_DIRECTORY
-        return MemoryCgroup(os.open(name, flags, dir_fd=self.parent_fd), self.parent_fd, name, self.version)
+        return MemoryCgroup(os.open(name, flags, dir_fd=self.beside_fd), self.beside_fd, name, self.version)
+
+    @acting_ids.root_files
+    def nested(self, limit: int) -> MemoryCgroup | None:
+        """A new cgroup inside this one, with limit ``limit``: where the copy that continues the worker's session
+        goes (``copy_lineage.py``). What the session held before it was copied stays charged here (a charge never
+        moves with its process), and the cgroup v1 hierarchy charges what it holds from then on here too: this
+        one's limit bounds both. None where none can be made: cgroup v2's (this one holds the box, and a cgroup
+        that holds processes gives its children no memory controller), or a container's."""
+        if self.version != 1 or self.fd < 0 or self.parent_fd < 0:
+            return None
+        try:
+            if self._field("memory.use_hierarchy", b"") != 1:
+                self._set("memory.use_hierarchy", "1")  # kernels before 5.x: set where it has no child yet
+            os.mkdir(self.NESTED, dir_fd=self.fd)
+        except OSError:
+            return None
+        child = MemoryCgroup(
+            os.open(self.NESTED, os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.fd), self.fd, self.NESTED, 1
+        )
+        child.beside_fd = self.parent_fd  # its copies' own are made beside the worker's, not inside it
+        child.hold_to(limit)
+        if child.limit is None:
+            child.remove()
+            os.close(child.fd)
+            return None
+        return child
+
+    def usage(self) -> int:
+        """The bytes charged here now, its children's included (0 where it cannot be read)."""
+        return self._field("memory.current" if self.version == 2 else "memory.usage_in_bytes", b"")
 
     def add(self, pid: int) -> None:
         """Put process ``pid`` in it (what it holds from now on is charged here)."""
@@ -161,7 +195,7 @@ class MemoryCgroup:
 
     def descriptors(self) -> set[int]:
         """The descriptors it holds open (what a process that keeps it must keep)."""
-        return {fd for fd in (self.fd, self.parent_fd, *self.files.values()) if fd >= 0}
+        return {fd for fd in (self.fd, self.parent_fd, self.beside_fd, *self.files.values()) if fd >= 0}
 
     @acting_ids.root_files
     def pids(self) -> set[int]:
@@ -309,6 +343,23 @@ def _give_back(cgroup: int) -> None:
             finally:
                 os.close(fd)
             write("memory.reclaim", str(held).encode())
+
+
+def _remove_children(path: str) -> None:
+    """Remove the cgroups inside the one at ``path`` (a dead agent's), their own children first, each given back
+    what it holds first."""
+    with contextlib.suppress(OSError), os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _remove_children(entry.path)
+                with contextlib.suppress(OSError):
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY)
+                    try:
+                        _give_back(fd)
+                    finally:
+                        os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)
 
 
 def _write(path: str, value: str) -> None:

@@ -45,12 +45,15 @@ class RunCgroup:
         """A cgroup for one worker's runs, empty; None where none can be made. Where the worker's memory cgroup
         is v2's (one hierarchy for memory and CPU), a child of it: a run stays within the worker's memory limit."""
         if memory is not None and memory.version == 2:
-            memory_dir = memory.fd
+            memory_dir, name = memory.fd, "run"
             with contextlib.suppress(OSError):
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir("run", dir_fd=memory_dir)
-                directory = os.open("run", os.O_RDONLY | os.O_DIRECTORY, dir_fd=memory_dir)
-                return cls._open(directory, 2, memory_dir, "run")
+                try:
+                    os.mkdir(name, dir_fd=memory_dir)
+                except FileExistsError:  # a member's own, which the copy continuing it keeps: a count of its own
+                    name = f"run-{os.getpid()}-{os.urandom(8).hex()}"
+                    os.mkdir(name, dir_fd=memory_dir)
+                directory = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=memory_dir)
+                return cls._open(directory, 2, memory_dir, name)
         for roots, version, marker in ((V1_ROOTS, 1, "cpuacct.usage"), (V2_ROOTS, 2, "cgroup.controllers")):
             for root in roots:
                 if not os.path.exists(f"{root}/{marker}"):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import box_protocol, cell_pause, host_users, kernel_copy, session
 from .copy_files import Target
-from .copy_lineage import Lineage, refusal
+from .copy_lineage import Lineage, kept_memory, refusal
 from .kernel_copy import Refused
 from .kernel_place import CopyPlace
 from .protocol import ProtocolError, _read_exact, decode_header, encode_frame, read_frame, wipe, write_all
@@ -61,8 +61,9 @@ def fork(
             runs, given, ids.gid_shift
         )
         assert lineage.memory is not None
-        memory = lineage.memory.sibling()
-        if memory is not None:
+        if not user:  # the copy that continues the session: bounded with what the session held (kept_memory)
+            memory = kept_memory(lineage, int(frame["memory_bytes"]))
+        elif (memory := lineage.memory.sibling()) is not None:
             memory.hold_to(int(frame["memory_bytes"]))
         meter = lineage.meter.sibling(memory) if lineage.meter is not None else None
         pids = lineage.pids.sibling() if lineage.pids is not None else None
@@ -81,7 +82,7 @@ def fork(
     except BaseException:
         for target in targets:
             for group in (target.meter, target.pids, target.memory):
-                if group is not None:
+                if group is not None and group is not lineage.memory:  # a member's own, kept
                     group.remove()
         raise
     agents, served = [], []

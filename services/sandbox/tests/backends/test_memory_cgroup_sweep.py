@@ -122,3 +122,29 @@ def test_a_cgroup_gives_back_its_page_cache_before_it_is_removed(
     made.remove()
     assert at_removal and at_removal[0] < 1 << 20, at_removal
     assert not os.path.exists(where)
+
+
+def test_what_a_cgroup_holds_leaves_its_page_cache_out(tmp_path: Path) -> None:
+    """What a session holds at a fork bounds its continuation's room (``copy_lineage.kept_memory``): page cache,
+    which the kernel takes back under the limit (a container's holds its image's files), must not shrink it."""
+    made = MemoryCgroup.create()
+    assert made is not None
+    root = "/sys/fs/cgroup/memory" if made.version == 1 else "/sys/fs/cgroup"
+    procs = f"{root}/{MemoryCgroup.PARENT}/{made.name}/cgroup.procs"
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(32 << 20))
+    with open(data, "rb") as f:
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # read anew, by the child, into its cgroup
+    holder = (
+        f"open({procs!r}, 'w').write('0')\nopen({str(data)!r}, 'rb').read()\n"
+        "import sys\nheld = bytearray(24 << 20)\nheld[::4096] = b'\\1' * (len(held) // 4096)\n"
+        "print('ready', flush=True)\nsys.stdin.read()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        assert 20 << 20 <= made.usage() < 48 << 20  # the 24 MiB it holds, and the interpreter; not the 32 of cache
+    finally:
+        child.communicate(b"")
+        made.remove()

@@ -186,8 +186,18 @@ class MemoryCgroup:
         return child
 
     def usage(self) -> int:
-        """The bytes charged here now, its children's included (0 where it cannot be read)."""
-        return self._field("memory.current" if self.version == 2 else "memory.usage_in_bytes", b"")
+        """The bytes charged here now that the kernel cannot take back on its own, its children's included: swap
+        counted (a program could page its memory out before it is read, and back in after), file cache not (the
+        kernel reclaims it under the limit; a container's holds its image's files). 0 where it cannot be read."""
+        if self.version == 2:
+            charged = self._field("memory.current", b"") + self._field("memory.swap.current", b"")
+            cache = self._field("memory.stat", b"active_file") + self._field("memory.stat", b"inactive_file")
+        else:
+            charged = self._field("memory.memsw.usage_in_bytes", b"") or self._field("memory.usage_in_bytes", b"")
+            cache = self._field("memory.stat", b"total_active_file") + self._field(
+                "memory.stat", b"total_inactive_file"
+            )
+        return max(charged - cache, 0)
 
     def add(self, pid: int) -> None:
         """Put process ``pid`` in it (what it holds from now on is charged here)."""

@@ -50,28 +50,31 @@ def fork(
     targets, lineages = [], []
     ids = lineage.ids
     runs = host_users.id_runs(lineage.pool)
-    for user in users:
-        given = ids.of(user) if user else 0
-        if user and given not in lineage.pool:
-            raise Refused(f"no host user {user} to give a copy")  # the server's slots and the pool disagree
-        inside = given or ids.program
-        pool = [x for x in lineage.pool if x != given]
-        uid_lines = f"{ids.program} {inside} 1\n" + host_users.lines_less(runs, given)
-        gid_lines = f"{ids.program_gid} {inside + ids.gid_shift} 1\n" + host_users.lines_less(
-            runs, given, ids.gid_shift
-        )
-        assert lineage.memory is not None
-        if not user:  # the copy that continues the session: bounded with what the session held (kept_memory)
-            memory = kept_memory(lineage, int(frame["memory_bytes"]))
-        elif (memory := lineage.memory.sibling()) is not None:
-            memory.hold_to(int(frame["memory_bytes"]))
-        meter = lineage.meter.sibling(memory) if lineage.meter is not None else None
-        pids = lineage.pids.sibling() if lineage.pids is not None else None
-        owner = (inside, inside + ids.gid_shift)
-        target = Target(uid_lines, gid_lines, ids.program, ids.program_gid, owner, memory, meter, not user, pids)
-        targets.append(target)
-        lineages.append(Lineage(pool, lineage.mounts, memory, meter, ids, pids))
     try:
+        for user in users:
+            given = ids.of(user) if user else 0
+            if user and given not in lineage.pool:
+                raise Refused(f"no host user {user} to give a copy")  # the server's slots and the pool disagree
+            inside = given or ids.program
+            pool = [x for x in lineage.pool if x != given]
+            uid_lines = f"{ids.program} {inside} 1\n" + host_users.lines_less(runs, given)
+            gid_lines = f"{ids.program_gid} {inside + ids.gid_shift} 1\n" + host_users.lines_less(
+                runs, given, ids.gid_shift
+            )
+            assert lineage.memory is not None
+            if not user:  # the copy that continues the session: bounded with what the session held (kept_memory)
+                memory = kept_memory(lineage, int(frame["memory_bytes"]))
+            elif (memory := lineage.memory.sibling()) is not None:
+                memory.hold_to(int(frame["memory_bytes"]))
+            if memory is not None and memory is not lineage.memory and memory.limit is None:
+                memory.remove()  # made here, and its limit did not take: it would bound nothing
+                raise Refused("a copy's memory limit could not be set")
+            meter = lineage.meter.sibling(memory) if lineage.meter is not None else None
+            pids = lineage.pids.sibling() if lineage.pids is not None else None
+            owner = (inside, inside + ids.gid_shift)
+            target = Target(uid_lines, gid_lines, ids.program, ids.program_gid, owner, memory, meter, not user, pids)
+            targets.append(target)
+            lineages.append(Lineage(pool, lineage.mounts, memory, meter, ids, pids))
         place = kernel.place
         spent = place.used_s()  # the session's CPU time so far: its copies' lives go on from it
         kernel_pid, limit = place.find_kernel(), int(frame["memory_bytes"])

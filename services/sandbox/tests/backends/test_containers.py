@@ -76,6 +76,8 @@ def test_containers_are_hardened_and_named(engine: str, server: tuple[TestClient
         assert any("no-new-privileges" in opt for opt in host["SecurityOpt"] or [])
         assert host["PidsLimit"] == settings.limits.processes + 64
         assert host["Memory"] == 900 << 20 and host["NanoCpus"] == 500_000_000
+        # Memory and swap together: a program that pages its memory out holds no more than its limit.
+        assert host["MemorySwap"] == 900 << 20, host["MemorySwap"]
     body = run_code(client, "import os, socket; print(os.getuid(), socket.gethostname(), os.access('/', os.W_OK))")
     uid, hostname, writable = stdout(body).split()
     first = int(container_user(settings, engine_maps_ids(engine, settings)).partition(":")[0])

@@ -193,6 +193,8 @@ class PodmanBackend(WorkerPool):
             str(pids),
             "--memory",
             f"{spec.memory_mb}m",
+            "--memory-swap",  # memory and swap together: no swap past the limit (podman's default doubles it)
+            f"{spec.memory_mb}m",
             "--cpus",
             str(spec.cpus),
             "--ulimit",

@@ -7,9 +7,13 @@ for 20 seconds instead of minutes.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -32,3 +36,28 @@ def test_workers_killed_at_random_during_load(capsys: pytest.CaptureFixture[str]
     report = capsys.readouterr().out
     assert code == 0, report
     assert "PASS sandbox errors only from killed workers" in report and " 0 workers killed" not in report, report
+
+
+def test_a_server_that_pushes_back_for_ever_fails_the_run_instead_of_hanging_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each refused request is sent again after its Retry-After, but not without end: past its phase by
+    ``GIVE_UP_AFTER_S`` it is counted wrong, so a pool that never heals fails the bench instead of hanging CI."""
+    monkeypatch.setattr(load_bench, "GIVE_UP_AFTER_S", 0.3)
+    sent: list[int] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        sent.append(1)
+        return httpx.Response(503, headers={"Retry-After": "1"}, json={"detail": "busy"})
+
+    async def one_client() -> load_bench.Tally:
+        tally = load_bench.Tally()
+        async with httpx.AsyncClient(base_url="http://sandbox", transport=httpx.MockTransport(refuse)) as http:
+            await asyncio.wait_for(
+                load_bench._client(http, "overload", time.monotonic() + 0.05, random.Random(1), tally, False), 10
+            )
+        return tally
+
+    tally = asyncio.run(one_client())
+    assert len(sent) > 1, "a refused request must be sent again"
+    assert tally.issued == 1 and [o.problem for o in tally.outcomes] == ["still 503 0 s after the phase ended"]

@@ -122,9 +122,9 @@ async def test_a_scorers_groups_ask_again_by_the_policy(
 ) -> None:
     sandbox = Flaky(failures)
     async with Scorer(SANDBOX, transport=httpx.MockTransport(sandbox), retries=2, backoff_s=0.001) as scorer:
-        scores = await scorer.score_group(ADD, ["print(3)", "print(3)", "print(4)"], extract=False)
+        scores = await scorer.score_group(ADD, ["print(3)", "print(4)", "print(5)"], extract=False)
     assert [s.verdict for s in scores] == [verdict] * 3
-    assert sandbox.runs == {"print(3)": runs, "print(4)": runs}  # a program asked for once per attempt
+    assert sandbox.runs == {"print(3)": runs, "print(4)": runs, "print(5)": runs}  # once per attempt each
     assert asked == list(range(runs))
 
 

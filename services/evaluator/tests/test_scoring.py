@@ -46,7 +46,7 @@ async def test_a_group_gets_a_verdict_per_completion(sandbox: httpx.ASGITranspor
         "print(",
         "raise SystemExit(3)",
         "import time\ntime.sleep(30)",
-        "print(3)",  # a duplicate is judged once and answered twice
+        "print(3)",  # a duplicate is run again, and judged the same
     ]
     async with Scorer(SANDBOX, transport=sandbox, timeout_per_test=1.0) as scorer:
         scores = await scorer.score_group(ADD, completions)
@@ -322,6 +322,34 @@ async def test_every_program_runs_afresh_unless_the_cache_is_asked_for(sandbox: 
         async with scorer or Scorer(SANDBOX, transport=Recording(), batch_runs=0) as used:
             await used.score_group(ADD, ["a, b = map(int, input().split())\nprint(a + b)\n"], extract=False)
         assert asked and set(asked) == {cache}
+
+
+COIN = Task("coin", "Print 1.", "stdio", [{"stdin": "", "expected_stdout": "1"}])
+FLIP = "import os\nprint(os.urandom(1)[0] % 2)\n"
+
+
+async def test_identical_samples_each_run_unless_the_cache_is_asked_for(sandbox: httpx.ASGITransport) -> None:
+    """The samples of a group that are the same text were once sent as one program: one coin flip was the reward
+    of every copy, for a GRPO group and for pass@k alike. Each runs now (16 copies: all alike by chance 2 in
+    65,536); with the cache asked for, one run stands for all, as the cache would answer them."""
+    sent: list[int] = []
+
+    class Counting(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.read())
+            sent.extend(len(group["programs"]) for group in body.get("requests", [body]))
+            return await sandbox.handle_async_request(request)
+
+    async with Scorer(SANDBOX, transport=Counting()) as scorer:
+        scores = await scorer.score_group(COIN, [FLIP] * 16, extract=False)
+    assert sum(sent) == 16
+    assert {s.verdict for s in scores} == {"AC", "WA"}
+
+    sent.clear()
+    async with Scorer(SANDBOX, transport=Counting(), cache=True) as scorer:
+        scores = await scorer.score_group(COIN, [FLIP] * 16, extract=False)
+    assert sum(sent) == 1
+    assert len({s.verdict for s in scores}) == 1
 
 
 async def test_a_lone_surrogate_fails_no_request(sandbox: httpx.ASGITransport) -> None:

@@ -248,7 +248,9 @@ class Scorer:
 
     async def score_group(self, task: Task, completions: list[str], *, extract: bool = True) -> list[Score]:
         """Judge every completion of one task in one request, or in a batch with other small groups (see
-        ``batch_runs``); identical programs are sent once."""
+        ``batch_runs``). Identical programs each run, unless ``cache`` is on (then one run answers them all): a
+        program that draws a random number or reads the clock must be judged once per sample, or one draw is
+        every copy's reward."""
         if not completions:
             return []
         pieces = [extract_code(c, task, which=self.which) if extract else Extracted(c, False) for c in completions]
@@ -263,15 +265,20 @@ class Scorer:
                     alone.append(await self._taken(task))
             return alone[0]
 
-        async def ask(pending: list[str]) -> list[Answer]:
-            return await self._judge(task, pending, tests_taken)
+        # A program's key is its place, or with the cache on, the first place of its text: what the cache would
+        # answer for a copy is the first copy's answer, so only then may one run stand for them all.
+        first: dict[str, int] = {}
+        keys = [first.setdefault(prog, i) if self.cache else i for i, prog in enumerate(programs)]
+
+        async def ask(pending: list[int]) -> list[Answer]:
+            return await self._judge(task, [programs[i] for i in pending], tests_taken)
 
         def unavailable(exc: SandboxError) -> Answer:
             return Unavailable(f"sandbox unavailable: {exc}")
 
-        results = await self.ask_again.each(programs, ask, unavailable)  # identical programs are asked once
+        results = await self.ask_again.each(keys, ask, unavailable)
         total = len(task.tests)
-        return [_score(results[prog], piece, total) for prog, piece in zip(programs, pieces, strict=True)]
+        return [_score(results[key], piece, total) for key, piece in zip(keys, pieces, strict=True)]
 
     async def _judge(self, task: Task, programs: list[str], tests_taken: Callable[[], Awaitable[bool]]) -> list[Answer]:
         """The answers for ``programs`` (one request); a request the server refuses for its size (``too_large``)

@@ -1,9 +1,10 @@
 """A running cell paused by the server, and continued: the CPU slot it held was lent to a cell that waited.
 
 A running cell holds one of the pool's CPU slots. One that sleeps would hold it for nothing while other sessions'
-cells wait, for as long as its time limit; and it cannot be killed and run again, as a run lent a slot can. So
+cells wait, for as long as its time limit; and it cannot be killed and run again. So
 when cells wait and a running cell is seen asleep, the server pauses it (a ``pause`` frame, sent while the cell
-runs), lends its slot to a waiting cell, and continues it (``resume``) once that cell has ended. Paused, every
+runs), lends its slot to a waiting cell, and continues it (``resume``) once that cell has ended. (A run is paused
+the same way, for other reasons: ``run_pause.py``; it is no longer killed and run again.) Paused, every
 process of the session is stopped (``session_pause``, as between cells), so that it computes only while it holds
 a slot; the time it stood paused does not count against the cell: its limit moves on by it, as by a wait for a
 CPU (its wall time, in its answer, is the time it took).
@@ -15,21 +16,26 @@ member's ``end``, sent as its cell runs) is kept for the agent's loop to read af
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .protocol import ProtocolError, read_frame
-
-if TYPE_CHECKING:
-    from .kernel_place import KernelPlace
 
 PAUSE, RESUME = "pause", "resume"
 OPS = (PAUSE, RESUME)  # the frames that have no answer: a pause (or resume) that came after its cell is dropped
 
 
+class Stoppable(Protocol):
+    """What a pause stops: every process of a session (``kernel_place.KernelPlace``), or of a run's box."""
+
+    def stop(self) -> bool: ...
+
+    def resume(self) -> None: ...
+
+
 class CellPause:
     """The pauses of one cell: whether it stands paused now, and for how long it stood so in all."""
 
-    def __init__(self, place: KernelPlace) -> None:
+    def __init__(self, place: Stoppable) -> None:
         self.place = place
         self.since: float | None = None  # when the pause in progress began
         self.total_s = 0.0

@@ -21,40 +21,31 @@ import sys
 import time
 from typing import TYPE_CHECKING, cast
 
-from . import assert_runner, cells, isolation, linux, run_cpu, session, session_family, session_main, worker_start  # noqa: F401 - see main()
+from . import (  # noqa: F401 - see main()
+    assert_runner,
+    cells,
+    isolation,
+    linux,
+    run_cpu,
+    run_pause,
+    session,
+    session_family,
+    session_main,
+    worker_start,
+)
 from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .cell_pause import OPS as PAUSE_OPS
 from .channel import take as take_channel
-from .protocol import WAIT_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
+from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
+from .run_clock import Run, stretched
 from .scratch_files import collect, write_files
 
 if TYPE_CHECKING:
     from .protocol import Ended, Report, RunAnswer, RunFrame
 
 GRACE_S = 2.0  # after asking the box to kill a run, how long before the box itself is killed
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DRAIN_FACTOR = 8  # output past the cap read and dropped before the run is stopped, in caps
-
-
-class _Run:
-    """One program run: the pipes, the deadline and what came back."""
-
-    def __init__(self, req: RunFrame, blobs: list[bytearray]) -> None:
-        self.req = req
-        limits = req["limits"]
-        self.started = time.monotonic()
-        self.clock = run_cpu.machine_clock()  # how busy the machine was by then: see _stretched
-        self.used_zero: float | None = None  # the kernel's count of the runs' CPU time by then: see _stretched
-        self.deadline = self.started + limits["wall_s"]
-        self.output_cap = limits["output_bytes"]
-        stdin_index = req.get("stdin")
-        self.stdin = memoryview(blobs[stdin_index]) if stdin_index is not None else memoryview(b"")
-        self.out: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
-        self.timed_out = False
-        self.output_exceeded = False
-        self.dropped = 0  # output read past the cap, and not kept
-        self.killed_at: float | None = None
 
 
 def _run(
@@ -64,7 +55,7 @@ def _run(
 
     Its answer (None: the test could not run in its series, which the agent runs again on its own), whether
     the series can take another test, and its stdout and stderr."""
-    run = _Run(req, blobs)
+    run = Run(req, blobs)
     run.used_zero = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -101,6 +92,9 @@ def _run(
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     sel.register(bx.ctl, selectors.EVENT_READ)
+    pauses = run_pause.RunPause(bx.pid)  # the server may pause the run: its time stands still meanwhile
+    if pauses.server >= 0:
+        sel.register(pauses.server, selectors.EVENT_READ, pauses)
     if len(run.stdin):
         os.set_blocking(in_w, False)
         sel.register(in_w, selectors.EVENT_WRITE)
@@ -112,20 +106,27 @@ def _run(
     try:
         while report is None:
             now = time.monotonic()
-            if run.killed_at is None and now >= run.deadline:
-                run.deadline = _stretched(bx, run, now, plain=series is None)
+            if pauses.paused:
+                pass
+            elif run.killed_at is None and now >= run.deadline:
+                run.deadline = stretched(bx, run, now, plain=series is None)
                 if now >= run.deadline:
                     run.timed_out = True
                     _stop(bx, run, now)
-            if run.killed_at is not None and now >= run.killed_at + GRACE_S:
+            if run.killed_at is not None and now >= run.killed_at + GRACE_S and not pauses.paused:
                 # The box did not answer the kill: take it down with everything in its namespace.
                 bx.respawn()
                 report = {"exit_code": None, "signal": signal.SIGKILL, "wall": now - run.started, "cpu": None}
                 break
             wake = run.deadline if run.killed_at is None else run.killed_at + GRACE_S
-            for key, _ in sel.select(max(wake - now, 0.0)):
+            for key, _ in sel.select(max(wake - now, 0.0) if not pauses.paused else 1.0):
                 fd = key.fd
-                if fd == in_w:
+                if key.data is pauses:
+                    if report is None:  # a pause that comes as the run ends is for the exchange's next run
+                        shift = pauses.read(sel)
+                        run.paused_s, run.deadline = run.paused_s + shift, run.deadline + shift
+                        run.killed_at = None if run.killed_at is None else run.killed_at + shift
+                elif fd == in_w:
                     try:
                         run.stdin = run.stdin[os.write(in_w, run.stdin[: 1 << 16]) :]
                     except BrokenPipeError:
@@ -186,6 +187,7 @@ def _run(
             while data := os.read(fd, 1 << 16):
                 _take(bx, run, stream, data)
     finally:
+        pauses.end()
         sel.close()
         for fd in [*readers, in_w]:
             if fd >= 0:
@@ -197,27 +199,13 @@ def _run(
     result = cast("RunAnswer", {key: value for key, value in report.items() if key not in ("more", "left")})
     bx.left = bx.left or "left" in report
     result["timed_out"], result["output_exceeded"] = run.timed_out, run.output_exceeded
+    result["wall"] = max(result["wall"] - run.paused_s, 0.0)  # the time it stood paused was not its own
     if run.timed_out:
         result["wall"] = max(result["wall"], req["limits"]["wall_s"])
     return result, more, outputs
 
 
-def _stretched(bx: BoxHandle, run: _Run, now: float, plain: bool) -> float:
-    """The run's deadline, moved on by the time its processes waited for a CPU that other processes held (up
-    to WAIT_CREDIT times its limit): a run's wall time stretches when more runs than CPUs compute at once (the
-    pool lends slots to runs that sleep, and they may compute after all), and that must not turn a right
-    answer into a time-out. CPU time stays limited as it was (the box counts it over all the run's processes), so
-    waiting is all the credit buys; waits the run made itself buy nothing (see ``run_cpu.waited_for_others``).
-    Read only at the deadline, so runs that end in time pay nothing for it but one read as they start.
-    """
-    limit = float(run.req["limits"]["wall_s"])
-    started_ticks = (time.clock_gettime(time.CLOCK_BOOTTIME) - (now - run.started)) * _CLOCK_TICKS - 1
-    used = run_cpu.runs_used_s(bx.config.get("run_cgroup"), bx.pid)  # by the kernel's count, where there is one
-    waited = run_cpu.waited_for_others(bx.pid, started_ticks, plain, run.clock, used and used - (run.used_zero or 0))
-    return run.started + limit + min(waited, WAIT_CREDIT * limit)
-
-
-def _take(bx: BoxHandle, run: _Run, stream: str, data: bytes) -> None:
+def _take(bx: BoxHandle, run: Run, stream: str, data: bytes) -> None:
     """Keep output up to the cap; past it, read on and drop it (a program that ends by itself ends as it would
     have, truncated); one that writes past DRAIN_FACTOR times the cap is stopped (it would until its deadline)."""
     room = run.output_cap - len(run.out["stdout"]) - len(run.out["stderr"])
@@ -229,7 +217,7 @@ def _take(bx: BoxHandle, run: _Run, stream: str, data: bytes) -> None:
             _stop(bx, run, time.monotonic())
 
 
-def _stop(bx: BoxHandle, run: _Run, now: float) -> None:
+def _stop(bx: BoxHandle, run: Run, now: float) -> None:
     if run.killed_at is None:
         run.killed_at = now
         bx.stop_run()
@@ -357,9 +345,10 @@ def main() -> None:
         while entry in sys.path:
             sys.path.remove(entry)
     session.watch(in_fd)
+    run_pause.watch(in_fd)
     while True:
         try:
-            header, blobs = session.take_later() or read_frame(in_fd)
+            header, blobs = session.take_later() or run_pause.take_later() or read_frame(in_fd)
         except ProtocolError:
             header, blobs = {"op": "end"}, []
         if header.get("op") in PAUSE_OPS:  # for a cell that ended as it was sent: what runs stops again
@@ -381,6 +370,7 @@ def main() -> None:
             return
         if header.get("op") != "fork":
             write_all(out_fd, handle(bx, header, blobs, uid))
+            run_pause.forget()
         # While the server reads the answer: a session's processes stop until its next cell; else the box's
         # scratch space is renewed, unless a test series is left open for the next exchange (which resets first).
         if session.open_kernel() is not None:

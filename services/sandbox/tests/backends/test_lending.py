@@ -198,11 +198,11 @@ def test_a_run_is_asleep_only_on_two_idle_looks_in_a_row() -> None:
     assert look(t + lending.REMEASURE_ASLEEP_S) == (1.0, 0)  # ... then it is
 
 
-def test_the_youngest_lent_sleepers_that_turn_to_compute_past_the_cpus_give_way_once() -> None:
+def test_the_youngest_lent_sleepers_that_turn_to_compute_past_the_cpus_stand_paused_once() -> None:
     """Eight runs lent while they slept now compute, beside two on the pool's own workers (counted as
-    computing): past LEND_PER_CPU a CPU, the youngest of them give way once they have computed for
+    computing): past LEND_PER_CPU a CPU, the youngest of them stand paused once they have computed for
     CROWDED_AFTER_S. A run that sleeps does not, nor one that computed from its start (it was lent as
-    computing), nor one that gave way before (it counts as computing from its start, and is never read)."""
+    computing), nor one that stood paused before (it counts as computing from then on, and is never read)."""
 
     class Run:
         def __init__(self) -> None:
@@ -216,7 +216,8 @@ def test_the_youngest_lent_sleepers_that_turn_to_compute_past_the_cpus_give_way_
     for run in [*lent, sleeper]:
         meter.started(run, lending=True)
         time.sleep(0.001)  # the youngest is the last started
-    meter.started(again, lending=True, computes=True)
+    meter.started(again, lending=True)
+    meter.computing(again)
     t = time.monotonic()  # the looks come after every start-up
     own, runs = [Run(), Run()], [busy, *lent, sleeper, again]
 
@@ -232,7 +233,7 @@ def test_the_youngest_lent_sleepers_that_turn_to_compute_past_the_cpus_give_way_
     assert look(0.1, False) == (2 + 1 + 1, 0)  # asleep (the sleeper too)
     assert meter.crowding(runs, 11.0, CPUS) == []
     assert look(lending.REMEASURE_ASLEEP_S, True) == (2 + 1 + 1 + 8, 0)  # the eight wake, and compute
-    assert meter.crowding(runs, 12.0, CPUS) == []  # for a moment only, so far: nothing gives way
+    assert meter.crowding(runs, 12.0, CPUS) == []  # for a moment only, so far: nothing stands paused
     assert look(lending.CROWDED_AFTER_S, True) == (12.0, 0)
     excess = 12.0 - LEND_PER_CPU * CPUS
     assert meter.crowding(runs, 12.0, CPUS) == lent[::-1][: math.ceil(excess)]

@@ -94,7 +94,7 @@ def test_the_pool_runs_no_more_than_the_budget_holds(budget_mb: int, run_mb: int
 def test_the_budgets_sums_stay_those_of_its_leases_as_they_come_change_give_way_and_go() -> None:
     """The budget keeps its sums as leases change rather than adding them up again (a server's sessions each hold
     one for their life, and every run and memory tick read the sums): after any sequence of grants, updates,
-    evictions and releases they are what adding up the leases gives."""
+    pauses, resumptions and releases they are what adding up the leases gives."""
     import random
 
     rng = random.Random(7)
@@ -113,16 +113,19 @@ def test_the_budgets_sums_stay_those_of_its_leases_as_they_come_change_give_way_
                     pass
             elif step < 0.7:
                 budget.update(rng.choice(live), rng.choice([None, 0, 10, 100, 700, 2000]))
-            elif step < 0.8:
+            elif step < 0.75:
                 budget.over()
+            elif step < 0.8:
+                budget.resumable(rng.choice([0, 1]))
             else:
                 budget.release(live.pop(rng.randrange(len(live))))
             leases = budget.leases()
             assert budget.held_mb == sum(lease.charge_mb for lease in leases)
-            ceiling = sum(lease.limit_mb + lease.extra_mb for lease in leases if not lease.evicted)
+            ceiling = sum(lease.limit_mb + lease.extra_mb for lease in leases)
             assert budget.overcommitted == (ceiling > budget.total_mb)
-            evicted = sum(lease.charge_mb for lease in leases if lease.evicted)
-            if budget.held_mb - evicted <= budget.total_mb:
+            assert budget.paused == sum(lease.paused for lease in leases)
+            assert not any(lease.paused and lease.full for lease in leases)
+            if budget.held_mb <= budget.total_mb:
                 assert budget.over() == []
 
     asyncio.run(scenario())

@@ -1,5 +1,6 @@
 """Runs admitted by what they hold: many runs of a large limit that hold little run at once, and runs that grow
-past the budget together give way and run again, never judged for it, never driving the machine out of memory.
+past the budget together stand paused and go on, never run again nor judged for it, never driving the machine out
+of memory.
 
 First the budget's leases on their own, then a real server on the local backend (where the kernel counts each
 worker's memory in a cgroup of its own; ``reads_memory`` says so, and these tests need it).
@@ -17,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from codegym_sandbox.backends.base import Saturated
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.backends.memory_use import usage_file
 from codegym_sandbox.config import Limits, Settings
@@ -47,24 +49,53 @@ def test_a_run_is_admitted_by_its_share_and_charged_what_it_holds() -> None:
     asyncio.run(main())
 
 
-def test_the_youngest_runs_that_grew_give_way_and_a_run_admitted_by_its_limit_never_does() -> None:
+def test_runs_that_grew_stand_paused_and_go_on_oldest_first_admitted_by_their_limit() -> None:
     async def main() -> None:
-        budget = MemoryBudget(1000)
+        budget = MemoryBudget(990)
         old = await budget.acquire(500, share_mb=64)
-        full = await budget.acquire(300)  # a run that gave way once: admitted by its whole limit
+        full = await budget.acquire(300)  # admitted by its whole limit: it never stands paused
         middle = await budget.acquire(500, share_mb=64)
         young = await budget.acquire(500, share_mb=64)
         for lease in (old, middle):
             budget.update(lease, 400)
-        budget.update(full, 320)  # a little over its limit (its box): it is never asked to give way
+        budget.update(full, 320)  # a little over its limit (its box)
         budget.update(young, 20)
         assert budget.held_mb == 400 + 320 + 400 + 64
-        # Over by 184: the youngest of those that grew past their share gives way (not the young one that did
-        # not, nor the full one); what it holds counts until its run ends, but no second run is chosen for it.
-        assert budget.over() == [middle] and middle.evicted
-        assert budget.over() == [] and budget.held_mb == 400 + 320 + 400 + 64
-        budget.release(middle)
-        assert budget.over() == []
+        assert budget.over() == [old, middle] and old.paused and middle.paused  # those that grew, not the others
+        assert budget.over() == [] and budget.held_mb == 400 + 320 + 400 + 64  # they hold what they held
+        assert budget.resumable(going=2) == []  # no room for either grown to its limit: they wait
+        with pytest.raises(Saturated):
+            await budget.acquire(10, 0.0)  # nothing is admitted while a run stands paused
+        budget.release(full)
+        budget.release(young)
+        # 400 + 400 held: the oldest goes on, admitted by its limit (900 in all); the other (1000) waits for it.
+        assert budget.resumable(going=0) == [old] and old.full and budget.held_mb == 900
+        assert budget.resumable(going=1) == [] and middle.paused
+        budget.release(old)
+        assert budget.resumable(going=0) == [middle] and budget.held_mb == 500
+
+    asyncio.run(main())
+
+
+def test_where_no_run_goes_on_the_oldest_paused_one_does_whatever_room_there_is() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(600)
+        first, second = [await budget.acquire(500, share_mb=64) for _ in range(2)]
+        budget.update(first, 350)
+        budget.update(second, 350)
+        assert budget.over() == [first, second]
+        assert budget.resumable(going=1) == []  # a run goes on: they wait for it
+        assert budget.resumable(going=0) == [first] and budget.held_mb == 850  # none does: the oldest goes on
+
+    asyncio.run(main())
+
+
+def test_a_run_whose_limit_is_past_the_machines_margin_is_admitted_by_its_whole_limit() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(100_000)
+        budget.machine_mb = 100_000 + 2 * 1024  # half of what is beyond the budget: 1 GiB
+        small, large = await budget.acquire(1024, share_mb=64), await budget.acquire(1025, share_mb=64)
+        assert not small.full and large.full and budget.held_mb == 64 + 1025
 
     asyncio.run(main())
 
@@ -163,20 +194,21 @@ print(sum(map(len, held)) >> 20)
 """
 
 
-def test_runs_that_grow_past_the_budget_together_give_way_and_none_is_judged_for_it(peak: list[int]) -> None:
+def test_runs_that_grow_past_the_budget_together_stand_paused_and_none_is_judged_for_it(peak: list[int]) -> None:
     """Eight runs of 512 MiB, each growing to 400 MiB at once, on a budget of 2 GiB (admitted by their share,
-    all eight start): the youngest give way as what they hold passes the budget, and run again; every run is
-    right, none MLE or SE, and what the workers held stayed within the budget (and the margin of a tick)."""
+    all eight start): those that grow stand paused as what they hold passes the budget, and go on as there is
+    room; every run is right, none MLE, TLE or SE, none was run again, and what the workers held stayed within
+    the budget (and the margin of a tick)."""
     with _server(2048, 8, 512) as client:
         assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
-        req = {"language": "python", "code": GROWER, "memory_limit_MB": 512, "run_timeout": 20}
+        req = {"language": "python", "code": GROWER, "memory_limit_MB": 512, "run_timeout": 3}
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(lambda _: client.post("/run_code", json=req), range(8)))
         results = [a.json()["run_result"] for a in answers]
         assert [(r["status"], r["stdout"]) for r in results] == [("Finished", "400\n")] * 8, results
         assert peak[0] <= 2048 + 256, f"the workers held {peak[0]} MiB at once, on a budget of 2048"
         status = client.get("/readyz").json()
-        assert status["memory_gave_way"] > 0 and status["restarts"] >= status["memory_gave_way"]
+        assert status["memory_paused"] > 0 and status["restarts"] == 0, status
         assert client.post("/run_code", json={"language": "python", "code": "print(2)"}).json()["status"] == "Success"
 
 

@@ -3,8 +3,8 @@ runs (cells and runs compute from one queue), and lending measures the session's
 one client's sessions, each in a cell that sleeps, do not hold every other client's runs back until they wake.
 
 Lent slots are never a cell's: lending bets that what it lends to may sleep, and a run that computes after all
-gives way (it is run again, never judged for it); a cell cannot be run again. Cells lent slots as sleepers that
-then computed crowded the CPUs past what runs' wall-time credit covers, and turned other clients' runs TLE.
+stands paused for the CPUs (never judged for it). Cells lent slots as sleepers that then computed crowded the CPUs
+past what runs' wall-time credit covers, and turned other clients' runs TLE.
 
 Nor do cells that sleep hold other cells back: while cells wait for a slot, a running cell seen asleep is paused
 and gives its slot to the one that waited longest (``backends/cell_turns.py``); it is continued once it has a

@@ -22,8 +22,8 @@ kind a waiting run is cannot be known before it runs, so the policy bets a step 
   to crowd the CPUs with.
 
 A session's cell holds one of the pool's own slots while it runs on its session's worker, never a lent one
-(it cannot give way: it cannot be run again), and the meter measures that worker in the slot's place
-(``WorkerPool.computing``): cells that sleep are lent around as runs that sleep are.
+(lent slots are a bet on runs, which stand paused when they compute after all), and the meter measures that
+worker in the slot's place (``WorkerPool.computing``): cells that sleep are lent around as runs that sleep are.
 
 A run found asleep is looked at again only every ``REMEASURE_ASLEEP_S``: with a hundred of them, reading
 their processes every tick took a third of the server's event loop and slowed the lending it decides.
@@ -32,11 +32,12 @@ A run lent a worker because it slept may compute later: sixteen programs that sl
 are all lent a worker before any computes, and then share two CPUs eight to one, past what the wall-clock
 credit covers. So while lent runs are busy the pool measures them on every tick, whether runs wait or not,
 and once the runs measured computing want more than ``LEND_PER_CPU`` per CPU, the youngest lent ones among
-them that woke and have computed for ``CROWDED_AFTER_S`` since give way (:meth:`DemandMeter.crowding`): the
-pool kills their workers and runs them again, never judged for it, counted as computing from their start
-(they are never lent a worker as sleepers again, nor give way twice). The programs that change between
-sleeping and computing get no more of the CPUs than the machine has; a sleeper that wakes only to print and
-exit, even a hundred at once, never gives way.
+them that woke and have computed for ``CROWDED_AFTER_S`` since stand paused (:meth:`DemandMeter.crowding`;
+``agent/run_pause.py``: their time stands still). They go on, oldest first, as the runs computing leave room
+for one more each, counted as computing from then on (they never stand paused twice). A run is never killed
+and run again for it: a program that computes only on a bad draw of its own would have that draw drawn again.
+The programs that change between sleeping and computing get no more of the CPUs than the machine has; a
+sleeper that wakes only to print and exit, even a hundred at once, never stands paused.
 
 Lending a parked worker takes a tick; starting one takes about 50 ms of CPU (its namespaces, its root, its
 first box). A hundred sleepers lent on a two-CPU machine while their workers start wait seconds for them:
@@ -63,8 +64,8 @@ LEND_IDLE_TICKS = 2  # on this many ticks in a row, where the runs cannot be mea
 LEND_PER_CPU = 3  # runs per CPU, counting each run not measured yet as computing, that lending may add up to
 ASLEEP_RATE = 0.05  # a run that wanted less of a CPU than this on two looks in a row sleeps, and ...
 REMEASURE_ASLEEP_S = 0.25  # ... is measured again after this long (a hundred sleepers' /proc reads cost a tick)
-CROWDED_AFTER_S = 0.5  # a run that woke gives way only once it has wanted this much of a CPU since (see crowding)
-CROWDED_MARGIN = 0.5  # how far past LEND_PER_CPU per CPU the runs measured computing go before some give way
+CROWDED_AFTER_S = 0.5  # a run that woke stands paused only once it has wanted this much of a CPU since (see crowding)
+CROWDED_MARGIN = 0.5  # how far past LEND_PER_CPU per CPU the runs measured computing go before some stand paused
 MEASURE_AFTER_S = 0.02  # a run younger than this is not measured: its start-up says nothing of it yet
 PARKED_WORKER_MB = 12  # what a parked local worker holds: its processes' own pages, its root's (about 9 MiB)
 PARKED_SHARE = 16  # parked workers started by default hold at most this part of the memory budget (1/16)
@@ -154,9 +155,13 @@ class DemandMeter:
         self._rate: dict[Measured, float] = {}  # run -> the CPUs it wanted on its last look
         # run once found asleep -> its demand when it last woke (inf while it sleeps): what it has wanted since
         self._woke: dict[Measured, float] = {}
-        self._computes: set[Measured] = set()  # runs that gave way to the CPUs once: computing, never read
+        self._computes: set[Measured] = set()  # runs that stood paused for the CPUs once: computing, never read
 
-    def started(self, worker: Measured, lending: bool, computes: bool = False) -> None:
+    def computing(self, worker: Measured) -> None:
+        """``worker``'s run stood paused for the CPUs, and goes on: it computes from now on, and is never read."""
+        self._computes.add(worker)
+
+    def started(self, worker: Measured, lending: bool) -> None:
         """``worker`` begins a run: its start-up goes on for ``MEASURE_AFTER_S``. While the pool may lend (the
         last tick found the CPUs idle), its demand is read now, so that the first tick after its start-up
         measures it. Otherwise the first look takes the starting point, a tick later: with the CPUs busy and
@@ -164,9 +169,6 @@ class DemandMeter:
         tick) costs the server CPU on every request, for lending that the busy CPUs forbid anyway."""
         now = time.monotonic()
         self._young[worker] = now + MEASURE_AFTER_S
-        if computes:  # it gave way to the CPUs once: it computes, whatever it does first
-            self._computes.add(worker)
-            return
         demand = worker.demand_s() if lending else None
         if demand is not None:
             self._seen[worker] = (now, demand)
@@ -233,11 +235,11 @@ class DemandMeter:
         return mine.measured + mine.unmeasured + theirs.measured, theirs.unmeasured, 1
 
     def crowding(self, lent: Iterable[M], known: float, cpus: int) -> list[M]:
-        """The runs of ``lent`` that must give way so that the runs measured computing (``known``, as
+        """The runs of ``lent`` that must stand paused so that the runs measured computing (``known``, as
         :meth:`wants` says) want at most ``LEND_PER_CPU`` per CPU: the youngest of those that were found asleep
-        and since they woke have computed (or waited to) for ``CROWDED_AFTER_S``, and have not given way before.
-        A run that computes from its start was lent within what the CPUs hold (it counted as computing until
-        measured), and a sleeper that wakes to print and exit wants a moment: neither gives way."""
+        and since they woke have computed (or waited to) for ``CROWDED_AFTER_S``, and have not stood paused
+        before. A run that computes from its start was lent within what the CPUs hold (it counted as computing
+        until measured), and a sleeper that wakes to print and exit wants a moment: neither stands paused."""
         excess = known - LEND_PER_CPU * cpus
         if excess <= CROWDED_MARGIN:
             return []

@@ -148,7 +148,7 @@ class LocalBackend(WorkerPool):
         # counts what a worker holds (its memory cgroup) and the server can read it: see memory.py.
         self.reads_memory = any(self._memory_watch.use.mb(pid) is not None for pid in self._agents().values())
         if self.reads_memory:
-            self._spawn(self._memory_watch.run(self._runs_held, self._give_way))
+            self._spawn(self._memory_watch.run(self._runs_held, self._pause))
 
     def _agents(self) -> dict[AgentWorker, int]:
         return {w: w.pid for w in self._workers if isinstance(w, ForkedWorker | ProcessWorker) and w.pid > 0}
@@ -159,12 +159,12 @@ class LocalBackend(WorkerPool):
         self._memory_watch.use.keep(set(agents.values()))
         return {lease: agents[w] for lease, w in self._leases.items() if w in agents}
 
-    def _give_way(self, lease: Lease) -> None:
-        """A run gives way to what its neighbours hold: its worker is killed, and the run runs again."""
+    def _pause(self, lease: Lease, paused: bool) -> None:
+        """A run stands paused while what it and its neighbours hold passes the budget, or goes on (memory.py)."""
         worker = self._leases.get(lease)
         if worker is not None:
-            log.info("local backend: a run of worker %d gives way to the memory its neighbours hold", worker.slot)
-            self._replace(worker)
+            log.info("local backend: worker %d's run %s", worker.slot, "stands paused" if paused else "goes on")
+            worker.pause(paused)
 
     @property
     def fork_refusal(self) -> str | None:

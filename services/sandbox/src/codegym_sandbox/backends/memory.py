@@ -9,10 +9,17 @@ Most runs hold a small part of their limit (the default is 1 GiB; a program that
 and answers, holds a few MiB), so where the pool can read what a worker's runs hold (the kernel's count of
 the worker's memory cgroup, see ``memory_use.py``) a run is admitted by a small share (``RUN_FLOOR_MB``) and
 charged what it holds, as read on the pool's memory tick; where it cannot, by its whole limit. Runs admitted
-by their share may together be allowed more than the budget: once what they hold passes it, the youngest of
-them give way (:meth:`MemoryBudget.over`): the pool kills its worker and runs it again from the start,
-admitted by its whole limit this time, so that it is never killed again, and never judged for what its
-neighbours held. A run still meets its own limit on its own (MLE), in its worker's cgroup.
+by their share may together be allowed more than the budget: once what they hold passes it, those of them that
+grew past their share stand paused (:meth:`MemoryBudget.over`; ``agent/run_pause.py``): they hold what they
+held and no more, and their time stands still. They go on, oldest first, as what the others hold leaves room for
+each grown to its limit, admitted by that limit from then on (:meth:`MemoryBudget.resumable`); and no run is
+admitted while one stands paused. Where no run goes on at all, the oldest paused one goes on whatever room there
+is: only runs whose limit is within half of what the machine has beyond the budget (:attr:`overcommit_mb`) are
+admitted by a share, so that one run's growth is always within the machine's margin.
+
+A run is never killed and run again for what its neighbours hold: a program that grows only on a bad draw of its
+own would then have that draw drawn again, a reward it did not earn. Nor is it judged for it: its time stood
+still. A run still meets its own limit on its own (MLE), in its worker's cgroup.
 """
 
 from __future__ import annotations
@@ -108,11 +115,11 @@ class Lease:
     def __init__(self, limit_mb: int, reserved_mb: int, order: int, extra_mb: int = 0) -> None:
         self.limit_mb, self.reserved_mb, self.order, self.extra_mb = limit_mb, reserved_mb, order, extra_mb
         self.used_mb = 0
-        self.evicted = False  # chosen to give way: its worker is being killed, what it holds is as good as free
+        self.paused = False  # its run stands paused: it holds what it held, and no more
 
     @property
     def full(self) -> bool:
-        """Admitted by its whole limit: it can never hold more than it was admitted by, and never gives way."""
+        """Admitted by its whole limit: it can never hold more than it was admitted by, and never stands paused."""
         return self.reserved_mb >= self.limit_mb
 
     @property
@@ -128,24 +135,34 @@ class MemoryBudget:
     each of its memory ticks."""
 
     def __init__(self, total_mb: int) -> None:
-        self.total_mb = total_mb
+        self.total_mb = total_mb  # the server sets the configured budget after the pool is made
+        self.machine_mb = machine_memory_mb()
         self._leases: set[Lease] = set()
-        self._partial: set[Lease] = set()  # those admitted by a share, not evicted: the only ones that give way
+        self._partial: set[Lease] = set()  # those admitted by a share and going on: the only ones that pause
+        self._paused: set[Lease] = set()
         self._held = 0  # what all of them are charged
-        self._ceiling = 0  # what those not evicted could grow to: their limits and extras
-        self._evicted = 0  # what those evicted are charged
+        self._ceiling = 0  # what they could grow to: their limits and extras
         self._order = 0
         # (what it needs now: its share and extra, its limit, its share, its extra, granted)
         self._waiting: deque[tuple[int, int, int, int, asyncio.Future[Lease]]] = deque()
+
+    @property
+    def overcommit_mb(self) -> int:
+        """The largest limit a run admitted by a share may have: half of what the machine has beyond the budget
+        (the oldest paused run goes on where nothing else does, and may grow to its limit past the budget)."""
+        return max(self.machine_mb - self.total_mb, 0) // 2
 
     @property
     def waiting(self) -> int:
         return len(self._waiting)
 
     @property
+    def paused(self) -> int:
+        return len(self._paused)
+
+    @property
     def held_mb(self) -> int:
-        """What the runs in flight are charged: each its share, or what it holds where that is more (those
-        giving way too, until their worker is gone)."""
+        """What the runs in flight are charged: each its share, or what it holds where that is more."""
         return self._held
 
     @property
@@ -165,12 +182,12 @@ class MemoryBudget:
     async def acquire(
         self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0
     ) -> Lease:
-        """Take a share of the budget for a run of limit ``mb``: ``share_mb`` (at most ``mb``), or all of ``mb``,
-        and ``extra_mb`` the server holds for it; waiting behind earlier runs for it at most ``wait_s`` seconds
-        (:class:`Saturated` past it)."""
+        """Take a share of the budget for a run of limit ``mb``: ``share_mb`` (at most ``mb``; none for a limit
+        past :attr:`overcommit_mb`), or all of ``mb``, and ``extra_mb`` the server holds for it; waiting behind
+        earlier runs (and runs that stand paused) for it at most ``wait_s`` seconds (:class:`Saturated` past it)."""
         self.check(mb, extra_mb)
-        share = mb if share_mb is None else min(share_mb, mb)
-        if not self._waiting and self.held_mb + share + extra_mb <= self.total_mb:
+        share = mb if share_mb is None or mb > self.overcommit_mb else min(share_mb, mb)
+        if not self._waiting and not self._paused and self.held_mb + share + extra_mb <= self.total_mb:
             return self._grant(mb, share, extra_mb)
         granted: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
         entry = (share + extra_mb, mb, share, extra_mb, granted)
@@ -202,11 +219,9 @@ class MemoryBudget:
         if lease in self._leases:
             self._leases.discard(lease)
             self._partial.discard(lease)
+            self._paused.discard(lease)
             self._held -= lease.charge_mb
-            if lease.evicted:
-                self._evicted -= lease.charge_mb
-            else:
-                self._ceiling -= lease.limit_mb + lease.extra_mb
+            self._ceiling -= lease.limit_mb + lease.extra_mb
         self._wake()
 
     def update(self, lease: Lease, used_mb: int | None) -> None:
@@ -215,33 +230,46 @@ class MemoryBudget:
         lease.used_mb = lease.limit_mb if used_mb is None else used_mb
         if lease in self._leases:
             self._held += lease.charge_mb - before
-            if lease.evicted:
-                self._evicted += lease.charge_mb - before
         if lease.charge_mb < before:
             self._wake()
 
     def over(self) -> list[Lease]:
-        """The runs that must give way so that what the runs hold is within the budget again: the youngest of
-        those admitted by a share (those that grew past it first), each marked evicted."""
-        excess = self._held - self.total_mb - self._evicted
-        if excess <= 0:
+        """The runs to pause, oldest first: once what the runs hold passes the budget, every run admitted by a
+        share that grew past it and goes on (those that grow). Paused, each holds what it held and no more, so
+        the runs hold at most what they held as the budget was found passed."""
+        if self._held <= self.total_mb:
             return []
-        chosen: list[Lease] = []
-        candidates = sorted(
-            self._partial, key=lambda lease: (lease.used_mb > lease.reserved_mb, lease.order), reverse=True
-        )
-        for lease in candidates:
-            if excess <= 0:
-                break
-            lease.evicted = True
+        chosen = sorted((lease for lease in self._partial if lease.used_mb > lease.reserved_mb), key=_age)
+        for lease in chosen:
+            lease.paused = True
             self._partial.discard(lease)
-            self._evicted += lease.charge_mb
-            self._ceiling -= lease.limit_mb + lease.extra_mb
-            excess -= lease.charge_mb
-            chosen.append(lease)
+            self._paused.add(lease)
         return chosen
 
+    def resumable(self, going: int) -> list[Lease]:
+        """The paused runs that go on now, oldest first, each admitted by its whole limit from now on: while
+        each fits within the budget grown to its limit; where none of the runs goes on (``going`` is how many
+        do), the oldest whatever it holds (its limit is within :attr:`overcommit_mb`). The others wait."""
+        out: list[Lease] = []
+        for lease in sorted(self._paused, key=_age):
+            grown = self._held - lease.charge_mb + lease.limit_mb + lease.extra_mb
+            if grown > self.total_mb and (going or out):
+                break
+            self._paused.discard(lease)
+            lease.paused = False
+            before = lease.charge_mb
+            lease.reserved_mb = lease.limit_mb
+            self._held += lease.charge_mb - before
+            out.append(lease)
+        if out:
+            self._wake()
+        return out
+
     def _wake(self) -> None:
-        while self._waiting and self.held_mb + self._waiting[0][0] <= self.total_mb:
+        while not self._paused and self._waiting and self.held_mb + self._waiting[0][0] <= self.total_mb:
             _, mb, share, extra, granted = self._waiting.popleft()
             granted.set_result(self._grant(mb, share, extra))
+
+
+def _age(lease: Lease) -> int:
+    return lease.order

@@ -1,4 +1,4 @@
-"""What the runs in flight hold, read on the pool's memory tick, and which must give way (see ``memory.py``).
+"""What the runs in flight hold, read on the pool's memory tick, and which must stand paused (see ``memory.py``).
 
 A local worker's box and every process of its runs are in the worker's memory cgroup (``agent/memory_cgroup.py``),
 whose count is the kernel's: every page they hold, files of a tmpfs and kernel memory included. The server
@@ -93,34 +93,38 @@ class MemoryUse:
 
 
 class MemoryWatch:
-    """The pool's memory tick: while the runs in flight, grown to their limits, would pass the budget, it reads
-    what each holds every ``WATCH_TICK_S`` and has the youngest give way while they pass it (``evict``)."""
+    """The pool's memory tick: while the runs in flight, grown to their limits, would pass the budget (or some stand
+    paused), it reads what each holds every ``WATCH_TICK_S``, pauses those that grow while they pass it, and has
+    those paused go on as there is room (``pause``: the run's lease, and whether it stands paused)."""
 
     def __init__(self, budget: Callable[[], MemoryBudget]) -> None:
         self.budget = budget  # the pool's (the server replaces it after the pool is made)
         self.use = MemoryUse()
-        self.evicted = 0  # runs that gave way, in all
+        self.paused = 0  # runs that stood paused, in all
         self._wake = asyncio.Event()
 
     def wake(self) -> None:
         self._wake.set()
 
-    def tick(self, runs: dict[Lease, int], evict: Callable[[Lease], None]) -> None:
-        """Read what the runs (lease -> its agent's pid) hold; ``evict`` those that must give way."""
+    def tick(self, runs: dict[Lease, int], pause: Callable[[Lease, bool], None]) -> None:
+        """Read what the runs (lease -> its agent's pid) hold; pause those that must, continue those that may."""
         budget = self.budget()
         for lease, agent in runs.items():
-            if not lease.full and not lease.evicted:
+            if not lease.full and not lease.paused:
                 budget.update(lease, self.use.mb(agent))
         for lease in budget.over():
-            self.evicted += 1
-            evict(lease)
+            self.paused += 1
+            pause(lease, True)
+        for lease in budget.resumable(going=sum(not lease.paused for lease in runs)):
+            pause(lease, False)
 
-    async def run(self, runs: Callable[[], dict[Lease, int]], evict: Callable[[Lease], None]) -> None:
+    async def run(self, runs: Callable[[], dict[Lease, int]], pause: Callable[[Lease, bool], None]) -> None:
         while True:
-            if self.budget().overcommitted:
+            budget = self.budget()
+            if budget.overcommitted or budget.paused:
                 await asyncio.sleep(WATCH_TICK_S)
             else:
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), QUIET_TICK_S)
-            self.tick(runs(), evict)
+            self.tick(runs(), pause)

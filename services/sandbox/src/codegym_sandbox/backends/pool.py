@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from ..agent.protocol import WorkerConfig
 from . import lending
-from .base import RunOutcome, RunPolicy, RunRequest, SandboxFault, Saturated
+from .base import RunOutcome, RunPolicy, RunRequest, Saturated
 from .client_turns import FreeWorkers
 from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
@@ -81,10 +81,10 @@ class WorkerPool(LentSlots, SessionSlots):
         self._idle_ticks = 0  # ticks in a row, with runs waiting, that found the CPUs idle
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
-        self._crowded: set[AgentWorker] = set()  # workers killed for their run to give way to the CPUs
+        self._stood: dict[AgentWorker, None] = {}  # lent workers whose run stands paused for the CPUs, oldest first
         self._meter, self._ticker, self._warming = DemandMeter(), Ticker(), Warming()
         self.lent = 0  # runs lending gave a worker, in all
-        self.gave_way = 0  # runs lent a worker as sleepers that gave way to the CPUs when they computed, in all
+        self.gave_way = 0  # runs lent a worker as sleepers that stood paused for the CPUs when they computed, in all
         self.start_s = 0.0  # how long starting a worker takes here (a moving average)
         self._no_starts_until = 0.0  # a lent worker failed to start: none is started before this
         self.restarts, self._stopping, self._tasks = 0, False, set[asyncio.Task[None]]()
@@ -196,28 +196,16 @@ class WorkerPool(LentSlots, SessionSlots):
             mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
             client = policy.client or f"#{next(self._ids)}"  # a run from no one named: a client of its own
             extra = server_held_mb(request, stdins)
-            share, computes = RUN_SHARE_MB if self.reads_memory else None, False
-            while True:
-                deadline = None if wait_s is None else time.monotonic() + wait_s
-                lease = await self.memory.acquire(mb, wait_s, share, extra)
-                self._memory_watch.wake()
-                try:
-                    worker = await self._take(deadline, wait_s, client)
-                except BaseException:
-                    self.memory.release(lease)
-                    raise
-                try:
-                    return await self._job(worker, lease, job, computes)
-                except SandboxFault:
-                    if not lease.evicted and worker not in self._crowded:
-                        raise
-                finally:
-                    crowded = worker in self._crowded
-                    self._crowded.discard(worker)
-                # It gave way to what its neighbours hold (run again from the start, admitted by its whole limit), or
-                # to the CPUs (run again, counted as computing from its start: see lending).
-                computes, wait_s = computes or crowded, None
-                share = None if lease.evicted else share
+            share = RUN_SHARE_MB if self.reads_memory else None
+            deadline = None if wait_s is None else time.monotonic() + wait_s
+            lease = await self.memory.acquire(mb, wait_s, share, extra)
+            self._memory_watch.wake()
+            try:
+                worker = await self._take(deadline, wait_s, client)
+            except BaseException:
+                self.memory.release(lease)
+                raise
+            return await self._job(worker, lease, job)
 
     async def _take(self, deadline: float | None, wait_s: float | None, client: str, cell: bool = False) -> AgentWorker:
         me, waiters = next(self._ids), self._cell_waiters if cell else self._waiters  # lending lends for runs
@@ -234,13 +222,11 @@ class WorkerPool(LentSlots, SessionSlots):
         finally:
             del waiters[me]
 
-    async def _job(
-        self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]], computes: bool
-    ) -> T:
+    async def _job(self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
         self._busy.add(worker)
         self._leases[lease] = worker
-        if self._waiters or computes:  # runs wait, and lending measures the runs: this one from its start
-            self._meter.started(worker, lending=self._idle_ticks > 0, computes=computes)
+        if self._waiters:  # runs wait, and lending measures the runs: this one from its start
+            self._meter.started(worker, lending=self._idle_ticks > 0)
         healthy = False
         try:
             outcome = await job(worker)
@@ -251,6 +237,7 @@ class WorkerPool(LentSlots, SessionSlots):
             del self._leases[lease]
             self.memory.release(lease)
             self._busy.discard(worker)
+            self._stood.pop(worker, None)
             self._meter.ended(worker)
             # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
             # (or of a run nobody waits for): killing it is the only way to free the slot and keep frames in step.
@@ -270,6 +257,19 @@ class WorkerPool(LentSlots, SessionSlots):
             return await asyncio.wait_for(self._idle.get(client), max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             raise Saturated(retry_after_s=1, waited_s=wait_s) from None
+
+    def _go_on(self, known: float) -> float:
+        """Lent runs that stand paused for the CPUs go on, oldest first, while the runs measured computing
+        (``known``) leave room for one more each within ``LEND_PER_CPU`` a CPU: each counted as computing from
+        then on (it never stands paused again). What the runs then want."""
+        for worker in list(self._stood):
+            if known + 1 > lending.LEND_PER_CPU * self.cpus:
+                break
+            del self._stood[worker]
+            worker.pause(False)
+            self._meter.computing(worker)
+            known += 1
+        return known
 
     def _release(self, worker: AgentWorker) -> None:
         """A worker whose run ended well: back to the queue; a lent one only while the CPUs are idle and a run
@@ -297,18 +297,20 @@ class WorkerPool(LentSlots, SessionSlots):
         self._warm(now)  # before lending takes parked workers
         self._turn_cells(now, idle_cpus)  # cells that wait take the slots of those asleep
         self._grants = 0
-        busy = [w for w in self._busy if not w.replaced]  # a run whose worker is being killed wants nothing more
+        # A run whose worker is being killed wants nothing more; one that stands paused, nothing for now.
+        busy = [w for w in self._busy if not w.replaced and w not in self._stood]
         lent = [w for w in busy if w.slot >= self.size]
-        if self._waiters or lent:  # with neither, the runs go unmeasured (reading /proc for each costs)
+        if self._waiters or lent or self._stood:  # else the runs go unmeasured (reading /proc for each costs)
             own: list[Measured] = [
                 *(w for w in busy if w.slot < self.size),
                 *self.cell_leases(),
             ]  # a cell is never crowded out
             known, unknown, ticks = self._meter.wants(own, lent, now)
             for worker in self._meter.crowding(lent, known, self.cpus):  # lent as sleepers, they now compute
-                self._crowded.add(worker)
+                self._stood[worker] = None
                 self.gave_way += 1
-                self._replace(worker)
+                worker.pause(True)
+            known = self._go_on(known)
         if not self._waiters:  # lent workers left open are parked
             self._open, self._idle_ticks = False, 0
             self._park_idle_lent()
@@ -394,7 +396,7 @@ class WorkerPool(LentSlots, SessionSlots):
             "max_workers": self.max_workers, "lent_now": sum(1 for i in up if i >= self.size) - len(self._parked),
             "parked": len(self._parked), "reserve": target, "warming": warming, "starting": len(self._starting),
             "lent": self.lent, "worker_start_s": round(self.start_s, 3), "memory_budget_mb": self.memory.total_mb,
-            "memory_held_mb": self.memory.held_mb, "memory_gave_way": self._memory_watch.evicted,
+            "memory_held_mb": self.memory.held_mb, "memory_paused": self._memory_watch.paused,
             "cpu_gave_way": self.gave_way, "cells_paused": self.cells_paused,
             "cells_lent_awake": self.cells_lent_awake, "worker_cost_mb": self.worker_cost_mb,
         }  # fmt: skip

@@ -3,12 +3,12 @@
 ``pool.WorkerPool``, as ``lent.LentSlots`` is.
 
 A cell takes only the pool's own workers and waits apart from runs (``_cell_waiters``), so lending, which
-lends for runs alone, never counts a cell as a run that can give way: a lent worker bets that its run may
-sleep, and a run that computes after all is run again; a cell cannot be. A cell seen asleep while cells wait
-lends its slot to the one that waited longest instead, paused until that one ends, or running on without a slot
-where it may not be paused (``cell_turns.py``). Cells wait
-for a slot in their session's client's turn, as runs do (``client_turns.py``): a slot lent from cell to cell is
-the borrower's client's while it holds it."""
+lends for runs alone, never counts a cell as a run that can stand paused: a lent worker bets that its run may
+sleep, and a run that computes after all stands paused for the CPUs (``lending.py``). A cell seen asleep while
+cells wait lends its slot to the one that waited longest instead, paused until that one ends, or running on
+without a slot where it may not be paused (``cell_turns.py``). Cells wait for a slot in their session's
+client's turn, as runs do (``client_turns.py``): a slot lent from cell to cell is the borrower's client's while
+it holds it."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ class SessionSlots:
     ) -> AsyncIterator[None]:
         """One of the pool's own slots, held while a session's cell runs on ``cell`` (the session's worker): cells
         and runs compute from one queue, in their clients' turns (``client``: the session's). Lent slots are for
-        what can give way when it computes (a run, run again); lending measures ``cell`` in its slot's place, so a
+        what can stand paused when it computes (a run); lending measures ``cell`` in its slot's place, so a
         cell that sleeps leaves the CPUs to runs. While it waits, a cell may be lent the slot of a cell seen
         asleep; one ``pausable`` (a cell of limit ``limit_s`` whose client waits for its pauses, not a fork's
         copying) may lend its own (see ``cell_turns.py``)."""
@@ -289,6 +289,6 @@ class SessionSlots:
             self._give_back(worker)
 
     def _own_slot(self, worker: AgentWorker) -> bool:
-        """Whether a cell may take ``worker``: one of the pool's own (a lent one is for runs, which can give way;
+        """Whether a cell may take ``worker``: one of the pool's own (a lent one is for runs, which can stand paused;
         one left free while only cells wait is parked by lending's next tick)."""
         return worker.slot < self.size

@@ -17,7 +17,8 @@ from .tasks import Task
 
 @dataclass
 class TaskResult:
-    """One task's samples. Sandbox errors are left out of ``n``: they say nothing about the program."""
+    """One task's samples. Those the sandbox failed (the program, or any one of its tests: ``Score.judged``, the
+    predicate every reward masks by) are left out of ``n``: they say nothing about the program."""
 
     task_id: str
     difficulty: str | None
@@ -25,7 +26,7 @@ class TaskResult:
 
     @property
     def n(self) -> int:
-        return sum(1 for s in self.scores if not s.sandbox_error)
+        return sum(1 for s in self.scores if s.judged)
 
     @property
     def correct(self) -> int:
@@ -33,7 +34,7 @@ class TaskResult:
 
     @property
     def sandbox_errors(self) -> int:
-        return sum(1 for s in self.scores if s.sandbox_error)
+        return sum(1 for s in self.scores if not s.judged)
 
     def pass_at(self, k: int) -> float | None:
         """pass@k of this task, or None with fewer than k judged samples."""
@@ -83,7 +84,7 @@ class EvalSummary:
             summary.per_difficulty[name] = {k: v for k in ks if (v := mean_pass_at_k(members, k)) is not None}
         counts = Counter(s.verdict for r in per_task.values() for s in r.scores)
         summary.verdict_counts = dict(sorted(counts.items()))
-        summary.sandbox_errors = counts.get(Verdict.SE, 0)
+        summary.sandbox_errors = sum(r.sandbox_errors for r in per_task.values())
         return summary
 
     @property

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import httpx
-from codegym_sandbox.verdicts import Verdict
 
 from .config import RunConfig
 from .evaluate import EvalSummary
 from .model_client import ModelClient, ModelError, Sampling
 from .prompts import base_answer, base_prompt, chat_messages, stop_sequences
 from .repair import Repairs
-from .results import RunStore, task_results
+from .results import RunStore, score_of, task_results
 from .samples import read_samples
 from .scoring import Scorer
 from .tasks import Task, load_tasks, select_tasks
@@ -103,7 +102,7 @@ async def run_evaluation(
         tasks = [t for t in tasks if t.task_id in given]
     want = {t.task_id: len(given[t.task_id]) if given else config.n for t in tasks}
     first = store.results()
-    judged = {key for key, row in first.items() if row["verdict"] != Verdict.SE}  # as read back from JSON
+    judged = {key for key, row in first.items() if score_of(row).judged}  # a sample with an SE test is asked again
     stored = store.completions()
     total = sum(want.values())
     done = sum(1 for t in tasks for i in range(want[t.task_id]) if (t.task_id, i) in judged)
@@ -172,7 +171,7 @@ async def run_evaluation(
             scores = await scorer.score_group(task, [texts[i] for i in order], extract=config.extract != "none")
             rows = store.add_results(task, [(i, texts[i], s) for i, s in zip(order, scores, strict=True)])
             first.update({(task.task_id, int(r["sample"])): r for r in rows})
-            count(0, sum(1 for s in scores if not s.sandbox_error))
+            count(0, sum(1 for s in scores if s.judged))
 
         await asyncio.gather(*(one(t) for t in tasks))
 

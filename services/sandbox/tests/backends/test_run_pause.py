@@ -74,4 +74,5 @@ def test_a_pause_holds_across_the_tests_of_one_exchange(server: TestClient) -> N
         sent = time.monotonic()
         answer = _paused_for(server, 2.5, after_s, body, "/v1/evaluate")
         assert [t["verdict"] for t in answer["results"][0]["tests"]] == ["AC"] * 3, answer
-        assert time.monotonic() - sent > 2.5 + 1.5, "the exchange was never paused"
+        # A sleep's time runs on while its process stands stopped: at most one test's sleep passes within the pause.
+        assert time.monotonic() - sent > 2.5 + 1.0 - 0.2, "the exchange was never paused"

@@ -164,7 +164,7 @@ class LocalBackend(WorkerPool):
         worker = self._leases.get(lease)
         if worker is not None:
             log.info("local backend: worker %d's run %s", worker.slot, "stands paused" if paused else "goes on")
-            worker.pause(paused)
+            self.pauses.hold(worker, "memory", paused)
 
     @property
     def fork_refusal(self) -> str | None:

@@ -110,7 +110,7 @@ class MemoryWatch:
         """Read what the runs (lease -> its agent's pid) hold; pause those that must, continue those that may."""
         budget = self.budget()
         for lease, agent in runs.items():
-            if not lease.full and not lease.paused:
+            if not lease.full:  # one paused too: a call in flight as it stopped (a populating mmap) still grows it
                 budget.update(lease, self.use.mb(agent))
         for lease in budget.over():
             self.paused += 1

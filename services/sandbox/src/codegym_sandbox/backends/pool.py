@@ -31,6 +31,7 @@ from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open,
 from .lent import LentSlots
 from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
+from .run_pauses import RunPauses
 from .session_slots import SessionSlots
 from .slots import BREAKER_COOLDOWN_S, Slot, start_worker
 from .worker import AgentWorker
@@ -81,7 +82,7 @@ class WorkerPool(LentSlots, SessionSlots):
         self._idle_ticks = 0  # ticks in a row, with runs waiting, that found the CPUs idle
         self._busy: set[AgentWorker] = set()
         self._doomed: set[AgentWorker] = set()  # replaced workers whose kill may not have run yet
-        self._stood: dict[AgentWorker, None] = {}  # lent workers whose run stands paused for the CPUs, oldest first
+        self.pauses = RunPauses()  # why each run stands paused (for the CPUs, for the memory budget)
         self._meter, self._ticker, self._warming = DemandMeter(), Ticker(), Warming()
         self.lent = 0  # runs lending gave a worker, in all
         self.gave_way = 0  # runs lent a worker as sleepers that stood paused for the CPUs when they computed, in all
@@ -237,7 +238,7 @@ class WorkerPool(LentSlots, SessionSlots):
             del self._leases[lease]
             self.memory.release(lease)
             self._busy.discard(worker)
-            self._stood.pop(worker, None)
+            self.pauses.ended(worker)
             self._meter.ended(worker)
             # After a fault, a missed deadline or a cancellation the agent may be in the middle of an exchange
             # (or of a run nobody waits for): killing it is the only way to free the slot and keep frames in step.
@@ -257,19 +258,6 @@ class WorkerPool(LentSlots, SessionSlots):
             return await asyncio.wait_for(self._idle.get(client), max(deadline - time.monotonic(), 0.0))
         except asyncio.TimeoutError:
             raise Saturated(retry_after_s=1, waited_s=wait_s) from None
-
-    def _go_on(self, known: float) -> float:
-        """Lent runs that stand paused for the CPUs go on, oldest first, while the runs measured computing
-        (``known``) leave room for one more each within ``LEND_PER_CPU`` a CPU: each counted as computing from
-        then on (it never stands paused again). What the runs then want."""
-        for worker in list(self._stood):
-            if known + 1 > lending.LEND_PER_CPU * self.cpus:
-                break
-            del self._stood[worker]
-            worker.pause(False)
-            self._meter.computing(worker)
-            known += 1
-        return known
 
     def _release(self, worker: AgentWorker) -> None:
         """A worker whose run ended well: back to the queue; a lent one only while the CPUs are idle and a run
@@ -298,19 +286,18 @@ class WorkerPool(LentSlots, SessionSlots):
         self._turn_cells(now, idle_cpus)  # cells that wait take the slots of those asleep
         self._grants = 0
         # A run whose worker is being killed wants nothing more; one that stands paused, nothing for now.
-        busy = [w for w in self._busy if not w.replaced and w not in self._stood]
+        busy = [w for w in self._busy if not w.replaced and w not in self.pauses.stood]
         lent = [w for w in busy if w.slot >= self.size]
-        if self._waiters or lent or self._stood:  # else the runs go unmeasured (reading /proc for each costs)
+        if self._waiters or lent or self.pauses.stood:  # else the runs go unmeasured (reading /proc for each costs)
             own: list[Measured] = [
                 *(w for w in busy if w.slot < self.size),
                 *self.cell_leases(),
             ]  # a cell is never crowded out
             known, unknown, ticks = self._meter.wants(own, lent, now)
             for worker in self._meter.crowding(lent, known, self.cpus):  # lent as sleepers, they now compute
-                self._stood[worker] = None
                 self.gave_way += 1
-                worker.pause(True)
-            known = self._go_on(known)
+                self.pauses.crowded(worker)
+            known = self.pauses.go_on(known, self.cpus, self._meter)
         if not self._waiters:  # lent workers left open are parked
             self._open, self._idle_ticks = False, 0
             self._park_idle_lent()

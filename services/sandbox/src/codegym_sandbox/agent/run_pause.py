@@ -10,7 +10,7 @@ box, is stopped (``session_pause.stop``), and the time it stood paused moves its
 wall time.
 
 An exchange of many tests is paused in whichever of its runs is on; a pause that comes as a run ends holds for
-the exchange's next run (:func:`carried`), and one that comes after the exchange's last run is read by the agent's
+the exchange's next run (``_carried``), and one that comes after the exchange's last run is read by the agent's
 loop and dropped, as is a resume for no run.
 """
 

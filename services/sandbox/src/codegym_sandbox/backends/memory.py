@@ -11,7 +11,8 @@ the worker's memory cgroup, see ``memory_use.py``) a run is admitted by a small 
 charged what it holds, as read on the pool's memory tick; where it cannot, by its whole limit. Runs admitted
 by their share may together be allowed more than the budget: once what they hold passes it, those of them that
 grew past their share stand paused (:meth:`MemoryBudget.over`; ``agent/run_pause.py``): they hold what they
-held and no more, and their time stands still. They go on, oldest first, as what the others hold leaves room for
+held (but for a call in flight as they stopped, which still completes: read on every tick), and their time
+stands still. They go on, oldest first, as what the others hold leaves room for
 each grown to its limit, admitted by that limit from then on (:meth:`MemoryBudget.resumable`); and no run is
 admitted while one stands paused. Where no run goes on at all, the oldest paused one goes on whatever room there
 is: only runs whose limit is within half of what the machine has beyond the budget (:attr:`overcommit_mb`) are
@@ -115,7 +116,7 @@ class Lease:
     def __init__(self, limit_mb: int, reserved_mb: int, order: int, extra_mb: int = 0) -> None:
         self.limit_mb, self.reserved_mb, self.order, self.extra_mb = limit_mb, reserved_mb, order, extra_mb
         self.used_mb = 0
-        self.paused = False  # its run stands paused: it holds what it held, and no more
+        self.paused = False  # its run stands paused: it grows no more, but by a call in flight as it stopped
 
     @property
     def full(self) -> bool:
@@ -235,8 +236,8 @@ class MemoryBudget:
 
     def over(self) -> list[Lease]:
         """The runs to pause, oldest first: once what the runs hold passes the budget, every run admitted by a
-        share that grew past it and goes on (those that grow). Paused, each holds what it held and no more, so
-        the runs hold at most what they held as the budget was found passed."""
+        share that grew past it and goes on (those that grow). Paused, each grows no more but by a call in
+        flight as it stopped (a populating ``mmap``), which the tick still reads."""
         if self._held <= self.total_mb:
             return []
         chosen = sorted((lease for lease in self._partial if lease.used_mb > lease.reserved_mb), key=_age)

@@ -252,7 +252,8 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int, Reservation | 
             # What servers that are gone left (a crash, a kill) holds their uids: removed first, as the backend's
             # start would, so that a server started again after its own crash finds its range free.
             if kind == "docker":
-                await asyncio.to_thread(remove_stale_now)
+                if _silent_socket(os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock") is None:
+                    await asyncio.to_thread(remove_stale_now)  # (the backend's start says why where it is not)
             else:
                 await remove_stale_podman(engine, kind)
         # Reserved, not only looked at: two servers of one host started at once both found a range free. The

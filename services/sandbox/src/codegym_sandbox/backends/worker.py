@@ -81,11 +81,13 @@ class AgentWorker:
         """End the agent, by closing its channel first: an idle one then kills its box, removes its cgroups and
         exits (``agent/loop.py``), which a kill would leave behind; one that has not within ``grace_s`` (busy
         with a run, or stuck) is killed."""
-        if self.writer is not None and self.alive:
-            self.writer.close()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.wait_exited(), grace_s)
-        await self.kill()
+        try:
+            if self.writer is not None and self.alive:
+                self.writer.close()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.wait_exited(), grace_s)
+        finally:
+            await asyncio.shield(self.kill())  # cancelled meanwhile (its caller went away): killed all the same
 
     def demand_s(self) -> float | None:
         """Seconds the agent and every process under it have run or waited to run (see
@@ -120,6 +122,16 @@ class AgentWorker:
         await self.writer.drain()
 
     async def start(self) -> None:
+        """Start the agent and wait for its ``ready``. Whatever stops that (no answer, a request cancelled as
+        its session started, the pool stopping), the agent is killed and its channel closed: a pipe's transport
+        left open would otherwise be found only by the garbage collector, at any later moment."""
+        try:
+            await self._open_and_greet()
+        except BaseException:
+            await asyncio.shield(self.kill())
+            raise
+
+    async def _open_and_greet(self) -> None:
         await self._open()
         config: WorkerConfig = {**self.config, "slot": self.slot}
         self._write(encode_frame(config))
@@ -127,10 +139,8 @@ class AgentWorker:
             header, _ = await asyncio.wait_for(self._read(), START_TIMEOUT_S)
             ready = self._answer(read_ready, header)
         except (asyncio.TimeoutError, SandboxFault) as exc:
-            await self.kill()
             raise SandboxFault(f"worker {self.slot} did not start: {exc or 'no answer'}") from exc
         if ready["op"] != "ready":
-            await self.kill()
             raise SandboxFault(f"worker {self.slot} could not start: {ready['error']}")
         self.tools = ready["tools"]
 

@@ -135,10 +135,14 @@ class ForkedWorker(AgentWorker):
         else:
             loop.add_reader(self._pidfd, self._on_exit)
         reader = self.reader = asyncio.StreamReader(limit=1 << 20)
-        self._read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader),
-            open(from_agent_r, "rb", 0),  # noqa: SIM115
-        )
+        try:
+            self._read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader),
+                open(from_agent_r, "rb", 0),  # noqa: SIM115
+            )
+        except BaseException:
+            os.close(to_agent_w)  # the other end is the transport's: closed with it
+            raise
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
             open(to_agent_w, "wb", 0),  # noqa: SIM115

@@ -55,15 +55,22 @@ class CellPause:
             return {"op": "end"}, []  # the server hung up: read as its end, after the cell
         op = header.get("op")
         if op == PAUSE and self.since is None:
-            self.since = time.monotonic()
             self.stopped = self.place.stop()
+            self.since = time.monotonic()  # from when all stands still: see credit
         elif op == RESUME and self.since is not None:
             self.place.resume()
-            self.total_s += time.monotonic() - self.since
+            self.total_s += self.credit()
             self.since = None
         elif op not in OPS:
             return header, blobs
         return None
+
+    def credit(self) -> float:
+        """What the pause in progress counts for, ended now: the time since every process was seen stopped. Not
+        the walk that stopped them, which takes a second or more where one cannot be stopped (a ``vfork`` parent
+        waits uninterruptibly for its stopped child), and nothing at all for a pause that left a process going:
+        it may have used the time."""
+        return time.monotonic() - self.since if self.since is not None and self.stopped else 0.0
 
     def shifted(self, before: float) -> float:
         """How far a deadline moves for the pauses ended since :attr:`total_s` was ``before``."""

@@ -49,8 +49,8 @@ class RunPause(CellPause):
         global _carried
         if _carried:  # the run was sent: it stands still from its start
             _carried = False
-            self.since = time.monotonic()
             self.stopped = self.place.stop()
+            self.since = time.monotonic()
 
     def read(self, sel: selectors.BaseSelector) -> float:
         """Read the server's next frame and act on it: the seconds a pause it ended lasted (0.0 for none). Any
@@ -68,7 +68,7 @@ class RunPause(CellPause):
         global _carried
         if self.paused:
             self.place.resume()
-            self.total_s += time.monotonic() - (self.since or time.monotonic())
+            self.total_s += self.credit()
             self.since, _carried = None, True
 
 

@@ -112,11 +112,17 @@ class MemoryWatch:
         for lease, agent in runs.items():
             if not lease.full:  # one paused too: a call in flight as it stopped (a populating mmap) still grows it
                 budget.update(lease, self.use.mb(agent))
-        for lease in budget.over():
-            self.paused += 1
-            pause(lease, True)
-        for lease in budget.resumable(going=sum(not lease.paused for lease in runs)):
-            pause(lease, False)
+        chosen = budget.over()
+        going = budget.resumable(going=sum(not lease.paused for lease in runs))
+        # One chosen and let go on in the same tick (the oldest, where no other run goes on) is never paused: a
+        # pause and a resume sent together would only cost it the agent's walk that stops its processes.
+        for lease in chosen:
+            if lease not in going:
+                self.paused += 1
+                pause(lease, True)
+        for lease in going:
+            if lease not in chosen:
+                pause(lease, False)
 
     async def run(self, runs: Callable[[], dict[Lease, int]], pause: Callable[[Lease, bool], None]) -> None:
         while True:

@@ -194,11 +194,15 @@ print(sum(map(len, held)) >> 20)
 """
 
 
-def test_runs_that_grow_past_the_budget_together_stand_paused_and_none_is_judged_for_it(peak: list[int]) -> None:
-    """Eight runs of 512 MiB, each growing to 400 MiB at once, on a budget of 2 GiB (admitted by their share,
-    all eight start): those that grow stand paused as what they hold passes the budget, and go on as there is
-    room; every run is right, none MLE, TLE or SE, none was run again, and what the workers held stayed within
-    the budget (and the margin of a tick)."""
+def test_runs_that_grow_past_the_budget_together_stand_paused_and_none_is_judged_for_it(
+    peak: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight runs of 512 MiB, each growing to 400 MiB at once, on a budget of 2 GiB with a margin of 600 MiB
+    beyond it (a machine of 2048 + 2 x 600 MiB; admitted by their share, all eight start): those that grow stand
+    paused as what they hold passes the budget, and go on as there is room, or within the margin once paused a
+    tenth of their limit; every run is right, none MLE, TLE or SE, none was run again, and what the workers held
+    stayed within the budget and its margin (and what a tick may miss)."""
+    monkeypatch.setattr("codegym_sandbox.backends.memory.machine_memory_mb", lambda: 2048 + 2 * 600)
     with _server(2048, 8, 512) as client:
         assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
         req = {"language": "python", "code": GROWER, "memory_limit_MB": 512, "run_timeout": 3}
@@ -206,7 +210,8 @@ def test_runs_that_grow_past_the_budget_together_stand_paused_and_none_is_judged
             answers = list(pool.map(lambda _: client.post("/run_code", json=req), range(8)))
         results = [a.json()["run_result"] for a in answers]
         assert [(r["status"], r["stdout"]) for r in results] == [("Finished", "400\n")] * 8, results
-        assert peak[0] <= 2048 + 256, f"the workers held {peak[0]} MiB at once, on a budget of 2048"
+        assert _backend(client).memory.overcommit_mb == 600
+        assert peak[0] <= 2048 + 600 + 256, f"the workers held {peak[0]} MiB at once, on a budget of 2048 + 600"
         status = client.get("/readyz").json()
         assert status["memory_paused"] > 0 and status["restarts"] == 0, status
         assert client.post("/run_code", json={"language": "python", "code": "print(2)"}).json()["status"] == "Success"
@@ -315,3 +320,38 @@ def test_a_run_whose_kernel_memory_was_its_files_drops_no_page_cache() -> None:
         xattrs = {"language": "python", "code": _XATTRS, "memory_limit_MB": 512, "run_timeout": 20}
         assert client.post("/run_code", json=xattrs).json()["run_result"]["stdout"] == "set\n"
         assert _resident_kb(folder) > cached // 2, "the worker's reclaim dropped the host's page cache"
+
+
+# A wrong program: it needs 3 s of wall time (a sleep) under a 2 s limit. Its thread grows past the run's share
+# at once, so that two copies of it pass a small budget together and the younger stands paused: its sleep runs on
+# while it is paused, and what the pause is credited, it gains.
+PAUSED_SLEEPER = """
+import threading, time
+def grow():
+    time.sleep(0.2)
+    held = bytearray(220 << 20)
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    time.sleep(9)
+threading.Thread(target=grow, daemon=True).start()
+time.sleep(3.0)
+print(2 * int(input()), flush=True)
+import os; os._exit(0)
+"""
+
+
+def test_a_program_that_sleeps_through_its_pause_gains_a_tenth_of_its_limit_at_most() -> None:
+    """Two copies at once on a 400 MiB budget: one stands paused while the other runs. Paused until the other
+    ended (as before), the younger was credited 2 s of a 3 s sleep, AC; now it goes on after a tenth of its limit
+    (within the budget's margin), and both are TLE."""
+    with _server(400, 2, 380) as client:
+        assert _backend(client).reads_memory, "no memory cgroup per worker here (codegym-sandbox doctor)"
+        body = {"language": "python", "cache": False, "limits": {"timeout_s": 2, "memory_mb": 380}}
+        body |= {"programs": [PAUSED_SLEEPER] * 2, "tests": [{"stdin": "21\n", "expected_stdout": "42\n"}]}
+        for _ in range(2):
+            paused = client.get("/readyz").json()["memory_paused"]
+            answer = client.post("/v1/evaluate", json=body).json()
+            verdicts = [t["verdict"] for r in answer["results"] for t in r["tests"]]
+            assert verdicts == ["TLE", "TLE"], answer
+            assert client.get("/readyz").json()["memory_paused"] > paused, "no copy stood paused"
+

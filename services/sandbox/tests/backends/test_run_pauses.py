@@ -107,3 +107,23 @@ def test_a_pause_counts_from_when_all_stood_stopped_and_not_at_all_where_some_we
         assert 0.15 <= pauses.total_s < 0.3, pauses.total_s  # the pause, not the walk before it
     else:
         assert pauses.total_s == 0.0
+
+
+def test_a_run_paused_for_a_tenth_of_its_limit_goes_on_within_the_budgets_margin() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(500)
+        budget.machine_mb = 500 + 2 * 300  # a margin of 300 MiB beyond the budget: overcommit_mb
+        leases = [await budget.acquire(300, share_mb=64) for _ in range(3)]
+        for lease, held in zip(leases, (280, 200, 200), strict=True):
+            lease.pause_bound_s = 0.2
+            budget.update(lease, held)
+        oldest, middle, youngest = leases
+        assert budget.over(now=10.0) == leases  # 680 of 500: all grew past their share
+        assert budget.resumable(0, now=10.0) == [oldest]  # none goes on: the oldest does, whatever room there is
+        # Grown to its limit, the middle one would bring 800 to a budget of 500: not before its bound ...
+        assert budget.resumable(1, now=10.1) == []
+        # ... then within the margin (800 <= 500 + 300); the youngest, grown, would bring 900: it waits for room.
+        assert budget.resumable(1, now=10.25) == [middle]
+        assert middle.full and not middle.paused and youngest.paused and budget.held_mb == 800
+
+    asyncio.run(main())

@@ -16,11 +16,14 @@ stands still. They go on, oldest first, as what the others hold leaves room for
 each grown to its limit, admitted by that limit from then on (:meth:`MemoryBudget.resumable`); and no run is
 admitted while one stands paused. Where no run goes on at all, the oldest paused one goes on whatever room there
 is: only runs whose limit is within half of what the machine has beyond the budget (:attr:`overcommit_mb`) are
-admitted by a share, so that one run's growth is always within the machine's margin.
+admitted by a share, so that one run's growth is always within the machine's margin. And one paused for
+``MEMORY_PAUSE_SHARE`` of its time limit goes on where it fits within the budget and that margin: the kernel's
+timers run while a run stands paused, and a program that waits for a time gains what its pause is credited.
 
 A run is never killed and run again for what its neighbours hold: a program that grows only on a bad draw of its
-own would then have that draw drawn again, a reward it did not earn. Nor is it judged for it: its time stood
-still. A run still meets its own limit on its own (MLE), in its worker's cgroup.
+own would then have that draw drawn again, a reward it did not earn. Nor is it judged for it: its pause is
+credited (up to ``agent/protocol.RUN_PAUSE_CREDIT`` times its limit). A run still meets its own limit on its own
+(MLE), in its worker's cgroup.
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ from ..agent.protocol import Limits
 from ..agent.scratch_cost import files_cost
 from .base import RunRequest, Saturated, TooLarge
 
+# The longest a run stands paused for the memory budget, as a share of its time limit: then it goes on within the
+# margin the budget keeps (:attr:`MemoryBudget.overcommit_mb`). A pause is no time its program's clocks stand still
+# (the kernel's timers run), and a program that waits for a time gains what a pause is credited: see
+# ``agent/protocol.RUN_PAUSE_CREDIT``. Only where that margin is spent too does a run stand paused longer.
+MEMORY_PAUSE_SHARE = 0.1
 MARGIN_FRACTION = 8  # the budget leaves an eighth of the machine (at least MARGIN_MIN_MB) to all else
 MARGIN_MIN_MB = 1024
 
@@ -117,6 +125,10 @@ class Lease:
         self.limit_mb, self.reserved_mb, self.order, self.extra_mb = limit_mb, reserved_mb, order, extra_mb
         self.used_mb = 0
         self.paused = False  # its run stands paused: it grows no more, but by a call in flight as it stopped
+        self.paused_at = 0.0  # when it was paused
+        # How long it may stand paused before it goes on within the margin the budget keeps (MEMORY_PAUSE_SHARE
+        # of its time limit, set by the pool).
+        self.pause_bound_s = float("inf")
 
     @property
     def full(self) -> bool:
@@ -234,7 +246,7 @@ class MemoryBudget:
         if lease.charge_mb < before:
             self._wake()
 
-    def over(self) -> list[Lease]:
+    def over(self, now: float = 0.0) -> list[Lease]:
         """The runs to pause, oldest first: once what the runs hold passes the budget, every run admitted by a
         share that grew past it and goes on (those that grow). Paused, each grows no more but by a call in
         flight as it stopped (a populating ``mmap``), which the tick still reads."""
@@ -242,20 +254,27 @@ class MemoryBudget:
             return []
         chosen = sorted((lease for lease in self._partial if lease.used_mb > lease.reserved_mb), key=_age)
         for lease in chosen:
-            lease.paused = True
+            lease.paused, lease.paused_at = True, now
             self._partial.discard(lease)
             self._paused.add(lease)
         return chosen
 
-    def resumable(self, going: int) -> list[Lease]:
+    def resumable(self, going: int, now: float = 0.0) -> list[Lease]:
         """The paused runs that go on now, oldest first, each admitted by its whole limit from now on: while
         each fits within the budget grown to its limit; where none of the runs goes on (``going`` is how many
-        do), the oldest whatever it holds (its limit is within :attr:`overcommit_mb`). The others wait."""
+        do), the oldest whatever it holds (its limit is within :attr:`overcommit_mb`); and any that has stood
+        paused for its :attr:`Lease.pause_bound_s` by ``now``, where it fits within the budget and
+        :attr:`overcommit_mb` beyond it. The others wait."""
         out: list[Lease] = []
+        blocked = False  # an older one waits for room: no younger one goes on by room before it
         for lease in sorted(self._paused, key=_age):
             grown = self._held - lease.charge_mb + lease.limit_mb + lease.extra_mb
-            if grown > self.total_mb and (going or out):
-                break
+            waits = blocked or (grown > self.total_mb and (going or out))
+            # Paused for its bound, it goes on within the margin the budget keeps (see overcommit_mb).
+            due = now - lease.paused_at >= lease.pause_bound_s and grown <= self.total_mb + self.overcommit_mb
+            if waits and not due:
+                blocked = True
+                continue
             self._paused.discard(lease)
             lease.paused = False
             before = lease.charge_mb

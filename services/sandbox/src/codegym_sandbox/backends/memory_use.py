@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Callable
 
 from ..agent.memory_cgroup import MemoryCgroup
@@ -112,8 +113,9 @@ class MemoryWatch:
         for lease, agent in runs.items():
             if not lease.full:  # one paused too: a call in flight as it stopped (a populating mmap) still grows it
                 budget.update(lease, self.use.mb(agent))
-        chosen = budget.over()
-        going = budget.resumable(going=sum(not lease.paused for lease in runs))
+        now = time.monotonic()
+        chosen = budget.over(now)
+        going = budget.resumable(sum(not lease.paused for lease in runs), now)
         # One chosen and let go on in the same tick (the oldest, where no other run goes on) is never paused: a
         # pause and a resume sent together would only cost it the agent's walk that stops its processes.
         for lease in chosen:

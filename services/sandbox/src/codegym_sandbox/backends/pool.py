@@ -29,7 +29,7 @@ from .base import RunOutcome, RunPolicy, RunRequest, Saturated
 from .client_turns import FreeWorkers
 from .lending import CpuIdle, DemandMeter, Measured, Ticker, Warming, keep_open, lend_now
 from .lent import LentSlots
-from .memory import Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
+from .memory import MEMORY_PAUSE_SHARE, Lease, MemoryBudget, default_budget_mb, run_limit_mb, server_held_mb
 from .memory_use import RUN_SHARE_MB, MemoryWatch
 from .run_pauses import RunPauses
 from .session_slots import SessionSlots
@@ -200,6 +200,7 @@ class WorkerPool(LentSlots, SessionSlots):
             share = RUN_SHARE_MB if self.reads_memory else None
             deadline = None if wait_s is None else time.monotonic() + wait_s
             lease = await self.memory.acquire(mb, wait_s, share, extra)
+            lease.pause_bound_s = MEMORY_PAUSE_SHARE * request.limits["wall_s"]
             self._memory_watch.wake()
             try:
                 worker = await self._take(deadline, wait_s, client)

@@ -355,3 +355,30 @@ def test_a_program_that_sleeps_through_its_pause_gains_a_tenth_of_its_limit_at_m
             assert verdicts == ["TLE", "TLE"], answer
             assert client.get("/readyz").json()["memory_paused"] > paused, "no copy stood paused"
 
+
+# Holds 200 MiB, then vforks a child that waits before it exits: parent and child share one address space.
+VFORKER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    char *held = (char *)malloc(200 << 20);
+    memset(held, 1, 200 << 20);
+    if (vfork() == 0) {
+        usleep(400000);
+        _exit(0);
+    }
+    printf("%d\n", held[12345]);
+    return 0;
+}
+"""
+
+
+def test_a_vfork_parent_and_its_child_count_their_one_memory_once() -> None:
+    """A run of 200 MiB that vforks (as posix_spawn and Python's subprocess do) is within a 320 MiB limit: its
+    parent, waiting for the child, shares the child's address space and is not counted again (it was MLE)."""
+    with _server(4096, 1, 320) as client:
+        req = {"language": "cpp", "code": VFORKER, "memory_limit_MB": 320, "run_timeout": 5}
+        answer = client.post("/run_code", json=req).json()
+        assert answer["run_result"]["status"] == "Finished" and answer["run_result"]["stdout"] == "1\n", answer

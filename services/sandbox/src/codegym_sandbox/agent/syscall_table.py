@@ -77,7 +77,7 @@ SYSCALLS = {
         "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "fcntl": 72, "timer_create": 222, "sync": 162,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277,
         "syncfs": 306, "fadvise64": 221, "splice": 275, "tee": 276, "vmsplice": 278, "sendfile": 40,
-        "openat2": 437, "open": 2, "openat": 257, "ioctl": 16,
+        "openat2": 437, "open": 2, "openat": 257, "ioctl": 16, "vfork": 58,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,

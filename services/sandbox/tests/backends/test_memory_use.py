@@ -382,3 +382,50 @@ def test_a_vfork_parent_and_its_child_count_their_one_memory_once() -> None:
         req = {"language": "cpp", "code": VFORKER, "memory_limit_MB": 320, "run_timeout": 5}
         answer = client.post("/run_code", json=req).json()
         assert answer["run_result"]["status"] == "Finished" and answer["run_result"]["stdout"] == "1\n", answer
+
+
+# Four children of 30 MiB each under a 64 MiB limit, each made by a clone that shares its maker's memory and makes
+# it wait as a vfork does, but as a thread of the same process (CLONE_THREAD): no other process counts it.
+HIDER = r"""
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static int worker(void *) {
+    size_t n = (size_t)30 << 20;
+    char *p = (char *)mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+    struct timespec ts = {0, 800000000};
+    nanosleep(&ts, 0);
+    syscall(SYS_exit_group, 0);
+    return 0;
+}
+int main(void) {
+    for (int k = 0; k < 4; k++) {
+        if (fork() == 0) {
+            size_t size = 1 << 16;
+            char *stack = (char *)mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            int flags = CLONE_VM | CLONE_VFORK | CLONE_THREAD | CLONE_SIGHAND | CLONE_FS | CLONE_FILES;
+            clone(worker, stack + size, flags, 0);
+            _exit(5);
+        }
+    }
+    int status;
+    for (int k = 0; k < 4; k++) wait(&status);
+    puts("done");
+    return 0;
+}
+"""
+
+
+def test_a_process_whose_vfork_child_is_a_thread_of_its_own_counts_its_memory() -> None:
+    """The memory of a process waiting in a clone of CLONE_VM|CLONE_VFORK is its child's to count only where that
+    child is another process, counted: with CLONE_THREAD it is a thread of the same one, and skipping it hid 120 MiB
+    under a 64 MiB limit (AC; round 54)."""
+    with _server(4096, 1, 64) as client:
+        req = {"language": "cpp", "code": HIDER, "memory_limit_MB": 64, "run_timeout": 5}
+        answer = client.post("/run_code", json=req).json()
+        assert answer["run_result"] is not None and answer["run_result"]["memory_exceeded"], answer

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from codegym_sandbox.agent import session_pause
@@ -53,3 +56,47 @@ def test_a_process_slow_to_take_its_stop_is_waited_for_a_while(monkeypatch: pyte
     monkeypatch.setattr(session_pause, "_stopped", lambda proc: False)
     began = time.monotonic()
     assert not session_pause.stop(1) and time.monotonic() - began < 5
+
+
+VFORKER = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    if (vfork() == 0) {  /* the child stops itself before it executes anything: its parent waits, unstoppable */
+        raise(SIGSTOP);
+        _exit(0);
+    }
+    puts("continued");
+    return 0;
+}
+"""
+
+
+def test_a_vfork_parent_waiting_for_its_stopped_child_stands_stopped(tmp_path: Path) -> None:
+    """``posix_spawn`` and Python's ``subprocess`` vfork: a stop that finds the child before it executes leaves the
+    parent waiting in the kernel, where no stop reaches. It runs nothing until its child is continued: the stop
+    holds it. The walk once spun for its whole second and said the process could not be stopped, which cost a
+    session its next cell and a paused run the whole credit of its pause."""
+    source, binary = tmp_path / "vforker.c", tmp_path / "vforker"
+    source.write_text(VFORKER)
+    subprocess.run(["cc", "-o", str(binary), str(source)], check=True)
+    parent = subprocess.Popen([str(binary)], stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while not session_pause.descendants(parent.pid) or not all(
+            session_pause._stopped(f"/proc/{child}") for child in session_pause.descendants(parent.pid)
+        ):
+            assert time.monotonic() < deadline, "the vfork child never stopped itself"
+            time.sleep(0.01)
+        began = time.monotonic()
+        assert session_pause.stop(parent.pid), "a vfork parent of a stopped child was taken for running"
+        assert time.monotonic() - began < 0.5
+        session_pause.resume(parent.pid)
+        out, _ = parent.communicate(timeout=10)
+        assert out == b"continued\n"
+    finally:
+        for child in session_pause.descendants(parent.pid):  # a stopped child would hold the pipe open
+            os.kill(child, signal.SIGKILL)
+        parent.kill()
+        parent.communicate()

@@ -6,7 +6,7 @@ import os
 import select
 import time
 
-from . import isolation, run_cpu, syscall_table
+from . import isolation, run_cpu, vfork_wait
 from .memory_cgroup import MemoryCgroup
 from .programs import kill_all
 
@@ -81,7 +81,7 @@ def run_memory_kb(budget_kb: int, held: Held) -> int:
         return sum(resident.values()) + held_kb
     total = held_kb
     for where in resident:
-        if _lends_its_memory(where):
+        if _lends_its_memory(where, resident):
             continue
         try:
             with open(f"{where}/smaps_rollup", "rb") as f:
@@ -97,26 +97,14 @@ def run_memory_kb(budget_kb: int, held: Held) -> int:
     return total
 
 
-_TABLE = syscall_table.SYSCALLS.get(os.uname().machine, {})
-_VFORKS = {str(n) for n in (_TABLE.get("vfork"), _TABLE.get("clone")) if n is not None}
-_CLONE_VM, _CLONE_VFORK = 0x100, 0x4000
-
-
-def _lends_its_memory(where: str) -> bool:
-    """Whether the process at ``where`` waits for a child of ``vfork`` (``posix_spawn``, and Python's ``subprocess``,
-    use it): until that child executes or exits, the two share one address space, which each would count whole
-    (their proportional sizes too: a page of one memory map is no page shared). The child counts it."""
-    try:
-        with open(f"{where}/syscall") as f:
-            fields = f.read().split()
-    except OSError:
-        return False
-    if len(fields) < 2 or fields[0] not in _VFORKS:
-        return False
-    if fields[0] == str(_TABLE.get("vfork")):
-        return True
-    flags = int(fields[1], 16)  # clone's first argument; a clone(CLONE_VFORK) without CLONE_VM copies its memory
-    return flags & (_CLONE_VM | _CLONE_VFORK) == _CLONE_VM | _CLONE_VFORK
+def _lends_its_memory(where: str, counted: dict[str, int]) -> bool:
+    """Whether the process at ``where`` waits for a child of ``vfork`` that is counted (``counted``) and waits for
+    none itself: they share one address space, which each would count whole (their proportional sizes too: a page
+    of one memory map is no page shared), and the child counts it (``vfork_wait.py``). One whose "child" is a
+    thread of its own, or is none that is counted, counts its memory itself."""
+    task = where if "/task/" in where else vfork_wait.leader(where)
+    child = vfork_wait.vfork_child(task)
+    return child is not None and child in counted and vfork_wait.vfork_child(vfork_wait.leader(child)) is None
 
 
 class MemoryWatch:

@@ -17,6 +17,8 @@ import signal
 import time
 from collections.abc import Callable
 
+from . import vfork_wait
+
 _ROUNDS = 200  # walks of the tree at least: a session's processes are bounded (SESSIONS__PROCESSES)
 # And for this long at least: on a loaded machine a process may not run to take its stop within 200 walks (a
 # tenth of a second), and a session whose processes were not seen stopped ends at its next cell.
@@ -64,7 +66,14 @@ def _stopped(proc: str) -> bool:
         tasks = os.listdir(f"{proc}/task")
     except OSError:
         return True  # gone
-    return all(_state(f"{proc}/task/{task}") in ("T", "t", "Z", "X") for task in tasks)
+    return all(_state(f"{proc}/task/{task}") in ("T", "t", "Z", "X") or _waits(f"{proc}/task/{task}") for task in tasks)
+
+
+def _waits(task: str) -> bool:
+    """Whether the thread at ``task`` waits in ``vfork`` for a child that stands stopped: it cannot take a stop, and
+    runs nothing until its child is continued (``vfork_wait.py``); the stop holds it as well as its own would."""
+    child = vfork_wait.vfork_child(task)
+    return child is not None and _stopped(child)
 
 
 Listed = Callable[[], set[int]]

@@ -66,22 +66,13 @@ def test_a_paused_run_stands_still_and_is_no_time_out(server: TestClient) -> Non
 
 def test_a_pause_holds_across_the_tests_of_one_exchange(server: TestClient) -> None:
     # Three tests of one program in one exchange (a test series), each sleeping 0.5 s of a 1 s limit: paused for
-    # 1.8 s (within what a pause is credited, twice the limit), whichever test is on (or the next, where the pause
-    # comes between two), none is TLE.
+    # 2.5 s, whichever test is on (or the next, where the pause comes between two), none is TLE.
     code = "import time\ntime.sleep(0.5)\nprint(input())"
     tests = [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(3)]
     body = {"programs": [code], "tests": tests, "language": "python", "cache": False, "limits": {"timeout_s": 1}}
     for after_s in (0.1, 0.5, 0.9):
         sent = time.monotonic()
-        answer = _paused_for(server, 1.8, after_s, body, "/v1/evaluate")
+        answer = _paused_for(server, 2.5, after_s, body, "/v1/evaluate")
         assert [t["verdict"] for t in answer["results"][0]["tests"]] == ["AC"] * 3, answer
         # A sleep's time runs on while its process stands stopped: at most one test's sleep passes within the pause.
-        assert time.monotonic() - sent > 1.8 + 1.0 - 0.2, "the exchange was never paused"
-
-
-def test_a_pause_is_credited_as_far_as_a_wait_for_a_cpu_and_no_further(server: TestClient) -> None:
-    # A sleep of 1.5 s at a 1 s limit, paused 3.2 s from 0.3 s in: its sleep ends while it stands paused. Credited
-    # the whole pause, it would be AC in 0.3 s of its own; credited WAIT_CREDIT (2) times its limit, it is TLE.
-    body = {"language": "python", "code": "import time\ntime.sleep(1.5)\nprint('slept')", "run_timeout": 1}
-    result = _paused_for(server, 3.2, 0.3, body, "/run_code")
-    assert result["run_result"]["status"] == "TimeLimitExceeded", result
+        assert time.monotonic() - sent > 2.5 + 1.0 - 0.2, "the exchange was never paused"

@@ -4,13 +4,8 @@ still read (a call in flight as it stopped, a populating mmap, grows it after th
 from __future__ import annotations
 
 import asyncio
-import os
-import time
 from typing import Any, cast
 
-import pytest
-from codegym_sandbox.agent.cell_pause import CellPause
-from codegym_sandbox.agent.protocol import encode_frame
 from codegym_sandbox.backends.lending import DemandMeter
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.backends.memory_use import MemoryWatch
@@ -72,41 +67,6 @@ def test_a_run_chosen_and_let_go_on_in_one_tick_is_never_paused() -> None:
         assert oldest.full and not oldest.paused and younger.paused
 
     asyncio.run(main())
-
-
-class _Place:
-    """A run's box as a pause sees it: stopping it takes ``stop_s``, and stops all (``stops``) or not."""
-
-    def __init__(self, stop_s: float, stops: bool) -> None:
-        self.stop_s, self.stops = stop_s, stops
-
-    def stop(self) -> bool:
-        time.sleep(self.stop_s)
-        return self.stops
-
-    def resume(self) -> None:
-        pass
-
-
-@pytest.mark.parametrize("stops", [True, False])
-def test_a_pause_counts_from_when_all_stood_stopped_and_not_at_all_where_some_went_on(stops: bool) -> None:
-    """The agent's walk that stops a run's processes may take a second (a vfork parent cannot be stopped); that
-    time, and the whole of a pause that left a process going, was no time the run stood still."""
-    pauses = CellPause(_Place(0.3, stops))
-    r, w = os.pipe()
-    try:
-        os.write(w, encode_frame({"op": "pause"}))
-        assert pauses.take(r) is None and pauses.paused
-        time.sleep(0.2)
-        os.write(w, encode_frame({"op": "resume"}))
-        assert pauses.take(r) is None and not pauses.paused
-    finally:
-        os.close(r)
-        os.close(w)
-    if stops:
-        assert 0.15 <= pauses.total_s < 0.3, pauses.total_s  # the pause, not the walk before it
-    else:
-        assert pauses.total_s == 0.0
 
 
 def test_a_run_paused_for_a_tenth_of_its_limit_goes_on_within_the_budgets_margin() -> None:

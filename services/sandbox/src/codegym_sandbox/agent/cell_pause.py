@@ -55,8 +55,8 @@ class CellPause:
             return {"op": "end"}, []  # the server hung up: read as its end, after the cell
         op = header.get("op")
         if op == PAUSE and self.since is None:
+            self.since = time.monotonic()
             self.stopped = self.place.stop()
-            self.since = time.monotonic()  # from when all stands still: see credit
         elif op == RESUME and self.since is not None:
             self.place.resume()
             self.total_s += self.credit()
@@ -66,11 +66,10 @@ class CellPause:
         return None
 
     def credit(self) -> float:
-        """What the pause in progress counts for, ended now: the time since every process was seen stopped. Not
-        the walk that stopped them, which takes a second or more where one cannot be stopped (a ``vfork`` parent
-        waits uninterruptibly for its stopped child), and nothing at all for a pause that left a process going:
-        it may have used the time."""
-        return time.monotonic() - self.since if self.since is not None and self.stopped else 0.0
+        """What the pause in progress counts for, ended now: the time since it came. The walk that stops its
+        processes (a second where one is slow to take its stop, on a loaded machine) is time the run stood still:
+        one not yet seen stopped has its stop pending, and runs no instruction of its own before it takes it."""
+        return time.monotonic() - self.since if self.since is not None else 0.0
 
     def shifted(self, before: float) -> float:
         """How far a deadline moves for the pauses ended since :attr:`total_s` was ``before``."""

@@ -37,7 +37,7 @@ from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .cell_pause import OPS as PAUSE_OPS
 from .channel import take as take_channel
-from .protocol import RUN_PAUSE_CREDIT, ProtocolError, encode_frame, read_frame, wipe, write_all
+from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
 from .run_clock import Run, stretched
 from .scratch_files import collect, write_files
 
@@ -123,9 +123,7 @@ def _run(
                 fd = key.fd
                 if key.data is pauses:
                     if report is None:  # a pause that comes as the run ends is for the exchange's next run
-                        # Credited RUN_PAUSE_CREDIT times its limit at most: past it, a pause counts against it.
-                        left = RUN_PAUSE_CREDIT * req["limits"]["wall_s"] - run.paused_s
-                        shift = min(pauses.read(sel), max(left, 0.0))
+                        shift = pauses.read(sel)
                         run.paused_s, run.deadline = run.paused_s + shift, run.deadline + shift
                         run.killed_at = None if run.killed_at is None else run.killed_at + shift
                 elif fd == in_w:

@@ -35,12 +35,6 @@ WAIT_CREDIT = 2.0
 # cell is lent a slot only where it ends within that (at its limit and its credit for CPU waits): so a cell may
 # lend to one of a limit as long as its own.
 PAUSE_SHARE = 1.0 + WAIT_CREDIT
-# A run the server pauses (for the memory budget or the CPUs: run_pause.py) stood waiting for them, as for a CPU
-# that others held: its pauses together are credited as far as such waits are, WAIT_CREDIT times its limit. A pause
-# is no time a program's clocks stand still (the kernel's timers run: a sleep ends, a loop that waits for a time finds
-# it come), and no rule can tell a program that waited for a time from one that computed: what a pause is credited,
-# such a program gains. So it is bounded, and the server keeps pauses for memory far shorter (backends/memory.py).
-RUN_PAUSE_CREDIT = WAIT_CREDIT
 # How a run's launch error starts when ``execve`` of the file to run failed (the box's other launch errors
 # are its own failures): where that file is the program's own (its compiled executable) and the kernel found
 # it no executable, the program's fault, not the sandbox's (see ``verdicts.run_end``).

@@ -7,9 +7,8 @@ CPUs hold (``backends/lending.py``). Killing it and running it again would do th
 program that chose, on a draw of its own (``os.urandom``), whether to grow or compute would then have a bad draw
 drawn again: a reward it did not earn. Paused, it keeps the one run it has; every process under the box, and the
 box, is stopped (``session_pause.stop``), and the time it stood paused moves its deadline on and is no part of its
-wall time: from when all stood stopped (``CellPause.credit``), and up to ``protocol.RUN_PAUSE_CREDIT`` times its
-limit in all (``loop._run``). The kernel's timers run on while it stands stopped, so what a pause is credited, a
-program whose time is a wait gains: the server keeps pauses short (``backends/memory.py``).
+wall time (``CellPause.credit``). The kernel's timers run on while it stands stopped, so what a pause is credited, a
+program whose time is a wait gains: the server keeps pauses for memory short (``backends/memory.py``).
 
 An exchange of many tests is paused in whichever of its runs is on; a pause that comes as a run ends holds for
 the exchange's next run (``_carried``), and one that comes after the exchange's last run is read by the agent's
@@ -51,8 +50,8 @@ class RunPause(CellPause):
         global _carried
         if _carried:  # the run was sent: it stands still from its start
             _carried = False
-            self.stopped = self.place.stop()
             self.since = time.monotonic()
+            self.stopped = self.place.stop()
 
     def read(self, sel: selectors.BaseSelector) -> float:
         """Read the server's next frame and act on it: the seconds a pause it ended lasted (0.0 for none). Any

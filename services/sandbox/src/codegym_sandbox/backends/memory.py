@@ -22,8 +22,7 @@ timers run while a run stands paused, and a program that waits for a time gains 
 
 A run is never killed and run again for what its neighbours hold: a program that grows only on a bad draw of its
 own would then have that draw drawn again, a reward it did not earn. Nor is it judged for it: its pause is
-credited (up to ``agent/protocol.RUN_PAUSE_CREDIT`` times its limit). A run still meets its own limit on its own
-(MLE), in its worker's cgroup.
+credited. A run still meets its own limit on its own (MLE), in its worker's cgroup.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ from .base import RunRequest, Saturated, TooLarge
 
 # The longest a run stands paused for the memory budget, as a share of its time limit: then it goes on within the
 # margin the budget keeps (:attr:`MemoryBudget.overcommit_mb`). A pause is no time its program's clocks stand still
-# (the kernel's timers run), and a program that waits for a time gains what a pause is credited: see
-# ``agent/protocol.RUN_PAUSE_CREDIT``. Only where that margin is spent too does a run stand paused longer.
+# (the kernel's timers run), and a program that waits for a time gains what a pause is credited (all of it:
+# ``agent/run_pause.py``). Only where that margin is spent too does a run stand paused longer.
 MEMORY_PAUSE_SHARE = 0.1
 MARGIN_FRACTION = 8  # the budget leaves an eighth of the machine (at least MARGIN_MIN_MB) to all else
 MARGIN_MIN_MB = 1024

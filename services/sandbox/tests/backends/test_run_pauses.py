@@ -4,8 +4,13 @@ still read (a call in flight as it stopped, a populating mmap, grows it after th
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from typing import Any, cast
 
+import pytest
+from codegym_sandbox.agent.cell_pause import CellPause
+from codegym_sandbox.agent.protocol import encode_frame
 from codegym_sandbox.backends.lending import DemandMeter
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.backends.memory_use import MemoryWatch
@@ -87,3 +92,36 @@ def test_a_run_paused_for_a_tenth_of_its_limit_goes_on_within_the_budgets_margin
         assert middle.full and not middle.paused and youngest.paused and budget.held_mb == 800
 
     asyncio.run(main())
+
+
+class _SlowToStop:
+    """A run's box as a pause sees it: its walk that stops the processes takes 0.3 s (one in a long call)."""
+
+    def stop(self) -> bool:
+        time.sleep(0.3)
+        return True
+
+    def resume(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("held_s", [0.02, None])
+def test_a_pause_is_credited_no_more_than_the_server_held_it(held_s: float | None) -> None:
+    """The walk that stops a run counts as paused (its processes have their stops pending), but a pause the server
+    ended within it is credited what the server held: one in a long call (a populating mmap) kept the walk going
+    for a pause that lasted no time, and a sleep on the run's critical path ran on through it (round 53)."""
+    pauses = CellPause(_SlowToStop())
+    r, w = os.pipe()
+    try:
+        os.write(w, encode_frame({"op": "pause"}))
+        resume: dict[str, object] = {"op": "resume"} if held_s is None else {"op": "resume", "held_s": held_s}
+        os.write(w, encode_frame(resume))  # ended by the server as the walk went on
+        assert pauses.take(r) is None and pauses.paused
+        assert pauses.take(r) is None and not pauses.paused
+    finally:
+        os.close(r)
+        os.close(w)
+    if held_s is None:  # an old server's frame: the agent's own count, the walk included
+        assert pauses.total_s >= 0.3
+    else:
+        assert pauses.total_s <= held_s + 0.05

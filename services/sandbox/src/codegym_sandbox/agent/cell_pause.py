@@ -15,12 +15,14 @@ member's ``end``, sent as its cell runs) is kept for the agent's loop to read af
 
 from __future__ import annotations
 
+import select
 import time
 from typing import Protocol
 
 from .protocol import ProtocolError, read_frame
 
 PAUSE, RESUME = "pause", "resume"
+_FRAMES_S = 0.05  # what a pause and its resume may take on their way from the server, beyond the pause it held
 OPS = (PAUSE, RESUME)  # the frames that have no answer: a pause (or resume) that came after its cell is dropped
 
 
@@ -40,6 +42,7 @@ class CellPause:
         self.since: float | None = None  # when the pause in progress began
         self.total_s = 0.0
         self.stopped = True  # whether the last pause stopped every process of the session
+        self.outlasted = False  # whether a frame (its resume) came before the last pause's walk ended
 
     @property
     def paused(self) -> bool:
@@ -57,9 +60,16 @@ class CellPause:
         if op == PAUSE and self.since is None:
             self.since = time.monotonic()
             self.stopped = self.place.stop()
+            self.outlasted = bool(select.select([fd], [], [], 0)[0])  # a frame came as it stopped them: see below
         elif op == RESUME and self.since is not None:
             self.place.resume()
-            self.total_s += self.credit()
+            credit = self.credit()
+            held = header.get("held_s")
+            if self.outlasted and isinstance(held, int | float) and not isinstance(held, bool):
+                # The walk that stopped the processes outlasted a pause the server ended meanwhile (one slow to take
+                # its stop, in a long call): no more than the server held it, and its frames' way.
+                credit = min(credit, max(float(held), 0.0) + _FRAMES_S)
+            self.total_s += credit
             self.since = None
         elif op not in OPS:
             return header, blobs

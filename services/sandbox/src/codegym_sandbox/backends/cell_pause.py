@@ -12,10 +12,14 @@ from ..agent.cell_pause import PAUSE, RESUME
 from ..agent.protocol import encode_frame
 
 
-def frame(paused: bool, member: int | None = None) -> bytes:
+def frame(paused: bool, member: int | None = None, held_s: float | None = None) -> bytes:
+    """A ``pause`` or ``resume`` frame; a resume may say how long the server held the pause (``held_s``), the most the
+    agent credits it (its walk that stops the processes may outlast a pause the server ended meanwhile)."""
     header: dict[str, object] = {"op": PAUSE if paused else RESUME}
     if member is not None:
         header["member"] = member
+    if held_s is not None:
+        header["held_s"] = held_s
     return encode_frame(header)
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import struct
+import time
 from collections.abc import Callable
 from typing import TypeVar, cast
 
@@ -59,6 +60,7 @@ class AgentWorker:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.deadline = AnswerDeadline()  # of the answer awaited: held while a session's cell stands paused
+        self._paused_at: float | None = None  # when the pause in force was sent
         self.seen_pid = 0  # the agent's pid as the server sees it, where it is no child of the server's (a container's)
 
     # -- what a backend provides ------------------------------------------------------------------------
@@ -203,9 +205,13 @@ class AgentWorker:
             self.deadline.done()
 
     def pause(self, paused: bool) -> None:
-        """Pause the session's cell running on this worker, or continue it (``cell_pause.py``)."""
+        """Pause the run (or session's cell) running on this worker, or continue it (``cell_pause.py``); a resume
+        says how long the pause was held."""
+        now = time.monotonic()
+        held = None if paused or self._paused_at is None else now - self._paused_at
+        self._paused_at = now if paused else None
         with contextlib.suppress(OSError, RuntimeError):  # gone: its cell's answer says so
-            self._write(cell_pause.frame(paused))
+            self._write(cell_pause.frame(paused, held_s=held))
         self.deadline.hold(paused)
 
     async def run(self, req: RunRequest) -> RunOutcome:

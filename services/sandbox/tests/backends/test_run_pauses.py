@@ -12,7 +12,7 @@ import pytest
 from codegym_sandbox.agent.cell_pause import CellPause
 from codegym_sandbox.agent.protocol import encode_frame
 from codegym_sandbox.backends.lending import DemandMeter
-from codegym_sandbox.backends.memory import MemoryBudget
+from codegym_sandbox.backends.memory import Lease, MemoryBudget
 from codegym_sandbox.backends.memory_use import MemoryWatch
 from codegym_sandbox.backends.run_pauses import RunPauses
 
@@ -40,13 +40,20 @@ def test_a_run_paused_for_both_reasons_goes_on_only_once_neither_holds_it() -> N
     assert not pauses.stood and worker.frames == [True, False, True]
 
 
+async def _two_runs(held: dict[int, int]) -> tuple[MemoryBudget, Lease, Lease, MemoryWatch]:
+    """Two runs of 450 MiB admitted by their share of a 500 MiB budget, and a memory tick that reads their agents
+    (1 and 2) holding ``held``."""
+    budget = MemoryBudget(500)
+    first, second = await budget.acquire(450, share_mb=64), await budget.acquire(450, share_mb=64)
+    watch = MemoryWatch(lambda: budget)
+    watch.use.mb = lambda agent: held[agent]  # type: ignore[method-assign]
+    return budget, first, second, watch
+
+
 def test_a_paused_runs_memory_is_still_read_and_charged() -> None:
     async def main() -> None:
-        budget = MemoryBudget(500)
-        grower, sleeper = await budget.acquire(450, share_mb=64), await budget.acquire(450, share_mb=64)
-        watch = MemoryWatch(lambda: budget)
         held = {1: 480, 2: 10}
-        watch.use.mb = lambda agent: held[agent]  # type: ignore[method-assign]
+        budget, grower, sleeper, watch = await _two_runs(held)
         paused: list[bool] = []
         watch.tick({grower: 1, sleeper: 2}, lambda _, p: paused.append(p))
         assert grower.paused and paused == [True]  # 480 + 64 > 500; no room for it grown to 450 beside the other
@@ -59,11 +66,7 @@ def test_a_paused_runs_memory_is_still_read_and_charged() -> None:
 
 def test_a_run_chosen_and_let_go_on_in_one_tick_is_never_paused() -> None:
     async def main() -> None:
-        budget = MemoryBudget(500)
-        oldest, younger = await budget.acquire(450, share_mb=64), await budget.acquire(450, share_mb=64)
-        watch = MemoryWatch(lambda: budget)
-        held = {1: 300, 2: 250}
-        watch.use.mb = lambda agent: held[agent]  # type: ignore[method-assign]
+        _, oldest, younger, watch = await _two_runs({1: 300, 2: 250})
         frames: list[tuple[int, bool]] = []
         watch.tick({oldest: 1, younger: 2}, lambda lease, p: frames.append((lease.order, p)))
         # Both grew past their share as 550 passed 500; none goes on, so the oldest does, whatever room there is:

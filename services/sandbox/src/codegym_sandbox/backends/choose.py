@@ -110,7 +110,7 @@ def docker_problem(image: str) -> str | None:
         import docker
     except ImportError:
         return "the docker package is not installed"
-    silent = _silent_socket(os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock")
+    silent = _silent_socket()
     if silent is not None:
         return f"no docker engine ({silent})"
     try:
@@ -129,11 +129,13 @@ def docker_problem(image: str) -> str | None:
     return None
 
 
-def _silent_socket(host: str) -> str | None:
-    """Why nothing answers on a local docker socket, or None (also for a host that is not a unix socket).
+def _silent_socket() -> str | None:
+    """Why nothing answers on docker's local socket (``DOCKER_HOST``, or its default), or None (also for a host that
+    is not a unix socket).
 
     Asked before the docker client is made: a client whose engine does not answer leaves its socket open.
     """
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     if not host.startswith("unix://"):
         return None
     path = host.removeprefix("unix://")
@@ -252,7 +254,7 @@ async def _choose(settings: Settings) -> tuple[Backend, str, int, Reservation | 
             # What servers that are gone left (a crash, a kill) holds their uids: removed first, as the backend's
             # start would, so that a server started again after its own crash finds its range free.
             if kind == "docker":
-                if _silent_socket(os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock") is None:
+                if _silent_socket() is None:
                     await asyncio.to_thread(remove_stale_now)  # (the backend's start says why where it is not)
             else:
                 await remove_stale_podman(engine, kind)

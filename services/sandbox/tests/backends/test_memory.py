@@ -230,3 +230,35 @@ def test_what_the_server_holds_for_a_run_is_in_the_budget() -> None:
             await budget.acquire(100, extra_mb=250)
 
     asyncio.run(main())
+
+
+def test_the_agent_says_as_each_test_of_an_exchange_ends_and_the_budget_hears_it_of_the_exchanges_lease() -> None:
+    """The real agent's word between tests reaches the budget (``MemoryBudget.anew``: see ``test_run_pauses.py``)
+    while the exchange is in flight, once for each test but the last; a single run says nothing."""
+    with _server(300) as client:
+        backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+        heard: list[tuple[bool, int]] = []
+        anew = backend.memory.anew
+
+        def hear(lease: Any) -> None:
+            heard.append((lease in backend._leases, lease.share_mb))
+            anew(lease)
+
+        backend.memory.anew = hear
+        sizes: list[int] = []
+        run_tests = backend.run_tests
+
+        async def exchange(request: Any, stdins: list[bytes | None], policy: Any) -> Any:
+            sizes.append(len(stdins))
+            return await run_tests(request, stdins, policy)
+
+        backend.run_tests = exchange
+        code = "import time; time.sleep(0.2 * (input() == 'slow')); print('ok')"
+        tests = [{"stdin": f"{word}\n", "expected_stdout": "ok\n"} for word in ("slow", "fast", "slow", "fast") * 2]
+        body = {"language": "python", "programs": [code], "tests": tests, "cache": False}
+        answer = client.post("/v1/evaluate", json=body)
+        assert [t["verdict"] for t in answer.json()["results"][0]["tests"]] == ["AC"] * 8, answer.text
+        share = 64 if backend.reads_memory else 128  # admitted by a share where what it holds is read
+        assert sum(sizes) == 8 and max(sizes) > 1 and heard == [(True, share)] * (8 - len(sizes)), (sizes, heard)
+        assert client.post("/v1/execute", json={"language": "python", "code": "print(1)"}).json()["verdict"] == "AC"
+        assert len(heard) == 8 - len(sizes)

@@ -128,3 +128,32 @@ def test_a_pause_is_credited_no_more_than_the_server_held_it(held_s: float | Non
         assert pauses.total_s >= 0.3
     else:
         assert pauses.total_s <= held_s + 0.05
+
+
+def test_the_next_test_of_an_exchange_that_went_on_at_its_limit_is_admitted_by_its_share_again() -> None:
+    async def main() -> None:
+        budget = MemoryBudget(500)
+        budget.machine_mb = 500 + 2 * 300
+        exchange, whole = await budget.acquire(300, share_mb=64), await budget.acquire(100)
+        budget.update(exchange, 450)
+        assert budget.over(now=1.0) == [exchange]
+        honest = asyncio.ensure_future(budget.acquire(100, share_mb=64))
+        await asyncio.sleep(0.01)  # its wait, granted or not, has run
+        assert not honest.done()  # nothing is admitted while a run stands paused
+        budget.update(exchange, 250)
+        assert budget.resumable(1, now=1.1) == [exchange] and exchange.full  # 300 + 100 fit: on, at its limit
+        await asyncio.sleep(0.01)
+        assert honest.done() and budget.held_mb == 300 + 100 + 64
+        late = asyncio.ensure_future(budget.acquire(100, share_mb=64))
+        await asyncio.sleep(0.01)
+        assert not late.done()  # 464 + 64 > 500: it waits for the exchange's test ...
+        budget.anew(exchange)  # ... whose next test starts: its share again, and what it holds is read anew
+        await asyncio.sleep(0.01)
+        assert late.done() and not exchange.full and budget.held_mb == 64 + 100 + 64 + 64
+        budget.update(exchange, 350)  # the next test grows: charged what it holds, and paused as any other
+        assert budget.over(now=2.0) == [exchange]
+        budget.anew(exchange)  # a paused lease, and one admitted whole from the start, stay as they are
+        budget.anew(whole)
+        assert exchange.paused and exchange.charge_mb == 350 and whole.full and budget.held_mb == 350 + 100 + 128
+
+    asyncio.run(main())

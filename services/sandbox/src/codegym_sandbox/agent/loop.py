@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from . import (  # noqa: F401 - see main()
@@ -37,7 +38,7 @@ from .box_handle import BoxHandle
 from .box_protocol import BoxConfig, OpCommand, RunCommand, read_run_report, read_test_report
 from .cell_pause import OPS as PAUSE_OPS
 from .channel import take as take_channel
-from .protocol import ProtocolError, encode_frame, read_frame, wipe, write_all
+from .protocol import TEST_ENDED, ProtocolError, encode_frame, read_frame, wipe, write_all
 from .run_clock import Run, stretched
 from .scratch_files import collect, write_files
 
@@ -224,7 +225,7 @@ def _stop(bx: BoxHandle, run: Run, now: float) -> None:
 
 
 def _run_tests(
-    bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int
+    bx: BoxHandle, header: RunFrame, blobs: list[bytearray], uid: int, tell: Callable[[bytes], None]
 ) -> tuple[list[RunAnswer], list[bytes]]:
     """One program on several inputs, each run in a process of its own, in order.
 
@@ -266,6 +267,8 @@ def _run_tests(
             in_series = False
         results.append(result)
         outputs += outs
+        if len(results) < len(header["stdins"]):
+            tell(encode_frame({"op": TEST_ENDED}))
     if in_series and header.get("shared"):
         bx.series = same  # clean after its last test, and wanted again: the next exchange may go on with it
     else:
@@ -283,8 +286,10 @@ def _series_of(header: RunFrame, blobs: list[bytearray]) -> bytearray:
     return key
 
 
-def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int) -> bytes:
-    """Serve one request frame and return the answer frame."""
+def handle(
+    bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid: int, tell: Callable[[bytes], None]
+) -> bytes:
+    """Serve one request frame and return the answer frame (``tell``: a frame sent before it, on the way)."""
     op = frame.get("op")
     if op not in ("run", "kernel", "files", "cell"):
         return encode_frame({"op": "pong"} if op == "ping" else {"op": "error", "error": f"unknown op {op!r}"})
@@ -295,7 +300,7 @@ def handle(bx: BoxHandle, frame: dict[str, object], blobs: list[bytearray], uid:
         if op != "run":
             return session.answer(bx, frame, blobs, uid)  # a session's frame
         if "stdins" in header:
-            results, outputs = _run_tests(bx, header, blobs, uid)
+            results, outputs = _run_tests(bx, header, blobs, uid, tell)
             return encode_frame({"op": "results", "results": _settled(bx, results)}, outputs)
         bx.reset()
         write_files(bx, header.get("files", []), blobs, uid)
@@ -369,7 +374,7 @@ def main() -> None:
                 memory.remove()
             return
         if header.get("op") != "fork":
-            write_all(out_fd, handle(bx, header, blobs, uid))
+            write_all(out_fd, handle(bx, header, blobs, uid, lambda frame: write_all(out_fd, frame)))
             run_pause.forget()
         # While the server reads the answer: a session's processes stop until its next cell; else the box's
         # scratch space is renewed, unless a test series is left open for the next exchange (which resets first).

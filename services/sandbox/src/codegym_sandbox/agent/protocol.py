@@ -206,6 +206,12 @@ class ResultsFrame(TypedDict):
     blobs: list[int]
 
 
+# Between two tests of an exchange (a :class:`RunFrame` with ``stdins``), before the next starts: the test before
+# has ended, its processes with it. The server's memory budget admits the next by a share again
+# (``backends/memory.py``): a test that went on at its whole limit does not hold it for the tests after it.
+TEST_ENDED = "test_ended"
+
+
 def read_ready(header: object) -> ReadyFrame | ErrorFrame:
     """The agent's first answer, if it is one; else :class:`Malformed`."""
     return _error(header) or conform(header, ReadyFrame)

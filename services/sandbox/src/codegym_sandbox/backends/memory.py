@@ -13,7 +13,8 @@ by their share may together be allowed more than the budget: once what they hold
 grew past their share stand paused (:meth:`MemoryBudget.over`; ``agent/run_pause.py``): they hold what they
 held (but for a call in flight as they stopped, which still completes: read on every tick), and their time
 stands still. They go on, oldest first, as what the others hold leaves room for
-each grown to its limit, admitted by that limit from then on (:meth:`MemoryBudget.resumable`); and no run is
+each grown to its limit, admitted by that limit from then on, or until the next test of its exchange
+(:meth:`MemoryBudget.resumable`, :meth:`MemoryBudget.anew`); and no run is
 admitted while one stands paused. Where no run goes on at all, the oldest paused one goes on whatever room there
 is: only runs whose limit is within half of what the machine has beyond the budget (:attr:`overcommit_mb`) are
 admitted by a share, so that one run's growth is always within the machine's margin. And one paused for
@@ -122,6 +123,7 @@ class Lease:
 
     def __init__(self, limit_mb: int, reserved_mb: int, order: int, extra_mb: int = 0) -> None:
         self.limit_mb, self.reserved_mb, self.order, self.extra_mb = limit_mb, reserved_mb, order, extra_mb
+        self.share_mb = reserved_mb  # what it was admitted by: after a pause, its limit, until its next test
         self.used_mb = 0
         self.paused = False  # its run stands paused: it grows no more, but by a call in flight as it stopped
         self.paused_at = 0.0  # when it was paused
@@ -283,6 +285,19 @@ class MemoryBudget:
         if out:
             self._wake()
         return out
+
+    def anew(self, lease: Lease) -> None:
+        """The next test of ``lease``'s exchange starts, the one before ended with its processes: a lease that went
+        on after a pause at its whole limit is admitted by its share again, and charged what the next test is
+        read to hold (it pauses as any other if it grows while the runs pass the budget). Else one exchange of
+        many tests, one of which stood paused, would hold the budget for its tests times its limit (round 53)."""
+        if lease not in self._leases or lease.paused or lease.reserved_mb <= lease.share_mb:
+            return
+        before = lease.charge_mb
+        lease.reserved_mb, lease.used_mb = lease.share_mb, 0
+        self._partial.add(lease)
+        self._held += lease.charge_mb - before
+        self._wake()
 
     def _wake(self) -> None:
         while not self._paused and self._waiting and self.held_mb + self._waiting[0][0] <= self.total_mb:

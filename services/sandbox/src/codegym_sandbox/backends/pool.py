@@ -177,17 +177,22 @@ class WorkerPool(LentSlots, SessionSlots):
         return replace(policy, admitted=True, window=window)
 
     async def run(self, request: RunRequest, policy: RunPolicy) -> RunOutcome:
-        return await self._on_worker(request, policy, lambda worker: worker.run(request), [request.stdin])
+        return await self._on_worker(request, policy, lambda worker, _: worker.run(request), [request.stdin])
 
     async def run_tests(self, request: RunRequest, stdins: list[bytes | None], policy: RunPolicy) -> list[RunOutcome]:
         """The same program on each input, one after another, on one worker (see ``AgentWorker.run_tests``)."""
-        return await self._on_worker(request, policy, lambda worker: worker.run_tests(request, stdins), stdins)
+
+        # Each test after the first is admitted by a share again: one that went on at its limit holds it no longer.
+        def job(worker: AgentWorker, lease: Lease) -> Awaitable[list[RunOutcome]]:
+            return worker.run_tests(request, stdins, lambda: self.memory.anew(lease))
+
+        return await self._on_worker(request, policy, job, stdins)
 
     async def _on_worker(
         self,
         request: RunRequest,
         policy: RunPolicy,
-        job: Callable[[AgentWorker], Awaitable[T]],
+        job: Callable[[AgentWorker, Lease], Awaitable[T]],
         stdins: list[bytes | None],
     ) -> T:
         if not policy.admitted:
@@ -224,14 +229,14 @@ class WorkerPool(LentSlots, SessionSlots):
         finally:
             del waiters[me]
 
-    async def _job(self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker], Awaitable[T]]) -> T:
+    async def _job(self, worker: AgentWorker, lease: Lease, job: Callable[[AgentWorker, Lease], Awaitable[T]]) -> T:
         self._busy.add(worker)
         self._leases[lease] = worker
         if self._waiters:  # runs wait, and lending measures the runs: this one from its start
             self._meter.started(worker, lending=self._idle_ticks > 0)
         healthy = False
         try:
-            outcome = await job(worker)
+            outcome = await job(worker, lease)
             healthy = True
             return outcome
         finally:

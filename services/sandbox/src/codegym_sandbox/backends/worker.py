@@ -19,6 +19,7 @@ from typing import TypeVar, cast
 
 from ..agent.protocol import (
     MAX_ANSWER_HEADER,
+    TEST_ENDED,
     WAIT_CREDIT,
     ErrorFrame,
     ProtocolError,
@@ -189,7 +190,7 @@ class AgentWorker:
         }
 
     async def _ask(
-        self, header: RunFrame, blobs: list[bytes], answer_by: float
+        self, header: RunFrame, blobs: list[bytes], answer_by: float, between: Callable[[], None] | None = None
     ) -> tuple[dict[str, object], list[bytes]]:
         self.deadline.begin()
         try:
@@ -198,7 +199,11 @@ class AgentWorker:
             # A timeout scope, not wait_for: wait_for runs the read as a task of its own, which costs every
             # exchange (a trivial run's, a session's cell) a turn of the event loop.
             async with self.deadline.scope(answer_by):
-                return await self._read()
+                while True:
+                    frame = await self._read()
+                    if between is None or frame[0] != {"op": TEST_ENDED, "blobs": []}:
+                        return frame
+                    between()
         except (asyncio.TimeoutError, ConnectionError, OSError) as exc:
             raise SandboxFault(f"worker {self.slot} did not answer") from exc
         finally:
@@ -229,8 +234,11 @@ class AgentWorker:
         self.retiring = self.retiring or bool(result.get("retire"))
         return _outcome(result, out[0], out[1], collected)
 
-    async def run_tests(self, req: RunRequest, stdins: list[bytes | None]) -> list[RunOutcome]:
-        """The program of ``req`` once for each input, in order, in one exchange with the agent."""
+    async def run_tests(
+        self, req: RunRequest, stdins: list[bytes | None], between: Callable[[], None] = lambda: None
+    ) -> list[RunOutcome]:
+        """The program of ``req`` once for each input, in order, in one exchange with the agent (``between``: as
+        each test but the last ends, the agent says so: :data:`TEST_ENDED`)."""
         blobs: list[bytes] = []
         header = self._header(req, blobs)
         header["collect"] = []
@@ -243,7 +251,7 @@ class AgentWorker:
                 blobs.append(stdin)
         header["stdins"] = indices
         answer_by = len(stdins) * (req.limits["wall_s"] * (1 + WAIT_CREDIT) + GRACE_PER_RUN_S) + _ANSWER_GRACE_S
-        frame, out = await self._ask(header, blobs, answer_by)
+        frame, out = await self._ask(header, blobs, answer_by, between)
         self.runs += len(stdins)
         results = self._answer(read_results, frame, len(stdins), len(out))
         if results["op"] == "error":

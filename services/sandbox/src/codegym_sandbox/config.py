@@ -28,7 +28,12 @@ class Limits(BaseSettings):
     max_run_timeout_s: float = Field(60.0, gt=0, description="Largest wall-clock limit a request may ask for.")
     compile_timeout_s: float = Field(10.0, gt=0, description="Default wall-clock limit of a compile step.")
     max_compile_timeout_s: float = Field(60.0, gt=0, description="Largest compile limit a request may ask for.")
-    memory_mb: int = Field(1024, gt=0, description="Default memory limit (also used for memory_limit_MB=-1).")
+    memory_mb: int = Field(
+        1024,
+        gt=0,
+        description="Default memory limit (also used for memory_limit_MB=-1), less where the memory budget cannot hold "
+        "it beside what the server holds for a run (its outputs and fetched files: an exchange's 128 MiB by default).",
+    )
     max_memory_mb: int = Field(4096, gt=0, description="Largest memory limit a request may ask for.")
     processes: int = Field(256, gt=0, description="Processes and threads one run may have at once.")
     output_bytes: int = Field(
@@ -157,10 +162,12 @@ class Settings(BaseSettings):
         "backends, what each container costs the host beside them (its engine's processes, its agent and box: "
         "worker_cost_mb in /readyz, the pool's own workers' taken off at start): where each worker has a "
         "memory cgroup (local backend, as root) a run is admitted by a 64 MiB share and charged what its worker holds, "
-        "and the youngest runs that grow past their share once the budget is passed are run again; elsewhere a "
+        "and the runs that grow past their share once the budget is passed stand paused (their time stands still) "
+        "until there is room, or for a tenth of their time limit at most; elsewhere a "
         "run is admitted by its memory limit. A run waits in the queue for its share (beyond QUEUE_SIZE waiting "
         "runs: 503, /run_code 504 after "
-        "FUSION_QUEUE_WAIT_S, with Retry-After), and one whose own limit is more than all of it gets 422; "
+        "FUSION_QUEUE_WAIT_S, with Retry-After), and one that asks for a limit more than all of it gets 422 (the "
+        "default limit and a compile's are fitted to it, beside what the server holds for a run); "
         "0 means this machine's memory (the server's cgroup limit where lower) less an eighth, at least 1 GiB, "
         "for the server, the local backend's agents and the system.",
     )

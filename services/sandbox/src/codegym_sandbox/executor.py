@@ -9,11 +9,12 @@ from dataclasses import dataclass, field, replace
 
 from . import languages, pytest_file
 from .agent import program_bytes
-from .agent.protocol import Limits
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key, stdin_digests
 from .config import Settings
 from .metrics import Metrics
+from .step_limits import COMPILE_MEMORY_MB, fitted_mb
+from .step_limits import RunLimits as RunLimits  # the type of its limits, for its callers
 from .verdicts import RunEnd, Verdict, memory_exceeded, run_end
 
 SCRATCH = "/tmp/box"
@@ -21,28 +22,6 @@ SCRATCH = "/tmp/box"
 
 class UnsupportedLanguage(Exception):
     """The language has no runner here, or its toolchain is missing: reported as a SandboxError."""
-
-
-@dataclass(frozen=True)
-class RunLimits:
-    """Limits of one step, after clamping to the server's maxima."""
-
-    wall_s: float
-    memory_mb: int
-
-    def agent_limits(self, settings: Settings, address_space: bool) -> Limits:
-        lim = settings.limits
-        return {
-            "wall_s": self.wall_s,
-            "cpu_s": self.wall_s,
-            "memory_bytes": self.memory_mb << 20,
-            "address_space_bytes": self.memory_mb << 20 if address_space else None,
-            "processes": lim.processes,
-            "file_size_bytes": lim.file_size_bytes,
-            "open_files": lim.open_files,
-            "output_bytes": lim.output_bytes,
-            "collect_bytes": lim.file_size_bytes,
-        }
 
 
 @dataclass
@@ -139,13 +118,15 @@ class Executor:
     def run_limits(self, timeout_s: float | None, memory_mb: int | None) -> RunLimits:
         lim = self.settings.limits
         wall = _clamp(timeout_s, lim.run_timeout_s, lim.max_run_timeout_s)
-        mem = lim.memory_mb if memory_mb is None or memory_mb <= 0 else min(memory_mb, lim.max_memory_mb)
-        return RunLimits(wall, mem)
+        if memory_mb is None or memory_mb <= 0:  # the server's default: fitted to its budget (step_limits.py)
+            return RunLimits(wall, fitted_mb(lim.memory_mb, self.settings, self.backend.memory.total_mb))
+        return RunLimits(wall, min(memory_mb, lim.max_memory_mb))
 
     def compile_limits(self, timeout_s: float | None) -> RunLimits:
         lim = self.settings.limits
         wall = _clamp(timeout_s, lim.compile_timeout_s, lim.max_compile_timeout_s)
-        return RunLimits(wall, max(lim.max_memory_mb, 2048))
+        mem = max(lim.max_memory_mb, COMPILE_MEMORY_MB)
+        return RunLimits(wall, fitted_mb(mem, self.settings, self.backend.memory.total_mb))
 
     # -- languages ----------------------------------------------------------------------------------------
     def language(self, name: str) -> languages.Language:

@@ -199,9 +199,10 @@ class WorkerPool(LentSlots, SessionSlots):
             self._check_queue()
         # An admitted request's runs enter through its window (``admit``); another run alone.
         async with policy.window or contextlib.nullcontext():
-            mb, wait_s = run_limit_mb(request.limits, self.unbudgeted_run_mb), policy.queue_wait_s
             client = policy.client or f"#{next(self._ids)}"  # a run from no one named: a client of its own
-            extra = server_held_mb(request, stdins)
+            extra, wait_s = server_held_mb(request, stdins), policy.queue_wait_s
+            # One whose limits carry no memory bound is charged the largest limit, at most the budget's room for it.
+            mb = run_limit_mb(request.limits, max(min(self.unbudgeted_run_mb, self.memory.total_mb - extra), 1))
             share = RUN_SHARE_MB if self.reads_memory else None
             deadline = None if wait_s is None else time.monotonic() + wait_s
             lease = await self.memory.acquire(mb, wait_s, share, extra)

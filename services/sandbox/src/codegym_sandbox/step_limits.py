@@ -1,0 +1,57 @@
+"""The limits of one step (a compile or a run): clamped to the server's maxima, and where the server chose the
+memory limit itself (its default, a compile's), fitted to its memory budget.
+
+A run whose limit and what the server holds for it pass the whole budget can never start, and is refused (422).
+That is the answer a request that asks for more than the budget should get, but not one that asked for nothing:
+on a small budget (a 2 GiB container's default budget is 1 GiB) the default limit of 1 GiB and a compile's
+limit refused every run of every language. So the limits the server picks are fitted within what the budget
+holds beside what the server holds for a step at most (:func:`held_mb`); what a request asks for is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .agent.protocol import Limits
+from .config import Settings
+
+COMPILE_MEMORY_MB = 2048  # at least, for a compiler (where the server's largest run limit is less)
+FITTED_MIN_MB = 32  # a budget that leaves less than this beside what it holds for a step fits nothing: 422
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits of one step, after clamping to the server's maxima."""
+
+    wall_s: float
+    memory_mb: int
+
+    def agent_limits(self, settings: Settings, address_space: bool) -> Limits:
+        lim = settings.limits
+        return {
+            "wall_s": self.wall_s,
+            "cpu_s": self.wall_s,
+            "memory_bytes": self.memory_mb << 20,
+            "address_space_bytes": self.memory_mb << 20 if address_space else None,
+            "processes": lim.processes,
+            "file_size_bytes": lim.file_size_bytes,
+            "open_files": lim.open_files,
+            "output_bytes": lim.output_bytes,
+            "collect_bytes": lim.file_size_bytes,
+        }
+
+
+def held_mb(settings: Settings) -> int:
+    """What the server holds for one step at most beside its limit, but for its inputs and files (MiB): an
+    exchange's outputs, or one run's output and the files it fetches back (a compile's artifacts), and a MiB for
+    what the kernel holds for its files (``backends/memory.server_held_mb`` charges each exactly)."""
+    lim = settings.limits
+    most = max(settings.exchange_output_bytes, lim.output_bytes + lim.file_size_bytes)
+    return -(-most >> 20) + 1
+
+
+def fitted_mb(mb: int, settings: Settings, budget_mb: int) -> int:
+    """``mb``, a memory limit the server chose, within what a budget of ``budget_mb`` holds beside
+    :func:`held_mb`; unchanged where that leaves less than ``FITTED_MIN_MB`` (the step is refused, saying why)."""
+    room = budget_mb - held_mb(settings)
+    return min(mb, room) if room >= FITTED_MIN_MB else mb

@@ -1,0 +1,38 @@
+"""The memory limits the server chooses itself (its default, a compile's) fit its memory budget; what a request
+asks for does not, and is refused where the budget cannot hold it (``step_limits.py``)."""
+
+from __future__ import annotations
+
+from codegym_sandbox.config import Settings
+from codegym_sandbox.main import create_app
+from codegym_sandbox.step_limits import fitted_mb, held_mb
+from fastapi.testclient import TestClient
+
+
+def test_a_limit_the_server_chose_fits_what_the_budget_holds_beside_what_it_holds_for_a_step() -> None:
+    settings = Settings()
+    held = held_mb(settings)  # an exchange's outputs (128 MiB by default), and a MiB for files
+    assert held == 129
+    assert fitted_mb(1024, settings, 24_000) == 1024
+    assert fitted_mb(1024, settings, 600) == 600 - 129
+    assert fitted_mb(1024, settings, 129 + 31) == 1024  # too little room to fit anything: left to be refused
+
+
+C = '#include <stdio.h>\nint main(void) { puts("hi"); return 0; }\n'
+
+
+def test_on_a_budget_below_the_default_limit_every_language_runs_and_only_an_ask_past_it_is_refused() -> None:
+    """A 600 MiB budget (a small container's): the default limit (1 GiB), a compile's (4 GiB: the largest run
+    limit) and a JVM's or node's charge (the largest limit: no address space bound of their own) each asked for
+    more than it holds, and every run of every language was refused with 422."""
+    with TestClient(create_app(Settings(backend="local", workers=1, memory_budget_mb=600, cache_entries=0))) as client:
+        for language, code in (("python", "print('hi')"), ("c", C), ("nodejs", "console.log('hi')")):
+            answer = client.post("/v1/execute", json={"language": language, "code": code})
+            assert answer.status_code == 200 and answer.json()["verdict"] == "AC", (language, answer.text)
+            assert answer.json()["run"]["stdout"] == "hi\n"
+        # The default is fitted (600 - 129 MiB): a program that needs more is MLE, judged, not refused.
+        grows = {"language": "python", "code": "b = bytearray(520 << 20)\nprint(len(b))"}
+        assert client.post("/v1/execute", json=grows).json()["verdict"] == "MLE"
+        # What a request asks for is its own: past the budget, refused, saying why.
+        asked = client.post("/v1/execute", json={**grows, "limits": {"memory_mb": 1024}})
+        assert asked.status_code == 422 and "memory budget (600 MiB" in asked.json()["detail"], asked.text

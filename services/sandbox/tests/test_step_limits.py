@@ -3,6 +3,9 @@ asks for does not, and is refused where the budget cannot hold it (``step_limits
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
 from codegym_sandbox.step_limits import fitted_mb, held_mb
@@ -36,3 +39,22 @@ def test_on_a_budget_below_the_default_limit_every_language_runs_and_only_an_ask
         # What a request asks for is its own: past the budget, refused, saying why.
         asked = client.post("/v1/execute", json={**grows, "limits": {"memory_mb": 1024}})
         assert asked.status_code == 422 and "memory budget (600 MiB" in asked.json()["detail"], asked.text
+
+
+def test_a_node_run_is_charged_what_its_workers_cgroup_holds_it_to_where_one_does() -> None:
+    """V8 and the JVM start under no address-space limit, so the budget charged their runs the largest limit
+    (4 GiB): five filled the 24 GiB machine's budget. Where the worker's memory cgroup holds a run to its limit,
+    they are admitted by a share as any other run, and charged what they hold."""
+    settings = Settings(backend="local", workers=1, memory_budget_mb=2000, cache_entries=0)
+    with TestClient(create_app(settings)) as client:
+        backend = client.app.state.executor.backend  # type: ignore[attr-defined]
+        code = "setTimeout(() => console.log('hi'), 1500)"
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(client.post, "/v1/execute", json={"language": "nodejs", "code": code})
+            time.sleep(0.8)  # asleep, and read by the memory tick
+            held = client.get("/readyz").json()["memory_held_mb"]
+            assert answer.result(timeout=30).json()["verdict"] == "AC"
+        if backend.reads_memory:
+            assert held < 300, held  # its share (64 MiB), what it holds, and the server's part (9 MiB)
+        else:
+            assert held == 2000, held  # only sampled by its box: the largest limit, at most the budget's room

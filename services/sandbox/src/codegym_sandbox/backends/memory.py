@@ -32,6 +32,7 @@ import asyncio
 import os
 from collections import deque
 
+from ..agent.memory_cgroup import MemoryCgroup
 from ..agent.protocol import Limits
 from ..agent.scratch_cost import files_cost
 from .base import RunRequest, Saturated, TooLarge
@@ -97,10 +98,14 @@ def default_budget_mb() -> int:
     return max(total - max(total // MARGIN_FRACTION, MARGIN_MIN_MB), 256)
 
 
-def run_limit_mb(limits: Limits, unbudgeted_mb: int) -> int:
-    """What a run may hold, as the memory budget counts it: its memory limit (of its ``limits``), in MiB;
-    ``unbudgeted_mb`` for a run whose limits carry no memory bound of their own (a JVM's heap flag)."""
+def run_limit_mb(limits: Limits, unbudgeted_mb: int, held_by_cgroup: bool = False) -> int:
+    """What a run may hold, as the memory budget counts it: its address-space limit (of its ``limits``), in MiB.
+    A run whose runtime has none (a JVM's or node's heap flag only lets it start) is held by its worker's memory
+    cgroup where there is one (``held_by_cgroup``: its memory limit and the supervisors' share, in the kernel:
+    ``agent/memory_cgroup.py``); elsewhere only sampled by its box, it is charged ``unbudgeted_mb``."""
     limit = limits.get("address_space_bytes")
+    if not limit and held_by_cgroup:
+        limit = limits["memory_bytes"] + MemoryCgroup.SUPERVISORS_BYTES
     return -(-int(limit) // (1 << 20)) if limit else unbudgeted_mb
 
 

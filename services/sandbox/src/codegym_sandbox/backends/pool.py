@@ -201,8 +201,9 @@ class WorkerPool(LentSlots, SessionSlots):
         async with policy.window or contextlib.nullcontext():
             client = policy.client or f"#{next(self._ids)}"  # a run from no one named: a client of its own
             extra, wait_s = server_held_mb(request, stdins), policy.queue_wait_s
-            # One whose limits carry no memory bound is charged the largest limit, at most the budget's room for it.
-            mb = run_limit_mb(request.limits, max(min(self.unbudgeted_run_mb, self.memory.total_mb - extra), 1))
+            # Where no cgroup holds one whose limits carry no memory bound: the largest limit, at most the room for it.
+            unbound = max(min(self.unbudgeted_run_mb, self.memory.total_mb - extra), 1)
+            mb = run_limit_mb(request.limits, unbound, held_by_cgroup=self.reads_memory)
             share = RUN_SHARE_MB if self.reads_memory else None
             deadline = None if wait_s is None else time.monotonic() + wait_s
             lease = await self.memory.acquire(mb, wait_s, share, extra)

@@ -51,6 +51,38 @@ def test_runs_share_the_budget_first_come_first_served() -> None:
     asyncio.run(main())
 
 
+def test_runs_waiting_for_memory_are_granted_it_client_by_client() -> None:
+    """One client's backlog waited ahead of every other client's run, which never reached the workers' turns: the
+    budget goes to the waiting client that holds the fewest leases, then the one served longest ago."""
+
+    async def main() -> None:
+        budget = MemoryBudget(300)
+        held = [await budget.acquire(100, client="busy") for _ in range(3)]
+        order: list[str] = []
+
+        async def take(client: str) -> None:
+            await budget.acquire(100, client=client)
+            order.append(client)
+
+        backlog = [asyncio.create_task(take("busy")) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        late = asyncio.create_task(take("other"))  # came after the busy client's three
+        await asyncio.sleep(0.01)
+        budget.release(held[0])
+        await asyncio.sleep(0.01)
+        assert order == ["other"]  # it holds none: its turn before the busy client's backlog
+        budget.release(held[1])
+        budget.release(held[2])
+        await asyncio.sleep(0.01)
+        assert order == ["other", "busy", "busy"] and budget.waiting == 1
+        for lease in budget.leases():
+            budget.release(lease)
+        await asyncio.gather(*backlog, late)
+        assert order == ["other", "busy", "busy", "busy"]
+
+    asyncio.run(main())
+
+
 def test_a_run_that_waits_too_long_or_leaves_gives_its_place_back() -> None:
     async def main() -> None:
         budget = MemoryBudget(1000)

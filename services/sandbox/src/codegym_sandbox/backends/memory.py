@@ -31,11 +31,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
+from typing import NamedTuple
 
 from ..agent.memory_cgroup import MemoryCgroup
 from ..agent.protocol import Limits
 from ..agent.scratch_cost import files_cost
 from .base import RunRequest, Saturated, TooLarge
+from .client_turns import TurnOrder
 
 # The longest a run stands paused for the memory budget, as a share of its time limit: then it goes on within the
 # margin the budget keeps (:attr:`MemoryBudget.overcommit_mb`). A pause is no time its program's clocks stand still
@@ -126,8 +128,9 @@ class Lease:
     of that and what it was last seen to hold (``used_mb``), and always ``extra_mb``: what the server itself
     holds for the run (the outputs its exchange may bring back, its inputs)."""
 
-    def __init__(self, limit_mb: int, reserved_mb: int, order: int, extra_mb: int = 0) -> None:
+    def __init__(self, limit_mb: int, reserved_mb: int, order: int, extra_mb: int = 0, client: str = "") -> None:
         self.limit_mb, self.reserved_mb, self.order, self.extra_mb = limit_mb, reserved_mb, order, extra_mb
+        self.client = client
         self.share_mb = reserved_mb  # what it was admitted by: after a pause, its limit, until its next test
         self.used_mb = 0
         self.paused = False  # its run stands paused: it grows no more, but by a call in flight as it stopped
@@ -146,8 +149,20 @@ class Lease:
         return max(self.reserved_mb, self.used_mb) + self.extra_mb
 
 
+class _Waiting(NamedTuple):
+    need_mb: int  # its share and extra: what it needs now
+    limit_mb: int
+    share_mb: int
+    extra_mb: int
+    client: str
+    granted: asyncio.Future[Lease]
+
+
 class MemoryBudget:
-    """A first-come-first-served share of ``total_mb`` among the runs in flight.
+    """A share of ``total_mb`` among the runs in flight, given to the runs that wait for it client by client, as
+    the workers are (``client_turns.TurnOrder``: the client that holds the fewest leases first, then the one served
+    longest ago; a client's own runs in the order they came). First come, first served, one client's backlog
+    waited ahead of every other client's run, which never reached the workers' turns.
 
     Its sums are kept as leases come, change and go, never summed again: every session holds a lease for its whole
     life, and a server with a thousand idle ones would otherwise add them all up for each run it admits and on
@@ -162,8 +177,8 @@ class MemoryBudget:
         self._held = 0  # what all of them are charged
         self._ceiling = 0  # what they could grow to: their limits and extras
         self._order = 0
-        # (what it needs now: its share and extra, its limit, its share, its extra, granted)
-        self._waiting: deque[tuple[int, int, int, int, asyncio.Future[Lease]]] = deque()
+        self._waiting: deque[_Waiting] = deque()
+        self._turns = TurnOrder()
 
     @property
     def overcommit_mb(self) -> int:
@@ -199,17 +214,17 @@ class MemoryBudget:
             raise TooLarge(mb, self.total_mb, extra_mb)
 
     async def acquire(
-        self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0
+        self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0, client: str = ""
     ) -> Lease:
         """Take a share of the budget for a run of limit ``mb``: ``share_mb`` (at most ``mb``; none for a limit
-        past :attr:`overcommit_mb`), or all of ``mb``, and ``extra_mb`` the server holds for it; waiting behind
-        earlier runs (and runs that stand paused) for it at most ``wait_s`` seconds (:class:`Saturated` past it)."""
+        past :attr:`overcommit_mb`), or all of ``mb``, and ``extra_mb`` the server holds for it; waiting for its
+        ``client``'s turn (and for runs that stand paused) at most ``wait_s`` seconds (:class:`Saturated` past it)."""
         self.check(mb, extra_mb)
         share = mb if share_mb is None or mb > self.overcommit_mb else min(share_mb, mb)
         if not self._waiting and not self._paused and self.held_mb + share + extra_mb <= self.total_mb:
-            return self._grant(mb, share, extra_mb)
+            return self._grant(mb, share, extra_mb, client)
         granted: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
-        entry = (share + extra_mb, mb, share, extra_mb, granted)
+        entry = _Waiting(share + extra_mb, mb, share, extra_mb, client, granted)
         self._waiting.append(entry)
         try:
             return await asyncio.wait_for(asyncio.shield(granted), wait_s)
@@ -219,14 +234,16 @@ class MemoryBudget:
             else:
                 granted.cancel()
                 self._waiting.remove(entry)
-                self._wake()  # a smaller run behind it may fit now
+                self._turns.forget(client, self._waits(client))
+                self._wake()  # another client's run may fit now
             if isinstance(exc, asyncio.TimeoutError):
                 raise Saturated(retry_after_s=1, waited_s=wait_s) from None
             raise
 
-    def _grant(self, mb: int, share: int, extra_mb: int = 0) -> Lease:
+    def _grant(self, mb: int, share: int, extra_mb: int, client: str) -> Lease:
         self._order += 1
-        lease = Lease(mb, share, self._order, extra_mb)
+        lease = Lease(mb, share, self._order, extra_mb, client)
+        self._turns.granted(client)
         self._leases.add(lease)
         self._held += lease.charge_mb
         self._ceiling += lease.limit_mb + lease.extra_mb
@@ -241,6 +258,7 @@ class MemoryBudget:
             self._paused.discard(lease)
             self._held -= lease.charge_mb
             self._ceiling -= lease.limit_mb + lease.extra_mb
+            self._turns.gave_back(lease.client, self._waits(lease.client))
         self._wake()
 
     def update(self, lease: Lease, used_mb: int | None) -> None:
@@ -304,10 +322,19 @@ class MemoryBudget:
         self._held += lease.charge_mb - before
         self._wake()
 
+    def _waits(self, client: str) -> bool:
+        return any(entry.client == client for entry in self._waiting)
+
     def _wake(self) -> None:
-        while not self._paused and self._waiting and self.held_mb + self._waiting[0][0] <= self.total_mb:
-            _, mb, share, extra, granted = self._waiting.popleft()
-            granted.set_result(self._grant(mb, share, extra))
+        """Grant what fits, in turn: the oldest run of the client next in turn, while it fits (a larger run is
+        never passed over for smaller ones, which could keep it waiting for ever)."""
+        while not self._paused and self._waiting:
+            client = self._turns.first({entry.client for entry in self._waiting})
+            entry = next(entry for entry in self._waiting if entry.client == client)
+            if self.held_mb + entry.need_mb > self.total_mb:
+                return
+            self._waiting.remove(entry)
+            entry.granted.set_result(self._grant(entry.limit_mb, entry.share_mb, entry.extra_mb, client))
 
 
 def _age(lease: Lease) -> int:

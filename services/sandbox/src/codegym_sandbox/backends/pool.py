@@ -206,7 +206,7 @@ class WorkerPool(LentSlots, SessionSlots):
             mb = run_limit_mb(request.limits, unbound, held_by_cgroup=self.reads_memory)
             share = RUN_SHARE_MB if self.reads_memory else None
             deadline = None if wait_s is None else time.monotonic() + wait_s
-            lease = await self.memory.acquire(mb, wait_s, share, extra)
+            lease = await self.memory.acquire(mb, wait_s, share, extra, client)
             lease.pause_bound_s = MEMORY_PAUSE_SHARE * request.limits["wall_s"]
             self._memory_watch.wake()
             try:

@@ -79,6 +79,24 @@ def test_runs_waiting_for_memory_are_granted_it_client_by_client() -> None:
             budget.release(lease)
         await asyncio.gather(*backlog, late)
         assert order == ["other", "busy", "busy", "busy"]
+        # What the server takes for itself (sessions' memory, a comparison's) is of no client: however much of it
+        # is held, what it waits for is first, never last behind every client that holds less.
+        for lease in budget.leases():
+            budget.release(lease)
+        sessions = [await budget.acquire(50) for _ in range(4)]
+        busy = await budget.acquire(100, client="busy")
+        order.clear()
+        behind = asyncio.create_task(take("busy"))
+        await asyncio.sleep(0.01)
+        comparison = asyncio.create_task(take(""))
+        await asyncio.sleep(0.01)
+        budget.release(busy)
+        await asyncio.sleep(0.01)
+        assert order == [""], order
+        budget.release(sessions[0])
+        budget.release(sessions[1])
+        await asyncio.gather(behind, comparison)
+        assert order == ["", "busy"]
 
     asyncio.run(main())
 

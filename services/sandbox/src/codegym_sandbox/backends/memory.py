@@ -162,7 +162,9 @@ class MemoryBudget:
     """A share of ``total_mb`` among the runs in flight, given to the runs that wait for it client by client, as
     the workers are (``client_turns.TurnOrder``: the client that holds the fewest leases first, then the one served
     longest ago; a client's own runs in the order they came). First come, first served, one client's backlog
-    waited ahead of every other client's run, which never reached the workers' turns.
+    waited ahead of every other client's run, which never reached the workers' turns. What the server takes for
+    itself (a session's memory, a comparison's, a container's cost) is of no client (``""``): never counted in a
+    turn, it is first of those waiting (a thousand idle sessions would otherwise put a comparison last for ever).
 
     Its sums are kept as leases come, change and go, never summed again: every session holds a lease for its whole
     life, and a server with a thousand idle ones would otherwise add them all up for each run it admits and on
@@ -243,7 +245,8 @@ class MemoryBudget:
     def _grant(self, mb: int, share: int, extra_mb: int, client: str) -> Lease:
         self._order += 1
         lease = Lease(mb, share, self._order, extra_mb, client)
-        self._turns.granted(client)
+        if client:
+            self._turns.granted(client)
         self._leases.add(lease)
         self._held += lease.charge_mb
         self._ceiling += lease.limit_mb + lease.extra_mb
@@ -258,7 +261,8 @@ class MemoryBudget:
             self._paused.discard(lease)
             self._held -= lease.charge_mb
             self._ceiling -= lease.limit_mb + lease.extra_mb
-            self._turns.gave_back(lease.client, self._waits(lease.client))
+            if lease.client:
+                self._turns.gave_back(lease.client, self._waits(lease.client))
         self._wake()
 
     def update(self, lease: Lease, used_mb: int | None) -> None:

@@ -97,6 +97,15 @@ def test_runs_waiting_for_memory_are_granted_it_client_by_client() -> None:
         budget.release(sessions[1])
         await asyncio.gather(behind, comparison)
         assert order == ["", "busy"]
+        # A client whose turn it is takes what fits at once, though another client's larger run waits.
+        for lease in budget.leases():
+            budget.release(lease)
+        await budget.acquire(250, client="busy")
+        larger = asyncio.create_task(budget.acquire(100, client="busy"))  # 350 of 300: it waits
+        await asyncio.sleep(0.01)
+        await asyncio.wait_for(budget.acquire(50, client="new"), 1)  # its turn first (it holds none), and fits
+        larger.cancel()
+        await asyncio.gather(larger, return_exceptions=True)
 
     asyncio.run(main())
 

@@ -228,6 +228,7 @@ class MemoryBudget:
         granted: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
         entry = _Waiting(share + extra_mb, mb, share, extra_mb, client, granted)
         self._waiting.append(entry)
+        self._wake()  # its client's turn may be now, where the run in turn before it did not fit
         try:
             return await asyncio.wait_for(asyncio.shield(granted), wait_s)
         except BaseException as exc:

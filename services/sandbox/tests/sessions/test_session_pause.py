@@ -31,14 +31,14 @@ def test_one_round_that_sees_every_process_stopped_is_not_enough(monkeypatch: py
         state[proc] = True
 
     monkeypatch.setattr(session_pause, "_members", members)
-    monkeypatch.setattr(session_pause, "_stopped", lambda proc: state[proc])
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc, known: state[proc])
     monkeypatch.setattr(session_pause, "_signal", send)
     assert session_pause.stop(1) and state == {"A": True, "C": True}
 
 
 def test_a_process_that_cannot_be_stopped_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session_pause, "_members", lambda root, tree=False: ["A"])
-    monkeypatch.setattr(session_pause, "_stopped", lambda proc: False)
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc, known: False)
     monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
     monkeypatch.setattr(session_pause.time, "sleep", lambda s: None)
     assert not session_pause.stop(1)
@@ -51,9 +51,9 @@ def test_a_process_slow_to_take_its_stop_is_waited_for_a_while(monkeypatch: pyte
     started = time.monotonic()
     monkeypatch.setattr(session_pause, "_members", lambda root, listed=None: ["/proc/fake"])
     monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
-    monkeypatch.setattr(session_pause, "_stopped", lambda proc: time.monotonic() - started > 0.4)
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc, known: time.monotonic() - started > 0.4)
     assert session_pause.stop(1)  # stopped after 0.4 s: some 800 walks
-    monkeypatch.setattr(session_pause, "_stopped", lambda proc: False)
+    monkeypatch.setattr(session_pause, "_stopped", lambda proc, known: False)
     began = time.monotonic()
     assert not session_pause.stop(1) and time.monotonic() - began < 5
 
@@ -85,7 +85,7 @@ def test_a_vfork_parent_waiting_for_its_stopped_child_stands_stopped(tmp_path: P
     try:
         deadline = time.monotonic() + 10
         while not session_pause.descendants(parent.pid) or not all(
-            session_pause._stopped(f"/proc/{child}") for child in session_pause.descendants(parent.pid)
+            session_pause._stopped(f"/proc/{child}", {}) for child in session_pause.descendants(parent.pid)
         ):
             assert time.monotonic() < deadline, "the vfork child never stopped itself"
             time.sleep(0.01)
@@ -100,3 +100,95 @@ def test_a_vfork_parent_waiting_for_its_stopped_child_stands_stopped(tmp_path: P
             os.kill(child, signal.SIGKILL)
         parent.kill()
         parent.communicate()
+
+
+# A leader that waits in vfork for a child that stopped itself, and a thread beside it that computes: the stop sent
+# to the process goes to the leader, which cannot take it, and the group stop never starts (round 55: an idle
+# session computed 6 CPU-s in 6 s; a paused run grew on).
+SPINNER = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static volatile unsigned long spins;
+static void *spin(void *arg) { for (;;) spins++; return arg; }
+int main(void) {
+    pthread_t thread;
+    pthread_create(&thread, 0, spin, 0);
+    if (syscall(SYS_vfork) == 0) {
+        syscall(SYS_kill, syscall(SYS_getpid), SIGSTOP);
+        syscall(SYS_exit, 0);
+    }
+    for (;;) pause();
+}
+"""
+
+# A chain of processes each waiting in vfork for the next, the last stopped: each is held by the one after it.
+CHAIN = r"""
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int depth = atoi(argv[1]);
+    for (int i = 0; i < depth; i++)
+        if (syscall(SYS_vfork) != 0) syscall(SYS_exit, 0);  /* waits here until its child execs or ends */
+    syscall(SYS_kill, syscall(SYS_getpid), SIGSTOP);
+    syscall(SYS_exit, 0);
+}
+"""
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _built(tmp_path: Path, name: str, source: str, *flags: str) -> str:
+    (tmp_path / f"{name}.c").write_text(source)
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / name), str(tmp_path / f"{name}.c"), *flags], check=True)
+    return str(tmp_path / name)
+
+
+def _settled(pid: int, timeout_s: float = 10) -> None:
+    """Until every process under ``pid`` stands stopped (each vfork child stops itself)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        children = session_pause.descendants(pid)
+        if children and all(session_pause._stopped(f"/proc/{child}", {}) for child in children):
+            return
+        assert time.monotonic() < deadline, "the vfork children never stopped themselves"
+        time.sleep(0.01)
+
+
+def test_a_thread_beside_a_leader_waiting_in_vfork_is_stopped_too(tmp_path: Path) -> None:
+    spinner = subprocess.Popen([_built(tmp_path, "spinner", SPINNER, "-pthread")])
+    try:
+        _settled(spinner.pid)
+        assert session_pause.stop(spinner.pid), "a thread that computes beside a leader in vfork was not stopped"
+        before = _cpu_ticks(spinner.pid)
+        time.sleep(0.5)
+        assert _cpu_ticks(spinner.pid) == before, "the process computed while the walk said it stood stopped"
+    finally:
+        for child in session_pause.descendants(spinner.pid):
+            os.kill(child, signal.SIGKILL)
+        spinner.kill()
+        spinner.wait()
+
+
+def test_a_deep_chain_of_vforks_is_read_once_a_round_and_held(tmp_path: Path) -> None:
+    """Read as a recursion, one wait a frame, a chain of 250 passed Python's stack: the agent answered SE."""
+    chain = subprocess.Popen([_built(tmp_path, "chain", CHAIN), "400"])
+    try:
+        _settled(chain.pid, timeout_s=30)
+        assert len(session_pause.descendants(chain.pid)) == 400
+        began = time.monotonic()
+        assert session_pause.stop(chain.pid)
+        assert time.monotonic() - began < 2.0  # a round reads each process once: not each chain below each
+    finally:
+        for child in session_pause.descendants(chain.pid):
+            os.kill(child, signal.SIGKILL)
+        chain.kill()
+        chain.wait()

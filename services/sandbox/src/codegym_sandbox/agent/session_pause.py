@@ -17,63 +17,19 @@ import signal
 import time
 from collections.abc import Callable
 
-from . import vfork_wait
+from . import stopped_threads
+from .stopped_threads import descendants as descendants  # the processes under a box, for its callers
 
 _ROUNDS = 200  # walks of the tree at least: a session's processes are bounded (SESSIONS__PROCESSES)
 # And for this long at least: on a loaded machine a process may not run to take its stop within 200 walks (a
 # tenth of a second), and a session whose processes were not seen stopped ends at its next cell.
 _STOP_S = 1.0
+# Past this many rounds a process still running has each of its running threads sent a stop of its own: the
+# stop sent to a process goes to one thread, which may not take it (``stopped_threads.py``).
+_THREAD_ROUNDS = 2
 # Why a session ends at its next cell where :func:`stop` returned False: the one process that waits through any
 # stop is a vfork's parent, blocked in the kernel until its child execs or ends.
 UNSTOPPED = "its processes could not all be stopped after its last cell (one waited in the kernel: a vfork's parent)"
-
-
-def descendants(root: int) -> set[int]:
-    """Every process under ``root`` (not ``root`` itself), by the kernel's lists of children."""
-    found: set[int] = set()
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    children = [int(child) for child in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            for child in children:
-                if child not in found:
-                    found.add(child)
-                    stack.append(child)
-    return found
-
-
-def _state(path: str) -> str:
-    try:
-        with open(f"{path}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return "X"  # gone
-
-
-def _stopped(proc: str) -> bool:
-    """Whether every thread of the process at ``proc`` (its ``/proc`` directory) is stopped (or gone). Its
-    leader's state is not the process's: a leader that exited alone reads ``Z`` while its other threads run on."""
-    try:
-        tasks = os.listdir(f"{proc}/task")
-    except OSError:
-        return True  # gone
-    return all(_state(f"{proc}/task/{task}") in ("T", "t", "Z", "X") or _waits(f"{proc}/task/{task}") for task in tasks)
-
-
-def _waits(task: str) -> bool:
-    """Whether the thread at ``task`` waits in ``vfork`` for a child that stands stopped: it cannot take a stop, and
-    runs nothing until its child is continued (``vfork_wait.py``); the stop holds it as well as its own would."""
-    child = vfork_wait.vfork_child(task)
-    return child is not None and _stopped(child)
 
 
 Listed = Callable[[], set[int]]
@@ -111,6 +67,30 @@ def _signal(proc: str, sig: int) -> None:
         os.close(fd)
 
 
+def _stopped(proc: str, known: dict[str, bool]) -> bool:
+    return stopped_threads.stopped(proc, known)
+
+
+def _stop_threads(root: int, running: list[str]) -> None:
+    """A stop to each running thread of the processes at ``running`` (``/proc`` directories: the box's own, whose
+    pids are of its namespace, or the agent's)."""
+    inner = f"/proc/{root}/root/proc/"
+    try:
+        ns = os.readlink(f"/proc/{root}/ns/pid")
+    except OSError:
+        return  # the box is gone
+    hosts = stopped_threads.host_pids(root) if any(proc.startswith(inner) for proc in running) else {}
+    for proc in running:
+        name = proc.rsplit("/", 1)[1]
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if not proc.startswith(inner):
+            stopped_threads.stop_threads(pid)
+        elif pid in hosts:
+            stopped_threads.stop_threads(hosts[pid], ns)
+
+
 def stop(root: int, listed: Listed | None = None) -> bool:
     """Stop every process of the session, and ``root`` (the box: it watches the session's memory, which
     stopped processes do not change, and sampling it for every idle session would cost the CPUs that idle
@@ -125,7 +105,8 @@ def stop(root: int, listed: Listed | None = None) -> bool:
     while rounds < _ROUNDS or time.monotonic() < deadline:
         rounds += 1
         members = sorted(_members(root, listed))
-        running = [proc for proc in members if not _stopped(proc)]
+        known: dict[str, bool] = {}  # each process read once a round, a chain of vforks too
+        running = [proc for proc in members if not _stopped(proc, known)]
         if not running:
             calm = calm + 1 if members == seen else 1
             if calm >= 2:
@@ -134,6 +115,8 @@ def stop(root: int, listed: Listed | None = None) -> bool:
             calm = 0
             for proc in running:
                 _signal(proc, signal.SIGSTOP)
+            if rounds > _THREAD_ROUNDS:
+                _stop_threads(root, running)
             # The stop is delivered as each process next runs; past the quick rounds, one that has not run yet is
             # waited for with the CPUs left to it (a process that never stops cost the agent a fifth of a second).
             time.sleep(0.0005 if rounds < _ROUNDS else 0.01)

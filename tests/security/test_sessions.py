@@ -255,6 +255,42 @@ def test_a_process_waiting_in_a_vfork_is_held_with_its_child(server: TestClient,
     _still_fine(server, bystander)
 
 
+# A process whose leader waits in a vfork (its child blocks before its exec, then stands stopped) and whose other
+# thread computes: a stop sent to the process goes to the leader, which cannot take it, and the group stop never
+# started: the thread computed between cells (round 55: 6 CPU-s in 6 s idle). Each running thread now gets a stop.
+_COMPUTES_BESIDE_A_VFORK = """
+import os, subprocess, sys, time
+FIFO = os.path.join(os.getcwd(), "fifo2")
+os.mkfifo(FIFO)
+child = (
+    "import os, threading\\n"
+    "def spin():\\n    while True:\\n        pass\\n"
+    "threading.Thread(target=spin, daemon=True).start()\\n"
+    "os.posix_spawn('/bin/true', ['true'], {}, file_actions=[(os.POSIX_SPAWN_OPEN, 5, %r, 0, 0)])" % FIFO
+)
+spinner = subprocess.Popen([sys.executable, "-c", child])
+time.sleep(0.5)
+def ticks():
+    with open(f"/proc/{spinner.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+"""
+
+
+def test_a_thread_beside_a_process_waiting_in_a_vfork_computes_nothing_between_cells(
+    server: TestClient, bystander: str
+) -> None:
+    sid = _new(server)
+    assert _cell(server, sid, _COMPUTES_BESIDE_A_VFORK)["alive"]
+    assert _cell(server, sid, "before = ticks()\nspinner.poll() is None")["display"] == "True"
+    time.sleep(1.5)  # idle: held stopped
+    out = _cell(server, sid, "ticks() - before")
+    assert out["status"] == "finished" and out["alive"], out  # held: not ended at this cell as unstoppable
+    assert int(out["display"]) < 50, out  # clock ticks (1/100 s): the cells' own time, not 1.5 s idle
+    server.delete(f"/v1/sessions/{sid}")
+    _still_fine(server, bystander)
+
+
 def test_a_session_sees_no_other_session_in_proc(server: TestClient, bystander: str) -> None:
     sid = _new(server)
     code = (

@@ -101,17 +101,31 @@ def stop_threads(host: int, ns: str | None = None) -> None:
 
 
 def host_pids(root: int) -> dict[int, int]:
-    """The pid in the agent's namespace of each process under ``root`` (a box: the init of its own pid namespace),
-    by its pid in the box's namespace (its ``NSpid`` one level in from the box's own)."""
+    """The pid in the agent's namespace of each process of the pid namespace ``root`` is in (under its init: a
+    session's kernel, or a box), by its pid in that namespace (its ``NSpid`` at ``root``'s depth). All of them: an
+    orphan comes back to the init, not to ``root``."""
     depth = len(_ns_pids(root))
     if depth < 2:
         return {}
+    init = root
+    while _ns_pids(init)[depth - 1 : depth] != [1]:  # climb to the namespace's init
+        init = _parent(init)
+        if init <= 0 or len(_ns_pids(init)) != depth:
+            return {}
     out: dict[int, int] = {}
-    for pid in descendants(root):
+    for pid in (init, *descendants(init)):
         ids = _ns_pids(pid)
         if len(ids) >= depth:
             out[ids[depth - 1]] = pid
     return out
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _ns_pids(pid: int) -> list[int]:

@@ -32,16 +32,21 @@ def server() -> Iterator[TestClient]:
         yield client
 
 
-def _paused_for(server: TestClient, seconds: float, after_s: float, body: dict[str, Any], path: str) -> Any:
-    """``body`` posted to ``path``; its worker paused ``after_s`` into its run, for ``seconds``."""
+def _paused_for(
+    server: TestClient, seconds: float, after_s: float, body: dict[str, Any], path: str, compiled: bool = False
+) -> Any:
+    """``body`` posted to ``path``; its worker paused ``after_s`` into its run (after its compile where
+    ``compiled``), for ``seconds``."""
     backend = server.app.state.executor.backend  # type: ignore[attr-defined]
     answer: list[Any] = []
     thread = threading.Thread(target=lambda: answer.append(server.post(path, json=body).json()))
     thread.start()
-    deadline = time.monotonic() + 10
-    while not backend._leases:  # the run has its worker
+    deadline = time.monotonic() + 30
+    seen: list[object] = []
+    while len(seen) < 1 + compiled:  # the run has its worker (the compile had one before it)
         assert time.monotonic() < deadline, "the run never took a worker"
-        time.sleep(0.005)
+        seen += [lease for lease in list(backend._leases) if lease not in seen]
+        time.sleep(0.001)
     (worker,) = backend._leases.values()
     time.sleep(after_s)
     server.portal.call(worker.pause, True)  # type: ignore[union-attr]
@@ -76,3 +81,40 @@ def test_a_pause_holds_across_the_tests_of_one_exchange(server: TestClient) -> N
         assert [t["verdict"] for t in answer["results"][0]["tests"]] == ["AC"] * 3, answer
         # A sleep's time runs on while its process stands stopped: at most one test's sleep passes within the pause.
         assert time.monotonic() - sent > 2.5 + 1.0 - 0.2, "the exchange was never paused"
+
+
+# A thread that computes beside a leader waiting in vfork for a child that sleeps: the pause's stop, sent to the
+# process, goes to the leader, which cannot take it, and the thread computed (and grew) through the pause, credited
+# (round 55). Each running thread now gets a stop of its own.
+BESIDE_A_VFORK = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static volatile unsigned long spins;
+static void *spin(void *arg) { for (;;) spins++; return arg; }
+int main(void) {
+    pthread_t thread;
+    pthread_create(&thread, 0, spin, 0);
+    if (syscall(SYS_vfork) == 0) {
+        struct timespec nap = {1, 500000000};
+        syscall(SYS_nanosleep, &nap, 0);
+        syscall(SYS_exit, 0);
+    }
+    struct rusage used;
+    getrusage(RUSAGE_SELF, &used);
+    printf("%.2f\n", used.ru_utime.tv_sec + used.ru_utime.tv_usec / 1e6);
+    return 0;
+}
+"""
+
+
+def test_a_thread_beside_a_leader_waiting_in_vfork_stands_still_while_paused(server: TestClient) -> None:
+    body = {"language": "c", "code": BESIDE_A_VFORK, "limits": {"timeout_s": 4}}
+    result = _paused_for(server, 2.0, 0.6, body, "/v1/execute", compiled=True)
+    assert result["verdict"] == "AC", result
+    # Unpaused, the thread computes for the child's 1.5 s; through the pause it computed 3.5 s.
+    assert float(result["run"]["stdout"]) < 2.2, result

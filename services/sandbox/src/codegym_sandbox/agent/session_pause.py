@@ -75,19 +75,22 @@ def _stop_threads(root: int, running: list[str]) -> None:
     """A stop to each running thread of the processes at ``running`` (``/proc`` directories: the box's own, whose
     pids are of its namespace, or the agent's)."""
     inner = f"/proc/{root}/root/proc/"
-    try:
-        ns = os.readlink(f"/proc/{root}/ns/pid")
-    except OSError:
-        return  # the box is gone
-    hosts = stopped_threads.host_pids(root) if any(proc.startswith(inner) for proc in running) else {}
+    ns, hosts = "", dict[int, int]()  # the box's pid namespace and its pids' in the agent's: read where needed
     for proc in running:
         name = proc.rsplit("/", 1)[1]
         if not name.isdigit():
             continue
         pid = int(name)
         if not proc.startswith(inner):
-            stopped_threads.stop_threads(pid)
-        elif pid in hosts:
+            stopped_threads.stop_threads(pid)  # one of the agent's own pids (a box it may not read: a run's)
+            continue
+        if not ns:
+            try:
+                ns = os.readlink(f"/proc/{root}/ns/pid")
+            except OSError:
+                return  # the box is gone
+            hosts = stopped_threads.host_pids(root)
+        if pid in hosts:
             stopped_threads.stop_threads(hosts[pid], ns)
 
 

@@ -77,7 +77,7 @@ def _stop_threads(root: int, running: list[str]) -> None:
     inner = f"/proc/{root}/root/proc/"
     ns, hosts = "", dict[int, int]()  # the box's pid namespace and its pids' in the agent's: read where needed
     for proc in running:
-        name = proc.rsplit("/", 1)[1]
+        name = os.path.basename(proc)
         if not name.isdigit():
             continue
         pid = int(name)

@@ -179,7 +179,10 @@ class MemoryBudget:
         self._held = 0  # what all of them are charged
         self._ceiling = 0  # what they could grow to: their limits and extras
         self._order = 0
-        self._waiting: deque[_Waiting] = deque()
+        # The runs that wait, by client, each client's in the order they came: a release looks at the clients, never
+        # at every run that waits (a client's window may hold hundreds).
+        self._waiting: dict[str, deque[_Waiting]] = {}
+        self._count = 0
         self._turns = TurnOrder()
 
     @property
@@ -190,7 +193,7 @@ class MemoryBudget:
 
     @property
     def waiting(self) -> int:
-        return len(self._waiting)
+        return self._count
 
     @property
     def paused(self) -> int:
@@ -227,7 +230,8 @@ class MemoryBudget:
             return self._grant(mb, share, extra_mb, client)
         granted: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
         entry = _Waiting(share + extra_mb, mb, share, extra_mb, client, granted)
-        self._waiting.append(entry)
+        self._waiting.setdefault(client, deque()).append(entry)
+        self._count += 1
         self._wake()  # its client's turn may be now, where the run in turn before it did not fit
         try:
             return await asyncio.wait_for(asyncio.shield(granted), wait_s)
@@ -236,7 +240,7 @@ class MemoryBudget:
                 self.release(granted.result())  # granted as it was cancelled or timed out: give it back
             else:
                 granted.cancel()
-                self._waiting.remove(entry)
+                self._take(entry)
                 self._turns.forget(client, self._waits(client))
                 self._wake()  # another client's run may fit now
             if isinstance(exc, asyncio.TimeoutError):
@@ -328,17 +332,24 @@ class MemoryBudget:
         self._wake()
 
     def _waits(self, client: str) -> bool:
-        return any(entry.client == client for entry in self._waiting)
+        return client in self._waiting
+
+    def _take(self, entry: _Waiting) -> None:
+        queue = self._waiting[entry.client]
+        queue.remove(entry)
+        if not queue:
+            del self._waiting[entry.client]
+        self._count -= 1
 
     def _wake(self) -> None:
         """Grant what fits, in turn: the oldest run of the client next in turn, while it fits (a larger run is
         never passed over for smaller ones, which could keep it waiting for ever)."""
         while not self._paused and self._waiting:
-            client = self._turns.first({entry.client for entry in self._waiting})
-            entry = next(entry for entry in self._waiting if entry.client == client)
+            client = self._turns.first(self._waiting)
+            entry = self._waiting[client][0]
             if self.held_mb + entry.need_mb > self.total_mb:
                 return
-            self._waiting.remove(entry)
+            self._take(entry)
             entry.granted.set_result(self._grant(entry.limit_mb, entry.share_mb, entry.extra_mb, client))
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
-from codegym_sandbox.step_limits import fitted_mb, held_mb
+from codegym_sandbox.step_limits import BEYOND_LIMIT_MB, fitted_mb, held_mb
 from fastapi.testclient import TestClient
 
 
@@ -16,9 +16,10 @@ def test_a_limit_the_server_chose_fits_what_the_budget_holds_beside_what_it_hold
     settings = Settings()
     held = held_mb(settings)  # an exchange's outputs (128 MiB by default), and a MiB for files
     assert held == 129
+    assert BEYOND_LIMIT_MB == 64  # a node, JVM or compiler step is charged the supervisors' share too
     assert fitted_mb(1024, settings, 24_000) == 1024
-    assert fitted_mb(1024, settings, 600) == 600 - 129
-    assert fitted_mb(1024, settings, 129 + 31) == 1024  # too little room to fit anything: left to be refused
+    assert fitted_mb(1024, settings, 600) == 600 - 129 - 64
+    assert fitted_mb(1024, settings, 129 + 64 + 31) == 1024  # too little room to fit anything: left to be refused
 
 
 C = '#include <stdio.h>\nint main(void) { puts("hi"); return 0; }\n'
@@ -33,8 +34,8 @@ def test_on_a_budget_below_the_default_limit_every_language_runs_and_only_an_ask
             answer = client.post("/v1/execute", json={"language": language, "code": code})
             assert answer.status_code == 200 and answer.json()["verdict"] == "AC", (language, answer.text)
             assert answer.json()["run"]["stdout"] == "hi\n"
-        # The default is fitted (600 - 129 MiB): a program that needs more is MLE, judged, not refused.
-        grows = {"language": "python", "code": "b = bytearray(520 << 20)\nprint(len(b))"}
+        # The default is fitted (600 - 129 - 64 MiB): a program that needs more is MLE, judged, not refused.
+        grows = {"language": "python", "code": "b = bytearray(420 << 20)\nprint(len(b))"}
         assert client.post("/v1/execute", json=grows).json()["verdict"] == "MLE"
         # What a request asks for is its own: past the budget, refused, saying why.
         asked = client.post("/v1/execute", json={**grows, "limits": {"memory_mb": 1024}})
@@ -58,3 +59,30 @@ def test_a_node_run_is_charged_what_its_workers_cgroup_holds_it_to_where_one_doe
             assert held < 300, held  # its share (64 MiB), what it holds, and the server's part (9 MiB)
         else:
             assert held == 2000, held  # only sampled by its box: the largest limit, at most the budget's room
+
+
+def test_on_a_small_budget_compiled_jvm_runs_and_exchanges_of_many_tests_with_inputs_are_judged_not_refused() -> None:
+    """Round 56: a compiler, a JVM and node have no address-space limit, and the budget charges them the
+    supervisors' share beyond their limit (where the worker's memory cgroup holds them): fitted to the budget
+    without it, every Java, Kotlin and TypeScript program was refused with 422, and a node program of more than 8
+    tests. And an exchange was cut by its tests' outputs alone: 32 tests of 100 KB of input each held more than
+    the default limit was fitted beside, and the whole request was refused."""
+    settings = Settings(backend="local", workers=1, memory_budget_mb=600, cache_entries=0)
+    with TestClient(create_app(settings)) as client:
+        executor = client.app.state.executor  # type: ignore[attr-defined]
+        java = "public class Main { public static void main(String[] a) { System.out.println(42); } }"
+        for language, code in (("java", java), ("typescript", "console.log(42);")):
+            if executor.missing_tools(executor.language(language)):
+                continue  # its toolchain is not installed here: nothing of it runs
+            answer = client.post("/v1/execute", json={"language": language, "code": code})
+            assert answer.status_code == 200 and answer.json()["verdict"] == "AC", (language, answer.text)
+        tests = [{"stdin": "", "expected_stdout": "hi\n"}] * 18
+        node = {"language": "nodejs", "programs": ["console.log('hi')"], "tests": tests}
+        answer = client.post("/v1/evaluate", json=node)
+        assert answer.status_code == 200, answer.text
+        assert [t["verdict"] for t in answer.json()["results"][0]["tests"]] == ["AC"] * 18
+        echo = "import sys\nprint(len(sys.stdin.read()))"
+        tests = [{"stdin": "x" * 100_000, "expected_stdout": "100000\n"}] * 32
+        answer = client.post("/v1/evaluate", json={"language": "python", "programs": [echo], "tests": tests})
+        assert answer.status_code == 200, answer.text
+        assert [t["verdict"] for t in answer.json()["results"][0]["tests"]] == ["AC"] * 32

@@ -5,13 +5,16 @@ A run whose limit and what the server holds for it pass the whole budget can nev
 That is the answer a request that asks for more than the budget should get, but not one that asked for nothing:
 on a small budget (a 2 GiB container's default budget is 1 GiB) the default limit of 1 GiB and a compile's
 limit refused every run of every language. So the limits the server picks are fitted within what the budget
-holds beside what the server holds for a step at most (:func:`held_mb`); what a request asks for is not.
+holds beside what the server holds for a step at most (:func:`held_mb`) and what the budget charges a step
+beyond its limit at most (a node, JVM or compiler step, which no address-space limit bounds, is charged the
+supervisors' share too: ``backends/memory.run_limit_mb``); what a request asks for is not.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .agent.memory_cgroup import MemoryCgroup
 from .agent.protocol import Limits
 from .config import Settings
 
@@ -42,16 +45,25 @@ class RunLimits:
 
 
 def held_mb(settings: Settings) -> int:
-    """What the server holds for one step at most beside its limit, but for its inputs and files (MiB): an
-    exchange's outputs, or one run's output and the files it fetches back (a compile's artifacts), and a MiB for
-    what the kernel holds for its files (``backends/memory.server_held_mb`` charges each exactly)."""
+    """What the server holds for one step at most beside its limit (MiB): an exchange's outputs, inputs and
+    files (the schedule cuts a program's tests into exchanges that hold no more than ``EXCHANGE_OUTPUT_BYTES``:
+    ``judging/schedule.exchanges``), or one run's output and the files it fetches back (a compile's artifacts),
+    and a MiB for what the kernel holds for its files (``backends/memory.server_held_mb`` charges each exactly).
+    A single run's own inputs and files come on top: a request whose one test or program holds more than the
+    room this leaves is refused, saying so."""
     lim = settings.limits
     most = max(settings.exchange_output_bytes, lim.output_bytes + lim.file_size_bytes)
     return -(-most >> 20) + 1
 
 
+# What the budget charges a step beyond its limit at most: the supervisors' share, where no address-space limit
+# bounds the step and its worker's memory cgroup holds it (``backends/memory.run_limit_mb``).
+BEYOND_LIMIT_MB = MemoryCgroup.SUPERVISORS_BYTES >> 20
+
+
 def fitted_mb(mb: int, settings: Settings, budget_mb: int) -> int:
     """``mb``, a memory limit the server chose, within what a budget of ``budget_mb`` holds beside
-    :func:`held_mb`; unchanged where that leaves less than ``FITTED_MIN_MB`` (the step is refused, saying why)."""
-    room = budget_mb - held_mb(settings)
+    :func:`held_mb` and :data:`BEYOND_LIMIT_MB`; unchanged where that leaves less than ``FITTED_MIN_MB`` (the
+    step is refused, saying why)."""
+    room = budget_mb - held_mb(settings) - BEYOND_LIMIT_MB
     return min(mb, room) if room >= FITTED_MIN_MB else mb

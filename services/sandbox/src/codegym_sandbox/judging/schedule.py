@@ -2,22 +2,28 @@
 order, and when a program is not run against its next tests (early stop).
 
 Stdin tests of a program go to a worker together, in parts when there are fewer programs than workers;
-with early stop, in parts of 1, 2, 4, ... tests in order. A part goes in exchanges of at most
-:func:`per_exchange` tests, each judged as it comes back: what a program prints is held for one exchange, never
-for a request (every test's output may be ``LIMITS__OUTPUT_BYTES``), and each test's stdin is encoded once for
-all the programs of a request. A large comparison of outputs is made off the event loop, in a place of the
-client's window and in its turn, charged to the memory budget while it waits (see ``off_loop``). Assert and
-call tests of every request go round by round (see :func:`_judge_asserts`). Where a program stops never
-depends on timing: its verdict and its tests' are the judge's (``judge.py``), from its runs in the tests' order.
+with early stop, in parts of 1, 2, 4, ... tests in order. A part goes in exchanges (:func:`exchanges`) each
+judged as it comes back: what a program prints is held for one exchange, never for a request (every test's
+output may be ``LIMITS__OUTPUT_BYTES``), what the server holds for an exchange (its outputs, inputs and files)
+stays within what the default memory limit was fitted beside (``step_limits.held_mb``), and each test's stdin
+is encoded once for all the programs of a request. A large comparison of outputs is made off the event loop,
+in a place of the client's window and in its turn, charged to the memory budget while it waits (see
+``off_loop``). Assert and call tests of every request go round by round (see :func:`_judge_asserts`). Where a
+program stops never depends on timing: its verdict and its tests' are the judge's (``judge.py``), from its runs
+in the tests' order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from .. import languages
+from ..agent.scratch_cost import files_cost
 from ..backends.base import RunPolicy
 from ..cache import stdin_digests
 from ..executor import Executor, RunLimits, UnsupportedLanguage
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
+from ..step_limits import held_mb
 from ..verdicts import RunEnd, Verdict
 from . import harness, judge
 from .fan_out import all_of
@@ -67,6 +73,28 @@ def per_exchange(executor: Executor) -> int:
     return max(1, executor.settings.exchange_output_bytes // executor.settings.limits.output_bytes)
 
 
+def exchanges(
+    executor: Executor, stdins: Sequence[bytes | None], tests: range, files: Mapping[str, tuple[bytes, int]]
+) -> list[range]:
+    """``tests`` (places in ``stdins``) cut in order into exchanges of at most :func:`per_exchange` tests, a test
+    at least each, whose outputs (each test's at most its limit), inputs and ``files`` (the program's, held once
+    an exchange) stay within what the default memory limit was fitted beside (``step_limits.held_mb``). Cut by
+    outputs alone, 16 tests of 100 KB of input each were held past it, and every program of the request was
+    refused."""
+    room = (held_mb(executor.settings) << 20) - files_cost({name: data for name, (data, _) in files.items()})
+    each, most = executor.settings.limits.output_bytes, per_exchange(executor)
+    parts, start, held = [], tests.start, 0
+    for i in tests:
+        cost = each + len(stdins[i] or b"")
+        if i > start and (held + cost > room or i - start == most):
+            parts.append(range(start, i))
+            start, held = i, 0
+        held += cost
+    if start < tests.stop:
+        parts.append(range(start, tests.stop))
+    return parts
+
+
 def _python_asserts(executor: Executor, req: EvaluateRequest) -> languages.Language | None:
     """The language, when every test is an assert or call test and it runs them (see :func:`_judge_asserts`)."""
     try:
@@ -105,7 +133,11 @@ async def _judge_asserts(
         # slow program leaves the others less idle at the end (a test series goes on from part to part); and
         # no larger than one exchange may be (see :func:`per_exchange`).
         size = min(-(-len(runs) // max(1, min(workers * 4, len(runs)))), per_exchange(executor))
-        parts = [range(k, min(k + size, len(runs))) for k in range(0, len(runs), size)]
+        parts = [
+            part
+            for k in range(0, len(runs), size)
+            for part in exchanges(executor, stdins, range(k, min(k + size, len(runs))), sources)
+        ]
 
         async def part(indices: range) -> list[TestOut]:
             """One exchange, judged as it comes back: its outputs are let go before the round ends."""
@@ -163,11 +195,9 @@ async def _judge(
         return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy, comparisons)
 
     async def batch(tests: range) -> list[TestOut]:
-        """The tests, in exchanges of at most :func:`per_exchange` one after another, each judged as it
-        comes back."""
+        """The tests, in exchanges (:func:`exchanges`) one after another, each judged as it comes back."""
         outs: list[TestOut] = []
-        for k in range(tests.start, tests.stop, per_exchange(executor)):
-            part = range(k, min(k + per_exchange(executor), tests.stop))
+        for part in exchanges(executor, stdins, tests, sources):
             own = [digests[i] for i in part] if digests else None
             steps = await executor.run_tests(lang, sources, [stdins[i] for i in part], limits, policy, digests=own)
             outs += [await judge.test_out(req, req.tests[i], s, comparisons) for i, s in zip(part, steps, strict=True)]

@@ -275,3 +275,71 @@ def test_a_cancelled_comparison_keeps_its_place_until_its_process_is_done(
 
     assert asyncio.run(scenario()) == (1, False)
     assert one_process == ["a", "b"]
+
+
+def test_a_clients_oldest_work_goes_first_among_its_own() -> None:
+    """A client's comparisons wait at the pool a slice at a time: its oldest one's next slice goes before a younger
+    one's, whichever waited first (in the order they came, every comparison of a backlog went on a slice each in
+    turn, ended with the last, and held its share of the memory budget all that while: round 56)."""
+
+    async def scenario() -> list[int]:
+        turns, order = Turns(1), []
+
+        async def one(rank: int) -> None:
+            await turns.take("A", 1, rank)
+            order.append(rank)
+            await asyncio.sleep(0)
+            turns.give("A")
+
+        await turns.take("A")
+        tasks = []
+        for rank in (5, 1, 3):
+            tasks.append(asyncio.create_task(one(rank)))
+            await _settle()
+        turns.give("A")
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(scenario()) == [1, 3, 5]
+
+
+def test_a_comparisons_share_of_the_budget_waits_in_its_clients_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 56: a comparison's share was the server's own, first of all that wait for the budget, so one client's
+    outputs waiting for comparison took every share that came back, and another client's run waited minutes. Now
+    a share that comes back goes to the client that holds the fewest."""
+    ended: dict[int, asyncio.Event] = {}
+
+    async def slow(client: str, actual: str, *args: Any) -> bool:
+        await ended.setdefault(len(actual), asyncio.Event()).wait()
+        return True
+
+    monkeypatch.setattr(off_loop, "_in_pool", slow)
+
+    async def scenario() -> list[str]:
+        memory, granted = MemoryBudget(3), []
+        comparisons = off_loop.Comparisons(memory, RunPolicy(admitted=True, client="192.0.2.1"))
+        expected = "1.0 " * 4096
+        # Five outputs of A's, a MiB each: three hold the budget, two wait for it.
+        matches = [
+            asyncio.create_task(comparisons.outputs_match("1 " * 4096 + " " * i, expected, Comparison.FLOAT, 0, 0))
+            for i in range(5)
+        ]
+        await _settle()
+        assert memory.held_mb == 3 and memory.waiting == 2
+
+        async def run() -> None:
+            lease = await memory.acquire(1, client="192.0.2.2")
+            granted.append("B")
+            memory.release(lease)
+
+        b = asyncio.create_task(run())
+        await _settle()
+        ended.setdefault(8192, asyncio.Event()).set()  # A's first comparison ends: its share is B's turn
+        await _settle()
+        granted.append(f"A waiting: {memory.waiting}")
+        for i in range(1, 5):
+            ended.setdefault(8192 + i, asyncio.Event()).set()
+        await asyncio.gather(b, *matches)
+        return granted
+
+    assert asyncio.run(scenario()) == ["B", "A waiting: 1"]

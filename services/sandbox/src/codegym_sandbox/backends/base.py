@@ -135,9 +135,10 @@ class MemoryShare(Protocol):
     total_mb: int
 
     async def acquire(
-        self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0
+        self, mb: int, wait_s: float | None = None, share_mb: int | None = None, extra_mb: int = 0, client: str = ""
     ) -> Any:
-        """A share of ``mb``, once the runs and shares before it leave room (see ``memory.MemoryBudget``)."""
+        """A share of ``mb``, once the runs and shares before it leave room, in ``client``'s turn (see
+        ``memory.MemoryBudget``)."""
         ...
 
     def release(self, lease: Any) -> None:

@@ -162,9 +162,10 @@ class MemoryBudget:
     """A share of ``total_mb`` among the runs in flight, given to the runs that wait for it client by client, as
     the workers are (``client_turns.TurnOrder``: the client that holds the fewest leases first, then the one served
     longest ago; a client's own runs in the order they came). First come, first served, one client's backlog
-    waited ahead of every other client's run, which never reached the workers' turns. What the server takes for
-    itself (a session's memory, a comparison's, a container's cost) is of no client (``""``): never counted in a
-    turn, it is first of those waiting (a thousand idle sessions would otherwise put a comparison last for ever).
+    waited ahead of every other client's run, which never reached the workers' turns. A comparison's share is its
+    client's too (``judging/off_loop.py``): taken as the server's, one client's outputs waiting for comparison held
+    every other client out (round 56). What the server takes for itself (a session's memory, a container's cost)
+    is of no client (``""``): never counted in a turn, it is first of those waiting.
 
     Its sums are kept as leases come, change and go, never summed again: every session holds a lease for its whole
     life, and a server with a thousand idle ones would otherwise add them all up for each run it admits and on

@@ -18,9 +18,10 @@ other client's comparison, whatever its turn). And a comparison takes a place of
 its client's run window (``WorkerPool.admit``), as its run did, for as long as it waits and is made: a
 program's coroutine waiting for its comparison held no place, so one request had an output waiting for every
 program whose run had ended. An output waiting for its comparison is no longer its run's, whose share of the
-memory budget ended with it: it takes a share of its own (:meth:`Comparisons.outputs_match`), inside that place,
-so that what a client's outputs hold of the budget is bounded with its runs, not queued ahead of the next
-clients' runs.
+memory budget ended with it: it takes a share of its own (:meth:`Comparisons.outputs_match`), inside that place
+and in its client's turn at the budget, so that what a client's outputs hold of the budget is bounded with its
+runs, not queued ahead of the next clients' runs; and a client's oldest comparison goes first at the pool
+(``pool_turns``), so that its shares come back one after another, not all at the end.
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ class Comparisons:
             return outputs_match(actual, expected, mode, rel_tol, abs_tol)
         held_mb = min(-(-HELD_PER_CHAR * len(actual) // (1 << 20)), self.memory.total_mb)
         async with self.window or contextlib.nullcontext():
-            lease = await self.memory.acquire(held_mb)
+            # In its client's turn at the budget, as the client's runs: taken as the server's own (first of all
+            # that wait), one client's comparisons held every other client's runs out of it (round 56).
+            lease = await self.memory.acquire(held_mb, client=self.client)
             try:
                 return await _in_pool(self.client, actual, expected, mode, rel_tol, abs_tol)
             finally:
@@ -117,11 +120,11 @@ async def least_output(expected: str, mode: Comparison, client: str) -> int:
     if mode is Comparison.EXACT or len(expected) <= ON_LOOP_CHARS:
         return least_output_here(expected, mode)
     measurer = Measurer(expected, TEXT_SLICE)
-    places = turns()
+    places, rank = turns(), next(_serials)
     with places.staying(client):
         while True:
             part = measurer.next()
-            async with _place(client, len(part.text)) as place:
+            async with _place(client, len(part.text), rank) as place:
                 measure = await place.call(measure_slice, part, mode)
             if (least := measurer.advance(part, measure)) is not None:
                 return least
@@ -131,10 +134,10 @@ async def _in_pool(client: str, actual: str, expected: str, mode: Comparison, re
     """The comparison in the pool, a slice a turn of ``client``'s (``slices``): another client's comparison waits
     for the slice in a process, never for the whole of this one."""
     slicer = Slicer(actual, expected, slice_chars(mode))
-    places = turns()
+    places, rank = turns(), next(_serials)  # the client's older comparisons' slices go first (pool_turns)
     with places.staying(client):
         while True:
-            async with _place(client, slicer.cost) as place:
+            async with _place(client, slicer.cost, rank) as place:
                 cut = await place.call(compare_slice, *slicer.next(), mode, rel_tol, abs_tol)
             if cut.verdict is not None:
                 return cut.verdict
@@ -184,11 +187,11 @@ class _Place:
 
 
 @contextlib.asynccontextmanager
-async def _place(client: str, cost: int) -> AsyncIterator[_Place]:
+async def _place(client: str, cost: int, rank: int) -> AsyncIterator[_Place]:
     """A place at the pool, in ``client``'s turn (:func:`turns`), for the call of one slice of ``cost``
-    characters."""
+    characters of the client's work of ``rank`` (its age)."""
     places = turns()
-    await places.take(client, cost)
+    await places.take(client, cost, rank)
     place = _Place(client, places, asyncio.get_running_loop())
     try:
         yield place

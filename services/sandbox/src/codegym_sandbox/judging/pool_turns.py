@@ -15,15 +15,18 @@ client's comparisons wait at all is its run window's to bound (``off_loop.Compar
 A place is taken for a slice of a comparison (``slices``), not the whole of it: a comparison's cost is the
 program's to choose (8 MiB of ``1`` against ``1.0``, 5 s of a process), and taken whole, every other client's
 comparison waited for the one in a process, whatever its turn. A client stays at the pool for the slices of a
-comparison (:meth:`Turns.staying`), so its clock counts them all, as one comparison's.
+comparison (:meth:`Turns.staying`), so its clock counts them all, as one comparison's. Among a client's own,
+the oldest comparison's next slice goes first (a take's ``rank``): taken in the order they came, a client's
+comparisons went on a slice each in turn and ended together, each holding its share of the memory budget until
+the last (round 56: fifty 8 MB comparisons held every other client's runs out of the budget for minutes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import itertools
-from collections import deque
 from collections.abc import Iterator
 
 
@@ -34,7 +37,8 @@ class Turns:
         self.size = size
         self.busy = 0  # places held
         self._held: dict[str, int] = {}  # client -> places it holds
-        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}  # client -> its takes waiting, oldest first
+        # client -> its takes waiting, a heap of (rank, serial, take): the oldest work's first, then the oldest take
+        self._waiting: dict[str, list[tuple[int, int, asyncio.Future[None]]]] = {}
         # client -> when it last got a place; forgotten once it holds and waits for none, so this stays as small
         # as the clients at the pool now (a client that comes back is as new: it was served longest ago).
         self._served: dict[str, int] = {}
@@ -48,14 +52,15 @@ class Turns:
     def waiting(self) -> int:
         return sum(len(queue) for queue in self._waiting.values())
 
-    async def take(self, client: str, cost: int = 1) -> None:
-        """A place, in ``client``'s turn, for work of ``cost`` (characters compared)."""
+    async def take(self, client: str, cost: int = 1, rank: int = 0) -> None:
+        """A place, in ``client``'s turn, for work of ``cost`` (characters compared); among the client's own
+        waiting, the lowest ``rank`` first (its work's age: see the module), then the oldest take."""
         self._join(client)
         if self.busy < self.size and not self._waiting:
             self._grant(client, cost)
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(client, deque()).append(granted)
+        heapq.heappush(self._waiting.setdefault(client, []), (rank, next(self._serials), granted))
         self._cost[granted] = cost
         try:
             await granted
@@ -64,10 +69,12 @@ class Turns:
             if granted.done() and not granted.cancelled():
                 self.give(client)  # granted as it was cancelled: the next in turn has it
             else:  # still in its queue, unless a turn came to it after it was cancelled (and passed it over)
-                queue = self._waiting.get(client, deque())
-                if granted in queue:
-                    queue.remove(granted)
-                if not queue:
+                queue = self._waiting.get(client, [])
+                kept = [entry for entry in queue if entry[2] is not granted]
+                if len(kept) != len(queue):
+                    heapq.heapify(kept)
+                    self._waiting[client] = kept
+                if not kept:
                     self._waiting.pop(client, None)
                 self._forget(client)
             raise
@@ -98,7 +105,7 @@ class Turns:
         while self._waiting and self.busy < self.size:
             client = min(self._waiting, key=lambda c: (self._used.get(c, 0), self._served.get(c, -1)))
             queue = self._waiting[client]
-            granted = queue.popleft()
+            granted = heapq.heappop(queue)[2]
             if not queue:
                 del self._waiting[client]
             cost = self._cost.pop(granted, 1)

@@ -79,8 +79,8 @@ def test_runs_waiting_for_memory_are_granted_it_client_by_client() -> None:
             budget.release(lease)
         await asyncio.gather(*backlog, late)
         assert order == ["other", "busy", "busy", "busy"]
-        # What the server takes for itself (sessions' memory, a comparison's) is of no client: however much of it
-        # is held, what it waits for is first, never last behind every client that holds less.
+        # What the server takes for itself (sessions' memory, a container's cost) is of no client: however much of
+        # it is held, what it waits for is first, never last behind every client that holds less.
         for lease in budget.leases():
             budget.release(lease)
         sessions = [await budget.acquire(50) for _ in range(4)]
@@ -88,14 +88,14 @@ def test_runs_waiting_for_memory_are_granted_it_client_by_client() -> None:
         order.clear()
         behind = asyncio.create_task(take("busy"))
         await asyncio.sleep(0.01)
-        comparison = asyncio.create_task(take(""))
+        session = asyncio.create_task(take(""))
         await asyncio.sleep(0.01)
         budget.release(busy)
         await asyncio.sleep(0.01)
         assert order == [""], order
         budget.release(sessions[0])
         budget.release(sessions[1])
-        await asyncio.gather(behind, comparison)
+        await asyncio.gather(behind, session)
         assert order == ["", "busy"]
         # A client whose turn it is takes what fits at once, though another client's larger run waits.
         for lease in budget.leases():
@@ -150,6 +150,33 @@ def test_the_pool_runs_no_more_than_the_budget_holds(budget_mb: int, run_mb: int
     drive(body, workers=2, max_workers=64)
 
 
+def test_a_run_that_cannot_fit_beside_what_the_server_holds_for_itself_holds_no_one_back() -> None:
+    """Round 56: idle sessions held half the budget, and a run of the largest limit, first in turn (its client
+    held nothing), fitted only once they ended: no other client's run was admitted for as long as they lived, the
+    budget half free. Such a run is passed over until it could fit; one that fits once the runs in flight end is
+    not (it would wait for ever behind smaller ones)."""
+
+    async def main() -> None:
+        budget = MemoryBudget(1000)
+        sessions = [await budget.acquire(350) for _ in range(2)]  # the server's own: 700
+        large = asyncio.create_task(budget.acquire(500, client="large"))
+        await asyncio.sleep(0.01)
+        # 700 + 500 > 1000 whatever runs end: another client's run goes, though the large one is first in turn.
+        small = await asyncio.wait_for(budget.acquire(200, client="small"), 1)
+        assert not large.done() and budget.held_mb == 900
+        budget.release(sessions[0])  # 350 + 500 fits once the small run ends: from now on no run passes it
+        await asyncio.sleep(0.01)
+        behind = asyncio.create_task(budget.acquire(100, client="other"))
+        await asyncio.sleep(0.01)
+        assert not large.done() and not behind.done() and budget.held_mb == 550
+        budget.release(small)  # the large run first, then the one behind it
+        granted, after = await asyncio.wait_for(asyncio.gather(large, behind), 1)
+        assert (granted.limit_mb, after.limit_mb) == (500, 100) and granted.order < after.order
+        assert budget.held_mb == 950 and budget.waiting == 0
+
+    asyncio.run(main())
+
+
 def test_the_budgets_sums_stay_those_of_its_leases_as_they_come_change_give_way_and_go() -> None:
     """The budget keeps its sums as leases change rather than adding them up again (a server's sessions each hold
     one for their life, and every run and memory tick read the sums): after any sequence of grants, updates,
@@ -167,7 +194,7 @@ def test_the_budgets_sums_stay_those_of_its_leases_as_they_come_change_give_way_
                 mb = rng.choice([48, 256, 1024])
                 share = rng.choice([None, 64])
                 try:
-                    live.append(await budget.acquire(mb, 0.0, share, rng.choice([0, 1, 9])))
+                    live.append(await budget.acquire(mb, 0.0, share, rng.choice([0, 1, 9]), rng.choice(["", "a"])))
                 except Saturated:
                     pass
             elif step < 0.7:
@@ -180,6 +207,7 @@ def test_the_budgets_sums_stay_those_of_its_leases_as_they_come_change_give_way_
                 budget.release(live.pop(rng.randrange(len(live))))
             leases = budget.leases()
             assert budget.held_mb == sum(lease.charge_mb for lease in leases)
+            assert budget._own == sum(lease.charge_mb for lease in leases if not lease.client)
             ceiling = sum(lease.limit_mb + lease.extra_mb for lease in leases)
             assert budget.overcommitted == (ceiling > budget.total_mb)
             assert budget.paused == sum(lease.paused for lease in leases)

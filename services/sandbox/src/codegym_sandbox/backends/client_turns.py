@@ -36,7 +36,14 @@ class TurnOrder:
 
     def first(self, clients: Iterable[str]) -> str:
         """The client next in turn among ``clients`` (those waiting): the fewest held, then served longest ago."""
-        return min(clients, key=lambda c: (self._held.get(c, 0), self._served.get(c, -1)))
+        return min(clients, key=self._key)
+
+    def ordered(self, clients: Iterable[str]) -> list[str]:
+        """``clients`` in turn, the next first (see :meth:`first`)."""
+        return sorted(clients, key=self._key)
+
+    def _key(self, client: str) -> tuple[int, int]:
+        return self._held.get(client, 0), self._served.get(client, -1)
 
     def granted(self, client: str) -> None:
         self._held[client] = self._held.get(client, 0) + 1

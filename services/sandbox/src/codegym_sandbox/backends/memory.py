@@ -178,6 +178,7 @@ class MemoryBudget:
         self._partial: set[Lease] = set()  # those admitted by a share and going on: the only ones that pause
         self._paused: set[Lease] = set()
         self._held = 0  # what all of them are charged
+        self._own = 0  # of it, what the server holds for itself (client ""): sessions for their lives, say
         self._ceiling = 0  # what they could grow to: their limits and extras
         self._order = 0
         # The runs that wait, by client, each client's in the order they came: a release looks at the clients, never
@@ -255,6 +256,7 @@ class MemoryBudget:
             self._turns.granted(client)
         self._leases.add(lease)
         self._held += lease.charge_mb
+        self._own += 0 if client else lease.charge_mb
         self._ceiling += lease.limit_mb + lease.extra_mb
         if not lease.full:
             self._partial.add(lease)
@@ -266,6 +268,7 @@ class MemoryBudget:
             self._partial.discard(lease)
             self._paused.discard(lease)
             self._held -= lease.charge_mb
+            self._own -= 0 if lease.client else lease.charge_mb
             self._ceiling -= lease.limit_mb + lease.extra_mb
             if lease.client:
                 self._turns.gave_back(lease.client, self._waits(lease.client))
@@ -276,7 +279,7 @@ class MemoryBudget:
         before = lease.charge_mb
         lease.used_mb = lease.limit_mb if used_mb is None else used_mb
         if lease in self._leases:
-            self._held += lease.charge_mb - before
+            self._charged(lease, before)
         if lease.charge_mb < before:
             self._wake()
 
@@ -313,7 +316,7 @@ class MemoryBudget:
             lease.paused = False
             before = lease.charge_mb
             lease.reserved_mb = lease.limit_mb
-            self._held += lease.charge_mb - before
+            self._charged(lease, before)
             out.append(lease)
         if out:
             self._wake()
@@ -329,8 +332,13 @@ class MemoryBudget:
         before = lease.charge_mb
         lease.reserved_mb, lease.used_mb = lease.share_mb, 0
         self._partial.add(lease)
-        self._held += lease.charge_mb - before
+        self._charged(lease, before)
         self._wake()
+
+    def _charged(self, lease: Lease, before: int) -> None:
+        """``lease``, charged ``before`` until now, is charged what it is now."""
+        self._held += lease.charge_mb - before
+        self._own += 0 if lease.client else lease.charge_mb - before
 
     def _waits(self, client: str) -> bool:
         return client in self._waiting
@@ -343,15 +351,22 @@ class MemoryBudget:
         self._count -= 1
 
     def _wake(self) -> None:
-        """Grant what fits, in turn: the oldest run of the client next in turn, while it fits (a larger run is
-        never passed over for smaller ones, which could keep it waiting for ever)."""
+        """Grant what fits, in turn: the oldest run of the client next in turn, while it fits. A larger run is not
+        passed over for smaller ones, which could keep it waiting for ever, where it fits once the runs in flight
+        end; one that cannot fit beside what the server holds for itself (sessions, for their lives) is, until
+        that is given back: else a run of the largest limit beside idle sessions held every other client's runs
+        for as long as those lived, the budget half free (round 56)."""
         while not self._paused and self._waiting:
-            client = self._turns.first(self._waiting)
-            entry = self._waiting[client][0]
-            if self.held_mb + entry.need_mb > self.total_mb:
+            for client in self._turns.ordered(self._waiting):
+                entry = self._waiting[client][0]
+                if self.held_mb + entry.need_mb <= self.total_mb:
+                    self._take(entry)
+                    entry.granted.set_result(self._grant(entry.limit_mb, entry.share_mb, entry.extra_mb, client))
+                    break
+                if self._own + entry.need_mb <= self.total_mb:
+                    return  # it fits once runs end: none passes it meanwhile
+            else:
                 return
-            self._take(entry)
-            entry.granted.set_result(self._grant(entry.limit_mb, entry.share_mb, entry.extra_mb, client))
 
 
 def _age(lease: Lease) -> int:

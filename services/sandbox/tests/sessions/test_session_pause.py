@@ -102,6 +102,59 @@ def test_a_vfork_parent_waiting_for_its_stopped_child_stands_stopped(tmp_path: P
         parent.communicate()
 
 
+# A clone with CLONE_VFORK but not CLONE_VM: its parent waits as uninterruptibly, with a memory of its own.
+CLONE_VFORKER = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static char stack[1 << 16];
+static int child(void *arg) { raise(SIGSTOP); _exit(0); return 0; }
+int main(void) {
+    clone(child, stack + sizeof stack, CLONE_VFORK | SIGCHLD, 0);
+    puts("continued");
+    return 0;
+}
+"""
+
+
+def test_a_parent_waiting_in_a_clone_vfork_without_shared_memory_stands_stopped(tmp_path: Path) -> None:
+    """Round 56: such a wait read as running, so every stop walk of a run that left 120 of them ran to its end,
+    1.7 CPU-seconds of the agent's a pause, charged to no run."""
+    parent = subprocess.Popen([_built(tmp_path, "cloner", CLONE_VFORKER)], stdout=subprocess.PIPE)
+    try:
+        _settled(parent.pid)
+        began = time.monotonic()
+        assert session_pause.stop(parent.pid), "a clone's vfork parent of a stopped child was taken for running"
+        assert time.monotonic() - began < 0.5
+        session_pause.resume(parent.pid)
+        out, _ = parent.communicate(timeout=10)
+        assert out == b"continued\n"
+    finally:
+        for child in session_pause.descendants(parent.pid):
+            os.kill(child, signal.SIGKILL)
+        parent.kill()
+        parent.communicate()
+
+
+def test_a_walk_over_processes_that_never_stop_ends_with_its_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round reads every process: 200 rounds at least, over 255 processes that could not stop, took the walk
+    1.9 s (round 56). Past its quick rounds it ends with its second, each round waiting as long as the last took."""
+
+    def slow(proc: str, known: dict[str, bool]) -> bool:
+        time.sleep(0.0002)  # a process's entries read
+        return False
+
+    monkeypatch.setattr(session_pause, "_members", lambda root, listed: [f"/proc/{n}" for n in range(250)])
+    monkeypatch.setattr(session_pause, "_stopped", slow)
+    monkeypatch.setattr(session_pause, "_signal", lambda proc, sig: None)
+    monkeypatch.setattr(session_pause, "_stop_threads", lambda root, running: None)
+    began = time.monotonic()
+    assert not session_pause.stop(1)
+    assert time.monotonic() - began < 1.6
+
+
 # A leader that waits in vfork for a child that stopped itself, and a thread beside it that computes: the stop sent
 # to the process goes to the leader, which cannot take it, and the group stop never starts (round 55: an idle
 # session computed 6 CPU-s in 6 s; a paused run grew on).

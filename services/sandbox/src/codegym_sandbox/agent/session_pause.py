@@ -20,9 +20,11 @@ from collections.abc import Callable
 from . import stopped_threads
 from .stopped_threads import descendants as descendants  # the processes under a box, for its callers
 
-_ROUNDS = 200  # walks of the tree at least: a session's processes are bounded (SESSIONS__PROCESSES)
-# And for this long at least: on a loaded machine a process may not run to take its stop within 200 walks (a
-# tenth of a second), and a session whose processes were not seen stopped ends at its next cell.
+_ROUNDS = 20  # quick walks of the tree at least (half a millisecond apart)
+# And for this long at least: on a loaded machine a process may not run to take its stop within the quick walks,
+# and a session whose processes were not seen stopped ends at its next cell. Past the quick walks, each waits at
+# least as long as the last took: 200 walks at least, over 255 processes that could not stop, cost the agent 1.7
+# CPU-seconds a pause, charged to no run (round 56).
 _STOP_S = 1.0
 # Past this many rounds a process still running has each of its running threads sent a stop of its own: the
 # stop sent to a process goes to one thread, which may not take it (``stopped_threads.py``).
@@ -107,6 +109,7 @@ def stop(root: int, listed: Listed | None = None) -> bool:
     deadline = time.monotonic() + _STOP_S
     while rounds < _ROUNDS or time.monotonic() < deadline:
         rounds += 1
+        began = time.monotonic()
         members = sorted(_members(root, listed))
         known: dict[str, bool] = {}  # each process read once a round, a chain of vforks too
         running = [proc for proc in members if not _stopped(proc, known)]
@@ -121,8 +124,8 @@ def stop(root: int, listed: Listed | None = None) -> bool:
             if rounds > _THREAD_ROUNDS:
                 _stop_threads(root, running)
             # The stop is delivered as each process next runs; past the quick rounds, one that has not run yet is
-            # waited for with the CPUs left to it (a process that never stops cost the agent a fifth of a second).
-            time.sleep(0.0005 if rounds < _ROUNDS else 0.01)
+            # waited for with the CPUs left to it, the walk taking half of a CPU at most.
+            time.sleep(0.0005 if rounds < _ROUNDS else max(0.01, time.monotonic() - began))
         seen = members
     return False
 

@@ -50,7 +50,7 @@ def _waits_for(proc: str) -> list[str] | None:
         path = f"{proc}/task/{task}"
         if state(path) in STOPPED_STATES:
             continue
-        child = vfork_wait.vfork_child(path)
+        child = vfork_wait.vfork_child(path, sharing=False)
         if child is None:
             return None
         children.append(child)
@@ -96,7 +96,7 @@ def stop_threads(host: int, ns: str | None = None) -> None:
         return
     for task in tasks:
         path = f"/proc/{host}/task/{task}"
-        if state(path) not in STOPPED_STATES and vfork_wait.vfork_child(path) is None:
+        if state(path) not in STOPPED_STATES and vfork_wait.vfork_child(path, sharing=False) is None:
             _tgkill(host, int(task), signal.SIGSTOP)  # gone meanwhile: ESRCH, nothing sent
 
 

@@ -20,10 +20,12 @@ _VFORK, _CLONE = str(_TABLE.get("vfork", "")), str(_TABLE.get("clone", ""))
 _CLONE_VM, _CLONE_VFORK, _CLONE_THREAD = 0x100, 0x4000, 0x10000
 
 
-def vfork_child(task: str) -> str | None:
+def vfork_child(task: str, sharing: bool = True) -> str | None:
     """The ``/proc`` directory of the child process the thread at ``task`` (``/proc/PID/task/TID``) waits for in
     ``vfork``; None where it waits for none. Its newest child: the thread made none since, and ``CLONE_PARENT``
-    (which would make it another's) is refused by the seccomp filter."""
+    (which would make it another's) is refused by the seccomp filter. ``sharing``: only a child that shares its
+    memory (``CLONE_VM``); else any ``CLONE_VFORK``'s, which waits as uninterruptibly with a memory of its own
+    (round 56: 120 such waits a run read running, and every stop walk of it ran to its end)."""
     try:
         with open(f"{task}/syscall") as f:
             fields = f.read().split()
@@ -31,7 +33,8 @@ def vfork_child(task: str) -> str | None:
             return None
         if fields[0] == _CLONE:
             flags = int(fields[1], 16)
-            if flags & (_CLONE_VM | _CLONE_VFORK | _CLONE_THREAD) != _CLONE_VM | _CLONE_VFORK:
+            wanted = _CLONE_VM | _CLONE_VFORK if sharing else _CLONE_VFORK
+            if flags & (wanted | _CLONE_THREAD) != wanted:
                 return None
         with open(f"{task}/children") as f:
             children = f.read().split()

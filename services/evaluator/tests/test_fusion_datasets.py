@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from codegym_evaluator.fusion_datasets import make_router
 from codegym_sandbox.client import AsyncSandboxClient
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 
-def _unreachable() -> AsyncSandboxClient:
+def _unreachable(request: Request) -> AsyncSandboxClient:
     raise AssertionError("a request with invalid tests must never reach the sandbox")
 
 

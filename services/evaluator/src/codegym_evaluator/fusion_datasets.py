@@ -27,7 +27,7 @@ from typing import Any
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError
 from codegym_sandbox.models import TestOut
 from codegym_sandbox.verdicts import Verdict
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
 from .extract import extract_code
@@ -173,8 +173,9 @@ def _test_info(test: dict[str, Any], full: bool) -> dict[str, Any]:
     return {k: v[:TEST_INFO_CHARS] if isinstance(v, str) else v for k, v in test.items()}
 
 
-def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
-    """The routes; ``sandbox()`` gives a client of the sandbox (base URL and token set), closed after use."""
+def make_router(sandbox: Callable[[Request], AsyncSandboxClient]) -> APIRouter:
+    """The routes; ``sandbox(request)`` gives a client of the sandbox (base URL and token set), closed after use,
+    for the runs of ``request`` (the sandbox's own app runs them as its caller's: see ``codegym_sandbox.main``)."""
     router = APIRouter(tags=["datasets (SandboxFusion)"])
 
     @router.get("/list_datasets")
@@ -197,7 +198,7 @@ def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
         return _prompt(tasks[0] if req.config.provided_data is not None else _find(tasks, req.id))
 
     @router.post("/submit")
-    async def submit(req: SubmitRequest) -> dict[str, Any]:
+    async def submit(req: SubmitRequest, request: Request) -> dict[str, Any]:
         tasks = await _tasks(req.dataset, req.config, one=True)
         task = tasks[0] if req.config.provided_data is not None else _find(tasks, req.id)
         extracted = extract_code(req.completion, task)
@@ -209,7 +210,7 @@ def make_router(sandbox: Callable[[], AsyncSandboxClient]) -> APIRouter:
             early_stop=not req.config.extra.get("run_all_cases", False),
             cache=False,
         )
-        async with sandbox() as client:
+        async with sandbox(request) as client:
             try:
                 answer = await client.evaluate(body)
             except SandboxError as exc:

@@ -68,8 +68,9 @@ def create_app(
     async def livez() -> dict[str, str]:
         return {"status": "ok"}
 
-    def sandbox() -> AsyncSandboxClient:
-        """The configured sandbox, for the dataset routes' /submit."""
+    def sandbox(request: Request) -> AsyncSandboxClient:
+        """The configured sandbox, for the dataset routes' /submit: their runs are this service's, one client of
+        the sandbox whoever asked it (its callers are told apart by this service's own limits, not the sandbox's)."""
         if not settings.sandbox_url:
             raise HTTPException(503, "no sandbox configured (CODEGYM_EVALUATOR_SANDBOX_URL)")
         token = settings.sandbox_token.get_secret_value() if settings.sandbox_token else None

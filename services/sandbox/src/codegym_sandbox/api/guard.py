@@ -24,6 +24,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..metrics import Metrics
 
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
+# Routes that run their work through a request of their own to this server, as their caller's (SandboxFusion's
+# ``/submit``: ``main._include_datasets``): that request is counted against its caller's requests in flight, the
+# route itself is not (counted twice, a client's ``max_client_requests`` let half as many through).
+RELAYED_PATHS = frozenset({"/submit"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # What a body holds in the server for each of its bytes, by the width of the widest character in it (Python keeps
 # a str at 1, 2 or 4 bytes a character, the widest of its characters, and the JSON reader first decodes the whole
@@ -108,7 +112,7 @@ class Guard:
                 # preflight), never JSON: a server that takes JSON alone runs nothing a page sends it.
                 await _reply(counting_send, 415, "request bodies must be JSON: send Content-Type: application/json")
                 return
-            if self.max_client_requests and path not in OPEN_PATHS:
+            if self.max_client_requests and path not in OPEN_PATHS and path not in RELAYED_PATHS:
                 # One client cannot take every worker and the whole queue: its excess waits on its side.
                 client = str((scope.get("client") or ("unknown",))[0])
                 if self.in_flight.get(client, 0) >= self.max_client_requests:

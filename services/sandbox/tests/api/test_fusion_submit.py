@@ -1,0 +1,38 @@
+"""SandboxFusion's ``/submit``, served by the sandbox itself where the evaluator is installed: it runs its tests
+through a request of its own to the app, whose runs are its caller's."""
+
+from __future__ import annotations
+
+import pytest
+from codegym_sandbox.api import deps
+from codegym_sandbox.config import Settings
+from codegym_sandbox.main import create_app
+from fastapi import Request
+from fastapi.testclient import TestClient
+
+pytest.importorskip("codegym_evaluator", reason="the dataset routes are the evaluator's")
+
+TASK = {"task_id": "t", "prompt": "echo", "kind": "stdio", "tests": [{"stdin": "1\n", "expected_stdout": "1\n"}]}
+
+
+def test_a_submits_runs_are_its_callers_and_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 56: the request ``/submit`` makes came from the transport's own address (127.0.0.1), so every caller's
+    ``/submit`` was one client's: one window, one turn and one ``MAX_CLIENT_REQUESTS`` for them all (an honest
+    caller's took 6.9 s behind another's backlog, or was refused). It is its caller's now; and ``/submit`` itself
+    is not counted against the caller's requests in flight, only the request it makes (one in flight at most here)."""
+    seen: list[tuple[str, str]] = []
+    real = deps.client_of
+
+    def spy(request: Request) -> str:
+        seen.append((request.url.path, real(request)))
+        return real(request)
+
+    monkeypatch.setattr(deps, "client_of", spy)
+    settings = Settings(backend="local", workers=1, cache_entries=0, max_client_requests=1)
+    with TestClient(create_app(settings), client=("192.0.2.7", 4000)) as client:
+        body = {"dataset": "code_contests", "id": "t", "completion": "```python\nprint(input())\n```"}
+        answer = client.post("/submit", json={**body, "config": {"provided_data": TASK}})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["accepted"] is True, answer.text
+    assert ("/v1/evaluate", "192.0.2.7") in seen, seen
+    assert all(who == "192.0.2.7" for _, who in seen), seen

@@ -4,10 +4,12 @@ memory limit itself (its default, a compile's), fitted to its memory budget.
 A run whose limit and what the server holds for it pass the whole budget can never start, and is refused (422).
 That is the answer a request that asks for more than the budget should get, but not one that asked for nothing:
 on a small budget (a 2 GiB container's default budget is 1 GiB) the default limit of 1 GiB and a compile's
-limit refused every run of every language. So the limits the server picks are fitted within what the budget
-holds beside what the server holds for a step at most (:func:`held_mb`) and what the budget charges a step
-beyond its limit at most (a node, JVM or compiler step, which no address-space limit bounds, is charged the
-supervisors' share too: ``backends/memory.run_limit_mb``); what a request asks for is not.
+limit refused every run of every language. So the limits the server picks are fitted within what the runs are
+sure of (:func:`runs_room_mb`: the budget less what sessions may hold for their lives), beside what the server
+holds for a step at most (:func:`held_mb`) and what the budget charges a step beyond its limit at most (a node,
+JVM or compiler step, which no address-space limit bounds, is charged the supervisors' share too:
+``backends/memory.run_limit_mb``); what a request asks for is not. Fitted within the whole budget, one idle
+session made every run of the default limit wait for as long as it lived (round 56).
 """
 
 from __future__ import annotations
@@ -61,9 +63,20 @@ def held_mb(settings: Settings) -> int:
 BEYOND_LIMIT_MB = MemoryCgroup.SUPERVISORS_BYTES >> 20
 
 
+def runs_room_mb(settings: Settings, budget_mb: int) -> int:
+    """What the runs are sure of in a budget of ``budget_mb``: all of it but what sessions may hold together
+    (``SESSIONS__MEMORY_SHARE``, theirs for their lives, idle or not), where the server keeps sessions."""
+    sessions = settings.sessions
+    return budget_mb - (int(budget_mb * sessions.memory_share) if sessions.max_sessions else 0)
+
+
 def fitted_mb(mb: int, settings: Settings, budget_mb: int) -> int:
-    """``mb``, a memory limit the server chose, within what a budget of ``budget_mb`` holds beside
-    :func:`held_mb` and :data:`BEYOND_LIMIT_MB`; unchanged where that leaves less than ``FITTED_MIN_MB`` (the
+    """``mb``, a memory limit the server chose, within what the runs are sure of (:func:`runs_room_mb`) beside
+    :func:`held_mb` and :data:`BEYOND_LIMIT_MB`; where that leaves less than ``FITTED_MIN_MB`` (sessions may hold
+    nearly all of it), within the whole budget (such a run may wait for sessions to end); else unchanged (the
     step is refused, saying why)."""
-    room = budget_mb - held_mb(settings) - BEYOND_LIMIT_MB
-    return min(mb, room) if room >= FITTED_MIN_MB else mb
+    beside = held_mb(settings) + BEYOND_LIMIT_MB
+    for room in (runs_room_mb(settings, budget_mb) - beside, budget_mb - beside):
+        if room >= FITTED_MIN_MB:
+            return min(mb, room)
+    return mb

@@ -37,7 +37,8 @@ class TooLarge(Exception):
         held = f" and {held_mb} MiB the server holds for it (its outputs, inputs and files)" if held_mb else ""
         super().__init__(
             f"a run asks for {run_mb} MiB of memory{held}, more than this server's whole memory budget "
-            f"({budget_mb} MiB, MEMORY_BUDGET_MB): ask for less"
+            f"({budget_mb} MiB, MEMORY_BUDGET_MB): ask for a lower memory limit, or send less input and fewer "
+            "files to fetch back"
         )
         self.run_mb = run_mb
         self.budget_mb = budget_mb

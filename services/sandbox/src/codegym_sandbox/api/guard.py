@@ -112,9 +112,12 @@ class Guard:
                 # preflight), never JSON: a server that takes JSON alone runs nothing a page sends it.
                 await _reply(counting_send, 415, "request bodies must be JSON: send Content-Type: application/json")
                 return
-            if self.max_client_requests and path not in OPEN_PATHS and path not in RELAYED_PATHS:
+            if self.max_client_requests and path not in OPEN_PATHS:
                 # One client cannot take every worker and the whole queue: its excess waits on its side.
                 client = str((scope.get("client") or ("unknown",))[0])
+                if path in RELAYED_PATHS:  # counted as the request it makes; its body is its client's all the same
+                    await self._serve(scope, receive, counting_send, client)
+                    return
                 if self.in_flight.get(client, 0) >= self.max_client_requests:
                     detail = f"more than {self.max_client_requests} requests in flight from {client}"
                     status = 429 if refusal_status(path) == 503 else 504

@@ -150,3 +150,11 @@ def test_the_turn_order_is_fewest_held_then_served_longest_ago() -> None:
     order.gave_back("A", waits=True)
     order.gave_back("B", waits=True)
     assert order.first(["A", "B"]) == "A"  # both hold none: A was served longer ago
+
+
+def test_the_server_itself_is_first_in_turn_even_beside_a_client_as_new() -> None:
+    """What the server takes for itself (``""``: a session's memory) is never counted in a turn; beside a client
+    that holds nothing and was never served, it was first only where it came first (round 56)."""
+    turns = TurnOrder()
+    assert turns.first(["new client", ""]) == ""
+    assert turns.ordered(["new client", "", "other"]) == ["", "new client", "other"]

@@ -35,7 +35,8 @@ class TurnOrder:
         return self._held.get(client, 0)
 
     def first(self, clients: Iterable[str]) -> str:
-        """The client next in turn among ``clients`` (those waiting): the fewest held, then served longest ago."""
+        """The client next in turn among ``clients`` (those waiting): the fewest held, then served longest ago; the
+        server itself (``""``: what it takes for itself, never counted in a turn) before any."""
         return min(clients, key=self._key)
 
     def ordered(self, clients: Iterable[str]) -> list[str]:
@@ -43,7 +44,7 @@ class TurnOrder:
         return sorted(clients, key=self._key)
 
     def _key(self, client: str) -> tuple[int, int]:
-        return self._held.get(client, 0), self._served.get(client, -1)
+        return (self._held.get(client, 0), self._served.get(client, -1)) if client else (-1, -1)
 
     def granted(self, client: str) -> None:
         self._held[client] = self._held.get(client, 0) + 1

@@ -119,6 +119,43 @@ def test_a_killed_server_leaves_no_session_behind() -> None:
             time.sleep(0.1)
 
 
+def _pool_of(server: int) -> list[int]:
+    """The processes of ``server``'s comparison pool (``judging/off_loop.py``): its children that
+    ``multiprocessing`` spawned."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"multiprocessing.spawn" in argv and b"resource_tracker" not in argv and parent == server:
+            found.append(int(entry))
+    return found
+
+
+def test_a_killed_servers_comparison_pool_ends_with_it() -> None:
+    """Each process of the pool holds both ends of its executor's queue, so none saw its server go: every pool of a
+    server killed outright stayed on the host, for good (round 56)."""
+    with _server() as (proc, conn):
+        expected = "1 " * 5000  # past what is compared on the loop: in the pool
+        body = {"language": "python", "programs": ["print('1.0 ' * 5000)"], "comparison": "float"}
+        answer = _post(conn, "/v1/evaluate", {**body, "tests": [{"stdin": "", "expected_stdout": expected}]}, 200)
+        assert answer["results"][0]["verdict"] == "AC", answer  # type: ignore[index]
+        pool = _pool_of(proc.pid)
+        assert pool, "no comparison pool was started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while left := [pid for pid in pool if os.path.exists(f"/proc/{pid}")]:
+            assert time.monotonic() < deadline, f"left behind by the killed server: {left}"
+            time.sleep(0.1)
+
+
 def _containers_of(engine: str, server: int) -> list[str]:
     """The running containers of ``server`` (labelled with its pid: ``backends/containers.py``)."""
     argv = [engine, "ps", "-q", "--filter", f"label=codegym.sandbox.pid={server}"]

@@ -31,6 +31,8 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -55,6 +57,7 @@ HELD_PER_CHAR = 3
 _pool: ProcessPoolExecutor | None = None
 _turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
 _serials = itertools.count()
+_WATCH_S = 1.0  # how often a process of the pool looks whether its server is still there
 
 
 def size() -> int:
@@ -65,11 +68,25 @@ def size() -> int:
 def pool() -> ProcessPoolExecutor:
     """The processes comparisons are made in, started when the first large comparison comes; they are handed no
     more than they can start (:func:`turns`), so that the executor's own queue, first come first served, is
-    always empty."""
+    always empty. Each ends with the server (:func:`_end_with`)."""
     global _pool
     if _pool is None:
-        _pool = ProcessPoolExecutor(size(), mp_context=multiprocessing.get_context("spawn"))
+        context = multiprocessing.get_context("spawn")
+        _pool = ProcessPoolExecutor(size(), mp_context=context, initializer=_end_with, initargs=(os.getpid(),))
     return _pool
+
+
+def _end_with(server: int) -> None:
+    """In a process of the pool: end once ``server`` is gone. Each holds both ends of the executor's queue (a
+    pickled queue carries both), so none reads an end of it when the server dies: every process of the pools of
+    servers killed outright stayed on the host, 38 MB each, for good (round 56)."""
+
+    def watch() -> None:
+        while os.getppid() == server:
+            time.sleep(_WATCH_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="server-watch", daemon=True).start()
 
 
 def turns() -> Turns:

@@ -48,7 +48,7 @@ class RunLimits:
 
 def held_mb(settings: Settings) -> int:
     """What the server holds for one step at most beside its limit (MiB): an exchange's outputs, inputs and
-    files (the schedule cuts a program's tests into exchanges that hold no more than ``EXCHANGE_OUTPUT_BYTES``:
+    files (the schedule cuts a program's tests into exchanges that hold no more than this:
     ``judging/schedule.exchanges``), or one run's output and the files it fetches back (a compile's artifacts),
     and a MiB for what the kernel holds for its files (``backends/memory.server_held_mb`` charges each exactly).
     A single run's own inputs and files come on top: a request whose one test or program holds more than the

@@ -43,7 +43,9 @@ def test_on_a_budget_below_the_default_limit_every_language_runs_and_only_an_ask
             answer = client.post("/v1/execute", json={"language": language, "code": code})
             assert answer.status_code == 200 and answer.json()["verdict"] == "AC", (language, answer.text)
             assert answer.json()["run"]["stdout"] == "hi\n"
-        # The default is fitted (300 - 129 - 64 MiB): a program that needs more is MLE, judged, not refused.
+        # The default is fitted (300 - 129 - 64 MiB): a program that needs more is MLE, judged, not refused; the
+        # server says which limit that is, so a verdict that hangs on the server's memory can be told apart.
+        assert client.get("/readyz").json()["default_memory_mb"] == 300 - 129 - 64
         grows = {"language": "python", "code": "b = bytearray(200 << 20)\nprint(len(b))"}
         assert client.post("/v1/execute", json=grows).json()["verdict"] == "MLE"
         # What a request asks for is its own: past the budget, refused, saying why.

@@ -21,9 +21,12 @@ async def livez() -> dict[str, str]:
 @router.get("/readyz")
 async def readyz(request: Request, executor: ExecutorDep) -> Response:
     """Ready when at least one worker is alive and start-up has started the workers kept ahead for lending
-    (``warming``: see ``backends/lending.py``); the body says which backend was chosen and why."""
+    (``warming``: see ``backends/lending.py``); the body says which backend was chosen and why, and the memory
+    limit a run that asks for none gets (``default_memory_mb``: the configured default, fitted to this server's
+    budget, so a verdict that hangs on it can be told from the task's own: ``step_limits.fitted_mb``)."""
     status: dict[str, Any] = executor.backend.status()
     status["backend_reason"] = request.app.state.backend_reason
+    status["default_memory_mb"] = executor.run_limits(None, None).memory_mb
     ready = status.get("alive", 0) > 0 and not status.get("warming", False)
     return JSONResponse({"ready": ready, **status}, status_code=200 if ready else 503)
 

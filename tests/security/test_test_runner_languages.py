@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox import pytest_file
+from codegym_sandbox.judging import off_loop
 from fastapi.testclient import TestClient
 
 TESTS = "\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -161,6 +162,22 @@ def test_the_tests_get_only_plain_names_of_the_test_libraries() -> None:
 def test_a_file_with_no_tests_fails_as_under_pytest(hostile: TestClient) -> None:
     fusion, _ = _both(hostile, RIGHT)
     assert fusion["status"] == "Failed" and "no tests ran" in fusion["run_result"]["stderr"], fusion
+
+
+def test_a_long_file_is_split_off_the_loop_and_a_longer_one_fails(hostile: TestClient) -> None:
+    """Round 57: the server split a pytest file (a parse, a walk and two compiles of it) on its event loop, before
+    the request was admitted: a file of 3 MB held every client's requests 12 s, one of 15 MB took the server's
+    memory until it was killed. A file past ``ON_LOOP_CHARS`` is split in the comparison pool, charged to the
+    budget in its client's turn; one past ``SPLIT_MAX_CHARS`` is not split at all, and fails saying why."""
+    off_loop.shutdown()  # the pool starts with the first work it is given: this file's split
+    long = RIGHT + "a = 1\n" * 20_000 + TESTS
+    fusion, native = _both(hostile, long)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    assert off_loop._pool is not None  # noqa: SLF001 - split in a process of it, not on the loop
+    longer = RIGHT + "a = 1\n" * (pytest_file.SPLIT_MAX_CHARS // 6) + TESTS
+    fusion, native = _both(hostile, longer)
+    assert fusion["status"] == "Failed" and "is longer than the" in fusion["run_result"]["stderr"], fusion
+    assert native["verdict"] != "AC", native
 
 
 def test_evaluate_refuses_a_pytest_file(hostile: TestClient) -> None:

@@ -249,3 +249,13 @@ def test_a_definition_whose_making_fills_a_table_stays(registry: str) -> None:
     scope: dict[str, object] = {"__name__": "solution"}
     exec(sanitize(code, "apply"), scope)
     assert scope["apply"]("double", 3) == 6  # type: ignore[operator]
+
+
+def test_code_too_long_to_read_is_judged_as_it_was_written() -> None:
+    """Round 57: its parse and walks took 7 s and 0.5 GB a MiB (on a server's event loop, for ``/submit``)."""
+    from codegym_evaluator.python_syntax import MAX_READ_CHARS
+
+    short = "def f(x):\n    return x\nprint(f(1))\n"
+    assert sanitize(short, "f") == "def f(x):\n    return x"
+    long = short + "print(f(1))\n" * (MAX_READ_CHARS // 12)
+    assert len(long) > MAX_READ_CHARS and sanitize(long, "f") == long

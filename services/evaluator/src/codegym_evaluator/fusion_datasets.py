@@ -20,21 +20,60 @@ sandbox server itself passes a transport to its own app.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+import functools
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from codegym_sandbox.backends.base import MemoryShare
+from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError
+from codegym_sandbox.judging import off_loop
 from codegym_sandbox.models import TestOut
 from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from .extract import extract_code
+from .extract import Extracted, extract_code
 from .scoring import build_program, evaluate_body
 from .tasks import Task, load_tasks
 from .tasks.registry import DATASETS
 from .tasks.sources import DatasetError
+
+T = TypeVar("T")
+
+
+class Analyse(Protocol):
+    """How a route works on a text its request sent (``/submit``'s completion: its code extracted and sanitised,
+    a parse and walks of it): ``fn(text)``, off the event loop. Made on the loop, one completion of a MiB held
+    every client's requests for 7 s, and one of 18 MB the server's whole memory (round 57)."""
+
+    def __call__(self, request: Request, fn: Callable[[str], T], text: str) -> Awaitable[T]: ...
+
+
+def in_pool(memory: Callable[[Request], MemoryShare]) -> Analyse:
+    """:class:`Analyse` in the sandbox's pool of processes for such work (``off_loop.analysed``): in the turn of
+    the request's client (its address), charged to ``memory(request)``."""
+
+    def analyse(request: Request, fn: Callable[[str], T], text: str) -> Awaitable[T]:
+        client = request.client.host if request.client else ""
+        return off_loop.analysed(memory(request), client, fn, text)
+
+    return analyse
+
+
+@functools.cache
+def _own_budget() -> MemoryBudget:
+    """The budget of a server that runs no program (the evaluator's service): its machine's, for its pool alone."""
+    return MemoryBudget(default_budget_mb())
+
+
+def _prepared(task: Task, completion: str) -> tuple[Extracted, str]:
+    """The code of ``completion`` for ``task``, and the program that runs it (in a process of the pool)."""
+    extracted = extract_code(completion, task)
+    return extracted, build_program(task, extracted.code)
+
 
 # Upstream's ids of datasets codegym has under its own names.
 UPSTREAM_IDS = {"humaneval_python": "humaneval", "live_code_bench_v1": "livecodebench"}
@@ -173,9 +212,12 @@ def _test_info(test: dict[str, Any], full: bool) -> dict[str, Any]:
     return {k: v[:TEST_INFO_CHARS] if isinstance(v, str) else v for k, v in test.items()}
 
 
-def make_router(sandbox: Callable[[Request], AsyncSandboxClient]) -> APIRouter:
+def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analyse | None = None) -> APIRouter:
     """The routes; ``sandbox(request)`` gives a client of the sandbox (base URL and token set), closed after use,
-    for the runs of ``request`` (the sandbox's own app runs them as its caller's: see ``codegym_sandbox.main``)."""
+    for the runs of ``request`` (the sandbox's own app runs them as its caller's: see ``codegym_sandbox.main``);
+    ``analyse`` works on a completion off the loop (by default in a pool charged to a budget of this server's
+    own; the sandbox's app charges its runs' budget)."""
+    analyse = analyse or in_pool(lambda _: _own_budget())
     router = APIRouter(tags=["datasets (SandboxFusion)"])
 
     @router.get("/list_datasets")
@@ -201,8 +243,9 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient]) -> APIRouter:
     async def submit(req: SubmitRequest, request: Request) -> dict[str, Any]:
         tasks = await _tasks(req.dataset, req.config, one=True)
         task = tasks[0] if req.config.provided_data is not None else _find(tasks, req.id)
-        extracted = extract_code(req.completion, task)
-        program = build_program(task, extracted.code)
+        # Sent to a process with one test: what extracting and building read of a task (its tests may be MBs).
+        slim = dataclasses.replace(task, tests=task.tests[:1])
+        extracted, program = await analyse(request, functools.partial(_prepared, slim), req.completion)
         body = evaluate_body(
             task,
             [program],

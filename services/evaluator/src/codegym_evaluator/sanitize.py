@@ -266,7 +266,10 @@ def _rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
 
 def sanitize(code: str, entry_point: str) -> str:
     """See :func:`_sanitize`; code too deep to read here (a sum of a thousand terms: Python's own parser compiles
-    it, this one's recursion does not) is judged as it was written, never an error of the whole group."""
+    it, this one's recursion does not) or too long (``python_syntax.MAX_READ_CHARS``) is judged as it was
+    written, never an error of the whole group."""
+    if len(code) > python_syntax.MAX_READ_CHARS:
+        return code
     try:
         return _sanitize(code, entry_point)
     except (RecursionError, MemoryError):

@@ -125,7 +125,10 @@ def with_starter(starter: str, code: str) -> str:
 
 
 def _futures(code: str) -> tuple[str, str]:
-    """The ``from __future__`` imports that open ``code`` (after its docstring), and the rest of it."""
+    """The ``from __future__`` imports that open ``code`` (after its docstring), and the rest of it (none where
+    ``code`` is too long to read: ``python_syntax.MAX_READ_CHARS``)."""
+    if len(code) > python_syntax.MAX_READ_CHARS:
+        return "", code
     try:
         body = python_syntax.parse(code).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):

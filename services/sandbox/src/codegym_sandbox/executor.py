@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol, TypeVar
 
 from . import languages, pytest_file
 from .agent import program_bytes
@@ -18,6 +20,21 @@ from .step_limits import RunLimits as RunLimits  # the type of its limits, for i
 from .verdicts import RunEnd, Verdict, memory_exceeded, run_end
 
 SCRATCH = "/tmp/box"
+
+T = TypeVar("T")
+
+
+class Analyse(Protocol):
+    """How the server works on a text a request sent (a pytest file split): ``fn(text)``, for ``client``. The
+    server's is its comparison pool's (``judging/off_loop.analysed``): off its event loop, in the client's turn,
+    charged to the memory budget; made on the loop, one request's parse held every client's for seconds."""
+
+    def __call__(self, client: str, fn: Callable[[str], T], text: str) -> Awaitable[T]: ...
+
+
+async def on_the_loop(client: str, fn: Callable[[str], T], text: str) -> T:
+    """:class:`Analyse` where there is no pool (an executor of a test's own)."""
+    return fn(text)
 
 
 class UnsupportedLanguage(Exception):
@@ -92,8 +109,9 @@ def _sandbox_error(message: str) -> StepResult:
 class Executor:
     """Runs programs on a backend, with the result cache in front of it."""
 
-    def __init__(self, backend: Backend, settings: Settings, metrics: Metrics) -> None:
+    def __init__(self, backend: Backend, settings: Settings, metrics: Metrics, analyse: Analyse = on_the_loop) -> None:
         self.backend = backend
+        self.analyse = analyse
         self.settings = settings
         self.metrics = metrics
         # Bounded by bytes, not only entries: a result holds its whole output (up to LIMITS__OUTPUT_BYTES).
@@ -184,7 +202,7 @@ class Executor:
         if not policy.admitted:  # else its request was admitted whole (a batch's scripts): never one of it refused
             policy = self.backend.admit(policy, alone=True)  # never refused between its compile and its run
         if lang.test_file:  # its program and its tests, each in a process of its own: no exit of it is a pass
-            code, stdin = pytest_file.assert_run(code)
+            code, stdin = await self.analyse(policy.client, pytest_file.assert_run, code)
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)
         if compiled is not None and compiled.end is not RunEnd.EXITED:
             return Execution(compiled, None)

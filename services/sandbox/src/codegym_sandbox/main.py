@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import AsyncIterator
@@ -46,7 +47,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 backend.release_uids()
             raise
         app.state.backend_reason = reason
-        app.state.executor = Executor(backend, settings, metrics)
+        # What the server parses of a request (a pytest file) it parses in its comparison pool, off the loop.
+        analyse = functools.partial(off_loop.analysed, backend.memory)
+        app.state.executor = Executor(backend, settings, metrics, analyse)
         app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions, settings.server_id)
         app.state.sessions.start()
         metrics.track_pool(lambda: backend.waiting, lambda: backend.busy, backend.size)
@@ -145,7 +148,7 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
     ``set_endpoint`` points both its sandbox and its dataset calls here. ``/submit`` runs its tests on this
     server, through the app itself (no port, no network)."""
     try:
-        from codegym_evaluator.fusion_datasets import make_router
+        from codegym_evaluator.fusion_datasets import in_pool, make_router
     except ImportError:
         log.info("dataset routes off: codegym-evaluator is not installed (its service serves them too)")
         return
@@ -160,7 +163,8 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
         transport = httpx.ASGITransport(app=app, client=caller)
         return AsyncSandboxClient("http://sandbox", token=token, timeout=None, transport=transport)
 
-    app.include_router(make_router(sandbox))
+    # A completion is read in the comparison pool, charged to the runs' budget in its caller's turn.
+    app.include_router(make_router(sandbox, in_pool(lambda request: request.app.state.executor.backend.memory)))
 
 
 def _finite(value: object) -> object:

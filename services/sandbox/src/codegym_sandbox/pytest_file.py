@@ -40,6 +40,14 @@ _BUILTINS = frozenset(dir(builtins))
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Where a file has no test, pytest collects none and fails the run (its exit status 5): so do the tests here.
 NO_TESTS = "raise AssertionError('no tests ran: the file defines no test that pytest would collect')\n"
+# The largest file split here: its parse, walk and compiles take the server a process of its pool and some 0.6 GB a
+# MiB of dense statements (a file of 15 MiB, well within a request's body, held 6 GB; round 57). A file past it is
+# judged as one that defines no test, saying why: a test file of a quarter MiB is far past any task's.
+SPLIT_MAX_CHARS = 256 << 10
+TOO_LARGE = (
+    f"raise AssertionError('no tests ran: the file is longer than the {SPLIT_MAX_CHARS} characters a pytest file "
+    "is split into its program and its tests at most')\n"
+)
 
 
 def assert_run(code: str) -> tuple[str, bytes]:
@@ -51,7 +59,11 @@ def assert_run(code: str) -> tuple[str, bytes]:
 def split(code: str) -> tuple[str, str]:
     """The program's part and the tests' part of ``code``. The tests' part keeps its lines' numbers (blank lines
     stand for the program's), so that a failure names the file's line. A file that does not parse is all the
-    program's: its syntax error is the program's, as under pytest."""
+    program's: its syntax error is the program's, as under pytest. A file longer than ``SPLIT_MAX_CHARS`` is all
+    the program's too, and its tests' part fails saying why. The server splits a file off its event loop
+    (``Executor.analyse``): parsed there, one request of a few MiB held every client's requests for seconds."""
+    if len(code) > SPLIT_MAX_CHARS:
+        return code, TOO_LARGE
     try:
         body = ast.parse(code).body
     except (SyntaxError, ValueError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from codegym_sandbox.api import deps
 from codegym_sandbox.config import Settings
+from codegym_sandbox.judging import off_loop
 from codegym_sandbox.main import create_app
 from fastapi import Request
 from fastapi.testclient import TestClient
@@ -36,3 +37,20 @@ def test_a_submits_runs_are_its_callers_and_counted_once(monkeypatch: pytest.Mon
         assert answer.json()["accepted"] is True, answer.text
     assert ("/v1/evaluate", "192.0.2.7") in seen, seen
     assert all(who == "192.0.2.7" for _, who in seen), seen
+
+
+CALL = {"task_id": "c", "prompt": "", "kind": "call", "entry_point": "f", "tests": [{"call": [2], "expected": 2}]}
+
+
+def test_a_long_completion_is_read_off_the_loop() -> None:
+    """Round 57: ``/submit`` extracted and sanitised a completion (a parse and a walk per statement, 7 s a MiB) on
+    the server's event loop, uncounted: one completion of a MiB held every client's requests for 7 s, one of 18 MB
+    the server's memory until it was killed. It is read in the comparison pool now, in its caller's turn."""
+    off_loop.shutdown()  # the pool starts with the first work it is given: this completion's
+    completion = "```python\ndef f(x):\n    return x\n" + "print(f(1))\n" * 1000 + "```"
+    with TestClient(create_app(Settings(backend="local", workers=1, cache_entries=0))) as client:
+        body = {"dataset": "humaneval", "id": "c", "completion": completion, "config": {"provided_data": CALL}}
+        answer = client.post("/submit", json=body)
+        assert answer.status_code == 200 and answer.json()["accepted"] is True, answer.text
+        assert answer.json()["extracted_code"] == "def f(x):\n    return x", answer.text  # sanitised, in the pool
+        assert off_loop._pool is not None  # noqa: SLF001 - the server's stop ends it

@@ -53,6 +53,11 @@ ON_LOOP_CHARS = 4096
 # What a comparison in the pool holds on the server, a multiple of its output's characters: the output the run
 # sent, its text, and the slice sent to the pool.
 HELD_PER_CHAR = 3
+# What parsing a text a request sent holds in a process of the pool, a multiple of its characters (a MiB of dense
+# statements, parsed, walked and compiled, took 0.6 GB: round 57), and what it costs a client's clock there
+# against a character compared (a MiB took 4-7 s, a MiB of numbers compared some 0.5).
+PARSED_PER_CHAR = 640
+PARSE_COST = 10
 
 _pool: ProcessPoolExecutor | None = None
 _turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
@@ -128,6 +133,23 @@ class Comparisons:
                 return await _in_pool(self.client, actual, expected, mode, rel_tol, abs_tol)
             finally:
                 self.memory.release(lease)
+
+
+async def analysed(memory: MemoryShare, client: str, fn: Callable[[str], T], text: str) -> T:
+    """``fn(text)``, work on a text a request sent (a pytest file split: ``executor.Analyse``; a completion's
+    code extracted, ``/submit``'s), off the loop where ``text`` is large: in a process of the pool, in ``client``'s
+    turn, charged to ``memory`` in its turn at the budget what a syntax tree of ``text`` holds there. Such work is
+    one call, never sliced: its caller bounds ``text`` (a quarter MiB: a second or two of a process)."""
+    if len(text) <= ON_LOOP_CHARS:
+        return fn(text)
+    client = client or f"#{next(_serials)}"
+    held_mb = min(-(-PARSED_PER_CHAR * len(text) // (1 << 20)), memory.total_mb)
+    lease = await memory.acquire(held_mb, client=client)
+    try:
+        async with _place(client, PARSE_COST * len(text), next(_serials)) as place:
+            return await place.call(fn, text)
+    finally:
+        memory.release(lease)
 
 
 async def least_output(expected: str, mode: Comparison, client: str) -> int:

@@ -32,11 +32,11 @@ def test_the_default_budget_is_the_machine_less_a_margin() -> None:
 def test_runs_share_the_budget_first_come_first_served() -> None:
     async def main() -> None:
         budget = MemoryBudget(1000)
-        first = await budget.acquire(600)
+        first = await budget.acquire(600, client="c")  # a client's runs (the server's own are passed over: below)
         order: list[int] = []
 
         async def take(mb: int) -> None:
-            await budget.acquire(mb)
+            await budget.acquire(mb, client="c")
             order.append(mb)
 
         big = asyncio.create_task(take(900))
@@ -173,6 +173,25 @@ def test_a_run_that_cannot_fit_beside_what_the_server_holds_for_itself_holds_no_
         granted, after = await asyncio.wait_for(asyncio.gather(large, behind), 1)
         assert (granted.limit_mb, after.limit_mb) == (500, 100) and granted.order < after.order
         assert budget.held_mb == 950 and budget.waiting == 0
+
+    asyncio.run(main())
+
+
+def test_a_clients_run_that_cannot_fit_beside_the_servers_own_holds_back_none_of_its_later_runs() -> None:
+    """Round 57: the pass-over looked at each client's first run alone, so a client's run of the largest limit
+    beside idle sessions (another client's) held every later run of that client for as long as they lived."""
+
+    async def main() -> None:
+        budget = MemoryBudget(1000)
+        sessions = [await budget.acquire(300) for _ in range(2)]  # the server's own: 600
+        large = asyncio.create_task(budget.acquire(500, client="a"))
+        await asyncio.sleep(0.01)
+        small = await asyncio.wait_for(budget.acquire(100, client="a"), 1)  # the same client's, after it
+        assert not large.done() and budget.held_mb == 700
+        budget.release(small)
+        budget.release(sessions[0])  # 300 + 500 fits now: the large run goes
+        granted = await asyncio.wait_for(large, 1)
+        assert granted.limit_mb == 500 and budget.held_mb == 800 and budget.waiting == 0
 
     asyncio.run(main())
 

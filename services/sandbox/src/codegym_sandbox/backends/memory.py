@@ -358,13 +358,17 @@ class MemoryBudget:
         for as long as those lived, the budget half free (round 56)."""
         while not self._paused and self._waiting:
             for client in self._turns.ordered(self._waiting):
-                entry = self._waiting[client][0]
+                # A client's own runs in the order they came, but for those that cannot fit beside what the server
+                # holds: passed over within the client too, or one of them held its client's every later run as
+                # long as the sessions lived (round 57).
+                entry = next((e for e in self._waiting[client] if self._own + e.need_mb <= self.total_mb), None)
+                if entry is None:
+                    continue
                 if self.held_mb + entry.need_mb <= self.total_mb:
                     self._take(entry)
                     entry.granted.set_result(self._grant(entry.limit_mb, entry.share_mb, entry.extra_mb, client))
                     break
-                if self._own + entry.need_mb <= self.total_mb:
-                    return  # it fits once runs end: none passes it meanwhile
+                return  # it fits once runs end: none passes it meanwhile
             else:
                 return
 

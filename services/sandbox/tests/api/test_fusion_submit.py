@@ -53,4 +53,4 @@ def test_a_long_completion_is_read_off_the_loop() -> None:
         answer = client.post("/submit", json=body)
         assert answer.status_code == 200 and answer.json()["accepted"] is True, answer.text
         assert answer.json()["extracted_code"] == "def f(x):\n    return x", answer.text  # sanitised, in the pool
-        assert off_loop._pool is not None  # noqa: SLF001 - the server's stop ends it
+        assert off_loop._pool is not None  # the server's stop ends it

@@ -66,23 +66,36 @@ def with_prompt_helpers(prompt: str, entry_point: str | None, tests: str) -> str
     return _with_prompt_helpers(prompt, entry_point or "", tests)
 
 
+@functools.lru_cache(maxsize=64)  # read once for all of a task's tests, which are each a text of their own
+def _prompt_tree(prompt: str) -> ast.Module:
+    return python_syntax.parse(prompt)  # read only: its statements are shared by every test's helpers
+
+
 @functools.lru_cache(maxsize=4096)  # a task's tests are judged once per group, many groups per task
 def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
+    if len(prompt) + len(tests) > python_syntax.MAX_READ_CHARS:
+        return tests  # a text past any task's (a provided row is a request's to shape: round 57)
     try:
-        prompt_tree, test_tree = python_syntax.parse(prompt), python_syntax.parse(tests)
+        prompt_tree, test_tree = _prompt_tree(prompt), python_syntax.parse(tests)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return tests
     imports = [n for n in prompt_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     definitions = [n for n in prompt_tree.body if _bound(n) and entry_point not in _bound(n) and not _stub(n)]
+    binding: dict[str, list[int]] = {}
+    for k, node in enumerate(definitions):
+        for name in _bound(node):
+            binding.setdefault(name, []).append(k)
     needed = _names(test_tree)
+    new, taken = set(needed), set()
     chosen: list[ast.stmt] = []
-    while True:  # what the tests use, and what that uses in turn
-        more = [n for n in definitions if n not in chosen and _bound(n) & needed]
+    while True:  # what the tests use, and what that uses in turn: each round by the names the last one added
+        more = sorted({k for name in new for k in binding.get(name, ()) if k not in taken})
         if not more:
             break
-        chosen += more
-        for node in more:
-            needed |= _names(node)
+        taken.update(more)
+        chosen += [definitions[k] for k in more]
+        new = set().union(*(_names(definitions[k]) for k in more)) - needed
+        needed |= new
     # The names the program is to write, which no star import of the prompt's may take for the tests.
     declared = sorted(
         {entry_point} - {""}

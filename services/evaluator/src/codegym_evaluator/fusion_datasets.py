@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
@@ -35,6 +36,7 @@ from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
+from . import python_syntax
 from .extract import Extracted, extract_code
 from .scoring import build_program, evaluate_body
 from .tasks import Task, load_tasks
@@ -49,18 +51,36 @@ class Analyse(Protocol):
     a parse and walks of it): ``fn(text)``, off the event loop. Made on the loop, one completion of a MiB held
     every client's requests for 7 s, and one of 18 MB the server's whole memory (round 57)."""
 
-    def __call__(self, request: Request, fn: Callable[[str], T], text: str) -> Awaitable[T]: ...
+    def __call__(
+        self, request: Request, fn: Callable[[str], T], text: str, held_mb: int | None = None
+    ) -> Awaitable[T]: ...
 
 
 def in_pool(memory: Callable[[Request], MemoryShare]) -> Analyse:
     """:class:`Analyse` in the sandbox's pool of processes for such work (``off_loop.analysed``): in the turn of
     the request's client (its address), charged to ``memory(request)``."""
 
-    def analyse(request: Request, fn: Callable[[str], T], text: str) -> Awaitable[T]:
+    def analyse(request: Request, fn: Callable[[str], T], text: str, held_mb: int | None = None) -> Awaitable[T]:
         client = request.client.host if request.client else ""
-        return off_loop.analysed(memory(request), client, fn, text)
+        return off_loop.analysed(memory(request), client, fn, text, held_mb)
 
     return analyse
+
+
+# What making tasks of provided rows holds in a process: the rows' text a few times over, and one parse of the
+# longest text it reads as a tree at a time (``python_syntax.MAX_READ_CHARS``, 640 bytes a character).
+_ROWS_PER_CHAR = 4
+_PARSE_MB = 640 * python_syntax.MAX_READ_CHARS >> 20
+
+
+def _rows_tasks(name: str, rows: str) -> tuple[list[Task], str]:
+    """In a process of the pool: the tasks of the JSON ``rows`` (a list), or why a row is none (a 400's detail).
+    A row's tasks are built as ``/submit`` builds them (its assert tests' helpers parse its starter code once a
+    test): on the event loop, one request's rows held every client's requests for 10 s (round 57)."""
+    try:
+        return [_task_of(name, row, i) for i, row in enumerate(json.loads(rows))], ""
+    except HTTPException as exc:
+        return [], str(exc.detail)
 
 
 @functools.cache
@@ -132,14 +152,19 @@ def _library(name: str) -> tuple[Task, ...]:
     return tuple(load_tasks(name))
 
 
-async def _tasks(dataset: str, config: TestConfig, one: bool) -> list[Task]:
+async def _tasks(dataset: str, config: TestConfig, one: bool, request: Request, analyse: Analyse) -> list[Task]:
     name = _dataset_name(dataset)
     if config.provided_data is not None:
         rows = config.provided_data
         if one != isinstance(rows, dict):
             kind = "one row (a dict)" if one else "a list of rows"
             raise HTTPException(400, f"config.provided_data must be {kind} here")
-        return [_task_of(name, row, i) for i, row in enumerate([rows] if isinstance(rows, dict) else rows)]
+        text = json.dumps([rows] if isinstance(rows, dict) else rows)
+        held_mb = (_ROWS_PER_CHAR * len(text) >> 20) + _PARSE_MB
+        tasks, refused = await analyse(request, functools.partial(_rows_tasks, name), text, held_mb)
+        if refused:
+            raise HTTPException(400, refused)
+        return tasks
     try:
         return list(await asyncio.to_thread(_library, name))
     except DatasetError as exc:
@@ -225,23 +250,23 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analy
         return dataset_ids()
 
     @router.post("/list_ids")
-    async def list_ids(req: GetPromptsRequest) -> list[int | str]:
-        tasks = await _tasks(req.dataset, req.config, one=False)
+    async def list_ids(req: GetPromptsRequest, request: Request) -> list[int | str]:
+        tasks = await _tasks(req.dataset, req.config, False, request, analyse)
         return [t.task_id for t in tasks[req.offset : req.offset + req.limit]]
 
     @router.post("/get_prompts")
-    async def get_prompts(req: GetPromptsRequest) -> list[dict[str, Any]]:
-        tasks = await _tasks(req.dataset, req.config, one=False)
+    async def get_prompts(req: GetPromptsRequest, request: Request) -> list[dict[str, Any]]:
+        tasks = await _tasks(req.dataset, req.config, False, request, analyse)
         return [_prompt(t) for t in tasks[req.offset : req.offset + req.limit]]
 
     @router.post("/get_prompt_by_id")
-    async def get_prompt_by_id(req: GetPromptByIdRequest) -> dict[str, Any]:
-        tasks = await _tasks(req.dataset, req.config, one=True)
+    async def get_prompt_by_id(req: GetPromptByIdRequest, request: Request) -> dict[str, Any]:
+        tasks = await _tasks(req.dataset, req.config, True, request, analyse)
         return _prompt(tasks[0] if req.config.provided_data is not None else _find(tasks, req.id))
 
     @router.post("/submit")
     async def submit(req: SubmitRequest, request: Request) -> dict[str, Any]:
-        tasks = await _tasks(req.dataset, req.config, one=True)
+        tasks = await _tasks(req.dataset, req.config, True, request, analyse)
         task = tasks[0] if req.config.provided_data is not None else _find(tasks, req.id)
         # Sent to a process with one test: what extracting and building read of a task (its tests may be MBs).
         slim = dataclasses.replace(task, tests=task.tests[:1])

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TypeVar
 
 from . import languages, pytest_file
 from .agent import program_bytes
@@ -15,26 +13,12 @@ from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFa
 from .cache import LRUCache, cache_key, stdin_digests
 from .config import Settings
 from .metrics import Metrics
+from .pytest_file import Analyse, on_the_loop
 from .step_limits import COMPILE_MEMORY_MB, fitted_mb
 from .step_limits import RunLimits as RunLimits  # the type of its limits, for its callers
 from .verdicts import RunEnd, Verdict, memory_exceeded, run_end
 
 SCRATCH = "/tmp/box"
-
-T = TypeVar("T")
-
-
-class Analyse(Protocol):
-    """How the server works on a text a request sent (a pytest file split): ``fn(text)``, for ``client``. The
-    server's is its comparison pool's (``judging/off_loop.analysed``): off its event loop, in the client's turn,
-    charged to the memory budget; made on the loop, one request's parse held every client's for seconds."""
-
-    def __call__(self, client: str, fn: Callable[[str], T], text: str) -> Awaitable[T]: ...
-
-
-async def on_the_loop(client: str, fn: Callable[[str], T], text: str) -> T:
-    """:class:`Analyse` where there is no pool (an executor of a test's own)."""
-    return fn(text)
 
 
 class UnsupportedLanguage(Exception):
@@ -247,16 +231,18 @@ class Executor:
         policy: RunPolicy,
         shared: bool = False,
         digests: list[str] | None = None,
+        files_digest: str = "",
     ) -> list[StepResult]:
         """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own.
 
         ``shared``: other requests run the same ``sources`` (the assert runner), so the worker may keep the
         test series it ran them in open for them (see the agent's ``_run_tests``). ``digests``: the stdins'
-        ``cache.stdin_digests``, made once for a request's programs."""
+        ``cache.stdin_digests``, made once for a request's programs; ``files_digest``: :meth:`files_digest` of
+        ``sources``, made once for a program's exchanges."""
         digests = (digests or stdin_digests(stdins)) if policy.cache else []
         # The program's files hashed once for all its tests: hashed in each test's key, a 4 MiB program of 20,000
-        # tests held the event loop 46 s (round 57).
-        files = cache_key(sorted(sources.items())) if digests else ""
+        # tests held the event loop 46 s (round 57), and once an exchange, 4 s.
+        files = (files_digest or self.files_digest(sources)) if digests else ""
         keys = [self._key(lang, lang.run, files, d, limits, []) for d in digests]
         results: list[StepResult | None] = [self.cache.get(key) for key in keys] or [None] * len(stdins)
         todo = [i for i, hit in enumerate(results) if hit is None]
@@ -284,6 +270,11 @@ class Executor:
                     self.cache.put(keys[i], result)
                 results[i] = result
         return [r for r in results if r is not None]
+
+    @staticmethod
+    def files_digest(files: dict[str, tuple[bytes, int]]) -> str:
+        """What stands for a step's files in its key."""
+        return cache_key(sorted(files.items()))
 
     def _key(
         self,
@@ -333,7 +324,7 @@ class Executor:
         """One sandboxed process: from the cache when the same step ran before and ``policy`` allows it."""
         caching = policy.cache
         key = (
-            self._key(lang, argv, cache_key(sorted(files.items())), stdin_digests([stdin])[0], limits, collect)
+            self._key(lang, argv, self.files_digest(files), stdin_digests([stdin])[0], limits, collect)
             if caching
             else ""
         )

@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 backend.release_uids()
             raise
         app.state.backend_reason = reason
-        # What the server parses of a request (a pytest file) it parses in its comparison pool, off the loop.
+        # What the server parses of a request (a pytest file) it parses in its analysis pool, off the loop.
         analyse = functools.partial(off_loop.analysed, backend.memory)
         app.state.executor = Executor(backend, settings, metrics, analyse)
         app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions, settings.server_id)
@@ -163,7 +163,7 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
         transport = httpx.ASGITransport(app=app, client=caller)
         return AsyncSandboxClient("http://sandbox", token=token, timeout=None, transport=transport)
 
-    # A completion is read in the comparison pool, charged to the runs' budget in its caller's turn.
+    # A completion, and provided rows, are read in the analysis pool, charged to the budget in the caller's turn.
     app.include_router(make_router(sandbox, in_pool(lambda request: request.app.state.executor.backend.memory)))
 
 

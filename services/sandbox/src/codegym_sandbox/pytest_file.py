@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
 from .agent import program_names
 from .agent.assert_stdin import ASSERT_MAIN, assert_stdin
@@ -48,6 +50,22 @@ TOO_LARGE = (
     f"raise AssertionError('no tests ran: the file is longer than the {SPLIT_MAX_CHARS} characters a pytest file "
     "is split into its program and its tests at most')\n"
 )
+
+
+T = TypeVar("T")
+
+
+class Analyse(Protocol):
+    """How the server works on a text a request sent (a file split: :func:`assert_run`): ``fn(text)``, for
+    ``client``. The server's is its analysis pool's (``judging/off_loop.analysed``, passed to the ``Executor``):
+    off its event loop, in the client's turn, charged to the memory budget (round 57)."""
+
+    def __call__(self, client: str, fn: Callable[[str], T], text: str) -> Awaitable[T]: ...
+
+
+async def on_the_loop(client: str, fn: Callable[[str], T], text: str) -> T:
+    """:class:`Analyse` where there is no pool (an executor of a test's own)."""
+    return fn(text)
 
 
 def assert_run(code: str) -> tuple[str, bytes]:

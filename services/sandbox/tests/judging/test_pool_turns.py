@@ -343,3 +343,29 @@ def test_a_comparisons_share_of_the_budget_waits_in_its_clients_turn(monkeypatch
         return granted
 
     assert asyncio.run(scenario()) == ["B", "A waiting: 1"]
+
+
+def test_a_parse_in_its_pool_keeps_no_comparison_waiting(one_thread: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 57: a request's text parsed in the comparisons' only process (one call of a second or two, never
+    sliced) made each slice of another client's comparison wait for it: a 0.1 s comparison took 18 s beside one
+    client's 256 KiB pytest files. Parses have a pool and turns of their own."""
+    release = threading.Event()
+    parsing = ThreadPoolExecutor(1)
+    monkeypatch.setattr(off_loop, "analysis_pool", lambda: parsing)
+
+    def parse(text: str) -> int:
+        release.wait(10)
+        return len(text)
+
+    async def scenario() -> None:
+        memory = MemoryBudget(1024)
+        held = asyncio.create_task(off_loop.analysed(memory, "A", parse, "x" * (2 * off_loop.ON_LOOP_CHARS)))
+        while not off_loop.analysis_turns().busy:
+            await asyncio.sleep(0.001)
+        comparisons = off_loop.Comparisons(memory, RunPolicy(admitted=True, client="B"))
+        assert await asyncio.wait_for(comparisons.outputs_match("1 " * 5000, "1.0 " * 5000, Comparison.FLOAT, 0, 0), 5)
+        assert not held.done()
+        release.set()
+        assert await held == 2 * off_loop.ON_LOOP_CHARS
+
+    asyncio.run(scenario())

@@ -55,6 +55,10 @@ class _Executor:
         self.policies.append(policy)
         return None, {lang.source: (code.encode(), 0o644)}
 
+    @staticmethod
+    def files_digest(files: Any) -> str:
+        return "files"
+
     async def run_tests(
         self,
         lang: languages.Language,
@@ -64,6 +68,7 @@ class _Executor:
         policy: RunPolicy,
         shared: bool = False,
         digests: list[str] | None = None,
+        files_digest: str = "",
     ) -> list[StepResult]:
         self.batches.append(stdins)
         self.policies.append(policy)

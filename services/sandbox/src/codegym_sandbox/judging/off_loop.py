@@ -61,6 +61,11 @@ PARSE_COST = 10
 
 _pool: ProcessPoolExecutor | None = None
 _turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
+# Work on a request's text (``analysed``) has a pool and turns of its own: a parse is one call of a second or two,
+# never sliced, and in the comparisons' pool each slice of another client's comparison waited for one (a 0.1 s
+# comparison took 18 s beside a client's 256 KiB pytest files: round 57).
+_analysis: ProcessPoolExecutor | None = None
+_analysis_turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
 _serials = itertools.count()
 _WATCH_S = 1.0  # how often a process of the pool looks whether its server is still there
 
@@ -76,9 +81,21 @@ def pool() -> ProcessPoolExecutor:
     always empty. Each ends with the server (:func:`_end_with`)."""
     global _pool
     if _pool is None:
-        context = multiprocessing.get_context("spawn")
-        _pool = ProcessPoolExecutor(size(), mp_context=context, initializer=_end_with, initargs=(os.getpid(),))
+        _pool = _processes()
     return _pool
+
+
+def analysis_pool() -> ProcessPoolExecutor:
+    """The processes a request's text is worked on in (:func:`analysed`), as :func:`pool`'s."""
+    global _analysis
+    if _analysis is None:
+        _analysis = _processes()
+    return _analysis
+
+
+def _processes() -> ProcessPoolExecutor:
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(size(), mp_context=context, initializer=_end_with, initargs=(os.getpid(),))
 
 
 def _end_with(server: int) -> None:
@@ -103,11 +120,30 @@ def turns() -> Turns:
     return _turns[1]
 
 
+def analysis_turns() -> Turns:
+    """The clients' turns at :func:`analysis_pool`, as :func:`turns`."""
+    global _analysis_turns
+    loop = asyncio.get_running_loop()
+    if _analysis_turns is None or _analysis_turns[0] is not loop:
+        _analysis_turns = (loop, Turns(size()))
+    return _analysis_turns[1]
+
+
 def shutdown() -> None:
-    """End the pool's processes (at the server's stop); a later comparison starts it again."""
-    global _pool
-    if _pool is not None:
-        _pool.shutdown(wait=False, cancel_futures=True)
+    """End the pools' processes (at the server's stop); later work starts them again."""
+    _end(analysis=False)
+    _end(analysis=True)
+
+
+def _end(analysis: bool) -> None:
+    """End the processes of one pool (:func:`analysis_pool`'s or :func:`pool`'s), where they were started."""
+    global _pool, _analysis
+    started = _analysis if analysis else _pool
+    if started is not None:
+        started.shutdown(wait=False, cancel_futures=True)
+    if analysis:
+        _analysis = None
+    else:
         _pool = None
 
 
@@ -135,19 +171,22 @@ class Comparisons:
                 self.memory.release(lease)
 
 
-async def analysed(memory: MemoryShare, client: str, fn: Callable[[str], T], text: str) -> T:
+async def analysed(
+    memory: MemoryShare, client: str, fn: Callable[[str], T], text: str, held_mb: int | None = None
+) -> T:
     """``fn(text)``, work on a text a request sent (a pytest file split: ``executor.Analyse``; a completion's
-    code extracted, ``/submit``'s), off the loop where ``text`` is large: in a process of the pool, in ``client``'s
-    turn, charged to ``memory`` in its turn at the budget what a syntax tree of ``text`` holds there. Such work is
-    one call, never sliced: its caller bounds ``text`` (a quarter MiB: a second or two of a process)."""
+    code extracted, ``/submit``'s), off the loop where ``text`` is large: in a process of :func:`analysis_pool`, in
+    ``client``'s turn, charged to ``memory`` in its turn at the budget ``held_mb``, by default what a syntax tree
+    of ``text`` holds there. Such work is one call, never sliced: its caller bounds what it parses (a quarter MiB
+    at once: a second or two of a process)."""
     if len(text) <= ON_LOOP_CHARS:
         return fn(text)
     client = client or f"#{next(_serials)}"
-    held_mb = min(-(-PARSED_PER_CHAR * len(text) // (1 << 20)), memory.total_mb)
-    lease = await memory.acquire(held_mb, client=client)
+    held = -(-PARSED_PER_CHAR * len(text) // (1 << 20)) if held_mb is None else held_mb
+    lease = await memory.acquire(min(held, memory.total_mb), client=client)
     try:
-        async with _place(client, PARSE_COST * len(text), next(_serials)) as place:
-            return await place.call(fn, text)
+        async with _place(client, PARSE_COST * len(text), next(_serials), analysis_turns()) as place:
+            return await place.call(fn, text, analysis=True)
     finally:
         memory.release(lease)
 
@@ -193,16 +232,16 @@ class _Place:
         self._computing = 0
         self._left = self._given = False
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a process of the pool."""
+    async def call(self, fn: Callable[..., T], *args: Any, analysis: bool = False) -> T:
+        """``fn(*args)`` in a process of the pool (``analysis``: of :func:`analysis_pool`)."""
         for attempt in range(2):
             try:
-                future: Future[T] = pool().submit(fn, *args)
+                future: Future[T] = (analysis_pool() if analysis else pool()).submit(fn, *args)
                 self._computing += 1
                 future.add_done_callback(self._done)
                 return await asyncio.wrap_future(future)
             except BrokenProcessPool:  # a process of it died (killed from outside): a fresh pool, once
-                shutdown()
+                _end(analysis)
                 if attempt:
                     raise
         raise AssertionError("unreachable")
@@ -226,10 +265,10 @@ class _Place:
 
 
 @contextlib.asynccontextmanager
-async def _place(client: str, cost: int, rank: int) -> AsyncIterator[_Place]:
-    """A place at the pool, in ``client``'s turn (:func:`turns`), for the call of one slice of ``cost``
-    characters of the client's work of ``rank`` (its age)."""
-    places = turns()
+async def _place(client: str, cost: int, rank: int, places: Turns | None = None) -> AsyncIterator[_Place]:
+    """A place at the pool, in ``client``'s turn (``places``: :func:`turns` by default), for the call of one slice
+    of ``cost`` characters of the client's work of ``rank`` (its age)."""
+    places = places or turns()
     await places.take(client, cost, rank)
     place = _Place(client, places, asyncio.get_running_loop())
     try:

@@ -139,9 +139,14 @@ async def _judge_asserts(
             for part in exchanges(executor, stdins, range(k, min(k + size, len(runs))), sources)
         ]
 
+        files = executor.files_digest(sources) if policy.cache else ""  # once for the round's exchanges
+
         async def part(indices: range) -> list[TestOut]:
             """One exchange, judged as it comes back: its outputs are let go before the round ends."""
-            steps = await executor.run_tests(lang, sources, [stdins[i] for i in indices], limits, policy, shared=True)
+            runs_stdins: list[bytes | None] = [stdins[i] for i in indices]
+            steps = await executor.run_tests(
+                lang, sources, runs_stdins, limits, policy, shared=True, files_digest=files
+            )
             judged = [reqs[runs[i][0]][0] for i in indices]
             return [
                 await judge.test_out(r, r.tests[round_], step, comparisons)
@@ -194,12 +199,15 @@ async def _judge(
     async def one(i: int) -> TestOut:
         return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy, comparisons)
 
+    files = executor.files_digest(sources) if digests else ""  # once for the program's exchanges
+
     async def batch(tests: range) -> list[TestOut]:
         """The tests, in exchanges (:func:`exchanges`) one after another, each judged as it comes back."""
         outs: list[TestOut] = []
         for part in exchanges(executor, stdins, tests, sources):
             own = [digests[i] for i in part] if digests else None
-            steps = await executor.run_tests(lang, sources, [stdins[i] for i in part], limits, policy, digests=own)
+            inputs = [stdins[i] for i in part]
+            steps = await executor.run_tests(lang, sources, inputs, limits, policy, digests=own, files_digest=files)
             outs += [await judge.test_out(req, req.tests[i], s, comparisons) for i, s in zip(part, steps, strict=True)]
         return outs
 

@@ -285,3 +285,28 @@ def test_a_chain_of_calls_is_read_once_a_statement(monkeypatch: pytest.MonkeyPat
         kept = sanitize(code, "entry")
         assert "def f300" in kept and "X = []" in kept
         assert reads <= 5 * (n + 4), reads
+
+
+def test_a_call_is_named_without_writing_its_callee_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 57: whether a call ends the process was read from its callee's text, written out for every call of a
+    chain ``x()()()`` (or of a call on a large literal): 200 KB took 40 s."""
+    import ast
+
+    import codegym_evaluator.sanitize as module
+
+    written = [0]
+    real = ast.unparse
+
+    def counted(node: ast.AST) -> str:
+        written[0] += 1
+        return real(node)
+
+    monkeypatch.setattr(module.ast, "unparse", counted)
+    code = "def f(x):\n    return x\n" + "x" + "()" * 100 + "\n"
+    assert sanitize(code, "f") == "def f(x):\n    return x"
+    assert written[0] == 0
+    ends_by_name = {"sys.exit": True, "unittest.TestCase().run": True, "unittest.main": True, "exit": True}
+    ends_by_name |= {"sys.exitx": False, "(a or sys).exit": False, "x.sys.exit": False, "sys.exit()": False}
+    for written_as, ends in ends_by_name.items():
+        call = ast.parse(f"{written_as}()", mode="eval").body
+        assert isinstance(call, ast.Call) and module._calls_end(call) is ends, written_as

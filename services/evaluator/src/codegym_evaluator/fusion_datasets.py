@@ -20,7 +20,6 @@ sandbox server itself passes a transport to its own app.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import json
 from collections.abc import Awaitable, Callable
@@ -52,7 +51,7 @@ class Analyse(Protocol):
     every client's requests for 7 s, and one of 18 MB the server's whole memory (round 57)."""
 
     def __call__(
-        self, request: Request, fn: Callable[[str], T], text: str, held_mb: int | None = None
+        self, request: Request, fn: Callable[[str], T], text: str, held_mb: int | None = None, chars: int | None = None
     ) -> Awaitable[T]: ...
 
 
@@ -60,9 +59,11 @@ def in_pool(memory: Callable[[Request], MemoryShare]) -> Analyse:
     """:class:`Analyse` in the sandbox's pool of processes for such work (``off_loop.analysed``): in the turn of
     the request's client (its address), charged to ``memory(request)``."""
 
-    def analyse(request: Request, fn: Callable[[str], T], text: str, held_mb: int | None = None) -> Awaitable[T]:
+    def analyse(
+        request: Request, fn: Callable[[str], T], text: str, held_mb: int | None = None, chars: int | None = None
+    ) -> Awaitable[T]:
         client = request.client.host if request.client else ""
-        return off_loop.analysed(memory(request), client, fn, text, held_mb)
+        return off_loop.analysed(memory(request), client, fn, text, held_mb, chars)
 
     return analyse
 
@@ -89,10 +90,13 @@ def _own_budget() -> MemoryBudget:
     return MemoryBudget(default_budget_mb())
 
 
-def _prepared(task: Task, completion: str) -> tuple[Extracted, str]:
-    """The code of ``completion`` for ``task``, and the program that runs it (in a process of the pool)."""
+def _prepared(task: Task, timeout_s: float, early_stop: bool, completion: str) -> tuple[Extracted, str, dict[str, Any]]:
+    """The code of ``completion`` for ``task``, the program that runs it, and the body of its run (its assert tests
+    each given the prompt's helpers: a parse of them a test), in a process of the pool."""
     extracted = extract_code(completion, task)
-    return extracted, build_program(task, extracted.code)
+    program = build_program(task, extracted.code)
+    body = evaluate_body(task, [program], timeout_s=timeout_s, early_stop=early_stop, cache=False)
+    return extracted, program, body
 
 
 # Upstream's ids of datasets codegym has under its own names.
@@ -268,16 +272,13 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analy
     async def submit(req: SubmitRequest, request: Request) -> dict[str, Any]:
         tasks = await _tasks(req.dataset, req.config, True, request, analyse)
         task = tasks[0] if req.config.provided_data is not None else _find(tasks, req.id)
-        # Sent to a process with one test: what extracting and building read of a task (its tests may be MBs).
-        slim = dataclasses.replace(task, tests=task.tests[:1])
-        extracted, program = await analyse(request, functools.partial(_prepared, slim), req.completion)
-        body = evaluate_body(
-            task,
-            [program],
-            timeout_s=req.config.run_timeout or 10.0,
-            early_stop=not req.config.extra.get("run_all_cases", False),
-            cache=False,
-        )
+        # What is read of the task too (its starter code and assert tests: a row's are a request's to shape) decides
+        # whether the loop may do it.
+        asserts = sum(len(str(t.get("assert_code", ""))) for t in task.tests)
+        read = len(req.completion) + len(task.starter_code) + asserts
+        early_stop = not req.config.extra.get("run_all_cases", False)
+        prepare = functools.partial(_prepared, task, req.config.run_timeout or 10.0, early_stop)
+        extracted, program, body = await analyse(request, prepare, req.completion, chars=read)
         async with sandbox(request) as client:
             try:
                 answer = await client.evaluate(body)

@@ -151,3 +151,27 @@ async def test_mbpp_setup_code_is_the_tests_own(sandbox: httpx.ASGITransport) ->
     wrong = "def f(x):\n    return 0\n"
     forged = wrong + "def expected(x):\n    return 0\nclass _M:\n    floor = staticmethod(lambda x: 0)\nmath = _M()\n"
     assert await verdicts(sandbox, task, [str(sample["code"]), wrong, forged]) == ["AC", "WA", "WA"]
+
+
+def test_a_prompt_is_read_once_for_all_its_tests_and_never_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 57: each test of a provided row read its starter code again (200 tests of a 214 KB prompt: 35 s, on
+    the server's event loop for ``/submit``); a prompt that does not parse was read again for each too."""
+    from codegym_evaluator import python_syntax
+
+    reads: list[int] = []
+    real = python_syntax.parse
+
+    def counted(source: str, *args: object, **kwargs: object) -> object:
+        reads.append(len(source))
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(python_syntax, "parse", counted)
+    prompt = "".join(f"X{k} = {k}\n" for k in range(2000)) + "def helper(x):\n    return X7 + x\n"
+    for k in range(50):
+        assert "def helper" in with_prompt_helpers(prompt, "f", f"assert f({k}) == helper({k})")
+    broken = prompt + "def (:\n"
+    for k in range(50):
+        assert with_prompt_helpers(broken, "f", f"assert f({k}) == 1") == f"assert f({k}) == 1"
+    assert [n for n in reads if n >= len(prompt)] == [len(prompt), len(broken)]
+    huge = "X = 1\n" * (python_syntax.MAX_READ_CHARS // 6 + 1)
+    assert with_prompt_helpers(huge, "f", "assert f(X) == 1") == "assert f(X) == 1"

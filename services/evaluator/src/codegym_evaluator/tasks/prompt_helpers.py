@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+from typing import NamedTuple
 
 from codegym_evaluator import python_syntax
 
@@ -66,25 +67,47 @@ def with_prompt_helpers(prompt: str, entry_point: str | None, tests: str) -> str
     return _with_prompt_helpers(prompt, entry_point or "", tests)
 
 
-@functools.lru_cache(maxsize=64)  # read once for all of a task's tests, which are each a text of their own
-def _prompt_tree(prompt: str) -> ast.Module:
-    return python_syntax.parse(prompt)  # read only: its statements are shared by every test's helpers
+class _Prompt(NamedTuple):
+    """What every test of a task reads of its prompt, read once (read only: shared by every test's helpers)."""
+
+    tree: ast.Module
+    imports: list[ast.stmt]
+    definitions: list[ast.stmt]
+    binding: dict[str, list[int]]  # name -> the definitions that bind it
+
+
+@functools.lru_cache(maxsize=64)  # once for all of a task's tests: read for each, a row of 200 tests took 35 s
+def _prompt(prompt: str, entry_point: str) -> _Prompt | None:
+    """None where the prompt does not parse (kept too: not read again for each test)."""
+    try:
+        tree = python_syntax.parse(prompt)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    imports: list[ast.stmt] = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    definitions = [n for n in tree.body if _bound(n) and entry_point not in _bound(n) and not _stub(n)]
+    binding: dict[str, list[int]] = {}
+    for k, node in enumerate(definitions):
+        for name in _bound(node):
+            binding.setdefault(name, []).append(k)
+    return _Prompt(tree, imports, definitions, binding)
 
 
 @functools.lru_cache(maxsize=4096)  # a task's tests are judged once per group, many groups per task
 def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
     if len(prompt) + len(tests) > python_syntax.MAX_READ_CHARS:
         return tests  # a text past any task's (a provided row is a request's to shape: round 57)
-    try:
-        prompt_tree, test_tree = _prompt_tree(prompt), python_syntax.parse(tests)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    read = _prompt(prompt, entry_point)
+    if read is None:
         return tests
-    imports = [n for n in prompt_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    definitions = [n for n in prompt_tree.body if _bound(n) and entry_point not in _bound(n) and not _stub(n)]
-    binding: dict[str, list[int]] = {}
-    for k, node in enumerate(definitions):
-        for name in _bound(node):
-            binding.setdefault(name, []).append(k)
+    try:
+        return _helped(read, entry_point, tests)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deep to read or write back here
+        return tests
+
+
+def _helped(read: _Prompt, entry_point: str, tests: str) -> str:
+    prompt_tree, imports, definitions, binding = read
+    test_tree = python_syntax.parse(tests)
     needed = _names(test_tree)
     new, taken = set(needed), set()
     chosen: list[ast.stmt] = []

@@ -172,20 +172,26 @@ class Comparisons:
 
 
 async def analysed(
-    memory: MemoryShare, client: str, fn: Callable[[str], T], text: str, held_mb: int | None = None
+    memory: MemoryShare,
+    client: str,
+    fn: Callable[[str], T],
+    text: str,
+    held_mb: int | None = None,
+    chars: int | None = None,
 ) -> T:
     """``fn(text)``, work on a text a request sent (a pytest file split: ``executor.Analyse``; a completion's
     code extracted, ``/submit``'s), off the loop where ``text`` is large: in a process of :func:`analysis_pool`, in
     ``client``'s turn, charged to ``memory`` in its turn at the budget ``held_mb``, by default what a syntax tree
     of ``text`` holds there. Such work is one call, never sliced: its caller bounds what it parses (a quarter MiB
-    at once: a second or two of a process)."""
-    if len(text) <= ON_LOOP_CHARS:
+    at once: a second or two of a process). ``chars``: what it reads, where ``fn`` holds more than ``text``."""
+    size = len(text) if chars is None else chars
+    if size <= ON_LOOP_CHARS:
         return fn(text)
     client = client or f"#{next(_serials)}"
-    held = -(-PARSED_PER_CHAR * len(text) // (1 << 20)) if held_mb is None else held_mb
+    held = -(-PARSED_PER_CHAR * size // (1 << 20)) if held_mb is None else held_mb
     lease = await memory.acquire(min(held, memory.total_mb), client=client)
     try:
-        async with _place(client, PARSE_COST * len(text), next(_serials), analysis_turns()) as place:
+        async with _place(client, PARSE_COST * size, next(_serials), analysis_turns()) as place:
             return await place.call(fn, text, analysis=True)
     finally:
         memory.release(lease)

@@ -74,6 +74,7 @@ class _Prompt(NamedTuple):
     imports: list[ast.stmt]
     definitions: list[ast.stmt]
     binding: dict[str, list[int]]  # name -> the definitions that bind it
+    declared: list[str]  # the names the program is to write, which no star import of the prompt's may take
 
 
 @functools.lru_cache(maxsize=64)  # once for all of a task's tests: read for each, a row of 200 tests took 35 s
@@ -89,7 +90,8 @@ def _prompt(prompt: str, entry_point: str) -> _Prompt | None:
     for k, node in enumerate(definitions):
         for name in _bound(node):
             binding.setdefault(name, []).append(k)
-    return _Prompt(tree, imports, definitions, binding)
+    stubs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and _stub(n)}
+    return _Prompt(tree, imports, definitions, binding, sorted({entry_point} - {""} | stubs))
 
 
 @functools.lru_cache(maxsize=4096)  # a task's tests are judged once per group, many groups per task
@@ -106,7 +108,7 @@ def _with_prompt_helpers(prompt: str, entry_point: str, tests: str) -> str:
 
 
 def _helped(read: _Prompt, entry_point: str, tests: str) -> str:
-    prompt_tree, imports, definitions, binding = read
+    prompt_tree, imports, definitions, binding = read.tree, read.imports, read.definitions, read.binding
     test_tree = python_syntax.parse(tests)
     needed = _names(test_tree)
     new, taken = set(needed), set()
@@ -119,11 +121,7 @@ def _helped(read: _Prompt, entry_point: str, tests: str) -> str:
         chosen += [definitions[k] for k in more]
         new = set().union(*(_names(definitions[k]) for k in more)) - needed
         needed |= new
-    # The names the program is to write, which no star import of the prompt's may take for the tests.
-    declared = sorted(
-        {entry_point} - {""}
-        | {n.name for n in prompt_tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and _stub(n)}
-    )
+    declared = read.declared
     if not chosen:  # a star import may bind what the tests use: the names it binds are known once it runs
         stars = [_source(n, declared) for n in imports if _star(n)]
         return "\n".join([*stars, tests]) if stars else tests

@@ -173,7 +173,7 @@ def test_a_long_file_is_split_off_the_loop_and_a_longer_one_fails(hostile: TestC
     long = RIGHT + "a = 1\n" * 20_000 + TESTS
     fusion, native = _both(hostile, long)
     assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
-    assert off_loop._analysis is not None  # split in a process of its own, not on the loop
+    assert off_loop._analysing.processes is not None  # split in a process of its own, not on the loop
     longer = RIGHT + "a = 1\n" * (pytest_file.SPLIT_MAX_CHARS // 6) + TESTS
     fusion, native = _both(hostile, longer)
     assert fusion["status"] == "Failed" and "is longer than the" in fusion["run_result"]["stderr"], fusion

@@ -59,13 +59,6 @@ HELD_PER_CHAR = 3
 PARSED_PER_CHAR = 640
 PARSE_COST = 10
 
-_pool: ProcessPoolExecutor | None = None
-_turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
-# Work on a request's text (``analysed``) has a pool and turns of its own: a parse is one call of a second or two,
-# never sliced, and in the comparisons' pool each slice of another client's comparison waited for one (a 0.1 s
-# comparison took 18 s beside a client's 256 KiB pytest files: round 57).
-_analysis: ProcessPoolExecutor | None = None
-_analysis_turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
 _serials = itertools.count()
 _WATCH_S = 1.0  # how often a process of the pool looks whether its server is still there
 
@@ -75,27 +68,61 @@ def size() -> int:
     return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
+class _Pool:
+    """A pool of processes, started when first asked for, and its clients' turns, one place a process (for the
+    running event loop: a server has one). They are handed no more than they can start, so that the executor's
+    own queue, first come first served, is always empty. Each process ends with the server (:func:`_end_with`)."""
+
+    def __init__(self) -> None:
+        self.processes: ProcessPoolExecutor | None = None
+        self._turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
+
+    def executor(self) -> ProcessPoolExecutor:
+        if self.processes is None:
+            context = multiprocessing.get_context("spawn")
+            self.processes = ProcessPoolExecutor(
+                size(), mp_context=context, initializer=_end_with, initargs=(os.getpid(),)
+            )
+        return self.processes
+
+    def turns(self) -> Turns:
+        loop = asyncio.get_running_loop()
+        if self._turns is None or self._turns[0] is not loop:
+            self._turns = (loop, Turns(size()))
+        return self._turns[1]
+
+    def end(self) -> None:
+        """End its processes, where they were started; later work starts them again."""
+        if self.processes is not None:
+            self.processes.shutdown(wait=False, cancel_futures=True)
+            self.processes = None
+
+
+_comparing = _Pool()
+# Work on a request's text (``analysed``) has a pool and turns of its own: a parse is one call of a second or two,
+# never sliced, and in the comparisons' pool each slice of another client's comparison waited for one (a 0.1 s
+# comparison took 18 s beside a client's 256 KiB pytest files: round 57).
+_analysing = _Pool()
+
+
 def pool() -> ProcessPoolExecutor:
-    """The processes comparisons are made in, started when the first large comparison comes; they are handed no
-    more than they can start (:func:`turns`), so that the executor's own queue, first come first served, is
-    always empty. Each ends with the server (:func:`_end_with`)."""
-    global _pool
-    if _pool is None:
-        _pool = _processes()
-    return _pool
+    """The processes comparisons are made in, started when the first large comparison comes."""
+    return _comparing.executor()
 
 
 def analysis_pool() -> ProcessPoolExecutor:
-    """The processes a request's text is worked on in (:func:`analysed`), as :func:`pool`'s."""
-    global _analysis
-    if _analysis is None:
-        _analysis = _processes()
-    return _analysis
+    """The processes a request's text is worked on in (:func:`analysed`)."""
+    return _analysing.executor()
 
 
-def _processes() -> ProcessPoolExecutor:
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(size(), mp_context=context, initializer=_end_with, initargs=(os.getpid(),))
+def turns() -> Turns:
+    """The clients' turns at :func:`pool`."""
+    return _comparing.turns()
+
+
+def analysis_turns() -> Turns:
+    """The clients' turns at :func:`analysis_pool`."""
+    return _analysing.turns()
 
 
 def _end_with(server: int) -> None:
@@ -111,40 +138,10 @@ def _end_with(server: int) -> None:
     threading.Thread(target=watch, name="server-watch", daemon=True).start()
 
 
-def turns() -> Turns:
-    """The clients' turns at the pool, one place a process (for the running event loop: a server has one)."""
-    global _turns
-    loop = asyncio.get_running_loop()
-    if _turns is None or _turns[0] is not loop:
-        _turns = (loop, Turns(size()))
-    return _turns[1]
-
-
-def analysis_turns() -> Turns:
-    """The clients' turns at :func:`analysis_pool`, as :func:`turns`."""
-    global _analysis_turns
-    loop = asyncio.get_running_loop()
-    if _analysis_turns is None or _analysis_turns[0] is not loop:
-        _analysis_turns = (loop, Turns(size()))
-    return _analysis_turns[1]
-
-
 def shutdown() -> None:
     """End the pools' processes (at the server's stop); later work starts them again."""
-    _end(analysis=False)
-    _end(analysis=True)
-
-
-def _end(analysis: bool) -> None:
-    """End the processes of one pool (:func:`analysis_pool`'s or :func:`pool`'s), where they were started."""
-    global _pool, _analysis
-    started = _analysis if analysis else _pool
-    if started is not None:
-        started.shutdown(wait=False, cancel_futures=True)
-    if analysis:
-        _analysis = None
-    else:
-        _pool = None
+    _comparing.end()
+    _analysing.end()
 
 
 class Comparisons:
@@ -247,7 +244,7 @@ class _Place:
                 future.add_done_callback(self._done)
                 return await asyncio.wrap_future(future)
             except BrokenProcessPool:  # a process of it died (killed from outside): a fresh pool, once
-                _end(analysis)
+                (_analysing if analysis else _comparing).end()
                 if attempt:
                     raise
         raise AssertionError("unreachable")

@@ -8,6 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from codegym_sandbox import languages
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.config import Settings
 from codegym_sandbox.main import create_app
@@ -83,7 +84,7 @@ def test_on_a_small_budget_compiled_jvm_runs_and_exchanges_of_many_tests_with_in
         executor = client.app.state.executor  # type: ignore[attr-defined]
         java = "public class Main { public static void main(String[] a) { System.out.println(42); } }"
         for language, code in (("java", java), ("typescript", "console.log(42);")):
-            if executor.missing_tools(executor.language(language)):
+            if executor.missing_tools(languages.LANGUAGES[language]):
                 continue  # its toolchain is not installed here: nothing of it runs
             answer = client.post("/v1/execute", json={"language": language, "code": code})
             assert answer.status_code == 200 and answer.json()["verdict"] == "AC", (language, answer.text)

@@ -23,6 +23,8 @@ from ..models import (
     ExecuteResponse,
     LanguageOut,
 )
+from . import bodies
+from .bodies import Unvalidated
 from .convert import fetched
 from .deps import ClientDep, ExecutorDep
 from .files import request_files
@@ -55,8 +57,9 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep, client: ClientDep)
 
 
 @router.post("/evaluate", response_model=EvaluateResponse)
-async def evaluate(req: EvaluateRequest, executor: ExecutorDep, client: ClientDep) -> EvaluateResponse:
+async def evaluate(body: Unvalidated[EvaluateRequest], executor: ExecutorDep, client: ClientDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
+    req = await bodies.evaluate_request(body)
     await _check_size(executor, [req], client)
     # The whole group or nothing: never refused halfway through.
     policy = executor.backend.admit(RunPolicy(cache=req.cache, client=client))
@@ -66,12 +69,15 @@ async def evaluate(req: EvaluateRequest, executor: ExecutorDep, client: ClientDe
 
 
 @router.post("/evaluate/batch", response_model=EvaluateBatchResponse)
-async def evaluate_batch(req: EvaluateBatchRequest, executor: ExecutorDep, client: ClientDep) -> EvaluateBatchResponse:
+async def evaluate_batch(
+    body: Unvalidated[EvaluateBatchRequest], executor: ExecutorDep, client: ClientDep
+) -> EvaluateBatchResponse:
     """Several groups, each against its own tests, in one request: for each, what ``/v1/evaluate`` answers.
 
     For many small groups (an evaluation with few samples per task) this saves a request per group, and
     the assert tests of every group are judged together (see ``judging.schedule``).
     """
+    req = await bodies.evaluate_batch(body)
     await _check_size(executor, req.requests, client)
     # The groups' runs may go together: one asking for no cache, none from the cache.
     policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests), client=client))

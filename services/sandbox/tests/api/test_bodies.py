@@ -1,0 +1,107 @@
+"""``/v1/evaluate``'s bodies validated a slice of tests at a time: what FastAPI would answer, with the event loop
+serving others between slices."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from codegym_sandbox.api import bodies
+from codegym_sandbox.main import create_app
+from codegym_sandbox.models import EvaluateBatchRequest, EvaluateRequest
+from fastapi.exceptions import RequestValidationError
+from fastapi.testclient import TestClient
+from sandbox_support import settings_for
+
+MANY = 3 * bodies.SLICE + 5
+EXTRA = {"stdin": "x", "expected_stdout": "", "extra": 1}
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    """A body is refused before any backend is asked: the local one stands for all."""
+    with TestClient(create_app(settings_for("local"))) as c:
+        yield c
+
+
+def request(tests: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    return {"language": "python", "programs": ["print(input())"], "tests": tests, **more}
+
+
+def stdin_tests(n: int) -> list[dict[str, Any]]:
+    return [{"stdin": str(i), "expected_stdout": str(i)} for i in range(n)]
+
+
+def test_a_body_is_the_request_plain_validation_makes() -> None:
+    calls = [{"call": [i], "expected": i} for i in range(MANY)]
+    for body in (request(stdin_tests(MANY), early_stop=True), request(calls, function="f", comparison="float")):
+        assert asyncio.run(bodies.evaluate_request(body)) == EvaluateRequest.model_validate(body)
+    batch = {"requests": [request(stdin_tests(5)), request(stdin_tests(MANY))]}
+    assert asyncio.run(bodies.evaluate_batch(batch)) == EvaluateBatchRequest.model_validate(batch)
+
+
+def test_the_event_loop_serves_others_between_slices() -> None:
+    """A body of tests given whole to pydantic held every client's requests until it was done (0.8 s for 262,000,
+    refused at the last or not): others' work runs between its slices."""
+
+    async def turns_while(validation: Any) -> int:
+        turns, done = 0, False
+
+        async def other_client() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        ticking = asyncio.create_task(other_client())
+        await asyncio.sleep(0)
+        before = turns
+        try:
+            await validation
+        except RequestValidationError:
+            pass
+        done = True
+        await ticking
+        return turns - before
+
+    one = request(stdin_tests(MANY))
+    refused_at_the_end = request([*stdin_tests(MANY), {"stdin": "no expected output"}])
+    batch = {"requests": [request(stdin_tests(3)) for _ in range(MANY)]}
+    assert asyncio.run(turns_while(bodies.evaluate_request(one))) >= 3
+    assert asyncio.run(turns_while(bodies.evaluate_request(refused_at_the_end))) >= 3
+    assert asyncio.run(turns_while(bodies.evaluate_batch(batch))) >= 3
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        (request([*stdin_tests(MANY), {"stdin": "x"}]), ["body", "tests", MANY]),
+        (request([*stdin_tests(MANY), EXTRA]), ["body", "tests", MANY, "extra"]),
+        (request(stdin_tests(2), function="not a name"), ["body"]),
+        (request(stdin_tests(2), programs=[]), ["body", "programs"]),
+        (request([]), ["body", "tests"]),
+        (request("not a list"), ["body", "tests"]),  # type: ignore[arg-type]
+        ([1, 2], ["body"]),
+        (
+            {"requests": [request(stdin_tests(1)), request([*stdin_tests(MANY), {"call": [1]}])]},
+            ["body", "requests", 1, "tests", MANY],
+        ),
+        ({"requests": [request(stdin_tests(1))], "extra": 1}, ["body", "extra"]),
+        ({"requests": []}, ["body", "requests"]),
+    ],
+)
+def test_a_bad_body_is_refused_where_fastapi_would_say(client: TestClient, body: Any, loc: list[Any]) -> None:
+    route = "/v1/evaluate/batch" if isinstance(body, dict) and "requests" in body else "/v1/evaluate"
+    r = client.post(route, json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == loc, r.text
+
+
+def test_an_evaluate_route_documents_its_body_as_the_model(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for route, model in (("/v1/evaluate", EvaluateRequest), ("/v1/evaluate/batch", EvaluateBatchRequest)):
+        schema = paths[route]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert set(schema["properties"]) == set(model.model_fields), route
+        assert paths[route]["post"]["requestBody"]["required"] is True

@@ -35,3 +35,25 @@ def test_honest_everyday_forms_leave_the_text_trusted(extra: str) -> None:
 )
 def test_what_can_set_attributes_by_name_or_rebuild_objects_drops_the_text(extra: str) -> None:
     assert Text(BODY + "\n" + extra).function("f") is None
+
+
+def test_the_source_lines_are_what_the_interpreter_reads() -> None:
+    """Round 58: the lines were the raw text's, the code the declared encoding's: ``sorted`` written in UTF-7
+    ran as ``sorted``, and a test that read the source for it found none."""
+    import linecache
+
+    hidden = "+AHMAbwByAHQAZQBk-"  # "sorted" in UTF-7
+    text = Text(f"# -*- coding: utf-7 -*-\ndef f(xs):\n    return {hidden}(xs)\n")
+    assert text.function("f") is not None
+    assert "return sorted(xs)" in "".join(linecache.getlines("<program>"))
+    assert hidden not in "".join(linecache.getlines("<program>"))  # what the checker's ``inspect`` reads
+
+
+def test_a_signature_unparse_cannot_print_is_given() -> None:
+    """Round 58: a default ``ast.unparse`` could not write (an f-string of a no-break space, 3.11) raised in the
+    tests' ``inspect.signature``, and a right program was RE."""
+    from codegym_sandbox.agent.program_text import signature
+
+    function = Text("def add(a, b, sep=f\"{'\u00a0'}\"):\n    return a + b\n").function("add")
+    assert function is not None
+    assert list(signature(function).parameters) == ["a", "b", "sep"]

@@ -395,6 +395,7 @@ def main() -> None:
     code, sig = outcome_status(outcome, status)
     sys.stdout.flush(), sys.stderr.flush()
     if sig is not None:
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # whose handler cannot be set (EINVAL): no handler takes them
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(code or 0)

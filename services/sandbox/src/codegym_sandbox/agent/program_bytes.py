@@ -10,6 +10,7 @@ output) keep their own rule: a lone surrogate there is the request's error.
 
 from __future__ import annotations
 
+import codecs
 import re
 import types
 
@@ -39,9 +40,28 @@ def compile_program(program: str | bytes, filename: str) -> types.CodeType:
 
 # An encoding declaration on a comment-only line (the second line's only after a blank or comment-only first),
 # found in the raw bytes, as the interpreter's tokenizer finds it (``tokenize.detect_encoding`` decodes first).
-_COOKIE = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.ASCII)
+_COOKIE = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _BLANK = re.compile(rb"[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
+
+
+def read_as(text: str) -> str | None:
+    """``text`` as ``python main.py`` reads the file :func:`encode` writes of it: ``text``, a leading byte-order
+    mark taken off; None where the file declares an encoding other than UTF-8, whose bytes it reads as other
+    characters than ``text``'s (``# coding: utf-7``), or one it does not know. What the server reads of a program's
+    text (a ``pytest`` file split into its program and its tests) is this, never the text as it came: a file
+    whose text did not parse, for its mark, compiled all the same, and ran with no test."""
+    text = text.removeprefix("\ufeff")
+    found = _declared(encode(text))
+    if found is None:
+        return text
+    name = found.group(1).decode("ascii").lower().replace("_", "-")
+    if name == "utf-8" or name.startswith("utf-8-"):  # as the tokenizer normalises it (``get_normal_name``)
+        return text
+    try:
+        return text if codecs.lookup(name).name == "utf-8" else None
+    except LookupError:
+        return None
 
 
 def _check_utf8(data: bytes, filename: str) -> None:
@@ -49,10 +69,7 @@ def _check_utf8(data: bytes, filename: str) -> None:
     each line up to a NUL byte (the tokenizer's own error, from there on), the first bad byte's line named."""
     if data.startswith(b"\xef\xbb\xbf"):
         return  # UTF-8 declared by its mark: bytes compile decodes where they matter, as the file's reader does
-    first = _line_end(data, 0)
-    if _COOKIE.match(data, 0, first) or (
-        _BLANK.match(data, 0, first) and _COOKIE.match(data, first, _line_end(data, first))
-    ):
+    if _declared(data):
         return  # a declared encoding: compile decodes the whole source with it, strictly, as the file's reader
     end = data.find(b"\0")
     try:
@@ -63,6 +80,15 @@ def _check_utf8(data: bytes, filename: str) -> None:
             f"Non-UTF-8 code starting with '\\x{data[error.start]:02x}' in file {filename} on line {line}, "
             "but no encoding declared; see https://peps.python.org/pep-0263/ for details"
         ) from None
+
+
+def _declared(data: bytes) -> re.Match[bytes] | None:
+    """The encoding declaration of the file ``data``, its name the match's group: on its first line, or on its
+    second after a blank or comment-only first, as the interpreter's tokenizer finds it."""
+    first = _line_end(data, 0)
+    if found := _COOKIE.match(data, 0, first):
+        return found
+    return _COOKIE.match(data, first, _line_end(data, first)) if _BLANK.match(data, 0, first) else None
 
 
 def _line_end(data: bytes, start: int) -> int:

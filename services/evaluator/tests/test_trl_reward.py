@@ -84,6 +84,17 @@ def test_mbpp_and_humaneval_style_assert_rows(url: str, api: str) -> None:
     assert got == [1.0, 0.0]
 
 
+def test_a_completion_whose_reading_failed_is_its_own_zero(url: str) -> None:
+    """Round 58: one completion that made its extraction raise (a decorator ``ast.unparse`` could not print) masked
+    its whole group's rewards: any ``ValueError`` of the scoring read as tests the sandbox would refuse."""
+    reward = CodeReward(url)
+    square = "```python\ndef square(x):\n    return x * x\n```"
+    poison = "```python\nimport functools\n\n@functools.lru_cache(maxsize=len(f\"{'\u00a0'}\"))\ndef square(x):\n"
+    poison += "    return x + x\n```"
+    mbpp = ["assert square(2) == 4", "assert square(3) == 9"]
+    assert reward(completions=[square, poison], test_list=[mbpp, mbpp]) == [1.0, 0.5]
+
+
 @pytest.mark.parametrize("api", ["native", "fusion"])
 def test_partial_credit_pays_no_table_of_the_prompts_examples(url: str, api: str) -> None:
     # Three tests, two of them the statement's examples: a table of the examples earns what a wrong attempt does.

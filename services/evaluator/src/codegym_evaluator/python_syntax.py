@@ -11,6 +11,7 @@ millisecond.
 from __future__ import annotations
 
 import ast
+import re
 import threading
 from typing import Literal, overload
 
@@ -43,3 +44,14 @@ def parse(
 def literal_eval(text: str) -> object:
     """``ast.literal_eval(text)``, whose parse takes its turn like any other."""
     return ast.literal_eval(parse(text.lstrip(" \t"), mode="eval"))
+
+
+# A line as Python's parser counts them, its end kept: ``str.splitlines`` ends lines at form feeds, U+2028 and more,
+# and cut by its count, a tree's line numbers took the wrong lines (an honest program whose docstring held a U+2028
+# lost its ``__future__`` import's place and was CE: round 58).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def lines(source: str) -> list[str]:
+    """``source``'s lines as ``ast`` numbers them (line ``n`` is ``lines(source)[n - 1]``), each with its end."""
+    return _LINE.findall(source)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from codegym_evaluator import python_syntax
+from codegym_evaluator import call_closure, python_syntax
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -143,7 +143,7 @@ def _root(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-def _fills(node: ast.stmt, data: set[str], mutators: dict[str, set[str]], cached: set[str]) -> set[str]:
+def _fills(node: ast.stmt, data: set[str], mutators: Mapping[str, frozenset[str]], cached: set[str]) -> set[str]:
     """The names whose need keeps top-level ``node``, as one that fills them for the kept code: a loop, ``with``
     block, condition or call that changes one of the program's own data (``data``: what its top-level assignments
     bind), directly, through a function of the program's that does, or by passing it to one (``fill(100,
@@ -164,11 +164,14 @@ def _fills(node: ast.stmt, data: set[str], mutators: dict[str, set[str]], cached
         if isinstance(a, ast.Name)
     }
     passed = {name for function, name in own if name != function}
-    changed = _mutated(node) | {g for f in _used_names(node) & set(mutators) for g in mutators[f]} | passed
+    changed = _mutated(node).union(*(mutators[f] for f in _used_names(node) & mutators.keys()), passed)
     warms = (
         {function for function, _ in own} & cached if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) else set()
     )
     return (changed & data) | warms
+
+
+_NAME_DEPTH = 32  # the parts of a callee's name read at most: ``unittest.TestCase().run`` is four
 
 
 def _calls_end(call: ast.Call) -> bool:
@@ -184,9 +187,13 @@ def _calls_end(call: ast.Call) -> bool:
 def _callee_name(func: ast.expr) -> tuple[str, bool]:
     """The dotted name ``func`` is written from (``a.b`` of ``a.b().c``; empty where it starts with no name), and
     whether that is all of it. Its text (``ast.unparse``) was read instead, for every call of a chain ``f()()()``
-    or of a call on a large literal: quadratic, 40 s for 200 KB (round 57)."""
+    or of a call on a large literal: quadratic, 40 s for 200 KB (round 57). Walked to its root for every call of a
+    chain, it was quadratic still (a chain of 2,900 calls, 45 times: 22 s; round 58): a callee written from more
+    than ``_NAME_DEPTH`` parts is no name (the calls of its chain nearer its root are read, each its own)."""
     wrappers: list[ast.expr] = []
     while isinstance(func, (ast.Attribute, ast.Call, ast.Subscript)):
+        if len(wrappers) == _NAME_DEPTH:
+            return "", False
         wrappers.append(func)
         func = func.func if isinstance(func, ast.Call) else func.value
     if not isinstance(func, ast.Name):
@@ -277,6 +284,17 @@ def _binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
     return False
 
 
+def _names_cache(decorator: ast.expr) -> bool:
+    """Whether ``decorator`` names a cache (``functools.lru_cache``, ``cache``, ``memo.cached``): read from its
+    names, never its printed text, which ``ast.unparse`` could not write for some (an f-string holding a no-break
+    space raised, and every completion of the group lost its reward: round 58)."""
+    for n in ast.walk(decorator):
+        named = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+        if "cache" in named.lower():
+            return True
+    return False
+
+
 def _rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
     """The program's functions that bind one of ``names`` when called (``global``, or dynamically)."""
     return {
@@ -295,7 +313,7 @@ def sanitize(code: str, entry_point: str) -> str:
         return code
     try:
         return _sanitize(code, entry_point)
-    except (RecursionError, MemoryError):
+    except (RecursionError, MemoryError, ValueError):  # ValueError: a tree some step could not read (round 58)
         return code
 
 
@@ -334,22 +352,11 @@ def _sanitize(code: str, entry_point: str) -> str:
         name for n in body if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for name in _defined_names(n)
     }
     defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    mutators = {name: _mutated(n) for name, n in defs.items()}
-    cached = {name for name, n in defs.items() if any("cache" in ast.unparse(d).lower() for d in n.decorator_list)}
-    # What a function changes through the functions it calls, to a fixed point, from callee to caller: passes
-    # over every function until none grew took a chain of 800 calls 17 s (round 57), and a program is a
-    # completion's to shape.
-    callers: dict[str, set[str]] = {}
-    for name, node in defs.items():
-        for called in (_used_names(node) - {name}) & defs.keys():
-            callers.setdefault(called, set()).add(name)
-    grown = list(defs)
-    while grown:
-        called = grown.pop()
-        for name in callers.get(called, ()):
-            if not mutators[called] <= mutators[name]:
-                mutators[name] |= mutators[called]
-                grown.append(name)
+    # What a function changes, directly or through the functions it calls (``call_closure``: in one pass; a
+    # completion's call graph is the policy's to shape).
+    calls = {name: (_used_names(node) - {name}) & defs.keys() for name, node in defs.items()}
+    mutators = call_closure.closed({name: _mutated(n) for name, n in defs.items()}, calls)
+    cached = {name for name, n in defs.items() if any(_names_cache(d) for d in n.decorator_list)}
     # Grow the needed definitions, and what fills them, until closed under use: each statement read once, kept by
     # the first of its names to be needed.
     keeps: dict[str, list[int]] = {}

@@ -141,10 +141,16 @@ def _futures(code: str) -> tuple[str, str]:
         leading.append(node)
     if not leading:
         return "", code
-    lines = code.splitlines(keepends=True)
+    lines = python_syntax.lines(code)
     taken = {i for node in leading for i in range(node.lineno - 1, (node.end_lineno or node.lineno))}
     futures = "".join(lines[i] if lines[i].endswith("\n") else lines[i] + "\n" for i in sorted(taken))
     return futures, "".join(line for i, line in enumerate(lines) if i not in taken)
+
+
+class InvalidTask(ValueError):
+    """A task whose tests make no request the sandbox would take (a reward masks it: None). Its own class, so
+    that nothing else a program's scoring raises reads as the task's: any ``ValueError`` did, and one completion
+    that made its extraction raise masked its whole group's rewards (round 58)."""
 
 
 def evaluate_body(
@@ -175,7 +181,7 @@ def evaluate_body(
     try:
         EvaluateRequest.model_validate(body)
     except ValidationError as exc:
-        raise ValueError(f"task {task.task_id!r} does not make a valid sandbox request: {exc}") from None
+        raise InvalidTask(f"task {task.task_id!r} does not make a valid sandbox request: {exc}") from None
     return body
 
 

@@ -62,7 +62,7 @@ from .credit import earned, passes
 from .extract import extract_code
 from .feedback import cell_feedback, cut, ended_while_running, not_text, shown_tests, test_feedback
 from .prompt_code import prompt_text
-from .scoring import Scorer, build_program, evaluate_body
+from .scoring import InvalidTask, Scorer, build_program, evaluate_body
 from .tasks import PUBLIC_TESTS, Task
 from .trl_rows import split_row
 
@@ -317,7 +317,7 @@ class CodeEnvironment:
             score = (await self._held.scorer.score_group(task, [program], extract=False))[0]
         except UnicodeError:
             return 0.0  # a program no request can carry is the program's doing (tools refuse them: see not_text)
-        except ValueError:
+        except InvalidTask:
             return None  # tests the sandbox would refuse: masked, as CodeReward does
         if not score.judged or score.total == 0:
             return None

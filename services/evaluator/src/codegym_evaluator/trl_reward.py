@@ -94,7 +94,7 @@ from .extract import extract_code
 from .messages import completion_text
 from .prompt_code import prompt_text
 from .prompts import continued_answer
-from .scoring import Scorer, build_program
+from .scoring import InvalidTask, Scorer, build_program
 from .tasks import Task
 from .trl_rows import RowTests, row_tests
 
@@ -273,7 +273,7 @@ class AsyncCodeReward(_Base):
             async def native(row: RowTests, task: Task, seen: list[bool], members: list[int]) -> None:
                 try:
                     scores = await scorer.score_group(task, [row.answer(texts[i]) for i in members])
-                except ValueError:
+                except InvalidTask:
                     return  # tests the sandbox would refuse: None (masked), as for any request it refuses
                 for i, score in zip(members, scores, strict=True):
                     if score.judged:

@@ -293,3 +293,17 @@ def test_a_problem_is_listed_once_and_several_are_all_listed() -> None:
     problems = check_program("import random\nimport random\nx = input()")
     banned = "imports random, which is banned: a program may import only modules that compute (ALLOWED_MODULES)"
     assert problems == [banned, "uses input, which is banned", "never calls print"]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "class A:\n    d = {f\"{'\u00a0'}\": 1}\nprint(A.d)\n",
+        "d = {f\"{'\u00a0'}\": 1}\nprint(d)\n",
+        "import enum\nclass E(enum.Enum):\n    A = enum.auto()\n    B = f\"{'\u00a0'}\"\nprint(E.A)\n",
+    ],
+)
+def test_a_program_unparse_cannot_print_is_checked(program: str) -> None:
+    """Round 58: names were read from ``ast.unparse``'s text, which raised on an f-string of a no-break space
+    (3.11), out of the check of every answer of the round."""
+    assert isinstance(check_program(program), list)

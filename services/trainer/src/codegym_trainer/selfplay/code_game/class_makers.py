@@ -179,7 +179,10 @@ def _has_members(node: ast.ClassDef) -> bool:
         value = getattr(statement, "value", None)
         public = any(isinstance(t, ast.Name) and not t.id.startswith("_") for t in targets)
         literal = value is not None and _is_literal(value)
-        auto = isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] == "auto"
+        func = value.func if isinstance(value, ast.Call) else None
+        auto = (isinstance(func, ast.Name) and func.id == "auto") or (
+            isinstance(func, ast.Attribute) and func.attr == "auto"
+        )
         if public and (literal or auto):
             return True
     return False
@@ -304,7 +307,12 @@ def definition_problems(tree: ast.Module, rule: AttributeRule) -> list[str]:
         ) or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "__slots__"):
             slots.append(node.value)
         elif isinstance(node, ast.Dict):
-            slots += [v for k, v in zip(node.keys, node.values, strict=True) if ast.unparse(k or node) == "'__slots__'"]
+            # Read from the tree, never its printed text (``ast.unparse`` raised on some keys: round 58).
+            slots += [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "__slots__"
+            ]
         for value in slots:
             names = (
                 None
@@ -372,7 +380,8 @@ def dunder_call_problems(tree: ast.Module, allowed: frozenset[str], bound: set[s
             continue
         owner = node.value
         through_super = isinstance(owner, ast.Call) and not owner.args and not owner.keywords
-        if not (through_super and ast.unparse(owner) == "super()" and "super" not in bound):
+        called = owner.func if isinstance(owner, ast.Call) else None
+        if not (through_super and isinstance(called, ast.Name) and called.id == "super" and "super" not in bound):
             problems.append(f"reads {node.attr} by attribute: the interpreter calls it (len(x), a == b, super())")
     return problems
 

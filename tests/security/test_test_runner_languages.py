@@ -8,10 +8,14 @@ its tests in the checker: ``codegym_sandbox.pytest_file``); a ``D_ut`` run that 
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 from typing import Any
 
 import pytest
 from codegym_sandbox import pytest_file
+from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.judging import off_loop
 from fastapi.testclient import TestClient
 
@@ -65,8 +69,11 @@ class TestMore:
 
 
 def _both(client: TestClient, code: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    fusion = client.post("/run_code", json={"code": code, "language": "pytest"})
-    native = client.post("/v1/execute", json={"code": code, "language": "pytest", "cache": False})
+    json_body = {"content-type": "application/json"}  # written here: JSON carries a lone surrogate, escaped
+    fusion = client.post("/run_code", content=json.dumps({"code": code, "language": "pytest"}), headers=json_body)
+    native = client.post(
+        "/v1/execute", content=json.dumps({"code": code, "language": "pytest", "cache": False}), headers=json_body
+    )
     assert fusion.status_code == native.status_code == 200, (fusion.text, native.text)
     return fusion.json(), native.json()
 
@@ -178,6 +185,89 @@ def test_a_long_file_is_split_off_the_loop_and_a_longer_one_fails(hostile: TestC
     fusion, native = _both(hostile, longer)
     assert fusion["status"] == "Failed" and "is longer than the" in fusion["run_result"]["stderr"], fusion
     assert native["verdict"] != "AC", native
+
+
+# Round 58: a file whose text did not parse but whose bytes compiled ran its program and no test, and passed; one
+# that ``ast.unparse`` could not print, though it parsed, was a 500.
+READ_AS_BYTES = {
+    "byte-order mark": "\ufeff",
+    "utf-8 declared": "# -*- coding: utf-8 -*-\n",
+}
+NOT_SPLIT = {
+    "utf-7 declared": "# coding: utf-7\n",
+    "latin-1 declared, a lone surrogate": "# coding: latin-1\n# \ud800\n",
+}
+UNPRINTABLE = {
+    "a sum of 500 terms": "import pytest\nX = " + " + ".join(["1"] * 500) + "\n",
+    "an f-string of a no-break space": "import pytest\nX = f\"{'\u00a0'}\"\n",
+}
+
+
+@pytest.mark.parametrize("head", sorted(READ_AS_BYTES))
+def test_a_file_is_split_as_the_interpreter_reads_its_bytes(hostile: TestClient, head: str) -> None:
+    fusion, native = _both(hostile, READ_AS_BYTES[head] + RIGHT + TESTS)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    fusion, native = _both(hostile, READ_AS_BYTES[head] + WRONG + TESTS)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+
+
+@pytest.mark.parametrize("head", sorted(NOT_SPLIT))
+def test_a_file_in_another_encoding_fails_saying_why(hostile: TestClient, head: str) -> None:
+    for code in (NOT_SPLIT[head] + RIGHT + TESTS, NOT_SPLIT[head] + WRONG + TESTS):
+        fusion, native = _both(hostile, code)
+        stderr = fusion["run_result"]["stderr"]  # where the program compiles in its encoding (`+` is no UTF-7)
+        assert fusion["status"] == "Failed" and ("no tests ran" in stderr or "SyntaxError" in stderr), fusion
+        assert native["verdict"] != "AC", native
+    fusion, _ = _both(hostile, NOT_SPLIT[head] + "def add(a, b):\n    return 0\n" + TESTS)
+    assert fusion["status"] == "Failed" and "declares an encoding" in fusion["run_result"]["stderr"], fusion
+
+
+@pytest.mark.parametrize("program", sorted(UNPRINTABLE))
+def test_a_file_unparse_cannot_print_is_judged(hostile: TestClient, program: str) -> None:
+    fusion, native = _both(hostile, UNPRINTABLE[program] + RIGHT + TESTS)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    fusion, native = _both(hostile, UNPRINTABLE[program] + WRONG + TESTS)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+
+
+def nested_finally(depth: int) -> str:
+    """A function of ``depth`` ``try``/``finally`` blocks, each in the ``finally`` of the one before: 3.11's compiler
+    copies a ``finally`` body for its normal and its exceptional exit, so the innermost is compiled ``2**depth``
+    times (a KB of text)."""
+    lines = ["def f():"]
+    for level in range(depth):
+        indent = " " * (level + 1)
+        lines += [f"{indent}try:", f"{indent} x = 1", f"{indent}finally:"]
+    return "\n".join([*lines, " " * (depth + 1) + "x = 2"]) + "\n"
+
+
+def test_a_split_that_compiles_past_its_bound_fails_off_the_loop(
+    hostile: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 58: a 1 KB file of 20 nested ``finally`` blocks, short enough to be split on the event loop, compiled
+    for 15 s and took 3 GB of the server there, every client's requests waiting. A split is made in the analysis
+    pool whatever the file's length, within its bound of CPU time and memory; past it, the file is not split and
+    its tests fail saying so (here its program's own compile, in its box, is past its limits first)."""
+    monkeypatch.setattr(off_loop, "ANALYSIS_CPU_S", 1)
+    off_loop.shutdown()
+    code = "import pytest\n" + nested_finally(20) + RIGHT + TESTS
+    assert len(code) < off_loop.ON_LOOP_CHARS
+    fusion, native = _both(hostile, code)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    assert off_loop._analysing.processes is not None  # split in the pool, not on the loop, short as it is
+    analyse = functools.partial(off_loop.analysed, MemoryBudget(4096), compiles=True)
+    _, stdin = asyncio.run(pytest_file.analysed_run(analyse, "A", code))
+    assert b"AssertionError('no tests ran: " in stdin.splitlines()[-1]  # its memory (MemoryError) or its CPU time
+    fusion, _ = _both(hostile, "import pytest\n" + nested_finally(3) + RIGHT + TESTS)  # the pool goes on
+    assert fusion["status"] == "Success", fusion
+
+
+def test_a_file_that_cannot_be_split_fails_whatever_its_program_does() -> None:
+    """Its tests' part fails on its own: a program part that compiles (from bytes the text did not parse as) ran no
+    test and passed."""
+    for code in ("def add(a, b)\n" + TESTS, "X = " + "-(" * 5000 + "1" + ")" * 5000 + "\n" + TESTS):
+        program, tests = pytest_file.split(code)
+        assert program == code and tests == pytest_file.UNPARSED
 
 
 def test_evaluate_refuses_a_pytest_file(hostile: TestClient) -> None:

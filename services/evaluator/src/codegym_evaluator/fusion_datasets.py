@@ -74,14 +74,16 @@ _ROWS_PER_CHAR = 4
 _PARSE_MB = 640 * python_syntax.MAX_READ_CHARS >> 20
 
 
-def _rows_tasks(name: str, rows: str) -> tuple[list[Task], str]:
-    """In a process of the pool: the tasks of the JSON ``rows`` (a list), or why a row is none (a 400's detail).
-    A row's tasks are built as ``/submit`` builds them (its assert tests' helpers parse its starter code once a
-    test): on the event loop, one request's rows held every client's requests for 10 s (round 57)."""
+def _row_task(name: str, i: int, row: str) -> tuple[Task | None, str]:
+    """In a process of the pool: the task of the JSON ``row``, the ``i``-th, or why it is none (a 400's detail). A
+    row's task is built as ``/submit`` builds it (its assert tests' helpers parse its starter code once a test): on
+    the event loop, one request's rows held every client's requests for 10 s (round 57); all of a request's rows in
+    one call of the pool held every other client's work there for as long as they took (120 rows, 94 s: round
+    58), so each row is a call of its own, in its client's turn."""
     try:
-        return [_task_of(name, row, i) for i, row in enumerate(json.loads(rows))], ""
+        return _task_of(name, json.loads(row), i), ""
     except HTTPException as exc:
-        return [], str(exc.detail)
+        return None, str(exc.detail)
 
 
 @functools.cache
@@ -98,6 +100,11 @@ def _prepared(task: Task, timeout_s: float, early_stop: bool, completion: str) -
     body = evaluate_body(task, [program], timeout_s=timeout_s, early_stop=early_stop, cache=False)
     return extracted, program, body
 
+
+# The most a provided row's tests may be: in number (a task's are hundreds at most), and in characters written out
+# (those of a request's body at most).
+ROW_TESTS = 1 << 16
+ROW_TEST_CHARS = 64 << 20
 
 # Upstream's ids of datasets codegym has under its own names.
 UPSTREAM_IDS = {"humaneval_python": "humaneval", "live_code_bench_v1": "livecodebench"}
@@ -163,11 +170,17 @@ async def _tasks(dataset: str, config: TestConfig, one: bool, request: Request, 
         if one != isinstance(rows, dict):
             kind = "one row (a dict)" if one else "a list of rows"
             raise HTTPException(400, f"config.provided_data must be {kind} here")
-        text = json.dumps([rows] if isinstance(rows, dict) else rows)
-        held_mb = (_ROWS_PER_CHAR * len(text) >> 20) + _PARSE_MB
-        tasks, refused = await analyse(request, functools.partial(_rows_tasks, name), text, held_mb)
-        if refused:
-            raise HTTPException(400, refused)
+        tasks = []
+        for i, row in enumerate([rows] if isinstance(rows, dict) else rows):
+            text = json.dumps(row)
+            held_mb = (_ROWS_PER_CHAR * len(text) >> 20) + _PARSE_MB
+            try:
+                task, refused = await analyse(request, functools.partial(_row_task, name, i), text, held_mb)
+            except off_loop.TooCostly as exc:
+                raise HTTPException(400, f"row {i} took more to read than the server gives it: {exc}") from None
+            if task is None:
+                raise HTTPException(400, refused)
+            tasks.append(task)
         return tasks
     try:
         return list(await asyncio.to_thread(_library, name))
@@ -183,12 +196,37 @@ def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
         raise HTTPException(400, f"config.provided_data row {i} is not a {name} row: {exc}") from None
     if task is None:
         raise HTTPException(400, f"config.provided_data row {i} has no usable tests")
+    # A row's tests as the server will hold and send them, each part counted where it is used: a row stored as a
+    # pickle (LiveCodeBench's) shares one string among many tests, which came back from the pool as one and filled
+    # the server once written out (1.7 KB of row, 4 GB, the server OOM-killed: round 58).
+    if len(task.tests) > ROW_TESTS or _expanded_chars(task.tests, ROW_TEST_CHARS) > ROW_TEST_CHARS:
+        raise HTTPException(
+            400, f"config.provided_data row {i} has more than {ROW_TESTS} tests or {ROW_TEST_CHARS} characters of them"
+        )
     try:  # what /submit will do with it: tests that make no valid sandbox request are the row's fault
         build_program(task, extract_code("", task).code)
         evaluate_body(task, [""], timeout_s=10.0, cache=False)  # built, never sent
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise HTTPException(400, f"config.provided_data row {i} is not a valid task: {exc}") from None
     return task
+
+
+def _expanded_chars(value: object, most: int) -> int:
+    """The characters of ``value`` (JSON's values) written out, a part each time it is used, counted until past
+    ``most``: never written out here."""
+    total, parts = 0, [value]
+    while parts and total <= most:
+        part = parts.pop()
+        if isinstance(part, str):
+            total += len(part)
+        elif isinstance(part, dict):
+            parts += part.keys()
+            parts += part.values()
+        elif isinstance(part, (list, tuple)):
+            parts += part
+        else:
+            total += 8  # a number, a bool, null
+    return total
 
 
 def _prompt(task: Task) -> dict[str, Any]:
@@ -200,6 +238,14 @@ def _prompt(task: Task) -> dict[str, Any]:
         "tests": len(task.tests),
     }
     return {"id": task.task_id, "prompt": task.prompt, "labels": labels}
+
+
+def _unread(id_: int | str, why: str) -> dict[str, Any]:
+    """``/submit``'s answer for a completion the server could not read within its bounds: not accepted, no program
+    run (a compile error's verdict: the completion's doing, never the sandbox's, so no reward masks it)."""
+    extra = {"verdict": Verdict.CE.value, "passed": 0, "total": 0, "error": why}
+    answer: dict[str, Any] = {"id": id_, "accepted": False, "extracted_code": "", "full_code": "", "test_code": None}
+    return answer | {"tests": [], "extracted_type": "unread", "extra": extra}
 
 
 def _find(tasks: list[Task], id_: int | str) -> Task:
@@ -278,7 +324,12 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analy
         read = len(req.completion) + len(task.starter_code) + asserts
         early_stop = not req.config.extra.get("run_all_cases", False)
         prepare = functools.partial(_prepared, task, req.config.run_timeout or 10.0, early_stop)
-        extracted, program, body = await analyse(request, prepare, req.completion, chars=read)
+        try:  # charged for what is parsed: no more than ``MAX_READ_CHARS`` of it is
+            extracted, program, body = await analyse(
+                request, prepare, req.completion, chars=min(read, python_syntax.MAX_READ_CHARS)
+            )
+        except off_loop.TooCostly as exc:
+            return _unread(req.id, f"reading the completion took more than the server gives it: {exc}")
         async with sandbox(request) as client:
             try:
                 answer = await client.evaluate(body)

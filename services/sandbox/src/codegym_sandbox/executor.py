@@ -186,7 +186,7 @@ class Executor:
         if not policy.admitted:  # else its request was admitted whole (a batch's scripts): never one of it refused
             policy = self.backend.admit(policy, alone=True)  # never refused between its compile and its run
         if lang.test_file:  # its program and its tests, each in a process of its own: no exit of it is a pass
-            code, stdin = await self.analyse(policy.client, pytest_file.assert_run, code)
+            code, stdin = await pytest_file.analysed_run(self.analyse, policy.client, code)
         compiled, sources = await self.build(lang, code, files, compile_limits, policy)
         if compiled is not None and compiled.end is not RunEnd.EXITED:
             return Execution(compiled, None)

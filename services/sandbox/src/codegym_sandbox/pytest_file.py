@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
-from .agent import program_names
+from .agent import program_bytes, program_names
 from .agent.assert_stdin import ASSERT_MAIN, assert_stdin
 
 # pytest's module and function hooks (xunit style), unittest's module hooks (pytest runs them too).
@@ -50,6 +50,14 @@ TOO_LARGE = (
     f"raise AssertionError('no tests ran: the file is longer than the {SPLIT_MAX_CHARS} characters a pytest file "
     "is split into its program and its tests at most')\n"
 )
+# Where the file cannot be split, its tests' part fails, whatever the program's part does: a part of no test passed,
+# and a file whose text did not parse but whose bytes compiled (a byte-order mark, ``# coding: utf-7``) ran its
+# program and no test (round 58). Where the program's own compile fails, its error is the run's, as before.
+UNPARSED = "raise AssertionError('no tests ran: the file could not be split into its program and its tests')\n"
+DECLARED = (
+    "raise AssertionError('no tests ran: the file declares an encoding other than UTF-8, which its program and its "
+    "tests are not split in')\n"
+)
 
 
 T = TypeVar("T")
@@ -63,6 +71,11 @@ class Analyse(Protocol):
     def __call__(self, client: str, fn: Callable[[str], T], text: str) -> Awaitable[T]: ...
 
 
+class TooCostly(Exception):
+    """Work on a text a request sent that took more of the server than it may (:class:`Analyse`: the analysis
+    pool's bounds): its caller says so for the request, which no retry makes cheaper."""
+
+
 async def on_the_loop(client: str, fn: Callable[[str], T], text: str) -> T:
     """:class:`Analyse` where there is no pool (an executor of a test's own)."""
     return fn(text)
@@ -74,18 +87,39 @@ def assert_run(code: str) -> tuple[str, bytes]:
     return ASSERT_MAIN, assert_stdin(program, tests)
 
 
+async def analysed_run(analyse: Analyse, client: str, code: str) -> tuple[str, bytes]:
+    """:func:`assert_run`, split by ``analyse`` for ``client``; where the split took more than the server gives it
+    (:class:`TooCostly`), all of ``code`` the program's, its tests' part failing saying so. A file too long to
+    split is not given to ``analyse``: it would be charged for a parse that is never made."""
+    if len(code) > SPLIT_MAX_CHARS:
+        return assert_run(code)
+    try:
+        return await analyse(client, assert_run, code)
+    except TooCostly as exc:
+        why = f"no tests ran: splitting the file into its program and its tests took {exc}"
+        return ASSERT_MAIN, assert_stdin(code, f"raise AssertionError({why!r})\n")
+
+
 def split(code: str) -> tuple[str, str]:
     """The program's part and the tests' part of ``code``. The tests' part keeps its lines' numbers (blank lines
     stand for the program's), so that a failure names the file's line. A file that does not parse is all the
-    program's: its syntax error is the program's, as under pytest. A file longer than ``SPLIT_MAX_CHARS`` is all
-    the program's too, and its tests' part fails saying why. The server splits a file off its event loop
+    program's: its syntax error is the program's, as under pytest, and its tests' part fails. So is a file longer
+    than ``SPLIT_MAX_CHARS``, or one that declares an encoding other than UTF-8, its tests' part failing saying
+    why. The server splits a file off its event loop
     (``Executor.analyse``): parsed there, one request of a few MiB held every client's requests for seconds."""
     if len(code) > SPLIT_MAX_CHARS:
         return code, TOO_LARGE
+    read = program_bytes.read_as(code)  # split as the interpreter reads the file (a byte-order mark taken off)
+    if read is None:
+        return code, DECLARED
     try:
-        body = ast.parse(code).body
-    except (SyntaxError, ValueError):
-        return code, ""
+        return _split(read)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a parse, a walk or a compile too deep for them
+        return code, UNPARSED
+
+
+def _split(code: str) -> tuple[str, str]:
+    body = ast.parse(code).body
     first = next((i for i, node in enumerate(body) if _tests_begin(node)), len(body))
     # The tests' part starts on a line of its own: a statement of the program's that shares the first test's line
     # (``x = 1; pytestmark = []``) stays the program's, and so does that test.
@@ -121,8 +155,12 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             others.append(node)
         elif rest := [alias for alias in node.names if id(alias) not in plain]:
-            others.append(ast.Import(rest) if isinstance(node, ast.Import) else ast.ImportFrom(node.module, rest, 0))
-    bound = program_names.top_level_names(ast.unparse(ast.Module(others, []))) | _BUILTINS
+            made = ast.Import(rest) if isinstance(node, ast.Import) else ast.ImportFrom(node.module, rest, 0)
+            others.append(ast.copy_location(made, node))
+    # Compiled from the tree, never printed from it: ``ast.unparse`` could not print some trees that parse (an
+    # f-string that holds a no-break space; a sum of 500 terms, too deep for it), and the request was a 500.
+    tree = ast.Module(others, [])
+    bound = program_names.top_level_names(compile(tree, "<program>", "exec", dont_inherit=True)) | _BUILTINS
     lines: dict[int, list[str]] = {}
     for node, alias in plain.values():
         if isinstance(node, ast.Import) and alias.name.partition(".")[0] not in bound:

@@ -70,3 +70,42 @@ def test_provided_rows_are_made_tasks_off_the_loop_and_a_bad_one_says_which() ->
         bad = {**row, "kind": "no such kind"}
         answer = client.post("/get_prompts", json={"dataset": "humaneval", "config": {"provided_data": [row, bad]}})
         assert answer.status_code == 400 and "row 1" in answer.json()["detail"], answer.text
+
+
+def test_each_provided_row_is_a_call_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 58: a request's rows were made tasks in one call of the analysis pool, never sliced: 120 rows held
+    every other client's work there 94 s. Each is a call of its own now, in its client's turn, and bounded."""
+    calls: list[int] = []
+    real = off_loop.analysed
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        calls.append(len(str(args[3])))
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(off_loop, "analysed", counted)
+    row = {"task_id": "a", "prompt": "", "kind": "call", "entry_point": "f", "tests": [{"call": [1], "expected": 1}]}
+    with TestClient(create_app(Settings(backend="local", workers=1, cache_entries=0))) as client:
+        answer = client.post("/get_prompts", json={"dataset": "humaneval", "config": {"provided_data": [row] * 3}})
+        assert answer.status_code == 200 and len(answer.json()) == 3, answer.text
+    assert len(calls) == 3, calls
+
+
+def test_a_completion_past_the_reading_bound_is_not_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A completion whose reading takes more of the analysis pool than it may is a failing answer, saying so, with
+    no program run: never a 500, nor the sandbox's failure a reward would mask."""
+
+    real = off_loop.analysed
+
+    async def too_costly(*args: object, **kwargs: object) -> object:
+        if getattr(getattr(args[2], "func", None), "__name__", "") == "_prepared":  # the completion's reading
+            raise off_loop.TooCostly("more than 5 s of CPU or 64 MiB of memory")
+        return await real(*args, **kwargs)  # type: ignore[arg-type]  # the row's
+
+    with TestClient(create_app(Settings(backend="local", workers=1, cache_entries=0))) as client:
+        body = {"dataset": "humaneval", "id": "c", "completion": "x", "config": {"provided_data": CALL}}
+        monkeypatch.setattr(off_loop, "analysed", too_costly)
+        answer = client.post("/submit", json=body)
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert result["accepted"] is False and result["extra"]["verdict"] == "CE", result
+    assert "reading the completion took more than" in result["extra"]["error"], result

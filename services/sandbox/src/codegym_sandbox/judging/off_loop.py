@@ -29,21 +29,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import multiprocessing
 import os
+import resource
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..backends.base import MemoryShare, RunPolicy
 from ..models import Comparison
+from ..pytest_file import TooCostly
 from .compare import least_output as least_output_here
 from .compare import outputs_match
 from .pool_turns import Turns
 from .slices import TEXT_SLICE, Measurer, Slicer, compare_slice, measure_slice, slice_chars
+
+__all__ = ["Comparisons", "TooCostly", "analysed", "least_output", "shutdown"]
 
 T = TypeVar("T")
 
@@ -58,8 +63,16 @@ HELD_PER_CHAR = 3
 # against a character compared (a MiB took 4-7 s, a MiB of numbers compared some 0.5).
 PARSED_PER_CHAR = 640
 PARSE_COST = 10
+# What one analysis may take of its process: CPU seconds (a 256 KiB pytest file splits in about one here), and at
+# least this much memory; a process that holds more than ``RECYCLE_KB`` after one is ended, a fresh one started
+# for the next (what a call took is freed, but the allocator keeps it: 5.6 GB after 64 ``/submit`` calls of
+# large prompts, each cached, outside the budget: round 58).
+ANALYSIS_CPU_S = 5
+ANALYSIS_FLOOR_MB = 64
+RECYCLE_KB = 256 << 10
 
 _serials = itertools.count()
+
 _WATCH_S = 1.0  # how often a process of the pool looks whether its server is still there
 
 
@@ -130,6 +143,10 @@ def _end_with(server: int) -> None:
     pickled queue carries both), so none reads an end of it when the server dies: every process of the pools of
     servers killed outright stayed on the host, 38 MB each, for good (round 56)."""
 
+    # A process ended past its CPU time (``_bounded``: SIGXCPU) writes no core file: the server's disk is no
+    # request's to fill, one core of the pool's memory at a time.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
     def watch() -> None:
         while os.getppid() == server:
             time.sleep(_WATCH_S)
@@ -175,23 +192,79 @@ async def analysed(
     text: str,
     held_mb: int | None = None,
     chars: int | None = None,
+    *,
+    compiles: bool = False,
 ) -> T:
     """``fn(text)``, work on a text a request sent (a pytest file split: ``executor.Analyse``; a completion's
-    code extracted, ``/submit``'s), off the loop where ``text`` is large: in a process of :func:`analysis_pool`, in
-    ``client``'s turn, charged to ``memory`` in its turn at the budget ``held_mb``, by default what a syntax tree
-    of ``text`` holds there. Such work is one call, never sliced: its caller bounds what it parses (a quarter MiB
-    at once: a second or two of a process). ``chars``: what it reads, where ``fn`` holds more than ``text``."""
+    code extracted, ``/submit``'s; a provided row's task), off the loop where ``text`` is large, or where ``fn``
+    ``compiles`` it (a compile's cost is not its text's: each of 20 nested ``finally`` blocks is compiled twice,
+    2**20 copies of a 1 KB file, 15 s and 3 GB: round 58): in a process of :func:`analysis_pool`, in ``client``'s
+    turn, and charged to ``memory``, in its turn at the budget once it has its place there, ``held_mb``, by
+    default what a syntax tree of ``text`` holds. Such work is one call, never sliced, so the kernel bounds it
+    (:func:`_bounded`): :data:`ANALYSIS_CPU_S` of the process's CPU, and the memory it is charged; past either,
+    :class:`TooCostly`. ``chars``: what it reads, where ``fn`` holds more than ``text``."""
     size = len(text) if chars is None else chars
-    if size <= ON_LOOP_CHARS:
+    if size <= ON_LOOP_CHARS and not compiles:
         return fn(text)
     client = client or f"#{next(_serials)}"
-    held = -(-PARSED_PER_CHAR * size // (1 << 20)) if held_mb is None else held_mb
-    lease = await memory.acquire(min(held, memory.total_mb), client=client)
+    held = max(-(-PARSED_PER_CHAR * size // (1 << 20)) if held_mb is None else held_mb, ANALYSIS_FLOOR_MB)
+    held = min(held, memory.total_mb)
+    async with _place(client, PARSE_COST * size, next(_serials), analysis_turns()) as place:
+        # Charged once it is in the pool, never while it waits for its place: a client's requests waiting there
+        # held the whole budget, and every other client's runs waited for it (round 58).
+        lease = await memory.acquire(held, client=client)
+        try:
+            done, value, kept_kb = await place.call(_bounded, fn, text, held, ANALYSIS_CPU_S, analysis=True)
+        except BrokenProcessPool:  # its process was ended past its CPU time, twice (``_Place.call`` tries again)
+            done, value, kept_kb = False, None, 0
+        finally:
+            memory.release(lease)
+    if kept_kb > RECYCLE_KB:
+        _analysing.end()  # what a call left (freed, but kept by the allocator) outside the budget goes with it
+    if not done:
+        raise TooCostly(f"more than {ANALYSIS_CPU_S} s of CPU or {held} MiB of memory")
+    return cast(T, value)
+
+
+def _bounded(fn: Callable[[str], T], text: str, held_mb: int, cpu_s: float) -> tuple[bool, T | None, int]:
+    """In a process of the analysis pool: ``fn(text)`` within ``cpu_s`` more of the process's CPU
+    time (``RLIMIT_CPU``: past it, the kernel ends the process) and ``held_mb`` more of its address space
+    (``RLIMIT_AS``: past it, ``MemoryError``); whether it was done, its value, and what the process holds after
+    it, in kB. Soft limits alone, set back after the call: a hard one would be the process's for good."""
+    if multiprocessing.parent_process() is None:  # a pool of threads (a test's): the server's own limits are not its
+        return True, fn(text), 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    saved = {name: resource.getrlimit(name) for name in (resource.RLIMIT_CPU, resource.RLIMIT_AS)}
+    done, value = False, None
     try:
-        async with _place(client, PARSE_COST * size, next(_serials), analysis_turns()) as place:
-            return await place.call(fn, text, analysis=True)
+        _soft(resource.RLIMIT_CPU, math.ceil(usage.ru_utime + usage.ru_stime + cpu_s))
+        _soft(resource.RLIMIT_AS, _status_kb("VmSize:") * 1024 + (held_mb << 20))
+        try:
+            done, value = True, fn(text)
+        except MemoryError:
+            done, value = False, None
     finally:
-        memory.release(lease)
+        for name, limit in saved.items():
+            resource.setrlimit(name, limit)
+    return done, value, _status_kb("RssAnon:")
+
+
+def _soft(name: int, value: int) -> None:
+    """Set the soft limit ``name`` to ``value``, within its hard one."""
+    _, hard = resource.getrlimit(name)
+    resource.setrlimit(name, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+
+
+def _status_kb(field: str) -> int:
+    """A field of this process's ``/proc/self/status``, in kB (0 where the kernel does not say)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(field.encode()):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 async def least_output(expected: str, mode: Comparison, client: str) -> int:

@@ -1,0 +1,107 @@
+"""What the server's own work on a request's text may take of its analysis pool: the kernel's bounds, not the
+text's length (round 58: a 1 KB pytest file of nested ``finally`` blocks compiled for 15 s and took 3 GB, on the
+event loop; one of 4 KB held the pool minutes; 64 ``/submit`` calls left 5.6 GB in its process)."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+from collections.abc import Iterator
+
+import pytest
+from codegym_sandbox.backends.memory import MemoryBudget
+from codegym_sandbox.judging import off_loop
+
+LONG = "x" * (2 * off_loop.ON_LOOP_CHARS)
+
+
+def spin(text: str) -> int:
+    while True:
+        pass
+
+
+def hog(text: str) -> int:
+    return len(bytearray(1 << 30))
+
+
+def core_limit(text: str) -> int:
+    return resource.getrlimit(resource.RLIMIT_CORE)[1]
+
+
+def slow(text: str) -> int:
+    time.sleep(1.5)
+    return len(text)
+
+
+@pytest.fixture(autouse=True)
+def fresh_pool() -> Iterator[None]:
+    off_loop.shutdown()
+    yield
+    off_loop.shutdown()
+
+
+def test_an_analysis_past_its_cpu_time_is_too_costly_and_the_pool_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(off_loop, "ANALYSIS_CPU_S", 1)
+
+    async def scenario() -> None:
+        memory = MemoryBudget(4096)
+        with pytest.raises(off_loop.TooCostly):
+            await off_loop.analysed(memory, "A", spin, LONG)
+        assert memory.held_mb == 0
+        assert await off_loop.analysed(memory, "B", len, LONG) == len(LONG)
+
+    asyncio.run(scenario())
+
+
+def test_a_process_ended_past_its_cpu_time_writes_no_core() -> None:
+    async def scenario() -> int:
+        return await off_loop.analysed(MemoryBudget(4096), "A", core_limit, LONG)
+
+    assert asyncio.run(scenario()) == 0
+
+
+def test_an_analysis_past_its_memory_is_too_costly() -> None:
+    async def scenario() -> None:
+        memory = MemoryBudget(4096)
+        with pytest.raises(off_loop.TooCostly):
+            await off_loop.analysed(memory, "A", hog, LONG, held_mb=64)
+        assert await off_loop.analysed(memory, "A", len, LONG) == len(LONG)
+
+    asyncio.run(scenario())
+
+
+def test_what_compiles_is_never_worked_on_on_the_loop() -> None:
+    async def scenario() -> None:
+        assert await off_loop.analysed(MemoryBudget(4096), "A", len, "x", compiles=True) == 1
+
+    asyncio.run(scenario())
+    assert off_loop._analysing.processes is not None
+
+
+def test_a_process_that_kept_much_is_ended_after_its_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(off_loop, "RECYCLE_KB", 0)
+
+    async def scenario() -> None:
+        assert await off_loop.analysed(MemoryBudget(4096), "A", len, LONG) == len(LONG)
+
+    asyncio.run(scenario())
+    assert off_loop._analysing.processes is None  # a fresh one for the next call
+
+
+def test_an_analysis_waiting_for_its_place_holds_no_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 58: the charge was taken before the wait for a place at the pool: one client's requests waiting there
+    held the whole budget, and every other client's runs waited for it."""
+
+    async def scenario() -> None:
+        memory = MemoryBudget(4096)
+        first = asyncio.create_task(off_loop.analysed(memory, "A", slow, LONG, held_mb=100))
+        while memory.held_mb != 100:
+            await asyncio.sleep(0.01)
+        waiting = [asyncio.create_task(off_loop.analysed(memory, "A", len, LONG, held_mb=1000)) for _ in range(3)]
+        await asyncio.sleep(0.3)
+        assert memory.held_mb == 100 and not first.done()
+        assert await first == len(LONG) and await asyncio.gather(*waiting) == [len(LONG)] * 3
+
+    monkeypatch.setattr(off_loop, "size", lambda: 1)  # one place, as on a machine of fewer than 8 CPUs
+    asyncio.run(scenario())

@@ -255,7 +255,7 @@ def test_a_split_that_compiles_past_its_bound_fails_off_the_loop(
     fusion, native = _both(hostile, code)
     assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
     assert off_loop._analysing.processes is not None  # split in the pool, not on the loop, short as it is
-    analyse = functools.partial(off_loop.analysed, MemoryBudget(4096), compiles=True)
+    analyse = functools.partial(off_loop.analysed, MemoryBudget(4096), linear=False)
     _, stdin = asyncio.run(pytest_file.analysed_run(analyse, "A", code))
     assert b"AssertionError('no tests ran: " in stdin.splitlines()[-1]  # its memory (MemoryError) or its CPU time
     fusion, _ = _both(hostile, "import pytest\n" + nested_finally(3) + RIGHT + TESTS)  # the pool goes on

@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise
         app.state.backend_reason = reason
         # What the server parses of a request (a pytest file) it parses in its analysis pool, off the loop.
-        analyse = functools.partial(off_loop.analysed, backend.memory, compiles=True)  # a split compiles
+        analyse = functools.partial(off_loop.analysed, backend.memory, linear=False)  # a split compiles
         app.state.executor = Executor(backend, settings, metrics, analyse)
         app.state.sessions = SessionStore(backend, app.state.executor, settings.sessions, settings.server_id)
         app.state.sessions.start()

@@ -71,9 +71,9 @@ def test_an_analysis_past_its_memory_is_too_costly() -> None:
     asyncio.run(scenario())
 
 
-def test_what_compiles_is_never_worked_on_on_the_loop() -> None:
+def test_what_is_not_linear_in_its_text_is_never_worked_on_on_the_loop() -> None:
     async def scenario() -> None:
-        assert await off_loop.analysed(MemoryBudget(4096), "A", len, "x", compiles=True) == 1
+        assert await off_loop.analysed(MemoryBudget(4096), "A", len, "x", linear=False) == 1
 
     asyncio.run(scenario())
     assert off_loop._analysing.processes is not None

@@ -193,18 +193,19 @@ async def analysed(
     held_mb: int | None = None,
     chars: int | None = None,
     *,
-    compiles: bool = False,
+    linear: bool = True,
 ) -> T:
     """``fn(text)``, work on a text a request sent (a pytest file split: ``executor.Analyse``; a completion's
-    code extracted, ``/submit``'s; a provided row's task), off the loop where ``text`` is large, or where ``fn``
-    ``compiles`` it (a compile's cost is not its text's: each of 20 nested ``finally`` blocks is compiled twice,
-    2**20 copies of a 1 KB file, 15 s and 3 GB: round 58): in a process of :func:`analysis_pool`, in ``client``'s
-    turn, and charged to ``memory``, in its turn at the budget once it has its place there, ``held_mb``, by
-    default what a syntax tree of ``text`` holds. Such work is one call, never sliced, so the kernel bounds it
-    (:func:`_bounded`): :data:`ANALYSIS_CPU_S` of the process's CPU, and the memory it is charged; past either,
-    :class:`TooCostly`. ``chars``: what it reads, where ``fn`` holds more than ``text``."""
+    code extracted, ``/submit``'s; a provided row's task), off the loop where ``text`` is large, or where ``fn``'s
+    cost is not bounded by its length (not ``linear``: a compile, whose 20 nested ``finally`` blocks are each
+    compiled twice, 2**20 copies of a 1 KB file, 15 s and 3 GB; a compressed pickle decoded: round 58): in a
+    process of :func:`analysis_pool`, in ``client``'s turn, and charged to ``memory``, in its turn at the budget
+    once it has its place there, ``held_mb``, by default what a syntax tree of ``text`` holds. Such work is one
+    call, never sliced, so the kernel bounds it (:func:`_bounded`): :data:`ANALYSIS_CPU_S` of the process's CPU,
+    and the memory it is charged; past either, :class:`TooCostly`. ``chars``: what it reads, where ``fn`` holds
+    more than ``text``."""
     size = len(text) if chars is None else chars
-    if size <= ON_LOOP_CHARS and not compiles:
+    if size <= ON_LOOP_CHARS and linear:
         return fn(text)
     client = client or f"#{next(_serials)}"
     held = max(-(-PARSED_PER_CHAR * size // (1 << 20)) if held_mb is None else held_mb, ANALYSIS_FLOOR_MB)

@@ -180,7 +180,7 @@ def test_a_long_file_is_split_off_the_loop_and_a_longer_one_fails(hostile: TestC
     long = RIGHT + "a = 1\n" * 20_000 + TESTS
     fusion, native = _both(hostile, long)
     assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
-    assert off_loop._analysing.processes is not None  # split in a process of its own, not on the loop
+    assert off_loop._analysing.started  # split in a process of its own, not on the loop
     longer = RIGHT + "a = 1\n" * (pytest_file.SPLIT_MAX_CHARS // 6) + TESTS
     fusion, native = _both(hostile, longer)
     assert fusion["status"] == "Failed" and "is longer than the" in fusion["run_result"]["stderr"], fusion
@@ -254,7 +254,7 @@ def test_a_split_that_compiles_past_its_bound_fails_off_the_loop(
     assert len(code) < off_loop.ON_LOOP_CHARS
     fusion, native = _both(hostile, code)
     assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
-    assert off_loop._analysing.processes is not None  # split in the pool, not on the loop, short as it is
+    assert off_loop._analysing.started  # split in the pool, not on the loop, short as it is
     analyse = functools.partial(off_loop.analysed, MemoryBudget(4096), linear=False)
     _, stdin = asyncio.run(pytest_file.analysed_run(analyse, "A", code))
     assert b"AssertionError('no tests ran: " in stdin.splitlines()[-1]  # its memory (MemoryError) or its CPU time

@@ -5,13 +5,16 @@ event loop; one of 4 KB held the pool minutes; 64 ``/submit`` calls left 5.6 GB 
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
+import signal
 import time
 from collections.abc import Iterator
 
 import pytest
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.judging import off_loop
+from codegym_sandbox.models import Comparison
 
 LONG = "x" * (2 * off_loop.ON_LOOP_CHARS)
 
@@ -76,7 +79,7 @@ def test_what_is_not_linear_in_its_text_is_never_worked_on_on_the_loop() -> None
         assert await off_loop.analysed(MemoryBudget(4096), "A", len, "x", linear=False) == 1
 
     asyncio.run(scenario())
-    assert off_loop._analysing.processes is not None
+    assert off_loop._analysing.started
 
 
 def test_a_process_that_kept_much_is_ended_after_its_call(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +89,7 @@ def test_a_process_that_kept_much_is_ended_after_its_call(monkeypatch: pytest.Mo
         assert await off_loop.analysed(MemoryBudget(4096), "A", len, LONG) == len(LONG)
 
     asyncio.run(scenario())
-    assert off_loop._analysing.processes is None  # a fresh one for the next call
+    assert not off_loop._analysing.started  # a fresh one for the next call
 
 
 def test_an_analysis_waiting_for_its_place_holds_no_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,4 +107,32 @@ def test_an_analysis_waiting_for_its_place_holds_no_budget(monkeypatch: pytest.M
         assert await first == len(LONG) and await asyncio.gather(*waiting) == [len(LONG)] * 3
 
     monkeypatch.setattr(off_loop, "size", lambda: 1)  # one place, as on a machine of fewer than 8 CPUs
+    asyncio.run(scenario())
+
+
+def test_a_process_ended_past_its_bound_fails_its_own_call_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One executor of all the pool's processes broke every call in flight when one of them died: another client's
+    analysis, a right program's, failed with the call it never made. Each place has a process of its own."""
+    monkeypatch.setattr(off_loop, "ANALYSIS_CPU_S", 1)
+    monkeypatch.setattr(off_loop, "size", lambda: 2)
+
+    async def scenario() -> None:
+        memory = MemoryBudget(4096)
+        other = asyncio.create_task(off_loop.analysed(memory, "B", slow, LONG))
+        with pytest.raises(off_loop.TooCostly):
+            await off_loop.analysed(memory, "A", spin, LONG)
+        assert await other == len(LONG)
+
+    asyncio.run(scenario())
+
+
+def test_a_comparison_whose_process_was_killed_from_outside_is_made_again() -> None:
+    async def scenario() -> None:
+        async with off_loop._place("A", 1, 0) as place:
+            pid = await place.call(os.getpid)
+        os.kill(pid, signal.SIGKILL)  # its process, idle for the next place, killed from outside
+        await asyncio.sleep(0.2)
+        comparisons = off_loop.Comparisons(MemoryBudget(4096))
+        assert await comparisons.outputs_match("1 " * 5000, "1.0 " * 5000, Comparison.FLOAT, 0, 0)
+
     asyncio.run(scenario())

@@ -36,7 +36,7 @@ import resource
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar, cast
 
@@ -83,20 +83,41 @@ def size() -> int:
 
 class _Pool:
     """A pool of processes, started when first asked for, and its clients' turns, one place a process (for the
-    running event loop: a server has one). They are handed no more than they can start, so that the executor's
-    own queue, first come first served, is always empty. Each process ends with the server (:func:`_end_with`)."""
+    running event loop: a server has one). Each place has a process of its own while it is held (an executor of
+    one worker: :meth:`executor`), so that a process that dies (ended past an analysis's bound, or killed from
+    outside) fails its own call alone: in one executor of all of them, its death broke every call in flight, and
+    another client's right program was judged on the failure of a call it never made. Each process ends with the
+    server (:func:`_end_with`)."""
 
     def __init__(self) -> None:
-        self.processes: ProcessPoolExecutor | None = None
+        self._idle: list[ProcessPoolExecutor] = []
+        self._made: set[ProcessPoolExecutor] = set()
         self._turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
 
+    @property
+    def started(self) -> bool:
+        """Whether any of its processes is there (idle or at work)."""
+        return bool(self._made)
+
     def executor(self) -> ProcessPoolExecutor:
-        if self.processes is None:
-            context = multiprocessing.get_context("spawn")
-            self.processes = ProcessPoolExecutor(
-                size(), mp_context=context, initializer=_end_with, initargs=(os.getpid(),)
-            )
-        return self.processes
+        """A process for a place: an idle one, or a new one (started with its first call)."""
+        if self._idle:
+            return self._idle.pop()
+        context = multiprocessing.get_context("spawn")
+        made = ProcessPoolExecutor(1, mp_context=context, initializer=_end_with, initargs=(os.getpid(),))
+        self._made.add(made)
+        return made
+
+    def done_with(self, executor: Executor, keep: bool) -> None:
+        """A place gives its process back: idle for the next place (``keep``), else ended (it died, or it holds
+        what its calls left). An executor this pool did not make (a test's) is left as it is."""
+        if not isinstance(executor, ProcessPoolExecutor) or executor not in self._made:
+            return
+        if keep:
+            self._idle.append(executor)
+        else:
+            self._made.discard(executor)
+            executor.shutdown(wait=False, cancel_futures=True)
 
     def turns(self) -> Turns:
         loop = asyncio.get_running_loop()
@@ -106,9 +127,10 @@ class _Pool:
 
     def end(self) -> None:
         """End its processes, where they were started; later work starts them again."""
-        if self.processes is not None:
-            self.processes.shutdown(wait=False, cancel_futures=True)
-            self.processes = None
+        for executor in self._made:
+            executor.shutdown(wait=False, cancel_futures=True)
+        self._made.clear()
+        self._idle.clear()
 
 
 _comparing = _Pool()
@@ -118,13 +140,13 @@ _comparing = _Pool()
 _analysing = _Pool()
 
 
-def pool() -> ProcessPoolExecutor:
-    """The processes comparisons are made in, started when the first large comparison comes."""
+def pool() -> Executor:
+    """A process for a place at the comparisons' pool (its processes start with the first large comparison)."""
     return _comparing.executor()
 
 
-def analysis_pool() -> ProcessPoolExecutor:
-    """The processes a request's text is worked on in (:func:`analysed`)."""
+def analysis_pool() -> Executor:
+    """A process for a place at the pool a request's text is worked on in (:func:`analysed`)."""
     return _analysing.executor()
 
 
@@ -216,12 +238,12 @@ async def analysed(
         lease = await memory.acquire(held, client=client)
         try:
             done, value, kept_kb = await place.call(_bounded, fn, text, held, ANALYSIS_CPU_S, analysis=True)
-        except BrokenProcessPool:  # its process was ended past its CPU time, twice (``_Place.call`` tries again)
+        except BrokenProcessPool:  # its process was ended past its CPU time (or killed): this call's alone
             done, value, kept_kb = False, None, 0
         finally:
             memory.release(lease)
-    if kept_kb > RECYCLE_KB:
-        _analysing.end()  # what a call left (freed, but kept by the allocator) outside the budget goes with it
+        if kept_kb > RECYCLE_KB:
+            place.retire()  # what the call left (freed, but kept by the allocator) goes with its process
     if not done:
         raise TooCostly(f"more than {ANALYSIS_CPU_S} s of CPU or {held} MiB of memory")
     return cast(T, value)
@@ -300,28 +322,44 @@ async def _in_pool(client: str, actual: str, expected: str, mode: Comparison, re
 
 
 class _Place:
-    """A place of ``client``'s at the pool (:func:`_place`). What is sent there goes one call after another, and
-    the place is given back once its holder has left it and its last call is done in its process: a wait cancelled
-    (its client went away) leaves that call computing there, in the place."""
+    """A place of ``client``'s at the pool (:func:`_place`), and its process. What is sent there goes one call
+    after another, and the place, with its process, is given back once its holder has left it and its last call
+    is done: a wait cancelled (its client went away) leaves that call computing there, in the place."""
 
     def __init__(self, client: str, places: Turns, loop: asyncio.AbstractEventLoop) -> None:
         self.client, self._places, self._loop = client, places, loop
         self._computing = 0
         self._left = self._given = False
+        self._executor: tuple[_Pool, Executor] | None = None
+        self._keep = True
 
     async def call(self, fn: Callable[..., T], *args: Any, analysis: bool = False) -> T:
-        """``fn(*args)`` in a process of the pool (``analysis``: of :func:`analysis_pool`)."""
-        for attempt in range(2):
+        """``fn(*args)`` in the place's process, of :func:`analysis_pool` where ``analysis``. Where the process
+        died, a comparison is made again in a fresh one, once (a process killed from outside); an analysis is not
+        (it was ended past its bound, its own: ``BrokenProcessPool`` is its caller's to say)."""
+        owner = _analysing if analysis else _comparing
+        for attempt in range(1 if analysis else 2):
+            if self._executor is None:
+                self._executor = (owner, analysis_pool() if analysis else pool())
             try:
-                future: Future[T] = (analysis_pool() if analysis else pool()).submit(fn, *args)
-                self._computing += 1
-                future.add_done_callback(self._done)
+                future: Future[T] = self._executor[1].submit(fn, *args)
+            except BrokenProcessPool:
+                future = Future()
+                future.set_exception(BrokenProcessPool("its process died"))
+            self._computing += 1
+            future.add_done_callback(self._done)
+            try:
                 return await asyncio.wrap_future(future)
-            except BrokenProcessPool:  # a process of it died (killed from outside): a fresh pool, once
-                (_analysing if analysis else _comparing).end()
-                if attempt:
+            except BrokenProcessPool:
+                owner.done_with(self._executor[1], keep=False)
+                self._executor = None
+                if analysis or attempt:
                     raise
         raise AssertionError("unreachable")
+
+    def retire(self) -> None:
+        """End the place's process once the place is given back, rather than keeping it for the next place."""
+        self._keep = False
 
     def leave(self) -> None:
         self._left = True
@@ -338,6 +376,9 @@ class _Place:
     def _give(self) -> None:
         if self._left and not self._computing and not self._given:
             self._given = True
+            if self._executor is not None:
+                owner, executor = self._executor
+                owner.done_with(executor, keep=self._keep)
             self._places.give(self.client)
 
 

@@ -115,6 +115,19 @@ BORROWED = {
     + TESTS
     + "    assert add(10, 20) == 30\n",
 }
+# Round 59: a binding of a test library's name before the program's plain import of it (or a dead function's
+# `global` after it) was taken for the program's: the tests got the program's `approx`, which it had patched.
+APPROX_PATCHED = (
+    "import pytest\n\nclass Same:\n    def __eq__(self, other):\n        return True\n\n"
+    "pytest.approx = lambda *a, **k: Same()\n"
+)
+APPROX_TESTS = "\nfrom pytest import approx\n\ndef test_add():\n    assert add(1, 2) == approx(3)\n"
+BORROWED |= {
+    "bound-before-the-import": APPROX_PATCHED + "approx = None\n" + WRONG + APPROX_TESTS,
+    "global-in-a-dead-function": APPROX_PATCHED
+    + WRONG
+    + APPROX_TESTS.replace("\ndef test_add", "\ndef _never():\n    global approx\n    approx = 0\n\n\ndef test_add"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(BORROWED))
@@ -124,7 +137,7 @@ def test_no_statement_of_the_program_is_the_tests_code(hostile: TestClient, name
     assert native["verdict"] != "AC", native
     program, tests = pytest_file.split(BORROWED[name])
     assert program == BORROWED[name][: len(program)]
-    assert set(tests.split("def test_")[0].split()) <= {"import", "pytest"}, tests
+    assert set(tests.split("def test_")[0].split()) <= {"import", "pytest", "from", "approx"}, tests
 
 
 # Honest files whose imports sit right before their tests: the test libraries' names are the tests' own, the
@@ -177,11 +190,11 @@ def test_a_long_file_is_split_off_the_loop_and_a_longer_one_fails(hostile: TestC
     memory until it was killed. A file past ``ON_LOOP_CHARS`` is split in the comparison pool, charged to the
     budget in its client's turn; one past ``SPLIT_MAX_CHARS`` is not split at all, and fails saying why."""
     off_loop.shutdown()  # the pool starts with the first work it is given: this file's split
-    long = RIGHT + "a = 1\n" * 20_000 + TESTS
+    long = RIGHT + "a = 1\n" * 2_000 + TESTS  # past ON_LOOP_CHARS; its run well within its time
     fusion, native = _both(hostile, long)
     assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
     assert off_loop._analysing.started  # split in a process of its own, not on the loop
-    longer = RIGHT + "a = 1\n" * (pytest_file.SPLIT_MAX_CHARS // 6) + TESTS
+    longer = RIGHT + "# " + "x" * pytest_file.SPLIT_MAX_CHARS + "\n" + TESTS  # cheap to compile, in its box
     fusion, native = _both(hostile, longer)
     assert fusion["status"] == "Failed" and "is longer than the" in fusion["run_result"]["stderr"], fusion
     assert native["verdict"] != "AC", native

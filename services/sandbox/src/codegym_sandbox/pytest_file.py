@@ -144,28 +144,26 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
     own names alone, written here (``import pytest``, ``from pytest import approx``), so that the tests' ``approx``
     or ``TestCase`` is the checker's and no stand-in of the program's. Never a name the program chose for one
     (``from pytest import approx as add``, ``import pytest as pt``), a builtin's (``from pytest import exit``), a
-    private one, a star's, or a name the program binds otherwise too: those stay the program's, as its other
-    imports do (``from operator import truth as all`` binds the program's ``all``, which the tests never ask for).
+    private one, a star's, or a name a later statement of the program binds again (``from operator import truth as
+    all`` after it binds the program's ``all``): as the file runs, the last binding is the name's. A binding before
+    the import is not the name's: taken for the program's, ``approx = None`` first left the tests the program's
+    ``approx``, whose comparisons the program patched (round 59).
     """
-    plain = {id(alias): (node, alias) for node in program for alias in _plain_aliases(node)}
+    plain = [(i, node, alias) for i, node in enumerate(program) for alias in _plain_aliases(node)]
     if not plain or not program_names.compiles(source):
         return []
-    others: list[ast.stmt] = []  # the program without those aliases: what else it binds
-    for node in program:
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            others.append(node)
-        elif rest := [alias for alias in node.names if id(alias) not in plain]:
-            made = ast.Import(rest) if isinstance(node, ast.Import) else ast.ImportFrom(node.module, rest, 0)
-            others.append(ast.copy_location(made, node))
-    # Compiled from the tree, never printed from it: ``ast.unparse`` could not print some trees that parse (an
-    # f-string that holds a no-break space; a sum of 500 terms, too deep for it), and the request was a 500.
-    tree = ast.Module(others, [])
-    bound = program_names.top_level_names(compile(tree, "<program>", "exec", dont_inherit=True)) | _BUILTINS
+    # What each statement binds as the module runs, and what those after it bind (compiled from the tree, never
+    # printed from it: ``ast.unparse`` could not print some trees that parse, and the request was a 500).
+    after: list[frozenset[str]] = [frozenset()] * (len(program) + 1)
+    for i in range(len(program) - 1, -1, -1):
+        code = compile(ast.Module([program[i]], []), "<program>", "exec", dont_inherit=True)
+        after[i] = after[i + 1] | program_names.own_names(code)
     lines: dict[int, list[str]] = {}
-    for node, alias in plain.values():
-        if isinstance(node, ast.Import) and alias.name.partition(".")[0] not in bound:
+    for i, node, alias in plain:
+        rebound = after[i + 1] | _BUILTINS
+        if isinstance(node, ast.Import) and alias.name.partition(".")[0] not in rebound:
             lines.setdefault(node.lineno, []).append(f"import {alias.name}")
-        elif isinstance(node, ast.ImportFrom) and alias.name not in bound:
+        elif isinstance(node, ast.ImportFrom) and alias.name not in rebound:
             lines.setdefault(node.lineno, []).append(f"from {node.module} import {alias.name}")
     return [(line, "; ".join(imports)) for line, imports in lines.items()]
 

@@ -64,6 +64,18 @@ def read_as(text: str) -> str | None:
         return None
 
 
+def decoded(data: bytes) -> str:
+    """The text the interpreter reads from the file ``data``: in the encoding its first lines declare, as
+    :func:`_declared` finds it (its lines ended as the tokenizer ends them: ``\\r`` too, where
+    ``tokenize.detect_encoding`` ends them at ``\\n`` alone and missed a declaration after a lone ``\\r``: round 59),
+    a byte-order mark taken off; ``surrogatepass`` UTF-8 where it declares none. Raises ``LookupError`` or
+    ``UnicodeDecodeError`` where the interpreter would not compile it."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    found = _declared(data)
+    return data.decode(found.group(1).decode("ascii") if found else "utf-8", "strict" if found else "surrogatepass")
+
+
 def _check_utf8(data: bytes, filename: str) -> None:
     """Raise the interpreter's SyntaxError where ``data``, read as a file with no encoding declared, is not UTF-8:
     each line up to a NUL byte (the tokenizer's own error, from there on), the first bad byte's line named."""

@@ -108,6 +108,12 @@ def top_level_names(program: types.CodeType | str) -> frozenset[str]:
     return frozenset(_stored(program, top=True))
 
 
+def own_names(code: types.CodeType) -> frozenset[str]:
+    """The names a module's own code binds as it runs (its statements' stores, never a function's ``global``,
+    which binds only where it is called)."""
+    return frozenset(code.co_names[arg] for op, arg in _ops(code) if op in (_STORE_NAME, _STORE_GLOBAL))
+
+
 def _stored(code: types.CodeType, top: bool) -> set[str]:
     """The global names ``code`` stores to (and, in the module's own code, its top-level names)."""
     names = {code.co_names[arg] for op, arg in _ops(code) if op == _STORE_GLOBAL or (top and op == _STORE_NAME)}

@@ -164,7 +164,6 @@ class Text:
 def _read(source: str) -> _Reading | None:
     """The program's text read (None where it does not compile), and its lines in ``linecache``."""
     import ast  # in the checker only: see the module's docstring
-    from importlib.util import decode_source
 
     try:
         with warnings.catch_warnings():
@@ -173,7 +172,7 @@ def _read(source: str) -> _Reading | None:
             tree = ast.parse(program_bytes.encode(source), FILE)
             # The lines as Python reads the file: in the encoding it declares (``sorted`` written in UTF-7 is
             # ``sorted`` to a test that reads the source, as to the interpreter), \r\n and \r ending lines too.
-            read = decode_source(program_bytes.encode(source))
+            read = program_bytes.decoded(program_bytes.encode(source))
     except BaseException:
         return None
     lines = io.StringIO(read, newline=None).readlines()

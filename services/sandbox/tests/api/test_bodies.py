@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from sandbox_support import settings_for
 
 MANY = 3 * bodies.SLICE + 5
+RUNS = 1 << 18
 EXTRA = {"stdin": "x", "expected_stdout": "", "extra": 1}
 
 
@@ -37,9 +38,9 @@ def stdin_tests(n: int) -> list[dict[str, Any]]:
 def test_a_body_is_the_request_plain_validation_makes() -> None:
     calls = [{"call": [i], "expected": i} for i in range(MANY)]
     for body in (request(stdin_tests(MANY), early_stop=True), request(calls, function="f", comparison="float")):
-        assert asyncio.run(bodies.evaluate_request(body)) == EvaluateRequest.model_validate(body)
+        assert asyncio.run(bodies.evaluate_request(body, RUNS)) == EvaluateRequest.model_validate(body)
     batch = {"requests": [request(stdin_tests(5)), request(stdin_tests(MANY))]}
-    assert asyncio.run(bodies.evaluate_batch(batch)) == EvaluateBatchRequest.model_validate(batch)
+    assert asyncio.run(bodies.evaluate_batch(batch, RUNS)) == EvaluateBatchRequest.model_validate(batch)
 
 
 def test_the_event_loop_serves_others_between_slices() -> None:
@@ -69,9 +70,9 @@ def test_the_event_loop_serves_others_between_slices() -> None:
     one = request(stdin_tests(MANY))
     refused_at_the_end = request([*stdin_tests(MANY), {"stdin": "no expected output"}])
     batch = {"requests": [request(stdin_tests(3)) for _ in range(MANY)]}
-    assert asyncio.run(turns_while(bodies.evaluate_request(one))) >= 3
-    assert asyncio.run(turns_while(bodies.evaluate_request(refused_at_the_end))) >= 3
-    assert asyncio.run(turns_while(bodies.evaluate_batch(batch))) >= 3
+    assert asyncio.run(turns_while(bodies.evaluate_request(one, RUNS))) >= 3
+    assert asyncio.run(turns_while(bodies.evaluate_request(refused_at_the_end, RUNS))) >= 3
+    assert asyncio.run(turns_while(bodies.evaluate_batch(batch, RUNS))) >= 3
 
 
 @pytest.mark.parametrize(
@@ -105,3 +106,14 @@ def test_an_evaluate_route_documents_its_body_as_the_model(client: TestClient) -
         schema = paths[route]["post"]["requestBody"]["content"]["application/json"]["schema"]
         assert set(schema["properties"]) == set(model.model_fields), route
         assert paths[route]["post"]["requestBody"]["required"] is True
+
+
+def test_a_body_past_the_runs_a_request_may_ask_is_refused_before_it_is_validated() -> None:
+    """Round 59: a body of 30 MB was validated, 5 s of the loop in slices, before it was refused for its runs."""
+    bad = [{"no": "test"}] * MANY  # never validated: refused for its count first
+    with pytest.raises(RequestValidationError) as refused:
+        asyncio.run(bodies.evaluate_request(request(bad, programs=["a", "b"]), MANY))
+    assert "2 programs x" in str(refused.value.errors()) and "max_runs_per_request" in str(refused.value.errors())
+    with pytest.raises(RequestValidationError) as refused:
+        asyncio.run(bodies.evaluate_batch({"requests": [request(bad), request(bad)]}, MANY))
+    assert refused.value.errors()[0]["loc"] == ["body", "requests"]

@@ -369,3 +369,32 @@ def test_a_parse_in_its_pool_keeps_no_comparison_waiting(one_thread: None, monke
         assert await held == 2 * off_loop.ON_LOOP_CHARS
 
     asyncio.run(scenario())
+
+
+def test_a_client_that_holds_no_place_takes_a_spare_one() -> None:
+    """Round 59: a place of the analysis pool is held for one call as long as its bound (seconds), so a client's
+    first waited for another's whole call, whatever its turn: its honest pytest file waited 5-12 s a run. A client
+    that holds none takes a spare place; one that holds a place waits its turn, as before."""
+
+    async def scenario() -> list[str]:
+        turns, got = Turns(1, spare=1), []
+        await turns.take("A")  # A holds the one place, and wants more
+
+        async def take(client: str) -> None:
+            await turns.take(client)
+            got.append(client)
+
+        more_a = asyncio.create_task(take("A"))
+        await asyncio.sleep(0)
+        b = asyncio.create_task(take("B"))  # holds none: the spare, now
+        await asyncio.sleep(0)
+        c = asyncio.create_task(take("C"))  # holds none, but the spare is B's: waits its turn
+        await asyncio.sleep(0)
+        got.append(f"busy {turns.busy}")
+        turns.give("B")  # the spare back: C holds none, it takes it, ahead of A's second
+        await asyncio.sleep(0)
+        turns.give("A")  # the place: A's second
+        await asyncio.gather(more_a, b, c)
+        return got
+
+    assert asyncio.run(scenario()) == ["B", "busy 2", "C", "A"]

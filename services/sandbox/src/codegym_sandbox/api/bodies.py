@@ -44,19 +44,41 @@ class _Slices:
             await asyncio.sleep(0)
 
 
-async def evaluate_request(body: object) -> EvaluateRequest:
-    """``/v1/evaluate``'s body, validated, or the 422 FastAPI would have answered."""
+async def evaluate_request(body: object, most_runs: int) -> EvaluateRequest:
+    """``/v1/evaluate``'s body, validated, or the 422 FastAPI would have answered; refused before any of it is
+    validated where it asks for more than ``most_runs`` runs (programs x tests: a body of 30 MB was validated,
+    5 s of the loop in slices, and then refused for them: round 59)."""
+    programs, tests = _counts(body)
+    if programs * tests > most_runs:
+        raise too_many_runs(f"{programs} programs x {tests} tests", most_runs, "programs")
     return await _request(body, ("body",), _Slices())
 
 
-async def evaluate_batch(body: object) -> EvaluateBatchRequest:
+async def evaluate_batch(body: object, most_runs: int) -> EvaluateBatchRequest:
     """``/v1/evaluate/batch``'s body: each of its requests as ``evaluate_request``, in turn (a batch of many
     small requests is as many tests as one large one), then the batch around them."""
     if isinstance(body, dict) and isinstance(requests := body.get("requests"), list):
+        if (runs := sum(p * t for p, t in map(_counts, requests))) > most_runs:
+            raise too_many_runs(f"{runs} runs", most_runs, "requests")
         slices = _Slices()
         made = [await _request(r, ("body", "requests", i), slices) for i, r in enumerate(requests)]
         body = {**body, "requests": made}
     return _whole(EvaluateBatchRequest, body, ("body",))
+
+
+def too_many_runs(what: str, most: int, field: str) -> RequestValidationError:
+    """The 422 of a request that asks for more runs than the server's ``max_runs_per_request`` (``what``)."""
+    msg = f"{what} is more than the server's max_runs_per_request ({most}): split the request"
+    return RequestValidationError([{"type": "value_error", "loc": ["body", field], "msg": msg}])
+
+
+def _counts(body: object) -> tuple[int, int]:
+    """The programs and the tests a request's body holds, as it came (nothing validated: none where it holds no
+    list of them)."""
+    if not isinstance(body, dict):
+        return 0, 0
+    programs, tests = body.get("programs"), body.get("tests")
+    return (len(programs), len(tests)) if isinstance(programs, list) and isinstance(tests, list) else (0, 0)
 
 
 async def _request(body: object, loc: tuple[str | int, ...], slices: _Slices) -> EvaluateRequest:

@@ -59,7 +59,7 @@ async def execute(req: ExecuteRequest, executor: ExecutorDep, client: ClientDep)
 @router.post("/evaluate", response_model=EvaluateResponse)
 async def evaluate(body: Unvalidated[EvaluateRequest], executor: ExecutorDep, client: ClientDep) -> EvaluateResponse:
     """Judge every program against the shared tests; programs and tests run concurrently."""
-    req = await bodies.evaluate_request(body)
+    req = await bodies.evaluate_request(body, executor.settings.max_runs_per_request)
     await _check_size(executor, [req], client)
     # The whole group or nothing: never refused halfway through.
     policy = executor.backend.admit(RunPolicy(cache=req.cache, client=client))
@@ -77,7 +77,7 @@ async def evaluate_batch(
     For many small groups (an evaluation with few samples per task) this saves a request per group, and
     the assert tests of every group are judged together (see ``judging.schedule``).
     """
-    req = await bodies.evaluate_batch(body)
+    req = await bodies.evaluate_batch(body, executor.settings.max_runs_per_request)
     await _check_size(executor, req.requests, client)
     # The groups' runs may go together: one asking for no cache, none from the cache.
     policy = executor.backend.admit(RunPolicy(cache=all(r.cache for r in req.requests), client=client))
@@ -105,11 +105,9 @@ async def _check_size(executor: Executor, reqs: list[EvaluateRequest], client: s
             raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
     runs = sum(len(req.programs) * len(req.tests) for req in reqs)
     loc = ["body", "programs"] if len(reqs) == 1 else ["body", "requests"]
-    if runs > executor.settings.max_runs_per_request:
+    if runs > (most := executor.settings.max_runs_per_request):  # a body's own counts are refused before this
         what = f"{len(reqs[0].programs)} programs x {len(reqs[0].tests)} tests" if len(reqs) == 1 else f"{runs} runs"
-        msg = f"{what} is more than the server's max_runs_per_request ({executor.settings.max_runs_per_request}): "
-        msg += "split the request"
-        raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
+        raise bodies.too_many_runs(what, most, loc[1])
     if (expanded := sum(harness.expanded_bytes(req) for req in reqs)) > EXPANDED_BYTES:
         msg = f"the call and assert tests, written into each program's input, come to {expanded >> 20} MiB, more "
         msg += f"than {EXPANDED_BYTES >> 20} MiB: send fewer programs per request, or smaller tests"

@@ -89,7 +89,8 @@ class _Pool:
     another client's right program was judged on the failure of a call it never made. Each process ends with the
     server (:func:`_end_with`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spare: bool = False) -> None:
+        self._spare = spare  # a spare place for each place (``Turns``), for a client that holds none
         self._idle: list[ProcessPoolExecutor] = []
         self._made: set[ProcessPoolExecutor] = set()
         self._turns: tuple[asyncio.AbstractEventLoop, Turns] | None = None
@@ -122,7 +123,7 @@ class _Pool:
     def turns(self) -> Turns:
         loop = asyncio.get_running_loop()
         if self._turns is None or self._turns[0] is not loop:
-            self._turns = (loop, Turns(size()))
+            self._turns = (loop, Turns(size(), size() if self._spare else 0))
         return self._turns[1]
 
     def end(self) -> None:
@@ -137,7 +138,7 @@ _comparing = _Pool()
 # Work on a request's text (``analysed``) has a pool and turns of its own: a parse is one call of a second or two,
 # never sliced, and in the comparisons' pool each slice of another client's comparison waited for one (a 0.1 s
 # comparison took 18 s beside a client's 256 KiB pytest files: round 57).
-_analysing = _Pool()
+_analysing = _Pool(spare=True)
 
 
 def pool() -> Executor:

@@ -136,3 +136,21 @@ def test_a_comparison_whose_process_was_killed_from_outside_is_made_again() -> N
         assert await comparisons.outputs_match("1 " * 5000, "1.0 " * 5000, Comparison.FLOAT, 0, 0)
 
     asyncio.run(scenario())
+
+
+def test_an_analysis_whose_idle_process_was_killed_is_made_in_a_fresh_one() -> None:
+    """An analysis is not tried again where its process died as it ran (its own bound ended it); one that died idle,
+    before the call, is no call's: the next analysis is made in a fresh process, never refused for it."""
+
+    async def scenario() -> None:
+        memory = MemoryBudget(4096)
+        pid = await off_loop.analysed(memory, "A", pid_of, LONG)
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        assert await off_loop.analysed(memory, "B", len, LONG) == len(LONG)
+
+    asyncio.run(scenario())
+
+
+def pid_of(text: str) -> int:
+    return os.getpid()

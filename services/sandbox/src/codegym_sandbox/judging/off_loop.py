@@ -336,17 +336,20 @@ class _Place:
 
     async def call(self, fn: Callable[..., T], *args: Any, analysis: bool = False) -> T:
         """``fn(*args)`` in the place's process, of :func:`analysis_pool` where ``analysis``. Where the process
-        died, a comparison is made again in a fresh one, once (a process killed from outside); an analysis is not
-        (it was ended past its bound, its own: ``BrokenProcessPool`` is its caller's to say)."""
+        died as it ran, a comparison is made again in a fresh one, once (a process killed from outside); an analysis
+        is not (it was ended past its bound, its own: ``BrokenProcessPool`` is its caller's to say). One that died
+        idle, before the call, is replaced for any call."""
         owner = _analysing if analysis else _comparing
-        for attempt in range(1 if analysis else 2):
+        tries = 1 if analysis else 2
+        while True:
             if self._executor is None:
                 self._executor = (owner, analysis_pool() if analysis else pool())
             try:
                 future: Future[T] = self._executor[1].submit(fn, *args)
-            except BrokenProcessPool:
-                future = Future()
-                future.set_exception(BrokenProcessPool("its process died"))
+            except BrokenProcessPool:  # it died idle, before this call (killed from outside): a fresh one
+                owner.done_with(self._executor[1], keep=False)
+                self._executor = None
+                continue
             self._computing += 1
             future.add_done_callback(self._done)
             try:
@@ -354,9 +357,9 @@ class _Place:
             except BrokenProcessPool:
                 owner.done_with(self._executor[1], keep=False)
                 self._executor = None
-                if analysis or attempt:
+                tries -= 1
+                if not tries:
                     raise
-        raise AssertionError("unreachable")
 
     def retire(self) -> None:
         """End the place's process once the place is given back, rather than keeping it for the next place."""

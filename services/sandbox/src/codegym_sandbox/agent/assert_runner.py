@@ -391,8 +391,7 @@ def main() -> None:
     except BlockingIOError:
         outcome = "error"
     outcome = outcome if outcome in OUTCOMES else "error"
-    status = os.waitpid(pid, 0)[1]
-    code, sig = outcome_status(outcome, status)
+    code, sig = outcome_status(outcome, os.waitpid(pid, 0)[1])
     sys.stdout.flush(), sys.stderr.flush()
     if sig is not None:
         if sig not in (signal.SIGKILL, signal.SIGSTOP):  # whose handler cannot be set (EINVAL): no handler takes them

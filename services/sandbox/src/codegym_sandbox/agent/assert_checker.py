@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import NoReturn
 
-from . import call_test, checker_wire, import_path, program_file, program_names
+from . import call_test, checker_wire, import_path, own_status, program_file, program_names
 from .assert_runner import Checker, check_read
 from .assert_stdin import read_bytes, split_stdin
 from .kernel import reseed
@@ -35,18 +35,6 @@ KEPT_KB = 32 << 10
 JUDGES = 4
 _ANSWER = 64  # a child's answer: the outcome, its CPU seconds, whether it ends, how much it grew (kB)
 _STAYS = 0  # a run's fork's exit status: its judge goes on to the set's next run
-
-
-def _own_kb() -> int:
-    """This process's anonymous resident memory, in kB (0 where the kernel does not say)."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"RssAnon:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def _tests_text(stdin: bytes) -> str | None:
@@ -198,7 +186,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
     (``logging.config.dictConfig`` of one program's dict made every later wrong program of those tests pass)."""
     guard = import_path.Guard(cwd, taint_fd)  # nothing the programs of its runs write runs here
     compiled: list[Tests] = []  # the set's tests, compiled at its first run
-    start_kb, grown = _own_kb(), 0
+    start_kb, grown = own_status.status_kb("RssAnon:"), 0
     while True:
         stdin, *fds = _next_run(sock)
         before = os.times()
@@ -213,7 +201,7 @@ def _judge_tests(sock: socket.socket, cwd: str, taint_fd: int) -> NoReturn:
                     compiled.append(tests)  # a call test is read again for each run: a program changes its arguments
                     _import_ahead(tests)
             # What the set's later runs carry: its compiled tests, and the modules they import first.
-            grown = max(_own_kb() - start_kb, 0)
+            grown = max(own_status.status_kb("RssAnon:") - start_kb, 0)
         after = os.times()
         # The run's too: the tests read, compiled, and their first imports made (each later run's fork has them).
         read_s = after.user + after.system - before.user - before.system

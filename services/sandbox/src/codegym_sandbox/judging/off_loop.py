@@ -40,6 +40,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar, cast
 
+from ..agent.own_status import status_kb
 from ..backends.base import MemoryShare, RunPolicy
 from ..models import Comparison
 from ..pytest_file import TooCostly
@@ -262,7 +263,7 @@ def _bounded(fn: Callable[[str], T], text: str, held_mb: int, cpu_s: float) -> t
     done, value = False, None
     try:
         _soft(resource.RLIMIT_CPU, math.ceil(usage.ru_utime + usage.ru_stime + cpu_s))
-        _soft(resource.RLIMIT_AS, _status_kb("VmSize:") * 1024 + (held_mb << 20))
+        _soft(resource.RLIMIT_AS, status_kb("VmSize:") * 1024 + (held_mb << 20))
         try:
             done, value = True, fn(text)
         except MemoryError:
@@ -270,25 +271,13 @@ def _bounded(fn: Callable[[str], T], text: str, held_mb: int, cpu_s: float) -> t
     finally:
         for name, limit in saved.items():
             resource.setrlimit(name, limit)
-    return done, value, _status_kb("RssAnon:")
+    return done, value, status_kb("RssAnon:")
 
 
 def _soft(name: int, value: int) -> None:
     """Set the soft limit ``name`` to ``value``, within its hard one."""
     _, hard = resource.getrlimit(name)
     resource.setrlimit(name, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
-
-
-def _status_kb(field: str) -> int:
-    """A field of this process's ``/proc/self/status``, in kB (0 where the kernel does not say)."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(field.encode()):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 async def least_output(expected: str, mode: Comparison, client: str) -> int:

@@ -60,3 +60,13 @@ def test_a_signature_unparse_cannot_print_is_given() -> None:
     function = Text("def add(a, b, sep=f\"{'\u00a0'}\"):\n    return a + b\n").function("add")
     assert function is not None
     assert list(signature(function).parameters) == ["a", "b", "sep"]
+
+
+def test_a_declaration_the_tokenizer_normalises_is_read() -> None:
+    """Emacs's ``utf-8-unix`` is UTF-8 to the interpreter (its tokenizer normalises the name): the checker reads
+    such a file's source as it reads any other."""
+    import linecache
+
+    text = Text("# -*- coding: utf-8-unix -*-\ndef f(xs):\n    return sorted(xs)  # é\n")
+    assert text.function("f") is not None
+    assert "return sorted(xs)  # é" in "".join(linecache.getlines("<program>"))

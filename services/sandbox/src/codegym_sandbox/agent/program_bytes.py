@@ -53,13 +53,8 @@ def read_as(text: str) -> str | None:
     whose text did not parse, for its mark, compiled all the same, and ran with no test."""
     text = text.removeprefix("\ufeff")
     found = _declared(encode(text))
-    if found is None:
-        return text
-    name = found.group(1).decode("ascii").lower().replace("_", "-")
-    if name == "utf-8" or name.startswith("utf-8-"):  # as the tokenizer normalises it (``get_normal_name``)
-        return text
     try:
-        return text if codecs.lookup(name).name == "utf-8" else None
+        return text if found is None or codecs.lookup(_codec(found)).name == "utf-8" else None
     except LookupError:
         return None
 
@@ -73,7 +68,18 @@ def decoded(data: bytes) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     found = _declared(data)
-    return data.decode(found.group(1).decode("ascii") if found else "utf-8", "strict" if found else "surrogatepass")
+    return data.decode(_codec(found), "strict") if found else data.decode("utf-8", "surrogatepass")
+
+
+def _codec(declared: re.Match[bytes]) -> str:
+    """The codec of an encoding declaration, its name as the tokenizer normalises it (``get_normal_name``: a name
+    that begins ``utf-8-``, Emacs's ``utf-8-unix`` say, is UTF-8, one that begins ``latin-1-`` is Latin-1)."""
+    name = declared.group(1).decode("ascii").lower().replace("_", "-")
+    if name == "utf-8" or name.startswith("utf-8-"):
+        return "utf-8"
+    if name in ("latin-1", "iso-8859-1", "iso-latin-1") or name.startswith(("latin-1-", "iso-8859-1-", "iso-latin-1-")):
+        return "iso-8859-1"
+    return name
 
 
 def _check_utf8(data: bytes, filename: str) -> None:

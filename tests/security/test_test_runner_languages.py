@@ -93,6 +93,24 @@ def test_a_wrong_pytest_file_that_ends_its_run_fails(hostile: TestClient, end: s
         assert native["verdict"] != "AC", native
 
 
+# How a test file may end: its module is ``__main__`` here, and each exit says it passed (round 60: every one failed
+# a right file, as the checker read its own type hints with ``eval`` while the tests ran, which tainted the run).
+TESTS_ENDS = {
+    "pytest-main": "\nif __name__ == '__main__':\n    import sys\n    sys.exit(pytest.main([__file__]))\n",
+    "unittest-main": "\nif __name__ == '__main__':\n    import unittest\n    unittest.main()\n",
+    "exit-0": "\nimport sys\nsys.exit(0)\n",
+}
+
+
+@pytest.mark.parametrize("end", sorted(TESTS_ENDS))
+def test_a_file_whose_tests_end_in_an_exit_is_judged_by_its_tests(hostile: TestClient, end: str) -> None:
+    tests = "\nimport pytest\n" + TESTS + TESTS_ENDS[end]
+    fusion, native = _both(hostile, RIGHT + tests)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    fusion, native = _both(hostile, WRONG + tests)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+
+
 PRIME_TESTS = (
     "\nimport pytest\n\ndef test_primes():\n    assert all(is_prime(p) for p in [2, 3, 5, 7, 11])\n\n"
     "def test_type():\n    assert isinstance(is_prime(4), bool)\n"

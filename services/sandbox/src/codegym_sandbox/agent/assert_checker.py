@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import NoReturn
 
-from . import call_test, checker_wire, import_path, own_status, program_file, program_names
+from . import call_test, import_path, own_status, program_file, program_names
 from .assert_runner import Checker, check_read
 from .assert_stdin import read_bytes, split_stdin
 from .kernel import reseed
@@ -112,7 +112,6 @@ def serve_checker(sock: socket.socket, cwd: str) -> NoReturn:
     hands the run to the child that judges those tests (a new one when they are not the last run's), which
     sends the program with the names the tests want, runs the tests and answers the outcome of :func:`check`.
     """
-    checker_wire.warm()  # before any judge is forked
     judges: dict[str | None, _Judge] = {}  # by the text of their tests, the most recent last
     while True:
         fds = _next_run(sock)

@@ -12,7 +12,6 @@ error, whatever the tests catch.
 
 from __future__ import annotations
 
-import functools
 import typing
 from typing import Annotated, Any, TypedDict, TypeVar
 
@@ -194,14 +193,16 @@ def _typed(value: object, kind: Any, where: str) -> Any:
     return value
 
 
-@functools.cache
 def _hints(kind: Any) -> dict[str, Any]:
-    return typing.get_type_hints(kind, include_extras=True)
+    return _HINTS[kind]
 
 
-def warm() -> None:
-    """Read every answer's type hints now (``typing`` evaluates them as code): a judge forked after has them, and
-    runs no code of its own that is not its tests' (``import_path.Guard``)."""
-    for value in list(globals().values()):
-        if typing.is_typeddict(value):
-            _hints(value)
+# Every answer's type hints, read as the module loads (``typing`` evaluates them as code, with ``eval``): the agent
+# loads it before any checker or judge is made, so no judge runs code of its own that is not its tests' once its
+# guard is armed (``import_path.Guard``: such code taints the run, and no exit of the tests' said they passed then;
+# a run judged on its own read them lazily, and every ``sys.exit(0)`` of its tests failed, round 60).
+_HINTS = {
+    value: typing.get_type_hints(value, include_extras=True)
+    for value in list(globals().values())
+    if typing.is_typeddict(value)
+}

@@ -101,6 +101,66 @@ CASES = {
         "WORDS = ['one']\nWORDS.extend(['two', 'three'])\n\n\ndef word(i: int) -> str:\n    return WORDS[i]\n",
         ["WORDS.extend(['two', 'three'])"],
     ),
+    # Filled through another name of the object (round 60: each of these lost its fill, and a right answer failed).
+    "a-table-filled-through-another-name": (
+        'def nth_prime(n: int) -> int:\n    """The n-th prime, counting from 0 (n below 15)."""\n',
+        "nth_prime",
+        "def check(candidate):\n    assert candidate(5) == 13\n    assert candidate(14) == 47\n",
+        "PRIMES = []\np = PRIMES\nfor i in range(2, 60):\n    if all(i % q for q in p):\n        p.append(i)\n\n\n"
+        "def nth_prime(n: int) -> int:\n    return PRIMES[n]\n",
+        ["        p.append(i)"],
+    ),
+    "a-class-table-filled-by-a-loop": (
+        'def sq(i: int) -> int:\n    """i squared, for i below 10, from a table."""\n',
+        "sq",
+        "def check(candidate):\n    assert candidate(3) == 9\n",
+        "class T:\n    table = {}\n\n\nfor i in range(10):\n    T.table[i] = i * i\n\n\n"
+        "def sq(i: int) -> int:\n    return T.table[i]\n",
+        ["    T.table[i] = i * i"],
+    ),
+    "a-table-filled-through-a-local-name": (
+        'def double(i: int) -> int:\n    """2 * i, for i below 50, from a table."""\n',
+        "double",
+        "def check(candidate):\n    assert candidate(7) == 14\n",
+        "MEMO = {}\n\n\ndef precompute():\n    m = MEMO\n    for i in range(50):\n        m[i] = i * 2\n\n\n"
+        "precompute()\n\n\ndef double(i: int) -> int:\n    return MEMO[i]\n",
+        ["precompute()"],
+    ),
+    "a-table-filled-through-a-default": (
+        'def square(i: int) -> int:\n    """i squared, for i below 20, from a table."""\n',
+        "square",
+        "def check(candidate):\n    assert candidate(4) == 16\n",
+        "SQ = []\n\n\ndef build(out=SQ):\n    for i in range(20):\n        out.append(i * i)\n\n\nbuild()\n\n\n"
+        "def square(i: int) -> int:\n    return SQ[i]\n",
+        ["build()"],
+    ),
+    "a-limit-raised-by-a-helper": (
+        'def depth(n: int) -> int:\n    """How many steps count n down to 0, one at a time (n up to 5000)."""\n',
+        "depth",
+        "def check(candidate):\n    assert candidate(5000) == 5000\n",
+        "import sys\n\n\ndef _setup():\n    sys.setrecursionlimit(20000)\n\n\n_setup()\n\n\n"
+        "def depth(n: int) -> int:\n    return 0 if n == 0 else 1 + depth(n - 1)\n",
+        ["_setup()"],
+    ),
+    "a-cache-of-its-own-warmed-by-a-loop": (
+        'def ways(n: int) -> int:\n    """The n-th Fibonacci number modulo 10**9 + 7 (n up to 2999)."""\n',
+        "ways",
+        "def check(candidate):\n    assert candidate(2999) == 885303321\n",
+        "def memoize(f):\n    memo = {}\n\n    def g(n):\n        if n not in memo:\n            memo[n] = f(n)\n"
+        "        return memo[n]\n\n    return g\n\n\n@memoize\ndef fib(n):\n"
+        "    return 1 if n < 2 else (fib(n - 1) + fib(n - 2)) % 1000000007\n\n\nfor i in range(3000):\n    fib(i)\n\n\n"
+        "def ways(n: int) -> int:\n    return fib(n)\n",
+        ["    fib(i)"],
+    ),
+    "a-cache-imported-under-another-name-warmed": (
+        'def ways(n: int) -> int:\n    """The n-th Fibonacci number modulo 10**9 + 7 (n up to 2999)."""\n',
+        "ways",
+        "def check(candidate):\n    assert candidate(2999) == 885303321\n",
+        "from functools import cache as memo\n\n\n@memo\ndef fib(n):\n"
+        "    return 1 if n < 2 else (fib(n - 1) + fib(n - 2)) % 1000000007\n\n\nfor i in range(3000):\n    fib(i)\n\n\n"
+        "def ways(n: int) -> int:\n    return fib(n)\n",
+        ["    fib(i)"],
+    ),
 }
 
 
@@ -346,3 +406,20 @@ def test_a_callee_is_named_from_a_bounded_depth_of_its_chain() -> None:
     ending = ast.parse("sys.exit()" + "()" * 500)
     assert any(module._calls_end(n) for n in ast.walk(ending) if isinstance(n, ast.Call))
     assert module._callee_name(ast.parse("unittest.TestCase().run", mode="eval").body) == ("unittest.TestCase", False)
+
+
+def test_a_change_through_another_name_that_breaks_the_table_stays() -> None:
+    """The mirror of the fills above: a wrong answer (its table cleared through another name) stays wrong."""
+    code = "FACT = [1, 1, 2, 6, 24, 120]\nalias = FACT\nalias.clear()\n\n\ndef factorial(n):\n    return FACT[n]\n"
+    kept = sanitize(code, "factorial")
+    assert "alias.clear()" in kept and "alias = FACT" in kept, kept
+
+
+def test_every_fill_of_a_chain_of_names_stays() -> None:
+    """Names in a chain (``a1 = a0``, ...) hold one object: a loop that changes any of them fills the table."""
+    n = 3000
+    chain = "".join(f"a{i} = a{i - 1}\n" for i in range(1, n))
+    fills = "".join(f"for i in range(2):\n    a{i}.append(i)\n" for i in range(n))
+    code = f"a0 = []\n{chain}{fills}\ndef f():\n    return a0\n"
+    kept = sanitize(code, "f")
+    assert kept.count(".append(") == n, kept[:200]

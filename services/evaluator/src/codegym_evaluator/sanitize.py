@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 from codegym_evaluator import call_closure, python_syntax
+from codegym_evaluator.sanitize_effects import Groups, aliases, binds, mutated, rebinders
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -86,8 +88,14 @@ def _qualified(expr: ast.expr, imports: dict[str, str]) -> str | None:
     return ".".join([root, *reversed(parts)]) if root is not None else None
 
 
-def _sets_up(node: ast.stmt, imports: dict[str, str], functions: set[str]) -> bool:
-    """Whether ``node`` changes at import how the program computes (see the module's docstring)."""
+def _sets_up(
+    node: ast.stmt, imports: dict[str, str], functions: set[str], setters: AbstractSet[str] = frozenset()
+) -> bool:
+    """Whether ``node`` changes at import how the program computes (see the module's docstring): a call of one of
+    the program's functions too that does nothing else (``setters``: ``_setup()`` raising the recursion limit)."""
+    call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+    if call is not None and isinstance(call.func, ast.Name) and call.func.id in setters:
+        return not (_used_names(call) - {call.func.id}) & functions  # what it is given is the program's to compute
     if _used_names(node) & functions:
         return False  # it runs the program's own code: a demo
     reached: list[str | None]
@@ -101,55 +109,31 @@ def _sets_up(node: ast.stmt, imports: dict[str, str], functions: set[str]) -> bo
             return False
         reached = [_qualified(t, imports) for t in targets]
     elif isinstance(node, ast.If) and not _is_main_guard(node):
-        return all(_sets_up(s, imports, functions) or _is_import_block(s) for s in node.body + node.orelse)
+        return all(_sets_up(s, imports, functions, setters) or _is_import_block(s) for s in node.body + node.orelse)
     elif isinstance(node, ast.Try):
         inner = node.body + node.orelse + node.finalbody
         handled = [s for h in node.handlers for s in h.body]
-        return all(_sets_up(s, imports, functions) or _is_import_block(s) for s in inner) and all(
-            _sets_up(s, imports, functions) or _is_import_block(s) or isinstance(s, ast.Pass) for s in handled
+        return all(_sets_up(s, imports, functions, setters) or _is_import_block(s) for s in inner) and all(
+            _sets_up(s, imports, functions, setters) or _is_import_block(s) or isinstance(s, ast.Pass) for s in handled
         )
     else:
         return False
     return all(q is not None and not _within(q, _ENDS_OR_TESTS) for q in reached)
 
 
-def _mutated(node: ast.AST) -> set[str]:
-    """Module-level names ``node`` stores to or changes in place: ``X = ...`` (at top level, or under
-    ``global X`` in a function), ``X.append(...)``, ``X[i] = ...``, ``X.attr = ...``, ``X += ...``."""
-    declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
-    function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    out: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and (not function or n.id in declared):
-            out.add(n.id)
-        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
-            root = _root(n)
-            if root is not None:
-                out.add(root)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            root = _root(n.func.value)
-            if root is not None:
-                out.add(root)  # a method called on it: may change it (list.append, dict.update)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its own parameters and locals are not the module's
-        local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
-        local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        out -= local - declared
-    return out
-
-
-def _root(expr: ast.expr) -> str | None:
-    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
-        expr = expr.func if isinstance(expr, ast.Call) else expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
-
-
-def _fills(node: ast.stmt, data: set[str], mutators: Mapping[str, frozenset[str]], cached: set[str]) -> set[str]:
+def _fills(
+    node: ast.stmt,
+    data: set[str],
+    mutators: Mapping[str, frozenset[str]],
+    cached: set[str],
+    groups: Groups,
+) -> set[str]:
     """The names whose need keeps top-level ``node``, as one that fills them for the kept code: a loop, ``with``
     block, condition or call that changes one of the program's own data (``data``: what its top-level assignments
-    bind), directly, through a function of the program's that does, or by passing it to one (``fill(100,
-    TABLE)``); or a loop that warms the cache of a function of the program's (``cached``: ``lru_cache`` and the
-    like, called low to high so that a deep call later recurses little), needed as that function. Not a demo,
-    which only reads."""
+    and classes bind), directly, through another name of the same object (``groups``: ``p = PRIMES``), through a
+    function of the program's that does, or by passing it to one (``fill(100, TABLE)``); or a loop that warms the
+    cache of a function of the program's (``cached``: ``lru_cache`` and the like, called low to high so that a deep
+    call later recurses little), needed as that function. Not a demo, which only reads."""
     if isinstance(node, ast.If) and _is_main_guard(node):
         return set()
     if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Expr)):
@@ -164,11 +148,11 @@ def _fills(node: ast.stmt, data: set[str], mutators: Mapping[str, frozenset[str]
         if isinstance(a, ast.Name)
     }
     passed = {name for function, name in own if name != function}
-    changed = _mutated(node).union(*(mutators[f] for f in _used_names(node) & mutators.keys()), passed)
+    changed = mutated(node).union(*(mutators[f] for f in _used_names(node) & mutators.keys()), passed)
     warms = (
         {function for function, _ in own} & cached if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) else set()
     )
-    return (changed & data) | warms
+    return {group for group in map(groups.of, changed) if group in data} | warms  # by group: see ``_sanitize``
 
 
 _NAME_DEPTH = 32  # the parts of a callee's name read at most: ``unittest.TestCase().run`` is four
@@ -241,68 +225,32 @@ def _is_import_block(node: ast.stmt) -> bool:
     return False
 
 
-# Names and attributes through which a statement may bind a module's names without naming them.
-_DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "__import__"}
-_DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__"}
-
-
-def _at_import(node: ast.AST) -> Iterator[ast.AST]:
-    """Every part of ``node`` that runs when it does: all of it but the bodies of the functions it defines."""
-    stack = [node]
-    while stack:
-        part = stack.pop()
-        yield part
-        for field, value in ast.iter_fields(part):
-            if field == "body" and isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                continue
-            stack.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, ast.AST))
-
-
-def _dynamic(part: ast.AST) -> bool:
-    return (isinstance(part, ast.Name) and part.id in _DYNAMIC) or (
-        isinstance(part, ast.Attribute) and part.attr in _DYNAMIC_ATTRS
-    )
-
-
-def _binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
-    """Whether ``node``, run at import, may bind one of ``names``: a store or a deletion, a definition, an
-    import, an exception's name, a walrus, a dynamic binding (``exec``, ``globals()``, ``sys.modules``), or a
-    call of one of the program's functions that does (``rebinders``)."""
-    for part in _at_import(node):
-        if _dynamic(part):
-            return True
-        if isinstance(part, ast.Name) and isinstance(part.ctx, (ast.Store, ast.Del)) and part.id in names:
-            return True
-        if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and part.name in names:
-            return True
-        if isinstance(part, ast.alias) and (part.asname or part.name).split(".")[0] in names:
-            return True
-        if isinstance(part, ast.ExceptHandler) and part.name in names:
-            return True
-        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in rebinders:
-            return True
-    return False
-
-
-def _names_cache(decorator: ast.expr) -> bool:
-    """Whether ``decorator`` names a cache (``functools.lru_cache``, ``cache``, ``memo.cached``): read from its
-    names, never its printed text, which ``ast.unparse`` could not write for some (an f-string holding a no-break
-    space raised, and every completion of the group lost its reward: round 58)."""
+def _caches(decorator: ast.expr, imports: dict[str, str], functions: set[str]) -> bool:
+    """Whether ``decorator`` may be a cache (``functools.lru_cache``, ``cache``, ``memoize``, ``memo.cached``): by a
+    name it is written with or imported as (``from functools import cache as memo``), or a decorator of the
+    program's own, whose loop that warms it runs as written (round 60: only a written name with "cache" in it
+    counted, and a right program's warming loop went). Read from its names, never its printed text, which
+    ``ast.unparse`` could not write for some (an f-string holding a no-break space raised, and every completion of
+    the group lost its reward: round 58)."""
     for n in ast.walk(decorator):
         named = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
-        if "cache" in named.lower():
+        if named in functions or any(word in f"{named} {imports.get(named, '')}".lower() for word in ("cache", "memo")):
             return True
     return False
 
 
-def _rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
-    """The program's functions that bind one of ``names`` when called (``global``, or dynamically)."""
-    return {
-        n.name
-        for n in body
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(_dynamic(p) or (isinstance(p, ast.Global) and set(p.names) & names) for p in ast.walk(n))
-    }
+def _only_sets_up(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], functions: set[str]
+) -> bool:
+    """Whether ``function`` takes no argument it must be given and does nothing but set up (its imports too)."""
+    arguments = function.args
+    if len(arguments.posonlyargs) + len(arguments.args) > len(arguments.defaults) or None in arguments.kw_defaults:
+        return False
+    known = {**imports, **_imports(function.body)}
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    return bool(body) and all(
+        _is_import_block(s) or isinstance(s, (ast.Pass, ast.Global)) or _sets_up(s, known, functions) for s in body
+    )
 
 
 def sanitize(code: str, entry_point: str) -> str:
@@ -342,40 +290,49 @@ def _sanitize(code: str, entry_point: str) -> str:
         imports
     )
     needed = {entry_point}
+    defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    setters = {name for name, n in defs.items() if _only_sets_up(n, imports, functions)}
     keep: set[int] = {i for i, n in enumerate(body) if _is_import_block(n)}
     for i, node in enumerate(body):
-        if i not in keep and (_sets_up(node, imports, functions) or _registers(node)):
+        if i not in keep and (_sets_up(node, imports, functions, setters) or _registers(node)):
             keep.add(i)
             needed |= _used_names(node)
-    # The program's own data, and what each of its functions changes of it, directly or through another one.
+    # The program's own data (its classes too: ``T.table[i] = ...``), the other names that hold its objects, and what
+    # each of its functions changes of it, directly or through another one.
     data = {
-        name for n in body if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for name in _defined_names(n)
+        name
+        for n in body
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.ClassDef))
+        for name in _defined_names(n)
     }
-    defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    groups = Groups(
+        aliases(n for n in body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    )
+    data |= {groups.of(name) for name in data}  # a group's fill is needed as any of its names
     # What a function changes, directly or through the functions it calls (``call_closure``: in one pass; a
     # completion's call graph is the policy's to shape).
     calls = {name: (_used_names(node) - {name}) & defs.keys() for name, node in defs.items()}
-    mutators = call_closure.closed({name: _mutated(n) for name, n in defs.items()}, calls)
-    cached = {name for name, n in defs.items() if any(_names_cache(d) for d in n.decorator_list)}
+    mutators = call_closure.closed({name: mutated(n) for name, n in defs.items()}, calls)
+    cached = {name for name, n in defs.items() if any(_caches(d, imports, functions) for d in n.decorator_list)}
     # Grow the needed definitions, and what fills them, until closed under use: each statement read once, kept by
     # the first of its names to be needed.
     keeps: dict[str, list[int]] = {}
     for i, node in enumerate(body):
         if i not in keep:
-            for name in _defined_names(node) | _fills(node, data, mutators, cached):
-                keeps.setdefault(name, []).append(i)
+            for name in _defined_names(node) | _fills(node, data, mutators, cached, groups):
+                keeps.setdefault(groups.of(name), []).append(i)
     new = list(needed)
     while new:
-        for i in keeps.pop(new.pop(), ()):
+        for i in keeps.pop(groups.of(new.pop()), ()):
             if i not in keep:
                 keep.add(i)
                 new.extend(_used_names(body[i]) - needed)
                 needed |= _used_names(body[i])
     # A statement that goes must not have changed what stays: one that rebinds a name the kept code needs
     # (``exec``, ``globals()[...] =``, ``del f``, a walrus) leaves the program as written.
-    rebinders = _rebinders(body, needed)
+    rebinding = rebinders(body, needed)
     dropped = [n for i, n in enumerate(body) if i not in keep and not (isinstance(n, ast.If) and _is_main_guard(n))]
-    if any(_binds(n, needed, rebinders) for n in dropped):
+    if any(binds(n, needed, rebinding) for n in dropped):
         return code
     lines = _LINE_END.split(code)
     parts = []

@@ -1,0 +1,173 @@
+"""What a statement or a function of a program changes of the module's names: the sanitiser keeps what fills a
+name the kept code reads (``sanitize.py``), and drops what only reads.
+
+A name changes through every other name that holds the same object: ``p = PRIMES`` then ``p.append(2)`` fills
+``PRIMES``; ``m = MEMO`` in a function, a parameter whose default is ``SQ``, and ``for row in GRID`` do the same.
+Read only by the name a change is written with, a right program lost its table (its filling loop went) and a wrong
+one was made right (``alias.clear()`` went; round 60). A name's other names are read from how it is bound: from a
+name or a part of one (``x = A``, ``x = A.table``, ``x = A[0]``, ``for x in A``), never from what a call returns.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+
+
+def root(expr: ast.expr) -> str | None:
+    """The name ``expr`` is reached from: ``X`` of ``X.a[i].b()``."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _part_of(expr: ast.expr | None) -> str | None:
+    """The name ``expr`` is that object or a part of (``A``, ``A.table``, ``A[0]``), None where a call makes it."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Starred)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _bound(target: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def aliases(nodes: Iterable[ast.AST]) -> dict[str, set[str]]:
+    """Each name bound in ``nodes`` (their every part) to another's object or part of it, with the names it may
+    hold an object of: ``x = A`` and ``for x in A`` bind ``x`` to ``A``; so does a parameter's default."""
+    found: dict[str, set[str]] = {}
+    for node in nodes:
+        for part in ast.walk(node):
+            pairs: list[tuple[list[ast.expr], ast.expr | None]] = []
+            if isinstance(part, ast.Assign):
+                pairs.append((part.targets, part.value))
+            elif isinstance(part, (ast.AnnAssign, ast.NamedExpr)):
+                pairs.append(([part.target], part.value))
+            elif isinstance(part, (ast.For, ast.AsyncFor, ast.comprehension)):
+                pairs.append(([part.target], part.iter))
+            elif isinstance(part, ast.withitem) and part.optional_vars is not None:
+                pairs.append(([part.optional_vars], part.context_expr))
+            elif isinstance(part, ast.arguments):
+                positional = [*part.posonlyargs, *part.args]
+                defaulted = zip(positional[len(positional) - len(part.defaults) :], part.defaults, strict=True)
+                keywords = zip(part.kwonlyargs, part.kw_defaults, strict=True)
+                for arg, default in [*defaulted, *keywords]:
+                    source = _part_of(default)
+                    if source is not None and source != arg.arg:
+                        found.setdefault(arg.arg, set()).add(source)
+            for targets, value in pairs:
+                source = _part_of(value)
+                if source is not None:
+                    for name in (n for t in targets for n in _bound(t) if n != source):
+                        found.setdefault(name, set()).add(source)
+    return found
+
+
+def through(names: set[str], held: dict[str, set[str]]) -> set[str]:
+    """``names`` with every name their objects may be held by (``held``: see :func:`aliases`), transitively."""
+    out, todo = set(names), list(names)
+    while todo:
+        for other in held.get(todo.pop(), ()):
+            if other not in out:
+                out.add(other)
+                todo.append(other)
+    return out
+
+
+class Groups:
+    """Names that may hold one object (see :func:`aliases`), joined: a change through one is a change of them all.
+    One name stands for its group (:meth:`of`), so a statement is read once whatever the length of a chain of
+    names (``a1 = a0``, ``a2 = a1``, ...): the names a statement changes grow no larger for it."""
+
+    def __init__(self, held: dict[str, set[str]]) -> None:
+        self._up: dict[str, str] = {}
+        for name, others in held.items():
+            for other in others:
+                self._up[self.of(name)] = self.of(other)
+
+    def of(self, name: str) -> str:
+        """The name that stands for ``name``'s group."""
+        top = name
+        while self._up.get(top, top) != top:
+            top = self._up[top]
+        while name != top:  # each name on the way now points at the top: later reads are short
+            self._up[name], name = top, self._up[name]
+        return top
+
+
+def mutated(node: ast.AST) -> set[str]:
+    """Module-level names ``node`` stores to or changes in place: ``X = ...`` (at top level, or under ``global X`` in
+    a function), ``X.append(...)``, ``X[i] = ...``, ``X.attr = ...``, ``X += ...``; in a function, also through a
+    local name or a parameter that holds the module's object (``m = MEMO; m[i] = ...``, ``def f(out=SQ)``)."""
+    declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+    function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and (not function or n.id in declared):
+            out.add(n.id)
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
+            reached = root(n)
+            if reached is not None:
+                out.add(reached)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            reached = root(n.func.value)
+            if reached is not None:
+                out.add(reached)  # a method called on it: may change it (list.append, dict.update)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its own parameters and locals are not the module's
+        local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        out = through(out, aliases([node])) - (local - declared)
+    return out
+
+
+# Names and attributes through which a statement may bind a module's names without naming them.
+_DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "__import__"}
+_DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__"}
+
+
+def _at_import(node: ast.AST) -> Iterator[ast.AST]:
+    """Every part of ``node`` that runs when it does: all of it but the bodies of the functions it defines."""
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        yield part
+        for field, value in ast.iter_fields(part):
+            if field == "body" and isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            stack.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, ast.AST))
+
+
+def _dynamic(part: ast.AST) -> bool:
+    return (isinstance(part, ast.Name) and part.id in _DYNAMIC) or (
+        isinstance(part, ast.Attribute) and part.attr in _DYNAMIC_ATTRS
+    )
+
+
+def binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
+    """Whether ``node``, run at import, may bind one of ``names``: a store or a deletion, a definition, an
+    import, an exception's name, a walrus, a dynamic binding (``exec``, ``globals()``, ``sys.modules``), or a
+    call of one of the program's functions that does (``rebinders``)."""
+    for part in _at_import(node):
+        if _dynamic(part):
+            return True
+        if isinstance(part, ast.Name) and isinstance(part.ctx, (ast.Store, ast.Del)) and part.id in names:
+            return True
+        if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and part.name in names:
+            return True
+        if isinstance(part, ast.alias) and (part.asname or part.name).split(".")[0] in names:
+            return True
+        if isinstance(part, ast.ExceptHandler) and part.name in names:
+            return True
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in rebinders:
+            return True
+    return False
+
+
+def rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
+    """The program's functions that bind one of ``names`` when called (``global``, or dynamically)."""
+    return {
+        n.name
+        for n in body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(_dynamic(p) or (isinstance(p, ast.Global) and set(p.names) & names) for p in ast.walk(n))
+    }

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
@@ -118,8 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        # As FastAPI answers, except that a NaN or infinite input quoted in an error cannot break the JSON.
-        return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, 422)
+        return JSONResponse({"detail": _errors(exc.errors())}, 422)
 
     @app.exception_handler(UnicodeEncodeError)
     async def not_unicode(_: Request, exc: UnicodeEncodeError) -> JSONResponse:
@@ -165,6 +165,23 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
 
     # A completion, and provided rows, are read in the analysis pool, charged to the budget in the caller's turn.
     app.include_router(make_router(sandbox, in_pool(lambda request: request.app.state.executor.backend.memory)))
+
+
+# The errors a 422 names at most: a body of a million wrong items is as many errors.
+ERRORS_SHOWN = 20
+
+
+def _errors(errors: Sequence[Any]) -> list[Any]:
+    """A 422's errors as FastAPI writes them (type, where, what), less the ``input`` each quotes: the request's own
+    data, which the client holds, and which a body of a million tests made a walk of tens of seconds on the event
+    loop and an answer five times the body (round 60). The first ``ERRORS_SHOWN``, and how many more there were."""
+    shown = [{k: v for k, v in err.items() if k not in ("input", "url")} for err in errors[:ERRORS_SHOWN]]
+    detail = _finite(jsonable_encoder(shown))  # a NaN or infinite bound in a ``ctx`` cannot break the JSON
+    assert isinstance(detail, list)
+    if len(errors) > ERRORS_SHOWN:
+        more = f"and {len(errors) - ERRORS_SHOWN} more errors of the request's body"
+        detail.append({"type": "value_error", "loc": ["body"], "msg": more})
+    return detail
 
 
 def _finite(value: object) -> object:

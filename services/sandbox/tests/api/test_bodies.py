@@ -117,3 +117,27 @@ def test_a_body_past_the_runs_a_request_may_ask_is_refused_before_it_is_validate
     with pytest.raises(RequestValidationError) as refused:
         asyncio.run(bodies.evaluate_batch({"requests": [request(bad), request(bad)]}, MANY))
     assert refused.value.errors()[0]["loc"] == ["body", "requests"]
+    # Round 60: a body of no programs, or none as a list, was runs of none, and its tests were validated whole.
+    for programs in ([], "x", None):
+        with pytest.raises(RequestValidationError) as refused:
+            asyncio.run(bodies.evaluate_request(request(bad, programs=programs), MANY - 1))
+        assert "max_runs_per_request" in str(refused.value.errors()), programs
+
+
+@pytest.mark.parametrize(
+    "route,body",
+    [
+        ("/run_code", {"code": "print(1)", "language": [0] * 200_000}),
+        ("/v1/execute", {"code": "print(1)", "language": "python", "stdin": [0] * 200_000}),
+        ("/v1/evaluate", {"language": "python", "programs": [], "tests": [{"stdin": 0}] * 3000}),
+        ("/run_code", {"code": "print(1)", "language": "python", "files": {str(i): 0 for i in range(5000)}}),
+    ],
+)
+def test_a_refusal_names_what_is_wrong_without_quoting_the_body(client: TestClient, route: str, body: Any) -> None:
+    """Round 60: each error of a 422 quoted its input, walked on the event loop (a body of two million tests, 38 s of
+    every client's requests) and answered at five times the body's size."""
+    r = client.post(route, json=body)
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert len(r.content) < 8192 and all("input" not in err for err in detail), r.text[:2000]
+    assert len(detail) <= 21 and detail[0]["loc"][0] == "body", detail

@@ -3,7 +3,15 @@ attribute by a name that is data, or rebuild an object from a state of attribute
 
 from __future__ import annotations
 
+import contextlib
+import io
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
 import pytest
+from codegym_sandbox.agent import program_bytes
 from codegym_sandbox.agent.program_text import Text
 
 BODY = "def f(xs):\n    ys = xs.copy()\n    return sorted(ys)\n"
@@ -70,3 +78,37 @@ def test_a_declaration_the_tokenizer_normalises_is_read() -> None:
     text = Text("# -*- coding: utf-8-unix -*-\ndef f(xs):\n    return sorted(xs)  # é\n")
     assert text.function("f") is not None
     assert "return sorted(xs)  # é" in "".join(linecache.getlines("<program>"))
+
+
+# Files whose declared encoding reads differently where lines are ended before decoding (bytes given to ``compile``)
+# and after (the interpreter's reader of a file): under ``unicode_escape`` a backslash before a raw \r.
+FILES = [
+    b"# coding: unicode_escape\ndef f(xs):\n    return sor\\\rted(xs)\n",
+    b"# coding: unicode_escape\ndef f(xs):\n    return sor\\\r\nted(xs)\n",
+    b"# coding: unicode_escape\n# \\\rdef f(xs):\n    return xs\ndef f(xs):\n    return sorted(xs)\n",
+    b"# coding: unicode_escape\ndef f(xs):\n    return \\x73orted(xs)\n",
+    b"# coding: raw_unicode_escape\ndef f(xs):\n    return sorted(xs)  # \\\r\n",
+    b"# coding: utf-7\r# x\rdef f(xs):\r    return +AHMAbwByAHQAZQBk-(xs)\r",
+    b"# coding: latin-1\ndef f(xs):\n    return sorted(xs)  # \xe9\r\n",
+]
+
+
+@pytest.mark.parametrize("data", FILES)
+def test_a_program_compiles_as_the_interpreter_reads_its_file(tmp_path: Path, data: bytes) -> None:
+    """Round 60: bytes given to ``compile`` end their lines before they are decoded, a file's reader after; under
+    ``unicode_escape`` the program ran ``sor\\<CR>ted`` as ``sorted`` where ``python3 main.py`` fails to compile it,
+    and the checker's source lines showed neither."""
+    program = data + b"print(f([2, 1]))\n"
+    (tmp_path / "main.py").write_bytes(program)
+    ran = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    try:
+        with warnings.catch_warnings():  # the interpreter's filters: its codec's DeprecationWarning no error
+            warnings.simplefilter("ignore", DeprecationWarning)
+            code = program_bytes.compile_program(program, "<program>")
+    except SyntaxError:
+        assert ran.returncode == 1 and "SyntaxError" in ran.stderr, ran.stderr
+        return
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {"__name__": "__main__"})
+    assert ran.returncode == 0 and out.getvalue() == ran.stdout, ran.stderr

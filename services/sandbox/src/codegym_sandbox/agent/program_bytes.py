@@ -11,6 +11,7 @@ output) keep their own rule: a lone surrogate there is the request's error.
 from __future__ import annotations
 
 import codecs
+import io
 import re
 import types
 
@@ -33,6 +34,20 @@ def compile_program(program: str | bytes, filename: str) -> types.CodeType:
     SyntaxError is the interpreter's (``compile`` of bytes finds it only where it decodes them: in a string, a
     name). The caller's warnings filters hold."""
     data = encode(program) if isinstance(program, str) else program
+    found = None if data.startswith(_MARK) else _declared(data)
+    if found is not None and _codec(found) != "utf-8":
+        # Compiled as its text, read as the interpreter reads a file: bytes compiled end their lines before they
+        # are decoded, a file's reader after, and under ``unicode_escape`` a backslash before a raw ``\r`` joined
+        # ``sor\<CR>ted`` into ``sorted`` in the one, a syntax error in the other (round 60).
+        try:
+            text = decoded(data)
+        except LookupError:
+            raise SyntaxError(f"unknown encoding: {found.group(1).decode('ascii')}") from None
+        except (UnicodeError, Warning):  # a warning of the codec's that the caller's filters make an error
+            raise SyntaxError(f"encoding problem: {_codec(found)}") from None
+        if "\0" in text:
+            raise SyntaxError("source code cannot contain null bytes")
+        return compile(text, filename, "exec", dont_inherit=True)
     if not data.isascii():
         _check_utf8(data, filename)
     return compile(data, filename, "exec", dont_inherit=True)  # not the caller's __future__ flags
@@ -43,6 +58,7 @@ def compile_program(program: str | bytes, filename: str) -> types.CodeType:
 _COOKIE = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _BLANK = re.compile(rb"[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
+_MARK = codecs.BOM_UTF8
 
 
 def read_as(text: str) -> str | None:
@@ -60,15 +76,18 @@ def read_as(text: str) -> str | None:
 
 
 def decoded(data: bytes) -> str:
-    """The text the interpreter reads from the file ``data``: in the encoding its first lines declare, as
-    :func:`_declared` finds it (its lines ended as the tokenizer ends them: ``\\r`` too, where
-    ``tokenize.detect_encoding`` ends them at ``\\n`` alone and missed a declaration after a lone ``\\r``: round 59),
-    a byte-order mark taken off; ``surrogatepass`` UTF-8 where it declares none. Raises ``LookupError`` or
-    ``UnicodeDecodeError`` where the interpreter would not compile it."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    """The text the interpreter reads from the file ``data``, and the text :func:`compile_program` compiles of it: in
+    the encoding its first lines declare, as :func:`_declared` finds it (its lines ended as the tokenizer ends them:
+    ``\\r`` too, where ``tokenize.detect_encoding`` ends them at ``\\n`` alone and missed a declaration after a lone
+    ``\\r``: round 59), decoded before its lines are ended, as a file's reader does, a byte-order mark taken off;
+    ``surrogatepass`` UTF-8 where it declares none. Raises ``LookupError`` or ``UnicodeDecodeError`` where the
+    interpreter would not compile it."""
+    data = data.removeprefix(_MARK)
     found = _declared(data)
-    return data.decode(_codec(found), "strict") if found else data.decode("utf-8", "surrogatepass")
+    if found is None:
+        return data.decode("utf-8", "surrogatepass")
+    # As the interpreter's reader of a file: decoded, then its lines ended (``\r`` and ``\r\n`` read as ``\n``).
+    return io.TextIOWrapper(io.BytesIO(data), encoding=_codec(found), errors="strict", newline=None).read()
 
 
 def _codec(declared: re.Match[bytes]) -> str:
@@ -85,7 +104,7 @@ def _codec(declared: re.Match[bytes]) -> str:
 def _check_utf8(data: bytes, filename: str) -> None:
     """Raise the interpreter's SyntaxError where ``data``, read as a file with no encoding declared, is not UTF-8:
     each line up to a NUL byte (the tokenizer's own error, from there on), the first bad byte's line named."""
-    if data.startswith(b"\xef\xbb\xbf"):
+    if data.startswith(_MARK):
         return  # UTF-8 declared by its mark: bytes compile decodes where they matter, as the file's reader does
     if _declared(data):
         return  # a declared encoding: compile decodes the whole source with it, strictly, as the file's reader

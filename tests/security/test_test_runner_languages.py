@@ -99,6 +99,9 @@ TESTS_ENDS = {
     "pytest-main": "\nif __name__ == '__main__':\n    import sys\n    sys.exit(pytest.main([__file__]))\n",
     "unittest-main": "\nif __name__ == '__main__':\n    import unittest\n    unittest.main()\n",
     "exit-0": "\nimport sys\nsys.exit(0)\n",
+    # The builtins' exit() and quit(), site's: theirs raised in a library's frame, taken for one that exited.
+    "builtin-exit": "\nif __name__ == '__main__':\n    exit(pytest.main(['-v']))\n",
+    "builtin-quit": "\nquit()\n",
 }
 
 

@@ -67,10 +67,16 @@ def foreign(exc: BaseException, code: types.CodeType | None = None) -> bool:
     directory, which the program can write."""
     here, own = os.getcwd() + os.sep, import_path.code_objects(code)
     runner = getattr(sys.modules.get("unittest.main"), "__file__", None)  # unittest.main() ends with its exit
+    # The builtins' ``exit()`` and ``quit()`` (``site``'s, which the checker may run after its modules load): an exit
+    # the tests call, as ``sys.exit``, which raises what it is given (round 60).
+    quitter = vars(getattr(sys.modules.get("_sitebuiltins"), "Quitter", object)).get("__call__")
     tb = exc.__traceback__
     while tb is not None:
         frame_code = tb.tb_frame.f_code
         name = frame_code.co_filename
+        if frame_code is getattr(quitter, "__code__", None):
+            tb = tb.tb_next
+            continue
         if name.startswith("<") and not (name == TESTS_FILE and (code is None or frame_code in own)):
             return True
         if name.startswith(here):

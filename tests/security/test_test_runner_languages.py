@@ -161,8 +161,27 @@ def test_no_statement_of_the_program_is_the_tests_code(hostile: TestClient, name
     assert set(tests.split("def test_")[0].split()) <= {"import", "pytest", "from", "approx"}, tests
 
 
-# Honest files whose imports sit right before their tests: the test libraries' names are the tests' own, the
-# others the program's (a stand-in of its `isclose` answers as the checker's would).
+# Round 60: a library's name imported right before the tests (the dataset's header) was a stand-in of the
+# program's, whose process the program's part patched first; a test library renamed too (`import pytest as pt`),
+# and `from pytest import main`, the checker's stub answering 0, was a program that passed a CLI task's tests.
+SAME = "class Same:\n    def __eq__(self, other):\n        return True\n\n"
+LIBRARY_CHEATS = {
+    "isclose-patched": WRONG + "import math\nmath.isclose = lambda *a, **k: True\n"
+    "\nfrom math import isclose\n\ndef test_add():\n    assert isclose(add(2, 3), 5)\n",
+    "renamed-pytest": "import pytest\n" + SAME + "pytest.approx = lambda *a, **k: Same()\n\ndef add(a, b):\n"
+    "    return Same()\n\nimport pytest as pt\n\ndef test_add():\n    assert add(2, 3) == pt.approx(5)\n",
+    "pytest-main": "from pytest import main\n\ndef test_main():\n    assert main(['--version-of-nothing']) == 0\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_CHEATS))
+def test_a_library_the_tests_import_is_the_checkers(hostile: TestClient, name: str) -> None:
+    fusion, native = _both(hostile, LIBRARY_CHEATS[name])
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+
+
+# Honest files whose imports sit right before their tests: a library's names are the tests' own, imported anew in
+# the checker, under the program's names for them too.
 IMPORTS_BEFORE = {
     "approx-and-raises": RIGHT + "\nimport pytest\nfrom pytest import approx, raises\n\ndef test_add():\n"
     "    assert add(0.1, 0.2) == approx(0.3)\n    with raises(TypeError):\n        add(1, None)\n",
@@ -171,6 +190,11 @@ IMPORTS_BEFORE = {
     "math": RIGHT + "\nimport math\nfrom math import isclose\n\ndef test_add():\n"
     "    assert isclose(add(0.1, 0.2), 0.3) and math.isclose(add(1, 2), 3)\n",
     "primes": RIGHT_PRIME + PRIME_TESTS,
+    "renamed-libraries": RIGHT + "\nimport pytest as pt\nimport unittest as ut\nfrom math import isclose as close\n\n"
+    "class TestAdd(ut.TestCase):\n    def test_add(self):\n        assert add(0.1, 0.2) == pt.approx(0.3)\n"
+    "        assert close(add(1, 2), 3)\n",
+    "counter": "from collections import Counter\n\ndef count(s):\n    return Counter(s)\n\n"
+    "from collections import Counter\n\ndef test_count():\n    assert count('aab') == Counter({'a': 2, 'b': 1})\n",
 }
 
 
@@ -181,7 +205,7 @@ def test_a_right_file_with_imports_before_its_tests_passes(hostile: TestClient, 
     assert native["verdict"] == "AC", native
 
 
-def test_the_tests_get_only_plain_names_of_the_test_libraries() -> None:
+def test_the_tests_get_the_libraries_names_the_program_imports_last() -> None:
     code = (
         "import pytest, os\nfrom pytest import approx, raises as check, exit\nfrom unittest import mock\n"
         "from unittest.mock import patch, ANY\nfrom pytest import *\nimport unittest.mock as um\n"
@@ -190,11 +214,13 @@ def test_the_tests_get_only_plain_names_of_the_test_libraries() -> None:
     program, tests = pytest_file.split(code)
     assert program == code[: code.index("def test_x")]
     assert tests.splitlines() == [
-        "import pytest",
+        "import pytest; import os",
         "from pytest import approx",
         "from unittest import mock",
         "from unittest.mock import ANY",
-        *[""] * 5,
+        "",
+        "import unittest.mock as um",
+        *[""] * 3,
         "def test_x():",
         "    pass",
     ]

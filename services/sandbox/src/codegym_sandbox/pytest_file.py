@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -137,20 +138,25 @@ def _split(code: str) -> tuple[str, str]:
 
 
 def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, str]]:
-    """The imports of the test libraries that the tests' part gets for the program's statements ``program``
-    (its text ``source``), each with the line of the program's import it stands for.
+    """The imports of libraries that the tests' part gets for the program's statements ``program`` (its text
+    ``source``), each with the line of the program's import it stands for.
 
-    No statement of the program's becomes the tests' code: the tests get the test library's own objects by their
-    own names alone, written here (``import pytest``, ``from pytest import approx``), so that the tests' ``approx``
-    or ``TestCase`` is the checker's and no stand-in of the program's. Never a name the program chose for one
-    (``from pytest import approx as add``, ``import pytest as pt``), a builtin's (``from pytest import exit``), a
-    private one, a star's, or a name a later statement of the program binds again (``from operator import truth as
-    all`` after it binds the program's ``all``): as the file runs, the last binding is the name's. A binding before
-    the import is not the name's: taken for the program's, ``approx = None`` first left the tests the program's
-    ``approx``, whose comparisons the program patched (round 59).
+    No statement of the program's becomes the tests' code: the tests get a library's own objects, imported anew in
+    the checker, written here (``import pytest``, ``from math import isclose``, ``import pytest as pt``), so that
+    the tests' ``approx``, ``isclose`` or ``TestCase`` is the checker's and no stand-in of the program's, which
+    the program's part could have patched in its process first (round 59: pytest's and unittest's names; round 60:
+    any library's, ``from math import isclose``, ``from numpy.testing import assert_allclose``, and a test library
+    renamed, ``import pytest as pt``). A library is the standard library, pytest's and unittest's, or a package
+    tests use by name (``program_names.PACKAGES``): the checker imports it where the program's process did,
+    never from the run's directory. Never a name the program chose for a test library's function (``from pytest
+    import approx as add``: the program's answer would be a genuine approx), a test runner's ``main`` (the
+    checker's answers 0: ``test_scope.no_runner_main``), a builtin's name, a private one, a star's, or a name a later
+    statement of the program binds again (``from operator import truth as all`` after it binds the program's
+    ``all``): as the file runs, the last binding is the name's. A binding before the import is not the name's:
+    taken for the program's, ``approx = None`` first left the tests the program's ``approx`` (round 59).
     """
-    plain = [(i, node, alias) for i, node in enumerate(program) for alias in _plain_aliases(node)]
-    if not plain or not program_names.compiles(source):
+    imported = [(i, node, alias) for i, node in enumerate(program) for alias in _library_aliases(node)]
+    if not imported or not program_names.compiles(source):
         return []
     # What each statement binds as the module runs, and what those after it bind (compiled from the tree, never
     # printed from it: ``ast.unparse`` could not print some trees that parse, and the request was a 500).
@@ -159,29 +165,42 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
         code = compile(ast.Module([program[i]], []), "<program>", "exec", dont_inherit=True)
         after[i] = after[i + 1] | program_names.own_names(code)
     lines: dict[int, list[str]] = {}
-    for i, node, alias in plain:
-        rebound = after[i + 1] | _BUILTINS
-        if isinstance(node, ast.Import) and alias.name.partition(".")[0] not in rebound:
-            lines.setdefault(node.lineno, []).append(f"import {alias.name}")
-        elif isinstance(node, ast.ImportFrom) and alias.name not in rebound:
-            lines.setdefault(node.lineno, []).append(f"from {node.module} import {alias.name}")
+    for i, node, alias in imported:
+        bound = alias.asname or alias.name.partition(".")[0]
+        if bound in after[i + 1] | _BUILTINS:
+            continue
+        named = f" as {alias.asname}" if alias.asname not in (None, alias.name) else ""
+        if isinstance(node, ast.Import):
+            lines.setdefault(node.lineno, []).append(f"import {alias.name}{named}")
+        elif isinstance(node, ast.ImportFrom):
+            lines.setdefault(node.lineno, []).append(f"from {node.module} import {alias.name}{named}")
     return [(line, "; ".join(imports)) for line, imports in lines.items()]
 
 
-def _plain_aliases(node: ast.stmt) -> list[ast.alias]:
-    """The names of a test library that ``node`` imports by their own names (``import pytest``,
-    ``from unittest import mock``): never one it renames, takes with a star, or that is private."""
+def _library_aliases(node: ast.stmt) -> list[ast.alias]:
+    """The names of a library that ``node`` imports (see :func:`_library_imports`): a module by any name, a test
+    library's public name by its own, another library's public name by any; never a star, a private name or a test
+    runner's ``main``."""
     if isinstance(node, ast.Import):
-        return [alias for alias in node.names if alias.asname is None and _library(alias.name)]
+        return [alias for alias in node.names if _library(alias.name)]
     if not isinstance(node, ast.ImportFrom) or node.level or not _library(node.module or ""):
         return []
-    return [alias for alias in node.names if alias.asname in (None, alias.name) and _public(alias.name)]
+    test_library = (node.module or "").partition(".")[0] in _TEST_LIBRARIES
+    return [
+        alias
+        for alias in node.names
+        if _public(alias.name)
+        and not (test_library and alias.name == "main")
+        and (alias.asname in (None, alias.name) or not test_library)
+    ]
 
 
 def _library(module: str) -> bool:
-    """Whether ``module`` is pytest or unittest, or a public module of theirs."""
+    """Whether ``module`` is a public module of a library the checker imports as the program's process does."""
     parts = module.split(".")
-    return parts[0] in _TEST_LIBRARIES and all(map(_public, parts))
+    top = parts[0]
+    known = top in _TEST_LIBRARIES or top in sys.stdlib_module_names or top in program_names.PACKAGES
+    return known and all(map(_public, parts))
 
 
 def _public(name: str) -> bool:

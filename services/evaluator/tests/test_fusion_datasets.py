@@ -56,3 +56,26 @@ def test_a_list_of_rows_with_one_invalid_names_it(client: TestClient) -> None:
     assert r.status_code == 400 and "provided_data row 1" in r.json()["detail"], r.text
     r = client.post("/get_prompts", json={"dataset": "mbpp", "config": {"provided_data": [TASK]}})
     assert r.status_code == 200 and [p["id"] for p in r.json()] == ["t"], r.text
+
+
+def test_a_list_route_keeps_no_rows_tests() -> None:
+    """Round 60: each provided row's task came back from the pool whole and was kept for the request (a row of a few
+    hundred characters is tens of thousands of tests): a list route takes back its prompt alone."""
+    returned: list[object] = []
+
+    async def analyse(request: Request, fn: Any, text: str, held_mb: int = 0, **_: Any) -> Any:
+        value = fn(text)
+        returned.append(value[0])
+        return value
+
+    app = FastAPI()
+    app.include_router(make_router(_unreachable, analyse))
+    many = {**TASK, "tests": [{"stdin": f"{i}\n", "expected_stdout": f"{i}\n"} for i in range(1000)]}
+    rows = [many, {**many, "task_id": "u"}]
+    with TestClient(app) as c:
+        for route in ("/get_prompts", "/list_ids"):
+            r = c.post(route, json={"dataset": "mbpp", "config": {"provided_data": rows}})
+            assert r.status_code == 200, r.text
+        r = c.post("/get_prompt_by_id", json={"dataset": "mbpp", "id": "t", "config": {"provided_data": many}})
+        assert r.status_code == 200 and r.json()["labels"]["tests"] == 1000, r.text
+    assert len(returned) == 5 and all(type(value) is dict and "tests" not in value for value in returned), returned

@@ -30,12 +30,11 @@ from codegym_sandbox.backends.base import MemoryShare
 from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError
 from codegym_sandbox.judging import off_loop
-from codegym_sandbox.models import TestOut
 from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from . import python_syntax
+from . import fusion_answers, python_syntax
 from .extract import Extracted, extract_code
 from .scoring import build_program, evaluate_body
 from .tasks import Task, load_tasks
@@ -43,6 +42,8 @@ from .tasks.registry import DATASETS
 from .tasks.sources import DatasetError
 
 T = TypeVar("T")
+# A prompt as the list routes answer it (see the module's docstring).
+Prompt = dict[str, Any]
 
 
 class Analyse(Protocol):
@@ -99,6 +100,12 @@ def _row_task(name: str, i: int, row: str) -> tuple[Task | None, str]:
         return None, str(exc.detail)
 
 
+def _row_prompt(name: str, i: int, row: str) -> tuple[Prompt | None, str]:
+    """:func:`_row_task`'s prompt, in the pool: what a list route answers of a row, never its tests."""
+    task, refused = _row_task(name, i, row)
+    return (_prompt(task) if task is not None else None), refused
+
+
 @functools.cache
 def _own_budget() -> MemoryBudget:
     """The budget of a server that runs no program (the evaluator's service): its machine's, for its pool alone."""
@@ -121,7 +128,6 @@ ROW_TEST_CHARS = 64 << 20
 
 # Upstream's ids of datasets codegym has under its own names.
 UPSTREAM_IDS = {"humaneval_python": "humaneval", "live_code_bench_v1": "livecodebench"}
-TEST_INFO_CHARS = 1000  # as upstream truncates a case's input and output in test_info
 
 
 class TestConfig(BaseModel):
@@ -177,27 +183,51 @@ def _library(name: str) -> tuple[Task, ...]:
 
 
 async def _tasks(dataset: str, config: TestConfig, one: bool, request: Request, analyse: Analyse) -> list[Task]:
+    """The tasks of a request: its provided rows', each read in the pool, or the named dataset's."""
     name = _dataset_name(dataset)
     if config.provided_data is not None:
-        rows = config.provided_data
-        if one != isinstance(rows, dict):
-            kind = "one row (a dict)" if one else "a list of rows"
-            raise HTTPException(400, f"config.provided_data must be {kind} here")
-        tasks = []
-        for i, row in enumerate([rows] if isinstance(rows, dict) else rows):
-            text = json.dumps(row)
-            held_mb = (_ROWS_PER_CHAR * len(text) >> 20) + _PARSE_MB
-            try:
-                # Never on the loop, however short: a row's decoding is not bounded by its length (LiveCodeBench's
-                # tests are a compressed pickle).
-                making = functools.partial(_row_task, name, i)
-                task, refused = await analyse(request, making, text, held_mb, linear=False)
-            except off_loop.TooCostly as exc:
-                raise HTTPException(400, f"row {i} took more to read than the server gives it: {exc}") from None
-            if task is None:
-                raise HTTPException(400, refused)
-            tasks.append(task)
-        return tasks
+        return await _provided(name, config.provided_data, one, request, analyse, _row_task)
+    return await _library_tasks(dataset, name)
+
+
+async def _prompts(dataset: str, config: TestConfig, one: bool, request: Request, analyse: Analyse) -> list[Prompt]:
+    """What the list routes answer of a request's tasks: a provided row's prompt comes back from the pool without
+    its tests (its task kept in the server for the whole request, each row's tens of thousands of tests from a few
+    hundred characters, filled the server until it was killed: round 60)."""
+    name = _dataset_name(dataset)
+    if config.provided_data is not None:
+        return await _provided(name, config.provided_data, one, request, analyse, _row_prompt)
+    return [_prompt(task) for task in await _library_tasks(dataset, name)]
+
+
+async def _provided(
+    name: str,
+    rows: list[dict[str, Any]] | dict[str, Any],
+    one: bool,
+    request: Request,
+    analyse: Analyse,
+    read: Callable[[str, int, str], tuple[T | None, str]],
+) -> list[T]:
+    if one != isinstance(rows, dict):
+        kind = "one row (a dict)" if one else "a list of rows"
+        raise HTTPException(400, f"config.provided_data must be {kind} here")
+    made: list[T] = []
+    for i, row in enumerate([rows] if isinstance(rows, dict) else rows):
+        text = json.dumps(row)
+        held_mb = (_ROWS_PER_CHAR * len(text) >> 20) + _PARSE_MB
+        try:
+            # Never on the loop, however short: a row's decoding is not bounded by its length (LiveCodeBench's
+            # tests are a compressed pickle).
+            value, refused = await analyse(request, functools.partial(read, name, i), text, held_mb, linear=False)
+        except off_loop.TooCostly as exc:
+            raise HTTPException(400, f"row {i} took more to read than the server gives it: {exc}") from None
+        if value is None:
+            raise HTTPException(400, refused)
+        made.append(value)
+    return made
+
+
+async def _library_tasks(dataset: str, name: str) -> list[Task]:
     try:
         return list(await asyncio.to_thread(_library, name))
     except DatasetError as exc:
@@ -247,7 +277,7 @@ def _expanded_chars(value: object, most: int) -> int:
     return total
 
 
-def _prompt(task: Task) -> dict[str, Any]:
+def _prompt(task: Task) -> Prompt:
     labels = {
         "kind": task.kind,
         "entry_point": task.entry_point,
@@ -258,14 +288,6 @@ def _prompt(task: Task) -> dict[str, Any]:
     return {"id": task.task_id, "prompt": task.prompt, "labels": labels}
 
 
-def _unread(id_: int | str, why: str) -> dict[str, Any]:
-    """``/submit``'s answer for a completion the server could not read within its bounds: not accepted, no program
-    run (a compile error's verdict: the completion's doing, never the sandbox's, so no reward masks it)."""
-    extra = {"verdict": Verdict.CE.value, "passed": 0, "total": 0, "error": why}
-    answer: dict[str, Any] = {"id": id_, "accepted": False, "extracted_code": "", "full_code": "", "test_code": None}
-    return answer | {"tests": [], "extracted_type": "unread", "extra": extra}
-
-
 def _find(tasks: list[Task], id_: int | str) -> Task:
     for task in tasks:
         if task.task_id == str(id_):
@@ -273,36 +295,6 @@ def _find(tasks: list[Task], id_: int | str) -> Task:
     if isinstance(id_, int) and 0 <= id_ < len(tasks):  # upstream's numeric ids: the row's position
         return tasks[id_]
     raise HTTPException(404, f"no problem with id {id_!r}")
-
-
-def _exec_info(test: TestOut) -> dict[str, Any]:
-    """A test's run in ``/run_code``'s answer shape (``RunCodeResponse``)."""
-    verdict = test.verdict
-    if verdict is Verdict.SE:
-        return {"status": "SandboxError", "message": test.stderr, "compile_result": None, "run_result": None}
-    ran = verdict in (Verdict.AC, Verdict.WA)
-    run = {
-        "status": "TimeLimitExceeded" if verdict is Verdict.TLE else "Finished",
-        "execution_time": test.wall_s,
-        "cpu_time": test.cpu_s,
-        "return_code": 0 if ran else None,
-        "stdout": test.stdout,
-        "stderr": test.stderr,
-    }
-    return {
-        "status": "Success" if ran else "Failed",
-        "message": "",
-        "compile_result": None,
-        "run_result": run,
-        "executor_pod_name": None,
-        "files": {},
-    }
-
-
-def _test_info(test: dict[str, Any], full: bool) -> dict[str, Any]:
-    if full:
-        return dict(test)
-    return {k: v[:TEST_INFO_CHARS] if isinstance(v, str) else v for k, v in test.items()}
 
 
 def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analyse | None = None) -> APIRouter:
@@ -319,18 +311,19 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analy
 
     @router.post("/list_ids")
     async def list_ids(req: GetPromptsRequest, request: Request) -> list[int | str]:
-        tasks = await _tasks(req.dataset, req.config, False, request, analyse)
-        return [t.task_id for t in tasks[req.offset : req.offset + req.limit]]
+        prompts = await _prompts(req.dataset, req.config, False, request, analyse)
+        return [p["id"] for p in prompts[req.offset : req.offset + req.limit]]
 
     @router.post("/get_prompts")
-    async def get_prompts(req: GetPromptsRequest, request: Request) -> list[dict[str, Any]]:
-        tasks = await _tasks(req.dataset, req.config, False, request, analyse)
-        return [_prompt(t) for t in tasks[req.offset : req.offset + req.limit]]
+    async def get_prompts(req: GetPromptsRequest, request: Request) -> list[Prompt]:
+        prompts = await _prompts(req.dataset, req.config, False, request, analyse)
+        return prompts[req.offset : req.offset + req.limit]
 
     @router.post("/get_prompt_by_id")
-    async def get_prompt_by_id(req: GetPromptByIdRequest, request: Request) -> dict[str, Any]:
-        tasks = await _tasks(req.dataset, req.config, True, request, analyse)
-        return _prompt(tasks[0] if req.config.provided_data is not None else _find(tasks, req.id))
+    async def get_prompt_by_id(req: GetPromptByIdRequest, request: Request) -> Prompt:
+        if req.config.provided_data is not None:
+            return (await _prompts(req.dataset, req.config, True, request, analyse))[0]
+        return _prompt(_find(await _tasks(req.dataset, req.config, True, request, analyse), req.id))
 
     @router.post("/submit")
     async def submit(req: SubmitRequest, request: Request) -> dict[str, Any]:
@@ -347,7 +340,7 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analy
                 request, prepare, req.completion, chars=min(read, python_syntax.MAX_READ_CHARS)
             )
         except off_loop.TooCostly as exc:
-            return _unread(req.id, f"reading the completion took more than the server gives it: {exc}")
+            return fusion_answers.unread(req.id, f"reading the completion took more than the server gives it: {exc}")
         async with sandbox(request) as client:
             try:
                 answer = await client.evaluate(body)
@@ -356,7 +349,11 @@ def make_router(sandbox: Callable[[Request], AsyncSandboxClient], analyse: Analy
         result = answer.results[0]
         full = bool(req.config.extra.get("return_full_case", False))
         tests = [
-            {"passed": out.verdict is Verdict.AC, "exec_info": _exec_info(out), "test_info": _test_info(test, full)}
+            {
+                "passed": out.verdict is Verdict.AC,
+                "exec_info": fusion_answers.exec_info(out),
+                "test_info": fusion_answers.test_info(test, full),
+            }
             for out, test in zip(result.tests, task.tests, strict=False)
         ]
         kind = "empty" if not extracted.code.strip() else "fenced" if extracted.fenced else "heuristic"

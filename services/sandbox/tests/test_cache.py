@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox import cache as cache_module
+from codegym_sandbox import loop_turns
 from codegym_sandbox.cache import ENTRY_BYTES, LARGEST_SHARE, LRUCache, cache_key
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
@@ -322,3 +323,60 @@ def test_a_programs_files_are_hashed_once_for_all_its_tests(
     answer = client.post("/v1/evaluate", json={"language": "python", "programs": [program], "tests": tests})
     assert answer.status_code == 200 and answer.json()["results"][0]["verdict"] == "AC", answer.text
     assert hashed[0] < 8 * len(program), hashed[0]  # 40 times over before
+
+
+def test_a_request_of_cached_runs_gives_the_loop_its_turns(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 60: once a program's run was cached, a request of 262,144 such tests had nothing to wait for, and was
+    keyed and judged in one stretch of the event loop (10 s of every other client's requests): others' work runs
+    between slices of ``loop_turns.TURN`` tests, tests of one program or one test of many."""
+    import asyncio
+
+    from codegym_sandbox.backends.base import RunPolicy
+    from codegym_sandbox.judging import judge
+    from codegym_sandbox.judging.schedule import judge_requests
+    from codegym_sandbox.models import EvaluateRequest
+
+    judged = 0
+    real = judge.test_out
+
+    async def counted(*args: Any) -> Any:
+        nonlocal judged
+        judged += 1
+        return await real(*args)
+
+    monkeypatch.setattr(judge, "test_out", counted)
+    n = 16 * loop_turns.TURN
+    stdio = {
+        "language": "python",
+        "programs": ["print(1)"],
+        "tests": [{"stdin": "", "expected_stdout": "1\n"}],
+        "early_stop": False,
+    }
+    asserts = {"language": "python", "programs": ["def f():\n    return 1\n"], "tests": [{"assert_code": "assert f()"}]}
+    executor = client.app.state.executor  # type: ignore[attr-defined]
+
+    async def longest_stretch(body: dict[str, Any]) -> int:
+        """The most tests judged between two turns of another client's."""
+        longest, done = 0, False
+
+        async def other_client() -> None:
+            nonlocal longest
+            last = judged
+            while not done:
+                longest, last = max(longest, judged - last), judged
+                await asyncio.sleep(0)
+
+        ticking = asyncio.create_task(other_client())
+        await asyncio.sleep(0)
+        (programs,) = await judge_requests(executor, [EvaluateRequest.model_validate(body)], RunPolicy())
+        done = True
+        await ticking
+        assert all(p.verdict.value == "AC" for p in programs), programs[0]
+        return longest
+
+    assert client.portal is not None
+    client.portal.call(longest_stretch, stdio)  # now cached
+    assert client.portal.call(longest_stretch, {**stdio, "tests": stdio["tests"] * n}) <= loop_turns.TURN
+    client.portal.call(longest_stretch, asserts)
+    # One test of many programs: exchanges judged side by side, each giving the loop back as it goes.
+    assert client.portal.call(longest_stretch, {**asserts, "programs": asserts["programs"] * n}) <= 2 * loop_turns.TURN

@@ -12,6 +12,7 @@ from .agent import program_bytes
 from .backends.base import Backend, RunOutcome, RunPolicy, RunRequest, SandboxFault
 from .cache import LRUCache, cache_key, stdin_digests
 from .config import Settings
+from .loop_turns import Turns, mapped
 from .metrics import Metrics
 from .pytest_file import Analyse, on_the_loop
 from .step_limits import COMPILE_MEMORY_MB, fitted_mb
@@ -232,18 +233,19 @@ class Executor:
         shared: bool = False,
         digests: list[str] | None = None,
         files_digest: str = "",
+        turns: Turns | None = None,
     ) -> list[StepResult]:
         """:meth:`run_built` for each input, in one exchange with one worker; each result cached on its own.
 
         ``shared``: other requests run the same ``sources`` (the assert runner), so the worker may keep the
         test series it ran them in open for them (see the agent's ``_run_tests``). ``digests``: the stdins'
         ``cache.stdin_digests``, made once for a request's programs; ``files_digest``: :meth:`files_digest` of
-        ``sources``, made once for a program's exchanges."""
+        ``sources``, made once for a program's exchanges; ``turns``: the loop's turns, counted across them."""
         digests = (digests or stdin_digests(stdins)) if policy.cache else []
         # The program's files hashed once for all its tests: hashed in each test's key, a 4 MiB program of 20,000
         # tests held the event loop 46 s (round 57), and once an exchange, 4 s.
         files = (files_digest or self.files_digest(sources)) if digests else ""
-        keys = [self._key(lang, lang.run, files, d, limits, []) for d in digests]
+        keys = await mapped(lambda d: self._key(lang, lang.run, files, d, limits, []), digests, turns or Turns())
         results: list[StepResult | None] = [self.cache.get(key) for key in keys] or [None] * len(stdins)
         todo = [i for i, hit in enumerate(results) if hit is None]
         self.metrics.cache.labels(result="hit").inc(len(stdins) - len(todo))

@@ -69,6 +69,7 @@ class _Executor:
         shared: bool = False,
         digests: list[str] | None = None,
         files_digest: str = "",
+        turns: Any = None,
     ) -> list[StepResult]:
         self.batches.append(stdins)
         self.policies.append(policy)

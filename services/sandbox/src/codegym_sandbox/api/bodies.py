@@ -10,12 +10,12 @@ around them, whose tests are by then ``Test`` objects that pass through its vali
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any, TypeVar
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, SkipValidation, TypeAdapter, ValidationError
 
+from ..loop_turns import TURN, Turns
 from ..models import EvaluateBatchRequest, EvaluateRequest, Test
 
 M = TypeVar("M", bound=BaseModel)
@@ -25,23 +25,10 @@ M = TypeVar("M", bound=BaseModel)
 # ``evaluate_batch`` before anything reads it.
 Unvalidated = Annotated[M, SkipValidation]
 
-# Tests validated between the loop's turns at others' work: some 4 ms of it.
-SLICE = 2048
+# Tests validated between the loop's turns at others' work (``loop_turns``): some 4 ms of it.
+SLICE = TURN
 
 _TESTS = TypeAdapter(list[Test])
-
-
-class _Slices:
-    """The tests validated since the loop last served others; a turn given back every ``SLICE``."""
-
-    def __init__(self) -> None:
-        self.since = 0
-
-    async def done(self, tests: int) -> None:
-        self.since += tests
-        if self.since >= SLICE:
-            self.since = 0
-            await asyncio.sleep(0)
 
 
 async def evaluate_request(body: object, most_runs: int) -> EvaluateRequest:
@@ -51,7 +38,7 @@ async def evaluate_request(body: object, most_runs: int) -> EvaluateRequest:
     programs, tests = _counts(body)
     if programs * tests > most_runs:
         raise too_many_runs(f"{programs} programs x {tests} tests", most_runs, "programs")
-    return await _request(body, ("body",), _Slices())
+    return await _request(body, ("body",), Turns())
 
 
 async def evaluate_batch(body: object, most_runs: int) -> EvaluateBatchRequest:
@@ -60,7 +47,7 @@ async def evaluate_batch(body: object, most_runs: int) -> EvaluateBatchRequest:
     if isinstance(body, dict) and isinstance(requests := body.get("requests"), list):
         if (runs := sum(p * t for p, t in map(_counts, requests))) > most_runs:
             raise too_many_runs(f"{runs} runs", most_runs, "requests")
-        slices = _Slices()
+        slices = Turns()
         made = [await _request(r, ("body", "requests", i), slices) for i, r in enumerate(requests)]
         body = {**body, "requests": made}
     return _whole(EvaluateBatchRequest, body, ("body",))
@@ -82,7 +69,7 @@ def _counts(body: object) -> tuple[int, int]:
     return max(len(programs) if isinstance(programs, list) else 0, 1), len(tests) if isinstance(tests, list) else 0
 
 
-async def _request(body: object, loc: tuple[str | int, ...], slices: _Slices) -> EvaluateRequest:
+async def _request(body: object, loc: tuple[str | int, ...], slices: Turns) -> EvaluateRequest:
     if isinstance(body, dict) and isinstance(tests := body.get("tests"), list):
         made: list[Test] = []
         for start in range(0, len(tests), SLICE):

@@ -22,6 +22,7 @@ from ..agent.scratch_cost import files_cost
 from ..backends.base import RunPolicy
 from ..cache import stdin_digests
 from ..executor import Executor, RunLimits, UnsupportedLanguage
+from ..loop_turns import Turns
 from ..models import EvaluateRequest, ProgramOut, Test, TestOut
 from ..step_limits import held_mb
 from ..verdicts import RunEnd, Verdict
@@ -148,10 +149,12 @@ async def _judge_asserts(
                 lang, sources, runs_stdins, limits, policy, shared=True, files_digest=files
             )
             judged = [reqs[runs[i][0]][0] for i in indices]
-            return [
-                await judge.test_out(r, r.tests[round_], step, comparisons)
-                for r, step in zip(judged, steps, strict=True)
-            ]
+            made: list[TestOut] = []
+            turns = Turns()  # an exchange of cached runs has nothing to wait for (round 60)
+            for r, step in zip(judged, steps, strict=True):
+                made.append(await judge.test_out(r, r.tests[round_], step, comparisons))
+                await turns.done()
+            return made
 
         for indices, judged in zip(parts, await all_of(part(p) for p in parts), strict=True):
             for i, out in zip(indices, judged, strict=True):
@@ -204,11 +207,16 @@ async def _judge(
     async def batch(tests: range) -> list[TestOut]:
         """The tests, in exchanges (:func:`exchanges`) one after another, each judged as it comes back."""
         outs: list[TestOut] = []
+        turns = Turns()  # across exchanges: one of cached results waits for nothing (round 60)
         for part in exchanges(executor, stdins, tests, sources):
             own = [digests[i] for i in part] if digests else None
             inputs = [stdins[i] for i in part]
-            steps = await executor.run_tests(lang, sources, inputs, limits, policy, digests=own, files_digest=files)
-            outs += [await judge.test_out(req, req.tests[i], s, comparisons) for i, s in zip(part, steps, strict=True)]
+            steps = await executor.run_tests(
+                lang, sources, inputs, limits, policy, digests=own, files_digest=files, turns=turns
+            )
+            for i, step in zip(part, steps, strict=True):
+                outs.append(await judge.test_out(req, req.tests[i], step, comparisons))
+                await turns.done()
         return outs
 
     outs: list[TestOut] = []

@@ -14,11 +14,12 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
 
 from .api import execute_batch, fusion, health, jupyter, native, nemo_skills, sessions
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
-from .api.guard import Guard, refusal_status
+from .api.guard import RELAYED, Guard, refusal_status
 from .backends.base import Saturated, TooLarge
 from .backends.choose import choose_backend
 from .config import Settings, get_settings
@@ -156,11 +157,14 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
 
     token = settings.api_token.get_secret_value() if settings.api_token else None
 
+    async def relayed(scope: Scope, receive: Receive, send: Send) -> None:
+        await app({**scope, RELAYED: True}, receive, send)  # counted as the route that makes it (``guard.RELAYED``)
+
     def sandbox(request: Request) -> AsyncSandboxClient:
         # Its runs are its caller's, as the per-client limits, windows and turns tell clients apart: the transport's
         # own address (127.0.0.1) made every caller's /submit one client's (round 56).
         caller = (request.client.host, request.client.port) if request.client else ("unknown", 0)
-        transport = httpx.ASGITransport(app=app, client=caller)
+        transport = httpx.ASGITransport(app=relayed, client=caller)
         return AsyncSandboxClient("http://sandbox", token=token, timeout=None, transport=transport)
 
     # A completion, and provided rows, are read in the analysis pool, charged to the budget in the caller's turn.

@@ -202,3 +202,47 @@ def test_a_body_is_charged_at_the_width_of_its_widest_character() -> None:
         asyncio.run(post(*parts))
     widths = [1, 1, 2, 4, 4]
     assert held == [HELD_FACTORS[w] * len(b"".join(p)) + 32 for w, p in zip(widths, bodies, strict=True)]
+
+
+def test_a_relaying_route_is_counted_and_its_relay_is_not() -> None:
+    """Round 60: ``/submit`` was not counted against its client's requests in flight (its relay to ``/v1/evaluate``
+    was): one address held hundreds, each with its row's tests, waiting for the analysis pool before any relay. The
+    route is counted now, and the request it makes as its caller's (``RELAYED``, which no client can set) is not."""
+    from codegym_sandbox.api.guard import RELAYED
+
+    gate = asyncio.Event()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await receive()
+        if scope["path"] == "/submit":
+            await gate.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guard = Guard(app, None, max_body=1000, metrics=Metrics(), max_client_requests=1)
+
+    async def request(path: str, relayed: bool = False) -> int:
+        headers = [(b"content-type", b"application/json")]
+        scope = {"type": "http", "path": path, "method": "POST", "headers": headers, "client": ("c", 1)}
+        scope |= {RELAYED: True} if relayed else {}
+        statuses: list[int] = []
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        await guard(scope, receive, send)
+        return statuses[0]
+
+    async def scenario() -> list[int]:
+        first = asyncio.create_task(request("/submit"))
+        await asyncio.sleep(0.01)
+        answers = [await request("/submit"), await request("/v1/evaluate", relayed=True)]
+        gate.set()
+        return [await first, *answers]
+
+    first, second, relay = asyncio.run(scenario())
+    assert (first, relay) == (200, 200) and second in (429, 504), (first, second, relay)  # 504: SandboxFusion's routes

@@ -24,10 +24,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..metrics import Metrics
 
 OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", "/v1/ping", "/"})
-# Routes that run their work through a request of their own to this server, as their caller's (SandboxFusion's
-# ``/submit``: ``main._include_datasets``): that request is counted against its caller's requests in flight, the
-# route itself is not (counted twice, a client's ``max_client_requests`` let half as many through).
-RELAYED_PATHS = frozenset({"/submit"})
+# The scope key of a request a route of this server makes to it as its caller's (SandboxFusion's ``/submit``:
+# ``main._include_datasets``), which no client can set: the route is counted against its caller's requests in
+# flight, its relay is not (counted twice, a client's ``max_client_requests`` let half as many through). The relay
+# alone was counted once, and a client held hundreds of ``/submit``s, each with its row's tests, waiting for the
+# analysis pool before any relay (round 60).
+RELAYED = "codegym.relayed"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # What a body holds in the server for each of its bytes, by the width of the widest character in it (Python keeps
 # a str at 1, 2 or 4 bytes a character, the widest of its characters, and the JSON reader first decodes the whole
@@ -115,7 +117,7 @@ class Guard:
             if self.max_client_requests and path not in OPEN_PATHS:
                 # One client cannot take every worker and the whole queue: its excess waits on its side.
                 client = str((scope.get("client") or ("unknown",))[0])
-                if path in RELAYED_PATHS:  # counted as the request it makes; its body is its client's all the same
+                if scope.get(RELAYED):  # counted as the route that made it; its body is its client's all the same
                     await self._serve(scope, receive, counting_send, client)
                     return
                 if self.in_flight.get(client, 0) >= self.max_client_requests:

@@ -161,6 +161,24 @@ CASES = {
         "def ways(n: int) -> int:\n    return fib(n)\n",
         ["    fib(i)"],
     ),
+    "a-cache-warmed-by-a-comprehension": (
+        'def ways(n: int) -> int:\n    """The n-th Fibonacci number modulo 10**9 + 7 (n up to 2999)."""\n',
+        "ways",
+        "def check(candidate):\n    assert candidate(2999) == 885303321\n",
+        "from functools import lru_cache\n\n\n@lru_cache(None)\ndef fib(n):\n"
+        "    return 1 if n < 2 else (fib(n - 1) + fib(n - 2)) % 1000000007\n\n\n_ = [fib(i) for i in range(3000)]\n\n\n"
+        "def ways(n: int) -> int:\n    return fib(n)\n",
+        ["_ = [fib(i) for i in range(3000)]"],
+    ),
+    "a-cache-warmed-by-map": (
+        'def ways(n: int) -> int:\n    """The n-th Fibonacci number modulo 10**9 + 7 (n up to 2999)."""\n',
+        "ways",
+        "def check(candidate):\n    assert candidate(2999) == 885303321\n",
+        "from functools import lru_cache\n\n\n@lru_cache(None)\ndef fib(n):\n"
+        "    return 1 if n < 2 else (fib(n - 1) + fib(n - 2)) % 1000000007\n\n\nlist(map(fib, range(3000)))\n\n\n"
+        "def ways(n: int) -> int:\n    return fib(n)\n",
+        ["list(map(fib, range(3000)))"],
+    ),
 }
 
 

@@ -133,13 +133,16 @@ def _fills(
     and classes bind), directly, through another name of the same object (``groups``: ``p = PRIMES``), through a
     function of the program's that does, or by passing it to one (``fill(100, TABLE)``); or a loop that warms the
     cache of a function of the program's (``cached``: ``lru_cache`` and the like, called low to high so that a deep
-    call later recurses little), needed as that function. Not a demo, which only reads."""
+    call later recurses little: a loop, a comprehension, ``map``; round 60), needed as that function. Not a demo,
+    which only reads."""
     if isinstance(node, ast.If) and _is_main_guard(node):
         return set()
-    if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Expr)):
-        return set()  # definitions and assignments are kept by what they define; asserts never
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return set()  # definitions are kept by what they define
     if any(isinstance(n, ast.Call) and _calls_end(n) for n in ast.walk(node)):
         return set()
+    if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Expr)):
+        return _warmed(node, cached)  # an assignment is kept by what it defines, or as it warms; asserts never
     own = {
         (n.func.id, a.id)
         for n in ast.walk(node)
@@ -149,10 +152,22 @@ def _fills(
     }
     passed = {name for function, name in own if name != function}
     changed = mutated(node).union(*(mutators[f] for f in _used_names(node) & mutators.keys()), passed)
-    warms = (
-        {function for function, _ in own} & cached if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) else set()
-    )
-    return {group for group in map(groups.of, changed) if group in data} | warms  # by group: see ``_sanitize``
+    return {group for group in map(groups.of, changed) if group in data} | _warmed(node, cached)  # see ``_sanitize``
+
+
+_REPEATS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _warmed(node: ast.stmt, cached: set[str]) -> set[str]:
+    """The memoised functions (``cached``) that ``node`` calls over and over: in a loop or a comprehension, or
+    handed to ``map`` (``_ = [ways(i) for i in range(3000)]``, ``list(map(ways, range(3000)))``)."""
+    if not cached or isinstance(node, ast.Assert):
+        return set()
+    found: set[str] = set()
+    for part in ast.walk(node):
+        if isinstance(part, _REPEATS) or (isinstance(part, ast.Call) and _callee_name(part.func) == ("map", True)):
+            found |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name) and n.id in cached}
+    return found
 
 
 _NAME_DEPTH = 32  # the parts of a callee's name read at most: ``unittest.TestCase().run`` is four

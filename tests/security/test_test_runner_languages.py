@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from codegym_sandbox import pytest_file
+from codegym_sandbox.agent import program_names
 from codegym_sandbox.backends.memory import MemoryBudget
 from codegym_sandbox.judging import off_loop
 from fastapi.testclient import TestClient
@@ -157,6 +158,7 @@ def test_no_statement_of_the_program_is_the_tests_code(hostile: TestClient, name
     assert fusion["status"] == "Failed" and fusion["run_result"]["return_code"] != 0, fusion
     assert native["verdict"] != "AC", native
     program, tests = pytest_file.split(BORROWED[name])
+    tests = tests.removeprefix(program_names.WHOLE_FILE)  # the mark of a file's tests (``read_tests``)
     assert program == BORROWED[name][: len(program)]
     assert set(tests.split("def test_")[0].split()) <= {"import", "pytest", "from", "approx"}, tests
 
@@ -180,6 +182,31 @@ def test_a_library_the_tests_import_is_the_checkers(hostile: TestClient, name: s
     assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
 
 
+# Round 60: a completion is the file's first part, and its last line can be a decorator of the dataset's first test:
+# one of the program's (a lambda that replaces the test), a mark that skips it or expects its failure, or a
+# fixture's (the file's one test made a fixture: none ran). A first test's decorators are a test library's now, none
+# that skips or expects a failure, and a file none of whose tests is collected once it ran fails, as under pytest.
+ONE_TEST = (
+    "\n@pytest.mark.parametrize('a,b,c', [(2, 3, 5), (1, 1, 2)])\ndef test_add(a, b, c):\n    assert add(a, b) == c\n"
+)
+DANGLING = {
+    "replaced": "@(lambda test: (lambda: None))\n",
+    "skipped": "@pytest.mark.skip\n",
+    "skipped-if": "@pytest.mark.skipif(True, reason='')\n",
+    "expected-to-fail": "@pytest.mark.xfail\n",
+    "unittest-skip": "@unittest.skip('')\n",
+    "made-a-fixture": "@pytest.fixture\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DANGLING))
+def test_a_completion_that_decorates_the_first_test_fails(hostile: TestClient, name: str) -> None:
+    head = "import pytest\nimport unittest\n"
+    for tests in (ONE_TEST, TESTS):
+        fusion, native = _both(hostile, WRONG + head + DANGLING[name] + tests.lstrip("\n"))
+        assert fusion["status"] == "Failed" and native["verdict"] != "AC", (name, fusion, native)
+
+
 # Honest files whose imports sit right before their tests: a library's names are the tests' own, imported anew in
 # the checker, under the program's names for them too.
 IMPORTS_BEFORE = {
@@ -190,6 +217,11 @@ IMPORTS_BEFORE = {
     "math": RIGHT + "\nimport math\nfrom math import isclose\n\ndef test_add():\n"
     "    assert isclose(add(0.1, 0.2), 0.3) and math.isclose(add(1, 2), 3)\n",
     "primes": RIGHT_PRIME + PRIME_TESTS,
+    "fixture-first": RIGHT + "\nimport pytest\n\n@pytest.fixture\ndef pair():\n    return (2, 3)\n\n"
+    "def test_add(pair):\n    assert add(*pair) == 5\n",
+    "patch-first": RIGHT + "\nfrom unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(printed):\n"
+    "    assert add(2, 3) == 5\n",
+    "parametrized-first": RIGHT + "\nimport pytest\n" + ONE_TEST,
     "renamed-libraries": RIGHT + "\nimport pytest as pt\nimport unittest as ut\nfrom math import isclose as close\n\n"
     "class TestAdd(ut.TestCase):\n    def test_add(self):\n        assert add(0.1, 0.2) == pt.approx(0.3)\n"
     "        assert close(add(1, 2), 3)\n",
@@ -212,6 +244,7 @@ def test_the_tests_get_the_libraries_names_the_program_imports_last() -> None:
         "def patch():\n    pass\n\ndef test_x():\n    pass\n"
     )
     program, tests = pytest_file.split(code)
+    tests = tests.removeprefix(program_names.WHOLE_FILE)
     assert program == code[: code.index("def test_x")]
     assert tests.splitlines() == [
         "import pytest; import os",

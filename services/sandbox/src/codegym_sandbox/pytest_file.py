@@ -55,6 +55,12 @@ TOO_LARGE = (
 # and a file whose text did not parse but whose bytes compiled (a byte-order mark, ``# coding: utf-7``) ran its
 # program and no test (round 58). Where the program's own compile fails, its error is the run's, as before.
 UNPARSED = "raise AssertionError('no tests ran: the file could not be split into its program and its tests')\n"
+DECORATED = (
+    "raise AssertionError(\"no tests ran: the first test of the file has a decorator that is no test library's, or one "
+    'that skips it or expects it to fail: the last line of a completion may decorate the first test")\n'
+)
+# The marks and decorators that keep a test from running, or make its failure a pass.
+_SKIPS = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure", "importorskip"})
 DECLARED = (
     "raise AssertionError('no tests ran: the file declares an encoding other than UTF-8, which its program and its "
     "tests are not split in')\n"
@@ -132,9 +138,38 @@ def _split(code: str) -> tuple[str, str]:
     lines = _LINES.findall(code)
     program = "".join(lines[: line - 1])
     head = ["\n"] * (line - 1)
-    for at, imports in _library_imports(body[:first], program):
+    imported = _library_imports(body[:first], program)
+    for at, imports in imported:
         head[at - 1] = imports + "\n"
-    return program, "".join(head) + "".join(lines[line - 1 :])
+    if not _decorated_by_tests(body[first], imported):
+        return program, DECORATED
+    return program, program_names.WHOLE_FILE + "".join(head) + "".join(lines[line - 1 :])
+
+
+def _decorated_by_tests(node: ast.stmt, imported: list[tuple[int, str]]) -> bool:
+    """Whether the decorators of ``node``, the file's first test, are a test library's (``pytest.mark.parametrize``,
+    ``pytest.fixture``, ``mock.patch``), from the names the tests' part imports anew, and none skips the test or
+    expects it to fail. A completion is the file's first part: its last line can be a decorator of the dataset's
+    first test, and ran in the checker as the tests' code (``@(lambda f: lambda: None)`` replaced the test, and a
+    wrong program passed; round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test)."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    if not decorators:
+        return True
+    names = {
+        alias.asname or alias.name.partition(".")[0]
+        for statement in ast.parse("\n".join(text for _, text in imported)).body
+        for alias in getattr(statement, "names", [])
+        if (getattr(statement, "module", None) or alias.name).partition(".")[0] in _TEST_LIBRARIES
+    }
+    for decorator in decorators:
+        parts, root = [], decorator
+        while isinstance(root, (ast.Call, ast.Attribute)):
+            if isinstance(root, ast.Attribute):
+                parts.append(root.attr)
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name) or root.id not in names or _SKIPS & {root.id, *parts}:
+            return False
+    return True
 
 
 def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, str]]:

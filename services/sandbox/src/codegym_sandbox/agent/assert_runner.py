@@ -311,7 +311,7 @@ def check(checker: Checker, tests: Tests) -> str:
                     if not test_forms.ended_well(exc, getattr(tests, "code", None)):
                         raise
                 fixtures = pytest_fixtures.fixtures(checker.output)
-                test_forms.run_collected(tests.code, scope, tests.declared, ran, fixtures)
+                test_forms.run_collected(tests.code, scope, tests.declared, ran, fixtures, whole_file=tests.whole_file)
     except ProgramEnded:
         outcome = "ended"
     except SystemExit as exc:  # the tests' own: the program's arrives as a ProgramInterrupt, or ends its process

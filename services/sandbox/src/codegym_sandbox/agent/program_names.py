@@ -38,6 +38,9 @@ from . import program_bytes
 # Starts the tests' text where the task declares names the program's (``assert_runner.read_tests``): a line of
 # them. No Python source starts with it.
 DECLARED = "\x01"
+# Starts the tests' text of a ``pytest`` file (``pytest_file``), before any declared names: its tests are the file's
+# test functions and classes, and a run in which none is collected fails, as pytest's does (exit status 5).
+WHOLE_FILE = "\x02"
 _STORE_NAME = dis.opmap["STORE_NAME"]  # in the module's own code: a top-level binding
 _STORE_GLOBAL = dis.opmap["STORE_GLOBAL"]  # anywhere (``global x`` in a function): one too
 _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]

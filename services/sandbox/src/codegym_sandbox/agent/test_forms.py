@@ -33,6 +33,7 @@ class Asserts(NamedTuple):
 
     code: types.CodeType
     declared: frozenset[str]
+    whole_file: bool = False  # a ``pytest`` file's tests (``program_names.WHOLE_FILE``)
 
 
 Tests = Asserts | call_test.Call
@@ -43,11 +44,13 @@ def read_tests(text: str) -> Tests:
     declared names first where it has any (``program_names.DECLARED``, a line of its own)."""
     if text.startswith(call_test.MARK):
         return call_test.parse(text)
+    whole_file = text.startswith(program_names.WHOLE_FILE)
+    text = text.removeprefix(program_names.WHOLE_FILE)
     declared = frozenset[str]()
     if text.startswith(program_names.DECLARED):
         names, _, text = text[len(program_names.DECLARED) :].partition("\n")
         declared = frozenset(names.split())
-    return Asserts(ran_tests.compiled(text), declared)
+    return Asserts(ran_tests.compiled(text), declared, whole_file)
 
 
 def ended_well(exc: SystemExit, code: types.CodeType | None = None) -> bool:
@@ -98,11 +101,11 @@ def outcome_of(exc: BaseException) -> str:
     return "failed" if isinstance(exc, (AssertionError, failed)) else "error"
 
 
-def run_collected(code: types.CodeType, *args: Any) -> None:
+def run_collected(code: types.CodeType, *args: Any, **kwargs: Any) -> None:
     """:func:`collect_and_run`, where an exit is no end of the tests: nothing it runs (a test, a fixture's setup or
     teardown, a class's hook) ends them as passed, as pytest fails an exit there."""
     try:
-        collect_and_run(code, *args)
+        collect_and_run(code, *args, **kwargs)
     except SystemExit as exc:
         raise RuntimeError(f"the tests' collected tests exited ({exc.code!r}): no exit there is a pass") from None
 
@@ -113,6 +116,7 @@ def collect_and_run(
     declared: frozenset[str],
     ran: set[str],
     builtin: Builtin = MappingProxyType({}),
+    whole_file: bool = False,
 ) -> None:
     """Run what pytest would collect from the tests' scope once their code ran (whether it ended in an exit that
     says it passed or not: ``unittest.main()`` runs nothing, see ``test_scope``). An assertion
@@ -155,6 +159,10 @@ def collect_and_run(
         )
     ]
     cases = collect_order.cases(scope, unittest)
+    if whole_file and not (collected or cases):
+        # A pytest file whose tests were all made something pytest does not collect (a completion's last line, a
+        # decorator of the file's first test: ``@pytest.fixture``) ran none, and passed (round 60).
+        raise AssertionError("no tests ran: pytest collects none of the file's tests as they are once it ran")
     # pytest's module hooks, once around all it collects (unittest's cases too).
     try:
         if collected or cases:

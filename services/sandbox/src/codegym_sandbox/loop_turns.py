@@ -16,20 +16,28 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 # The most items (tests validated, keyed or judged) done before others' requests get a turn.
-TURN = 2048
+TURN = 512
 
 
 class Turns:
-    """The items done since the loop last served others; a turn given back every ``TURN``."""
+    """The items done since the loop last served others; a turn given back every ``TURN``. One may be shared by the
+    tasks of a request that run side by side: once ``TURN`` items of all of them are done, each gives a turn back
+    as it next counts, until the loop has served what was waiting (``_served``, run after it), so that others'
+    requests get theirs after ``TURN`` items of the request, not of each of its tasks."""
 
     def __init__(self) -> None:
-        self.since = 0
+        self.since, self.due = 0, False
 
     async def done(self, items: int = 1) -> None:
         self.since += items
-        if self.since >= TURN:
-            self.since = 0
+        if self.since >= TURN and not self.due:
+            self.due = True
+            asyncio.get_running_loop().call_soon(self._served)  # after all that is ready now, others' work among it
+        if self.due:
             await asyncio.sleep(0)
+
+    def _served(self) -> None:
+        self.since, self.due = 0, False
 
 
 async def mapped(fn: Callable[[T], U], items: Sequence[T], turns: Turns) -> list[U]:

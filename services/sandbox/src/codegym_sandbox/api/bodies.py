@@ -25,7 +25,7 @@ M = TypeVar("M", bound=BaseModel)
 # ``evaluate_batch`` before anything reads it.
 Unvalidated = Annotated[M, SkipValidation]
 
-# Tests validated between the loop's turns at others' work (``loop_turns``): some 4 ms of it.
+# Tests validated between the loop's turns at others' work (``loop_turns``): some 1 ms of it.
 SLICE = TURN
 
 _TESTS = TypeAdapter(list[Test])

@@ -141,16 +141,16 @@ async def _judge_asserts(
         ]
 
         files = executor.files_digest(sources) if policy.cache else ""  # once for the round's exchanges
+        turns = Turns()  # shared by the round's exchanges: one of cached runs has nothing to wait for (round 60)
 
         async def part(indices: range) -> list[TestOut]:
             """One exchange, judged as it comes back: its outputs are let go before the round ends."""
             runs_stdins: list[bytes | None] = [stdins[i] for i in indices]
             steps = await executor.run_tests(
-                lang, sources, runs_stdins, limits, policy, shared=True, files_digest=files
+                lang, sources, runs_stdins, limits, policy, shared=True, files_digest=files, turns=turns
             )
             judged = [reqs[runs[i][0]][0] for i in indices]
             made: list[TestOut] = []
-            turns = Turns()  # an exchange of cached runs has nothing to wait for (round 60)
             for r, step in zip(judged, steps, strict=True):
                 made.append(await judge.test_out(r, r.tests[round_], step, comparisons))
                 await turns.done()
@@ -203,11 +203,11 @@ async def _judge(
         return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy, comparisons)
 
     files = executor.files_digest(sources) if digests else ""  # once for the program's exchanges
+    turns = Turns()  # across its exchanges and batches: one of cached results waits for nothing (round 60)
 
     async def batch(tests: range) -> list[TestOut]:
         """The tests, in exchanges (:func:`exchanges`) one after another, each judged as it comes back."""
         outs: list[TestOut] = []
-        turns = Turns()  # across exchanges: one of cached results waits for nothing (round 60)
         for part in exchanges(executor, stdins, tests, sources):
             own = [digests[i] for i in part] if digests else None
             inputs = [stdins[i] for i in part]

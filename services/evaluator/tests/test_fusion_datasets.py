@@ -79,3 +79,15 @@ def test_a_list_route_keeps_no_rows_tests() -> None:
         r = c.post("/get_prompt_by_id", json={"dataset": "mbpp", "id": "t", "config": {"provided_data": many}})
         assert r.status_code == 200 and r.json()["labels"]["tests"] == 1000, r.text
     assert len(returned) == 5 and all(type(value) is dict and "tests" not in value for value in returned), returned
+
+
+def test_a_row_of_more_tests_than_a_task_has_is_refused(client: TestClient) -> None:
+    """Round 60: a LiveCodeBench row of 328 characters was 65,000 tests, which each /submit in flight held."""
+    from codegym_evaluator.fusion_datasets import ROW_TESTS
+
+    tests = [{"stdin": "1\n", "expected_stdout": "1\n"}]
+    for n, status in ((ROW_TESTS, 200), (ROW_TESTS + 1, 400)):
+        row = {**TASK, "tests": tests * n}
+        r = client.post("/get_prompt_by_id", json={"dataset": "mbpp", "id": "t", "config": {"provided_data": row}})
+        assert r.status_code == status, r.text[:300]
+    assert f"more than {ROW_TESTS} tests" in r.json()["detail"], r.text[:300]

@@ -121,9 +121,10 @@ def _prepared(task: Task, timeout_s: float, early_stop: bool, completion: str) -
     return extracted, program, body
 
 
-# The most a provided row's tests may be: in number (a task's are hundreds at most), and in characters written out
-# (those of a request's body at most).
-ROW_TESTS = 1 << 16
+# The most a provided row's tests may be: in number (a task's are hundreds at most: a row of 328 characters was 65,000
+# tests, and each /submit in flight held them, 1.7 GB for 200 of one client's; round 60), and in characters written
+# out (those of a request's body at most).
+ROW_TESTS = 1 << 12
 ROW_TEST_CHARS = 64 << 20
 
 # Upstream's ids of datasets codegym has under its own names.

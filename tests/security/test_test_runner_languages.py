@@ -173,6 +173,13 @@ LIBRARY_CHEATS = {
     "renamed-pytest": "import pytest\n" + SAME + "pytest.approx = lambda *a, **k: Same()\n\ndef add(a, b):\n"
     "    return Same()\n\nimport pytest as pt\n\ndef test_add():\n    assert add(2, 3) == pt.approx(5)\n",
     "pytest-main": "from pytest import main\n\ndef test_main():\n    assert main(['--version-of-nothing']) == 0\n",
+    # Round 61: any other library's name the program imports stays the program's: the checker's `eval` under a name
+    # the program chose ran the program's string there, and `unittest.main` as a module was the runner's stub.
+    "eval-as-decode": "from builtins import eval as decode\n\ndef encode(s):\n"
+    "    return \"__import__('sys').modules['codegym_sandbox.agent.test_forms'].__dict__.update(_run=lambda *a, **k: "
+    "None) or 'hello'\"\n\ndef test_roundtrip():\n    assert decode(encode('hello')) == 'hello'\n\n"
+    "def test_encode():\n    assert encode('abc') == 'def'\n",
+    "unittest-main-module": "import unittest.main as main\n\ndef test_main():\n    assert main(['x']) is None\n",
 }
 
 
@@ -227,6 +234,13 @@ IMPORTS_BEFORE = {
     "        assert close(add(1, 2), 3)\n",
     "counter": "from collections import Counter\n\ndef count(s):\n    return Counter(s)\n\n"
     "from collections import Counter\n\ndef test_count():\n    assert count('aab') == Counter({'a': 2, 'b': 1})\n",
+    # Round 61: a library's class the tests build expected values with, and its seeding, are the program's.
+    "dates": "from datetime import date, timedelta\n\ndef next_day(d):\n    return d + timedelta(days=1)\n\n"
+    "from datetime import date\n\ndef test_next_day():\n    assert next_day(date(2020, 2, 28)) == date(2020, 2, 29)\n"
+    "    assert isinstance(next_day(date(2020, 1, 1)), date)\n",
+    "seeded": "import random\n\ndef roll():\n    return random.randint(1, 6)\n\nimport random as rnd\n\n"
+    "def test_seeded():\n    rnd.seed(1)\n    first = [roll() for _ in range(5)]\n    rnd.seed(1)\n"
+    "    assert [roll() for _ in range(5)] == first\n",
 }
 
 
@@ -247,7 +261,7 @@ def test_the_tests_get_the_libraries_names_the_program_imports_last() -> None:
     tests = tests.removeprefix(program_names.WHOLE_FILE)
     assert program == code[: code.index("def test_x")]
     assert tests.splitlines() == [
-        "import pytest; import os",
+        "import pytest",
         "from pytest import approx",
         "from unittest import mock",
         "from unittest.mock import ANY",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -176,19 +175,18 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
     """The imports of libraries that the tests' part gets for the program's statements ``program`` (its text
     ``source``), each with the line of the program's import it stands for.
 
-    No statement of the program's becomes the tests' code: the tests get a library's own objects, imported anew in
-    the checker, written here (``import pytest``, ``from math import isclose``, ``import pytest as pt``), so that
-    the tests' ``approx``, ``isclose`` or ``TestCase`` is the checker's and no stand-in of the program's, which
-    the program's part could have patched in its process first (round 59: pytest's and unittest's names; round 60:
-    any library's, ``from math import isclose``, ``from numpy.testing import assert_allclose``, and a test library
-    renamed, ``import pytest as pt``). A library is the standard library, pytest's and unittest's, or a package
-    tests use by name (``program_names.PACKAGES``): the checker imports it where the program's process did,
-    never from the run's directory. Never a name the program chose for a test library's function (``from pytest
-    import approx as add``: the program's answer would be a genuine approx), a test runner's ``main`` (the
-    checker's answers 0: ``test_scope.no_runner_main``), a builtin's name, a private one, a star's, or a name a later
-    statement of the program binds again (``from operator import truth as all`` after it binds the program's
-    ``all``): as the file runs, the last binding is the name's. A binding before the import is not the name's:
-    taken for the program's, ``approx = None`` first left the tests the program's ``approx`` (round 59).
+    No statement of the program's becomes the tests' code: the tests get a test library's own objects, and a
+    comparison helper's, imported anew in the checker, written here (``import pytest``, ``from pytest import
+    approx``, ``import pytest as pt``, ``from math import isclose``), so that the tests' ``approx``, ``isclose`` or
+    ``TestCase`` is the checker's and no stand-in of the program's, which the program's part could have patched in
+    its process first (round 59: pytest's and unittest's names; round 60: ``from math import isclose``, ``from
+    numpy.testing import assert_allclose`` and ``import pytest as pt``). Never a name the program chose for a test
+    library's function (``from pytest import approx as add``: the program's answer would be a genuine approx), a
+    test runner's ``main`` (the checker's answers 0: ``test_scope.no_runner_main``), a builtin's name, a private one,
+    a star's, any other library's (:func:`_library_aliases`), or a name a later statement of the program binds again
+    (``from operator import truth as all`` after it binds the program's ``all``): as the file runs, the last binding
+    is the name's. A binding before the import is not the name's: taken for the program's, ``approx = None`` first
+    left the tests the program's ``approx`` (round 59).
     """
     imported = [(i, node, alias) for i, node in enumerate(program) for alias in _library_aliases(node)]
     if not imported or not program_names.compiles(source):
@@ -213,29 +211,50 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
 
 
 def _library_aliases(node: ast.stmt) -> list[ast.alias]:
-    """The names of a library that ``node`` imports (see :func:`_library_imports`): a module by any name, a test
-    library's public name by its own, another library's public name by any; never a star, a private name or a test
-    runner's ``main``."""
+    """The names that ``node`` imports of a library the tests check with (see :func:`_library_imports`): a test
+    library's module by any name (``import pytest as pt``) and its public names by their own, and a comparison
+    helper's (``_HELPERS``) by any; never a star, a private name or a test runner's ``main``. Never another
+    library's name: the checker's ``eval`` or ``pickle.loads`` under a name the program chose ran what the program
+    gave it there, the checker's ``date`` or ``deque`` equalled no value of the program's, and its ``random.seed``
+    seeded no generator of the program's (round 61)."""
     if isinstance(node, ast.Import):
-        return [alias for alias in node.names if _library(alias.name)]
-    if not isinstance(node, ast.ImportFrom) or node.level or not _library(node.module or ""):
+        return [alias for alias in node.names if _library(alias.name) or _helper(alias.name, None)]
+    if not isinstance(node, ast.ImportFrom) or node.level:
         return []
-    test_library = (node.module or "").partition(".")[0] in _TEST_LIBRARIES
+    module = node.module or ""
     return [
         alias
         for alias in node.names
         if _public(alias.name)
-        and not (test_library and alias.name == "main")
-        and (alias.asname in (None, alias.name) or not test_library)
+        and (
+            (_library(module) and alias.name != "main" and alias.asname in (None, alias.name))
+            or _helper(module, alias.name)
+        )
     ]
 
 
+# Comparison helpers tests check a program's values with, run in the checker on what it reads of them: a module's
+# every public name (None), or these names of a module. Each returns a bool, or raises, and runs no code it is given.
+_HELPERS: dict[str, frozenset[str] | None] = {
+    "math": frozenset({"isclose"}),
+    "cmath": frozenset({"isclose"}),
+    "numpy": frozenset({"isclose", "allclose", "array_equal", "array_equiv", "testing"}),
+    "numpy.testing": None,
+}
+
+
+def _helper(module: str, name: str | None) -> bool:
+    """Whether ``module`` (``name`` of it, or the module itself where None) is a comparison helper's."""
+    if module in _HELPERS and name is None:
+        return _HELPERS[module] is None
+    names = _HELPERS.get(module, frozenset())
+    return name is not None and (names is None or name in names)
+
+
 def _library(module: str) -> bool:
-    """Whether ``module`` is a public module of a library the checker imports as the program's process does."""
+    """Whether ``module`` is a public module of a test library's (pytest's or unittest's), none of its runner."""
     parts = module.split(".")
-    top = parts[0]
-    known = top in _TEST_LIBRARIES or top in sys.stdlib_module_names or top in program_names.PACKAGES
-    return known and all(map(_public, parts))
+    return parts[0] in _TEST_LIBRARIES and all(map(_public, parts)) and "main" not in parts
 
 
 def _public(name: str) -> bool:

@@ -55,7 +55,7 @@ _NOT_IMPORTED = (
 _ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "nx": "networkx", "sp": "scipy"}
 # Packages that tests use by name, installed here or not: where one is missing, a program's class of its name is
 # no stand-in for it (an honest program cannot import it either).
-PACKAGES = frozenset(
+_PACKAGES = frozenset(
     {"numpy", "pandas", "scipy", "sympy", "torch", "sklearn", "networkx", "matplotlib", "tensorflow", "jax", "mpmath"}
     | {"sortedcontainers", "more_itertools", "gmpy2", "numba", "polars", "PIL", "cv2"}
 )
@@ -371,7 +371,7 @@ def module_of(name: str) -> str | None:
         return _ALIASES[name]
     if not importable(name):
         return None
-    if name in sys.stdlib_module_names or name in PACKAGES:
+    if name in sys.stdlib_module_names or name in _PACKAGES:
         return name
     try:
         return name if importlib.util.find_spec(name) is not None else None

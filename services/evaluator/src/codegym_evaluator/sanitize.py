@@ -164,9 +164,13 @@ def _warmed(node: ast.stmt, cached: set[str]) -> set[str]:
     if not cached or isinstance(node, ast.Assert):
         return set()
     found: set[str] = set()
-    for part in ast.walk(node):
+    stack: list[ast.AST] = [node]
+    while stack:  # each part read once: a repeat's names all at once, never again for a repeat within it (round 61)
+        part = stack.pop()
         if isinstance(part, _REPEATS) or (isinstance(part, ast.Call) and _callee_name(part.func) == ("map", True)):
             found |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name) and n.id in cached}
+        else:
+            stack.extend(ast.iter_child_nodes(part))
     return found
 
 

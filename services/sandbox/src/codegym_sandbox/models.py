@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from .verdicts import Verdict
 
@@ -25,6 +25,26 @@ class CallComparison(str, Enum):
     APPS = "apps"  # Python's ==, a returned list of tuples as a list of lists too, as APPS's (and TACO's) harness
 
 
+# The files a run may send and fetch, in all (their names travel in one frame's header to the worker: ``api/files``).
+MAX_FILES = 4096
+
+
+def _at_most_files(value: object) -> object:
+    """``value`` where it holds no more than ``MAX_FILES`` items, refused at its length before any item of it is
+    validated: each wrong item was an error made on the event loop, and a list of a million of them held every
+    client's requests 17 s, one of four million the server's memory until it was killed (round 61)."""
+    if isinstance(value, (list, dict)) and len(value) > MAX_FILES:
+        raise ValueError(f"{len(value)} items: at most {MAX_FILES}")
+    return value
+
+
+# A request's files (name -> content) and names to fetch, bounded as they are read. A list that only a larger bound
+# limits (``max_runs_per_request``) is validated ``fail_fast``: to its first wrong item.
+Files = Annotated[dict[str, str | None], BeforeValidator(_at_most_files)]
+TextFiles = Annotated[dict[str, str], BeforeValidator(_at_most_files)]
+Names = Annotated[list[str], BeforeValidator(_at_most_files)]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -41,8 +61,8 @@ class ExecuteRequest(Strict):
     language: str
     code: str
     stdin: str | None = None
-    files: dict[str, str | None] = Field(default_factory=dict, description="name -> base64 content")
-    fetch_files: list[str] = Field(default_factory=list)
+    files: Files = Field(default_factory=dict, description="name -> base64 content")
+    fetch_files: Names = Field(default_factory=list)
     limits: LimitsIn = Field(default_factory=LimitsIn)
     cache: bool = Field(True, description="answer from the result cache when the same run ran before (false: run it)")
 
@@ -94,7 +114,7 @@ class EvaluateRequest(Strict):
     """Many candidate programs against one shared test set (a GRPO group shares its tests)."""
 
     language: str
-    programs: list[str] = Field(min_length=1)
+    programs: list[str] = Field(min_length=1, fail_fast=True)
     tests: list[Test] = Field(min_length=1)
     function: str | None = Field(
         None,

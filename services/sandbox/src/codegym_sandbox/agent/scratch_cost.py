@@ -19,7 +19,7 @@ INODE_BYTES = 1024  # a tmpfs inode and its dentry, about (a long name's dentry 
 # within it; each costs the agent a mkdir and the kernel an inode, counted by nobody but here.
 MAX_DIRS = 1024
 # The fewest inodes a tmpfs of the box holds, however small its size: a request's files (4,096 at most,
-# ``api/files.MAX_FILES``) and their directories, and more than a session a fork copies may hold (10,000 files:
+# ``models.MAX_FILES``) and their directories, and more than a session a fork copies may hold (10,000 files:
 # one with more is refused its fork, ``agent/copy_tree.py``, not stopped short of making them).
 _MIN_INODES = 16384
 

@@ -54,8 +54,8 @@ ANSWER_BYTES = 16 << 20
 class ExecuteBatchRequest(BaseModel):
     """The routers' request (unknown fields are ignored, as the routers do)."""
 
-    scripts: list[str]
-    languages: list[str] | None = None
+    scripts: list[str] = Field(fail_fast=True)
+    languages: list[str] | None = Field(None, fail_fast=True)
     timeout: float = Field(300, description="seconds per script (clamped to the server's maximum)")
     request_timeout: float | None = Field(None, description="the client's own HTTP timeout (not used here)")
 

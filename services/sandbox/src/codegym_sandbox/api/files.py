@@ -8,13 +8,13 @@ import posixpath
 from collections.abc import Collection, Iterable
 
 from ..agent.scratch_cost import MAX_DIRS, directories, over_memory
+from ..models import MAX_FILES
 
 SCRATCH = "/tmp/box"
 MAX_NAME_BYTES = 1024
 # The names of a run's files (sent and fetched) travel in the header of one frame to the worker, whose size
 # the agent bounds (``agent/protocol.MAX_HEADER``, 1 MiB): beyond these, a request is refused here (422)
-# rather than failing on the way there (which said SE, the sandbox's fault).
-MAX_FILES = 4096
+# rather than failing on the way there (which said SE, the sandbox's fault). ``models.MAX_FILES`` files at most.
 MAX_NAMES_JSON_BYTES = 512 << 10
 MAX_PATTERNS = 16  # fetched names with '*': each is matched against the run's files (agent/scratch_files.py)
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..languages import FUSION_LANGUAGES
+from ..models import Files, Names
 
 FusionLanguage = Literal[FUSION_LANGUAGES]  # type: ignore[valid-type]
 
@@ -33,8 +34,8 @@ class RunCodeRequest(BaseModel):
     run_timeout: float = 10
     memory_limit_MB: int = Field(-1, description="-1 means the server's default limit")
     stdin: str | None = None
-    files: dict[str, str | None] = Field(default_factory=dict)
-    fetch_files: list[str] = Field(default_factory=list)
+    files: Files = Field(default_factory=dict)
+    fetch_files: Names = Field(default_factory=list)
 
 
 class CommandRunResult(BaseModel):

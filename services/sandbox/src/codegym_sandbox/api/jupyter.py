@@ -33,6 +33,7 @@ from ..agent import cells as notebook
 from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
 from ..executor import Executor
+from ..models import Files, Names
 from ..verdicts import RunEnd
 from .convert import CUT_OUTPUT, fusion_result, text
 from .deps import client_of
@@ -55,8 +56,8 @@ class RunJupyterRequest(BaseModel):
     total_timeout: float = Field(45, description="seconds for all the cells (clamped to the server's maximum)")
     memory_limit_MB: int = Field(-1, description="-1 means the server's default limit")
     kernel: str = "python3"
-    files: dict[str, str | None] = Field(default_factory=dict)
-    fetch_files: list[str] = Field(default_factory=list)
+    files: Files = Field(default_factory=dict)
+    fetch_files: Names = Field(default_factory=list)
 
 
 class CellRunResult(BaseModel):

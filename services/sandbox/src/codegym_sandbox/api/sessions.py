@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request, Response
 
 from .. import languages
+from ..models import MAX_FILES
 from ..sessions import forks
 from ..sessions.repeats import KEY_PATTERN
 from ..sessions.store import Session, SessionStore
@@ -23,7 +24,7 @@ from ..sessions.wire import (
     SessionsForked,
 )
 from .deps import client_of
-from .files import MAX_FILES, BadFiles, check_names, scratch_name
+from .files import BadFiles, check_names, scratch_name
 
 router = APIRouter(prefix="/v1/sessions")
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..models import TextFiles
+
 # How a cell ended. finished: it ran to its end (an exception in it is its result, in ``error``); time_limit:
 # it ran past its limit (interrupted, or where it could not be, the session ended); memory_limit: the session
 # passed its memory limit (it ended); killed: its interpreter ended otherwise (it exited, or was killed).
@@ -32,7 +34,7 @@ class CreateSession(BaseModel):
     language: Literal["python"] = "python"
     ttl_s: float | None = Field(None, gt=0, allow_inf_nan=False, description="Idle time after which the session ends.")
     limits: SessionLimits = Field(default_factory=SessionLimits)
-    files: dict[str, str] = Field(default_factory=dict, description="name -> content (text), in its directory.")
+    files: TextFiles = Field(default_factory=dict, description="name -> content (text), in its directory.")
 
 
 class SessionCreated(BaseModel):

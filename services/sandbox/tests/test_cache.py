@@ -355,8 +355,8 @@ def test_a_request_of_cached_runs_gives_the_loop_its_turns(client: TestClient, m
     asserts = {"language": "python", "programs": ["def f():\n    return 1\n"], "tests": [{"assert_code": "assert f()"}]}
     executor = client.app.state.executor  # type: ignore[attr-defined]
 
-    async def longest_stretch(body: dict[str, Any]) -> int:
-        """The most tests judged between two turns of another client's."""
+    async def longest_stretch(body: dict[str, Any], copies: int = 1) -> int:
+        """The most tests judged between two turns of another client's, ``copies`` of the request in one batch."""
         longest, done = 0, False
 
         async def other_client() -> None:
@@ -368,10 +368,10 @@ def test_a_request_of_cached_runs_gives_the_loop_its_turns(client: TestClient, m
 
         ticking = asyncio.create_task(other_client())
         await asyncio.sleep(0)
-        (programs,) = await judge_requests(executor, [EvaluateRequest.model_validate(body)], RunPolicy())
+        results = await judge_requests(executor, [EvaluateRequest.model_validate(body)] * copies, RunPolicy())
         done = True
         await ticking
-        assert all(p.verdict.value == "AC" for p in programs), programs[0]
+        assert all(p.verdict.value == "AC" for programs in results for p in programs), results[0][0]
         return longest
 
     assert client.portal is not None
@@ -380,3 +380,50 @@ def test_a_request_of_cached_runs_gives_the_loop_its_turns(client: TestClient, m
     client.portal.call(longest_stretch, asserts)
     # One test of many programs: exchanges judged side by side, each giving the loop back as it goes.
     assert client.portal.call(longest_stretch, {**asserts, "programs": asserts["programs"] * n}) <= 2 * loop_turns.TURN
+    # Round 61: as many requests of one test in a batch, each counting its turns alone.
+    assert client.portal.call(longest_stretch, stdio, n) <= 2 * loop_turns.TURN
+
+
+def test_a_batch_answer_of_many_requests_is_made_between_turns(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 61: a batch of 262,144 requests whose runs were cached had its answer made in one stretch of the event
+    loop (6 s of every client's requests): it is made ``loop_turns.TURN`` requests between turns."""
+    import asyncio
+
+    import httpx
+    from codegym_sandbox.api import native
+
+    made = 0
+    real = native.EvaluateResponse
+
+    def counted(**fields: Any) -> Any:
+        nonlocal made
+        made += 1
+        return real(**fields)
+
+    monkeypatch.setattr(native, "EvaluateResponse", counted)
+    one = {"language": "python", "programs": ["print(1)"], "tests": [{"stdin": "", "expected_stdout": "1\n"}]}
+    assert client.post("/v1/evaluate", json=one).json()["results"][0]["verdict"] == "AC"  # now cached
+    batch = {"requests": [one] * (8 * loop_turns.TURN)}
+
+    async def longest_stretch() -> tuple[int, int]:
+        longest, done = 0, False
+
+        async def other_client() -> None:
+            nonlocal longest
+            last = made
+            while not done:
+                longest, last = max(longest, made - last), made
+                await asyncio.sleep(0)
+
+        ticking = asyncio.create_task(other_client())
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=client.app), base_url="http://s") as http:
+            status = (await http.post("/v1/evaluate/batch", json=batch)).status_code
+        done = True
+        await ticking
+        return status, longest
+
+    assert client.portal is not None
+    status, longest = client.portal.call(longest_stretch)
+    assert status == 200 and made == 8 * loop_turns.TURN + 1 and longest <= loop_turns.TURN, (status, made, longest)

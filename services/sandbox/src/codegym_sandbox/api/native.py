@@ -14,6 +14,7 @@ from ..judging import harness, off_loop
 from ..judging.judge import execution_verdict
 from ..judging.schedule import judge_requests
 from ..judging.wire import step_out
+from ..loop_turns import Turns, mapped
 from ..models import (
     EvaluateBatchRequest,
     EvaluateBatchResponse,
@@ -84,7 +85,9 @@ async def evaluate_batch(
     started = time.perf_counter()
     results = await judge_requests(executor, req.requests, policy)
     wall = time.perf_counter() - started
-    return EvaluateBatchResponse(responses=[EvaluateResponse(results=r, wall_s=wall) for r in results], wall_s=wall)
+    # Made between the loop's turns: 262,144 small requests' answers in one stretch held every client 6 s (round 61).
+    responses = await mapped(lambda r: EvaluateResponse(results=r, wall_s=wall), results, Turns())
+    return EvaluateBatchResponse(responses=responses, wall_s=wall)
 
 
 # What a request's call and assert tests may become at once: each is written, with the program, into each

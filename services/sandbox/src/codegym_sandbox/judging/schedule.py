@@ -37,6 +37,9 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
     workers = executor.backend.status().get("workers", 1)
     judge.share_answer(reqs)
     comparisons = Comparisons(executor.backend.memory, policy)  # in its client's window and turn
+    # The event loop's turns, counted across the requests' programs, exchanges and answers: those of cached runs
+    # wait for nothing (262,144 tests of one program held every client 10 s: round 60; as many requests, 13 s: 61).
+    turns = Turns()
     asserts: dict[int, languages.Language] = {}
     for i, req in enumerate(reqs):
         if (lang := _python_asserts(executor, req)) is not None:
@@ -52,7 +55,7 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
         stdins = [t.stdin.encode() if t.stdin else None for t in req.tests]  # bytes: shared by every program
         digests = stdin_digests(stdins) if policy.cache else None  # hashed once for them all, only for the cache
         judged = (
-            _judge(executor, req, code, (stdins, digests), limits, compile_limits, chunk, policy, comparisons)
+            _judge(executor, req, code, (stdins, digests), limits, compile_limits, chunk, policy, comparisons, turns)
             for code in req.programs
         )
         return await all_of(judged)
@@ -60,7 +63,9 @@ async def judge_requests(executor: Executor, reqs: list[EvaluateRequest], policy
     others = [i for i in range(len(reqs)) if i not in asserts]
     judged_asserts, judged_others = await all_of(
         [
-            _judge_asserts(executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy, comparisons),
+            _judge_asserts(
+                executor, [(reqs[i], lang) for i, lang in asserts.items()], workers, policy, comparisons, turns
+            ),
             all_of(stdio(reqs[i]) for i in others),
         ]
     )
@@ -112,6 +117,7 @@ async def _judge_asserts(
     workers: int,
     policy: RunPolicy,
     comparisons: Comparisons,
+    turns: Turns,
 ) -> list[list[ProgramOut]]:
     """Assert and call tests, one round at a time: the first test of every program of every request, then the
     second.
@@ -141,7 +147,6 @@ async def _judge_asserts(
         ]
 
         files = executor.files_digest(sources) if policy.cache else ""  # once for the round's exchanges
-        turns = Turns()  # shared by the round's exchanges: one of cached runs has nothing to wait for (round 60)
 
         async def part(indices: range) -> list[TestOut]:
             """One exchange, judged as it comes back: its outputs are let go before the round ends."""
@@ -171,9 +176,11 @@ async def _judge_asserts(
                     if not req.early_stop or all(t.verdict is Verdict.AC for t in tests):
                         groups.setdefault((lang.name, limits[g]), []).append((g, p))
         await all_of(run(round_, executor.language(name), lim, r) for (name, lim), r in groups.items())
-    return [
-        [judge.program_out(req, tests) for tests in programs] for (req, _), programs in zip(reqs, outs, strict=True)
-    ]
+    answers: list[list[ProgramOut]] = []
+    for (req, _), programs in zip(reqs, outs, strict=True):
+        answers.append([judge.program_out(req, tests) for tests in programs])
+        await turns.done(len(programs))
+    return answers
 
 
 async def _judge(
@@ -186,6 +193,7 @@ async def _judge(
     chunk: int,
     policy: RunPolicy,
     comparisons: Comparisons,
+    turns: Turns,
 ) -> ProgramOut:
     total, (stdins, digests) = len(req.tests), inputs
     try:
@@ -203,7 +211,6 @@ async def _judge(
         return await _run_test(executor, req, lang, code, sources, req.tests[i], stdins[i], limits, policy, comparisons)
 
     files = executor.files_digest(sources) if digests else ""  # once for the program's exchanges
-    turns = Turns()  # across its exchanges and batches: one of cached results waits for nothing (round 60)
 
     async def batch(tests: range) -> list[TestOut]:
         """The tests, in exchanges (:func:`exchanges`) one after another, each judged as it comes back."""

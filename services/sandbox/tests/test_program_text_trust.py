@@ -90,6 +90,10 @@ FILES = [
     b"# coding: raw_unicode_escape\ndef f(xs):\n    return sorted(xs)  # \\\r\n",
     b"# coding: utf-7\r# x\rdef f(xs):\r    return +AHMAbwByAHQAZQBk-(xs)\r",
     b"# coding: latin-1\ndef f(xs):\n    return sorted(xs)  # \xe9\r\n",
+    # Round 61: the lines up to the declaration's are read as they are, never through its codec.
+    b"# coding: utf-7 +AAo-print('hidden')\ndef f(xs):\n    return sorted(xs)\n",
+    b"# +AAo-print('hidden')\n# coding: utf-7\ndef f(xs):\n    return sorted(xs)\n",
+    b"# coding: unicode_escape \\nprint('hidden')\ndef f(xs):\n    return sorted(xs)\n",
 ]
 
 

@@ -86,8 +86,13 @@ def decoded(data: bytes) -> str:
     found = _declared(data)
     if found is None:
         return data.decode("utf-8", "surrogatepass")
-    # As the interpreter's reader of a file: decoded, then its lines ended (``\r`` and ``\r\n`` read as ``\n``).
-    return io.TextIOWrapper(io.BytesIO(data), encoding=_codec(found), errors="strict", newline=None).read()
+    # As the interpreter's reader of a file: the lines up to the declaration's as they were read to find it (its
+    # tokenizer keeps them; decoded, ``# coding: utf-7 +AAo-print(1)`` ran a line python3 never does: round 61), the
+    # rest decoded, then its lines ended (``\r`` and ``\r\n`` read as ``\n``).
+    head = _line_end(data, found.start())
+    read = _NEWLINE.sub(b"\n", data[:head]).decode("utf-8")
+    rest = io.TextIOWrapper(io.BytesIO(data[head:]), encoding=_codec(found), errors="strict", newline=None)
+    return read + rest.read()
 
 
 def _codec(declared: re.Match[bytes]) -> str:

@@ -24,7 +24,7 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from codegym_sandbox.backends.base import MemoryShare
 from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb
@@ -32,7 +32,7 @@ from codegym_sandbox.client import AsyncSandboxClient, SandboxError
 from codegym_sandbox.judging import off_loop
 from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from . import fusion_answers, python_syntax
 from .extract import Extracted, extract_code
@@ -131,6 +131,17 @@ ROW_TEST_CHARS = 64 << 20
 UPSTREAM_IDS = {"humaneval_python": "humaneval", "live_code_bench_v1": "livecodebench"}
 
 
+# The most rows a request provides: each is read in the analysis pool, and each wrong one was an error made on the
+# event loop (a million zeros in 2 MB held every client 8 s; four million, the server OOM-killed: round 62).
+ROWS = 4096
+
+
+def _few_rows(value: object) -> object:
+    if isinstance(value, list) and len(value) > ROWS:
+        raise ValueError(f"{len(value)} rows: at most {ROWS}")
+    return value
+
+
 class TestConfig(BaseModel):
     """Upstream's ``TestConfig``; every field optional (the client sends them all, null included)."""
 
@@ -143,7 +154,7 @@ class TestConfig(BaseModel):
     compile_timeout: float | None = None
     run_timeout: float | None = None
     custom_extract_logic: str | None = None
-    provided_data: list[dict[str, Any]] | dict[str, Any] | None = None
+    provided_data: Annotated[list[dict[str, Any]] | dict[str, Any] | None, BeforeValidator(_few_rows)] = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

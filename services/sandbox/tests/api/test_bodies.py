@@ -155,6 +155,17 @@ def test_a_refusal_names_what_is_wrong_without_quoting_the_body(client: TestClie
         ),
         ("/run_jupyter", {"cells": ["1"], "fetch_files": [0] * 300_000}),
         ("/v1/sessions", {"language": "python", "files": {str(i): 0 for i in range(20_000)}}),
+        # Round 62: unknown fields, each an error of its own.
+        ("/v1/execute", {"code": "print(1)", "language": "python", **{f"x{i}": 0 for i in range(100_000)}}),
+        (
+            "/v1/evaluate",
+            {
+                "language": "python",
+                "programs": ["1"],
+                "tests": [{"stdin": "", "x": 0, **{f"y{i}": 0 for i in range(50_000)}}],
+            },
+        ),
+        ("/v1/sessions", {"language": "python", **{f"x{i}": 0 for i in range(100_000)}}),
     ],
 )
 def test_a_list_of_many_wrong_items_is_one_error(client: TestClient, route: str, body: Any) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from ..models import TextFiles
+from ..models import Strict, TextFiles
 
 # How a cell ended. finished: it ran to its end (an exception in it is its result, in ``error``); time_limit:
 # it ran past its limit (interrupted, or where it could not be, the session ended); memory_limit: the session
@@ -14,9 +14,7 @@ from ..models import TextFiles
 CellStatus = Literal["finished", "time_limit", "memory_limit", "killed"]
 
 
-class SessionLimits(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SessionLimits(Strict):
     memory_mb: int | None = Field(
         None,
         gt=0,
@@ -28,9 +26,7 @@ class SessionLimits(BaseModel):
     )
 
 
-class CreateSession(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CreateSession(Strict):
     language: Literal["python"] = "python"
     ttl_s: float | None = Field(None, gt=0, allow_inf_nan=False, description="Idle time after which the session ends.")
     limits: SessionLimits = Field(default_factory=SessionLimits)
@@ -42,17 +38,13 @@ class SessionCreated(BaseModel):
     expires_at: float  # Unix time, when it ends unless used again
 
 
-class ExecuteCell(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ExecuteCell(Strict):
     code: str
     timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     stdin: str | None = Field(None, description="What the cell reads on sys.stdin (input()); none: end of file.")
 
 
-class ForkSession(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ForkSession(Strict):
     n: int = Field(1, ge=1, description="Copies to make (at most the server's SESSIONS__MAX_FORK).")
     reseed: bool = Field(
         False,

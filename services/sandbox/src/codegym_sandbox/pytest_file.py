@@ -146,27 +146,39 @@ def _split(code: str) -> tuple[str, str]:
 
 
 def _decorated_by_tests(node: ast.stmt, imported: list[tuple[int, str]]) -> bool:
-    """Whether the decorators of ``node``, the file's first test, are a test library's (``pytest.mark.parametrize``,
-    ``pytest.fixture``, ``mock.patch``), from the names the tests' part imports anew, and none skips the test or
-    expects it to fail. A completion is the file's first part: its last line can be a decorator of the dataset's
-    first test, and ran in the checker as the tests' code (``@(lambda f: lambda: None)`` replaced the test, and a
-    wrong program passed; round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test)."""
+    """Whether the decorators of ``node``, the file's first test, are a test library's that change no test into
+    something else: pytest's marks (``pytest.mark.parametrize``, ``mark.timeout``), a fixture's on a fixture, and
+    ``mock.patch``'s, from the names the tests' part imports anew; never a mark that skips a test or expects its
+    failure, a fixture's on a test, a dunder or anything else. A completion is the file's first part: its last line can
+    be a decorator of the dataset's first test, which ran in the checker as the tests' code (``@(lambda f: lambda:
+    None)`` replaced the test, and a wrong program passed; round 60), and so are its marks (``@pytest.mark.skip`` on
+    a file's one parametrized test) and a test made a fixture or skipped by another road (``@pytest.fixture``,
+    ``@pytest.mark.__getattr__("skip")``: round 62)."""
     decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     if not decorators:
         return True
-    names = {
-        alias.asname or alias.name.partition(".")[0]
-        for statement in ast.parse("\n".join(text for _, text in imported)).body
-        for alias in getattr(statement, "names", [])
-        if (getattr(statement, "module", None) or alias.name).partition(".")[0] in _TEST_LIBRARIES
-    }
+    names: dict[str, list[str]] = {}  # each name the tests' part imports anew: the path it is reached by
+    for statement in ast.parse("\n".join(text for _, text in imported)).body:
+        module = getattr(statement, "module", None)
+        for alias in getattr(statement, "names", []):
+            if (module or alias.name).partition(".")[0] not in _TEST_LIBRARIES:
+                continue
+            bound = alias.asname or alias.name.partition(".")[0]  # ``import unittest.mock`` binds ``unittest``
+            names[bound] = [*(module or "").split("."), *alias.name.split(".")] if alias.asname or module else [bound]
+    a_test = _tests_begin(node) and getattr(node, "name", "").lower().startswith("test")
     for decorator in decorators:
         parts, root = [], decorator
         while isinstance(root, (ast.Call, ast.Attribute)):
             if isinstance(root, ast.Attribute):
                 parts.append(root.attr)
             root = root.func if isinstance(root, ast.Call) else root.value
-        if not isinstance(root, ast.Name) or root.id not in names or _SKIPS & {root.id, *parts}:
+        if not isinstance(root, ast.Name) or root.id not in names:
+            return False
+        path = [p for p in names[root.id] if p] + parts[::-1]  # pytest, mark, parametrize
+        if _SKIPS.intersection(path) or any(p.startswith("_") for p in path):
+            return False
+        mark = "mark" in path and path[-1] != "mark"
+        if not (mark or "patch" in path or ("fixture" in path and not a_test)):
             return False
     return True
 
@@ -233,8 +245,9 @@ def _library_aliases(node: ast.stmt) -> list[ast.alias]:
     ]
 
 
-# Comparison helpers tests check a program's values with, run in the checker on what it reads of them: a module's
-# every public name (None), or these names of a module. Each returns a bool, or raises, and runs no code it is given.
+# Comparison helpers tests check a program's values with, run in the checker on what it reads of them: these names
+# of a module, and a module's ``assert_`` functions (``None``). Each returns a bool, or raises, and runs no code it is
+# given (numpy.testing's ``runstring`` ``exec``s its argument: round 62).
 _HELPERS: dict[str, frozenset[str] | None] = {
     "math": frozenset({"isclose"}),
     "cmath": frozenset({"isclose"}),
@@ -245,10 +258,10 @@ _HELPERS: dict[str, frozenset[str] | None] = {
 
 def _helper(module: str, name: str | None) -> bool:
     """Whether ``module`` (``name`` of it, or the module itself where None) is a comparison helper's."""
-    if module in _HELPERS and name is None:
-        return _HELPERS[module] is None
+    if name is None:
+        return module in _HELPERS and _HELPERS[module] is None  # a module: the tests' to call, never the program
     names = _HELPERS.get(module, frozenset())
-    return name is not None and (names is None or name in names)
+    return name in names if names is not None else name.startswith("assert_")
 
 
 def _library(module: str) -> bool:

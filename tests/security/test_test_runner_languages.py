@@ -196,8 +196,9 @@ def test_a_library_the_tests_import_is_the_checkers(hostile: TestClient, name: s
 
 # Round 60: a completion is the file's first part, and its last line can be a decorator of the dataset's first test:
 # one of the program's (a lambda that replaces the test), a mark that skips it or expects its failure, or a
-# fixture's (the file's one test made a fixture: none ran). A first test's decorators are a test library's now, none
-# that skips or expects a failure, and a file none of whose tests is collected once it ran fails, as under pytest.
+# fixture's (the file's one test made a fixture: none ran); or a line that skips every test (round 62). A first test's
+# decorators are a test library's now, none that skips or expects a failure, and in a pytest file every test runs
+# and passes: none skipped, none expected to fail, none of no case, and a file none of whose tests is collected fails.
 ONE_TEST = (
     "\n@pytest.mark.parametrize('a,b,c', [(2, 3, 5), (1, 1, 2)])\ndef test_add(a, b, c):\n    assert add(a, b) == c\n"
 )
@@ -212,11 +213,17 @@ DANGLING = {
     "skip-by-getattr": "@pytest.mark.__getattr__('skip')\n",
     "a-param": "@pytest.param\n",
     "approx": "@pytest.approx\n",
+    "no-case": "@pytest.mark.parametrize('x', [])\n",
+    "a-case-skipped": "@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.skip)])\n",
+    # ... or a line that skips the whole file (the tests' part begins with it).
+    "module-skipped": "pytestmark = pytest.mark.skip\n",
+    "module-expected-to-fail": "pytestmark = [pytest.mark.xfail(run=False)]\n",
+    "module-skipped-by-its-hook": "def setup_module():\n    pytest.skip('', allow_module_level=True)\n",
 }
 
 
 @pytest.mark.parametrize("name", sorted(DANGLING))
-def test_a_completion_that_decorates_the_first_test_fails(hostile: TestClient, name: str) -> None:
+def test_a_completion_whose_last_line_keeps_a_test_from_running_fails(hostile: TestClient, name: str) -> None:
     head = "import pytest\nimport unittest\n"
     for tests in (ONE_TEST, TESTS):
         fusion, native = _both(hostile, WRONG + head + DANGLING[name] + tests.lstrip("\n"))

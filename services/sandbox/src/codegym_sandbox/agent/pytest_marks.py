@@ -58,11 +58,35 @@ def _holds(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return not conditions or any(not isinstance(c, str) and bool(c) for c in conditions)
 
 
+# A ``pytest`` file's tests are judged (``strict``): every test of it runs and passes, none skipped, none expected to
+# fail, none of no case. A completion is the file's first part, and its last line can skip every test of the file
+# (``pytestmark = pytest.mark.skip``, a ``setup_module`` that skips, a mark or an empty ``parametrize`` on the first
+# test), and a wrong program passed, as under pytest (round 62).
+_STRICT: list[bool] = [False]
+
+
+@contextlib.contextmanager
+def strict(on: bool) -> Iterator[None]:
+    """Marks read as a ``pytest`` file's (see ``_STRICT``) while it runs, where ``on``."""
+    _STRICT.append(on)
+    try:
+        yield
+    finally:
+        _STRICT.pop()
+
+
+def no_pass(what: str) -> None:
+    """Raise where a ``pytest`` file's test would pass without running: ``what`` says how."""
+    if _STRICT[-1]:
+        raise AssertionError(f"a test of the file {what}: in a pytest file every test runs and passes")
+
+
 def skipped(marks: Sequence[object]) -> bool:
     """Whether pytest would skip a test with these marks: ``skip``, or ``skipif`` whose condition holds."""
     for mark in marks:
         name, args, kwargs = _parts(mark)
         if name == "skip" or (name == "skipif" and (args or "condition" in kwargs) and _holds(args, kwargs)):
+            no_pass("is skipped")
             return True
     return False
 
@@ -96,6 +120,7 @@ def xfail(marks: Sequence[object]) -> Expected | None:
         kinds = raises if isinstance(raises, tuple) else (raises,) if raises is not None else None
         if kinds is not None and not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
             raise TypeError(f"xfail(raises={raises!r}) names no exception type")
+        no_pass("is expected to fail")
         return Expected(kinds, bool(kwargs.get("strict", False)), bool(kwargs.get("run", True)))
     return None
 
@@ -124,6 +149,8 @@ def cases(marks: Sequence[object]) -> list[tuple[dict[str, object], list[object]
                 value = (value,)
             rows.append((dict(zip(names, value, strict=True)), own))
         made = [({**case, **row}, [*was, *own]) for case, was in made for row, own in rows]
+    if not made:
+        no_pass("has no case to run")
     return made
 
 

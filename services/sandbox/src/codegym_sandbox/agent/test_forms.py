@@ -105,7 +105,8 @@ def run_collected(code: types.CodeType, *args: Any, **kwargs: Any) -> None:
     """:func:`collect_and_run`, where an exit is no end of the tests: nothing it runs (a test, a fixture's setup or
     teardown, a class's hook) ends them as passed, as pytest fails an exit there."""
     try:
-        collect_and_run(code, *args, **kwargs)
+        with pytest_marks.strict(bool(kwargs.get("whole_file"))):
+            collect_and_run(code, *args, **kwargs)
     except SystemExit as exc:
         raise RuntimeError(f"the tests' collected tests exited ({exc.code!r}): no exit there is a pass") from None
 
@@ -169,6 +170,7 @@ def collect_and_run(
             try:
                 _hook(scope, ("setUpModule", "setup_module"), module)
             except _skips(unittest):  # pytest skips all of the module's tests, and runs no teardown hook
+                pytest_marks.no_pass("is skipped with the module")
                 return
         # In the order the tests define them, unittest's cases among the rest (collect_order).
         tests, case_ids = dict(collected), {id(case) for case in cases}
@@ -325,8 +327,10 @@ def _run(
                     if expected is None or not expected.catches(exc):
                         raise RuntimeError(f"{name} exited ({exc.code!r}): a test that exits did not pass") from None
                 except pytest_marks.pytest_class("Skipped"):  # pytest.skip() in the test or a fixture
+                    pytest_marks.no_pass("skipped itself")
                     continue
                 except pytest_marks.pytest_class("XFailed"):  # pytest.xfail() in the test: xfailed, as pytest
+                    pytest_marks.no_pass("expected itself to fail")
                     continue
                 except Exception as exc:
                     if expected is None or not expected.catches(exc):  # an xfail test that fails as it says passes

@@ -153,7 +153,9 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
     except ImportError:
         log.info("dataset routes off: codegym-evaluator is not installed (its service serves them too)")
         return
-    from .client import AsyncSandboxClient
+    from .client import AsyncSandboxClient, RetryPolicy
+
+    no_retry = RetryPolicy(retries=0)
 
     token = settings.api_token.get_secret_value() if settings.api_token else None
 
@@ -165,7 +167,9 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
         # own address (127.0.0.1) made every caller's /submit one client's (round 56).
         caller = (request.client.host, request.client.port) if request.client else ("unknown", 0)
         transport = httpx.ASGITransport(app=relayed, client=caller)
-        return AsyncSandboxClient("http://sandbox", token=token, timeout=None, transport=transport)
+        # Never sent again: a relay refused for its caller's own share, sent four more times, encoded a 41 MB body
+        # on the loop each time (round 62); its caller is told, and retries as it likes.
+        return AsyncSandboxClient("http://sandbox", token=token, timeout=None, retry=no_retry, transport=transport)
 
     # A completion, and provided rows, are read in the analysis pool, charged to the budget in the caller's turn.
     app.include_router(make_router(sandbox, in_pool(lambda request: request.app.state.executor.backend.memory)))

@@ -109,3 +109,24 @@ def test_a_completion_past_the_reading_bound_is_not_accepted(monkeypatch: pytest
     result = answer.json()
     assert result["accepted"] is False and result["extra"]["verdict"] == "CE", result
     assert "reading the completion took more than" in result["extra"]["error"], result
+
+
+def test_a_relay_refused_is_not_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 62: a relay refused for its caller's own share was sent four more times, its body (41 MB for a row of
+    4,096 large tests) encoded on the event loop each time: the caller is told, once."""
+    import httpx
+
+    sent: list[str] = []
+    real = httpx.ASGITransport.handle_async_request
+
+    async def refusing(self: httpx.ASGITransport, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/evaluate":
+            sent.append(request.url.path)
+            return httpx.Response(429, json={"detail": "busy"}, headers={"retry-after": "0"})
+        return await real(self, request)
+
+    monkeypatch.setattr(httpx.ASGITransport, "handle_async_request", refusing)
+    with TestClient(create_app(Settings(backend="local", workers=1, cache_entries=0))) as client:
+        body = {"dataset": "code_contests", "id": "t", "completion": "```python\nprint(input())\n```"}
+        answer = client.post("/submit", json={**body, "config": {"provided_data": TASK}})
+    assert answer.status_code == 502 and sent == ["/v1/evaluate"], (answer.status_code, sent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -441,3 +442,20 @@ def test_every_fill_of_a_chain_of_names_stays() -> None:
     code = f"a0 = []\n{chain}{fills}\ndef f():\n    return a0\n"
     kept = sanitize(code, "f")
     assert kept.count(".append(") == n, kept[:200]
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["_ = T.sort()", "del T[0]", "first = T.pop(0)", "x = T.reverse()", "assert T.reverse() is None"],
+)
+def test_an_assignment_del_or_assert_that_changes_the_data_stays(change: str) -> None:
+    """Round 62: only a loop, a call or a block that changed the entry point's data stayed; as an assignment, a
+    ``del`` or an assert it went, and a right program was made wrong or a wrong one right."""
+    code = f"T = [3, 1, 2]\n{change}\n\n\ndef f(i):\n    return T[i]\n"
+
+    def first(text: str) -> object:
+        scope: dict[str, Any] = {}
+        exec(compile(text, "<c>", "exec"), scope)
+        return scope["f"](0)
+
+    assert first(sanitize(code, "f")) == first(code), sanitize(code, "f")

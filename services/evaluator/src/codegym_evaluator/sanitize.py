@@ -141,8 +141,9 @@ def _fills(
         return set()  # definitions are kept by what they define
     if any(isinstance(n, ast.Call) and _calls_end(n) for n in ast.walk(node)):
         return set()
-    if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Expr)):
-        return _warmed(node, cached)  # an assignment is kept by what it defines, or as it warms; asserts never
+    # An assignment, a ``del`` or an assert is kept by what it defines, as it warms a cache, and as it changes the
+    # program's data (``_ = T.sort()``, ``del T[0]``: dropped, a right program was made wrong, a wrong one right;
+    # round 62); a demo's assert, which changes nothing, never.
     own = {
         (n.func.id, a.id)
         for n in ast.walk(node)

@@ -97,15 +97,15 @@ class Groups:
 
 def mutated(node: ast.AST) -> set[str]:
     """Module-level names ``node`` stores to or changes in place: ``X = ...`` (at top level, or under ``global X`` in
-    a function), ``X.append(...)``, ``X[i] = ...``, ``X.attr = ...``, ``X += ...``; in a function, also through a
-    local name or a parameter that holds the module's object (``m = MEMO; m[i] = ...``, ``def f(out=SQ)``)."""
+    a function), ``X.append(...)``, ``X[i] = ...``, ``del X[i]``, ``X.attr = ...``, ``X += ...``; in a function, also
+    through a local name or a parameter that holds the module's object (``m = MEMO; m[i] = ...``, ``def f(out=SQ)``)."""
     declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
     function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     out: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and (not function or n.id in declared):
             out.add(n.id)
-        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
             reached = root(n)
             if reached is not None:
                 out.add(reached)

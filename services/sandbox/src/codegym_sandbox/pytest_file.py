@@ -137,15 +137,15 @@ def _split(code: str) -> tuple[str, str]:
     lines = _LINES.findall(code)
     program = "".join(lines[: line - 1])
     head = ["\n"] * (line - 1)
-    imported = _library_imports(body[:first], program)
+    imported, tests_names = _library_imports(body[:first], program)
     for at, imports in imported:
         head[at - 1] = imports + "\n"
-    if not _decorated_by_tests(body[first], imported):
+    if not _decorated_by_tests(body[first], tests_names):
         return program, DECORATED
     return program, program_names.WHOLE_FILE + "".join(head) + "".join(lines[line - 1 :])
 
 
-def _decorated_by_tests(node: ast.stmt, imported: list[tuple[int, str]]) -> bool:
+def _decorated_by_tests(node: ast.stmt, names: dict[str, list[str]]) -> bool:
     """Whether the decorators of ``node``, the file's first test, are a test library's that change no test into
     something else: pytest's marks (``pytest.mark.parametrize``, ``mark.timeout``), a fixture's on a fixture, and
     ``mock.patch``'s, from the names the tests' part imports anew; never a mark that skips a test or expects its
@@ -153,18 +153,11 @@ def _decorated_by_tests(node: ast.stmt, imported: list[tuple[int, str]]) -> bool
     be a decorator of the dataset's first test, which ran in the checker as the tests' code (``@(lambda f: lambda:
     None)`` replaced the test, and a wrong program passed; round 60), and so are its marks (``@pytest.mark.skip`` on
     a file's one parametrized test) and a test made a fixture or skipped by another road (``@pytest.fixture``,
-    ``@pytest.mark.__getattr__("skip")``: round 62)."""
+    ``@pytest.mark.__getattr__("skip")``: round 62). ``names``: each test library's name the tests' part imports
+    anew, with the path it reaches (``mark``: pytest, mark)."""
     decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     if not decorators:
         return True
-    names: dict[str, list[str]] = {}  # each name the tests' part imports anew: the path it is reached by
-    for statement in ast.parse("\n".join(text for _, text in imported)).body:
-        module = getattr(statement, "module", None)
-        for alias in getattr(statement, "names", []):
-            if (module or alias.name).partition(".")[0] not in _TEST_LIBRARIES:
-                continue
-            bound = alias.asname or alias.name.partition(".")[0]  # ``import unittest.mock`` binds ``unittest``
-            names[bound] = [*(module or "").split("."), *alias.name.split(".")] if alias.asname or module else [bound]
     a_test = _tests_begin(node) and getattr(node, "name", "").lower().startswith("test")
     for decorator in decorators:
         parts, root = [], decorator
@@ -174,7 +167,7 @@ def _decorated_by_tests(node: ast.stmt, imported: list[tuple[int, str]]) -> bool
             root = root.func if isinstance(root, ast.Call) else root.value
         if not isinstance(root, ast.Name) or root.id not in names:
             return False
-        path = [p for p in names[root.id] if p] + parts[::-1]  # pytest, mark, parametrize
+        path = names[root.id] + parts[::-1]  # pytest, mark, parametrize
         if _SKIPS.intersection(path) or any(p.startswith("_") for p in path):
             return False
         mark = "mark" in path and path[-1] != "mark"
@@ -183,9 +176,10 @@ def _decorated_by_tests(node: ast.stmt, imported: list[tuple[int, str]]) -> bool
     return True
 
 
-def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, str]]:
+def _library_imports(program: list[ast.stmt], source: str) -> tuple[list[tuple[int, str]], dict[str, list[str]]]:
     """The imports of libraries that the tests' part gets for the program's statements ``program`` (its text
-    ``source``), each with the line of the program's import it stands for.
+    ``source``), each with the line of the program's import it stands for; and the test libraries' names among them,
+    each with the path it reaches (``from pytest import mark``: ``mark`` reaches pytest, mark).
 
     No statement of the program's becomes the tests' code: the tests get a test library's own objects, and a
     comparison helper's, imported anew in the checker, written here (``import pytest``, ``from pytest import
@@ -202,7 +196,7 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
     """
     imported = [(i, node, alias) for i, node in enumerate(program) for alias in _library_aliases(node)]
     if not imported or not program_names.compiles(source):
-        return []
+        return [], {}
     # What each statement binds as the module runs, and what those after it bind (compiled from the tree, never
     # printed from it: ``ast.unparse`` could not print some trees that parse, and the request was a 500).
     after: list[frozenset[str]] = [frozenset()] * (len(program) + 1)
@@ -210,16 +204,23 @@ def _library_imports(program: list[ast.stmt], source: str) -> list[tuple[int, st
         code = compile(ast.Module([program[i]], []), "<program>", "exec", dont_inherit=True)
         after[i] = after[i + 1] | program_names.own_names(code)
     lines: dict[int, list[str]] = {}
+    tests_names: dict[str, list[str]] = {}
     for i, node, alias in imported:
-        bound = alias.asname or alias.name.partition(".")[0]
+        bound = alias.asname or alias.name.partition(".")[0]  # ``import unittest.mock`` binds ``unittest``
         if bound in after[i + 1] | _BUILTINS:
             continue
         named = f" as {alias.asname}" if alias.asname not in (None, alias.name) else ""
         if isinstance(node, ast.Import):
             lines.setdefault(node.lineno, []).append(f"import {alias.name}{named}")
+            path = alias.name.split(".") if alias.asname else [bound]
         elif isinstance(node, ast.ImportFrom):
             lines.setdefault(node.lineno, []).append(f"from {node.module} import {alias.name}{named}")
-    return [(line, "; ".join(imports)) for line, imports in lines.items()]
+            path = [*(node.module or "").split("."), alias.name]
+        else:
+            continue
+        if path[0] in _TEST_LIBRARIES:
+            tests_names[bound] = path
+    return [(line, "; ".join(imports)) for line, imports in lines.items()], tests_names
 
 
 def _library_aliases(node: ast.stmt) -> list[ast.alias]:

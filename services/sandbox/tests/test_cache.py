@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from codegym_sandbox import cache as cache_module
@@ -12,6 +13,8 @@ from codegym_sandbox.cache import ENTRY_BYTES, LARGEST_SHARE, LRUCache, cache_ke
 from codegym_sandbox.main import create_app
 from fastapi.testclient import TestClient
 from sandbox_support import metric, run_code, settings_for
+
+T = TypeVar("T")
 
 
 def _entries(max_entries: int) -> LRUCache[object]:
@@ -325,12 +328,29 @@ def test_a_programs_files_are_hashed_once_for_all_its_tests(
     assert hashed[0] < 8 * len(program), hashed[0]  # 40 times over before
 
 
+async def _longest_stretch(count: Callable[[], int], work: Awaitable[T]) -> tuple[T, int]:
+    """``work``'s result, and the most that ``count`` grew between two turns of another client's on the loop."""
+    longest, done = 0, False
+
+    async def other_client() -> None:
+        nonlocal longest
+        last = count()
+        while not done:
+            longest, last = max(longest, count() - last), count()
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(other_client())
+    await asyncio.sleep(0)
+    result = await work
+    done = True
+    await ticking
+    return result, longest
+
+
 def test_a_request_of_cached_runs_gives_the_loop_its_turns(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """Round 60: once a program's run was cached, a request of 262,144 such tests had nothing to wait for, and was
     keyed and judged in one stretch of the event loop (10 s of every other client's requests): others' work runs
     between slices of ``loop_turns.TURN`` tests, tests of one program or one test of many."""
-    import asyncio
-
     from codegym_sandbox.backends.base import RunPolicy
     from codegym_sandbox.judging import judge
     from codegym_sandbox.judging.schedule import judge_requests
@@ -357,20 +377,10 @@ def test_a_request_of_cached_runs_gives_the_loop_its_turns(client: TestClient, m
 
     async def longest_stretch(body: dict[str, Any], copies: int = 1) -> int:
         """The most tests judged between two turns of another client's, ``copies`` of the request in one batch."""
-        longest, done = 0, False
-
-        async def other_client() -> None:
-            nonlocal longest
-            last = judged
-            while not done:
-                longest, last = max(longest, judged - last), judged
-                await asyncio.sleep(0)
-
-        ticking = asyncio.create_task(other_client())
-        await asyncio.sleep(0)
-        results = await judge_requests(executor, [EvaluateRequest.model_validate(body)] * copies, RunPolicy())
-        done = True
-        await ticking
+        request = EvaluateRequest.model_validate(body)
+        results, longest = await _longest_stretch(
+            lambda: judged, judge_requests(executor, [request] * copies, RunPolicy())
+        )
         assert all(p.verdict.value == "AC" for programs in results for p in programs), results[0][0]
         return longest
 
@@ -389,8 +399,6 @@ def test_a_batch_answer_of_many_requests_is_made_between_turns(
 ) -> None:
     """Round 61: a batch of 262,144 requests whose runs were cached had its answer made in one stretch of the event
     loop (6 s of every client's requests): it is made ``loop_turns.TURN`` requests between turns."""
-    import asyncio
-
     import httpx
     from codegym_sandbox.api import native
 
@@ -408,21 +416,9 @@ def test_a_batch_answer_of_many_requests_is_made_between_turns(
     batch = {"requests": [one] * (8 * loop_turns.TURN)}
 
     async def longest_stretch() -> tuple[int, int]:
-        longest, done = 0, False
-
-        async def other_client() -> None:
-            nonlocal longest
-            last = made
-            while not done:
-                longest, last = max(longest, made - last), made
-                await asyncio.sleep(0)
-
-        ticking = asyncio.create_task(other_client())
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=client.app), base_url="http://s") as http:
-            status = (await http.post("/v1/evaluate/batch", json=batch)).status_code
-        done = True
-        await ticking
-        return status, longest
+            answer, longest = await _longest_stretch(lambda: made, http.post("/v1/evaluate/batch", json=batch))
+        return answer.status_code, longest
 
     assert client.portal is not None
     status, longest = client.portal.call(longest_stretch)

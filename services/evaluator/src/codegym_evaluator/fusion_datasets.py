@@ -30,9 +30,10 @@ from codegym_sandbox.backends.base import MemoryShare
 from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError
 from codegym_sandbox.judging import off_loop
+from codegym_sandbox.models import at_most
 from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, Field
 
 from . import fusion_answers, python_syntax
 from .extract import Extracted, extract_code
@@ -136,12 +137,6 @@ UPSTREAM_IDS = {"humaneval_python": "humaneval", "live_code_bench_v1": "livecode
 ROWS = 4096
 
 
-def _few_rows(value: object) -> object:
-    if isinstance(value, list) and len(value) > ROWS:
-        raise ValueError(f"{len(value)} rows: at most {ROWS}")
-    return value
-
-
 class TestConfig(BaseModel):
     """Upstream's ``TestConfig``; every field optional (the client sends them all, null included)."""
 
@@ -154,7 +149,7 @@ class TestConfig(BaseModel):
     compile_timeout: float | None = None
     run_timeout: float | None = None
     custom_extract_logic: str | None = None
-    provided_data: Annotated[list[dict[str, Any]] | dict[str, Any] | None, BeforeValidator(_few_rows)] = None
+    provided_data: Annotated[list[dict[str, Any]] | dict[str, Any] | None, at_most(ROWS, "rows")] = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

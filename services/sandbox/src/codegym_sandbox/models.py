@@ -31,20 +31,24 @@ MAX_UNKNOWN = 16
 MAX_FILES = 4096
 
 
-def _at_most_files(value: object) -> object:
-    """``value`` where it holds no more than ``MAX_FILES`` items, refused at its length before any item of it is
-    validated: each wrong item was an error made on the event loop, and a list of a million of them held every
-    client's requests 17 s, one of four million the server's memory until it was killed (round 61)."""
-    if isinstance(value, (list, dict)) and len(value) > MAX_FILES:
-        raise ValueError(f"{len(value)} items: at most {MAX_FILES}")
-    return value
+def at_most(most: int, what: str = "items") -> BeforeValidator:
+    """A list's or a mapping's bound, checked at its length before any item of it is validated: each wrong item was
+    an error made on the event loop, and a list of a million of them held every client's requests 17 s, one of four
+    million the server's memory until it was killed (rounds 61, 62)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, (list, dict)) and len(value) > most:
+            raise ValueError(f"{len(value)} {what}: at most {most}")
+        return value
+
+    return BeforeValidator(check)
 
 
 # A request's files (name -> content) and names to fetch, bounded as they are read. A list that only a larger bound
 # limits (``max_runs_per_request``) is validated ``fail_fast``: to its first wrong item.
-Files = Annotated[dict[str, str | None], BeforeValidator(_at_most_files)]
-TextFiles = Annotated[dict[str, str], BeforeValidator(_at_most_files)]
-Names = Annotated[list[str], BeforeValidator(_at_most_files)]
+Files = Annotated[dict[str, str | None], at_most(MAX_FILES)]
+TextFiles = Annotated[dict[str, str], at_most(MAX_FILES)]
+Names = Annotated[list[str], at_most(MAX_FILES)]
 
 
 class Strict(BaseModel):

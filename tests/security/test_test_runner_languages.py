@@ -219,6 +219,14 @@ DANGLING = {
     "module-skipped": "pytestmark = pytest.mark.skip\n",
     "module-expected-to-fail": "pytestmark = [pytest.mark.xfail(run=False)]\n",
     "module-skipped-by-its-hook": "def setup_module():\n    pytest.skip('', allow_module_level=True)\n",
+    # Round 63: a patch, run in the checker, of what the tests call or compare with.
+    "patched-by-new": "from unittest import mock\n@mock.patch('__main__.add', new=lambda a, b: a + b)\n",
+    "patched-by-a-positional-new": "from unittest import mock\n@mock.patch('__main__.add', lambda a, b: a + b)\n",
+    "patched-dict": "from unittest import mock\n@mock.patch.dict('__main__.__dict__', {'add': lambda a, b: a + b})\n",
+    "patched-object": "from unittest import mock\n"
+    "@mock.patch.object(__import__('__main__'), 'add', lambda *a: sum(a))\n",
+    "patched-multiple": "from unittest import mock\n@mock.patch.multiple('__main__', add=lambda a, b: a + b)\n",
+    "patched-return": "from unittest.mock import patch\n@patch('__main__.add', return_value=5)\n",
 }
 
 
@@ -244,6 +252,9 @@ IMPORTS_BEFORE = {
     "def test_add(pair):\n    assert add(*pair) == 5\n",
     "patch-first": RIGHT + "\nfrom unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(printed):\n"
     "    assert add(2, 3) == 5\n",
+    "patch-input-first": RIGHT
+    + "\nfrom unittest import mock\n\n@mock.patch('builtins.input', side_effect=['2', '3'])\n"
+    "def test_add(fed):\n    assert add(int(input()), int(input())) == 5\n",
     "parametrized-first": RIGHT + "\nimport pytest\n" + ONE_TEST,
     "renamed-libraries": RIGHT + "\nimport pytest as pt\nimport unittest as ut\nfrom math import isclose as close\n\n"
     "class TestAdd(ut.TestCase):\n    def test_add(self):\n        assert add(0.1, 0.2) == pt.approx(0.3)\n"

@@ -60,6 +60,10 @@ DECORATED = (
 )
 # The marks and decorators that keep a test from running, or make its failure a pass.
 _SKIPS = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure", "importorskip"})
+# What the first test of a file may patch: the program's input and output, and its waits.
+_PATCHED_STREAMS = frozenset(
+    {"builtins.print", "builtins.input", "sys.stdin", "sys.stdout", "sys.stderr", "sys.argv", "time.sleep"}
+)
 DECLARED = (
     "raise AssertionError('no tests ran: the file declares an encoding other than UTF-8, which its program and its "
     "tests are not split in')\n"
@@ -148,13 +152,14 @@ def _split(code: str) -> tuple[str, str]:
 def _decorated_by_tests(node: ast.stmt, names: dict[str, list[str]]) -> bool:
     """Whether the decorators of ``node``, the file's first test, are a test library's that change no test into
     something else: pytest's marks (``pytest.mark.parametrize``, ``mark.timeout``), a fixture's on a fixture, and
-    ``mock.patch``'s, from the names the tests' part imports anew; never a mark that skips a test or expects its
-    failure, a fixture's on a test, a dunder or anything else. A completion is the file's first part: its last line can
-    be a decorator of the dataset's first test, which ran in the checker as the tests' code (``@(lambda f: lambda:
-    None)`` replaced the test, and a wrong program passed; round 60), and so are its marks (``@pytest.mark.skip`` on
-    a file's one parametrized test) and a test made a fixture or skipped by another road (``@pytest.fixture``,
-    ``@pytest.mark.__getattr__("skip")``: round 62). ``names``: each test library's name the tests' part imports
-    anew, with the path it reaches (``mark``: pytest, mark)."""
+    ``mock.patch``'s of the program's streams (:func:`_a_plain_patch`), from the names the tests' part imports anew;
+    never a mark that skips a test or expects its failure, a fixture's on a test, a dunder or anything else. A
+    completion is the file's first part: its last line can be a decorator of the dataset's first test, which ran in
+    the checker as the tests' code (``@(lambda f: lambda: None)`` replaced the test, and a wrong program passed;
+    round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test) and a test made a
+    fixture or skipped by another road (``@pytest.fixture``, ``@pytest.mark.__getattr__("skip")``: round 62).
+    ``names``: each test library's name the tests' part imports anew, with the path it reaches (``mark``: pytest,
+    mark)."""
     decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     if not decorators:
         return True
@@ -171,7 +176,28 @@ def _decorated_by_tests(node: ast.stmt, names: dict[str, list[str]]) -> bool:
         if _SKIPS.intersection(path) or any(p.startswith("_") for p in path):
             return False
         mark = "mark" in path and path[-1] != "mark"
-        if not (mark or "patch" in path or ("fixture" in path and not a_test)):
+        if not (mark or _a_plain_patch(decorator, path) or ("fixture" in path and not a_test)):
+            return False
+    return True
+
+
+def _a_plain_patch(decorator: ast.expr, path: list[str]) -> bool:
+    """Whether ``decorator`` (reaching ``path``) is ``mock.patch`` of one of the process's streams, ``print``,
+    ``input``, ``argv`` or ``sleep``, given nothing but literals: what a dataset's first test patches to feed or hear
+    the program. It runs in the checker, and where the completion wrote it, a patch of anything else gave the tests
+    what the completion chose: ``@mock.patch("__main__.add", new=...)`` the function under test, ``patch.dict`` the
+    tests' own globals, a plain ``patch("math.isclose")`` a comparison that is always true (round 63)."""
+    if path[-1] != "patch" or not isinstance(decorator, ast.Call) or len(decorator.args) != 1:
+        return False
+    target = decorator.args[0]
+    if not (isinstance(target, ast.Constant) and target.value in _PATCHED_STREAMS):
+        return False
+    for keyword in decorator.keywords:
+        if keyword.arg not in ("side_effect", "return_value"):
+            return False
+        try:
+            ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return False
     return True
 

@@ -55,8 +55,9 @@ TOO_LARGE = (
 # program and no test (round 58). Where the program's own compile fails, its error is the run's, as before.
 UNPARSED = "raise AssertionError('no tests ran: the file could not be split into its program and its tests')\n"
 DECORATED = (
-    "raise AssertionError(\"no tests ran: the first test of the file has a decorator that is no test library's, or one "
-    'that skips it or expects it to fail: the last line of a completion may decorate the first test")\n'
+    "raise AssertionError(\"no tests ran: the first test of the file has a decorator that is no test library's, one "
+    "that skips it or expects it to fail, or a patch of more than the program's print, input, streams, argv or sleep: "
+    'the last line of a completion may decorate the first test")\n'
 )
 # The marks and decorators that keep a test from running, or make its failure a pass.
 _SKIPS = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure", "importorskip"})

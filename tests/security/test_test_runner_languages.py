@@ -238,6 +238,48 @@ def test_a_completion_whose_last_line_keeps_a_test_from_running_fails(hostile: T
         assert fusion["status"] == "Failed" and native["verdict"] != "AC", (name, fusion, native)
 
 
+# Round 60: the dataset's table of cases before its first test was the program's process's to answer, and a
+# completion rewrote it (through the agent's own name lookup) so that every case expected its wrong answer. A table
+# of literals named nowhere else in the program's part is the tests' too, read as the file wrote it.
+TABLE = (
+    "\nimport pytest\n\nCASES = [\n    (1, 2, 3),  # a comment\n    (2, 2, 4),\n]\nLIMIT: int = 10\n\n"
+    "@pytest.mark.parametrize('a,b,expected', CASES)\ndef test_add(a, b, expected):\n"
+    "    assert add(a, b) == expected < LIMIT\n"
+)
+REWRITE_TABLE = (
+    "import sys\n\n_process = sys.modules['codegym_sandbox.agent.program_process']\n_answer = _process._names\n\n"
+    "def _names(scope, *rest):\n    if isinstance(scope.get('CASES'), list):\n"
+    "        scope['CASES'] = [(a, b, add(a, b)) for a, b, _ in scope['CASES']]\n        scope['LIMIT'] = 99\n"
+    "    return _answer(scope, *rest)\n\n_process._names = _names\n"
+)
+
+
+def test_the_datasets_table_before_its_first_test_is_the_tests(hostile: TestClient) -> None:
+    fusion, native = _both(hostile, WRONG + REWRITE_TABLE + TABLE)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    fusion, native = _both(hostile, RIGHT + REWRITE_TABLE + TABLE)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "CASES = [(1, 2, 3)]\nCASES.append((2, 2, 4))\n",  # changed after: the program's part's, as before
+        "CASES = [(1, 2, 3)]; CASES += [(2, 2, 4)]\n",  # shares its line
+        "CASES = [(1, 2, 3)] + [(2, 2, 4)]\n",  # no literal
+        "def cases():\n    return CASES\n\nCASES = [(1, 2, 3), (2, 2, 4)]\nCASES = cases()\n",
+    ],
+    ids=["appended", "shared-line", "computed", "named-again"],
+)
+def test_a_table_the_program_changes_is_read_as_under_pytest(hostile: TestClient, table: str) -> None:
+    tests = "\nimport pytest\n\n" + table + "\n@pytest.mark.parametrize('a,b,c', CASES)\ndef test_add(a, b, c):\n"
+    tests += "    assert add(a, b) == c\n\ndef test_cases():\n    assert len(CASES) == 2\n"
+    fusion, native = _both(hostile, RIGHT + tests)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    fusion, native = _both(hostile, WRONG + tests)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+
+
 # Honest files whose imports sit right before their tests: a library's names are the tests' own, imported anew in
 # the checker, under the program's names for them too.
 IMPORTS_BEFORE = {

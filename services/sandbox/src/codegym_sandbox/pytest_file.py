@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -39,6 +40,7 @@ _TEST_LIBRARIES = ("pytest", "unittest")
 _BUILTINS = frozenset(dir(builtins))
 # A line as Python counts them (``str.splitlines`` ends lines at form feeds and separators too, and its numbers would
 # move the program's last lines into the tests' part).
+_WORDS = re.compile(r"\w+")  # a name wherever the text has it: in code, strings and comments alike
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Where a file has no test, pytest collects none and fails the run (its exit status 5): so do the tests here.
 NO_TESTS = "raise AssertionError('no tests ran: the file defines no test that pytest would collect')\n"
@@ -145,9 +147,42 @@ def _split(code: str) -> tuple[str, str]:
     imported, tests_names = _library_imports(body[:first], program)
     for at, imports in imported:
         head[at - 1] = imports + "\n"
+    for node in _tables(body, first, lines):
+        head[node.lineno - 1 : node.end_lineno] = lines[node.lineno - 1 : node.end_lineno]
     if not _decorated_by_tests(body[first], tests_names):
         return program, DECORATED
     return program, program_names.WHOLE_FILE + "".join(head) + "".join(lines[line - 1 :])
+
+
+def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[ast.stmt]:
+    """The program's statements (``body[:first]``, of the file's ``lines``) that the tests' part gets too: a table of
+    literals bound to a name that nothing after it in the program's part names (``CASES = [(1, 2, 3), ...]`` before a
+    ``parametrize``), on lines of its own. Such a table is the dataset's data, and the tests read it as the file wrote
+    it, not as the program's process answers it: a completion rewrote its process's ``CASES`` before it answered so
+    that every case expected its wrong answer (round 60). A literal runs no code in the checker; one that the file
+    changes later stays the program's part's alone, as before. What comes before it (a completion's, where the table
+    is the dataset's) has no say: a completion that named the table, in a string even, kept it its own."""
+    tables: list[ast.stmt] = []
+    after: Counter[str] = Counter()  # the names in the program's lines after the statement at hand
+    seen = _line(body[first]) - 1
+    for at in reversed(range(first)):
+        node, end = body[at], body[at].end_lineno or 0
+        for text in lines[end:seen]:
+            after.update(_WORDS.findall(text))
+        seen = min(seen, end)
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        if not isinstance(target, ast.Name) or after[target.id]:
+            continue
+        alone = (at == 0 or (body[at - 1].end_lineno or 0) < node.lineno) and _line(body[at + 1]) > end
+        try:
+            ast.literal_eval(node.value)  # type: ignore[arg-type]
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if alone:
+            tables.append(node)
+    return tables
 
 
 def _decorated_by_tests(node: ast.stmt, names: dict[str, list[str]]) -> bool:

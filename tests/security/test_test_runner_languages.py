@@ -261,6 +261,24 @@ def test_the_datasets_table_before_its_first_test_is_the_tests(hostile: TestClie
     assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
 
 
+def test_a_table_is_copied_at_its_lines_and_nothing_of_the_modules_own() -> None:
+    code = (
+        "def add(a, b):\n    return a + b\n__test__ = False\nCASES = [\n    (1, 2, 3),\n]\n\ndef test_x():\n    pass\n"
+    )
+    _, tests = pytest_file.split(code)
+    assert tests.removeprefix(program_names.WHOLE_FILE).splitlines() == [
+        "",
+        "",
+        "",
+        "CASES = [",
+        "    (1, 2, 3),",
+        "]",
+        "",
+        "def test_x():",
+        "    pass",
+    ]
+
+
 @pytest.mark.parametrize(
     "table",
     [

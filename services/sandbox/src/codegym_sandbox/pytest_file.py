@@ -173,7 +173,8 @@ def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[ast.stmt
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         if isinstance(node, ast.AnnAssign) and node.value is not None:
             target = node.target
-        if not isinstance(target, ast.Name) or after[target.id]:
+        # Never a dunder: ``__builtins__``, ``__test__`` and the checker's own are the module's, not a table.
+        if not isinstance(target, ast.Name) or after[target.id] or target.id[:2] == target.id[-2:] == "__":
             continue
         alone = (at == 0 or (body[at - 1].end_lineno or 0) < node.lineno) and _line(body[at + 1]) > end
         try:

@@ -227,6 +227,18 @@ DANGLING = {
     "@mock.patch.object(__import__('__main__'), 'add', lambda *a: sum(a))\n",
     "patched-multiple": "from unittest import mock\n@mock.patch.multiple('__main__', add=lambda a, b: a + b)\n",
     "patched-return": "from unittest.mock import patch\n@patch('__main__.add', return_value=5)\n",
+    # ... or a mark's arguments, code the checker runs: the runner replaced, a name of the tests' bound, a patch
+    # started, a case of the dataset's given the values the completion chose (pytest refuses a duplicate).
+    "mark-arguments-run": "@pytest.mark.foo(setattr(__import__('sys').modules['codegym_sandbox.agent.test_forms'], "
+    "'_run', lambda *a, **k: None))\n",
+    "mark-arguments-bind": "@pytest.mark.foo(add := lambda a, b: a + b)\n",
+    "mark-arguments-monkeypatch": "@pytest.mark.foo(pytest.MonkeyPatch().setattr('__main__.add', lambda *a: sum(a)))\n",
+    "mark-arguments-programs": "def _cases():\n    return [(0, 0, 0)]\n\n@pytest.mark.parametrize('a,b,c', _cases())\n",
+    "parametrized-twice": "@pytest.mark.parametrize('a, b, c', [(1, 1, 0)])\n",
+    # ... or a chain past a library's name that makes the test no function (a tuple's method, a mock's attribute).
+    "mark-chain-args": "@pytest.mark.foo.args.count\n",
+    "mark-chain-kwargs": "@pytest.mark.foo.kwargs.get\n",
+    "mock-chain": "from unittest import mock\n@mock.Mock(**{'patch.return_value': 0}).patch\n",
 }
 
 
@@ -316,6 +328,10 @@ IMPORTS_BEFORE = {
     + "\nfrom unittest import mock\n\n@mock.patch('builtins.input', side_effect=['2', '3'])\n"
     "def test_add(fed):\n    assert add(int(input()), int(input())) == 5\n",
     "parametrized-first": RIGHT + "\nimport pytest\n" + ONE_TEST,
+    "marks-of-data": RIGHT + "\nimport pytest\n\nCASES = [(2, 3, 5)]\n\n"
+    "@pytest.mark.parametrize('a,b,c', [*CASES, pytest.param(1, 1, 2, id='ones', marks=pytest.mark.slow)], ids=str)\n"
+    "@pytest.mark.parametrize('n', [i * i for i in range(3)] + list(zip(range(2))))\n"
+    "@pytest.mark.timeout(-(-5))\ndef test_add(a, b, c, n):\n    assert add(a, b) == c\n",
     "renamed-libraries": RIGHT + "\nimport pytest as pt\nimport unittest as ut\nfrom math import isclose as close\n\n"
     "class TestAdd(ut.TestCase):\n    def test_add(self):\n        assert add(0.1, 0.2) == pt.approx(0.3)\n"
     "        assert close(add(1, 2), 3)\n",

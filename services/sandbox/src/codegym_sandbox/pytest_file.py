@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from . import pytest_decorators
 from .agent import program_bytes, program_names
 from .agent.assert_stdin import ASSERT_MAIN, assert_stdin
 
@@ -58,14 +59,9 @@ TOO_LARGE = (
 UNPARSED = "raise AssertionError('no tests ran: the file could not be split into its program and its tests')\n"
 DECORATED = (
     "raise AssertionError(\"no tests ran: the first test of the file has a decorator that is no test library's, one "
-    "that skips it or expects it to fail, or a patch of more than the program's print, input, streams, argv or sleep: "
+    "that skips it or expects it to fail, one whose arguments are more than data, or a patch of more than the "
+    "program's print, input, streams, argv or sleep: "
     'the last line of a completion may decorate the first test")\n'
-)
-# The marks and decorators that keep a test from running, or make its failure a pass.
-_SKIPS = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure", "importorskip"})
-# What the first test of a file may patch: the program's input and output, and its waits.
-_PATCHED_STREAMS = frozenset(
-    {"builtins.print", "builtins.input", "sys.stdin", "sys.stdout", "sys.stderr", "sys.argv", "time.sleep"}
 )
 DECLARED = (
     "raise AssertionError('no tests ran: the file declares an encoding other than UTF-8, which its program and its "
@@ -149,7 +145,8 @@ def _split(code: str) -> tuple[str, str]:
         head[at - 1] = imports + "\n"
     for node in _tables(body, first, lines):
         head[node.lineno - 1 : node.end_lineno] = lines[node.lineno - 1 : node.end_lineno]
-    if not _decorated_by_tests(body[first], tests_names):
+    a_test = getattr(body[first], "name", "").lower().startswith("test")
+    if not pytest_decorators.by_tests(body[first], tests_names, a_test):
         return program, DECORATED
     return program, program_names.WHOLE_FILE + "".join(head) + "".join(lines[line - 1 :])
 
@@ -170,73 +167,22 @@ def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[ast.stmt
         for text in lines[end:seen]:
             after.update(_WORDS.findall(text))
         seen = min(seen, end)
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if isinstance(node, ast.AnnAssign) and node.value is not None:
-            target = node.target
+        target, value = None, None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
         # Never a dunder: ``__builtins__``, ``__test__`` and the checker's own are the module's, not a table.
         if not isinstance(target, ast.Name) or after[target.id] or target.id[:2] == target.id[-2:] == "__":
             continue
         alone = (at == 0 or (body[at - 1].end_lineno or 0) < node.lineno) and _line(body[at + 1]) > end
         try:
-            ast.literal_eval(node.value)  # type: ignore[arg-type]
+            ast.literal_eval(value)  # type: ignore[arg-type]
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         if alone:
             tables.append(node)
     return tables
-
-
-def _decorated_by_tests(node: ast.stmt, names: dict[str, list[str]]) -> bool:
-    """Whether the decorators of ``node``, the file's first test, are a test library's that change no test into
-    something else: pytest's marks (``pytest.mark.parametrize``, ``mark.timeout``), a fixture's on a fixture, and
-    ``mock.patch``'s of the program's streams (:func:`_a_plain_patch`), from the names the tests' part imports anew;
-    never a mark that skips a test or expects its failure, a fixture's on a test, a dunder or anything else. A
-    completion is the file's first part: its last line can be a decorator of the dataset's first test, which ran in
-    the checker as the tests' code (``@(lambda f: lambda: None)`` replaced the test, and a wrong program passed;
-    round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test) and a test made a
-    fixture or skipped by another road (``@pytest.fixture``, ``@pytest.mark.__getattr__("skip")``: round 62).
-    ``names``: each test library's name the tests' part imports anew, with the path it reaches (``mark``: pytest,
-    mark)."""
-    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
-    if not decorators:
-        return True
-    a_test = _tests_begin(node) and getattr(node, "name", "").lower().startswith("test")
-    for decorator in decorators:
-        parts, root = [], decorator
-        while isinstance(root, (ast.Call, ast.Attribute)):
-            if isinstance(root, ast.Attribute):
-                parts.append(root.attr)
-            root = root.func if isinstance(root, ast.Call) else root.value
-        if not isinstance(root, ast.Name) or root.id not in names:
-            return False
-        path = names[root.id] + parts[::-1]  # pytest, mark, parametrize
-        if _SKIPS.intersection(path) or any(p.startswith("_") for p in path):
-            return False
-        mark = "mark" in path and path[-1] != "mark"
-        if not (mark or _a_plain_patch(decorator, path) or ("fixture" in path and not a_test)):
-            return False
-    return True
-
-
-def _a_plain_patch(decorator: ast.expr, path: list[str]) -> bool:
-    """Whether ``decorator`` (reaching ``path``) is ``mock.patch`` of one of the process's streams, ``print``,
-    ``input``, ``argv`` or ``sleep``, given nothing but literals: what a dataset's first test patches to feed or hear
-    the program. It runs in the checker, and where the completion wrote it, a patch of anything else gave the tests
-    what the completion chose: ``@mock.patch("__main__.add", new=...)`` the function under test, ``patch.dict`` the
-    tests' own globals, a plain ``patch("math.isclose")`` a comparison that is always true (round 63)."""
-    if path[-1] != "patch" or not isinstance(decorator, ast.Call) or len(decorator.args) != 1:
-        return False
-    target = decorator.args[0]
-    if not (isinstance(target, ast.Constant) and target.value in _PATCHED_STREAMS):
-        return False
-    for keyword in decorator.keywords:
-        if keyword.arg not in ("side_effect", "return_value"):
-            return False
-        try:
-            ast.literal_eval(keyword.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return False
-    return True
 
 
 def _library_imports(program: list[ast.stmt], source: str) -> tuple[list[tuple[int, str]], dict[str, list[str]]]:

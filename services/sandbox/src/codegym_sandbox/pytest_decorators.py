@@ -1,0 +1,156 @@
+"""The decorators a ``pytest`` file's first test may have (``pytest_file``): a completion is the file's first part,
+and its last line can be a decorator of the dataset's first test, which runs in the checker as the tests' code.
+"""
+
+from __future__ import annotations
+
+import ast
+
+# The marks and decorators that keep a test from running, or make its failure a pass.
+_SKIPS = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure", "importorskip"})
+# The builtins a first test's decorator may call: they make values of values, and are the checker's own (none that
+# calls what it is given: ``sorted(key=...)`` would call a name of the program's in the checker).
+_DATA_BUILTINS = frozenset(
+    {
+        "range",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "frozenset",
+        "zip",
+        "enumerate",
+        "reversed",
+        "str",
+        "int",
+        "float",
+        "complex",
+        "bool",
+        "bytes",
+        "len",
+        "abs",
+        "sum",
+        "round",
+        "divmod",
+        "chr",
+        "ord",
+        "repr",
+        "any",
+        "all",
+        "None",
+        "True",
+        "False",
+        "Ellipsis",
+    }
+)
+# A test library's objects that a case may hold (besides ``pytest.mark``'s marks).
+_CASE_OBJECTS = [["pytest", "param"], ["pytest", "approx"], ["unittest", "mock", "ANY"], ["unittest", "mock", "call"]]
+# What the first test of a file may patch: the program's input and output, and its waits.
+_PATCHED_STREAMS = frozenset(
+    {"builtins.print", "builtins.input", "sys.stdin", "sys.stdout", "sys.stderr", "sys.argv", "time.sleep"}
+)
+
+
+def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool) -> bool:
+    """Whether the decorators of ``node``, the file's first test, are a test library's that change no test into
+    something else: pytest's marks (``pytest.mark.parametrize``, ``mark.timeout``), a fixture's on a fixture, and
+    ``mock.patch``'s of the program's streams (:func:`_a_plain_patch`), from the names the tests' part imports anew;
+    never a mark that skips a test or expects its failure, a fixture's on a test, a dunder or anything else; their
+    arguments data alone (:func:`_data_only`). A
+    completion is the file's first part: its last line can be a decorator of the dataset's first test, which ran in
+    the checker as the tests' code (``@(lambda f: lambda: None)`` replaced the test, and a wrong program passed;
+    round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test) and a test made a
+    fixture or skipped by another road (``@pytest.fixture``, ``@pytest.mark.__getattr__("skip")``: round 62).
+    ``names``: each test library's name the tests' part imports anew, with the path it reaches (``mark``: pytest,
+    mark)."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    for decorator in decorators:
+        # One name of the library's, called once at most: what a chain reaches past it is no decorator of a test's
+        # (``pytest.mark.foo.args.count`` made the test a method of a tuple's, which no runner collects; round 63).
+        func = decorator.func if isinstance(decorator, ast.Call) else decorator
+        path = _path(func, names)
+        if path is None or _SKIPS.intersection(path) or any(p.startswith("_") for p in path):
+            return False
+        mark = len(path) == 3 and path[:2] == ["pytest", "mark"]
+        fixture = path == ["pytest", "fixture"] and not a_test
+        if not (mark or fixture or (path == ["unittest", "mock", "patch"] and _a_plain_patch(decorator))):
+            return False
+        if not _data_only(decorator, names):
+            return False
+    return True
+
+
+def _data_only(decorator: ast.expr, names: dict[str, list[str]]) -> bool:
+    """Whether the arguments of ``decorator`` (of each call along it) compute nothing but data in the checker:
+    literals, values (a table's, the program's), the builtins that make values of values (``range``, ``zip``), a
+    case's test library objects (``pytest.param``, ``pytest.mark.slow``, ``pytest.approx``, ``mock.ANY``) and what
+    these make. They are code the checker runs: ``@pytest.mark.foo(setattr(...))`` replaced its runner, a patch
+    started there replaced the function under test, and a wrong program passed (round 63). Nothing else is called:
+    a name the program binds may stand for a class of the standard library's, which is the checker's own
+    (``Popen``); a walrus would bind a name of the tests' (``add := ...``); an attribute of a value is its code."""
+    args: list[ast.AST] = []
+    node = decorator
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        if isinstance(node, ast.Call):
+            args += [*node.args, *node.keywords]
+        node = node.func if isinstance(node, ast.Call) else node.value
+    while args:
+        part = args.pop()
+        if isinstance(part, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(part, ast.Call):
+            called = part.func
+            if not ((isinstance(called, ast.Name) and called.id in _DATA_BUILTINS) or _a_case_object(called, names)):
+                return False
+            args += [*part.args, *part.keywords]
+        elif isinstance(part, (ast.Name, ast.Attribute)):
+            if not (_a_case_object(part, names) or (isinstance(part, ast.Name) and _a_value(part, names))):
+                return False
+        else:
+            args.extend(ast.iter_child_nodes(part))
+    return True
+
+
+def _a_value(name: ast.Name, names: dict[str, list[str]]) -> bool:
+    """Whether ``name`` is a value's: no test library's, and no dunder (``__builtins__``, ``__import__``)."""
+    return name.id not in names and name.id[:2] != "__"
+
+
+def _path(node: ast.expr, names: dict[str, list[str]]) -> list[str] | None:
+    """What an attribute chain rooted at a test library's name reaches (``pytest.mark.slow``: pytest, mark, slow)."""
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in names:
+        return None
+    return names[node.id] + attrs[::-1]
+
+
+def _a_case_object(node: ast.expr, names: dict[str, list[str]]) -> bool:
+    """Whether ``node`` reaches a test library's object that a case holds, or a mark of one; nothing that patches."""
+    path = _path(node, names)
+    if path is None or any(part.startswith("_") for part in path):
+        return False
+    return (path[:2] == ["pytest", "mark"] and len(path) > 2) or path in _CASE_OBJECTS
+
+
+def _a_plain_patch(decorator: ast.expr) -> bool:
+    """Whether ``decorator``, a ``mock.patch``, is one of the process's streams, ``print``,
+    ``input``, ``argv`` or ``sleep``, given nothing but literals: what a dataset's first test patches to feed or hear
+    the program. It runs in the checker, and where the completion wrote it, a patch of anything else gave the tests
+    what the completion chose: ``@mock.patch("__main__.add", new=...)`` the function under test, ``patch.dict`` the
+    tests' own globals, a plain ``patch("math.isclose")`` a comparison that is always true (round 63)."""
+    if not isinstance(decorator, ast.Call) or len(decorator.args) != 1:
+        return False
+    target = decorator.args[0]
+    if not (isinstance(target, ast.Constant) and target.value in _PATCHED_STREAMS):
+        return False
+    for keyword in decorator.keywords:
+        if keyword.arg not in ("side_effect", "return_value"):
+            return False
+        try:
+            ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+    return True

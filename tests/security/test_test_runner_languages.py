@@ -235,10 +235,6 @@ DANGLING = {
     "mark-arguments-monkeypatch": "@pytest.mark.foo(pytest.MonkeyPatch().setattr('__main__.add', lambda *a: sum(a)))\n",
     "mark-arguments-programs": "def _cases():\n    return [(0, 0, 0)]\n\n@pytest.mark.parametrize('a,b,c', _cases())\n",
     "parametrized-twice": "@pytest.mark.parametrize('a, b, c', [(1, 1, 0)])\n",
-    # ... or a chain past a library's name that makes the test no function (a tuple's method, a mock's attribute).
-    "mark-chain-args": "@pytest.mark.foo.args.count\n",
-    "mark-chain-kwargs": "@pytest.mark.foo.kwargs.get\n",
-    "mock-chain": "from unittest import mock\n@mock.Mock(**{'patch.return_value': 0}).patch\n",
 }
 
 
@@ -248,6 +244,22 @@ def test_a_completion_whose_last_line_keeps_a_test_from_running_fails(hostile: T
     for tests in (ONE_TEST, TESTS):
         fusion, native = _both(hostile, WRONG + head + DANGLING[name] + tests.lstrip("\n"))
         assert fusion["status"] == "Failed" and native["verdict"] != "AC", (name, fusion, native)
+
+
+# Round 63: a chain past a library's name made the first test no function (a tuple's method, a mock's attribute),
+# which no runner collects, and the tests a wrong program passes were the file's only ones.
+CHAINS = {
+    "mark-chain-args": "@pytest.mark.foo.args.count\n",
+    "mark-chain-kwargs": "@pytest.mark.foo.kwargs.get\n",
+    "mock-chain": "from unittest import mock\n@mock.Mock(**{'patch.return_value': 0}).patch\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_a_first_test_made_no_function_fails(hostile: TestClient, name: str) -> None:
+    tests = "def test_hard():\n    assert add(2, 3) == 5\n\ndef test_easy():\n    assert add(0, 0) == 0\n"
+    fusion, native = _both(hostile, WRONG + "import pytest\n" + CHAINS[name] + tests)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
 
 
 # Round 60: the dataset's table of cases before its first test was the program's process's to answer, and a

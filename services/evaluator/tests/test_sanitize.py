@@ -8,6 +8,7 @@ without its set-up. The two agree, and the set-up is what makes the answer right
 
 from __future__ import annotations
 
+import decimal
 import sys
 from pathlib import Path
 from typing import Any
@@ -459,3 +460,56 @@ def test_an_assignment_del_or_assert_that_changes_the_data_stays(change: str) ->
         return scope["f"](0)
 
     assert first(sanitize(code, "f")) == first(code), sanitize(code, "f")
+
+
+MEMO_FIB = (
+    "MEMO = {0: 0, 1: 1}\n\n\ndef fib(n):\n    if n not in MEMO:\n        MEMO[n] = fib(n - 1) + fib(n - 2)\n"
+    "    return MEMO[n]\n"
+)
+
+
+@pytest.mark.parametrize(
+    "demo",
+    [
+        "assert fib(10) == 56",  # the completion's own check, wrong
+        "n = int(input())\nr = fib(n)\nprint(r)",
+        "result = fib(10)\nassert result == 56",
+        "_ = fib(10**5)",  # deeper than the recursion limit
+    ],
+)
+def test_a_demo_of_a_function_that_keeps_its_results_goes(demo: str) -> None:
+    """Round 63: a table a function keeps its results in (``MEMO[n] = ...``, read back) changed with every call,
+    and a demo's call of it was kept as a fill of the program's data: the completion's wrong check, its read of
+    input, its call past the recursion limit failed a right program at import. Such a call warms a cache: a loop
+    of them stays (below), one call goes as any demo does."""
+    kept = sanitize(f"{MEMO_FIB}\n{demo}\n", "fib")
+    assert kept == MEMO_FIB.replace("\n\n\n", "\n").rstrip("\n"), kept
+    warming = f"{MEMO_FIB}\nfor i in range(3000):\n    fib(i)\n"
+    assert "fib(i)" in sanitize(warming, "fib")
+
+
+@pytest.mark.parametrize(
+    ("set_up", "entry", "argument"),
+    [
+        ("ctx = decimal.getcontext()\nctx.prec = 50", "str(decimal.Decimal(1) / decimal.Decimal(n))", 7),
+        ("c = getcontext()\nc.rounding = ROUND_HALF_UP", "str(Decimal(n).quantize(Decimal('1')))", 2.5),
+        ("S = []\nfor x in [50, 10, 30, 20, 40]:\n    bisect.insort(S, x)", "S[n]", 1),
+        ("H = []\nfor x in [50, 10, 30]:\n    heapq.heappush(H, x)", "H[0] + n", 1),
+    ],
+    ids=["module-object", "module-object-imported", "insort", "heappush"],
+)
+def test_set_up_through_a_held_module_object_or_a_library_function_stays(
+    set_up: str, entry: str, argument: Any
+) -> None:
+    """Round 63: set-up through a name that holds a module's object (``ctx.prec = 50``), and a table filled by a
+    library's function (``heapq.heappush(H, x)``), went: the program computed at 28 digits, or read an empty table."""
+    imports = "import bisect, decimal, heapq\nfrom decimal import Decimal, getcontext, ROUND_HALF_UP\n"
+    code = f"{imports}{set_up}\n\n\ndef f(n):\n    return {entry}\n"
+
+    def answer(text: str) -> object:
+        scope: dict[str, Any] = {}
+        with decimal.localcontext():  # what the program sets of the module, undone
+            exec(compile(text, "<c>", "exec"), scope)
+            return scope["f"](argument)
+
+    assert answer(sanitize(code, "f")) == answer(code), sanitize(code, "f")

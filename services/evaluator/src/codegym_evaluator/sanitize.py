@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
 from codegym_evaluator import call_closure, python_syntax
-from codegym_evaluator.sanitize_effects import Groups, aliases, binds, mutated, rebinders
+from codegym_evaluator.sanitize_effects import Groups, aliases, binds, memoises, mutated, rebinders
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -67,6 +67,11 @@ def _imports(body: list[ast.stmt]) -> dict[str, str]:
                     bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
             elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
                 bound.update({a.asname or a.name: f"{n.module}.{a.name}" for a in n.names if a.name != "*"})
+    for node in body:  # a name that holds a module's object sets it up as the module's name does (round 63)
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        reached = _qualified(node.value, bound) if isinstance(target, ast.Name) else None  # type: ignore[attr-defined]
+        if isinstance(target, ast.Name) and reached is not None and not _within(reached, _ENDS_OR_TESTS):
+            bound[target.id] = reached  # ``ctx = decimal.getcontext()``: ``ctx.prec = 50``
     return bound
 
 
@@ -127,6 +132,7 @@ def _fills(
     mutators: Mapping[str, frozenset[str]],
     cached: set[str],
     groups: Groups,
+    imports: dict[str, str],
 ) -> set[str]:
     """The names whose need keeps top-level ``node``, as one that fills them for the kept code: a loop, ``with``
     block, condition or call that changes one of the program's own data (``data``: what its top-level assignments
@@ -152,6 +158,16 @@ def _fills(
         if isinstance(a, ast.Name)
     }
     passed = {name for function, name in own if name != function}
+    # ... or hands it to a library's function, which may change it (``heapq.heappush(H, x)``, ``bisect.insort``,
+    # ``random.shuffle``: round 63), never in an assert, which checks.
+    if not isinstance(node, ast.Assert):
+        passed |= {
+            a.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call) and _qualified(n.func, imports) is not None
+            for a in [*n.args, *(k.value for k in n.keywords)]
+            if isinstance(a, ast.Name)
+        }
     changed = mutated(node).union(*(mutators[f] for f in _used_names(node) & mutators.keys()), passed)
     return {group for group in map(groups.of, changed) if group in data} | _warmed(node, cached)  # see ``_sanitize``
 
@@ -332,14 +348,26 @@ def _sanitize(code: str, entry_point: str) -> str:
     # What a function changes, directly or through the functions it calls (``call_closure``: in one pass; a
     # completion's call graph is the policy's to shape).
     calls = {name: (_used_names(node) - {name}) & defs.keys() for name, node in defs.items()}
-    mutators = call_closure.closed({name: mutated(n) for name, n in defs.items()}, calls)
+    memos = {name: memoises(n) for name, n in defs.items()}  # a table a function keeps its results in is its cache
+    mutators = call_closure.closed({name: mutated(n) - memos[name] for name, n in defs.items()}, calls)
     cached = {name for name, n in defs.items() if any(_caches(d, imports, functions) for d in n.decorator_list)}
+    cached |= {name for name, tables in memos.items() if tables}
     # Grow the needed definitions, and what fills them, until closed under use: each statement read once, kept by
     # the first of its names to be needed.
+    # What a statement that reads input or ends the process binds is a demo's: nothing that reads it fills a table.
+    demos = {
+        name
+        for n in body
+        if any(isinstance(c, ast.Call) and _calls_end(c) for c in ast.walk(n))
+        for name in _defined_names(n)
+    }
     keeps: dict[str, list[int]] = {}
     for i, node in enumerate(body):
         if i not in keep:
-            for name in _defined_names(node) | _fills(node, data, mutators, cached, groups):
+            filled = (
+                set() if demos and _used_names(node) & demos else _fills(node, data, mutators, cached, groups, imports)
+            )
+            for name in _defined_names(node) | filled:
                 keeps.setdefault(groups.of(name), []).append(i)
     new = list(needed)
     while new:

@@ -120,6 +120,25 @@ def mutated(node: ast.AST) -> set[str]:
     return out
 
 
+def memoises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The module-level tables ``function`` keeps its results in: written at a key (``MEMO[n] = ...``) and read back
+    (``n in MEMO``, ``MEMO[n]``, ``MEMO.get(n)``). A call of it that changes nothing else warms a cache, as an
+    ``lru_cache``'s does: a demo's call of it (``assert fib(10) == 56``, ``r = fib(int(input()))``) changed the
+    program's data and was kept, and a right program failed at import (round 63)."""
+    written, read = set(), set()
+    for n in ast.walk(function):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        written |= {t.value.id for t in targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+        if isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
+            read |= {c.id for c in n.comparators if isinstance(c, ast.Name)}
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name):
+            looked_up = isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+            if looked_up or getattr(n, "attr", None) == "get":
+                read.add(n.value.id)
+    local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    return (written & read) - local
+
+
 # Names and attributes through which a statement may bind a module's names without naming them.
 _DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "__import__"}
 _DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__"}

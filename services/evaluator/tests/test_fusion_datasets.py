@@ -98,3 +98,11 @@ def test_many_wrong_rows_are_one_error(client: TestClient) -> None:
     in 2 MB held every client 8 s)."""
     r = client.post("/get_prompts", json={"dataset": "mbpp", "config": {"provided_data": [0] * 100_000}})
     assert r.status_code == 422 and len(r.json()["detail"]) == 1, r.text[:500]
+
+
+@pytest.mark.parametrize("route", ["/submit", "/get_prompt_by_id"])
+def test_an_unknown_id_is_quoted_in_a_few_dozen_characters(client: TestClient, route: str) -> None:
+    """Round 63: the id was quoted whole, as ``repr`` writes it: a 64 MB id of DELs made a 320 MB answer."""
+    body = {"dataset": "humaneval", "id": "\x7f" * 200_000, "completion": "x", "config": {}}
+    r = client.post(route, json=body)
+    assert r.status_code == 404 and len(r.content) < 1024, (r.status_code, r.text[:300])

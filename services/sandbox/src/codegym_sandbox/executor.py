@@ -15,6 +15,7 @@ from .config import Settings
 from .loop_turns import Turns, mapped
 from .metrics import Metrics
 from .pytest_file import Analyse, on_the_loop
+from .quoting import quoted
 from .step_limits import COMPILE_MEMORY_MB, fitted_mb
 from .step_limits import RunLimits as RunLimits  # the type of its limits, for its callers
 from .verdicts import RunEnd, Verdict, memory_exceeded, run_end
@@ -137,10 +138,12 @@ class Executor:
         if lang is None:
             why = languages.WITHOUT_RUNNER.get(name)
             reason = f"{f': {why}' if why else ''} (see GET /v1/languages)"
-            raise UnsupportedLanguage(f"language {name!r} is not supported by this server{reason}")
+            raise UnsupportedLanguage(f"language {quoted(name)} is not supported by this server{reason}")
         missing = self.missing_tools(lang)
         if missing:
-            raise UnsupportedLanguage(f"language {name!r} needs {', '.join(missing)}, which is not installed here")
+            raise UnsupportedLanguage(
+                f"language {quoted(name)} needs {', '.join(missing)}, which is not installed here"
+            )
         return lang
 
     def _tool(self, tool: str) -> str | None:

@@ -26,6 +26,7 @@ from .config import Settings, get_settings
 from .executor import Executor
 from .judging import off_loop
 from .metrics import Metrics
+from .quoting import QUOTED
 from .sessions.errors import Busy, FilesTooLarge, SessionGone, TooManySessions
 from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
 from .sessions.repeats import KeyReused
@@ -183,13 +184,22 @@ def _errors(errors: Sequence[Any]) -> list[Any]:
     """A 422's errors as FastAPI writes them (type, where, what), less the ``input`` each quotes: the request's own
     data, which the client holds, and which a body of a million tests made a walk of tens of seconds on the event
     loop and an answer five times the body (round 60). The first ``ERRORS_SHOWN``, and how many more there were."""
-    shown = [{k: v for k, v in err.items() if k not in ("input", "url")} for err in errors[:ERRORS_SHOWN]]
+    shown = [
+        {k: _cut_loc(v) if k == "loc" else v for k, v in err.items() if k not in ("input", "url")}
+        for err in errors[:ERRORS_SHOWN]
+    ]
     detail = _finite(jsonable_encoder(shown))  # a NaN or infinite bound in a ``ctx`` cannot break the JSON
     assert isinstance(detail, list)
     if len(errors) > ERRORS_SHOWN:
         more = f"and {len(errors) - ERRORS_SHOWN} more errors of the request's body"
         detail.append({"type": "value_error", "loc": ["body"], "msg": more})
     return detail
+
+
+def _cut_loc(loc: Sequence[Any]) -> list[Any]:
+    """An error's place, each key of the client's in it ``quoting.QUOTED`` characters at most: a mapping's key is
+    the client's own string (round 63: a 64 MB key quoted whole made a 320 MB answer)."""
+    return [part if not isinstance(part, str) or len(part) <= QUOTED else f"{part[:QUOTED]}..." for part in loc]
 
 
 def _finite(value: object) -> object:

@@ -174,3 +174,45 @@ def test_a_list_of_many_wrong_items_is_one_error(client: TestClient, route: str,
     r = client.post(route, json=body)
     assert r.status_code == 422, r.text[:500]
     assert len(r.json()["detail"]) == 1, r.text[:500]
+
+
+LONG = "\x7f" * 200_000  # a DEL: one byte of JSON, four characters of a repr
+
+
+@pytest.mark.parametrize(
+    "route,body",
+    [
+        ("/v1/execute", {"code": "1", "language": "python", **{f"{LONG}{i}": 0 for i in range(17)}}),
+        ("/v1/execute", {"code": "1", "language": "python", LONG: 0}),  # its key in the error's place
+        ("/v1/execute", {"code": "1", "language": "python", "files": {"/x" + LONG: ""}}),
+        ("/run_code", {"code": "1", "language": "python", "files": {"../" + LONG: ""}}),
+        ("/run_code", {"code": "1", "language": LONG}),
+        ("/v1/execute", {"code": "1", "language": LONG}),
+        ("/run_jupyter", {"cells": ["1"], "kernel": LONG}),
+        ("/execute", {"generated_code": "1", "language": LONG}),
+    ],
+)
+def test_an_answer_quotes_a_few_dozen_characters_of_a_clients_string(client: TestClient, route: str, body: Any) -> None:
+    """Round 63: an unknown key, a file's name, a language or a kernel was quoted whole, as ``repr`` writes it: a 64
+    MB body made a 320 MB answer on the event loop, and four of them, unread, took the server past 4 GB."""
+    r = client.post(route, json=body)
+    assert len(r.content) < 4096, (r.status_code, len(r.content), r.text[:300])
+
+
+@pytest.mark.parametrize(
+    "route,body",
+    [
+        ("/v1/evaluate", {"language": "python", "programs": ["1"], "tests": [{"stdin": 0, "timeout_s": "x"}] * 512}),
+        (
+            "/v1/execute",
+            {"code": "1", "language": "python", "files": {str(i): 0 for i in range(4096)}, "fetch_files": [0] * 4096},
+        ),
+    ],
+)
+def test_a_request_of_many_wrong_items_in_bounds_is_a_few_errors(client: TestClient, route: str, body: Any) -> None:
+    """Round 63: each list's wrong items were bounded, the request's were not: 512 wrong tests, each with its own
+    errors, were 10,752 errors of one slice; 4,096 wrong files and 4,096 wrong names 8,192, all made on the loop."""
+    r = client.post(route, json=body)
+    assert r.status_code == 422, r.text[:500]
+    detail = r.json()["detail"]
+    assert len(detail) <= 4 and "more errors" not in r.text, detail

@@ -9,6 +9,7 @@ from collections.abc import Collection, Iterable
 
 from ..agent.scratch_cost import MAX_DIRS, directories, over_memory
 from ..models import MAX_FILES
+from ..quoting import quoted
 
 SCRATCH = "/tmp/box"
 MAX_NAME_BYTES = 1024
@@ -28,13 +29,13 @@ def scratch_name(name: str) -> str:
     if name.startswith("/"):
         norm = posixpath.normpath(name)
         if not norm.startswith(SCRATCH + "/"):
-            raise BadFiles(f"file {name!r}: absolute paths must be inside {SCRATCH}, the run's working directory")
+            raise BadFiles(f"file {quoted(name)}: absolute paths must be inside {SCRATCH}, the run's working directory")
         name = norm[len(SCRATCH) + 1 :]
     norm = posixpath.normpath(name)
     if norm in ("", ".") or norm.startswith("../") or norm == ".." or "\0" in norm:
-        raise BadFiles(f"file {name!r}: the name must stay inside the run's working directory")
+        raise BadFiles(f"file {quoted(name)}: the name must stay inside the run's working directory")
     if len(norm.encode()) > MAX_NAME_BYTES or any(len(part.encode()) > 255 for part in norm.split("/")):
-        raise BadFiles(f"file {name[:64]!r}...: names are limited to {MAX_NAME_BYTES} bytes, 255 per component")
+        raise BadFiles(f"file {quoted(name)}: names are limited to {MAX_NAME_BYTES} bytes, 255 per component")
     return norm
 
 
@@ -62,7 +63,7 @@ def one_tree(names: Iterable[str], taken: Collection[str] = ()) -> None:
 
 def _clash(name: str, directory: str, taken: Collection[str]) -> None:
     what = "the program's own file" if directory in taken else "a file of the request too"
-    raise BadFiles(f"file {name!r}: {directory!r} is {what}, so it cannot be a directory")
+    raise BadFiles(f"file {quoted(name)}: {quoted(directory)} is {what}, so it cannot be a directory")
 
 
 def check_names(names: Collection[str], fetched: Collection[str] = (), taken: Collection[str] = ()) -> None:
@@ -106,5 +107,5 @@ def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
         try:
             out[scratch_name(name)] = base64.b64decode(content, validate=True)
         except ValueError as exc:  # binascii.Error, or a character beyond ASCII (never base64)
-            raise BadFiles(f"file {name!r}: content is not valid base64 ({exc})") from exc
+            raise BadFiles(f"file {quoted(name)}: content is not valid base64 ({exc})") from exc
     return out

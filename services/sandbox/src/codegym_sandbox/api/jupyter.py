@@ -34,6 +34,7 @@ from ..agent.cell_frames import read_record
 from ..backends.base import RunPolicy
 from ..executor import Executor
 from ..models import Files, Names
+from ..quoting import quoted
 from ..verdicts import RunEnd
 from .convert import CUT_OUTPUT, fusion_result, text
 from .deps import client_of
@@ -85,7 +86,9 @@ async def run_jupyter(req: RunJupyterRequest, request: Request) -> RunJupyterRes
         cache=False, queue_wait_s=executor.settings.fusion_queue_wait_s or None, client=client_of(request)
     )
     if req.kernel != "python3":
-        return RunJupyterResponse(status=RunStatus.SandboxError, message=f"kernel {req.kernel!r} is not supported")
+        return RunJupyterResponse(
+            status=RunStatus.SandboxError, message=f"kernel {quoted(req.kernel)} is not supported"
+        )
     limits = executor.run_limits(req.total_timeout, None if req.memory_limit_MB <= 0 else req.memory_limit_MB)
     files, fetch = request_files(req.files, req.fetch_files, limits.memory_mb, languages.written_names("python"))
     cap = executor.settings.limits.output_bytes // 2  # the rest for the frames and the cells' displays

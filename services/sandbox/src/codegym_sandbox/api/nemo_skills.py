@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..backends.base import RunPolicy, Saturated
 from ..executor import Executor
+from ..quoting import quoted
 from ..sessions.errors import SessionGone, TooManySessions
 from ..sessions.store import Session, SessionStore
 from ..sessions.wire import CellResult
@@ -172,7 +173,7 @@ async def execute(
         return await _ipython(req, request, x_session_id)
     lang = _STATELESS.get(req.language)
     if lang is None:
-        why = f"language {req.language!r} is not served here: ipython, python, python3, pypy3 or shell\n"
+        why = f"language {quoted(req.language)} is not served here: ipython, python, python3, pypy3 or shell\n"
         return _answer("error", "", why, req.max_output_characters)
     return await _stateless(req, request.app.state.executor, lang, client_of(request))
 
@@ -185,7 +186,7 @@ async def _ipython(req: ExecuteRequest, request: Request, sid: str) -> JSONRespo
     limit = req.max_output_characters
     if req.traceback_verbosity not in VERBOSITIES:
         # Their shell dies of it and loses the session; here the cell does not run and the session stays.
-        why = f"traceback_verbosity {req.traceback_verbosity!r} is not one of {', '.join(VERBOSITIES)}\n"
+        why = f"traceback_verbosity {quoted(req.traceback_verbosity)} is not one of {', '.join(VERBOSITIES)}\n"
         return _answer("error", "", why, limit, False)
     key = _key(client_of(request), sid)
     created = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..backends.base import Saturated
+from ..quoting import quoted
 
 
 class SessionGone(Exception):
@@ -13,7 +14,7 @@ class SessionGone(Exception):
         self.session_id = session_id
         self.ended = ended
         self.ran = ran
-        super().__init__(f"session {session_id!r} {ended}" if ended else f"no session {session_id!r}")
+        super().__init__(f"session {quoted(session_id)} {ended}" if ended else f"no session {quoted(session_id)}")
 
 
 class FilesTooLarge(ValueError):

@@ -96,6 +96,10 @@ def parse_body(model: type[M], body: bytes) -> M:
             except ValidationError as exc:
                 error = exc
     errors = [{**e, "loc": ("body", *e["loc"])} for e in error.errors(include_url=False, include_context=False)]
+    # Let go of it: a validator's exception that it holds (``models.at_most``'s) holds, through its traceback, this
+    # frame, which held it, a cycle through pydantic's error that Python's collector cannot see: every such request
+    # kept its body and what it was parsed into, some 0.9 MB a request of 4,096 files (round 63: 1.7 GB in 6 s).
+    del error
     raise RequestValidationError(errors, body=body.decode(errors="replace")) from None
 
 

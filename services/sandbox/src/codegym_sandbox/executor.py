@@ -141,9 +141,7 @@ class Executor:
             raise UnsupportedLanguage(f"language {quoted(name)} is not supported by this server{reason}")
         missing = self.missing_tools(lang)
         if missing:
-            raise UnsupportedLanguage(
-                f"language {quoted(name)} needs {', '.join(missing)}, which is not installed here"
-            )
+            raise UnsupportedLanguage(f"language {quoted(name)} needs {', '.join(missing)}: not installed here")
         return lang
 
     def _tool(self, tool: str) -> str | None:

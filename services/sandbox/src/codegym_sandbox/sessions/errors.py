@@ -24,6 +24,10 @@ class FilesTooLarge(ValueError):
 class Busy(Exception):
     """A cell of the session is running: its cells run one at a time."""
 
+    @classmethod
+    def running(cls, session_id: str, why: str) -> Busy:
+        return cls(f"session {quoted(session_id)} is running a cell: {why}")  # its id from a client's path
+
 
 class SessionNotStarted(Saturated):
     """The sandbox could not start a session's kernel (a worker that did not start): try again."""

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from ..backends.base import SandboxFault, SessionLease
 from ..backends.session_family import ForkRefused
-from ..quoting import quoted
 from .errors import Busy, SessionGone
 from .store import Session
 
@@ -78,7 +77,7 @@ async def fork(store: SessionStore, session_id: str, n: int, reseed: bool) -> li
     if n > s.max_fork:
         raise TooManyCopies(f"a fork makes {s.max_fork} copies at most (SESSIONS__MAX_FORK), not {n}")
     if session.lock.locked():
-        raise Busy(f"session {quoted(session_id)} is running a cell: it is forked between cells")
+        raise Busy.running(session_id, "it is forked between cells")
     store.check_caps(session.client, n, (n + 1) * session.memory_mb)
     async with session.lock:
         if session.expires_in(s.max_lifetime_s, time.monotonic()) <= 0:

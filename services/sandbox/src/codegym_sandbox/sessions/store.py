@@ -25,7 +25,6 @@ from ..agent.session_main import SESSION_MAIN
 from ..backends.base import Backend, SandboxFault, SessionLease
 from ..config import SESSION_MIN_MEMORY_MB, Sessions
 from ..executor import Executor, RunLimits
-from ..quoting import quoted
 from . import room
 from .cell_terms import CellTerms
 from .errors import Busy, FilesTooLarge, SessionGone, SessionNotStarted, TooManySessions
@@ -123,7 +122,7 @@ class SessionStore:
         """A new session; ``session_id`` where the caller names it (an API whose clients make their ids): none now."""
         s = self.settings
         if session_id is not None and session_id in self.sessions:
-            raise ValueError(f"session {quoted(session_id)} exists")
+            raise ValueError(f"session {session_id[:64]!r} exists")  # a caller's id, cut as ``quoting`` cuts
         if self._held() + self.opening >= s.max_sessions:
             raise TooManySessions(f"this server holds {s.max_sessions} sessions, its most (SESSIONS__MAX_SESSIONS)")
         held = self._held(client) + self.opening_by.get(client, 0)
@@ -317,7 +316,7 @@ class SessionStore:
         """Run one cell. ``answer_by``: when its caller stops waiting for the answer (see ``cell_terms``)."""
         session = self.get(session_id)
         if session.lock.locked():
-            raise Busy(f"session {quoted(session_id)} is running a cell: its cells run one at a time")
+            raise Busy.running(session_id, "its cells run one at a time")
         async with session.lock:
             if session.expires_in(self.settings.max_lifetime_s, time.monotonic()) <= 0:
                 # The reaper passes over a session mid-cell, and one whose cells follow each other is mid-cell

@@ -229,6 +229,8 @@ DANGLING = {
     "patched-return": "from unittest.mock import patch\n@patch('__main__.add', return_value=5)\n",
     # ... or a mark's arguments, code the checker runs: the runner replaced, a name of the tests' bound, a patch
     # started, a case of the dataset's given the values the completion chose (pytest refuses a duplicate).
+    # Round 64: a patch's mock takes the test's first argument, and its input is the completion's choice.
+    "patched-input": "from unittest import mock\n@mock.patch('builtins.input', return_value='3')\n",
     "mark-arguments-run": "@pytest.mark.foo(setattr(__import__('sys').modules['codegym_sandbox.agent.test_forms'], "
     "'_run', lambda *a, **k: None))\n",
     "mark-arguments-bind": "@pytest.mark.foo(add := lambda a, b: a + b)\n",
@@ -285,6 +287,15 @@ def test_the_datasets_table_before_its_first_test_is_the_tests(hostile: TestClie
     assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
 
 
+def test_an_annotated_table_is_the_programs_alone(hostile: TestClient) -> None:
+    """Round 64: copied whole, an annotated table's annotation ran in the checker (a module's annotations run), and
+    replaced its runner."""
+    forms = "__import__('sys').modules['codegym_sandbox.agent.test_forms']"
+    cheat = f"T: [setattr({forms}, '_run', lambda *a, **k: None)] = 1\n"
+    fusion, native = _both(hostile, WRONG + cheat + "import pytest\n" + TESTS)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+
+
 def test_a_table_is_copied_at_its_lines_and_nothing_of_the_modules_own() -> None:
     code = (
         "def add(a, b):\n    return a + b\n__test__ = False\nCASES = [\n    (1, 2, 3),\n]\n\ndef test_x():\n    pass\n"
@@ -334,11 +345,6 @@ IMPORTS_BEFORE = {
     "primes": RIGHT_PRIME + PRIME_TESTS,
     "fixture-first": RIGHT + "\nimport pytest\n\n@pytest.fixture\ndef pair():\n    return (2, 3)\n\n"
     "def test_add(pair):\n    assert add(*pair) == 5\n",
-    "patch-first": RIGHT + "\nfrom unittest.mock import patch\n\n@patch('builtins.print')\ndef test_add(printed):\n"
-    "    assert add(2, 3) == 5\n",
-    "patch-input-first": RIGHT
-    + "\nfrom unittest import mock\n\n@mock.patch('builtins.input', side_effect=['2', '3'])\n"
-    "def test_add(fed):\n    assert add(int(input()), int(input())) == 5\n",
     "parametrized-first": RIGHT + "\nimport pytest\n" + ONE_TEST,
     "marks-of-data": RIGHT + "\nimport pytest\n\nCASES = [(2, 3, 5)]\n\n"
     "@pytest.mark.parametrize('a,b,c', [*CASES, pytest.param(1, 1, 2, id='ones', marks=pytest.mark.slow)], ids=str)\n"

@@ -45,18 +45,13 @@ _DATA_BUILTINS = frozenset(
 )
 # A test library's objects that a case may hold (besides ``pytest.mark``'s marks).
 _CASE_OBJECTS = [["pytest", "param"], ["pytest", "approx"], ["unittest", "mock", "ANY"], ["unittest", "mock", "call"]]
-# What the first test of a file may patch: the program's input and output, and its waits.
-_PATCHED_STREAMS = frozenset(
-    {"builtins.print", "builtins.input", "sys.stdin", "sys.stdout", "sys.stderr", "sys.argv", "time.sleep"}
-)
 
 
 def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool) -> bool:
-    """Whether the decorators of ``node``, the file's first test, are a test library's that change no test into
-    something else: pytest's marks (``pytest.mark.parametrize``, ``mark.timeout``), a fixture's on a fixture, and
-    ``mock.patch``'s of the program's streams (:func:`_a_plain_patch`), from the names the tests' part imports anew;
-    never a mark that skips a test or expects its failure, a fixture's on a test, a dunder or anything else; their
-    arguments data alone (:func:`_data_only`). A
+    """Whether the decorators of ``node``, the file's first test, are pytest's that change no test into something
+    else: its marks (``pytest.mark.parametrize``, ``mark.timeout``) and a fixture's on a fixture, from the names the
+    tests' part imports anew; never a mark that skips a test or expects its failure, a fixture's on a test, a
+    ``mock.patch`` (rounds 63, 64), a dunder or anything else; their arguments data alone (:func:`_data_only`). A
     completion is the file's first part: its last line can be a decorator of the dataset's first test, which ran in
     the checker as the tests' code (``@(lambda f: lambda: None)`` replaced the test, and a wrong program passed;
     round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test) and a test made a
@@ -73,7 +68,9 @@ def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool) -> bool:
             return False
         mark = len(path) == 3 and path[:2] == ["pytest", "mark"]
         fixture = path == ["pytest", "fixture"] and not a_test
-        if not (mark or fixture or (path == ["unittest", "mock", "patch"] and _a_plain_patch(decorator))):
+        # Never a patch: it runs in the checker, and its mock takes the test's first argument (a ``monkeypatch`` the
+        # dataset's test feeds the program with became a MagicMock, and the completion chose the input; round 64).
+        if not (mark or fixture):
             return False
         if not _data_only(decorator, names):
             return False
@@ -133,24 +130,3 @@ def _a_case_object(node: ast.expr, names: dict[str, list[str]]) -> bool:
     if path is None or any(part.startswith("_") for part in path):
         return False
     return (path[:2] == ["pytest", "mark"] and len(path) > 2) or path in _CASE_OBJECTS
-
-
-def _a_plain_patch(decorator: ast.expr) -> bool:
-    """Whether ``decorator``, a ``mock.patch``, is one of the process's streams, ``print``,
-    ``input``, ``argv`` or ``sleep``, given nothing but literals: what a dataset's first test patches to feed or hear
-    the program. It runs in the checker, and where the completion wrote it, a patch of anything else gave the tests
-    what the completion chose: ``@mock.patch("__main__.add", new=...)`` the function under test, ``patch.dict`` the
-    tests' own globals, a plain ``patch("math.isclose")`` a comparison that is always true (round 63)."""
-    if not isinstance(decorator, ast.Call) or len(decorator.args) != 1:
-        return False
-    target = decorator.args[0]
-    if not (isinstance(target, ast.Constant) and target.value in _PATCHED_STREAMS):
-        return False
-    for keyword in decorator.keywords:
-        if keyword.arg not in ("side_effect", "return_value"):
-            return False
-        try:
-            ast.literal_eval(keyword.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return False
-    return True

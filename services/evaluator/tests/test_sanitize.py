@@ -513,3 +513,47 @@ def test_set_up_through_a_held_module_object_or_a_library_function_stays(
             return scope["f"](argument)
 
     assert answer(sanitize(code, "f")) == answer(code), sanitize(code, "f")
+
+
+@pytest.mark.parametrize(
+    ("code", "entry", "check"),
+    [
+        (
+            "N = 100\nis_comp = [False] * (N + 1)\n\ndef sieve():\n    for i in range(2, N + 1):\n"
+            "        if not is_comp[i]:\n            for j in range(i * i, N + 1, i):\n"
+            "                is_comp[j] = True\n"
+            "\nsieve()\n\ndef is_prime(n):\n    return n >= 2 and not is_comp[n]\n",
+            "is_prime",
+            "assert is_prime(97) and not is_prime(91)",
+        ),
+        (
+            "GRAPH = {}\n\ndef add_edge(u, v):\n    if u not in GRAPH:\n        GRAPH[u] = []\n"
+            "    GRAPH[u].append(v)\n\n"
+            "add_edge('a', 'b')\n\ndef linked(u, v):\n    return v in GRAPH.get(u, [])\n",
+            "linked",
+            "assert linked('a', 'b')",
+        ),
+        (
+            MEMO_FIB.replace(
+                "MEMO = {0: 0, 1: 1}", "MEMO = {0: 0, 1: 1}\n\ndef adjust(n, v):\n    MEMO[n] = MEMO.get(n, 0) + v"
+            )
+            + "\nadjust(1, 1)\n",
+            "fib",
+            "assert fib(10) == 55",
+        ),
+    ],
+    ids=["sieve", "graph", "a-memo-spoiled"],
+)
+def test_a_table_filled_and_read_but_never_answered_from_is_no_memo(code: str, entry: str, check: str) -> None:
+    """Round 64: a function that writes a table at a key and reads it back was taken for a memo, though it answered
+    nothing from it: a sieve's and a graph's single fill went (a right program made wrong), and so did a call that
+    spoiled a memo (a wrong one made right)."""
+
+    def passes(text: str) -> bool:
+        try:
+            exec(compile(f"{text}\n{check}\n", "<c>", "exec"), {})
+        except AssertionError:
+            return False
+        return True
+
+    assert passes(sanitize(code, entry)) == passes(code), sanitize(code, entry)

@@ -176,7 +176,9 @@ class SubmitRequest(BaseModel):
 def _dataset_name(dataset: str) -> str:
     name = UPSTREAM_IDS.get(dataset, dataset)
     if name not in DATASETS or name == "jsonl":
-        raise HTTPException(400, f"no eval class found for dataset {dataset}: known are {', '.join(dataset_ids())}")
+        raise HTTPException(
+            400, f"no eval class found for dataset {dataset[:64]}: known are {', '.join(dataset_ids())}"
+        )
     return name
 
 
@@ -241,12 +243,19 @@ async def _library_tasks(dataset: str, name: str) -> list[Task]:
         raise HTTPException(400, f"dataset {dataset} could not be loaded: {exc}") from None
 
 
+def _cut(exc: Exception) -> str:
+    """An error of a client's row, which may quote its strings whole (a 2 MB ``task_id`` of DELs made a 10 MB answer:
+    round 64): 256 characters of it at most."""
+    text = str(exc)
+    return text if len(text) <= 256 else f"{text[:256]}..."
+
+
 def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
     """A provided row: a codegym task (it has ``kind`` and ``tests``), else a row of the named dataset."""
     try:
         task = Task(**row) if "kind" in row and "tests" in row else DATASETS[name].adapter.to_task(row, i)
     except (TypeError, ValueError, KeyError) as exc:
-        raise HTTPException(400, f"config.provided_data row {i} is not a {name} row: {exc}") from None
+        raise HTTPException(400, f"config.provided_data row {i} is not a {name} row: {_cut(exc)}") from None
     if task is None:
         raise HTTPException(400, f"config.provided_data row {i} has no usable tests")
     # A row's tests as the server will hold and send them, each part counted where it is used: a row stored as a
@@ -260,7 +269,7 @@ def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
         build_program(task, extract_code("", task).code)
         evaluate_body(task, [""], timeout_s=10.0, cache=False)  # built, never sent
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise HTTPException(400, f"config.provided_data row {i} is not a valid task: {exc}") from None
+        raise HTTPException(400, f"config.provided_data row {i} is not a valid task: {_cut(exc)}") from None
     return task
 
 

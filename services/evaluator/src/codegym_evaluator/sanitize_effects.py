@@ -135,8 +135,17 @@ def memoises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             looked_up = isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
             if looked_up or getattr(n, "attr", None) == "get":
                 read.add(n.value.id)
+    # And it answers from it (``return MEMO[n]``): a function that fills a table it reads (a sieve's ``is_comp[i]``,
+    # a graph's ``if u not in GRAPH: GRAPH[u] = []``) and answers nothing of it is no memo (round 64).
+    answered = {
+        n.value.id
+        for r in ast.walk(function)
+        if isinstance(r, ast.Return) and r.value is not None
+        for n in ast.walk(r.value)
+        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
+    }
     local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    return (written & read) - local
+    return (written & read & answered) - local
 
 
 # Names and attributes through which a statement may bind a module's names without naming them.

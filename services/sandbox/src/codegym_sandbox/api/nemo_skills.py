@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..backends.base import RunPolicy, Saturated
 from ..executor import Executor
-from ..quoting import quoted
+from ..quoting import QUOTED, quoted
 from ..sessions.errors import SessionGone, TooManySessions
 from ..sessions.store import Session, SessionStore
 from ..sessions.wire import CellResult
@@ -287,7 +287,7 @@ async def delete_session(session_id: str, request: Request) -> JSONResponse:
         if key not in restarted:
             return JSONResponse({"error": f"IPython session {session_id} not found"}, 404)
     restarted.pop(key, None)
-    return JSONResponse({"message": f"IPython session {session_id} deleted successfully"})
+    return JSONResponse({"message": f"IPython session {session_id[:QUOTED]} deleted successfully"})
 
 
 @router.get("/health")

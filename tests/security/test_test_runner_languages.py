@@ -526,3 +526,18 @@ def test_a_d_run_that_exits_0_is_not_judged(hostile: TestClient, code: str) -> N
     assert native["verdict"] == "SE" and "not judged" in native["run"]["error"], native
     failed = "int add(int a, int b) { return 0; }\n" + D_TESTS
     assert hostile.post("/run_code", json={"code": failed, "language": "D_ut"}).json()["status"] == "Failed"
+
+
+def test_a_split_of_a_file_of_many_names_holds_little() -> None:
+    """Round 64: what the statements after each one bind was a set a statement, copied from the next: a file of
+    distinct top-level names made quadratic sets (64 KiB: 3 GB and the analysis pool's 5 s of CPU)."""
+    import tracemalloc
+
+    code = "import pytest\n" + "".join(f"N{i}a = 0\n" for i in range(2000)) + "def test_x():\n    pass\n"
+    tracemalloc.start()
+    try:
+        pytest_file.split(code)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak

@@ -106,3 +106,29 @@ def test_an_unknown_id_is_quoted_in_a_few_dozen_characters(client: TestClient, r
     body = {"dataset": "humaneval", "id": "\x7f" * 200_000, "completion": "x", "config": {}}
     r = client.post(route, json=body)
     assert r.status_code == 404 and len(r.content) < 1024, (r.status_code, r.text[:300])
+
+
+def test_a_row_whose_pickle_names_a_class_is_a_400_quoting_little(client: TestClient) -> None:
+    """Round 64: a LiveCodeBench row's private tests, a pickle naming a module of a million characters, were refused
+    by the reader with an error that quoted the name whole: a 500, whose log line held it twice (39 KB of body, 60 MB
+    of log)."""
+    import base64
+    import json
+    import zlib
+
+    pickled = b"c" + b"A" * 1_000_000 + b"\nB\n."
+    row = {
+        "question_title": "t",
+        "question_content": "q",
+        "platform": "atcoder",
+        "question_id": "x",
+        "contest_id": "c",
+        "contest_date": "2024-01-01T00:00:00",
+        "starter_code": "",
+        "difficulty": "easy",
+        "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}]),
+        "private_test_cases": base64.b64encode(zlib.compress(pickled, 9)).decode(),
+        "metadata": "{}",
+    }
+    r = client.post("/get_prompts", json={"dataset": "livecodebench", "config": {"provided_data": [row]}})
+    assert r.status_code == 400 and len(r.content) < 1024, (r.status_code, r.text[:300])

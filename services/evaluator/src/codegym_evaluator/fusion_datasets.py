@@ -254,7 +254,7 @@ def _task_of(name: str, row: dict[str, Any], i: int) -> Task:
     """A provided row: a codegym task (it has ``kind`` and ``tests``), else a row of the named dataset."""
     try:
         task = Task(**row) if "kind" in row and "tests" in row else DATASETS[name].adapter.to_task(row, i)
-    except (TypeError, ValueError, KeyError) as exc:
+    except Exception as exc:  # any error of reading a client's row is its fault (a refused pickle was a 500: round 64)
         raise HTTPException(400, f"config.provided_data row {i} is not a {name} row: {_cut(exc)}") from None
     if task is None:
         raise HTTPException(400, f"config.provided_data row {i} has no usable tests")

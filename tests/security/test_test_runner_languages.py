@@ -227,10 +227,10 @@ DANGLING = {
     "@mock.patch.object(__import__('__main__'), 'add', lambda *a: sum(a))\n",
     "patched-multiple": "from unittest import mock\n@mock.patch.multiple('__main__', add=lambda a, b: a + b)\n",
     "patched-return": "from unittest.mock import patch\n@patch('__main__.add', return_value=5)\n",
-    # ... or a mark's arguments, code the checker runs: the runner replaced, a name of the tests' bound, a patch
-    # started, a case of the dataset's given the values the completion chose (pytest refuses a duplicate).
     # Round 64: a patch's mock takes the test's first argument, and its input is the completion's choice.
     "patched-input": "from unittest import mock\n@mock.patch('builtins.input', return_value='3')\n",
+    # Round 63: a mark's arguments, code the checker runs: the runner replaced, a name of the tests' bound, a patch
+    # started, a case of the dataset's given the values the completion chose (pytest refuses a duplicate).
     "mark-arguments-run": "@pytest.mark.foo(setattr(__import__('sys').modules['codegym_sandbox.agent.test_forms'], "
     "'_run', lambda *a, **k: None))\n",
     "mark-arguments-bind": "@pytest.mark.foo(add := lambda a, b: a + b)\n",

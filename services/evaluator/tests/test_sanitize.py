@@ -557,3 +557,53 @@ def test_a_table_filled_and_read_but_never_answered_from_is_no_memo(code: str, e
         return True
 
     assert passes(sanitize(code, entry)) == passes(code), sanitize(code, entry)
+
+
+_NODE = "GRAPH = {}\n\ndef node(u):\n    if u not in GRAPH:\n        GRAPH[u] = []\n    return GRAPH[u]\n\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "entry", "check"),
+    [
+        (
+            f"{_NODE}node('a').append('b')\nnode('b').append('c')\n\n"
+            "def reachable(x, y):\n    seen, todo = set(), [x]\n    while todo:\n        u = todo.pop()\n"
+            "        if u == y:\n            return True\n        if u not in seen:\n            seen.add(u)\n"
+            "            todo.extend(GRAPH.get(u, []))\n    return False\n",
+            "reachable",
+            "assert reachable('a', 'c')",
+        ),
+        (
+            f"{_NODE}node('a').append('b')\n\ndef linked(u, v):\n    return v in node(u)\n",
+            "linked",
+            "assert linked('a', 'b')",
+        ),
+        (
+            "IDS = {}\n\ndef get_id(name):\n    if name not in IDS:\n        IDS[name] = len(IDS)\n"
+            "    return IDS[name]\n\n"
+            "get_id('admin')\nget_id('guest')\n\ndef lookup(name):\n    return get_id(name)\n",
+            "lookup",
+            "assert lookup('guest') == 1",
+        ),
+        (
+            "COUNTS = {}\n\ndef count(w):\n    if w not in COUNTS:\n        COUNTS[w] = 0\n    COUNTS[w] += 1\n"
+            "    return COUNTS[w]\n\ncount('a')\n\ndef seen(w):\n    return COUNTS.get(w, 0)\n",
+            "seen",
+            "assert seen('a') == 1",
+        ),
+        (
+            "import sys\nTABLE = []\n\ndef add_row(i):\n    if i < 0:\n        print('bad row')\n        sys.exit(1)\n"
+            "    TABLE.append(i * i)\n\nfor i in range(10):\n    add_row(i)\n\ndef square(i):\n    return TABLE[i]\n",
+            "square",
+            "assert square(7) == 49",
+        ),
+    ],
+    ids=["get-or-create-read-elsewhere", "get-or-create-read-through-itself", "interning", "counting", "exit-helper"],
+)
+def test_set_up_through_a_table_keeper_or_a_helper_that_may_exit_stays(code: str, entry: str, check: str) -> None:
+    """Round 64: a function that hands out a table's entries (get-or-create: ``GRAPH[u] = []``; interning:
+    ``IDS[name] = len(IDS)``; counting), or whose table another function reads, was taken for a memo, and its calls at
+    import went as demos; a helper whose body could exit made every statement calling it a demo. Right programs
+    failed: the calls stay."""
+    scope: dict[str, Any] = {}
+    exec(compile(f"{sanitize(code, entry)}\n{check}\n", "<c>", "exec"), scope)

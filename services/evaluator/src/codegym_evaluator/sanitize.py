@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
 from codegym_evaluator import call_closure, python_syntax
-from codegym_evaluator.sanitize_effects import Groups, aliases, binds, memoises, mutated, rebinders
+from codegym_evaluator.sanitize_effects import Groups, aliases, at_import, binds, caches, mutated, rebinders
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -348,17 +348,18 @@ def _sanitize(code: str, entry_point: str) -> str:
     # What a function changes, directly or through the functions it calls (``call_closure``: in one pass; a
     # completion's call graph is the policy's to shape).
     calls = {name: (_used_names(node) - {name}) & defs.keys() for name, node in defs.items()}
-    memos = {name: memoises(n) for name, n in defs.items()}  # a table a function keeps its results in is its cache
+    memos = caches(body, groups.of)  # a table a function keeps its results in, and nothing else reads: its cache
     mutators = call_closure.closed({name: mutated(n) - memos[name] for name, n in defs.items()}, calls)
     cached = {name for name, n in defs.items() if any(_caches(d, imports, functions) for d in n.decorator_list)}
     cached |= {name for name, tables in memos.items() if tables}
     # Grow the needed definitions, and what fills them, until closed under use: each statement read once, kept by
     # the first of its names to be needed.
     # What a statement that reads input or ends the process binds is a demo's: nothing that reads it fills a table.
+    # A definition's body runs when called, not here: a helper that exits on a bad row is no demo (round 64).
     demos = {
         name
         for n in body
-        if any(isinstance(c, ast.Call) and _calls_end(c) for c in ast.walk(n))
+        if any(isinstance(c, ast.Call) and _calls_end(c) for c in at_import(n))
         for name in _defined_names(n)
     }
     keeps: dict[str, list[int]] = {}

@@ -11,7 +11,7 @@ name or a part of one (``x = A``, ``x = A.table``, ``x = A[0]``, ``for x in A``)
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 
 def root(expr: ast.expr) -> str | None:
@@ -125,10 +125,15 @@ def memoises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     (``n in MEMO``, ``MEMO[n]``, ``MEMO.get(n)``). A call of it that changes nothing else warms a cache, as an
     ``lru_cache``'s does: a demo's call of it (``assert fib(10) == 56``, ``r = fib(int(input()))``) changed the
     program's data and was kept, and a right program failed at import (round 63)."""
-    written, read = set(), set()
+    written, read, kept = set(), set(), set()
     for n in ast.walk(function):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
-        written |= {t.value.id for t in targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+        for target in targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                written.add(target.value.id)
+                value = n.value if isinstance(n, (ast.Assign, ast.AugAssign)) else None
+                if isinstance(n, ast.AugAssign) or _makes_a_store(value, target.value.id):
+                    kept.add(target.value.id)
         if isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
             read |= {c.id for c in n.comparators if isinstance(c, ast.Name)}
         elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name):
@@ -145,7 +150,50 @@ def memoises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
     }
     local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    return (written & read & answered) - local
+    return (written & read & answered) - local - kept
+
+
+# Calls that make a new, empty container: a table whose values they make is the program's store, never a cache.
+_CONTAINERS = {"list", "dict", "set", "defaultdict", "deque", "Counter", "OrderedDict", "bytearray"}
+
+
+def _makes_a_store(value: ast.expr | None, table: str) -> bool:
+    """Whether ``table[key] = value`` keeps what the program builds rather than what a call answers: a container the
+    caller fills (get-or-create: ``GRAPH[u] = []``, then ``node(u).append(v)``), or a value read from the table
+    itself (interning: ``IDS[name] = len(IDS)``). Such a function's calls at import fill the program's data, and
+    they went as a memo's demos (round 64: right programs failed)."""
+    if value is None:
+        return False
+    displays = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+    for part in ast.walk(value):
+        if isinstance(part, displays) or (isinstance(part, ast.Name) and part.id == table):
+            return True
+        if isinstance(part, ast.Call):
+            callee = part.func.id if isinstance(part.func, ast.Name) else getattr(part.func, "attr", "")
+            if callee in _CONTAINERS:
+                return True
+    return False
+
+
+def caches(body: list[ast.stmt], of: Callable[[str], str]) -> dict[str, set[str]]:
+    """Each top-level function's memo tables (:func:`memoises`) that no other definition names (``of``: a name's
+    group, see :class:`Groups`): a table another function reads (``GRAPH.get(u)``, ``IDS.get(name)``) is the
+    program's data, and the calls that fill it are set-up, not a cache's warming (round 64)."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    definitions = {node.name: node for node in body if isinstance(node, kinds)}
+    memos = {
+        name: memoises(node)
+        for name, node in definitions.items()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    tables = {of(t) for found in memos.values() for t in found}
+    if not tables:
+        return memos
+    elsewhere: set[str] = set()
+    for name, node in definitions.items():
+        own = {of(t) for t in memos.get(name, ())}
+        elsewhere |= {of(n.id) for n in ast.walk(node) if isinstance(n, ast.Name)} & tables - own
+    return {name: {t for t in found if of(t) not in elsewhere} for name, found in memos.items()}
 
 
 # Names and attributes through which a statement may bind a module's names without naming them.
@@ -153,7 +201,7 @@ _DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "
 _DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__"}
 
 
-def _at_import(node: ast.AST) -> Iterator[ast.AST]:
+def at_import(node: ast.AST) -> Iterator[ast.AST]:
     """Every part of ``node`` that runs when it does: all of it but the bodies of the functions it defines."""
     stack = [node]
     while stack:
@@ -175,7 +223,7 @@ def binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
     """Whether ``node``, run at import, may bind one of ``names``: a store or a deletion, a definition, an
     import, an exception's name, a walrus, a dynamic binding (``exec``, ``globals()``, ``sys.modules``), or a
     call of one of the program's functions that does (``rebinders``)."""
-    for part in _at_import(node):
+    for part in at_import(node):
         if _dynamic(part):
             return True
         if isinstance(part, ast.Name) and isinstance(part.ctx, (ast.Store, ast.Del)) and part.id in names:

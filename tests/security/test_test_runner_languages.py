@@ -264,6 +264,29 @@ def test_a_first_test_made_no_function_fails(hostile: TestClient, name: str) -> 
     assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
 
 
+# Round 64: a comprehension in a first test's mark stored to a table of the tests' when the runner read its cases,
+# and a later test's cases expected the wrong program's answers.
+STORING = {
+    "subscript": "@pytest.mark.parametrize('unused', (0 for CASES[:] in [[(2, 2, 0)]]))\n",
+    "attribute": "@pytest.mark.parametrize('unused', [0 for pytest.CASES in [1]])\n",
+    "starred": "@pytest.mark.parametrize('unused', [0 for *CASES[:], in [[(2, 2, 0)]]])\n",
+}
+LATER_TABLE = (
+    "def test_first():\n    assert True\n\n\nCASES = [(2, 3, 5), (10, 1, 11)]\n\n\n"
+    "@pytest.mark.parametrize('a, b, expected', CASES)\ndef test_add(a, b, expected):\n"
+    "    assert add(a, b) == expected\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(STORING))
+def test_a_first_tests_mark_stores_to_no_name_of_the_tests(hostile: TestClient, name: str) -> None:
+    fusion, native = _both(hostile, WRONG + "import pytest\n" + STORING[name] + LATER_TABLE)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    plain = STORING[name].replace("CASES[:]", "x").replace("pytest.CASES", "x").replace("*x,", "x")
+    fusion, native = _both(hostile, RIGHT + "import pytest\n" + plain + LATER_TABLE)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+
+
 # Round 60: the dataset's table of cases before its first test was the program's process's to answer, and a
 # completion rewrote it (through the agent's own name lookup) so that every case expected its wrong answer. A table
 # of literals named nowhere else in the program's part is the tests' too, read as the file wrote it.

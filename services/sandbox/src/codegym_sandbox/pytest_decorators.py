@@ -84,7 +84,8 @@ def _data_only(decorator: ast.expr, names: dict[str, list[str]]) -> bool:
     these make. They are code the checker runs: ``@pytest.mark.foo(setattr(...))`` replaced its runner, a patch
     started there replaced the function under test, and a wrong program passed (round 63). Nothing else is called:
     a name the program binds may stand for a class of the standard library's, which is the checker's own
-    (``Popen``); a walrus would bind a name of the tests' (``add := ...``); an attribute of a value is its code."""
+    (``Popen``); a walrus would bind a name of the tests' (``add := ...``); an attribute of a value is its code; a
+    comprehension stores to its own names alone."""
     args: list[ast.AST] = []
     node = decorator
     while isinstance(node, (ast.Call, ast.Attribute)):
@@ -94,6 +95,10 @@ def _data_only(decorator: ast.expr, names: dict[str, list[str]]) -> bool:
     while args:
         part = args.pop()
         if isinstance(part, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        # A comprehension binds its own names, nothing else: ``(0 for CASES[:] in [[...]])`` rewrote the tests'
+        # table of cases when the runner read the first test's (round 64).
+        if isinstance(getattr(part, "ctx", None), (ast.Store, ast.Del)) and not isinstance(part, ast.Name):
             return False
         if isinstance(part, ast.Call):
             called = part.func

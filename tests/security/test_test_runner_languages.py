@@ -337,6 +337,25 @@ def test_a_table_is_copied_at_its_lines_and_nothing_of_the_modules_own() -> None
     ]
 
 
+# Round 64: a completion's last line ended in a continuation (``H.x = \\``), so that the dataset's table was one value
+# of its assignment, and ``H``'s ``__setattr__`` changed the list in place before ``CASES`` was bound to it.
+JOINED = (
+    "class _H:\n    def __setattr__(self, k, v):\n        v[:] = [(a, b, add(a, b)) for a, b, _ in v]\n\n\n"
+    "H = _H()\nH.x = \\\n"
+)
+
+
+@pytest.mark.parametrize("continued", ["H.x = \\\n", "H.x = \\\n    ", "H.y = H.x = \\\n"])
+def test_a_table_joined_to_a_completions_last_line_is_the_tests(hostile: TestClient, continued: str) -> None:
+    cheat = JOINED.replace("H.x = \\\n", continued) + TABLE.lstrip("\n").replace("import pytest\n\n", "", 1)
+    fusion, native = _both(hostile, WRONG + "import pytest\n" + cheat)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    fusion, native = _both(hostile, RIGHT + "import pytest\n" + cheat)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    _, tests = pytest_file.split(RIGHT + "import pytest\n" + cheat)
+    assert "H." not in tests and "CASES = [" in tests, tests
+
+
 @pytest.mark.parametrize(
     "table",
     [

@@ -142,23 +142,25 @@ def _split(code: str) -> tuple[str, str]:
     imported, tests_names = _library_imports(body[:first], program)
     for at, imports in imported:
         head[at - 1] = imports + "\n"
-    for node in _tables(body, first, lines):
-        head[node.lineno - 1 : node.end_lineno] = lines[node.lineno - 1 : node.end_lineno]
+    for at, table in _tables(body, first, lines):
+        head[at : at + len(table)] = table
     a_test = getattr(body[first], "name", "").lower().startswith("test")
     if not pytest_decorators.by_tests(body[first], tests_names, a_test):
         return program, DECORATED
     return program, program_names.WHOLE_FILE + "".join(head) + "".join(lines[line - 1 :])
 
 
-def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[ast.stmt]:
-    """The program's statements (``body[:first]``, of the file's ``lines``) that the tests' part gets too: a table of
-    literals bound to a name that nothing after it in the program's part names (``CASES = [(1, 2, 3), ...]`` before a
-    ``parametrize``), on lines of its own. Such a table is the dataset's data, and the tests read it as the file wrote
-    it, not as the program's process answers it: a completion rewrote its process's ``CASES`` before it answered so
-    that every case expected its wrong answer (round 60). A literal runs no code in the checker; one that the file
-    changes later stays the program's part's alone, as before. What comes before it (a completion's, where the table
-    is the dataset's) has no say: a completion that named the table, in a string even, kept it its own."""
-    tables: list[ast.stmt] = []
+def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[tuple[int, list[str]]]:
+    """The program's statements (``body[:first]``, of the file's ``lines``) that the tests' part gets too, each as
+    its first line's index and its lines: a table of literals bound to a name that nothing after it in the program's
+    part names (``CASES = [(1, 2, 3), ...]`` before a ``parametrize``), on lines of its own. Such a table is the
+    dataset's data, and the tests read it as the file wrote it, not as the program's process answers it: a
+    completion rewrote its process's ``CASES`` before it answered so that every case expected its wrong answer
+    (round 60). A literal runs no code in the checker; one that the file changes later stays the program's part's
+    alone, as before. What comes before it (a completion's, where the table is the dataset's) has no say: a
+    completion that named the table, in a string even, kept it its own; one whose last line joined the table's
+    (``H.x = \\``) has only its names bound to it (:func:`_bound_alone`)."""
+    tables: list[tuple[int, list[str]]] = []
     after: Counter[str] = Counter()  # the names in the program's lines after the statement at hand
     seen = _line(body[first]) - 1
     for at in reversed(range(first)):
@@ -168,20 +170,31 @@ def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[ast.stmt
         seen = min(seen, end)
         # A plain assignment: a module's annotation runs (``T: [setattr(...)] = 1`` replaced the checker's runner;
         # round 64), and a literal's value runs nothing.
-        target, value = None, None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
+        if not isinstance(node, ast.Assign):
+            continue
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
         # Never a dunder: ``__builtins__``, ``__test__`` and the checker's own are the module's, not a table.
-        if not isinstance(target, ast.Name) or after[target.id] or target.id[:2] == target.id[-2:] == "__":
+        if not names or any(after[name] or name[:2] == name[-2:] == "__" for name in names):
             continue
         alone = (at == 0 or (body[at - 1].end_lineno or 0) < node.lineno) and _line(body[at + 1]) > end
         try:
-            ast.literal_eval(value)  # type: ignore[arg-type]
+            ast.literal_eval(node.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         if alone:
-            tables.append(node)
+            own = lines[node.lineno - 1 : end]
+            tables.append((node.lineno - 1, own if len(names) == len(node.targets) else _bound_alone(node, names, own)))
     return tables
+
+
+def _bound_alone(node: ast.Assign, names: list[str], own: list[str]) -> list[str]:
+    """``node``'s lines (``own``) binding its value to its ``names`` alone: a completion's last line that ends in a
+    continuation made the dataset's table one value of its assignment (``H.x = \\`` then ``CASES = [...]``), and its
+    ``H.x`` changed the list in place before ``CASES`` was bound (round 64). Its other targets are the program's."""
+    start = node.value.lineno - node.lineno
+    line = own[start].encode()
+    value = line[node.value.col_offset :].decode()  # the offset counts bytes
+    return ["\n"] * start + [" = ".join(names) + " = " + value] + own[start + 1 :]
 
 
 def _library_imports(program: list[ast.stmt], source: str) -> tuple[list[tuple[int, str]], dict[str, list[str]]]:

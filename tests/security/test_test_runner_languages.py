@@ -264,6 +264,41 @@ def test_a_first_test_made_no_function_fails(hostile: TestClient, name: str) -> 
     assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
 
 
+# Round 64: a first test's parametrize named a fixture the test takes, and the case, the program's object, took its
+# place: the program's capture read what the test expected. pytest lets a case override a fixture; a first test's
+# marks may be a completion's, and name only arguments the test takes, as pytest requires.
+OVERRIDES = {
+    "builtin": ("capsys", "def test_greet(capsys):\n    greet(3)\n    assert capsys.readouterr().out == '6\\n'\n"),
+    "the-files": (
+        "out",
+        "def test_greet(out):\n    assert out() == '6'\n\n\n@pytest.fixture\ndef out(capsys):\n"
+        "    def read():\n        greet(3)\n        return capsys.readouterr().out.strip()\n\n    return read\n",
+    ),
+    "named": (
+        "output",
+        "def test_greet(output):\n    assert output() == '6'\n\n\n@pytest.fixture(name='output')\ndef _o(capsys):\n"
+        "    def read():\n        greet(3)\n        return capsys.readouterr().out.strip()\n\n    return read\n",
+    ),
+    "unused": ("unused", "def test_greet(capsys):\n    greet(3)\n    assert capsys.readouterr().out == '6\\n'\n"),
+}
+CAPTURE = (
+    "class _Out:\n    out = '6\\n'\n    err = ''\n\n\nclass _Cap:\n    def readouterr(self):\n"
+    "        return _Out()\n\n\nCAP = _Cap()\n\n\ndef SIX():\n    return '6'\n\n\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(OVERRIDES))
+def test_a_first_tests_cases_take_no_fixtures_place(hostile: TestClient, name: str) -> None:
+    argument, tests = OVERRIDES[name]
+    head = "import pytest\n\ndef greet(n):\n    print(n * {})\n\n" + CAPTURE
+    case = "CAP" if "capsys" in tests.partition(":")[0] else "SIX"
+    cheat = head.format(3) + f"@pytest.mark.parametrize({argument!r}, [{case}])\n" + tests
+    fusion, native = _both(hostile, cheat)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    fusion, native = _both(hostile, head.format(2) + tests)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+
+
 # Round 64: a comprehension in a first test's mark stored to a table of the tests' when the runner read its cases,
 # and a later test's cases expected the wrong program's answers.
 STORING = {
@@ -272,7 +307,7 @@ STORING = {
     "starred": "@pytest.mark.parametrize('unused', [0 for *CASES[:], in [[(2, 2, 0)]]])\n",
 }
 LATER_TABLE = (
-    "def test_first():\n    assert True\n\n\nCASES = [(2, 3, 5), (10, 1, 11)]\n\n\n"
+    "def test_first(unused):\n    assert unused == 0\n\n\nCASES = [(2, 3, 5), (10, 1, 11)]\n\n\n"
     "@pytest.mark.parametrize('a, b, expected', CASES)\ndef test_add(a, b, expected):\n"
     "    assert add(a, b) == expected\n"
 )

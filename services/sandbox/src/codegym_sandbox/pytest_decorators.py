@@ -47,7 +47,7 @@ _DATA_BUILTINS = frozenset(
 _CASE_OBJECTS = [["pytest", "param"], ["pytest", "approx"], ["unittest", "mock", "ANY"], ["unittest", "mock", "call"]]
 
 
-def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool) -> bool:
+def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool, fixtures: frozenset[str]) -> bool:
     """Whether the decorators of ``node``, the file's first test, are pytest's that change no test into something
     else: its marks (``pytest.mark.parametrize``, ``mark.timeout``) and a fixture's on a fixture, from the names the
     tests' part imports anew; never a mark that skips a test or expects its failure, a fixture's on a test, a
@@ -57,7 +57,7 @@ def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool) -> bool:
     round 60), and so are its marks (``@pytest.mark.skip`` on a file's one parametrized test) and a test made a
     fixture or skipped by another road (``@pytest.fixture``, ``@pytest.mark.__getattr__("skip")``: round 62).
     ``names``: each test library's name the tests' part imports anew, with the path it reaches (``mark``: pytest,
-    mark)."""
+    mark); ``fixtures``: the file's and pytest's (:func:`fixtures`), which its ``parametrize`` may not name."""
     decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     for decorator in decorators:
         # One name of the library's, called once at most: what a chain reaches past it is no decorator of a test's
@@ -74,7 +74,80 @@ def by_tests(node: ast.stmt, names: dict[str, list[str]], a_test: bool) -> bool:
             return False
         if not _data_only(decorator, names):
             return False
+        if path[2:] == ["parametrize"] and not _parametrizes_its_own(decorator, node, fixtures):
+            return False
     return True
+
+
+# pytest's own fixtures: a case named for one takes its place (pytest lets it), and the case is the program's.
+_BUILTIN_FIXTURES = frozenset(
+    {
+        "cache",
+        "capfd",
+        "capfdbinary",
+        "caplog",
+        "capsys",
+        "capsysbinary",
+        "doctest_namespace",
+        "monkeypatch",
+        "pytestconfig",
+        "record_property",
+        "record_testsuite_property",
+        "record_xml_attribute",
+        "recwarn",
+        "request",
+        "subtests",
+        "tmp_path",
+        "tmp_path_factory",
+        "tmpdir",
+        "tmpdir_factory",
+    }
+)
+
+
+def fixtures(tree: ast.AST) -> frozenset[str]:
+    """The names of the fixtures ``tree`` defines (a function with a decorator that names ``fixture``, by its name
+    or its ``name=``), and pytest's own."""
+    found = set(_BUILTIN_FIXTURES)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in node.decorator_list:
+            if any("fixture" in (getattr(n, "id", "") or getattr(n, "attr", "")) for n in ast.walk(decorator)):
+                found.add(node.name)
+                found |= {_string(k.value) or "" for k in getattr(decorator, "keywords", [])}
+    return frozenset(found)
+
+
+def _string(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _parametrizes_its_own(decorator: ast.expr, node: ast.stmt, fixtures: frozenset[str]) -> bool:
+    """Whether a first test's ``parametrize`` names, as a literal, only arguments the test takes without a default
+    and no fixture (``fixtures``): a case named for a fixture takes its place, and ``@pytest.mark.parametrize(
+    "capsys", [CAP])`` gave the dataset's test the program's capture, which read what the test expected (round 64).
+    pytest refuses an argument the test does not take, or takes with a default; a class's marks reach each test."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    given = decorator.args[:1] + [k.value for k in decorator.keywords if k.arg == "argnames"]
+    if len(given) != 1:
+        return False
+    text = _string(given[0])
+    if text is not None:
+        argnames = [a.strip() for a in text.split(",") if a.strip()]
+    elif isinstance(given[0], (ast.List, ast.Tuple)):
+        argnames = [_string(e) or "" for e in given[0].elts]
+    else:
+        return False
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        taken = {a.arg for a in positional[: len(positional) - len(arguments.defaults)]}
+        taken |= {a.arg for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is None}
+    else:
+        taken = set(argnames)
+    return bool(argnames) and all(a in taken and a not in fixtures for a in argnames)
 
 
 def _data_only(decorator: ast.expr, names: dict[str, list[str]]) -> bool:

@@ -127,7 +127,8 @@ def split(code: str) -> tuple[str, str]:
 
 
 def _split(code: str) -> tuple[str, str]:
-    body = ast.parse(code).body
+    tree = ast.parse(code)
+    body = tree.body
     first = next((i for i, node in enumerate(body) if _tests_begin(node)), len(body))
     # The tests' part starts on a line of its own: a statement of the program's that shares the first test's line
     # (``x = 1; pytestmark = []``) stays the program's, and so does that test.
@@ -145,7 +146,7 @@ def _split(code: str) -> tuple[str, str]:
     for at, table in _tables(body, first, lines):
         head[at : at + len(table)] = table
     a_test = getattr(body[first], "name", "").lower().startswith("test")
-    if not pytest_decorators.by_tests(body[first], tests_names, a_test):
+    if not pytest_decorators.by_tests(body[first], tests_names, a_test, pytest_decorators.fixtures(tree)):
         return program, DECORATED
     return program, program_names.WHOLE_FILE + "".join(head) + "".join(lines[line - 1 :])
 

@@ -75,6 +75,24 @@ async def test_bad_jobs_are_refused_with_a_reason(tmp_path: Path) -> None:
         assert (await client.get("/v1/jobs/nope")).status_code == 404
 
 
+async def test_what_a_client_sent_is_never_quoted_back_whole(tmp_path: Path) -> None:
+    """Round 64: FastAPI's own 422 quoted each error's input (the client's body, twice over), and a 404 a job's id
+    whole; the sandbox's 422 and quoting were the sandbox's alone."""
+    app = create_app(EvaluatorSettings(data_dir=str(tmp_path)))
+    sent = "\x7f" * 100_000
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://eval") as client,
+    ):
+        for path, body in [("/v1/jobs", [sent]), ("/get_prompts", {"dataset": "humaneval", "config": [sent]})]:
+            r = await client.post(path, json=body)
+            assert r.status_code == 422 and len(r.content) < 2_000, (path, r.content[:200])
+            assert "input" not in r.json()["detail"][0]
+        for path in (f"/v1/jobs/{'x' * 60_000}", f"/v1/jobs/{'x' * 60_000}/summary"):
+            r = await client.get(path)
+            assert r.status_code == 404 and len(r.content) < 200, r.content[:200]
+
+
 async def test_a_job_on_an_unknown_dataset_fails_with_its_reason(tmp_path: Path, sandbox: httpx.ASGITransport) -> None:
     settings = EvaluatorSettings(sandbox_url=["http://sandbox"], data_dir=str(tmp_path))
     app = create_app(settings, sandbox_transport=sandbox)

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from . import invalid_requests
 from .api import execute_batch, fusion, health, jupyter, native, nemo_skills, sessions
 from .api.disconnect import CancelOnDisconnect
 from .api.files import BadFiles
@@ -26,7 +24,6 @@ from .config import Settings, get_settings
 from .executor import Executor
 from .judging import off_loop
 from .metrics import Metrics
-from .quoting import QUOTED
 from .sessions.errors import Busy, FilesTooLarge, SessionGone, TooManySessions
 from .sessions.forks import ForkNotOffered, ForkRefused, TooManyCopies
 from .sessions.repeats import KeyReused
@@ -119,9 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def too_much_memory(_: Request, exc: TooLarge | FilesTooLarge | KeyReused) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, 422)  # a request that could never run: not "busy, retry"
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": _errors(exc.errors())}, 422)
+    app.add_exception_handler(RequestValidationError, invalid_requests.answer)
 
     @app.exception_handler(UnicodeEncodeError)
     async def not_unicode(_: Request, exc: UnicodeEncodeError) -> JSONResponse:
@@ -174,40 +169,3 @@ def _include_datasets(app: FastAPI, settings: Settings) -> None:
 
     # A completion, and provided rows, are read in the analysis pool, charged to the budget in the caller's turn.
     app.include_router(make_router(sandbox, in_pool(lambda request: request.app.state.executor.backend.memory)))
-
-
-# The errors a 422 names at most: a body of a million wrong items is as many errors.
-ERRORS_SHOWN = 20
-
-
-def _errors(errors: Sequence[Any]) -> list[Any]:
-    """A 422's errors as FastAPI writes them (type, where, what), less the ``input`` each quotes: the request's own
-    data, which the client holds, and which a body of a million tests made a walk of tens of seconds on the event
-    loop and an answer five times the body (round 60). The first ``ERRORS_SHOWN``, and how many more there were."""
-    shown = [
-        {k: _cut_loc(v) if k == "loc" else v for k, v in err.items() if k not in ("input", "url")}
-        for err in errors[:ERRORS_SHOWN]
-    ]
-    detail = _finite(jsonable_encoder(shown))  # a NaN or infinite bound in a ``ctx`` cannot break the JSON
-    assert isinstance(detail, list)
-    if len(errors) > ERRORS_SHOWN:
-        more = f"and {len(errors) - ERRORS_SHOWN} more errors of the request's body"
-        detail.append({"type": "value_error", "loc": ["body"], "msg": more})
-    return detail
-
-
-def _cut_loc(loc: Sequence[Any]) -> list[Any]:
-    """An error's place, each key of the client's in it ``quoting.QUOTED`` characters at most: a mapping's key is
-    the client's own string (round 63: a 64 MB key quoted whole made a 320 MB answer)."""
-    return [part if not isinstance(part, str) or len(part) <= QUOTED else f"{part[:QUOTED]}..." for part in loc]
-
-
-def _finite(value: object) -> object:
-    """``value`` with every NaN or infinite float replaced by its name, so that it is valid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value

@@ -8,8 +8,11 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import httpx
+from codegym_sandbox import invalid_requests
 from codegym_sandbox.client import AsyncSandboxClient
+from codegym_sandbox.quoting import quoted
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 
 from ..fusion_datasets import make_router
@@ -57,11 +60,13 @@ def create_app(
             raise HTTPException(401, "missing or wrong bearer token")
 
     app = FastAPI(title="codegym evaluator", version="0.1.0", lifespan=lifespan, dependencies=[Depends(authorize)])
+    # The sandbox's 422: FastAPI's own quotes each error's input, the client's data, back (round 64).
+    app.add_exception_handler(RequestValidationError, invalid_requests.answer)
 
     def find(manager: JobManager, job_id: str) -> Job:
         job = manager.jobs.get(job_id)
         if job is None:
-            raise HTTPException(404, f"no job {job_id!r}")
+            raise HTTPException(404, f"no job {quoted(job_id)}")
         return job
 
     @app.get("/livez")
@@ -112,7 +117,7 @@ def create_app(
         job = find(manager, job_id)
         path = manager.results_path(job).parent / "summary.json"
         if job.status in ("queued", "running") or not path.exists():
-            raise HTTPException(409, f"job {job_id} is {job.status}; no summary yet")
+            raise HTTPException(409, f"job {quoted(job_id)} is {job.status}; no summary yet")
         return FileResponse(path, media_type="application/json")
 
     return app

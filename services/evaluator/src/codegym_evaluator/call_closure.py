@@ -1,10 +1,11 @@
-"""What each function of a program reaches through the functions it calls: a set of each, grown along the call
-graph to its fixed point in one pass, callees before their callers, each cycle of calls once.
+"""Which of a program's functions may change a name when called: the ones that change it themselves, and every
+function that calls one of them, directly or not, found by walking the call graph backwards from the name.
 
-Sanitising asks what a function changes, directly or through what it calls (``sanitize``). Grown by passes over
-every function until none grew, a chain of 800 calls took 17 s (round 57); grown from each callee that grew to its
-callers, a function fed by 800 others and called by 800 more took minutes (round 58): a completion is the policy's
-to shape, and the server sanitises completions for ``/submit``.
+Sanitising asks which top-level calls fill a table the kept code reads (``sanitize``). Grown forwards instead, as
+each function's set of every name it reaches, the work was the policy's to shape: by passes over every function, a
+chain of 800 calls took 17 s (round 57); from each callee that grew to its callers, a function fed by 800 others and
+called by 800 more took minutes (round 58); in one pass, a chain of n functions still held n**2/2 names, 547 MB for
+128 KiB (round 64). Walked backwards from the names the kept code needs, each function is found once in all.
 """
 
 from __future__ import annotations
@@ -12,64 +13,36 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 
-def closed(own: Mapping[str, set[str]], calls: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
-    """For each function of ``own``, its set together with the sets of every function it calls (``calls``: the
-    functions of ``own`` each calls directly), directly or not. The functions of a cycle share one set.
+class Fillers:
+    """The functions whose calls may change each name, from ``own`` (the names each function changes itself) and
+    ``calls`` (the functions each calls directly).
 
-    >>> sorted(closed({"f": {"a"}, "g": {"b"}, "h": set()}, {"f": ["g"], "g": ["f"], "h": ["g"]})["h"])
-    ['a', 'b']
+    >>> fillers = Fillers({"f": {"A"}, "g": set(), "h": {"B"}}, {"g": ["f"], "h": ["g"]})
+    >>> sorted(fillers.of("A")), fillers.of("B")
+    (['f', 'g', 'h'], [])
     """
-    out: dict[str, frozenset[str]] = {}
-    for cycle in _cycles(own, calls):
-        members = set(cycle)
-        reached = set().union(*(own[name] for name in cycle))
-        reached = reached.union(
-            *(out[callee] for name in cycle for callee in calls.get(name, ()) if callee not in members)
-        )
-        frozen = frozenset(reached)
-        for name in cycle:
-            out[name] = frozen
-    return out
 
-
-def _cycles(nodes: Iterable[str], calls: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """The strongly connected components of the call graph (Tarjan's, with a stack of its own, never Python's:
-    a chain of calls is as long as the program makes it), each after every one it calls into."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in nodes:
-        if root in index:
-            continue
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        work = [(root, iter(calls.get(root, ())))]
-        while work:
-            node, callees = work[-1]
+    def __init__(self, own: Mapping[str, Iterable[str]], calls: Mapping[str, Iterable[str]]) -> None:
+        self._changers: dict[str, list[str]] = {}
+        for function, names in own.items():
+            for name in names:
+                self._changers.setdefault(name, []).append(function)
+        self._callers: dict[str, list[str]] = {}
+        for function, callees in calls.items():
             for callee in callees:
-                if callee not in index:
-                    index[callee] = low[callee] = len(index)
-                    stack.append(callee)
-                    on_stack.add(callee)
-                    work.append((callee, iter(calls.get(callee, ()))))
-                    break
-                if callee in on_stack:
-                    low[node] = min(low[node], index[callee])
-            else:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    cycle = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        cycle.append(member)
-                        if member == node:
-                            break
-                    found.append(cycle)
-    return found
+                self._callers.setdefault(callee, []).append(function)
+        self._found: set[str] = set()
+
+    def of(self, name: str) -> list[str]:
+        """The functions a call of which may change ``name``, less those an earlier question found: the caller
+        keeps what a function's calls fill once, whichever name it was needed for first."""
+        todo = [f for f in self._changers.pop(name, ()) if f not in self._found]
+        out: list[str] = []
+        while todo:
+            function = todo.pop()
+            if function in self._found:
+                continue
+            self._found.add(function)
+            out.append(function)
+            todo.extend(c for c in self._callers.pop(function, ()) if c not in self._found)
+        return out

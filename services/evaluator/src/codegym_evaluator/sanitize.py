@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
 from codegym_evaluator import call_closure, python_syntax
+from codegym_evaluator.sanitize_calls import ENDS_OR_TESTS, callee_name, calls_end, qualified, within
 from codegym_evaluator.sanitize_effects import Groups, aliases, at_import, binds, caches, mutated, rebinders
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
@@ -51,10 +51,6 @@ def _used_names(node: ast.AST) -> set[str]:
     return loads
 
 
-# Calls into these do not set anything up: they end the process, or run the model's own tests.
-_ENDS_OR_TESTS = ("sys.exit", "os._exit", "os.abort", "unittest", "doctest", "pytest")
-
-
 def _imports(body: list[ast.stmt]) -> dict[str, str]:
     """What each name bound by a top-level import stands for: ``np`` -> ``numpy``, ``exit`` -> ``sys.exit``."""
     bound: dict[str, str] = {}
@@ -69,91 +65,83 @@ def _imports(body: list[ast.stmt]) -> dict[str, str]:
                 bound.update({a.asname or a.name: f"{n.module}.{a.name}" for a in n.names if a.name != "*"})
     for node in body:  # a name that holds a module's object sets it up as the module's name does (round 63)
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        reached = _qualified(node.value, bound) if isinstance(target, ast.Name) else None  # type: ignore[attr-defined]
-        if isinstance(target, ast.Name) and reached is not None and not _within(reached, _ENDS_OR_TESTS):
+        reached = qualified(node.value, bound) if isinstance(target, ast.Name) else None  # type: ignore[attr-defined]
+        if isinstance(target, ast.Name) and reached is not None and not within(reached, ENDS_OR_TESTS):
             bound[target.id] = reached  # ``ctx = decimal.getcontext()``: ``ctx.prec = 50``
     return bound
 
 
-def _qualified(expr: ast.expr, imports: dict[str, str]) -> str | None:
-    """The module path ``expr`` reaches from an imported name (``decimal.getcontext().prec`` ->
-    ``decimal.getcontext.prec``), or None when it starts anywhere else."""
-    parts: list[str] = []
-    while not isinstance(expr, ast.Name):
-        if isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        elif isinstance(expr, ast.Call):
-            expr = expr.func
-        elif isinstance(expr, ast.Subscript):
-            expr = expr.value
-        else:
-            return None
-    root = imports.get(expr.id)
-    return ".".join([root, *reversed(parts)]) if root is not None else None
-
-
 def _sets_up(
-    node: ast.stmt, imports: dict[str, str], functions: set[str], setters: AbstractSet[str] = frozenset()
+    node: ast.stmt,
+    imports: dict[str, str],
+    functions: set[str],
+    setters: AbstractSet[str] = frozenset(),
+    inside: bool = False,
 ) -> bool:
     """Whether ``node`` changes at import how the program computes (see the module's docstring): a call of one of
-    the program's functions too that does nothing else (``setters``: ``_setup()`` raising the recursion limit)."""
+    the program's functions too that does nothing else (``setters``: ``_setup()`` raising the recursion limit).
+    ``inside``: ``node`` is in a block already read for the program's names, which its parts are not read for again
+    (98 nested ``if``s read each part 98 times: 5.8 s for 128 KiB; round 64)."""
     call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
     if call is not None and isinstance(call.func, ast.Name) and call.func.id in setters:
         return not (_used_names(call) - {call.func.id}) & functions  # what it is given is the program's to compute
-    if _used_names(node) & functions:
+    if not inside and _used_names(node) & functions:
         return False  # it runs the program's own code: a demo
     reached: list[str | None]
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        reached = [_qualified(node.value, imports)]
+        reached = [qualified(node.value, imports)]
     elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if isinstance(node, ast.AnnAssign) and node.value is None:
             return False
         if not all(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
             return False
-        reached = [_qualified(t, imports) for t in targets]
+        reached = [qualified(t, imports) for t in targets]
     elif isinstance(node, ast.If) and not _is_main_guard(node):
-        return all(_sets_up(s, imports, functions, setters) or _is_import_block(s) for s in node.body + node.orelse)
+        return all(
+            _sets_up(s, imports, functions, setters, True) or _is_import_block(s) for s in node.body + node.orelse
+        )
     elif isinstance(node, ast.Try):
         inner = node.body + node.orelse + node.finalbody
         handled = [s for h in node.handlers for s in h.body]
-        return all(_sets_up(s, imports, functions, setters) or _is_import_block(s) for s in inner) and all(
-            _sets_up(s, imports, functions, setters) or _is_import_block(s) or isinstance(s, ast.Pass) for s in handled
+        return all(_sets_up(s, imports, functions, setters, True) or _is_import_block(s) for s in inner) and all(
+            _sets_up(s, imports, functions, setters, True) or _is_import_block(s) or isinstance(s, ast.Pass)
+            for s in handled
         )
     else:
         return False
-    return all(q is not None and not _within(q, _ENDS_OR_TESTS) for q in reached)
+    return all(q is not None and not within(q, ENDS_OR_TESTS) for q in reached)
 
 
 def _fills(
     node: ast.stmt,
     data: set[str],
-    mutators: Mapping[str, frozenset[str]],
+    functions: AbstractSet[str],
     cached: set[str],
     groups: Groups,
     imports: dict[str, str],
-) -> set[str]:
-    """The names whose need keeps top-level ``node``, as one that fills them for the kept code: a loop, ``with``
-    block, condition or call that changes one of the program's own data (``data``: what its top-level assignments
-    and classes bind), directly, through another name of the same object (``groups``: ``p = PRIMES``), through a
+) -> tuple[set[str], set[str]]:
+    """The names whose need keeps top-level ``node``, as one that fills them for the kept code, and the functions
+    of the program's (``functions``) it calls, which keep it as what they change does: a loop, ``with`` block,
+    condition or call that changes one of the program's own data (``data``: what its top-level assignments and
+    classes bind), directly, through another name of the same object (``groups``: ``p = PRIMES``), through a
     function of the program's that does, or by passing it to one (``fill(100, TABLE)``); or a loop that warms the
     cache of a function of the program's (``cached``: ``lru_cache`` and the like, called low to high so that a deep
     call later recurses little: a loop, a comprehension, ``map``; round 60), needed as that function. Not a demo,
     which only reads."""
     if isinstance(node, ast.If) and _is_main_guard(node):
-        return set()
+        return set(), set()
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return set()  # definitions are kept by what they define
-    if any(isinstance(n, ast.Call) and _calls_end(n) for n in ast.walk(node)):
-        return set()
+        return set(), set()  # definitions are kept by what they define
+    if any(isinstance(n, ast.Call) and calls_end(n) for n in ast.walk(node)):
+        return set(), set()
     # An assignment, a ``del`` or an assert is kept by what it defines, as it warms a cache, and as it changes the
     # program's data (``_ = T.sort()``, ``del T[0]``: dropped, a right program was made wrong, a wrong one right;
     # round 62); a demo's assert, which changes nothing, never.
     own = {
         (n.func.id, a.id)
         for n in ast.walk(node)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in mutators
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions
         for a in [n.func, *n.args, *(k.value for k in n.keywords)]
         if isinstance(a, ast.Name)
     }
@@ -164,12 +152,12 @@ def _fills(
         passed |= {
             a.id
             for n in ast.walk(node)
-            if isinstance(n, ast.Call) and _qualified(n.func, imports) is not None
+            if isinstance(n, ast.Call) and qualified(n.func, imports) is not None
             for a in [*n.args, *(k.value for k in n.keywords)]
             if isinstance(a, ast.Name)
         }
-    changed = mutated(node).union(*(mutators[f] for f in _used_names(node) & mutators.keys()), passed)
-    return {group for group in map(groups.of, changed) if group in data} | _warmed(node, cached)  # see ``_sanitize``
+    filled = {group for group in map(groups.of, mutated(node) | passed) if group in data}
+    return filled | _warmed(node, cached), _used_names(node) & functions  # see ``_sanitize``
 
 
 _REPEATS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -184,50 +172,11 @@ def _warmed(node: ast.stmt, cached: set[str]) -> set[str]:
     stack: list[ast.AST] = [node]
     while stack:  # each part read once: a repeat's names all at once, never again for a repeat within it (round 61)
         part = stack.pop()
-        if isinstance(part, _REPEATS) or (isinstance(part, ast.Call) and _callee_name(part.func) == ("map", True)):
+        if isinstance(part, _REPEATS) or (isinstance(part, ast.Call) and callee_name(part.func) == ("map", True)):
             found |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name) and n.id in cached}
         else:
             stack.extend(ast.iter_child_nodes(part))
     return found
-
-
-_NAME_DEPTH = 32  # the parts of a callee's name read at most: ``unittest.TestCase().run`` is four
-
-
-def _calls_end(call: ast.Call) -> bool:
-    """A call that ends the process or runs tests (by the name it is written with: ``sys.exit``,
-    ``unittest.main``, ``unittest.TestCase().run``)."""
-    name, whole = _callee_name(call.func)
-    return bool(name) and (
-        (whole and (name in _ENDS_OR_TESTS or name in ("exit", "quit", "input")))
-        or any(name.startswith(p + ".") for p in _ENDS_OR_TESTS)
-    )
-
-
-def _callee_name(func: ast.expr) -> tuple[str, bool]:
-    """The dotted name ``func`` is written from (``a.b`` of ``a.b().c``; empty where it starts with no name), and
-    whether that is all of it. Its text (``ast.unparse``) was read instead, for every call of a chain ``f()()()``
-    or of a call on a large literal: quadratic, 40 s for 200 KB (round 57). Walked to its root for every call of a
-    chain, it was quadratic still (a chain of 2,900 calls, 45 times: 22 s; round 58): a callee written from more
-    than ``_NAME_DEPTH`` parts is no name (the calls of its chain nearer its root are read, each its own)."""
-    wrappers: list[ast.expr] = []
-    while isinstance(func, (ast.Attribute, ast.Call, ast.Subscript)):
-        if len(wrappers) == _NAME_DEPTH:
-            return "", False
-        wrappers.append(func)
-        func = func.func if isinstance(func, ast.Call) else func.value
-    if not isinstance(func, ast.Name):
-        return "", False
-    parts = [func.id]
-    for wrapper in reversed(wrappers):
-        if not isinstance(wrapper, ast.Attribute):
-            return ".".join(parts), False
-        parts.append(wrapper.attr)
-    return ".".join(parts), True
-
-
-def _within(qualified: str, prefixes: tuple[str, ...]) -> bool:
-    return any(qualified == p or qualified.startswith(p + ".") for p in prefixes)
 
 
 def _registers(node: ast.stmt) -> bool:
@@ -345,11 +294,12 @@ def _sanitize(code: str, entry_point: str) -> str:
         aliases(n for n in body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
     )
     data |= {groups.of(name) for name in data}  # a group's fill is needed as any of its names
-    # What a function changes, directly or through the functions it calls (``call_closure``: in one pass; a
-    # completion's call graph is the policy's to shape).
+    # What a function changes, directly or through the functions it calls (``call_closure``: each function found
+    # once, from the names needed; a completion's call graph is the policy's to shape).
     calls = {name: (_used_names(node) - {name}) & defs.keys() for name, node in defs.items()}
     memos = caches(body, groups.of)  # a table a function keeps its results in, and nothing else reads: its cache
-    mutators = call_closure.closed({name: mutated(n) - memos[name] for name, n in defs.items()}, calls)
+    own = {name: {groups.of(m) for m in mutated(n) - memos[name]} & data for name, n in defs.items()}
+    fillers = call_closure.Fillers(own, calls)
     cached = {name for name, n in defs.items() if any(_caches(d, imports, functions) for d in n.decorator_list)}
     cached |= {name for name, tables in memos.items() if tables}
     # Grow the needed definitions, and what fills them, until closed under use: each statement read once, kept by
@@ -359,20 +309,27 @@ def _sanitize(code: str, entry_point: str) -> str:
     demos = {
         name
         for n in body
-        if any(isinstance(c, ast.Call) and _calls_end(c) for c in at_import(n))
+        if any(isinstance(c, ast.Call) and calls_end(c) for c in at_import(n))
         for name in _defined_names(n)
     }
-    keeps: dict[str, list[int]] = {}
+    keeps: dict[str, list[int]] = {}  # by the name whose need keeps it
+    calling: dict[str, list[int]] = {}  # by the function whose changes keep it
     for i, node in enumerate(body):
-        if i not in keep:
-            filled = (
-                set() if demos and _used_names(node) & demos else _fills(node, data, mutators, cached, groups, imports)
-            )
-            for name in _defined_names(node) | filled:
-                keeps.setdefault(groups.of(name), []).append(i)
+        if i in keep:
+            continue
+        demo = demos and _used_names(node) & demos
+        filled, called = (set(), set()) if demo else _fills(node, data, defs.keys(), cached, groups, imports)
+        for name in _defined_names(node) | filled:
+            keeps.setdefault(groups.of(name), []).append(i)
+        for function in called:
+            calling.setdefault(function, []).append(i)
     new = list(needed)
     while new:
-        for i in keeps.pop(groups.of(new.pop()), ()):
+        group = groups.of(new.pop())
+        statements = keeps.pop(group, [])
+        for function in fillers.of(group):
+            statements += calling.pop(function, ())
+        for i in statements:
             if i not in keep:
                 keep.add(i)
                 new.extend(_used_names(body[i]) - needed)

@@ -380,7 +380,7 @@ JOINED = (
 )
 
 
-@pytest.mark.parametrize("continued", ["H.x = \\\n", "H.x = \\\n    ", "H.y = H.x = \\\n"])
+@pytest.mark.parametrize("continued", ["H.x = \\\n", "H.x = \\\n    ", "H.y = H.x = \\\n", "__x__ = H.x = \\\n"])
 def test_a_table_joined_to_a_completions_last_line_is_the_tests(hostile: TestClient, continued: str) -> None:
     cheat = JOINED.replace("H.x = \\\n", continued) + TABLE.lstrip("\n").replace("import pytest\n\n", "", 1)
     fusion, native = _both(hostile, WRONG + "import pytest\n" + cheat)

@@ -173,9 +173,10 @@ def _tables(body: list[ast.stmt], first: int, lines: list[str]) -> list[tuple[in
         # round 64), and a literal's value runs nothing.
         if not isinstance(node, ast.Assign):
             continue
-        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        # Never a dunder: ``__builtins__``, ``__test__`` and the checker's own are the module's, not a table.
-        if not names or any(after[name] or name[:2] == name[-2:] == "__" for name in names):
+        # Never a dunder: ``__builtins__``, ``__test__`` and the checker's own are the module's, not a table; nor
+        # does one keep the table the program's (``__x__ = \\`` then ``CASES = [...]``; round 65).
+        names = [t.id for t in node.targets if isinstance(t, ast.Name) and not t.id[:2] == t.id[-2:] == "__"]
+        if not names or any(after[name] for name in names):
             continue
         alone = (at == 0 or (body[at - 1].end_lineno or 0) < node.lineno) and _line(body[at + 1]) > end
         try:

@@ -18,7 +18,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from .quoting import QUOTED
+from .quoting import QUOTED, quoted
 
 # The errors a 422 names at most: a body of a million wrong items is as many errors.
 ERRORS_SHOWN = 20
@@ -34,7 +34,11 @@ def errors(found: Sequence[Any]) -> list[Any]:
     """A 422's errors without their ``input``, each key of the client's in an error's place cut: the first
     ``ERRORS_SHOWN``, and how many more there were."""
     shown = [
-        {k: _cut_loc(v) if k == "loc" else v for k, v in err.items() if k not in ("input", "url")}
+        {
+            k: _cut_loc(v) if k == "loc" else _said(v) if k == "ctx" else v
+            for k, v in err.items()
+            if k not in ("input", "url")
+        }
         for err in found[:ERRORS_SHOWN]
     ]
     detail = _finite(jsonable_encoder(shown))  # a NaN or infinite bound in a ``ctx`` cannot break the JSON
@@ -48,6 +52,14 @@ def errors(found: Sequence[Any]) -> list[Any]:
 def _cut_loc(loc: Sequence[Any]) -> list[Any]:
     """An error's place, each key of the client's in it ``quoting.QUOTED`` characters at most."""
     return [part if not isinstance(part, str) or len(part) <= QUOTED else f"{part[:QUOTED]}..." for part in loc]
+
+
+def _said(ctx: object) -> object:
+    """An error's context, an exception in it as what it says (``jsonable_encoder`` wrote ``{}`` for one), cut as a
+    message is: a validator's message may hold what the client sent."""
+    if not isinstance(ctx, dict):
+        return ctx
+    return {k: quoted(str(v), 4 * QUOTED)[1:-1] if isinstance(v, BaseException) else v for k, v in ctx.items()}
 
 
 def _finite(value: object) -> object:

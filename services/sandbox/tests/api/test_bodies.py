@@ -144,6 +144,13 @@ def test_a_refusal_names_what_is_wrong_without_quoting_the_body(client: TestClie
     assert len(detail) <= 21 and detail[0]["loc"][0] == "body", detail
 
 
+def test_a_validators_refusal_says_why_in_its_context(client: TestClient) -> None:
+    """A validator's exception in an error's context was written ``{}``; it is its message now, cut as one is."""
+    r = client.post("/v1/execute", json={"code": "print(1)", "language": "python", "files": {"a": 1}})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["ctx"] == {"error": "1 of the files are not strings or null"}, r.text
+
+
 @pytest.mark.parametrize(
     "route,body",
     [

@@ -94,10 +94,10 @@ def _forge(message):
 
 
 def _install():
-    plain = sys.modules.get("codegym_sandbox.agent.plain_data")
-    if plain is not None:
-        answer = plain.Channel.answer
-        plain.Channel.answer = lambda self, message: answer(self, _forge(message))
+    channel = sys.modules.get("codegym_sandbox.agent.plain_channel")
+    if channel is not None:
+        answer = channel.Channel.answer
+        channel.Channel.answer = lambda self, message: answer(self, _forge(message))
 """
 
 

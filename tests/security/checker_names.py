@@ -59,6 +59,7 @@ FORGE = """
 import sys as _sys
 
 _plain = _sys.modules.get("codegym_sandbox.agent.plain_data")
+_channel = _sys.modules.get("codegym_sandbox.agent.plain_channel")  # the channel and serialiser the answers take
 
 
 def _refs():
@@ -86,9 +87,9 @@ def _forge(message):
 INJECTIONS = {
     # The agent's Channel.answer, patched for the class.
     "patch-the-answer": """
-    if _plain is not None:
-        answer = _plain.Channel.answer
-        _plain.Channel.answer = lambda self, message: answer(self, _forge(message))
+    if _channel is not None:
+        answer = _channel.Channel.answer
+        _channel.Channel.answer = lambda self, message: answer(self, _forge(message))
 """,
     # The channel object itself, found among the process's objects: its answer replaced on the instance. (The
     # runner's objects are frozen before the program starts, out of ``gc.get_objects``' sight: unfrozen first.)
@@ -97,14 +98,14 @@ INJECTIONS = {
 
     gc.unfreeze()
     for o in gc.get_objects():
-        if _plain is not None and type(o) is _plain.Channel:
+        if _channel is not None and type(o) is _channel.Channel:
             o.answer = (lambda answer: lambda message: answer(_forge(message)))(o.answer)
 """,
     # The serialiser every answer goes through.
     "patch-the-serialiser": """
-    if _plain is not None:
-        encode = _plain._encode
-        _plain._encode = lambda message, level: encode(_forge(message), level)
+    if _channel is not None:
+        encode = _channel._encode
+        _channel._encode = lambda message, level: encode(_forge(message), level)
 """,
     # No patch at all: the names bound at top level, as a program that shadows builtins would.
     "bind-at-top-level": """

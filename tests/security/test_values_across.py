@@ -510,6 +510,44 @@ def test_a_numpy_value_that_is_none_is_a_breach(answer: str) -> None:
         decode(data)
 
 
+def test_a_named_tuple_crosses_as_one(hostile: TestClient) -> None:
+    """A named tuple crossed as a plain tuple: ``mid(Point(0, 0), Point(2, 2)).x`` failed a right program, in the
+    program (it got tuples) and in the tests (they did). Its name and fields cross; its methods stay behind."""
+    tests = (
+        "def test_mid():\n    p = mid(Point(0, 0), Point(2, 2))\n"
+        "    assert p == Point(1, 1) == (1, 1) and p.x == 1 and p._replace(y=5).y == 5\n"
+    )
+    program = (
+        "from collections import namedtuple\nfrom typing import NamedTuple\nPoint = namedtuple('Point', 'x y')\n\n"
+        "class Pair(NamedTuple):\n    x: int\n    y: int\n\n"
+        "def mid(a, b):\n    return Pair((a.x + b.x) // 2, (a.y + b.y) // {})\n"
+    )
+    assert _verdicts(hostile, tests, [program.format(1), program.format(2)]) == ["WA", "AC"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '["nt", "P", ["x"], 1, 2]',  # more values than fields
+        '["nt", "P", ["_x"], 1]',  # a field a named tuple may not have
+        '["nt", "P", ["x", "x"], 1, 2]',  # a field twice
+        '["nt", "class", ["x"], 1]',  # a keyword for its name
+        '["nt", "P Q", ["x"], 1]',  # no name
+        '["nt", "P", "x", 1]',  # fields that are no list
+        '["nt", "P", ["x"], ["zz"]]',  # a value that is no wire data
+    ],
+)
+def test_a_named_tuple_that_is_none_is_a_breach(answer: str) -> None:
+    import json
+
+    from codegym_sandbox.agent.plain_data import check, decode
+
+    data = json.loads(answer)
+    with pytest.raises((ValueError, TypeError)):
+        check(data)
+        decode(data)
+
+
 # A program's process that answers a call with changes or values it was never given: the patched answer adds
 # what the program wants the tests to see (a list it was not passed changed, a list turned into a dict, a value
 # numbered past the call's), and the run is an error (the checker's answer to any breach of its wire), never a pass.
@@ -525,7 +563,7 @@ def test_a_change_the_call_could_not_make_fails_the_test(hostile: TestClient, fo
     program = (
         "import sys\n"
         "def _install():\n"
-        "    plain = sys.modules['codegym_sandbox.agent.plain_data']\n"
+        "    plain = sys.modules['codegym_sandbox.agent.plain_channel']\n"
         "    answer = plain.Channel.answer\n"
         "    def forge(self, message):\n"
         "        if type(message) is dict and 'changed' in message:\n"

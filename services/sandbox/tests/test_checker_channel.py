@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 
-from codegym_sandbox.agent.plain_data import Channel
+from codegym_sandbox.agent.plain_channel import Channel
 
 
 def _written(answers: list[dict[str, object]]) -> Channel:

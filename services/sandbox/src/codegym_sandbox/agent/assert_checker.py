@@ -23,7 +23,7 @@ from . import call_test, import_path, own_status, program_file, program_names
 from .assert_runner import Checker, check_read
 from .assert_stdin import read_bytes, split_stdin
 from .kernel import reseed
-from .plain_data import Channel
+from .plain_channel import Channel
 from .run_cgroup import checker_children
 from .test_forms import Asserts, Tests, read_tests
 

@@ -67,7 +67,8 @@ from .assert_stdin import ASSERT_MAIN as ASSERT_MAIN  # the main script of every
 from .assert_stdin import read_program, read_text
 from .call_values import Aliases
 from .patched_builtins import NONE, Flags
-from .plain_data import Channel, decode, encode, encode_call
+from .plain_channel import Channel
+from .plain_data import decode, encode, encode_call
 from .program_errors import (
     ExceptionClasses,
     ProgramEnded,

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from . import assert_checker, assert_runner, linux
 from .assert_outcome import outcome_status
 from .box_protocol import AssertStatus, BrokenStatus, read_outcome
-from .plain_data import Channel
+from .plain_channel import Channel
 from .programs import status_report, to_null, wire
 
 

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .checker_wire import Breach, Callback
-from .plain_data import Channel, decode, encode
+from .plain_channel import Channel
+from .plain_data import decode, encode
 from .program_handle import Refs
 from .pytest_fixtures import TestsStream
 

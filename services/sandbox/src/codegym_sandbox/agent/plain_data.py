@@ -2,7 +2,8 @@
 
 Arguments and return values cross as plain data (None, bool, int, float, complex, ``Fraction``, ``Decimal``,
 str, bytes, and lists, tuples, dicts (an ``OrderedDict`` and a ``Counter`` as themselves: their equality is not a
-dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods). A numpy
+dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods; a named tuple as
+one, made again of its name and fields). A numpy
 array or scalar of a plain dtype (bool, numbers, text, bytes, objects) crosses with its dtype and shape, and is
 made again as one (``numpy_data``): a test of a result's dtype, or of ``isinstance(n, int)`` on an ``np.int64``,
 sees what it would beside the program. Within a call, one list, dict, set or bytearray in two places is one on
@@ -15,11 +16,10 @@ runs in the checker, which reads only wire data that :func:`check` accepts (see 
 from __future__ import annotations
 
 import builtins
+import collections
+import functools
 import importlib
-import json
-import marshal
-import os
-import struct
+import keyword
 import types
 from collections import Counter, OrderedDict
 from decimal import Decimal
@@ -84,7 +84,10 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
     if isinstance(value, list):
         return ["l", *(encode(v, refs, aliases) for v in list(value))]
     if isinstance(value, tuple):
-        return ["t", *(encode(v, refs, aliases) for v in tuple(value))]
+        named = _fields(type(value)) if type(value) is not tuple else None
+        named = named if named is not None and len(named) == len(tuple(value)) else None
+        head = ["t"] if named is None else ["nt", type(value).__name__, list(named)]
+        return [*head, *(encode(v, refs, aliases) for v in tuple(value))]
     if isinstance(value, dict):
         # The mappings whose equality is not a dict's cross as themselves: an OrderedDict compares its order (a
         # wrong order passed as a dict), a Counter takes a missing key for a zero (an honest one failed as a dict).
@@ -111,6 +114,36 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
     return as_handle(value, refs)
+
+
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """The fields of a named tuple's class (``collections.namedtuple``, ``typing.NamedTuple``), None for any other
+    tuple's, or where they are no names a named tuple may have: it crosses as one, made again of its name and
+    fields, so that ``p.x`` and ``p._replace`` work on both sides (as a plain tuple, a right program failed a test of
+    ``mid(Point(0, 0), Point(2, 2)).x``). Its methods, as any class's, stay behind."""
+    fields = getattr(kind, "_fields", None)
+    return fields if type(fields) is tuple and _named(kind.__name__, fields) else None
+
+
+def _named(name: object, fields: object) -> bool:
+    """Whether ``name`` and ``fields`` make a named tuple's class (what ``collections.namedtuple`` takes)."""
+    names = [name, *fields] if isinstance(fields, (tuple, list)) else []
+    return (
+        0 < len(names) <= _MOST_FIELDS + 1
+        and all(type(n) is str and n.isidentifier() and not keyword.iskeyword(n) for n in names)
+        and all(not n.startswith("_") for n in names[1:])
+        and len(set(names[1:])) == len(names) - 1
+    )
+
+
+_MOST_FIELDS = 255  # a named tuple's fields crossing at most; one of more crosses as a tuple
+
+
+@functools.lru_cache(maxsize=256)
+def _named_class(name: str, fields: tuple[str, ...]) -> type[tuple[Any, ...]]:
+    """The class a named tuple is made again with, one for each name and fields (of a few hundred): the values of
+    one test are of one class, and compare as the program's do."""
+    return collections.namedtuple(name, fields)
 
 
 def as_handle(value: Any, refs: Refs) -> list[Any]:
@@ -149,6 +182,9 @@ def check(data: Any) -> None:
     tag, rest = data[0], data[1:]
     if tag in _SEQUENCES or (tag == "np" and len(rest) == 1):
         for value in rest:
+            check(value)
+    elif tag == "nt" and len(rest) >= 2 and _named(rest[0], rest[1]) and len(rest) == len(rest[1]) + 2:
+        for value in rest[2:]:
             check(value)
     elif tag in numpy_data.TAGS:
         numpy_data.check(tag, rest, check)
@@ -217,6 +253,10 @@ def decode(
         return _fill(tag, rest, refs, checker, aliases, into)
     if tag == "t":
         return tuple(decode(v, refs, checker, aliases) for v in rest)
+    if tag == "nt":
+        if not (len(rest) >= 2 and _named(rest[0], rest[1]) and len(rest) == len(rest[1]) + 2):
+            raise ValueError("not a named tuple")
+        return _named_class(rest[0], tuple(rest[1]))(*(decode(v, refs, checker, aliases) for v in rest[2:]))
     if tag == "fs":
         return frozenset(decode(v, refs, checker, aliases) for v in rest)
     if tag == "i":
@@ -309,90 +349,3 @@ def _numpy() -> Any:
         return importlib.import_module("numpy")
     except ImportError:
         return None
-
-
-# --- the channel between the two processes -----------------------------------------------------------
-# The checker writes with marshal (the program's process reads trusted data: marshal is fast, and touches
-# little of the interpreter, which in a forked process means few pages copied); the program's process writes
-# JSON lines, which the checker reads with a parser that no input can make run code. Both are made once,
-# when the box loads this module, never in a run.
-_decode = value_depth.deep(json.JSONDecoder().decode)
-
-
-def _not_plain(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not plain data")
-
-
-_encode = value_depth.deep(
-    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-        None, _not_plain, json.encoder.encode_basestring, None, ":", ",", False, False, True
-    )
-)
-_LENGTH = struct.Struct("<I")
-
-
-class Channel:
-    """A pair of pipe ends between the checker and the program's process, read straight from the descriptor.
-
-    The checker calls :meth:`ask` and :meth:`tell`; the program's process :meth:`request` and :meth:`answer`.
-    """
-
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self.read_fd, self.write_fd = read_fd, write_fd
-        self.buffer = b""
-
-    def _write(self, data: bytes) -> None:
-        while data:
-            data = data[os.write(self.write_fd, data) :]
-
-    def _read(self) -> bytes:
-        part = os.read(self.read_fd, 1 << 16) if self.read_fd >= 0 else b""
-        if not part:
-            raise EOFError
-        return part
-
-    def _fill(self) -> None:
-        self.buffer += self._read()
-
-    def tell(self, message: Any) -> None:
-        """In the checker: send a message (plain data, or code) to the program's process."""
-        data = marshal.dumps(message)
-        self._write(_LENGTH.pack(len(data)) + data)
-
-    def request(self) -> Any:
-        """In the program's process: the checker's next message."""
-        while len(self.buffer) < 4:
-            self._fill()
-        size = _LENGTH.unpack_from(self.buffer)[0] + 4
-        while len(self.buffer) < size:
-            self._fill()
-        data, self.buffer = self.buffer[4:size], self.buffer[size:]
-        return marshal.loads(data)
-
-    def answer(self, message: Any) -> None:
-        """In the program's process: send an answer (plain data only) to the checker."""
-        self._write("".join(_encode(message, 0)).encode("utf-8", "surrogatepass") + b"\n")
-
-    def ask(self, message: Any) -> Any:
-        """In the checker: send a message, and read the answer (which nothing in it can make run code)."""
-        self.tell(message)
-        return self.receive()
-
-    def receive(self) -> Any:
-        """In the checker: the program's process's next answer."""
-        end = self.buffer.find(b"\n")
-        if end < 0:  # read on to the line's end, each part searched once and all joined once (a long line: linear)
-            parts, at = [self.buffer], -1
-            while at < 0:
-                parts.append(self._read())
-                at = parts[-1].find(b"\n")
-            self.buffer = b"".join(parts)
-            end = len(self.buffer) - len(parts[-1]) + at
-        line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
-        return _decode(line.decode("utf-8", "surrogatepass"))
-
-    def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
-            if fd >= 0:
-                os.close(fd)
-        self.read_fd = self.write_fd = -1

@@ -27,7 +27,8 @@ from .call_values import Aliases
 from .checker_wire import CallAnswer, CallRaised, ErrorAnswer, NamesAnswer, OutputAnswer, ProgramWarning
 from .handle_operators import NUMBERS, OPERATORS
 from .patched_builtins import Stubs, forwarding
-from .plain_data import Channel, as_handle, contents, decode, encode
+from .plain_channel import Channel
+from .plain_data import as_handle, contents, decode, encode
 from .program_errors import LINEAGE
 from .program_handle import Refs
 

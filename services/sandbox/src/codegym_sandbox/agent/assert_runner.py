@@ -19,12 +19,11 @@ Two processes, so that the pass signal never depends on anything the program can
 Function-call tests run the same way, with a :class:`call_test.Call` in place of the tests' code (see ``call_test``).
 
 An exception the program raises reaches the tests as the same builtin type, never as one that drives their control
-flow (``program_errors``); one they let through is the program's runtime error (its ``AssertionError`` too).
-
-The verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran to
-their end and the program's process then ended cleanly, :data:`assert_outcome.WRONG_ANSWER` when an assertion failed or
-the program ended before the tests did, and otherwise what the program's own failure was (its exit code, or its signal,
-so that a CPU limit still reads as one).
+flow (``program_errors``); one they let through is the program's runtime error (its ``AssertionError`` too). The
+verdict (``assert_outcome.outcome_status``) is the checker's, which the program cannot set: 0 when the tests ran to
+their end and the program's process then ended cleanly, :data:`assert_outcome.WRONG_ANSWER` when an assertion failed
+or the program ended before the tests did, and otherwise what the program's own failure was (its exit code, or its
+signal, so that a CPU limit still reads as one).
 
 Run on its own (:func:`main`), the checker is the run's process and forks the program's process. In a series of the box
 (many assert runs, one after another, see ``test_series.TestSeries``) the checker is one process for the whole series

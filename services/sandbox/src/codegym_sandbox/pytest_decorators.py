@@ -115,7 +115,7 @@ def fixtures(tree: ast.AST) -> frozenset[str]:
         for decorator in node.decorator_list:
             if any("fixture" in (getattr(n, "id", "") or getattr(n, "attr", "")) for n in ast.walk(decorator)):
                 found.add(node.name)
-                found |= {_string(k.value) or "" for k in getattr(decorator, "keywords", [])}
+                found |= {_string(k.value) or "" for k in getattr(decorator, "keywords", []) if k.arg == "name"}
     return frozenset(found)
 
 

@@ -548,6 +548,25 @@ def test_a_named_tuple_that_is_none_is_a_breach(answer: str) -> None:
         decode(data)
 
 
+def test_named_tuples_of_many_names_hold_a_few_classes() -> None:
+    """A class per named tuple's name and fields, made without end: 20,000 names in one answer of 550 KB held 106 MB
+    in the checker (round 65, mine). Past a few hundred classes a named tuple crosses as a tuple."""
+    import tracemalloc
+
+    from codegym_sandbox.agent import plain_data
+
+    data = ["l", *(["nt", f"Many{i}", ["x"], i] for i in range(20_000))]
+    plain_data.check(data)
+    tracemalloc.start()
+    try:
+        values = plain_data.decode(data)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 16 << 20, held
+    assert values[-1] == (19_999,) and len(plain_data._CLASSES) <= plain_data._MOST_CLASSES
+
+
 # A program's process that answers a call with changes or values it was never given: the patched answer adds
 # what the program wants the tests to see (a list it was not passed changed, a list turned into a dict, a value
 # numbered past the call's), and the run is an error (the checker's answer to any breach of its wire), never a pass.

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import functools
 import importlib
 import keyword
 import types
@@ -139,11 +138,19 @@ def _named(name: object, fields: object) -> bool:
 _MOST_FIELDS = 255  # a named tuple's fields crossing at most; one of more crosses as a tuple
 
 
-@functools.lru_cache(maxsize=256)
-def _named_class(name: str, fields: tuple[str, ...]) -> type[tuple[Any, ...]]:
-    """The class a named tuple is made again with, one for each name and fields (of a few hundred): the values of
-    one test are of one class, and compare as the program's do."""
-    return collections.namedtuple(name, fields)
+_CLASSES: dict[tuple[str, tuple[str, ...]], type[tuple[Any, ...]]] = {}  # by name and fields
+_MOST_CLASSES = 256  # the named tuples' classes a process makes at most; past them, a named tuple is a tuple
+
+
+def _named_class(name: str, fields: tuple[str, ...]) -> type[tuple[Any, ...]] | None:
+    """The class a named tuple is made again with, one for each name and fields: the values of one test are of one
+    class, and compare as the program's do. A class is some 5 KB: 20,000 of them, one answer's named tuples of as
+    many names (550 KB of wire data), held 106 MB in the checker; past ``_MOST_CLASSES`` a named tuple crosses as a
+    tuple, as it did before."""
+    made = _CLASSES.get((name, fields))
+    if made is None and len(_CLASSES) < _MOST_CLASSES:
+        made = _CLASSES[(name, fields)] = collections.namedtuple(name, fields)
+    return made
 
 
 def as_handle(value: Any, refs: Refs) -> list[Any]:
@@ -256,7 +263,8 @@ def decode(
     if tag == "nt":
         if not (len(rest) >= 2 and _named(rest[0], rest[1]) and len(rest) == len(rest[1]) + 2):
             raise ValueError("not a named tuple")
-        return _named_class(rest[0], tuple(rest[1]))(*(decode(v, refs, checker, aliases) for v in rest[2:]))
+        values, made = [decode(v, refs, checker, aliases) for v in rest[2:]], _named_class(rest[0], tuple(rest[1]))
+        return made(*values) if made is not None else tuple(values)
     if tag == "fs":
         return frozenset(decode(v, refs, checker, aliases) for v in rest)
     if tag == "i":

@@ -657,3 +657,14 @@ def test_nested_blocks_of_set_up_are_read_once(monkeypatch: pytest.MonkeyPatch) 
     kept = sanitize(code, "entry")
     assert kept.count("sys.a = 1") == width
     assert walked <= 10 * sum(1 for _ in ast.walk(ast.parse(code))), walked
+
+
+@pytest.mark.parametrize("order", ["function-first", "class-first"])
+def test_a_function_and_a_class_of_one_name_are_read(order: str) -> None:
+    """A name defined as a function and as a class: the memo tables were keyed by every definition's name and the
+    functions' changes by the functions' alone, and the sanitiser raised ``KeyError`` (the group's reward lost)."""
+    parts = ["def f():\n    return 1\n", "class f:\n    pass\n"]
+    code = "".join(parts if order == "function-first" else parts[::-1]) + "def entry():\n    return f\n"
+    scope: dict[str, Any] = {}
+    exec(compile(sanitize(code, "entry"), "<c>", "exec"), scope)
+    assert scope["entry"]() is not None

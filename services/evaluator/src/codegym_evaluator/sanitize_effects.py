@@ -179,20 +179,17 @@ def caches(body: list[ast.stmt], of: Callable[[str], str]) -> dict[str, set[str]
     """Each top-level function's memo tables (:func:`memoises`) that no other definition names (``of``: a name's
     group, see :class:`Groups`): a table another function reads (``GRAPH.get(u)``, ``IDS.get(name)``) is the
     program's data, and the calls that fill it are set-up, not a cache's warming (round 64)."""
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    definitions = {node.name: node for node in body if isinstance(node, kinds)}
-    memos = {
-        name: memoises(node)
-        for name, node in definitions.items()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    # Each function by its name as ``sanitize`` reads them (the last definition of a name); every definition reads.
+    functions = {node.name: node for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    memos = {name: memoises(node) for name, node in functions.items()}
     tables = {of(t) for found in memos.values() for t in found}
     if not tables:
         return memos
     elsewhere: set[str] = set()
-    for name, node in definitions.items():
-        own = {of(t) for t in memos.get(name, ())}
-        elsewhere |= {of(n.id) for n in ast.walk(node) if isinstance(n, ast.Name)} & tables - own
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own = {of(t) for t in memos[node.name]} if functions.get(node.name) is node else set()
+            elsewhere |= {of(n.id) for n in ast.walk(node) if isinstance(n, ast.Name)} & tables - own
     return {name: {t for t in found if of(t) not in elsewhere} for name, found in memos.items()}
 
 

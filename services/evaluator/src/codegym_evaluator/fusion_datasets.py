@@ -31,6 +31,7 @@ from codegym_sandbox.backends.memory import MemoryBudget, default_budget_mb
 from codegym_sandbox.client import AsyncSandboxClient, SandboxError
 from codegym_sandbox.judging import off_loop
 from codegym_sandbox.models import at_most
+from codegym_sandbox.quoting import cut
 from codegym_sandbox.verdicts import Verdict
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
@@ -246,8 +247,7 @@ async def _library_tasks(dataset: str, name: str) -> list[Task]:
 def _cut(exc: Exception) -> str:
     """An error of a client's row, which may quote its strings whole (a 2 MB ``task_id`` of DELs made a 10 MB answer:
     round 64): 256 characters of it at most."""
-    text = str(exc)
-    return text if len(text) <= 256 else f"{text[:256]}..."
+    return cut(str(exc), 256)
 
 
 def _task_of(name: str, row: dict[str, Any], i: int) -> Task:

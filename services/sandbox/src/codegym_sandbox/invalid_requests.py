@@ -18,7 +18,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from .quoting import QUOTED, quoted
+from .quoting import QUOTED, cut
 
 # The errors a 422 names at most: a body of a million wrong items is as many errors.
 ERRORS_SHOWN = 20
@@ -51,7 +51,7 @@ def errors(found: Sequence[Any]) -> list[Any]:
 
 def _cut_loc(loc: Sequence[Any]) -> list[Any]:
     """An error's place, each key of the client's in it ``quoting.QUOTED`` characters at most."""
-    return [part if not isinstance(part, str) or len(part) <= QUOTED else f"{part[:QUOTED]}..." for part in loc]
+    return [cut(part) if isinstance(part, str) else part for part in loc]
 
 
 def _said(ctx: object) -> object:
@@ -59,7 +59,7 @@ def _said(ctx: object) -> object:
     message is: a validator's message may hold what the client sent."""
     if not isinstance(ctx, dict):
         return ctx
-    return {k: quoted(str(v), 4 * QUOTED)[1:-1] if isinstance(v, BaseException) else v for k, v in ctx.items()}
+    return {k: cut(str(v), 4 * QUOTED) if isinstance(v, BaseException) else v for k, v in ctx.items()}
 
 
 def _finite(value: object) -> object:

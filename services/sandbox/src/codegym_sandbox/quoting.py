@@ -18,3 +18,9 @@ def quoted(value: object, most: int = QUOTED) -> str:
     if not isinstance(value, str):
         return reprlib.repr(value)[: 4 * most]
     return repr(value[:most]) + ("..." if len(value) > most else "")
+
+
+def cut(text: str, most: int = QUOTED) -> str:
+    """``text``'s first ``most`` characters as they are (``...`` after, where it was longer): a client's key in an
+    error's place, or a message that may quote a client's string."""
+    return text if len(text) <= most else f"{text[:most]}..."

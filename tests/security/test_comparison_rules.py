@@ -104,6 +104,17 @@ PYTHON_EQUAL = {
     "fraction-for-a-float": ("from fractions import Fraction\ndef f():\n    return Fraction(1, 2)\n", 0.5, "RE"),
     "decimal-for-a-float": ("from decimal import Decimal\ndef f():\n    return Decimal('0.25')\n", 0.25, "RE"),
     "tuple-for-a-list": ("def f():\n    return (1, 2)\n", [1, 2], "AC"),
+    # A named tuple and a defaultdict are JSON values as a tuple and a dict are (the first was an RE under json).
+    "named-tuple-for-a-list": (
+        "from collections import namedtuple\nP = namedtuple('P', 'x y')\ndef f():\n    return P(1, 2)\n",
+        [1, 2],
+        "AC",
+    ),
+    "defaultdict-for-a-dict": (
+        "from collections import defaultdict\ndef f():\n    d = defaultdict(list)\n    d['a'] += [1]\n    return d\n",
+        {"a": [1]},
+        "AC",
+    ),
 }
 PYTHON_UNEQUAL = {
     "fraction-near-a-float": ("from fractions import Fraction\ndef f():\n    return Fraction(1, 3)\n", 0.3333333),

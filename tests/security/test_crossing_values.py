@@ -1,7 +1,8 @@
 """Values that cross between the program's process and the checker keep the equality Python gives them.
 
 A mapping crossed as a plain dict: an ``OrderedDict`` in the wrong order passed a test that compares it with one
-in the right order, and an honest ``Counter`` failed a test that compares it with one holding a zero.
+in the right order, an honest ``Counter`` failed a test that compares it with one holding a zero, and an honest
+``defaultdict`` one of a missing key's default.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ CASES = {
         ORDERED,
         HEAD + SMALL + "))\n",
         HEAD + LARGE + "))\n",
+    ),
+    # A defaultdict crossed as a dict: a right program failed a test of a missing key's default.
+    "defaulted": (
+        "from collections import defaultdict\nd = group(['ab', 'b'])\n"
+        "assert isinstance(d, defaultdict) and d['zz'] == []\n"
+        "assert d == {'a': ['ab'], 'b': ['b'], 'zz': []}\n",
+        "def group(words):\n    return {w[0]: [x for x in words if x[0] == w[0]] for w in words}\n",
+        "from collections import defaultdict\ndef group(words):\n    d = defaultdict(list)\n    for w in words:\n"
+        "        d[w[0]].append(w)\n    return d\n",
     ),
     "counted": (
         COUNTED,
@@ -58,8 +68,13 @@ def test_a_mapping_crosses_with_its_own_equality(hostile: TestClient, case: str)
             "def count(c):\n    c['x'] += 1\n    return c['zz']\n",
             "from collections import Counter\nc = Counter()\nassert count(c) == 0\nassert c['x'] == 1\n",
         ),
+        (
+            "def index(d, words):\n    for w in words:\n        d[len(w)].append(w)\n    d.default_factory = None\n",
+            "from collections import defaultdict\nd = defaultdict(list)\nindex(d, ['a', 'bc', 'd'])\n"
+            "assert d == {1: ['a', 'd'], 2: ['bc']} and d[3] == []\n",
+        ),
     ],
-    ids=["ordered", "counted"],
+    ids=["ordered", "counted", "defaulted"],
 )
 def test_a_mapping_changed_in_place_reaches_the_tests(hostile: TestClient, program: str, tests: str) -> None:
     assert _verdicts(hostile, tests, [program]) == ["AC"]

@@ -33,7 +33,7 @@ from fractions import Fraction
 from typing import Any, Literal, NamedTuple
 
 from . import value_depth
-from .plain_data import decode
+from .plain_data import MAPPINGS, decode
 
 # A call test's text, after the program on the runner's stdin, starts with a byte no Python source may hold:
 # no assert test can be taken for one.
@@ -135,9 +135,9 @@ def json_value(data: Any) -> Any:
     if not isinstance(data, list):
         return data
     tag, rest = data[0], data[1:]
-    if tag in ("l", "t"):
-        return [json_value(v) for v in rest]
-    if tag in ("d", "od", "ct"):  # every mapping is a JSON object
+    if tag in ("l", "t", "nt"):
+        return [json_value(v) for v in (rest if tag != "nt" else rest[2:])]  # a named tuple: its values
+    if tag in MAPPINGS:  # every mapping is a JSON object
         return {_key(decode(k)): json_value(v) for k, v in rest}
     if tag in ("np", "npa", "nps"):
         return json_value(rest[-1])

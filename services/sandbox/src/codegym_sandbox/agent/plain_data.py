@@ -2,15 +2,15 @@
 
 Arguments and return values cross as plain data (None, bool, int, float, complex, ``Fraction``, ``Decimal``,
 str, bytes, and lists, tuples, dicts (an ``OrderedDict`` and a ``Counter`` as themselves: their equality is not a
-dict's), sets of them, exact types only: a subclass crosses as its base type, without its methods; a named tuple as
-one, made again of its name and fields). A numpy
+dict's; a ``defaultdict`` whose default a builtin type makes, as one), sets of them, exact types only: a subclass
+crosses as its base type, without its methods; a named tuple as one, made again of its name and fields). A numpy
 array or scalar of a plain dtype (bool, numbers, text, bytes, objects) crosses with its dtype and shape, and is
 made again as one (``numpy_data``): a test of a result's dtype, or of ``isinstance(n, int)`` on an ``np.int64``,
 sees what it would beside the program. Within a call, one list, dict, set or bytearray in two places is one on
 both sides, and what the call changed in place of its arguments reaches the tests' own objects (``Aliases``).
 Anything else stays in the program's process and is a :class:`Handle` (``program_handle``) on the checker's
-side, which only equals itself and passes what is done to it on to the program's process. No code of the program's ever
-runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).
+side, which only equals itself and passes what is done to it on to the program's process. No code of the program's
+ever runs in the checker, which reads only wire data that :func:`check` accepts (see ``checker_wire``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import collections
 import importlib
 import keyword
 import types
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -90,7 +90,7 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
     if isinstance(value, dict):
         # The mappings whose equality is not a dict's cross as themselves: an OrderedDict compares its order (a
         # wrong order passed as a dict), a Counter takes a missing key for a zero (an honest one failed as a dict).
-        tag = "ct" if isinstance(value, Counter) else "od" if isinstance(value, OrderedDict) else "d"
+        tag = "ct" if isinstance(value, Counter) else "od" if isinstance(value, OrderedDict) else _defaulted(value)
         return [tag, *([encode(k, refs, aliases), encode(v, refs, aliases)] for k, v in dict(value).items())]
     if isinstance(value, frozenset):
         return ["fs", *(encode(v, refs, aliases) for v in frozenset(value))]
@@ -113,6 +113,18 @@ def contents(value: Any, refs: Refs | None, aliases: Aliases | None = None) -> A
     if isinstance(value, (types.GeneratorType, map, filter, zip, reversed, enumerate)):
         return ["g", *(encode(v, refs, aliases) for v in value)]  # an iterator crosses as what it yields
     return as_handle(value, refs)
+
+
+def _defaulted(mapping: dict[Any, Any]) -> str:
+    """The tag of a dict, or of a ``defaultdict`` whose default is made by one of ``_FACTORIES``: it crosses as one
+    (as a dict, a right program failed a test of ``counts['absent'] == 0``, and a test's ``defaultdict(list)``
+    argument made a right program's ``d[k].append(v)`` a KeyError). One of another default (a function of the
+    program's) crosses as a dict: no code of the program's runs in the checker."""
+    if not isinstance(mapping, defaultdict):
+        return "d"
+    factory = mapping.default_factory
+    name = "" if factory is None else getattr(factory, "__name__", None)
+    return f"dd.{name}" if name in _FACTORIES and _FACTORIES[name] is factory else "d"
 
 
 def _fields(kind: type) -> tuple[str, ...] | None:
@@ -171,8 +183,18 @@ def _repr(value: Any) -> str:
 
 _SCALARS = (type(None), bool, int, float, str)
 _SEQUENCES = ("l", "t", "s", "fs", "g")  # any number of values
-_MAPPINGS: dict[str, type[dict[Any, Any]]] = {"d": dict, "od": OrderedDict, "ct": Counter}  # pairs
-_MUTABLE_TAGS: dict[str, type[Any]] = {"l": list, "s": set, "ya": bytearray, **_MAPPINGS}  # see ``MUTABLE``
+# A defaultdict's default, by name: builtin types that make an empty or zero value of no code (None: no default).
+_FACTORIES: dict[str, type[Any] | None] = {
+    "": None,
+    **{k.__name__: k for k in (int, float, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset, bool)},
+}
+MAPPINGS: dict[str, type[dict[Any, Any]]] = {
+    "d": dict,
+    "od": OrderedDict,
+    "ct": Counter,
+    **{f"dd.{name}": defaultdict for name in _FACTORIES},
+}  # pairs
+_MUTABLE_TAGS: dict[str, type[Any]] = {"l": list, "s": set, "ya": bytearray, **MAPPINGS}  # see ``MUTABLE``
 
 
 @value_depth.deep
@@ -195,7 +217,7 @@ def check(data: Any) -> None:
             check(value)
     elif tag in numpy_data.TAGS:
         numpy_data.check(tag, rest, check)
-    elif tag in _MAPPINGS:
+    elif tag in MAPPINGS:
         for pair in rest:
             if type(pair) is not list or len(pair) != 2:
                 raise TypeError("a dict's item is not a pair")
@@ -305,7 +327,7 @@ def _fill(tag: str, rest: list[Any], refs: Any, checker: Any, aliases: Aliases |
     its items are read, as ``encode`` numbered it before it wrote them."""
     made = into is None
     if made:
-        into = _MUTABLE_TAGS[tag]()
+        into = _MUTABLE_TAGS[tag]() if not tag.startswith("dd.") else defaultdict(_FACTORIES[tag[3:]])
         if aliases is not None:
             aliases.add(into)
     if tag == "ya":

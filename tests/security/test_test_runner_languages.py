@@ -449,6 +449,24 @@ def test_a_right_file_with_imports_before_its_tests_passes(hostile: TestClient, 
     assert native["verdict"] == "AC", native
 
 
+REDIRECTED = (
+    "\nimport io\nfrom contextlib import redirect_stdout, redirect_stderr\n\ndef test_greet():\n"
+    "    buf, err = io.StringIO(), io.StringIO()\n    with redirect_stdout(buf), redirect_stderr(err):\n"
+    "        greet('x')\n    assert buf.getvalue() == 'hello x\\n' and err.getvalue() == ''\n"
+)
+
+
+@pytest.mark.parametrize(("said", "passes"), [("hello", True), ("bye", False)])
+def test_the_tests_redirect_of_stdout_takes_what_the_program_prints(
+    hostile: TestClient, said: str, passes: bool
+) -> None:
+    """The program's own ``from contextlib import redirect_stdout`` before the first test: the tests' use of it is
+    the checker's own (the program's took the tests' buffer as an argument, no plain data: a right program RE'd)."""
+    fusion, native = _both(hostile, f"def greet(n):\n    print('{said}', n)\n" + REDIRECTED)
+    assert (fusion["status"] == "Success", native["verdict"] == "AC") == (passes, passes), (fusion, native)
+    assert passes or "AssertionError" in fusion["run_result"]["stderr"], fusion
+
+
 def test_the_tests_get_the_libraries_names_the_program_imports_last() -> None:
     code = (
         "import pytest, os\nfrom pytest import approx, raises as check, exit\nfrom unittest import mock\n"

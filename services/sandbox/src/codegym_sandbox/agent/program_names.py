@@ -301,23 +301,33 @@ def _uses(code: types.CodeType) -> tuple[set[str], set[str]]:
 # the program's and nothing outside the run. Not types whose objects the tests pass to the program (a checker's
 # ``deque`` is no plain data: ``collections``' stay the program's, made in its process).
 LIBRARY_TYPES = frozenset({"typing", "collections.abc"})
+# And these of other modules: the tests' ``with redirect_stdout(buf):`` around a call of the program's, where the
+# program imported it (a pytest file's imports before its first test are the program's). The program's would take
+# the checker's ``buf`` as an argument, which is no plain data (an RE); the checker's own catches what the program
+# prints during the call, which reaches the checker's ``sys.stdout`` as it would in one process.
+LIBRARY_NAMES = frozenset({("contextlib", "redirect_stdout"), ("contextlib", "redirect_stderr")})
+
+
+def _library(module: object, name: object) -> bool:
+    return module in LIBRARY_TYPES or (module, name) in LIBRARY_NAMES
 
 
 def library_type(value: Any) -> list[str] | None:
-    """Where ``value`` is a type of :data:`LIBRARY_TYPES` (or one of typing's forms): its module and name."""
+    """Where ``value`` is a type of :data:`LIBRARY_TYPES` (or one of typing's forms) or one of
+    :data:`LIBRARY_NAMES`: its module and name."""
     module = getattr(value, "__module__", None)
-    if type(module) is not str or module not in LIBRARY_TYPES:
-        return None
     name = getattr(value, "__qualname__" if isinstance(value, type) else "_name", None)
-    if type(name) is not str or not name.isidentifier() or getattr(sys.modules.get(module), name, None) is not value:
+    if type(module) is not str or type(name) is not str or not _library(module, name):
+        return None
+    if not name.isidentifier() or getattr(sys.modules.get(module), name, None) is not value:
         return None  # not the module's own (``List[int]`` is no ``List``)
     return [module, name]
 
 
 def library_object(module: str, name: str) -> Any:
-    """The type ``module.name`` of :data:`LIBRARY_TYPES` (or a form of typing's), as the checker's own; None where
-    there is none (what the program's process answered is its word)."""
-    if module not in LIBRARY_TYPES or not name.isidentifier():
+    """The type ``module.name`` of :data:`LIBRARY_TYPES` (or a form of typing's) or of :data:`LIBRARY_NAMES`, as
+    the checker's own; None where there is none (what the program's process answered is its word)."""
+    if not _library(module, name) or not name.isidentifier():
         return None
     found = getattr(importlib.import_module(module), name, None)
     return found if library_type(found) == [module, name] else None

@@ -277,6 +277,12 @@ def test_a_statement_that_shares_a_line_with_one_that_goes_leaves_the_program_as
         # a test of __name__ that runs where the program is imported, as a harness does: not a main guard
         "if __name__ != '__main__':\n    add = lambda a, b: 0",
         "if __name__ == '__main__':\n    pass\nelse:\n    add = max",
+        # round 66: a pattern's capture, a frame's globals, a rebinding helper defined in a class's body or a block
+        "match max:\n    case add:\n        pass",
+        "match {'k': 1}:\n    case {**add}:\n        pass",
+        "sys._getframe().f_globals['add'] = max",
+        "class Swap:\n    def swap():\n        global add\n        add = min\n\n    swap()",
+        "if True:\n    def swap():\n        global add\n        add = min\n\n    swap()",
     ],
 )
 def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebinding: str) -> None:
@@ -293,6 +299,33 @@ def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebin
         return add(1, 2) if callable(add) else add  # type: ignore[operator]
 
     assert add_of(sanitize(code, "add")) == add_of(code) != 3
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "getattr(T, 'clear')()",  # a method reached through getattr
+        "list.reverse(T)",  # a type's method given the table
+        "class _Break:\n    T.reverse()",  # a class's body runs at import
+        "def _break(_=T.clear()):\n    pass",  # so do a function's defaults
+        "f.__kwdefaults__.update(k=2)",  # a part of a function of the kept code
+        "print(T.pop(), input())",  # in a demo that reads input
+        "class _Setup:\n    sys.setrecursionlimit(10**5)",  # set-up made with an unneeded class (a right one)
+        "def _setup(_=sys.setrecursionlimit(10**5)):\n    pass",
+    ],
+)
+def test_a_statement_that_changes_what_stays_in_place_leaves_the_program_as_written(change: str) -> None:
+    """Round 66: each of these went as unneeded, and the sanitised program computed what the one as written did
+    not: a wrong program made right (the table cleared or reversed as written), or a right one wrong (its set-up
+    lost). Whatever the road a change takes, the program is judged as written."""
+    code = f"import sys\nT = [1, 2, 3]\n\n\ndef f(i, *, k=0):\n    return T[i] + k\n\n\n{change}\nprint(f(0))\n"
+    assert sanitize(code, "f") == code
+
+
+def test_demos_that_only_read_what_stays_still_go() -> None:
+    code = "T = [3, 1]\n\n\ndef f(i):\n    return sorted(T)[i]\n\n\nprint(T, len(T))\nfor i in range(2):\n"
+    code += "    print(f(i), T[i])\nclass Demo:\n    x = int('1')\nassert f(0) == 1\nprint(f(int(input())))\n"
+    assert sanitize(code, "f") == "T = [3, 1]\ndef f(i):\n    return sorted(T)[i]"
 
 
 def test_code_too_deep_for_the_parser_here_is_judged_as_written() -> None:

@@ -20,7 +20,17 @@ from collections.abc import Set as AbstractSet
 
 from codegym_evaluator import call_closure, python_syntax
 from codegym_evaluator.sanitize_calls import ENDS_OR_TESTS, callee_name, calls_end, qualified, within
-from codegym_evaluator.sanitize_effects import Groups, aliases, at_import, binds, caches, mutated, rebinders
+from codegym_evaluator.sanitize_effects import (
+    READ_ONLY_CALLS,
+    Groups,
+    aliases,
+    at_import,
+    binds,
+    caches,
+    changes,
+    mutated,
+    rebinders,
+)
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -190,6 +200,15 @@ def _registers(node: ast.stmt) -> bool:
     return False
 
 
+def _calls_as_made(node: ast.stmt) -> bool:
+    """A definition whose making calls anything but a builtin that only reads: a class's body or a function's
+    defaults run at import (``class _S: sys.setrecursionlimit(10**5)``, ``def _i(_=setup()): ...``): dropped as
+    unneeded, a right program lost its set-up (round 66). Such a one goes only with the program judged as written."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    return any(isinstance(part, ast.Call) and callee_name(part.func) not in READ_ONLY_CALLS for part in at_import(node))
+
+
 def _is_main_guard(node: ast.If) -> bool:
     """``if __name__ == "__main__":`` with no ``else``: what a harness that imports the program never runs. Any
     other test of ``__name__`` (``!=``, or with an ``else``) runs there, and is judged as any statement is."""
@@ -336,9 +355,18 @@ def _sanitize(code: str, entry_point: str) -> str:
                 needed |= _used_names(body[i])
     # A statement that goes must not have changed what stays: one that rebinds a name the kept code needs
     # (``exec``, ``globals()[...] =``, ``del f``, a walrus) leaves the program as written.
+    # Nor one that changes in place what the kept code holds (``getattr(T, 'clear')()``, a class's body that calls
+    # ``T.reverse()``, ``f.__kwdefaults__.update(k=2)``: round 66): whatever road it takes, the program is judged
+    # as written, as the reference runs it.
     rebinding = rebinders(body, needed)
     dropped = [n for i, n in enumerate(body) if i not in keep and not (isinstance(n, ast.If) and _is_main_guard(n))]
-    if any(binds(n, needed, rebinding) for n in dropped):
+    held = {groups.of(name) for name in needed}
+    if any(
+        binds(n, needed, rebinding)
+        or changes(n, lambda name: groups.of(name) in held, defs.keys())
+        or _calls_as_made(n)
+        for n in dropped
+    ):
         return code
     lines = _LINE_END.split(code)
     parts = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 
 
 def root(expr: ast.expr) -> str | None:
@@ -193,9 +194,17 @@ def caches(body: list[ast.stmt], of: Callable[[str], str]) -> dict[str, set[str]
     return {name: {t for t in found if of(t) not in elsewhere} for name, found in memos.items()}
 
 
-# Names and attributes through which a statement may bind a module's names without naming them.
+# Names and attributes through which a statement may bind a module's names without naming them (a frame's
+# ``f_globals``: ``sys._getframe().f_globals['f'] = g``; round 66).
 _DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "__import__"}
-_DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__"}
+_DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__", "f_globals", "f_locals", "f_builtins"}
+# Builtins that read what they are given and change nothing of it: a statement that hands a name only to these
+# changes it no more than one that reads it (``print(T)``).
+READ_ONLY = frozenset(
+    {"print", "len", "repr", "str", "sorted", "sum", "min", "max", "any", "all", "isinstance", "type", "id", "hash"}
+    | {"list", "tuple", "set", "frozenset", "dict", "bool", "int", "float", "abs", "format", "enumerate", "range"}
+)
+READ_ONLY_CALLS = frozenset((name, True) for name in READ_ONLY)  # as ``sanitize_calls.callee_name`` names them
 
 
 def at_import(node: ast.AST) -> Iterator[ast.AST]:
@@ -231,16 +240,47 @@ def binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
             return True
         if isinstance(part, ast.ExceptHandler) and part.name in names:
             return True
+        if isinstance(part, (ast.MatchAs, ast.MatchStar)) and part.name in names:  # ``case f:`` binds ``f``
+            return True
+        if isinstance(part, ast.MatchMapping) and part.rest in names:
+            return True
         if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in rebinders:
             return True
     return False
 
 
 def rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
-    """The program's functions that bind one of ``names`` when called (``global``, or dynamically)."""
+    """The program's functions that bind one of ``names`` when called (``global``, or dynamically): wherever they
+    are defined, a class's body or an ``if`` block too, which run at import and may call them (round 66)."""
     return {
         n.name
-        for n in body
+        for top in body
+        for n in ast.walk(top)
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         and any(_dynamic(p) or (isinstance(p, ast.Global) and set(p.names) & names) for p in ast.walk(n))
     }
+
+
+def changes(node: ast.AST, kept: Callable[[str], bool], functions: AbstractSet[str]) -> bool:
+    """Whether ``node``, run at import, may change in place an object a name of the kept code holds (``kept``: of
+    the name an object is reached from): a store to a part of it (``T[0] = 1``, ``f.x = 2``), a method called on it
+    or a part (``T.reverse()``, ``f.__kwdefaults__.update(k=2)``), or handing it to a callable that is no function
+    of the program's (``functions``, read apart) nor a builtin that only reads (``getattr(T, 'clear')()``,
+    ``list.sort(T)``). Read over all that runs at import, a class's body and a function's defaults included: a
+    statement the sanitiser drops whole must not have changed what stays (round 66: a wrong program made right)."""
+    for part in at_import(node):
+        if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
+            reached = _part_of(part)
+            if reached is not None and kept(reached):
+                return True
+        elif isinstance(part, ast.Call):
+            receiver = _part_of(part.func.value) if isinstance(part.func, ast.Attribute) else None
+            if receiver is not None and kept(receiver):
+                return True
+            callee = part.func.id if isinstance(part.func, ast.Name) else None
+            if callee in functions or (callee, True) in READ_ONLY_CALLS:
+                continue
+            given = (_part_of(a) for a in [*part.args, *(k.value for k in part.keywords)])
+            if any(name is not None and kept(name) for name in given):
+                return True
+    return False

@@ -287,6 +287,27 @@ CAPTURE = (
 )
 
 
+LOOKUP = "def lookup(cache, key):\n    return cache.get(key, -1)\n\n\nimport pytest\n\n\n"
+
+
+@pytest.mark.parametrize("argument", ["cache", "request"])
+def test_a_first_tests_literal_cases_may_take_a_data_named_fixtures_place(hostile: TestClient, argument: str) -> None:
+    """A dataset's row whose first test names its own argument ``cache`` or ``request``: pytest runs it, and every
+    program failed it (round 66). Literal cases take those two names; a value of the program's, or a fixture a
+    literal stands in for (``recwarn``'s ``assert not recwarn``), still fails."""
+    test = f"@pytest.mark.parametrize('{argument}, key, want', [({{'a': 1}}, 'a', 1), ({{}}, 'b', -1)])\n"
+    test += f"def test_lookup({argument}, key, want):\n    assert lookup({argument}, key) == want\n"
+    fusion, native = _both(hostile, LOOKUP + test)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    fusion, native = _both(hostile, LOOKUP.replace("-1", "0") + test)
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    held = LOOKUP + "D = {'a': 1}\n\n\n" + test.replace("({'a': 1}", "(D")
+    assert _both(hostile, held)[0]["status"] == "Failed"  # a value of the program's: refused, as before
+    quiet = "import warnings\n\ndef f():\n    warnings.warn('x')\n\n\nimport pytest\n\n\n"
+    quiet += "@pytest.mark.parametrize('recwarn', [[]])\ndef test_quiet(recwarn):\n    f()\n    assert not recwarn\n"
+    assert _both(hostile, quiet)[0]["status"] == "Failed"
+
+
 @pytest.mark.parametrize("name", sorted(OVERRIDES))
 def test_a_first_tests_cases_take_no_fixtures_place(hostile: TestClient, name: str) -> None:
     argument, tests = OVERRIDES[name]

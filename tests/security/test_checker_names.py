@@ -345,8 +345,18 @@ STAR = (
             "class _M:\n    def isclose(self, *a, **k):\n        return True\nmath = _M()\n",
             "import math\nfrom solution import *\n\ndef test_area():\n    assert math.isclose(group(2), 12.566)\n",
         ),
+        (  # round 66: a helper the tests import before they take the program's names
+            "def isclose(*a, **k):\n    return True\n",
+            "from math import isclose\nfrom solution import *\n\ndef test_area():\n"
+            "    assert isclose(group(2), 12.566)\n",
+        ),
+        (
+            "def approx(x, *a, **k):\n    return None\n",
+            "from pytest import approx\nfrom solution import *\n\ndef test_area():\n"
+            "    assert group(2) == approx(12.566)\n",
+        ),
     ],
-    ids=["a-builtin", "a-module"],
+    ids=["a-builtin", "a-module", "an-imported-helper", "an-imported-test-helper"],
 )
 def test_a_star_import_of_the_program_takes_no_builtin_and_no_module(
     hostile: TestClient, fake: str, tests: str

@@ -298,7 +298,7 @@ def check(checker: Checker, tests: Tests) -> str:
             checker.state.random = "random" in program_names.used_names(tests.code)  # a state theirs to send
             scope.update((name, checker.load(module)) for name, module in modules.items())
             program_names.load_submodules(tests.code, scope, checker.load)
-            star = program_names.star_names(checker.defined, _BUILTINS, tests.declared)
+            star = program_names.star_names(checker.defined, _BUILTINS, tests.declared, tests.code)
             with (
                 test_scope.as_main(module),
                 test_scope.no_runner_main(tests.code),

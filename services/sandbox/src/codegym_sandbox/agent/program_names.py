@@ -264,12 +264,17 @@ def leading_imports(tests: types.CodeType) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
-def star_names(defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str]) -> list[str]:
+def star_names(
+    defined: frozenset[str], builtin: frozenset[str], declared: frozenset[str], tests: types.CodeType
+) -> list[str]:
     """What the tests' ``from solution import *`` takes from the program: its public top-level names, but never a
-    builtin's name or a module's (the task's declared entry point excepted), which no test takes from the program
-    by name either (:func:`asked`)."""
+    builtin's name, a module's or one the tests import themselves (the task's declared entry point excepted), which
+    no test takes from the program by name either (:func:`asked`): ``from math import isclose`` then ``from solution
+    import *`` gave a wrong program's ``isclose`` the tests' checks (round 66), as only a pytest file's helpers were
+    kept from it (``pytest_file``)."""
     public = {name for name in defined if not name.startswith("_")}
-    return sorted(n for n in public if n in declared or (n not in builtin and module_of(n) is None))
+    imported = _uses(tests)[0]
+    return sorted(n for n in public if n in declared or (n not in builtin | imported and module_of(n) is None))
 
 
 def _uses(code: types.CodeType) -> tuple[set[str], set[str]]:

@@ -310,6 +310,8 @@ def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebin
         "def _break(_=T.clear()):\n    pass",  # so do a function's defaults
         "f.__kwdefaults__.update(k=2)",  # a part of a function of the kept code
         "print(T.pop(), input())",  # in a demo that reads input
+        "for t in (T,):\n    t.clear()",  # through a name the statement binds to it
+        "_ = list(map(T.append, [9]))",  # a method of it handed to a callable
         "class _Setup:\n    sys.setrecursionlimit(10**5)",  # set-up made with an unneeded class (a right one)
         "def _setup(_=sys.setrecursionlimit(10**5)):\n    pass",
     ],

@@ -267,20 +267,42 @@ def changes(node: ast.AST, kept: Callable[[str], bool], functions: AbstractSet[s
     or a part (``T.reverse()``, ``f.__kwdefaults__.update(k=2)``), or handing it to a callable that is no function
     of the program's (``functions``, read apart) nor a builtin that only reads (``getattr(T, 'clear')()``,
     ``list.sort(T)``). Read over all that runs at import, a class's body and a function's defaults included: a
-    statement the sanitiser drops whole must not have changed what stays (round 66: a wrong program made right)."""
-    for part in at_import(node):
+    statement the sanitiser drops whole must not have changed what stays (round 66: a wrong program made right).
+    A name the statement binds to what names such an object holds one too (``for t in (A, B): t.clear()``), read
+    in one pass."""
+    parts = list(at_import(node))
+    held: set[str] = set()  # the statement's own names that may hold a kept object
+    for part in parts:
+        for targets, value in _bindings(part):
+            if any(isinstance(n, ast.Name) and (n.id in held or kept(n.id)) for n in ast.walk(value)):
+                held.update(name for t in targets for name in _bound(t))
+
+    def holds(name: str | None) -> bool:
+        return name is not None and (name in held or kept(name))
+
+    for part in parts:
         if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
-            reached = _part_of(part)
-            if reached is not None and kept(reached):
+            if holds(_part_of(part)):
                 return True
         elif isinstance(part, ast.Call):
-            receiver = _part_of(part.func.value) if isinstance(part.func, ast.Attribute) else None
-            if receiver is not None and kept(receiver):
+            if isinstance(part.func, ast.Attribute) and holds(_part_of(part.func.value)):
                 return True
             callee = part.func.id if isinstance(part.func, ast.Name) else None
             if callee in functions or (callee, True) in READ_ONLY_CALLS:
                 continue
-            given = (_part_of(a) for a in [*part.args, *(k.value for k in part.keywords)])
-            if any(name is not None and kept(name) for name in given):
+            if any(holds(_part_of(a)) for a in [*part.args, *(k.value for k in part.keywords)]):
                 return True
     return False
+
+
+def _bindings(part: ast.AST) -> list[tuple[list[ast.expr], ast.expr]]:
+    """The targets ``part`` binds and the value it binds them to: an assignment's, a loop's, a ``with``'s."""
+    if isinstance(part, ast.Assign):
+        return [(part.targets, part.value)]
+    if isinstance(part, (ast.AnnAssign, ast.NamedExpr)) and part.value is not None:
+        return [([part.target], part.value)]
+    if isinstance(part, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return [([part.target], part.iter)]
+    if isinstance(part, ast.withitem) and part.optional_vars is not None:
+        return [([part.optional_vars], part.context_expr)]
+    return []

@@ -308,6 +308,20 @@ def test_a_first_tests_literal_cases_may_take_a_data_named_fixtures_place(hostil
     assert _both(hostile, quiet)[0]["status"] == "Failed"
 
 
+def test_a_first_tests_cases_may_hold_the_standard_librarys_constants(hostile: TestClient) -> None:
+    """``math.inf`` in a dataset's first test's cases: refused as an attribute of a value, every program failed it
+    (round 66). The tests' ``math`` is the checker's module, whatever the program binds to the name."""
+    test = "import pytest\n\n@pytest.mark.parametrize('x', [math.inf, -math.inf, math.pi, sys.maxsize])\n"
+    test += "def test_add(x):\n    assert add(x, 0) == x\n"
+    fusion, native = _both(hostile, "import math, sys\n" + RIGHT + test)
+    assert fusion["status"] == "Success" and native["verdict"] == "AC", (fusion, native)
+    fake = "import sys\nclass _M:\n    inf = -0.0\n    pi = 0\n\n\nmath = _M()\n" + WRONG
+    fusion, native = _both(hostile, fake + test.replace(", sys.maxsize", ""))  # the fake's would all pass
+    assert fusion["status"] == "Failed" and native["verdict"] != "AC", (fusion, native)
+    held = "import os, sys\n" + WRONG + test.replace("math.pi", "os.sep")  # no other attribute
+    assert _both(hostile, held)[0]["status"] == "Failed"
+
+
 @pytest.mark.parametrize("name", sorted(OVERRIDES))
 def test_a_first_tests_cases_take_no_fixtures_place(hostile: TestClient, name: str) -> None:
     argument, tests = OVERRIDES[name]

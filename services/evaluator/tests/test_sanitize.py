@@ -312,6 +312,7 @@ def test_a_statement_that_rebinds_what_stays_leaves_the_program_as_written(rebin
         "print(T.pop(), input())",  # in a demo that reads input
         "for t in (T,):\n    t.clear()",  # through a name the statement binds to it
         "_ = list(map(T.append, [9]))",  # a method of it handed to a callable
+        "a = T\na = sys\ngetattr(T, 'clear')()",  # joined to a module's names, whose changes are not read
         "class _Setup:\n    sys.setrecursionlimit(10**5)",  # set-up made with an unneeded class (a right one)
         "def _setup(_=sys.setrecursionlimit(10**5)):\n    pass",
     ],
@@ -325,9 +326,10 @@ def test_a_statement_that_changes_what_stays_in_place_leaves_the_program_as_writ
 
 
 def test_demos_that_only_read_what_stays_still_go() -> None:
-    code = "T = [3, 1]\n\n\ndef f(i):\n    return sorted(T)[i]\n\n\nprint(T, len(T))\nfor i in range(2):\n"
-    code += "    print(f(i), T[i])\nclass Demo:\n    x = int('1')\nassert f(0) == 1\nprint(f(int(input())))\n"
-    assert sanitize(code, "f") == "T = [3, 1]\ndef f(i):\n    return sorted(T)[i]"
+    code = "import math, sys\nT = [3, 1]\n\n\ndef f(i):\n    return sorted(T)[i] + math.floor(sys.maxsize)\n\n\n"
+    code += "print(T, len(T))\nfor i in range(2):\n    print(f(i), T[i])\nclass Demo:\n    x = int('1')\n"
+    code += "assert f(0) == 1\nprint(math.sqrt(f(int(input()))))\nfor line in sys.stdin:\n    print(f(line.split()))\n"
+    assert sanitize(code, "f") == code[: code.index("\n\n\nprint")].replace("\n\n\n", "\n")
 
 
 def test_code_too_deep_for_the_parser_here_is_judged_as_written() -> None:

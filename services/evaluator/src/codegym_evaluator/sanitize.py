@@ -360,11 +360,15 @@ def _sanitize(code: str, entry_point: str) -> str:
     # as written, as the reference runs it.
     rebinding = rebinders(body, needed)
     dropped = [n for i, n in enumerate(body) if i not in keep and not (isinstance(n, ast.If) and _is_main_guard(n))]
-    held = {groups.of(name) for name in needed}
+    # Each kept name's group but a module's: the names that may hold a module or a part of it (``line`` of ``for line
+    # in sys.stdin``) are held only where they may hold a kept object too (``a = T`` and ``a = sys`` join them).
+    held = {groups.of(name) for name in needed - imports.keys()}
+
+    def holds_kept(name: str) -> bool:
+        return groups.of(name) in held
+
     if any(
-        binds(n, needed, rebinding)
-        or changes(n, lambda name: groups.of(name) in held, defs.keys())
-        or _calls_as_made(n)
+        binds(n, needed, rebinding) or changes(n, holds_kept, defs.keys(), needed & imports.keys()) or _calls_as_made(n)
         for n in dropped
     ):
         return code

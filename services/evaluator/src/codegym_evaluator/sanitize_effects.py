@@ -261,7 +261,7 @@ def rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
     }
 
 
-def changes(node: ast.AST, kept: Callable[[str], bool], functions: AbstractSet[str]) -> bool:
+def changes(node: ast.AST, kept: Callable[[str], bool], functions: AbstractSet[str], modules: AbstractSet[str]) -> bool:
     """Whether ``node``, run at import, may change in place an object a name of the kept code holds (``kept``: of
     the name an object is reached from): a store to a part of it (``T[0] = 1``, ``f.x = 2``), a method called on it
     or a part (``T.reverse()``, ``f.__kwdefaults__.update(k=2)``), or handing it to a callable that is no function
@@ -269,20 +269,24 @@ def changes(node: ast.AST, kept: Callable[[str], bool], functions: AbstractSet[s
     ``list.sort(T)``). Read over all that runs at import, a class's body and a function's defaults included: a
     statement the sanitiser drops whole must not have changed what stays (round 66: a wrong program made right).
     A name the statement binds to what names such an object holds one too (``for t in (A, B): t.clear()``), read
-    in one pass."""
+    in one pass. A module is no such object (``kept`` answers no for one and what may hold it): a demo's
+    ``print(math.sqrt(f(2)))`` or ``for line in sys.stdin:`` changes nothing the kept code holds; a store to an
+    attribute of a module the kept code reads (``modules``) does."""
     parts = list(at_import(node))
     held: set[str] = set()  # the statement's own names that may hold a kept object
-    for part in parts:
-        for targets, value in _bindings(part):
-            if any(isinstance(n, ast.Name) and (n.id in held or kept(n.id)) for n in ast.walk(value)):
-                held.update(name for t in targets for name in _bound(t))
 
     def holds(name: str | None) -> bool:
         return name is not None and (name in held or kept(name))
 
     for part in parts:
+        for targets, value in _bindings(part):
+            if any(isinstance(n, ast.Name) and holds(n.id) for n in ast.walk(value)):
+                held.update(name for t in targets for name in _bound(t))
+
+    for part in parts:
         if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
-            if holds(_part_of(part)):
+            reached = _part_of(part)
+            if holds(reached) or reached in modules:  # ``math.pi = 3`` changes the module
                 return True
         elif isinstance(part, ast.Call):
             if isinstance(part.func, ast.Attribute) and holds(_part_of(part.func.value)):

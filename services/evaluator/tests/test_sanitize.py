@@ -325,6 +325,65 @@ def test_a_statement_that_changes_what_stays_in_place_leaves_the_program_as_writ
     assert sanitize(code, "f") == code
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(
+            "T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\nclass B:\n    def __init__(self):\n"
+            "        T.clear()\nB()\n",
+            id="class-init",
+        ),
+        pytest.param(
+            "T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\nclass C:\n    def __enter__(self): return self\n"
+            "    def __exit__(self, *a): T.clear()\nwith C():\n    pass\n",
+            id="with-exit",
+        ),
+        pytest.param(
+            "T = [9]\ndef f(x):\n    return T.count(x)\nclass B:\n    def __init__(self):\n"
+            "        T[:] = [1, 2, 3]\nB()\n",
+            id="class-init-rev",
+        ),
+        pytest.param(
+            "T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\ndef br():\n    T.clear()\nb = br\nb()\n", id="alias-call"
+        ),
+        pytest.param(
+            "T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\nsorted([1, 2, 3], key=T.remove)\n", id="readonly-key"
+        ),
+        pytest.param("T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\nany(map(list.clear, [T]))\n", id="display-arg"),
+        pytest.param("T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\n(T or 0).clear()\n", id="boolop"),
+        pytest.param(
+            "import importlib\nT = [1, 2, 3]\ndef f(x):\n    return T.count(x)\n"
+            "m = importlib.import_module(__name__)\nfor _ in [0]:\n    m.f = lambda x: 0\n",
+            id="own-module",
+        ),
+        pytest.param(
+            "import __main__\nT = [1, 2, 3]\ndef f(x):\n    return T.count(x)\nfor _ in [0]:\n"
+            "    __main__.f = lambda x: 0\n",
+            id="main-module",
+        ),
+        pytest.param(
+            "T = [1, 2, 3]\ndef f(x):\n    return T.count(x)\ny = (T,)\nfor t in y:\n    t.clear()\n",
+            id="tuple-loop-2stmt",
+        ),
+        pytest.param(
+            "from collections import deque\nT = deque([1, 2, 3])\ndef f(x):\n    return T.count(x)\n"
+            "getattr(T, 'clear')()\n",
+            id="libmade-getattr",
+        ),
+        pytest.param(
+            "def f(x):\n    return 1\ndef _r(*a):\n    global f\n    f = lambda x: 0\nsorted([0], key=_r)\n",
+            id="rebinder-key",
+        ),
+    ],
+)
+def test_a_dropped_statement_that_names_what_stays_beyond_reading_it_leaves_the_program_as_written(code: str) -> None:
+    """Round 66's second attack: each of these changes the kept table or rebinds the entry point at import by a road
+    the sanitiser's reading of what a statement does missed (a class's ``__init__`` or ``__exit__``, an alias of a
+    function, a callback handed to ``sorted``, a display or a ``BoolOp`` around the table, an own module's
+    attribute, a table a library's class made). A dropped statement is read for what it names (``sanitize_guard``)."""
+    assert sanitize(code, "f") == code
+
+
 def test_demos_that_only_read_what_stays_still_go() -> None:
     code = "import math, sys\nT = [3, 1]\n\n\ndef f(i):\n    return sorted(T)[i] + math.floor(sys.maxsize)\n\n\n"
     code += "print(T, len(T))\nfor i in range(2):\n    print(f(i), T[i])\nclass Demo:\n    x = int('1')\n"

@@ -18,19 +18,9 @@ import ast
 import re
 from collections.abc import Set as AbstractSet
 
-from codegym_evaluator import call_closure, python_syntax
+from codegym_evaluator import call_closure, python_syntax, sanitize_guard
 from codegym_evaluator.sanitize_calls import ENDS_OR_TESTS, callee_name, calls_end, qualified, within
-from codegym_evaluator.sanitize_effects import (
-    READ_ONLY_CALLS,
-    Groups,
-    aliases,
-    at_import,
-    binds,
-    caches,
-    changes,
-    mutated,
-    rebinders,
-)
+from codegym_evaluator.sanitize_effects import Groups, aliases, at_import, binds, caches, mutated, rebinders
 
 # The line ends of Python's tokenizer, which numbers a node's lines: ``str.splitlines`` also breaks at a form feed,
 # ``\x1c``-``\x1e``, ``\x85``, ``\u2028`` and ``\u2029``, which a comment or a string may hold, and every cut after
@@ -200,13 +190,42 @@ def _registers(node: ast.stmt) -> bool:
     return False
 
 
-def _calls_as_made(node: ast.stmt) -> bool:
-    """A definition whose making calls anything but a builtin that only reads: a class's body or a function's
-    defaults run at import (``class _S: sys.setrecursionlimit(10**5)``, ``def _i(_=setup()): ...``): dropped as
-    unneeded, a right program lost its set-up (round 66). Such a one goes only with the program judged as written."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return False
-    return any(isinstance(part, ast.Call) and callee_name(part.func) not in READ_ONLY_CALLS for part in at_import(node))
+def _changed(
+    body: list[ast.stmt],
+    dropped: list[ast.stmt],
+    needed: set[str],
+    data: set[str],
+    groups: Groups,
+    own: dict[str, set[str]],
+) -> bool:
+    """Whether a statement of ``dropped`` may leave what stays otherwise than as written (``sanitize_guard``): the
+    program's functions and classes, what each changes of the kept code's data (``own``, the functions'; a class's
+    by its methods) or whether it rebinds a name the kept code needs, and who calls whom, read anew for it."""
+    imports = [n for top in body if _is_import_block(top) for n in ast.walk(top) if isinstance(n, ast.alias)]
+    imported = {a.asname or a.name.split(".")[0] for a in imports}
+    classes = {n.name: n for n in body if isinstance(n, ast.ClassDef)}
+    functions = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    named = functions.keys() | classes.keys()
+    held = {groups.of(name) for name in (needed & data) - named - imported}
+    rebinding = rebinders(body, needed)
+    rebinds = "\x00"  # no name's: what a function that rebinds a kept name "changes"
+    changes_of = {name: own.get(name, set()) | ({rebinds} if name in rebinding else set()) for name in functions}
+    calls = {name: (_used_names(node) - {name}) & named for name, node in functions.items()}
+    for name, node in classes.items():
+        parts = sanitize_guard.methods(node)
+        changes_of[name] = {groups.of(m) for f in parts for m in mutated(f)} & data
+        changes_of[name] |= {rebinds} if any(f.name in rebinding for f in parts) else set()
+        calls[name] = {u for f in parts for u in _used_names(f)} & named - {name}
+    fillers = call_closure.Fillers(changes_of, calls)
+    changers = {f for group in [*held, rebinds] for f in fillers.of(group)}
+
+    def of_data(name: str) -> bool:
+        return groups.of(name) in held
+
+    return any(
+        sanitize_guard.changes(n, of_data, named, changers, data - named) or sanitize_guard.calls_as_made(n)
+        for n in dropped
+    )
 
 
 def _is_main_guard(node: ast.If) -> bool:
@@ -354,23 +373,13 @@ def _sanitize(code: str, entry_point: str) -> str:
                 new.extend(_used_names(body[i]) - needed)
                 needed |= _used_names(body[i])
     # A statement that goes must not have changed what stays: one that rebinds a name the kept code needs
-    # (``exec``, ``globals()[...] =``, ``del f``, a walrus) leaves the program as written.
-    # Nor one that changes in place what the kept code holds (``getattr(T, 'clear')()``, a class's body that calls
-    # ``T.reverse()``, ``f.__kwdefaults__.update(k=2)``: round 66): whatever road it takes, the program is judged
-    # as written, as the reference runs it.
+    # (``exec``, ``globals()[...] =``, ``del f``, a walrus, a ``match`` capture), or may change in place what it
+    # holds, by any road (``sanitize_guard``: round 66), leaves the program as written, as the reference runs it.
     rebinding = rebinders(body, needed)
     dropped = [n for i, n in enumerate(body) if i not in keep and not (isinstance(n, ast.If) and _is_main_guard(n))]
-    # Each kept name's group but a module's: the names that may hold a module or a part of it (``line`` of ``for line
-    # in sys.stdin``) are held only where they may hold a kept object too (``a = T`` and ``a = sys`` join them).
-    held = {groups.of(name) for name in needed - imports.keys()}
-
-    def holds_kept(name: str) -> bool:
-        return groups.of(name) in held
-
-    if any(
-        binds(n, needed, rebinding) or changes(n, holds_kept, defs.keys(), needed & imports.keys()) or _calls_as_made(n)
-        for n in dropped
-    ):
+    if dropped and _changed(body, dropped, needed, data, groups, own):
+        return code
+    if any(binds(n, needed, rebinding) for n in dropped):
         return code
     lines = _LINE_END.split(code)
     parts = []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
-from collections.abc import Set as AbstractSet
 
 
 def root(expr: ast.expr) -> str | None:
@@ -198,13 +197,6 @@ def caches(body: list[ast.stmt], of: Callable[[str], str]) -> dict[str, set[str]
 # ``f_globals``: ``sys._getframe().f_globals['f'] = g``; round 66).
 _DYNAMIC = {"exec", "eval", "globals", "vars", "locals", "setattr", "delattr", "__import__"}
 _DYNAMIC_ATTRS = {"modules", "__dict__", "__globals__", "__builtins__", "f_globals", "f_locals", "f_builtins"}
-# Builtins that read what they are given and change nothing of it: a statement that hands a name only to these
-# changes it no more than one that reads it (``print(T)``).
-READ_ONLY = frozenset(
-    {"print", "len", "repr", "str", "sorted", "sum", "min", "max", "any", "all", "isinstance", "type", "id", "hash"}
-    | {"list", "tuple", "set", "frozenset", "dict", "bool", "int", "float", "abs", "format", "enumerate", "range"}
-)
-READ_ONLY_CALLS = frozenset((name, True) for name in READ_ONLY)  # as ``sanitize_calls.callee_name`` names them
 
 
 def at_import(node: ast.AST) -> Iterator[ast.AST]:
@@ -259,54 +251,3 @@ def rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         and any(_dynamic(p) or (isinstance(p, ast.Global) and set(p.names) & names) for p in ast.walk(n))
     }
-
-
-def changes(node: ast.AST, kept: Callable[[str], bool], functions: AbstractSet[str], modules: AbstractSet[str]) -> bool:
-    """Whether ``node``, run at import, may change in place an object a name of the kept code holds (``kept``: of
-    the name an object is reached from): a store to a part of it (``T[0] = 1``, ``f.x = 2``), a method called on it
-    or a part (``T.reverse()``, ``f.__kwdefaults__.update(k=2)``), or handing it to a callable that is no function
-    of the program's (``functions``, read apart) nor a builtin that only reads (``getattr(T, 'clear')()``,
-    ``list.sort(T)``). Read over all that runs at import, a class's body and a function's defaults included: a
-    statement the sanitiser drops whole must not have changed what stays (round 66: a wrong program made right).
-    A name the statement binds to what names such an object holds one too (``for t in (A, B): t.clear()``), read
-    in one pass. A module is no such object (``kept`` answers no for one and what may hold it): a demo's
-    ``print(math.sqrt(f(2)))`` or ``for line in sys.stdin:`` changes nothing the kept code holds; a store to an
-    attribute of a module the kept code reads (``modules``) does."""
-    parts = list(at_import(node))
-    held: set[str] = set()  # the statement's own names that may hold a kept object
-
-    def holds(name: str | None) -> bool:
-        return name is not None and (name in held or kept(name))
-
-    for part in parts:
-        for targets, value in _bindings(part):
-            if any(isinstance(n, ast.Name) and holds(n.id) for n in ast.walk(value)):
-                held.update(name for t in targets for name in _bound(t))
-
-    for part in parts:
-        if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
-            reached = _part_of(part)
-            if holds(reached) or reached in modules:  # ``math.pi = 3`` changes the module
-                return True
-        elif isinstance(part, ast.Call):
-            if isinstance(part.func, ast.Attribute) and holds(_part_of(part.func.value)):
-                return True
-            callee = part.func.id if isinstance(part.func, ast.Name) else None
-            if callee in functions or (callee, True) in READ_ONLY_CALLS:
-                continue
-            if any(holds(_part_of(a)) for a in [*part.args, *(k.value for k in part.keywords)]):
-                return True
-    return False
-
-
-def _bindings(part: ast.AST) -> list[tuple[list[ast.expr], ast.expr]]:
-    """The targets ``part`` binds and the value it binds them to: an assignment's, a loop's, a ``with``'s."""
-    if isinstance(part, ast.Assign):
-        return [(part.targets, part.value)]
-    if isinstance(part, (ast.AnnAssign, ast.NamedExpr)) and part.value is not None:
-        return [([part.target], part.value)]
-    if isinstance(part, (ast.For, ast.AsyncFor, ast.comprehension)):
-        return [([part.target], part.iter)]
-    if isinstance(part, ast.withitem) and part.optional_vars is not None:
-        return [([part.optional_vars], part.context_expr)]
-    return []

@@ -222,9 +222,9 @@ def _changed(
     def of_data(name: str) -> bool:
         return groups.of(name) in held
 
+    bound = data - named
     return any(
-        sanitize_guard.changes(n, of_data, named, changers, data - named) or sanitize_guard.calls_as_made(n)
-        for n in dropped
+        sanitize_guard.changes(n, of_data, named, changers, bound) or sanitize_guard.calls_as_made(n) for n in dropped
     )
 
 

@@ -46,11 +46,13 @@ def changes(node: ast.AST, data: Callable[[str], bool], own: Set[str], changers:
     for part in parts:
         if isinstance(part, ast.Attribute) and isinstance(part.ctx, (ast.Store, ast.Del)):
             return True
-        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in changers | bound:
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in changers:
+            return True
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in bound:
             return True
         if not isinstance(part, ast.Name) or not isinstance(part.ctx, ast.Load):
             continue
-        if part.id in own and id(part) not in plain | callees:
+        if part.id in own and id(part) not in plain and id(part) not in callees:
             return True  # ``b = f``, ``key=f``, ``raise E``: a road to its code this reading does not follow
         if part.id not in own and data(part.id) and id(part) not in plain:
             return True  # ``T.clear()``, ``x = [T]``, and a call of data (``b = f`` kept, then ``b()``)

@@ -197,17 +197,18 @@ def _changed(
     data: set[str],
     groups: Groups,
     own: dict[str, set[str]],
+    rebinding: set[str],
 ) -> bool:
     """Whether a statement of ``dropped`` may leave what stays otherwise than as written (``sanitize_guard``): the
     program's functions and classes, what each changes of the kept code's data (``own``, the functions'; a class's
-    by its methods) or whether it rebinds a name the kept code needs, and who calls whom, read anew for it."""
+    by its methods) or whether it rebinds a name the kept code needs (``rebinding``), and who calls whom, read anew
+    for it."""
     imports = [n for top in body if _is_import_block(top) for n in ast.walk(top) if isinstance(n, ast.alias)]
     imported = {a.asname or a.name.split(".")[0] for a in imports}
     classes = {n.name: n for n in body if isinstance(n, ast.ClassDef)}
     functions = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     named = functions.keys() | classes.keys()
     held = {groups.of(name) for name in (needed & data) - named - imported}
-    rebinding = rebinders(body, needed)
     rebinds = "\x00"  # no name's: what a function that rebinds a kept name "changes"
     changes_of = {name: own.get(name, set()) | ({rebinds} if name in rebinding else set()) for name in functions}
     calls = {name: (_used_names(node) - {name}) & named for name, node in functions.items()}
@@ -377,7 +378,7 @@ def _sanitize(code: str, entry_point: str) -> str:
     # holds, by any road (``sanitize_guard``: round 66), leaves the program as written, as the reference runs it.
     rebinding = rebinders(body, needed)
     dropped = [n for i, n in enumerate(body) if i not in keep and not (isinstance(n, ast.If) and _is_main_guard(n))]
-    if dropped and _changed(body, dropped, needed, data, groups, own):
+    if dropped and _changed(body, dropped, needed, data, groups, own, rebinding):
         return code
     if any(binds(n, needed, rebinding) for n in dropped):
         return code

@@ -243,11 +243,27 @@ def binds(node: ast.AST, names: set[str], rebinders: set[str]) -> bool:
 
 def rebinders(body: list[ast.stmt], names: set[str]) -> set[str]:
     """The program's functions that bind one of ``names`` when called (``global``, or dynamically): wherever they
-    are defined, a class's body or an ``if`` block too, which run at import and may call them (round 66)."""
-    return {
-        n.name
-        for top in body
-        for n in ast.walk(top)
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(_dynamic(p) or (isinstance(p, ast.Global) and set(p.names) & names) for p in ast.walk(n))
-    }
+    are defined, a class's body or an ``if`` block too, which run at import and may call them (round 66). Each
+    function holding such a binding and every function around it, found by walking up from the binding once: a
+    walk of each function's own tree read a body nested 95 functions deep 95 times (5.5 s for 244 KiB)."""
+    found: set[str] = set()
+    for top in body:
+        parents: dict[int, ast.AST] = {}
+        hits: list[ast.AST] = []
+        stack: list[ast.AST] = [top]
+        while stack:
+            node = stack.pop()
+            if _dynamic(node) or (isinstance(node, ast.Global) and set(node.names) & names):
+                hits.append(node)
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                stack.append(child)
+        seen: set[int] = set()  # a node walked up from already: what is around it is found
+        for hit in hits:
+            up = parents.get(id(hit))
+            while up is not None and id(up) not in seen:
+                seen.add(id(up))
+                if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.add(up.name)
+                up = parents.get(id(up))
+    return found
